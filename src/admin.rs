@@ -1,0 +1,88 @@
+//! Admin commands while the server runs: a Unix socket `DATA_DIR/admin.sock` (mode 0600, so
+//! only the server's own OS user can use it) taking one JSON line and answering one.
+//! `replicad invites create` and `replicad reindex` go through it when a server holds the
+//! store, and open the store themselves otherwise.
+//!
+//! Requests: `{"op":"invite","expires_in_secs":N|null}` → `{"ok":true,"code":"inv_…"}`;
+//! `{"op":"reindex"}` → `{"ok":true,"chunks":N}`; failures → `{"ok":false,"error":"…"}`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+use crate::app::App;
+use crate::service::orgs;
+
+/// Path of the admin socket in `data_dir`.
+pub fn socket_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("admin.sock")
+}
+
+/// Listens on the admin socket for the life of the server.
+pub fn spawn(app: Arc<App>) -> std::io::Result<()> {
+    let path = socket_path(&app.config.data_dir);
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path)?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let app = app.clone();
+            tokio::spawn(async move {
+                if let Err(e) = answer(app, stream).await {
+                    tracing::warn!(error = %e, "admin connection failed");
+                }
+            });
+        }
+    });
+    Ok(())
+}
+
+async fn answer(app: Arc<App>, stream: UnixStream) -> std::io::Result<()> {
+    let (r, mut w) = stream.into_split();
+    let mut line = String::new();
+    BufReader::new(r).read_line(&mut line).await?;
+    let reply = match serde_json::from_str::<Value>(&line) {
+        Ok(req) => execute(&app, &req).await,
+        Err(e) => json!({"ok": false, "error": format!("bad request: {e}")}),
+    };
+    w.write_all(format!("{reply}\n").as_bytes()).await
+}
+
+async fn execute(app: &App, req: &Value) -> Value {
+    let result = match req["op"].as_str() {
+        Some("invite") => orgs::create_invite(&app.store, req["expires_in_secs"].as_u64())
+            .await
+            .map(|code| json!({"ok": true, "code": code})),
+        Some("reindex") => {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            if app.reindex.send(tx).await.is_err() {
+                return json!({"ok": false, "error": "indexer stopped"});
+            }
+            match rx.await {
+                Ok(r) => r.map(|chunks| json!({"ok": true, "chunks": chunks})),
+                Err(_) => return json!({"ok": false, "error": "indexer stopped"}),
+            }
+        }
+        _ => return json!({"ok": false, "error": "unknown op"}),
+    };
+    result.unwrap_or_else(|e| json!({"ok": false, "error": e.to_string()}))
+}
+
+/// Sends `req` to a running server; `Ok(None)` when no server listens on `data_dir`.
+pub async fn request(data_dir: &Path, req: &Value) -> Result<Option<Value>, String> {
+    let Ok(stream) = UnixStream::connect(socket_path(data_dir)).await else { return Ok(None) };
+    let (r, mut w) = stream.into_split();
+    w.write_all(format!("{req}\n").as_bytes()).await.map_err(|e| e.to_string())?;
+    let mut line = String::new();
+    BufReader::new(r).read_line(&mut line).await.map_err(|e| e.to_string())?;
+    let v: Value = serde_json::from_str(&line).map_err(|e| format!("bad answer from the server: {e}"))?;
+    if v["ok"] == true {
+        Ok(Some(v))
+    } else {
+        Err(v["error"].as_str().unwrap_or("failed").to_string())
+    }
+}

@@ -1,0 +1,224 @@
+//! Chat history (spec §4.1): list per channel, save items (with channel data validation).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::path_replica;
+use crate::app::App;
+use crate::error::{Code, Error, Result};
+use crate::http::request::Req;
+use crate::http::response::Reply;
+use crate::service::history::{self, check_source, NewItem, Page};
+use crate::service::{check_len, rfc3339};
+use crate::store::records::Message;
+
+/// `messengerB_data` (spec §4.1): ids as strings; no extra fields.
+#[derive(Deserialize, Serialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct MessengerBData {
+    pub channel_id: String,
+    pub channel_name: String,
+    pub author_id: String,
+    pub author_name: String,
+    pub message_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
+}
+
+/// Chat kinds of `messengerA_data.chat_type`.
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatType {
+    Private,
+    Group,
+    Supergroup,
+    Channel,
+}
+
+/// `messengerA_data` (spec §4.1): numeric ids; no extra fields.
+#[derive(Deserialize, Serialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct MessengerAData {
+    pub chat_type: ChatType,
+    pub chat_id: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chat_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    pub message_id: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_thread_id: Option<i64>,
+}
+
+impl MessengerBData {
+    /// Checks the required ids are not empty; returns the de-duplication key.
+    pub fn validate(&self) -> Result<String> {
+        for (name, v) in [
+            ("channel_id", &self.channel_id),
+            ("author_id", &self.author_id),
+            ("message_id", &self.message_id),
+        ] {
+            check_len(&format!("messengerB_data.{name}"), v, 1, 100)?;
+        }
+        Ok(format!("messengerB:{}:{}", self.channel_id, self.message_id))
+    }
+}
+
+impl MessengerAData {
+    /// `message_thread_id` > 0 and only in supergroups; returns the de-duplication key.
+    pub fn validate(&self) -> Result<String> {
+        if let Some(t) = self.message_thread_id {
+            if t <= 0 {
+                return Err(Error::invalid("messengerA_data.message_thread_id", "must be greater than 0"));
+            }
+            if self.chat_type != ChatType::Supergroup {
+                return Err(Error::invalid("messengerA_data.message_thread_id", "is only allowed in supergroups"));
+            }
+        }
+        Ok(format!("messengerA:{}:{}", self.chat_id, self.message_id))
+    }
+}
+
+/// A chat history item on the wire (spec §2.1).
+pub fn view(m: &Message) -> Value {
+    let sources: Vec<Value> = m
+        .sources
+        .iter()
+        .map(|s| {
+            json!({
+                "id": s.id, "score": s.score, "status": "scored",
+                "created_at": rfc3339(s.created_at), "name": s.name, "content": s.content,
+            })
+        })
+        .collect();
+    json!({
+        "content": m.content,
+        "created_at": rfc3339(m.created_at),
+        "id": m.id,
+        "is_private": m.is_private,
+        "role": m.role,
+        "source": m.source,
+        "sources": sources,
+        "user_uuid": m.user,
+        "original_message_id": (m.role == "assistant").then(|| format!("replicad-{}", m.id)),
+    })
+}
+
+async fn list(app: Arc<App>, req: Req, channel: Option<&str>) -> Result<Reply> {
+    let replica = path_replica(&app, &req).await?;
+    let limit = req.query_int(&["limit"], 20, 1, 100)? as usize;
+    let before_id = match req.query("beforeID") {
+        Some(v) => Some(v.parse::<u64>().map_err(|_| Error::new(Code::InvalidQuery, "beforeID must be a message id"))?),
+        None => None,
+    };
+    let page = Page { channel: channel.map(str::to_string), limit, before_id };
+    let items = history::list(&app.store, replica.id, req.caller()?.acting_user(), page).await?;
+    let items: Vec<Value> = items.iter().map(view).collect();
+    Ok(Reply::ok(&json!({ "type": channel.unwrap_or("all"), "items": items })))
+}
+
+/// # `GET /v1/replicas/{replicaUUID}/chat/history`
+/// The caller's items on every channel, `{success, type: "all", items}`; `limit` (1–100,
+/// default 20) newest items before `beforeID`, oldest first.
+pub async fn list_all(app: Arc<App>, req: Req) -> Result<Reply> {
+    list(app, req, None).await
+}
+
+/// # `GET /v1/replicas/{replicaUUID}/chat/history/web`
+pub async fn list_web(app: Arc<App>, req: Req) -> Result<Reply> {
+    list(app, req, Some("web")).await
+}
+
+/// # `GET /v1/replicas/{replicaUUID}/chat/history/embed`
+pub async fn list_embed(app: Arc<App>, req: Req) -> Result<Reply> {
+    list(app, req, Some("embed")).await
+}
+
+/// # `GET /v1/replicas/{replicaUUID}/chat/history/messengerA`
+pub async fn list_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
+    list(app, req, Some("messengerA")).await
+}
+
+/// # `GET /v1/replicas/{replicaUUID}/chat/history/messengerB`
+pub async fn list_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
+    list(app, req, Some("messengerB")).await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SaveBody {
+    content: String,
+    source: Option<String>,
+    #[serde(rename = "messengerB_data")]
+    messenger_b_data: Option<MessengerBData>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SaveMessengerABody {
+    content: String,
+    #[serde(rename = "messengerA_data")]
+    messenger_a_data: MessengerAData,
+}
+
+/// The source of a message and its messengerB data: `source` defaults to `messengerB` when
+/// `messengerB_data` is given, else `web`; the data is only allowed with `messengerB`.
+/// Returns `(source, data as JSON text, de-duplication key)`.
+pub fn channel_of(source: Option<String>, data: Option<&MessengerBData>) -> Result<(String, Option<String>, Option<String>)> {
+    let default = if data.is_some() { "messengerB" } else { "web" };
+    let source = source.unwrap_or_else(|| default.to_string());
+    check_source(&source)?;
+    match data {
+        Some(_) if source != "messengerB" => {
+            Err(Error::invalid("messengerB_data", "is only allowed with source messengerB"))
+        }
+        Some(d) => {
+            let key = d.validate()?;
+            Ok((source, Some(serde_json::to_string(d).map_err(Error::internal)?), Some(key)))
+        }
+        None => Ok((source, None, None)),
+    }
+}
+
+async fn save_item(app: &App, req: &Req, item: NewItem) -> Result<Reply> {
+    let replica = path_replica(app, req).await?;
+    check_len("content", &item.content, 1, 100_000)?;
+    let user = req.caller()?.acting_user();
+    let ids = history::append(&app.store, replica.id, user, replica.private, vec![item]).await?;
+    Ok(Reply::ok(&json!({ "id": ids.first() })))
+}
+
+/// # `POST /v1/replicas/{replicaUUID}/chat/history`
+/// Saves a `user` item on `source` (default `web`, or `messengerB` when `messengerB_data` is
+/// given); a repeated `messengerB_data.message_id` stores nothing new. 200 `{success, id}`.
+pub async fn save(app: Arc<App>, req: Req) -> Result<Reply> {
+    let body: SaveBody = req.json()?;
+    let (source, channel_data, channel_key) = channel_of(body.source, body.messenger_b_data.as_ref())?;
+    let item = NewItem { role: "user", content: body.content, source, sources: Vec::new(), channel_data, channel_key };
+    save_item(&app, &req, item).await
+}
+
+/// # `POST /v1/replicas/{replicaUUID}/chat/history/messengerA`
+/// Saves a `user` item of the messengerA channel; a repeated `(chat_id, message_id)` stores
+/// nothing new. 200 `{success, id}`.
+pub async fn save_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
+    let body: SaveMessengerABody = req.json()?;
+    let key = body.messenger_a_data.validate()?;
+    let item = NewItem {
+        role: "user",
+        content: body.content,
+        source: "messengerA".into(),
+        sources: Vec::new(),
+        channel_data: Some(serde_json::to_string(&body.messenger_a_data).map_err(Error::internal)?),
+        channel_key: Some(key),
+    };
+    save_item(&app, &req, item).await
+}

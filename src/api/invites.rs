@@ -1,0 +1,51 @@
+//! Spec §4.1: `POST /v1/api-keys/invites/{code}/redeem`.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::app::App;
+use crate::error::Result;
+use crate::http::request::Req;
+use crate::http::response::Reply;
+use crate::service::{check_len, normalize_email, orgs, rfc3339};
+
+/// Request body: all fields required, no others.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RedeemBody {
+    pub organization_name: String,
+    pub name: String,
+    pub email: String,
+}
+
+/// 200 body (besides `success`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Redeemed {
+    pub api_key: String,
+    #[serde(rename = "organizationID")]
+    pub organization_id: String,
+    pub valid_until: Option<String>,
+}
+
+/// # `POST /v1/api-keys/invites/{code}/redeem`
+/// Makes an organization, its owner user (the contact) and an API key shown only here.
+/// Errors: 400 body or `INVITE_EXPIRED`, 404 unknown code, 409 `INVITE_ALREADY_REDEEMED`.
+pub async fn redeem(app: Arc<App>, req: Req) -> Result<Reply> {
+    let body: RedeemBody = req.json()?;
+    check_len("organizationName", body.organization_name.trim(), 1, 100)?;
+    check_len("name", body.name.trim(), 1, 100)?;
+    let email = normalize_email("email", &body.email)?;
+    let new = orgs::NewOrg {
+        organization_name: body.organization_name.trim().to_string(),
+        name: body.name.trim().to_string(),
+        email,
+    };
+    let (org, key) = orgs::redeem(&app.store, req.param("code"), new).await?;
+    Ok(Reply::ok(&Redeemed {
+        api_key: key,
+        organization_id: org.id.to_string(),
+        valid_until: org.valid_until.map(rfc3339),
+    }))
+}

@@ -1,0 +1,93 @@
+//! THE list of operations: one row per (method, path), with the access it needs and its
+//! handler. Handlers parse → authorize → call a service → map to the wire DTO.
+
+pub mod chat;
+pub mod history;
+pub mod invites;
+pub mod knowledge_base;
+pub mod models;
+pub mod replicas;
+pub mod users;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use hyper::Method;
+
+use crate::app::App;
+use crate::error::Result;
+use crate::http::auth::Access;
+use crate::http::request::Req;
+use crate::http::response::Reply;
+
+/// A handler's future.
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Reply>> + Send>>;
+/// Every handler has this one shape.
+pub type Handler = fn(Arc<App>, Req) -> HandlerFuture;
+
+/// One operation.
+pub struct Route {
+    pub method: Method,
+    pub path: &'static str,
+    pub access: Access,
+    pub handler: Handler,
+}
+
+macro_rules! routes {
+    ($($method:ident $path:literal $access:ident => $handler:path;)*) => {
+        vec![$(Route {
+            method: Method::$method,
+            path: $path,
+            access: Access::$access,
+            handler: |app, req| Box::pin($handler(app, req)),
+        },)*]
+    };
+}
+
+/// Every operation the server answers.
+pub fn routes() -> Vec<Route> {
+    routes! {
+        POST "/v1/api-keys/invites/{code}/redeem" Public => invites::redeem;
+        GET "/v1/replicas/models" Either => models::list;
+        GET "/v1/replicas" Either => replicas::list;
+        POST "/v1/replicas" Org => replicas::create;
+        GET "/v1/replicas/{replicaUUID}" Org => replicas::read;
+        PUT "/v1/replicas/{replicaUUID}" Org => replicas::update;
+        DELETE "/v1/replicas/{replicaUUID}" Org => replicas::delete;
+        GET "/v1/replicas/{replicaUUID}/knowledge-base" Either => knowledge_base::list;
+        POST "/v1/replicas/{replicaUUID}/knowledge-base" Either => knowledge_base::create;
+        GET "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::read;
+        PATCH "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::patch;
+        DELETE "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::delete;
+        GET "/v1/knowledge-base/file-types" Either => knowledge_base::file_types;
+        POST "/v1/replicas/{replicaUUID}/chat/completions" Either => chat::complete;
+        GET "/v1/replicas/{replicaUUID}/chat/history" Either => history::list_all;
+        POST "/v1/replicas/{replicaUUID}/chat/history" Either => history::save;
+        GET "/v1/replicas/{replicaUUID}/chat/history/web" Either => history::list_web;
+        GET "/v1/replicas/{replicaUUID}/chat/history/embed" Either => history::list_embed;
+        GET "/v1/replicas/{replicaUUID}/chat/history/messengerA" Either => history::list_messenger_a;
+        POST "/v1/replicas/{replicaUUID}/chat/history/messengerA" Either => history::save_messenger_a;
+        GET "/v1/replicas/{replicaUUID}/chat/history/messengerB" Either => history::list_messenger_b;
+        POST "/v1/users" Org => users::create;
+        GET "/v1/users/me" User => users::me_read;
+        PUT "/v1/users/me" User => users::update_me;
+        DELETE "/v1/users/me" User => users::delete_me;
+        GET "/v1/users/{userID}" Org => users::read;
+    }
+}
+
+/// `page` (≥ 1, default 1) and `pageSize` (1–100, default 24) of list operations; the names in
+/// `page_names`/`size_names` are accepted, first found wins.
+pub fn paging(req: &Req, page_names: &[&str], size_names: &[&str]) -> Result<(u64, u64)> {
+    let page = req.query_int(page_names, 1, 1, 1_000_000)?;
+    let size = req.query_int(size_names, 24, 1, 100)?;
+    Ok((page, size))
+}
+
+/// The replica of the path (`replicaUUID`) if the caller may see it; 404 otherwise.
+pub async fn path_replica(app: &App, req: &Req) -> Result<crate::store::records::Replica> {
+    let id = req.uuid_param("replicaUUID")?;
+    let caller = req.caller()?;
+    crate::service::replicas::get(&app.store, caller.org.id, id, caller.user.as_ref()).await
+}

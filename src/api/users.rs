@@ -1,0 +1,87 @@
+//! Users (spec §4.2 `/v1/users*`).
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::app::App;
+use crate::error::{Code, Error, Result};
+use crate::http::request::Req;
+use crate::http::response::Reply;
+use crate::service::rfc3339;
+use crate::service::users::{self, UserInput};
+use crate::store::records::User;
+
+/// Create and update body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UserBody {
+    pub name: String,
+    pub email: Option<String>,
+    pub profile_image: Option<String>,
+}
+
+impl From<UserBody> for UserInput {
+    fn from(b: UserBody) -> Self {
+        UserInput { name: b.name, email: b.email, profile_image: b.profile_image }
+    }
+}
+
+/// A user on the wire.
+pub fn view(u: &User) -> Value {
+    json!({
+        "id": u.id,
+        "name": u.name,
+        "email": u.email,
+        "profileImage": u.profile_image,
+        "linkedAccount": u.linked.as_ref().map(|(t, id)| json!({ "type": t, "id": id })),
+        "createdAt": rfc3339(u.created_at),
+        "updatedAt": rfc3339(u.updated_at),
+    })
+}
+
+fn me(req: &Req) -> Result<&User> {
+    req.caller()?.user.as_ref().ok_or_else(|| Error::new(Code::Unauthorized, "X-USER-ID required"))
+}
+
+/// # `POST /v1/users`
+/// 201 `{success, user}`. Errors: 400, 409 `EMAIL_TAKEN`.
+pub async fn create(app: Arc<App>, req: Req) -> Result<Reply> {
+    let body: UserBody = req.json()?;
+    let user = users::create(&app.store, req.caller()?.org.id, body.into()).await?;
+    Ok(Reply::success(201, &json!({ "user": view(&user) })))
+}
+
+/// # `GET /v1/users/{userID}`
+/// `{success, user}`; 404 when missing or of another organization.
+pub async fn read(app: Arc<App>, req: Req) -> Result<Reply> {
+    let id = req.uuid_param("userID")?;
+    let user = users::get(&app.store, req.caller()?.org.id, id).await?;
+    Ok(Reply::ok(&json!({ "user": view(&user) })))
+}
+
+/// # `GET /v1/users/me`
+/// The user named by `X-USER-ID`, `{success, user}`.
+pub async fn me_read(app: Arc<App>, req: Req) -> Result<Reply> {
+    let _ = app;
+    Ok(Reply::ok(&json!({ "user": view(me(&req)?) })))
+}
+
+/// # `PUT /v1/users/me`
+/// Replaces name, e-mail, picture; `{success, user}`. Errors: 400, 409 `EMAIL_TAKEN`.
+pub async fn update_me(app: Arc<App>, req: Req) -> Result<Reply> {
+    let body: UserBody = req.json()?;
+    let (org, id) = (req.caller()?.org.id, me(&req)?.id);
+    let user = users::update(&app.store, org, id, body.into()).await?;
+    Ok(Reply::ok(&json!({ "user": view(&user) })))
+}
+
+/// # `DELETE /v1/users/me`
+/// Deletes the user (its replicas pass to the organization's owner); 200 `{success}`.
+/// The owner user itself cannot be deleted (400).
+pub async fn delete_me(app: Arc<App>, req: Req) -> Result<Reply> {
+    let caller = req.caller()?;
+    users::delete(&app.store, &caller.org, me(&req)?.id).await?;
+    Ok(Reply::done())
+}

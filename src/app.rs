@@ -1,0 +1,34 @@
+//! The shared state of a running server.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use crate::api::{self, Route};
+use crate::config::Config;
+use crate::http::router::Router;
+use crate::models::Models;
+use crate::search::indexer::RebuildRequest;
+use crate::search::Search;
+use crate::store::Store;
+
+/// Everything a handler may use.
+pub struct App {
+    pub config: Config,
+    pub store: Store,
+    pub search: Arc<Search>,
+    pub models: Models,
+    pub routes: Vec<Route>,
+    pub router: Router,
+    /// Asks the indexer task for a rebuild (admin `reindex`).
+    pub reindex: mpsc::Sender<RebuildRequest>,
+}
+
+impl App {
+    /// Assembles the state and compiles the route table.
+    pub fn new(config: Config, store: Store, search: Arc<Search>, models: Models, reindex: mpsc::Sender<RebuildRequest>) -> App {
+        let routes = api::routes();
+        let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
+        App { config, store, search, models, routes, router, reindex }
+    }
+}

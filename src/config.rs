@@ -1,0 +1,57 @@
+//! Server configuration: defaults ← environment (`REPLICAD_*`) ← flags, in one struct.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Flags of `replicad serve` (each also read from `REPLICAD_<FLAG>`).
+#[derive(clap::Args, Clone, Debug)]
+pub struct Config {
+    /// Address to listen on; port 0 picks a free port.
+    #[arg(long, env = "REPLICAD_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Directory of the runtime state (store, search index, admin socket).
+    #[arg(long, env = "REPLICAD_DATA_DIR", default_value = "replicad-data")]
+    pub data_dir: PathBuf,
+    /// On first start, make a demo organization (its API key is printed once, on stderr) and a
+    /// sample replica whose knowledge base is the documentation in --sample-dir.
+    #[arg(long, env = "REPLICAD_DEMO")]
+    pub demo: bool,
+    /// Documentation loaded into the demo replica (every *.txt file below it).
+    #[arg(long, env = "REPLICAD_SAMPLE_DIR", default_value = "data/sample")]
+    pub sample_dir: PathBuf,
+    /// Largest request body in bytes, measured after gzip decompression.
+    #[arg(long, env = "REPLICAD_MAX_BODY_BYTES", default_value_t = 4 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+    /// Most replicas one organization may have (429 `REPLICA_QUOTA_EXCEEDED` beyond).
+    #[arg(long, env = "REPLICAD_MAX_REPLICAS_PER_ORG", default_value_t = 1000)]
+    pub max_replicas_per_org: u64,
+    /// Put the internal cause of a 500 in the body's `inner_exception` (for debugging only).
+    #[arg(long, env = "REPLICAD_EXPOSE_INTERNAL_ERRORS")]
+    pub expose_internal_errors: bool,
+}
+
+impl Config {
+    /// A configuration with every default, for `data_dir` (tests and embedding).
+    pub fn new(data_dir: PathBuf) -> Config {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            data_dir,
+            demo: false,
+            sample_dir: PathBuf::from("data/sample"),
+            max_body_bytes: 4 * 1024 * 1024,
+            max_replicas_per_org: 1000,
+            expose_internal_errors: false,
+        }
+    }
+
+    /// Checks values clap cannot.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_body_bytes < 1024 {
+            return Err("--max-body-bytes must be at least 1024".into());
+        }
+        if self.max_replicas_per_org == 0 {
+            return Err("--max-replicas-per-org must be at least 1".into());
+        }
+        Ok(())
+    }
+}

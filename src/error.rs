@@ -1,0 +1,151 @@
+//! The one error type of replicad and its table of codes.
+//!
+//! Every failure a request can meet is an [`Error`]: a [`Code`] (which fixes the HTTP status and
+//! the machine-readable `error_code` of spec §7) plus a human-readable message. Internal details
+//! (I/O, storage, index errors) travel in `internal` and are logged, never sent, unless the
+//! operator enables `--expose-internal-errors` (then they appear in `inner_exception` of a 500).
+
+use std::fmt;
+
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $variant:ident => $status:literal, $code:expr;)*) => {
+        /// Machine-readable error codes (spec §7 `error_code`), each with its HTTP status.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Code {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Code {
+            /// HTTP status answered for this code.
+            pub fn status(self) -> u16 {
+                match self { $(Code::$variant => $status,)* }
+            }
+
+            /// The `error_code` string of the body, or `None` where the body carries none.
+            pub fn as_str(self) -> Option<&'static str> {
+                match self { $(Code::$variant => $code,)* }
+            }
+
+            /// Every code, for the OpenAPI document and tests.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+        }
+    };
+}
+
+error_codes! {
+    /// The body is not valid JSON or does not have the expected shape.
+    InvalidBody => 400, Some("INVALID_BODY");
+    /// A field has a value outside what the operation accepts.
+    ValidationFailed => 400, Some("VALIDATION_ERROR");
+    /// A query parameter is malformed or out of range.
+    InvalidQuery => 400, Some("INVALID_QUERY");
+    /// A path parameter is malformed (e.g. `replicaUUID` is not a UUID).
+    InvalidPath => 400, Some("INVALID_PATH_PARAMETER");
+    /// `X-USER-ID` / `X-USER-ID-TYPE` are incomplete or of an unknown type.
+    InvalidUserHeaders => 400, Some("INVALID_USER_HEADERS");
+    /// `X-API-Version` names no version this server speaks.
+    UnsupportedApiVersion => 400, Some("UNSUPPORTED_API_VERSION");
+    /// The invitation code has expired.
+    InviteExpired => 400, Some("INVITE_EXPIRED");
+    /// The knowledge-base entry kind is not accepted (yet).
+    UnsupportedKnowledgeSource => 400, Some("UNSUPPORTED_KNOWLEDGE_SOURCE");
+    /// The organization's knowledge-base entry quota is used up.
+    KnowledgeBaseQuotaExceeded => 400, Some("KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED");
+    /// No credential, or one that matches no organization.
+    Unauthorized => 401, Some("UNAUTHORIZED");
+    /// `X-USER-ID` of type `id`/`email` names no user of the organization.
+    UserNotFound => 401, Some("USER_NOT_FOUND");
+    /// The resource does not exist or is not accessible to the caller.
+    NotFound => 404, Some("NOT_FOUND");
+    /// The invitation code does not exist (body without `error_code`/`fingerprint`, spec §7 rule 2).
+    InviteNotFound => 404, None;
+    /// No operation at this path.
+    RouteNotFound => 404, Some("ROUTE_NOT_FOUND");
+    /// The path exists for other methods (see the `Allow` header).
+    MethodNotAllowed => 405, Some("METHOD_NOT_ALLOWED");
+    /// The replica slug is used by another replica of the organization.
+    SlugTaken => 409, Some("SLUG_TAKEN");
+    /// The e-mail address belongs to another user of the organization.
+    EmailTaken => 409, Some("EMAIL_TAKEN");
+    /// The invitation code was already redeemed.
+    InviteAlreadyRedeemed => 409, Some("INVITE_ALREADY_REDEEMED");
+    /// The organization has as many replicas as its quota allows.
+    ReplicaQuotaExceeded => 429, Some("REPLICA_QUOTA_EXCEEDED");
+    /// The (decompressed) body exceeds the size limit.
+    PayloadTooLarge => 413, Some("PAYLOAD_TOO_LARGE");
+    /// `Content-Type` is not JSON or `Content-Encoding` is not `gzip`.
+    UnsupportedMediaType => 415, Some("UNSUPPORTED_MEDIA_TYPE");
+    /// An unexpected failure; details are logged under the request id.
+    Internal => 500, Some("INTERNAL_ERROR");
+}
+
+/// A failed operation: what to answer (code, message) and what to log (internal).
+#[derive(Debug, Clone)]
+pub struct Error {
+    /// Selects the status and `error_code`.
+    pub code: Code,
+    /// Text for the `error` field of the body; safe to show to the caller.
+    pub message: String,
+    /// Cause for the log (and `inner_exception` when enabled); never shown by default.
+    pub internal: Option<String>,
+}
+
+/// Result alias used across the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An error with a caller-facing message.
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Error { code, message: message.into(), internal: None }
+    }
+
+    /// A 500 whose cause is logged but not shown.
+    pub fn internal(cause: impl fmt::Display) -> Self {
+        Error {
+            code: Code::Internal,
+            message: "internal error".into(),
+            internal: Some(cause.to_string()),
+        }
+    }
+
+    /// 400 `VALIDATION_ERROR` naming the field at fault.
+    pub fn invalid(field: &str, problem: impl fmt::Display) -> Self {
+        Error::new(Code::ValidationFailed, format!("{field}: {problem}"))
+    }
+
+    /// 404 `NOT_FOUND` for a resource kind (e.g. "replica").
+    pub fn not_found(what: &str) -> Self {
+        Error::new(Code::NotFound, format!("{what} not found"))
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}: {}", self.code, self.message)?;
+        if let Some(inner) = &self.internal {
+            write!(f, " ({inner})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+macro_rules! internal_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self { Error::internal(e) }
+        }
+    )*};
+}
+
+internal_from!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError,
+    tantivy::TantivyError,
+    std::io::Error
+);

@@ -1,0 +1,77 @@
+//! From a hyper request to a hyper response: route lookup, version and body checks, auth, the
+//! handler (in its own task, so a panic becomes a 500 and never takes the server down), and the
+//! spec §7 error body for every failure. Every response carries `X-Request-Id`.
+
+pub mod auth;
+pub mod request;
+pub mod response;
+pub mod router;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+
+use crate::app::App;
+use crate::error::{Error, Result};
+use request::Req;
+use response::{error_reply, Reply};
+
+/// Serves one request. Never fails: errors become spec §7 bodies.
+pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let started = Instant::now();
+    let request_id = uuid::Uuid::new_v4().simple().to_string();
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let reply = match dispatch(app.clone(), req, &request_id).await {
+        Ok(reply) => reply,
+        Err((err, allow)) => {
+            if err.code == crate::error::Code::Internal {
+                tracing::error!(%request_id, %method, %path, error = %err, "internal error");
+            }
+            let reply = error_reply(&err, &request_id, app.config.expose_internal_errors);
+            match allow {
+                Some(a) => reply.with_header("allow", &a),
+                None => reply,
+            }
+        }
+    };
+    tracing::info!(
+        %request_id, %method, %path, status = reply.status.as_u16(),
+        micros = started.elapsed().as_micros() as u64, "request"
+    );
+    reply.into_response(&request_id)
+}
+
+async fn dispatch(
+    app: Arc<App>,
+    req: Request<Incoming>,
+    request_id: &str,
+) -> Result<Reply, (Error, Option<String>)> {
+    let matched = app.router.find(req.method(), req.uri().path())?;
+    let route = &app.routes[matched.route];
+    let (parts, body) = req.into_parts();
+    let prepared = async {
+        request::check_api_version(&parts.headers)?;
+        let body = request::read_body(&parts.headers, body, app.config.max_body_bytes).await?;
+        let caller = auth::authenticate(&app.store, &parts.headers, route.access).await?;
+        Ok::<_, Error>(Req {
+            params: matched.params,
+            query: request::parse_query(parts.uri.query()),
+            headers: parts.headers,
+            body,
+            caller,
+            request_id: request_id.to_string(),
+        })
+    };
+    let req = prepared.await.map_err(|e| (e, None))?;
+    let handler = route.handler;
+    let task = tokio::spawn(handler(app.clone(), req));
+    match task.await {
+        Ok(result) => result.map_err(|e| (e, None)),
+        Err(join) => Err((Error::internal(format!("handler panicked: {join}")), None)),
+    }
+}

@@ -1,0 +1,51 @@
+//! replicad: one binary serving the Conversational Replica Service Interface.
+//!
+//! See `ARCHITECTURE.md` of the team for the layout: `http` (decode, auth, errors) → `api`
+//! (one row per operation) → `service` (rules) → `store` (redb), `search` (tantivy),
+//! `generate` (replies).
+
+pub mod admin;
+pub mod api;
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod demo;
+pub mod error;
+pub mod generate;
+pub mod http;
+pub mod ingest;
+pub mod models;
+pub mod search;
+pub mod server;
+pub mod service;
+pub mod store;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+pub use config::Config;
+
+/// Opens the store and the index, starts the indexer and the admin socket, makes the demo
+/// data when asked, prints `listening on http://ADDR` on stdout, and serves `listener` until
+/// `shutdown` resolves. Errors are start-up failures, as text for the operator.
+pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<(), String> {
+    config.validate()?;
+    let models = models::Models::parse(models::SHIPPED).map_err(|e| format!("data/models.json: {e}"))?;
+    let store = store::Store::open(&config.data_dir).map_err(|e| e.to_string())?;
+    let (search, index_seq) = search::Search::open(&config.data_dir).map_err(|e| e.to_string())?;
+    let search = Arc::new(search);
+    let rebuild = search::indexer::needs_rebuild(&store, index_seq).await.map_err(|e| e.to_string())?;
+    let reindex = search::indexer::spawn(store.clone(), search.clone(), rebuild);
+    let app = Arc::new(app::App::new(config, store, search, models, reindex));
+    if app.config.demo {
+        demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;
+    }
+    admin::spawn(app.clone()).map_err(|e| format!("admin socket: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    println!("listening on http://{addr}");
+    tracing::info!(%addr, data_dir = %app.config.data_dir.display(), "serving");
+    server::run(app, listener, shutdown).await;
+    Ok(())
+}

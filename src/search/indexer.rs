@@ -1,0 +1,222 @@
+//! Keeps the index in step with the store through the knowledge-base outbox.
+//!
+//! Each outbox row names an entry that changed. The indexer reads a batch of rows and, in the
+//! same read transaction, the entries' current chunks; deletes the entries' documents and adds
+//! the current ones (idempotent: applying a row twice gives the same index); commits tantivy
+//! with the last seq as payload; then, in one store write, removes the rows and marks the
+//! indexed revisions `READY`. A crash anywhere in between only makes it apply rows again.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redb::{ReadTransaction, ReadableTable};
+use tantivy::Term;
+use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
+
+use super::{new_generation_name, open_generation, write_current, Generation, Search};
+use crate::error::{Error, Result};
+use crate::service::knowledge;
+use crate::store::records::{Chunk, KbEntry};
+use crate::store::{self, current_seq, tables, Store};
+
+/// Most outbox rows applied in one index commit.
+const BATCH: usize = 512;
+
+/// The current content of one changed entry (`doc: None` when it is gone).
+pub struct Change {
+    pub entry: u64,
+    pub doc: Option<EntryDoc>,
+}
+
+/// What the index holds of an entry.
+pub struct EntryDoc {
+    pub replica: Uuid,
+    pub revision: u64,
+    pub chunks: Vec<Chunk>,
+}
+
+impl Generation {
+    fn add_entry(&self, w: &tantivy::IndexWriter, entry: u64, doc: &EntryDoc) -> Result<()> {
+        for (i, c) in doc.chunks.iter().enumerate() {
+            self.add_chunk(w, doc.replica, entry, i as u32, &c.title, &c.text)?;
+        }
+        Ok(())
+    }
+}
+
+impl Search {
+    /// Replaces the documents of each changed entry and commits with payload `seq`.
+    pub fn apply(&self, changes: &[Change], seq: u64) -> Result<()> {
+        let g = self.current();
+        let mut w = g.writer.lock().unwrap_or_else(|p| p.into_inner());
+        for c in changes {
+            w.delete_term(Term::from_field_u64(g.fields.entry, c.entry));
+            if let Some(doc) = &c.doc {
+                g.add_entry(&w, c.entry, doc)?;
+            }
+        }
+        g.commit(&mut w, seq)
+    }
+
+    /// Builds a fresh generation from `all` entries, commits it with payload `seq`, points
+    /// `CURRENT` at it and swaps it in; searches keep answering from the old one meanwhile.
+    pub fn rebuild(&self, all: &[Change], seq: u64) -> Result<()> {
+        let name = new_generation_name();
+        let g = open_generation(&self.dir, &name, true)?;
+        {
+            let mut w = g.writer.lock().unwrap_or_else(|p| p.into_inner());
+            for c in all {
+                if let Some(doc) = &c.doc {
+                    g.add_entry(&w, c.entry, doc)?;
+                }
+            }
+            g.commit(&mut w, seq)?;
+        }
+        write_current(&self.dir, &name)?;
+        let old = std::mem::replace(&mut *self.current.write().unwrap_or_else(|p| p.into_inner()), Arc::new(g));
+        let old_dir = self.dir.join(&old.name);
+        drop(old);
+        if let Err(e) = std::fs::remove_dir_all(&old_dir) {
+            tracing::warn!(error = %e, dir = %old_dir.display(), "could not remove the old index generation");
+        }
+        Ok(())
+    }
+}
+
+fn entry_doc(txn: &ReadTransaction, id: u64) -> Result<Option<EntryDoc>> {
+    let Some(e) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KB_ENTRIES)?, id)? else {
+        return Ok(None);
+    };
+    if e.chunk_count == 0 || e.status == "UNPROCESSABLE" {
+        return Ok(Some(EntryDoc { replica: e.replica, revision: e.revision, chunks: Vec::new() }));
+    }
+    let chunks = txn
+        .open_table(tables::KB_CHUNKS)?
+        .range((id, 0)..=(id, u32::MAX))?
+        .map(|r| r.map_err(Error::from).and_then(|(_, v)| store::codec::decode(v.value())))
+        .collect::<Result<Vec<Chunk>>>()?;
+    Ok(Some(EntryDoc { replica: e.replica, revision: e.revision, chunks }))
+}
+
+fn indexed_revisions(changes: &[Change]) -> Vec<(u64, u64)> {
+    changes.iter().filter_map(|c| c.doc.as_ref().map(|d| (c.entry, d.revision))).collect()
+}
+
+/// Applies up to one batch of outbox rows; returns how many rows it applied.
+pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize> {
+    let (seqs, changes) = store
+        .read(|txn| {
+            let outbox = txn.open_table(tables::KB_OUTBOX)?;
+            let mut seqs = Vec::new();
+            let mut entries: Vec<u64> = Vec::new();
+            for row in outbox.iter()?.take(BATCH) {
+                let (seq, v) = row?;
+                seqs.push(seq.value());
+                let entry = v.value().0;
+                if !entries.contains(&entry) {
+                    entries.push(entry);
+                }
+            }
+            let changes = entries
+                .into_iter()
+                .map(|entry| Ok(Change { entry, doc: entry_doc(txn, entry)? }))
+                .collect::<Result<Vec<_>>>()?;
+            Ok((seqs, changes))
+        })
+        .await?;
+    let Some(&last) = seqs.last() else { return Ok(0) };
+    let s = search.clone();
+    let changes = tokio::task::spawn_blocking(move || s.apply(&changes, last).map(|_| changes))
+        .await
+        .map_err(Error::internal)??;
+    let ready = indexed_revisions(&changes);
+    let n = seqs.len();
+    store
+        .write(move |txn| {
+            let mut outbox = txn.open_table(tables::KB_OUTBOX)?;
+            for s in &seqs {
+                outbox.remove(s)?;
+            }
+            knowledge::mark_ready_in(txn, &ready)
+        })
+        .await?;
+    Ok(n)
+}
+
+/// Rebuilds the index from every entry in the store; returns the number of chunks indexed.
+pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<usize> {
+    let (all, seq) = store
+        .read(|txn| {
+            let seq = current_seq(&txn.open_table(tables::SEQUENCES)?, "outbox")?;
+            let ids: Vec<u64> = txn
+                .open_table(tables::KB_ENTRIES)?
+                .iter()?
+                .map(|r| r.map(|(k, _)| k.value()))
+                .collect::<Result<_, _>>()?;
+            let all = ids
+                .into_iter()
+                .map(|entry| Ok(Change { entry, doc: entry_doc(txn, entry)? }))
+                .collect::<Result<Vec<_>>>()?;
+            Ok((all, seq))
+        })
+        .await?;
+    let chunks = all.iter().filter_map(|c| c.doc.as_ref()).map(|d| d.chunks.len()).sum();
+    let s = search.clone();
+    let all = tokio::task::spawn_blocking(move || s.rebuild(&all, seq).map(|_| all))
+        .await
+        .map_err(Error::internal)??;
+    let ready = indexed_revisions(&all);
+    store
+        .write(move |txn| {
+            txn.open_table(tables::KB_OUTBOX)?.retain_in(0..=seq, |_, _| false)?;
+            knowledge::mark_ready_in(txn, &ready)
+        })
+        .await?;
+    Ok(chunks)
+}
+
+/// Whether the index must be rebuilt at start: unknown payload, or ahead of the store.
+pub async fn needs_rebuild(store: &Store, index_seq: Option<u64>) -> Result<bool> {
+    let Some(index_seq) = index_seq else { return Ok(true) };
+    let store_seq = store.read(|txn| current_seq(&txn.open_table(tables::SEQUENCES)?, "outbox")).await?;
+    Ok(index_seq > store_seq)
+}
+
+/// A request to the indexer task to rebuild; answered with the chunk count.
+pub type RebuildRequest = oneshot::Sender<Result<usize>>;
+
+/// Starts the indexer task; send on the returned channel to ask for a rebuild.
+pub fn spawn(store: Store, search: Arc<Search>, rebuild_first: bool) -> mpsc::Sender<RebuildRequest> {
+    let (tx, mut rx) = mpsc::channel::<RebuildRequest>(4);
+    tokio::spawn(async move {
+        if rebuild_first {
+            match rebuild_from_store(&store, &search).await {
+                Ok(n) => tracing::info!(chunks = n, "search index rebuilt from the store"),
+                Err(e) => tracing::error!(error = %e, "search index rebuild failed"),
+            }
+        }
+        loop {
+            while let Ok(reply) = rx.try_recv() {
+                let _ = reply.send(rebuild_from_store(&store, &search).await);
+            }
+            match apply_pending(&store, &search).await {
+                Ok(0) => {}
+                Ok(_) => continue,
+                Err(e) => {
+                    tracing::error!(error = %e, "indexing failed; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+            }
+            tokio::select! {
+                _ = store.outbox_notify.notified() => {}
+                req = rx.recv() => match req {
+                    Some(reply) => { let _ = reply.send(rebuild_from_store(&store, &search).await); }
+                    None => break,
+                },
+            }
+        }
+    });
+    tx
+}

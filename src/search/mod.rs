@@ -1,0 +1,256 @@
+//! Full-text retrieval over knowledge-base chunks with tantivy (BM25).
+//!
+//! The index lives in `DATA_DIR/search/<generation>/`, named by the file `DATA_DIR/search/CURRENT`
+//! (replaced by rename, so a rebuild swaps atomically). Each commit carries the payload
+//! `{"seq": <last outbox seq applied>, "schema": SCHEMA_ID}`. The store is the source of truth:
+//! see [`indexer`] for how the outbox keeps the index in step, and [`Search::rebuild`].
+
+pub mod indexer;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde::{Deserialize, Serialize};
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED, STRING,
+};
+use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+
+/// Identifies the schema and analyzers; an index made with another is rebuilt.
+pub const SCHEMA_ID: &str = "chunks-v1-en";
+/// Name of the English analyzer: simple tokenizer, lower-case, stop words, Snowball stemmer.
+const ANALYZER: &str = "en";
+/// Indexing memory budget of the single writer thread, in bytes.
+const WRITER_MEMORY: usize = 50_000_000;
+
+/// Fields of a chunk document.
+#[derive(Clone, Copy)]
+struct Fields {
+    entry: Field,
+    chunk: Field,
+    replica: Field,
+    title: Field,
+    body: Field,
+}
+
+/// What each commit records.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy)]
+pub struct Payload {
+    pub seq: u64,
+    pub schema: &'static str,
+}
+
+#[derive(Deserialize)]
+struct PayloadIn {
+    seq: u64,
+    schema: String,
+}
+
+/// One index generation, open for reading and writing.
+struct Generation {
+    name: String,
+    index: Index,
+    reader: IndexReader,
+    writer: Mutex<IndexWriter>,
+    fields: Fields,
+}
+
+/// A retrieved chunk: its entry and position, and its BM25 score.
+#[derive(Debug, Clone, Copy)]
+pub struct Hit {
+    pub entry: u64,
+    pub chunk: u32,
+    pub score: f32,
+}
+
+/// The search index of all replicas' knowledge bases.
+pub struct Search {
+    dir: PathBuf,
+    current: RwLock<Arc<Generation>>,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let text = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default().set_tokenizer(ANALYZER).set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
+    let fields = Fields {
+        entry: b.add_u64_field("entry", INDEXED | STORED | FAST),
+        chunk: b.add_u64_field("chunk", STORED),
+        replica: b.add_text_field("replica", STRING),
+        title: b.add_text_field("title", text.clone()),
+        body: b.add_text_field("body", text),
+    };
+    (b.build(), fields)
+}
+
+fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .filter(StopWordFilter::new(Language::English).expect("tantivy ships English stop words"))
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
+fn open_generation(dir: &Path, name: &str, create: bool) -> Result<Generation> {
+    let path = dir.join(name);
+    let (schema, fields) = schema();
+    let index = if create {
+        std::fs::create_dir_all(&path)?;
+        Index::create_in_dir(&path, schema)?
+    } else {
+        Index::open_in_dir(&path)?
+    };
+    index.tokenizers().register(ANALYZER, analyzer());
+    let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+    let writer = index.writer_with_num_threads(1, WRITER_MEMORY)?;
+    Ok(Generation { name: name.to_string(), index, reader, writer: Mutex::new(writer), fields })
+}
+
+impl Generation {
+    fn payload(&self) -> Option<PayloadIn> {
+        let metas = self.index.load_metas().ok()?;
+        serde_json::from_str(metas.payload.as_deref()?).ok()
+    }
+
+    fn add_chunk(&self, w: &IndexWriter, replica: Uuid, entry: u64, chunk: u32, title: &str, body: &str) -> Result<()> {
+        let f = self.fields;
+        let mut doc = TantivyDocument::new();
+        doc.add_u64(f.entry, entry);
+        doc.add_u64(f.chunk, chunk as u64);
+        doc.add_text(f.replica, replica.simple().to_string());
+        doc.add_text(f.title, title);
+        doc.add_text(f.body, body);
+        w.add_document(doc)?;
+        Ok(())
+    }
+
+    fn commit(&self, w: &mut IndexWriter, seq: u64) -> Result<()> {
+        let payload = serde_json::to_string(&Payload { seq, schema: SCHEMA_ID }).map_err(Error::internal)?;
+        let mut prepared = w.prepare_commit()?;
+        prepared.set_payload(&payload);
+        prepared.commit()?;
+        self.reader.reload()?;
+        Ok(())
+    }
+}
+
+impl Search {
+    /// Opens the current generation under `DATA_DIR/search`. Returns the search and whether it
+    /// must be rebuilt (missing, unreadable, or of another schema), with the last applied seq.
+    pub fn open(data_dir: &Path) -> Result<(Search, Option<u64>)> {
+        let dir = data_dir.join("search");
+        std::fs::create_dir_all(&dir)?;
+        let existing = std::fs::read_to_string(dir.join("CURRENT")).ok().map(|s| s.trim().to_string());
+        let opened = existing.as_deref().and_then(|name| match open_generation(&dir, name, false) {
+            Ok(g) => Some(g),
+            Err(e) => {
+                tracing::warn!(error = %e, "search index unreadable; it will be rebuilt");
+                None
+            }
+        });
+        let (generation, seq) = match opened {
+            Some(g) => {
+                let seq = g.payload().filter(|p| p.schema == SCHEMA_ID).map(|p| p.seq);
+                (g, seq)
+            }
+            None => {
+                let name = new_generation_name();
+                let g = open_generation(&dir, &name, true)?;
+                write_current(&dir, &name)?;
+                (g, None)
+            }
+        };
+        Ok((Search { dir, current: RwLock::new(Arc::new(generation)) }, seq))
+    }
+
+    fn current(&self) -> Arc<Generation> {
+        self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The best `limit` chunks of `replica` for `query` by BM25 (title and body).
+    pub fn search(&self, replica: Uuid, query: &str, limit: usize) -> Result<Vec<Hit>> {
+        let g = self.current();
+        let f = g.fields;
+        let terms = analyze(query);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for t in &terms {
+            for field in [f.body, f.title] {
+                let q = TermQuery::new(Term::from_field_text(field, t), IndexRecordOption::WithFreqs);
+                should.push((Occur::Should, Box::new(q)));
+            }
+        }
+        let replica_q = TermQuery::new(
+            Term::from_field_text(f.replica, &replica.simple().to_string()),
+            IndexRecordOption::Basic,
+        );
+        let query = BooleanQuery::new(vec![
+            (Occur::Must, Box::new(ConstScoreQuery::new(Box::new(replica_q), 0.0)) as Box<dyn Query>),
+            (Occur::Must, Box::new(BooleanQuery::new(should))),
+        ]);
+        let searcher = g.reader.searcher();
+        let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
+        top.into_iter()
+            .map(|(score, addr)| {
+                let doc: TantivyDocument = searcher.doc(addr)?;
+                let get = |field| doc.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0);
+                Ok(Hit { entry: get(f.entry), chunk: get(f.chunk) as u32, score })
+            })
+            .collect()
+    }
+
+    /// Number of documents (chunks) in the current generation.
+    pub fn num_docs(&self) -> u64 {
+        self.current().reader.searcher().num_docs()
+    }
+}
+
+/// Terms of `text` as the index analyzes them (for queries and for the embedded generator).
+pub fn analyze(text: &str) -> Vec<String> {
+    let mut a = analyzer();
+    let mut stream = a.token_stream(text);
+    let mut out = Vec::new();
+    while let Some(t) = stream.next() {
+        if !out.contains(&t.text) {
+            out.push(t.text.clone());
+        }
+    }
+    out
+}
+
+fn new_generation_name() -> String {
+    format!("gen-{}", Uuid::now_v7().simple())
+}
+
+/// Points `CURRENT` at generation `name` (write a temporary file, fsync, rename).
+fn write_current(dir: &Path, name: &str) -> Result<()> {
+    use std::io::Write;
+    let tmp = dir.join("CURRENT.tmp");
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(name.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, dir.join("CURRENT"))?;
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn analyzer_drops_stop_words_and_stems() {
+        assert_eq!(analyze("What are the Modules?"), vec!["modul".to_string()]);
+        assert_eq!(analyze("handling exceptions"), vec!["handl".to_string(), "except".to_string()]);
+    }
+}

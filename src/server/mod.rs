@@ -1,0 +1,60 @@
+//! The accept loop: HTTP/1.1 and HTTP/2 (hyper-util `auto::Builder`), header read timeout,
+//! graceful shutdown (in-flight requests finish, at most [`DRAIN_TIMEOUT`]).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+
+use crate::app::App;
+
+/// Longest wait for in-flight connections at shutdown.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest time a client may take to send a request's headers.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Serves `listener` until `shutdown` resolves.
+pub async fn run(app: Arc<App>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            conn = listener.accept() => {
+                let stream = match conn {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let app = app.clone();
+                let service = hyper::service::service_fn(move |req| {
+                    let app = app.clone();
+                    async move { Ok::<_, Infallible>(crate::http::handle(app, req).await) }
+                });
+                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                let conn = graceful.watch(conn.into_owned());
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!(error = %e, "connection ended with an error");
+                    }
+                });
+            }
+            _ = shutdown.as_mut() => break,
+        }
+    }
+    drop(listener);
+    tokio::select! {
+        _ = graceful.shutdown() => {}
+        _ = tokio::time::sleep(DRAIN_TIMEOUT) => tracing::warn!("in-flight requests cut at shutdown"),
+    }
+}

@@ -1,0 +1,106 @@
+//! Chat history (spec §2.1, §4.1): items per (replica, user), each with a numeric id that grows
+//! with time, the channel (`source`) it belongs to and, for assistant items, its sources.
+
+use redb::{ReadableTable, WriteTransaction};
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+use crate::store::records::{Message, SourceRef};
+use crate::store::{self, k, next_seq, now_ms, tables, Store};
+
+/// Message-source values (spec §2.6).
+pub const SOURCES: &[&str] = &["messengerB", "messengerA", "embed", "web", "messengerA_autopilot"];
+
+/// A history item to store.
+#[derive(Debug, Clone)]
+pub struct NewItem {
+    pub role: &'static str,
+    pub content: String,
+    pub source: String,
+    pub sources: Vec<SourceRef>,
+    pub channel_data: Option<String>,
+    /// `(channel, chat id, message id)` of a channel message, for de-duplication.
+    pub channel_key: Option<String>,
+}
+
+/// Writes `item` for `(replica, user)` in `txn`; returns its id. A channel message already
+/// stored (same channel key) is not stored again: its existing id is returned.
+pub fn append_in(txn: &WriteTransaction, replica: Uuid, user: Uuid, private: bool, item: &NewItem, now: i64) -> Result<u64> {
+    if let Some(key) = &item.channel_key {
+        let idx = txn.open_table(tables::CHANNELMSG_MESSAGE)?;
+        let existing = idx.get((k(replica), key.as_str()))?.map(|v| v.value());
+        if let Some(id) = existing {
+            return Ok(id);
+        }
+    }
+    let id = next_seq(txn, "message")?;
+    let msg = Message {
+        id,
+        replica,
+        user,
+        role: item.role.to_string(),
+        content: item.content.clone(),
+        source: item.source.clone(),
+        sources: item.sources.clone(),
+        is_private: private,
+        channel_data: item.channel_data.clone(),
+        created_at: now,
+    };
+    store::put(&mut txn.open_table(tables::MESSAGES)?, (k(replica), k(user), id), &msg)?;
+    if let Some(key) = &item.channel_key {
+        txn.open_table(tables::CHANNELMSG_MESSAGE)?.insert((k(replica), key.as_str()), id)?;
+    }
+    super::replicas::count_message(txn, replica)?;
+    Ok(id)
+}
+
+/// Stores `items` in order in one transaction; returns their ids.
+pub async fn append(store: &Store, replica: Uuid, user: Uuid, private: bool, items: Vec<NewItem>) -> Result<Vec<u64>> {
+    let now = now_ms();
+    store
+        .write(move |txn| items.iter().map(|it| append_in(txn, replica, user, private, it, now)).collect())
+        .await
+}
+
+/// Which items of a history to list.
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// Only items of this source (channel); all when `None`.
+    pub channel: Option<String>,
+    /// At most this many items (the newest ones before `before_id`), oldest first.
+    pub limit: usize,
+    /// Only items with an id below this one.
+    pub before_id: Option<u64>,
+}
+
+/// The newest `page.limit` items of `(replica, user)` matching `page`, oldest first.
+pub async fn list(store: &Store, replica: Uuid, user: Uuid, page: Page) -> Result<Vec<Message>> {
+    store
+        .read(move |txn| {
+            let table = txn.open_table(tables::MESSAGES)?;
+            let upper = page.before_id.map(|b| b.saturating_sub(1)).unwrap_or(u64::MAX);
+            let mut out = Vec::new();
+            for row in table.range((k(replica), k(user), 0)..=(k(replica), k(user), upper))?.rev() {
+                let (_, v) = row?;
+                let m: Message = store::codec::decode(v.value())?;
+                if page.channel.as_ref().is_none_or(|c| c == &m.source) {
+                    out.push(m);
+                    if out.len() >= page.limit {
+                        break;
+                    }
+                }
+            }
+            out.reverse();
+            Ok(out)
+        })
+        .await
+}
+
+/// Checks a `source` value.
+pub fn check_source(source: &str) -> Result<()> {
+    if SOURCES.contains(&source) {
+        Ok(())
+    } else {
+        Err(Error::invalid("source", format!("must be one of {}", SOURCES.join(", "))))
+    }
+}

@@ -1,0 +1,78 @@
+//! Business rules per resource: plain Rust types in, plain Rust types out; no hyper types.
+
+pub mod chat;
+pub mod history;
+pub mod knowledge;
+pub mod orgs;
+pub mod replicas;
+pub mod users;
+
+use crate::error::{Error, Result};
+
+/// Checks that `value` has between `min` and `max` characters (Unicode scalar values).
+pub fn check_len(field: &str, value: &str, min: usize, max: usize) -> Result<()> {
+    let n = value.chars().count();
+    if n < min {
+        return Err(Error::invalid(field, format!("must have at least {min} character(s)")));
+    }
+    if n > max {
+        return Err(Error::invalid(field, format!("must have at most {max} characters, has {n}")));
+    }
+    Ok(())
+}
+
+/// A plausible e-mail address (`local@domain.tld`, no spaces, ≤ 254 chars), lower-cased.
+pub fn normalize_email(field: &str, value: &str) -> Result<String> {
+    let v = value.trim().to_lowercase();
+    let ok = v.len() <= 254
+        && !v.chars().any(|c| c.is_whitespace() || c.is_control())
+        && match v.split_once('@') {
+            Some((local, domain)) => {
+                !local.is_empty()
+                    && !domain.contains('@')
+                    && domain.contains('.')
+                    && !domain.starts_with('.')
+                    && !domain.ends_with('.')
+            }
+            None => false,
+        };
+    if ok {
+        Ok(v)
+    } else {
+        Err(Error::invalid(field, format!("{value:?} is not an e-mail address")))
+    }
+}
+
+/// `len` random bytes from the operating system, hex-encoded.
+pub fn random_hex(len: usize) -> Result<String> {
+    let mut buf = vec![0u8; len];
+    getrandom::fill(&mut buf).map_err(Error::internal)?;
+    Ok(hex::encode(buf))
+}
+
+/// RFC 3339 text (UTC, milliseconds) of a store timestamp.
+pub fn rfc3339(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emails_are_checked_and_lowercased() {
+        assert_eq!(normalize_email("e", " Ann@Example.ORG ").unwrap(), "ann@example.org");
+        for bad in ["", "a", "a@b", "@b.c", "a@@b.c", "a b@c.d", "a@.c", "a@c."] {
+            assert!(normalize_email("e", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn lengths_count_characters() {
+        assert!(check_len("n", "ééé", 1, 3).is_ok());
+        assert!(check_len("n", "éééé", 1, 3).is_err());
+        assert!(check_len("n", "", 1, 3).is_err());
+    }
+}

@@ -1,0 +1,127 @@
+//! Organizations, their API keys and invitation codes (spec §4.1 redeem, DECISIONS.md "Auth").
+//!
+//! Keys and codes are 32 random bytes, hex; only their SHA-256 is stored.
+
+use redb::WriteTransaction;
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use super::random_hex;
+use crate::error::{Code, Error, Result};
+use crate::store::records::{Invite, Org, User};
+use crate::store::{self, k, now_ms, tables, Store};
+
+/// Prefix of organization API keys (helps secret scanners find leaked keys).
+pub const KEY_PREFIX: &str = "rpl_";
+/// Prefix of invitation codes.
+pub const INVITE_PREFIX: &str = "inv_";
+
+/// SHA-256 of a secret, the form under which keys and codes are stored.
+pub fn hash(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
+}
+
+/// Contact details given when an organization is made.
+#[derive(Clone, Debug)]
+pub struct NewOrg {
+    pub organization_name: String,
+    pub name: String,
+    pub email: String,
+}
+
+/// Mints an invitation code valid for `expires_in_secs` (forever when `None`).
+pub async fn create_invite(store: &Store, expires_in_secs: Option<u64>) -> Result<String> {
+    let code = format!("{INVITE_PREFIX}{}", random_hex(16)?);
+    let h = hash(&code);
+    let now = now_ms();
+    let invite = Invite {
+        created_at: now,
+        expires_at: expires_in_secs.map(|s| now.saturating_add((s as i64).saturating_mul(1000))),
+        redeemed_by: None,
+    };
+    store
+        .write(move |txn| {
+            let mut t = txn.open_table(tables::CODEHASH_INVITE)?;
+            store::put(&mut t, &h, &invite)
+        })
+        .await?;
+    Ok(code)
+}
+
+/// Redeems `code`: a new organization, its owner user and API key, in one transaction.
+/// Errors: 404 unknown code, 409 `INVITE_ALREADY_REDEEMED`, 400 `INVITE_EXPIRED`.
+pub async fn redeem(store: &Store, code: &str, new: NewOrg) -> Result<(Org, String)> {
+    let h = hash(code);
+    let key = format!("{KEY_PREFIX}{}", random_hex(32)?);
+    let key_hash = hash(&key);
+    let (org_id, user_id, now) = (Uuid::now_v7(), Uuid::now_v7(), now_ms());
+    let org = store
+        .write(move |txn| {
+            let mut invites = txn.open_table(tables::CODEHASH_INVITE)?;
+            let mut invite: Invite = store::get(&invites, &h)?
+                .ok_or_else(|| Error::new(Code::InviteNotFound, "invitation code not found"))?;
+            if invite.redeemed_by.is_some() {
+                return Err(Error::new(Code::InviteAlreadyRedeemed, "invitation code was already redeemed"));
+            }
+            if invite.expires_at.is_some_and(|e| e <= now) {
+                return Err(Error::new(Code::InviteExpired, "invitation code has expired"));
+            }
+            invite.redeemed_by = Some(org_id);
+            store::put(&mut invites, &h, &invite)?;
+            insert_org(txn, &new, org_id, user_id, &key_hash, now)
+        })
+        .await?;
+    Ok((org, key))
+}
+
+/// Makes an organization with its owner user and key directly (the `--demo` start).
+pub async fn create_direct(store: &Store, new: NewOrg) -> Result<(Org, String)> {
+    let key = format!("{KEY_PREFIX}{}", random_hex(32)?);
+    let key_hash = hash(&key);
+    let (org_id, user_id, now) = (Uuid::now_v7(), Uuid::now_v7(), now_ms());
+    let org = store.write(move |txn| insert_org(txn, &new, org_id, user_id, &key_hash, now)).await?;
+    Ok((org, key))
+}
+
+fn insert_org(
+    txn: &WriteTransaction,
+    new: &NewOrg,
+    org_id: Uuid,
+    user_id: Uuid,
+    key_hash: &[u8; 32],
+    now: i64,
+) -> Result<Org> {
+    let org = Org {
+        id: org_id,
+        name: new.organization_name.clone(),
+        owner_user: user_id,
+        created_at: now,
+        valid_until: None,
+    };
+    let owner = User {
+        id: user_id,
+        org: org_id,
+        name: new.name.clone(),
+        email: Some(new.email.clone()),
+        profile_image: None,
+        linked: None,
+        created_at: now,
+        updated_at: now,
+    };
+    store::put(&mut txn.open_table(tables::ORGS)?, k(org_id), &org)?;
+    txn.open_table(tables::KEYHASH_ORG)?.insert(key_hash, k(org_id))?;
+    super::users::insert(txn, &owner)?;
+    Ok(org)
+}
+
+/// The organization whose API key is `key`, if any.
+pub async fn by_api_key(store: &Store, key: &str) -> Result<Option<Org>> {
+    let h = hash(key);
+    store
+        .read(move |txn| {
+            let keys = txn.open_table(tables::KEYHASH_ORG)?;
+            let Some(org) = keys.get(&h)?.map(|v| v.value()) else { return Ok(None) };
+            store::get(&txn.open_table(tables::ORGS)?, org)
+        })
+        .await
+}

@@ -1,0 +1,322 @@
+//! Replicas (spec §2.3, §4.2; DECISIONS.md "Replicas"): validation, slug uniqueness per
+//! organization, listing with filters and paging, cascade delete.
+
+use redb::{ReadableTable, WriteTransaction};
+use uuid::Uuid;
+
+use super::{check_len, normalize_email};
+use crate::api::replicas::{LlmBody, ReplicaBody};
+use crate::error::{Code, Error, Result};
+use crate::models::Models;
+use crate::store::records::{Llm, Replica};
+use crate::store::{self, k, now_ms, tables, Store};
+
+/// Replica kinds accepted in `type`.
+pub const KINDS: &[&str] = &["individual", "character", "brand"];
+/// Accepted `llm.memoryMode` values (deprecated field).
+pub const MEMORY_MODES: &[&str] = &["prompt-caching", "rag-search"];
+
+/// Checks an absolute http(s) URL of at most 2048 characters.
+pub fn check_url(field: &str, url: &str) -> Result<()> {
+    check_len(field, url, 1, 2048)?;
+    let lower = url.to_ascii_lowercase();
+    let rest = lower.strip_prefix("https://").or_else(|| lower.strip_prefix("http://"));
+    match rest {
+        Some(host) if !host.is_empty() && !url.chars().any(|c| c.is_whitespace()) => Ok(()),
+        _ => Err(Error::invalid(field, "must be an absolute http(s) URL")),
+    }
+}
+
+fn check_list(field: &str, items: &[String], max_items: usize, max_len: usize) -> Result<()> {
+    if items.len() > max_items {
+        return Err(Error::invalid(field, format!("at most {max_items} items")));
+    }
+    items.iter().try_for_each(|t| check_len(field, t, 1, max_len))
+}
+
+fn check_slug(slug: &str) -> Result<()> {
+    check_len("slug", slug, 1, 50)?;
+    let ok = slug.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid("slug", "use lower-case letters, digits, '-' and '_'"))
+    }
+}
+
+fn llm(body: &LlmBody, legacy_system_message: Option<&String>, models: &Models) -> Result<Llm> {
+    let model = body.model.clone().unwrap_or_else(|| models.default_id().to_string());
+    if !models.contains(&model) {
+        return Err(Error::invalid("llm.model", format!("{model:?} is not in the model catalog (GET /v1/replicas/models)")));
+    }
+    let memory_mode = body.memory_mode.clone().unwrap_or_else(|| "rag-search".into());
+    if !MEMORY_MODES.contains(&memory_mode.as_str()) {
+        return Err(Error::invalid("llm.memoryMode", format!("must be one of {}", MEMORY_MODES.join(", "))));
+    }
+    let system_message = body.system_message.clone().or_else(|| legacy_system_message.cloned());
+    if let Some(s) = &system_message {
+        check_len("llm.systemMessage", s, 0, 30_000)?;
+    }
+    Ok(Llm { model, memory_mode, system_message, embedding_model: body.embedding_model.clone() })
+}
+
+/// Validates a create/update body into a record (owner still unresolved: `Uuid::nil()`).
+pub fn from_body(body: &ReplicaBody, models: &Models) -> Result<Replica> {
+    check_len("name", body.name.trim(), 1, 50)?;
+    check_len("shortDescription", &body.short_description, 0, 50)?;
+    check_len("greeting", &body.greeting, 0, 600)?;
+    check_slug(&body.slug)?;
+    if let Some(p) = &body.purpose {
+        check_len("purpose", p, 0, 1000)?;
+    }
+    let kind = body.kind.clone().unwrap_or_else(|| "character".into());
+    if !KINDS.contains(&kind.as_str()) {
+        return Err(Error::invalid("type", format!("must be one of {}", KINDS.join(", "))));
+    }
+    check_list("tags", &body.tags, 20, 50)?;
+    check_list("suggestedQuestions", &body.suggested_questions, 10, 200)?;
+    if let Some(url) = &body.profile_image {
+        check_url("profileImage", url)?;
+    }
+    if let Some(t) = &body.voice_preview_text {
+        check_len("voicePreviewText", t, 0, 400)?;
+    }
+    let whitelist_emails = body
+        .whitelist_emails
+        .iter()
+        .map(|e| normalize_email("whitelistEmails", e))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Replica {
+        name: body.name.trim().to_string(),
+        slug: body.slug.clone(),
+        short_description: body.short_description.clone(),
+        greeting: body.greeting.clone(),
+        purpose: body.purpose.clone(),
+        kind,
+        private: body.private.unwrap_or(false),
+        tags: body.tags.clone(),
+        suggested_questions: body.suggested_questions.clone(),
+        whitelist_emails,
+        profile_image: body.profile_image.clone(),
+        voice_preview_text: body.voice_preview_text.clone(),
+        voice_enabled: body.voice_enabled.unwrap_or(false),
+        video_enabled: body.video_enabled.unwrap_or(false),
+        every_conversation_accessible_by_support: body.is_every_conversation_accessible_by_support.unwrap_or(false),
+        private_conversations_enabled: body.is_private_conversations_enabled.unwrap_or(true),
+        voice_vendor_id: body.voice_vendor_id.clone(),
+        llm: llm(&body.llm, body.system_message.as_ref(), models)?,
+        ..Replica::default()
+    })
+}
+
+fn owner_in(txn: &WriteTransaction, org: Uuid, owner: &str) -> Result<Uuid> {
+    let users = txn.open_table(tables::USERS)?;
+    let emails = txn.open_table(tables::EMAIL_USER)?;
+    super::users::find_owner(&users, &emails, org, owner)?.ok_or_else(|| {
+        Error::invalid("ownerID", format!("{owner:?} is not the id or e-mail of a user of this organization"))
+    })
+}
+
+fn claim_slug(txn: &WriteTransaction, org: Uuid, slug: &str, id: Uuid) -> Result<()> {
+    let mut slugs = txn.open_table(tables::SLUG_REPLICA)?;
+    if let Some(other) = slugs.get((k(org), slug))?.map(|v| v.value()) {
+        if other != k(id) {
+            return Err(Error::new(Code::SlugTaken, format!("slug {slug:?} is used by another replica")));
+        }
+    }
+    slugs.insert((k(org), slug), k(id))?;
+    Ok(())
+}
+
+/// Creates a replica. Errors: 400 invalid body or owner, 409 `SLUG_TAKEN`,
+/// 429 `REPLICA_QUOTA_EXCEEDED` beyond `max_replicas` per organization.
+pub async fn create(store: &Store, org: Uuid, body: &ReplicaBody, models: &Models, max_replicas: u64) -> Result<Uuid> {
+    let mut replica = from_body(body, models)?;
+    let owner = body.owner_id.clone();
+    let (id, now) = (Uuid::now_v7(), now_ms());
+    replica.id = id;
+    replica.org = org;
+    replica.created_at = now;
+    replica.updated_at = now;
+    store
+        .write(move |txn| {
+            let mut r = replica.clone();
+            r.owner = owner_in(txn, org, &owner)?;
+            let mut by_org = txn.open_table(tables::ORG_REPLICA)?;
+            let count = by_org.range((k(org), 0)..=(k(org), u128::MAX))?.count() as u64;
+            if count >= max_replicas {
+                return Err(Error::new(Code::ReplicaQuotaExceeded, format!("the organization has {count} replicas, its quota")));
+            }
+            claim_slug(txn, org, &r.slug, id)?;
+            by_org.insert((k(org), k(id)), ())?;
+            store::put(&mut txn.open_table(tables::REPLICAS)?, k(id), &r)?;
+            Ok(id)
+        })
+        .await
+}
+
+/// Replaces a replica's fields (same body as create). Errors: 400, 404, 409 `SLUG_TAKEN`.
+pub async fn update(store: &Store, org: Uuid, id: Uuid, body: &ReplicaBody, models: &Models) -> Result<()> {
+    let new = from_body(body, models)?;
+    let owner = body.owner_id.clone();
+    let now = now_ms();
+    store
+        .write(move |txn| {
+            let old = load_in(txn, org, id)?;
+            let mut r = new.clone();
+            r.owner = owner_in(txn, org, &owner)?;
+            if old.slug != r.slug {
+                claim_slug(txn, org, &r.slug, id)?;
+                txn.open_table(tables::SLUG_REPLICA)?.remove((k(org), old.slug.as_str()))?;
+            }
+            r.id = id;
+            r.org = org;
+            r.created_at = old.created_at;
+            r.updated_at = now;
+            store::put(&mut txn.open_table(tables::REPLICAS)?, k(id), &r)
+        })
+        .await
+}
+
+fn load_in(txn: &WriteTransaction, org: Uuid, id: Uuid) -> Result<Replica> {
+    store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAS)?, k(id))?
+        .filter(|r| r.org == org)
+        .ok_or_else(|| Error::not_found("replica"))
+}
+
+/// Deletes a replica with its knowledge base (index documents go through the outbox) and its
+/// chat history. 404 when missing.
+pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
+    store
+        .write(move |txn| {
+            let r = load_in(txn, org, id)?;
+            txn.open_table(tables::REPLICAS)?.remove(k(id))?;
+            txn.open_table(tables::ORG_REPLICA)?.remove((k(org), k(id)))?;
+            txn.open_table(tables::SLUG_REPLICA)?.remove((k(org), r.slug.as_str()))?;
+            txn.open_table(tables::REPLICA_MESSAGECOUNT)?.remove(k(id))?;
+            txn.open_table(tables::MESSAGES)?
+                .retain_in((k(id), 0, 0)..=(k(id), u128::MAX, u64::MAX), |_, _| false)?;
+            super::knowledge::delete_all_in(txn, id)
+        })
+        .await
+}
+
+/// Whether `caller_user` may see `replica`: public replicas always; private ones only by the
+/// organization (no user), their owner, and users whose e-mail is whitelisted.
+pub fn visible_to(replica: &Replica, user: Option<&crate::store::records::User>) -> bool {
+    if !replica.private {
+        return true;
+    }
+    match user {
+        None => true,
+        Some(u) => {
+            u.id == replica.owner
+                || u.email.as_ref().is_some_and(|e| replica.whitelist_emails.iter().any(|w| w == e))
+        }
+    }
+}
+
+/// The replica `id` of `org` as seen by `user`; 404 when missing or not visible.
+pub async fn get(store: &Store, org: Uuid, id: Uuid, user: Option<&crate::store::records::User>) -> Result<Replica> {
+    let r = store
+        .read(move |txn| store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAS)?, k(id)))
+        .await?
+        .filter(|r| r.org == org)
+        .ok_or_else(|| Error::not_found("replica"))?;
+    if visible_to(&r, user) {
+        Ok(r)
+    } else {
+        Err(Error::not_found("replica"))
+    }
+}
+
+/// Filters and order of `GET /v1/replicas`.
+#[derive(Default, Debug)]
+pub struct ListQuery {
+    pub owner: Option<String>,
+    pub slug: Option<String>,
+    pub tags: Vec<String>,
+    pub integration: Option<String>,
+    pub search: Option<String>,
+    pub sort: Option<String>,
+    pub page: u64,
+    pub page_size: u64,
+}
+
+/// A page of the organization's replicas visible to `user`, and the total that matched.
+pub async fn list(
+    store: &Store,
+    org: Uuid,
+    user: Option<crate::store::records::User>,
+    q: ListQuery,
+) -> Result<(Vec<Replica>, u64)> {
+    store
+        .read(move |txn| {
+            let ids = txn.open_table(tables::ORG_REPLICA)?;
+            let table = txn.open_table(tables::REPLICAS)?;
+            let counts = txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
+            let owner = match &q.owner {
+                Some(o) => Some(owner_filter(txn, org, o)?),
+                None => None,
+            };
+            let mut found = Vec::new();
+            for row in ids.range((k(org), 0)..=(k(org), u128::MAX))? {
+                let id = row?.0.value().1;
+                let Some(r) = store::get::<u128, Replica, _>(&table, id)? else { continue };
+                if visible_to(&r, user.as_ref()) && matches(&r, &q, owner) {
+                    let popularity = counts.get(id)?.map(|v| v.value()).unwrap_or(0);
+                    found.push((r, popularity));
+                }
+            }
+            match q.sort.as_deref() {
+                Some("name") => found.sort_by_key(|(r, _)| r.name.to_lowercase()),
+                Some("popularity") => found.sort_by(|a, b| b.1.cmp(&a.1)),
+                _ => {}
+            }
+            let total = found.len() as u64;
+            let skip = ((q.page - 1) * q.page_size) as usize;
+            let page = found.into_iter().skip(skip).take(q.page_size as usize).map(|(r, _)| r).collect();
+            Ok((page, total))
+        })
+        .await
+}
+
+fn owner_filter(txn: &redb::ReadTransaction, org: Uuid, owner: &str) -> Result<Option<Uuid>> {
+    let users = txn.open_table(tables::USERS)?;
+    let emails = txn.open_table(tables::EMAIL_USER)?;
+    super::users::find_owner(&users, &emails, org, owner)
+}
+
+fn matches(r: &Replica, q: &ListQuery, owner: Option<Option<Uuid>>) -> bool {
+    if let Some(o) = owner {
+        if o != Some(r.owner) {
+            return false;
+        }
+    }
+    if q.slug.as_ref().is_some_and(|s| s != &r.slug) {
+        return false;
+    }
+    if !q.tags.iter().all(|t| r.tags.contains(t)) {
+        return false;
+    }
+    if q.integration.is_some() {
+        // No channel integration can be connected yet (a later issue adds them).
+        return false;
+    }
+    if let Some(s) = &q.search {
+        let s = s.to_lowercase();
+        let hay = format!("{} {} {}", r.name, r.short_description, r.purpose.as_deref().unwrap_or(""));
+        if !hay.to_lowercase().contains(&s) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Counts one more chat history item of `replica` (popularity).
+pub fn count_message(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
+    let mut t = txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
+    let n = t.get(k(replica))?.map(|v| v.value()).unwrap_or(0);
+    t.insert(k(replica), n + 1)?;
+    Ok(())
+}

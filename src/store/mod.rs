@@ -1,0 +1,148 @@
+//! The store: redb tables are the source of truth for every resource.
+//!
+//! Reads run on the blocking pool in their own read transaction ([`Store::read`]). Writes go to
+//! one writer thread with group commit ([`Store::write`]): it takes every write waiting on its
+//! channel, applies them in one redb write transaction, commits (fsync) once and then answers
+//! each. A write that returns an error is left out of the batch (the others are re-applied in a
+//! fresh transaction), so a failed write never leaves half its changes behind. An acknowledged
+//! write is durable.
+
+pub mod codec;
+mod migrate;
+pub mod records;
+pub mod tables;
+mod writer;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, WriteTransaction};
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+use codec::Record;
+
+pub use writer::WriteFn;
+
+/// File name of the redb database inside the data directory.
+pub const DB_FILE: &str = "replicad.redb";
+
+/// Handle to the database; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    db: Arc<Database>,
+    writer: mpsc::Sender<writer::Job>,
+    /// Woken after every commit that appended to the knowledge-base outbox.
+    pub outbox_notify: Arc<tokio::sync::Notify>,
+}
+
+/// Why the store could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Another process (a running `replicad serve`) holds the database.
+    #[error("the store at {0} is in use by another replicad process")]
+    InUse(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl Store {
+    /// Opens (or creates) `DATA_DIR/replicad.redb`, applies migrations and starts the writer.
+    /// Must be called inside a tokio runtime.
+    pub fn open(data_dir: &Path) -> Result<Store, OpenError> {
+        std::fs::create_dir_all(data_dir).map_err(|e| OpenError::Other(e.to_string()))?;
+        let path = data_dir.join(DB_FILE);
+        let db = match Database::create(&path) {
+            Ok(db) => db,
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
+                return Err(OpenError::InUse(path.display().to_string()))
+            }
+            Err(e) => return Err(OpenError::Other(format!("{}: {e}", path.display()))),
+        };
+        migrate::run(&db).map_err(|e| OpenError::Other(e.to_string()))?;
+        let db = Arc::new(db);
+        let outbox_notify = Arc::new(tokio::sync::Notify::new());
+        let writer = writer::spawn(db.clone(), outbox_notify.clone());
+        Ok(Store { db, writer, outbox_notify })
+    }
+
+    /// Runs `f` in a read transaction on the blocking pool.
+    pub async fn read<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&ReadTransaction) -> Result<T> + Send + 'static,
+    {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || {
+            let txn = db.begin_read()?;
+            f(&txn)
+        })
+        .await
+        .map_err(Error::internal)?
+    }
+
+    /// Applies `f` in the writer's next group commit and returns its result once durable.
+    /// `f` may run more than once (when another write of its batch fails), so it must derive
+    /// everything from the transaction it is given.
+    pub async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn(&WriteTransaction) -> Result<T> + Send + 'static,
+    {
+        let (job, rx) = writer::Job::new(f);
+        self.writer.send(job).await.map_err(|_| Error::internal("store writer stopped"))?;
+        rx.await.map_err(|_| Error::internal("store writer dropped the write"))?
+    }
+}
+
+/// Reads and decodes the record under `key`, if any.
+pub fn get<'k, K, R, T>(table: &T, key: impl std::borrow::Borrow<K::SelfType<'k>>) -> Result<Option<R>>
+where
+    K: redb::Key + 'static,
+    R: Record,
+    T: ReadableTable<K, &'static [u8]>,
+{
+    match table.get(key)? {
+        Some(v) => Ok(Some(codec::decode(v.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// Encodes `record` and inserts it under `key`.
+pub fn put<'k, K, R>(
+    table: &mut redb::Table<K, &'static [u8]>,
+    key: impl std::borrow::Borrow<K::SelfType<'k>>,
+    record: &R,
+) -> Result<()>
+where
+    K: redb::Key + 'static,
+    R: Record,
+{
+    let bytes = codec::encode(record)?;
+    table.insert(key, bytes.as_slice())?;
+    Ok(())
+}
+
+/// Issues the next value of the named sequence (first value 1).
+pub fn next_seq(txn: &WriteTransaction, name: &str) -> Result<u64> {
+    let mut t = txn.open_table(tables::SEQUENCES)?;
+    let next = t.get(name)?.map(|v| v.value()).unwrap_or(0) + 1;
+    t.insert(name, next)?;
+    Ok(next)
+}
+
+/// Current value of the named sequence (0 if none was issued).
+pub fn current_seq(table: &impl ReadableTable<&'static str, u64>, name: &str) -> Result<u64> {
+    Ok(table.get(name)?.map(|v| v.value()).unwrap_or(0))
+}
+
+/// Key form of a UUID.
+pub fn k(id: Uuid) -> u128 {
+    id.as_u128()
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}

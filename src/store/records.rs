@@ -1,0 +1,154 @@
+//! On-disk records (bincode, versioned by [`Record::VERSION`]). Wire DTOs live in `api`;
+//! services convert between the two. Times are milliseconds since the Unix epoch (UTC).
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::codec::Record;
+
+/// An organization: made by redeeming an invitation (spec §4.1 redeem).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Org {
+    pub id: Uuid,
+    pub name: String,
+    /// The user made for the contact given at redemption; org-key callers act as this user.
+    pub owner_user: Uuid,
+    pub created_at: i64,
+    pub valid_until: Option<i64>,
+}
+impl Record for Org {
+    const VERSION: u8 = 1;
+}
+
+/// An invitation code (stored under the hash of the code).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Invite {
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub redeemed_by: Option<Uuid>,
+}
+impl Record for Invite {
+    const VERSION: u8 = 1;
+}
+
+/// A user of an organization.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct User {
+    pub id: Uuid,
+    pub org: Uuid,
+    pub name: String,
+    pub email: Option<String>,
+    pub profile_image: Option<String>,
+    /// `("messengerA" | "messengerB" | "embed", external id)` for users made by a channel.
+    pub linked: Option<(String, String)>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+impl Record for User {
+    const VERSION: u8 = 1;
+}
+
+/// The `llm` object of a replica.
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+pub struct Llm {
+    pub model: String,
+    pub memory_mode: String,
+    pub system_message: Option<String>,
+    pub embedding_model: Option<String>,
+}
+
+/// A replica (spec §2.3) with the decisions of DECISIONS.md "Replicas".
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+pub struct Replica {
+    pub id: Uuid,
+    pub org: Uuid,
+    pub name: String,
+    pub slug: String,
+    pub short_description: String,
+    pub greeting: String,
+    pub owner: Uuid,
+    pub purpose: Option<String>,
+    pub kind: String,
+    pub private: bool,
+    pub tags: Vec<String>,
+    pub suggested_questions: Vec<String>,
+    pub whitelist_emails: Vec<String>,
+    pub profile_image: Option<String>,
+    pub voice_preview_text: Option<String>,
+    pub voice_enabled: bool,
+    pub video_enabled: bool,
+    pub every_conversation_accessible_by_support: bool,
+    pub private_conversations_enabled: bool,
+    pub voice_vendor_id: Option<String>,
+    pub llm: Llm,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+impl Record for Replica {
+    const VERSION: u8 = 1;
+}
+
+/// A knowledge-base entry. `revision` grows with every content change; the indexer marks the
+/// entry `READY` only for the revision it indexed.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct KbEntry {
+    pub id: u64,
+    pub replica: Uuid,
+    pub org: Uuid,
+    pub kind: String,
+    pub status: String,
+    pub title: Option<String>,
+    pub generated_title: Option<String>,
+    pub language: Option<String>,
+    pub auto_refresh: bool,
+    pub raw_text: String,
+    pub processed_text: String,
+    pub chunk_count: u32,
+    pub revision: u64,
+    pub error: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+impl Record for KbEntry {
+    const VERSION: u8 = 1;
+}
+
+/// A chunk of an entry's processed text: what the index holds and sources quote.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Chunk {
+    /// Document title + heading path, e.g. "More Control Flow Tools › for Statements".
+    pub title: String,
+    pub text: String,
+}
+impl Record for Chunk {
+    const VERSION: u8 = 1;
+}
+
+/// A retrieval source kept with an assistant message (spec §2.2).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct SourceRef {
+    pub id: u64,
+    pub score: f32,
+    pub created_at: i64,
+    pub name: String,
+    pub content: String,
+}
+
+/// A chat history item (spec §2.1).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Message {
+    pub id: u64,
+    pub replica: Uuid,
+    pub user: Uuid,
+    pub role: String,
+    pub content: String,
+    pub source: String,
+    pub sources: Vec<SourceRef>,
+    pub is_private: bool,
+    /// `messengerA_data` / `messengerB_data` as JSON text, kept as received.
+    pub channel_data: Option<String>,
+    pub created_at: i64,
+}
+impl Record for Message {
+    const VERSION: u8 = 1;
+}

@@ -1,0 +1,52 @@
+//! Every redb table of replicad, with its key layout. Names follow `key_value`.
+//!
+//! UUIDs are stored as big-endian `u128` so that ranges over a prefix are scans; values named
+//! `&[u8]` are records encoded by [`super::codec`].
+
+use redb::TableDefinition;
+
+/// `name → bytes`: `schema_version` (u32 BE) and other store-wide facts.
+pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+/// `sequence name → last value issued` (`kb_entry`, `message`, `outbox`).
+pub const SEQUENCES: TableDefinition<&str, u64> = TableDefinition::new("sequences");
+/// `org id → Org`.
+pub const ORGS: TableDefinition<u128, &[u8]> = TableDefinition::new("orgid_org");
+/// `sha256(api key) → org id`.
+pub const KEYHASH_ORG: TableDefinition<&[u8; 32], u128> = TableDefinition::new("keyhash_org");
+/// `sha256(invitation code) → Invite`.
+pub const CODEHASH_INVITE: TableDefinition<&[u8; 32], &[u8]> =
+    TableDefinition::new("codehash_invite");
+/// `replica id → Replica`.
+pub const REPLICAS: TableDefinition<u128, &[u8]> = TableDefinition::new("replicaid_replica");
+/// `(org id, replica id) → ()`: the replicas of an organization, in creation order (UUID v7).
+pub const ORG_REPLICA: TableDefinition<(u128, u128), ()> = TableDefinition::new("org_replica");
+/// `(org id, slug) → replica id`: slugs are unique per organization.
+pub const SLUG_REPLICA: TableDefinition<(u128, &str), u128> = TableDefinition::new("slug_replica");
+/// `user id → User`.
+pub const USERS: TableDefinition<u128, &[u8]> = TableDefinition::new("userid_user");
+/// `(org id, user id) → ()`: the users of an organization.
+pub const ORG_USER: TableDefinition<(u128, u128), ()> = TableDefinition::new("org_user");
+/// `(org id, lower-cased e-mail) → user id`.
+pub const EMAIL_USER: TableDefinition<(u128, &str), u128> = TableDefinition::new("email_user");
+/// `(org id, "<type>:<external id>") → user id` for linked accounts (messengerA, …).
+pub const LINKED_USER: TableDefinition<(u128, &str), u128> = TableDefinition::new("linked_user");
+/// `entry id → KbEntry`.
+pub const KB_ENTRIES: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_entry");
+/// `(replica id, entry id) → ()`: the knowledge base of a replica.
+pub const REPLICA_KB: TableDefinition<(u128, u64), ()> = TableDefinition::new("replica_kb");
+/// `(entry id, chunk index) → Chunk`.
+pub const KB_CHUNKS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("kbchunk_chunk");
+/// `outbox seq → (entry id, entry revision)`: index work not yet committed to tantivy.
+pub const KB_OUTBOX: TableDefinition<u64, (u64, u64)> = TableDefinition::new("seq_kboutbox");
+/// `(replica id, user id, message id) → Message`: chat history, oldest first.
+pub const MESSAGES: TableDefinition<(u128, u128, u64), &[u8]> =
+    TableDefinition::new("replicausermsg_message");
+/// `replica id → number of chat history items` (the `popularity` sort of replica lists).
+pub const REPLICA_MESSAGECOUNT: TableDefinition<u128, u64> =
+    TableDefinition::new("replica_messagecount");
+/// `"demo" → org id` and other one-time facts of the server's life.
+pub const ONCE: TableDefinition<&str, u128> = TableDefinition::new("once");
+/// `(replica id, "<channel>:<chat id>:<message id>") → history item id`: channel messages
+/// already saved (a retried POST with the same channel message id stores nothing new).
+pub const CHANNELMSG_MESSAGE: TableDefinition<(u128, &str), u64> =
+    TableDefinition::new("channelmsg_message");

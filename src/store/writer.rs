@@ -1,0 +1,103 @@
+//! The single writer thread with group commit (see the module docs of `store`).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use redb::{Database, WriteTransaction};
+use tokio::sync::{mpsc, oneshot, Notify};
+
+use crate::error::{Error, Result};
+
+/// A write closure as queued: re-runnable, reporting success.
+pub type WriteFn = Box<dyn FnMut(&WriteTransaction) -> bool + Send>;
+
+/// One queued write: the closure and how to answer its caller.
+pub struct Job {
+    apply: WriteFn,
+    finish: Box<dyn FnOnce(Option<Error>) + Send>,
+}
+
+/// Most writes applied in one transaction.
+const MAX_BATCH: usize = 256;
+
+impl Job {
+    /// Wraps `f`; the receiver gets `f`'s result once committed (or the commit error).
+    pub fn new<T, F>(f: F) -> (Job, oneshot::Receiver<Result<T>>)
+    where
+        T: Send + 'static,
+        F: Fn(&WriteTransaction) -> Result<T> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let slot: Arc<std::sync::Mutex<Option<Result<T>>>> = Arc::default();
+        let slot_apply = slot.clone();
+        let apply: WriteFn = Box::new(move |txn| {
+            let r = catch_unwind(AssertUnwindSafe(|| f(txn)))
+                .unwrap_or_else(|_| Err(Error::internal("write panicked")));
+            let ok = r.is_ok();
+            *slot_apply.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+            ok
+        });
+        let finish = Box::new(move |commit_error: Option<Error>| {
+            let r = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let r = match (commit_error, r) {
+                (Some(e), _) => Err(e),
+                (None, Some(r)) => r,
+                (None, None) => Err(Error::internal("write was never applied")),
+            };
+            let _ = tx.send(r);
+        });
+        (Job { apply, finish }, rx)
+    }
+}
+
+/// Starts the writer thread; it ends when every [`super::Store`] is dropped.
+pub fn spawn(db: Arc<Database>, outbox_notify: Arc<Notify>) -> mpsc::Sender<Job> {
+    let (tx, mut rx) = mpsc::channel::<Job>(1024);
+    std::thread::Builder::new()
+        .name("store-writer".into())
+        .spawn(move || {
+            while let Some(first) = rx.blocking_recv() {
+                let mut batch = vec![first];
+                while batch.len() < MAX_BATCH {
+                    match rx.try_recv() {
+                        Ok(job) => batch.push(job),
+                        Err(_) => break,
+                    }
+                }
+                commit_batch(&db, batch);
+                outbox_notify.notify_one();
+            }
+        })
+        .expect("spawn store writer thread");
+    tx
+}
+
+/// Applies `batch` in one transaction, dropping (and answering) writes that fail.
+fn commit_batch(db: &Database, mut batch: Vec<Job>) {
+    while !batch.is_empty() {
+        let txn = match db.begin_write() {
+            Ok(t) => t,
+            Err(e) => return fail_all(batch, Error::from(e)),
+        };
+        let failed = batch.iter_mut().position(|job| !(job.apply)(&txn));
+        match failed {
+            Some(i) => {
+                let _ = txn.abort();
+                let job = batch.remove(i);
+                (job.finish)(None);
+            }
+            None => {
+                let err = txn.commit().err().map(Error::from);
+                for job in batch.drain(..) {
+                    (job.finish)(err.clone());
+                }
+            }
+        }
+    }
+}
+
+fn fail_all(batch: Vec<Job>, e: Error) {
+    for job in batch {
+        (job.finish)(Some(e.clone()));
+    }
+}
