@@ -95,6 +95,12 @@ fn is_prose(s: &str) -> bool {
     !s.contains(">>>") && !s.contains("...") && letters * 2 > s.chars().count() && letters >= 12
 }
 
+/// Whether a paragraph is a code block: every line indented, or an interactive session.
+fn is_code(paragraph: &str) -> bool {
+    let mut lines = paragraph.lines().filter(|l| !l.trim().is_empty()).peekable();
+    lines.peek().is_some() && (paragraph.contains(">>>") || lines.all(|l| l.starts_with([' ', '\t'])))
+}
+
 /// The prose sentences of the sources. Paragraphs are re-flowed first (a line break inside a
 /// paragraph is a space), since Unicode sentence rules end a sentence at every line break.
 /// A sentence's terms include those of its chunk's title (its heading path).
@@ -102,7 +108,11 @@ fn sentences(sources: &[SourceRef]) -> Vec<Sentence> {
     let mut out = Vec::new();
     for (si, src) in sources.iter().enumerate() {
         let title_terms = analyze(&src.name);
-        let paragraphs = src.content.split("\n\n").map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "));
+        let paragraphs = src
+            .content
+            .split("\n\n")
+            .filter(|p| !is_code(p))
+            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "));
         let sentences: Vec<String> =
             paragraphs.flat_map(|p| p.unicode_sentences().map(|s| s.trim().to_string()).collect::<Vec<_>>()).collect();
         for (pi, text) in sentences.into_iter().enumerate() {

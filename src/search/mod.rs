@@ -23,7 +23,7 @@ use uuid::Uuid;
 use crate::error::{Error, Result};
 
 /// Identifies the schema and analyzers; an index made with another is rebuilt.
-pub const SCHEMA_ID: &str = "chunks-v1-en";
+pub const SCHEMA_ID: &str = "chunks-v2-en";
 /// Name of the English analyzer: simple tokenizer, lower-case, stop words, Snowball stemmer.
 const ANALYZER: &str = "en";
 /// Indexing memory budget of the single writer thread, in bytes.
@@ -90,11 +90,23 @@ fn schema() -> (Schema, Fields) {
     (b.build(), fields)
 }
 
+/// English stop words: Lucene's list plus the function words of questions ("how do I …"),
+/// which carry no topic and would otherwise dominate short queries.
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not",
+    "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was",
+    "will", "with", "what", "which", "who", "whom", "whose", "how", "why", "when", "where", "do", "does", "did",
+    "i", "me", "my", "you", "your", "we", "our", "us", "can", "could", "should", "would", "shall", "may",
+    "might", "must", "about", "from", "has", "have", "had", "its", "so", "than", "too", "very", "just",
+    "am", "were", "been", "being", "he", "she", "him", "her", "them", "some", "any", "tell", "please",
+    "explain", "s", "t",
+];
+
 fn analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(SimpleTokenizer::default())
         .filter(RemoveLongFilter::limit(40))
         .filter(LowerCaser)
-        .filter(StopWordFilter::new(Language::English).expect("tantivy ships English stop words"))
+        .filter(StopWordFilter::remove(STOP_WORDS.iter().map(|w| w.to_string())))
         .filter(Stemmer::new(Language::English))
         .build()
 }
@@ -251,6 +263,6 @@ mod tests {
     #[test]
     fn analyzer_drops_stop_words_and_stems() {
         assert_eq!(analyze("What are the Modules?"), vec!["modul".to_string()]);
-        assert_eq!(analyze("handling exceptions"), vec!["handl".to_string(), "except".to_string()]);
+        assert_eq!(analyze("How do I handle exceptions?"), vec!["handl".to_string(), "except".to_string()]);
     }
 }

@@ -61,6 +61,11 @@ pub async fn retrieve(store: &Store, search: &Arc<Search>, replica: Uuid, query:
 /// Answers `ask` as `replica` for `user` and stores the exchange unless asked not to.
 pub async fn complete(store: &Store, search: &Arc<Search>, replica: &Replica, user: Uuid, ask: Ask) -> Result<Completion> {
     let retrieved = retrieve(store, search, replica.id, &ask.content).await?;
+    tracing::debug!(
+        replica = %replica.id,
+        retrieved = ?retrieved.iter().map(|s| (s.name.as_str(), s.score)).collect::<Vec<_>>(),
+        "retrieval"
+    );
     let persona = Persona { name: &replica.name, greeting: &replica.greeting };
     let answer = embedded::reply(&persona, &ask.content, &retrieved);
     let sources: Vec<SourceRef> =
