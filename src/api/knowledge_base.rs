@@ -12,7 +12,7 @@ use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::service::knowledge::{self, NewText, Patch, STATUSES, TYPES};
 use crate::service::rfc3339;
-use crate::store::records::{Chunk, KbEntry};
+use crate::store::records::{Chunk, KbEntry, KbText};
 
 /// Create body: exactly one of `text`, `url`, `filename`.
 #[derive(Deserialize)]
@@ -41,7 +41,6 @@ pub struct PatchBody {
 
 /// An entry on the wire (list form).
 pub fn view(e: &KbEntry) -> Value {
-    let summary: String = e.processed_text.chars().take(200).collect();
     json!({
         "id": e.id,
         "replicaUUID": e.replica,
@@ -49,7 +48,7 @@ pub fn view(e: &KbEntry) -> Value {
         "status": e.status,
         "title": e.title,
         "generatedTitle": e.generated_title,
-        "summary": summary,
+        "summary": e.summary,
         "language": e.language,
         "autoRefresh": e.auto_refresh,
         "url": null,
@@ -61,10 +60,10 @@ pub fn view(e: &KbEntry) -> Value {
     })
 }
 
-fn full_view(e: &KbEntry, chunks: &[Chunk]) -> Value {
+fn full_view(e: &KbEntry, text: &KbText, chunks: &[Chunk]) -> Value {
     let mut v = view(e);
-    v["rawText"] = json!(e.raw_text);
-    v["processedText"] = json!(e.processed_text);
+    v["rawText"] = json!(text.raw);
+    v["processedText"] = json!(text.processed);
     v["rawTextChunks"] =
         json!(chunks.iter().enumerate().map(|(i, c)| json!({"index": i, "title": c.title, "content": c.text})).collect::<Vec<_>>());
     v
@@ -117,8 +116,8 @@ pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn read(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let id = req.id_param("knowledgeBaseID")?;
-    let (entry, chunks) = knowledge::get(&app.store, replica.id, id).await?;
-    Ok(Reply::ok(&full_view(&entry, &chunks)))
+    let (entry, text, chunks) = knowledge::get(&app.store, replica.id, id).await?;
+    Ok(Reply::ok(&full_view(&entry, &text, &chunks)))
 }
 
 /// # `PATCH /v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}`

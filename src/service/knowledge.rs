@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::check_len;
 use crate::error::{Error, Result};
 use crate::ingest::chunk;
-use crate::store::records::{Chunk, KbEntry};
+use crate::store::records::{Chunk, KbEntry, KbText};
 use crate::store::{self, k, next_seq, now_ms, tables, Store};
 
 /// ISO 639-1 codes accepted in `language` (spec §2.5).
@@ -65,16 +65,23 @@ fn validate_text(text: &str, title: Option<&String>, language: Option<&String>) 
     Ok(())
 }
 
-/// Writes `entry.raw_text`'s chunks (replacing old ones) and queues the entry for indexing.
-fn write_content(txn: &WriteTransaction, entry: &mut KbEntry) -> Result<()> {
+/// Characters of the processed text kept as the entry's `summary`.
+const SUMMARY_CHARS: usize = 200;
+
+/// Stores `raw` as the entry's text, its chunks (replacing old ones), and queues the entry for
+/// indexing.
+fn write_content(txn: &WriteTransaction, entry: &mut KbEntry, raw: &str) -> Result<()> {
     let title = entry.title.clone().or_else(|| entry.generated_title.clone()).unwrap_or_default();
-    let pieces = chunk::chunk(&title, &entry.raw_text);
+    let pieces = chunk::chunk(&title, raw);
     let mut chunks = txn.open_table(tables::KB_CHUNKS)?;
     chunks.retain_in((entry.id, 0)..=(entry.id, u32::MAX), |_, _| false)?;
     for (i, p) in pieces.iter().enumerate() {
         store::put(&mut chunks, (entry.id, i as u32), &Chunk { title: p.title.clone(), text: p.text.clone() })?;
     }
-    entry.processed_text = pieces.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n\n");
+    let processed = pieces.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n\n");
+    entry.summary = processed.chars().take(SUMMARY_CHARS).collect();
+    let text = KbText { raw: raw.to_string(), processed };
+    store::put(&mut txn.open_table(tables::KB_TEXTS)?, entry.id, &text)?;
     entry.chunk_count = pieces.len() as u32;
     entry.revision += 1;
     entry.status = "PROCESSED_TEXT".into();
@@ -107,15 +114,14 @@ pub async fn create_text(store: &Store, org: Uuid, replica: Uuid, new: NewText) 
                 generated_title: generated_title.clone(),
                 language: new.language.clone(),
                 auto_refresh: new.auto_refresh,
-                raw_text: new.text.clone(),
-                processed_text: String::new(),
+                summary: String::new(),
                 chunk_count: 0,
                 revision: 0,
                 error: None,
                 created_at: now,
                 updated_at: now,
             };
-            write_content(txn, &mut entry)?;
+            write_content(txn, &mut entry, &new.text)?;
             store::put(&mut txn.open_table(tables::KB_ENTRIES)?, id, &entry)?;
             txn.open_table(tables::REPLICA_KB)?.insert((k(replica), id), ())?;
             Ok(id)
@@ -160,8 +166,8 @@ pub async fn list(store: &Store, replica: Uuid, q: ListQuery) -> Result<(Vec<KbE
         .await
 }
 
-/// Entry `id` of `replica` with its chunks; 404 when missing.
-pub async fn get(store: &Store, replica: Uuid, id: u64) -> Result<(KbEntry, Vec<Chunk>)> {
+/// Entry `id` of `replica` with its texts and chunks; 404 when missing.
+pub async fn get(store: &Store, replica: Uuid, id: u64) -> Result<(KbEntry, KbText, Vec<Chunk>)> {
     store
         .read(move |txn| {
             let entry = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KB_ENTRIES)?, id)?
@@ -172,7 +178,8 @@ pub async fn get(store: &Store, replica: Uuid, id: u64) -> Result<(KbEntry, Vec<
                 .range((id, 0)..=(id, u32::MAX))?
                 .map(|r| r.map_err(Error::from).and_then(|(_, v)| store::codec::decode(v.value())))
                 .collect::<Result<Vec<Chunk>>>()?;
-            Ok((entry, chunks))
+            let text = store::get::<u64, KbText, _>(&txn.open_table(tables::KB_TEXTS)?, id)?.unwrap_or_default();
+            Ok((entry, text, chunks))
         })
         .await
 }
@@ -200,10 +207,11 @@ pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Resul
             let mut e = store::get::<u64, KbEntry, _>(&table, id)?
                 .filter(|e| e.replica == replica)
                 .ok_or_else(|| Error::not_found("knowledge-base entry"))?;
-            let text_changed = patch.raw_text.as_ref().is_some_and(|t| t != &e.raw_text);
+            let old = store::get::<u64, KbText, _>(&txn.open_table(tables::KB_TEXTS)?, id)?.unwrap_or_default();
+            let text_changed = patch.raw_text.as_ref().is_some_and(|t| t != &old.raw);
+            let raw = patch.raw_text.clone().unwrap_or(old.raw);
             let title_changed = patch.title.is_some() && patch.title != e.title;
             if let Some(t) = &patch.raw_text {
-                e.raw_text = t.clone();
                 e.generated_title = Some(chunk::generated_title(t)).filter(|t| !t.is_empty());
             }
             if patch.title.is_some() {
@@ -217,7 +225,7 @@ pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Resul
             }
             if text_changed || title_changed {
                 drop(table);
-                write_content(txn, &mut e)?;
+                write_content(txn, &mut e, &raw)?;
                 table = txn.open_table(tables::KB_ENTRIES)?;
             }
             e.updated_at = now;
@@ -241,6 +249,7 @@ pub async fn delete(store: &Store, replica: Uuid, id: u64) -> Result<()> {
 
 fn remove_in(txn: &WriteTransaction, replica: Uuid, id: u64) -> Result<()> {
     txn.open_table(tables::KB_ENTRIES)?.remove(id)?;
+    txn.open_table(tables::KB_TEXTS)?.remove(id)?;
     txn.open_table(tables::REPLICA_KB)?.remove((k(replica), id))?;
     txn.open_table(tables::KB_CHUNKS)?.retain_in((id, 0)..=(id, u32::MAX), |_, _| false)?;
     enqueue(txn, id, 0)

@@ -60,6 +60,7 @@ fn fresh(db: &Database) -> Result<()> {
         txn.open_table(tables::EMAIL_USER)?;
         txn.open_table(tables::LINKED_USER)?;
         txn.open_table(tables::KB_ENTRIES)?;
+        txn.open_table(tables::KB_TEXTS)?;
         txn.open_table(tables::REPLICA_KB)?;
         txn.open_table(tables::KB_CHUNKS)?;
         txn.open_table(tables::KB_OUTBOX)?;

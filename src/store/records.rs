@@ -101,8 +101,8 @@ pub struct KbEntry {
     pub generated_title: Option<String>,
     pub language: Option<String>,
     pub auto_refresh: bool,
-    pub raw_text: String,
-    pub processed_text: String,
+    /// The first characters of the processed text (the text itself is a [`KbText`]).
+    pub summary: String,
     pub chunk_count: u32,
     pub revision: u64,
     pub error: Option<String>,
@@ -110,6 +110,16 @@ pub struct KbEntry {
     pub updated_at: i64,
 }
 impl Record for KbEntry {
+    const VERSION: u8 = 1;
+}
+
+/// The texts of an entry, kept apart so that listing entries does not read them.
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+pub struct KbText {
+    pub raw: String,
+    pub processed: String,
+}
+impl Record for KbText {
     const VERSION: u8 = 1;
 }
 

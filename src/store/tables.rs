@@ -32,6 +32,8 @@ pub const EMAIL_USER: TableDefinition<(u128, &str), u128> = TableDefinition::new
 pub const LINKED_USER: TableDefinition<(u128, &str), u128> = TableDefinition::new("linked_user");
 /// `entry id → KbEntry`.
 pub const KB_ENTRIES: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_entry");
+/// `entry id → KbText` (raw and processed text of the entry).
+pub const KB_TEXTS: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_text");
 /// `(replica id, entry id) → ()`: the knowledge base of a replica.
 pub const REPLICA_KB: TableDefinition<(u128, u64), ()> = TableDefinition::new("replica_kb");
 /// `(entry id, chunk index) → Chunk`.
