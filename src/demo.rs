@@ -27,7 +27,7 @@ pub async fn ensure(app: &App) -> Result<()> {
         eprintln!("demo: organization {org} exists (its API key was printed at its first start); replica slug {SLUG}");
         return Ok(());
     }
-    let files = sample_files(&app.config.sample_dir)?;
+    let files = sample_files(&sample_dir(&app.config.sample_dir))?;
     let new = orgs::NewOrg {
         organization_name: "Demo organization".into(),
         name: "Demo owner".into(),
@@ -74,6 +74,17 @@ fn body() -> ReplicaBody {
         is_private_conversations_enabled: None,
         voice_vendor_id: None,
         system_message: None,
+    }
+}
+
+/// `dir`, or, when it is relative and missing here, the same path in the source tree the
+/// binary was built from (so `--demo` works from any working directory on a build machine).
+fn sample_dir(dir: &Path) -> PathBuf {
+    let built_in = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    if dir.is_relative() && !dir.exists() && built_in.exists() {
+        built_in
+    } else {
+        dir.to_path_buf()
     }
 }
 

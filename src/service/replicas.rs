@@ -270,7 +270,7 @@ pub async fn list(
             }
             match q.sort.as_deref() {
                 Some("name") => found.sort_by_key(|(r, _)| r.name.to_lowercase()),
-                Some("popularity") => found.sort_by(|a, b| b.1.cmp(&a.1)),
+                Some("popularity") => found.sort_by_key(|(_, n)| std::cmp::Reverse(*n)),
                 _ => {}
             }
             let total = found.len() as u64;
