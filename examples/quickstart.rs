@@ -50,7 +50,11 @@ async fn main() -> Result<(), String> {
     let tag = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
 
     let owner = c
-        .call(reqwest::Method::POST, "/v1/users", Some(json!({"name": "Quickstart owner", "email": format!("owner-{tag}@example.org")})))
+        .call(
+            reqwest::Method::POST,
+            "/v1/users",
+            Some(json!({"name": "Quickstart owner", "email": format!("owner-{tag}@example.org")})),
+        )
         .await?;
     let owner_id = owner["user"]["id"].as_str().unwrap_or_default().to_string();
     let replica = c
@@ -70,7 +74,11 @@ async fn main() -> Result<(), String> {
     let text = "The Skerry Point lighthouse was built in 1874. Its lamp is visible for 22 nautical miles. \
                 The keeper climbs 143 steps to reach the lantern room every evening.";
     let kb = c
-        .call(reqwest::Method::POST, &format!("/v1/replicas/{id}/knowledge-base"), Some(json!({"text": text, "title": "Skerry Point"})))
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/replicas/{id}/knowledge-base"),
+            Some(json!({"text": text, "title": "Skerry Point"})),
+        )
         .await?;
     let entry = kb["results"][0]["knowledgeBaseID"].as_u64().unwrap_or_default();
     for _ in 0..100 {
@@ -83,7 +91,9 @@ async fn main() -> Result<(), String> {
     println!("knowledge entry {entry} is READY");
 
     for q in ["Hello!", "How many steps does the keeper climb?", "When was the lighthouse built?"] {
-        let a = c.call(reqwest::Method::POST, &format!("/v1/replicas/{id}/chat/completions"), Some(json!({"content": q}))).await?;
+        let a = c
+            .call(reqwest::Method::POST, &format!("/v1/replicas/{id}/chat/completions"), Some(json!({"content": q})))
+            .await?;
         println!("> {q}\n{}\n", a["content"].as_str().unwrap_or_default());
     }
 
@@ -91,7 +101,13 @@ async fn main() -> Result<(), String> {
     for item in history["items"].as_array().into_iter().flatten() {
         let sources: Vec<&str> =
             item["sources"].as_array().into_iter().flatten().filter_map(|s| s["name"].as_str()).collect();
-        println!("#{} {}: {} {:?}", item["id"], item["role"].as_str().unwrap_or(""), item["content"].as_str().unwrap_or("").lines().next().unwrap_or(""), sources);
+        println!(
+            "#{} {}: {} {:?}",
+            item["id"],
+            item["role"].as_str().unwrap_or(""),
+            item["content"].as_str().unwrap_or("").lines().next().unwrap_or(""),
+            sources
+        );
     }
     Ok(())
 }

@@ -26,7 +26,13 @@ pub struct App {
 
 impl App {
     /// Assembles the state and compiles the route table.
-    pub fn new(config: Config, store: Store, search: Arc<Search>, models: Models, reindex: mpsc::Sender<RebuildRequest>) -> App {
+    pub fn new(
+        config: Config,
+        store: Store,
+        search: Arc<Search>,
+        models: Models,
+        reindex: mpsc::Sender<RebuildRequest>,
+    ) -> App {
         let routes = api::routes();
         let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
         App { config, store, search, models, routes, router, reindex }

@@ -101,11 +101,7 @@ impl Error {
 
     /// A 500 whose cause is logged but not shown.
     pub fn internal(cause: impl fmt::Display) -> Self {
-        Error {
-            code: Code::Internal,
-            message: "internal error".into(),
-            internal: Some(cause.to_string()),
-        }
+        Error { code: Code::Internal, message: "internal error".into(), internal: Some(cause.to_string()) }
     }
 
     /// 400 `VALIDATION_ERROR` naming the field at fault.

@@ -35,9 +35,9 @@ pub async fn complete(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let body: CompletionBody = req.json()?;
     check_len("content", &body.content, 1, 100_000)?;
-    let (source, channel_data, channel_key) =
-        super::history::channel_of(body.source, body.messenger_b_data.as_ref())?;
-    let ask = Ask { content: body.content, skip_chat_history: body.skip_chat_history, source, channel_data, channel_key };
+    let (source, channel_data, channel_key) = super::history::channel_of(body.source, body.messenger_b_data.as_ref())?;
+    let ask =
+        Ask { content: body.content, skip_chat_history: body.skip_chat_history, source, channel_data, channel_key };
     let user = req.caller()?.acting_user();
     let done = chat::complete(&app.store, &app.search, &replica, user, ask).await?;
     Ok(Reply::ok(&json!({ "content": done.content })).with_header("x-replica-backend", done.backend))

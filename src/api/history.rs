@@ -61,11 +61,9 @@ pub struct MessengerAData {
 impl MessengerBData {
     /// Checks the required ids are not empty; returns the de-duplication key.
     pub fn validate(&self) -> Result<String> {
-        for (name, v) in [
-            ("channel_id", &self.channel_id),
-            ("author_id", &self.author_id),
-            ("message_id", &self.message_id),
-        ] {
+        for (name, v) in
+            [("channel_id", &self.channel_id), ("author_id", &self.author_id), ("message_id", &self.message_id)]
+        {
             check_len(&format!("messengerB_data.{name}"), v, 1, 100)?;
         }
         Ok(format!("messengerB:{}:{}", self.channel_id, self.message_id))
@@ -172,7 +170,10 @@ struct SaveMessengerABody {
 /// The source of a message and its messengerB data: `source` defaults to `messengerB` when
 /// `messengerB_data` is given, else `web`; the data is only allowed with `messengerB`.
 /// Returns `(source, data as JSON text, de-duplication key)`.
-pub fn channel_of(source: Option<String>, data: Option<&MessengerBData>) -> Result<(String, Option<String>, Option<String>)> {
+pub fn channel_of(
+    source: Option<String>,
+    data: Option<&MessengerBData>,
+) -> Result<(String, Option<String>, Option<String>)> {
     let default = if data.is_some() { "messengerB" } else { "web" };
     let source = source.unwrap_or_else(|| default.to_string());
     check_source(&source)?;

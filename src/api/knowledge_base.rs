@@ -64,8 +64,11 @@ fn full_view(e: &KbEntry, text: &KbText, chunks: &[Chunk]) -> Value {
     let mut v = view(e);
     v["rawText"] = json!(text.raw);
     v["processedText"] = json!(text.processed);
-    v["rawTextChunks"] =
-        json!(chunks.iter().enumerate().map(|(i, c)| json!({"index": i, "title": c.title, "content": c.text})).collect::<Vec<_>>());
+    v["rawTextChunks"] = json!(chunks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| json!({"index": i, "title": c.title, "content": c.text}))
+        .collect::<Vec<_>>());
     v
 }
 

@@ -27,7 +27,8 @@ pub struct Answer {
     pub used: Vec<usize>,
 }
 
-const GREETINGS: &[&str] = &["hi", "hello", "hey", "hiya", "howdy", "greetings", "good morning", "good afternoon", "good evening", "yo"];
+const GREETINGS: &[&str] =
+    &["hi", "hello", "hey", "hiya", "howdy", "greetings", "good morning", "good afternoon", "good evening", "yo"];
 const THANKS: &[&str] = &["thanks", "thank you", "thx", "cheers", "much appreciated"];
 const FAREWELLS: &[&str] = &["bye", "goodbye", "see you", "good night", "farewell"];
 
@@ -47,11 +48,8 @@ pub fn reply(persona: &Persona, message: &str, sources: &[SourceRef]) -> Answer 
 }
 
 fn normalized(message: &str) -> String {
-    let s: String = message
-        .to_lowercase()
-        .chars()
-        .map(|c| if c.is_alphanumeric() || c == '\'' { c } else { ' ' })
-        .collect();
+    let s: String =
+        message.to_lowercase().chars().map(|c| if c.is_alphanumeric() || c == '\'' { c } else { ' ' }).collect();
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

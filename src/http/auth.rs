@@ -77,12 +77,8 @@ async fn user_from_headers(store: &Store, org: &Org, headers: &HeaderMap) -> Res
     let (id, kind) = match (header(headers, "x-user-id"), header(headers, "x-user-id-type")) {
         (None, None) => return Ok(None),
         (Some(id), Some(kind)) => (id, kind),
-        (Some(_), None) => {
-            return Err(Error::new(Code::InvalidUserHeaders, "X-USER-ID requires X-USER-ID-TYPE"))
-        }
-        (None, Some(_)) => {
-            return Err(Error::new(Code::InvalidUserHeaders, "X-USER-ID-TYPE requires X-USER-ID"))
-        }
+        (Some(_), None) => return Err(Error::new(Code::InvalidUserHeaders, "X-USER-ID requires X-USER-ID-TYPE")),
+        (None, Some(_)) => return Err(Error::new(Code::InvalidUserHeaders, "X-USER-ID-TYPE requires X-USER-ID")),
     };
     let kind = users::IdType::parse(kind).ok_or_else(|| {
         Error::new(

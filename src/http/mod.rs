@@ -46,11 +46,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
     reply.into_response(&request_id)
 }
 
-async fn dispatch(
-    app: Arc<App>,
-    req: Request<Incoming>,
-    request_id: &str,
-) -> Result<Reply, (Error, Option<String>)> {
+async fn dispatch(app: Arc<App>, req: Request<Incoming>, request_id: &str) -> Result<Reply, (Error, Option<String>)> {
     let matched = app.router.find(req.method(), req.uri().path())?;
     let route = &app.routes[matched.route];
     let (parts, body) = req.into_parts();

@@ -39,16 +39,16 @@ impl Req {
     /// The path parameter `name` as a UUID; 400 `INVALID_PATH_PARAMETER` otherwise.
     pub fn uuid_param(&self, name: &str) -> Result<Uuid> {
         let raw = self.param(name);
-        Uuid::parse_str(raw)
-            .map_err(|_| Error::new(Code::InvalidPath, format!("{name} must be a UUID, got {raw:?}")))
+        Uuid::parse_str(raw).map_err(|_| Error::new(Code::InvalidPath, format!("{name} must be a UUID, got {raw:?}")))
     }
 
     /// The path parameter `name` as a positive integer id; 400 otherwise.
     pub fn id_param(&self, name: &str) -> Result<u64> {
         let raw = self.param(name);
-        raw.parse::<u64>().ok().filter(|v| *v > 0).ok_or_else(|| {
-            Error::new(Code::InvalidPath, format!("{name} must be a positive integer, got {raw:?}"))
-        })
+        raw.parse::<u64>()
+            .ok()
+            .filter(|v| *v > 0)
+            .ok_or_else(|| Error::new(Code::InvalidPath, format!("{name} must be a positive integer, got {raw:?}")))
     }
 
     /// The authenticated caller; operations that are not public always have one.
@@ -61,8 +61,7 @@ impl Req {
         if self.body.is_empty() {
             return Err(Error::new(Code::InvalidBody, "a JSON body is required"));
         }
-        serde_json::from_slice(&self.body)
-            .map_err(|e| Error::new(Code::InvalidBody, format!("invalid JSON body: {e}")))
+        serde_json::from_slice(&self.body).map_err(|e| Error::new(Code::InvalidBody, format!("invalid JSON body: {e}")))
     }
 
     /// Last value of query parameter `name`.
@@ -86,9 +85,10 @@ impl Req {
         let Some((name, raw)) = names.iter().find_map(|n| self.query(n).map(|v| (*n, v))) else {
             return Ok(default);
         };
-        raw.parse::<u64>().ok().filter(|v| (min..=max).contains(v)).ok_or_else(|| {
-            Error::new(Code::InvalidQuery, format!("{name} must be an integer in {min}..={max}"))
-        })
+        raw.parse::<u64>()
+            .ok()
+            .filter(|v| (min..=max).contains(v))
+            .ok_or_else(|| Error::new(Code::InvalidQuery, format!("{name} must be an integer in {min}..={max}")))
     }
 }
 
@@ -125,11 +125,7 @@ pub async fn read_body(headers: &HeaderMap, body: Incoming, limit: usize) -> Res
             ))
         }
     };
-    let raw = http_body_util::Limited::new(body, limit)
-        .collect()
-        .await
-        .map_err(|_| too_large(limit))?
-        .to_bytes();
+    let raw = http_body_util::Limited::new(body, limit).collect().await.map_err(|_| too_large(limit))?.to_bytes();
     if raw.is_empty() {
         return Ok(raw);
     }

@@ -163,9 +163,8 @@ pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<u
         .await?;
     let chunks = all.iter().filter_map(|c| c.doc.as_ref()).map(|d| d.chunks.len()).sum();
     let s = search.clone();
-    let all = tokio::task::spawn_blocking(move || s.rebuild(&all, seq).map(|_| all))
-        .await
-        .map_err(Error::internal)??;
+    let all =
+        tokio::task::spawn_blocking(move || s.rebuild(&all, seq).map(|_| all)).await.map_err(Error::internal)??;
     let ready = indexed_revisions(&all);
     store
         .write(move |txn| {

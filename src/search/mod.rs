@@ -16,7 +16,9 @@ use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED, STRING,
 };
-use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer};
+use tantivy::tokenizer::{
+    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
+};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 use uuid::Uuid;
 
@@ -93,13 +95,12 @@ fn schema() -> (Schema, Fields) {
 /// English stop words: Lucene's list plus the function words of questions ("how do I …"),
 /// which carry no topic and would otherwise dominate short queries.
 const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not",
-    "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was",
-    "will", "with", "what", "which", "who", "whom", "whose", "how", "why", "when", "where", "do", "does", "did",
-    "i", "me", "my", "you", "your", "we", "our", "us", "can", "could", "should", "would", "shall", "may",
-    "might", "must", "about", "from", "has", "have", "had", "its", "so", "than", "too", "very", "just",
-    "am", "were", "been", "being", "he", "she", "him", "her", "them", "some", "any", "tell", "please",
-    "explain", "s", "t",
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of",
+    "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with",
+    "what", "which", "who", "whom", "whose", "how", "why", "when", "where", "do", "does", "did", "i", "me", "my",
+    "you", "your", "we", "our", "us", "can", "could", "should", "would", "shall", "may", "might", "must", "about",
+    "from", "has", "have", "had", "its", "so", "than", "too", "very", "just", "am", "were", "been", "being", "he",
+    "she", "him", "her", "them", "some", "any", "tell", "please", "explain", "s", "t",
 ];
 
 fn analyzer() -> TextAnalyzer {
@@ -202,10 +203,8 @@ impl Search {
                 should.push((Occur::Should, Box::new(q)));
             }
         }
-        let replica_q = TermQuery::new(
-            Term::from_field_text(f.replica, &replica.simple().to_string()),
-            IndexRecordOption::Basic,
-        );
+        let replica_q =
+            TermQuery::new(Term::from_field_text(f.replica, &replica.simple().to_string()), IndexRecordOption::Basic);
         let query = BooleanQuery::new(vec![
             (Occur::Must, Box::new(ConstScoreQuery::new(Box::new(replica_q), 0.0)) as Box<dyn Query>),
             (Occur::Must, Box::new(BooleanQuery::new(should))),

@@ -50,7 +50,13 @@ pub async fn retrieve(store: &Store, search: &Arc<Search>, replica: Uuid, query:
                 let Some(e) = store::get::<u64, KbEntry, _>(&entries, h.entry)? else { continue };
                 let Some(c) = store::get::<(u64, u32), Chunk, _>(&chunks, (h.entry, h.chunk))? else { continue };
                 if e.replica == replica {
-                    out.push(SourceRef { id: e.id, score: h.score, created_at: e.created_at, name: c.title, content: c.text });
+                    out.push(SourceRef {
+                        id: e.id,
+                        score: h.score,
+                        created_at: e.created_at,
+                        name: c.title,
+                        content: c.text,
+                    });
                 }
             }
             Ok(out)
@@ -59,7 +65,13 @@ pub async fn retrieve(store: &Store, search: &Arc<Search>, replica: Uuid, query:
 }
 
 /// Answers `ask` as `replica` for `user` and stores the exchange unless asked not to.
-pub async fn complete(store: &Store, search: &Arc<Search>, replica: &Replica, user: Uuid, ask: Ask) -> Result<Completion> {
+pub async fn complete(
+    store: &Store,
+    search: &Arc<Search>,
+    replica: &Replica,
+    user: Uuid,
+    ask: Ask,
+) -> Result<Completion> {
     let retrieved = retrieve(store, search, replica.id, &ask.content).await?;
     tracing::debug!(
         replica = %replica.id,
@@ -73,6 +85,9 @@ pub async fn complete(store: &Store, search: &Arc<Search>, replica: &Replica, us
     let mut completion =
         Completion { content: answer.text, sources, backend: crate::generate::EMBEDDED, message_id: None };
     if !ask.skip_chat_history {
+        // The reply to a channel message is keyed after it, so a retried message (same channel
+        // key) stores neither a second question nor a second answer.
+        let reply_key = ask.channel_key.as_ref().map(|k| format!("reply:{k}"));
         let question = NewItem {
             role: "user",
             content: ask.content,
@@ -87,7 +102,7 @@ pub async fn complete(store: &Store, search: &Arc<Search>, replica: &Replica, us
             source: ask.source,
             sources: completion.sources.clone(),
             channel_data: None,
-            channel_key: None,
+            channel_key: reply_key,
         };
         let ids = history::append(store, replica.id, user, replica.private, vec![question, reply]).await?;
         completion.message_id = ids.last().copied();

@@ -25,7 +25,14 @@ pub struct NewItem {
 
 /// Writes `item` for `(replica, user)` in `txn`; returns its id. A channel message already
 /// stored (same channel key) is not stored again: its existing id is returned.
-pub fn append_in(txn: &WriteTransaction, replica: Uuid, user: Uuid, private: bool, item: &NewItem, now: i64) -> Result<u64> {
+pub fn append_in(
+    txn: &WriteTransaction,
+    replica: Uuid,
+    user: Uuid,
+    private: bool,
+    item: &NewItem,
+    now: i64,
+) -> Result<u64> {
     if let Some(key) = &item.channel_key {
         let idx = txn.open_table(tables::CHANNELMSG_MESSAGE)?;
         let existing = idx.get((k(replica), key.as_str()))?.map(|v| v.value());
@@ -57,9 +64,7 @@ pub fn append_in(txn: &WriteTransaction, replica: Uuid, user: Uuid, private: boo
 /// Stores `items` in order in one transaction; returns their ids.
 pub async fn append(store: &Store, replica: Uuid, user: Uuid, private: bool, items: Vec<NewItem>) -> Result<Vec<u64>> {
     let now = now_ms();
-    store
-        .write(move |txn| items.iter().map(|it| append_in(txn, replica, user, private, it, now)).collect())
-        .await
+    store.write(move |txn| items.iter().map(|it| append_in(txn, replica, user, private, it, now)).collect()).await
 }
 
 /// Which items of a history to list.

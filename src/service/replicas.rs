@@ -47,7 +47,10 @@ fn check_slug(slug: &str) -> Result<()> {
 fn llm(body: &LlmBody, legacy_system_message: Option<&String>, models: &Models) -> Result<Llm> {
     let model = body.model.clone().unwrap_or_else(|| models.default_id().to_string());
     if !models.contains(&model) {
-        return Err(Error::invalid("llm.model", format!("{model:?} is not in the model catalog (GET /v1/replicas/models)")));
+        return Err(Error::invalid(
+            "llm.model",
+            format!("{model:?} is not in the model catalog (GET /v1/replicas/models)"),
+        ));
     }
     let memory_mode = body.memory_mode.clone().unwrap_or_else(|| "rag-search".into());
     if !MEMORY_MODES.contains(&memory_mode.as_str()) {
@@ -81,11 +84,8 @@ pub fn from_body(body: &ReplicaBody, models: &Models) -> Result<Replica> {
     if let Some(t) = &body.voice_preview_text {
         check_len("voicePreviewText", t, 0, 400)?;
     }
-    let whitelist_emails = body
-        .whitelist_emails
-        .iter()
-        .map(|e| normalize_email("whitelistEmails", e))
-        .collect::<Result<Vec<_>>>()?;
+    let whitelist_emails =
+        body.whitelist_emails.iter().map(|e| normalize_email("whitelistEmails", e)).collect::<Result<Vec<_>>>()?;
     Ok(Replica {
         name: body.name.trim().to_string(),
         slug: body.slug.clone(),
@@ -145,7 +145,10 @@ pub async fn create(store: &Store, org: Uuid, body: &ReplicaBody, models: &Model
             let mut by_org = txn.open_table(tables::ORG_REPLICA)?;
             let count = by_org.range((k(org), 0)..=(k(org), u128::MAX))?.count() as u64;
             if count >= max_replicas {
-                return Err(Error::new(Code::ReplicaQuotaExceeded, format!("the organization has {count} replicas, its quota")));
+                return Err(Error::new(
+                    Code::ReplicaQuotaExceeded,
+                    format!("the organization has {count} replicas, its quota"),
+                ));
             }
             claim_slug(txn, org, &r.slug, id)?;
             by_org.insert((k(org), k(id)), ())?;
@@ -194,8 +197,7 @@ pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
             txn.open_table(tables::ORG_REPLICA)?.remove((k(org), k(id)))?;
             txn.open_table(tables::SLUG_REPLICA)?.remove((k(org), r.slug.as_str()))?;
             txn.open_table(tables::REPLICA_MESSAGECOUNT)?.remove(k(id))?;
-            txn.open_table(tables::MESSAGES)?
-                .retain_in((k(id), 0, 0)..=(k(id), u128::MAX, u64::MAX), |_, _| false)?;
+            txn.open_table(tables::MESSAGES)?.retain_in((k(id), 0, 0)..=(k(id), u128::MAX, u64::MAX), |_, _| false)?;
             super::knowledge::delete_all_in(txn, id)
         })
         .await
@@ -210,8 +212,7 @@ pub fn visible_to(replica: &Replica, user: Option<&crate::store::records::User>)
     match user {
         None => true,
         Some(u) => {
-            u.id == replica.owner
-                || u.email.as_ref().is_some_and(|e| replica.whitelist_emails.iter().any(|w| w == e))
+            u.id == replica.owner || u.email.as_ref().is_some_and(|e| replica.whitelist_emails.iter().any(|w| w == e))
         }
     }
 }

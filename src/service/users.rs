@@ -161,15 +161,11 @@ pub async fn create(store: &Store, org: Uuid, input: UserInput) -> Result<User> 
 
 /// The user `id` of `org`; 404 when missing or of another organization.
 pub async fn get(store: &Store, org: Uuid, id: Uuid) -> Result<User> {
-    store
-        .read(move |txn| load(&txn.open_table(tables::USERS)?, org, id))
-        .await
+    store.read(move |txn| load(&txn.open_table(tables::USERS)?, org, id)).await
 }
 
 fn load(users: &impl ReadableTable<u128, &'static [u8]>, org: Uuid, id: Uuid) -> Result<User> {
-    store::get::<u128, User, _>(users, k(id))?
-        .filter(|u| u.org == org)
-        .ok_or_else(|| Error::not_found("user"))
+    store::get::<u128, User, _>(users, k(id))?.filter(|u| u.org == org).ok_or_else(|| Error::not_found("user"))
 }
 
 /// Replaces name, e-mail and picture of user `id`. Errors: 400, 404, 409 `EMAIL_TAKEN`.

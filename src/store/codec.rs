@@ -28,15 +28,12 @@ pub fn encode<R: Record>(value: &R) -> Result<Vec<u8>> {
 pub fn decode<R: Record>(bytes: &[u8]) -> Result<R> {
     match bytes.split_first() {
         Some((&v, rest)) if v == R::VERSION => {
-            let (value, _) =
-                bincode::serde::decode_from_slice(rest, config()).map_err(Error::internal)?;
+            let (value, _) = bincode::serde::decode_from_slice(rest, config()).map_err(Error::internal)?;
             Ok(value)
         }
-        Some((v, _)) => Err(Error::internal(format!(
-            "record version {v} is not {} ({})",
-            R::VERSION,
-            std::any::type_name::<R>()
-        ))),
+        Some((v, _)) => {
+            Err(Error::internal(format!("record version {v} is not {} ({})", R::VERSION, std::any::type_name::<R>())))
+        }
         None => Err(Error::internal("empty record")),
     }
 }

@@ -55,9 +55,7 @@ impl Store {
         let path = data_dir.join(DB_FILE);
         let db = match Database::create(&path) {
             Ok(db) => db,
-            Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
-                return Err(OpenError::InUse(path.display().to_string()))
-            }
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(OpenError::InUse(path.display().to_string())),
             Err(e) => return Err(OpenError::Other(format!("{}: {e}", path.display()))),
         };
         migrate::run(&db).map_err(|e| OpenError::Other(e.to_string()))?;

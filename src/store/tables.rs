@@ -14,8 +14,7 @@ pub const ORGS: TableDefinition<u128, &[u8]> = TableDefinition::new("orgid_org")
 /// `sha256(api key) → org id`.
 pub const KEYHASH_ORG: TableDefinition<&[u8; 32], u128> = TableDefinition::new("keyhash_org");
 /// `sha256(invitation code) → Invite`.
-pub const CODEHASH_INVITE: TableDefinition<&[u8; 32], &[u8]> =
-    TableDefinition::new("codehash_invite");
+pub const CODEHASH_INVITE: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("codehash_invite");
 /// `replica id → Replica`.
 pub const REPLICAS: TableDefinition<u128, &[u8]> = TableDefinition::new("replicaid_replica");
 /// `(org id, replica id) → ()`: the replicas of an organization, in creation order (UUID v7).
@@ -41,14 +40,11 @@ pub const KB_CHUNKS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("
 /// `outbox seq → (entry id, entry revision)`: index work not yet committed to tantivy.
 pub const KB_OUTBOX: TableDefinition<u64, (u64, u64)> = TableDefinition::new("seq_kboutbox");
 /// `(replica id, user id, message id) → Message`: chat history, oldest first.
-pub const MESSAGES: TableDefinition<(u128, u128, u64), &[u8]> =
-    TableDefinition::new("replicausermsg_message");
+pub const MESSAGES: TableDefinition<(u128, u128, u64), &[u8]> = TableDefinition::new("replicausermsg_message");
 /// `replica id → number of chat history items` (the `popularity` sort of replica lists).
-pub const REPLICA_MESSAGECOUNT: TableDefinition<u128, u64> =
-    TableDefinition::new("replica_messagecount");
+pub const REPLICA_MESSAGECOUNT: TableDefinition<u128, u64> = TableDefinition::new("replica_messagecount");
 /// `"demo" → org id` and other one-time facts of the server's life.
 pub const ONCE: TableDefinition<&str, u128> = TableDefinition::new("once");
 /// `(replica id, "<channel>:<chat id>:<message id>") → history item id`: channel messages
 /// already saved (a retried POST with the same channel message id stores nothing new).
-pub const CHANNELMSG_MESSAGE: TableDefinition<(u128, &str), u64> =
-    TableDefinition::new("channelmsg_message");
+pub const CHANNELMSG_MESSAGE: TableDefinition<(u128, &str), u64> = TableDefinition::new("channelmsg_message");

@@ -31,8 +31,8 @@ impl Job {
         let slot: Arc<std::sync::Mutex<Option<Result<T>>>> = Arc::default();
         let slot_apply = slot.clone();
         let apply: WriteFn = Box::new(move |txn| {
-            let r = catch_unwind(AssertUnwindSafe(|| f(txn)))
-                .unwrap_or_else(|_| Err(Error::internal("write panicked")));
+            let r =
+                catch_unwind(AssertUnwindSafe(|| f(txn))).unwrap_or_else(|_| Err(Error::internal("write panicked")));
             let ok = r.is_ok();
             *slot_apply.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
             ok

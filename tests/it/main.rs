@@ -1,1 +1,17 @@
+//! Integration tests of replicad: each test starts the real binary on its own temporary data
+//! directory and drives it over HTTP and through its CLI, as operators and clients do.
 
+mod common;
+
+mod auth;
+mod chat;
+mod cli;
+mod concurrency;
+mod errors;
+mod history;
+mod invites;
+mod isolation;
+mod knowledge_base;
+mod replicas;
+mod restart;
+mod users;

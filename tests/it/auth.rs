@@ -1,0 +1,124 @@
+//! Credentials (spec §5; DECISIONS.md "Auth").
+
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+use crate::common::{assert_error, send, user, Server};
+
+#[tokio::test]
+async fn a_request_without_a_key_is_401_unauthorized() {
+    let server = Server::start();
+    let r = send(server.req(Method::GET, "/v1/replicas")).await;
+    assert_error(&r, StatusCode::UNAUTHORIZED, Some("UNAUTHORIZED"));
+}
+
+#[tokio::test]
+async fn a_wrong_key_is_401_unauthorized() {
+    let server = Server::start();
+    let _org = server.new_org("Keys").await;
+    let r = send(server.req(Method::GET, "/v1/replicas").header("X-ORGANIZATION-SECRET", "rpl_not-a-key")).await;
+    assert_error(&r, StatusCode::UNAUTHORIZED, Some("UNAUTHORIZED"));
+}
+
+#[tokio::test]
+async fn the_key_is_accepted_as_a_bearer_token() {
+    let server = Server::start();
+    let org = server.new_org("Bearer").await;
+    let replica = org.create_replica("bearer").await;
+    let r = send(server.req(Method::GET, "/v1/replicas").bearer_auth(&org.key)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body["items"][0]["uuid"], json!(replica));
+
+    let wrong = send(server.req(Method::GET, "/v1/replicas").bearer_auth("rpl_wrong")).await;
+    assert_error(&wrong, StatusCode::UNAUTHORIZED, Some("UNAUTHORIZED"));
+}
+
+#[tokio::test]
+async fn x_user_id_without_its_type_is_400() {
+    let server = Server::start();
+    let org = server.new_org("Headers").await;
+    let r = org.call(Method::GET, "/v1/replicas", None, &[("X-USER-ID", "42")]).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, Some("INVALID_USER_HEADERS"));
+}
+
+#[tokio::test]
+async fn x_user_id_type_without_the_id_is_400() {
+    let server = Server::start();
+    let org = server.new_org("Headers").await;
+    let r = org.call(Method::GET, "/v1/replicas", None, &[("X-USER-ID-TYPE", "email")]).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, Some("INVALID_USER_HEADERS"));
+}
+
+#[tokio::test]
+async fn an_unknown_user_id_type_is_400() {
+    let server = Server::start();
+    let org = server.new_org("Headers").await;
+    let r = org.call(Method::GET, "/v1/replicas", None, &user("carrier-pigeon", "42")).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, Some("INVALID_USER_HEADERS"));
+}
+
+#[tokio::test]
+async fn an_unknown_email_user_is_401_user_not_found() {
+    let server = Server::start();
+    let org = server.new_org("Headers").await;
+    let r = org.call(Method::GET, "/v1/replicas", None, &user("email", "nobody@example.org")).await;
+    assert_error(&r, StatusCode::UNAUTHORIZED, Some("USER_NOT_FOUND"));
+}
+
+#[tokio::test]
+async fn an_unknown_id_user_is_401_user_not_found() {
+    let server = Server::start();
+    let org = server.new_org("Headers").await;
+    let r = org.call(Method::GET, "/v1/replicas", None, &user("id", &uuid::Uuid::new_v4().to_string())).await;
+    assert_error(&r, StatusCode::UNAUTHORIZED, Some("USER_NOT_FOUND"));
+}
+
+#[tokio::test]
+async fn a_user_can_be_named_by_id_or_email() {
+    let server = Server::start();
+    let org = server.new_org("Names").await;
+    let id = org.create_user("Bea", "bea@example.org").await;
+    for headers in [user("id", &id), user("email", "BEA@example.org")] {
+        let (s, v) = org.get_as("/v1/users/me", &headers).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        assert_eq!(v["user"]["id"], json!(id));
+    }
+}
+
+#[tokio::test]
+async fn linked_account_users_are_created_on_first_contact_and_reused() {
+    let server = Server::start();
+    let org = server.new_org("Bots").await;
+    for kind in ["messengerA", "messengerB", "embed"] {
+        let (s, first) = org.get_as("/v1/users/me", &user(kind, "ext-77")).await;
+        assert_eq!(s, StatusCode::OK, "{kind}: {first}");
+        assert_eq!(first["user"]["linkedAccount"], json!({"type": kind, "id": "ext-77"}));
+        let (_, again) = org.get_as("/v1/users/me", &user(kind, "ext-77")).await;
+        assert_eq!(again["user"]["id"], first["user"]["id"], "{kind}: the same user on the second contact");
+    }
+    let (_, a) = org.get_as("/v1/users/me", &user("messengerA", "ext-77")).await;
+    let (_, b) = org.get_as("/v1/users/me", &user("messengerB", "ext-77")).await;
+    assert_ne!(a["user"]["id"], b["user"]["id"], "the same external id on two channels is two users");
+}
+
+#[tokio::test]
+async fn a_supported_api_version_is_accepted_and_another_is_400() {
+    let server = Server::start();
+    let org = server.new_org("Versions").await;
+    let ok = org.call(Method::GET, "/v1/replicas", None, &[("X-API-Version", "2025-03-25")]).await;
+    assert_eq!(ok.status, StatusCode::OK, "{}", ok.text);
+    let bad = org.call(Method::GET, "/v1/replicas", None, &[("X-API-Version", "2024-01-01")]).await;
+    assert_error(&bad, StatusCode::BAD_REQUEST, Some("UNSUPPORTED_API_VERSION"));
+}
+
+#[tokio::test]
+async fn the_api_version_is_checked_on_redeem_too() {
+    let server = Server::start();
+    let code = server.invite();
+    let body = json!({"organizationName": "V", "name": "V", "email": "v@example.org"});
+    let path = format!("/v1/api-keys/invites/{code}/redeem");
+    let bad = send(server.req(Method::POST, &path).header("X-API-Version", "1999-01-01").json(&body)).await;
+    assert_error(&bad, StatusCode::BAD_REQUEST, Some("UNSUPPORTED_API_VERSION"));
+    let ok = send(server.req(Method::POST, &path).header("X-API-Version", "2025-03-25").json(&body)).await;
+    assert_eq!(ok.status, StatusCode::OK, "the refused attempt did not use the code: {}", ok.text);
+}

@@ -1,0 +1,157 @@
+//! Users of an organization (spec §4.2 `/v1/users*`; DECISIONS.md "Auth").
+
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+use crate::common::{assert_error, replica_body, user, Server};
+
+#[tokio::test]
+async fn a_created_user_reads_back_by_id() {
+    let server = Server::start();
+    let org = server.new_org("People").await;
+    let (s, v) = org.post("/v1/users", json!({"name": "Bea", "email": "Bea@Example.org"})).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert_eq!(v["success"], json!(true));
+    let id = v["user"]["id"].as_str().expect("user.id");
+    assert_eq!(v["user"]["email"], json!("bea@example.org"), "e-mails are stored lower-cased");
+
+    let (s, got) = org.get(&format!("/v1/users/{id}")).await;
+    assert_eq!(s, StatusCode::OK, "{got}");
+    assert_eq!(got["user"]["id"], json!(id));
+    assert_eq!(got["user"]["name"], json!("Bea"));
+}
+
+#[tokio::test]
+async fn a_user_without_email_can_be_created() {
+    let server = Server::start();
+    let org = server.new_org("People").await;
+    let (s, v) = org.post("/v1/users", json!({"name": "Anonymous"})).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert_eq!(v["user"]["email"], json!(null));
+}
+
+#[tokio::test]
+async fn a_second_user_with_the_same_email_is_409() {
+    let server = Server::start();
+    let org = server.new_org("People").await;
+    org.create_user("Bea", "bea@example.org").await;
+    let r = org.call(Method::POST, "/v1/users", Some(&json!({"name": "Bea 2", "email": "BEA@example.org"})), &[]).await;
+    assert_error(&r, StatusCode::CONFLICT, Some("EMAIL_TAKEN"));
+    let owner = org.call(Method::POST, "/v1/users", Some(&json!({"name": "X", "email": org.owner_email})), &[]).await;
+    assert_error(&owner, StatusCode::CONFLICT, Some("EMAIL_TAKEN"));
+}
+
+#[tokio::test]
+async fn the_same_email_may_exist_in_two_organizations() {
+    let server = Server::start();
+    let a = server.new_org("A").await;
+    let b = server.new_org("B").await;
+    a.create_user("Bea", "bea@example.org").await;
+    b.create_user("Bea", "bea@example.org").await;
+}
+
+#[tokio::test]
+async fn invalid_user_bodies_are_400() {
+    let server = Server::start();
+    let org = server.new_org("People").await;
+    for (body, code) in [
+        (json!({"name": "", "email": "a@example.org"}), "VALIDATION_ERROR"),
+        (json!({"name": "A", "email": "not-an-email"}), "VALIDATION_ERROR"),
+        (json!({"email": "a@example.org"}), "INVALID_BODY"),
+        (json!({"name": "A", "role": "admin"}), "INVALID_BODY"),
+    ] {
+        let r = org.call(Method::POST, "/v1/users", Some(&body), &[]).await;
+        assert_error(&r, StatusCode::BAD_REQUEST, Some(code));
+    }
+}
+
+#[tokio::test]
+async fn a_missing_user_is_404_and_a_malformed_id_400() {
+    let server = Server::start();
+    let org = server.new_org("People").await;
+    let r = org.call(Method::GET, &format!("/v1/users/{}", uuid::Uuid::new_v4()), None, &[]).await;
+    assert_error(&r, StatusCode::NOT_FOUND, Some("NOT_FOUND"));
+    let r = org.call(Method::GET, "/v1/users/not-an-id", None, &[]).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, Some("INVALID_PATH_PARAMETER"));
+}
+
+#[tokio::test]
+async fn users_me_requires_the_user_headers() {
+    let server = Server::start();
+    let org = server.new_org("Me").await;
+    let r = org.call(Method::GET, "/v1/users/me", None, &[]).await;
+    assert_error(&r, StatusCode::UNAUTHORIZED, Some("UNAUTHORIZED"));
+    let (s, v) = org.get_as("/v1/users/me", &user("email", &org.owner_email)).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["user"]["email"], json!(org.owner_email));
+}
+
+#[tokio::test]
+async fn a_user_updates_itself_with_put_me() {
+    let server = Server::start();
+    let org = server.new_org("Me").await;
+    let id = org.create_user("Bea", "bea@example.org").await;
+    let me = user("id", &id);
+    let (s, v) = org.put_as("/v1/users/me", json!({"name": "Beatrice", "email": "beatrice@example.org"}), &me).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["user"]["name"], json!("Beatrice"));
+    let (_, got) = org.get(&format!("/v1/users/{id}")).await;
+    assert_eq!(got["user"]["email"], json!("beatrice@example.org"));
+    // The new address names the user; the old one is free.
+    let (s, _) = org.get_as("/v1/users/me", &user("email", "beatrice@example.org")).await;
+    assert_eq!(s, StatusCode::OK);
+    let r = org.call(Method::GET, "/v1/users/me", None, &user("email", "bea@example.org")).await;
+    assert_error(&r, StatusCode::UNAUTHORIZED, Some("USER_NOT_FOUND"));
+    org.create_user("New Bea", "bea@example.org").await;
+}
+
+#[tokio::test]
+async fn put_me_to_an_email_of_another_user_is_409() {
+    let server = Server::start();
+    let org = server.new_org("Me").await;
+    let id = org.create_user("Bea", "bea@example.org").await;
+    let r = org
+        .call(Method::PUT, "/v1/users/me", Some(&json!({"name": "Bea", "email": org.owner_email})), &user("id", &id))
+        .await;
+    assert_error(&r, StatusCode::CONFLICT, Some("EMAIL_TAKEN"));
+}
+
+#[tokio::test]
+async fn a_deleted_user_no_longer_authenticates_and_its_replicas_pass_to_the_owner() {
+    let server = Server::start();
+    let org = server.new_org("Leavers").await;
+    let owner = org.owner_id().await;
+    let bea = org.create_user("Bea", "bea@example.org").await;
+    let replica = org.create_replica_from(replica_body("beas", &bea)).await;
+    let (s, v) = org.delete_as("/v1/users/me", &user("email", "bea@example.org")).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["success"], json!(true));
+
+    let r = org.call(Method::GET, "/v1/users/me", None, &user("email", "bea@example.org")).await;
+    assert_error(&r, StatusCode::UNAUTHORIZED, Some("USER_NOT_FOUND"));
+    let (s, _) = org.get(&format!("/v1/users/{bea}")).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let (_, r) = org.get(&format!("/v1/replicas/{replica}")).await;
+    assert_eq!(r["ownerID"], json!(owner));
+}
+
+#[tokio::test]
+async fn the_owner_user_cannot_delete_itself() {
+    let server = Server::start();
+    let org = server.new_org("Owners").await;
+    let r = org.call(Method::DELETE, "/v1/users/me", None, &user("email", &org.owner_email)).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, Some("VALIDATION_ERROR"));
+    let (s, _) = org.get_as("/v1/users/me", &user("email", &org.owner_email)).await;
+    assert_eq!(s, StatusCode::OK, "the owner is still there");
+}
+
+#[tokio::test]
+async fn a_linked_account_user_can_delete_itself_and_comes_back_new() {
+    let server = Server::start();
+    let org = server.new_org("Linked").await;
+    let (_, first) = org.get_as("/v1/users/me", &user("embed", "visitor-1")).await;
+    let (s, _) = org.delete_as("/v1/users/me", &user("embed", "visitor-1")).await;
+    assert_eq!(s, StatusCode::OK);
+    let (_, again) = org.get_as("/v1/users/me", &user("embed", "visitor-1")).await;
+    assert_ne!(first["user"]["id"], again["user"]["id"]);
+}
