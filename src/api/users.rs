@@ -63,8 +63,7 @@ pub async fn read(app: Arc<App>, req: Req) -> Result<Reply> {
 
 /// # `GET /v1/users/me`
 /// The user named by `X-USER-ID`, `{success, user}`.
-pub async fn me_read(app: Arc<App>, req: Req) -> Result<Reply> {
-    let _ = app;
+pub async fn me_read(_app: Arc<App>, req: Req) -> Result<Reply> {
     Ok(Reply::ok(&json!({ "user": view(me(&req)?) })))
 }
 

@@ -64,23 +64,25 @@ pub async fn resolve(store: &Store, org: &Org, kind: IdType, id: &str) -> Result
     match kind {
         IdType::Id => {
             let uid = Uuid::parse_str(id).map_err(|_| not_found())?;
-            get(store, org_id, uid).await.map_err(|_| not_found())
+            get(store, org_id, uid).await.map_err(|e| if e.code == Code::NotFound { not_found() } else { e })
         }
         IdType::Email => {
             let email = id.trim().to_lowercase();
-            store
-                .read(move |txn| {
-                    let idx = txn.open_table(tables::EMAIL_USER)?;
-                    let Some(uid) = idx.get((k(org_id), email.as_str()))?.map(|v| v.value()) else {
-                        return Ok(None);
-                    };
-                    store::get::<u128, User, _>(&txn.open_table(tables::USERS)?, uid)
-                })
-                .await?
-                .ok_or_else(not_found)
+            store.read(move |txn| by_index(txn, tables::EMAIL_USER, org_id, &email)).await?.ok_or_else(not_found)
         }
         IdType::Linked(kind) => linked(store, org_id, kind, id).await,
     }
+}
+
+/// The user that index `table` (`(org, key) → user id`) names under `key`, if any.
+fn by_index(
+    txn: &redb::ReadTransaction,
+    table: redb::TableDefinition<(u128, &'static str), u128>,
+    org: Uuid,
+    key: &str,
+) -> Result<Option<User>> {
+    let Some(uid) = txn.open_table(table)?.get((k(org), key))?.map(|v| v.value()) else { return Ok(None) };
+    store::get::<u128, User, _>(&txn.open_table(tables::USERS)?, uid)
 }
 
 async fn linked(store: &Store, org: Uuid, kind: &'static str, external: &str) -> Result<User> {
@@ -88,15 +90,7 @@ async fn linked(store: &Store, org: Uuid, kind: &'static str, external: &str) ->
     let key = format!("{kind}:{external}");
     let found = {
         let key = key.clone();
-        store
-            .read(move |txn| {
-                let idx = txn.open_table(tables::LINKED_USER)?;
-                let Some(uid) = idx.get((k(org), key.as_str()))?.map(|v| v.value()) else {
-                    return Ok(None);
-                };
-                store::get::<u128, User, _>(&txn.open_table(tables::USERS)?, uid)
-            })
-            .await?
+        store.read(move |txn| by_index(txn, tables::LINKED_USER, org, &key)).await?
     };
     if let Some(user) = found {
         return Ok(user);
@@ -199,7 +193,7 @@ pub async fn update(store: &Store, org: Uuid, id: Uuid, input: UserInput) -> Res
 }
 
 /// Deletes user `id`; replicas it owned pass to the organization's owner user. The owner user
-/// itself cannot be deleted (409 `EMAIL_TAKEN` is not used: 400 `VALIDATION_ERROR`).
+/// itself cannot be deleted (400 `VALIDATION_ERROR`). 404 when missing.
 pub async fn delete(store: &Store, org: &Org, id: Uuid) -> Result<()> {
     if id == org.owner_user {
         return Err(Error::invalid("user", "the organization's owner user cannot be deleted"));
