@@ -158,6 +158,7 @@ impl Generation {
 impl Search {
     /// Opens the current generation under `DATA_DIR/search`. Returns the search and whether it
     /// must be rebuilt (missing, unreadable, or of another schema), with the last applied seq.
+    /// Call it only with the store open (the store's lock keeps other processes out).
     pub fn open(data_dir: &Path) -> Result<(Search, Option<u64>)> {
         let dir = data_dir.join("search");
         std::fs::create_dir_all(&dir)?;
@@ -181,6 +182,7 @@ impl Search {
                 (g, None)
             }
         };
+        remove_other_generations(&dir, &generation.name);
         Ok((Search { dir, current: RwLock::new(Arc::new(generation)) }, seq))
     }
 
@@ -237,6 +239,20 @@ pub fn analyze(text: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// Deletes generations left by an interrupted rebuild. Safe: the caller holds the store, so no
+/// other process is building one.
+fn remove_other_generations(dir: &Path, current: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.starts_with("gen-") && name != current {
+            if let Err(err) = std::fs::remove_dir_all(e.path()) {
+                tracing::warn!(error = %err, dir = %name, "could not remove an old index generation");
+            }
+        }
+    }
 }
 
 fn new_generation_name() -> String {
