@@ -159,9 +159,7 @@ pub async fn list(store: &Store, replica: Uuid, q: ListQuery) -> Result<(Vec<KbE
                 }
                 found.push(e);
             }
-            let total = found.len() as u64;
-            let skip = ((q.page - 1) * q.page_size) as usize;
-            Ok((found.into_iter().skip(skip).take(q.page_size as usize).collect(), total))
+            Ok(super::page_of(found, q.page, q.page_size))
         })
         .await
 }

@@ -43,6 +43,13 @@ pub fn normalize_email(field: &str, value: &str) -> Result<String> {
     }
 }
 
+/// Page `page` (from 1) of `page_size` items of `all`, and the number of items in `all`.
+pub fn page_of<T>(all: Vec<T>, page: u64, page_size: u64) -> (Vec<T>, u64) {
+    let total = all.len() as u64;
+    let skip = (page.saturating_sub(1)).saturating_mul(page_size) as usize;
+    (all.into_iter().skip(skip).take(page_size as usize).collect(), total)
+}
+
 /// `len` random bytes from the operating system, hex-encoded.
 pub fn random_hex(len: usize) -> Result<String> {
     let mut buf = vec![0u8; len];

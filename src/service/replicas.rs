@@ -274,10 +274,8 @@ pub async fn list(
                 Some("popularity") => found.sort_by_key(|(_, n)| std::cmp::Reverse(*n)),
                 _ => {}
             }
-            let total = found.len() as u64;
-            let skip = ((q.page - 1) * q.page_size) as usize;
-            let page = found.into_iter().skip(skip).take(q.page_size as usize).map(|(r, _)| r).collect();
-            Ok((page, total))
+            let found = found.into_iter().map(|(r, _)| r).collect();
+            Ok(super::page_of(found, q.page, q.page_size))
         })
         .await
 }
