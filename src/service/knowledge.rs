@@ -102,7 +102,7 @@ pub async fn create_text(store: &Store, org: Uuid, replica: Uuid, new: NewText) 
     let now = now_ms();
     let generated_title = Some(chunk::generated_title(&new.text)).filter(|t| !t.is_empty());
     store
-        .write(move |txn| {
+        .write_outbox(move |txn| {
             let id = next_seq(txn, "kb_entry")?;
             let mut entry = KbEntry {
                 id,
@@ -200,7 +200,7 @@ pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Resul
     validate_text("x", patch.title.as_ref(), patch.language.as_ref())?;
     let now = now_ms();
     store
-        .write(move |txn| {
+        .write_outbox(move |txn| {
             let mut table = txn.open_table(tables::KB_ENTRIES)?;
             let mut e = store::get::<u64, KbEntry, _>(&table, id)?
                 .filter(|e| e.replica == replica)
@@ -235,7 +235,7 @@ pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Resul
 /// Removes entry `id` of `replica` and its chunks; its index documents go via the outbox.
 pub async fn delete(store: &Store, replica: Uuid, id: u64) -> Result<()> {
     store
-        .write(move |txn| {
+        .write_outbox(move |txn| {
             let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KB_ENTRIES)?, id)?;
             if found.filter(|e| e.replica == replica).is_none() {
                 return Err(Error::not_found("knowledge-base entry"));

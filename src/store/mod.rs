@@ -33,7 +33,7 @@ pub const DB_FILE: &str = "replicad.redb";
 pub struct Store {
     db: Arc<Database>,
     writer: mpsc::Sender<writer::Job>,
-    /// Woken after every commit that appended to the knowledge-base outbox.
+    /// Woken after every commit made by [`Store::write_outbox`] (the indexer waits on it).
     pub outbox_notify: Arc<tokio::sync::Notify>,
 }
 
@@ -61,7 +61,7 @@ impl Store {
         migrate::run(&db).map_err(|e| OpenError::Other(e.to_string()))?;
         let db = Arc::new(db);
         let outbox_notify = Arc::new(tokio::sync::Notify::new());
-        let writer = writer::spawn(db.clone(), outbox_notify.clone());
+        let writer = writer::spawn(db.clone());
         Ok(Store { db, writer, outbox_notify })
     }
 
@@ -91,6 +91,22 @@ impl Store {
         let (job, rx) = writer::Job::new(f);
         self.writer.send(job).await.map_err(|_| Error::internal("store writer stopped"))?;
         rx.await.map_err(|_| Error::internal("store writer dropped the write"))?
+    }
+}
+
+impl Store {
+    /// [`Store::write`] for changes that append to the knowledge-base outbox: wakes the indexer
+    /// once the write is durable.
+    pub async fn write_outbox<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn(&WriteTransaction) -> Result<T> + Send + 'static,
+    {
+        let result = self.write(f).await;
+        if result.is_ok() {
+            self.outbox_notify.notify_one();
+        }
+        result
     }
 }
 

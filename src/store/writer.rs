@@ -4,7 +4,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use redb::{Database, WriteTransaction};
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{Error, Result};
 
@@ -51,7 +51,7 @@ impl Job {
 }
 
 /// Starts the writer thread; it ends when every [`super::Store`] is dropped.
-pub fn spawn(db: Arc<Database>, outbox_notify: Arc<Notify>) -> mpsc::Sender<Job> {
+pub fn spawn(db: Arc<Database>) -> mpsc::Sender<Job> {
     let (tx, mut rx) = mpsc::channel::<Job>(1024);
     std::thread::Builder::new()
         .name("store-writer".into())
@@ -65,7 +65,6 @@ pub fn spawn(db: Arc<Database>, outbox_notify: Arc<Notify>) -> mpsc::Sender<Job>
                     }
                 }
                 commit_batch(&db, batch);
-                outbox_notify.notify_one();
             }
         })
         .expect("spawn store writer thread");
