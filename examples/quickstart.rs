@@ -46,6 +46,7 @@ impl Client {
 #[tokio::main]
 async fn main() -> Result<(), String> {
     let args = Args::parse();
+    replicad::install_crypto_provider();
     let c = Client { http: reqwest::Client::new(), base: args.base_url.trim_end_matches('/').into(), key: args.key };
     let tag = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
 

@@ -4,7 +4,8 @@
 //! store, and open the store themselves otherwise.
 //!
 //! Requests: `{"op":"invite","expires_in_secs":N|null}` → `{"ok":true,"code":"inv_…"}`;
-//! `{"op":"reindex"}` → `{"ok":true,"chunks":N}`; failures → `{"ok":false,"error":"…"}`.
+//! `{"op":"reindex"}` → `{"ok":true,"chunks":N}`; `{"op":"check"}` → `{"ok":true,"report":{…}}`
+//! (see `search::check::Report`); failures → `{"ok":false,"error":"…"}`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -67,6 +68,9 @@ async fn execute(app: &App, req: &Value) -> Value {
                 Err(_) => return json!({"ok": false, "error": "indexer stopped"}),
             }
         }
+        Some("check") => crate::search::check::check(&app.store, &app.search)
+            .await
+            .map(|report| json!({"ok": true, "report": report})),
         _ => return json!({"ok": false, "error": "unknown op"}),
     };
     result.unwrap_or_else(|e| json!({"ok": false, "error": e.to_string()}))

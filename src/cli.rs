@@ -1,4 +1,4 @@
-//! The command line: `serve`, `invites create`, `reindex`.
+//! The command line: `serve`, `invites create`, `reindex`, `check`.
 
 use std::path::PathBuf;
 
@@ -31,6 +31,11 @@ pub enum Command {
     /// asks it (through DATA_DIR/admin.sock) to rebuild in place and swap atomically; otherwise
     /// it opens the store itself.
     Reindex(DataDir),
+    /// Check that the search index agrees with the store (documents per knowledge-base entry,
+    /// no orphans, commit not ahead of the store). Prints a JSON report on stdout; exits 1 when
+    /// they disagree (`replicad reindex` repairs it). Uses a running server's admin socket, or
+    /// opens the store itself.
+    Check(DataDir),
 }
 
 /// Subcommands of `invites`.

@@ -25,6 +25,24 @@ pub struct Config {
     /// Most replicas one organization may have (429 `REPLICA_QUOTA_EXCEEDED` beyond).
     #[arg(long, env = "REPLICAD_MAX_REPLICAS_PER_ORG", default_value_t = 1000)]
     pub max_replicas_per_org: u64,
+    /// Most knowledge-base entries one organization may have (429
+    /// `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED` beyond).
+    #[arg(long, env = "REPLICAD_MAX_KB_ENTRIES_PER_ORG", default_value_t = 10_000)]
+    pub max_kb_entries_per_org: u64,
+    /// Largest file accepted on a signed upload URL, in bytes.
+    #[arg(long, env = "REPLICAD_MAX_UPLOAD_BYTES", default_value_t = 50 * 1024 * 1024)]
+    pub max_upload_bytes: usize,
+    /// Largest page fetched for a `url` entry, in bytes.
+    #[arg(long, env = "REPLICAD_MAX_FETCH_BYTES", default_value_t = 20 * 1024 * 1024)]
+    pub max_fetch_bytes: u64,
+    /// Let `url` entries fetch loopback, private and link-local addresses (refused by default,
+    /// so that API users cannot reach the server's own network).
+    #[arg(long, env = "REPLICAD_ALLOW_PRIVATE_URLS")]
+    pub allow_private_urls: bool,
+    /// Base URL clients reach this server at (e.g. `https://kb.example.com`), used in the
+    /// `signedURL` of file entries; by default `http://` + the request's `Host` header.
+    #[arg(long, env = "REPLICAD_PUBLIC_URL")]
+    pub public_url: Option<String>,
     /// Put the internal cause of a 500 in the body's `inner_exception` (for debugging only).
     #[arg(long, env = "REPLICAD_EXPOSE_INTERNAL_ERRORS")]
     pub expose_internal_errors: bool,
@@ -40,6 +58,11 @@ impl Config {
             sample_dir: PathBuf::from("data/sample"),
             max_body_bytes: 4 * 1024 * 1024,
             max_replicas_per_org: 1000,
+            max_kb_entries_per_org: 10_000,
+            max_upload_bytes: 50 * 1024 * 1024,
+            max_fetch_bytes: 20 * 1024 * 1024,
+            allow_private_urls: false,
+            public_url: None,
             expose_internal_errors: false,
         }
     }
@@ -48,6 +71,15 @@ impl Config {
     pub fn validate(&self) -> Result<(), String> {
         if self.max_body_bytes < 1024 {
             return Err("--max-body-bytes must be at least 1024".into());
+        }
+        if self.max_kb_entries_per_org == 0 || self.max_upload_bytes == 0 || self.max_fetch_bytes == 0 {
+            return Err("--max-kb-entries-per-org, --max-upload-bytes and --max-fetch-bytes must be at least 1".into());
+        }
+        if let Some(u) = &self.public_url {
+            let ok = url::Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+            if !ok {
+                return Err(format!("--public-url {u:?} is not an http(s) URL"));
+            }
         }
         if self.max_replicas_per_org == 0 {
             return Err("--max-replicas-per-org must be at least 1".into());

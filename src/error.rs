@@ -47,10 +47,10 @@ error_codes! {
     UnsupportedApiVersion => 400, Some("UNSUPPORTED_API_VERSION");
     /// The invitation code has expired.
     InviteExpired => 400, Some("INVITE_EXPIRED");
-    /// The knowledge-base entry kind is not accepted (yet).
-    UnsupportedKnowledgeSource => 400, Some("UNSUPPORTED_KNOWLEDGE_SOURCE");
-    /// The organization's knowledge-base entry quota is used up.
-    KnowledgeBaseQuotaExceeded => 400, Some("KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED");
+    /// The caller's own `usageLimits` for knowledge-base entries is reached (spec §7 rule 3).
+    KnowledgeBaseCustomQuotaExceeded => 400, Some("KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED");
+    /// The signed upload URL has expired.
+    UploadExpired => 400, Some("UPLOAD_EXPIRED");
     /// No credential, or one that matches no organization.
     Unauthorized => 401, Some("UNAUTHORIZED");
     /// `X-USER-ID` of type `id`/`email` names no user of the organization.
@@ -67,10 +67,16 @@ error_codes! {
     SlugTaken => 409, Some("SLUG_TAKEN");
     /// The e-mail address belongs to another user of the organization.
     EmailTaken => 409, Some("EMAIL_TAKEN");
+    /// The URL is already in the replica's knowledge base.
+    UrlAlreadyExists => 409, Some("URL_ALREADY_EXISTS");
+    /// The signed upload URL was already used (it is single-use).
+    UploadAlreadyUsed => 409, Some("UPLOAD_ALREADY_USED");
     /// The invitation code was already redeemed.
     InviteAlreadyRedeemed => 409, Some("INVITE_ALREADY_REDEEMED");
     /// The organization has as many replicas as its quota allows.
     ReplicaQuotaExceeded => 429, Some("REPLICA_QUOTA_EXCEEDED");
+    /// The organization has as many knowledge-base entries as the operator's quota allows.
+    KnowledgeBaseQuotaExceeded => 429, Some("KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED");
     /// The (decompressed) body exceeds the size limit.
     PayloadTooLarge => 413, Some("PAYLOAD_TOO_LARGE");
     /// `Content-Type` is not JSON or `Content-Encoding` is not `gzip`.

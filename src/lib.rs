@@ -27,17 +27,25 @@ use tokio::net::TcpListener;
 
 pub use config::Config;
 
+/// Installs the process-wide TLS crypto provider (ring) once; later calls do nothing.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// Opens the store and the index, starts the indexer and the admin socket, makes the demo
 /// data when asked, prints `listening on http://ADDR` on stdout, and serves `listener` until
 /// `shutdown` resolves. Errors are start-up failures, as text for the operator.
 pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<(), String> {
     config.validate()?;
+    install_crypto_provider();
     let models = models::Models::parse(models::SHIPPED).map_err(|e| format!("data/models.json: {e}"))?;
     let store = store::Store::open(&config.data_dir).map_err(|e| e.to_string())?;
     let (search, index_seq) = search::Search::open(&config.data_dir).map_err(|e| e.to_string())?;
     let search = Arc::new(search);
     let rebuild = search::indexer::needs_rebuild(&store, index_seq).await.map_err(|e| e.to_string())?;
     let reindex = search::indexer::spawn(store.clone(), search.clone(), rebuild);
+    let fetcher = ingest::fetch::Fetcher::new(config.allow_private_urls, config.max_fetch_bytes)?;
+    ingest::pipeline::spawn(store.clone(), fetcher);
     let app = Arc::new(app::App::new(config, store, search, models, reindex));
     if app.config.demo {
         demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;

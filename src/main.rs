@@ -63,6 +63,22 @@ async fn run(command: Command) -> Result<(), String> {
             eprintln!("reindexed {chunks} chunks");
             Ok(())
         }
+        Command::Check(dir) => {
+            let report = match admin::request(&dir.data_dir, &json!({"op": "check"})).await? {
+                Some(v) => v["report"].clone(),
+                None => {
+                    let store = store::Store::open(&dir.data_dir).map_err(|e| e.to_string())?;
+                    let (s, _) = search::Search::open(&dir.data_dir).map_err(|e| e.to_string())?;
+                    let r = search::check::check(&store, &Arc::new(s)).await.map_err(|e| e.to_string())?;
+                    serde_json::to_value(r).map_err(|e| e.to_string())?
+                }
+            };
+            println!("{report}");
+            match report["ok"].as_bool() {
+                Some(true) => Ok(()),
+                _ => Err("the search index disagrees with the store; run `replicad reindex`".into()),
+            }
+        }
     }
 }
 

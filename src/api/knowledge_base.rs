@@ -10,9 +10,11 @@ use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::service::knowledge::{self, NewText, Patch, STATUSES, TYPES};
-use crate::service::rfc3339;
-use crate::store::records::{Chunk, KbEntry, KbText};
+use crate::ingest::extract::FORMATS;
+use crate::service::knowledge::{self, Content, EntryView, Limits, NewEntry, Patch, Sort, SORTS, STATUSES, TYPES};
+use crate::service::{rfc3339, uploads};
+use crate::store::records::{Chunk, KbText};
+use hyper::header::{CONTENT_TYPE, HOST};
 
 /// Create body: exactly one of `text`, `url`, `filename`.
 #[derive(Deserialize)]
@@ -25,8 +27,16 @@ pub struct CreateBody {
     pub language: Option<String>,
     #[serde(default)]
     pub auto_refresh: bool,
-    /// Accepted (spec §8); per-request limits are not applied yet.
-    pub usage_limits: Option<Value>,
+    pub usage_limits: Option<UsageLimits>,
+}
+
+/// `usageLimits` of the create body: the caller's own caps (spec §8).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageLimits {
+    /// Most knowledge-base entries the organization may have; creating beyond it answers 400
+    /// `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED`.
+    pub knowledge_base_entries: Option<u64>,
 }
 
 /// PATCH body.
@@ -40,7 +50,8 @@ pub struct PatchBody {
 }
 
 /// An entry on the wire (list form).
-pub fn view(e: &KbEntry) -> Value {
+pub fn view(v: &EntryView) -> Value {
+    let (e, s) = (&v.entry, &v.source);
     json!({
         "id": e.id,
         "replicaUUID": e.replica,
@@ -50,65 +61,139 @@ pub fn view(e: &KbEntry) -> Value {
         "generatedTitle": e.generated_title,
         "summary": e.summary,
         "language": e.language,
+        "detectedLanguage": s.detected_language,
         "autoRefresh": e.auto_refresh,
-        "url": null,
-        "file": null,
-        "website": null,
-        "error": e.error.as_ref().map(|m| json!({ "message": m, "fingerprint": format!("kb-{}", e.id) })),
+        "url": s.url,
+        "file": s.file.as_ref().map(|f| json!({ "name": f.name, "size": f.size, "mimeType": f.mime_type })),
+        "website": s.website.as_ref().map(|w| json!({
+            "finalURL": w.final_url,
+            "httpStatus": w.status,
+            "contentType": w.content_type,
+            "pageTitle": w.page_title,
+            "fetchedAt": rfc3339(w.fetched_at),
+        })),
+        "format": s.format,
+        "chunkCount": e.chunk_count,
+        "error": e.error.as_ref().map(|m| json!({ "message": m, "fingerprint": format!("kb-{}-{}", e.id, e.revision) })),
         "createdAt": rfc3339(e.created_at),
         "updatedAt": rfc3339(e.updated_at),
     })
 }
 
-fn full_view(e: &KbEntry, text: &KbText, chunks: &[Chunk]) -> Value {
-    let mut v = view(e);
-    v["rawText"] = json!(text.raw);
-    v["processedText"] = json!(text.processed);
-    v["rawTextChunks"] = json!(chunks
+fn full_view(v: &EntryView, text: &KbText, chunks: &[Chunk]) -> Value {
+    let mut out = view(v);
+    out["rawText"] = json!(text.raw);
+    out["processedText"] = json!(text.processed);
+    out["rawTextChunks"] = json!(chunks
         .iter()
         .enumerate()
         .map(|(i, c)| json!({"index": i, "title": c.title, "content": c.text}))
         .collect::<Vec<_>>());
-    v
+    out
+}
+
+fn content_of(body: &CreateBody) -> Result<Content> {
+    match (&body.text, &body.url, &body.filename) {
+        (Some(t), None, None) => Ok(Content::Text(t.clone())),
+        (None, Some(u), None) => Ok(Content::Url(u.clone())),
+        (None, None, Some(f)) => Ok(Content::Filename(f.clone())),
+        _ => Err(Error::invalid("body", "give exactly one of text, url, filename")),
+    }
+}
+
+/// The absolute signed URL of upload `token`: `--public-url`, else `http://` + `Host`.
+fn signed_url(app: &App, req: &Req, token: &str) -> String {
+    let base = app.config.public_url.clone().unwrap_or_else(|| {
+        let host = req.headers.get(HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
+        format!("http://{host}")
+    });
+    format!("{}{}{token}", base.trim_end_matches('/'), uploads::PATH_PREFIX)
 }
 
 /// # `POST /v1/replicas/{replicaUUID}/knowledge-base`
-/// 207 `{success, results: [{type, enqueued, knowledgeBaseID}]}`. `url` and `filename` answer
-/// 400 `UNSUPPORTED_KNOWLEDGE_SOURCE` for now (text only).
+/// 207 `{success, results: [{type, enqueued: true, knowledgeBaseID, signedURL?}]}`; the
+/// entry's status then moves as the pipeline works (see `ingest::pipeline`). 400 for an invalid
+/// body, 409 `URL_ALREADY_EXISTS`, 429 / 400 `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED`.
 pub async fn create(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let body: CreateBody = req.json()?;
-    let given = [body.text.is_some(), body.url.is_some(), body.filename.is_some()];
-    if given.iter().filter(|g| **g).count() != 1 {
-        return Err(Error::invalid("body", "give exactly one of text, url, filename"));
-    }
-    let Some(text) = body.text else {
-        return Err(Error::new(
-            Code::UnsupportedKnowledgeSource,
-            "only text entries are accepted by this server version; url and filename are not yet supported",
-        ));
+    let new = NewEntry {
+        content: content_of(&body)?,
+        title: body.title,
+        language: body.language,
+        auto_refresh: body.auto_refresh,
+        custom_limit: body.usage_limits.and_then(|u| u.knowledge_base_entries),
     };
-    let new = NewText { text, title: body.title, language: body.language, auto_refresh: body.auto_refresh };
-    let id = knowledge::create_text(&app.store, replica.org, replica.id, new).await?;
-    let results = json!([{ "type": "text", "enqueued": true, "knowledgeBaseID": id }]);
-    Ok(Reply::success(207, &json!({ "results": results })))
+    let c = &app.config;
+    let limits = Limits {
+        max_entries_per_org: c.max_kb_entries_per_org,
+        max_file_bytes: c.max_upload_bytes as u64,
+        upload_ttl_ms: UPLOAD_TTL_MS,
+    };
+    let created = knowledge::create(&app.store, replica.org, replica.id, new, limits).await?;
+    let mut result = json!({ "type": created.kind, "enqueued": true, "knowledgeBaseID": created.id });
+    if let Some(token) = &created.upload_token {
+        result["signedURL"] = json!(signed_url(&app, &req, token));
+        result["signedURLExpiresAt"] = json!(rfc3339(crate::store::now_ms() + UPLOAD_TTL_MS));
+    }
+    Ok(Reply::success(207, &json!({ "results": [result] })))
+}
+
+/// Lifetime of a signed upload URL: one hour, in milliseconds.
+const UPLOAD_TTL_MS: i64 = 60 * 60 * 1000;
+
+/// # `PUT /v1/knowledge-base/uploads/{token}`
+/// The bytes of a `file` entry, sent to the `signedURL` its create answered (the token is the
+/// credential; single use; expires after an hour; at most `--max-upload-bytes`). 200
+/// `{success, knowledgeBaseID, size, mimeType, status: "FILE_UPLOADED"}`; 404 unknown token,
+/// 409 `UPLOAD_ALREADY_USED`, 400 `UPLOAD_EXPIRED`, 413 too large.
+pub async fn upload(app: Arc<App>, req: Req) -> Result<Reply> {
+    let token = req.param("token").to_string();
+    let ct = req.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let up = uploads::upload(&app.store, &token, req.body.clone(), ct).await?;
+    Ok(Reply::ok(&json!({
+        "knowledgeBaseID": up.entry,
+        "size": up.size,
+        "mimeType": up.mime_type,
+        "status": "FILE_UPLOADED",
+    })))
+}
+
+fn parse_sort(raw: Option<&str>) -> Result<Sort> {
+    let Some(raw) = raw else { return Ok(Sort::default()) };
+    let (descending, name) = match raw.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, raw),
+    };
+    let key = SORTS.iter().find(|(n, _)| *n == name).map(|(_, k)| *k).ok_or_else(|| {
+        let names: Vec<&str> = SORTS.iter().map(|(n, _)| *n).collect();
+        Error::new(Code::InvalidQuery, format!("sort must be one of {} (prefix - for descending)", names.join(", ")))
+    })?;
+    Ok(Sort { key, descending })
+}
+
+fn one_of(req: &Req, name: &str, allowed: &[&str]) -> Result<Option<String>> {
+    match req.query(name) {
+        Some(v) if !allowed.contains(&v) => {
+            Err(Error::new(Code::InvalidQuery, format!("{name} must be one of {}", allowed.join(", "))))
+        }
+        v => Ok(v.map(str::to_string)),
+    }
 }
 
 /// # `GET /v1/replicas/{replicaUUID}/knowledge-base`
-/// `{success, items, total}`; `page`, `pageSize`, filters `status`, `type`, `search` (title).
+/// `{success, items, total}`; `page`, `pageSize`; filters `status`, `type`, `search` (title,
+/// URL or file name), `hasError` (`true|false`); `sort` (`createdAt` default, `updatedAt`,
+/// `title`, `status`; `-` prefix for descending).
 pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let (page, page_size) = super::paging(&req, &["page"], &["pageSize"])?;
-    let status = req.query("status").map(str::to_string);
-    if status.as_deref().is_some_and(|s| !STATUSES.contains(&s)) {
-        return Err(Error::new(Code::InvalidQuery, format!("status must be one of {}", STATUSES.join(", "))));
-    }
-    let kind = req.query("type").map(str::to_string);
-    if kind.as_deref().is_some_and(|t| !TYPES.contains(&t)) {
-        return Err(Error::new(Code::InvalidQuery, format!("type must be one of {}", TYPES.join(", "))));
-    }
+    let status = one_of(&req, "status", STATUSES)?;
+    let kind = one_of(&req, "type", TYPES)?;
+    let has_error = one_of(&req, "hasError", &["true", "false"])?.map(|v| v == "true");
     let search = req.query("search").map(str::to_string).filter(|s| !s.is_empty());
-    let q = knowledge::ListQuery { status, kind, search, page, page_size };
+    let sort = parse_sort(req.query("sort"))?;
+    let q = knowledge::ListQuery { status, kind, search, has_error, sort, page, page_size };
     let (items, total) = knowledge::list(&app.store, replica.id, q).await?;
     let items: Vec<Value> = items.iter().map(view).collect();
     Ok(Reply::ok(&json!({ "items": items, "total": total })))
@@ -144,12 +229,21 @@ pub async fn delete(app: Arc<App>, req: Req) -> Result<Reply> {
 }
 
 /// # `GET /v1/knowledge-base/file-types`
-/// What the server can extract: text only in this version (files are a later issue).
-pub async fn file_types(_app: Arc<App>, _req: Req) -> Result<Reply> {
-    Ok(Reply::ok(&json!({ "mediaGroups": [{
-        "label": "Text",
-        "mediaType": "text",
-        "limitation": format!("sent inline as `text`, at most {} characters", knowledge::MAX_TEXT_CHARS),
-        "fileTypes": [{ "mimeTypes": ["text/plain"], "extensions": [], "supportLevel": "production" }],
-    }]})))
+/// Exactly the formats `ingest::extract` reads, grouped by `mediaGroups[].label`.
+pub async fn file_types(app: Arc<App>, _req: Req) -> Result<Reply> {
+    let limit = format!("at most {} bytes per file", app.config.max_upload_bytes);
+    let mut groups: Vec<Value> = Vec::new();
+    for f in FORMATS {
+        let row = json!({ "mimeTypes": f.mime_types, "extensions": f.extensions, "supportLevel": f.support });
+        match groups.iter_mut().find(|g| g["label"] == f.group) {
+            Some(g) => g["fileTypes"].as_array_mut().into_iter().for_each(|a| a.push(row.clone())),
+            None => groups.push(json!({
+                "label": f.group,
+                "mediaType": f.mime_types[0].split('/').next().unwrap_or("application"),
+                "limitation": limit,
+                "fileTypes": [row],
+            })),
+        }
+    }
+    Ok(Reply::ok(&json!({ "mediaGroups": groups })))
 }

@@ -26,23 +26,36 @@ pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Reply>> + Send>>;
 /// Every handler has this one shape.
 pub type Handler = fn(Arc<App>, Req) -> HandlerFuture;
 
+/// What an operation's body is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyKind {
+    /// JSON (`Content-Type` must be JSON when given), at most `--max-body-bytes`.
+    Json,
+    /// Bytes of any type (file uploads), at most `--max-upload-bytes`.
+    Raw,
+}
+
 /// One operation.
 pub struct Route {
     pub method: Method,
     pub path: &'static str,
     pub access: Access,
+    pub body: BodyKind,
     pub handler: Handler,
 }
 
 macro_rules! routes {
-    ($($method:ident $path:literal $access:ident => $handler:path;)*) => {
+    ($($method:ident $path:literal $access:ident $($body:ident)? => $handler:path;)*) => {
         vec![$(Route {
             method: Method::$method,
             path: $path,
             access: Access::$access,
+            body: routes!(@body $($body)?),
             handler: |app, req| Box::pin($handler(app, req)),
         },)*]
     };
+    (@body) => { BodyKind::Json };
+    (@body $body:ident) => { BodyKind::$body };
 }
 
 /// Every operation the server answers.
@@ -61,6 +74,7 @@ pub fn routes() -> Vec<Route> {
         PATCH "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::patch;
         DELETE "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::delete;
         GET "/v1/knowledge-base/file-types" Either => knowledge_base::file_types;
+        PUT "/v1/knowledge-base/uploads/{token}" Public Raw => knowledge_base::upload;
         POST "/v1/replicas/{replicaUUID}/chat/completions" Either => chat::complete;
         GET "/v1/replicas/{replicaUUID}/chat/history" Either => history::list_all;
         POST "/v1/replicas/{replicaUUID}/chat/history" Either => history::save;

@@ -132,7 +132,7 @@ pub async fn read(app: Arc<App>, req: Req) -> Result<Reply> {
     )
     .await?;
     let titles: Vec<String> =
-        entries.iter().filter_map(|e| e.title.clone().or_else(|| e.generated_title.clone())).collect();
+        entries.iter().filter_map(|e| e.display_title().cloned()).collect();
     let distilled = json!({ "entries": entries.len(), "titles": titles });
     Ok(Reply::ok(&view(&r, distilled)))
 }

@@ -52,7 +52,11 @@ async fn dispatch(app: Arc<App>, req: Request<Incoming>, request_id: &str) -> Re
     let (parts, body) = req.into_parts();
     let prepared = async {
         request::check_api_version(&parts.headers)?;
-        let body = request::read_body(&parts.headers, body, app.config.max_body_bytes).await?;
+        let body = match route.body {
+            crate::api::BodyKind::Json => request::read_body(&parts.headers, body, app.config.max_body_bytes, true),
+            crate::api::BodyKind::Raw => request::read_body(&parts.headers, body, app.config.max_upload_bytes, false),
+        }
+        .await?;
         let caller = auth::authenticate(&app.store, &parts.headers, route.access).await?;
         Ok::<_, Error>(Req {
             params: matched.params,

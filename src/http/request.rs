@@ -112,9 +112,10 @@ pub fn parse_query(raw: Option<&str>) -> Vec<(String, String)> {
     raw.map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default()
 }
 
-/// Reads the body: 415 for a `Content-Encoding` other than gzip or a non-JSON `Content-Type`,
-/// 413 when the raw or the decompressed body exceeds `limit` bytes, 400 for a broken gzip stream.
-pub async fn read_body(headers: &HeaderMap, body: Incoming, limit: usize) -> Result<Bytes> {
+/// Reads the body: 415 for a `Content-Encoding` other than gzip or (when `json`) a non-JSON
+/// `Content-Type`, 413 when the raw or the decompressed body exceeds `limit` bytes, 400 for a
+/// broken gzip stream.
+pub async fn read_body(headers: &HeaderMap, body: Incoming, limit: usize, json: bool) -> Result<Bytes> {
     let gzip = match headers.get(CONTENT_ENCODING).map(|v| v.to_str().unwrap_or("?").trim()) {
         None => false,
         Some(e) if e.eq_ignore_ascii_case("gzip") => true,
@@ -129,7 +130,9 @@ pub async fn read_body(headers: &HeaderMap, body: Incoming, limit: usize) -> Res
     if raw.is_empty() {
         return Ok(raw);
     }
-    check_content_type(headers)?;
+    if json {
+        check_content_type(headers)?;
+    }
     if !gzip {
         return Ok(raw);
     }

@@ -1,3 +1,8 @@
-//! Knowledge-base pipeline pieces that do not touch the store: text → chunks.
+//! The knowledge-base pipeline: fetch (`url`) or upload (`filename`) → extract → detect the
+//! language → chunk → store and outbox (then the indexer, see `search`).
 
 pub mod chunk;
+pub mod extract;
+pub mod fetch;
+pub mod language;
+pub mod pipeline;

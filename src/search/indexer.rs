@@ -1,10 +1,11 @@
 //! Keeps the index in step with the store through the knowledge-base outbox.
 //!
 //! Each outbox row names an entry that changed. The indexer reads a batch of rows and, in the
-//! same read transaction, the entries' current chunks; deletes the entries' documents and adds
-//! the current ones (idempotent: applying a row twice gives the same index); commits tantivy
-//! with the last seq as payload; then, in one store write, removes the rows and marks the
-//! indexed revisions `READY`. A crash anywhere in between only makes it apply rows again.
+//! same read transaction, the entries' current chunks and language; deletes the entries'
+//! documents and adds the current ones (idempotent: applying a row twice gives the same
+//! index); marks the revisions `VECTOR_CREATED` in the store; commits tantivy with the last seq
+//! as payload and reloads the searchers; then, in one store write, removes the rows and marks
+//! the revisions `READY`. A crash anywhere in between only makes it apply rows again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,10 +15,10 @@ use tantivy::Term;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use super::{new_generation_name, open_generation, write_current, Generation, Search};
+use super::{new_generation_name, open_generation, write_current, ChunkDoc, Generation, Search};
 use crate::error::{Error, Result};
 use crate::service::knowledge;
-use crate::store::records::{Chunk, KbEntry};
+use crate::store::records::{Chunk, KbEntry, KbSource};
 use crate::store::{self, current_seq, tables, Store};
 
 /// Most outbox rows applied in one index commit.
@@ -33,30 +34,43 @@ pub struct Change {
 pub struct EntryDoc {
     pub replica: Uuid,
     pub revision: u64,
+    /// The entry's `language`, else the detected one (ISO 639-1); picks the analyzer.
+    pub language: Option<String>,
     pub chunks: Vec<Chunk>,
 }
 
 impl Generation {
     fn add_entry(&self, w: &tantivy::IndexWriter, entry: u64, doc: &EntryDoc) -> Result<()> {
         for (i, c) in doc.chunks.iter().enumerate() {
-            self.add_chunk(w, doc.replica, entry, i as u32, &c.title, &c.text)?;
+            let language = doc.language.as_deref();
+            let chunk = ChunkDoc { replica: doc.replica, entry, chunk: i as u32, language, title: &c.title, body: &c.text };
+            self.add_chunk(w, chunk)?;
         }
         Ok(())
     }
 }
 
 impl Search {
-    /// Replaces the documents of each changed entry and commits with payload `seq`.
-    pub fn apply(&self, changes: &[Change], seq: u64) -> Result<()> {
+    /// Replaces the documents of each changed entry in the writer (not yet committed).
+    pub fn stage(&self, changes: &[Change]) -> Result<()> {
         let g = self.current();
-        let mut w = g.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let w = g.writer.lock().unwrap_or_else(|p| p.into_inner());
         for c in changes {
             w.delete_term(Term::from_field_u64(g.fields.entry, c.entry));
             if let Some(doc) = &c.doc {
                 g.add_entry(&w, c.entry, doc)?;
             }
         }
-        g.commit(&mut w, seq)
+        Ok(())
+    }
+
+    /// Commits what [`Search::stage`] added with payload `seq` and makes it visible to searches.
+    pub fn commit(&self, seq: u64) -> Result<()> {
+        let g = self.current();
+        let mut w = g.writer.lock().unwrap_or_else(|p| p.into_inner());
+        g.commit(&mut w, seq)?;
+        g.reader.reload()?;
+        Ok(())
     }
 
     /// Builds a fresh generation from `all` entries, commits it with payload `seq`, points
@@ -72,6 +86,7 @@ impl Search {
                 }
             }
             g.commit(&mut w, seq)?;
+            g.reader.reload()?;
         }
         write_current(&self.dir, &name)?;
         let old = std::mem::replace(&mut *self.current.write().unwrap_or_else(|p| p.into_inner()), Arc::new(g));
@@ -88,15 +103,19 @@ fn entry_doc(txn: &ReadTransaction, id: u64) -> Result<Option<EntryDoc>> {
     let Some(e) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KB_ENTRIES)?, id)? else {
         return Ok(None);
     };
+    let source: Option<KbSource> = store::get(&txn.open_table(tables::KB_SOURCES)?, id)?;
+    let language = e.language.clone().or_else(|| source.and_then(|s| s.detected_language));
+    let mut doc = EntryDoc { replica: e.replica, revision: e.revision, language, chunks: Vec::new() };
     if e.chunk_count == 0 || e.status == "UNPROCESSABLE" {
-        return Ok(Some(EntryDoc { replica: e.replica, revision: e.revision, chunks: Vec::new() }));
+        return Ok(Some(doc));
     }
     let chunks = txn
         .open_table(tables::KB_CHUNKS)?
         .range((id, 0)..=(id, u32::MAX))?
         .map(|r| r.map_err(Error::from).and_then(|(_, v)| store::codec::decode(v.value())))
         .collect::<Result<Vec<Chunk>>>()?;
-    Ok(Some(EntryDoc { replica: e.replica, revision: e.revision, chunks }))
+    doc.chunks = chunks;
+    Ok(Some(doc))
 }
 
 fn indexed_revisions(changes: &[Change]) -> Vec<(u64, u64)> {
@@ -127,10 +146,13 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
         .await?;
     let Some(&last) = seqs.last() else { return Ok(0) };
     let s = search.clone();
-    let changes = tokio::task::spawn_blocking(move || s.apply(&changes, last).map(|_| changes))
-        .await
-        .map_err(Error::internal)??;
-    let ready = indexed_revisions(&changes);
+    let changes =
+        tokio::task::spawn_blocking(move || s.stage(&changes).map(|_| changes)).await.map_err(Error::internal)??;
+    let indexed = indexed_revisions(&changes);
+    let staged = indexed.clone();
+    store.write(move |txn| knowledge::mark_indexed_in(txn, &staged, "VECTOR_CREATED")).await?;
+    let s = search.clone();
+    tokio::task::spawn_blocking(move || s.commit(last)).await.map_err(Error::internal)??;
     let n = seqs.len();
     store
         .write(move |txn| {
@@ -138,7 +160,7 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
             for s in &seqs {
                 outbox.remove(s)?;
             }
-            knowledge::mark_ready_in(txn, &ready)
+            knowledge::mark_indexed_in(txn, &indexed, "READY")
         })
         .await?;
     Ok(n)
@@ -169,7 +191,7 @@ pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<u
     store
         .write(move |txn| {
             txn.open_table(tables::KB_OUTBOX)?.retain_in(0..=seq, |_, _| false)?;
-            knowledge::mark_ready_in(txn, &ready)
+            knowledge::mark_indexed_in(txn, &ready, "READY")
         })
         .await?;
     Ok(chunks)

@@ -5,6 +5,8 @@
 //! `{"seq": <last outbox seq applied>, "schema": SCHEMA_ID}`. The store is the source of truth:
 //! see [`indexer`] for how the outbox keeps the index in step, and [`Search::rebuild`].
 
+pub mod analyzers;
+pub mod check;
 pub mod indexer;
 
 use std::path::{Path, PathBuf};
@@ -16,29 +18,25 @@ use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED, STRING,
 };
-use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
-};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
 
 /// Identifies the schema and analyzers; an index made with another is rebuilt.
-pub const SCHEMA_ID: &str = "chunks-v2-en";
-/// Name of the English analyzer: simple tokenizer, lower-case, stop words, Snowball stemmer.
-const ANALYZER: &str = "en";
+pub const SCHEMA_ID: &str = "chunks-v3-multilingual";
 /// Indexing memory budget of the single writer thread, in bytes.
 const WRITER_MEMORY: usize = 50_000_000;
 
-/// Fields of a chunk document.
-#[derive(Clone, Copy)]
+/// Fields of a chunk document: `title_<analyzer>` and `body_<analyzer>` for every analyzer of
+/// [`analyzers::ANALYZERS`] (a chunk fills the pair of its entry's language).
+#[derive(Clone)]
 struct Fields {
     entry: Field,
     chunk: Field,
     replica: Field,
-    title: Field,
-    body: Field,
+    /// `(title, body)` per analyzer, in the order of [`analyzers::ANALYZERS`].
+    text: Vec<(Field, Field)>,
 }
 
 /// What each commit records.
@@ -79,37 +77,19 @@ pub struct Search {
 
 fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
-    let text = TextOptions::default().set_indexing_options(
-        TextFieldIndexing::default().set_tokenizer(ANALYZER).set_index_option(IndexRecordOption::WithFreqsAndPositions),
-    );
-    let fields = Fields {
-        entry: b.add_u64_field("entry", INDEXED | STORED | FAST),
-        chunk: b.add_u64_field("chunk", STORED),
-        replica: b.add_text_field("replica", STRING),
-        title: b.add_text_field("title", text.clone()),
-        body: b.add_text_field("body", text),
-    };
-    (b.build(), fields)
-}
-
-/// English stop words: Lucene's list plus the function words of questions ("how do I …"),
-/// which carry no topic and would otherwise dominate short queries.
-const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of",
-    "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with",
-    "what", "which", "who", "whom", "whose", "how", "why", "when", "where", "do", "does", "did", "i", "me", "my",
-    "you", "your", "we", "our", "us", "can", "could", "should", "would", "shall", "may", "might", "must", "about",
-    "from", "has", "have", "had", "its", "so", "than", "too", "very", "just", "am", "were", "been", "being", "he",
-    "she", "him", "her", "them", "some", "any", "tell", "please", "explain", "s", "t",
-];
-
-fn analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(SimpleTokenizer::default())
-        .filter(RemoveLongFilter::limit(40))
-        .filter(LowerCaser)
-        .filter(StopWordFilter::remove(STOP_WORDS.iter().map(|w| w.to_string())))
-        .filter(Stemmer::new(Language::English))
-        .build()
+    let entry = b.add_u64_field("entry", INDEXED | STORED | FAST);
+    let chunk = b.add_u64_field("chunk", STORED);
+    let replica = b.add_text_field("replica", STRING);
+    let text = analyzers::ANALYZERS
+        .iter()
+        .map(|a| {
+            let options = TextOptions::default().set_indexing_options(
+                TextFieldIndexing::default().set_tokenizer(a.name).set_index_option(IndexRecordOption::WithFreqsAndPositions),
+            );
+            (b.add_text_field(&format!("title_{}", a.name), options.clone()), b.add_text_field(&format!("body_{}", a.name), options))
+        })
+        .collect();
+    (b.build(), Fields { entry, chunk, replica, text })
 }
 
 fn open_generation(dir: &Path, name: &str, create: bool) -> Result<Generation> {
@@ -121,7 +101,9 @@ fn open_generation(dir: &Path, name: &str, create: bool) -> Result<Generation> {
     } else {
         Index::open_in_dir(&path)?
     };
-    index.tokenizers().register(ANALYZER, analyzer());
+    for a in analyzers::ANALYZERS {
+        index.tokenizers().register(a.name, a.build());
+    }
     let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
     let writer = index.writer_with_num_threads(1, WRITER_MEMORY)?;
     Ok(Generation { name: name.to_string(), index, reader, writer: Mutex::new(writer), fields })
@@ -133,24 +115,29 @@ impl Generation {
         serde_json::from_str(metas.payload.as_deref()?).ok()
     }
 
-    fn add_chunk(&self, w: &IndexWriter, replica: Uuid, entry: u64, chunk: u32, title: &str, body: &str) -> Result<()> {
-        let f = self.fields;
-        let mut doc = TantivyDocument::new();
-        doc.add_u64(f.entry, entry);
-        doc.add_u64(f.chunk, chunk as u64);
-        doc.add_text(f.replica, replica.simple().to_string());
-        doc.add_text(f.title, title);
-        doc.add_text(f.body, body);
+    /// Adds chunk `chunk` of `entry`, analyzed as `language` (ISO 639-1, or `None`: default).
+    fn add_chunk(&self, w: &IndexWriter, doc: ChunkDoc<'_>) -> Result<()> {
+        let f = &self.fields;
+        let analyzer = analyzers::for_language(doc.language);
+        let slot = analyzers::ANALYZERS.iter().position(|a| a.name == analyzer.name).unwrap_or(0);
+        let (title, body) = f.text[slot];
+        let mut d = TantivyDocument::new();
+        d.add_u64(f.entry, doc.entry);
+        d.add_u64(f.chunk, doc.chunk as u64);
+        d.add_text(f.replica, doc.replica.simple().to_string());
+        d.add_text(title, doc.title);
+        d.add_text(body, doc.body);
+        let doc = d;
         w.add_document(doc)?;
         Ok(())
     }
 
+    /// Commits what the writer holds with payload `seq` (durable; not yet visible to searches).
     fn commit(&self, w: &mut IndexWriter, seq: u64) -> Result<()> {
         let payload = serde_json::to_string(&Payload { seq, schema: SCHEMA_ID }).map_err(Error::internal)?;
         let mut prepared = w.prepare_commit()?;
         prepared.set_payload(&payload);
         prepared.commit()?;
-        self.reader.reload()?;
         Ok(())
     }
 }
@@ -190,20 +177,24 @@ impl Search {
         self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// The best `limit` chunks of `replica` for `query` by BM25 (title and body).
+    /// The best `limit` chunks of `replica` for `query` by BM25 (title and body). The query is
+    /// analyzed by every language's analyzer and matched against that language's fields, so a
+    /// question finds chunks in whatever language they were indexed.
     pub fn search(&self, replica: Uuid, query: &str, limit: usize) -> Result<Vec<Hit>> {
         let g = self.current();
-        let f = g.fields;
-        let terms = analyze(query);
-        if terms.is_empty() {
-            return Ok(Vec::new());
-        }
+        let f = &g.fields;
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for t in &terms {
-            for field in [f.body, f.title] {
-                let q = TermQuery::new(Term::from_field_text(field, t), IndexRecordOption::WithFreqs);
-                should.push((Occur::Should, Box::new(q)));
+        for (a, (title, body)) in analyzers::ANALYZERS.iter().zip(&f.text) {
+            let Some(mut analyzer) = g.index.tokenizers().get(a.name) else { continue };
+            for t in analyzers::terms(&mut analyzer, query) {
+                for field in [*body, *title] {
+                    let q = TermQuery::new(Term::from_field_text(field, &t), IndexRecordOption::WithFreqs);
+                    should.push((Occur::Should, Box::new(q)));
+                }
             }
+        }
+        if should.is_empty() {
+            return Ok(Vec::new());
         }
         let replica_q =
             TermQuery::new(Term::from_field_text(f.replica, &replica.simple().to_string()), IndexRecordOption::Basic);
@@ -228,14 +219,23 @@ impl Search {
     }
 }
 
-/// Terms of `text` as the index analyzes them (for queries and for the embedded generator).
+/// A chunk to index.
+pub struct ChunkDoc<'a> {
+    pub replica: Uuid,
+    pub entry: u64,
+    pub chunk: u32,
+    pub language: Option<&'a str>,
+    pub title: &'a str,
+    pub body: &'a str,
+}
+
+/// Terms of `text` for matching a question against sentences (the embedded generator): the
+/// default (English) analyzer's terms, plus character bigrams of CJK and other dense scripts.
 pub fn analyze(text: &str) -> Vec<String> {
-    let mut a = analyzer();
-    let mut stream = a.token_stream(text);
-    let mut out = Vec::new();
-    while let Some(t) = stream.next() {
-        if !out.contains(&t.text) {
-            out.push(t.text.clone());
+    let mut out = analyzers::ANALYZERS[0].terms(text);
+    for t in analyzers::for_language(Some("zh")).terms(text) {
+        if !t.is_ascii() && !out.contains(&t) {
+            out.push(t);
         }
     }
     out
@@ -276,8 +276,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn analyzer_drops_stop_words_and_stems() {
-        assert_eq!(analyze("What are the Modules?"), vec!["modul".to_string()]);
+    fn analyze_gives_english_terms_and_cjk_bigrams() {
         assert_eq!(analyze("How do I handle exceptions?"), vec!["handl".to_string(), "except".to_string()]);
+        assert!(analyze("北京大学").contains(&"京大".to_string()));
     }
 }

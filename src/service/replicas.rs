@@ -191,7 +191,7 @@ fn load_in(txn: &WriteTransaction, org: Uuid, id: Uuid) -> Result<Replica> {
 /// chat history. 404 when missing.
 pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
     store
-        .write_outbox(move |txn| {
+        .write_kb(move |txn| {
             let r = load_in(txn, org, id)?;
             txn.open_table(tables::REPLICAS)?.remove(k(id))?;
             txn.open_table(tables::ORG_REPLICA)?.remove((k(org), k(id)))?;

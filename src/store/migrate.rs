@@ -1,13 +1,13 @@
 //! Schema version of the store: stamp a fresh store, refuse one newer than this binary,
 //! migrate an older one (one transaction per step, which also writes the new version).
 
-use redb::{Database, ReadableTable};
+use redb::{Database, ReadableTable, WriteTransaction};
 
 use super::tables;
 use crate::error::{Error, Result};
 
 /// The store layout this binary writes.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 const KEY: &str = "schema_version";
 
@@ -20,11 +20,7 @@ pub fn run(db: &Database) -> Result<()> {
             "the store has schema version {v}, newer than this binary ({SCHEMA_VERSION}); \
              upgrade replicad"
         ))),
-        Some(v) => {
-            // Ordered migrations go here: `for step in v..SCHEMA_VERSION { migrate_from(step) }`.
-            debug_assert!(v == SCHEMA_VERSION);
-            Ok(())
-        }
+        Some(v) => (v..SCHEMA_VERSION).try_for_each(|from| migrate_from(db, from)),
     }
 }
 
@@ -47,6 +43,50 @@ fn read_version(db: &Database) -> Result<Option<u32>> {
 
 fn fresh(db: &Database) -> Result<()> {
     let txn = db.begin_write()?;
+    create_tables(&txn)?;
+    write_version(&txn, SCHEMA_VERSION)?;
+    txn.commit()?;
+    Ok(())
+}
+
+/// One step from `from` to `from + 1`, in its own transaction that also writes the version.
+fn migrate_from(db: &Database, from: u32) -> Result<()> {
+    let txn = db.begin_write()?;
+    match from {
+        // 1 → 2: knowledge-base sources, files, jobs, uploads, URLs and per-org entry counts.
+        1 => {
+            create_tables(&txn)?;
+            backfill_org_kb_counts(&txn)?;
+        }
+        _ => return Err(Error::internal(format!("no migration from schema version {from}"))),
+    }
+    write_version(&txn, from + 1)?;
+    txn.commit()?;
+    tracing::info!(from, to = from + 1, "store migrated");
+    Ok(())
+}
+
+fn write_version(txn: &WriteTransaction, version: u32) -> Result<()> {
+    txn.open_table(tables::META)?.insert(KEY, version.to_be_bytes().as_slice())?;
+    Ok(())
+}
+
+/// Counts each organization's entries into `org_kbcount`.
+fn backfill_org_kb_counts(txn: &WriteTransaction) -> Result<()> {
+    let mut counts: std::collections::HashMap<u128, u64> = std::collections::HashMap::new();
+    for row in txn.open_table(tables::KB_ENTRIES)?.iter()? {
+        let entry: crate::store::records::KbEntry = super::codec::decode(row?.1.value())?;
+        *counts.entry(entry.org.as_u128()).or_default() += 1;
+    }
+    let mut table = txn.open_table(tables::ORG_KBCOUNT)?;
+    for (org, n) in counts {
+        table.insert(org, n)?;
+    }
+    Ok(())
+}
+
+/// Opens (so creates) every table of [`tables`].
+fn create_tables(txn: &WriteTransaction) -> Result<()> {
     {
         txn.open_table(tables::SEQUENCES)?;
         txn.open_table(tables::ORGS)?;
@@ -68,9 +108,13 @@ fn fresh(db: &Database) -> Result<()> {
         txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
         txn.open_table(tables::ONCE)?;
         txn.open_table(tables::CHANNELMSG_MESSAGE)?;
-        let mut meta = txn.open_table(tables::META)?;
-        meta.insert(KEY, SCHEMA_VERSION.to_be_bytes().as_slice())?;
+        txn.open_table(tables::KB_SOURCES)?;
+        txn.open_table(tables::KB_FILES)?;
+        txn.open_table(tables::KB_JOBS)?;
+        txn.open_table(tables::TOKENHASH_UPLOAD)?;
+        txn.open_table(tables::REPLICA_URL)?;
+        txn.open_table(tables::ORG_KBCOUNT)?;
+        txn.open_table(tables::META)?;
     }
-    txn.commit()?;
     Ok(())
 }

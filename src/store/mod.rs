@@ -33,8 +33,10 @@ pub const DB_FILE: &str = "replicad.redb";
 pub struct Store {
     db: Arc<Database>,
     writer: mpsc::Sender<writer::Job>,
-    /// Woken after every commit made by [`Store::write_outbox`] (the indexer waits on it).
+    /// Woken after every commit made by [`Store::write_kb`] (the indexer waits on it).
     pub outbox_notify: Arc<tokio::sync::Notify>,
+    /// Woken after every commit made by [`Store::write_kb`] (the ingestion worker waits on it).
+    pub jobs_notify: Arc<tokio::sync::Notify>,
 }
 
 /// Why the store could not be opened.
@@ -61,8 +63,9 @@ impl Store {
         migrate::run(&db).map_err(|e| OpenError::Other(e.to_string()))?;
         let db = Arc::new(db);
         let outbox_notify = Arc::new(tokio::sync::Notify::new());
+        let jobs_notify = Arc::new(tokio::sync::Notify::new());
         let writer = writer::spawn(db.clone());
-        Ok(Store { db, writer, outbox_notify })
+        Ok(Store { db, writer, outbox_notify, jobs_notify })
     }
 
     /// Runs `f` in a read transaction on the blocking pool.
@@ -95,9 +98,9 @@ impl Store {
 }
 
 impl Store {
-    /// [`Store::write`] for changes that append to the knowledge-base outbox: wakes the indexer
-    /// once the write is durable.
-    pub async fn write_outbox<T, F>(&self, f: F) -> Result<T>
+    /// [`Store::write`] for knowledge-base changes (outbox rows, ingestion jobs): wakes the
+    /// indexer and the ingestion worker once the write is durable.
+    pub async fn write_kb<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: Fn(&WriteTransaction) -> Result<T> + Send + 'static,
@@ -105,6 +108,7 @@ impl Store {
         let result = self.write(f).await;
         if result.is_ok() {
             self.outbox_notify.notify_one();
+            self.jobs_notify.notify_one();
         }
         result
     }

@@ -123,6 +123,57 @@ impl Record for KbText {
     const VERSION: u8 = 1;
 }
 
+/// Where an entry's content comes from and what was learned while processing it; kept apart
+/// from [`KbEntry`] (one record per entry in `kbid_source`).
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+pub struct KbSource {
+    /// The `url` of a `website` or `youtube` entry, as given.
+    pub url: Option<String>,
+    /// The uploaded file of a `file` entry.
+    pub file: Option<FileMeta>,
+    /// What fetching a `website` entry found.
+    pub website: Option<WebsiteMeta>,
+    /// ISO 639-1 code detected from the text when the entry has no `language`.
+    pub detected_language: Option<String>,
+    /// The extraction format (`pdf`, `docx`, `html`, …; see `ingest::formats`).
+    pub format: Option<String>,
+}
+impl Record for KbSource {
+    const VERSION: u8 = 1;
+}
+
+/// An uploaded file: name as given at create, size in bytes, media type.
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+pub struct FileMeta {
+    pub name: String,
+    pub size: u64,
+    pub mime_type: String,
+}
+
+/// The fetch of a `website` entry: final URL after redirects, HTTP status, media type, page
+/// title, time (ms).
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+pub struct WebsiteMeta {
+    pub final_url: String,
+    pub status: u16,
+    pub content_type: String,
+    pub page_title: Option<String>,
+    pub fetched_at: i64,
+}
+
+/// A pending upload: the signed URL's token (stored hashed) names the entry it fills.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Upload {
+    pub entry: u64,
+    pub expires_at: i64,
+    /// Largest accepted body, in bytes.
+    pub max_bytes: u64,
+    pub used: bool,
+}
+impl Record for Upload {
+    const VERSION: u8 = 1;
+}
+
 /// A chunk of an entry's processed text: what the index holds and sources quote.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Chunk {

@@ -48,3 +48,16 @@ pub const ONCE: TableDefinition<&str, u128> = TableDefinition::new("once");
 /// `(replica id, "<channel>:<chat id>:<message id>") → history item id`: channel messages
 /// already saved (a retried POST with the same channel message id stores nothing new).
 pub const CHANNELMSG_MESSAGE: TableDefinition<(u128, &str), u64> = TableDefinition::new("channelmsg_message");
+/// `entry id → KbSource`: url / file / website facts and the detected language of an entry.
+pub const KB_SOURCES: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_source");
+/// `entry id → uploaded bytes` of a `file` entry, as received (raw, not a record).
+pub const KB_FILES: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_file");
+/// `entry id → (attempts so far, not before: ms since the epoch)`: ingestion jobs not finished
+/// (see `ingest::pipeline`).
+pub const KB_JOBS: TableDefinition<u64, (u32, i64)> = TableDefinition::new("kbid_job");
+/// `sha256(upload token) → Upload`: signed upload URLs of `file` entries.
+pub const TOKENHASH_UPLOAD: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("tokenhash_upload");
+/// `(replica id, normalized url) → entry id`: a URL is in a replica's knowledge base once.
+pub const REPLICA_URL: TableDefinition<(u128, &str), u64> = TableDefinition::new("replica_url");
+/// `org id → number of knowledge-base entries` (the per-organization quota).
+pub const ORG_KBCOUNT: TableDefinition<u128, u64> = TableDefinition::new("org_kbcount");

@@ -38,19 +38,6 @@ async fn a_text_entry_is_enqueued_with_207_and_becomes_ready() {
 }
 
 #[tokio::test]
-async fn url_and_filename_entries_are_not_supported_yet() {
-    let server = Server::start();
-    let org = server.new_org("Kb").await;
-    let replica = org.create_replica("kb").await;
-    let path = format!("/v1/replicas/{replica}/knowledge-base");
-    for body in [json!({"url": "https://example.org/page"}), json!({"filename": "notes.pdf"})] {
-        let r = org.call(Method::POST, &path, Some(&body), &[]).await;
-        assert_error(&r, StatusCode::BAD_REQUEST, Some("UNSUPPORTED_KNOWLEDGE_SOURCE"));
-    }
-    assert_eq!(org.get(&path).await.1["total"], json!(0));
-}
-
-#[tokio::test]
 async fn an_entry_body_needs_exactly_one_source() {
     let server = Server::start();
     let org = server.new_org("Kb").await;
@@ -222,16 +209,4 @@ async fn a_deleted_entry_is_gone_and_no_longer_cited() {
     let last = items.last().expect("the last answer is stored");
     assert_eq!(last["role"], json!("assistant"));
     assert_eq!(last["sources"], json!([]), "{last}");
-}
-
-#[tokio::test]
-async fn the_file_types_list_says_text() {
-    let server = Server::start();
-    let org = server.new_org("Kb").await;
-    let (s, v) = org.get("/v1/knowledge-base/file-types").await;
-    assert_eq!(s, StatusCode::OK, "{v}");
-    let groups = v["mediaGroups"].as_array().expect("mediaGroups");
-    let types = &groups[0]["fileTypes"][0];
-    assert_eq!(types["mimeTypes"], json!(["text/plain"]));
-    assert!(["production", "preview", "disabled"].contains(&types["supportLevel"].as_str().unwrap_or("")));
 }

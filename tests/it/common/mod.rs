@@ -159,6 +159,7 @@ impl Server {
             .strip_suffix('\n')
             .and_then(|l| l.strip_prefix("listening on http://"))
             .unwrap_or_else(|| panic!("unexpected start-up line {line:?}"));
+        replicad::install_crypto_provider();
         let client = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("http client");
         Server { child: Some(child), _stdout: Some(reader), dir: Some(dir), base_url: format!("http://{addr}"), client }
     }

@@ -1,0 +1,448 @@
+//! Text extraction from uploaded files and fetched pages (DECISIONS.md "Knowledge base"; the
+//! formats listed by `GET /v1/knowledge-base/file-types` are exactly [`FORMATS`]).
+//!
+//! Every extractor is a maintained library: `pdf-extract` (PDF), `docx-rs` (DOCX), `rbook`
+//! (EPUB), `dom_smoothie` (HTML main content, readability.js port), `pulldown-cmark`
+//! (Markdown), `csv`, `serde_json`; legacy text encodings are recognised by `chardetng` and
+//! decoded by `encoding_rs`. Output is plain text in which headings are Markdown `#` lines, so
+//! the chunker keeps every section under its heading path.
+
+use std::io::Cursor;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// A format replicad extracts text from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Markdown,
+    Html,
+    Pdf,
+    Docx,
+    Csv,
+    Json,
+    Epub,
+}
+
+/// One row of the file-type table: how a format is recognised and listed.
+pub struct FormatInfo {
+    pub format: Format,
+    /// Short name kept with the entry (`pdf`, `docx`, …).
+    pub name: &'static str,
+    /// `mediaGroups[].label` of `GET /v1/knowledge-base/file-types`.
+    pub group: &'static str,
+    pub mime_types: &'static [&'static str],
+    pub extensions: &'static [&'static str],
+    /// `production` (tested end to end) or `preview`.
+    pub support: &'static str,
+}
+
+/// Every extractable format, in the order `file-types` lists them.
+pub const FORMATS: &[FormatInfo] = &[
+    FormatInfo {
+        format: Format::Pdf,
+        name: "pdf",
+        group: "Documents",
+        mime_types: &["application/pdf"],
+        extensions: &["pdf"],
+        support: "production",
+    },
+    FormatInfo {
+        format: Format::Docx,
+        name: "docx",
+        group: "Documents",
+        mime_types: &["application/vnd.openxmlformats-officedocument.wordprocessingml.document"],
+        extensions: &["docx"],
+        support: "production",
+    },
+    FormatInfo {
+        format: Format::Epub,
+        name: "epub",
+        group: "Documents",
+        mime_types: &["application/epub+zip"],
+        extensions: &["epub"],
+        support: "production",
+    },
+    FormatInfo {
+        format: Format::Text,
+        name: "text",
+        group: "Text",
+        mime_types: &["text/plain"],
+        extensions: &["txt", "text", "rst", "log"],
+        support: "production",
+    },
+    FormatInfo {
+        format: Format::Markdown,
+        name: "markdown",
+        group: "Text",
+        mime_types: &["text/markdown", "text/x-markdown"],
+        extensions: &["md", "markdown"],
+        support: "production",
+    },
+    FormatInfo {
+        format: Format::Csv,
+        name: "csv",
+        group: "Data",
+        mime_types: &["text/csv"],
+        extensions: &["csv"],
+        support: "production",
+    },
+    FormatInfo {
+        format: Format::Json,
+        name: "json",
+        group: "Data",
+        mime_types: &["application/json"],
+        extensions: &["json"],
+        support: "production",
+    },
+    FormatInfo {
+        format: Format::Html,
+        name: "html",
+        group: "Web pages",
+        mime_types: &["text/html", "application/xhtml+xml"],
+        extensions: &["html", "htm", "xhtml"],
+        support: "production",
+    },
+];
+
+impl Format {
+    /// The table row of this format.
+    pub fn info(self) -> &'static FormatInfo {
+        FORMATS.iter().find(|f| f.format == self).unwrap_or(&FORMATS[0])
+    }
+
+    /// The format of a file named `name` (its extension), else of media type `mime`, else of its
+    /// first bytes; `None` when nothing says which format it is.
+    pub fn detect(name: &str, mime: Option<&str>, bytes: &[u8]) -> Option<Format> {
+        let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+        let by_ext = ext.and_then(|e| FORMATS.iter().find(|f| f.extensions.contains(&e.as_str())));
+        let essence = mime.map(|m| m.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+        let by_mime = essence.and_then(|m| FORMATS.iter().find(|f| f.mime_types.contains(&m.as_str())));
+        by_ext.or(by_mime).map(|f| f.format).or_else(|| sniff(bytes))
+    }
+}
+
+fn sniff(bytes: &[u8]) -> Option<Format> {
+    let head = &bytes[..bytes.len().min(1024)];
+    let lower = String::from_utf8_lossy(head).to_ascii_lowercase();
+    if head.starts_with(b"%PDF-") {
+        Some(Format::Pdf)
+    } else if head.starts_with(b"PK\x03\x04") {
+        if lower.contains("mimetypeapplication/epub+zip") {
+            Some(Format::Epub)
+        } else {
+            Some(Format::Docx)
+        }
+    } else if lower.trim_start().starts_with("<!doctype html") || lower.contains("<html") {
+        Some(Format::Html)
+    } else if !head.contains(&0) {
+        Some(Format::Text)
+    } else {
+        None
+    }
+}
+
+/// Text extracted from a document: Markdown-style headings, paragraphs split by blank lines.
+#[derive(Debug, Clone, Default)]
+pub struct Extracted {
+    pub text: String,
+    /// The document's own title, when it states one (HTML `<title>`, EPUB metadata, …).
+    pub title: Option<String>,
+}
+
+/// Extracts the text of `bytes` in `format`. Errors are messages for the entry's `error`
+/// (the file is corrupt, encrypted, empty, …); a panic inside a library becomes such an error.
+pub fn extract(format: Format, bytes: &[u8]) -> Result<Extracted, String> {
+    if bytes.is_empty() {
+        return Err("the file is empty".into());
+    }
+    let result = catch_unwind(AssertUnwindSafe(|| match format {
+        Format::Text => Ok(Extracted { text: decode_text(bytes), title: None }),
+        Format::Markdown => Ok(Extracted { text: markdown_to_text(&decode_text(bytes)), title: None }),
+        Format::Html => html_to_text(&decode_text(bytes)),
+        Format::Pdf => pdf_to_text(bytes),
+        Format::Docx => docx_to_text(bytes),
+        Format::Csv => csv_to_text(bytes),
+        Format::Json => json_to_text(bytes),
+        Format::Epub => epub_to_text(bytes),
+    }));
+    let extracted = result.unwrap_or_else(|_| Err(format!("the {} file could not be read (it may be corrupt)", format.info().name)))?;
+    if extracted.text.trim().is_empty() {
+        return Err(format!(
+            "no text found in the {} file (it may be empty, or contain only images or scans)",
+            format.info().name
+        ));
+    }
+    Ok(extracted)
+}
+
+/// Decodes text: a BOM wins, then UTF-8, then the encoding `chardetng` guesses.
+pub fn decode_text(bytes: &[u8]) -> String {
+    if let Some((enc, bom)) = encoding_rs::Encoding::for_bom(bytes) {
+        return enc.decode_without_bom_handling(&bytes[bom..]).0.into_owned();
+    }
+    if let Ok(s) = std::str::from_utf8(bytes) {
+        return s.to_string();
+    }
+    let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Deny);
+    detector.feed(bytes, true);
+    detector.guess(None, chardetng::Utf8Detection::Allow).decode_without_bom_handling(bytes).0.into_owned()
+}
+
+/// Markdown to text: headings stay `#` lines; emphasis, links and HTML markup are dropped;
+/// code blocks are kept indented (the generator quotes prose, not code).
+pub fn markdown_to_text(md: &str) -> String {
+    use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+    let mut out = String::new();
+    let mut in_code = false;
+    for event in Parser::new(md) {
+        match event {
+            Event::Start(Tag::Heading { level, .. }) => {
+                out.push_str("\n\n");
+                out.push_str(&"#".repeat(level as usize));
+                out.push(' ');
+            }
+            Event::Start(Tag::CodeBlock(_)) => {
+                in_code = true;
+                out.push_str("\n\n");
+            }
+            Event::End(TagEnd::CodeBlock) => in_code = false,
+            Event::Start(Tag::Item) => out.push_str("\n- "),
+            Event::End(TagEnd::Heading(_) | TagEnd::Paragraph | TagEnd::List(_) | TagEnd::BlockQuote(_)) => {
+                out.push_str("\n\n")
+            }
+            Event::Text(t) if in_code => t.lines().for_each(|l| {
+                out.push_str("    ");
+                out.push_str(l);
+                out.push('\n');
+            }),
+            Event::Text(t) | Event::Code(t) => out.push_str(&t),
+            Event::SoftBreak => out.push(' '),
+            Event::HardBreak => out.push('\n'),
+            _ => {}
+        }
+    }
+    tidy(&out)
+}
+
+/// HTML to text: the main content (readability.js rules via `dom_smoothie`) as Markdown, or the
+/// whole body when no article stands out.
+pub fn html_to_text(html: &str) -> Result<Extracted, String> {
+    use dom_smoothie::{Config, ParsePolicy, Readability, TextMode};
+    let config = Config { text_mode: TextMode::Markdown, char_threshold: 200, ..Default::default() };
+    let mut r = Readability::new(html, None, Some(config)).map_err(|e| format!("the HTML could not be parsed: {e}"))?;
+    let article = r.parse().or_else(|_| r.parse_with_policy(ParsePolicy::Raw));
+    let article = article.map_err(|e| format!("no readable content in the HTML page: {e}"))?;
+    let title = Some(article.title.trim().to_string()).filter(|t| !t.is_empty());
+    Ok(Extracted { text: tidy(&markdown_to_text(&article.text_content)), title })
+}
+
+fn pdf_to_text(bytes: &[u8]) -> Result<Extracted, String> {
+    let pages = pdf_extract::extract_text_from_mem_by_pages(bytes).map_err(|e| {
+        let msg = e.to_string();
+        if msg.to_ascii_lowercase().contains("encrypt") || msg.to_ascii_lowercase().contains("decrypt") {
+            "the PDF is encrypted; upload a copy without a password".to_string()
+        } else {
+            format!("the PDF could not be read: {msg}")
+        }
+    })?;
+    let text = pages.iter().map(|p| reflow_pdf_page(p)).collect::<Vec<_>>().join("\n\n");
+    Ok(Extracted { text: tidy(&text), title: None })
+}
+
+/// PDF text comes as one line per printed line: join lines into paragraphs (a blank line, or a
+/// short line ending a sentence, ends a paragraph).
+fn reflow_pdf_page(page: &str) -> String {
+    let mut out = String::new();
+    for line in page.lines().map(str::trim) {
+        if line.is_empty() {
+            out.push_str("\n\n");
+            continue;
+        }
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push(' ');
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+fn docx_to_text(bytes: &[u8]) -> Result<Extracted, String> {
+    if bytes.starts_with(&[0xD0, 0xCF, 0x11, 0xE0]) {
+        return Err("the document is encrypted or in the old binary .doc format; save it as .docx".into());
+    }
+    let docx = docx_rs::read_docx(bytes).map_err(|e| format!("the DOCX file could not be read: {e}"))?;
+    let mut out = String::new();
+    for child in &docx.document.children {
+        match child {
+            docx_rs::DocumentChild::Paragraph(p) => push_paragraph(&mut out, p),
+            docx_rs::DocumentChild::Table(t) => push_table(&mut out, t),
+            _ => {}
+        }
+    }
+    Ok(Extracted { text: tidy(&out), title: None })
+}
+
+fn push_paragraph(out: &mut String, p: &docx_rs::Paragraph) {
+    let text = p.raw_text();
+    if text.trim().is_empty() {
+        return;
+    }
+    let style = p.property.style.as_ref().map(|s| s.val.to_ascii_lowercase()).unwrap_or_default();
+    let level = match style.as_str() {
+        "title" => Some(1),
+        s => s.strip_prefix("heading").and_then(|n| n.parse::<usize>().ok()).map(|n| n.clamp(1, 6)),
+    };
+    if let Some(level) = level {
+        out.push_str(&"#".repeat(level));
+        out.push(' ');
+    }
+    out.push_str(text.trim());
+    out.push_str("\n\n");
+}
+
+fn push_table(out: &mut String, t: &docx_rs::Table) {
+    for docx_rs::TableChild::TableRow(row) in &t.rows {
+        let cells: Vec<String> = row
+            .cells
+            .iter()
+            .map(|docx_rs::TableRowChild::TableCell(c)| {
+                c.children
+                    .iter()
+                    .filter_map(|x| match x {
+                        docx_rs::TableCellContent::Paragraph(p) => Some(p.raw_text()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        out.push_str(&cells.join(" | "));
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+/// CSV: one paragraph per row, `header: value; header: value`.
+fn csv_to_text(bytes: &[u8]) -> Result<Extracted, String> {
+    let text = decode_text(bytes);
+    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
+    let headers = reader.headers().map_err(|e| format!("the CSV file could not be read: {e}"))?.clone();
+    let mut out = String::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| format!("the CSV file could not be read: {e}"))?;
+        let fields: Vec<String> = record
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| !v.trim().is_empty())
+            .map(|(i, v)| match headers.get(i) {
+                Some(h) if !h.is_empty() => format!("{h}: {v}"),
+                _ => v.to_string(),
+            })
+            .collect();
+        out.push_str(&fields.join("; "));
+        out.push_str("\n\n");
+    }
+    Ok(Extracted { text: tidy(&out), title: None })
+}
+
+/// JSON: one line per leaf, `path.to.key: value`; a paragraph per element of a top-level array.
+fn json_to_text(bytes: &[u8]) -> Result<Extracted, String> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("the JSON file could not be read: {e}"))?;
+    let mut out = String::new();
+    match &value {
+        serde_json::Value::Array(items) => items.iter().for_each(|v| {
+            flatten_json(&mut out, "", v);
+            out.push('\n');
+        }),
+        v => flatten_json(&mut out, "", v),
+    }
+    Ok(Extracted { text: tidy(&out), title: None })
+}
+
+fn flatten_json(out: &mut String, path: &str, v: &serde_json::Value) {
+    use serde_json::Value;
+    let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    match v {
+        Value::Object(map) => map.iter().for_each(|(k, v)| flatten_json(out, &join(k), v)),
+        Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| flatten_json(out, &format!("{path}[{i}]"), v)),
+        Value::Null => {}
+        Value::String(s) => out.push_str(&format!("{path}: {s}\n")),
+        other => out.push_str(&format!("{path}: {other}\n")),
+    }
+}
+
+fn epub_to_text(bytes: &[u8]) -> Result<Extracted, String> {
+    let epub = rbook::Epub::read(Cursor::new(bytes.to_vec())).map_err(|e| format!("the EPUB file could not be read: {e}"))?;
+    let title = epub.metadata().title().map(|t| t.value().to_string());
+    let mut out = String::new();
+    for content in epub.reader() {
+        let content = content.map_err(|e| format!("an EPUB chapter could not be read: {e}"))?;
+        if let Ok(chapter) = html_to_text(content.content()) {
+            out.push_str(&chapter.text);
+            out.push_str("\n\n");
+        }
+    }
+    Ok(Extracted { text: tidy(&out), title })
+}
+
+/// Trims lines' trailing space and collapses runs of blank lines to one.
+fn tidy(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut blank = 0;
+    for line in text.lines().map(str::trim_end) {
+        if line.trim().is_empty() {
+            blank += 1;
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(if blank > 0 { "\n\n" } else { "\n" });
+        }
+        blank = 0;
+        out.push_str(line);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_by_extension_mime_and_magic() {
+        assert_eq!(Format::detect("a.PDF", None, b""), Some(Format::Pdf));
+        assert_eq!(Format::detect("notes", Some("text/markdown; charset=utf-8"), b""), Some(Format::Markdown));
+        assert_eq!(Format::detect("blob", None, b"%PDF-1.7 ..."), Some(Format::Pdf));
+        assert_eq!(Format::detect("blob", None, b"<!DOCTYPE html><html>"), Some(Format::Html));
+        assert_eq!(Format::detect("blob", None, &[0, 159, 146, 150, 0]), None);
+    }
+
+    #[test]
+    fn markdown_keeps_headings_and_drops_markup() {
+        let t = markdown_to_text("# Title\n\nSome *emphasis* and a [link](http://x.y).\n\n## Part\n\n```\ncode()\n```\n");
+        assert_eq!(t, "# Title\n\nSome emphasis and a link.\n\n## Part\n\n    code()");
+    }
+
+    #[test]
+    fn legacy_encodings_are_decoded() {
+        let latin1 = b"caf\xe9 cr\xe8me br\xfbl\xe9e, d\xe9j\xe0 vu, na\xefve fa\xe7ade";
+        assert!(decode_text(latin1).contains("café crème"));
+    }
+
+    #[test]
+    fn csv_and_json_become_lines() {
+        let csv = extract(Format::Csv, b"name,capital\nFrance,Paris\nPeru,Lima\n").unwrap();
+        assert_eq!(csv.text, "name: France; capital: Paris\n\nname: Peru; capital: Lima");
+        let json = extract(Format::Json, br#"{"a": {"b": [1, "x"]}, "c": null}"#).unwrap();
+        assert_eq!(json.text, "a.b[0]: 1\na.b[1]: x");
+    }
+
+    #[test]
+    fn corrupt_and_empty_files_are_errors_not_panics() {
+        assert!(extract(Format::Pdf, b"%PDF-1.4 garbage").is_err());
+        assert!(extract(Format::Docx, b"PK\x03\x04 garbage").is_err());
+        assert!(extract(Format::Epub, b"PK\x03\x04 garbage").is_err());
+        assert!(extract(Format::Text, b"").is_err());
+        assert!(extract(Format::Text, b"   \n\n ").is_err());
+    }
+}

@@ -1,0 +1,220 @@
+//! Fetching the page of a `website` entry (DECISIONS.md "Knowledge base": `url`).
+//!
+//! One `reqwest` client with: a connect timeout and an overall timeout, at most
+//! [`MAX_REDIRECTS`] redirects, a body cap (the download stops past `max_bytes`), and — unless
+//! the operator allows it with `--allow-private-urls` — no connection to loopback, private,
+//! link-local or otherwise non-public addresses, checked on the addresses DNS returns (so a name
+//! that resolves to 127.0.0.1 is refused as well as the literal) and on every redirect.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use url::Url;
+
+/// Most redirects followed for one fetch.
+pub const MAX_REDIRECTS: usize = 5;
+/// Time allowed to connect, in seconds.
+const CONNECT_TIMEOUT_SECS: u64 = 10;
+/// Time allowed for the whole fetch (headers and body), in seconds.
+const TOTAL_TIMEOUT_SECS: u64 = 30;
+
+/// What a fetch brought back.
+pub struct Fetched {
+    pub final_url: String,
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub bytes: Vec<u8>,
+}
+
+/// Why a fetch failed; `transient` failures are worth retrying later.
+#[derive(Debug)]
+pub struct FetchError {
+    pub message: String,
+    pub transient: bool,
+}
+
+impl FetchError {
+    fn permanent(message: impl Into<String>) -> FetchError {
+        FetchError { message: message.into(), transient: false }
+    }
+}
+
+/// The HTTP client for knowledge-base URLs.
+#[derive(Clone)]
+pub struct Fetcher {
+    client: reqwest::Client,
+    allow_private: bool,
+    max_bytes: u64,
+}
+
+/// Whether `ip` is an address on the public Internet (not loopback, private, link-local,
+/// shared, documentation, multicast, unspecified, …).
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || o[0] == 0
+                || (o[0] == 100 && (64..128).contains(&o[1]))
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0)
+                || o[0] >= 240)
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public(IpAddr::V4(v4));
+            }
+            let s = v6.segments();
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] & 0xffc0) == 0xfe80
+                || (s[0] == 0x2001 && s[1] == 0x0db8))
+        }
+    }
+}
+
+/// DNS through the system resolver, keeping only public addresses.
+struct PublicOnly;
+
+impl Resolve for PublicOnly {
+    fn resolve(&self, name: Name) -> Resolving {
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let public: Vec<SocketAddr> = addrs.into_iter().filter(|a| is_public(a.ip())).collect();
+            if public.is_empty() {
+                return Err(format!("{host} resolves only to private or local addresses").into());
+            }
+            Ok(Box::new(public.into_iter()) as Addrs)
+        })
+    }
+}
+
+/// Checks a URL before it is fetched or followed: http(s), a host, and a public literal address.
+pub fn check_url(url: &Url, allow_private: bool) -> Result<(), String> {
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!("only http and https URLs can be fetched, not {}", url.scheme()));
+    }
+    let ip = match url.host() {
+        None => return Err("the URL has no host".into()),
+        Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+        Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+        Some(url::Host::Domain(_)) => None,
+    };
+    if !allow_private && ip.is_some_and(|ip| !is_public(ip)) {
+        return Err("the URL points to a private or local address, which this server does not fetch".into());
+    }
+    Ok(())
+}
+
+impl Fetcher {
+    /// A client; `allow_private` lifts the address checks, `max_bytes` caps a body.
+    pub fn new(allow_private: bool, max_bytes: u64) -> Result<Fetcher, String> {
+        crate::install_crypto_provider();
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() >= MAX_REDIRECTS {
+                attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+            } else if let Err(e) = check_url(attempt.url(), allow_private) {
+                attempt.error(e)
+            } else {
+                attempt.follow()
+            }
+        });
+        let mut builder = reqwest::Client::builder()
+            .user_agent(concat!("replicad/", env!("CARGO_PKG_VERSION"), " (knowledge-base fetcher)"))
+            .connect_timeout(Duration::from_secs(CONNECT_TIMEOUT_SECS))
+            .timeout(Duration::from_secs(TOTAL_TIMEOUT_SECS))
+            .redirect(policy);
+        if !allow_private {
+            builder = builder.dns_resolver(Arc::new(PublicOnly));
+        }
+        let client = builder.build().map_err(|e| format!("HTTP client: {e}"))?;
+        Ok(Fetcher { client, allow_private, max_bytes })
+    }
+
+    /// Fetches `url` (GET). Errors say why in words fit for the entry's `error.message`.
+    pub async fn fetch(&self, url: &str) -> Result<Fetched, FetchError> {
+        let parsed = Url::parse(url).map_err(|e| FetchError::permanent(format!("invalid URL: {e}")))?;
+        check_url(&parsed, self.allow_private).map_err(FetchError::permanent)?;
+        let response = self.client.get(parsed).send().await.map_err(|e| describe(&e))?;
+        let status = response.status();
+        if !status.is_success() {
+            let transient = status.is_server_error() || status.as_u16() == 429;
+            return Err(FetchError { message: format!("the server answered HTTP {status}"), transient });
+        }
+        let final_url = response.url().to_string();
+        let content_type =
+            response.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
+        if response.content_length().is_some_and(|n| n > self.max_bytes) {
+            return Err(self.too_large());
+        }
+        let mut bytes = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            bytes.extend_from_slice(&chunk.map_err(|e| describe(&e))?);
+            if bytes.len() as u64 > self.max_bytes {
+                return Err(self.too_large());
+            }
+        }
+        Ok(Fetched { final_url, status: status.as_u16(), content_type, bytes })
+    }
+
+    fn too_large(&self) -> FetchError {
+        FetchError::permanent(format!("the page is larger than {} bytes", self.max_bytes))
+    }
+}
+
+/// Words for a client error, without the error chain's internals; timeouts and connection
+/// failures are transient.
+fn describe(e: &reqwest::Error) -> FetchError {
+    let mut source: Option<&dyn std::error::Error> = Some(e);
+    let mut deepest = e.to_string();
+    while let Some(s) = source {
+        deepest = s.to_string();
+        source = s.source();
+    }
+    if e.is_timeout() {
+        FetchError { message: "the server did not answer in time".into(), transient: true }
+    } else if e.is_redirect() {
+        FetchError::permanent(format!("redirect refused: {deepest}"))
+    } else if e.is_connect() {
+        let transient = !deepest.contains("private or local");
+        FetchError { message: format!("could not connect: {deepest}"), transient }
+    } else {
+        FetchError { message: format!("the fetch failed: {deepest}"), transient: true }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_and_special_addresses_are_not_public() {
+        for ip in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1"] {
+            assert!(!is_public(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111"] {
+            assert!(is_public(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn urls_are_checked_before_fetching() {
+        assert!(check_url(&Url::parse("ftp://example.com/a").unwrap(), false).is_err());
+        assert!(check_url(&Url::parse("http://127.0.0.1:8080/").unwrap(), false).is_err());
+        assert!(check_url(&Url::parse("http://[::1]/").unwrap(), false).is_err());
+        assert!(check_url(&Url::parse("http://127.0.0.1:8080/").unwrap(), true).is_ok());
+        assert!(check_url(&Url::parse("https://example.com/doc").unwrap(), false).is_ok());
+    }
+}

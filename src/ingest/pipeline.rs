@@ -1,0 +1,247 @@
+//! The ingestion job queue: `kbid_job` rows in redb, worked by one background task.
+//!
+//! An entry's status says which step comes next: `NEW` (a `website`: fetch it), `FILE_UPLOADED`
+//! (extract the uploaded file), `RAW_TEXT` (chunk the extracted text and queue it for the
+//! index: `PROCESSED_TEXT`; the indexer then moves it to `VECTOR_CREATED` and `READY`). Each step
+//! is one write transaction that checks the entry is still at the status the step started
+//! from, so a step is never applied twice and a PATCH or DELETE in between wins. The job row is
+//! removed in the transaction of the last step. After a crash (even `kill -9`) the worker finds
+//! the rows at start and resumes each entry from its stored status. Transient fetch failures
+//! are retried with backoff ([`MAX_ATTEMPTS`]); anything else ends `UNPROCESSABLE` with the
+//! reason in `error.message`.
+
+use std::time::Duration;
+
+use redb::ReadableTable;
+
+use super::extract::{self, Extracted, Format};
+use super::fetch::{FetchError, Fetcher};
+use crate::error::{Error, Result};
+use crate::service::knowledge;
+use crate::store::records::{KbEntry, KbSource, KbText, WebsiteMeta};
+use crate::store::{self, now_ms, tables, Store};
+
+/// Attempts of a transiently failing fetch before the entry ends `UNPROCESSABLE`.
+pub const MAX_ATTEMPTS: u32 = 4;
+/// Jobs read per scan of the queue.
+const SCAN: usize = 64;
+
+/// Starts the worker: it drains the queue, then waits for `Store::jobs_notify` or the next
+/// retry time.
+pub fn spawn(store: Store, fetcher: Fetcher) {
+    tokio::spawn(async move {
+        loop {
+            let wait = match run_ready(&store, &fetcher).await {
+                Ok(wait) => wait,
+                Err(e) => {
+                    tracing::error!(error = %e, "ingestion queue scan failed; retrying");
+                    Some(Duration::from_secs(1))
+                }
+            };
+            match wait {
+                Some(d) if d.is_zero() => continue,
+                Some(d) => {
+                    let _ = tokio::time::timeout(d, store.jobs_notify.notified()).await;
+                }
+                None => store.jobs_notify.notified().await,
+            }
+        }
+    });
+}
+
+/// Runs every job due now; returns how long until the next one is due (`None`: no jobs left).
+async fn run_ready(store: &Store, fetcher: &Fetcher) -> Result<Option<Duration>> {
+    let now = now_ms();
+    let jobs: Vec<(u64, u32, i64)> = store
+        .read(|txn| {
+            txn.open_table(tables::KB_JOBS)?
+                .iter()?
+                .take(SCAN)
+                .map(|r| r.map(|(k, v)| (k.value(), v.value().0, v.value().1)).map_err(Error::from))
+                .collect()
+        })
+        .await?;
+    let (due, later): (Vec<_>, Vec<_>) = jobs.into_iter().partition(|(_, _, not_before)| *not_before <= now);
+    for &(entry, attempts, _) in &due {
+        if let Err(e) = run_job(store, fetcher, entry, attempts).await {
+            tracing::error!(entry, error = %e, "ingestion step failed; will retry");
+            store.write(move |txn| reschedule(txn, entry, 1_000)).await?;
+        }
+    }
+    if !due.is_empty() {
+        return Ok(Some(Duration::ZERO));
+    }
+    Ok(later.iter().map(|(_, _, nb)| Duration::from_millis((nb - now).max(1) as u64)).min())
+}
+
+/// What one step needs from the store.
+struct Job {
+    entry: KbEntry,
+    source: KbSource,
+    file: Option<Vec<u8>>,
+}
+
+async fn load(store: &Store, id: u64) -> Result<Option<Job>> {
+    store
+        .read(move |txn| {
+            let Some(entry) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KB_ENTRIES)?, id)? else {
+                return Ok(None);
+            };
+            let source = store::get(&txn.open_table(tables::KB_SOURCES)?, id)?.unwrap_or_default();
+            let file = match entry.status.as_str() {
+                "FILE_UPLOADED" => txn.open_table(tables::KB_FILES)?.get(id)?.map(|v| v.value().to_vec()),
+                _ => None,
+            };
+            Ok(Some(Job { entry, source, file }))
+        })
+        .await
+}
+
+/// Runs entry `id`'s next steps until it is queued for the index, failed, or must wait.
+async fn run_job(store: &Store, fetcher: &Fetcher, id: u64, attempts: u32) -> Result<()> {
+    loop {
+        let Some(job) = load(store, id).await? else {
+            return store.write(move |txn| drop_job(txn, id)).await;
+        };
+        let status = job.entry.status.clone();
+        match (status.as_str(), job.entry.kind.as_str()) {
+            ("NEW", "website") => match fetch_page(fetcher, &job).await {
+                Ok((extracted, meta, format)) => save_raw(store, id, "NEW", extracted, Some(meta), format).await?,
+                Err(e) if e.transient && attempts + 1 < MAX_ATTEMPTS => {
+                    let delay = 2_000i64 << attempts;
+                    tracing::warn!(entry = id, error = %e.message, delay_ms = delay, "fetch failed; will retry");
+                    return store.write(move |txn| reschedule(txn, id, delay)).await;
+                }
+                Err(e) => return fail(store, id, &status, e.message).await,
+            },
+            ("FILE_UPLOADED", "file") => match extract_file(job).await? {
+                Ok((extracted, format)) => save_raw(store, id, "FILE_UPLOADED", extracted, None, format).await?,
+                Err(message) => return fail(store, id, &status, message).await,
+            },
+            ("RAW_TEXT", _) => return process(store, id).await,
+            // Anything else (a PATCH gave it text, it failed, it was re-queued): nothing to do.
+            _ => return store.write(move |txn| drop_job(txn, id)).await,
+        }
+    }
+}
+
+async fn fetch_page(fetcher: &Fetcher, job: &Job) -> Result<(Extracted, WebsiteMeta, Format), FetchError> {
+    let url = job.source.url.clone().unwrap_or_default();
+    let page = fetcher.fetch(&url).await?;
+    let path = url::Url::parse(&page.final_url).map(|u| u.path().to_string()).unwrap_or_default();
+    let Some(format) = Format::detect(&path, page.content_type.as_deref(), &page.bytes) else {
+        let ct = page.content_type.unwrap_or_default();
+        return Err(FetchError { message: format!("the page's content type {ct:?} is not a supported format"), transient: false });
+    };
+    let meta = WebsiteMeta {
+        final_url: page.final_url.clone(),
+        status: page.status,
+        content_type: page.content_type.clone().unwrap_or_default(),
+        page_title: None,
+        fetched_at: now_ms(),
+    };
+    let extracted = tokio::task::spawn_blocking(move || extract::extract(format, &page.bytes))
+        .await
+        .map_err(|e| FetchError { message: format!("extraction failed: {e}"), transient: false })?
+        .map_err(|message| FetchError { message, transient: false })?;
+    Ok((extracted, meta, format))
+}
+
+async fn extract_file(job: Job) -> Result<std::result::Result<(Extracted, Format), String>> {
+    let Some(bytes) = job.file else { return Ok(Err("the uploaded file is missing".into())) };
+    let file = job.source.file.unwrap_or_default();
+    let Some(format) = Format::detect(&file.name, Some(&file.mime_type), &bytes) else {
+        return Ok(Err(format!("{:?} is not a supported file type (see GET /v1/knowledge-base/file-types)", file.name)));
+    };
+    let out = tokio::task::spawn_blocking(move || extract::extract(format, &bytes)).await.map_err(Error::internal)?;
+    Ok(out.map(|e| (e, format)))
+}
+
+/// Stores the extracted text: status `from` → `RAW_TEXT`.
+async fn save_raw(
+    store: &Store,
+    id: u64,
+    from: &'static str,
+    extracted: Extracted,
+    website: Option<WebsiteMeta>,
+    format: Format,
+) -> Result<()> {
+    let now = now_ms();
+    store
+        .write_kb(move |txn| {
+            let mut entries = txn.open_table(tables::KB_ENTRIES)?;
+            let Some(mut e) = store::get::<u64, KbEntry, _>(&entries, id)?.filter(|e| e.status == from) else {
+                return Ok(());
+            };
+            let mut source = knowledge::source_in(txn, id)?;
+            source.format = Some(format.info().name.to_string());
+            if let Some(mut w) = website.clone() {
+                w.page_title = extracted.title.clone();
+                source.website = Some(w);
+            }
+            knowledge::put_source(txn, id, &source)?;
+            if let Some(t) = extracted.title.clone().filter(|t| !t.trim().is_empty()) {
+                e.generated_title = Some(t.trim().chars().take(200).collect());
+            }
+            let text = KbText { raw: extracted.text.clone(), processed: String::new() };
+            store::put(&mut txn.open_table(tables::KB_TEXTS)?, id, &text)?;
+            e.status = "RAW_TEXT".into();
+            e.updated_at = now;
+            store::put(&mut entries, id, &e)
+        })
+        .await
+}
+
+/// Chunks the raw text and queues it for the index (`RAW_TEXT` → `PROCESSED_TEXT`); the job ends.
+async fn process(store: &Store, id: u64) -> Result<()> {
+    let now = now_ms();
+    store
+        .write_kb(move |txn| {
+            let entries = txn.open_table(tables::KB_ENTRIES)?;
+            let found = store::get::<u64, KbEntry, _>(&entries, id)?.filter(|e| e.status == "RAW_TEXT");
+            drop(entries);
+            if let Some(mut e) = found {
+                let raw = store::get::<u64, KbText, _>(&txn.open_table(tables::KB_TEXTS)?, id)?.unwrap_or_default().raw;
+                knowledge::write_content(txn, &mut e, &raw)?;
+                e.updated_at = now;
+                store::put(&mut txn.open_table(tables::KB_ENTRIES)?, id, &e)?;
+            }
+            drop_job(txn, id)
+        })
+        .await
+}
+
+/// Ends the entry `UNPROCESSABLE` with `message` (if it is still at status `from`).
+async fn fail(store: &Store, id: u64, from: &str, message: String) -> Result<()> {
+    tracing::info!(entry = id, reason = %message, "knowledge-base entry unprocessable");
+    let (from, now) = (from.to_string(), now_ms());
+    store
+        .write_kb(move |txn| {
+            let mut entries = txn.open_table(tables::KB_ENTRIES)?;
+            if let Some(mut e) = store::get::<u64, KbEntry, _>(&entries, id)?.filter(|e| e.status == from) {
+                e.status = "UNPROCESSABLE".into();
+                e.error = Some(message.clone());
+                e.updated_at = now;
+                store::put(&mut entries, id, &e)?;
+            }
+            drop(entries);
+            drop_job(txn, id)
+        })
+        .await
+}
+
+fn drop_job(txn: &redb::WriteTransaction, id: u64) -> Result<()> {
+    txn.open_table(tables::KB_JOBS)?.remove(id)?;
+    Ok(())
+}
+
+/// Counts an attempt of job `id` and makes it wait `delay_ms`.
+fn reschedule(txn: &redb::WriteTransaction, id: u64, delay_ms: i64) -> Result<()> {
+    let mut jobs = txn.open_table(tables::KB_JOBS)?;
+    let attempts = match jobs.get(id)? {
+        Some(v) => v.value().0,
+        None => return Ok(()),
+    };
+    jobs.insert(id, (attempts + 1, now_ms() + delay_ms))?;
+    Ok(())
+}

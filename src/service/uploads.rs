@@ -1,0 +1,70 @@
+//! Signed upload URLs of `file` entries (DECISIONS.md "Knowledge base": `filename` →
+//! `signedURL`). The URL carries a random token (only its SHA-256 is stored); `PUT`ting the
+//! file's bytes to it once, before it expires, stores the file and queues its extraction.
+
+use crate::error::{Code, Error, Result};
+use crate::ingest::extract::Format;
+use crate::service::{knowledge, orgs};
+use crate::store::records::{KbEntry, Upload};
+use crate::store::{self, now_ms, tables, Store};
+
+/// Path of the upload operation; the token is its last segment.
+pub const PATH_PREFIX: &str = "/v1/knowledge-base/uploads/";
+
+/// What an upload stored.
+#[derive(Debug, Clone)]
+pub struct Uploaded {
+    pub entry: u64,
+    pub size: u64,
+    pub mime_type: String,
+}
+
+/// Stores `bytes` as the file of the entry `token` names, moves the entry to `FILE_UPLOADED`
+/// and queues its extraction. 404 for an unknown token (or a deleted entry), 409
+/// `UPLOAD_ALREADY_USED`, 400 `UPLOAD_EXPIRED`, 413 above the size the URL allows, 400 for an
+/// empty body.
+pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_type: Option<String>) -> Result<Uploaded> {
+    let hash = orgs::hash(token);
+    let now = now_ms();
+    store
+        .write_kb(move |txn| {
+            let mut uploads = txn.open_table(tables::TOKENHASH_UPLOAD)?;
+            let mut up: Upload =
+                store::get(&uploads, &hash)?.ok_or_else(|| Error::not_found("upload URL"))?;
+            if up.used {
+                return Err(Error::new(Code::UploadAlreadyUsed, "this upload URL was already used; create a new entry"));
+            }
+            if now > up.expires_at {
+                return Err(Error::new(Code::UploadExpired, "this upload URL has expired; create a new entry"));
+            }
+            if bytes.len() as u64 > up.max_bytes {
+                return Err(Error::new(Code::PayloadTooLarge, format!("the file exceeds {} bytes", up.max_bytes)));
+            }
+            if bytes.is_empty() {
+                return Err(Error::invalid("body", "the file is empty"));
+            }
+            let mut entries = txn.open_table(tables::KB_ENTRIES)?;
+            let mut entry: KbEntry =
+                store::get(&entries, up.entry)?.ok_or_else(|| Error::not_found("knowledge-base entry"))?;
+            let mut source = knowledge::source_in(txn, up.entry)?;
+            let file = source.file.get_or_insert_with(Default::default);
+            file.size = bytes.len() as u64;
+            let format = Format::detect(&file.name, content_type.as_deref(), &bytes);
+            file.mime_type = match (format, &content_type) {
+                (Some(f), _) => f.info().mime_types[0].to_string(),
+                (None, Some(ct)) => ct.clone(),
+                (None, None) => "application/octet-stream".into(),
+            };
+            let uploaded = Uploaded { entry: up.entry, size: file.size, mime_type: file.mime_type.clone() };
+            knowledge::put_source(txn, up.entry, &source)?;
+            txn.open_table(tables::KB_FILES)?.insert(up.entry, bytes.as_ref())?;
+            entry.status = "FILE_UPLOADED".into();
+            entry.updated_at = now;
+            store::put(&mut entries, up.entry, &entry)?;
+            knowledge::add_job(txn, up.entry)?;
+            up.used = true;
+            store::put(&mut uploads, &hash, &up)?;
+            Ok(uploaded)
+        })
+        .await
+}
