@@ -131,8 +131,7 @@ pub async fn read(app: Arc<App>, req: Req) -> Result<Reply> {
         crate::service::knowledge::ListQuery { page: 1, page_size: 100, ..Default::default() },
     )
     .await?;
-    let titles: Vec<String> =
-        entries.iter().filter_map(|e| e.display_title().cloned()).collect();
+    let titles: Vec<String> = entries.iter().filter_map(|e| e.display_title().cloned()).collect();
     let distilled = json!({ "entries": entries.len(), "titles": titles });
     Ok(Reply::ok(&view(&r, distilled)))
 }

@@ -165,7 +165,8 @@ pub fn extract(format: Format, bytes: &[u8]) -> Result<Extracted, String> {
         Format::Json => json_to_text(bytes),
         Format::Epub => epub_to_text(bytes),
     }));
-    let extracted = result.unwrap_or_else(|_| Err(format!("the {} file could not be read (it may be corrupt)", format.info().name)))?;
+    let extracted = result
+        .unwrap_or_else(|_| Err(format!("the {} file could not be read (it may be corrupt)", format.info().name)))?;
     if extracted.text.trim().is_empty() {
         return Err(format!(
             "no text found in the {} file (it may be empty, or contain only images or scans)",
@@ -365,7 +366,9 @@ fn flatten_json(out: &mut String, path: &str, v: &serde_json::Value) {
     let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
     match v {
         Value::Object(map) => map.iter().for_each(|(k, v)| flatten_json(out, &join(k), v)),
-        Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| flatten_json(out, &format!("{path}[{i}]"), v)),
+        Value::Array(items) => {
+            items.iter().enumerate().for_each(|(i, v)| flatten_json(out, &format!("{path}[{i}]"), v))
+        }
         Value::Null => {}
         Value::String(s) => out.push_str(&format!("{path}: {s}\n")),
         other => out.push_str(&format!("{path}: {other}\n")),
@@ -373,7 +376,8 @@ fn flatten_json(out: &mut String, path: &str, v: &serde_json::Value) {
 }
 
 fn epub_to_text(bytes: &[u8]) -> Result<Extracted, String> {
-    let epub = rbook::Epub::read(Cursor::new(bytes.to_vec())).map_err(|e| format!("the EPUB file could not be read: {e}"))?;
+    let epub =
+        rbook::Epub::read(Cursor::new(bytes.to_vec())).map_err(|e| format!("the EPUB file could not be read: {e}"))?;
     let title = epub.metadata().title().map(|t| t.value().to_string());
     let mut out = String::new();
     for content in epub.reader() {
@@ -419,7 +423,8 @@ mod tests {
 
     #[test]
     fn markdown_keeps_headings_and_drops_markup() {
-        let t = markdown_to_text("# Title\n\nSome *emphasis* and a [link](http://x.y).\n\n## Part\n\n```\ncode()\n```\n");
+        let t =
+            markdown_to_text("# Title\n\nSome *emphasis* and a [link](http://x.y).\n\n## Part\n\n```\ncode()\n```\n");
         assert_eq!(t, "# Title\n\nSome emphasis and a link.\n\n## Part\n\n    code()");
     }
 

@@ -131,7 +131,10 @@ async fn fetch_page(fetcher: &Fetcher, job: &Job) -> Result<(Extracted, WebsiteM
     let path = url::Url::parse(&page.final_url).map(|u| u.path().to_string()).unwrap_or_default();
     let Some(format) = Format::detect(&path, page.content_type.as_deref(), &page.bytes) else {
         let ct = page.content_type.unwrap_or_default();
-        return Err(FetchError { message: format!("the page's content type {ct:?} is not a supported format"), transient: false });
+        return Err(FetchError {
+            message: format!("the page's content type {ct:?} is not a supported format"),
+            transient: false,
+        });
     };
     let meta = WebsiteMeta {
         final_url: page.final_url.clone(),
@@ -151,7 +154,10 @@ async fn extract_file(job: Job) -> Result<std::result::Result<(Extracted, Format
     let Some(bytes) = job.file else { return Ok(Err("the uploaded file is missing".into())) };
     let file = job.source.file.unwrap_or_default();
     let Some(format) = Format::detect(&file.name, Some(&file.mime_type), &bytes) else {
-        return Ok(Err(format!("{:?} is not a supported file type (see GET /v1/knowledge-base/file-types)", file.name)));
+        return Ok(Err(format!(
+            "{:?} is not a supported file type (see GET /v1/knowledge-base/file-types)",
+            file.name
+        )));
     };
     let out = tokio::task::spawn_blocking(move || extract::extract(format, &bytes)).await.map_err(Error::internal)?;
     Ok(out.map(|e| (e, format)))

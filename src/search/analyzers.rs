@@ -11,8 +11,8 @@
 //! - every other language: simple tokenizer and lower case.
 
 use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, Token,
-    TokenStream, Tokenizer,
+    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, Token, TokenStream,
+    Tokenizer,
 };
 
 /// An analyzer: its name (also the suffix of its index fields) and the ISO 639-1 codes it serves.
@@ -57,6 +57,14 @@ const ENGLISH_STOP_WORDS: &[&str] = &[
     "she", "him", "her", "them", "some", "any", "tell", "please", "explain", "s", "t",
 ];
 
+/// Function characters of Chinese and Japanese questions and grammar (particles, "what",
+/// "is", …): they say nothing about a topic, so sentence matching ignores terms that hold them.
+pub const CJK_FUNCTION_CHARS: &[char] = &[
+    '的', '了', '是', '吗', '呢', '什', '么', '怎', '哪', '谁', '吧', '啊', '在', '有', '和', '我', '你', '请', 'の',
+    'は', 'が', 'を', 'に', 'で', 'と', 'か', 'も', 'す', 'ま', 'た', 'て', 'い', 'る', 'だ', '何', '이', '가', '은',
+    '는', '을', '를', '의', '에', '요', '까',
+];
+
 /// The analyzer of a text in `language` (ISO 639-1); unknown or absent → the default.
 pub fn for_language(language: Option<&str>) -> &'static Analyzer {
     let found = language.and_then(|l| {
@@ -70,9 +78,13 @@ impl Analyzer {
     /// Builds the tantivy analyzer.
     pub fn build(&self) -> TextAnalyzer {
         if self.name == "cjk" {
-            return TextAnalyzer::builder(BigramTokenizer).filter(RemoveLongFilter::limit(40)).filter(LowerCaser).build();
+            return TextAnalyzer::builder(BigramTokenizer)
+                .filter(RemoveLongFilter::limit(40))
+                .filter(LowerCaser)
+                .build();
         }
-        let base = TextAnalyzer::builder(SimpleTokenizer::default()).filter(RemoveLongFilter::limit(40)).filter(LowerCaser);
+        let base =
+            TextAnalyzer::builder(SimpleTokenizer::default()).filter(RemoveLongFilter::limit(40)).filter(LowerCaser);
         let Some(lang) = self.stemmer else { return base.build() };
         let stop = if lang == Language::English {
             Some(StopWordFilter::remove(ENGLISH_STOP_WORDS.iter().map(|w| w.to_string())))
@@ -118,7 +130,7 @@ fn is_dense(c: char) -> bool {
         | 0xAC00..=0xD7AF      // Hangul syllables
         | 0xF900..=0xFAFF      // CJK compatibility ideographs
         | 0xFF66..=0xFF9F      // half-width Katakana
-        | 0x20000..=0x2FFFF)   // CJK extensions B–F
+        | 0x20000..=0x2FFFF) // CJK extensions B–F
 }
 
 /// Tokenizer for dense scripts: every two adjacent dense characters form a token (a lone one
@@ -141,7 +153,13 @@ impl Tokenizer for BigramTokenizer {
         let end_of = |i: usize| chars.get(i + 1).map_or(text.len(), |(o, _)| *o);
         let mut push = |from: usize, to: usize| {
             let position = tokens.len();
-            tokens.push(Token { offset_from: from, offset_to: to, position, text: text[from..to].to_string(), position_length: 1 });
+            tokens.push(Token {
+                offset_from: from,
+                offset_to: to,
+                position,
+                text: text[from..to].to_string(),
+                position_length: 1,
+            });
         };
         let mut i = 0;
         while i < chars.len() {
@@ -154,8 +172,8 @@ impl Tokenizer for BigramTokenizer {
                 if i == j {
                     push(start, end_of(i));
                 }
-                for k in i..j {
-                    push(chars[k].0, end_of(k + 1));
+                for (k, (offset, _)) in chars.iter().enumerate().take(j).skip(i) {
+                    push(*offset, end_of(k + 1));
                 }
                 i = j + 1;
             } else if c.is_alphanumeric() {

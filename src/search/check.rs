@@ -99,8 +99,7 @@ pub async fn check(store: &Store, search: &Arc<Search>) -> Result<Report> {
         }
     }
     report.orphaned = found.into_keys().filter(|id| !pending.contains(id)).collect();
-    report.ok = report.mismatched.is_empty()
-        && report.orphaned.is_empty()
-        && report.index_seq.is_some_and(|s| s <= store_seq);
+    report.ok =
+        report.mismatched.is_empty() && report.orphaned.is_empty() && report.index_seq.is_some_and(|s| s <= store_seq);
     Ok(report)
 }

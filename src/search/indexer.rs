@@ -43,7 +43,8 @@ impl Generation {
     fn add_entry(&self, w: &tantivy::IndexWriter, entry: u64, doc: &EntryDoc) -> Result<()> {
         for (i, c) in doc.chunks.iter().enumerate() {
             let language = doc.language.as_deref();
-            let chunk = ChunkDoc { replica: doc.replica, entry, chunk: i as u32, language, title: &c.title, body: &c.text };
+            let chunk =
+                ChunkDoc { replica: doc.replica, entry, chunk: i as u32, language, title: &c.title, body: &c.text };
             self.add_chunk(w, chunk)?;
         }
         Ok(())

@@ -84,9 +84,14 @@ fn schema() -> (Schema, Fields) {
         .iter()
         .map(|a| {
             let options = TextOptions::default().set_indexing_options(
-                TextFieldIndexing::default().set_tokenizer(a.name).set_index_option(IndexRecordOption::WithFreqsAndPositions),
+                TextFieldIndexing::default()
+                    .set_tokenizer(a.name)
+                    .set_index_option(IndexRecordOption::WithFreqsAndPositions),
             );
-            (b.add_text_field(&format!("title_{}", a.name), options.clone()), b.add_text_field(&format!("body_{}", a.name), options))
+            (
+                b.add_text_field(&format!("title_{}", a.name), options.clone()),
+                b.add_text_field(&format!("body_{}", a.name), options),
+            )
         })
         .collect();
     (b.build(), Fields { entry, chunk, replica, text })
@@ -230,12 +235,25 @@ pub struct ChunkDoc<'a> {
 }
 
 /// Terms of `text` for matching a question against sentences (the embedded generator): the
-/// default (English) analyzer's terms, plus character bigrams of CJK and other dense scripts.
+/// terms of the analyzer of the language detected in `text` (English when unsure), plus the
+/// characters and character bigrams of CJK and other dense scripts (single characters let a
+/// short question cover a sentence that shares its words but not all their neighbours), less
+/// those holding a function character ([`analyzers::CJK_FUNCTION_CHARS`]).
 pub fn analyze(text: &str) -> Vec<String> {
-    let mut out = analyzers::ANALYZERS[0].terms(text);
-    for t in analyzers::for_language(Some("zh")).terms(text) {
-        if !t.is_ascii() && !out.contains(&t) {
-            out.push(t);
+    let language = crate::ingest::language::detect(text);
+    let analyzer = analyzers::for_language(language.or(Some("en")));
+    let cjk = analyzers::for_language(Some("zh"));
+    let mut out: Vec<String> = if analyzer.name == cjk.name { Vec::new() } else { analyzer.terms(text) };
+    out.retain(|t| t.is_ascii() || !cjk.terms(t).iter().any(|b| !b.is_ascii()));
+    for t in cjk.terms(text) {
+        if t.is_ascii() {
+            continue;
+        }
+        let singles: Vec<String> = t.chars().filter(|c| !c.is_ascii()).map(String::from).collect();
+        for c in singles.into_iter().chain([t]) {
+            if !c.contains(analyzers::CJK_FUNCTION_CHARS) && !out.contains(&c) {
+                out.push(c);
+            }
         }
     }
     out
@@ -278,6 +296,7 @@ mod tests {
     #[test]
     fn analyze_gives_english_terms_and_cjk_bigrams() {
         assert_eq!(analyze("How do I handle exceptions?"), vec!["handl".to_string(), "except".to_string()]);
-        assert!(analyze("北京大学").contains(&"京大".to_string()));
+        let terms = analyze("北京大学");
+        assert!(terms.contains(&"京大".to_string()) && terms.contains(&"京".to_string()), "{terms:?}");
     }
 }

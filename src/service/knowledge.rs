@@ -272,7 +272,12 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, new: NewEntry, limi
                 }
                 (Content::Url(_), _) => add_job(txn, id)?,
                 _ => {
-                    let upload = Upload { entry: id, expires_at: now + limits.upload_ttl_ms, max_bytes: limits.max_file_bytes, used: false };
+                    let upload = Upload {
+                        entry: id,
+                        expires_at: now + limits.upload_ttl_ms,
+                        max_bytes: limits.max_file_bytes,
+                        used: false,
+                    };
                     let hash = upload_hash.ok_or_else(|| Error::internal("upload token missing"))?;
                     store::put(&mut txn.open_table(tables::TOKENHASH_UPLOAD)?, &hash, &upload)?;
                 }
@@ -353,11 +358,8 @@ impl EntryView {
     fn matches(&self, q: &ListQuery, search: Option<&str>) -> bool {
         let e = &self.entry;
         let failed = e.status == "UNPROCESSABLE";
-        let haystack = [
-            self.display_title().cloned(),
-            self.source.url.clone(),
-            self.source.file.as_ref().map(|f| f.name.clone()),
-        ];
+        let haystack =
+            [self.display_title().cloned(), self.source.url.clone(), self.source.file.as_ref().map(|f| f.name.clone())];
         q.status.as_ref().is_none_or(|s| s == &e.status)
             && q.kind.as_ref().is_none_or(|t| t == &e.kind)
             && q.has_error.is_none_or(|h| h == failed)

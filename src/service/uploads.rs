@@ -29,10 +29,12 @@ pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_typ
     store
         .write_kb(move |txn| {
             let mut uploads = txn.open_table(tables::TOKENHASH_UPLOAD)?;
-            let mut up: Upload =
-                store::get(&uploads, &hash)?.ok_or_else(|| Error::not_found("upload URL"))?;
+            let mut up: Upload = store::get(&uploads, &hash)?.ok_or_else(|| Error::not_found("upload URL"))?;
             if up.used {
-                return Err(Error::new(Code::UploadAlreadyUsed, "this upload URL was already used; create a new entry"));
+                return Err(Error::new(
+                    Code::UploadAlreadyUsed,
+                    "this upload URL was already used; create a new entry",
+                ));
             }
             if now > up.expires_at {
                 return Err(Error::new(Code::UploadExpired, "this upload URL has expired; create a new entry"));

@@ -1,0 +1,325 @@
+//! Knowledge-base ingestion end to end: files through signed upload URLs, web pages fetched
+//! from a loopback server, languages, failures, quotas, crash safety and `replicad check`.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::common::{assert_error, DataDir, Org, Server, PATIENCE};
+use crate::fixtures::{self, Page};
+
+/// Creates a `filename` entry and PUTs `bytes` to its signed URL; returns the entry id.
+async fn upload(org: &Org, replica: &str, filename: &str, bytes: Vec<u8>) -> u64 {
+    let (s, v) = org.post(&format!("/v1/replicas/{replica}/knowledge-base"), json!({ "filename": filename })).await;
+    assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
+    let result = &v["results"][0];
+    assert_eq!(result["type"], json!("file"), "{v}");
+    let url = result["signedURL"].as_str().expect("signedURL");
+    let r = org.client.put(url).body(bytes).send().await.expect("PUT");
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap_or_default());
+    result["knowledgeBaseID"].as_u64().expect("id")
+}
+
+/// Polls the entry until it is `READY` or `UNPROCESSABLE`; returns it.
+async fn settled(org: &Org, replica: &str, kb: u64) -> Value {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let (s, v) = org.get(&format!("/v1/replicas/{replica}/knowledge-base/{kb}")).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        if v["status"] == "READY" || v["status"] == "UNPROCESSABLE" {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "entry {kb} did not settle: {v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Asks and returns the stored assistant item (answer and sources).
+async fn ask_sources(org: &Org, replica: &str, question: &str) -> (String, Vec<Value>) {
+    let answer = org.ask(replica, question).await;
+    let items = org.history(replica, "").await;
+    let last = items.last().expect("answer stored").clone();
+    (answer, last["sources"].as_array().cloned().unwrap_or_default())
+}
+
+fn names(sources: &[Value]) -> Vec<String> {
+    sources.iter().map(|s| s["name"].as_str().unwrap_or("").to_string()).collect()
+}
+
+#[tokio::test]
+async fn the_file_types_list_every_extractable_format() {
+    let server = Server::start();
+    let org = server.new_org("Kb").await;
+    let (s, v) = org.get("/v1/knowledge-base/file-types").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let mut extensions = Vec::new();
+    for g in v["mediaGroups"].as_array().expect("mediaGroups") {
+        for t in g["fileTypes"].as_array().expect("fileTypes") {
+            assert_eq!(t["supportLevel"], json!("production"), "{t}");
+            extensions.extend(t["extensions"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().to_string()));
+        }
+    }
+    for ext in ["pdf", "docx", "epub", "txt", "md", "csv", "json", "html"] {
+        assert!(extensions.contains(&ext.to_string()), "{ext} missing from {extensions:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_pdf_upload_is_extracted_indexed_and_cited() {
+    let server = Server::start();
+    let org = server.new_org("Kb").await;
+    let replica = org.create_replica("kb").await;
+    let pdf = fixtures::pdf(&[
+        "Maintenance manual of the Vorbix turbine.",
+        "The Vorbix turbine must be greased every 37 days with blue lithium paste.",
+        "Never open the housing while the rotor spins.",
+    ]);
+    let kb = upload(&org, &replica, "vorbix-manual.pdf", pdf).await;
+    let entry = settled(&org, &replica, kb).await;
+    assert_eq!(entry["status"], json!("READY"), "{entry}");
+    assert_eq!(entry["type"], json!("file"));
+    assert_eq!(entry["file"]["name"], json!("vorbix-manual.pdf"));
+    assert_eq!(entry["file"]["mimeType"], json!("application/pdf"));
+    assert!(entry["rawText"].as_str().unwrap().contains("every 37 days"), "{entry}");
+    let (answer, sources) = ask_sources(&org, &replica, "How often must the Vorbix turbine be greased?").await;
+    assert!(answer.contains("37 days"), "{answer}");
+    assert!(names(&sources).iter().any(|n| n.contains("vorbix-manual.pdf")), "{sources:?}");
+}
+
+#[tokio::test]
+async fn a_docx_upload_keeps_its_heading_in_the_source_name() {
+    let server = Server::start();
+    let org = server.new_org("Kb").await;
+    let replica = org.create_replica("kb").await;
+    let docx = fixtures::docx(
+        "Refund policy",
+        &["Customers of Plimsoll Bakery may return unopened cakes within 14 days for a full refund."],
+    );
+    let kb = upload(&org, &replica, "policies.docx", docx).await;
+    assert_eq!(settled(&org, &replica, kb).await["status"], json!("READY"));
+    let (answer, sources) = ask_sources(&org, &replica, "Can I return a cake to Plimsoll Bakery?").await;
+    assert!(answer.contains("14 days"), "{answer}");
+    assert!(names(&sources).iter().any(|n| n.contains("Refund policy")), "{sources:?}");
+}
+
+#[tokio::test]
+async fn an_epub_upload_is_read_chapter_by_chapter() {
+    let server = Server::start();
+    let org = server.new_org("Kb").await;
+    let replica = org.create_replica("kb").await;
+    let body = "<h1>The Lighthouse</h1><p>The keeper of the Quillon lighthouse lit the lamp with whale oil \
+                every evening at dusk, and wrote the weather into a green logbook.</p>";
+    let kb = upload(&org, &replica, "quillon.epub", fixtures::epub("Quillon Stories", "The Lighthouse", body)).await;
+    let entry = settled(&org, &replica, kb).await;
+    assert_eq!(entry["status"], json!("READY"), "{entry}");
+    let (answer, _) = ask_sources(&org, &replica, "What did the Quillon lighthouse keeper burn in the lamp?").await;
+    assert!(answer.contains("whale oil"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_web_page_is_fetched_through_a_redirect_and_its_main_text_cited() {
+    let html = "<html><head><title>Gardening notes</title></head><body><nav>Home | About | Shop</nav>\
+        <article><h1>Growing the moonberry</h1><p>The moonberry shrub needs acid soil with a pH of 4.5 \
+        and flowers only after a cold winter. Water it with rain water, never with tap water.</p>\
+        <h2>Harvest</h2><p>Pick moonberries in late October when they turn silver.</p></article>\
+        <footer>Copyright</footer></body></html>";
+    let mut pages = HashMap::new();
+    pages.insert("/garden", Page::html(html));
+    pages.insert("/old-garden", Page::redirect("/garden"));
+    let base = fixtures::web_server(pages).await;
+    let server = Server::start_with(&["--allow-private-urls"]);
+    let org = server.new_org("Kb").await;
+    let replica = org.create_replica("kb").await;
+    let path = format!("/v1/replicas/{replica}/knowledge-base");
+    let (s, v) = org.post(&path, json!({ "url": format!("{base}/old-garden") })).await;
+    assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
+    assert_eq!(v["results"][0]["type"], json!("website"));
+    let kb = v["results"][0]["knowledgeBaseID"].as_u64().unwrap();
+    let entry = settled(&org, &replica, kb).await;
+    assert_eq!(entry["status"], json!("READY"), "{entry}");
+    assert_eq!(entry["website"]["finalURL"], json!(format!("{base}/garden")));
+    assert_eq!(entry["generatedTitle"], json!("Gardening notes"));
+    assert!(!entry["rawText"].as_str().unwrap().contains("Shop"), "navigation kept: {entry}");
+    let (answer, sources) = ask_sources(&org, &replica, "What soil does the moonberry need?").await;
+    assert!(answer.contains("4.5"), "{answer}");
+    assert!(names(&sources).iter().any(|n| n.contains("Gardening notes")), "{sources:?}");
+
+    let dup = org.call(Method::POST, &path, Some(&json!({ "url": format!("{base}/old-garden#top") })), &[]).await;
+    assert_error(&dup, StatusCode::CONFLICT, Some("URL_ALREADY_EXISTS"));
+}
+
+#[tokio::test]
+async fn private_addresses_are_not_fetched_unless_the_operator_allows_it() {
+    let mut pages = HashMap::new();
+    pages.insert("/secret", Page::html("<html><body><p>internal admin data</p></body></html>"));
+    let base = fixtures::web_server(pages).await;
+    let server = Server::start();
+    let org = server.new_org("Kb").await;
+    let replica = org.create_replica("kb").await;
+    let (s, v) =
+        org.post(&format!("/v1/replicas/{replica}/knowledge-base"), json!({ "url": format!("{base}/secret") })).await;
+    assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
+    let entry = settled(&org, &replica, v["results"][0]["knowledgeBaseID"].as_u64().unwrap()).await;
+    assert_eq!(entry["status"], json!("UNPROCESSABLE"), "{entry}");
+    assert!(entry["error"]["message"].as_str().unwrap().contains("private or local"), "{entry}");
+    assert!(entry["rawText"].as_str().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_youtube_url_is_accepted_and_ends_unprocessable_with_a_reason() {
+    let server = Server::start();
+    let org = server.new_org("Kb").await;
+    let replica = org.create_replica("kb").await;
+    let body = json!({ "url": "https://www.youtube.com/watch?v=dQw4w9WgXcQ" });
+    let (s, v) = org.post(&format!("/v1/replicas/{replica}/knowledge-base"), body).await;
+    assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
+    assert_eq!(v["results"][0]["type"], json!("youtube"));
+    let entry = settled(&org, &replica, v["results"][0]["knowledgeBaseID"].as_u64().unwrap()).await;
+    assert_eq!(entry["status"], json!("UNPROCESSABLE"));
+    assert!(entry["error"]["message"].as_str().unwrap().contains("transcript"), "{entry}");
+    let (s, v) = org.get(&format!("/v1/replicas/{replica}/knowledge-base?hasError=true")).await;
+    assert_eq!((s, v["total"].clone()), (StatusCode::OK, json!(1)), "{v}");
+    let (_, v) = org.get(&format!("/v1/replicas/{replica}/knowledge-base?hasError=false")).await;
+    assert_eq!(v["total"], json!(0), "{v}");
+}
+
+#[tokio::test]
+async fn corrupt_and_empty_files_end_unprocessable_and_the_server_keeps_serving() {
+    let server = Server::start();
+    let org = server.new_org("Kb").await;
+    let replica = org.create_replica("kb").await;
+    let corrupt = upload(&org, &replica, "broken.pdf", b"%PDF-1.7\nthis is not really a pdf".to_vec()).await;
+    let fake_docx = upload(&org, &replica, "broken.docx", b"PK\x03\x04 not a zip".to_vec()).await;
+    let blank = upload(&org, &replica, "blank.txt", b"  \n\n  ".to_vec()).await;
+    for kb in [corrupt, fake_docx, blank] {
+        let entry = settled(&org, &replica, kb).await;
+        assert_eq!(entry["status"], json!("UNPROCESSABLE"), "{entry}");
+        assert!(!entry["error"]["message"].as_str().unwrap().is_empty(), "{entry}");
+    }
+    org.add_ready_text(&replica, "Still", "The server still works after bad files.").await;
+}
+
+#[tokio::test]
+async fn a_signed_url_is_single_use_unknown_tokens_are_404_and_the_size_is_capped() {
+    let server = Server::start_with(&["--max-upload-bytes", "2048"]);
+    let org = server.new_org("Kb").await;
+    let replica = org.create_replica("kb").await;
+    let path = format!("/v1/replicas/{replica}/knowledge-base");
+    let (_, v) = org.post(&path, json!({ "filename": "../../etc/notes.txt" })).await;
+    let url = v["results"][0]["signedURL"].as_str().unwrap().to_string();
+    let kb = v["results"][0]["knowledgeBaseID"].as_u64().unwrap();
+    let (_, entry) = org.get(&format!("{path}/{kb}")).await;
+    assert_eq!(entry["file"]["name"], json!("notes.txt"), "the path is dropped: {entry}");
+    assert_eq!(entry["status"], json!("NEW"));
+
+    let too_big = org.client.put(&url).body(vec![b'a'; 4096]).send().await.unwrap();
+    assert_eq!(too_big.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let ok = org.client.put(&url).body("Notes about the Hexley clock: it chimes 13 times.").send().await.unwrap();
+    assert_eq!(ok.status(), StatusCode::OK);
+    let again = org.client.put(&url).body("other").send().await.unwrap();
+    assert_eq!(again.status(), StatusCode::CONFLICT);
+    assert_eq!(again.json::<Value>().await.unwrap()["error_code"], json!("UPLOAD_ALREADY_USED"));
+    let unknown = org.client.put(server.url("/v1/knowledge-base/uploads/nope")).body("x").send().await.unwrap();
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+    assert_eq!(settled(&org, &replica, kb).await["status"], json!("READY"));
+}
+
+#[tokio::test]
+async fn chinese_text_is_detected_and_found_by_a_chinese_question() {
+    let server = Server::start();
+    let org = server.new_org("Kb").await;
+    let replica = org.create_replica("kb").await;
+    let text = "熊猫是中国的国宝。大熊猫主要吃竹子，每天要吃十几个小时。它们生活在四川的山区森林里。";
+    let (s, v) =
+        org.post(&format!("/v1/replicas/{replica}/knowledge-base"), json!({ "text": text, "title": "熊猫" })).await;
+    assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
+    let kb = v["results"][0]["knowledgeBaseID"].as_u64().unwrap();
+    let entry = settled(&org, &replica, kb).await;
+    assert_eq!(entry["detectedLanguage"], json!("zh"), "{entry}");
+    org.add_ready_text(&replica, "Other", "Penguins live in Antarctica and eat fish.").await;
+    let (answer, sources) = ask_sources(&org, &replica, "大熊猫吃什么？").await;
+    assert!(answer.contains("竹子"), "{answer} {sources:?}");
+    assert!(names(&sources)[0].contains("熊猫"), "{sources:?}");
+}
+
+#[tokio::test]
+async fn a_french_text_is_stemmed_as_french() {
+    let server = Server::start();
+    let org = server.new_org("Kb").await;
+    let replica = org.create_replica("kb").await;
+    let text = "Les chevaux de la ferme Morvelle mangeaient de l'avoine fraîche chaque matin avant le travail.";
+    let (_, v) = org.post(&format!("/v1/replicas/{replica}/knowledge-base"), json!({ "text": text })).await;
+    let kb = v["results"][0]["knowledgeBaseID"].as_u64().unwrap();
+    assert_eq!(settled(&org, &replica, kb).await["detectedLanguage"], json!("fr"));
+    let (answer, sources) =
+        ask_sources(&org, &replica, "Que donne-t-on à manger au cheval de la ferme Morvelle le matin ?").await;
+    assert!(answer.contains("avoine"), "{answer} {sources:?}");
+}
+
+#[tokio::test]
+async fn the_entry_quota_is_429_and_a_custom_usage_limit_is_400() {
+    let server = Server::start_with(&["--max-kb-entries-per-org", "2"]);
+    let org = server.new_org("Kb").await;
+    let replica = org.create_replica("kb").await;
+    let path = format!("/v1/replicas/{replica}/knowledge-base");
+    org.add_text(&replica, "One", "first entry").await;
+    let custom = json!({ "text": "second", "usageLimits": { "knowledgeBaseEntries": 1 } });
+    let r = org.call(Method::POST, &path, Some(&custom), &[]).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, Some("KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED"));
+    let second = org.add_text(&replica, "Two", "second entry").await;
+    let r = org.call(Method::POST, &path, Some(&json!({ "text": "third" })), &[]).await;
+    assert_error(&r, StatusCode::TOO_MANY_REQUESTS, Some("KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED"));
+    assert_eq!(org.delete(&format!("{path}/{second}")).await.0, StatusCode::OK);
+    org.add_text(&replica, "Three", "room again after a delete").await;
+}
+
+#[tokio::test]
+async fn the_list_filters_by_type_and_sorts_by_title() {
+    let server = Server::start();
+    let org = server.new_org("Kb").await;
+    let replica = org.create_replica("kb").await;
+    org.add_text(&replica, "Banana", "yellow").await;
+    org.add_text(&replica, "apple", "red").await;
+    upload(&org, &replica, "cherry.txt", b"dark red".to_vec()).await;
+    let base = format!("/v1/replicas/{replica}/knowledge-base");
+    let (_, v) = org.get(&format!("{base}?sort=title")).await;
+    let titles: Vec<&str> = v["items"].as_array().unwrap().iter().map(|i| i["title"].as_str().unwrap_or("-")).collect();
+    assert_eq!(titles, vec!["apple", "Banana", "-"], "{v}");
+    let (_, v) = org.get(&format!("{base}?sort=-createdAt&type=text")).await;
+    assert_eq!(v["total"], json!(2));
+    assert_eq!(v["items"][0]["title"], json!("apple"));
+    let (_, v) = org.get(&format!("{base}?search=CHERRY")).await;
+    assert_eq!(v["items"][0]["file"]["name"], json!("cherry.txt"), "{v}");
+    let r = org.call(Method::GET, &format!("{base}?sort=size"), None, &[]).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, Some("INVALID_QUERY"));
+}
+
+#[tokio::test]
+async fn ingestion_resumes_after_kill_9_and_the_index_agrees_with_the_store() {
+    let server = Server::start();
+    let org = server.new_org("Kb").await;
+    let replica = org.create_replica("kb").await;
+    let mut ids = Vec::new();
+    for i in 0..12 {
+        let lines = [format!("Report {i} of the Tarn observatory."), format!("Comet {i} was seen on night {}.", i * 7)];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        ids.push(upload(&org, &replica, &format!("report-{i}.pdf"), fixtures::pdf(&lines)).await);
+    }
+    // Every upload was acknowledged; kill the server while it is extracting and indexing.
+    let dir: DataDir = server.kill9();
+    let server = Server::start_in(dir, &[]);
+    let org = org.at(&server);
+    for kb in &ids {
+        assert_eq!(settled(&org, &replica, *kb).await["status"], json!("READY"));
+    }
+    let (answer, _) = ask_sources(&org, &replica, "When was comet 11 seen?").await;
+    assert!(answer.contains("77"), "{answer}");
+    let out = server.dir().cli(&["check"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["ok"], json!(true), "{report}");
+    assert_eq!(report["mismatched"], json!([]));
+    assert_eq!(report["documents_in_index"], report["chunks_in_store"], "{report}");
+}
