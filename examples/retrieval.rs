@@ -1,0 +1,222 @@
+//! Retrieval quality and speed of the knowledge base, in-process (store + tantivy index in a
+//! temporary directory, no HTTP).
+//!
+//! ```sh
+//! cargo run --release --example retrieval -- eval            # recall@5, nDCG@10 on tests/retrieval
+//! cargo run --release --example retrieval -- eval --misses   # … and the questions missed at 5
+//! cargo run --release --example retrieval -- bench 10000     # ingest MB/s; search p50/p99 at ≥10k chunks
+//! ```
+//!
+//! `eval` indexes `data/sample/python-tutorial` as the demo does and asks every question of
+//! `tests/retrieval/questions.json`; a retrieved chunk is relevant when its whitespace-normalised
+//! text contains a labelled passage (whitespace-normalised). recall@5: share of a question's
+//! passages found in the top 5, averaged; nDCG@10: binary gains, each passage counted once.
+//!
+//! `bench N` ingests copies of the sample documents (each copy a new entry, words varied so
+//! the vocabulary grows) until the index holds at least N chunks, reporting text MB/s from the
+//! first create to the last entry `READY`; then times 2,000 searches (the labelled questions,
+//! round robin) and reports p50/p99.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use redb::ReadableTableMetadata as _;
+use replicad::search::{indexer, Search};
+use replicad::service::knowledge::{self, Content, Limits, NewEntry};
+use replicad::store::{self, records::Chunk, tables, Store};
+use serde_json::Value;
+use uuid::Uuid;
+
+const CORPUS: &str = "data/sample/python-tutorial";
+const QUESTIONS: &str = "tests/retrieval/questions.json";
+const LIMITS: Limits = Limits { max_entries_per_org: u64::MAX, max_file_bytes: 0, upload_ttl_ms: 0 };
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn normalize(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// An in-process store and index in a temporary directory, with one replica's entries.
+struct Kb {
+    _dir: tempfile::TempDir,
+    store: Store,
+    search: Arc<Search>,
+    replica: Uuid,
+    org: Uuid,
+}
+
+impl Kb {
+    fn open() -> Kb {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path()).expect("store");
+        let (search, _) = Search::open(dir.path()).expect("index");
+        Kb { _dir: dir, store, search: Arc::new(search), replica: Uuid::now_v7(), org: Uuid::now_v7() }
+    }
+
+    async fn add(&self, text: String) -> u64 {
+        let new = NewEntry {
+            content: Content::Text(text),
+            title: None,
+            language: Some("en".into()),
+            auto_refresh: false,
+            custom_limit: None,
+        };
+        knowledge::create(&self.store, self.org, self.replica, new, LIMITS).await.expect("create").id
+    }
+
+    /// Applies the outbox until it is empty (what the indexer task does in the server).
+    async fn index_all(&self) {
+        while indexer::apply_pending(&self.store, &self.search).await.expect("index") > 0 {}
+    }
+
+    async fn chunk_text(&self, entry: u64, chunk: u32) -> String {
+        self.store
+            .read(move |txn| {
+                let c: Option<Chunk> = store::get(&txn.open_table(tables::KB_CHUNKS)?, (entry, chunk))?;
+                Ok(c.map(|c| c.text).unwrap_or_default())
+            })
+            .await
+            .expect("chunk")
+    }
+}
+
+fn corpus_files() -> Vec<(String, String)> {
+    let mut files: Vec<(String, String)> = std::fs::read_dir(root().join(CORPUS))
+        .expect("corpus")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .map(|p| (name(&p), std::fs::read_to_string(&p).expect("read")))
+        .collect();
+    files.sort();
+    files
+}
+
+fn name(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default()
+}
+
+async fn eval(show_misses: bool) {
+    let kb = Kb::open();
+    let mut doc_of = std::collections::HashMap::new();
+    for (file, text) in corpus_files() {
+        doc_of.insert(kb.add(text).await, file);
+    }
+    kb.index_all().await;
+    let labelled: Value = serde_json::from_str(&std::fs::read_to_string(root().join(QUESTIONS)).expect("questions"))
+        .expect("questions JSON");
+    let questions = labelled["questions"].as_array().expect("questions");
+    let (mut recall5, mut ndcg10, mut hit1) = (0.0, 0.0, 0.0);
+    for q in questions {
+        let text = q["question"].as_str().unwrap_or_default();
+        let passages: Vec<(String, String)> = q["relevant"]
+            .as_array()
+            .expect("relevant")
+            .iter()
+            .map(|r| (r["doc"].as_str().unwrap_or("").to_string(), normalize(r["passage"].as_str().unwrap_or(""))))
+            .collect();
+        let hits = kb.search.search(kb.replica, text, 10).expect("search");
+        let mut found = vec![None; passages.len()];
+        for (rank, h) in hits.iter().enumerate() {
+            let chunk = normalize(&kb.chunk_text(h.entry, h.chunk).await);
+            for (i, (doc, passage)) in passages.iter().enumerate() {
+                if found[i].is_none() && doc_of.get(&h.entry) == Some(doc) && chunk.contains(passage.as_str()) {
+                    found[i] = Some(rank);
+                }
+            }
+        }
+        let at5 = found.iter().filter(|r| r.is_some_and(|r| r < 5)).count() as f64 / passages.len() as f64;
+        let dcg: f64 = found.iter().flatten().map(|r| 1.0 / ((*r as f64) + 2.0).log2()).sum();
+        let ideal: f64 = (0..passages.len().min(10)).map(|i| 1.0 / ((i as f64) + 2.0).log2()).sum();
+        recall5 += at5;
+        ndcg10 += dcg / ideal;
+        hit1 += if found.contains(&Some(0)) { 1.0 } else { 0.0 };
+        if show_misses && at5 < 1.0 {
+            println!("miss {} ({at5:.2}): {text}", q["id"].as_str().unwrap_or(""));
+        }
+    }
+    let n = questions.len() as f64;
+    println!(
+        "questions {}  recall@5 {:.3}  nDCG@10 {:.3}  precision@1 {:.3}",
+        questions.len(),
+        recall5 / n,
+        ndcg10 / n,
+        hit1 / n
+    );
+}
+
+/// Replaces every 7th word with a numbered variant so copies grow the vocabulary like real
+/// documents would, instead of repeating one document's terms.
+fn vary(text: &str, copy: usize) -> String {
+    text.split(' ')
+        .enumerate()
+        .map(|(i, w)| if i % 7 == 3 && w.chars().all(char::is_alphabetic) { format!("{w}{copy}") } else { w.into() })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+async fn bench(min_chunks: u64) {
+    let kb = Kb::open();
+    let files = corpus_files();
+    let (mut bytes, mut copy) = (0usize, 0usize);
+    let started = Instant::now();
+    let _indexer = indexer::spawn(kb.store.clone(), kb.search.clone(), false);
+    'fill: loop {
+        for (_, text) in &files {
+            let t = vary(text, copy);
+            bytes += t.len();
+            kb.add(t).await;
+            copy += 1;
+            if copy % 50 == 0 && chunks(&kb).await >= min_chunks {
+                break 'fill;
+            }
+        }
+    }
+    let n = chunks(&kb).await;
+    while kb.search.num_docs() < n {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "ingest: {copy} entries, {:.1} MB of text, {n} chunks to READY in {secs:.1} s = {:.2} MB/s",
+        bytes as f64 / 1e6,
+        bytes as f64 / 1e6 / secs
+    );
+    let labelled: Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join(QUESTIONS)).expect("questions")).expect("JSON");
+    let questions: Vec<String> = labelled["questions"]
+        .as_array()
+        .expect("questions")
+        .iter()
+        .map(|q| q["question"].as_str().unwrap_or("").into())
+        .collect();
+    let mut times = Vec::new();
+    for i in 0..2000 {
+        let t = Instant::now();
+        let hits = kb.search.search(kb.replica, &questions[i % questions.len()], 5).expect("search");
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+        std::hint::black_box(hits);
+    }
+    times.sort_by(f64::total_cmp);
+    let pct = |p: f64| times[((times.len() as f64 * p) as usize).min(times.len() - 1)];
+    println!("search at {n} chunks: p50 {:.3} ms  p99 {:.3} ms  (2000 queries, top 5)", pct(0.50), pct(0.99));
+}
+
+/// Chunks in the store.
+async fn chunks(kb: &Kb) -> u64 {
+    kb.store.read(|txn| Ok(txn.open_table(tables::KB_CHUNKS)?.len()?)).await.expect("count")
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("eval") => eval(args.iter().any(|a| a == "--misses")).await,
+        Some("bench") => bench(args.get(1).and_then(|n| n.parse().ok()).unwrap_or(10_000)).await,
+        _ => eprintln!("usage: retrieval eval [--misses] | retrieval bench [MIN_CHUNKS]"),
+    }
+}
