@@ -70,7 +70,7 @@ impl Search {
         let g = self.current();
         let mut w = g.writer.lock().unwrap_or_else(|p| p.into_inner());
         g.commit(&mut w, seq)?;
-        g.reader.reload()?;
+        g.reload()?;
         Ok(())
     }
 
@@ -87,7 +87,7 @@ impl Search {
                 }
             }
             g.commit(&mut w, seq)?;
-            g.reader.reload()?;
+            g.reload()?;
         }
         write_current(&self.dir, &name)?;
         let old = std::mem::replace(&mut *self.current.write().unwrap_or_else(|p| p.into_inner()), Arc::new(g));

@@ -59,6 +59,9 @@ struct Generation {
     reader: IndexReader,
     writer: Mutex<IndexWriter>,
     fields: Fields,
+    /// Per analyzer (order of [`analyzers::ANALYZERS`]): whether any document uses its fields.
+    /// Queries skip the others (most knowledge bases use one or two languages).
+    in_use: RwLock<Vec<bool>>,
 }
 
 /// A retrieved chunk: its entry and position, and its BM25 score.
@@ -111,10 +114,29 @@ fn open_generation(dir: &Path, name: &str, create: bool) -> Result<Generation> {
     }
     let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
     let writer = index.writer_with_num_threads(1, WRITER_MEMORY)?;
-    Ok(Generation { name: name.to_string(), index, reader, writer: Mutex::new(writer), fields })
+    let in_use = RwLock::new(vec![true; analyzers::ANALYZERS.len()]);
+    let g = Generation { name: name.to_string(), index, reader, writer: Mutex::new(writer), fields, in_use };
+    g.reload()?;
+    Ok(g)
 }
 
 impl Generation {
+    /// Makes the last commit visible to searches and notes which analyzers' fields hold terms.
+    fn reload(&self) -> Result<()> {
+        self.reader.reload()?;
+        let searcher = self.reader.searcher();
+        let mut in_use = Vec::with_capacity(self.fields.text.len());
+        for (_, body) in &self.fields.text {
+            let mut used = false;
+            for segment in searcher.segment_readers() {
+                used |= segment.inverted_index(*body)?.terms().num_terms() > 0;
+            }
+            in_use.push(used);
+        }
+        *self.in_use.write().unwrap_or_else(|p| p.into_inner()) = in_use;
+        Ok(())
+    }
+
     fn payload(&self) -> Option<PayloadIn> {
         let metas = self.index.load_metas().ok()?;
         serde_json::from_str(metas.payload.as_deref()?).ok()
@@ -189,7 +211,8 @@ impl Search {
         let g = self.current();
         let f = &g.fields;
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for (a, (title, body)) in analyzers::ANALYZERS.iter().zip(&f.text) {
+        let in_use = g.in_use.read().unwrap_or_else(|p| p.into_inner()).clone();
+        for ((a, (title, body)), _) in analyzers::ANALYZERS.iter().zip(&f.text).zip(in_use).filter(|(_, used)| *used) {
             let Some(mut analyzer) = g.index.tokenizers().get(a.name) else { continue };
             for t in analyzers::terms(&mut analyzer, query) {
                 for field in [*body, *title] {
