@@ -15,6 +15,7 @@ pub mod generate;
 pub mod http;
 pub mod ingest;
 pub mod models;
+pub mod openapi;
 pub mod search;
 pub mod server;
 pub mod service;

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod request;
 pub mod response;
 pub mod router;
+pub mod version;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -13,7 +14,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::{Request, Response};
+use hyper::{Method, Request, Response};
 
 use crate::app::App;
 use crate::error::{Error, Result};
@@ -51,23 +52,28 @@ async fn dispatch(app: Arc<App>, req: Request<Incoming>, request_id: &str) -> Re
     let route = &app.routes[matched.route];
     let (parts, body) = req.into_parts();
     let prepared = async {
-        request::check_api_version(&parts.headers)?;
-        let body = request::read_body(&parts.headers, body, app.config.max_body_bytes).await?;
+        let version = version::negotiate(&parts.headers)?;
+        // Operations without a request body ignore whatever body is sent (no 413/415 there).
+        let body = match parts.method {
+            Method::GET | Method::HEAD | Method::DELETE => Bytes::new(),
+            _ => request::read_body(&parts.headers, body, app.config.max_body_bytes).await?,
+        };
         let caller = auth::authenticate(&app.store, &parts.headers, route.access).await?;
-        Ok::<_, Error>(Req {
+        let req = Req {
             params: matched.params,
             query: request::parse_query(parts.uri.query()),
             headers: parts.headers,
-            body,
+            body: version.adapt_request(body),
             caller,
             request_id: request_id.to_string(),
-        })
+        };
+        Ok::<_, Error>((version, req))
     };
-    let req = prepared.await.map_err(|e| (e, None))?;
+    let (version, req) = prepared.await.map_err(|e| (e, None))?;
     let handler = route.handler;
     let task = tokio::spawn(handler(app.clone(), req));
     match task.await {
-        Ok(result) => result.map_err(|e| (e, None)),
+        Ok(result) => result.map(|reply| version.adapt_response(route.path, reply)).map_err(|e| (e, None)),
         Err(join) => Err((Error::internal(format!("handler panicked: {join}")), None)),
     }
 }

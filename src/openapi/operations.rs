@@ -1,0 +1,216 @@
+//! What the route table does not say about each operation: its name, summary, query
+//! parameters, body and success schemas, and the statuses beyond those every operation of its
+//! kind answers (see [`super::statuses`]). One row per route of `api::routes()`; a test checks
+//! the two lists name the same `(method, path)` pairs.
+
+use serde_json::{json, Value};
+
+/// One operation's documentation.
+pub struct Op {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub id: &'static str,
+    pub tag: &'static str,
+    pub summary: &'static str,
+    pub description: &'static str,
+    /// Query parameters (OpenAPI parameter objects).
+    pub query: Vec<Value>,
+    /// Schema name of the JSON request body.
+    pub body: Option<&'static str>,
+    /// Success status and schema name of its body.
+    pub ok: (u16, &'static str),
+    /// Statuses beyond the derived ones (409, 429, …).
+    pub extra: &'static [u16],
+}
+
+fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'static str, summary: &'static str) -> Op {
+    Op { method, path, id, tag, summary, description: "", query: Vec::new(), body: None, ok: (200, "Done"), extra: &[] }
+}
+
+impl Op {
+    fn describe(mut self, d: &'static str) -> Op {
+        self.description = d;
+        self
+    }
+    fn body(mut self, schema: &'static str) -> Op {
+        self.body = Some(schema);
+        self
+    }
+    fn ok(mut self, status: u16, schema: &'static str) -> Op {
+        self.ok = (status, schema);
+        self
+    }
+    fn extra(mut self, statuses: &'static [u16]) -> Op {
+        self.extra = statuses;
+        self
+    }
+    fn query(mut self, params: Vec<Value>) -> Op {
+        self.query = params;
+        self
+    }
+}
+
+fn param(name: &str, schema: Value, description: &str) -> Value {
+    json!({ "name": name, "in": "query", "required": false, "schema": schema, "description": description })
+}
+
+fn old_param(name: &str, schema: Value, current: &str) -> Value {
+    let mut p = param(name, schema, &format!("Older name of `{current}` (spec §9); accepted as an alias."));
+    p["deprecated"] = json!(true);
+    p
+}
+
+fn page() -> Value {
+    json!({ "type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1 })
+}
+
+fn page_size() -> Value {
+    json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 24 })
+}
+
+fn history_query() -> Vec<Value> {
+    vec![
+        param("limit", json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }), "Newest items, returned oldest first."),
+        param("beforeID", json!({ "type": "integer", "minimum": 0 }), "Only items with a smaller `id` (paging back in time)."),
+    ]
+}
+
+fn replica_list_query() -> Vec<Value> {
+    let text = json!({ "type": "string" });
+    vec![
+        param("page", page(), "Page number (current name)."),
+        param("page_size", page_size(), "Items per page (current name)."),
+        old_param("page_index", page(), "page"),
+        old_param("pageIndex", page(), "page"),
+        old_param("pageSize", page_size(), "page_size"),
+        param("ownerID", text.clone(), "Only replicas of this owner (user id)."),
+        param("slug", text.clone(), "Only the replica with this slug."),
+        json!({ "name": "tags", "in": "query", "required": false, "style": "form", "explode": true,
+            "schema": { "type": "array", "items": { "type": "string" } },
+            "description": "Only replicas carrying every one of these tags (repeat the parameter or separate by commas)." }),
+        param("integration", json!({ "type": "string", "enum": ["messengerA", "messengerB"] }), "Only replicas with this channel connected."),
+        param("search", text, "Text searched in name and descriptions."),
+        param("sort", json!({ "type": "string", "enum": ["name", "popularity"] }), "Order of the list."),
+    ]
+}
+
+fn kb_list_query() -> Vec<Value> {
+    use crate::service::knowledge::{STATUSES, TYPES};
+    vec![
+        param("page", page(), "Page number."),
+        param("pageSize", page_size(), "Items per page."),
+        param("status", json!({ "type": "string", "enum": STATUSES }), "Only entries in this status."),
+        param("type", json!({ "type": "string", "enum": TYPES }), "Only entries of this type."),
+        param("search", json!({ "type": "string" }), "Text searched in titles."),
+    ]
+}
+
+const HISTORY_LIST: &str = "The caller's history items on the channel of the path, newest `limit` (oldest first). \
+    A private replica the caller may not see answers 404.";
+
+/// Every documented operation, in the order of the document.
+pub fn all() -> Vec<Op> {
+    let h = "/v1/replicas/{replicaUUID}/chat/history";
+    vec![
+        op("GET", "/v1/openapi.json", "getOpenApi", "Meta", "This OpenAPI document")
+            .ok(200, "OpenApiDocument")
+            .describe("Public. The document every other operation is checked against."),
+        op("POST", "/v1/api-keys/invites/{code}/redeem", "redeemInvite", "Organizations", "Redeem an invitation code")
+            .body("RedeemRequest")
+            .ok(200, "Redeemed")
+            .extra(&[409])
+            .describe("Creates an organization, its owner user (the contact) and an API key shown only in this answer. \
+                Codes are minted by the operator (`replicad invites create`), single-use and may expire: unknown code 404 \
+                (body without `error_code`/`fingerprint`, spec §7 rule 2), used code 409 `INVITE_ALREADY_REDEEMED`, \
+                expired code 400 `INVITE_EXPIRED`."),
+        op("GET", "/v1/replicas/models", "listModels", "Models", "The model catalog")
+            .ok(200, "ModelCatalogResponse")
+            .describe("Exactly 19 models keyed by id (spec §2.4). A model with no configured upstream is served by the embedded, \
+                offline generator."),
+        op("GET", "/v1/replicas", "listReplicas", "Replicas", "List replicas")
+            .query(replica_list_query())
+            .ok(200, "ReplicaList")
+            .describe("`{success, items, total}`. Private replicas appear only to their owner and whitelisted users."),
+        op("POST", "/v1/replicas", "createReplica", "Replicas", "Create a replica")
+            .body("ReplicaWrite")
+            .ok(201, "ReplicaCreated")
+            .extra(&[409, 429])
+            .describe("201 `{success, uuid}`. 409 `SLUG_TAKEN` when the slug is used in the organization; 429 \
+                `REPLICA_QUOTA_EXCEEDED` beyond the organization's replica quota. Unknown fields are ignored."),
+        op("GET", "/v1/replicas/{replicaUUID}", "getReplica", "Replicas", "Read a replica")
+            .ok(200, "ReplicaRead")
+            .describe("The replica's fields, current and deprecated names, plus `success`."),
+        op("PUT", "/v1/replicas/{replicaUUID}", "updateReplica", "Replicas", "Update a replica")
+            .body("ReplicaWrite")
+            .extra(&[409])
+            .describe("Replaces the fields (the create body); 200 `{success}`."),
+        op("DELETE", "/v1/replicas/{replicaUUID}", "deleteReplica", "Replicas", "Delete a replica")
+            .describe("Deletes the replica, its knowledge base and its chat history; 200 `{success}`."),
+        op("GET", "/v1/replicas/{replicaUUID}/knowledge-base", "listKnowledgeBase", "Knowledge base", "List entries")
+            .query(kb_list_query())
+            .ok(200, "KnowledgeBaseList"),
+        op("POST", "/v1/replicas/{replicaUUID}/knowledge-base", "createKnowledgeBaseEntry", "Knowledge base", "Create an entry")
+            .body("KnowledgeBaseCreate")
+            .ok(207, "KnowledgeBaseCreated")
+            .describe("Exactly one of `text`, `url`, `filename`. This version accepts `text` only (`url`/`filename`: 400 \
+                `UNSUPPORTED_KNOWLEDGE_SOURCE`). The entry is chunked and indexed in the background: `PROCESSED_TEXT` \
+                until searchable, then `READY`."),
+        op("GET", "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}", "getKnowledgeBaseEntry", "Knowledge base", "Read an entry")
+            .ok(200, "KnowledgeBaseEntryFull"),
+        op("PATCH", "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}", "updateKnowledgeBaseEntry", "Knowledge base", "Update an entry")
+            .body("KnowledgeBasePatch")
+            .describe("A new `rawText` is re-processed (the entry goes back to `PROCESSED_TEXT`, then `READY`)."),
+        op("DELETE", "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}", "deleteKnowledgeBaseEntry", "Knowledge base", "Delete an entry")
+            .describe("Removes the entry and its index documents."),
+        op("GET", "/v1/knowledge-base/file-types", "listFileTypes", "Knowledge base", "Supported file types")
+            .ok(200, "FileTypes")
+            .describe("Exactly what this server can extract (text only in this version)."),
+        op("POST", "/v1/replicas/{replicaUUID}/chat/completions", "createChatCompletion", "Chat", "Ask the replica")
+            .body("CompletionRequest")
+            .ok(200, "Completion")
+            .describe("Retrieves the most relevant knowledge and answers. Stores the question and the answer (with its \
+                `sources`) in the chat history unless `skip_chat_history`. The `X-Replica-Backend` response header names \
+                the generator that answered."),
+        op("GET", h, "listChatHistory", "Chat history", "History on every channel")
+            .query(history_query())
+            .ok(200, "ChatHistory")
+            .describe(HISTORY_LIST),
+        op("POST", h, "saveChatHistory", "Chat history", "Save a history item")
+            .body("HistorySave")
+            .ok(200, "HistorySaved")
+            .describe("Saves a `user` item on `source` (default `web`, or `messengerB` with `messengerB_data`). A repeated \
+                `messengerB_data.message_id` stores nothing new."),
+        op("GET", "/v1/replicas/{replicaUUID}/chat/history/web", "listChatHistoryWeb", "Chat history", "History of the web channel")
+            .query(history_query())
+            .ok(200, "ChatHistory")
+            .describe(HISTORY_LIST),
+        op("GET", "/v1/replicas/{replicaUUID}/chat/history/embed", "listChatHistoryEmbed", "Chat history", "History of the embed channel")
+            .query(history_query())
+            .ok(200, "ChatHistory")
+            .describe(HISTORY_LIST),
+        op("GET", "/v1/replicas/{replicaUUID}/chat/history/messengerA", "listChatHistoryMessengerA", "Chat history", "History of messengerA")
+            .query(history_query())
+            .ok(200, "ChatHistory")
+            .describe(HISTORY_LIST),
+        op("POST", "/v1/replicas/{replicaUUID}/chat/history/messengerA", "saveChatHistoryMessengerA", "Chat history", "Save a messengerA item")
+            .body("HistorySaveMessengerA")
+            .ok(200, "HistorySaved")
+            .describe("A repeated `(chat_id, message_id)` stores nothing new."),
+        op("GET", "/v1/replicas/{replicaUUID}/chat/history/messengerB", "listChatHistoryMessengerB", "Chat history", "History of messengerB")
+            .query(history_query())
+            .ok(200, "ChatHistory")
+            .describe(HISTORY_LIST),
+        op("POST", "/v1/users", "createUser", "Users", "Create a user")
+            .body("UserWrite")
+            .ok(201, "UserResponse")
+            .extra(&[409]),
+        op("GET", "/v1/users/me", "getMe", "Users", "Read the current user").ok(200, "UserResponse"),
+        op("PUT", "/v1/users/me", "updateMe", "Users", "Update the current user")
+            .body("UserWrite")
+            .ok(200, "UserResponse")
+            .extra(&[409]),
+        op("DELETE", "/v1/users/me", "deleteMe", "Users", "Delete the current user")
+            .describe("Its replicas pass to the organization's owner; the owner user itself cannot be deleted (400)."),
+        op("GET", "/v1/users/{userID}", "getUser", "Users", "Read a user").ok(200, "UserResponse"),
+    ]
+}
