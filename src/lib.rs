@@ -28,10 +28,17 @@ use tokio::net::TcpListener;
 
 pub use config::Config;
 
+/// Installs rustls' ring crypto provider as the process default (TLS serving and HTTPS clients
+/// need one); later calls do nothing.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// Opens the store and the index, starts the indexer and the admin socket, makes the demo
 /// data when asked, prints `listening on http://ADDR` on stdout, and serves `listener` until
 /// `shutdown` resolves. Errors are start-up failures, as text for the operator.
 pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<(), String> {
+    install_crypto_provider();
     config.validate()?;
     let models = models::Models::parse(models::SHIPPED).map_err(|e| format!("data/models.json: {e}"))?;
     let store = store::Store::open(&config.data_dir).map_err(|e| e.to_string())?;

@@ -10,6 +10,8 @@
 
 #![allow(dead_code)]
 
+pub mod contract;
+
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
@@ -159,6 +161,7 @@ impl Server {
             .strip_suffix('\n')
             .and_then(|l| l.strip_prefix("listening on http://"))
             .unwrap_or_else(|| panic!("unexpected start-up line {line:?}"));
+        replicad::install_crypto_provider();
         let client = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("http client");
         Server { child: Some(child), _stdout: Some(reader), dir: Some(dir), base_url: format!("http://{addr}"), client }
     }
@@ -282,11 +285,16 @@ impl Resp {
 }
 
 /// Sends a prepared request and reads the whole answer.
+/// Every response is checked against the OpenAPI document ([`contract`]).
 pub async fn send(rb: RequestBuilder) -> Resp {
-    let res = rb.send().await.expect("HTTP request");
+    let (client, req) = rb.build_split();
+    let req = req.expect("a well-formed request");
+    let (method, path) = (req.method().clone(), req.url().path().to_string());
+    let res = client.execute(req).await.expect("HTTP request");
     let status = res.status();
     let headers = res.headers().clone();
     let text = res.text().await.expect("response body");
+    contract::contract().check(&method, &path, status, &headers, &text);
     let body = serde_json::from_str(&text).unwrap_or(Value::Null);
     Resp { status, headers, body, text }
 }
