@@ -15,4 +15,5 @@ mod knowledge_base;
 mod openapi;
 mod replicas;
 mod restart;
+mod tls;
 mod users;

@@ -157,13 +157,14 @@ impl Server {
                 );
             }
         };
-        let addr = line
+        let url = line
             .strip_suffix('\n')
-            .and_then(|l| l.strip_prefix("listening on http://"))
+            .and_then(|l| l.strip_prefix("listening on "))
+            .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
             .unwrap_or_else(|| panic!("unexpected start-up line {line:?}"));
         replicad::install_crypto_provider();
         let client = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("http client");
-        Server { child: Some(child), _stdout: Some(reader), dir: Some(dir), base_url: format!("http://{addr}"), client }
+        Server { child: Some(child), _stdout: Some(reader), dir: Some(dir), base_url: url.to_string(), client }
     }
 
     pub fn dir(&self) -> &DataDir {
