@@ -26,7 +26,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
     let started = Instant::now();
     let request_id = uuid::Uuid::new_v4().simple().to_string();
     let method = req.method().clone();
-    let path = req.uri().path().to_string();
+    let path = loggable_path(&app, &method, req.uri().path());
     let reply = match dispatch(app.clone(), req, &request_id).await {
         Ok(reply) => reply,
         Err((err, allow)) => {
@@ -45,6 +45,17 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
         micros = started.elapsed().as_micros() as u64, "request"
     );
     reply.into_response(&request_id)
+}
+
+/// The path as logged: on public operations whose path parameter is the credential (the invite
+/// code of redeem), the route template instead, so no secret reaches the log.
+fn loggable_path(app: &App, method: &Method, path: &str) -> String {
+    match app.router.find(method, path) {
+        Ok(m) if app.routes[m.route].access == auth::Access::Public && !m.params.is_empty() => {
+            app.routes[m.route].path.to_string()
+        }
+        _ => path.to_string(),
+    }
 }
 
 async fn dispatch(app: Arc<App>, req: Request<Incoming>, request_id: &str) -> Result<Reply, (Error, Option<String>)> {

@@ -92,6 +92,9 @@ fn operation(route: &Route, op: &Op) -> Value {
     let mut parameters: Vec<Value> = path_params(route.path);
     parameters.extend(op.query.iter().cloned());
     parameters.push(version_header());
+    if op.body.is_some() {
+        parameters.push(content_encoding_header());
+    }
     let mut responses = Map::new();
     for status in statuses(route, op) {
         responses.insert(status.to_string(), response(route, op, status));
@@ -106,7 +109,6 @@ fn operation(route: &Route, op: &Op) -> Value {
         "security": security(route.access),
     });
     if let Some(body) = op.body {
-        o["parameters"].as_array_mut().map(|p| p.push(content_encoding_header()));
         o["requestBody"] = json!({
             "required": true,
             "content": { "application/json": { "schema": reference(body) } },

@@ -70,8 +70,16 @@ fn page_size() -> Value {
 
 fn history_query() -> Vec<Value> {
     vec![
-        param("limit", json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }), "Newest items, returned oldest first."),
-        param("beforeID", json!({ "type": "integer", "minimum": 0 }), "Only items with a smaller `id` (paging back in time)."),
+        param(
+            "limit",
+            json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }),
+            "Newest items, returned oldest first.",
+        ),
+        param(
+            "beforeID",
+            json!({ "type": "integer", "minimum": 0 }),
+            "Only items with a smaller `id` (paging back in time).",
+        ),
     ]
 }
 
@@ -88,7 +96,11 @@ fn replica_list_query() -> Vec<Value> {
         json!({ "name": "tags", "in": "query", "required": false, "style": "form", "explode": true,
             "schema": { "type": "array", "items": { "type": "string" } },
             "description": "Only replicas carrying every one of these tags (repeat the parameter or separate by commas)." }),
-        param("integration", json!({ "type": "string", "enum": ["messengerA", "messengerB"] }), "Only replicas with this channel connected."),
+        param(
+            "integration",
+            json!({ "type": "string", "enum": ["messengerA", "messengerB"] }),
+            "Only replicas with this channel connected.",
+        ),
         param("search", text, "Text searched in name and descriptions."),
         param("sort", json!({ "type": "string", "enum": ["name", "popularity"] }), "Order of the list."),
     ]

@@ -187,7 +187,8 @@ fn replica_write() -> Value {
     )
 }
 
-fn replica_read() -> Value {
+/// A replica as read; with `success` for the read-one answer.
+fn replica_read(with_success: bool) -> Value {
     let strings = json!({ "type": "array", "items": string() });
     let integration = object(&["enabled"], json!({ "enabled": { "type": "boolean" } }), false);
     let distilled = object(
@@ -196,7 +197,7 @@ fn replica_read() -> Value {
         false,
     );
     let legacy = |s: Value, current: &str| deprecated(s, &format!("Legacy copy of `{current}`."));
-    let props = json!({
+    let mut props = json!({
         "uuid": uuid(),
         "name": string(),
         "slug": string(),
@@ -232,6 +233,9 @@ fn replica_read() -> Value {
         "owner_uuid": legacy(uuid(), "ownerID"),
         "system_message": legacy(nullable(string()), "llm.systemMessage"),
     });
+    if with_success {
+        props["success"] = success();
+    }
     let required: Vec<String> = props.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
     let required: Vec<&str> = required.iter().map(String::as_str).collect();
     object(&required, props, false)
@@ -239,11 +243,8 @@ fn replica_read() -> Value {
 
 fn replicas(add: &mut impl FnMut(&str, Value)) {
     add("ReplicaWrite", replica_write());
-    add("Replica", replica_read());
-    let mut with_success = replica_read();
-    with_success["properties"]["success"] = success();
-    with_success["required"].as_array_mut().map(|r| r.insert(0, json!("success")));
-    add("ReplicaRead", with_success);
+    add("Replica", replica_read(false));
+    add("ReplicaRead", replica_read(true));
     add("ReplicaCreated", object(&["success", "uuid"], json!({ "success": success(), "uuid": uuid() }), false));
     add(
         "ReplicaList",
@@ -430,7 +431,11 @@ fn chat(add: &mut impl FnMut(&str, Value)) {
     );
     add(
         "HistorySaveMessengerA",
-        object(&["content", "messengerA_data"], json!({ "content": content, "messengerA_data": reference("MessengerAData") }), false),
+        object(
+            &["content", "messengerA_data"],
+            json!({ "content": content, "messengerA_data": reference("MessengerAData") }),
+            false,
+        ),
     );
     add(
         "HistorySaved",
@@ -459,7 +464,17 @@ fn history_items(add: &mut impl FnMut(&str, Value), source: Value) {
     add(
         "ChatHistoryItem",
         object(
-            &["content", "created_at", "id", "is_private", "role", "source", "sources", "user_uuid", "original_message_id"],
+            &[
+                "content",
+                "created_at",
+                "id",
+                "is_private",
+                "role",
+                "source",
+                "sources",
+                "user_uuid",
+                "original_message_id",
+            ],
             json!({
                 "content": string(), "created_at": date_time(),
                 "id": { "type": "integer", "minimum": 1, "description": "Increasing in time." },
@@ -510,5 +525,8 @@ fn users(add: &mut impl FnMut(&str, Value)) {
         false,
     );
     add("User", user);
-    add("UserResponse", object(&["success", "user"], json!({ "success": success(), "user": reference("User") }), false));
+    add(
+        "UserResponse",
+        object(&["success", "user"], json!({ "success": success(), "user": reference("User") }), false),
+    );
 }

@@ -15,5 +15,6 @@ mod knowledge_base;
 mod openapi;
 mod replicas;
 mod restart;
+mod security;
 mod tls;
 mod users;

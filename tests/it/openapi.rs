@@ -50,12 +50,7 @@ async fn the_docs_page_renders_the_document_with_the_embedded_viewer() {
     assert!(page.text.contains("/v1/openapi.json") && page.text.contains("/docs/swagger-ui-bundle.js"));
     // Raw bytes without decompression: the client asks for gzip itself.
     let raw = reqwest::Client::builder().no_gzip().build().unwrap();
-    let js = raw
-        .get(server.url("/docs/swagger-ui-bundle.js"))
-        .header("accept-encoding", "gzip")
-        .send()
-        .await
-        .unwrap();
+    let js = raw.get(server.url("/docs/swagger-ui-bundle.js")).header("accept-encoding", "gzip").send().await.unwrap();
     assert_eq!(js.status(), StatusCode::OK);
     assert_eq!(js.headers()["content-encoding"], "gzip");
     assert_eq!(js.headers()["content-type"], "text/javascript; charset=utf-8");

@@ -15,7 +15,8 @@ fn self_signed(dir: &std::path::Path) -> String {
 
 fn client(cert_pem: &str, http1_only: bool) -> reqwest::Client {
     replicad::install_crypto_provider();
-    let mut b = reqwest::Client::builder().add_root_certificate(reqwest::Certificate::from_pem(cert_pem.as_bytes()).unwrap());
+    let mut b =
+        reqwest::Client::builder().add_root_certificate(reqwest::Certificate::from_pem(cert_pem.as_bytes()).unwrap());
     if http1_only {
         b = b.http1_only();
     }

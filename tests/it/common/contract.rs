@@ -102,7 +102,8 @@ impl Contract {
         let body: Value = serde_json::from_str(text)
             .unwrap_or_else(|e| panic!("{method} {path} {code}: body is not JSON ({e}): {text:.300}"));
         let validator = self.validator(method.as_str(), &template, code);
-        let errors: Vec<String> = validator.iter_errors(&body).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+        let errors: Vec<String> =
+            validator.iter_errors(&body).map(|e| format!("{} at {}", e, e.instance_path())).collect();
         assert!(
             errors.is_empty(),
             "{method} {path} {code}: the body breaks the document's schema:\n  {}\nbody: {text:.2000}",

@@ -47,6 +47,11 @@ impl DataDir {
         self.root.path().join("server.log")
     }
 
+    /// Everything the servers wrote on stderr (their log).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
     /// The last lines of the servers' stderr, for failure messages.
     pub fn log_tail(&self) -> String {
         let mut text = String::new();
