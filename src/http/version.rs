@@ -3,11 +3,11 @@
 //! version is rewritten into the current shape before its handler runs, and the handler's
 //! current answer is rewritten into the older shape; handlers only know the current version.
 //!
-//! | version | differences from the current one |
-//! |---|---|
-//! | `2025-03-25` | current |
-//! | `2024-09-01` | `messengerA_data.chat_id`, `message_id`, `user_id`, `message_thread_id` may be strings of digits (an empty `user_id` means none) |
-//! | `2024-03-01` | as `2024-09-01`, and `GET /v1/replicas/models` answers `models` as an array of `{id, name, description, deprecated}` |
+//! - `2025-03-25`: current.
+//! - `2024-09-01`: `messengerA_data.chat_id`, `message_id`, `user_id`, `message_thread_id` may be
+//!   strings of digits (an empty `user_id` means none).
+//! - `2024-03-01`: as `2024-09-01`, and `GET /v1/replicas/models` answers `models` as an array of
+//!   `{id, name, description, deprecated}`.
 //!
 //! The older paging names of `GET /v1/replicas` (`page_index`, `pageIndex`, `pageSize`) are
 //! accepted in every version (DECISIONS.md "Common"), so they need no adapter.
@@ -50,7 +50,8 @@ pub const SUPPORTED: &[Version] = &[
     },
     Version {
         date: "2024-03-01",
-        note: "as 2024-09-01, and GET /v1/replicas/models answers `models` as an array of {id, name, description, deprecated}",
+        note: "as 2024-09-01, and GET /v1/replicas/models answers `models` as an array of \
+            {id, name, description, deprecated}",
         adapters: &[Adapter::StringMessengerAIds, Adapter::ModelCatalogArray],
     },
 ];
@@ -142,7 +143,8 @@ mod tests {
     #[test]
     fn string_ids_become_numbers_and_an_empty_user_id_is_dropped() {
         let old = &SUPPORTED[1];
-        let body = json!({"content": "hi", "messengerA_data": {"chat_type": "private", "chat_id": "-42", "message_id": "7", "user_id": ""}});
+        let data = json!({"chat_type": "private", "chat_id": "-42", "message_id": "7", "user_id": ""});
+        let body = json!({"content": "hi", "messengerA_data": data});
         let out: Value = serde_json::from_slice(&old.adapt_request(Bytes::from(body.to_string()))).unwrap();
         assert_eq!(out["messengerA_data"], json!({"chat_type": "private", "chat_id": -42, "message_id": 7}));
         let current = SUPPORTED[0].adapt_request(Bytes::from(body.to_string()));

@@ -164,8 +164,15 @@ fn version_header() -> Value {
         "name": "X-API-Version",
         "in": "header",
         "required": false,
-        "schema": { "type": "string", "enum": version::SUPPORTED.iter().map(|v| v.date).collect::<Vec<_>>(), "default": version::CURRENT },
-        "description": format!("Dated API version (spec §9); any other value → 400 UNSUPPORTED_API_VERSION. {}", list.join("; ")),
+        "schema": {
+            "type": "string",
+            "enum": version::SUPPORTED.iter().map(|v| v.date).collect::<Vec<_>>(),
+            "default": version::CURRENT,
+        },
+        "description": format!(
+            "Dated API version (spec §9); any other value → 400 UNSUPPORTED_API_VERSION. {}",
+            list.join("; ")
+        ),
     })
 }
 
@@ -182,10 +189,21 @@ fn content_encoding_header() -> Value {
 fn security_schemes() -> Value {
     let key = |name: &str, d: &str| json!({ "type": "apiKey", "in": "header", "name": name, "description": d });
     json!({
-        "organizationSecret": key("X-ORGANIZATION-SECRET", "The organization's API key (shown once at redemption, stored hashed)."),
+        "organizationSecret": key(
+            "X-ORGANIZATION-SECRET",
+            "The organization's API key (shown once at redemption, stored hashed).",
+        ),
         "userId": key("X-USER-ID", "Acts as this user of the organization; requires X-USER-ID-TYPE (alone → 400)."),
-        "userIdType": key("X-USER-ID-TYPE", "`id`, `email` (unknown user → 401 USER_NOT_FOUND) or the linked-account types `messengerA`, `messengerB`, `embed` (a user is created on first contact)."),
-        "bearer": { "type": "http", "scheme": "bearer", "description": "`Authorization: Bearer <API key>`: the same key as X-ORGANIZATION-SECRET." },
+        "userIdType": key(
+            "X-USER-ID-TYPE",
+            "`id`, `email` (unknown user → 401 USER_NOT_FOUND) or the linked-account types `messengerA`, \
+            `messengerB`, `embed` (a user is created on first contact).",
+        ),
+        "bearer": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "`Authorization: Bearer <API key>`: the same key as X-ORGANIZATION-SECRET.",
+        },
     })
 }
 
@@ -236,7 +254,12 @@ fn error_schemas() -> Vec<(u16, Value)> {
             if status == 500 {
                 props["inner_exception"] = object(
                     &["name", "message"],
-                    json!({ "name": { "type": "string" }, "message": { "type": "string" }, "cause": { "type": "string" }, "stack": { "type": "string" } }),
+                    json!({
+                        "name": { "type": "string" },
+                        "message": { "type": "string" },
+                        "cause": { "type": "string" },
+                        "stack": { "type": "string" },
+                    }),
                     false,
                 );
             }

@@ -95,7 +95,8 @@ fn replica_list_query() -> Vec<Value> {
         param("slug", text.clone(), "Only the replica with this slug."),
         json!({ "name": "tags", "in": "query", "required": false, "style": "form", "explode": true,
             "schema": { "type": "array", "items": { "type": "string" } },
-            "description": "Only replicas carrying every one of these tags (repeat the parameter or separate by commas)." }),
+            "description": "Only replicas carrying every one of these tags (repeat the parameter or separate by \
+                commas)." }),
         param(
             "integration",
             json!({ "type": "string", "enum": ["messengerA", "messengerB"] }),
@@ -117,12 +118,27 @@ fn kb_list_query() -> Vec<Value> {
     ]
 }
 
-const HISTORY_LIST: &str = "The caller's history items on the channel of the path, newest `limit` (oldest first). \
-    A private replica the caller may not see answers 404.";
+/// A chat-history list operation (spec §4.1): the same shape for every channel.
+fn history_list(path: &'static str, id: &'static str, summary: &'static str) -> Op {
+    op("GET", path, id, "Chat history", summary).query(history_query()).ok(200, "ChatHistory").describe(
+        "The caller's history items on the channel of the path, newest `limit` (oldest first). A private replica the \
+        caller may not see answers 404.",
+    )
+}
+
+/// A chat-history path below `/v1/replicas/{replicaUUID}/chat/history`.
+macro_rules! concat_path {
+    ($suffix:literal) => {
+        concat!("/v1/replicas/{replicaUUID}/chat/history", $suffix)
+    };
+}
 
 /// Every documented operation, in the order of the document.
 pub fn all() -> Vec<Op> {
     let h = "/v1/replicas/{replicaUUID}/chat/history";
+    let msg_a = "/v1/replicas/{replicaUUID}/chat/history/messengerA";
+    let entry = "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}";
+    let kb = "Knowledge base";
     vec![
         op("GET", "/v1/openapi.json", "getOpenApi", "Meta", "This OpenAPI document")
             .ok(200, "OpenApiDocument")
@@ -131,14 +147,18 @@ pub fn all() -> Vec<Op> {
             .body("RedeemRequest")
             .ok(200, "Redeemed")
             .extra(&[409])
-            .describe("Creates an organization, its owner user (the contact) and an API key shown only in this answer. \
-                Codes are minted by the operator (`replicad invites create`), single-use and may expire: unknown code 404 \
+            .describe(
+                "Creates an organization, its owner user (the contact) and an API key shown only in this answer. Codes \
+                are minted by the operator (`replicad invites create`), single-use and may expire: unknown code 404 \
                 (body without `error_code`/`fingerprint`, spec §7 rule 2), used code 409 `INVITE_ALREADY_REDEEMED`, \
-                expired code 400 `INVITE_EXPIRED`."),
+                expired code 400 `INVITE_EXPIRED`.",
+            ),
         op("GET", "/v1/replicas/models", "listModels", "Models", "The model catalog")
             .ok(200, "ModelCatalogResponse")
-            .describe("Exactly 19 models keyed by id (spec §2.4). A model with no configured upstream is served by the embedded, \
-                offline generator."),
+            .describe(
+                "Exactly 19 models keyed by id (spec §2.4). A model with no configured upstream is served by the \
+                embedded, offline generator.",
+            ),
         op("GET", "/v1/replicas", "listReplicas", "Replicas", "List replicas")
             .query(replica_list_query())
             .ok(200, "ReplicaList")
@@ -147,8 +167,10 @@ pub fn all() -> Vec<Op> {
             .body("ReplicaWrite")
             .ok(201, "ReplicaCreated")
             .extra(&[409, 429])
-            .describe("201 `{success, uuid}`. 409 `SLUG_TAKEN` when the slug is used in the organization; 429 \
-                `REPLICA_QUOTA_EXCEEDED` beyond the organization's replica quota. Unknown fields are ignored."),
+            .describe(
+                "201 `{success, uuid}`. 409 `SLUG_TAKEN` when the slug is used in the organization; 429 \
+                `REPLICA_QUOTA_EXCEEDED` beyond the organization's replica quota. Unknown fields are ignored.",
+            ),
         op("GET", "/v1/replicas/{replicaUUID}", "getReplica", "Replicas", "Read a replica")
             .ok(200, "ReplicaRead")
             .describe("The replica's fields, current and deprecated names, plus `success`."),
@@ -158,60 +180,51 @@ pub fn all() -> Vec<Op> {
             .describe("Replaces the fields (the create body); 200 `{success}`."),
         op("DELETE", "/v1/replicas/{replicaUUID}", "deleteReplica", "Replicas", "Delete a replica")
             .describe("Deletes the replica, its knowledge base and its chat history; 200 `{success}`."),
-        op("GET", "/v1/replicas/{replicaUUID}/knowledge-base", "listKnowledgeBase", "Knowledge base", "List entries")
+        op("GET", "/v1/replicas/{replicaUUID}/knowledge-base", "listKnowledgeBase", kb, "List entries")
             .query(kb_list_query())
             .ok(200, "KnowledgeBaseList"),
-        op("POST", "/v1/replicas/{replicaUUID}/knowledge-base", "createKnowledgeBaseEntry", "Knowledge base", "Create an entry")
+        op("POST", "/v1/replicas/{replicaUUID}/knowledge-base", "createKnowledgeBaseEntry", kb, "Create an entry")
             .body("KnowledgeBaseCreate")
             .ok(207, "KnowledgeBaseCreated")
-            .describe("Exactly one of `text`, `url`, `filename`. This version accepts `text` only (`url`/`filename`: 400 \
+            .describe(
+                "Exactly one of `text`, `url`, `filename`. This version accepts `text` only (`url`/`filename`: 400 \
                 `UNSUPPORTED_KNOWLEDGE_SOURCE`). The entry is chunked and indexed in the background: `PROCESSED_TEXT` \
-                until searchable, then `READY`."),
-        op("GET", "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}", "getKnowledgeBaseEntry", "Knowledge base", "Read an entry")
+                until searchable, then `READY`.",
+            ),
+        op("GET", entry, "getKnowledgeBaseEntry", kb, "Read an entry")
             .ok(200, "KnowledgeBaseEntryFull"),
-        op("PATCH", "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}", "updateKnowledgeBaseEntry", "Knowledge base", "Update an entry")
+        op("PATCH", entry, "updateKnowledgeBaseEntry", kb, "Update an entry")
             .body("KnowledgeBasePatch")
             .describe("A new `rawText` is re-processed (the entry goes back to `PROCESSED_TEXT`, then `READY`)."),
-        op("DELETE", "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}", "deleteKnowledgeBaseEntry", "Knowledge base", "Delete an entry")
+        op("DELETE", entry, "deleteKnowledgeBaseEntry", kb, "Delete an entry")
             .describe("Removes the entry and its index documents."),
-        op("GET", "/v1/knowledge-base/file-types", "listFileTypes", "Knowledge base", "Supported file types")
+        op("GET", "/v1/knowledge-base/file-types", "listFileTypes", kb, "Supported file types")
             .ok(200, "FileTypes")
             .describe("Exactly what this server can extract (text only in this version)."),
         op("POST", "/v1/replicas/{replicaUUID}/chat/completions", "createChatCompletion", "Chat", "Ask the replica")
             .body("CompletionRequest")
             .ok(200, "Completion")
-            .describe("Retrieves the most relevant knowledge and answers. Stores the question and the answer (with its \
-                `sources`) in the chat history unless `skip_chat_history`. The `X-Replica-Backend` response header names \
-                the generator that answered."),
-        op("GET", h, "listChatHistory", "Chat history", "History on every channel")
-            .query(history_query())
-            .ok(200, "ChatHistory")
-            .describe(HISTORY_LIST),
+            .describe(
+                "Retrieves the most relevant knowledge and answers. Stores the question and the answer (with its \
+                `sources`) in the chat history unless `skip_chat_history`. The `X-Replica-Backend` response header \
+                names the generator that answered.",
+            ),
+        history_list(h, "listChatHistory", "History on every channel"),
         op("POST", h, "saveChatHistory", "Chat history", "Save a history item")
             .body("HistorySave")
             .ok(200, "HistorySaved")
-            .describe("Saves a `user` item on `source` (default `web`, or `messengerB` with `messengerB_data`). A repeated \
-                `messengerB_data.message_id` stores nothing new."),
-        op("GET", "/v1/replicas/{replicaUUID}/chat/history/web", "listChatHistoryWeb", "Chat history", "History of the web channel")
-            .query(history_query())
-            .ok(200, "ChatHistory")
-            .describe(HISTORY_LIST),
-        op("GET", "/v1/replicas/{replicaUUID}/chat/history/embed", "listChatHistoryEmbed", "Chat history", "History of the embed channel")
-            .query(history_query())
-            .ok(200, "ChatHistory")
-            .describe(HISTORY_LIST),
-        op("GET", "/v1/replicas/{replicaUUID}/chat/history/messengerA", "listChatHistoryMessengerA", "Chat history", "History of messengerA")
-            .query(history_query())
-            .ok(200, "ChatHistory")
-            .describe(HISTORY_LIST),
-        op("POST", "/v1/replicas/{replicaUUID}/chat/history/messengerA", "saveChatHistoryMessengerA", "Chat history", "Save a messengerA item")
+            .describe(
+                "Saves a `user` item on `source` (default `web`, or `messengerB` with `messengerB_data`). A repeated \
+                `messengerB_data.message_id` stores nothing new.",
+            ),
+        history_list(concat_path!("/web"), "listChatHistoryWeb", "History of the web channel"),
+        history_list(concat_path!("/embed"), "listChatHistoryEmbed", "History of the embed channel"),
+        history_list(msg_a, "listChatHistoryMessengerA", "History of messengerA"),
+        op("POST", msg_a, "saveChatHistoryMessengerA", "Chat history", "Save a messengerA item")
             .body("HistorySaveMessengerA")
             .ok(200, "HistorySaved")
             .describe("A repeated `(chat_id, message_id)` stores nothing new."),
-        op("GET", "/v1/replicas/{replicaUUID}/chat/history/messengerB", "listChatHistoryMessengerB", "Chat history", "History of messengerB")
-            .query(history_query())
-            .ok(200, "ChatHistory")
-            .describe(HISTORY_LIST),
+        history_list(concat_path!("/messengerB"), "listChatHistoryMessengerB", "History of messengerB"),
         op("POST", "/v1/users", "createUser", "Users", "Create a user")
             .body("UserWrite")
             .ok(201, "UserResponse")

@@ -87,7 +87,11 @@ fn invites(add: &mut impl FnMut(&str, Value)) {
             json!({
                 "organizationName": text,
                 "name": { "type": "string", "minLength": 1, "maxLength": 100, "description": "Contact name." },
-                "email": { "type": "string", "format": "email", "description": "Contact address; becomes the organization's owner user." },
+                "email": {
+                    "type": "string",
+                    "format": "email",
+                    "description": "Contact address; becomes the organization's owner user.",
+                },
             }),
             false,
         ),
@@ -98,7 +102,10 @@ fn invites(add: &mut impl FnMut(&str, Value)) {
             &["success", "apiKey", "organizationID", "validUntil"],
             json!({
                 "success": success(),
-                "apiKey": { "type": "string", "description": "The organization's API key; shown only here (stored hashed)." },
+                "apiKey": {
+                    "type": "string",
+                    "description": "The organization's API key; shown only here (stored hashed).",
+                },
                 "organizationID": uuid(),
                 "validUntil": nullable(date_time()),
             }),
@@ -160,12 +167,25 @@ fn replica_write() -> Value {
             "name": { "type": "string", "minLength": 1, "maxLength": 50 },
             "shortDescription": text(50),
             "greeting": text(600),
-            "ownerID": { "type": "string", "description": "The owner: a user id or the e-mail address of a user of the organization." },
-            "slug": { "type": "string", "minLength": 1, "maxLength": 50, "description": "Unique per organization (409 SLUG_TAKEN)." },
+            "ownerID": {
+                "type": "string",
+                "description": "The owner: a user id or the e-mail address of a user of the organization.",
+            },
+            "slug": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 50,
+                "description": "Unique per organization (409 SLUG_TAKEN).",
+            },
             "llm": llm(false),
             "purpose": text(1000),
             "type": { "type": "string", "enum": ["individual", "character", "brand"], "default": "character" },
-            "private": { "type": "boolean", "default": false, "description": "A private replica is visible only to its owner and to users whose e-mail is in whitelistEmails; to others it does not exist (404)." },
+            "private": {
+                "type": "boolean",
+                "default": false,
+                "description": "A private replica is visible only to its owner and to users whose e-mail is in \
+                    whitelistEmails; to others it does not exist (404).",
+            },
             "tags": strings,
             "suggestedQuestions": strings,
             "whitelistEmails": { "type": "array", "items": { "type": "string", "format": "email" }, "default": [] },
@@ -176,7 +196,8 @@ fn replica_write() -> Value {
             "isEveryConversationAccessibleBySupport": { "type": "boolean" },
             "isPrivateConversationsEnabled": { "type": "boolean", "default": true },
             "voiceVendorID": string(),
-            "isAccessibleByCustomerSupport": legacy(json!({ "type": "boolean" }), "isEveryConversationAccessibleBySupport"),
+            "isAccessibleByCustomerSupport":
+                legacy(json!({ "type": "boolean" }), "isEveryConversationAccessibleBySupport"),
             "short_description": legacy(text(50), "shortDescription"),
             "introduction": legacy(text(600), "greeting"),
             "owner_uuid": legacy(string(), "ownerID"),
@@ -303,8 +324,15 @@ fn knowledge_base(add: &mut impl FnMut(&str, Value)) {
             &[],
             json!({
                 "text": { "type": "string", "minLength": 1, "maxLength": knowledge::MAX_TEXT_CHARS },
-                "url": { "type": "string", "format": "uri", "description": "Not accepted by this version (400 UNSUPPORTED_KNOWLEDGE_SOURCE)." },
-                "filename": { "type": "string", "description": "Not accepted by this version (400 UNSUPPORTED_KNOWLEDGE_SOURCE)." },
+                "url": {
+                    "type": "string",
+                    "format": "uri",
+                    "description": "Not accepted by this version (400 UNSUPPORTED_KNOWLEDGE_SOURCE).",
+                },
+                "filename": {
+                    "type": "string",
+                    "description": "Not accepted by this version (400 UNSUPPORTED_KNOWLEDGE_SOURCE).",
+                },
                 "title": string(),
                 "language": language,
                 "autoRefresh": { "type": "boolean", "default": false },
@@ -315,7 +343,11 @@ fn knowledge_base(add: &mut impl FnMut(&str, Value)) {
     );
     let enqueued = object(
         &["type", "enqueued", "knowledgeBaseID"],
-        json!({ "type": { "type": "string", "enum": knowledge::TYPES }, "enqueued": { "const": true }, "knowledgeBaseID": { "type": "integer", "minimum": 1 } }),
+        json!({
+            "type": { "type": "string", "enum": knowledge::TYPES },
+            "enqueued": { "const": true },
+            "knowledgeBaseID": { "type": "integer", "minimum": 1 },
+        }),
         false,
     );
     let refused = object(
@@ -335,7 +367,12 @@ fn knowledge_base(add: &mut impl FnMut(&str, Value)) {
         "KnowledgeBasePatch",
         object(
             &[],
-            json!({ "title": string(), "rawText": { "type": "string", "minLength": 1 }, "language": language, "autoRefresh": { "type": "boolean" } }),
+            json!({
+                "title": string(),
+                "rawText": { "type": "string", "minLength": 1 },
+                "language": language,
+                "autoRefresh": { "type": "boolean" },
+            }),
             false,
         ),
     );
@@ -345,7 +382,11 @@ fn knowledge_base(add: &mut impl FnMut(&str, Value)) {
         "KnowledgeBaseList",
         object(
             &["success", "items", "total"],
-            json!({ "success": success(), "items": { "type": "array", "items": reference("KnowledgeBaseEntry") }, "total": { "type": "integer", "minimum": 0 } }),
+            json!({
+                "success": success(),
+                "items": { "type": "array", "items": reference("KnowledgeBaseEntry") },
+                "total": { "type": "integer", "minimum": 0 },
+            }),
             false,
         ),
     );
@@ -360,7 +401,12 @@ fn knowledge_base(add: &mut impl FnMut(&str, Value)) {
     );
     let group = object(
         &["label", "mediaType", "limitation", "fileTypes"],
-        json!({ "label": string(), "mediaType": string(), "limitation": string(), "fileTypes": { "type": "array", "items": file_type } }),
+        json!({
+            "label": string(),
+            "mediaType": string(),
+            "limitation": string(),
+            "fileTypes": { "type": "array", "items": file_type },
+        }),
         false,
     );
     add(
@@ -400,7 +446,10 @@ fn chat(add: &mut impl FnMut(&str, Value)) {
                 "chat_name": string(),
                 "user_id": { "type": "integer", "description": "May be absent for channel messages." },
                 "username": string(),
-                "message_id": { "type": "integer", "description": "Unique within the chat; a repeated (chat_id, message_id) stores nothing new." },
+                "message_id": {
+                    "type": "integer",
+                    "description": "Unique within the chat; a repeated (chat_id, message_id) stores nothing new.",
+                },
                 "message_thread_id": { "type": "integer", "minimum": 1, "description": "Supergroups only." },
             }),
             false,
@@ -483,7 +532,8 @@ fn history_items(add: &mut impl FnMut(&str, Value), source: Value) {
                 "source": source,
                 "sources": { "type": "array", "items": reference("Source") },
                 "user_uuid": uuid(),
-                "original_message_id": deprecated(nullable(string()), "Deprecated (spec §2.1); set on assistant items."),
+                "original_message_id":
+                    deprecated(nullable(string()), "Deprecated (spec §2.1); set on assistant items."),
             }),
             false,
         ),
@@ -509,7 +559,11 @@ fn users(add: &mut impl FnMut(&str, Value)) {
             &["name"],
             json!({
                 "name": { "type": "string", "minLength": 1 },
-                "email": { "type": "string", "format": "email", "description": "Unique per organization (409 EMAIL_TAKEN)." },
+                "email": {
+                    "type": "string",
+                    "format": "email",
+                    "description": "Unique per organization (409 EMAIL_TAKEN).",
+                },
                 "profileImage": string(),
             }),
             false,

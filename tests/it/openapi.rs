@@ -70,7 +70,10 @@ async fn version_2024_09_01_accepts_messenger_a_ids_as_strings() {
     let org = server.new_org("Old Bots").await;
     let replica = org.create_replica("old-bot").await;
     let path = format!("/v1/replicas/{replica}/chat/history/messengerA");
-    let body = json!({"content": "hi", "messengerA_data": {"chat_type": "supergroup", "chat_id": "-1001", "message_id": "5", "user_id": "", "message_thread_id": "3"}});
+    let data = json!({
+        "chat_type": "supergroup", "chat_id": "-1001", "message_id": "5", "user_id": "", "message_thread_id": "3",
+    });
+    let body = json!({"content": "hi", "messengerA_data": data});
     let old = org.call(Method::POST, &path, Some(&body), &[("X-API-Version", "2024-09-01")]).await;
     assert_eq!(old.status, StatusCode::OK, "{}", old.text);
     let current = org.call(Method::POST, &path, Some(&body), &[]).await;
