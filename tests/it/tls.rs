@@ -38,6 +38,11 @@ async fn https_serves_http2_and_http1_by_alpn_with_the_given_certificate() {
         let doc: serde_json::Value = res.json().await.unwrap();
         assert_eq!(doc["openapi"], "3.1.0");
     }
+    // A client that connects and never starts its handshake does not hold up anyone else.
+    let idle = std::net::TcpStream::connect(server.base_url.trim_start_matches("https://")).unwrap();
+    let res = client(&pem, false).get(&url).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    drop(idle);
     // A client that does not trust the certificate is refused at the handshake.
     replicad::install_crypto_provider();
     let untrusting = reqwest::Client::builder().build().unwrap();
