@@ -97,7 +97,7 @@ fn operation(route: &Route, op: &Op) -> Value {
     }
     let mut responses = Map::new();
     for status in statuses(route, op) {
-        responses.insert(status.to_string(), response(route, op, status));
+        responses.insert(status.to_string(), response(op, status));
     }
     let mut o = json!({
         "operationId": op.id,
@@ -111,21 +111,27 @@ fn operation(route: &Route, op: &Op) -> Value {
     if let Some(body) = op.body {
         o["requestBody"] = json!({
             "required": true,
-            "content": { "application/json": { "schema": reference(body) } },
+            "content": { op.body_media: { "schema": reference(body) } },
         });
     }
     o
 }
 
-fn response(route: &Route, op: &Op, status: u16) -> Value {
+fn response(op: &Op, status: u16) -> Value {
     let (schema, description) = if status == op.ok.0 {
         (reference(op.ok.1), "Success.".to_string())
-    } else if status == 404 && route.access == Access::Public {
+    } else if status == 404 && op.plain_404 {
         (reference("InviteNotFound"), "Not found.".to_string())
     } else {
         (reference(&format!("Error{status}")), error_description(status))
     };
-    json!({ "description": description, "content": { "application/json": { "schema": schema } } })
+    let mut content = json!({ "application/json": { "schema": schema } });
+    if status == op.ok.0 {
+        for media in op.ok_also {
+            content[*media] = json!({ "schema": { "type": "string" } });
+        }
+    }
+    json!({ "description": description, "content": content })
 }
 
 fn error_description(status: u16) -> String {

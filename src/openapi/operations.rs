@@ -2,6 +2,9 @@
 //! parameters, body and success schemas, and the statuses beyond those every operation of its
 //! kind answers (see [`super::statuses`]). One row per route of `api::routes()`; a test checks
 //! the two lists name the same `(method, path)` pairs.
+//!
+//! A raw-bytes body or a streamed answer is a row like
+//! `Op { body_media: "application/octet-stream", ok_also: &["text/event-stream"], ..op(…) }`.
 
 use serde_json::{json, Value};
 
@@ -15,16 +18,36 @@ pub struct Op {
     pub description: &'static str,
     /// Query parameters (OpenAPI parameter objects).
     pub query: Vec<Value>,
-    /// Schema name of the JSON request body.
+    /// Schema name of the request body (JSON unless `body_media` says otherwise).
     pub body: Option<&'static str>,
-    /// Success status and schema name of its body.
+    /// Media type of the request body.
+    pub body_media: &'static str,
+    /// Success status and schema name of its JSON body.
     pub ok: (u16, &'static str),
+    /// Other media types the success answer may come in (e.g. `text/event-stream`), as text.
+    pub ok_also: &'static [&'static str],
+    /// The 404 body carries no `error_code`/`fingerprint` (redeem, spec §7 rule 2).
+    pub plain_404: bool,
     /// Statuses beyond the derived ones (409, 429, …).
     pub extra: &'static [u16],
 }
 
 fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'static str, summary: &'static str) -> Op {
-    Op { method, path, id, tag, summary, description: "", query: Vec::new(), body: None, ok: (200, "Done"), extra: &[] }
+    Op {
+        method,
+        path,
+        id,
+        tag,
+        summary,
+        description: "",
+        query: Vec::new(),
+        body: None,
+        body_media: "application/json",
+        ok: (200, "Done"),
+        ok_also: &[],
+        plain_404: false,
+        extra: &[],
+    }
 }
 
 impl Op {
@@ -34,6 +57,10 @@ impl Op {
     }
     fn body(mut self, schema: &'static str) -> Op {
         self.body = Some(schema);
+        self
+    }
+    fn plain_404(mut self) -> Op {
+        self.plain_404 = true;
         self
     }
     fn ok(mut self, status: u16, schema: &'static str) -> Op {
@@ -147,6 +174,7 @@ pub fn all() -> Vec<Op> {
             .body("RedeemRequest")
             .ok(200, "Redeemed")
             .extra(&[409])
+            .plain_404()
             .describe(
                 "Creates an organization, its owner user (the contact) and an API key shown only in this answer. Codes \
                 are minted by the operator (`replicad invites create`), single-use and may expire: unknown code 404 \

@@ -94,11 +94,15 @@ impl Contract {
         let Some(response) = op["responses"].get(code.to_string()) else {
             panic!("{method} {path} answered {code}, which the document does not list for {template}: {text}");
         };
-        if response["content"].get("application/json").is_none() {
+        let ct = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+        let media = ct.split(';').next().unwrap_or("").trim();
+        assert!(
+            response["content"].get(media).is_some(),
+            "{method} {path} {code}: content type {ct:?} is not documented for {template}"
+        );
+        if media != "application/json" {
             return;
         }
-        let ct = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
-        assert!(ct.starts_with("application/json"), "{method} {path} {code}: content-type {ct:?}");
         let body: Value = serde_json::from_str(text)
             .unwrap_or_else(|e| panic!("{method} {path} {code}: body is not JSON ({e}): {text:.300}"));
         let validator = self.validator(method.as_str(), &template, code);
