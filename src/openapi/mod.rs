@@ -38,7 +38,13 @@ pub fn document(routes: &[Route], models: &Models) -> Value {
         let op = ops.iter().find(|o| o.method == route.method.as_str() && o.path == route.path);
         let entry = paths.entry(route.path.to_string()).or_insert_with(|| json!({}));
         entry[route.method.as_str().to_ascii_lowercase()] = match op {
-            Some(op) => operation(route, op),
+            Some(op) => {
+                let mut o = operation(route, op);
+                if let Some(links) = links(op, &ops) {
+                    o["responses"][op.ok.0.to_string()]["links"] = links;
+                }
+                o
+            }
             None => json!({ "summary": "undocumented", "responses": { "default": { "description": "undocumented" } } }),
         };
     }
@@ -60,6 +66,33 @@ pub fn document(routes: &[Route], models: &Models) -> Value {
         "paths": paths,
         "components": { "schemas": components, "securitySchemes": security_schemes() },
     })
+}
+
+/// `links` from an operation that creates a resource to every operation whose path names it:
+/// the new id from the answer, the other path parameters from the request (OpenAPI 3.1 §4.8.20).
+fn links(op: &Op, ops: &[Op]) -> Option<Value> {
+    let (param, pointer) = op.creates?;
+    let marker = format!("{{{param}}}");
+    let mut links = Map::new();
+    for target in ops.iter().filter(|t| t.path.contains(&marker)) {
+        let mut parameters = Map::new();
+        for name in path_param_names(target.path) {
+            let value = if name == param {
+                format!("$response.body#{pointer}")
+            } else if path_param_names(op.path).any(|n| n == name) {
+                format!("$request.path.{name}")
+            } else {
+                continue;
+            };
+            parameters.insert(name.to_string(), json!(value));
+        }
+        links.insert(target.id.to_string(), json!({ "operationId": target.id, "parameters": parameters }));
+    }
+    Some(Value::Object(links))
+}
+
+fn path_param_names(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/').filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
 }
 
 fn tags(ops: &[Op]) -> Vec<Value> {
@@ -151,8 +184,7 @@ fn error_description(status: u16) -> String {
 }
 
 fn path_params(path: &str) -> Vec<Value> {
-    let names = path.split('/').filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')));
-    names
+    path_param_names(path)
         .map(|name| {
             let schema = match name {
                 "replicaUUID" | "userID" => json!({ "type": "string", "format": "uuid" }),

@@ -28,6 +28,9 @@ pub struct Op {
     pub ok_also: &'static [&'static str],
     /// The 404 body carries no `error_code`/`fingerprint` (redeem, spec §7 rule 2).
     pub plain_404: bool,
+    /// The path parameter of the resource this operation creates and the JSON pointer of its
+    /// id in the success body (for the document's `links`).
+    pub creates: Option<(&'static str, &'static str)>,
     /// Statuses beyond the derived ones (409, 429, …).
     pub extra: &'static [u16],
 }
@@ -46,6 +49,7 @@ fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'static 
         ok: (200, "Done"),
         ok_also: &[],
         plain_404: false,
+        creates: None,
         extra: &[],
     }
 }
@@ -57,6 +61,10 @@ impl Op {
     }
     fn body(mut self, schema: &'static str) -> Op {
         self.body = Some(schema);
+        self
+    }
+    fn creates(mut self, param: &'static str, pointer: &'static str) -> Op {
+        self.creates = Some((param, pointer));
         self
     }
     fn plain_404(mut self) -> Op {
@@ -194,6 +202,7 @@ pub fn all() -> Vec<Op> {
         op("POST", "/v1/replicas", "createReplica", "Replicas", "Create a replica")
             .body("ReplicaWrite")
             .ok(201, "ReplicaCreated")
+            .creates("replicaUUID", "/uuid")
             .extra(&[409, 429])
             .describe(
                 "201 `{success, uuid}`. 409 `SLUG_TAKEN` when the slug is used in the organization; 429 \
@@ -214,6 +223,7 @@ pub fn all() -> Vec<Op> {
         op("POST", "/v1/replicas/{replicaUUID}/knowledge-base", "createKnowledgeBaseEntry", kb, "Create an entry")
             .body("KnowledgeBaseCreate")
             .ok(207, "KnowledgeBaseCreated")
+            .creates("knowledgeBaseID", "/results/0/knowledgeBaseID")
             .describe(
                 "Exactly one of `text`, `url`, `filename`. This version accepts `text` only (`url`/`filename`: 400 \
                 `UNSUPPORTED_KNOWLEDGE_SOURCE`). The entry is chunked and indexed in the background: `PROCESSED_TEXT` \
@@ -256,6 +266,7 @@ pub fn all() -> Vec<Op> {
         op("POST", "/v1/users", "createUser", "Users", "Create a user")
             .body("UserWrite")
             .ok(201, "UserResponse")
+            .creates("userID", "/user/id")
             .extra(&[409]),
         op("GET", "/v1/users/me", "getMe", "Users", "Read the current user").ok(200, "UserResponse"),
         op("PUT", "/v1/users/me", "updateMe", "Users", "Update the current user")
