@@ -324,3 +324,75 @@ async fn api_keys_and_invitation_codes_never_reach_the_log() {
         assert!(!log.contains(secret), "the log holds a secret ({secret})");
     }
 }
+
+/// A body the server must refuse, and the status it must answer.
+struct Bad {
+    what: &'static str,
+    body: Vec<u8>,
+    content_type: &'static str,
+    encoding: Option<&'static str>,
+    status: u16,
+}
+
+#[tokio::test]
+async fn every_operation_with_a_body_refuses_bombs_broken_encodings_and_malformed_json() {
+    let server = Server::start();
+    let Victim { org, ids } = victim(&server).await;
+    let mut ids = ids;
+    ids.insert("code", "not-a-code".to_string());
+    // 64 MiB of zeros: ~64 KiB gzipped, far over the 4 MiB limit once inflated.
+    let bomb = crate::common::gzip(&vec![0u8; 64 << 20]);
+    let owner = user("email", &org.owner_email);
+    let json = "application/json";
+    let cases = [
+        Bad { what: "gzip bomb", body: bomb, content_type: json, encoding: Some("gzip"), status: 413 },
+        Bad {
+            what: "broken gzip",
+            body: b"\x1f\x8b\x08garbage".to_vec(),
+            content_type: json,
+            encoding: Some("gzip"),
+            status: 400,
+        },
+        Bad { what: "deflate", body: b"{}".to_vec(), content_type: json, encoding: Some("deflate"), status: 415 },
+        Bad {
+            what: "form",
+            body: b"a=1".to_vec(),
+            content_type: "application/x-www-form-urlencoded",
+            encoding: None,
+            status: 415,
+        },
+        Bad {
+            what: "truncated JSON",
+            body: b"{\"content\": \"x".to_vec(),
+            content_type: json,
+            encoding: None,
+            status: 400,
+        },
+        Bad { what: "JSON of another type", body: b"[1, 2]".to_vec(), content_type: json, encoding: None, status: 400 },
+        Bad { what: "NUL bytes", body: b"\0\0\0\0".to_vec(), content_type: json, encoding: None, status: 400 },
+    ];
+    let mut tested = 0;
+    for route in routes().iter().filter(|r| sample_body(r, &org.owner_email).is_some()) {
+        let path = fill(route, &ids);
+        for bad in &cases {
+            let mut rb = org.req(method(route), &path).header("content-type", bad.content_type).body(bad.body.clone());
+            for (k, v) in &owner {
+                rb = rb.header(*k, *v);
+            }
+            if let Some(e) = bad.encoding {
+                rb = rb.header("content-encoding", e);
+            }
+            let r = send(rb).await;
+            let code = match bad.status {
+                413 => "PAYLOAD_TOO_LARGE",
+                415 => "UNSUPPORTED_MEDIA_TYPE",
+                _ => "INVALID_BODY",
+            };
+            assert_eq!(r.status.as_u16(), bad.status, "{} to {} {path}: {}", bad.what, route.method, r.text);
+            assert_eq!(r.body["error_code"], json!(code), "{} to {} {path}", bad.what, route.method);
+        }
+        tested += 1;
+    }
+    assert!(tested >= 9, "only {tested} operations with a body");
+    assert_eq!(org.get("/v1/replicas").await.0, StatusCode::OK);
+}
