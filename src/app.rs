@@ -33,7 +33,7 @@ impl App {
         models: Models,
         reindex: mpsc::Sender<RebuildRequest>,
     ) -> App {
-        let routes = api::routes();
+        let routes: Vec<Route> = api::routes().into_iter().chain(api::docs::pages()).collect();
         let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
         App { config, store, search, models, routes, router, reindex }
     }

@@ -46,6 +46,12 @@ pub struct Config {
     /// Put the internal cause of a 500 in the body's `inner_exception` (for debugging only).
     #[arg(long, env = "REPLICAD_EXPOSE_INTERNAL_ERRORS")]
     pub expose_internal_errors: bool,
+    /// Serve HTTPS with this certificate chain (PEM); requires --tls-key.
+    #[arg(long, env = "REPLICAD_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// Private key (PEM) of --tls-cert; requires --tls-cert.
+    #[arg(long, env = "REPLICAD_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 impl Config {
@@ -64,6 +70,8 @@ impl Config {
             allow_private_urls: false,
             public_url: None,
             expose_internal_errors: false,
+            tls_cert: None,
+            tls_key: None,
         }
     }
 
@@ -83,6 +91,9 @@ impl Config {
         }
         if self.max_replicas_per_org == 0 {
             return Err("--max-replicas-per-org must be at least 1".into());
+        }
+        if self.tls_cert.is_some() != self.tls_key.is_some() {
+            return Err("--tls-cert and --tls-key go together: give both or neither".into());
         }
         Ok(())
     }

@@ -15,6 +15,7 @@ pub mod generate;
 pub mod http;
 pub mod ingest;
 pub mod models;
+pub mod openapi;
 pub mod search;
 pub mod server;
 pub mod service;
@@ -27,17 +28,22 @@ use tokio::net::TcpListener;
 
 pub use config::Config;
 
-/// Installs the process-wide TLS crypto provider (ring) once; later calls do nothing.
+/// Installs rustls' ring crypto provider as the process default (TLS serving and HTTPS clients
+/// need one); later calls do nothing.
 pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// Opens the store and the index, starts the indexer and the admin socket, makes the demo
-/// data when asked, prints `listening on http://ADDR` on stdout, and serves `listener` until
+/// data when asked, prints `listening on http://ADDR` (`https://` with TLS) on stdout, and serves `listener` until
 /// `shutdown` resolves. Errors are start-up failures, as text for the operator.
 pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<(), String> {
-    config.validate()?;
     install_crypto_provider();
+    config.validate()?;
+    let tls = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => Some(server::tls::acceptor(cert, key)?),
+        _ => None,
+    };
     let models = models::Models::parse(models::SHIPPED).map_err(|e| format!("data/models.json: {e}"))?;
     let store = store::Store::open(&config.data_dir).map_err(|e| e.to_string())?;
     let (search, index_seq) = search::Search::open(&config.data_dir).map_err(|e| e.to_string())?;
@@ -52,8 +58,8 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     }
     admin::spawn(app.clone()).map_err(|e| format!("admin socket: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    println!("listening on http://{addr}");
+    println!("listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
     tracing::info!(%addr, data_dir = %app.config.data_dir.display(), "serving");
-    server::run(app, listener, shutdown).await;
+    server::run(app, listener, tls, shutdown).await;
     Ok(())
 }

@@ -11,6 +11,7 @@ use replicad::{admin, search, service, store};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    replicad::install_crypto_provider();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| "info".into()))

@@ -2,6 +2,7 @@
 //! handler. Handlers parse → authorize → call a service → map to the wire DTO.
 
 pub mod chat;
+pub mod docs;
 pub mod history;
 pub mod invites;
 pub mod knowledge_base;
@@ -61,6 +62,7 @@ macro_rules! routes {
 /// Every operation the server answers.
 pub fn routes() -> Vec<Route> {
     routes! {
+        GET "/v1/openapi.json" Public => docs::openapi;
         POST "/v1/api-keys/invites/{code}/redeem" Public => invites::redeem;
         GET "/v1/replicas/models" Either => models::list;
         GET "/v1/replicas" Either => replicas::list;

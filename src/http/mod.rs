@@ -6,6 +6,7 @@ pub mod auth;
 pub mod request;
 pub mod response;
 pub mod router;
+pub mod version;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -13,8 +14,9 @@ use std::time::Instant;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::{Request, Response};
+use hyper::{Method, Request, Response};
 
+use crate::api::BodyKind;
 use crate::app::App;
 use crate::error::{Error, Result};
 use request::Req;
@@ -25,7 +27,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
     let started = Instant::now();
     let request_id = uuid::Uuid::new_v4().simple().to_string();
     let method = req.method().clone();
-    let path = req.uri().path().to_string();
+    let path = loggable_path(&app, &method, req.uri().path());
     let reply = match dispatch(app.clone(), req, &request_id).await {
         Ok(reply) => reply,
         Err((err, allow)) => {
@@ -46,32 +48,45 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Byte
     reply.into_response(&request_id)
 }
 
+/// The path as logged: on public operations whose path parameter is the credential (the invite
+/// code of redeem), the route template instead, so no secret reaches the log.
+fn loggable_path(app: &App, method: &Method, path: &str) -> String {
+    match app.router.find(method, path) {
+        Ok(m) if app.routes[m.route].access == auth::Access::Public && !m.params.is_empty() => {
+            app.routes[m.route].path.to_string()
+        }
+        _ => path.to_string(),
+    }
+}
+
 async fn dispatch(app: Arc<App>, req: Request<Incoming>, request_id: &str) -> Result<Reply, (Error, Option<String>)> {
     let matched = app.router.find(req.method(), req.uri().path())?;
     let route = &app.routes[matched.route];
     let (parts, body) = req.into_parts();
     let prepared = async {
-        request::check_api_version(&parts.headers)?;
-        let body = match route.body {
-            crate::api::BodyKind::Json => request::read_body(&parts.headers, body, app.config.max_body_bytes, true),
-            crate::api::BodyKind::Raw => request::read_body(&parts.headers, body, app.config.max_upload_bytes, false),
-        }
-        .await?;
+        let version = version::negotiate(&parts.headers)?;
+        // Operations without a request body ignore whatever body is sent (no 413/415 there).
+        let body = match (&parts.method, route.body) {
+            (&Method::GET | &Method::HEAD | &Method::DELETE, _) => Bytes::new(),
+            (_, BodyKind::Json) => request::read_body(&parts.headers, body, app.config.max_body_bytes, true).await?,
+            (_, BodyKind::Raw) => request::read_body(&parts.headers, body, app.config.max_upload_bytes, false).await?,
+        };
         let caller = auth::authenticate(&app.store, &parts.headers, route.access).await?;
-        Ok::<_, Error>(Req {
+        let req = Req {
             params: matched.params,
             query: request::parse_query(parts.uri.query()),
             headers: parts.headers,
-            body,
+            body: version.adapt_request(body),
             caller,
             request_id: request_id.to_string(),
-        })
+        };
+        Ok::<_, Error>((version, req))
     };
-    let req = prepared.await.map_err(|e| (e, None))?;
+    let (version, req) = prepared.await.map_err(|e| (e, None))?;
     let handler = route.handler;
     let task = tokio::spawn(handler(app.clone(), req));
     match task.await {
-        Ok(result) => result.map_err(|e| (e, None)),
+        Ok(result) => result.map(|reply| version.adapt_response(route.path, reply)).map_err(|e| (e, None)),
         Err(join) => Err((Error::internal(format!("handler panicked: {join}")), None)),
     }
 }

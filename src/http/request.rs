@@ -92,21 +92,6 @@ impl Req {
     }
 }
 
-/// Checks `X-API-Version`: absent or `2025-03-25`; anything else is 400.
-pub fn check_api_version(headers: &HeaderMap) -> Result<()> {
-    match headers.get("x-api-version") {
-        None => Ok(()),
-        Some(v) if v.as_bytes() == CURRENT_API_VERSION.as_bytes() => Ok(()),
-        Some(v) => Err(Error::new(
-            Code::UnsupportedApiVersion,
-            format!(
-                "X-API-Version {:?} is not supported; supported: {CURRENT_API_VERSION}",
-                String::from_utf8_lossy(v.as_bytes())
-            ),
-        )),
-    }
-}
-
 /// Parses the query string into decoded pairs.
 pub fn parse_query(raw: Option<&str>) -> Vec<(String, String)> {
     raw.map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default()

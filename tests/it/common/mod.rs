@@ -10,6 +10,8 @@
 
 #![allow(dead_code)]
 
+pub mod contract;
+
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
@@ -43,6 +45,11 @@ impl DataDir {
 
     fn log_path(&self) -> PathBuf {
         self.root.path().join("server.log")
+    }
+
+    /// Everything the servers wrote on stderr (their log).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
     }
 
     /// The last lines of the servers' stderr, for failure messages.
@@ -155,13 +162,14 @@ impl Server {
                 );
             }
         };
-        let addr = line
+        let url = line
             .strip_suffix('\n')
-            .and_then(|l| l.strip_prefix("listening on http://"))
+            .and_then(|l| l.strip_prefix("listening on "))
+            .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
             .unwrap_or_else(|| panic!("unexpected start-up line {line:?}"));
         replicad::install_crypto_provider();
         let client = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("http client");
-        Server { child: Some(child), _stdout: Some(reader), dir: Some(dir), base_url: format!("http://{addr}"), client }
+        Server { child: Some(child), _stdout: Some(reader), dir: Some(dir), base_url: url.to_string(), client }
     }
 
     pub fn dir(&self) -> &DataDir {
@@ -283,11 +291,16 @@ impl Resp {
 }
 
 /// Sends a prepared request and reads the whole answer.
+/// Every response is checked against the OpenAPI document ([`contract`]).
 pub async fn send(rb: RequestBuilder) -> Resp {
-    let res = rb.send().await.expect("HTTP request");
+    let (client, req) = rb.build_split();
+    let req = req.expect("a well-formed request");
+    let (method, path) = (req.method().clone(), req.url().path().to_string());
+    let res = client.execute(req).await.expect("HTTP request");
     let status = res.status();
     let headers = res.headers().clone();
     let text = res.text().await.expect("response body");
+    contract::contract().check(&method, &path, status, &headers, &text);
     let body = serde_json::from_str(&text).unwrap_or(Value::Null);
     Resp { status, headers, body, text }
 }

@@ -1,0 +1,113 @@
+//! The published contract: `GET /v1/openapi.json` (an operation of the route table) and the
+//! docs page `GET /docs`, which renders it with Swagger UI embedded in the binary (no CDN;
+//! vendored under `data/docs/swagger-ui/`, Apache-2.0). The docs page and its assets are not API
+//! operations: [`pages`] adds them to the router but not to `api::routes()` or the document.
+
+use std::io::Write;
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use hyper::Method;
+
+use super::{BodyKind, Route};
+use crate::app::App;
+use crate::error::{Error, Result};
+use crate::http::auth::Access;
+use crate::http::request::Req;
+use crate::http::response::Reply;
+
+const INDEX_HTML: &[u8] = include_bytes!("../../data/docs/index.html");
+const BUNDLE_JS: &[u8] = include_bytes!("../../data/docs/swagger-ui/swagger-ui-bundle.js");
+const UI_CSS: &[u8] = include_bytes!("../../data/docs/swagger-ui/swagger-ui.css");
+const LICENSE: &[u8] = include_bytes!("../../data/docs/swagger-ui/LICENSE");
+
+/// One file of the docs page: its bytes, content type, and gzip form made on first use.
+struct Asset {
+    bytes: &'static [u8],
+    content_type: &'static str,
+    gzipped: OnceLock<Bytes>,
+}
+
+static ASSETS: [(&str, Asset); 4] = [
+    ("index.html", Asset { bytes: INDEX_HTML, content_type: "text/html; charset=utf-8", gzipped: OnceLock::new() }),
+    (
+        "swagger-ui-bundle.js",
+        Asset { bytes: BUNDLE_JS, content_type: "text/javascript; charset=utf-8", gzipped: OnceLock::new() },
+    ),
+    ("swagger-ui.css", Asset { bytes: UI_CSS, content_type: "text/css; charset=utf-8", gzipped: OnceLock::new() }),
+    ("LICENSE", Asset { bytes: LICENSE, content_type: "text/plain; charset=utf-8", gzipped: OnceLock::new() }),
+];
+
+/// The routes of the docs page (public; not part of the OpenAPI document).
+pub fn pages() -> Vec<Route> {
+    vec![
+        Route {
+            method: Method::GET,
+            path: "/docs",
+            access: Access::Public,
+            body: BodyKind::Json,
+            handler: |a, r| Box::pin(page(a, r)),
+        },
+        Route {
+            method: Method::GET,
+            path: "/docs/{file}",
+            access: Access::Public,
+            body: BodyKind::Json,
+            handler: |a, r| Box::pin(asset(a, r)),
+        },
+    ]
+}
+
+/// # `GET /v1/openapi.json`
+/// The OpenAPI 3.1 document (see `crate::openapi`), built once.
+pub async fn openapi(app: Arc<App>, _req: Req) -> Result<Reply> {
+    static DOC: OnceLock<Bytes> = OnceLock::new();
+    let doc = DOC.get_or_init(|| {
+        let doc = crate::openapi::document(&super::routes(), &app.models);
+        Bytes::from(serde_json::to_vec(&doc).unwrap_or_default())
+    });
+    Ok(Reply::raw(200, doc.clone(), "application/json"))
+}
+
+/// `GET /docs`: the page rendering `/v1/openapi.json`.
+async fn page(_app: Arc<App>, req: Req) -> Result<Reply> {
+    serve(&ASSETS[0].1, &req)
+}
+
+/// `GET /docs/{file}`: a vendored asset; 404 for any other name.
+async fn asset(_app: Arc<App>, req: Req) -> Result<Reply> {
+    let name = req.param("file");
+    let (_, asset) = ASSETS.iter().find(|(n, _)| *n == name).ok_or_else(|| Error::not_found("docs file"))?;
+    serve(asset, &req)
+}
+
+fn serve(asset: &Asset, req: &Req) -> Result<Reply> {
+    let accepts_gzip = req
+        .headers
+        .get_all(hyper::header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(accepts_gzip_item);
+    let reply = if accepts_gzip {
+        let body = asset.gzipped.get_or_init(|| gzip(asset.bytes));
+        Reply::raw(200, body.clone(), asset.content_type).with_header("content-encoding", "gzip")
+    } else {
+        Reply::raw(200, Bytes::from_static(asset.bytes), asset.content_type)
+    };
+    Ok(reply.with_header("vary", "accept-encoding").with_header("cache-control", "public, max-age=3600"))
+}
+
+/// Whether one `Accept-Encoding` item (`gzip`, `gzip;q=0.5`, `*`) allows gzip.
+fn accepts_gzip_item(item: &str) -> bool {
+    let mut parts = item.split(';').map(str::trim);
+    let name = parts.next().unwrap_or("");
+    let q = parts.find_map(|p| p.strip_prefix("q=")).map(|q| q.parse::<f32>().unwrap_or(0.0)).unwrap_or(1.0);
+    (name.eq_ignore_ascii_case("gzip") || name == "*") && q > 0.0
+}
+
+fn gzip(bytes: &[u8]) -> Bytes {
+    let mut e = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 3), flate2::Compression::default());
+    let _ = e.write_all(bytes);
+    Bytes::from(e.finish().unwrap_or_default())
+}

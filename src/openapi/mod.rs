@@ -1,0 +1,370 @@
+//! The OpenAPI 3.1 document of the interface (`GET /v1/openapi.json`).
+//!
+//! Built from the route table (`api::routes()`: methods, paths, access), the error table
+//! (`error::Code`: statuses and `error_code`s), the API versions of `http::version`, and the
+//! per-operation rows of [`operations`] with the body schemas of [`schemas`]. What each operation
+//! can answer is derived, not listed by hand: every operation can answer 400 (e.g. a bad
+//! `X-API-Version`) and 500; one with credentials 401; one with path parameters 404; one with a
+//! body 413 and 415; plus the success status and the row's extra statuses (409, 429).
+//!
+//! Drift checks: the unit tests below compare the document with the route table, and the
+//! integration tests validate every JSON response they receive against the document.
+//! To add an operation: a row in `api::routes()` and a row in [`operations::all`] (and its
+//! schemas in [`schemas`]).
+
+pub mod operations;
+pub mod schemas;
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Map, Value};
+
+use crate::api::Route;
+use crate::error::Code;
+use crate::http::auth::Access;
+use crate::http::version;
+use crate::models::Models;
+use operations::Op;
+use schemas::{object, reference};
+
+/// Decisions of DECISIONS.md and notes for clients: the document's `info.description`.
+const DESCRIPTION: &str = include_str!("description.md");
+
+/// The whole document for `routes`.
+pub fn document(routes: &[Route], models: &Models) -> Value {
+    let ops = operations::all();
+    let mut paths = Map::new();
+    for route in routes {
+        let op = ops.iter().find(|o| o.method == route.method.as_str() && o.path == route.path);
+        let entry = paths.entry(route.path.to_string()).or_insert_with(|| json!({}));
+        entry[route.method.as_str().to_ascii_lowercase()] = match op {
+            Some(op) => {
+                let mut o = operation(route, op);
+                if let Some(links) = links(op, &ops) {
+                    o["responses"][op.ok.0.to_string()]["links"] = links;
+                }
+                o
+            }
+            None => json!({ "summary": "undocumented", "responses": { "default": { "description": "undocumented" } } }),
+        };
+    }
+    let mut components = schemas::all(models);
+    for (status, schema) in error_schemas() {
+        components.insert(format!("Error{status}"), schema);
+    }
+    components.insert("InviteNotFound".into(), invite_not_found());
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Conversational Replica Service Interface (replicad)",
+            "version": version::CURRENT,
+            "description": DESCRIPTION,
+            "license": { "name": "Apache-2.0", "identifier": "Apache-2.0" },
+        },
+        "servers": [{ "url": "/" }],
+        "tags": tags(&ops),
+        "paths": paths,
+        "components": { "schemas": components, "securitySchemes": security_schemes() },
+    })
+}
+
+/// `links` from an operation that creates a resource to every operation whose path names it:
+/// the new id from the answer, the other path parameters from the request (OpenAPI 3.1 §4.8.20).
+fn links(op: &Op, ops: &[Op]) -> Option<Value> {
+    let (param, pointer) = op.creates?;
+    let marker = format!("{{{param}}}");
+    let mut links = Map::new();
+    for target in ops.iter().filter(|t| t.path.contains(&marker)) {
+        let mut parameters = Map::new();
+        for name in path_param_names(target.path) {
+            let value = if name == param {
+                format!("$response.body#{pointer}")
+            } else if path_param_names(op.path).any(|n| n == name) {
+                format!("$request.path.{name}")
+            } else {
+                continue;
+            };
+            parameters.insert(name.to_string(), json!(value));
+        }
+        links.insert(target.id.to_string(), json!({ "operationId": target.id, "parameters": parameters }));
+    }
+    Some(Value::Object(links))
+}
+
+fn path_param_names(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/').filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+}
+
+fn tags(ops: &[Op]) -> Vec<Value> {
+    let mut seen = Vec::new();
+    for op in ops {
+        if !seen.contains(&op.tag) {
+            seen.push(op.tag);
+        }
+    }
+    seen.into_iter().map(|t| json!({ "name": t })).collect()
+}
+
+/// Every status `route` can answer (see the module documentation).
+pub fn statuses(route: &Route, op: &Op) -> BTreeSet<u16> {
+    let mut s: BTreeSet<u16> = [op.ok.0, 400, 500].into();
+    if route.access != Access::Public {
+        s.insert(401);
+    }
+    if route.path.contains('{') {
+        s.insert(404);
+    }
+    if op.body.is_some() {
+        s.extend([413, 415]);
+    }
+    s.extend(op.extra);
+    s
+}
+
+fn operation(route: &Route, op: &Op) -> Value {
+    let mut parameters: Vec<Value> = path_params(route.path);
+    parameters.extend(op.query.iter().cloned());
+    parameters.push(version_header());
+    if op.body.is_some() {
+        parameters.push(content_encoding_header());
+    }
+    let mut responses = Map::new();
+    for status in statuses(route, op) {
+        responses.insert(status.to_string(), response(op, status));
+    }
+    let mut o = json!({
+        "operationId": op.id,
+        "tags": [op.tag],
+        "summary": op.summary,
+        "description": format!("{}\n\nAccess: {}.", op.description, access_text(route.access)),
+        "parameters": parameters,
+        "responses": responses,
+        "security": security(route.access),
+    });
+    if let Some(body) = op.body {
+        o["requestBody"] = json!({
+            "required": true,
+            "content": { op.body_media: { "schema": reference(body) } },
+        });
+    }
+    o
+}
+
+fn response(op: &Op, status: u16) -> Value {
+    let (schema, description) = if status == op.ok.0 {
+        (reference(op.ok.1), "Success.".to_string())
+    } else if status == 404 && op.plain_404 {
+        (reference("InviteNotFound"), "Not found.".to_string())
+    } else {
+        (reference(&format!("Error{status}")), error_description(status))
+    };
+    let mut content = json!({ "application/json": { "schema": schema } });
+    if status == op.ok.0 {
+        for media in op.ok_also {
+            content[*media] = json!({ "schema": { "type": "string" } });
+        }
+    }
+    json!({ "description": description, "content": content })
+}
+
+fn error_description(status: u16) -> String {
+    let codes: Vec<&str> = Code::ALL.iter().filter(|c| c.status() == status).filter_map(|c| c.as_str()).collect();
+    let what = match status {
+        400 => "Bad request (body, query, path parameter, user headers, X-API-Version)",
+        401 => "Missing or invalid credentials",
+        404 => "Not found, or not accessible to the caller (never 403)",
+        409 => "Conflict",
+        413 => "Body larger than the limit (measured after gzip decompression)",
+        415 => "Content-Type not JSON or Content-Encoding not gzip",
+        429 => "Quota exceeded",
+        500 => "Internal error (details are logged under the request id)",
+        _ => "Error",
+    };
+    format!("{what}. error_code: {}.", codes.join(", "))
+}
+
+fn path_params(path: &str) -> Vec<Value> {
+    path_param_names(path)
+        .map(|name| {
+            let schema = match name {
+                "replicaUUID" | "userID" => json!({ "type": "string", "format": "uuid" }),
+                "knowledgeBaseID" => json!({ "type": "integer", "minimum": 1 }),
+                _ => json!({ "type": "string" }),
+            };
+            json!({ "name": name, "in": "path", "required": true, "schema": schema })
+        })
+        .collect()
+}
+
+fn version_header() -> Value {
+    let list: Vec<String> = version::SUPPORTED.iter().map(|v| format!("`{}`: {}", v.date, v.note)).collect();
+    json!({
+        "name": "X-API-Version",
+        "in": "header",
+        "required": false,
+        "schema": {
+            "type": "string",
+            "enum": version::SUPPORTED.iter().map(|v| v.date).collect::<Vec<_>>(),
+            "default": version::CURRENT,
+        },
+        "description": format!(
+            "Dated API version (spec §9); any other value → 400 UNSUPPORTED_API_VERSION. {}",
+            list.join("; ")
+        ),
+    })
+}
+
+fn content_encoding_header() -> Value {
+    json!({
+        "name": "Content-Encoding",
+        "in": "header",
+        "required": false,
+        "schema": { "type": "string", "enum": ["gzip"] },
+        "description": "The body is gzipped; the size limit applies after decompression. Other encodings → 415.",
+    })
+}
+
+fn security_schemes() -> Value {
+    let key = |name: &str, d: &str| json!({ "type": "apiKey", "in": "header", "name": name, "description": d });
+    json!({
+        "organizationSecret": key(
+            "X-ORGANIZATION-SECRET",
+            "The organization's API key (shown once at redemption, stored hashed).",
+        ),
+        "userId": key("X-USER-ID", "Acts as this user of the organization; requires X-USER-ID-TYPE (alone → 400)."),
+        "userIdType": key(
+            "X-USER-ID-TYPE",
+            "`id`, `email` (unknown user → 401 USER_NOT_FOUND) or the linked-account types `messengerA`, \
+            `messengerB`, `embed` (a user is created on first contact).",
+        ),
+        "bearer": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "`Authorization: Bearer <API key>`: the same key as X-ORGANIZATION-SECRET.",
+        },
+    })
+}
+
+/// The security alternatives of spec §5 for `access` (DECISIONS.md "Auth").
+fn security(access: Access) -> Value {
+    let org = [json!({ "organizationSecret": [] }), json!({ "bearer": [] })];
+    let with_user = |mut v: Value| {
+        v["userId"] = json!([]);
+        v["userIdType"] = json!([]);
+        v
+    };
+    match access {
+        Access::Public => json!([]),
+        Access::Org => json!(org),
+        Access::User => json!(org.iter().cloned().map(with_user).collect::<Vec<_>>()),
+        Access::Either => {
+            let mut all: Vec<Value> = org.iter().cloned().map(with_user).collect();
+            all.extend(org);
+            json!(all)
+        }
+    }
+}
+
+fn access_text(access: Access) -> &'static str {
+    match access {
+        Access::Public => "public (no credentials)",
+        Access::Org => "the organization key (user headers are ignored)",
+        Access::User => "the organization key and a user (X-USER-ID + X-USER-ID-TYPE)",
+        Access::Either => "the organization key, alone (acting as the organization's owner user) or with a user",
+    }
+}
+
+/// `Error{status}` schemas: the spec §7 body with the `error_code`s of that status.
+fn error_schemas() -> Vec<(u16, Value)> {
+    let statuses: BTreeSet<u16> = Code::ALL.iter().map(|c| c.status()).collect();
+    statuses
+        .into_iter()
+        .map(|status| {
+            let codes: Vec<&str> =
+                Code::ALL.iter().filter(|c| c.status() == status).filter_map(|c| c.as_str()).collect();
+            let mut props = json!({
+                "success": { "const": false },
+                "error": { "type": "string" },
+                "error_code": { "type": "string", "enum": codes },
+                "fingerprint": { "type": "string", "description": "Identifier of the error kind, for reporting." },
+                "request_id": { "type": "string", "description": "Equals the X-Request-Id response header." },
+            });
+            if status == 500 {
+                props["inner_exception"] = object(
+                    &["name", "message"],
+                    json!({
+                        "name": { "type": "string" },
+                        "message": { "type": "string" },
+                        "cause": { "type": "string" },
+                        "stack": { "type": "string" },
+                    }),
+                    false,
+                );
+            }
+            (status, object(&["success", "error", "request_id"], props, false))
+        })
+        .collect()
+}
+
+fn invite_not_found() -> Value {
+    object(
+        &["success", "error", "request_id"],
+        json!({ "success": { "const": false }, "error": { "type": "string" }, "request_id": { "type": "string" } }),
+        false,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api;
+
+    fn doc() -> Value {
+        document(&api::routes(), &Models::parse(crate::models::SHIPPED).unwrap())
+    }
+
+    fn operations_of(doc: &Value) -> BTreeSet<(String, String)> {
+        let mut set = BTreeSet::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                set.insert((method.to_ascii_uppercase(), path.clone()));
+            }
+        }
+        set
+    }
+
+    #[test]
+    fn the_document_has_exactly_the_operations_of_the_route_table() {
+        let routes: BTreeSet<(String, String)> =
+            api::routes().iter().map(|r| (r.method.as_str().to_string(), r.path.to_string())).collect();
+        assert_eq!(operations_of(&doc()), routes);
+        let rows: BTreeSet<(String, String)> =
+            operations::all().iter().map(|o| (o.method.to_string(), o.path.to_string())).collect();
+        assert_eq!(rows, routes, "operations::all() and api::routes() must list the same operations");
+    }
+
+    #[test]
+    fn every_reference_resolves_and_operation_ids_are_unique() {
+        let d = doc();
+        let text = d.to_string();
+        let mut ids = BTreeSet::new();
+        for op in operations::all() {
+            assert!(ids.insert(op.id), "duplicate operationId {}", op.id);
+        }
+        for part in text.split("\"#/components/schemas/").skip(1) {
+            let name = &part[..part.find('"').unwrap()];
+            assert!(d["components"]["schemas"].get(name).is_some(), "unresolved $ref {name}");
+        }
+    }
+
+    #[test]
+    fn credentialed_operations_document_401_and_alternatives() {
+        let d = doc();
+        for route in api::routes() {
+            let op = &d["paths"][route.path][route.method.as_str().to_ascii_lowercase()];
+            let has_401 = op["responses"].get("401").is_some();
+            assert_eq!(has_401, route.access != Access::Public, "{} {}", route.method, route.path);
+            assert_eq!(op["security"].as_array().unwrap().is_empty(), route.access == Access::Public);
+        }
+    }
+}

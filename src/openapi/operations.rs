@@ -1,0 +1,309 @@
+//! What the route table does not say about each operation: its name, summary, query
+//! parameters, body and success schemas, and the statuses beyond those every operation of its
+//! kind answers (see [`super::statuses`]). One row per route of `api::routes()`; a test checks
+//! the two lists name the same `(method, path)` pairs.
+//!
+//! A raw-bytes body or a streamed answer is a row like
+//! `Op { body_media: "application/octet-stream", ok_also: &["text/event-stream"], ..op(…) }`.
+
+use serde_json::{json, Value};
+
+/// One operation's documentation.
+pub struct Op {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub id: &'static str,
+    pub tag: &'static str,
+    pub summary: &'static str,
+    pub description: &'static str,
+    /// Query parameters (OpenAPI parameter objects).
+    pub query: Vec<Value>,
+    /// Schema name of the request body (JSON unless `body_media` says otherwise).
+    pub body: Option<&'static str>,
+    /// Media type of the request body.
+    pub body_media: &'static str,
+    /// Success status and schema name of its JSON body.
+    pub ok: (u16, &'static str),
+    /// Other media types the success answer may come in (e.g. `text/event-stream`), as text.
+    pub ok_also: &'static [&'static str],
+    /// The 404 body carries no `error_code`/`fingerprint` (redeem, spec §7 rule 2).
+    pub plain_404: bool,
+    /// The path parameter of the resource this operation creates and the JSON pointer of its
+    /// id in the success body (for the document's `links`).
+    pub creates: Option<(&'static str, &'static str)>,
+    /// Statuses beyond the derived ones (409, 429, …).
+    pub extra: &'static [u16],
+}
+
+fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'static str, summary: &'static str) -> Op {
+    Op {
+        method,
+        path,
+        id,
+        tag,
+        summary,
+        description: "",
+        query: Vec::new(),
+        body: None,
+        body_media: "application/json",
+        ok: (200, "Done"),
+        ok_also: &[],
+        plain_404: false,
+        creates: None,
+        extra: &[],
+    }
+}
+
+impl Op {
+    fn describe(mut self, d: &'static str) -> Op {
+        self.description = d;
+        self
+    }
+    fn body(mut self, schema: &'static str) -> Op {
+        self.body = Some(schema);
+        self
+    }
+    fn creates(mut self, param: &'static str, pointer: &'static str) -> Op {
+        self.creates = Some((param, pointer));
+        self
+    }
+    fn plain_404(mut self) -> Op {
+        self.plain_404 = true;
+        self
+    }
+    fn ok(mut self, status: u16, schema: &'static str) -> Op {
+        self.ok = (status, schema);
+        self
+    }
+    fn extra(mut self, statuses: &'static [u16]) -> Op {
+        self.extra = statuses;
+        self
+    }
+    fn query(mut self, params: Vec<Value>) -> Op {
+        self.query = params;
+        self
+    }
+}
+
+fn param(name: &str, schema: Value, description: &str) -> Value {
+    json!({ "name": name, "in": "query", "required": false, "schema": schema, "description": description })
+}
+
+fn old_param(name: &str, schema: Value, current: &str) -> Value {
+    let mut p = param(name, schema, &format!("Older name of `{current}` (spec §9); accepted as an alias."));
+    p["deprecated"] = json!(true);
+    p
+}
+
+fn page() -> Value {
+    json!({ "type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1 })
+}
+
+fn page_size() -> Value {
+    json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 24 })
+}
+
+fn history_query() -> Vec<Value> {
+    vec![
+        param(
+            "limit",
+            json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }),
+            "Newest items, returned oldest first.",
+        ),
+        param(
+            "beforeID",
+            json!({ "type": "integer", "minimum": 0 }),
+            "Only items with a smaller `id` (paging back in time).",
+        ),
+    ]
+}
+
+fn replica_list_query() -> Vec<Value> {
+    let text = json!({ "type": "string" });
+    vec![
+        param("page", page(), "Page number (current name)."),
+        param("page_size", page_size(), "Items per page (current name)."),
+        old_param("page_index", page(), "page"),
+        old_param("pageIndex", page(), "page"),
+        old_param("pageSize", page_size(), "page_size"),
+        param("ownerID", text.clone(), "Only replicas of this owner (user id)."),
+        param("slug", text.clone(), "Only the replica with this slug."),
+        json!({ "name": "tags", "in": "query", "required": false, "style": "form", "explode": true,
+            "schema": { "type": "array", "items": { "type": "string" } },
+            "description": "Only replicas carrying every one of these tags (repeat the parameter or separate by \
+                commas)." }),
+        param(
+            "integration",
+            json!({ "type": "string", "enum": ["messengerA", "messengerB"] }),
+            "Only replicas with this channel connected.",
+        ),
+        param("search", text, "Text searched in name and descriptions."),
+        param("sort", json!({ "type": "string", "enum": ["name", "popularity"] }), "Order of the list."),
+    ]
+}
+
+fn kb_list_query() -> Vec<Value> {
+    use crate::service::knowledge::{STATUSES, TYPES};
+    vec![
+        param("page", page(), "Page number."),
+        param("pageSize", page_size(), "Items per page."),
+        param("status", json!({ "type": "string", "enum": STATUSES }), "Only entries in this status."),
+        param("type", json!({ "type": "string", "enum": TYPES }), "Only entries of this type."),
+        param("search", json!({ "type": "string" }), "Text searched in titles, URLs and file names."),
+        param(
+            "hasError",
+            json!({ "type": "string", "enum": ["true", "false"] }),
+            "Only failed (or only other) entries.",
+        ),
+        param(
+            "sort",
+            json!({ "type": "string", "enum": sort_values() }),
+            "Order: `createdAt` (default), `updatedAt`, `title`, `status`; a `-` prefix sorts descending.",
+        ),
+    ]
+}
+
+fn sort_values() -> Vec<String> {
+    crate::service::knowledge::SORTS.iter().flat_map(|(n, _)| [n.to_string(), format!("-{n}")]).collect()
+}
+
+/// A chat-history list operation (spec §4.1): the same shape for every channel.
+fn history_list(path: &'static str, id: &'static str, summary: &'static str) -> Op {
+    op("GET", path, id, "Chat history", summary).query(history_query()).ok(200, "ChatHistory").describe(
+        "The caller's history items on the channel of the path, newest `limit` (oldest first). A private replica the \
+        caller may not see answers 404.",
+    )
+}
+
+/// A chat-history path below `/v1/replicas/{replicaUUID}/chat/history`.
+macro_rules! concat_path {
+    ($suffix:literal) => {
+        concat!("/v1/replicas/{replicaUUID}/chat/history", $suffix)
+    };
+}
+
+/// Every documented operation, in the order of the document.
+pub fn all() -> Vec<Op> {
+    let h = "/v1/replicas/{replicaUUID}/chat/history";
+    let msg_a = "/v1/replicas/{replicaUUID}/chat/history/messengerA";
+    let entry = "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}";
+    let kb = "Knowledge base";
+    vec![
+        op("GET", "/v1/openapi.json", "getOpenApi", "Meta", "This OpenAPI document")
+            .ok(200, "OpenApiDocument")
+            .describe("Public. The document every other operation is checked against."),
+        op("POST", "/v1/api-keys/invites/{code}/redeem", "redeemInvite", "Organizations", "Redeem an invitation code")
+            .body("RedeemRequest")
+            .ok(200, "Redeemed")
+            .extra(&[409])
+            .plain_404()
+            .describe(
+                "Creates an organization, its owner user (the contact) and an API key shown only in this answer. Codes \
+                are minted by the operator (`replicad invites create`), single-use and may expire: unknown code 404 \
+                (body without `error_code`/`fingerprint`, spec §7 rule 2), used code 409 `INVITE_ALREADY_REDEEMED`, \
+                expired code 400 `INVITE_EXPIRED`.",
+            ),
+        op("GET", "/v1/replicas/models", "listModels", "Models", "The model catalog")
+            .ok(200, "ModelCatalogResponse")
+            .describe(
+                "Exactly 19 models keyed by id (spec §2.4). A model with no configured upstream is served by the \
+                embedded, offline generator.",
+            ),
+        op("GET", "/v1/replicas", "listReplicas", "Replicas", "List replicas")
+            .query(replica_list_query())
+            .ok(200, "ReplicaList")
+            .describe("`{success, items, total}`. Private replicas appear only to their owner and whitelisted users."),
+        op("POST", "/v1/replicas", "createReplica", "Replicas", "Create a replica")
+            .body("ReplicaWrite")
+            .ok(201, "ReplicaCreated")
+            .creates("replicaUUID", "/uuid")
+            .extra(&[409, 429])
+            .describe(
+                "201 `{success, uuid}`. 409 `SLUG_TAKEN` when the slug is used in the organization; 429 \
+                `REPLICA_QUOTA_EXCEEDED` beyond the organization's replica quota. Unknown fields are ignored.",
+            ),
+        op("GET", "/v1/replicas/{replicaUUID}", "getReplica", "Replicas", "Read a replica")
+            .ok(200, "ReplicaRead")
+            .describe("The replica's fields, current and deprecated names, plus `success`."),
+        op("PUT", "/v1/replicas/{replicaUUID}", "updateReplica", "Replicas", "Update a replica")
+            .body("ReplicaWrite")
+            .extra(&[409])
+            .describe("Replaces the fields (the create body); 200 `{success}`."),
+        op("DELETE", "/v1/replicas/{replicaUUID}", "deleteReplica", "Replicas", "Delete a replica")
+            .describe("Deletes the replica, its knowledge base and its chat history; 200 `{success}`."),
+        op("GET", "/v1/replicas/{replicaUUID}/knowledge-base", "listKnowledgeBase", kb, "List entries")
+            .query(kb_list_query())
+            .ok(200, "KnowledgeBaseList"),
+        op("POST", "/v1/replicas/{replicaUUID}/knowledge-base", "createKnowledgeBaseEntry", kb, "Create an entry")
+            .body("KnowledgeBaseCreate")
+            .ok(207, "KnowledgeBaseCreated")
+            .creates("knowledgeBaseID", "/results/0/knowledgeBaseID")
+            .extra(&[409, 429])
+            .describe(
+                "Exactly one of `text`, `url`, `filename`; 207 `{success, results}`. Statuses move \
+                `NEW → FILE_UPLOADED → RAW_TEXT → PROCESSED_TEXT → VECTOR_CREATED → READY` (or `UNPROCESSABLE` with \
+                `error.message`) as a background job queue kept in the store works: a `url` is fetched (timeouts, \
+                size cap, at most 5 redirects, no private or loopback addresses unless the operator allows them), \
+                a `filename` waits for its bytes on `signedURL`. 409 `URL_ALREADY_EXISTS`; 429 \
+                `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED` at the operator's per-organization quota, 400 with the same \
+                code at the body's `usageLimits.knowledgeBaseEntries`. `language` absent: detected from the text.",
+            ),
+        op("GET", entry, "getKnowledgeBaseEntry", kb, "Read an entry")
+            .ok(200, "KnowledgeBaseEntryFull"),
+        op("PATCH", entry, "updateKnowledgeBaseEntry", kb, "Update an entry")
+            .body("KnowledgeBasePatch")
+            .describe("A new `rawText` is re-processed (the entry goes back to `PROCESSED_TEXT`, then `READY`)."),
+        op("DELETE", entry, "deleteKnowledgeBaseEntry", kb, "Delete an entry")
+            .describe("Removes the entry and its index documents."),
+        op("GET", "/v1/knowledge-base/file-types", "listFileTypes", kb, "Supported file types")
+            .ok(200, "FileTypes")
+            .describe("Exactly what this server can extract: PDF, DOCX, EPUB, plain text, Markdown, CSV, JSON, HTML."),
+        Op { body_media: "application/octet-stream", ..op("PUT", "/v1/knowledge-base/uploads/{token}", "uploadKnowledgeBaseFile", kb, "Upload a file") }
+            .body("UploadBody")
+            .ok(200, "UploadDone")
+            .extra(&[409])
+            .describe(
+                "The `signedURL` of a `filename` entry: the token in the path is the credential (no API key). Any \
+                content type; `Content-Encoding: gzip` allowed. Single use (409 `UPLOAD_ALREADY_USED`), expires after \
+                one hour (400 `UPLOAD_EXPIRED`), at most `--max-upload-bytes` (413). The entry moves to \
+                `FILE_UPLOADED` and is extracted in the background.",
+            ),
+        op("POST", "/v1/replicas/{replicaUUID}/chat/completions", "createChatCompletion", "Chat", "Ask the replica")
+            .body("CompletionRequest")
+            .ok(200, "Completion")
+            .describe(
+                "Retrieves the most relevant knowledge and answers. Stores the question and the answer (with its \
+                `sources`) in the chat history unless `skip_chat_history`. The `X-Replica-Backend` response header \
+                names the generator that answered.",
+            ),
+        history_list(h, "listChatHistory", "History on every channel"),
+        op("POST", h, "saveChatHistory", "Chat history", "Save a history item")
+            .body("HistorySave")
+            .ok(200, "HistorySaved")
+            .describe(
+                "Saves a `user` item on `source` (default `web`, or `messengerB` with `messengerB_data`). A repeated \
+                `messengerB_data.message_id` stores nothing new.",
+            ),
+        history_list(concat_path!("/web"), "listChatHistoryWeb", "History of the web channel"),
+        history_list(concat_path!("/embed"), "listChatHistoryEmbed", "History of the embed channel"),
+        history_list(msg_a, "listChatHistoryMessengerA", "History of messengerA"),
+        op("POST", msg_a, "saveChatHistoryMessengerA", "Chat history", "Save a messengerA item")
+            .body("HistorySaveMessengerA")
+            .ok(200, "HistorySaved")
+            .describe("A repeated `(chat_id, message_id)` stores nothing new."),
+        history_list(concat_path!("/messengerB"), "listChatHistoryMessengerB", "History of messengerB"),
+        op("POST", "/v1/users", "createUser", "Users", "Create a user")
+            .body("UserWrite")
+            .ok(201, "UserResponse")
+            .creates("userID", "/user/id")
+            .extra(&[409]),
+        op("GET", "/v1/users/me", "getMe", "Users", "Read the current user").ok(200, "UserResponse"),
+        op("PUT", "/v1/users/me", "updateMe", "Users", "Update the current user")
+            .body("UserWrite")
+            .ok(200, "UserResponse")
+            .extra(&[409]),
+        op("DELETE", "/v1/users/me", "deleteMe", "Users", "Delete the current user")
+            .describe("Its replicas pass to the organization's owner; the owner user itself cannot be deleted (400)."),
+        op("GET", "/v1/users/{userID}", "getUser", "Users", "Read a user").ok(200, "UserResponse"),
+    ]
+}
