@@ -63,9 +63,14 @@ async fn run_ready(store: &Store, fetcher: &Fetcher) -> Result<Option<Duration>>
         .await?;
     let (due, later): (Vec<_>, Vec<_>) = jobs.into_iter().partition(|(_, _, not_before)| *not_before <= now);
     for &(entry, attempts, _) in &due {
-        if let Err(e) = run_job(store, fetcher, entry, attempts).await {
+        let Err(e) = run_job(store, fetcher, entry, attempts).await else { continue };
+        if attempts + 1 < MAX_ATTEMPTS {
             tracing::error!(entry, error = %e, "ingestion step failed; will retry");
-            store.write(move |txn| reschedule(txn, entry, 1_000)).await?;
+            store.write(move |txn| reschedule(txn, entry, 1_000 << attempts)).await?;
+        } else {
+            tracing::error!(entry, error = %e, "ingestion step failed; giving up");
+            let message = format!("processing failed after {MAX_ATTEMPTS} attempts (request id in the server log)");
+            fail(store, entry, None, message).await?;
         }
     }
     if !due.is_empty() {
@@ -112,11 +117,11 @@ async fn run_job(store: &Store, fetcher: &Fetcher, id: u64, attempts: u32) -> Re
                     tracing::warn!(entry = id, error = %e.message, delay_ms = delay, "fetch failed; will retry");
                     return store.write(move |txn| reschedule(txn, id, delay)).await;
                 }
-                Err(e) => return fail(store, id, &status, e.message).await,
+                Err(e) => return fail(store, id, Some(&status), e.message).await,
             },
             ("FILE_UPLOADED", "file") => match extract_file(job).await? {
                 Ok((extracted, format)) => save_raw(store, id, "FILE_UPLOADED", extracted, None, format).await?,
-                Err(message) => return fail(store, id, &status, message).await,
+                Err(message) => return fail(store, id, Some(&status), message).await,
             },
             ("RAW_TEXT", _) => return process(store, id).await,
             // Anything else (a PATCH gave it text, it failed, it was re-queued): nothing to do.
@@ -217,14 +222,16 @@ async fn process(store: &Store, id: u64) -> Result<()> {
         .await
 }
 
-/// Ends the entry `UNPROCESSABLE` with `message` (if it is still at status `from`).
-async fn fail(store: &Store, id: u64, from: &str, message: String) -> Result<()> {
+/// Ends the entry `UNPROCESSABLE` with `message` (if it is still at status `from`, when given)
+/// and drops its job.
+async fn fail(store: &Store, id: u64, from: Option<&str>, message: String) -> Result<()> {
     tracing::info!(entry = id, reason = %message, "knowledge-base entry unprocessable");
-    let (from, now) = (from.to_string(), now_ms());
+    let (from, now) = (from.map(str::to_string), now_ms());
     store
         .write_kb(move |txn| {
             let mut entries = txn.open_table(tables::KB_ENTRIES)?;
-            if let Some(mut e) = store::get::<u64, KbEntry, _>(&entries, id)?.filter(|e| e.status == from) {
+            let found = store::get::<u64, KbEntry, _>(&entries, id)?;
+            if let Some(mut e) = found.filter(|e| from.as_ref().is_none_or(|f| &e.status == f)) {
                 e.status = "UNPROCESSABLE".into();
                 e.error = Some(message.clone());
                 e.updated_at = now;
