@@ -224,6 +224,8 @@ async fn a_signed_url_is_single_use_unknown_tokens_are_404_and_the_size_is_cappe
     let unknown = org.client.put(server.url("/v1/knowledge-base/uploads/nope")).body("x").send().await.unwrap();
     assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
     assert_eq!(settled(&org, &replica, kb).await["status"], json!("READY"));
+    let token = url.rsplit('/').next().unwrap();
+    assert!(!server.dir().log().contains(token), "the upload token reached the log");
 }
 
 #[tokio::test]
