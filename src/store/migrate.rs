@@ -118,3 +118,54 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use redb::ReadableDatabase;
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::store::records::KbEntry;
+
+    fn entry(id: u64, org: Uuid) -> KbEntry {
+        KbEntry {
+            id,
+            replica: Uuid::now_v7(),
+            org,
+            kind: "text".into(),
+            status: "READY".into(),
+            title: None,
+            generated_title: None,
+            language: None,
+            auto_refresh: false,
+            summary: String::new(),
+            chunk_count: 1,
+            revision: 1,
+            error: None,
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    #[test]
+    fn a_version_1_store_gains_the_knowledge_base_tables_and_org_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("v1.redb")).unwrap();
+        let org = Uuid::now_v7();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut entries = txn.open_table(tables::KB_ENTRIES).unwrap();
+            for id in 1..=3 {
+                crate::store::put(&mut entries, id, &entry(id, org)).unwrap();
+            }
+            write_version(&txn, 1).unwrap();
+        }
+        txn.commit().unwrap();
+
+        run(&db).unwrap();
+        assert_eq!(read_version(&db).unwrap(), Some(SCHEMA_VERSION));
+        let read = db.begin_read().unwrap();
+        assert_eq!(read.open_table(tables::ORG_KBCOUNT).unwrap().get(org.as_u128()).unwrap().unwrap().value(), 3);
+        assert!(read.open_table(tables::KB_JOBS).is_ok() && read.open_table(tables::KB_SOURCES).is_ok());
+    }
+}
