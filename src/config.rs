@@ -28,6 +28,13 @@ pub struct Config {
     /// Put the internal cause of a 500 in the body's `inner_exception` (for debugging only).
     #[arg(long, env = "REPLICAD_EXPOSE_INTERNAL_ERRORS")]
     pub expose_internal_errors: bool,
+    /// An operator's model catalog (a copy of data/models.json whose entries may carry `route`
+    /// and `vision`); the shipped catalog when absent.
+    #[arg(long, env = "REPLICAD_MODELS")]
+    pub models: Option<PathBuf>,
+    /// Generation backends: upstreams, model routes, timeouts, retries.
+    #[command(flatten)]
+    pub llm: crate::generate::LlmConfig,
 }
 
 impl Config {
@@ -41,6 +48,8 @@ impl Config {
             max_body_bytes: 4 * 1024 * 1024,
             max_replicas_per_org: 1000,
             expose_internal_errors: false,
+            models: None,
+            llm: crate::generate::LlmConfig::default(),
         }
     }
 

@@ -27,18 +27,26 @@ use tokio::net::TcpListener;
 
 pub use config::Config;
 
+/// Installs the TLS crypto provider (ring) of upstream HTTPS calls; idempotent.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// Opens the store and the index, starts the indexer and the admin socket, makes the demo
 /// data when asked, prints `listening on http://ADDR` on stdout, and serves `listener` until
 /// `shutdown` resolves. Errors are start-up failures, as text for the operator.
 pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<(), String> {
+    install_crypto_provider();
     config.validate()?;
-    let models = models::Models::parse(models::SHIPPED).map_err(|e| format!("data/models.json: {e}"))?;
+    let models = models::Models::load(config.models.as_deref())?;
+    let backends = generate::Backends::build(&config.llm, &models)?;
+    backends.log(&models);
     let store = store::Store::open(&config.data_dir).map_err(|e| e.to_string())?;
     let (search, index_seq) = search::Search::open(&config.data_dir).map_err(|e| e.to_string())?;
     let search = Arc::new(search);
     let rebuild = search::indexer::needs_rebuild(&store, index_seq).await.map_err(|e| e.to_string())?;
     let reindex = search::indexer::spawn(store.clone(), search.clone(), rebuild);
-    let app = Arc::new(app::App::new(config, store, search, models, reindex));
+    let app = Arc::new(app::App::new(config, store, search, models, backends, reindex));
     if app.config.demo {
         demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;
     }

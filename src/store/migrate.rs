@@ -68,6 +68,7 @@ fn fresh(db: &Database) -> Result<()> {
         txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
         txn.open_table(tables::ONCE)?;
         txn.open_table(tables::CHANNELMSG_MESSAGE)?;
+        txn.open_table(tables::REPLICAUSERMONTH_USAGE)?;
         let mut meta = txn.open_table(tables::META)?;
         meta.insert(KEY, SCHEMA_VERSION.to_be_bytes().as_slice())?;
     }

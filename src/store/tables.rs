@@ -48,3 +48,7 @@ pub const ONCE: TableDefinition<&str, u128> = TableDefinition::new("once");
 /// `(replica id, "<channel>:<chat id>:<message id>") → history item id`: channel messages
 /// already saved (a retried POST with the same channel message id stores nothing new).
 pub const CHANNELMSG_MESSAGE: TableDefinition<(u128, &str), u64> = TableDefinition::new("channelmsg_message");
+/// `(replica id, user id, month as YYYYMM in UTC) → (prompt tokens, completion tokens)`: token
+/// usage of chat completions, written with the messages of each completion.
+pub const REPLICAUSERMONTH_USAGE: TableDefinition<(u128, u128, u32), (u64, u64)> =
+    TableDefinition::new("replicausermonth_usage");

@@ -159,7 +159,7 @@ impl Server {
             .strip_suffix('\n')
             .and_then(|l| l.strip_prefix("listening on http://"))
             .unwrap_or_else(|| panic!("unexpected start-up line {line:?}"));
-        let client = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("http client");
+        let client = http_client();
         Server { child: Some(child), _stdout: Some(reader), dir: Some(dir), base_url: format!("http://{addr}"), client }
     }
 
@@ -260,6 +260,12 @@ impl Drop for Server {
             }
         }
     }
+}
+
+/// An HTTP client for tests (the TLS provider is the one replicad installs: ring).
+pub fn http_client() -> reqwest::Client {
+    replicad::install_crypto_provider();
+    reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("http client")
 }
 
 /// A response: status, headers, and the body as JSON (`Value::Null` when it is not JSON).
