@@ -12,6 +12,7 @@ mod history;
 mod invites;
 mod isolation;
 mod knowledge_base;
+mod llm;
 mod replicas;
 mod restart;
 mod users;

@@ -10,6 +10,9 @@
 
 #![allow(dead_code)]
 
+pub mod fake_llm;
+pub mod sse;
+
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
