@@ -13,6 +13,7 @@ mod invites;
 mod isolation;
 mod knowledge_base;
 mod llm;
+mod llm_real;
 mod replicas;
 mod restart;
 mod users;
