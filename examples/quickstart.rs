@@ -45,6 +45,7 @@ impl Client {
 
 #[tokio::main]
 async fn main() -> Result<(), String> {
+    replicad::install_crypto_provider();
     let args = Args::parse();
     let c = Client { http: reqwest::Client::new(), base: args.base_url.trim_end_matches('/').into(), key: args.key };
     let tag = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();

@@ -140,9 +140,12 @@ impl Backend for Upstream {
                 body["stream_options"] = json!({"include_usage": true});
             }
             let resp = self.send(&body).await?;
-            let reader = Reader { resp, name: self.name.clone(), idle: self.policy.idle, buf: Vec::new() };
+            let mut reader = Reader { resp, name: self.name.clone(), idle: self.policy.idle, buf: Vec::new() };
             Ok(if stream {
-                Box::new(SseReader { reader, data: String::new(), pending: VecDeque::new(), done: false })
+                // Until the first delta, the stream may be silent as long as a first byte may take.
+                reader.idle = self.policy.first_byte;
+                let idle = self.policy.idle;
+                Box::new(SseReader { reader, idle, data: String::new(), pending: VecDeque::new(), done: false })
                     as Box<dyn Pieces>
             } else {
                 Box::new(WholeReader { reader: Some(reader), rest: VecDeque::new() }) as Box<dyn Pieces>
@@ -222,6 +225,8 @@ impl Pieces for WholeReader {
 /// A streamed answer (`text/event-stream` of `chat.completion.chunk` frames, `data: [DONE]`).
 struct SseReader {
     reader: Reader,
+    /// The idle timeout once the first piece came.
+    idle: Duration,
     /// `data:` lines of the event being read.
     data: String,
     pending: VecDeque<Piece>,
@@ -274,6 +279,7 @@ impl Pieces for SseReader {
         Box::pin(async move {
             loop {
                 if let Some(p) = self.pending.pop_front() {
+                    self.reader.idle = self.idle;
                     return Ok(Some(p));
                 }
                 if self.done {

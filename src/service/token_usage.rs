@@ -43,6 +43,23 @@ pub async fn of_month(store: &Store, replica: Uuid, user: Uuid, month: u32) -> R
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn usage_adds_up_per_replica_user_and_month() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (replica, user) = (Uuid::now_v7(), Uuid::now_v7());
+        let now = crate::store::now_ms();
+        let usage = Usage { prompt_tokens: 10, completion_tokens: 3 };
+        for _ in 0..2 {
+            store.write(move |txn| add_in(txn, replica, user, now, usage)).await.unwrap();
+        }
+        let month = month_of(now);
+        let total = Usage { prompt_tokens: 20, completion_tokens: 6 };
+        assert_eq!(of_month(&store, replica, user, month).await.unwrap(), total);
+        assert_eq!(of_month(&store, replica, Uuid::now_v7(), month).await.unwrap(), Usage::default());
+        assert_eq!(of_month(&store, replica, user, month + 1).await.unwrap(), Usage::default());
+    }
+
     #[test]
     fn months_are_yyyymm_in_utc() {
         assert_eq!(month_of(0), 197001);
