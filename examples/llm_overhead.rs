@@ -175,6 +175,7 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 #[tokio::main]
 async fn main() {
     replicad::install_crypto_provider();
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter("warn").init();
     let args = Args::parse();
     let dir = tempfile::tempdir().expect("temp dir");
     let upstream = fake_upstream(Duration::from_millis(args.delay_ms)).await;

@@ -19,7 +19,7 @@ use crate::models::Models;
 
 /// Flags of the generation backends (part of `replicad serve`, each also read from the
 /// environment as `REPLICAD_<FLAG>`; repeatable flags take comma-separated lists there).
-#[derive(clap::Args, Clone, Debug, Default)]
+#[derive(clap::Args, Clone, Debug)]
 pub struct LlmConfig {
     /// An OpenAI-compatible upstream, `NAME=BASE_URL` (e.g. `local=http://127.0.0.1:8081/v1`);
     /// repeatable. Its key comes from REPLICAD_LLM_<NAME>_API_KEY or ..._API_KEY_FILE.
@@ -29,24 +29,51 @@ pub struct LlmConfig {
     #[arg(long = "model-route", env = "REPLICAD_MODEL_ROUTE", value_delimiter = ',')]
     pub routes: Vec<String>,
     /// Milliseconds to wait for a connection to an upstream.
-    #[arg(long, env = "REPLICAD_LLM_CONNECT_TIMEOUT_MS", default_value_t = 5_000)]
+    #[arg(long, env = "REPLICAD_LLM_CONNECT_TIMEOUT_MS", default_value_t = DEFAULT_CONNECT_TIMEOUT_MS)]
     pub llm_connect_timeout_ms: u64,
     /// Milliseconds to wait for the head of an upstream's answer (a non-streamed answer is
     /// generated whole before its head comes) and for the first delta of a streamed one.
-    #[arg(long, env = "REPLICAD_LLM_FIRST_BYTE_TIMEOUT_MS", default_value_t = 120_000)]
+    #[arg(long, env = "REPLICAD_LLM_FIRST_BYTE_TIMEOUT_MS", default_value_t = DEFAULT_FIRST_BYTE_TIMEOUT_MS)]
     pub llm_first_byte_timeout_ms: u64,
     /// Milliseconds an upstream may stay silent between two chunks of its answer.
-    #[arg(long, env = "REPLICAD_LLM_IDLE_TIMEOUT_MS", default_value_t = 30_000)]
+    #[arg(long, env = "REPLICAD_LLM_IDLE_TIMEOUT_MS", default_value_t = DEFAULT_IDLE_TIMEOUT_MS)]
     pub llm_idle_timeout_ms: u64,
     /// Retries of a failed upstream call (connect error, 429, 5xx) before answering 502.
-    #[arg(long, env = "REPLICAD_LLM_MAX_RETRIES", default_value_t = 2)]
+    #[arg(long, env = "REPLICAD_LLM_MAX_RETRIES", default_value_t = DEFAULT_MAX_RETRIES)]
     pub llm_max_retries: u32,
     /// Most tokens of one upstream reply (`max_tokens`); the upstream's default when absent.
     #[arg(long, env = "REPLICAD_LLM_MAX_TOKENS")]
     pub llm_max_tokens: Option<u32>,
     /// First retry backoff in milliseconds (doubled per retry, ±50 % jitter).
-    #[arg(long, env = "REPLICAD_LLM_BACKOFF_MS", default_value_t = 250)]
+    #[arg(long, env = "REPLICAD_LLM_BACKOFF_MS", default_value_t = DEFAULT_BACKOFF_MS)]
     pub llm_backoff_ms: u64,
+}
+
+/// Default of `--llm-connect-timeout-ms`.
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 5_000;
+/// Default of `--llm-first-byte-timeout-ms`.
+pub const DEFAULT_FIRST_BYTE_TIMEOUT_MS: u64 = 120_000;
+/// Default of `--llm-idle-timeout-ms`.
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 30_000;
+/// Default of `--llm-max-retries`.
+pub const DEFAULT_MAX_RETRIES: u32 = 2;
+/// Default of `--llm-backoff-ms`.
+pub const DEFAULT_BACKOFF_MS: u64 = 250;
+
+impl Default for LlmConfig {
+    /// No upstreams, no routes, the flags' default timeouts and retries.
+    fn default() -> Self {
+        LlmConfig {
+            upstreams: Vec::new(),
+            routes: Vec::new(),
+            llm_connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
+            llm_first_byte_timeout_ms: DEFAULT_FIRST_BYTE_TIMEOUT_MS,
+            llm_idle_timeout_ms: DEFAULT_IDLE_TIMEOUT_MS,
+            llm_max_retries: DEFAULT_MAX_RETRIES,
+            llm_max_tokens: None,
+            llm_backoff_ms: DEFAULT_BACKOFF_MS,
+        }
+    }
 }
 
 impl LlmConfig {
