@@ -143,7 +143,14 @@ async fn setup(http: &reqwest::Client, base: &str, data_dir: &std::path::Path) -
 }
 
 /// TTFB (response head) of `requests` POSTs of `body` to `url` by `concurrency` workers.
-async fn measure(http: &reqwest::Client, url: &str, key: &str, body: Value, requests: usize, concurrency: usize) -> Vec<f64> {
+async fn measure(
+    http: &reqwest::Client,
+    url: &str,
+    key: &str,
+    body: Value,
+    requests: usize,
+    concurrency: usize,
+) -> Vec<f64> {
     let per_worker = requests.div_ceil(concurrency);
     let body = Arc::new(body);
     let workers = (0..concurrency).map(|_| {
@@ -152,7 +159,8 @@ async fn measure(http: &reqwest::Client, url: &str, key: &str, body: Value, requ
             let mut out = Vec::with_capacity(per_worker);
             for _ in 0..per_worker {
                 let started = Instant::now();
-                let res = http.post(&url).header("X-ORGANIZATION-SECRET", &key).json(&*body).send().await.expect("send");
+                let res =
+                    http.post(&url).header("X-ORGANIZATION-SECRET", &key).json(&*body).send().await.expect("send");
                 out.push(started.elapsed().as_secs_f64() * 1000.0);
                 assert!(res.status().is_success(), "{}", res.status());
                 let _ = res.bytes().await;

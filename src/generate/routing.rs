@@ -196,3 +196,46 @@ fn api_key(name: &str) -> Result<Option<String>, String> {
         Err(_) => Ok(None),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        llm: LlmConfig,
+    }
+
+    fn flags(args: &[&str]) -> LlmConfig {
+        Flags::try_parse_from(std::iter::once("replicad").chain(args.iter().copied())).unwrap().llm
+    }
+
+    #[test]
+    fn the_default_is_what_the_flags_default_to() {
+        assert_eq!(format!("{:?}", flags(&[])), format!("{:?}", LlmConfig::default()));
+    }
+
+    #[test]
+    fn routes_name_declared_upstreams_and_catalog_models() {
+        let models = Models::parse(crate::models::SHIPPED).unwrap();
+        let ok = flags(&["--llm-upstream", "local=http://127.0.0.1:1/v1", "--model-route", "qwen3-32b=local/org/q3"]);
+        let b = Backends::build(&ok, &models).unwrap();
+        assert_eq!(
+            (b.route("qwen3-32b").backend.name(), b.route("qwen3-32b").upstream_model.as_str()),
+            ("local", "org/q3")
+        );
+        assert_eq!(b.route("replicad-extractive").backend.name(), EMBEDDED);
+        for (args, needle) in [
+            (vec!["--model-route", "qwen3-32b=nope/x"], "no upstream named \"nope\""),
+            (vec!["--llm-upstream", "a=http://h/v1", "--model-route", "nosuch=a/x"], "not a model"),
+            (vec!["--llm-upstream", "a=ftp://h"], "NAME=BASE_URL"),
+            (vec!["--llm-upstream", "embedded=http://h"], "taken"),
+            (vec!["--llm-upstream", "a=http://h", "--model-route", "qwen3-32b=a"], "NAME/UPSTREAM_MODEL"),
+        ] {
+            let err = Backends::build(&flags(&args), &models).err().unwrap_or_default();
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
+    }
+}

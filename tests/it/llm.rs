@@ -343,3 +343,22 @@ fn a_route_to_an_undeclared_upstream_stops_the_server_at_start() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-model"));
 }
+
+#[tokio::test]
+async fn the_upstream_key_may_come_from_a_file() {
+    let fake = FakeLlm::replying(vec!["Yes."]).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let key_file = tmp.path().join("key");
+    std::fs::write(&key_file, "sk-from-file\n").unwrap();
+    let dir = DataDir::new();
+    let mut cmd = Command::new(BIN);
+    cmd.arg("serve").arg("--listen").arg("127.0.0.1:0").arg("--data-dir").arg(dir.path());
+    cmd.env("REPLICAD_LLM_MY_HOST_API_KEY_FILE", &key_file);
+    let upstream = format!("my-host={}", fake.base_url);
+    let server =
+        Server::spawn(cmd, dir, &["--llm-upstream", &upstream, "--model-route", &format!("{MODEL}=my-host/m")]);
+    let org = server.new_org("KeyFile").await;
+    let (replica, _) = reactor(&org).await;
+    assert_eq!(org.ask(&replica, "Is the key read?").await, "Yes.");
+    assert_eq!(fake.seen()[0].authorization.as_deref(), Some("Bearer sk-from-file"));
+}
