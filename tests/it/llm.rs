@@ -58,6 +58,10 @@ async fn a_routed_model_answers_through_the_upstream_with_a_prompt_built_from_th
     let server = serve(&fake, &[]);
     let org = server.new_org("Upstream").await;
     let (replica, kb) = reactor(&org).await;
+    let log = server.dir().log_tail();
+    assert!(log.contains("model served by an upstream") && log.contains(MODEL), "start-up names the route: {log}");
+    assert!(log.contains("models served by the embedded generator"), "{log}");
+    assert!(!log.contains(KEY), "the key is never logged");
 
     let r = org.call(Method::POST, &completions(&replica), Some(&json!({"content": ZORBLAX_QUESTION})), &[]).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
