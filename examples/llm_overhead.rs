@@ -31,6 +31,9 @@ struct Args {
     /// Requests per measurement (per concurrency and target).
     #[arg(long, default_value_t = 400)]
     requests: usize,
+    /// Send `skip_chat_history: true` (the usage is still written, durably).
+    #[arg(long)]
+    skip_history: bool,
     /// Concurrencies to measure, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,64")]
     concurrency: Vec<usize>,
@@ -192,7 +195,10 @@ async fn main() {
     let (key, url) = setup(&http, &base, dir.path()).await;
     let direct_url = format!("{upstream}/chat/completions");
     let direct_body = json!({"model": "fake", "messages": [{"role": "user", "content": "What is the answer?"}]});
-    let via_body = json!({"content": "At what temperature does the Zorblax reactor operate?"});
+    let via_body = json!({
+        "content": "At what temperature does the Zorblax reactor operate?",
+        "skip_chat_history": args.skip_history,
+    });
     // Warm-up (connections, caches).
     measure(&http, &direct_url, &key, direct_body.clone(), 32, 8).await;
     measure(&http, &url, &key, via_body.clone(), 32, 8).await;

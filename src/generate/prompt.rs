@@ -23,12 +23,13 @@ pub fn estimate_tokens(text: &str) -> usize {
     text.len().div_ceil(4)
 }
 
-/// The newest turns of `turns` (oldest first) whose estimated tokens add up to at most
-/// `budget`, oldest first. A turn that does not fit ends the window (no gaps).
-pub fn window(turns: Vec<Turn>, budget: usize) -> Vec<Turn> {
+/// The turns of `newest_first` whose estimated tokens (plus 4 per turn for its framing) add up
+/// to at most `budget`, returned oldest first. A turn that does not fit ends the window (no
+/// gaps); the iterator is not consumed further, so a store scan stops there.
+pub fn window(newest_first: impl IntoIterator<Item = Turn>, budget: usize) -> Vec<Turn> {
     let mut used = 0;
     let mut kept: Vec<Turn> = Vec::new();
-    for t in turns.into_iter().rev() {
+    for t in newest_first {
         used += estimate_tokens(&t.content) + 4;
         if used > budget {
             break;
@@ -96,9 +97,9 @@ mod tests {
     #[test]
     fn the_window_keeps_the_newest_turns_that_fit() {
         let turns = vec![turn("user", &"a".repeat(400)), turn("assistant", &"b".repeat(40)), turn("user", "c")];
-        let w = window(turns.clone(), 30);
+        let w = window(turns.clone().into_iter().rev(), 30);
         assert_eq!(w, turns[1..].to_vec());
-        assert!(window(turns, 3).is_empty());
+        assert!(window(turns.into_iter().rev(), 3).is_empty());
     }
 
     #[test]

@@ -12,20 +12,18 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use super::history::{self, NewItem, Page};
+use super::history::{self, NewItem};
 use super::token_usage;
 use crate::error::{Error, Result};
 use crate::generate::{prompt, Backends, Generation, Persona, Piece, Pieces, Route, Turn, Usage, EMBEDDED};
 use crate::search::Search;
-use crate::store::records::{Chunk, KbEntry, Replica, SourceRef};
-use crate::store::{self, now_ms, tables, Store};
+use crate::store::records::{Chunk, KbEntry, Message, Replica, SourceRef};
+use crate::store::{self, codec, k, now_ms, tables, Store};
 
 /// Chunks retrieved per question.
 pub const TOP_K: usize = 5;
 /// Sources kept with an answer that cites some of them (the embedded generator) at most.
 pub const MAX_SOURCES: usize = 3;
-/// Earlier history items read to fill the prompt's history window at most.
-pub const HISTORY_READ: usize = 50;
 
 /// What a completion needs besides the replica and the user.
 #[derive(Clone)]
@@ -130,12 +128,32 @@ fn persona(r: &Replica) -> Persona {
     }
 }
 
-/// The newest turns of `(replica, user)` on `source` that fit the prompt's history budget.
+/// The newest turns of `(replica, user)` on `source` that fit the prompt's history budget
+/// (the scan stops at the first turn that does not fit).
 async fn recent_turns(store: &Store, replica: Uuid, user: Uuid, source: &str) -> Result<Vec<Turn>> {
-    let page = Page { channel: Some(source.to_string()), limit: HISTORY_READ, before_id: None };
-    let items = history::list(store, replica, user, page).await?;
-    let turns = items.into_iter().map(|m| Turn { role: m.role, content: m.content }).collect();
-    Ok(prompt::window(turns, prompt::HISTORY_TOKEN_BUDGET))
+    let source = source.to_string();
+    store
+        .read(move |txn| {
+            let table = txn.open_table(tables::MESSAGES)?;
+            let mut failed = None;
+            let newest_first = table
+                .range((k(replica), k(user), 0)..=(k(replica), k(user), u64::MAX))?
+                .rev()
+                .map_while(|row| {
+                    match row.map_err(Error::from).and_then(|(_, v)| codec::decode::<Message>(v.value())) {
+                        Ok(m) => Some(m),
+                        Err(e) => {
+                            failed = Some(e);
+                            None
+                        }
+                    }
+                })
+                .filter(|m| m.source == source)
+                .map(|m| Turn { role: m.role, content: m.content });
+            let turns = prompt::window(newest_first, prompt::HISTORY_TOKEN_BUDGET);
+            failed.map_or(Ok(turns), Err)
+        })
+        .await
 }
 
 async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> Result<Prepared> {
@@ -147,7 +165,7 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
         "retrieval"
     );
     let history = match ask.turns.take() {
-        Some(turns) => prompt::window(turns, prompt::HISTORY_TOKEN_BUDGET),
+        Some(turns) => prompt::window(turns.into_iter().rev(), prompt::HISTORY_TOKEN_BUDGET),
         // The embedded generator answers from the question alone: no history to read.
         None if route.backend.name() == EMBEDDED => Vec::new(),
         None => recent_turns(&cx.store, replica.id, user, &ask.source).await?,
