@@ -6,6 +6,7 @@ use tokio::sync::mpsc;
 
 use crate::api::{self, Route};
 use crate::config::Config;
+use crate::generate::Backends;
 use crate::http::router::Router;
 use crate::models::Models;
 use crate::search::indexer::RebuildRequest;
@@ -18,6 +19,8 @@ pub struct App {
     pub store: Store,
     pub search: Arc<Search>,
     pub models: Models,
+    /// Which generation backend serves each model.
+    pub backends: Arc<Backends>,
     pub routes: Vec<Route>,
     pub router: Router,
     /// Asks the indexer task for a rebuild (admin `reindex`).
@@ -31,10 +34,11 @@ impl App {
         store: Store,
         search: Arc<Search>,
         models: Models,
+        backends: Backends,
         reindex: mpsc::Sender<RebuildRequest>,
     ) -> App {
         let routes: Vec<Route> = api::routes().into_iter().chain(api::docs::pages()).collect();
         let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
-        App { config, store, search, models, routes, router, reindex }
+        App { config, store, search, models, backends: Arc::new(backends), routes, router, reindex }
     }
 }

@@ -52,6 +52,13 @@ pub struct Config {
     /// Private key (PEM) of --tls-cert; requires --tls-cert.
     #[arg(long, env = "REPLICAD_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// An operator's model catalog (a copy of data/models.json whose entries may carry `route`
+    /// and `vision`); the shipped catalog when absent.
+    #[arg(long, env = "REPLICAD_MODELS")]
+    pub models: Option<PathBuf>,
+    /// Generation backends: upstreams, model routes, timeouts, retries.
+    #[command(flatten)]
+    pub llm: crate::generate::LlmConfig,
 }
 
 impl Config {
@@ -72,6 +79,8 @@ impl Config {
             expose_internal_errors: false,
             tls_cert: None,
             tls_key: None,
+            models: None,
+            llm: crate::generate::LlmConfig::default(),
         }
     }
 

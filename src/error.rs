@@ -83,6 +83,9 @@ error_codes! {
     UnsupportedMediaType => 415, Some("UNSUPPORTED_MEDIA_TYPE");
     /// An unexpected failure; details are logged under the request id.
     Internal => 500, Some("INTERNAL_ERROR");
+    /// The model server behind the replica's model failed, timed out or kept refusing after
+    /// retries (the message names the upstream, never its key or its answer's body).
+    UpstreamError => 502, Some("UPSTREAM_ERROR");
 }
 
 /// A failed operation: what to answer (code, message) and what to log (internal).

@@ -44,7 +44,9 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
         (Some(cert), Some(key)) => Some(server::tls::acceptor(cert, key)?),
         _ => None,
     };
-    let models = models::Models::parse(models::SHIPPED).map_err(|e| format!("data/models.json: {e}"))?;
+    let models = models::Models::load(config.models.as_deref())?;
+    let backends = generate::Backends::build(&config.llm, &models)?;
+    backends.log(&models);
     let store = store::Store::open(&config.data_dir).map_err(|e| e.to_string())?;
     let (search, index_seq) = search::Search::open(&config.data_dir).map_err(|e| e.to_string())?;
     let search = Arc::new(search);
@@ -52,7 +54,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let reindex = search::indexer::spawn(store.clone(), search.clone(), rebuild);
     let fetcher = ingest::fetch::Fetcher::new(config.allow_private_urls, config.max_fetch_bytes)?;
     ingest::pipeline::spawn(store.clone(), fetcher);
-    let app = Arc::new(app::App::new(config, store, search, models, reindex));
+    let app = Arc::new(app::App::new(config, store, search, models, backends, reindex));
     if app.config.demo {
         demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;
     }

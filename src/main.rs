@@ -10,6 +10,7 @@ use replicad::cli::{Cli, Command, InvitesCommand};
 use replicad::{admin, search, service, store};
 
 fn main() -> ExitCode {
+    replicad::install_crypto_provider();
     let cli = Cli::parse();
     replicad::install_crypto_provider();
     tracing_subscriber::fmt()

@@ -1,5 +1,7 @@
 //! The model catalog (spec §2.4): exactly 19 model ids, loaded from `data/models.json`
-//! (compiled into the binary, so it always starts).
+//! (compiled into the binary, so it always starts) or from an operator's copy (`--models FILE`)
+//! whose entries may also carry `route` (`NAME/UPSTREAM_MODEL`, see [`crate::generate::routing`])
+//! and `vision` (the model accepts images); those two are never shown on the wire.
 
 use serde::{Deserialize, Serialize};
 
@@ -11,12 +13,20 @@ pub struct ModelInfo {
     pub description: String,
     #[serde(default)]
     pub deprecated: bool,
+    /// `NAME/UPSTREAM_MODEL`: the upstream serving this model (operator catalogs only).
+    #[serde(default, skip_serializing)]
+    pub route: Option<String>,
+    /// Whether the model accepts images (`imageURL` is passed to it).
+    #[serde(default, skip_serializing)]
+    pub vision: bool,
 }
 
 /// The catalog, in file order.
 pub struct Models {
     pub entries: serde_json::Map<String, serde_json::Value>,
     ids: Vec<String>,
+    /// `(route, vision)` of the entries, in file order.
+    serving: Vec<(Option<String>, bool)>,
 }
 
 /// The catalog shipped in `data/models.json`.
@@ -34,11 +44,39 @@ impl Models {
         }
         let mut entries = serde_json::Map::new();
         let mut ids = Vec::new();
+        let mut serving = Vec::new();
         for (id, info) in raw.0 {
             entries.insert(id.clone(), serde_json::to_value(&info).map_err(|e| e.to_string())?);
             ids.push(id);
+            serving.push((info.route, info.vision));
         }
-        Ok(Models { entries, ids })
+        Ok(Models { entries, ids, serving })
+    }
+
+    /// The catalog of `--models FILE`, or the shipped one; errors name the file.
+    pub fn load(file: Option<&std::path::Path>) -> Result<Models, String> {
+        match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| format!("--models {}: {e}", path.display()))?;
+                Models::parse(&text).map_err(|e| format!("--models {}: {e}", path.display()))
+            }
+            None => Models::parse(SHIPPED).map_err(|e| format!("data/models.json: {e}")),
+        }
+    }
+
+    /// The model ids, in catalog order.
+    pub fn ids(&self) -> &[String] {
+        &self.ids
+    }
+
+    /// `(model id, route, vision)` of the entries that carry a `route`.
+    pub fn routes(&self) -> impl Iterator<Item = (&str, &str, bool)> {
+        self.ids.iter().zip(&self.serving).filter_map(|(id, (r, v))| Some((id.as_str(), r.as_deref()?, *v)))
+    }
+
+    /// Whether the entry `id` says the model accepts images.
+    pub fn vision(&self, id: &str) -> bool {
+        self.ids.iter().position(|i| i == id).is_some_and(|i| self.serving[i].1)
     }
 
     /// Whether `id` is a catalog model.

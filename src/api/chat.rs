@@ -1,20 +1,36 @@
-//! `POST /v1/replicas/{replicaUUID}/chat/completions` (spec §4.2, DECISIONS.md "Chat").
+//! Chat completions (spec §4.2, DECISIONS.md "Chat"):
+//! `POST /v1/replicas/{replicaUUID}/chat/completions`, `…/chat/completions/messengerA` and the
+//! OpenAI-shaped `POST /v1/experimental/replicas/{replicaUUID}/chat/completions`.
+//!
+//! With `Accept: text/event-stream` the reply streams as server-sent events:
+//! - `event: delta` / `data: {"delta": "<text>"}`: one per piece of text, in order;
+//! - `event: error` / `data: <spec §7 error body>`: only when the model failed after it began
+//!   (the message event still follows, with `interrupted: true`);
+//! - `event: message` / `data: {"success": true, "content": "<whole reply>", "sources": [<Source>],
+//!   "id": <history item id or null>, "interrupted": <bool>}`;
+//! - `data: [DONE]`.
+//!
+//! A failure before the first delta is an ordinary JSON error answer (e.g. 502 `UPSTREAM_ERROR`).
+//! Every completion answers `X-Replica-Backend` (`embedded` or the upstream's name).
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::history::MessengerBData;
+use super::history::{channel_of, source_view, MessengerAData, MessengerBData};
 use super::path_replica;
 use crate::app::App;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::generate::Turn;
 use crate::http::request::Req;
-use crate::http::response::Reply;
-use crate::service::chat::{self, Ask};
+use crate::http::response::{error_body, sse_event, Reply};
+use crate::service::chat::{self, Ask, Completion, Context, Event};
 use crate::service::check_len;
+use crate::store::records::Replica;
 
-/// Request body.
+/// Request body of `…/chat/completions`.
 #[derive(Deserialize)]
 pub struct CompletionBody {
     pub content: String,
@@ -28,17 +44,206 @@ pub struct CompletionBody {
     pub usage_limits: Option<Value>,
 }
 
+/// Request body of `…/chat/completions/messengerA`.
+#[derive(Deserialize)]
+pub struct MessengerACompletionBody {
+    pub content: String,
+    #[serde(rename = "messengerA_data")]
+    pub messenger_a_data: MessengerAData,
+    /// An image sent with the message; passed to models whose catalog entry has `vision`.
+    #[serde(rename = "imageURL")]
+    pub image_url: Option<String>,
+    #[serde(default)]
+    pub skip_chat_history: bool,
+    #[serde(rename = "usageLimits")]
+    pub usage_limits: Option<Value>,
+}
+
+/// One message of the experimental (OpenAI-shaped) body.
+#[derive(Deserialize)]
+pub struct OpenAiMessage {
+    pub role: String,
+    pub content: String,
+}
+
+/// Request body of the experimental operation.
+#[derive(Deserialize)]
+pub struct ExperimentalBody {
+    pub messages: Vec<OpenAiMessage>,
+    /// Store the last user message and the reply in the history (default true).
+    #[serde(default = "yes")]
+    pub store: bool,
+    pub source: Option<String>,
+    #[serde(rename = "messengerB_data")]
+    pub messenger_b_data: Option<MessengerBData>,
+    pub max_tokens: Option<u32>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn context(app: &App) -> Context {
+    Context {
+        store: app.store.clone(),
+        search: app.search.clone(),
+        backends: app.backends.clone(),
+        max_tokens: app.config.llm.llm_max_tokens,
+    }
+}
+
+fn wants_stream(req: &Req) -> bool {
+    req.headers.get_all("accept").iter().any(|v| v.to_str().is_ok_and(|s| s.contains("text/event-stream")))
+}
+
+/// Answers `ask` as JSON (`render` builds the body) or, when asked, as an event stream.
+async fn answer(
+    app: &App,
+    req: &Req,
+    replica: &Replica,
+    ask: Ask,
+    render: fn(&Completion, &Replica) -> Reply,
+) -> Result<Reply> {
+    let user = req.caller()?.acting_user();
+    let cx = context(app);
+    if wants_stream(req) {
+        let started = chat::stream(&cx, replica, user, ask).await?;
+        let (request_id, expose) = (req.request_id.clone(), app.config.expose_internal_errors);
+        let reply = Reply::event_stream(started.events, move |ev| encode(ev, &request_id, expose));
+        return Ok(reply.with_header("x-replica-backend", &started.backend));
+    }
+    let done = chat::complete(&cx, replica, user, ask).await?;
+    Ok(render(&done, replica).with_header("x-replica-backend", &done.backend))
+}
+
+/// The SSE frames of one stream event (see the module docs).
+fn encode(ev: Event, request_id: &str, expose_internal: bool) -> Bytes {
+    match ev {
+        Event::Delta(text) => sse_event(Some("delta"), &json!({ "delta": text }).to_string()),
+        Event::Failed(e) => sse_event(Some("error"), &error_body(&e, request_id, expose_internal).to_string()),
+        Event::Done(c) => {
+            let message = json!({
+                "success": true,
+                "content": c.content,
+                "sources": c.sources.iter().map(source_view).collect::<Vec<_>>(),
+                "id": c.message_id,
+                "interrupted": c.interrupted,
+            });
+            let mut out = sse_event(Some("message"), &message.to_string()).to_vec();
+            out.extend_from_slice(&sse_event(None, "[DONE]"));
+            Bytes::from(out)
+        }
+    }
+}
+
+fn content_reply(c: &Completion, _: &Replica) -> Reply {
+    Reply::ok(&json!({ "content": c.content }))
+}
+
 /// # `POST /v1/replicas/{replicaUUID}/chat/completions`
-/// 200 `{success, content}` with `X-Replica-Backend`; stores the question and the answer (with
-/// its `sources`) unless `skip_chat_history`. Errors: 400, 404.
+/// 200 `{success, content}` (or the event stream) with `X-Replica-Backend`; stores the question
+/// and the answer (with its `sources`) unless `skip_chat_history`. Errors: 400, 404, 502.
 pub async fn complete(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let body: CompletionBody = req.json()?;
     check_len("content", &body.content, 1, 100_000)?;
-    let (source, channel_data, channel_key) = super::history::channel_of(body.source, body.messenger_b_data.as_ref())?;
-    let ask =
-        Ask { content: body.content, skip_chat_history: body.skip_chat_history, source, channel_data, channel_key };
-    let user = req.caller()?.acting_user();
-    let done = chat::complete(&app.store, &app.search, &replica, user, ask).await?;
-    Ok(Reply::ok(&json!({ "content": done.content })).with_header("x-replica-backend", done.backend))
+    let (source, channel_data, channel_key) = channel_of(body.source, body.messenger_b_data.as_ref())?;
+    let ask = Ask {
+        content: body.content,
+        skip_chat_history: body.skip_chat_history,
+        source,
+        channel_data,
+        channel_key,
+        ..Ask::default()
+    };
+    answer(&app, &req, &replica, ask, content_reply).await
+}
+
+/// # `POST /v1/replicas/{replicaUUID}/chat/completions/messengerA`
+/// As `…/chat/completions` on the messengerA channel: `messengerA_data` is required (validated
+/// as for history items; a repeated message stores nothing new) and `imageURL` reaches models
+/// whose catalog entry has `vision`. Errors: 400, 404, 502.
+pub async fn complete_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
+    let replica = path_replica(&app, &req).await?;
+    let body: MessengerACompletionBody = req.json()?;
+    check_len("content", &body.content, 1, 100_000)?;
+    let key = body.messenger_a_data.validate()?;
+    if let Some(url) = &body.image_url {
+        if !(url.starts_with("https://") || url.starts_with("http://") || url.starts_with("data:image/")) {
+            return Err(Error::invalid("imageURL", "must be an http(s) URL or a data:image/ URL"));
+        }
+    }
+    let ask = Ask {
+        content: body.content,
+        skip_chat_history: body.skip_chat_history,
+        source: "messengerA".into(),
+        channel_data: Some(serde_json::to_string(&body.messenger_a_data).map_err(Error::internal)?),
+        channel_key: Some(key),
+        image_url: body.image_url,
+        ..Ask::default()
+    };
+    answer(&app, &req, &replica, ask, content_reply).await
+}
+
+/// The question (last message, from the user) and the earlier turns of an experimental body.
+fn split_messages(messages: Vec<OpenAiMessage>) -> Result<(String, Vec<Turn>)> {
+    let mut turns = Vec::with_capacity(messages.len());
+    for (i, m) in messages.into_iter().enumerate() {
+        if !["system", "user", "assistant"].contains(&m.role.as_str()) {
+            return Err(Error::invalid(&format!("messages[{i}].role"), "must be system, user or assistant"));
+        }
+        turns.push(Turn { role: m.role, content: m.content });
+    }
+    match turns.pop() {
+        Some(last) if last.role == "user" => {
+            check_len("messages[-1].content", &last.content, 1, 100_000)?;
+            Ok((last.content, turns))
+        }
+        _ => Err(Error::invalid("messages", "must end with a message of role user")),
+    }
+}
+
+fn openai_reply(c: &Completion, replica: &Replica) -> Reply {
+    let id = c.message_id.map_or_else(|| uuid::Uuid::now_v7().simple().to_string(), |i| i.to_string());
+    let body = json!({
+        "id": format!("chatcmpl-{id}"),
+        "created": chrono::Utc::now().timestamp(),
+        "object": "chat.completion",
+        "model": replica.llm.model,
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": c.content},
+            "finish_reason": "stop",
+        }],
+        "usage": {
+            "prompt_tokens": c.usage.prompt_tokens,
+            "completion_tokens": c.usage.completion_tokens,
+            "total_tokens": c.usage.prompt_tokens + c.usage.completion_tokens,
+        },
+    });
+    Reply::raw(200, body.to_string().into(), "application/json")
+}
+
+/// # `POST /v1/experimental/replicas/{replicaUUID}/chat/completions`
+/// OpenAI-shaped: body `{messages: [{role, content}], store (default true), source,
+/// messengerB_data, max_tokens}`; the last message is the question and the earlier ones are the
+/// conversation given to the model (instead of the stored history). Answers
+/// `{id, created, object: "chat.completion", model, choices, usage}` (or the event stream).
+/// Requires a user (`X-USER-ID`). Errors: 400, 401, 404, 502.
+pub async fn complete_experimental(app: Arc<App>, req: Req) -> Result<Reply> {
+    let replica = path_replica(&app, &req).await?;
+    let body: ExperimentalBody = req.json()?;
+    let (content, turns) = split_messages(body.messages)?;
+    let (source, channel_data, channel_key) = channel_of(body.source, body.messenger_b_data.as_ref())?;
+    let ask = Ask {
+        content,
+        skip_chat_history: !body.store,
+        source,
+        channel_data,
+        channel_key,
+        turns: Some(turns),
+        max_tokens: body.max_tokens,
+        ..Ask::default()
+    };
+    answer(&app, &req, &replica, ask, openai_reply).await
 }

@@ -12,7 +12,7 @@ use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::service::history::{self, check_source, NewItem, Page};
 use crate::service::{check_len, rfc3339};
-use crate::store::records::Message;
+use crate::store::records::{Message, SourceRef};
 
 /// `messengerB_data` (spec §4.1): ids as strings; no extra fields.
 #[derive(Deserialize, Serialize, Debug, Clone)]
@@ -85,19 +85,19 @@ impl MessengerAData {
     }
 }
 
-/// A chat history item on the wire (spec §2.1).
-pub fn view(m: &Message) -> Value {
-    let sources: Vec<Value> = m
-        .sources
-        .iter()
-        .map(|s| {
-            json!({
-                "id": s.id, "score": s.score, "status": "scored",
-                "created_at": rfc3339(s.created_at), "name": s.name, "content": s.content,
-            })
-        })
-        .collect();
+/// A retrieval source on the wire (spec §2.2).
+pub fn source_view(s: &SourceRef) -> Value {
     json!({
+        "id": s.id, "score": s.score, "status": "scored",
+        "created_at": rfc3339(s.created_at), "name": s.name, "content": s.content,
+    })
+}
+
+/// A chat history item on the wire (spec §2.1), plus `interrupted: true` on a reply that was
+/// cut short (absent otherwise).
+pub fn view(m: &Message) -> Value {
+    let sources: Vec<Value> = m.sources.iter().map(source_view).collect();
+    let mut v = json!({
         "content": m.content,
         "created_at": rfc3339(m.created_at),
         "id": m.id,
@@ -107,7 +107,11 @@ pub fn view(m: &Message) -> Value {
         "sources": sources,
         "user_uuid": m.user,
         "original_message_id": (m.role == "assistant").then(|| format!("replicad-{}", m.id)),
-    })
+    });
+    if m.interrupted {
+        v["interrupted"] = json!(true);
+    }
+    v
 }
 
 async fn list(app: Arc<App>, req: Req, channel: Option<&str>) -> Result<Reply> {
@@ -203,7 +207,15 @@ async fn save_item(app: &App, req: &Req, item: NewItem) -> Result<Reply> {
 pub async fn save(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: SaveBody = req.json()?;
     let (source, channel_data, channel_key) = channel_of(body.source, body.messenger_b_data.as_ref())?;
-    let item = NewItem { role: "user", content: body.content, source, sources: Vec::new(), channel_data, channel_key };
+    let item = NewItem {
+        role: "user",
+        content: body.content,
+        source,
+        sources: Vec::new(),
+        channel_data,
+        channel_key,
+        interrupted: false,
+    };
     save_item(&app, &req, item).await
 }
 
@@ -220,6 +232,7 @@ pub async fn save_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
         sources: Vec::new(),
         channel_data: Some(serde_json::to_string(&body.messenger_a_data).map_err(Error::internal)?),
         channel_key: Some(key),
+        interrupted: false,
     };
     save_item(&app, &req, item).await
 }

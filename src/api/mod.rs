@@ -78,6 +78,8 @@ pub fn routes() -> Vec<Route> {
         GET "/v1/knowledge-base/file-types" Either => knowledge_base::file_types;
         PUT "/v1/knowledge-base/uploads/{token}" Public Raw => knowledge_base::upload;
         POST "/v1/replicas/{replicaUUID}/chat/completions" Either => chat::complete;
+        POST "/v1/replicas/{replicaUUID}/chat/completions/messengerA" Either => chat::complete_messenger_a;
+        POST "/v1/experimental/replicas/{replicaUUID}/chat/completions" User => chat::complete_experimental;
         GET "/v1/replicas/{replicaUUID}/chat/history" Either => history::list_all;
         POST "/v1/replicas/{replicaUUID}/chat/history" Either => history::save;
         GET "/v1/replicas/{replicaUUID}/chat/history/web" Either => history::list_web;

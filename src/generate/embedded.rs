@@ -7,10 +7,65 @@
 //! (at most [`MAX_SENTENCES`], in document order) form the answer, followed by the name of the
 //! source. When no sentence covers enough of the question, the answer says so honestly.
 
+use std::collections::VecDeque;
+
 use unicode_segmentation::UnicodeSegmentation;
 
+use super::{prompt, Backend, BoxFuture, Generation, Piece, Pieces, Usage};
+use crate::error::Result;
 use crate::search::analyze;
 use crate::store::records::SourceRef;
+
+/// Words per streamed delta of an embedded answer.
+pub const WORDS_PER_DELTA: usize = 3;
+
+/// The embedded backend: [`reply`] as a [`Backend`]. Its answer comes as deltas of
+/// [`WORDS_PER_DELTA`] words, then the cited sources and an estimated usage.
+pub struct Embedded;
+
+impl Backend for Embedded {
+    fn name(&self) -> &str {
+        super::EMBEDDED
+    }
+
+    fn start<'a>(
+        &'a self,
+        g: &'a Generation,
+        _model: &'a str,
+        _vision: bool,
+        _stream: bool,
+    ) -> BoxFuture<'a, Result<Box<dyn Pieces>>> {
+        Box::pin(async move {
+            let persona = Persona { name: &g.persona.name, greeting: &g.persona.greeting };
+            let answer = reply(&persona, &g.question, &g.sources);
+            let sent: usize = g.sources.iter().map(|s| prompt::estimate_tokens(&s.content)).sum();
+            let usage = Usage {
+                prompt_tokens: (prompt::estimate_tokens(&g.question) + sent) as u64,
+                completion_tokens: prompt::estimate_tokens(&answer.text) as u64,
+            };
+            let mut queue: VecDeque<Piece> = deltas(&answer.text).into_iter().map(Piece::Text).collect();
+            queue.push_back(Piece::Cited(answer.used));
+            queue.push_back(Piece::Usage(usage));
+            Ok(Box::new(Queued(queue)) as Box<dyn Pieces>)
+        })
+    }
+}
+
+/// `text` cut after every [`WORDS_PER_DELTA`]-th word (the pieces join back to `text`).
+pub fn deltas(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text.split_inclusive(char::is_whitespace).collect();
+    words.chunks(WORDS_PER_DELTA).map(|c| c.concat()).collect()
+}
+
+/// Pieces already known.
+struct Queued(VecDeque<Piece>);
+
+impl Pieces for Queued {
+    fn next(&mut self) -> BoxFuture<'_, Result<Option<Piece>>> {
+        let next = self.0.pop_front();
+        Box::pin(async move { Ok(next) })
+    }
+}
 
 /// Most sentences quoted in one answer.
 pub const MAX_SENTENCES: usize = 3;
@@ -200,6 +255,14 @@ mod tests {
         assert!(a.text.contains("A module is a file containing Python definitions"), "{}", a.text);
         assert!(a.text.ends_with("(From: Modules)"));
         assert_eq!(a.used, vec![0]);
+    }
+
+    #[test]
+    fn deltas_join_back_to_the_text() {
+        let text = "A module is a file\n\n(From: Modules)";
+        let d = deltas(text);
+        assert!(d.len() > 1);
+        assert_eq!(d.concat(), text);
     }
 
     #[test]

@@ -1,7 +1,110 @@
-//! Reply generation. Every model of the catalog is served by a backend; with nothing
-//! configured that is the embedded generator ([`embedded`]), which needs no model server.
+//! Reply generation (ARCHITECTURE.md `generate/`, DECISIONS.md "Model catalog").
+//!
+//! Every model of the catalog is served by a [`Backend`]: the embedded extractive generator
+//! ([`embedded`], needs no model server) or an OpenAI-compatible upstream ([`openai`]: llama.cpp's
+//! `llama-server`, vLLM, Ollama, hosted providers). [`routing`] builds the model → backend map
+//! from the operator's configuration; [`prompt`] assembles what an upstream is sent.
+//!
+//! A backend answers a [`Generation`] with [`Pieces`]: the reply as text deltas (one delta for a
+//! non-streamed upstream reply) and, when known, the token usage.
 
 pub mod embedded;
+pub mod openai;
+pub mod prompt;
+pub mod routing;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::error::Result;
+use crate::store::records::SourceRef;
+
+pub use routing::{Backends, LlmConfig, Route};
 
 /// Name of the embedded backend (the `X-Replica-Backend` header value).
 pub const EMBEDDED: &str = "embedded";
+
+/// A boxed, sendable future (backends are used as trait objects).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Token counts of one completion (OpenAI `usage`): reported by the upstream when it does,
+/// estimated with [`prompt::estimate_tokens`] otherwise.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// One piece of a reply as it is produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece {
+    /// The next part of the reply text.
+    Text(String),
+    /// Token usage of the whole completion (at most once, usually last).
+    Usage(Usage),
+    /// Indexes (into [`Generation::sources`]) of the sources the reply quotes. Without it,
+    /// every source given to the model counts as used.
+    Cited(Vec<usize>),
+}
+
+/// The replica facts a reply is made for.
+#[derive(Debug, Clone, Default)]
+pub struct Persona {
+    pub name: String,
+    /// `individual | character | brand`.
+    pub kind: String,
+    pub greeting: String,
+    pub purpose: Option<String>,
+    /// The replica's `llm.systemMessage`.
+    pub system_message: Option<String>,
+}
+
+/// A message of the conversation sent to a model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    /// `system | user | assistant`.
+    pub role: String,
+    pub content: String,
+}
+
+/// Everything a backend may use to answer.
+#[derive(Debug, Clone)]
+pub struct Generation {
+    pub persona: Persona,
+    /// The question being answered (the last user message).
+    pub question: String,
+    /// Retrieved sources, best first; an answer's sources are the ones given to the model.
+    pub sources: Vec<SourceRef>,
+    /// Earlier turns of the conversation, oldest first (already bounded by the token budget).
+    pub history: Vec<Turn>,
+    /// An image attached to the question (`imageURL`), sent only to vision routes.
+    pub image_url: Option<String>,
+    /// Upper bound of reply tokens asked of an upstream (`max_tokens`), if any.
+    pub max_tokens: Option<u32>,
+}
+
+/// The pieces of one reply, pulled one at a time. Dropping it cancels the generation (for an
+/// upstream: the HTTP request and its connection).
+pub trait Pieces: Send {
+    /// The next piece; `Ok(None)` at the end. Errors are 502 `UPSTREAM_ERROR` (timeouts
+    /// included), with messages that never carry upstream bodies or keys.
+    fn next(&mut self) -> BoxFuture<'_, Result<Option<Piece>>>;
+}
+
+/// A generation backend.
+pub trait Backend: Send + Sync {
+    /// What the `X-Replica-Backend` header says: `embedded` or the upstream's configured name.
+    fn name(&self) -> &str;
+
+    /// Starts answering `generation` with the upstream model `model` (ignored by the embedded
+    /// backend); `vision` allows sending `image_url`. `stream` asks the upstream for SSE
+    /// deltas. Returns once the upstream accepted the request (after retries); errors are
+    /// 502 `UPSTREAM_ERROR`.
+    fn start<'a>(
+        &'a self,
+        generation: &'a Generation,
+        model: &'a str,
+        vision: bool,
+        stream: bool,
+    ) -> BoxFuture<'a, Result<Box<dyn Pieces>>>;
+}

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
 
@@ -23,7 +22,7 @@ use request::Req;
 use response::{error_reply, Reply};
 
 /// Serves one request. Never fails: errors become spec §7 bodies.
-pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response::ResponseBody> {
     let started = Instant::now();
     let request_id = uuid::Uuid::new_v4().simple().to_string();
     let method = req.method().clone();

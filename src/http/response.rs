@@ -1,21 +1,55 @@
-//! Building responses: JSON success bodies and the spec §7 error body.
+//! Building responses: JSON success bodies, streamed bodies (server-sent events) and the
+//! spec §7 error body.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body::Frame;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Either, Full};
 use hyper::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use hyper::{Response, StatusCode};
 use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
 
 use crate::error::{Code, Error};
 
-/// What a handler answers: status, body bytes, extra headers.
+/// What a handler answers: status, body, extra headers.
 pub struct Reply {
     pub status: StatusCode,
-    pub body: Bytes,
+    pub body: Body,
     pub content_type: &'static str,
     pub headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+/// A reply's body: whole, or streamed as it is produced.
+pub enum Body {
+    Full(Bytes),
+    /// Ends when its producer is done; dropped (which its producer sees) when the client goes.
+    Stream(UnsyncBoxBody<Bytes, Infallible>),
+}
+
+/// The body type of every response the server sends.
+pub type ResponseBody = Either<Full<Bytes>, UnsyncBoxBody<Bytes, Infallible>>;
+
+/// A body fed by a channel, each item encoded to bytes as it comes.
+struct ChannelBody<T, F> {
+    rx: mpsc::Receiver<T>,
+    encode: F,
+}
+
+impl<T, F: FnMut(T) -> Bytes + Unpin> http_body::Body for ChannelBody<T, F> {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        this.rx.poll_recv(cx).map(|item| item.map(|t| Ok(Frame::data((this.encode)(t)))))
+    }
 }
 
 /// `{success: true, ...value}`: every success body carries `success`.
@@ -48,10 +82,28 @@ impl Reply {
     pub fn raw(status: u16, body: Bytes, content_type: &'static str) -> Reply {
         Reply {
             status: StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
-            body,
+            body: Body::Full(body),
             content_type,
             headers: Vec::new(),
         }
+    }
+
+    /// 200 `text/event-stream` whose body is the items of `rx`, each encoded by `encode` (one
+    /// or more complete SSE events). The body ends when every sender is dropped; when the
+    /// client goes away the receiver is dropped, which the senders see as a closed channel.
+    pub fn event_stream<T, F>(rx: mpsc::Receiver<T>, encode: F) -> Reply
+    where
+        T: Send + 'static,
+        F: FnMut(T) -> Bytes + Send + Unpin + 'static,
+    {
+        let body = ChannelBody { rx, encode }.boxed_unsync();
+        Reply {
+            status: StatusCode::OK,
+            body: Body::Stream(body),
+            content_type: "text/event-stream",
+            headers: Vec::new(),
+        }
+        .with_header("cache-control", "no-cache")
     }
 
     /// Adds a header (values that are not valid header text are dropped).
@@ -63,8 +115,12 @@ impl Reply {
     }
 
     /// Into a hyper response carrying `X-Request-Id`.
-    pub fn into_response(self, request_id: &str) -> Response<Full<Bytes>> {
-        let mut res = Response::new(Full::new(self.body));
+    pub fn into_response(self, request_id: &str) -> Response<ResponseBody> {
+        let body = match self.body {
+            Body::Full(bytes) => Either::Left(Full::new(bytes)),
+            Body::Stream(s) => Either::Right(s),
+        };
+        let mut res = Response::new(body);
         *res.status_mut() = self.status;
         let h = res.headers_mut();
         h.insert(CONTENT_TYPE, HeaderValue::from_static(self.content_type));
@@ -78,9 +134,30 @@ impl Reply {
     }
 }
 
+/// One server-sent event: `event: NAME` (when given) and `data:` lines, then a blank line.
+pub fn sse_event(event: Option<&str>, data: &str) -> Bytes {
+    let mut out = String::with_capacity(data.len() + 32);
+    if let Some(name) = event {
+        out.push_str(&format!("event: {name}\n"));
+    }
+    for line in data.split('\n') {
+        out.push_str("data: ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push('\n');
+    Bytes::from(out)
+}
+
+/// The spec §7 error reply for `err` (body by [`error_body`]).
+pub fn error_reply(err: &Error, request_id: &str, expose_internal: bool) -> Reply {
+    let body = serde_json::to_vec(&error_body(err, request_id, expose_internal)).unwrap_or_default();
+    Reply::raw(err.code.status(), body.into(), "application/json")
+}
+
 /// The spec §7 body for `err`: `success:false, error, error_code?, fingerprint?, request_id`,
 /// and `inner_exception` for a 500 when `expose_internal` is set.
-pub fn error_reply(err: &Error, request_id: &str, expose_internal: bool) -> Reply {
+pub fn error_body(err: &Error, request_id: &str, expose_internal: bool) -> serde_json::Value {
     let mut body = json!({ "success": false, "error": err.message, "request_id": request_id });
     if let Some(code) = err.code.as_str() {
         body["error_code"] = json!(code);
@@ -92,8 +169,7 @@ pub fn error_reply(err: &Error, request_id: &str, expose_internal: bool) -> Repl
             "message": err.internal.clone().unwrap_or_default(),
         });
     }
-    let body = serde_json::to_vec(&body).unwrap_or_default();
-    Reply::raw(err.code.status(), body.into(), "application/json")
+    body
 }
 
 /// Stable identifier of an error kind: the same code and message give the same fingerprint.

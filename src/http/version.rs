@@ -16,7 +16,7 @@ use bytes::Bytes;
 use hyper::header::HeaderMap;
 use serde_json::{json, Map, Value};
 
-use super::response::Reply;
+use super::response::{Body, Reply};
 use crate::error::{Code, Error, Result};
 
 /// The current version (the default when the header is absent).
@@ -127,10 +127,12 @@ fn catalog_as_array(mut v: Value) -> Value {
     v
 }
 
+/// Rewrites a complete JSON body with `f` (streamed bodies pass unchanged).
 fn map_json(mut reply: Reply, f: impl FnOnce(Value) -> Value) -> Reply {
-    if let Ok(v) = serde_json::from_slice::<Value>(&reply.body) {
+    let Body::Full(bytes) = &reply.body else { return reply };
+    if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
         if let Ok(body) = serde_json::to_vec(&f(v)) {
-            reply.body = Bytes::from(body);
+            reply.body = Body::Full(Bytes::from(body));
         }
     }
     reply

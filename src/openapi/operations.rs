@@ -35,6 +35,9 @@ pub struct Op {
     pub extra: &'static [u16],
 }
 
+/// Answers that may also stream (`Accept: text/event-stream`).
+const SSE: &[&str] = &["text/event-stream"];
+
 fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'static str, summary: &'static str) -> Op {
     Op {
         method,
@@ -268,13 +271,37 @@ pub fn all() -> Vec<Op> {
                 one hour (400 `UPLOAD_EXPIRED`), at most `--max-upload-bytes` (413). The entry moves to \
                 `FILE_UPLOADED` and is extracted in the background.",
             ),
-        op("POST", "/v1/replicas/{replicaUUID}/chat/completions", "createChatCompletion", "Chat", "Ask the replica")
+        Op { ok_also: SSE, ..op("POST", "/v1/replicas/{replicaUUID}/chat/completions", "createChatCompletion", "Chat", "Ask the replica") }
             .body("CompletionRequest")
             .ok(200, "Completion")
+            .extra(&[502])
             .describe(
                 "Retrieves the most relevant knowledge and answers. Stores the question and the answer (with its \
                 `sources`) in the chat history unless `skip_chat_history`. The `X-Replica-Backend` response header \
-                names the generator that answered.",
+                names the generator that answered (`embedded` or the upstream's name). 502 `UPSTREAM_ERROR` when the \
+                model server fails after retries. With `Accept: text/event-stream` the reply streams as server-sent \
+                events: `event: delta` / `data: {\"delta\": \"…\"}` per piece of text; `event: error` (a §7 error \
+                body) only if the model fails after it began; `event: message` / `data: {success, content, sources, \
+                id, interrupted}`; then `data: [DONE]`. A client that disconnects cancels the model request; the \
+                history keeps what was said, flagged `interrupted`.",
+            ),
+        Op { ok_also: SSE, ..op("POST", "/v1/replicas/{replicaUUID}/chat/completions/messengerA", "createChatCompletionMessengerA", "Chat", "Ask the replica on messengerA") }
+            .body("CompletionMessengerARequest")
+            .ok(200, "Completion")
+            .extra(&[502])
+            .describe(
+                "As `…/chat/completions`, on the messengerA channel: `messengerA_data` is required (a repeated \
+                message id stores nothing new) and `imageURL` reaches vision-capable models.",
+            ),
+        Op { ok_also: SSE, ..op("POST", "/v1/experimental/replicas/{replicaUUID}/chat/completions", "createExperimentalChatCompletion", "Chat", "OpenAI-shaped completion") }
+            .body("ExperimentalCompletionRequest")
+            .ok(200, "ExperimentalCompletion")
+            .extra(&[502])
+            .describe(
+                "Requires a user (`X-USER-ID` + `X-USER-ID-TYPE`). The last message (role `user`) is the question; \
+                earlier ones replace the stored history in the prompt. `store` (default true) keeps the question and \
+                the reply in the history. Streams with `Accept: text/event-stream` (the events of \
+                `…/chat/completions`).",
             ),
         history_list(h, "listChatHistory", "History on every channel"),
         op("POST", h, "saveChatHistory", "Chat history", "Save a history item")

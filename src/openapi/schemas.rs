@@ -533,6 +533,76 @@ fn chat(add: &mut impl FnMut(&str, Value)) {
     );
     add("Completion", object(&["success", "content"], json!({ "success": success(), "content": string() }), false));
     add(
+        "CompletionMessengerARequest",
+        object(
+            &["content", "messengerA_data"],
+            json!({
+                "content": content,
+                "messengerA_data": reference("MessengerAData"),
+                "imageURL": {
+                    "type": "string",
+                    "description": "An image with the message; given to models whose catalog entry has `vision`.",
+                },
+                "skip_chat_history": { "type": "boolean", "default": false },
+                "usageLimits": { "type": "object", "description": "Accepted (spec §8); not applied yet." },
+            }),
+            true,
+        ),
+    );
+    let message = object(
+        &["role", "content"],
+        json!({ "role": { "type": "string", "enum": ["system", "user", "assistant"] }, "content": string() }),
+        true,
+    );
+    add(
+        "ExperimentalCompletionRequest",
+        object(
+            &["messages"],
+            json!({
+                "messages": { "type": "array", "minItems": 1, "items": message, "description": "The last one, of \
+                    role `user`, is the question; earlier ones are the conversation given to the model." },
+                "store": { "type": "boolean", "default": true, "description": "Store the question and the reply." },
+                "source": { "type": "string", "enum": SOURCES, "default": "web" },
+                "messengerB_data": reference("MessengerBData"),
+                "max_tokens": { "type": "integer", "minimum": 1 },
+            }),
+            true,
+        ),
+    );
+    let tokens = json!({ "type": "integer", "minimum": 0 });
+    let choice = object(
+        &["index", "message", "finish_reason"],
+        json!({
+            "index": { "type": "integer", "minimum": 0 },
+            "message": object(
+                &["role", "content"],
+                json!({ "role": { "const": "assistant" }, "content": string() }),
+                false,
+            ),
+            "finish_reason": string(),
+        }),
+        false,
+    );
+    add(
+        "ExperimentalCompletion",
+        object(
+            &["id", "created", "object", "model", "choices", "usage"],
+            json!({
+                "id": string(),
+                "created": { "type": "integer", "description": "Unix time, seconds." },
+                "object": { "const": "chat.completion" },
+                "model": string(),
+                "choices": { "type": "array", "items": choice },
+                "usage": object(
+                    &["prompt_tokens", "completion_tokens", "total_tokens"],
+                    json!({ "prompt_tokens": tokens, "completion_tokens": tokens, "total_tokens": tokens }),
+                    false,
+                ),
+            }),
+            false,
+        ),
+    );
+    add(
         "HistorySave",
         object(
             &["content"],
@@ -596,6 +666,11 @@ fn history_items(add: &mut impl FnMut(&str, Value), source: Value) {
                 "user_uuid": uuid(),
                 "original_message_id":
                     deprecated(nullable(string()), "Deprecated (spec §2.1); set on assistant items."),
+                "interrupted": {
+                    "const": true,
+                    "description": "Present (true) on a streamed reply whose client disconnected: the item keeps \
+                        what was said before the cut.",
+                },
             }),
             false,
         ),

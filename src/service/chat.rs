@@ -1,39 +1,83 @@
 //! Chat completions (spec §4.2 `POST …/chat/completions`, DECISIONS.md "Chat"): retrieve the
-//! replica's best chunks, generate the reply, store both history items with the sources.
+//! replica's best chunks, build the [`Generation`] (persona, sources, this user's recent turns
+//! within the token budget), ask the model's backend, and store both history items (the reply
+//! with the sources given to the model) together with the token usage, in one write.
+//!
+//! [`complete`] waits for the whole reply; [`stream`] hands out its deltas as they come. A
+//! stream whose reader goes away cancels the generation (the upstream request is dropped) and
+//! stores what was said with `interrupted` set.
 
 use std::sync::Arc;
 
+use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use super::history::{self, NewItem};
+use super::token_usage;
 use crate::error::{Error, Result};
-use crate::generate::embedded::{self, Persona};
+use crate::generate::{prompt, Backends, Generation, Persona, Piece, Pieces, Route, Turn, Usage, EMBEDDED};
 use crate::search::Search;
-use crate::store::records::{Chunk, KbEntry, Replica, SourceRef};
-use crate::store::{self, tables, Store};
+use crate::store::records::{Chunk, KbEntry, Message, Replica, SourceRef};
+use crate::store::{self, codec, k, now_ms, tables, Store};
 
 /// Chunks retrieved per question.
 pub const TOP_K: usize = 5;
-/// Sources kept with an answer at most.
+/// Sources kept with an answer that cites some of them (the embedded generator) at most.
 pub const MAX_SOURCES: usize = 3;
 
+/// What a completion needs besides the replica and the user.
+#[derive(Clone)]
+pub struct Context {
+    pub store: Store,
+    pub search: Arc<Search>,
+    pub backends: Arc<Backends>,
+    /// `max_tokens` asked of upstreams unless the request says otherwise.
+    pub max_tokens: Option<u32>,
+}
+
 /// A completion request after validation.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Ask {
     pub content: String,
     pub skip_chat_history: bool,
     pub source: String,
     pub channel_data: Option<String>,
     pub channel_key: Option<String>,
+    /// An image for vision routes (`imageURL` of the messengerA operation).
+    pub image_url: Option<String>,
+    /// Earlier turns given by the client (experimental operation); the stored history of
+    /// `(replica, user, source)` is used when `None`.
+    pub turns: Option<Vec<Turn>>,
+    pub max_tokens: Option<u32>,
 }
 
 /// The reply, the sources it was built from, and the backend that made it.
+#[derive(Debug, Clone)]
 pub struct Completion {
     pub content: String,
     pub sources: Vec<SourceRef>,
-    pub backend: &'static str,
+    /// The `X-Replica-Backend` value.
+    pub backend: String,
     /// Id of the stored assistant item (`None` with `skip_chat_history`).
     pub message_id: Option<u64>,
+    pub usage: Usage,
+    /// The reply was cut short (see [`crate::store::records::Message::interrupted`]).
+    pub interrupted: bool,
+}
+
+/// What a stream reports, in order: deltas, then at most one `Failed`, then `Done` (unless the
+/// store write fails, which is reported as `Failed`).
+#[derive(Debug)]
+pub enum Event {
+    Delta(String),
+    Failed(Error),
+    Done(Completion),
+}
+
+/// A reply being streamed: the backend's name (known before the first byte) and its events.
+pub struct Streaming {
+    pub backend: String,
+    pub events: mpsc::Receiver<Event>,
 }
 
 /// The best chunks of `replica` for `query`, re-read from the store (chunks of entries deleted
@@ -64,48 +108,221 @@ pub async fn retrieve(store: &Store, search: &Arc<Search>, replica: Uuid, query:
         .await
 }
 
-/// Answers `ask` as `replica` for `user` and stores the exchange unless asked not to.
-pub async fn complete(
-    store: &Store,
-    search: &Arc<Search>,
-    replica: &Replica,
+/// A request ready for its backend.
+struct Prepared {
+    generation: Generation,
+    route: Route,
+    replica: Replica,
     user: Uuid,
     ask: Ask,
-) -> Result<Completion> {
-    let retrieved = retrieve(store, search, replica.id, &ask.content).await?;
+}
+
+/// The persona of a replica.
+fn persona(r: &Replica) -> Persona {
+    Persona {
+        name: r.name.clone(),
+        kind: r.kind.clone(),
+        greeting: r.greeting.clone(),
+        purpose: r.purpose.clone(),
+        system_message: r.llm.system_message.clone(),
+    }
+}
+
+/// The newest turns of `(replica, user)` on `source` that fit the prompt's history budget
+/// (the scan stops at the first turn that does not fit).
+async fn recent_turns(store: &Store, replica: Uuid, user: Uuid, source: &str) -> Result<Vec<Turn>> {
+    let source = source.to_string();
+    store
+        .read(move |txn| {
+            let table = txn.open_table(tables::MESSAGES)?;
+            let mut failed = None;
+            let newest_first = table
+                .range((k(replica), k(user), 0)..=(k(replica), k(user), u64::MAX))?
+                .rev()
+                .map_while(|row| {
+                    match row.map_err(Error::from).and_then(|(_, v)| codec::decode::<Message>(v.value())) {
+                        Ok(m) => Some(m),
+                        Err(e) => {
+                            failed = Some(e);
+                            None
+                        }
+                    }
+                })
+                .filter(|m| m.source == source)
+                .map(|m| Turn { role: m.role, content: m.content });
+            let turns = prompt::window(newest_first, prompt::HISTORY_TOKEN_BUDGET);
+            failed.map_or(Ok(turns), Err)
+        })
+        .await
+}
+
+async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> Result<Prepared> {
+    let route = cx.backends.route(&replica.llm.model).clone();
+    let sources = retrieve(&cx.store, &cx.search, replica.id, &ask.content).await?;
     tracing::debug!(
         replica = %replica.id,
-        retrieved = ?retrieved.iter().map(|s| (s.name.as_str(), s.score)).collect::<Vec<_>>(),
+        retrieved = ?sources.iter().map(|s| (s.name.as_str(), s.score)).collect::<Vec<_>>(),
         "retrieval"
     );
-    let persona = Persona { name: &replica.name, greeting: &replica.greeting };
-    let answer = embedded::reply(&persona, &ask.content, &retrieved);
-    let sources: Vec<SourceRef> =
-        answer.used.iter().take(MAX_SOURCES).filter_map(|i| retrieved.get(*i).cloned()).collect();
-    let mut completion =
-        Completion { content: answer.text, sources, backend: crate::generate::EMBEDDED, message_id: None };
-    if !ask.skip_chat_history {
-        // The reply to a channel message is keyed after it, so a retried message (same channel
-        // key) stores neither a second question nor a second answer.
-        let reply_key = ask.channel_key.as_ref().map(|k| format!("reply:{k}"));
-        let question = NewItem {
-            role: "user",
-            content: ask.content,
-            source: ask.source.clone(),
-            sources: Vec::new(),
-            channel_data: ask.channel_data,
-            channel_key: ask.channel_key,
-        };
-        let reply = NewItem {
-            role: "assistant",
-            content: completion.content.clone(),
-            source: ask.source,
-            sources: completion.sources.clone(),
-            channel_data: None,
-            channel_key: reply_key,
-        };
-        let ids = history::append(store, replica.id, user, replica.private, vec![question, reply]).await?;
-        completion.message_id = ids.last().copied();
+    let history = match ask.turns.take() {
+        Some(turns) => prompt::window(turns.into_iter().rev(), prompt::HISTORY_TOKEN_BUDGET),
+        // The embedded generator answers from the question alone: no history to read.
+        None if route.backend.name() == EMBEDDED => Vec::new(),
+        None => recent_turns(&cx.store, replica.id, user, &ask.source).await?,
+    };
+    let generation = Generation {
+        persona: persona(replica),
+        question: ask.content.clone(),
+        sources,
+        history,
+        image_url: ask.image_url.clone(),
+        max_tokens: ask.max_tokens.or(cx.max_tokens),
+    };
+    Ok(Prepared { generation, route, replica: replica.clone(), user, ask })
+}
+
+impl Prepared {
+    async fn start(&self, stream: bool) -> Result<Box<dyn Pieces>> {
+        let r = &self.route;
+        r.backend.start(&self.generation, &r.upstream_model, r.vision, stream).await
     }
+
+    /// The estimated usage of this request when the backend reports none.
+    fn estimate(&self, reply: &str) -> Usage {
+        let g = &self.generation;
+        let sent = prompt::estimate_tokens(&prompt::system_message(&g.persona, &g.sources))
+            + g.history.iter().map(|t| prompt::estimate_tokens(&t.content)).sum::<usize>()
+            + prompt::estimate_tokens(&g.question);
+        Usage { prompt_tokens: sent as u64, completion_tokens: prompt::estimate_tokens(reply) as u64 }
+    }
+}
+
+/// A reply as its pieces come in.
+#[derive(Default)]
+struct Reply {
+    text: String,
+    usage: Option<Usage>,
+    cited: Option<Vec<usize>>,
+}
+
+impl Reply {
+    fn add(&mut self, piece: Piece) {
+        match piece {
+            Piece::Text(t) => self.text.push_str(&t),
+            Piece::Usage(u) => self.usage = Some(u),
+            Piece::Cited(c) => self.cited = Some(c),
+        }
+    }
+}
+
+/// Stores the exchange (unless asked not to) and the usage in one write.
+async fn finish(store: &Store, p: Prepared, reply: Reply, interrupted: bool) -> Result<Completion> {
+    let given = &p.generation.sources;
+    let sources: Vec<SourceRef> = match &reply.cited {
+        Some(cited) => cited.iter().take(MAX_SOURCES).filter_map(|i| given.get(*i).cloned()).collect(),
+        None => given.clone(),
+    };
+    let usage = reply.usage.unwrap_or_else(|| p.estimate(&reply.text));
+    let mut completion = Completion {
+        content: reply.text,
+        sources,
+        backend: p.route.backend.name().to_string(),
+        message_id: None,
+        usage,
+        interrupted,
+    };
+    let items = if p.ask.skip_chat_history { Vec::new() } else { exchange(&p.ask, &completion) };
+    let (replica, user, private, now) = (p.replica.id, p.user, p.replica.private, now_ms());
+    let ids = store
+        .write(move |txn| {
+            token_usage::add_in(txn, replica, user, now, usage)?;
+            items.iter().map(|it| history::append_in(txn, replica, user, private, it, now)).collect::<Result<Vec<_>>>()
+        })
+        .await?;
+    completion.message_id = ids.last().copied();
     Ok(completion)
+}
+
+/// The question and the reply as history items. The reply to a channel message is keyed after
+/// it, so a retried message (same channel key) stores neither a second question nor answer.
+fn exchange(ask: &Ask, c: &Completion) -> Vec<NewItem> {
+    let question = NewItem {
+        role: "user",
+        content: ask.content.clone(),
+        source: ask.source.clone(),
+        sources: Vec::new(),
+        channel_data: ask.channel_data.clone(),
+        channel_key: ask.channel_key.clone(),
+        interrupted: false,
+    };
+    let reply = NewItem {
+        role: "assistant",
+        content: c.content.clone(),
+        source: ask.source.clone(),
+        sources: c.sources.clone(),
+        channel_data: None,
+        channel_key: ask.channel_key.as_ref().map(|k| format!("reply:{k}")),
+        interrupted: c.interrupted,
+    };
+    vec![question, reply]
+}
+
+/// Answers `ask` as `replica` for `user` and stores the exchange unless asked not to.
+/// Errors: 502 `UPSTREAM_ERROR` when the model's upstream fails (nothing is stored then).
+pub async fn complete(cx: &Context, replica: &Replica, user: Uuid, ask: Ask) -> Result<Completion> {
+    let p = prepare(cx, replica, user, ask).await?;
+    let mut pieces = p.start(false).await?;
+    let mut reply = Reply::default();
+    while let Some(piece) = pieces.next().await? {
+        reply.add(piece);
+    }
+    drop(pieces);
+    finish(&cx.store, p, reply, false).await
+}
+
+/// Starts answering `ask` as a stream. Returns once the backend produced its first piece, so
+/// a failure before anything was said is an error here (502 `UPSTREAM_ERROR`) and stores
+/// nothing; later failures arrive as [`Event::Failed`] and the reply is stored as interrupted.
+pub async fn stream(cx: &Context, replica: &Replica, user: Uuid, ask: Ask) -> Result<Streaming> {
+    let p = prepare(cx, replica, user, ask).await?;
+    let mut pieces = p.start(true).await?;
+    let first = pieces.next().await?;
+    let (tx, events) = mpsc::channel(32);
+    let backend = p.route.backend.name().to_string();
+    tokio::spawn(drive(cx.store.clone(), p, pieces, first, tx));
+    Ok(Streaming { backend, events })
+}
+
+/// Forwards the deltas to `tx` until the end, a failure, or until `tx`'s reader is gone; then
+/// drops the generation and stores what was said.
+async fn drive(store: Store, p: Prepared, mut pieces: Box<dyn Pieces>, first: Option<Piece>, tx: mpsc::Sender<Event>) {
+    let mut reply = Reply::default();
+    let mut next = first;
+    let (mut failure, mut cancelled) = (None, false);
+    while let Some(piece) = next {
+        if let Piece::Text(t) = &piece {
+            if tx.send(Event::Delta(t.clone())).await.is_err() {
+                cancelled = true;
+                break;
+            }
+        }
+        reply.add(piece);
+        next = tokio::select! {
+            r = pieces.next() => match r {
+                Ok(p) => p,
+                Err(e) => { failure = Some(e); break; }
+            },
+            _ = tx.closed() => { cancelled = true; break; }
+        };
+    }
+    drop(pieces); // cancels the upstream request
+    if cancelled {
+        tracing::info!(replica = %p.replica.id, "client went away mid-stream; the reply is stored as interrupted");
+    }
+    let interrupted = cancelled || failure.is_some();
+    let done = finish(&store, p, reply, interrupted).await;
+    if let Some(e) = failure {
+        let _ = tx.send(Event::Failed(e)).await;
+    }
+    let _ = tx.send(done.map_or_else(Event::Failed, Event::Done)).await;
 }

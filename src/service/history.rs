@@ -21,6 +21,8 @@ pub struct NewItem {
     pub channel_data: Option<String>,
     /// `(channel, chat id, message id)` of a channel message, for de-duplication.
     pub channel_key: Option<String>,
+    /// A reply cut short (see [`Message::interrupted`]).
+    pub interrupted: bool,
 }
 
 /// Writes `item` for `(replica, user)` in `txn`; returns its id. A channel message already
@@ -52,6 +54,7 @@ pub fn append_in(
         is_private: private,
         channel_data: item.channel_data.clone(),
         created_at: now,
+        interrupted: item.interrupted,
     };
     store::put(&mut txn.open_table(tables::MESSAGES)?, (k(replica), k(user), id), &msg)?;
     if let Some(key) = &item.channel_key {

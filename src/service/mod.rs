@@ -5,6 +5,7 @@ pub mod history;
 pub mod knowledge;
 pub mod orgs;
 pub mod replicas;
+pub mod token_usage;
 pub mod uploads;
 pub mod users;
 

@@ -11,6 +11,23 @@ use crate::error::{Error, Result};
 pub trait Record: Serialize + DeserializeOwned {
     /// Layout version written as the first byte of every value.
     const VERSION: u8;
+
+    /// Reads a value written with an older layout `version` (its bytes after the version
+    /// byte). Records that changed layout override this with an upgrade from each older
+    /// version (decode the old struct with [`decode_body`], convert); the default knows none.
+    fn upgrade(version: u8, _body: &[u8]) -> Result<Self> {
+        Err(Error::internal(format!(
+            "record version {version} is not {} ({})",
+            Self::VERSION,
+            std::any::type_name::<Self>()
+        )))
+    }
+}
+
+/// Decodes the bincode bytes of a value (after its version byte) as `T` (an older layout).
+pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
+    let (value, _) = bincode::serde::decode_from_slice(body, config()).map_err(Error::internal)?;
+    Ok(value)
 }
 
 fn config() -> bincode::config::Configuration {
@@ -24,13 +41,12 @@ pub fn encode<R: Record>(value: &R) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Decodes bytes written by [`encode`]; errors on an unknown version or malformed bytes.
+/// Decodes bytes written by [`encode`] (older versions through [`Record::upgrade`]); errors on
+/// an unknown or newer version or malformed bytes.
 pub fn decode<R: Record>(bytes: &[u8]) -> Result<R> {
     match bytes.split_first() {
-        Some((&v, rest)) if v == R::VERSION => {
-            let (value, _) = bincode::serde::decode_from_slice(rest, config()).map_err(Error::internal)?;
-            Ok(value)
-        }
+        Some((&v, rest)) if v == R::VERSION => decode_body(rest),
+        Some((&v, rest)) if v < R::VERSION => R::upgrade(v, rest),
         Some((v, _)) => {
             Err(Error::internal(format!("record version {v} is not {} ({})", R::VERSION, std::any::type_name::<R>())))
         }
@@ -63,5 +79,29 @@ mod tests {
         assert!(decode::<Sample>(&wrong).is_err());
         assert!(decode::<Sample>(&[]).is_err());
         assert!(decode::<Sample>(&[3, 0xff, 0xff]).is_err());
+    }
+
+    #[test]
+    fn a_version_1_message_is_upgraded_to_not_interrupted() {
+        use crate::store::records::{Message, MessageV1};
+        let v1 = MessageV1 {
+            id: 7,
+            replica: uuid::Uuid::nil(),
+            user: uuid::Uuid::nil(),
+            role: "assistant".into(),
+            content: "hello".into(),
+            source: "web".into(),
+            sources: vec![],
+            is_private: false,
+            channel_data: None,
+            created_at: 1,
+        };
+        let mut bytes = vec![1u8];
+        bytes.extend(bincode::serde::encode_to_vec(&v1, config()).unwrap());
+        let m: Message = decode(&bytes).unwrap();
+        assert_eq!((m.id, m.content.as_str(), m.interrupted), (7, "hello", false));
+        let again = encode(&m).unwrap();
+        assert_eq!(again[0], 2);
+        assert_eq!(decode::<Message>(&again).unwrap().id, 7);
     }
 }

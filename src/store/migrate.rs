@@ -114,6 +114,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::TOKENHASH_UPLOAD)?;
         txn.open_table(tables::REPLICA_URL)?;
         txn.open_table(tables::ORG_KBCOUNT)?;
+        txn.open_table(tables::REPLICAUSERMONTH_USAGE)?;
         txn.open_table(tables::META)?;
     }
     Ok(())

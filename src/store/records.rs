@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::codec::Record;
+use super::codec::{self, Record};
 
 /// An organization: made by redeeming an invitation (spec §4.1 redeem).
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -195,7 +195,7 @@ pub struct SourceRef {
     pub content: String,
 }
 
-/// A chat history item (spec §2.1).
+/// A chat history item (spec §2.1). Version 2 added `interrupted`.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Message {
     pub id: u64,
@@ -209,7 +209,50 @@ pub struct Message {
     /// `messengerA_data` / `messengerB_data` as JSON text, kept as received.
     pub channel_data: Option<String>,
     pub created_at: i64,
+    /// An assistant reply cut short (the client went away mid-stream or the upstream failed
+    /// after it began): `content` is what was said until then.
+    pub interrupted: bool,
 }
 impl Record for Message {
-    const VERSION: u8 = 1;
+    const VERSION: u8 = 2;
+
+    fn upgrade(version: u8, body: &[u8]) -> crate::error::Result<Self> {
+        match version {
+            1 => Ok(codec::decode_body::<MessageV1>(body)?.into()),
+            v => Err(crate::error::Error::internal(format!("unknown Message record version {v}"))),
+        }
+    }
+}
+
+/// [`Message`] as version 1 wrote it (before `interrupted`).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct MessageV1 {
+    pub id: u64,
+    pub replica: Uuid,
+    pub user: Uuid,
+    pub role: String,
+    pub content: String,
+    pub source: String,
+    pub sources: Vec<SourceRef>,
+    pub is_private: bool,
+    pub channel_data: Option<String>,
+    pub created_at: i64,
+}
+
+impl From<MessageV1> for Message {
+    fn from(m: MessageV1) -> Message {
+        Message {
+            id: m.id,
+            replica: m.replica,
+            user: m.user,
+            role: m.role,
+            content: m.content,
+            source: m.source,
+            sources: m.sources,
+            is_private: m.is_private,
+            channel_data: m.channel_data,
+            created_at: m.created_at,
+            interrupted: false,
+        }
+    }
 }

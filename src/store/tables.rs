@@ -61,3 +61,7 @@ pub const TOKENHASH_UPLOAD: TableDefinition<&[u8; 32], &[u8]> = TableDefinition:
 pub const REPLICA_URL: TableDefinition<(u128, &str), u64> = TableDefinition::new("replica_url");
 /// `org id → number of knowledge-base entries` (the per-organization quota).
 pub const ORG_KBCOUNT: TableDefinition<u128, u64> = TableDefinition::new("org_kbcount");
+/// `(replica id, user id, month as YYYYMM in UTC) → (prompt tokens, completion tokens)`: token
+/// usage of chat completions, written with the messages of each completion.
+pub const REPLICAUSERMONTH_USAGE: TableDefinition<(u128, u128, u32), (u64, u64)> =
+    TableDefinition::new("replicausermonth_usage");

@@ -14,6 +14,8 @@ mod ingest;
 mod invites;
 mod isolation;
 mod knowledge_base;
+mod llm;
+mod llm_real;
 mod openapi;
 mod replicas;
 mod restart;

@@ -49,6 +49,11 @@ fn sample_body(route: &Route, owner: &str) -> Option<Value> {
         }
         "UserWrite" => json!({"name": "Mallory"}),
         "UploadBody" => json!("the bytes of a file"),
+        "CompletionMessengerARequest" => json!({
+            "content": "What is the Zorblax reactor?",
+            "messengerA_data": {"chat_type": "private", "chat_id": 7, "message_id": 9}
+        }),
+        "ExperimentalCompletionRequest" => json!({"messages": [{"role": "user", "content": "Zorblax?"}]}),
         other => panic!("security tests: add a sample body for {other}"),
     };
     Some(body)
@@ -138,7 +143,10 @@ async fn another_organization_gets_404_and_nothing_else_on_every_operation_with_
     let mut tested = 0;
     for route in routes().iter().filter(|r| r.access != Access::Public && r.path.contains('{')) {
         let path = fill(route, &ids);
-        let r = b.call(method(route), &path, sample_body(route, &b.owner_email).as_ref(), &[]).await;
+        // User-only operations are tried as organization B's owner user.
+        let as_user = user("email", &b.owner_email);
+        let headers: &[(&str, &str)] = if route.access == Access::User { &as_user } else { &[] };
+        let r = b.call(method(route), &path, sample_body(route, &b.owner_email).as_ref(), headers).await;
         assert_hidden(&r, &format!("{} {path}", route.method), &["Zorblax", "kelvin", "Vera", "victim"]);
         tested += 1;
     }

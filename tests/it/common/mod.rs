@@ -11,6 +11,8 @@
 #![allow(dead_code)]
 
 pub mod contract;
+pub mod fake_llm;
+pub mod sse;
 
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::PathBuf;
@@ -167,8 +169,7 @@ impl Server {
             .and_then(|l| l.strip_prefix("listening on "))
             .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
             .unwrap_or_else(|| panic!("unexpected start-up line {line:?}"));
-        replicad::install_crypto_provider();
-        let client = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("http client");
+        let client = http_client();
         Server { child: Some(child), _stdout: Some(reader), dir: Some(dir), base_url: url.to_string(), client }
     }
 
@@ -269,6 +270,12 @@ impl Drop for Server {
             }
         }
     }
+}
+
+/// An HTTP client for tests (the TLS provider is the one replicad installs: ring).
+pub fn http_client() -> reqwest::Client {
+    replicad::install_crypto_provider();
+    reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("http client")
 }
 
 /// A response: status, headers, and the body as JSON (`Value::Null` when it is not JSON).
