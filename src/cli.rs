@@ -21,7 +21,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Serve the API. Prints exactly one line on stdout, `listening on http://HOST:PORT`.
-    Serve(Config),
+    Serve(Box<Config>),
     /// Invitation codes (redeemed with POST /v1/api-keys/invites/{code}/redeem).
     Invites {
         #[command(subcommand)]

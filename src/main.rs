@@ -39,7 +39,7 @@ async fn run(command: Command) -> Result<(), String> {
             let listener = tokio::net::TcpListener::bind(config.listen)
                 .await
                 .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
-            replicad::serve(config, listener, shutdown_signal()).await
+            replicad::serve(*config, listener, shutdown_signal()).await
         }
         Command::Invites { command: InvitesCommand::Create { dir, expires_in } } => {
             let req = json!({"op": "invite", "expires_in_secs": expires_in});
