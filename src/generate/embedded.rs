@@ -13,7 +13,8 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use super::{prompt, Backend, BoxFuture, Generation, Piece, Pieces, Usage};
 use crate::error::Result;
-use crate::search::analyze;
+use crate::ingest::language;
+use crate::search::{analyze, analyze_as};
 use crate::store::records::SourceRef;
 
 /// Words per streamed delta of an embedded answer.
@@ -157,10 +158,10 @@ fn is_code(paragraph: &str) -> bool {
 /// The prose sentences of the sources. Paragraphs are re-flowed first (a line break inside a
 /// paragraph is a space), since Unicode sentence rules end a sentence at every line break.
 /// A sentence's terms include those of its chunk's title (its heading path).
-fn sentences(sources: &[SourceRef]) -> Vec<Sentence> {
+fn sentences(sources: &[SourceRef], lang: Option<&str>) -> Vec<Sentence> {
     let mut out = Vec::new();
     for (si, src) in sources.iter().enumerate() {
-        let title_terms = analyze(&src.name);
+        let title_terms = analyze_as(lang, &src.name);
         let paragraphs = src
             .content
             .split("\n\n")
@@ -170,7 +171,7 @@ fn sentences(sources: &[SourceRef]) -> Vec<Sentence> {
             paragraphs.flat_map(|p| p.unicode_sentences().map(|s| s.trim().to_string()).collect::<Vec<_>>()).collect();
         for (pi, text) in sentences.into_iter().enumerate() {
             if is_prose(&text) {
-                let terms = analyze(&text);
+                let terms = analyze_as(lang, &text);
                 let heading: Vec<String> = title_terms.iter().filter(|t| !terms.contains(t)).cloned().collect();
                 out.push(Sentence { source: si, position: pi, text, terms, heading });
             }
@@ -180,8 +181,11 @@ fn sentences(sources: &[SourceRef]) -> Vec<Sentence> {
 }
 
 fn extract(message: &str, sources: &[SourceRef]) -> Option<Answer> {
-    let query = analyze(message);
-    let cands = sentences(sources);
+    // One language for the question and every sentence, detected on the sources (longer and
+    // more reliable than a question), so that both sides are analyzed alike.
+    let lang = language::detect(&sources.iter().map(|s| s.content.as_str()).collect::<Vec<_>>().join("\n\n"));
+    let query = analyze_as(lang, message);
+    let cands = sentences(sources, lang);
     if query.is_empty() || cands.is_empty() {
         return None;
     }

@@ -267,7 +267,12 @@ pub struct ChunkDoc<'a> {
 /// short question cover a sentence that shares its words but not all their neighbours), less
 /// those holding a function character ([`analyzers::CJK_FUNCTION_CHARS`]).
 pub fn analyze(text: &str) -> Vec<String> {
-    let language = crate::ingest::language::detect(text);
+    analyze_as(crate::ingest::language::detect(text), text)
+}
+
+/// [`analyze`] with the analyzer of `language` (ISO 639-1; English when `None`), for matching
+/// many texts of one language consistently (a question and the sentences of its sources).
+pub fn analyze_as(language: Option<&str>, text: &str) -> Vec<String> {
     let analyzer = analyzers::for_language(language.or(Some("en")));
     let cjk = analyzers::for_language(Some("zh"));
     let mut out: Vec<String> = if analyzer.name == cjk.name { Vec::new() } else { analyzer.terms(text) };
