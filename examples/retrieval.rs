@@ -23,14 +23,13 @@ use std::time::Instant;
 
 use redb::ReadableTableMetadata as _;
 use replicad::search::{indexer, Search};
-use replicad::service::knowledge::{self, Content, Limits, NewEntry};
+use replicad::service::knowledge::{self, Limits, NewEntry};
 use replicad::store::{self, records::Chunk, tables, Store};
 use serde_json::Value;
 use uuid::Uuid;
 
 const CORPUS: &str = "data/sample/python-tutorial";
 const QUESTIONS: &str = "tests/retrieval/questions.json";
-const LIMITS: Limits = Limits { max_entries_per_org: u64::MAX, max_file_bytes: 0, upload_ttl_ms: 0 };
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -58,14 +57,8 @@ impl Kb {
     }
 
     async fn add(&self, text: String) -> u64 {
-        let new = NewEntry {
-            content: Content::Text(text),
-            title: None,
-            language: Some("en".into()),
-            auto_refresh: false,
-            custom_limit: None,
-        };
-        knowledge::create(&self.store, self.org, self.replica, new, LIMITS).await.expect("create").id
+        let new = NewEntry::text(text, Some("en"));
+        knowledge::create(&self.store, self.org, self.replica, new, Limits::UNLIMITED).await.expect("create").id
     }
 
     /// Applies the outbox until it is empty (what the indexer task does in the server).

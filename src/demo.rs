@@ -8,12 +8,9 @@ use uuid::Uuid;
 use crate::api::replicas::{LlmBody, ReplicaBody};
 use crate::app::App;
 use crate::error::{Error, Result};
-use crate::service::knowledge::{self, Content, Limits, NewEntry};
+use crate::service::knowledge::{self, Limits, NewEntry};
 use crate::service::{orgs, replicas};
 use crate::store::{k, tables};
-
-/// The demo's own writes are not held to the operator's quotas.
-const UNLIMITED: Limits = Limits { max_entries_per_org: u64::MAX, max_file_bytes: 0, upload_ttl_ms: 0 };
 
 /// Slug of the sample replica.
 pub const SLUG: &str = "python-tutor";
@@ -40,14 +37,7 @@ pub async fn ensure(app: &App) -> Result<()> {
     let replica = replicas::create(&app.store, org.id, &body(), &app.models, u64::MAX).await?;
     for path in &files {
         let text = std::fs::read_to_string(path).map_err(|e| Error::internal(format!("{}: {e}", path.display())))?;
-        let new = NewEntry {
-            content: Content::Text(text),
-            title: None,
-            language: Some("en".into()),
-            auto_refresh: false,
-            custom_limit: None,
-        };
-        knowledge::create(&app.store, org.id, replica, new, UNLIMITED).await?;
+        knowledge::create(&app.store, org.id, replica, NewEntry::text(text, Some("en")), Limits::UNLIMITED).await?;
     }
     let org_id = org.id;
     app.store.write(move |txn| Ok(txn.open_table(tables::ONCE)?.insert("demo", k(org_id)).map(|_| ())?)).await?;

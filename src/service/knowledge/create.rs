@@ -32,6 +32,14 @@ pub struct NewEntry {
     pub custom_limit: Option<u64>,
 }
 
+impl NewEntry {
+    /// A text entry in `language`, with no title and no caller limits (demo data, imports).
+    pub fn text(text: String, language: Option<&str>) -> NewEntry {
+        let language = language.map(str::to_string);
+        NewEntry { content: Content::Text(text), title: None, language, auto_refresh: false, custom_limit: None }
+    }
+}
+
 /// Limits of entry creation set by the operator.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -41,6 +49,11 @@ pub struct Limits {
     pub max_file_bytes: u64,
     /// Lifetime of a signed upload URL, in milliseconds.
     pub upload_ttl_ms: i64,
+}
+
+impl Limits {
+    /// No quota (the server's own writes: demo data, benchmarks); no uploads.
+    pub const UNLIMITED: Limits = Limits { max_entries_per_org: u64::MAX, max_file_bytes: 0, upload_ttl_ms: 0 };
 }
 
 /// What creating an entry made: its id and, for a `filename`, the upload token.
