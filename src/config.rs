@@ -39,6 +39,9 @@ pub struct Config {
     /// so that API users cannot reach the server's own network).
     #[arg(long, env = "REPLICAD_ALLOW_PRIVATE_URLS")]
     pub allow_private_urls: bool,
+    /// How often `website` entries with `autoRefresh` are fetched again (`24h`, `30m`, seconds).
+    #[arg(long, env = "REPLICAD_KB_REFRESH_INTERVAL", default_value = "24h", value_parser = crate::cli::parse_duration)]
+    pub kb_refresh_interval: u64,
     /// Base URL clients reach this server at (e.g. `https://kb.example.com`), used in the
     /// `signedURL` of file entries; by default `http://` + the request's `Host` header.
     #[arg(long, env = "REPLICAD_PUBLIC_URL")]
@@ -75,6 +78,7 @@ impl Config {
             max_upload_bytes: 50 * 1024 * 1024,
             max_fetch_bytes: 20 * 1024 * 1024,
             allow_private_urls: false,
+            kb_refresh_interval: 86_400,
             public_url: None,
             expose_internal_errors: false,
             tls_cert: None,

@@ -53,7 +53,8 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let rebuild = search::indexer::needs_rebuild(&store, index_seq).await.map_err(|e| e.to_string())?;
     let reindex = search::indexer::spawn(store.clone(), search.clone(), rebuild);
     let fetcher = ingest::fetch::Fetcher::new(config.allow_private_urls, config.max_fetch_bytes)?;
-    ingest::pipeline::spawn(store.clone(), fetcher);
+    let refresh_ms = (config.kb_refresh_interval as i64).saturating_mul(1000);
+    ingest::pipeline::spawn(store.clone(), ingest::pipeline::Worker { fetcher, refresh_ms });
     let app = Arc::new(app::App::new(config, store, search, models, backends, reindex));
     if app.config.demo {
         demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;

@@ -8,7 +8,8 @@
 //! removed in the transaction of the last step. After a crash (even `kill -9`) the worker finds
 //! the rows at start and resumes each entry from its stored status. Transient fetch failures
 //! are retried with backoff ([`MAX_ATTEMPTS`]); anything else ends `UNPROCESSABLE` with the
-//! reason in `error.message`.
+//! reason in `error.message`. A `website` entry with `autoRefresh` keeps its job: it is fetched
+//! again every `--kb-refresh-interval`, and re-processed only when its text changed.
 
 use std::time::Duration;
 
@@ -26,12 +27,20 @@ pub const MAX_ATTEMPTS: u32 = 4;
 /// Jobs read per scan of the queue.
 const SCAN: usize = 64;
 
+/// What the worker needs besides the store.
+#[derive(Clone)]
+pub struct Worker {
+    pub fetcher: Fetcher,
+    /// Time between re-fetches of `website` entries with `autoRefresh`, in milliseconds.
+    pub refresh_ms: i64,
+}
+
 /// Starts the worker: it drains the queue, then waits for `Store::jobs_notify` or the next
-/// retry time.
-pub fn spawn(store: Store, fetcher: Fetcher) {
+/// due time (a retry, or an `autoRefresh` re-fetch).
+pub fn spawn(store: Store, worker: Worker) {
     tokio::spawn(async move {
         loop {
-            let wait = match run_ready(&store, &fetcher).await {
+            let wait = match run_ready(&store, &worker).await {
                 Ok(wait) => wait,
                 Err(e) => {
                     tracing::error!(error = %e, "ingestion queue scan failed; retrying");
@@ -50,7 +59,7 @@ pub fn spawn(store: Store, fetcher: Fetcher) {
 }
 
 /// Runs every job due now; returns how long until the next one is due (`None`: no jobs left).
-async fn run_ready(store: &Store, fetcher: &Fetcher) -> Result<Option<Duration>> {
+async fn run_ready(store: &Store, worker: &Worker) -> Result<Option<Duration>> {
     let now = now_ms();
     let jobs: Vec<(u64, u32, i64)> = store
         .read(|txn| {
@@ -63,7 +72,7 @@ async fn run_ready(store: &Store, fetcher: &Fetcher) -> Result<Option<Duration>>
         .await?;
     let (due, later): (Vec<_>, Vec<_>) = jobs.into_iter().partition(|(_, _, not_before)| *not_before <= now);
     for &(entry, attempts, _) in &due {
-        let Err(e) = run_job(store, fetcher, entry, attempts).await else { continue };
+        let Err(e) = run_job(store, worker, entry, attempts).await else { continue };
         if attempts + 1 < MAX_ATTEMPTS {
             tracing::error!(entry, error = %e, "ingestion step failed; will retry");
             store.write(move |txn| reschedule(txn, entry, 1_000 << attempts)).await?;
@@ -84,6 +93,8 @@ struct Job {
     entry: KbEntry,
     source: KbSource,
     file: Option<Vec<u8>>,
+    /// The stored raw text of a `website` entry (compared with a re-fetch).
+    raw: Option<String>,
 }
 
 async fn load(store: &Store, id: u64) -> Result<Option<Job>> {
@@ -97,13 +108,18 @@ async fn load(store: &Store, id: u64) -> Result<Option<Job>> {
                 "FILE_UPLOADED" => txn.open_table(tables::KB_FILES)?.get(id)?.map(|v| v.value().to_vec()),
                 _ => None,
             };
-            Ok(Some(Job { entry, source, file }))
+            let raw = match entry.kind.as_str() {
+                "website" => store::get::<u64, KbText, _>(&txn.open_table(tables::KB_TEXTS)?, id)?.map(|t| t.raw),
+                _ => None,
+            };
+            Ok(Some(Job { entry, source, file, raw }))
         })
         .await
 }
 
 /// Runs entry `id`'s next steps until it is queued for the index, failed, or must wait.
-async fn run_job(store: &Store, fetcher: &Fetcher, id: u64, attempts: u32) -> Result<()> {
+async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Result<()> {
+    let (fetcher, refresh_ms) = (&worker.fetcher, worker.refresh_ms);
     loop {
         let Some(job) = load(store, id).await? else {
             return store.write(move |txn| drop_job(txn, id)).await;
@@ -111,7 +127,7 @@ async fn run_job(store: &Store, fetcher: &Fetcher, id: u64, attempts: u32) -> Re
         let status = job.entry.status.clone();
         match (status.as_str(), job.entry.kind.as_str()) {
             ("NEW", "website") => match fetch_page(fetcher, &job).await {
-                Ok((extracted, meta, format)) => save_raw(store, id, "NEW", extracted, Some(meta), format).await?,
+                Ok((extracted, meta, format)) => save_raw(store, id, &status, extracted, Some(meta), format).await?,
                 Err(e) if e.transient && attempts + 1 < MAX_ATTEMPTS => {
                     let delay = 2_000i64 << attempts;
                     tracing::warn!(entry = id, error = %e.message, delay_ms = delay, "fetch failed; will retry");
@@ -120,10 +136,23 @@ async fn run_job(store: &Store, fetcher: &Fetcher, id: u64, attempts: u32) -> Re
                 Err(e) => return fail(store, id, Some(&status), e.message).await,
             },
             ("FILE_UPLOADED", "file") => match extract_file(job).await? {
-                Ok((extracted, format)) => save_raw(store, id, "FILE_UPLOADED", extracted, None, format).await?,
+                Ok((extracted, format)) => save_raw(store, id, &status, extracted, None, format).await?,
                 Err(message) => return fail(store, id, Some(&status), message).await,
             },
-            ("RAW_TEXT", _) => return process(store, id).await,
+            ("RAW_TEXT", _) => return process(store, id, refresh_ms).await,
+            ("PROCESSED_TEXT" | "VECTOR_CREATED" | "READY", "website") if job.entry.auto_refresh => {
+                match fetch_page(fetcher, &job).await {
+                    Ok((extracted, meta, format)) if job.raw.as_deref() != Some(extracted.text.as_str()) => {
+                        tracing::info!(entry = id, "auto-refresh: the page changed; re-processing");
+                        save_raw(store, id, &status, extracted, Some(meta), format).await?
+                    }
+                    Ok(_) => return store.write(move |txn| refresh_later(txn, id, refresh_ms)).await,
+                    Err(e) => {
+                        tracing::warn!(entry = id, error = %e.message, "auto-refresh fetch failed; keeping the content");
+                        return store.write(move |txn| refresh_later(txn, id, refresh_ms)).await;
+                    }
+                }
+            }
             // Anything else (a PATCH gave it text, it failed, it was re-queued): nothing to do.
             _ => return store.write(move |txn| drop_job(txn, id)).await,
         }
@@ -172,12 +201,12 @@ async fn extract_file(job: Job) -> Result<std::result::Result<(Extracted, Format
 async fn save_raw(
     store: &Store,
     id: u64,
-    from: &'static str,
+    from: &str,
     extracted: Extracted,
     website: Option<WebsiteMeta>,
     format: Format,
 ) -> Result<()> {
-    let now = now_ms();
+    let (now, from) = (now_ms(), from.to_string());
     store
         .write_kb(move |txn| {
             let mut entries = txn.open_table(tables::KB_ENTRIES)?;
@@ -203,8 +232,9 @@ async fn save_raw(
         .await
 }
 
-/// Chunks the raw text and queues it for the index (`RAW_TEXT` → `PROCESSED_TEXT`); the job ends.
-async fn process(store: &Store, id: u64) -> Result<()> {
+/// Chunks the raw text and queues it for the index (`RAW_TEXT` → `PROCESSED_TEXT`); the job
+/// ends, or waits for the next re-fetch of an `autoRefresh` website.
+async fn process(store: &Store, id: u64, refresh_ms: i64) -> Result<()> {
     let now = now_ms();
     store
         .write_kb(move |txn| {
@@ -216,6 +246,9 @@ async fn process(store: &Store, id: u64) -> Result<()> {
                 knowledge::write_content(txn, &mut e, &raw)?;
                 e.updated_at = now;
                 store::put(&mut txn.open_table(tables::KB_ENTRIES)?, id, &e)?;
+                if e.kind == "website" && e.auto_refresh {
+                    return refresh_later(txn, id, refresh_ms);
+                }
             }
             drop_job(txn, id)
         })
@@ -245,6 +278,12 @@ async fn fail(store: &Store, id: u64, from: Option<&str>, message: String) -> Re
 
 fn drop_job(txn: &redb::WriteTransaction, id: u64) -> Result<()> {
     txn.open_table(tables::KB_JOBS)?.remove(id)?;
+    Ok(())
+}
+
+/// Makes job `id` a fresh one due in `refresh_ms` (the next `autoRefresh` re-fetch).
+fn refresh_later(txn: &redb::WriteTransaction, id: u64, refresh_ms: i64) -> Result<()> {
+    txn.open_table(tables::KB_JOBS)?.insert(id, (0u32, now_ms() + refresh_ms))?;
     Ok(())
 }
 

@@ -368,7 +368,12 @@ fn knowledge_base(add: &mut impl FnMut(&str, Value)) {
                 },
                 "title": { "type": "string", "minLength": 1, "maxLength": 200 },
                 "language": language,
-                "autoRefresh": { "type": "boolean", "default": false },
+                "autoRefresh": {
+                    "type": "boolean",
+                    "default": false,
+                    "description": "For a `url`: fetch the page again every `--kb-refresh-interval` (24 h by default) \
+                        and re-process it when its text changed.",
+                },
                 "usageLimits": object(
                     &[],
                     json!({ "knowledgeBaseEntries": {

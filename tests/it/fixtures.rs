@@ -2,7 +2,7 @@
 //! loopback web server, for driving the knowledge-base pipeline end to end.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -89,12 +89,19 @@ impl Page {
     }
 }
 
+/// Pages by path, which a test may change while the server runs.
+pub type Pages = Arc<Mutex<HashMap<&'static str, Page>>>;
+
+/// Serves `pages` by path on 127.0.0.1 (see [`web_server_shared`]).
+pub async fn web_server(pages: HashMap<&'static str, Page>) -> String {
+    web_server_shared(Arc::new(Mutex::new(pages))).await
+}
+
 /// Serves `pages` by path on 127.0.0.1 (HTTP/1.1, one request per connection; unknown paths
 /// 404); returns the base URL. Runs until the test's runtime ends.
-pub async fn web_server(pages: HashMap<&'static str, Page>) -> String {
+pub async fn web_server_shared(pages: Pages) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let pages = Arc::new(pages);
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
             let pages = pages.clone();
@@ -109,7 +116,7 @@ pub async fn web_server(pages: HashMap<&'static str, Page>) -> String {
                 }
                 let head = String::from_utf8_lossy(&buf);
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
-                let page = pages.get(path.as_str()).cloned().unwrap_or(Page {
+                let page = pages.lock().unwrap().get(path.as_str()).cloned().unwrap_or(Page {
                     status: 404,
                     content_type: "text/plain",
                     body: b"not found".to_vec(),

@@ -2,6 +2,7 @@
 //! from a loopback server, languages, failures, quotas, crash safety and `replicad check`.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
@@ -148,6 +149,40 @@ async fn a_web_page_is_fetched_through_a_redirect_and_its_main_text_cited() {
 
     let dup = org.call(Method::POST, &path, Some(&json!({ "url": format!("{base}/old-garden#top") })), &[]).await;
     assert_error(&dup, StatusCode::CONFLICT, Some("URL_ALREADY_EXISTS"));
+}
+
+#[tokio::test]
+async fn an_auto_refreshed_page_is_fetched_again_and_re_indexed_when_it_changes() {
+    let page = |day: &str| {
+        Page::html(&format!(
+            "<html><head><title>Ferry timetable</title></head><body><article><h1>Ferry to Skerra</h1>\
+         <p>The ferry to the island of Skerra leaves the harbour every {day} at nine in the morning, \
+         weather permitting, and returns in the evening.</p></article></body></html>"
+        ))
+    };
+    let pages: fixtures::Pages = Arc::new(Mutex::new(HashMap::from([("/ferry", page("Tuesday"))])));
+    let base = fixtures::web_server_shared(pages.clone()).await;
+    let server = Server::start_with(&["--allow-private-urls", "--kb-refresh-interval", "1"]);
+    let org = server.new_org("Kb").await;
+    let replica = org.create_replica("kb").await;
+    let body = json!({ "url": format!("{base}/ferry"), "autoRefresh": true });
+    let (_, v) = org.post(&format!("/v1/replicas/{replica}/knowledge-base"), body).await;
+    let kb = v["results"][0]["knowledgeBaseID"].as_u64().unwrap();
+    assert!(settled(&org, &replica, kb).await["rawText"].as_str().unwrap().contains("Tuesday"));
+
+    pages.lock().unwrap().insert("/ferry", page("Thursday"));
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let entry = settled(&org, &replica, kb).await;
+        if entry["rawText"].as_str().unwrap().contains("Thursday") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not refreshed: {entry}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    settled(&org, &replica, kb).await;
+    let answer = org.ask(&replica, "When does the ferry to Skerra leave?").await;
+    assert!(answer.contains("Thursday") && !answer.contains("Tuesday"), "{answer}");
 }
 
 #[tokio::test]

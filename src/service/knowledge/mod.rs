@@ -164,6 +164,8 @@ pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Resul
             drop(table);
             if text_changed {
                 txn.open_table(tables::KB_JOBS)?.remove(id)?;
+            } else if patch.auto_refresh == Some(true) && e.kind == "website" && e.status == "READY" {
+                add_job(txn, id)?; // turning autoRefresh on re-fetches now, then every interval
             }
             if text_changed || ((title_changed || language_changed) && !raw.is_empty()) {
                 write_content(txn, &mut e, &raw)?;
