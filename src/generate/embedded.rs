@@ -14,7 +14,7 @@ use unicode_segmentation::UnicodeSegmentation;
 use super::{prompt, Backend, BoxFuture, Generation, Piece, Pieces, Usage};
 use crate::error::Result;
 use crate::ingest::language;
-use crate::search::{analyze, analyze_as};
+use crate::search::analyze_as;
 use crate::store::records::SourceRef;
 
 /// Words per streamed delta of an embedded answer.
@@ -123,7 +123,7 @@ fn small_talk(persona: &Persona, message: &str) -> Option<String> {
         return Some("Goodbye! Come back any time.".into());
     }
     let greeting = short && starts_with_any(&n, GREETINGS);
-    if greeting || analyze(message).is_empty() {
+    if greeting || analyze_as(None, message).is_empty() {
         let g = persona.greeting.trim();
         return Some(if g.is_empty() {
             format!("Hello! I'm {}. What would you like to know?", persona.name)
@@ -180,10 +180,19 @@ fn sentences(sources: &[SourceRef], lang: Option<&str>) -> Vec<Sentence> {
     out
 }
 
+/// Characters of the best source that language detection looks at (enough for a reliable
+/// answer; detection cost grows with the text).
+const LANGUAGE_SAMPLE: usize = 400;
+
+/// The first `chars` characters of `text`.
+fn prefix(text: &str, chars: usize) -> &str {
+    text.char_indices().nth(chars).map_or(text, |(i, _)| &text[..i])
+}
+
 fn extract(message: &str, sources: &[SourceRef]) -> Option<Answer> {
-    // One language for the question and every sentence, detected on the sources (longer and
+    // One language for the question and every sentence, detected on the best source (longer and
     // more reliable than a question), so that both sides are analyzed alike.
-    let lang = language::detect(&sources.iter().map(|s| s.content.as_str()).collect::<Vec<_>>().join("\n\n"));
+    let lang = sources.first().and_then(|s| language::detect(prefix(&s.content, LANGUAGE_SAMPLE)));
     let query = analyze_as(lang, message);
     let cands = sentences(sources, lang);
     if query.is_empty() || cands.is_empty() {

@@ -99,7 +99,16 @@ impl Analyzer {
 
     /// Distinct terms of `text` under this analyzer, in order of first appearance.
     pub fn terms(&self, text: &str) -> Vec<String> {
-        terms(&mut self.build(), text)
+        terms(&mut self.built(), text)
+    }
+
+    /// A copy of this analyzer built once per process (building one allocates its stop-word set
+    /// and stemmer; copies share them).
+    fn built(&self) -> TextAnalyzer {
+        static BUILT: std::sync::OnceLock<Vec<TextAnalyzer>> = std::sync::OnceLock::new();
+        let all = BUILT.get_or_init(|| ANALYZERS.iter().map(Analyzer::build).collect());
+        let slot = ANALYZERS.iter().position(|a| a.name == self.name).unwrap_or(0);
+        all[slot].clone()
     }
 }
 
@@ -115,8 +124,13 @@ pub fn terms(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
     out
 }
 
+/// Whether `text` holds a character of a script written without spaces.
+pub fn has_dense(text: &str) -> bool {
+    text.chars().any(is_dense)
+}
+
 /// Whether `c` belongs to a script written without spaces between words.
-fn is_dense(c: char) -> bool {
+pub fn is_dense(c: char) -> bool {
     matches!(c as u32,
         0x0E00..=0x0EFF        // Thai, Lao
         | 0x0F00..=0x0FFF      // Tibetan

@@ -275,13 +275,18 @@ pub fn analyze(text: &str) -> Vec<String> {
 pub fn analyze_as(language: Option<&str>, text: &str) -> Vec<String> {
     let analyzer = analyzers::for_language(language.or(Some("en")));
     let cjk = analyzers::for_language(Some("zh"));
-    let mut out: Vec<String> = if analyzer.name == cjk.name { Vec::new() } else { analyzer.terms(text) };
-    out.retain(|t| t.is_ascii() || !cjk.terms(t).iter().any(|b| !b.is_ascii()));
-    for t in cjk.terms(text) {
-        if t.is_ascii() {
-            continue;
-        }
-        let singles: Vec<String> = t.chars().filter(|c| !c.is_ascii()).map(String::from).collect();
+    let mut out: Vec<String> = if analyzer.name == cjk.name {
+        cjk.terms(text).into_iter().filter(|t| !analyzers::has_dense(t)).collect()
+    } else {
+        analyzer.terms(text)
+    };
+    if !analyzers::has_dense(text) {
+        return out;
+    }
+    // A word tokenizer keeps a dense run whole, which matches nothing: use characters and bigrams.
+    out.retain(|t| !analyzers::has_dense(t));
+    for t in cjk.terms(text).into_iter().filter(|t| analyzers::has_dense(t)) {
+        let singles: Vec<String> = t.chars().filter(|c| analyzers::is_dense(*c)).map(String::from).collect();
         for c in singles.into_iter().chain([t]) {
             if !c.contains(analyzers::CJK_FUNCTION_CHARS) && !out.contains(&c) {
                 out.push(c);
