@@ -110,15 +110,27 @@ impl Format {
         FORMATS.iter().find(|f| f.format == self).unwrap_or(&FORMATS[0])
     }
 
-    /// The format of a file named `name` (its extension), else of media type `mime`, else of its
-    /// first bytes; `None` when nothing says which format it is.
+    /// The format of an uploaded file named `name`: its extension, else media type `mime`, else
+    /// its first bytes; `None` when nothing says which format it is.
     pub fn detect(name: &str, mime: Option<&str>, bytes: &[u8]) -> Option<Format> {
-        let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
-        let by_ext = ext.and_then(|e| FORMATS.iter().find(|f| f.extensions.contains(&e.as_str())));
-        let essence = mime.map(|m| m.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
-        let by_mime = essence.and_then(|m| FORMATS.iter().find(|f| f.mime_types.contains(&m.as_str())));
-        by_ext.or(by_mime).map(|f| f.format).or_else(|| sniff(bytes))
+        by_extension(name).or_else(|| by_mime(mime)).or_else(|| sniff(bytes))
     }
+
+    /// The format of a fetched page: the server's `Content-Type` first (a URL's extension often
+    /// says nothing, `.php`, or lies), then the URL path's extension, then the first bytes.
+    pub fn detect_fetched(path: &str, mime: Option<&str>, bytes: &[u8]) -> Option<Format> {
+        by_mime(mime).or_else(|| by_extension(path)).or_else(|| sniff(bytes))
+    }
+}
+
+fn by_extension(name: &str) -> Option<Format> {
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase())?;
+    FORMATS.iter().find(|f| f.extensions.contains(&ext.as_str())).map(|f| f.format)
+}
+
+fn by_mime(mime: Option<&str>) -> Option<Format> {
+    let essence = mime?.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    FORMATS.iter().find(|f| f.mime_types.contains(&essence.as_str())).map(|f| f.format)
 }
 
 fn sniff(bytes: &[u8]) -> Option<Format> {
@@ -419,6 +431,9 @@ mod tests {
         assert_eq!(Format::detect("blob", None, b"%PDF-1.7 ..."), Some(Format::Pdf));
         assert_eq!(Format::detect("blob", None, b"<!DOCTYPE html><html>"), Some(Format::Html));
         assert_eq!(Format::detect("blob", None, &[0, 159, 146, 150, 0]), None);
+        assert_eq!(Format::detect_fetched("/index.php", Some("text/html; charset=utf-8"), b""), Some(Format::Html));
+        assert_eq!(Format::detect_fetched("/report.pdf", Some("text/html"), b"<html>"), Some(Format::Html));
+        assert_eq!(Format::detect_fetched("/report.pdf", Some("application/octet-stream"), b"x"), Some(Format::Pdf));
     }
 
     #[test]

@@ -163,7 +163,7 @@ async fn fetch_page(fetcher: &Fetcher, job: &Job) -> Result<(Extracted, WebsiteM
     let url = job.source.url.clone().unwrap_or_default();
     let page = fetcher.fetch(&url).await?;
     let path = url::Url::parse(&page.final_url).map(|u| u.path().to_string()).unwrap_or_default();
-    let Some(format) = Format::detect(&path, page.content_type.as_deref(), &page.bytes) else {
+    let Some(format) = Format::detect_fetched(&path, page.content_type.as_deref(), &page.bytes) else {
         let ct = page.content_type.unwrap_or_default();
         return Err(FetchError {
             message: format!("the page's content type {ct:?} is not a supported format"),
