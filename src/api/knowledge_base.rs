@@ -10,7 +10,7 @@ use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::ingest::extract::FORMATS;
+use crate::ingest::formats::FORMATS;
 use crate::service::knowledge::{self, Content, EntryView, Limits, NewEntry, Patch, Sort, SORTS, STATUSES, TYPES};
 use crate::service::{rfc3339, uploads};
 use crate::store::records::{Chunk, KbText};

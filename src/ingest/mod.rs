@@ -4,5 +4,6 @@
 pub mod chunk;
 pub mod extract;
 pub mod fetch;
+pub mod formats;
 pub mod language;
 pub mod pipeline;

@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use redb::ReadableTable;
 
-use super::extract::{self, Extracted, Format};
+use super::extract::{self, Extracted};
 use super::fetch::{FetchError, Fetcher};
+use super::formats::Format;
 use crate::error::{Error, Result};
 use crate::service::knowledge;
 use crate::store::records::{KbEntry, KbSource, KbText, WebsiteMeta};

@@ -3,7 +3,7 @@
 //! file's bytes to it once, before it expires, stores the file and queues its extraction.
 
 use crate::error::{Code, Error, Result};
-use crate::ingest::extract::Format;
+use crate::ingest::formats::Format;
 use crate::service::{knowledge, orgs};
 use crate::store::records::{KbEntry, Upload};
 use crate::store::{self, now_ms, tables, Store};

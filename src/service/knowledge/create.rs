@@ -6,7 +6,8 @@ use uuid::Uuid;
 
 use super::{add_job, put_source, validate_meta, validate_text, write_content};
 use crate::error::{Code, Error, Result};
-use crate::ingest::{chunk, extract};
+use crate::ingest::chunk;
+use crate::ingest::formats::Format;
 use crate::service::{check_len, orgs};
 use crate::store::records::{FileMeta, KbEntry, KbSource, Upload};
 use crate::store::{self, k, next_seq, now_ms, tables, Store};
@@ -138,7 +139,7 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, new: NewEntry, limi
         }
         Content::Filename(name) => {
             let name = check_filename(name)?;
-            let mime = extract::Format::detect(&name, None, b"").map(|f| f.info().mime_types[0]).unwrap_or("");
+            let mime = Format::detect(&name, None, b"").map(|f| f.info().mime_types[0]).unwrap_or("");
             let file = FileMeta { name, size: 0, mime_type: mime.to_string() };
             ("file", KbSource { file: Some(file), ..Default::default() }, Some(crate::service::random_hex(32)?))
         }
