@@ -1,4 +1,5 @@
-//! The ingestion job queue: `kbid_job` rows in redb, worked by one background task.
+//! The ingestion job queue: `kbid_job` rows in redb, worked by one background task, a few jobs
+//! at a time.
 //!
 //! An entry's status says which step comes next: `NEW` (a `website`: fetch it), `FILE_UPLOADED`
 //! (extract the uploaded file), `RAW_TEXT` (chunk the extracted text and queue it for the
@@ -27,6 +28,9 @@ use crate::store::{self, now_ms, tables, Store};
 pub const MAX_ATTEMPTS: u32 = 4;
 /// Jobs read per scan of the queue.
 const SCAN: usize = 64;
+/// Jobs worked on at the same time (fetches wait on the network; extraction runs on the
+/// blocking pool).
+const CONCURRENT_JOBS: usize = 4;
 
 /// What the worker needs besides the store.
 #[derive(Clone)]
@@ -72,21 +76,29 @@ async fn run_ready(store: &Store, worker: &Worker) -> Result<Option<Duration>> {
         })
         .await?;
     let (due, later): (Vec<_>, Vec<_>) = jobs.into_iter().partition(|(_, _, not_before)| *not_before <= now);
-    for &(entry, attempts, _) in &due {
-        let Err(e) = run_job(store, worker, entry, attempts).await else { continue };
-        if attempts + 1 < MAX_ATTEMPTS {
-            tracing::error!(entry, error = %e, "ingestion step failed; will retry");
-            store.write(move |txn| reschedule(txn, entry, 1_000 << attempts)).await?;
-        } else {
-            tracing::error!(entry, error = %e, "ingestion step failed; giving up");
-            let message = format!("processing failed after {MAX_ATTEMPTS} attempts (request id in the server log)");
-            fail(store, entry, None, message).await?;
-        }
+    // A few jobs at a time, so one slow page does not hold up every upload behind it.
+    for group in due.chunks(CONCURRENT_JOBS) {
+        let runs = group.iter().map(|&(entry, attempts, _)| run_or_retry(store, worker, entry, attempts));
+        futures_util::future::join_all(runs).await.into_iter().collect::<Result<Vec<()>>>()?;
     }
     if !due.is_empty() {
         return Ok(Some(Duration::ZERO));
     }
     Ok(later.iter().map(|(_, _, nb)| Duration::from_millis((nb - now).max(1) as u64)).min())
+}
+
+/// Runs job `entry`; an error (not an entry failure: those end `UNPROCESSABLE` inside) is
+/// retried with backoff, and ends the entry `UNPROCESSABLE` after [`MAX_ATTEMPTS`].
+async fn run_or_retry(store: &Store, worker: &Worker, entry: u64, attempts: u32) -> Result<()> {
+    let Err(e) = run_job(store, worker, entry, attempts).await else { return Ok(()) };
+    if attempts + 1 < MAX_ATTEMPTS {
+        tracing::error!(entry, error = %e, "ingestion step failed; will retry");
+        store.write(move |txn| reschedule(txn, entry, 1_000 << attempts)).await
+    } else {
+        tracing::error!(entry, error = %e, "ingestion step failed; giving up");
+        let message = format!("processing failed after {MAX_ATTEMPTS} attempts (details in the server log)");
+        fail(store, entry, None, message).await
+    }
 }
 
 /// What one step needs from the store.
@@ -178,11 +190,25 @@ async fn fetch_page(fetcher: &Fetcher, job: &Job) -> Result<(Extracted, WebsiteM
         page_title: None,
         fetched_at: now_ms(),
     };
-    let extracted = tokio::task::spawn_blocking(move || extract::extract(format, &page.bytes))
-        .await
-        .map_err(|e| FetchError { message: format!("extraction failed: {e}"), transient: false })?
-        .map_err(|message| FetchError { message, transient: false })?;
+    let extracted =
+        extract_bounded(format, page.bytes).await.map_err(|message| FetchError { message, transient: false })?;
     Ok((extracted, meta, format))
+}
+
+/// Time one extraction may take before the entry ends `UNPROCESSABLE` (a pathological document
+/// must not stall the queue; its thread is left to finish on its own).
+const EXTRACT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Extracts on the blocking pool, bounded by [`EXTRACT_TIMEOUT`]; errors are entry messages.
+async fn extract_bounded(format: Format, bytes: Vec<u8>) -> std::result::Result<Extracted, String> {
+    let work = tokio::task::spawn_blocking(move || extract::extract(format, &bytes));
+    match tokio::time::timeout(EXTRACT_TIMEOUT, work).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(e)) => Err(format!("extraction failed: {e}")),
+        Err(_) => {
+            Err(format!("extraction took longer than {} s; the document may be malformed", EXTRACT_TIMEOUT.as_secs()))
+        }
+    }
 }
 
 async fn extract_file(job: Job) -> Result<std::result::Result<(Extracted, Format), String>> {
@@ -194,8 +220,7 @@ async fn extract_file(job: Job) -> Result<std::result::Result<(Extracted, Format
             file.name
         )));
     };
-    let out = tokio::task::spawn_blocking(move || extract::extract(format, &bytes)).await.map_err(Error::internal)?;
-    Ok(out.map(|e| (e, format)))
+    Ok(extract_bounded(format, bytes).await.map(|e| (e, format)))
 }
 
 /// Stores the extracted text: status `from` → `RAW_TEXT`.
