@@ -141,6 +141,8 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log));
+        // Everything that may panic comes before the spawn, so a panic never leaves a server behind.
+        let client = http_client();
         let mut child = cmd.spawn().expect("spawn replicad serve");
         let stdout = child.stdout.take().expect("piped stdout");
         // Read the single start-up line on a thread, so a hung start fails the test instead
@@ -169,7 +171,6 @@ impl Server {
             .and_then(|l| l.strip_prefix("listening on "))
             .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
             .unwrap_or_else(|| panic!("unexpected start-up line {line:?}"));
-        let client = http_client();
         Server { child: Some(child), _stdout: Some(reader), dir: Some(dir), base_url: url.to_string(), client }
     }
 
