@@ -132,9 +132,9 @@ pub async fn create(app: Arc<App>, req: Req) -> Result<Reply> {
     };
     let created = knowledge::create(&app.store, replica.org, replica.id, new, limits).await?;
     let mut result = json!({ "type": created.kind, "enqueued": true, "knowledgeBaseID": created.id });
-    if let Some(token) = &created.upload_token {
+    if let Some((token, expires_at)) = &created.upload {
         result["signedURL"] = json!(signed_url(&app, &req, token));
-        result["signedURLExpiresAt"] = json!(rfc3339(crate::store::now_ms() + UPLOAD_TTL_MS));
+        result["signedURLExpiresAt"] = json!(rfc3339(*expires_at));
     }
     Ok(Reply::success(207, &json!({ "results": [result] })))
 }

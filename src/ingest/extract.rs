@@ -122,8 +122,8 @@ fn pdf_to_text(bytes: &[u8]) -> Result<Extracted, String> {
     Ok(Extracted { text: tidy(&text), title: None })
 }
 
-/// PDF text comes as one line per printed line: join lines into paragraphs (a blank line, or a
-/// short line ending a sentence, ends a paragraph).
+/// PDF text comes as one line per printed line: join lines into paragraphs (a blank line ends
+/// a paragraph).
 fn reflow_pdf_page(page: &str) -> String {
     let mut out = String::new();
     for line in page.lines().map(str::trim) {

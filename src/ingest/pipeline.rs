@@ -106,7 +106,7 @@ struct Job {
     entry: KbEntry,
     source: KbSource,
     file: Option<Vec<u8>>,
-    /// The stored raw text of a `website` entry (compared with a re-fetch).
+    /// The stored raw text of an `autoRefresh` website (compared with a re-fetch).
     raw: Option<String>,
 }
 
@@ -122,7 +122,9 @@ async fn load(store: &Store, id: u64) -> Result<Option<Job>> {
                 _ => None,
             };
             let raw = match entry.kind.as_str() {
-                "website" => store::get::<u64, KbText, _>(&txn.open_table(tables::KB_TEXTS)?, id)?.map(|t| t.raw),
+                "website" if entry.auto_refresh => {
+                    store::get::<u64, KbText, _>(&txn.open_table(tables::KB_TEXTS)?, id)?.map(|t| t.raw)
+                }
                 _ => None,
             };
             Ok(Some(Job { entry, source, file, raw }))

@@ -262,16 +262,11 @@ pub struct ChunkDoc<'a> {
 }
 
 /// Terms of `text` for matching a question against sentences (the embedded generator): the
-/// terms of the analyzer of the language detected in `text` (English when unsure), plus the
-/// characters and character bigrams of CJK and other dense scripts (single characters let a
-/// short question cover a sentence that shares its words but not all their neighbours), less
-/// those holding a function character ([`analyzers::CJK_FUNCTION_CHARS`]).
-pub fn analyze(text: &str) -> Vec<String> {
-    analyze_as(crate::ingest::language::detect(text), text)
-}
-
-/// [`analyze`] with the analyzer of `language` (ISO 639-1; English when `None`), for matching
-/// many texts of one language consistently (a question and the sentences of its sources).
+/// terms of the analyzer of `language` (ISO 639-1; English when `None`; one language for the
+/// question and the sentences of its sources, so both are analyzed alike), plus the characters
+/// and character bigrams of CJK and other dense scripts (single characters let a short question
+/// cover a sentence that shares its words but not all their neighbours), less those holding a
+/// function character ([`analyzers::CJK_FUNCTION_CHARS`]).
 pub fn analyze_as(language: Option<&str>, text: &str) -> Vec<String> {
     let analyzer = analyzers::for_language(language.or(Some("en")));
     let cjk = analyzers::for_language(Some("zh"));
@@ -332,8 +327,8 @@ mod tests {
 
     #[test]
     fn analyze_gives_english_terms_and_cjk_bigrams() {
-        assert_eq!(analyze("How do I handle exceptions?"), vec!["handl".to_string(), "except".to_string()]);
-        let terms = analyze("北京大学");
+        assert_eq!(analyze_as(None, "How do I handle exceptions?"), vec!["handl".to_string(), "except".to_string()]);
+        let terms = analyze_as(Some("zh"), "北京大学");
         assert!(terms.contains(&"京大".to_string()) && terms.contains(&"京".to_string()), "{terms:?}");
     }
 }

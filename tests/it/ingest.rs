@@ -23,20 +23,6 @@ async fn upload(org: &Org, replica: &str, filename: &str, bytes: Vec<u8>) -> u64
     result["knowledgeBaseID"].as_u64().expect("id")
 }
 
-/// Polls the entry until it is `READY` or `UNPROCESSABLE`; returns it.
-async fn settled(org: &Org, replica: &str, kb: u64) -> Value {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let (s, v) = org.get(&format!("/v1/replicas/{replica}/knowledge-base/{kb}")).await;
-        assert_eq!(s, StatusCode::OK, "{v}");
-        if v["status"] == "READY" || v["status"] == "UNPROCESSABLE" {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "entry {kb} did not settle: {v}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Asks and returns the stored assistant item (answer and sources).
 async fn ask_sources(org: &Org, replica: &str, question: &str) -> (String, Vec<Value>) {
     let answer = org.ask(replica, question).await;
@@ -78,7 +64,7 @@ async fn a_pdf_upload_is_extracted_indexed_and_cited() {
         "Never open the housing while the rotor spins.",
     ]);
     let kb = upload(&org, &replica, "vorbix-manual.pdf", pdf).await;
-    let entry = settled(&org, &replica, kb).await;
+    let entry = org.wait_settled(&replica, kb).await;
     assert_eq!(entry["status"], json!("READY"), "{entry}");
     assert_eq!(entry["type"], json!("file"));
     assert_eq!(entry["file"]["name"], json!("vorbix-manual.pdf"));
@@ -99,7 +85,7 @@ async fn a_docx_upload_keeps_its_heading_in_the_source_name() {
         &["Customers of Plimsoll Bakery may return unopened cakes within 14 days for a full refund."],
     );
     let kb = upload(&org, &replica, "policies.docx", docx).await;
-    assert_eq!(settled(&org, &replica, kb).await["status"], json!("READY"));
+    assert_eq!(org.wait_settled(&replica, kb).await["status"], json!("READY"));
     let (answer, sources) = ask_sources(&org, &replica, "Can I return a cake to Plimsoll Bakery?").await;
     assert!(answer.contains("14 days"), "{answer}");
     assert!(names(&sources).iter().any(|n| n.contains("Refund policy")), "{sources:?}");
@@ -113,7 +99,7 @@ async fn an_epub_upload_is_read_chapter_by_chapter() {
     let body = "<h1>The Lighthouse</h1><p>The keeper of the Quillon lighthouse lit the lamp with whale oil \
                 every evening at dusk, and wrote the weather into a green logbook.</p>";
     let kb = upload(&org, &replica, "quillon.epub", fixtures::epub("Quillon Stories", "The Lighthouse", body)).await;
-    let entry = settled(&org, &replica, kb).await;
+    let entry = org.wait_settled(&replica, kb).await;
     assert_eq!(entry["status"], json!("READY"), "{entry}");
     let (answer, _) = ask_sources(&org, &replica, "What did the Quillon lighthouse keeper burn in the lamp?").await;
     assert!(answer.contains("whale oil"), "{answer}");
@@ -138,7 +124,7 @@ async fn a_web_page_is_fetched_through_a_redirect_and_its_main_text_cited() {
     assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
     assert_eq!(v["results"][0]["type"], json!("website"));
     let kb = v["results"][0]["knowledgeBaseID"].as_u64().unwrap();
-    let entry = settled(&org, &replica, kb).await;
+    let entry = org.wait_settled(&replica, kb).await;
     assert_eq!(entry["status"], json!("READY"), "{entry}");
     assert_eq!(entry["website"]["finalURL"], json!(format!("{base}/garden")));
     assert_eq!(entry["generatedTitle"], json!("Gardening notes"));
@@ -168,19 +154,19 @@ async fn an_auto_refreshed_page_is_fetched_again_and_re_indexed_when_it_changes(
     let body = json!({ "url": format!("{base}/ferry"), "autoRefresh": true });
     let (_, v) = org.post(&format!("/v1/replicas/{replica}/knowledge-base"), body).await;
     let kb = v["results"][0]["knowledgeBaseID"].as_u64().unwrap();
-    assert!(settled(&org, &replica, kb).await["rawText"].as_str().unwrap().contains("Tuesday"));
+    assert!(org.wait_settled(&replica, kb).await["rawText"].as_str().unwrap().contains("Tuesday"));
 
     pages.lock().unwrap().insert("/ferry", page("Thursday"));
     let deadline = Instant::now() + PATIENCE;
     loop {
-        let entry = settled(&org, &replica, kb).await;
+        let entry = org.wait_settled(&replica, kb).await;
         if entry["rawText"].as_str().unwrap().contains("Thursday") {
             break;
         }
         assert!(Instant::now() < deadline, "not refreshed: {entry}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    settled(&org, &replica, kb).await;
+    org.wait_settled(&replica, kb).await;
     let answer = org.ask(&replica, "When does the ferry to Skerra leave?").await;
     assert!(answer.contains("Thursday") && !answer.contains("Tuesday"), "{answer}");
 }
@@ -196,7 +182,7 @@ async fn private_addresses_are_not_fetched_unless_the_operator_allows_it() {
     let (s, v) =
         org.post(&format!("/v1/replicas/{replica}/knowledge-base"), json!({ "url": format!("{base}/secret") })).await;
     assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
-    let entry = settled(&org, &replica, v["results"][0]["knowledgeBaseID"].as_u64().unwrap()).await;
+    let entry = org.wait_settled(&replica, v["results"][0]["knowledgeBaseID"].as_u64().unwrap()).await;
     assert_eq!(entry["status"], json!("UNPROCESSABLE"), "{entry}");
     assert!(entry["error"]["message"].as_str().unwrap().contains("private or local"), "{entry}");
     assert!(entry["rawText"].as_str().unwrap().is_empty());
@@ -211,7 +197,7 @@ async fn a_youtube_url_is_accepted_and_ends_unprocessable_with_a_reason() {
     let (s, v) = org.post(&format!("/v1/replicas/{replica}/knowledge-base"), body).await;
     assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
     assert_eq!(v["results"][0]["type"], json!("youtube"));
-    let entry = settled(&org, &replica, v["results"][0]["knowledgeBaseID"].as_u64().unwrap()).await;
+    let entry = org.wait_settled(&replica, v["results"][0]["knowledgeBaseID"].as_u64().unwrap()).await;
     assert_eq!(entry["status"], json!("UNPROCESSABLE"));
     assert!(entry["error"]["message"].as_str().unwrap().contains("transcript"), "{entry}");
     let (s, v) = org.get(&format!("/v1/replicas/{replica}/knowledge-base?hasError=true")).await;
@@ -229,7 +215,7 @@ async fn corrupt_and_empty_files_end_unprocessable_and_the_server_keeps_serving(
     let fake_docx = upload(&org, &replica, "broken.docx", b"PK\x03\x04 not a zip".to_vec()).await;
     let blank = upload(&org, &replica, "blank.txt", b"  \n\n  ".to_vec()).await;
     for kb in [corrupt, fake_docx, blank] {
-        let entry = settled(&org, &replica, kb).await;
+        let entry = org.wait_settled(&replica, kb).await;
         assert_eq!(entry["status"], json!("UNPROCESSABLE"), "{entry}");
         assert!(!entry["error"]["message"].as_str().unwrap().is_empty(), "{entry}");
     }
@@ -258,7 +244,7 @@ async fn a_signed_url_is_single_use_unknown_tokens_are_404_and_the_size_is_cappe
     assert_eq!(again.json::<Value>().await.unwrap()["error_code"], json!("UPLOAD_ALREADY_USED"));
     let unknown = org.client.put(server.url("/v1/knowledge-base/uploads/nope")).body("x").send().await.unwrap();
     assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
-    assert_eq!(settled(&org, &replica, kb).await["status"], json!("READY"));
+    assert_eq!(org.wait_settled(&replica, kb).await["status"], json!("READY"));
     let token = url.rsplit('/').next().unwrap();
     assert!(!server.dir().log().contains(token), "the upload token reached the log");
 }
@@ -273,7 +259,7 @@ async fn chinese_text_is_detected_and_found_by_a_chinese_question() {
         org.post(&format!("/v1/replicas/{replica}/knowledge-base"), json!({ "text": text, "title": "熊猫" })).await;
     assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
     let kb = v["results"][0]["knowledgeBaseID"].as_u64().unwrap();
-    let entry = settled(&org, &replica, kb).await;
+    let entry = org.wait_settled(&replica, kb).await;
     assert_eq!(entry["detectedLanguage"], json!("zh"), "{entry}");
     org.add_ready_text(&replica, "Other", "Penguins live in Antarctica and eat fish.").await;
     let (answer, sources) = ask_sources(&org, &replica, "大熊猫吃什么？").await;
@@ -289,7 +275,7 @@ async fn a_french_text_is_stemmed_as_french() {
     let text = "Les chevaux de la ferme Morvelle mangeaient de l'avoine fraîche chaque matin avant le travail.";
     let (_, v) = org.post(&format!("/v1/replicas/{replica}/knowledge-base"), json!({ "text": text })).await;
     let kb = v["results"][0]["knowledgeBaseID"].as_u64().unwrap();
-    assert_eq!(settled(&org, &replica, kb).await["detectedLanguage"], json!("fr"));
+    assert_eq!(org.wait_settled(&replica, kb).await["detectedLanguage"], json!("fr"));
     let (answer, sources) =
         ask_sources(&org, &replica, "Que donne-t-on à manger au cheval de la ferme Morvelle le matin ?").await;
     assert!(answer.contains("avoine"), "{answer} {sources:?}");
@@ -349,7 +335,7 @@ async fn ingestion_resumes_after_kill_9_and_the_index_agrees_with_the_store() {
     let server = Server::start_in(dir, &[]);
     let org = org.at(&server);
     for kb in &ids {
-        assert_eq!(settled(&org, &replica, *kb).await["status"], json!("READY"));
+        assert_eq!(org.wait_settled(&replica, *kb).await["status"], json!("READY"));
     }
     let (answer, _) = ask_sources(&org, &replica, "When was comet 11 seen?").await;
     assert!(answer.contains("77"), "{answer}");

@@ -62,7 +62,9 @@ impl Limits {
 pub struct Created {
     pub id: u64,
     pub kind: &'static str,
-    pub upload_token: Option<String>,
+    /// For a `filename`: the upload token (the last segment of its signed URL) and when it
+    /// expires (ms since the epoch).
+    pub upload: Option<(String, i64)>,
 }
 
 /// Longest `url`, in characters.
@@ -127,6 +129,7 @@ fn count_entry(txn: &WriteTransaction, org: Uuid, limits: Limits, custom: Option
 pub async fn create(store: &Store, org: Uuid, replica: Uuid, new: NewEntry, limits: Limits) -> Result<Created> {
     validate_meta(new.title.as_ref(), new.language.as_ref())?;
     let now = now_ms();
+    let expires_at = now + limits.upload_ttl_ms;
     let (kind, source, token) = match &new.content {
         Content::Text(t) => {
             validate_text(t)?;
@@ -184,12 +187,7 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, new: NewEntry, limi
                 }
                 (Content::Url(_), _) => add_job(txn, id)?,
                 _ => {
-                    let upload = Upload {
-                        entry: id,
-                        expires_at: now + limits.upload_ttl_ms,
-                        max_bytes: limits.max_file_bytes,
-                        used: false,
-                    };
+                    let upload = Upload { entry: id, expires_at, max_bytes: limits.max_file_bytes, used: false };
                     let hash = upload_hash.ok_or_else(|| Error::internal("upload token missing"))?;
                     store::put(&mut txn.open_table(tables::TOKENHASH_UPLOAD)?, &hash, &upload)?;
                 }
@@ -199,7 +197,7 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, new: NewEntry, limi
             Ok(id)
         })
         .await?;
-    Ok(Created { id, kind, upload_token: token })
+    Ok(Created { id, kind, upload: token.map(|t| (t, expires_at)) })
 }
 
 fn claim_url(txn: &WriteTransaction, replica: Uuid, url: &str, id: u64) -> Result<()> {

@@ -1,7 +1,7 @@
 //! Listing and reading knowledge-base entries: filters, sort order, and the entry with its
 //! source record (DECISIONS.md "Knowledge base": entry fields, list filters).
 
-use redb::ReadTransaction;
+use redb::ReadOnlyTable;
 use uuid::Uuid;
 
 use super::STATUSES;
@@ -90,8 +90,9 @@ fn sort_views(views: &mut [EntryView], sort: Sort) {
     }
 }
 
-fn view_in(txn: &ReadTransaction, entry: KbEntry) -> Result<EntryView> {
-    let source = store::get::<u64, KbSource, _>(&txn.open_table(tables::KB_SOURCES)?, entry.id)?.unwrap_or_default();
+/// The entry with its source record, read from the open `kbid_source` table.
+fn view_of(sources: &ReadOnlyTable<u64, &'static [u8]>, entry: KbEntry) -> Result<EntryView> {
+    let source = store::get::<u64, KbSource, _>(sources, entry.id)?.unwrap_or_default();
     Ok(EntryView { entry, source })
 }
 
@@ -101,12 +102,13 @@ pub async fn list(store: &Store, replica: Uuid, q: ListQuery) -> Result<(Vec<Ent
         .read(move |txn| {
             let ids = txn.open_table(tables::REPLICA_KB)?;
             let entries = txn.open_table(tables::KB_ENTRIES)?;
+            let sources = txn.open_table(tables::KB_SOURCES)?;
             let search = q.search.as_ref().map(|s| s.to_lowercase());
             let mut found = Vec::new();
             for row in ids.range((k(replica), 0)..=(k(replica), u64::MAX))? {
                 let id = row?.0.value().1;
                 let Some(e) = store::get::<u64, KbEntry, _>(&entries, id)? else { continue };
-                let v = view_in(txn, e)?;
+                let v = view_of(&sources, e)?;
                 if v.matches(&q, search.as_deref()) {
                     found.push(v);
                 }
@@ -130,7 +132,7 @@ pub async fn get(store: &Store, replica: Uuid, id: u64) -> Result<(EntryView, Kb
                 .map(|r| r.map_err(Error::from).and_then(|(_, v)| store::codec::decode(v.value())))
                 .collect::<Result<Vec<Chunk>>>()?;
             let text = store::get::<u64, KbText, _>(&txn.open_table(tables::KB_TEXTS)?, id)?.unwrap_or_default();
-            Ok((view_in(txn, entry)?, text, chunks))
+            Ok((view_of(&txn.open_table(tables::KB_SOURCES)?, entry)?, text, chunks))
         })
         .await
 }

@@ -466,18 +466,25 @@ impl Org {
         v["results"][0]["knowledgeBaseID"].as_u64().expect("knowledgeBaseID")
     }
 
-    /// Polls the entry until its status is `READY`; returns the entry.
-    pub async fn wait_ready(&self, replica: &str, kb: u64) -> Value {
+    /// Polls the entry until its status is `READY` or `UNPROCESSABLE`; returns the entry.
+    pub async fn wait_settled(&self, replica: &str, kb: u64) -> Value {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let (s, v) = self.get(&format!("/v1/replicas/{replica}/knowledge-base/{kb}")).await;
             assert_eq!(s, StatusCode::OK, "{v}");
-            if v["status"] == "READY" {
+            if v["status"] == "READY" || v["status"] == "UNPROCESSABLE" {
                 return v;
             }
-            assert!(Instant::now() < deadline, "entry {kb} not READY in time: {v}");
+            assert!(Instant::now() < deadline, "entry {kb} did not settle in time: {v}");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Polls the entry until it settles and asserts it is `READY`; returns the entry.
+    pub async fn wait_ready(&self, replica: &str, kb: u64) -> Value {
+        let v = self.wait_settled(replica, kb).await;
+        assert_eq!(v["status"], "READY", "entry {kb} is not READY: {v}");
+        v
     }
 
     /// Adds a text entry and waits until it is READY; returns its id.
