@@ -20,14 +20,20 @@ use crate::app::App;
 use crate::error::{Error, Result};
 use request::Req;
 use response::{error_reply, Reply};
+use router::Matched;
 
 /// Serves one request. Never fails: errors become spec §7 bodies.
 pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response::ResponseBody> {
     let started = Instant::now();
     let request_id = uuid::Uuid::new_v4().simple().to_string();
     let method = req.method().clone();
-    let path = loggable_path(&app, &method, req.uri().path());
-    let reply = match dispatch(app.clone(), req, &request_id).await {
+    let matched = app.router.find(&method, req.uri().path());
+    let path = loggable_path(&app, matched.as_ref().ok(), req.uri().path());
+    let result = match matched {
+        Ok(m) => dispatch(app.clone(), m, req, &request_id).await,
+        Err(e) => Err(e),
+    };
+    let reply = match result {
         Ok(reply) => reply,
         Err((err, allow)) => {
             if err.code == crate::error::Code::Internal {
@@ -49,17 +55,21 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response:
 
 /// The path as logged: on public operations whose path parameter is the credential (the invite
 /// code of redeem), the route template instead, so no secret reaches the log.
-fn loggable_path(app: &App, method: &Method, path: &str) -> String {
-    match app.router.find(method, path) {
-        Ok(m) if app.routes[m.route].access == auth::Access::Public && !m.params.is_empty() => {
+fn loggable_path(app: &App, matched: Option<&Matched>, path: &str) -> String {
+    match matched {
+        Some(m) if app.routes[m.route].access == auth::Access::Public && !m.params.is_empty() => {
             app.routes[m.route].path.to_string()
         }
         _ => path.to_string(),
     }
 }
 
-async fn dispatch(app: Arc<App>, req: Request<Incoming>, request_id: &str) -> Result<Reply, (Error, Option<String>)> {
-    let matched = app.router.find(req.method(), req.uri().path())?;
+async fn dispatch(
+    app: Arc<App>,
+    matched: Matched,
+    req: Request<Incoming>,
+    request_id: &str,
+) -> Result<Reply, (Error, Option<String>)> {
     let route = &app.routes[matched.route];
     let (parts, body) = req.into_parts();
     let prepared = async {
