@@ -28,17 +28,25 @@ impl From<UserBody> for UserInput {
     }
 }
 
-/// A user on the wire.
+/// A user on the wire, flat (DECISIONS.md "Users"): `{id, name, email?, linkedAccounts:
+/// [{accountID, accountType}], profileImage?, createdAt, updatedAt}`; absent values omitted.
 pub fn view(u: &User) -> Value {
-    json!({
+    let linked: Vec<Value> =
+        u.linked.iter().map(|(kind, id)| json!({ "accountID": id, "accountType": kind })).collect();
+    let mut v = json!({
         "id": u.id,
         "name": u.name,
-        "email": u.email,
-        "profileImage": u.profile_image,
-        "linkedAccount": u.linked.as_ref().map(|(t, id)| json!({ "type": t, "id": id })),
+        "linkedAccounts": linked,
         "createdAt": rfc3339(u.created_at),
         "updatedAt": rfc3339(u.updated_at),
-    })
+    });
+    if let Some(email) = &u.email {
+        v["email"] = json!(email);
+    }
+    if let Some(image) = &u.profile_image {
+        v["profileImage"] = json!(image);
+    }
+    v
 }
 
 fn me(req: &Req) -> Result<&User> {
@@ -46,34 +54,34 @@ fn me(req: &Req) -> Result<&User> {
 }
 
 /// # `POST /v1/users`
-/// 201 `{success, user}`. Errors: 400, 409 `EMAIL_TAKEN`.
+/// 201 `{success, id, name, email?, linkedAccounts, ...}`. Errors: 400, 409 `EMAIL_TAKEN`.
 pub async fn create(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: UserBody = req.json()?;
     let user = users::create(&app.store, req.caller()?.org.id, body.into()).await?;
-    Ok(Reply::success(201, &json!({ "user": view(&user) })))
+    Ok(Reply::success(201, &view(&user)))
 }
 
 /// # `GET /v1/users/{userID}`
-/// `{success, user}`; 404 when missing or of another organization.
+/// `{success, id, name, email?, linkedAccounts, ...}`; 404 when missing or of another organization.
 pub async fn read(app: Arc<App>, req: Req) -> Result<Reply> {
     let id = req.uuid_param("userID")?;
     let user = users::get(&app.store, req.caller()?.org.id, id).await?;
-    Ok(Reply::ok(&json!({ "user": view(&user) })))
+    Ok(Reply::ok(&view(&user)))
 }
 
 /// # `GET /v1/users/me`
-/// The user named by `X-USER-ID`, `{success, user}`.
+/// The user named by `X-USER-ID`, `{success, id, name, email?, linkedAccounts, ...}`.
 pub async fn me_read(_app: Arc<App>, req: Req) -> Result<Reply> {
-    Ok(Reply::ok(&json!({ "user": view(me(&req)?) })))
+    Ok(Reply::ok(&view(me(&req)?)))
 }
 
 /// # `PUT /v1/users/me`
-/// Replaces name, e-mail, picture; `{success, user}`. Errors: 400, 409 `EMAIL_TAKEN`.
+/// Replaces name, e-mail, picture; `{success, id, name, email?, linkedAccounts, ...}`. Errors: 400, 409 `EMAIL_TAKEN`.
 pub async fn update_me(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: UserBody = req.json()?;
     let (org, id) = (req.caller()?.org.id, me(&req)?.id);
     let user = users::update(&app.store, org, id, body.into()).await?;
-    Ok(Reply::ok(&json!({ "user": view(&user) })))
+    Ok(Reply::ok(&view(&user)))
 }
 
 /// # `DELETE /v1/users/me`

@@ -322,7 +322,7 @@ pub fn all() -> Vec<Op> {
         op("POST", "/v1/users", "createUser", "Users", "Create a user")
             .body("UserWrite")
             .ok(201, "UserResponse")
-            .creates("userID", "/user/id")
+            .creates("userID", "/id")
             .extra(&[409]),
         op("GET", "/v1/users/me", "getMe", "Users", "Read the current user").ok(200, "UserResponse"),
         op("PUT", "/v1/users/me", "updateMe", "Users", "Update the current user")

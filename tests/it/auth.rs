@@ -81,7 +81,7 @@ async fn a_user_can_be_named_by_id_or_email() {
     for headers in [user("id", &id), user("email", "BEA@example.org")] {
         let (s, v) = org.get_as("/v1/users/me", &headers).await;
         assert_eq!(s, StatusCode::OK, "{v}");
-        assert_eq!(v["user"]["id"], json!(id));
+        assert_eq!(v["id"], json!(id));
     }
 }
 
@@ -92,13 +92,14 @@ async fn linked_account_users_are_created_on_first_contact_and_reused() {
     for kind in ["messengerA", "messengerB", "embed"] {
         let (s, first) = org.get_as("/v1/users/me", &user(kind, "ext-77")).await;
         assert_eq!(s, StatusCode::OK, "{kind}: {first}");
-        assert_eq!(first["user"]["linkedAccount"], json!({"type": kind, "id": "ext-77"}));
+        assert_eq!(first["linkedAccounts"], json!([{"accountID": "ext-77", "accountType": kind}]));
+        assert!(first.get("email").is_none(), "no e-mail: omitted, not null: {first}");
         let (_, again) = org.get_as("/v1/users/me", &user(kind, "ext-77")).await;
-        assert_eq!(again["user"]["id"], first["user"]["id"], "{kind}: the same user on the second contact");
+        assert_eq!(again["id"], first["id"], "{kind}: the same user on the second contact");
     }
     let (_, a) = org.get_as("/v1/users/me", &user("messengerA", "ext-77")).await;
     let (_, b) = org.get_as("/v1/users/me", &user("messengerB", "ext-77")).await;
-    assert_ne!(a["user"]["id"], b["user"]["id"], "the same external id on two channels is two users");
+    assert_ne!(a["id"], b["id"], "the same external id on two channels is two users");
 }
 
 #[tokio::test]

@@ -171,7 +171,7 @@ async fn a_user_chats_in_its_own_history() {
     let (_, me) = org.get_as("/v1/users/me", &bot_user).await;
     let mine = org.history_as(&replica, "", &bot_user).await;
     assert_eq!(mine.len(), 2);
-    assert!(mine.iter().all(|i| i["user_uuid"] == me["user"]["id"]), "{mine:?}");
+    assert!(mine.iter().all(|i| i["user_uuid"] == me["id"]), "{mine:?}");
     assert_eq!(org.history(&replica, "").await.len(), 0, "the organization's own history is separate");
 }
 

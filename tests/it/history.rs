@@ -287,7 +287,7 @@ async fn each_user_sees_only_its_own_history() {
     assert_eq!(ann_items.len(), 1);
     assert_eq!(ann_items[0]["content"], json!("from ann"));
     let (_, ann_user) = org.get_as("/v1/users/me", &ann).await;
-    assert_eq!(ann_items[0]["user_uuid"], ann_user["user"]["id"]);
+    assert_eq!(ann_items[0]["user_uuid"], ann_user["id"]);
     let bob_all = org.history_as(&replica, "", &bob).await;
     assert_eq!(bob_all.len(), 1);
     assert_eq!(bob_all[0]["content"], json!("from bob"));

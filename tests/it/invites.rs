@@ -38,8 +38,8 @@ async fn the_contact_becomes_the_owner_user_of_the_new_organization() {
     let org = server.new_org("Contacts").await;
     let (s, v) = org.get_as("/v1/users/me", &crate::common::user("email", &org.owner_email)).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    assert_eq!(v["user"]["email"], json!(org.owner_email));
-    assert_eq!(v["user"]["name"], json!("Contacts Owner"));
+    assert_eq!(v["email"], json!(org.owner_email));
+    assert_eq!(v["name"], json!("Contacts Owner"));
 }
 
 #[tokio::test]

@@ -436,14 +436,14 @@ impl Org {
     pub async fn owner_id(&self) -> String {
         let (s, v) = self.get_as("/v1/users/me", &user("email", &self.owner_email)).await;
         assert_eq!(s, StatusCode::OK, "{v}");
-        v["user"]["id"].as_str().expect("user.id").to_string()
+        v["id"].as_str().expect("id").to_string()
     }
 
     /// Creates a user of the organization; returns its id.
     pub async fn create_user(&self, name: &str, email: &str) -> String {
         let (s, v) = self.post("/v1/users", json!({"name": name, "email": email})).await;
         assert_eq!(s, StatusCode::CREATED, "{v}");
-        v["user"]["id"].as_str().expect("user.id").to_string()
+        v["id"].as_str().expect("id").to_string()
     }
 
     /// Creates a replica owned by the owner user; returns its uuid.

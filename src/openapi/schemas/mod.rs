@@ -1,0 +1,77 @@
+//! `components.schemas` of the OpenAPI document: every request and response body, written from
+//! the wire DTOs of `src/api` (the integration tests validate every JSON response they receive
+//! against these, so a field added to a view without its schema fails a test).
+//!
+//! Response objects are closed (`additionalProperties: false`): the document lists every field
+//! the server sends. Request objects are closed where the server rejects unknown fields (spec
+//! "no extra fields"), open where it ignores them (DECISIONS.md "Common").
+
+mod chat;
+mod invites;
+mod knowledge_base;
+mod models;
+mod replicas;
+mod users;
+
+use serde_json::{json, Map, Value};
+
+use crate::models::Models;
+
+/// An object schema with `required` fields, closed unless `open`.
+pub fn object(required: &[&str], properties: Value, open: bool) -> Value {
+    json!({
+        "type": "object",
+        "required": required,
+        "properties": properties,
+        "additionalProperties": open,
+    })
+}
+
+/// `schema` or `null`.
+pub fn nullable(schema: Value) -> Value {
+    json!({ "oneOf": [schema, { "type": "null" }] })
+}
+
+/// A reference to `components.schemas.name`.
+pub fn reference(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+fn string() -> Value {
+    json!({ "type": "string" })
+}
+
+fn date_time() -> Value {
+    json!({ "type": "string", "format": "date-time" })
+}
+
+fn uuid() -> Value {
+    json!({ "type": "string", "format": "uuid" })
+}
+
+fn deprecated(mut schema: Value, note: &str) -> Value {
+    schema["deprecated"] = json!(true);
+    schema["description"] = json!(note);
+    schema
+}
+
+fn success() -> Value {
+    json!({ "type": "boolean", "const": true })
+}
+
+/// Every schema, by name: the shared ones, then those of each resource.
+pub fn all(models: &Models) -> Map<String, Value> {
+    let mut s = Map::new();
+    let mut add = |name: &str, schema: Value| {
+        s.insert(name.to_string(), schema);
+    };
+    add("Done", object(&["success"], json!({ "success": success() }), false));
+    add("OpenApiDocument", json!({ "type": "object", "description": "This document." }));
+    invites::add_all(&mut add);
+    models::add_all(&mut add, models);
+    replicas::add_all(&mut add);
+    knowledge_base::add_all(&mut add);
+    chat::add_all(&mut add);
+    users::add_all(&mut add);
+    s
+}
