@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::path_replica;
+use super::{path_replica, set_some};
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
@@ -49,35 +49,49 @@ pub struct PatchBody {
     pub auto_refresh: Option<bool>,
 }
 
-/// An entry on the wire (list form).
+/// An entry on the wire (list form); absent optional values are omitted, never `null`
+/// (DECISIONS.md "Knowledge base").
 pub fn view(v: &EntryView) -> Value {
     let (e, s) = (&v.entry, &v.source);
-    json!({
+    let mut out = json!({
         "id": e.id,
         "replicaUUID": e.replica,
         "type": e.kind,
         "status": e.status,
-        "title": e.title,
-        "generatedTitle": e.generated_title,
         "summary": e.summary,
-        "language": e.language,
-        "detectedLanguage": s.detected_language,
         "autoRefresh": e.auto_refresh,
-        "url": s.url,
-        "file": s.file.as_ref().map(|f| json!({ "name": f.name, "size": f.size, "mimeType": f.mime_type })),
-        "website": s.website.as_ref().map(|w| json!({
-            "finalURL": w.final_url,
-            "httpStatus": w.status,
-            "contentType": w.content_type,
-            "pageTitle": w.page_title,
-            "fetchedAt": rfc3339(w.fetched_at),
-        })),
-        "format": s.format,
         "chunkCount": e.chunk_count,
-        "error": e.error.as_ref().map(|m| json!({ "message": m, "fingerprint": format!("kb-{}-{}", e.id, e.revision) })),
         "createdAt": rfc3339(e.created_at),
         "updatedAt": rfc3339(e.updated_at),
-    })
+    });
+    set_some(&mut out, "title", e.title.as_ref());
+    set_some(&mut out, "generatedTitle", e.generated_title.as_ref());
+    set_some(&mut out, "language", e.language.as_ref());
+    set_some(&mut out, "detectedLanguage", s.detected_language.as_ref());
+    set_some(&mut out, "url", s.url.as_ref());
+    set_some(&mut out, "format", s.format.as_ref());
+    set_some(
+        &mut out,
+        "file",
+        s.file.as_ref().map(|f| json!({ "name": f.name, "size": f.size, "mimeType": f.mime_type })),
+    );
+    set_some(
+        &mut out,
+        "website",
+        s.website.as_ref().map(|w| {
+            let mut site = json!({
+                "finalURL": w.final_url,
+                "httpStatus": w.status,
+                "contentType": w.content_type,
+                "fetchedAt": rfc3339(w.fetched_at),
+            });
+            set_some(&mut site, "pageTitle", w.page_title.as_ref());
+            site
+        }),
+    );
+    let fingerprint = format!("kb-{}-{}", e.id, e.revision);
+    set_some(&mut out, "error", e.error.as_ref().map(|m| json!({ "message": m, "fingerprint": fingerprint })));
+    out
 }
 
 fn full_view(v: &EntryView, text: &KbText, chunks: &[Chunk]) -> Value {
@@ -239,7 +253,7 @@ pub async fn file_types(app: Arc<App>, _req: Req) -> Result<Reply> {
             Some(g) => g["fileTypes"].as_array_mut().into_iter().for_each(|a| a.push(row.clone())),
             None => groups.push(json!({
                 "label": f.group,
-                "mediaType": f.mime_types[0].split('/').next().unwrap_or("application"),
+                "mediaType": f.media_type,
                 "limitation": limit,
                 "fileTypes": [row],
             })),

@@ -109,3 +109,11 @@ pub async fn path_replica(app: &App, req: &Req) -> Result<crate::store::records:
     let caller = req.caller()?;
     crate::service::replicas::get(&app.store, caller.org.id, id, caller.user.as_ref()).await
 }
+
+/// Sets `v[key]` to `value` when there is one: an absent optional value is omitted, never
+/// `null` (DECISIONS.md "Common").
+pub fn set_some<T: serde::Serialize>(v: &mut serde_json::Value, key: &str, value: Option<T>) {
+    if let Some(value) = value {
+        v[key] = serde_json::json!(value);
+    }
+}

@@ -3,12 +3,14 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{json, Value};
 
+use super::set_some;
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
+use crate::service::knowledge::{self, Distilled};
 use crate::service::{replicas, rfc3339};
 use crate::store::records::Replica;
 
@@ -63,46 +65,59 @@ pub struct ReplicaBody {
     pub system_message: Option<String>,
 }
 
-/// A replica on the wire, current and deprecated names both present.
-pub fn view(r: &Replica, distilled: serde_json::Value) -> serde_json::Value {
-    json!({
+/// A replica on the wire (DECISIONS.md "Replicas"), read and list alike: current names, the
+/// older snake_case block, `distilledKnowledge` (a string) and, of our own, `knowledgeBase
+/// {entries, titles}`. Absent optional values are omitted; the channel integrations are `null`
+/// (none can be connected yet).
+pub fn view(r: &Replica, kb: &Distilled, chat_history_count: u64) -> Value {
+    let mut llm = json!({ "model": r.llm.model, "memoryMode": r.llm.memory_mode });
+    set_some(&mut llm, "systemMessage", r.llm.system_message.as_ref());
+    set_some(&mut llm, "embeddingModel", r.llm.embedding_model.as_ref());
+    let mut v = json!({
         "uuid": r.id,
         "name": r.name,
         "slug": r.slug,
         "tags": r.tags,
-        "purpose": r.purpose,
         "shortDescription": r.short_description,
         "greeting": r.greeting,
         "type": r.kind,
         "ownerID": r.owner,
         "private": r.private,
         "whitelistEmails": r.whitelist_emails,
-        "profileImage": r.profile_image,
         "suggestedQuestions": r.suggested_questions,
-        "voicePreviewText": r.voice_preview_text,
         "voice_enabled": r.voice_enabled,
         "video_enabled": r.video_enabled,
-        "llm": {
-            "model": r.llm.model,
-            "memoryMode": r.llm.memory_mode,
-            "systemMessage": r.llm.system_message,
-            "embeddingModel": r.llm.embedding_model,
-        },
-        "messengerA_integration": { "enabled": false },
-        "messengerB_integration": { "enabled": false },
-        "voiceVendorID": r.voice_vendor_id,
+        "llm": llm,
+        "messengerA_integration": null,
+        "messengerB_integration": null,
         "isAccessibleByCustomerSupport": r.every_conversation_accessible_by_support,
         "isEveryConversationAccessibleBySupport": r.every_conversation_accessible_by_support,
         "isPrivateConversationsEnabled": r.private_conversations_enabled,
-        "distilledKnowledge": distilled,
+        "distilledKnowledge": kb.text(),
+        "knowledgeBase": { "entries": kb.entries, "titles": kb.titles },
         "createdAt": rfc3339(r.created_at),
         "updatedAt": rfc3339(r.updated_at),
-        "profile_image": r.profile_image,
+        "created_at": rfc3339(r.created_at),
         "short_description": r.short_description,
         "introduction": r.greeting,
         "owner_uuid": r.owner,
-        "system_message": r.llm.system_message,
-    })
+        "chat_history_count": chat_history_count,
+    });
+    set_some(&mut v, "purpose", r.purpose.as_ref());
+    set_some(&mut v, "profileImage", r.profile_image.as_ref());
+    set_some(&mut v, "profile_image", r.profile_image.as_ref());
+    set_some(&mut v, "voicePreviewText", r.voice_preview_text.as_ref());
+    set_some(&mut v, "voiceVendorID", r.voice_vendor_id.as_ref());
+    set_some(&mut v, "system_message", r.llm.system_message.as_ref());
+    v
+}
+
+/// The wire views of `replicas`, with their knowledge-base digests and history counts.
+async fn views(app: &App, replicas: &[Replica]) -> Result<Vec<Value>> {
+    let ids: Vec<uuid::Uuid> = replicas.iter().map(|r| r.id).collect();
+    let kbs = knowledge::distilled(&app.store, ids.clone()).await?;
+    let counts = replicas::message_counts(&app.store, ids).await?;
+    Ok(replicas.iter().zip(kbs.iter().zip(counts)).map(|(r, (kb, n))| view(r, kb, n)).collect())
 }
 
 #[derive(Serialize)]
@@ -125,15 +140,8 @@ pub async fn read(app: Arc<App>, req: Req) -> Result<Reply> {
     let id = req.uuid_param("replicaUUID")?;
     let caller = req.caller()?;
     let r = replicas::get(&app.store, caller.org.id, id, None).await?;
-    let (entries, _) = crate::service::knowledge::list(
-        &app.store,
-        id,
-        crate::service::knowledge::ListQuery { page: 1, page_size: 100, ..Default::default() },
-    )
-    .await?;
-    let titles: Vec<String> = entries.iter().filter_map(|e| e.display_title().cloned()).collect();
-    let distilled = json!({ "entries": entries.len(), "titles": titles });
-    Ok(Reply::ok(&view(&r, distilled)))
+    let mut v = views(&app, std::slice::from_ref(&r)).await?;
+    Ok(Reply::ok(&v.swap_remove(0)))
 }
 
 /// # `PUT /v1/replicas/{replicaUUID}`
@@ -180,6 +188,6 @@ pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
     };
     let caller = req.caller()?;
     let (items, total) = replicas::list(&app.store, caller.org.id, caller.user.clone(), q).await?;
-    let items: Vec<_> = items.iter().map(|r| view(r, serde_json::Value::Null)).collect();
+    let items = views(&app, &items).await?;
     Ok(Reply::ok(&json!({ "items": items, "total": total })))
 }

@@ -21,11 +21,16 @@ pub struct FormatInfo {
     pub name: &'static str,
     /// `mediaGroups[].label` of `GET /v1/knowledge-base/file-types`.
     pub group: &'static str,
+    /// `mediaGroups[].mediaType`: one of [`MEDIA_TYPES`] (DECISIONS.md "Knowledge base").
+    pub media_type: &'static str,
     pub mime_types: &'static [&'static str],
     pub extensions: &'static [&'static str],
     /// `production` (tested end to end) or `preview`.
     pub support: &'static str,
 }
+
+/// The values of `mediaGroups[].mediaType` (DECISIONS.md "Knowledge base").
+pub const MEDIA_TYPES: &[&str] = &["document", "data", "image", "audio", "video", "ebook"];
 
 /// Every extractable format, in the order `file-types` lists them.
 pub const FORMATS: &[FormatInfo] = &[
@@ -33,6 +38,7 @@ pub const FORMATS: &[FormatInfo] = &[
         format: Format::Pdf,
         name: "pdf",
         group: "Documents",
+        media_type: "document",
         mime_types: &["application/pdf"],
         extensions: &["pdf"],
         support: "production",
@@ -41,6 +47,7 @@ pub const FORMATS: &[FormatInfo] = &[
         format: Format::Docx,
         name: "docx",
         group: "Documents",
+        media_type: "document",
         mime_types: &["application/vnd.openxmlformats-officedocument.wordprocessingml.document"],
         extensions: &["docx"],
         support: "production",
@@ -48,7 +55,8 @@ pub const FORMATS: &[FormatInfo] = &[
     FormatInfo {
         format: Format::Epub,
         name: "epub",
-        group: "Documents",
+        group: "E-books",
+        media_type: "ebook",
         mime_types: &["application/epub+zip"],
         extensions: &["epub"],
         support: "production",
@@ -57,6 +65,7 @@ pub const FORMATS: &[FormatInfo] = &[
         format: Format::Text,
         name: "text",
         group: "Text",
+        media_type: "document",
         mime_types: &["text/plain"],
         extensions: &["txt", "text", "rst", "log"],
         support: "production",
@@ -65,6 +74,7 @@ pub const FORMATS: &[FormatInfo] = &[
         format: Format::Markdown,
         name: "markdown",
         group: "Text",
+        media_type: "document",
         mime_types: &["text/markdown", "text/x-markdown"],
         extensions: &["md", "markdown"],
         support: "production",
@@ -73,6 +83,7 @@ pub const FORMATS: &[FormatInfo] = &[
         format: Format::Csv,
         name: "csv",
         group: "Data",
+        media_type: "data",
         mime_types: &["text/csv"],
         extensions: &["csv"],
         support: "production",
@@ -81,6 +92,7 @@ pub const FORMATS: &[FormatInfo] = &[
         format: Format::Json,
         name: "json",
         group: "Data",
+        media_type: "data",
         mime_types: &["application/json"],
         extensions: &["json"],
         support: "production",
@@ -89,6 +101,7 @@ pub const FORMATS: &[FormatInfo] = &[
         format: Format::Html,
         name: "html",
         group: "Web pages",
+        media_type: "document",
         mime_types: &["text/html", "application/xhtml+xml"],
         extensions: &["html", "htm", "xhtml"],
         support: "production",

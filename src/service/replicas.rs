@@ -319,3 +319,13 @@ pub fn count_message(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
     t.insert(k(replica), n + 1)?;
     Ok(())
 }
+
+/// The number of chat history items of each of `replicas` (`chat_history_count`), in order.
+pub async fn message_counts(store: &Store, replicas: Vec<Uuid>) -> Result<Vec<u64>> {
+    store
+        .read(move |txn| {
+            let counts = txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
+            replicas.iter().map(|id| Ok(counts.get(k(*id))?.map(|v| v.value()).unwrap_or(0))).collect()
+        })
+        .await
+}

@@ -1,54 +1,87 @@
-//! Knowledge-base schemas (spec §2.5; DECISIONS.md "Knowledge base").
+//! Knowledge-base schemas (spec §2.5; DECISIONS.md "Knowledge base"). Absent optional values of
+//! an entry are omitted, never `null`.
 
 use serde_json::{json, Value};
 
-use super::{date_time, nullable, object, reference, string, success, uuid};
+use super::{date_time, described, object, reference, string, success, uuid};
+use crate::ingest::formats::MEDIA_TYPES;
 use crate::service::knowledge;
 
+pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
+    add("KnowledgeBaseCreate", create());
+    add("KnowledgeBaseCreated", created());
+    add("UploadBody", json!({ "type": "string", "format": "binary", "description": "The file's bytes." }));
+    add("UploadDone", upload_done());
+    add("KnowledgeBasePatch", patch());
+    add("KnowledgeBaseEntry", kb_entry(false));
+    add("KnowledgeBaseEntryFull", kb_entry(true));
+    add("KnowledgeBaseList", list());
+    add("FileTypes", file_types());
+}
+
+fn language() -> Value {
+    json!({ "type": "string", "enum": knowledge::LANGUAGES, "description": "ISO 639-1 (spec §2.5)." })
+}
+
+fn entry_error() -> Value {
+    object(&["message", "fingerprint"], json!({ "message": string(), "fingerprint": string() }), false)
+}
+
+fn entry_file() -> Value {
+    object(
+        &["name", "size", "mimeType"],
+        json!({
+            "name": string(),
+            "size": { "type": "integer", "minimum": 0, "description": "Bytes; 0 until uploaded." },
+            "mimeType": string(),
+        }),
+        false,
+    )
+}
+
+fn entry_website() -> Value {
+    object(
+        &["finalURL", "httpStatus", "contentType", "fetchedAt"],
+        json!({
+            "finalURL": { "type": "string", "description": "The URL after redirects." },
+            "httpStatus": { "type": "integer" },
+            "contentType": string(),
+            "pageTitle": { "type": "string", "description": "Omitted when the page has none." },
+            "fetchedAt": date_time(),
+        }),
+        false,
+    )
+}
+
+/// An entry as listed; `full` adds `success` and the texts of the read-one answer.
 fn kb_entry(full: bool) -> Value {
-    let error = object(&["message", "fingerprint"], json!({ "message": string(), "fingerprint": string() }), false);
+    let mut required =
+        vec!["id", "replicaUUID", "type", "status", "summary", "autoRefresh", "chunkCount", "createdAt", "updatedAt"];
     let mut props = json!({
         "id": { "type": "integer", "minimum": 1 },
         "replicaUUID": uuid(),
         "type": { "type": "string", "enum": knowledge::TYPES },
         "status": { "type": "string", "enum": knowledge::STATUSES },
-        "title": nullable(string()),
-        "generatedTitle": nullable(string()),
+        "title": { "type": "string", "description": "Omitted when not given." },
+        "generatedTitle": { "type": "string", "description": "Omitted until one is derived from the text." },
         "summary": string(),
-        "language": nullable(json!({ "type": "string", "enum": knowledge::LANGUAGES })),
-        "detectedLanguage": nullable(json!({
+        "language": described(language(), "ISO 639-1; omitted when not given."),
+        "detectedLanguage": {
             "type": "string",
-            "description": "ISO 639-1 code detected from the text (picks the analyzer when `language` is null).",
-        })),
+            "description": "Ours: ISO 639-1 code detected from the text (picks the analyzer when `language` is \
+                absent); omitted until detected.",
+        },
         "autoRefresh": { "type": "boolean" },
-        "url": nullable(string()),
-        "file": nullable(object(
-            &["name", "size", "mimeType"],
-            json!({
-                "name": string(),
-                "size": { "type": "integer", "minimum": 0, "description": "Bytes; 0 until uploaded." },
-                "mimeType": string(),
-            }),
-            false,
-        )),
-        "website": nullable(object(
-            &["finalURL", "httpStatus", "contentType", "pageTitle", "fetchedAt"],
-            json!({
-                "finalURL": { "type": "string", "description": "The URL after redirects." },
-                "httpStatus": { "type": "integer" },
-                "contentType": string(),
-                "pageTitle": nullable(string()),
-                "fetchedAt": date_time(),
-            }),
-            false,
-        )),
-        "format": nullable(json!({
+        "url": { "type": "string", "description": "For `website` and `youtube` entries." },
+        "file": described(entry_file(), "For `file` entries."),
+        "website": described(entry_website(), "For `website` entries, once fetched."),
+        "format": {
             "type": "string",
-            "description": "Extraction format of a file or page (`pdf`, `docx`, `epub`, `html`, `markdown`, `text`, \
-                `csv`, `json`).",
-        })),
+            "description": "Ours: extraction format of a file or page (`pdf`, `docx`, `epub`, `html`, `markdown`, \
+                `text`, `csv`, `json`); omitted until known.",
+        },
         "chunkCount": { "type": "integer", "minimum": 0 },
-        "error": nullable(error),
+        "error": described(entry_error(), "For `UNPROCESSABLE` entries."),
         "createdAt": date_time(),
         "updatedAt": date_time(),
     });
@@ -62,56 +95,54 @@ fn kb_entry(full: bool) -> Value {
         props["rawText"] = string();
         props["processedText"] = string();
         props["rawTextChunks"] = json!({ "type": "array", "items": chunk });
+        required.extend(["success", "rawText", "processedText", "rawTextChunks"]);
     }
-    let required: Vec<String> = props.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
-    let required: Vec<&str> = required.iter().map(String::as_str).collect();
     object(&required, props, false)
 }
 
-pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
-    let language = json!({ "type": "string", "enum": knowledge::LANGUAGES, "description": "ISO 639-1 (spec §2.5)." });
-    add(
-        "KnowledgeBaseCreate",
-        object(
-            &[],
-            json!({
-                "text": { "type": "string", "minLength": 1, "maxLength": knowledge::MAX_TEXT_CHARS },
-                "url": {
-                    "type": "string",
-                    "maxLength": 2048,
-                    "description": "An http(s) page, fetched in the background (`type` `website`; a YouTube URL is \
-                        type `youtube` and ends `UNPROCESSABLE`: transcripts cannot be had). Unique per replica \
-                        (409 `URL_ALREADY_EXISTS`; the fragment is ignored).",
-                },
-                "filename": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": 255,
-                    "description": "A file to upload (`type` `file`): the answer carries `signedURL`; PUT the bytes \
-                        there. Only the last path component is kept.",
-                },
-                "title": { "type": "string", "minLength": 1, "maxLength": 200 },
-                "language": language,
-                "autoRefresh": {
-                    "type": "boolean",
-                    "default": false,
-                    "description": "For a `url`: fetch the page again every `--kb-refresh-interval` (24 h by default) \
-                        and re-process it when its text changed.",
-                },
-                "usageLimits": object(
-                    &[],
-                    json!({ "knowledgeBaseEntries": {
-                        "type": "integer",
-                        "minimum": 0,
-                        "description": "The caller's own cap on the organization's entries: creating beyond it \
-                            answers 400 `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED`.",
-                    }}),
-                    true,
-                ),
-            }),
-            true,
-        ),
-    );
+fn create() -> Value {
+    object(
+        &[],
+        json!({
+            "text": { "type": "string", "minLength": 1, "maxLength": knowledge::MAX_TEXT_CHARS },
+            "url": {
+                "type": "string",
+                "maxLength": 2048,
+                "description": "An http(s) page, fetched in the background (`type` `website`; a YouTube URL is \
+                    type `youtube` and ends `UNPROCESSABLE`: transcripts cannot be had). Unique per replica \
+                    (409 `URL_ALREADY_EXISTS`; the fragment is ignored).",
+            },
+            "filename": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 255,
+                "description": "A file to upload (`type` `file`): the answer carries `signedURL`; PUT the bytes \
+                    there. Only the last path component is kept.",
+            },
+            "title": { "type": "string", "minLength": 1, "maxLength": 200 },
+            "language": language(),
+            "autoRefresh": {
+                "type": "boolean",
+                "default": false,
+                "description": "For a `url`: fetch the page again every `--kb-refresh-interval` (24 h by default) \
+                    and re-process it when its text changed.",
+            },
+            "usageLimits": object(
+                &[],
+                json!({ "knowledgeBaseEntries": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "The caller's own cap on the organization's entries: creating beyond it \
+                        answers 400 `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED`.",
+                }}),
+                true,
+            ),
+        }),
+        true,
+    )
+}
+
+fn created() -> Value {
     let enqueued = object(
         &["type", "enqueued", "knowledgeBaseID"],
         json!({
@@ -126,61 +157,58 @@ pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
         }),
         false,
     );
-    add("UploadBody", json!({ "type": "string", "format": "binary", "description": "The file's bytes." }));
-    add(
-        "UploadDone",
-        object(
-            &["success", "knowledgeBaseID", "size", "mimeType", "status"],
-            json!({
-                "success": success(),
-                "knowledgeBaseID": { "type": "integer", "minimum": 1 },
-                "size": { "type": "integer", "minimum": 1 },
-                "mimeType": string(),
-                "status": { "const": "FILE_UPLOADED" },
-            }),
-            false,
-        ),
-    );
     let refused = object(
         &["type", "enqueued", "error"],
         json!({ "type": string(), "enqueued": { "const": false }, "error": string() }),
         false,
     );
-    add(
-        "KnowledgeBaseCreated",
-        object(
-            &["success", "results"],
-            json!({ "success": success(), "results": { "type": "array", "items": { "oneOf": [enqueued, refused] } } }),
-            false,
-        ),
-    );
-    add(
-        "KnowledgeBasePatch",
-        object(
-            &[],
-            json!({
-                "title": string(),
-                "rawText": { "type": "string", "minLength": 1 },
-                "language": language,
-                "autoRefresh": { "type": "boolean" },
-            }),
-            false,
-        ),
-    );
-    add("KnowledgeBaseEntry", kb_entry(false));
-    add("KnowledgeBaseEntryFull", kb_entry(true));
-    add(
-        "KnowledgeBaseList",
-        object(
-            &["success", "items", "total"],
-            json!({
-                "success": success(),
-                "items": { "type": "array", "items": reference("KnowledgeBaseEntry") },
-                "total": { "type": "integer", "minimum": 0 },
-            }),
-            false,
-        ),
-    );
+    object(
+        &["success", "results"],
+        json!({ "success": success(), "results": { "type": "array", "items": { "oneOf": [enqueued, refused] } } }),
+        false,
+    )
+}
+
+fn upload_done() -> Value {
+    object(
+        &["success", "knowledgeBaseID", "size", "mimeType", "status"],
+        json!({
+            "success": success(),
+            "knowledgeBaseID": { "type": "integer", "minimum": 1 },
+            "size": { "type": "integer", "minimum": 1 },
+            "mimeType": string(),
+            "status": { "const": "FILE_UPLOADED" },
+        }),
+        false,
+    )
+}
+
+fn patch() -> Value {
+    object(
+        &[],
+        json!({
+            "title": string(),
+            "rawText": { "type": "string", "minLength": 1 },
+            "language": language(),
+            "autoRefresh": { "type": "boolean" },
+        }),
+        false,
+    )
+}
+
+fn list() -> Value {
+    object(
+        &["success", "items", "total"],
+        json!({
+            "success": success(),
+            "items": { "type": "array", "items": reference("KnowledgeBaseEntry") },
+            "total": { "type": "integer", "minimum": 0 },
+        }),
+        false,
+    )
+}
+
+fn file_types() -> Value {
     let file_type = object(
         &["mimeTypes", "extensions", "supportLevel"],
         json!({
@@ -194,18 +222,15 @@ pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
         &["label", "mediaType", "limitation", "fileTypes"],
         json!({
             "label": string(),
-            "mediaType": string(),
+            "mediaType": { "type": "string", "enum": MEDIA_TYPES },
             "limitation": string(),
             "fileTypes": { "type": "array", "items": file_type },
         }),
         false,
     );
-    add(
-        "FileTypes",
-        object(
-            &["success", "mediaGroups"],
-            json!({ "success": success(), "mediaGroups": { "type": "array", "items": group } }),
-            false,
-        ),
-    );
+    object(
+        &["success", "mediaGroups"],
+        json!({ "success": success(), "mediaGroups": { "type": "array", "items": group } }),
+        false,
+    )
 }

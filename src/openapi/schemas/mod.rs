@@ -55,6 +55,12 @@ fn deprecated(mut schema: Value, note: &str) -> Value {
     schema
 }
 
+/// `schema` with a `description`.
+fn described(mut schema: Value, note: &str) -> Value {
+    schema["description"] = json!(note);
+    schema
+}
+
 fn success() -> Value {
     json!({ "type": "boolean", "const": true })
 }

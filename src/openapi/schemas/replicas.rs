@@ -2,18 +2,18 @@
 
 use serde_json::{json, Value};
 
-use super::{date_time, deprecated, nullable, object, reference, string, success, uuid};
+use super::{date_time, deprecated, described, object, reference, string, success, uuid};
 
 fn llm(read: bool) -> Value {
     let mode = json!({ "type": "string", "enum": ["prompt-caching", "rag-search"], "default": "rag-search" });
     let props = json!({
         "model": { "type": "string", "description": "A key of the model catalog (GET /v1/replicas/models)." },
         "memoryMode": deprecated(mode, "Deprecated (spec §9); stored and returned, no effect."),
-        "systemMessage": if read { nullable(string()) } else { json!({ "type": "string", "maxLength": 30000 }) },
-        "embeddingModel": if read { nullable(string()) } else { string() },
+        "systemMessage": if read { string() } else { json!({ "type": "string", "maxLength": 30000 }) },
+        "embeddingModel": string(),
     });
     if read {
-        object(&["model", "memoryMode", "systemMessage", "embeddingModel"], props, false)
+        object(&["model", "memoryMode"], props, false)
     } else {
         object(&[], props, true)
     }
@@ -70,58 +70,93 @@ fn replica_write() -> Value {
     )
 }
 
-/// A replica as read; with `success` for the read-one answer.
-fn replica_read(with_success: bool) -> Value {
-    let strings = json!({ "type": "array", "items": string() });
-    let integration = object(&["enabled"], json!({ "enabled": { "type": "boolean" } }), false);
-    let distilled = object(
-        &["entries", "titles"],
-        json!({ "entries": { "type": "integer", "minimum": 0 }, "titles": strings }),
+/// A channel integration as read: `null` when not connected (DECISIONS.md "Replicas").
+fn integration() -> Value {
+    let connected = object(
+        &["token", "service_name", "is_active"],
+        json!({
+            "token": { "type": "null", "description": "Never returned (the field stays, as null)." },
+            "service_name": string(),
+            "is_active": { "type": "boolean" },
+        }),
         false,
     );
+    json!({ "oneOf": [connected, { "type": "null" }], "description": "null when the channel is not connected." })
+}
+
+/// The fields of a replica as read and listed, and whether each is always present.
+fn replica_fields() -> Vec<(&'static str, Value, bool)> {
+    let strings = json!({ "type": "array", "items": string() });
     let legacy = |s: Value, current: &str| deprecated(s, &format!("Legacy copy of `{current}`."));
-    let mut props = json!({
-        "uuid": uuid(),
-        "name": string(),
-        "slug": string(),
-        "tags": strings,
-        "purpose": nullable(string()),
-        "shortDescription": string(),
-        "greeting": string(),
-        "type": { "type": "string", "enum": ["individual", "character", "brand"] },
-        "ownerID": uuid(),
-        "private": { "type": "boolean" },
-        "whitelistEmails": strings,
-        "profileImage": nullable(string()),
-        "suggestedQuestions": strings,
-        "voicePreviewText": nullable(string()),
-        "voice_enabled": { "type": "boolean" },
-        "video_enabled": { "type": "boolean" },
-        "llm": llm(true),
-        "messengerA_integration": integration,
-        "messengerB_integration": integration,
-        "voiceVendorID": nullable(string()),
-        "isAccessibleByCustomerSupport": legacy(json!({ "type": "boolean" }), "isEveryConversationAccessibleBySupport"),
-        "isEveryConversationAccessibleBySupport": { "type": "boolean" },
-        "isPrivateConversationsEnabled": { "type": "boolean" },
-        "distilledKnowledge": {
-            "description": "What the knowledge base holds: the entry count and titles (read-one only; null in lists).",
-            "oneOf": [distilled, { "type": "null" }],
-        },
-        "createdAt": date_time(),
-        "updatedAt": date_time(),
-        "profile_image": legacy(nullable(string()), "profileImage"),
-        "short_description": legacy(string(), "shortDescription"),
-        "introduction": legacy(string(), "greeting"),
-        "owner_uuid": legacy(uuid(), "ownerID"),
-        "system_message": legacy(nullable(string()), "llm.systemMessage"),
-    });
+    let count = json!({ "type": "integer", "minimum": 0 });
+    let kb = object(&["entries", "titles"], json!({ "entries": count, "titles": strings }), false);
+    vec![
+        ("uuid", uuid(), true),
+        ("name", string(), true),
+        ("slug", string(), true),
+        ("tags", strings.clone(), true),
+        ("purpose", string(), false),
+        ("shortDescription", string(), true),
+        ("greeting", string(), true),
+        ("type", json!({ "type": "string", "enum": ["individual", "character", "brand"] }), true),
+        ("ownerID", uuid(), true),
+        ("private", json!({ "type": "boolean" }), true),
+        ("whitelistEmails", strings.clone(), true),
+        ("profileImage", string(), false),
+        ("suggestedQuestions", strings, true),
+        ("voicePreviewText", string(), false),
+        ("voice_enabled", json!({ "type": "boolean" }), true),
+        ("video_enabled", json!({ "type": "boolean" }), true),
+        ("llm", llm(true), true),
+        ("messengerA_integration", integration(), true),
+        ("messengerB_integration", integration(), true),
+        ("voiceVendorID", string(), false),
+        (
+            "isAccessibleByCustomerSupport",
+            legacy(json!({ "type": "boolean" }), "isEveryConversationAccessibleBySupport"),
+            true,
+        ),
+        ("isEveryConversationAccessibleBySupport", json!({ "type": "boolean" }), true),
+        ("isPrivateConversationsEnabled", json!({ "type": "boolean" }), true),
+        (
+            "distilledKnowledge",
+            json!({
+                "type": "string",
+                "description": "What the knowledge base covers: its entry count and first titles, e.g. \
+                    `3 knowledge-base entries: Pricing; Opening hours; Returns.`; empty when it has none.",
+            }),
+            true,
+        ),
+        (
+            "knowledgeBase",
+            described(
+                kb,
+                "Ours: the counts behind distilledKnowledge (entries of every status; the titles of the first \
+                    100 that have one, in creation order).",
+            ),
+            true,
+        ),
+        ("createdAt", date_time(), true),
+        ("updatedAt", date_time(), true),
+        ("created_at", legacy(date_time(), "createdAt"), true),
+        ("profile_image", legacy(string(), "profileImage"), false),
+        ("short_description", legacy(string(), "shortDescription"), true),
+        ("introduction", legacy(string(), "greeting"), true),
+        ("owner_uuid", legacy(uuid(), "ownerID"), true),
+        ("chat_history_count", json!({ "type": "integer", "minimum": 0, "description": "Chat history items." }), true),
+        ("system_message", legacy(string(), "llm.systemMessage"), false),
+    ]
+}
+
+/// A replica as read; with `success` for the read-one answer.
+fn replica_read(with_success: bool) -> Value {
+    let mut fields = replica_fields();
     if with_success {
-        props["success"] = success();
+        fields.push(("success", success(), true));
     }
-    let required: Vec<String> = props.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
-    let required: Vec<&str> = required.iter().map(String::as_str).collect();
-    object(&required, props, false)
+    let required: Vec<&str> = fields.iter().filter(|f| f.2).map(|f| f.0).collect();
+    let props: serde_json::Map<String, Value> = fields.iter().map(|(n, s, _)| (n.to_string(), s.clone())).collect();
+    object(&required, Value::Object(props), false)
 }
 
 pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {

@@ -11,9 +11,11 @@ use redb::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
 mod create;
+mod distilled;
 mod list;
 
 pub use create::{create, Content, Created, Limits, NewEntry, YOUTUBE_UNSUPPORTED};
+pub use distilled::{distilled, Distilled};
 pub use list::{get, list, EntryView, ListQuery, Sort, SortKey, SORTS};
 
 use super::check_len;

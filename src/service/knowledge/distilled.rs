@@ -1,0 +1,85 @@
+//! `distilledKnowledge` of a replica (DECISIONS.md "Replicas"): a short text saying what its
+//! knowledge base covers, and the counts behind it. Computed on read from the entries' titles
+//! only (no texts, sources or chunks are read), one read transaction for a whole page of
+//! replicas.
+
+use uuid::Uuid;
+
+use crate::error::Result;
+use crate::store::records::KbEntry;
+use crate::store::{self, k, tables, Store};
+
+/// Titles kept per replica (the first ones, in creation order).
+pub const MAX_TITLES: usize = 100;
+
+/// Titles named in the text; the rest are counted ("… and 7 more").
+const TEXT_TITLES: usize = 10;
+
+/// What a replica's knowledge base holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Distilled {
+    /// Number of entries, whatever their status.
+    pub entries: u64,
+    /// Titles (given, else generated) of the first [`MAX_TITLES`] entries that have one.
+    pub titles: Vec<String>,
+}
+
+impl Distilled {
+    /// The text of `distilledKnowledge`: `""` for an empty knowledge base, else e.g.
+    /// `"3 knowledge-base entries: Pricing; Opening hours; Returns."`.
+    pub fn text(&self) -> String {
+        if self.entries == 0 {
+            return String::new();
+        }
+        let noun = if self.entries == 1 { "entry" } else { "entries" };
+        let named: Vec<&str> = self.titles.iter().take(TEXT_TITLES).map(String::as_str).collect();
+        if named.is_empty() {
+            return format!("{} knowledge-base {noun}, untitled.", self.entries);
+        }
+        let rest = self.entries - named.len() as u64;
+        let more = if rest > 0 { format!(" and {rest} more") } else { String::new() };
+        format!("{} knowledge-base {noun}: {}{more}.", self.entries, named.join("; "))
+    }
+}
+
+/// [`Distilled`] of each of `replicas`, in the same order.
+pub async fn distilled(store: &Store, replicas: Vec<Uuid>) -> Result<Vec<Distilled>> {
+    store
+        .read(move |txn| {
+            let ids = txn.open_table(tables::REPLICA_KB)?;
+            let entries = txn.open_table(tables::KB_ENTRIES)?;
+            let mut out = Vec::with_capacity(replicas.len());
+            for replica in replicas {
+                let mut d = Distilled::default();
+                for row in ids.range((k(replica), 0)..=(k(replica), u64::MAX))? {
+                    let id = row?.0.value().1;
+                    d.entries += 1;
+                    if d.titles.len() >= MAX_TITLES {
+                        continue;
+                    }
+                    if let Some(e) = store::get::<u64, KbEntry, _>(&entries, id)? {
+                        d.titles.extend(e.title.or(e.generated_title));
+                    }
+                }
+                out.push(d);
+            }
+            Ok(out)
+        })
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_names_the_first_titles_and_counts_the_rest() {
+        assert_eq!(Distilled::default().text(), "");
+        let one = Distilled { entries: 1, titles: vec!["Pricing".into()] };
+        assert_eq!(one.text(), "1 knowledge-base entry: Pricing.");
+        let titles: Vec<String> = (1..=12).map(|i| format!("T{i}")).collect();
+        let many = Distilled { entries: 13, titles };
+        assert_eq!(many.text(), "13 knowledge-base entries: T1; T2; T3; T4; T5; T6; T7; T8; T9; T10 and 3 more.");
+        assert_eq!(Distilled { entries: 2, titles: vec![] }.text(), "2 knowledge-base entries, untitled.");
+    }
+}
