@@ -18,8 +18,8 @@ async fn upload(org: &Org, replica: &str, filename: &str, bytes: Vec<u8>) -> u64
     let result = &v["results"][0];
     assert_eq!(result["type"], json!("file"), "{v}");
     let url = result["signedURL"].as_str().expect("signedURL");
-    let r = org.client.put(url).body(bytes).send().await.expect("PUT");
-    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap_or_default());
+    let r = crate::common::send(org.client.put(url).body(bytes)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     result["knowledgeBaseID"].as_u64().expect("id")
 }
 

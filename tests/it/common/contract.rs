@@ -56,6 +56,21 @@ pub fn template_of(doc: &Value, path: &str) -> Option<String> {
     best.map(|(_, t)| t.clone())
 }
 
+/// With `REPLICAD_RESPONSE_SAMPLES=<dir>` (set by `.ci/run`), the first success answer of each
+/// operation is kept as `<dir>/<operationId>.<status>.json`, for `.ci/typed-client` to parse with
+/// a client model generated from the document.
+fn record_sample(op: &Value, status: u16, text: &str) {
+    let Some(dir) = std::env::var_os("REPLICAD_RESPONSE_SAMPLES") else { return };
+    let id = op["operationId"].as_str().expect("every operation has an operationId");
+    let path = std::path::Path::new(&dir).join(format!("{id}.{status}.json"));
+    std::fs::create_dir_all(&dir).expect("REPLICAD_RESPONSE_SAMPLES is a writable directory");
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+        Ok(mut f) => std::io::Write::write_all(&mut f, text.as_bytes()).expect("sample written"),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => panic!("cannot write {}: {e}", path.display()),
+    }
+}
+
 impl Contract {
     fn validator(&self, method: &str, template: &str, status: u16) -> Arc<Validator> {
         let key = (method.to_string(), template.to_string(), status);
@@ -105,6 +120,9 @@ impl Contract {
         }
         let body: Value = serde_json::from_str(text)
             .unwrap_or_else(|e| panic!("{method} {path} {code}: body is not JSON ({e}): {text:.300}"));
+        if status.is_success() {
+            record_sample(op, code, text);
+        }
         let validator = self.validator(method.as_str(), &template, code);
         let errors: Vec<String> =
             validator.iter_errors(&body).map(|e| format!("{} at {}", e, e.instance_path())).collect();
