@@ -20,5 +20,6 @@ mod openapi;
 mod replicas;
 mod restart;
 mod security;
+mod shapes;
 mod tls;
 mod users;
