@@ -187,10 +187,11 @@ macro_rules! concat_path {
 
 /// Every documented operation, in the order of the document.
 pub fn all() -> Vec<Op> {
-    let h = "/v1/replicas/{replicaUUID}/chat/history";
-    let msg_a = "/v1/replicas/{replicaUUID}/chat/history/messengerA";
-    let entry = "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}";
-    let kb = "Knowledge base";
+    [meta(), replicas(), knowledge_base(), chat(), history(), users()].into_iter().flatten().collect()
+}
+
+/// Meta and organizations: the document itself, invitations, the model catalog.
+fn meta() -> Vec<Op> {
     vec![
         op("GET", "/v1/openapi.json", "getOpenApi", "Meta", "This OpenAPI document")
             .ok(200, "OpenApiDocument")
@@ -212,6 +213,12 @@ pub fn all() -> Vec<Op> {
                 "Exactly 19 models keyed by id (spec §2.4). A model with no configured upstream is served by the \
                 embedded, offline generator.",
             ),
+    ]
+}
+
+/// Replicas (spec §2.3).
+fn replicas() -> Vec<Op> {
+    vec![
         op("GET", "/v1/replicas", "listReplicas", "Replicas", "List replicas")
             .query(replica_list_query())
             .ok(200, "ReplicaList")
@@ -234,6 +241,14 @@ pub fn all() -> Vec<Op> {
             .describe("Replaces the fields (the create body); 200 `{success}`."),
         op("DELETE", "/v1/replicas/{replicaUUID}", "deleteReplica", "Replicas", "Delete a replica")
             .describe("Deletes the replica, its knowledge base and its chat history; 200 `{success}`."),
+    ]
+}
+
+/// Knowledge base (spec §2.5), uploads included.
+fn knowledge_base() -> Vec<Op> {
+    let entry = "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}";
+    let kb = "Knowledge base";
+    vec![
         op("GET", "/v1/replicas/{replicaUUID}/knowledge-base", "listKnowledgeBase", kb, "List entries")
             .query(kb_list_query())
             .ok(200, "KnowledgeBaseList"),
@@ -251,8 +266,7 @@ pub fn all() -> Vec<Op> {
                 `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED` at the operator's per-organization quota, 400 with the same \
                 code at the body's `usageLimits.knowledgeBaseEntries`. `language` absent: detected from the text.",
             ),
-        op("GET", entry, "getKnowledgeBaseEntry", kb, "Read an entry")
-            .ok(200, "KnowledgeBaseEntryFull"),
+        op("GET", entry, "getKnowledgeBaseEntry", kb, "Read an entry").ok(200, "KnowledgeBaseEntryFull"),
         op("PATCH", entry, "updateKnowledgeBaseEntry", kb, "Update an entry")
             .body("KnowledgeBasePatch")
             .describe("A new `rawText` is re-processed (the entry goes back to `PROCESSED_TEXT`, then `READY`)."),
@@ -261,22 +275,40 @@ pub fn all() -> Vec<Op> {
         op("GET", "/v1/knowledge-base/file-types", "listFileTypes", kb, "Supported file types")
             .ok(200, "FileTypes")
             .describe("Exactly what this server can extract: PDF, DOCX, EPUB, plain text, Markdown, CSV, JSON, HTML."),
-        Op { body_media: "application/octet-stream", ..op("PUT", "/v1/knowledge-base/uploads/{token}", "uploadKnowledgeBaseFile", kb, "Upload a file") }
-            .body("UploadBody")
-            .ok(200, "UploadDone")
-            .extra(&[409])
-            .describe(
-                "The `signedURL` of a `filename` entry: the token in the path is the credential (no API key). Any \
+        Op {
+            body_media: "application/octet-stream",
+            ..op("PUT", "/v1/knowledge-base/uploads/{token}", "uploadKnowledgeBaseFile", kb, "Upload a file")
+        }
+        .body("UploadBody")
+        .ok(200, "UploadDone")
+        .extra(&[409])
+        .describe(
+            "The `signedURL` of a `filename` entry: the token in the path is the credential (no API key). Any \
                 content type; `Content-Encoding: gzip` allowed. Single use (409 `UPLOAD_ALREADY_USED`), expires after \
                 one hour (400 `UPLOAD_EXPIRED`), at most `--max-upload-bytes` (413). The entry moves to \
                 `FILE_UPLOADED` and is extracted in the background.",
-            ),
-        Op { ok_also: SSE, ..op("POST", "/v1/replicas/{replicaUUID}/chat/completions", "createChatCompletion", "Chat", "Ask the replica") }
-            .body("CompletionRequest")
-            .ok(200, "Completion")
-            .extra(&[502])
-            .describe(
-                "Retrieves the most relevant knowledge and answers. Stores the question and the answer (with its \
+        ),
+    ]
+}
+
+/// Completions (spec §2.1, §4.1): plain, messengerA and the OpenAI-shaped one.
+fn chat() -> Vec<Op> {
+    vec![
+        Op {
+            ok_also: SSE,
+            ..op(
+                "POST",
+                "/v1/replicas/{replicaUUID}/chat/completions",
+                "createChatCompletion",
+                "Chat",
+                "Ask the replica",
+            )
+        }
+        .body("CompletionRequest")
+        .ok(200, "Completion")
+        .extra(&[502])
+        .describe(
+            "Retrieves the most relevant knowledge and answers. Stores the question and the answer (with its \
                 `sources`) in the chat history unless `skip_chat_history`. The `X-Replica-Backend` response header \
                 names the generator that answered (`embedded` or the upstream's name). 502 `UPSTREAM_ERROR` when the \
                 model server fails after retries. With `Accept: text/event-stream` the reply streams as server-sent \
@@ -284,25 +316,51 @@ pub fn all() -> Vec<Op> {
                 body) only if the model fails after it began; `event: message` / `data: {success, content, sources, \
                 id, interrupted}`; then `data: [DONE]`. A client that disconnects cancels the model request; the \
                 history keeps what was said, flagged `interrupted`.",
-            ),
-        Op { ok_also: SSE, ..op("POST", "/v1/replicas/{replicaUUID}/chat/completions/messengerA", "createChatCompletionMessengerA", "Chat", "Ask the replica on messengerA") }
-            .body("CompletionMessengerARequest")
-            .ok(200, "Completion")
-            .extra(&[502])
-            .describe(
-                "As `…/chat/completions`, on the messengerA channel: `messengerA_data` is required (a repeated \
+        ),
+        Op {
+            ok_also: SSE,
+            ..op(
+                "POST",
+                "/v1/replicas/{replicaUUID}/chat/completions/messengerA",
+                "createChatCompletionMessengerA",
+                "Chat",
+                "Ask the replica on messengerA",
+            )
+        }
+        .body("CompletionMessengerARequest")
+        .ok(200, "Completion")
+        .extra(&[502])
+        .describe(
+            "As `…/chat/completions`, on the messengerA channel: `messengerA_data` is required (a repeated \
                 message id stores nothing new) and `imageURL` reaches vision-capable models.",
-            ),
-        Op { ok_also: SSE, ..op("POST", "/v1/experimental/replicas/{replicaUUID}/chat/completions", "createExperimentalChatCompletion", "Chat", "OpenAI-shaped completion") }
-            .body("ExperimentalCompletionRequest")
-            .ok(200, "ExperimentalCompletion")
-            .extra(&[502])
-            .describe(
-                "Requires a user (`X-USER-ID` + `X-USER-ID-TYPE`). The last message (role `user`) is the question; \
+        ),
+        Op {
+            ok_also: SSE,
+            ..op(
+                "POST",
+                "/v1/experimental/replicas/{replicaUUID}/chat/completions",
+                "createExperimentalChatCompletion",
+                "Chat",
+                "OpenAI-shaped completion",
+            )
+        }
+        .body("ExperimentalCompletionRequest")
+        .ok(200, "ExperimentalCompletion")
+        .extra(&[502])
+        .describe(
+            "Requires a user (`X-USER-ID` + `X-USER-ID-TYPE`). The last message (role `user`) is the question; \
                 earlier ones replace the stored history in the prompt. `store` (default true) keeps the question and \
                 the reply in the history. Streams with `Accept: text/event-stream` (the events of \
                 `…/chat/completions`).",
-            ),
+        ),
+    ]
+}
+
+/// Chat history (spec §4.1), per channel.
+fn history() -> Vec<Op> {
+    let h = "/v1/replicas/{replicaUUID}/chat/history";
+    let msg_a = "/v1/replicas/{replicaUUID}/chat/history/messengerA";
+    vec![
         history_list(h, "listChatHistory", "History on every channel"),
         op("POST", h, "saveChatHistory", "Chat history", "Save a history item")
             .body("HistorySave")
@@ -319,6 +377,12 @@ pub fn all() -> Vec<Op> {
             .ok(200, "HistorySaved")
             .describe("A repeated `(chat_id, message_id)` stores nothing new."),
         history_list(concat_path!("/messengerB"), "listChatHistoryMessengerB", "History of messengerB"),
+    ]
+}
+
+/// Users (DECISIONS.md "Users").
+fn users() -> Vec<Op> {
+    vec![
         op("POST", "/v1/users", "createUser", "Users", "Create a user")
             .body("UserWrite")
             .ok(201, "UserResponse")

@@ -1,4 +1,4 @@
-//! Chat and chat-history schemas (spec §2.1, §4.1; DECISIONS.md "Chat").
+//! Chat and chat-history schemas (spec §2.1, §4.1; DECISIONS.md "Chat"), one function each.
 
 use serde_json::{json, Value};
 
@@ -6,93 +6,114 @@ use super::{date_time, deprecated, nullable, object, reference, string, success,
 use crate::service::history::SOURCES;
 
 pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
-    let source = json!({ "type": "string", "enum": SOURCES });
-    let content = json!({ "type": "string", "minLength": 1, "maxLength": 100000 });
-    let opt = string();
-    add(
-        "MessengerBData",
-        object(
-            &["channel_id", "channel_name", "author_id", "author_name", "message_id"],
-            json!({
-                "channel_id": { "type": "string", "minLength": 1, "maxLength": 100 }, "channel_name": string(),
-                "author_id": { "type": "string", "minLength": 1, "maxLength": 100 }, "author_name": string(),
-                "message_id": { "type": "string", "minLength": 1, "maxLength": 100 },
-                "created_at": opt, "server_id": opt, "server_name": opt,
-            }),
-            false,
-        ),
-    );
-    add(
-        "MessengerAData",
-        object(
-            &["chat_type", "chat_id", "message_id"],
-            json!({
-                "chat_type": { "type": "string", "enum": ["private", "group", "supergroup", "channel"] },
-                "chat_id": { "type": "integer" },
-                "chat_name": string(),
-                "user_id": { "type": "integer", "description": "May be absent for channel messages." },
-                "username": string(),
-                "message_id": {
-                    "type": "integer",
-                    "description": "Unique within the chat; a repeated (chat_id, message_id) stores nothing new.",
-                },
-                "message_thread_id": { "type": "integer", "minimum": 1, "description": "Supergroups only." },
-            }),
-            false,
-        ),
-    );
-    add(
-        "CompletionRequest",
-        object(
-            &["content"],
-            json!({
-                "content": content,
-                "skip_chat_history": { "type": "boolean", "default": false },
-                "source": { "type": "string", "enum": SOURCES, "default": "web" },
-                "messengerB_data": reference("MessengerBData"),
-                "usageLimits": { "type": "object", "description": "Accepted (spec §8); not applied yet." },
-            }),
-            true,
-        ),
-    );
+    add("MessengerBData", messenger_b_data());
+    add("MessengerAData", messenger_a_data());
+    add("CompletionRequest", completion_request());
     add("Completion", object(&["success", "content"], json!({ "success": success(), "content": string() }), false));
-    add(
-        "CompletionMessengerARequest",
-        object(
-            &["content", "messengerA_data"],
-            json!({
-                "content": content,
-                "messengerA_data": reference("MessengerAData"),
-                "imageURL": {
-                    "type": "string",
-                    "description": "An image with the message; given to models whose catalog entry has `vision`.",
-                },
-                "skip_chat_history": { "type": "boolean", "default": false },
-                "usageLimits": { "type": "object", "description": "Accepted (spec §8); not applied yet." },
-            }),
-            true,
-        ),
-    );
+    add("CompletionMessengerARequest", completion_messenger_a_request());
+    add("ExperimentalCompletionRequest", experimental_completion_request());
+    add("ExperimentalCompletion", experimental_completion());
+    add("HistorySave", history_save());
+    add("HistorySaveMessengerA", history_save_messenger_a());
+    add("HistorySaved", history_saved());
+    add("Source", source_item());
+    add("ChatHistoryItem", chat_history_item());
+    add("ChatHistory", chat_history());
+}
+
+fn source() -> Value {
+    json!({ "type": "string", "enum": SOURCES })
+}
+
+fn content() -> Value {
+    json!({ "type": "string", "minLength": 1, "maxLength": 100000 })
+}
+
+fn messenger_b_data() -> Value {
+    let opt = string();
+    object(
+        &["channel_id", "channel_name", "author_id", "author_name", "message_id"],
+        json!({
+            "channel_id": { "type": "string", "minLength": 1, "maxLength": 100 }, "channel_name": string(),
+            "author_id": { "type": "string", "minLength": 1, "maxLength": 100 }, "author_name": string(),
+            "message_id": { "type": "string", "minLength": 1, "maxLength": 100 },
+            "created_at": opt, "server_id": opt, "server_name": opt,
+        }),
+        false,
+    )
+}
+
+fn messenger_a_data() -> Value {
+    object(
+        &["chat_type", "chat_id", "message_id"],
+        json!({
+            "chat_type": { "type": "string", "enum": ["private", "group", "supergroup", "channel"] },
+            "chat_id": { "type": "integer" },
+            "chat_name": string(),
+            "user_id": { "type": "integer", "description": "May be absent for channel messages." },
+            "username": string(),
+            "message_id": {
+                "type": "integer",
+                "description": "Unique within the chat; a repeated (chat_id, message_id) stores nothing new.",
+            },
+            "message_thread_id": { "type": "integer", "minimum": 1, "description": "Supergroups only." },
+        }),
+        false,
+    )
+}
+
+fn completion_request() -> Value {
+    object(
+        &["content"],
+        json!({
+            "content": content(),
+            "skip_chat_history": { "type": "boolean", "default": false },
+            "source": { "type": "string", "enum": SOURCES, "default": "web" },
+            "messengerB_data": reference("MessengerBData"),
+            "usageLimits": { "type": "object", "description": "Accepted (spec §8); not applied yet." },
+        }),
+        true,
+    )
+}
+
+fn completion_messenger_a_request() -> Value {
+    object(
+        &["content", "messengerA_data"],
+        json!({
+            "content": content(),
+            "messengerA_data": reference("MessengerAData"),
+            "imageURL": {
+                "type": "string",
+                "description": "An image with the message; given to models whose catalog entry has `vision`.",
+            },
+            "skip_chat_history": { "type": "boolean", "default": false },
+            "usageLimits": { "type": "object", "description": "Accepted (spec §8); not applied yet." },
+        }),
+        true,
+    )
+}
+
+fn experimental_completion_request() -> Value {
     let message = object(
         &["role", "content"],
         json!({ "role": { "type": "string", "enum": ["system", "user", "assistant"] }, "content": string() }),
         true,
     );
-    add(
-        "ExperimentalCompletionRequest",
-        object(
-            &["messages"],
-            json!({
-                "messages": { "type": "array", "minItems": 1, "items": message, "description": "The last one, of \
-                    role `user`, is the question; earlier ones are the conversation given to the model." },
-                "store": { "type": "boolean", "default": true, "description": "Store the question and the reply." },
-                "source": { "type": "string", "enum": SOURCES, "default": "web" },
-                "messengerB_data": reference("MessengerBData"),
-                "max_tokens": { "type": "integer", "minimum": 1 },
-            }),
-            true,
-        ),
-    );
+    object(
+        &["messages"],
+        json!({
+            "messages": { "type": "array", "minItems": 1, "items": message, "description": "The last one, of \
+                role `user`, is the question; earlier ones are the conversation given to the model." },
+            "store": { "type": "boolean", "default": true, "description": "Store the question and the reply." },
+            "source": { "type": "string", "enum": SOURCES, "default": "web" },
+            "messengerB_data": reference("MessengerBData"),
+            "max_tokens": { "type": "integer", "minimum": 1 },
+        }),
+        true,
+    )
+}
+
+fn experimental_completion() -> Value {
     let tokens = json!({ "type": "integer", "minimum": 0 });
     let choice = object(
         &["index", "message", "finish_reason"],
@@ -107,108 +128,91 @@ pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
         }),
         false,
     );
-    add(
-        "ExperimentalCompletion",
-        object(
-            &["id", "created", "object", "model", "choices", "usage"],
-            json!({
-                "id": string(),
-                "created": { "type": "integer", "description": "Unix time, seconds." },
-                "object": { "const": "chat.completion" },
-                "model": string(),
-                "choices": { "type": "array", "items": choice },
-                "usage": object(
-                    &["prompt_tokens", "completion_tokens", "total_tokens"],
-                    json!({ "prompt_tokens": tokens, "completion_tokens": tokens, "total_tokens": tokens }),
-                    false,
-                ),
-            }),
-            false,
-        ),
-    );
-    add(
-        "HistorySave",
-        object(
-            &["content"],
-            json!({ "content": content, "source": source, "messengerB_data": reference("MessengerBData") }),
-            false,
-        ),
-    );
-    add(
-        "HistorySaveMessengerA",
-        object(
-            &["content", "messengerA_data"],
-            json!({ "content": content, "messengerA_data": reference("MessengerAData") }),
-            false,
-        ),
-    );
-    add(
-        "HistorySaved",
-        object(
-            &["success", "id"],
-            json!({ "success": success(), "id": nullable(json!({ "type": "integer", "minimum": 1 })) }),
-            false,
-        ),
-    );
-    history_items(add, source);
+    object(
+        &["id", "created", "object", "model", "choices", "usage"],
+        json!({
+            "id": string(),
+            "created": { "type": "integer", "description": "Unix time, seconds." },
+            "object": { "const": "chat.completion" },
+            "model": string(),
+            "choices": { "type": "array", "items": choice },
+            "usage": object(
+                &["prompt_tokens", "completion_tokens", "total_tokens"],
+                json!({ "prompt_tokens": tokens, "completion_tokens": tokens, "total_tokens": tokens }),
+                false,
+            ),
+        }),
+        false,
+    )
 }
 
-fn history_items(add: &mut impl FnMut(&str, Value), source: Value) {
-    add(
-        "Source",
-        object(
-            &["id", "score", "status", "created_at", "name", "content"],
-            json!({
-                "id": { "type": "integer" }, "score": { "type": "number" },
-                "status": { "type": "string", "enum": ["scored", "unscored"] },
-                "created_at": date_time(), "name": string(), "content": string(),
-            }),
-            false,
-        ),
-    );
-    add(
-        "ChatHistoryItem",
-        object(
-            &[
-                "content",
-                "created_at",
-                "id",
-                "is_private",
-                "role",
-                "source",
-                "sources",
-                "user_uuid",
-                "original_message_id",
-            ],
-            json!({
-                "content": string(), "created_at": date_time(),
-                "id": { "type": "integer", "minimum": 1, "description": "Increasing in time." },
-                "is_private": { "type": "boolean" },
-                "role": { "type": "string", "enum": ["user", "assistant"] },
-                "source": source,
-                "sources": { "type": "array", "items": reference("Source") },
-                "user_uuid": uuid(),
-                "original_message_id":
-                    deprecated(nullable(string()), "Deprecated (spec §2.1); set on assistant items."),
-                "interrupted": {
-                    "const": true,
-                    "description": "Present (true) on a streamed reply whose client disconnected: the item keeps \
-                        what was said before the cut.",
-                },
-            }),
-            false,
-        ),
-    );
-    add(
-        "ChatHistory",
-        object(
-            &["success", "type", "items"],
-            json!({
-                "success": success(),
-                "type": { "type": "string", "enum": ["all", "web", "embed", "messengerA", "messengerB"] },
-                "items": { "type": "array", "items": reference("ChatHistoryItem") },
-            }),
-            false,
-        ),
-    );
+fn history_save() -> Value {
+    object(
+        &["content"],
+        json!({ "content": content(), "source": source(), "messengerB_data": reference("MessengerBData") }),
+        false,
+    )
+}
+
+fn history_save_messenger_a() -> Value {
+    object(
+        &["content", "messengerA_data"],
+        json!({ "content": content(), "messengerA_data": reference("MessengerAData") }),
+        false,
+    )
+}
+
+fn history_saved() -> Value {
+    object(
+        &["success", "id"],
+        json!({ "success": success(), "id": nullable(json!({ "type": "integer", "minimum": 1 })) }),
+        false,
+    )
+}
+
+fn source_item() -> Value {
+    object(
+        &["id", "score", "status", "created_at", "name", "content"],
+        json!({
+            "id": { "type": "integer" }, "score": { "type": "number" },
+            "status": { "type": "string", "enum": ["scored", "unscored"] },
+            "created_at": date_time(), "name": string(), "content": string(),
+        }),
+        false,
+    )
+}
+
+fn chat_history_item() -> Value {
+    object(
+        &["content", "created_at", "id", "is_private", "role", "source", "sources", "user_uuid", "original_message_id"],
+        json!({
+            "content": string(), "created_at": date_time(),
+            "id": { "type": "integer", "minimum": 1, "description": "Increasing in time." },
+            "is_private": { "type": "boolean" },
+            "role": { "type": "string", "enum": ["user", "assistant"] },
+            "source": source(),
+            "sources": { "type": "array", "items": reference("Source") },
+            "user_uuid": uuid(),
+            "original_message_id":
+                deprecated(nullable(string()), "Deprecated (spec §2.1); set on assistant items."),
+            "interrupted": {
+                "const": true,
+                "description": "Present (true) on a streamed reply whose client disconnected: the item keeps \
+                    what was said before the cut.",
+            },
+        }),
+        false,
+    )
+}
+
+fn chat_history() -> Value {
+    object(
+        &["success", "type", "items"],
+        json!({
+            "success": success(),
+            "type": { "type": "string", "enum": ["all", "web", "embed", "messengerA", "messengerB"] },
+            "items": { "type": "array", "items": reference("ChatHistoryItem") },
+        }),
+        false,
+    )
 }
