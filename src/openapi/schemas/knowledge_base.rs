@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::{date_time, described, object, reference, string, success, uuid};
+use super::{date_time, described, object, page_of, string, success, uuid};
 use crate::ingest::formats::MEDIA_TYPES;
 use crate::service::knowledge;
 
@@ -15,7 +15,7 @@ pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
     add("KnowledgeBasePatch", patch());
     add("KnowledgeBaseEntry", kb_entry(false));
     add("KnowledgeBaseEntryFull", kb_entry(true));
-    add("KnowledgeBaseList", list());
+    add("KnowledgeBaseList", page_of("KnowledgeBaseEntry"));
     add("FileTypes", file_types());
 }
 
@@ -191,18 +191,6 @@ fn patch() -> Value {
             "rawText": { "type": "string", "minLength": 1 },
             "language": language(),
             "autoRefresh": { "type": "boolean" },
-        }),
-        false,
-    )
-}
-
-fn list() -> Value {
-    object(
-        &["success", "items", "total"],
-        json!({
-            "success": success(),
-            "items": { "type": "array", "items": reference("KnowledgeBaseEntry") },
-            "total": { "type": "integer", "minimum": 0 },
         }),
         false,
     )

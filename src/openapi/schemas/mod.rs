@@ -55,6 +55,19 @@ fn deprecated(mut schema: Value, note: &str) -> Value {
     schema
 }
 
+/// A page of a list (DECISIONS.md "Common"): `{success, items: [<item>], total}`.
+fn page_of(item: &str) -> Value {
+    object(
+        &["success", "items", "total"],
+        json!({
+            "success": success(),
+            "items": { "type": "array", "items": reference(item) },
+            "total": { "type": "integer", "minimum": 0 },
+        }),
+        false,
+    )
+}
+
 /// `schema` with a `description`.
 fn described(mut schema: Value, note: &str) -> Value {
     schema["description"] = json!(note);

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{date_time, deprecated, described, object, reference, string, success, uuid};
+use super::{date_time, deprecated, described, object, page_of, string, success, uuid};
 
 fn llm(read: bool) -> Value {
     let mode = json!({ "type": "string", "enum": ["prompt-caching", "rag-search"], "default": "rag-search" });
@@ -164,16 +164,5 @@ pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
     add("Replica", replica_read(false));
     add("ReplicaRead", replica_read(true));
     add("ReplicaCreated", object(&["success", "uuid"], json!({ "success": success(), "uuid": uuid() }), false));
-    add(
-        "ReplicaList",
-        object(
-            &["success", "items", "total"],
-            json!({
-                "success": success(),
-                "items": { "type": "array", "items": reference("Replica") },
-                "total": { "type": "integer", "minimum": 0 },
-            }),
-            false,
-        ),
-    );
+    add("ReplicaList", page_of("Replica"));
 }
