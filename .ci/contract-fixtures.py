@@ -35,7 +35,7 @@ for name in ("main", "spare"):
               {"text": "The lighthouse lamp is visible for 22 nautical miles.", "title": "Lamp"},
               key)["results"][0]["knowledgeBaseID"]
     ids[name] = (replica, kb)
-user = call("POST", "/v1/users", {"name": "Fixture User", "email": "fixture@example.org"}, key)["user"]["id"]
+user = call("POST", "/v1/users", {"name": "Fixture User", "email": "fixture@example.org"}, key)["id"]
 
 (replica, kb), (spare_replica, spare_kb) = ids["main"], ids["spare"]
 print(key)
