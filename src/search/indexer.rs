@@ -18,8 +18,8 @@ use uuid::Uuid;
 use super::{new_generation_name, open_generation, write_current, ChunkDoc, Generation, Search};
 use crate::error::{Error, Result};
 use crate::service::knowledge;
-use crate::store::records::{Chunk, KbEntry, KbSource};
-use crate::store::{self, current_seq, tables, Store};
+use crate::store::records::{Chunk, KbEntry, KbSource, KbStatus};
+use crate::store::{self, current_seq, tables, Sequence, Store};
 
 /// Most outbox rows applied in one index commit.
 const BATCH: usize = 512;
@@ -107,7 +107,7 @@ fn entry_doc(txn: &ReadTransaction, id: u64) -> Result<Option<EntryDoc>> {
     let source: Option<KbSource> = store::get(&txn.open_table(tables::KB_SOURCES)?, id)?;
     let language = e.language.clone().or_else(|| source.and_then(|s| s.detected_language));
     let mut doc = EntryDoc { replica: e.replica, revision: e.revision, language, chunks: Vec::new() };
-    if e.chunk_count == 0 || e.status == "UNPROCESSABLE" {
+    if e.chunk_count == 0 || e.status == KbStatus::Unprocessable {
         return Ok(Some(doc));
     }
     let chunks = txn
@@ -151,7 +151,7 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
         tokio::task::spawn_blocking(move || s.stage(&changes).map(|_| changes)).await.map_err(Error::internal)??;
     let indexed = indexed_revisions(&changes);
     let staged = indexed.clone();
-    store.write(move |txn| knowledge::mark_indexed_in(txn, &staged, "VECTOR_CREATED")).await?;
+    store.write(move |txn| knowledge::mark_indexed_in(txn, &staged, KbStatus::VectorCreated)).await?;
     let s = search.clone();
     tokio::task::spawn_blocking(move || s.commit(last)).await.map_err(Error::internal)??;
     let n = seqs.len();
@@ -161,7 +161,7 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
             for s in &seqs {
                 outbox.remove(s)?;
             }
-            knowledge::mark_indexed_in(txn, &indexed, "READY")
+            knowledge::mark_indexed_in(txn, &indexed, KbStatus::Ready)
         })
         .await?;
     Ok(n)
@@ -171,7 +171,7 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
 pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<usize> {
     let (all, seq) = store
         .read(|txn| {
-            let seq = current_seq(&txn.open_table(tables::SEQUENCES)?, "outbox")?;
+            let seq = current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?;
             let ids: Vec<u64> = txn
                 .open_table(tables::KB_ENTRIES)?
                 .iter()?
@@ -192,7 +192,7 @@ pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<u
     store
         .write(move |txn| {
             txn.open_table(tables::KB_OUTBOX)?.retain_in(0..=seq, |_, _| false)?;
-            knowledge::mark_indexed_in(txn, &ready, "READY")
+            knowledge::mark_indexed_in(txn, &ready, KbStatus::Ready)
         })
         .await?;
     Ok(chunks)
@@ -201,7 +201,7 @@ pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<u
 /// Whether the index must be rebuilt at start: unknown payload, or ahead of the store.
 pub async fn needs_rebuild(store: &Store, index_seq: Option<u64>) -> Result<bool> {
     let Some(index_seq) = index_seq else { return Ok(true) };
-    let store_seq = store.read(|txn| current_seq(&txn.open_table(tables::SEQUENCES)?, "outbox")).await?;
+    let store_seq = store.read(|txn| current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)).await?;
     Ok(index_seq > store_seq)
 }
 

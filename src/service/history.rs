@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::store::records::{Message, SourceRef};
-use crate::store::{self, k, next_seq, now_ms, tables, Store};
+use crate::store::{self, k, next_seq, now_ms, tables, Sequence, Store};
 
 /// Message-source values (spec §2.6).
 pub const SOURCES: &[&str] = &["messengerB", "messengerA", "embed", "web", "messengerA_autopilot"];
@@ -42,7 +42,7 @@ pub fn append_in(
             return Ok(id);
         }
     }
-    let id = next_seq(txn, "message")?;
+    let id = next_seq(txn, Sequence::Message)?;
     let msg = Message {
         id,
         replica,

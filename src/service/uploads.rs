@@ -5,7 +5,7 @@
 use crate::error::{Code, Error, Result};
 use crate::ingest::formats::Format;
 use crate::service::{knowledge, orgs};
-use crate::store::records::{KbEntry, Upload};
+use crate::store::records::{KbEntry, KbStatus, Upload};
 use crate::store::{self, now_ms, tables, Store};
 
 /// Path of the upload operation; the token is its last segment.
@@ -60,7 +60,7 @@ pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_typ
             let uploaded = Uploaded { entry: up.entry, size: file.size, mime_type: file.mime_type.clone() };
             knowledge::put_source(txn, up.entry, &source)?;
             txn.open_table(tables::KB_FILES)?.insert(up.entry, bytes.as_ref())?;
-            entry.status = "FILE_UPLOADED".into();
+            entry.move_to(KbStatus::FileUploaded);
             entry.updated_at = now;
             store::put(&mut entries, up.entry, &entry)?;
             knowledge::add_job(txn, up.entry)?;

@@ -19,8 +19,8 @@ pub use list::{get, list, EntryView, ListQuery, Sort, SortKey, SORTS};
 use super::check_len;
 use crate::error::{Error, Result};
 use crate::ingest::{chunk, language};
-use crate::store::records::{Chunk, KbEntry, KbSource, KbText};
-use crate::store::{self, k, next_seq, now_ms, tables, Store};
+use crate::store::records::{Chunk, KbEntry, KbKind, KbSource, KbStatus, KbText};
+use crate::store::{self, k, next_seq, now_ms, tables, Sequence, Store};
 
 /// ISO 639-1 codes accepted in `language` (spec §2.5).
 pub const LANGUAGES: &[&str] = &[
@@ -36,11 +36,10 @@ pub const LANGUAGES: &[&str] = &[
     "uz", "ve", "vi", "vo", "wa", "cy", "wo", "xh", "yi", "yo", "za", "zu",
 ];
 
-/// Entry statuses in processing order, then the failure status.
-pub const STATUSES: &[&str] =
-    &["NEW", "FILE_UPLOADED", "RAW_TEXT", "PROCESSED_TEXT", "VECTOR_CREATED", "READY", "UNPROCESSABLE"];
-/// Entry types.
-pub const TYPES: &[&str] = &["text", "file", "website", "youtube"];
+/// Entry statuses in processing order, then the failure status (wire names).
+pub const STATUSES: &[&str] = &KbStatus::NAMES;
+/// Entry types (wire names).
+pub const TYPES: &[&str] = &KbKind::NAMES;
 /// Longest text entry, in characters.
 pub const MAX_TEXT_CHARS: usize = 2_000_000;
 
@@ -91,7 +90,7 @@ pub fn write_content(txn: &WriteTransaction, entry: &mut KbEntry, raw: &str) -> 
     store::put(&mut txn.open_table(tables::KB_TEXTS)?, entry.id, &text)?;
     entry.chunk_count = pieces.len() as u32;
     entry.revision += 1;
-    entry.status = "PROCESSED_TEXT".into();
+    entry.move_to(KbStatus::ProcessedText);
     entry.error = None;
     enqueue(txn, entry.id, entry.revision)
 }
@@ -108,7 +107,7 @@ pub fn put_source(txn: &WriteTransaction, id: u64, source: &KbSource) -> Result<
 
 /// Appends an outbox row for `entry` at `revision` (0 for a deletion).
 pub fn enqueue(txn: &WriteTransaction, entry: u64, revision: u64) -> Result<()> {
-    let seq = next_seq(txn, "outbox")?;
+    let seq = next_seq(txn, Sequence::Outbox)?;
     txn.open_table(tables::KB_OUTBOX)?.insert(seq, (entry, revision))?;
     Ok(())
 }
@@ -149,7 +148,7 @@ pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Resul
             let raw = patch.raw_text.clone().unwrap_or(old.raw);
             let title_changed = patch.title.is_some() && patch.title != e.title;
             let language_changed = patch.language.is_some() && patch.language != e.language;
-            if text_changed && e.kind == "text" {
+            if text_changed && e.kind == KbKind::Text {
                 e.generated_title = Some(chunk::generated_title(&raw)).filter(|t| !t.is_empty());
             }
             if patch.title.is_some() {
@@ -164,7 +163,7 @@ pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Resul
             drop(table);
             if text_changed {
                 txn.open_table(tables::KB_JOBS)?.remove(id)?;
-            } else if patch.auto_refresh == Some(true) && e.kind == "website" && e.status == "READY" {
+            } else if patch.auto_refresh == Some(true) && e.kind == KbKind::Website && e.status == KbStatus::Ready {
                 add_job(txn, id)?; // turning autoRefresh on re-fetches now, then every interval
             }
             if text_changed || ((title_changed || language_changed) && !raw.is_empty()) {
@@ -227,13 +226,13 @@ pub fn delete_all_in(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
 }
 
 /// Moves entries whose current revision is the one indexed (`(entry, revision)` pairs) to
-/// `status` (`VECTOR_CREATED` once the index commit holds them, `READY` once searchers see them).
-pub fn mark_indexed_in(txn: &WriteTransaction, indexed: &[(u64, u64)], status: &str) -> Result<()> {
+/// `status` (`VECTOR_CREATED` once the index commit holds them, `READY` once searchers see them)
+/// where [`KbStatus::may_become`] allows it.
+pub fn mark_indexed_in(txn: &WriteTransaction, indexed: &[(u64, u64)], status: KbStatus) -> Result<()> {
     let mut table = txn.open_table(tables::KB_ENTRIES)?;
     for &(id, revision) in indexed {
         let Some(mut e) = store::get::<u64, KbEntry, _>(&table, id)? else { continue };
-        if e.revision == revision && e.status != status && e.status != "UNPROCESSABLE" {
-            e.status = status.into();
+        if e.revision == revision && e.move_to(status) {
             store::put(&mut table, id, &e)?;
         }
     }
