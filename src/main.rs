@@ -7,9 +7,7 @@ use replicad::admin;
 use replicad::cli::{Cli, Command, InvitesCommand};
 
 fn main() -> ExitCode {
-    replicad::install_crypto_provider();
     let cli = Cli::parse();
-    replicad::install_crypto_provider();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| "info".into()))

@@ -219,6 +219,7 @@ mod tests {
 
     #[test]
     fn routes_name_declared_upstreams_and_catalog_models() {
+        crate::install_crypto_provider();
         let models = Models::parse(crate::models::SHIPPED).unwrap();
         let ok = flags(&["--llm-upstream", "local=http://127.0.0.1:1/v1", "--model-route", "qwen3-32b=local/org/q3"]);
         let b = Backends::build(&ok, &models).unwrap();

@@ -149,9 +149,9 @@ pub fn check_url(url: &Url, allow_private: bool) -> Result<(), String> {
 }
 
 impl Fetcher {
-    /// A client; `allow_private` lifts the address checks, `max_bytes` caps a body.
+    /// A client; `allow_private` lifts the address checks, `max_bytes` caps a body (the process's
+    /// TLS provider must be installed: `serve` does it).
     pub fn new(allow_private: bool, max_bytes: u64) -> Result<Fetcher, String> {
-        crate::install_crypto_provider();
         let policy = reqwest::redirect::Policy::custom(move |attempt| {
             if attempt.previous().len() >= MAX_REDIRECTS {
                 attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
@@ -260,6 +260,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_name_that_resolves_to_loopback_is_refused_for_good() {
+        crate::install_crypto_provider();
         let e = Fetcher::new(false, 1024).unwrap().fetch("http://localhost:9/").await.err().unwrap();
         assert_eq!(e.kind, FailureKind::Permanent, "{}", e.message);
         assert!(e.message.contains("private or local"), "{}", e.message);

@@ -20,7 +20,7 @@ use super::extract::{self, Extracted};
 use super::fetch::{FetchError, Fetcher};
 use super::formats::Format;
 use crate::error::{Error, Result};
-use crate::service::knowledge;
+use crate::store::kb;
 use crate::store::records::{KbEntry, KbKind, KbSource, KbStatus, KbText, WebsiteMeta};
 use crate::store::{self, now_ms, tables, Store};
 
@@ -240,13 +240,13 @@ async fn save_raw(
             let Some(mut e) = found.filter(|e| e.status == from && from.may_become(KbStatus::RawText)) else {
                 return Ok(());
             };
-            let mut source = knowledge::source_in(txn, id)?;
+            let mut source = kb::source_in(txn, id)?;
             source.format = Some(format.info().name.to_string());
             if let Some(mut w) = website.clone() {
                 w.page_title = extracted.title.clone();
                 source.website = Some(w);
             }
-            knowledge::put_source(txn, id, &source)?;
+            kb::put_source(txn, id, &source)?;
             if let Some(t) = extracted.title.clone().filter(|t| !t.trim().is_empty()) {
                 e.generated_title = Some(t.trim().chars().take(200).collect());
             }
@@ -270,7 +270,7 @@ async fn process(store: &Store, id: u64, refresh_ms: i64) -> Result<()> {
             drop(entries);
             if let Some(mut e) = found {
                 let raw = store::get::<u64, KbText, _>(&txn.open_table(tables::KB_TEXTS)?, id)?.unwrap_or_default().raw;
-                knowledge::write_content(txn, &mut e, &raw)?;
+                super::content::write_content(txn, &mut e, &raw)?;
                 e.updated_at = now;
                 store::put(&mut txn.open_table(tables::KB_ENTRIES)?, id, &e)?;
                 if e.kind == KbKind::Website && e.auto_refresh {

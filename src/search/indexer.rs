@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use super::{new_generation_name, open_generation, write_current, ChunkDoc, Generation, Search};
 use crate::error::{Error, Result};
-use crate::service::knowledge;
+use crate::store::kb;
 use crate::store::records::{Chunk, KbEntry, KbSource, KbStatus};
 use crate::store::{self, current_seq, tables, Sequence, Store};
 
@@ -151,7 +151,7 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
         tokio::task::spawn_blocking(move || s.stage(&changes).map(|_| changes)).await.map_err(Error::internal)??;
     let indexed = indexed_revisions(&changes);
     let staged = indexed.clone();
-    store.write(move |txn| knowledge::mark_indexed_in(txn, &staged, KbStatus::VectorCreated)).await?;
+    store.write(move |txn| kb::mark_indexed_in(txn, &staged, KbStatus::VectorCreated)).await?;
     let s = search.clone();
     tokio::task::spawn_blocking(move || s.commit(last)).await.map_err(Error::internal)??;
     let n = seqs.len();
@@ -161,7 +161,7 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
             for s in &seqs {
                 outbox.remove(s)?;
             }
-            knowledge::mark_indexed_in(txn, &indexed, KbStatus::Ready)
+            kb::mark_indexed_in(txn, &indexed, KbStatus::Ready)
         })
         .await?;
     Ok(n)
@@ -192,7 +192,7 @@ pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<u
     store
         .write(move |txn| {
             txn.open_table(tables::KB_OUTBOX)?.retain_in(0..=seq, |_, _| false)?;
-            knowledge::mark_indexed_in(txn, &ready, KbStatus::Ready)
+            kb::mark_indexed_in(txn, &ready, KbStatus::Ready)
         })
         .await?;
     Ok(chunks)

@@ -5,7 +5,6 @@ use redb::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
 use super::{check_len, normalize_email};
-use crate::api::replicas::{LlmBody, ReplicaBody};
 use crate::error::{Code, Error, Result};
 use crate::models::Models;
 use crate::store::records::{Llm, Replica};
@@ -15,6 +14,44 @@ use crate::store::{self, k, now_ms, tables, Store};
 pub const KINDS: &[&str] = &["individual", "character", "brand"];
 /// Accepted `llm.memoryMode` values (deprecated field).
 pub const MEMORY_MODES: &[&str] = &["prompt-caching", "rag-search"];
+
+/// The `llm` settings of a replica to create or update; `None` takes the default.
+#[derive(Debug, Clone, Default)]
+pub struct LlmInput {
+    pub model: Option<String>,
+    /// Deprecated: `prompt-caching` | `rag-search` (default).
+    pub memory_mode: Option<String>,
+    pub system_message: Option<String>,
+    pub embedding_model: Option<String>,
+}
+
+/// A replica to create, or the replacement of one (spec §2.3 fields; `None` takes the default).
+#[derive(Debug, Clone)]
+pub struct ReplicaInput {
+    pub name: String,
+    pub short_description: String,
+    pub greeting: String,
+    /// The owner: a user id or e-mail of the organization.
+    pub owner_id: String,
+    pub slug: String,
+    pub llm: LlmInput,
+    pub purpose: Option<String>,
+    /// `individual` | `character` (default) | `brand`.
+    pub kind: Option<String>,
+    pub private: Option<bool>,
+    pub tags: Vec<String>,
+    pub suggested_questions: Vec<String>,
+    pub whitelist_emails: Vec<String>,
+    pub profile_image: Option<String>,
+    pub voice_preview_text: Option<String>,
+    pub voice_enabled: Option<bool>,
+    pub video_enabled: Option<bool>,
+    pub is_every_conversation_accessible_by_support: Option<bool>,
+    pub is_private_conversations_enabled: Option<bool>,
+    pub voice_vendor_id: Option<String>,
+    /// Legacy place of `llm.system_message`.
+    pub system_message: Option<String>,
+}
 
 /// Checks an absolute http(s) URL of at most 2048 characters.
 pub fn check_url(field: &str, url: &str) -> Result<()> {
@@ -44,7 +81,7 @@ fn check_slug(slug: &str) -> Result<()> {
     }
 }
 
-fn llm(body: &LlmBody, legacy_system_message: Option<&String>, models: &Models) -> Result<Llm> {
+fn llm(body: &LlmInput, legacy_system_message: Option<&String>, models: &Models) -> Result<Llm> {
     let model = body.model.clone().unwrap_or_else(|| models.default_id().to_string());
     if !models.contains(&model) {
         return Err(Error::invalid(
@@ -64,7 +101,7 @@ fn llm(body: &LlmBody, legacy_system_message: Option<&String>, models: &Models) 
 }
 
 /// Validates a create/update body into a record (owner still unresolved: `Uuid::nil()`).
-pub fn from_body(body: &ReplicaBody, models: &Models) -> Result<Replica> {
+pub fn from_body(body: &ReplicaInput, models: &Models) -> Result<Replica> {
     check_len("name", body.name.trim(), 1, 50)?;
     check_len("shortDescription", &body.short_description, 0, 50)?;
     check_len("greeting", &body.greeting, 0, 600)?;
@@ -130,7 +167,7 @@ fn claim_slug(txn: &WriteTransaction, org: Uuid, slug: &str, id: Uuid) -> Result
 
 /// Creates a replica. Errors: 400 invalid body or owner, 409 `SLUG_TAKEN`,
 /// 429 `REPLICA_QUOTA_EXCEEDED` beyond `max_replicas` per organization.
-pub async fn create(store: &Store, org: Uuid, body: &ReplicaBody, models: &Models, max_replicas: u64) -> Result<Uuid> {
+pub async fn create(store: &Store, org: Uuid, body: &ReplicaInput, models: &Models, max_replicas: u64) -> Result<Uuid> {
     let mut replica = from_body(body, models)?;
     let owner = body.owner_id.clone();
     let (id, now) = (Uuid::now_v7(), now_ms());
@@ -159,7 +196,7 @@ pub async fn create(store: &Store, org: Uuid, body: &ReplicaBody, models: &Model
 }
 
 /// Replaces a replica's fields (same body as create). Errors: 400, 404, 409 `SLUG_TAKEN`.
-pub async fn update(store: &Store, org: Uuid, id: Uuid, body: &ReplicaBody, models: &Models) -> Result<()> {
+pub async fn update(store: &Store, org: Uuid, id: Uuid, body: &ReplicaInput, models: &Models) -> Result<()> {
     let new = from_body(body, models)?;
     let owner = body.owner_id.clone();
     let now = now_ms();

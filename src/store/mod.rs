@@ -8,6 +8,7 @@
 //! write is durable.
 
 pub mod codec;
+pub mod kb;
 mod migrate;
 pub mod records;
 pub mod states;

@@ -6,11 +6,11 @@ use uuid::Uuid;
 
 use super::{add_job, put_source, validate_meta, validate_text, write_content};
 use crate::error::{Code, Error, Result};
-use crate::ingest::chunk;
 use crate::ingest::formats::Format;
 use crate::service::{check_len, orgs};
 use crate::store::records::{FileMeta, KbEntry, KbKind, KbSource, KbStatus, Upload};
 use crate::store::{self, k, next_seq, now_ms, tables, Sequence, Store};
+use crate::text::chunk;
 
 /// Where a new entry's content comes from (exactly one of the create body's `text`, `url`,
 /// `filename`).

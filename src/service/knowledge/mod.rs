@@ -18,9 +18,11 @@ pub use list::{get, list, EntryView, ListQuery, Sort, SortKey, SORTS};
 
 use super::check_len;
 use crate::error::{Error, Result};
-use crate::ingest::{chunk, language};
-use crate::store::records::{Chunk, KbEntry, KbKind, KbSource, KbStatus, KbText};
-use crate::store::{self, k, next_seq, now_ms, tables, Sequence, Store};
+pub use crate::ingest::content::write_content;
+pub use crate::store::kb::{add_job, enqueue, put_source, source_in};
+use crate::store::records::{KbEntry, KbKind, KbStatus, KbText};
+use crate::store::{self, k, now_ms, tables, Store};
+use crate::text::chunk;
 
 /// ISO 639-1 codes accepted in `language` (spec §2.5).
 pub const LANGUAGES: &[&str] = &[
@@ -65,56 +67,6 @@ fn validate_text(text: &str) -> Result<()> {
     if text.trim().is_empty() {
         return Err(Error::invalid("text", "must contain more than white space"));
     }
-    Ok(())
-}
-
-/// Characters of the processed text kept as the entry's `summary`.
-const SUMMARY_CHARS: usize = 200;
-
-/// Stores `raw` as the entry's text, its chunks (replacing old ones), detects its language when
-/// none is set, and queues the entry for indexing (status `PROCESSED_TEXT`).
-pub fn write_content(txn: &WriteTransaction, entry: &mut KbEntry, raw: &str) -> Result<()> {
-    let title = entry.title.clone().or_else(|| entry.generated_title.clone()).unwrap_or_default();
-    let pieces = chunk::chunk(&title, raw);
-    let mut chunks = txn.open_table(tables::KB_CHUNKS)?;
-    chunks.retain_in((entry.id, 0)..=(entry.id, u32::MAX), |_, _| false)?;
-    for (i, p) in pieces.iter().enumerate() {
-        store::put(&mut chunks, (entry.id, i as u32), &Chunk { title: p.title.clone(), text: p.text.clone() })?;
-    }
-    let processed = pieces.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n\n");
-    entry.summary = processed.chars().take(SUMMARY_CHARS).collect();
-    let mut source = source_in(txn, entry.id)?;
-    source.detected_language = language::detect(&processed).map(str::to_string);
-    put_source(txn, entry.id, &source)?;
-    let text = KbText { raw: raw.to_string(), processed };
-    store::put(&mut txn.open_table(tables::KB_TEXTS)?, entry.id, &text)?;
-    entry.chunk_count = pieces.len() as u32;
-    entry.revision += 1;
-    entry.move_to(KbStatus::ProcessedText);
-    entry.error = None;
-    enqueue(txn, entry.id, entry.revision)
-}
-
-/// The source record of entry `id` (empty when none was written).
-pub fn source_in(txn: &WriteTransaction, id: u64) -> Result<KbSource> {
-    Ok(store::get::<u64, KbSource, _>(&txn.open_table(tables::KB_SOURCES)?, id)?.unwrap_or_default())
-}
-
-/// Writes the source record of entry `id`.
-pub fn put_source(txn: &WriteTransaction, id: u64, source: &KbSource) -> Result<()> {
-    store::put(&mut txn.open_table(tables::KB_SOURCES)?, id, source)
-}
-
-/// Appends an outbox row for `entry` at `revision` (0 for a deletion).
-pub fn enqueue(txn: &WriteTransaction, entry: u64, revision: u64) -> Result<()> {
-    let seq = next_seq(txn, Sequence::Outbox)?;
-    txn.open_table(tables::KB_OUTBOX)?.insert(seq, (entry, revision))?;
-    Ok(())
-}
-
-/// Adds an ingestion job for `entry` (see `ingest::pipeline`), runnable now.
-pub fn add_job(txn: &WriteTransaction, entry: u64) -> Result<()> {
-    txn.open_table(tables::KB_JOBS)?.insert(entry, (0u32, 0i64))?;
     Ok(())
 }
 
@@ -220,20 +172,6 @@ pub fn delete_all_in(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
         let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KB_ENTRIES)?, id)?;
         if let Some(e) = found {
             remove_in(txn, &e)?;
-        }
-    }
-    Ok(())
-}
-
-/// Moves entries whose current revision is the one indexed (`(entry, revision)` pairs) to
-/// `status` (`VECTOR_CREATED` once the index commit holds them, `READY` once searchers see them)
-/// where [`KbStatus::may_become`] allows it.
-pub fn mark_indexed_in(txn: &WriteTransaction, indexed: &[(u64, u64)], status: KbStatus) -> Result<()> {
-    let mut table = txn.open_table(tables::KB_ENTRIES)?;
-    for &(id, revision) in indexed {
-        let Some(mut e) = store::get::<u64, KbEntry, _>(&table, id)? else { continue };
-        if e.revision == revision && e.move_to(status) {
-            store::put(&mut table, id, &e)?;
         }
     }
     Ok(())
