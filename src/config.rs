@@ -65,7 +65,9 @@ pub struct Config {
 }
 
 impl Config {
-    /// A configuration with every default, for `data_dir` (tests and embedding).
+    /// A configuration with every default, for `data_dir` (tests and embedding); `listen` is
+    /// `127.0.0.1:0` (a free port). The other values are the flags' defaults (a test keeps
+    /// them equal).
     pub fn new(data_dir: PathBuf) -> Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -143,5 +145,17 @@ mod tests {
         assert!(parse_duration("0").is_err());
         assert!(parse_duration("5y").is_err());
         assert!(parse_duration("abc").is_err());
+    }
+
+    #[test]
+    fn config_new_has_the_defaults_of_the_flags() {
+        #[derive(clap::Parser)]
+        struct Flags {
+            #[command(flatten)]
+            config: Config,
+        }
+        let args = ["replicad", "--listen", "127.0.0.1:0", "--data-dir", "d"];
+        let parsed = <Flags as clap::Parser>::try_parse_from(args).unwrap().config;
+        assert_eq!(format!("{parsed:?}"), format!("{:?}", Config::new(PathBuf::from("d"))));
     }
 }

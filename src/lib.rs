@@ -49,6 +49,13 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// Binds `config.listen` and [`serve`]s until SIGINT or SIGTERM (`replicad serve`).
+pub async fn serve_until_signal(config: Config) -> Result<(), String> {
+    let listener =
+        TcpListener::bind(config.listen).await.map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+    serve(config, listener, server::shutdown_signal()).await
+}
+
 /// Opens the store and the index, starts the indexer and the admin socket, makes the demo
 /// data when asked, prints `listening on http://ADDR` (`https://` with TLS) on stdout, and serves `listener` until
 /// `shutdown` resolves. Errors are start-up failures, as text for the operator.

@@ -30,12 +30,7 @@ fn fail(message: String) -> ExitCode {
 
 async fn run(command: Command) -> Result<(), String> {
     match command {
-        Command::Serve(config) => {
-            let listener = tokio::net::TcpListener::bind(config.listen)
-                .await
-                .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
-            replicad::serve(*config, listener, shutdown_signal()).await
-        }
+        Command::Serve(config) => replicad::serve_until_signal(*config).await,
         Command::Invites { command: InvitesCommand::Create { dir, expires_in } } => {
             println!("{}", admin::create_invite(&dir.data_dir, expires_in).await?);
             Ok(())
@@ -54,21 +49,4 @@ async fn run(command: Command) -> Result<(), String> {
             }
         }
     }
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return ctrl_c.await.unwrap_or(()),
-        };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    ctrl_c.await.unwrap_or(());
 }
