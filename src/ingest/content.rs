@@ -18,7 +18,7 @@ const SUMMARY_CHARS: usize = 200;
 pub fn write_content(txn: &WriteTransaction, entry: &mut KbEntry, raw: &str) -> Result<()> {
     let title = entry.title.clone().or_else(|| entry.generated_title.clone()).unwrap_or_default();
     let pieces = chunk::chunk(&title, raw);
-    let mut chunks = txn.open_table(tables::KB_CHUNKS)?;
+    let mut chunks = txn.open_table(tables::KBCHUNK_CHUNK)?;
     chunks.retain_in((entry.id, 0)..=(entry.id, u32::MAX), |_, _| false)?;
     for (i, p) in pieces.iter().enumerate() {
         store::put(&mut chunks, (entry.id, i as u32), &Chunk { title: p.title.clone(), text: p.text.clone() })?;
@@ -29,7 +29,7 @@ pub fn write_content(txn: &WriteTransaction, entry: &mut KbEntry, raw: &str) -> 
     source.detected_language = language::detect(&processed).map(str::to_string);
     put_source(txn, entry.id, &source)?;
     let text = KbText { raw: raw.to_string(), processed };
-    store::put(&mut txn.open_table(tables::KB_TEXTS)?, entry.id, &text)?;
+    store::put(&mut txn.open_table(tables::KBID_TEXT)?, entry.id, &text)?;
     entry.chunk_count = pieces.len() as u32;
     entry.revision += 1;
     entry.move_to(KbStatus::ProcessedText);

@@ -132,7 +132,7 @@ impl Resolve for PublicOnly {
 }
 
 /// Checks a URL before it is fetched or followed: http(s), a host, and a public literal address.
-pub fn check_url(url: &Url, allow_private: bool) -> Result<(), String> {
+pub fn check_fetchable(url: &Url, allow_private: bool) -> Result<(), String> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!("only http and https URLs can be fetched, not {}", url.scheme()));
     }
@@ -155,7 +155,7 @@ impl Fetcher {
         let policy = reqwest::redirect::Policy::custom(move |attempt| {
             if attempt.previous().len() >= MAX_REDIRECTS {
                 attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
-            } else if let Err(e) = check_url(attempt.url(), allow_private) {
+            } else if let Err(e) = check_fetchable(attempt.url(), allow_private) {
                 attempt.error(e)
             } else {
                 attempt.follow()
@@ -176,7 +176,7 @@ impl Fetcher {
     /// Fetches `url` (GET). Errors say why in words fit for the entry's `error.message`.
     pub async fn fetch(&self, url: &str) -> Result<Fetched, FetchError> {
         let parsed = Url::parse(url).map_err(|e| FetchError::permanent(format!("invalid URL: {e}")))?;
-        check_url(&parsed, self.allow_private).map_err(FetchError::permanent)?;
+        check_fetchable(&parsed, self.allow_private).map_err(FetchError::permanent)?;
         let response = self.client.get(parsed).send().await.map_err(|e| describe(&e))?;
         let status = response.status();
         if !status.is_success() {
@@ -268,10 +268,10 @@ mod tests {
 
     #[test]
     fn urls_are_checked_before_fetching() {
-        assert!(check_url(&Url::parse("ftp://example.com/a").unwrap(), false).is_err());
-        assert!(check_url(&Url::parse("http://127.0.0.1:8080/").unwrap(), false).is_err());
-        assert!(check_url(&Url::parse("http://[::1]/").unwrap(), false).is_err());
-        assert!(check_url(&Url::parse("http://127.0.0.1:8080/").unwrap(), true).is_ok());
-        assert!(check_url(&Url::parse("https://example.com/doc").unwrap(), false).is_ok());
+        assert!(check_fetchable(&Url::parse("ftp://example.com/a").unwrap(), false).is_err());
+        assert!(check_fetchable(&Url::parse("http://127.0.0.1:8080/").unwrap(), false).is_err());
+        assert!(check_fetchable(&Url::parse("http://[::1]/").unwrap(), false).is_err());
+        assert!(check_fetchable(&Url::parse("http://127.0.0.1:8080/").unwrap(), true).is_ok());
+        assert!(check_fetchable(&Url::parse("https://example.com/doc").unwrap(), false).is_ok());
     }
 }

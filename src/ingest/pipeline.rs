@@ -68,7 +68,7 @@ async fn run_ready(store: &Store, worker: &Worker) -> Result<Option<Duration>> {
     let now = now_ms();
     let jobs: Vec<(u64, u32, i64)> = store
         .read(|txn| {
-            txn.open_table(tables::KB_JOBS)?
+            txn.open_table(tables::KBID_JOB)?
                 .iter()?
                 .take(SCAN)
                 .map(|r| r.map(|(k, v)| (k.value(), v.value().0, v.value().1)).map_err(Error::from))
@@ -113,17 +113,17 @@ struct Job {
 async fn load(store: &Store, id: u64) -> Result<Option<Job>> {
     store
         .read(move |txn| {
-            let Some(entry) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KB_ENTRIES)?, id)? else {
+            let Some(entry) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)? else {
                 return Ok(None);
             };
-            let source = store::get(&txn.open_table(tables::KB_SOURCES)?, id)?.unwrap_or_default();
+            let source = store::get(&txn.open_table(tables::KBID_SOURCE)?, id)?.unwrap_or_default();
             let file = match entry.status {
-                KbStatus::FileUploaded => txn.open_table(tables::KB_FILES)?.get(id)?.map(|v| v.value().to_vec()),
+                KbStatus::FileUploaded => txn.open_table(tables::KBID_FILE)?.get(id)?.map(|v| v.value().to_vec()),
                 _ => None,
             };
             let raw = match entry.kind {
                 KbKind::Website if entry.auto_refresh => {
-                    store::get::<u64, KbText, _>(&txn.open_table(tables::KB_TEXTS)?, id)?.map(|t| t.raw)
+                    store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.map(|t| t.raw)
                 }
                 _ => None,
             };
@@ -235,7 +235,7 @@ async fn save_raw(
     let now = now_ms();
     store
         .write_kb(move |txn| {
-            let mut entries = txn.open_table(tables::KB_ENTRIES)?;
+            let mut entries = txn.open_table(tables::KBID_ENTRY)?;
             let found = store::get::<u64, KbEntry, _>(&entries, id)?;
             let Some(mut e) = found.filter(|e| e.status == from && from.may_become(KbStatus::RawText)) else {
                 return Ok(());
@@ -251,7 +251,7 @@ async fn save_raw(
                 e.generated_title = Some(t.trim().chars().take(200).collect());
             }
             let text = KbText { raw: extracted.text.clone(), processed: String::new() };
-            store::put(&mut txn.open_table(tables::KB_TEXTS)?, id, &text)?;
+            store::put(&mut txn.open_table(tables::KBID_TEXT)?, id, &text)?;
             e.move_to(KbStatus::RawText);
             e.updated_at = now;
             store::put(&mut entries, id, &e)
@@ -265,14 +265,15 @@ async fn process(store: &Store, id: u64, refresh_ms: i64) -> Result<()> {
     let now = now_ms();
     store
         .write_kb(move |txn| {
-            let entries = txn.open_table(tables::KB_ENTRIES)?;
+            let entries = txn.open_table(tables::KBID_ENTRY)?;
             let found = store::get::<u64, KbEntry, _>(&entries, id)?.filter(|e| e.status == KbStatus::RawText);
             drop(entries);
             if let Some(mut e) = found {
-                let raw = store::get::<u64, KbText, _>(&txn.open_table(tables::KB_TEXTS)?, id)?.unwrap_or_default().raw;
+                let raw =
+                    store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.unwrap_or_default().raw;
                 super::content::write_content(txn, &mut e, &raw)?;
                 e.updated_at = now;
-                store::put(&mut txn.open_table(tables::KB_ENTRIES)?, id, &e)?;
+                store::put(&mut txn.open_table(tables::KBID_ENTRY)?, id, &e)?;
                 if e.kind == KbKind::Website && e.auto_refresh {
                     return refresh_later(txn, id, refresh_ms);
                 }
@@ -289,7 +290,7 @@ async fn fail(store: &Store, id: u64, from: Option<KbStatus>, message: String) -
     let now = now_ms();
     store
         .write_kb(move |txn| {
-            let mut entries = txn.open_table(tables::KB_ENTRIES)?;
+            let mut entries = txn.open_table(tables::KBID_ENTRY)?;
             let found = store::get::<u64, KbEntry, _>(&entries, id)?;
             if let Some(mut e) = found.filter(|e| from.is_none_or(|f| e.status == f)) {
                 e.move_to(KbStatus::Unprocessable);
@@ -304,19 +305,19 @@ async fn fail(store: &Store, id: u64, from: Option<KbStatus>, message: String) -
 }
 
 fn drop_job(txn: &redb::WriteTransaction, id: u64) -> Result<()> {
-    txn.open_table(tables::KB_JOBS)?.remove(id)?;
+    txn.open_table(tables::KBID_JOB)?.remove(id)?;
     Ok(())
 }
 
 /// Makes job `id` a fresh one due in `refresh_ms` (the next `autoRefresh` re-fetch).
 fn refresh_later(txn: &redb::WriteTransaction, id: u64, refresh_ms: i64) -> Result<()> {
-    txn.open_table(tables::KB_JOBS)?.insert(id, (0u32, now_ms() + refresh_ms))?;
+    txn.open_table(tables::KBID_JOB)?.insert(id, (0u32, now_ms() + refresh_ms))?;
     Ok(())
 }
 
 /// Counts an attempt of job `id` and makes it wait `delay_ms`.
 fn reschedule(txn: &redb::WriteTransaction, id: u64, delay_ms: i64) -> Result<()> {
-    let mut jobs = txn.open_table(tables::KB_JOBS)?;
+    let mut jobs = txn.open_table(tables::KBID_JOB)?;
     let attempts = match jobs.get(id)? {
         Some(v) => v.value().0,
         None => return Ok(()),

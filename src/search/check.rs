@@ -64,12 +64,12 @@ pub async fn check(store: &Store, search: &Arc<Search>) -> Result<Report> {
     let (entries, pending, store_seq) = store
         .read(|txn| {
             let pending: HashSet<u64> = txn
-                .open_table(tables::KB_OUTBOX)?
+                .open_table(tables::SEQ_KBOUTBOX)?
                 .iter()?
                 .map(|r| r.map(|(_, v)| v.value().0))
                 .collect::<Result<_, _>>()?;
             let entries = txn
-                .open_table(tables::KB_ENTRIES)?
+                .open_table(tables::KBID_ENTRY)?
                 .iter()?
                 .map(|r| r.map_err(Error::from).and_then(|(_, v)| store::codec::decode::<KbEntry>(v.value())))
                 .collect::<Result<Vec<_>>>()?;

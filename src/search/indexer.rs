@@ -15,7 +15,7 @@ use tantivy::Term;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use super::{new_generation_name, open_generation, write_current, ChunkDoc, Generation, Search};
+use super::{new_generation_name, open_generation, write_current, ChunkDoc, IndexGeneration, Search};
 use crate::error::{Error, Result};
 use crate::store::kb;
 use crate::store::records::{Chunk, KbEntry, KbSource, KbStatus};
@@ -39,7 +39,7 @@ pub struct EntryDoc {
     pub chunks: Vec<Chunk>,
 }
 
-impl Generation {
+impl IndexGeneration {
     fn add_entry(&self, w: &tantivy::IndexWriter, entry: u64, doc: &EntryDoc) -> Result<()> {
         for (i, c) in doc.chunks.iter().enumerate() {
             let language = doc.language.as_deref();
@@ -101,17 +101,17 @@ impl Search {
 }
 
 fn entry_doc(txn: &ReadTransaction, id: u64) -> Result<Option<EntryDoc>> {
-    let Some(e) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KB_ENTRIES)?, id)? else {
+    let Some(e) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)? else {
         return Ok(None);
     };
-    let source: Option<KbSource> = store::get(&txn.open_table(tables::KB_SOURCES)?, id)?;
+    let source: Option<KbSource> = store::get(&txn.open_table(tables::KBID_SOURCE)?, id)?;
     let language = e.language.clone().or_else(|| source.and_then(|s| s.detected_language));
     let mut doc = EntryDoc { replica: e.replica, revision: e.revision, language, chunks: Vec::new() };
     if e.chunk_count == 0 || e.status == KbStatus::Unprocessable {
         return Ok(Some(doc));
     }
     let chunks = txn
-        .open_table(tables::KB_CHUNKS)?
+        .open_table(tables::KBCHUNK_CHUNK)?
         .range((id, 0)..=(id, u32::MAX))?
         .map(|r| r.map_err(Error::from).and_then(|(_, v)| store::codec::decode(v.value())))
         .collect::<Result<Vec<Chunk>>>()?;
@@ -127,7 +127,7 @@ fn indexed_revisions(changes: &[Change]) -> Vec<(u64, u64)> {
 pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize> {
     let (seqs, changes) = store
         .read(|txn| {
-            let outbox = txn.open_table(tables::KB_OUTBOX)?;
+            let outbox = txn.open_table(tables::SEQ_KBOUTBOX)?;
             let mut seqs = Vec::new();
             let mut entries: Vec<u64> = Vec::new();
             for row in outbox.iter()?.take(BATCH) {
@@ -157,7 +157,7 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
     let n = seqs.len();
     store
         .write(move |txn| {
-            let mut outbox = txn.open_table(tables::KB_OUTBOX)?;
+            let mut outbox = txn.open_table(tables::SEQ_KBOUTBOX)?;
             for s in &seqs {
                 outbox.remove(s)?;
             }
@@ -173,7 +173,7 @@ pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<u
         .read(|txn| {
             let seq = current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?;
             let ids: Vec<u64> = txn
-                .open_table(tables::KB_ENTRIES)?
+                .open_table(tables::KBID_ENTRY)?
                 .iter()?
                 .map(|r| r.map(|(k, _)| k.value()))
                 .collect::<Result<_, _>>()?;
@@ -191,7 +191,7 @@ pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<u
     let ready = indexed_revisions(&all);
     store
         .write(move |txn| {
-            txn.open_table(tables::KB_OUTBOX)?.retain_in(0..=seq, |_, _| false)?;
+            txn.open_table(tables::SEQ_KBOUTBOX)?.retain_in(0..=seq, |_, _| false)?;
             kb::mark_indexed_in(txn, &ready, KbStatus::Ready)
         })
         .await?;

@@ -4,7 +4,7 @@
 use redb::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
-use super::{check_len, normalize_email};
+use super::{check_http_url, check_len, normalize_email};
 use crate::error::{Code, Error, Result};
 use crate::models::Models;
 use crate::store::records::{Llm, Replica};
@@ -51,17 +51,6 @@ pub struct ReplicaInput {
     pub voice_vendor_id: Option<String>,
     /// Legacy place of `llm.system_message`.
     pub system_message: Option<String>,
-}
-
-/// Checks an absolute http(s) URL of at most 2048 characters.
-pub fn check_url(field: &str, url: &str) -> Result<()> {
-    check_len(field, url, 1, 2048)?;
-    let lower = url.to_ascii_lowercase();
-    let rest = lower.strip_prefix("https://").or_else(|| lower.strip_prefix("http://"));
-    match rest {
-        Some(host) if !host.is_empty() && !url.chars().any(|c| c.is_whitespace()) => Ok(()),
-        _ => Err(Error::invalid(field, "must be an absolute http(s) URL")),
-    }
 }
 
 fn check_list(field: &str, items: &[String], max_items: usize, max_len: usize) -> Result<()> {
@@ -116,7 +105,7 @@ pub fn from_body(body: &ReplicaInput, models: &Models) -> Result<Replica> {
     check_list("tags", &body.tags, 20, 50)?;
     check_list("suggestedQuestions", &body.suggested_questions, 10, 200)?;
     if let Some(url) = &body.profile_image {
-        check_url("profileImage", url)?;
+        check_http_url("profileImage", url)?;
     }
     if let Some(t) = &body.voice_preview_text {
         check_len("voicePreviewText", t, 0, 400)?;
@@ -147,7 +136,7 @@ pub fn from_body(body: &ReplicaInput, models: &Models) -> Result<Replica> {
 }
 
 fn owner_in(txn: &WriteTransaction, org: Uuid, owner: &str) -> Result<Uuid> {
-    let users = txn.open_table(tables::USERS)?;
+    let users = txn.open_table(tables::USERID_USER)?;
     let emails = txn.open_table(tables::EMAIL_USER)?;
     super::users::find_owner(&users, &emails, org, owner)?.ok_or_else(|| {
         Error::invalid("ownerID", format!("{owner:?} is not the id or e-mail of a user of this organization"))
@@ -189,7 +178,7 @@ pub async fn create(store: &Store, org: Uuid, body: &ReplicaInput, models: &Mode
             }
             claim_slug(txn, org, &r.slug, id)?;
             by_org.insert((k(org), k(id)), ())?;
-            store::put(&mut txn.open_table(tables::REPLICAS)?, k(id), &r)?;
+            store::put(&mut txn.open_table(tables::REPLICAID_REPLICA)?, k(id), &r)?;
             Ok(id)
         })
         .await
@@ -213,13 +202,13 @@ pub async fn update(store: &Store, org: Uuid, id: Uuid, body: &ReplicaInput, mod
             r.org = org;
             r.created_at = old.created_at;
             r.updated_at = now;
-            store::put(&mut txn.open_table(tables::REPLICAS)?, k(id), &r)
+            store::put(&mut txn.open_table(tables::REPLICAID_REPLICA)?, k(id), &r)
         })
         .await
 }
 
 fn load_in(txn: &WriteTransaction, org: Uuid, id: Uuid) -> Result<Replica> {
-    store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAS)?, k(id))?
+    store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAID_REPLICA)?, k(id))?
         .filter(|r| r.org == org)
         .ok_or_else(|| Error::not_found("replica"))
 }
@@ -230,11 +219,12 @@ pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
     store
         .write_kb(move |txn| {
             let r = load_in(txn, org, id)?;
-            txn.open_table(tables::REPLICAS)?.remove(k(id))?;
+            txn.open_table(tables::REPLICAID_REPLICA)?.remove(k(id))?;
             txn.open_table(tables::ORG_REPLICA)?.remove((k(org), k(id)))?;
             txn.open_table(tables::SLUG_REPLICA)?.remove((k(org), r.slug.as_str()))?;
             txn.open_table(tables::REPLICA_MESSAGECOUNT)?.remove(k(id))?;
-            txn.open_table(tables::MESSAGES)?.retain_in((k(id), 0, 0)..=(k(id), u128::MAX, u64::MAX), |_, _| false)?;
+            txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?
+                .retain_in((k(id), 0, 0)..=(k(id), u128::MAX, u64::MAX), |_, _| false)?;
             super::knowledge::delete_all_in(txn, id)
         })
         .await
@@ -257,7 +247,7 @@ pub fn visible_to(replica: &Replica, user: Option<&crate::store::records::User>)
 /// The replica `id` of `org` as seen by `user`; 404 when missing or not visible.
 pub async fn get(store: &Store, org: Uuid, id: Uuid, user: Option<&crate::store::records::User>) -> Result<Replica> {
     let r = store
-        .read(move |txn| store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAS)?, k(id)))
+        .read(move |txn| store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAID_REPLICA)?, k(id)))
         .await?
         .filter(|r| r.org == org)
         .ok_or_else(|| Error::not_found("replica"))?;
@@ -291,7 +281,7 @@ pub async fn list(
     store
         .read(move |txn| {
             let ids = txn.open_table(tables::ORG_REPLICA)?;
-            let table = txn.open_table(tables::REPLICAS)?;
+            let table = txn.open_table(tables::REPLICAID_REPLICA)?;
             let counts = txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
             let owner = match &q.owner {
                 Some(o) => Some(owner_filter(txn, org, o)?),
@@ -318,7 +308,7 @@ pub async fn list(
 }
 
 fn owner_filter(txn: &redb::ReadTransaction, org: Uuid, owner: &str) -> Result<Option<Uuid>> {
-    let users = txn.open_table(tables::USERS)?;
+    let users = txn.open_table(tables::USERID_USER)?;
     let emails = txn.open_table(tables::EMAIL_USER)?;
     super::users::find_owner(&users, &emails, org, owner)
 }
@@ -347,12 +337,4 @@ fn matches(r: &Replica, q: &ListQuery, owner: Option<Option<Uuid>>) -> bool {
         }
     }
     true
-}
-
-/// Counts one more chat history item of `replica` (popularity).
-pub fn count_message(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
-    let mut t = txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
-    let n = t.get(k(replica))?.map(|v| v.value()).unwrap_or(0);
-    t.insert(k(replica), n + 1)?;
-    Ok(())
 }

@@ -9,24 +9,24 @@ use crate::error::Result;
 
 /// The source record of entry `id` (empty when none was written).
 pub fn source_in(txn: &WriteTransaction, id: u64) -> Result<KbSource> {
-    Ok(get::<u64, KbSource, _>(&txn.open_table(tables::KB_SOURCES)?, id)?.unwrap_or_default())
+    Ok(get::<u64, KbSource, _>(&txn.open_table(tables::KBID_SOURCE)?, id)?.unwrap_or_default())
 }
 
 /// Writes the source record of entry `id`.
 pub fn put_source(txn: &WriteTransaction, id: u64, source: &KbSource) -> Result<()> {
-    put(&mut txn.open_table(tables::KB_SOURCES)?, id, source)
+    put(&mut txn.open_table(tables::KBID_SOURCE)?, id, source)
 }
 
 /// Appends an outbox row for `entry` at `revision` (0 for a deletion).
 pub fn enqueue(txn: &WriteTransaction, entry: u64, revision: u64) -> Result<()> {
     let seq = next_seq(txn, Sequence::Outbox)?;
-    txn.open_table(tables::KB_OUTBOX)?.insert(seq, (entry, revision))?;
+    txn.open_table(tables::SEQ_KBOUTBOX)?.insert(seq, (entry, revision))?;
     Ok(())
 }
 
 /// Adds an ingestion job for `entry` (see `ingest::pipeline`), runnable now.
 pub fn add_job(txn: &WriteTransaction, entry: u64) -> Result<()> {
-    txn.open_table(tables::KB_JOBS)?.insert(entry, (0u32, 0i64))?;
+    txn.open_table(tables::KBID_JOB)?.insert(entry, (0u32, 0i64))?;
     Ok(())
 }
 
@@ -34,7 +34,7 @@ pub fn add_job(txn: &WriteTransaction, entry: u64) -> Result<()> {
 /// `status` (`VECTOR_CREATED` once the index commit holds them, `READY` once searchers see them)
 /// where [`KbStatus::may_become`] allows it.
 pub fn mark_indexed_in(txn: &WriteTransaction, indexed: &[(u64, u64)], status: KbStatus) -> Result<()> {
-    let mut table = txn.open_table(tables::KB_ENTRIES)?;
+    let mut table = txn.open_table(tables::KBID_ENTRY)?;
     for &(id, revision) in indexed {
         let Some(mut e) = get::<u64, KbEntry, _>(&table, id)? else { continue };
         if e.revision == revision && e.move_to(status) {

@@ -7,7 +7,7 @@ use uuid::Uuid;
 use super::{add_job, put_source, validate_meta, validate_text, write_content};
 use crate::error::{Code, Error, Result};
 use crate::ingest::formats::Format;
-use crate::service::{check_len, orgs};
+use crate::service::check_len;
 use crate::store::records::{FileMeta, KbEntry, KbKind, KbSource, KbStatus, Upload};
 use crate::store::{self, k, next_seq, now_ms, tables, Sequence, Store};
 use crate::text::chunk;
@@ -108,7 +108,7 @@ fn count_entry(txn: &WriteTransaction, org: Uuid, limits: Limits, custom: Option
     let n = counts.get(k(org))?.map(|v| v.value()).unwrap_or(0);
     if let Some(max) = custom.filter(|max| n >= *max) {
         return Err(Error::new(
-            Code::KnowledgeBaseCustomQuotaExceeded,
+            Code::KnowledgeBaseUsageLimitReached,
             format!("the organization has {n} knowledge-base entries; usageLimits.knowledgeBaseEntries is {max}"),
         ));
     }
@@ -153,7 +153,7 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, new: NewEntry, limi
         Content::Filename(_) => source.file.as_ref().map(|f| f.name.clone()),
     }
     .filter(|t| !t.is_empty());
-    let upload_hash = token.as_deref().map(orgs::hash);
+    let upload_hash = token.as_deref().map(crate::service::hash_secret);
     let id = store
         .write_kb(move |txn| {
             count_entry(txn, org, limits, new.custom_limit)?;
@@ -192,7 +192,7 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, new: NewEntry, limi
                     store::put(&mut txn.open_table(tables::TOKENHASH_UPLOAD)?, &hash, &upload)?;
                 }
             }
-            store::put(&mut txn.open_table(tables::KB_ENTRIES)?, id, &entry)?;
+            store::put(&mut txn.open_table(tables::KBID_ENTRY)?, id, &entry)?;
             txn.open_table(tables::REPLICA_KB)?.insert((k(replica), id), ())?;
             Ok(id)
         })

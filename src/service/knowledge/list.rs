@@ -97,8 +97,8 @@ pub async fn list(store: &Store, replica: Uuid, q: ListQuery) -> Result<(Vec<Ent
     store
         .read(move |txn| {
             let ids = txn.open_table(tables::REPLICA_KB)?;
-            let entries = txn.open_table(tables::KB_ENTRIES)?;
-            let sources = txn.open_table(tables::KB_SOURCES)?;
+            let entries = txn.open_table(tables::KBID_ENTRY)?;
+            let sources = txn.open_table(tables::KBID_SOURCE)?;
             let search = q.search.as_ref().map(|s| s.to_lowercase());
             let mut found = Vec::new();
             for row in ids.range((k(replica), 0)..=(k(replica), u64::MAX))? {
@@ -119,16 +119,16 @@ pub async fn list(store: &Store, replica: Uuid, q: ListQuery) -> Result<(Vec<Ent
 pub async fn get(store: &Store, replica: Uuid, id: u64) -> Result<(EntryView, KbText, Vec<Chunk>)> {
     store
         .read(move |txn| {
-            let entry = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KB_ENTRIES)?, id)?
+            let entry = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?
                 .filter(|e| e.replica == replica)
                 .ok_or_else(|| Error::not_found("knowledge-base entry"))?;
             let chunks = txn
-                .open_table(tables::KB_CHUNKS)?
+                .open_table(tables::KBCHUNK_CHUNK)?
                 .range((id, 0)..=(id, u32::MAX))?
                 .map(|r| r.map_err(Error::from).and_then(|(_, v)| store::codec::decode(v.value())))
                 .collect::<Result<Vec<Chunk>>>()?;
-            let text = store::get::<u64, KbText, _>(&txn.open_table(tables::KB_TEXTS)?, id)?.unwrap_or_default();
-            Ok((view_of(&txn.open_table(tables::KB_SOURCES)?, entry)?, text, chunks))
+            let text = store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.unwrap_or_default();
+            Ok((view_of(&txn.open_table(tables::KBID_SOURCE)?, entry)?, text, chunks))
         })
         .await
 }

@@ -91,11 +91,11 @@ pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Resul
     let now = now_ms();
     store
         .write_kb(move |txn| {
-            let mut table = txn.open_table(tables::KB_ENTRIES)?;
+            let mut table = txn.open_table(tables::KBID_ENTRY)?;
             let mut e = store::get::<u64, KbEntry, _>(&table, id)?
                 .filter(|e| e.replica == replica)
                 .ok_or_else(|| Error::not_found("knowledge-base entry"))?;
-            let old = store::get::<u64, KbText, _>(&txn.open_table(tables::KB_TEXTS)?, id)?.unwrap_or_default();
+            let old = store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.unwrap_or_default();
             let text_changed = patch.raw_text.as_ref().is_some_and(|t| t != &old.raw);
             let raw = patch.raw_text.clone().unwrap_or(old.raw);
             let title_changed = patch.title.is_some() && patch.title != e.title;
@@ -114,7 +114,7 @@ pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Resul
             }
             drop(table);
             if text_changed {
-                txn.open_table(tables::KB_JOBS)?.remove(id)?;
+                txn.open_table(tables::KBID_JOB)?.remove(id)?;
             } else if patch.auto_refresh == Some(true) && e.kind == KbKind::Website && e.status == KbStatus::Ready {
                 add_job(txn, id)?; // turning autoRefresh on re-fetches now, then every interval
             }
@@ -122,7 +122,7 @@ pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Resul
                 write_content(txn, &mut e, &raw)?;
             }
             e.updated_at = now;
-            table = txn.open_table(tables::KB_ENTRIES)?;
+            table = txn.open_table(tables::KBID_ENTRY)?;
             store::put(&mut table, id, &e)
         })
         .await
@@ -133,7 +133,7 @@ pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Resul
 pub async fn delete(store: &Store, replica: Uuid, id: u64) -> Result<()> {
     store
         .write_kb(move |txn| {
-            let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KB_ENTRIES)?, id)?;
+            let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
             match found.filter(|e| e.replica == replica) {
                 Some(e) => remove_in(txn, &e),
                 None => Err(Error::not_found("knowledge-base entry")),
@@ -151,13 +151,13 @@ fn remove_in(txn: &WriteTransaction, e: &KbEntry) -> Result<()> {
     let mut counts = txn.open_table(tables::ORG_KBCOUNT)?;
     let n = counts.get(k(e.org))?.map(|v| v.value()).unwrap_or(0);
     counts.insert(k(e.org), n.saturating_sub(1))?;
-    txn.open_table(tables::KB_ENTRIES)?.remove(id)?;
-    txn.open_table(tables::KB_TEXTS)?.remove(id)?;
-    txn.open_table(tables::KB_SOURCES)?.remove(id)?;
-    txn.open_table(tables::KB_FILES)?.remove(id)?;
-    txn.open_table(tables::KB_JOBS)?.remove(id)?;
+    txn.open_table(tables::KBID_ENTRY)?.remove(id)?;
+    txn.open_table(tables::KBID_TEXT)?.remove(id)?;
+    txn.open_table(tables::KBID_SOURCE)?.remove(id)?;
+    txn.open_table(tables::KBID_FILE)?.remove(id)?;
+    txn.open_table(tables::KBID_JOB)?.remove(id)?;
     txn.open_table(tables::REPLICA_KB)?.remove((k(e.replica), id))?;
-    txn.open_table(tables::KB_CHUNKS)?.retain_in((id, 0)..=(id, u32::MAX), |_, _| false)?;
+    txn.open_table(tables::KBCHUNK_CHUNK)?.retain_in((id, 0)..=(id, u32::MAX), |_, _| false)?;
     enqueue(txn, id, 0)
 }
 
@@ -169,7 +169,7 @@ pub fn delete_all_in(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
         .map(|r| r.map(|(key, _)| key.value().1))
         .collect::<Result<_, _>>()?;
     for id in ids {
-        let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KB_ENTRIES)?, id)?;
+        let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
         if let Some(e) = found {
             remove_in(txn, &e)?;
         }
