@@ -110,12 +110,7 @@ fn entry_doc(txn: &ReadTransaction, id: u64) -> Result<Option<EntryDoc>> {
     if e.chunk_count == 0 || e.status == KbStatus::Unprocessable {
         return Ok(Some(doc));
     }
-    let chunks = txn
-        .open_table(tables::KBCHUNK_CHUNK)?
-        .range((id, 0)..=(id, u32::MAX))?
-        .map(|r| r.map_err(Error::from).and_then(|(_, v)| store::codec::decode(v.value())))
-        .collect::<Result<Vec<Chunk>>>()?;
-    doc.chunks = chunks;
+    doc.chunks = kb::chunks_of(&txn.open_table(tables::KBCHUNK_CHUNK)?, id)?;
     Ok(Some(doc))
 }
 

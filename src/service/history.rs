@@ -8,6 +8,9 @@ use crate::error::{Error, Result};
 use crate::store::records::{Message, SourceRef};
 use crate::store::{self, k, next_seq, now_ms, tables, Sequence, Store};
 
+/// Longest `content` of a chat message or history item, in characters (spec §2.1, §4.2).
+pub const MAX_CONTENT_CHARS: usize = 100_000;
+
 /// Message-source values (spec §2.6).
 pub const SOURCES: &[&str] = &["messengerB", "messengerA", "embed", "web", "messengerA_autopilot"];
 

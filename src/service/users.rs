@@ -118,15 +118,21 @@ async fn linked(store: &Store, org: Uuid, kind: &'static str, external: &str) ->
         .await
 }
 
+/// Claims `email` for user `id` of `org` in `email_user`; 409 `EMAIL_TAKEN` if it is in use.
+fn claim_email(txn: &WriteTransaction, org: Uuid, email: &str, id: Uuid) -> Result<()> {
+    let mut idx = txn.open_table(tables::EMAIL_USER)?;
+    if idx.get((k(org), email))?.is_some() {
+        return Err(Error::new(Code::EmailTaken, format!("e-mail {email} is used by another user")));
+    }
+    idx.insert((k(org), email), k(id))?;
+    Ok(())
+}
+
 /// Writes a new user and its index rows; 409 `EMAIL_TAKEN` if the e-mail is in use.
 pub fn insert(txn: &WriteTransaction, user: &User) -> Result<()> {
     let org = k(user.org);
     if let Some(email) = &user.email {
-        let mut idx = txn.open_table(tables::EMAIL_USER)?;
-        if idx.get((org, email.as_str()))?.is_some() {
-            return Err(Error::new(Code::EmailTaken, format!("e-mail {email} is used by another user")));
-        }
-        idx.insert((org, email.as_str()), k(user.id))?;
+        claim_email(txn, user.org, email, user.id)?;
     }
     if let Some((kind, ext)) = &user.linked {
         let key = format!("{kind}:{ext}");
@@ -171,15 +177,11 @@ pub async fn update(store: &Store, org: Uuid, id: Uuid, input: UserInput) -> Res
             let mut users = txn.open_table(tables::USERID_USER)?;
             let mut user = load(&users, org, id)?;
             if user.email != input.email {
-                let mut idx = txn.open_table(tables::EMAIL_USER)?;
                 if let Some(new) = &input.email {
-                    if idx.get((k(org), new.as_str()))?.is_some() {
-                        return Err(Error::new(Code::EmailTaken, format!("e-mail {new} is used by another user")));
-                    }
-                    idx.insert((k(org), new.as_str()), k(id))?;
+                    claim_email(txn, org, new, id)?;
                 }
                 if let Some(old) = &user.email {
-                    idx.remove((k(org), old.as_str()))?;
+                    txn.open_table(tables::EMAIL_USER)?.remove((k(org), old.as_str()))?;
                 }
             }
             user.name = input.name.clone();

@@ -1,11 +1,19 @@
 //! Knowledge-base rows written beside an entry: its source record, its outbox rows, its
 //! ingestion job, and the indexer's status marks (see `search::indexer`, `ingest::pipeline`).
 
-use redb::WriteTransaction;
+use redb::{ReadableTable, WriteTransaction};
 
-use super::records::{KbEntry, KbSource, KbStatus};
+use super::records::{Chunk, KbEntry, KbSource, KbStatus};
 use super::{get, next_seq, put, tables, Sequence};
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// The chunks of entry `id`, in order, from the open `kbchunk_chunk` table.
+pub fn chunks_of(table: &impl ReadableTable<(u64, u32), &'static [u8]>, id: u64) -> Result<Vec<Chunk>> {
+    table
+        .range((id, 0)..=(id, u32::MAX))?
+        .map(|r| r.map_err(Error::from).and_then(|(_, v)| super::codec::decode(v.value())))
+        .collect()
+}
 
 /// The source record of entry `id` (empty when none was written).
 pub fn source_in(txn: &WriteTransaction, id: u64) -> Result<KbSource> {

@@ -122,11 +122,7 @@ pub async fn get(store: &Store, replica: Uuid, id: u64) -> Result<(EntryView, Kb
             let entry = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?
                 .filter(|e| e.replica == replica)
                 .ok_or_else(|| Error::not_found("knowledge-base entry"))?;
-            let chunks = txn
-                .open_table(tables::KBCHUNK_CHUNK)?
-                .range((id, 0)..=(id, u32::MAX))?
-                .map(|r| r.map_err(Error::from).and_then(|(_, v)| store::codec::decode(v.value())))
-                .collect::<Result<Vec<Chunk>>>()?;
+            let chunks = store::kb::chunks_of(&txn.open_table(tables::KBCHUNK_CHUNK)?, id)?;
             let text = store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.unwrap_or_default();
             Ok((view_of(&txn.open_table(tables::KBID_SOURCE)?, entry)?, text, chunks))
         })
