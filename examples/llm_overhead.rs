@@ -101,8 +101,9 @@ async fn call(http: &reqwest::Client, url: &str, key: &str, body: Value) -> Valu
 /// An organization and a replica with one READY entry; returns (key, completions URL).
 async fn setup(http: &reqwest::Client, base: &str, data_dir: &std::path::Path) -> (String, String) {
     let code = loop {
-        match replicad::admin::request(data_dir, &json!({"op": "invite"})).await {
-            Ok(Some(v)) => break v["code"].as_str().expect("code").to_string(),
+        let invite = replicad::admin::Request::Invite { expires_in_secs: None };
+        match replicad::admin::request(data_dir, &invite).await {
+            Ok(Some(replicad::admin::Answer::Invite { code })) => break code,
             _ => tokio::time::sleep(Duration::from_millis(20)).await,
         }
     };

@@ -45,7 +45,6 @@ impl Client {
 
 #[tokio::main]
 async fn main() -> Result<(), String> {
-    replicad::install_crypto_provider();
     let args = Args::parse();
     replicad::install_crypto_provider();
     let c = Client { http: reqwest::Client::new(), base: args.base_url.trim_end_matches('/').into(), key: args.key };

@@ -69,7 +69,7 @@ impl Kb {
     async fn chunk_text(&self, entry: u64, chunk: u32) -> String {
         self.store
             .read(move |txn| {
-                let c: Option<Chunk> = store::get(&txn.open_table(tables::KB_CHUNKS)?, (entry, chunk))?;
+                let c: Option<Chunk> = store::get(&txn.open_table(tables::KBCHUNK_CHUNK)?, (entry, chunk))?;
                 Ok(c.map(|c| c.text).unwrap_or_default())
             })
             .await
@@ -199,7 +199,7 @@ async fn bench(min_chunks: u64) {
 
 /// Chunks in the store.
 async fn chunks(kb: &Kb) -> u64 {
-    kb.store.read(|txn| Ok(txn.open_table(tables::KB_CHUNKS)?.len()?)).await.expect("count")
+    kb.store.read(|txn| Ok(txn.open_table(tables::KBCHUNK_CHUNK)?.len()?)).await.expect("count")
 }
 
 #[tokio::main]

@@ -1,21 +1,51 @@
-//! Admin commands while the server runs: a Unix socket `DATA_DIR/admin.sock` (mode 0600, so
-//! only the server's own OS user can use it) taking one JSON line and answering one.
-//! `replicad invites create` and `replicad reindex` go through it when a server holds the
-//! store, and open the store themselves otherwise.
+//! Admin commands: a Unix socket `DATA_DIR/admin.sock` (mode 0600, so only the server's own
+//! OS user can use it) taking one JSON line, a [`Request`], and answering one, an [`Answer`].
+//! `replicad invites create`, `replicad reindex` and `replicad check` go through it when a
+//! server holds the store ([`create_invite`], [`reindex`], [`check`]), and open the store
+//! themselves otherwise.
 //!
-//! Requests: `{"op":"invite","expires_in_secs":N|null}` → `{"ok":true,"code":"inv_…"}`;
-//! `{"op":"reindex"}` → `{"ok":true,"chunks":N}`; `{"op":"check"}` → `{"ok":true,"report":{…}}`
-//! (see `search::check::Report`); failures → `{"ok":false,"error":"…"}`.
+//! Lines: `{"op":"invite","expires_in_secs":N|null}` → `{"invite":{"code":"inv_…"}}`;
+//! `{"op":"reindex"}` → `{"reindex":{"chunks":N}}`; `{"op":"check"}` → `{"check":{"report":{…}}}`
+//! (see `search::check::Report`); failures → `{"failed":{"error":"…"}}`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
 use crate::app::App;
+use crate::search::check::Report;
+use crate::search::{self, Search};
 use crate::service::orgs;
+use crate::store::Store;
+
+/// A request on the admin socket.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub enum Request {
+    /// Mint an invitation code valid for `expires_in_secs` seconds (no expiry when `None`).
+    Invite { expires_in_secs: Option<u64> },
+    /// Rebuild the search index in place.
+    Reindex,
+    /// Compare the search index with the store.
+    Check,
+}
+
+/// The answer to a [`Request`].
+#[derive(Serialize, Deserialize, Debug)]
+#[serde(rename_all = "lowercase")]
+pub enum Answer {
+    /// The minted invitation code.
+    Invite { code: String },
+    /// The number of chunks indexed.
+    Reindex { chunks: usize },
+    /// What the check found.
+    Check { report: Report },
+    /// The request failed; `error` says why.
+    Failed { error: String },
+}
 
 /// Path of the admin socket in `data_dir`.
 pub fn socket_path(data_dir: &Path) -> PathBuf {
@@ -46,47 +76,100 @@ async fn answer(app: Arc<App>, stream: UnixStream) -> std::io::Result<()> {
     let (r, mut w) = stream.into_split();
     let mut line = String::new();
     BufReader::new(r).read_line(&mut line).await?;
-    let reply = match serde_json::from_str::<Value>(&line) {
-        Ok(req) => execute(&app, &req).await,
-        Err(e) => json!({"ok": false, "error": format!("bad request: {e}")}),
+    let answer = match serde_json::from_str::<Request>(&line) {
+        Ok(req) => execute(&app, req).await.unwrap_or_else(|error| Answer::Failed { error }),
+        Err(e) => Answer::Failed { error: format!("bad request: {e}") },
     };
-    w.write_all(format!("{reply}\n").as_bytes()).await
+    let line = serde_json::to_string(&answer).map_err(std::io::Error::other)?;
+    w.write_all(format!("{line}\n").as_bytes()).await
 }
 
-async fn execute(app: &App, req: &Value) -> Value {
-    let result = match req["op"].as_str() {
-        Some("invite") => orgs::create_invite(&app.store, req["expires_in_secs"].as_u64())
-            .await
-            .map(|code| json!({"ok": true, "code": code})),
-        Some("reindex") => {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            if app.reindex.send(tx).await.is_err() {
-                return json!({"ok": false, "error": "indexer stopped"});
-            }
-            match rx.await {
-                Ok(r) => r.map(|chunks| json!({"ok": true, "chunks": chunks})),
-                Err(_) => return json!({"ok": false, "error": "indexer stopped"}),
-            }
+async fn execute(app: &App, req: Request) -> Result<Answer, String> {
+    let text = |e: crate::error::Error| e.to_string();
+    match req {
+        Request::Invite { expires_in_secs } => {
+            orgs::create_invite(&app.store, expires_in_secs).await.map(|code| Answer::Invite { code }).map_err(text)
         }
-        Some("check") => crate::search::check::check(&app.store, &app.search)
-            .await
-            .map(|report| json!({"ok": true, "report": report})),
-        _ => return json!({"ok": false, "error": "unknown op"}),
-    };
-    result.unwrap_or_else(|e| json!({"ok": false, "error": e.to_string()}))
+        Request::Reindex => {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            app.reindex.send(tx).await.map_err(|_| "indexer stopped")?;
+            let chunks = rx.await.map_err(|_| "indexer stopped")?.map_err(text)?;
+            Ok(Answer::Reindex { chunks })
+        }
+        Request::Check => {
+            search::check::check(&app.store, &app.search).await.map(|report| Answer::Check { report }).map_err(text)
+        }
+    }
 }
 
-/// Sends `req` to a running server; `Ok(None)` when no server listens on `data_dir`.
-pub async fn request(data_dir: &Path, req: &Value) -> Result<Option<Value>, String> {
+/// Sends `req` to a running server; `Ok(None)` when no server listens on `data_dir`; a
+/// [`Answer::Failed`] comes back as `Err`.
+pub async fn request(data_dir: &Path, req: &Request) -> Result<Option<Answer>, String> {
     let Ok(stream) = UnixStream::connect(socket_path(data_dir)).await else { return Ok(None) };
     let (r, mut w) = stream.into_split();
-    w.write_all(format!("{req}\n").as_bytes()).await.map_err(|e| e.to_string())?;
+    let line = serde_json::to_string(req).map_err(|e| e.to_string())?;
+    w.write_all(format!("{line}\n").as_bytes()).await.map_err(|e| e.to_string())?;
     let mut line = String::new();
     BufReader::new(r).read_line(&mut line).await.map_err(|e| e.to_string())?;
-    let v: Value = serde_json::from_str(&line).map_err(|e| format!("bad answer from the server: {e}"))?;
-    if v["ok"] == true {
-        Ok(Some(v))
-    } else {
-        Err(v["error"].as_str().unwrap_or("failed").to_string())
+    match serde_json::from_str(&line).map_err(|e| format!("bad answer from the server: {e}"))? {
+        Answer::Failed { error } => Err(error),
+        answer => Ok(Some(answer)),
+    }
+}
+
+fn unexpected(answer: Answer) -> String {
+    format!("unexpected answer from the server: {answer:?}")
+}
+
+fn open_store(data_dir: &Path) -> Result<Store, String> {
+    Store::open(data_dir).map_err(|e| e.to_string())
+}
+
+fn open_index(data_dir: &Path) -> Result<Arc<Search>, String> {
+    Search::open(data_dir).map(|(s, _)| Arc::new(s)).map_err(|e| e.to_string())
+}
+
+/// `replicad invites create`: a new invitation code, minted by the running server or in the
+/// store of `data_dir` when none runs.
+pub async fn create_invite(data_dir: &Path, expires_in_secs: Option<u64>) -> Result<String, String> {
+    match request(data_dir, &Request::Invite { expires_in_secs }).await? {
+        Some(Answer::Invite { code }) => Ok(code),
+        Some(other) => Err(unexpected(other)),
+        None => orgs::create_invite(&open_store(data_dir)?, expires_in_secs).await.map_err(|e| e.to_string()),
+    }
+}
+
+/// `replicad reindex`: rebuilds the search index (by the running server, or here); returns the
+/// number of chunks indexed.
+pub async fn reindex(data_dir: &Path) -> Result<usize, String> {
+    match request(data_dir, &Request::Reindex).await? {
+        Some(Answer::Reindex { chunks }) => Ok(chunks),
+        Some(other) => Err(unexpected(other)),
+        None => search::indexer::rebuild_from_store(&open_store(data_dir)?, &open_index(data_dir)?)
+            .await
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// `replicad check`: compares the search index with the store (by the running server, or here).
+pub async fn check(data_dir: &Path) -> Result<Report, String> {
+    match request(data_dir, &Request::Check).await? {
+        Some(Answer::Check { report }) => Ok(report),
+        Some(other) => Err(unexpected(other)),
+        None => search::check::check(&open_store(data_dir)?, &open_index(data_dir)?).await.map_err(|e| e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_keep_their_documented_lines() {
+        let invite: Request = serde_json::from_str(r#"{"op":"invite","expires_in_secs":60}"#).unwrap();
+        assert_eq!(invite, Request::Invite { expires_in_secs: Some(60) });
+        assert_eq!(serde_json::to_string(&Request::Reindex).unwrap(), r#"{"op":"reindex"}"#);
+        let failed = serde_json::to_string(&Answer::Failed { error: "x".into() }).unwrap();
+        assert_eq!(failed, r#"{"failed":{"error":"x"}}"#);
     }
 }

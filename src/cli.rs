@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::config::Config;
+use crate::config::{parse_duration, Config};
 
 /// replicad: the Conversational Replica Service Interface in one binary.
 #[derive(Parser, Debug)]
@@ -58,38 +58,4 @@ pub struct DataDir {
     /// Directory of the runtime state.
     #[arg(long, env = "REPLICAD_DATA_DIR", default_value = "replicad-data")]
     pub data_dir: PathBuf,
-}
-
-/// Parses `7d`, `12h`, `30m`, `45s` or plain seconds into seconds.
-pub fn parse_duration(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let (num, unit) = match s.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => (&s[..i], c),
-        _ => (s, 's'),
-    };
-    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a duration like 7d, 12h, 30m, 45s"))?;
-    let mult = match unit {
-        's' => 1,
-        'm' => 60,
-        'h' => 3600,
-        'd' => 86_400,
-        'w' => 604_800,
-        _ => return Err(format!("unknown unit {unit:?} in {s:?}; use s, m, h, d or w")),
-    };
-    n.checked_mul(mult).filter(|v| *v > 0).ok_or_else(|| format!("{s:?} is out of range"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("7d"), Ok(604_800));
-        assert_eq!(parse_duration("90"), Ok(90));
-        assert_eq!(parse_duration("2h"), Ok(7200));
-        assert!(parse_duration("0").is_err());
-        assert!(parse_duration("5y").is_err());
-        assert!(parse_duration("abc").is_err());
-    }
 }

@@ -40,7 +40,7 @@ pub struct Config {
     #[arg(long, env = "REPLICAD_ALLOW_PRIVATE_URLS")]
     pub allow_private_urls: bool,
     /// How often `website` entries with `autoRefresh` are fetched again (`24h`, `30m`, seconds).
-    #[arg(long, env = "REPLICAD_KB_REFRESH_INTERVAL", default_value = "24h", value_parser = crate::cli::parse_duration)]
+    #[arg(long, env = "REPLICAD_KB_REFRESH_INTERVAL", default_value = "24h", value_parser = parse_duration)]
     pub kb_refresh_interval: u64,
     /// Base URL clients reach this server at (e.g. `https://kb.example.com`), used in the
     /// `signedURL` of file entries; by default `http://` + the request's `Host` header.
@@ -65,7 +65,9 @@ pub struct Config {
 }
 
 impl Config {
-    /// A configuration with every default, for `data_dir` (tests and embedding).
+    /// A configuration with every default, for `data_dir` (tests and embedding); `listen` is
+    /// `127.0.0.1:0` (a free port). The other values are the flags' defaults (a test keeps
+    /// them equal).
     pub fn new(data_dir: PathBuf) -> Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -109,5 +111,51 @@ impl Config {
             return Err("--tls-cert and --tls-key go together: give both or neither".into());
         }
         Ok(())
+    }
+}
+
+/// Parses `7d`, `12h`, `30m`, `45s` or plain seconds into seconds.
+pub fn parse_duration(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, unit) = match s.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&s[..i], c),
+        _ => (s, 's'),
+    };
+    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a duration like 7d, 12h, 30m, 45s"))?;
+    let mult = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        'w' => 604_800,
+        _ => return Err(format!("unknown unit {unit:?} in {s:?}; use s, m, h, d or w")),
+    };
+    n.checked_mul(mult).filter(|v| *v > 0).ok_or_else(|| format!("{s:?} is out of range"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("7d"), Ok(604_800));
+        assert_eq!(parse_duration("90"), Ok(90));
+        assert_eq!(parse_duration("2h"), Ok(7200));
+        assert!(parse_duration("0").is_err());
+        assert!(parse_duration("5y").is_err());
+        assert!(parse_duration("abc").is_err());
+    }
+
+    #[test]
+    fn config_new_has_the_defaults_of_the_flags() {
+        #[derive(clap::Parser)]
+        struct Flags {
+            #[command(flatten)]
+            config: Config,
+        }
+        let args = ["replicad", "--listen", "127.0.0.1:0", "--data-dir", "d"];
+        let parsed = <Flags as clap::Parser>::try_parse_from(args).unwrap().config;
+        assert_eq!(format!("{parsed:?}"), format!("{:?}", Config::new(PathBuf::from("d"))));
     }
 }

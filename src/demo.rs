@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 
 use uuid::Uuid;
 
-use crate::api::replicas::{LlmBody, ReplicaBody};
 use crate::app::App;
 use crate::error::{Error, Result};
 use crate::service::knowledge::{self, Limits, NewEntry};
-use crate::service::{orgs, replicas};
+use crate::service::orgs;
+use crate::service::replicas::{self, LlmInput, ReplicaInput};
 use crate::store::{k, tables};
 
 /// Slug of the sample replica.
@@ -51,14 +51,14 @@ pub async fn ensure(app: &App) -> Result<()> {
     Ok(())
 }
 
-fn body() -> ReplicaBody {
-    ReplicaBody {
+fn body() -> ReplicaInput {
+    ReplicaInput {
         name: "Python Tutor".into(),
         short_description: "Answers from the Python tutorial".into(),
         greeting: "Hi! I'm the Python Tutor. Ask me anything from the official Python tutorial.".into(),
         owner_id: OWNER_EMAIL.into(),
         slug: SLUG.into(),
-        llm: LlmBody::default(),
+        llm: LlmInput::default(),
         purpose: Some("Help people learn Python with answers quoted from the Python 3.11 tutorial.".into()),
         kind: Some("character".into()),
         private: None,

@@ -47,8 +47,10 @@ error_codes! {
     UnsupportedApiVersion => 400, Some("UNSUPPORTED_API_VERSION");
     /// The invitation code has expired.
     InviteExpired => 400, Some("INVITE_EXPIRED");
-    /// The caller's own `usageLimits` for knowledge-base entries is reached (spec §7 rule 3).
-    KnowledgeBaseCustomQuotaExceeded => 400, Some("KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED");
+    /// The caller's own `usageLimits.knowledgeBaseEntries` is reached (spec §7 rule 3). The
+    /// spec has one code for this and for [`Code::KnowledgeBaseQuotaExceeded`] (DECISIONS.md
+    /// "Knowledge base"); the status tells them apart.
+    KnowledgeBaseUsageLimitReached => 400, Some("KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED");
     /// The signed upload URL has expired.
     UploadExpired => 400, Some("UPLOAD_EXPIRED");
     /// No credential, or one that matches no organization.
@@ -75,7 +77,8 @@ error_codes! {
     InviteAlreadyRedeemed => 409, Some("INVITE_ALREADY_REDEEMED");
     /// The organization has as many replicas as its quota allows.
     ReplicaQuotaExceeded => 429, Some("REPLICA_QUOTA_EXCEEDED");
-    /// The organization has as many knowledge-base entries as the operator's quota allows.
+    /// The organization has as many knowledge-base entries as the operator's quota allows
+    /// (`--max-kb-entries-per-org`); same code as [`Code::KnowledgeBaseUsageLimitReached`].
     KnowledgeBaseQuotaExceeded => 429, Some("KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED");
     /// The (decompressed) body exceeds the size limit.
     PayloadTooLarge => 413, Some("PAYLOAD_TOO_LARGE");

@@ -1,8 +1,22 @@
 //! replicad: one binary serving the Conversational Replica Service Interface.
 //!
-//! See `ARCHITECTURE.md` of the team for the layout: `http` (decode, auth, errors) → `api`
-//! (one row per operation) → `service` (rules) → `store` (redb), `search` (tantivy),
-//! `generate` (replies).
+//! Dependencies point one way, from the top of this list down (a module uses only modules of
+//! lower layers; the test `layering` below reads every `crate::` path to hold it):
+//!
+//! 1. `main` (the binary) and this crate root (`serve`, `install_crypto_provider`);
+//! 2. `server` (accept loop, TLS), `admin` (admin socket), `demo` (demo data), `cli`;
+//! 3. the request path: `http` (route lookup, decode, auth, errors), `api` (one row per
+//!    operation: parse → authorize → service → DTO), `openapi` (the published document), `app`
+//!    (the state handlers get). These four name each other's types (a route row names an `api`
+//!    handler taking `http`'s `Req` and `app`'s `App`; the `App` holds the router) and nothing
+//!    below names them;
+//! 4. `config` (flags and defaults);
+//! 5. `service` (business rules; plain Rust types in and out);
+//! 6. `generate` (replies; it scores sentences with `search`'s analyzers), then `search`
+//!    (tantivy), then `ingest` (fetch, extract, write an entry's text);
+//! 7. `text` (language detection, chunking);
+//! 8. `store` (redb, records, codec);
+//! 9. `error`, `models` (the model catalog).
 
 pub mod admin;
 pub mod api;
@@ -20,6 +34,7 @@ pub mod search;
 pub mod server;
 pub mod service;
 pub mod store;
+pub mod text;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -29,9 +44,16 @@ use tokio::net::TcpListener;
 pub use config::Config;
 
 /// Installs rustls' ring crypto provider as the process default (TLS serving and HTTPS clients
-/// need one); later calls do nothing.
+/// need one; [`serve`] calls it before building either); later calls do nothing.
 pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Binds `config.listen` and [`serve`]s until SIGINT or SIGTERM (`replicad serve`).
+pub async fn serve_until_signal(config: Config) -> Result<(), String> {
+    let listener =
+        TcpListener::bind(config.listen).await.map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+    serve(config, listener, server::shutdown_signal()).await
 }
 
 /// Opens the store and the index, starts the indexer and the admin socket, makes the demo
@@ -65,4 +87,88 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     tracing::info!(%addr, data_dir = %app.config.data_dir.display(), "serving");
     server::run(app, listener, tls, shutdown).await;
     Ok(())
+}
+
+#[cfg(test)]
+mod layering {
+    use std::path::Path;
+
+    /// Each module and its layer (see the crate documentation); a higher layer uses lower ones.
+    const LAYERS: &[(&str, u8)] = &[
+        ("server", 9),
+        ("admin", 9),
+        ("demo", 9),
+        ("cli", 9),
+        ("http", 8),
+        ("api", 8),
+        ("openapi", 8),
+        ("app", 8),
+        ("config", 7),
+        ("service", 6),
+        ("generate", 5),
+        ("search", 4),
+        ("ingest", 3),
+        ("text", 2),
+        ("store", 1),
+        ("error", 0),
+        ("models", 0),
+    ];
+    /// The layer whose modules may name each other (the request path).
+    const SHARED: u8 = 8;
+
+    fn layer(module: &str) -> Option<u8> {
+        LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
+    }
+
+    /// `crate::NAME` paths in the non-test code of `text` (comments skipped).
+    fn crate_paths(text: &str) -> Vec<String> {
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        let mut found = Vec::new();
+        for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            for (i, _) in line.match_indices("crate::") {
+                let rest = &line[i + "crate::".len()..];
+                let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                found.push(name);
+            }
+        }
+        found
+    }
+
+    fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn dependencies_point_one_way() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut all = Vec::new();
+        files(&src, &mut all);
+        let mut wrong = Vec::new();
+        for path in all {
+            let rel = path.strip_prefix(&src).unwrap();
+            let top = rel.iter().next().unwrap().to_string_lossy().trim_end_matches(".rs").to_string();
+            if top == "lib" || top == "main" {
+                continue;
+            }
+            let own = layer(&top).unwrap_or_else(|| panic!("module {top} has no layer in LAYERS"));
+            for used in crate_paths(&std::fs::read_to_string(&path).unwrap()) {
+                let ok = match layer(&used) {
+                    _ if used == top => true,
+                    Some(l) => l < own || (l == own && own == SHARED),
+                    None => false, // the crate root (`serve`, `install_crypto_provider`) is the top
+                };
+                if !ok {
+                    wrong.push(format!("{} uses crate::{used}", rel.display()));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "dependencies against the layering of src/lib.rs:\n{}", wrong.join("\n"));
+    }
 }

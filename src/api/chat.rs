@@ -146,7 +146,7 @@ fn content_reply(c: &Completion, _: &Replica) -> Reply {
 pub async fn complete(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let body: CompletionBody = req.json()?;
-    check_len("content", &body.content, 1, 100_000)?;
+    check_len("content", &body.content, 1, crate::service::history::MAX_CONTENT_CHARS)?;
     let (source, channel_data, channel_key) = channel_of(body.source, body.messenger_b_data.as_ref())?;
     let ask = Ask {
         content: body.content,
@@ -166,7 +166,7 @@ pub async fn complete(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn complete_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let body: MessengerACompletionBody = req.json()?;
-    check_len("content", &body.content, 1, 100_000)?;
+    check_len("content", &body.content, 1, crate::service::history::MAX_CONTENT_CHARS)?;
     let key = body.messenger_a_data.validate()?;
     if let Some(url) = &body.image_url {
         if !(url.starts_with("https://") || url.starts_with("http://") || url.starts_with("data:image/")) {
@@ -196,7 +196,7 @@ fn split_messages(messages: Vec<OpenAiMessage>) -> Result<(String, Vec<Turn>)> {
     }
     match turns.pop() {
         Some(last) if last.role == "user" => {
-            check_len("messages[-1].content", &last.content, 1, 100_000)?;
+            check_len("messages[-1].content", &last.content, 1, crate::service::history::MAX_CONTENT_CHARS)?;
             Ok((last.content, turns))
         }
         _ => Err(Error::invalid("messages", "must end with a message of role user")),

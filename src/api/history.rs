@@ -195,7 +195,7 @@ pub fn channel_of(
 
 async fn save_item(app: &App, req: &Req, item: NewItem) -> Result<Reply> {
     let replica = path_replica(app, req).await?;
-    check_len("content", &item.content, 1, 100_000)?;
+    check_len("content", &item.content, 1, crate::service::history::MAX_CONTENT_CHARS)?;
     let user = req.caller()?.acting_user();
     let ids = history::append(&app.store, replica.id, user, replica.private, vec![item]).await?;
     Ok(Reply::ok(&json!({ "id": ids.first() })))

@@ -13,7 +13,7 @@ use crate::http::response::Reply;
 use crate::ingest::formats::FORMATS;
 use crate::service::knowledge::{self, Content, EntryView, Limits, NewEntry, Patch, Sort, SORTS, STATUSES, TYPES};
 use crate::service::{rfc3339, uploads};
-use crate::store::records::{Chunk, KbText};
+use crate::store::records::{Chunk, KbKind, KbStatus, KbText};
 use hyper::header::{CONTENT_TYPE, HOST};
 
 /// Create body: exactly one of `text`, `url`, `filename`.
@@ -169,7 +169,7 @@ pub async fn upload(app: Arc<App>, req: Req) -> Result<Reply> {
         "knowledgeBaseID": up.entry,
         "size": up.size,
         "mimeType": up.mime_type,
-        "status": "FILE_UPLOADED",
+        "status": KbStatus::FileUploaded,
     })))
 }
 
@@ -202,8 +202,8 @@ fn one_of(req: &Req, name: &str, allowed: &[&str]) -> Result<Option<String>> {
 pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let (page, page_size) = super::paging(&req, &["page"], &["pageSize"])?;
-    let status = one_of(&req, "status", STATUSES)?;
-    let kind = one_of(&req, "type", TYPES)?;
+    let status = one_of(&req, "status", STATUSES)?.and_then(|s| KbStatus::parse(&s));
+    let kind = one_of(&req, "type", TYPES)?.and_then(|t| KbKind::parse(&t));
     let has_error = one_of(&req, "hasError", &["true", "false"])?.map(|v| v == "true");
     let search = req.query("search").map(str::to_string).filter(|s| !s.is_empty());
     let sort = parse_sort(req.query("sort"))?;

@@ -65,6 +65,39 @@ pub struct ReplicaBody {
     pub system_message: Option<String>,
 }
 
+impl From<ReplicaBody> for replicas::ReplicaInput {
+    fn from(b: ReplicaBody) -> replicas::ReplicaInput {
+        let l = b.llm;
+        replicas::ReplicaInput {
+            name: b.name,
+            short_description: b.short_description,
+            greeting: b.greeting,
+            owner_id: b.owner_id,
+            slug: b.slug,
+            llm: replicas::LlmInput {
+                model: l.model,
+                memory_mode: l.memory_mode,
+                system_message: l.system_message,
+                embedding_model: l.embedding_model,
+            },
+            purpose: b.purpose,
+            kind: b.kind,
+            private: b.private,
+            tags: b.tags,
+            suggested_questions: b.suggested_questions,
+            whitelist_emails: b.whitelist_emails,
+            profile_image: b.profile_image,
+            voice_preview_text: b.voice_preview_text,
+            voice_enabled: b.voice_enabled,
+            video_enabled: b.video_enabled,
+            is_every_conversation_accessible_by_support: b.is_every_conversation_accessible_by_support,
+            is_private_conversations_enabled: b.is_private_conversations_enabled,
+            voice_vendor_id: b.voice_vendor_id,
+            system_message: b.system_message,
+        }
+    }
+}
+
 /// A replica on the wire (DECISIONS.md "Replicas"), read and list alike: current names, the
 /// older snake_case block, `distilledKnowledge` (a string) and, of our own, `knowledgeBase
 /// {entries, titles}`. Absent optional values are omitted; the channel integrations are `null`
@@ -128,7 +161,7 @@ struct Created {
 /// # `POST /v1/replicas`
 /// 201 `{success, uuid}`. Errors: 400, 409 `SLUG_TAKEN`, 429 `REPLICA_QUOTA_EXCEEDED`.
 pub async fn create(app: Arc<App>, req: Req) -> Result<Reply> {
-    let body: ReplicaBody = req.json()?;
+    let body: replicas::ReplicaInput = req.json::<ReplicaBody>()?.into();
     let org = req.caller()?.org.id;
     let uuid = replicas::create(&app.store, org, &body, &app.models, app.config.max_replicas_per_org).await?;
     Ok(Reply::success(201, &Created { uuid }))
@@ -148,7 +181,7 @@ pub async fn read(app: Arc<App>, req: Req) -> Result<Reply> {
 /// Replaces the fields (create's body); 200 `{success}`. Errors: 400, 404, 409 `SLUG_TAKEN`.
 pub async fn update(app: Arc<App>, req: Req) -> Result<Reply> {
     let id = req.uuid_param("replicaUUID")?;
-    let body: ReplicaBody = req.json()?;
+    let body: replicas::ReplicaInput = req.json::<ReplicaBody>()?.into();
     replicas::update(&app.store, req.caller()?.org.id, id, &body, &app.models).await?;
     Ok(Reply::done())
 }

@@ -13,9 +13,9 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use super::{prompt, Backend, BoxFuture, Generation, Piece, Pieces, Usage};
 use crate::error::Result;
-use crate::ingest::language;
 use crate::search::analyze_as;
 use crate::store::records::SourceRef;
+use crate::text::language;
 
 /// Words per streamed delta of an embedded answer.
 pub const WORDS_PER_DELTA: usize = 3;

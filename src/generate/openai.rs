@@ -58,10 +58,9 @@ pub fn upstream_error(name: &str, what: &str, detail: impl std::fmt::Display) ->
 }
 
 impl Upstream {
-    /// An upstream client (installs the TLS provider if none is); errors only if the TLS set-up
-    /// fails.
+    /// An upstream client (the process's TLS provider must be installed: `serve` does it);
+    /// errors only if the TLS set-up fails.
     pub fn new(name: &str, base_url: &str, key: Option<String>, policy: Policy) -> Result<Upstream, String> {
-        crate::install_crypto_provider();
         let client = reqwest::Client::builder()
             .connect_timeout(policy.connect)
             .build()

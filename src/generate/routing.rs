@@ -91,7 +91,7 @@ impl LlmConfig {
 
 /// How one model is served.
 #[derive(Clone)]
-pub struct Route {
+pub struct ModelRoute {
     pub backend: Arc<dyn Backend>,
     /// The model name sent upstream (empty for the embedded backend).
     pub upstream_model: String,
@@ -101,8 +101,8 @@ pub struct Route {
 
 /// The model → backend map of a running server.
 pub struct Backends {
-    routes: HashMap<String, Route>,
-    embedded: Route,
+    routes: HashMap<String, ModelRoute>,
+    embedded: ModelRoute,
 }
 
 impl Backends {
@@ -110,12 +110,12 @@ impl Backends {
     pub fn embedded_only() -> Backends {
         Backends {
             routes: HashMap::new(),
-            embedded: Route { backend: Arc::new(Embedded), upstream_model: String::new(), vision: false },
+            embedded: ModelRoute { backend: Arc::new(Embedded), upstream_model: String::new(), vision: false },
         }
     }
 
     /// The route of `model` (the embedded generator when it has none).
-    pub fn route(&self, model: &str) -> &Route {
+    pub fn route(&self, model: &str) -> &ModelRoute {
         self.routes.get(model).unwrap_or(&self.embedded)
     }
 
@@ -156,7 +156,7 @@ impl Backends {
             let backend = upstreams.get(name).ok_or_else(|| {
                 format!("{flag} {id}: no upstream named {name:?} (declare it with --llm-upstream {name}=BASE_URL)")
             })?;
-            out.routes.insert(id, Route { backend: backend.clone(), upstream_model: model.to_string(), vision });
+            out.routes.insert(id, ModelRoute { backend: backend.clone(), upstream_model: model.to_string(), vision });
         }
         Ok(out)
     }
@@ -219,6 +219,7 @@ mod tests {
 
     #[test]
     fn routes_name_declared_upstreams_and_catalog_models() {
+        crate::install_crypto_provider();
         let models = Models::parse(crate::models::SHIPPED).unwrap();
         let ok = flags(&["--llm-upstream", "local=http://127.0.0.1:1/v1", "--model-route", "qwen3-32b=local/org/q3"]);
         let b = Backends::build(&ok, &models).unwrap();

@@ -29,18 +29,49 @@ pub struct Fetched {
     pub bytes: Vec<u8>,
 }
 
-/// Why a fetch failed; `transient` failures are worth retrying later.
+/// Why a fetch failed: words for the entry's `error.message`, and whether to retry.
 #[derive(Debug)]
 pub struct FetchError {
     pub message: String,
-    pub transient: bool,
+    pub kind: FailureKind,
+}
+
+/// Whether a failed fetch (or extraction of what it brought) is worth retrying later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// Timeouts, refused connections, 5xx and 429 answers: retried with backoff.
+    Transient,
+    /// Bad URLs, refused addresses, 4xx answers, oversized or unreadable pages: never retried.
+    Permanent,
 }
 
 impl FetchError {
-    fn permanent(message: impl Into<String>) -> FetchError {
-        FetchError { message: message.into(), transient: false }
+    /// A failure not worth retrying.
+    pub fn permanent(message: impl Into<String>) -> FetchError {
+        FetchError { message: message.into(), kind: FailureKind::Permanent }
+    }
+
+    fn transient(message: impl Into<String>) -> FetchError {
+        FetchError { message: message.into(), kind: FailureKind::Transient }
+    }
+
+    /// Whether the fetch may succeed if tried again later.
+    pub fn is_transient(&self) -> bool {
+        self.kind == FailureKind::Transient
     }
 }
+
+/// The resolver's refusal of a name whose addresses are all non-public (never retried).
+#[derive(Debug)]
+struct NotPublic(String);
+
+impl std::fmt::Display for NotPublic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} resolves only to private or local addresses", self.0)
+    }
+}
+
+impl std::error::Error for NotPublic {}
 
 /// The HTTP client for knowledge-base URLs.
 #[derive(Clone)]
@@ -93,7 +124,7 @@ impl Resolve for PublicOnly {
             let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             let public: Vec<SocketAddr> = addrs.into_iter().filter(|a| is_public(a.ip())).collect();
             if public.is_empty() {
-                return Err(format!("{host} resolves only to private or local addresses").into());
+                return Err(Box::new(NotPublic(host)) as Box<dyn std::error::Error + Send + Sync>);
             }
             Ok(Box::new(public.into_iter()) as Addrs)
         })
@@ -101,7 +132,7 @@ impl Resolve for PublicOnly {
 }
 
 /// Checks a URL before it is fetched or followed: http(s), a host, and a public literal address.
-pub fn check_url(url: &Url, allow_private: bool) -> Result<(), String> {
+pub fn check_fetchable(url: &Url, allow_private: bool) -> Result<(), String> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!("only http and https URLs can be fetched, not {}", url.scheme()));
     }
@@ -118,13 +149,13 @@ pub fn check_url(url: &Url, allow_private: bool) -> Result<(), String> {
 }
 
 impl Fetcher {
-    /// A client; `allow_private` lifts the address checks, `max_bytes` caps a body.
+    /// A client; `allow_private` lifts the address checks, `max_bytes` caps a body (the process's
+    /// TLS provider must be installed: `serve` does it).
     pub fn new(allow_private: bool, max_bytes: u64) -> Result<Fetcher, String> {
-        crate::install_crypto_provider();
         let policy = reqwest::redirect::Policy::custom(move |attempt| {
             if attempt.previous().len() >= MAX_REDIRECTS {
                 attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
-            } else if let Err(e) = check_url(attempt.url(), allow_private) {
+            } else if let Err(e) = check_fetchable(attempt.url(), allow_private) {
                 attempt.error(e)
             } else {
                 attempt.follow()
@@ -145,12 +176,16 @@ impl Fetcher {
     /// Fetches `url` (GET). Errors say why in words fit for the entry's `error.message`.
     pub async fn fetch(&self, url: &str) -> Result<Fetched, FetchError> {
         let parsed = Url::parse(url).map_err(|e| FetchError::permanent(format!("invalid URL: {e}")))?;
-        check_url(&parsed, self.allow_private).map_err(FetchError::permanent)?;
+        check_fetchable(&parsed, self.allow_private).map_err(FetchError::permanent)?;
         let response = self.client.get(parsed).send().await.map_err(|e| describe(&e))?;
         let status = response.status();
         if !status.is_success() {
-            let transient = status.is_server_error() || status.as_u16() == 429;
-            return Err(FetchError { message: format!("the server answered HTTP {status}"), transient });
+            let message = format!("the server answered HTTP {status}");
+            return Err(if status.is_server_error() || status.as_u16() == 429 {
+                FetchError::transient(message)
+            } else {
+                FetchError::permanent(message)
+            });
         }
         let final_url = response.url().to_string();
         let content_type =
@@ -175,23 +210,25 @@ impl Fetcher {
 }
 
 /// Words for a client error, without the error chain's internals; timeouts and connection
-/// failures are transient.
+/// failures are transient, except a connection the resolver refused ([`NotPublic`]).
 fn describe(e: &reqwest::Error) -> FetchError {
-    let mut source: Option<&dyn std::error::Error> = Some(e);
-    let mut deepest = e.to_string();
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let (mut deepest, mut not_public) = (e.to_string(), false);
     while let Some(s) = source {
         deepest = s.to_string();
+        not_public |= s.is::<NotPublic>();
         source = s.source();
     }
     if e.is_timeout() {
-        FetchError { message: "the server did not answer in time".into(), transient: true }
+        FetchError::transient("the server did not answer in time")
     } else if e.is_redirect() {
         FetchError::permanent(format!("redirect refused: {deepest}"))
+    } else if e.is_connect() && not_public {
+        FetchError::permanent(format!("could not connect: {deepest}"))
     } else if e.is_connect() {
-        let transient = !deepest.contains("private or local");
-        FetchError { message: format!("could not connect: {deepest}"), transient }
+        FetchError::transient(format!("could not connect: {deepest}"))
     } else {
-        FetchError { message: format!("the fetch failed: {deepest}"), transient: true }
+        FetchError::transient(format!("the fetch failed: {deepest}"))
     }
 }
 
@@ -221,12 +258,20 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn a_name_that_resolves_to_loopback_is_refused_for_good() {
+        crate::install_crypto_provider();
+        let e = Fetcher::new(false, 1024).unwrap().fetch("http://localhost:9/").await.err().unwrap();
+        assert_eq!(e.kind, FailureKind::Permanent, "{}", e.message);
+        assert!(e.message.contains("private or local"), "{}", e.message);
+    }
+
     #[test]
     fn urls_are_checked_before_fetching() {
-        assert!(check_url(&Url::parse("ftp://example.com/a").unwrap(), false).is_err());
-        assert!(check_url(&Url::parse("http://127.0.0.1:8080/").unwrap(), false).is_err());
-        assert!(check_url(&Url::parse("http://[::1]/").unwrap(), false).is_err());
-        assert!(check_url(&Url::parse("http://127.0.0.1:8080/").unwrap(), true).is_ok());
-        assert!(check_url(&Url::parse("https://example.com/doc").unwrap(), false).is_ok());
+        assert!(check_fetchable(&Url::parse("ftp://example.com/a").unwrap(), false).is_err());
+        assert!(check_fetchable(&Url::parse("http://127.0.0.1:8080/").unwrap(), false).is_err());
+        assert!(check_fetchable(&Url::parse("http://[::1]/").unwrap(), false).is_err());
+        assert!(check_fetchable(&Url::parse("http://127.0.0.1:8080/").unwrap(), true).is_ok());
+        assert!(check_fetchable(&Url::parse("https://example.com/doc").unwrap(), false).is_ok());
     }
 }

@@ -20,8 +20,8 @@ use super::extract::{self, Extracted};
 use super::fetch::{FetchError, Fetcher};
 use super::formats::Format;
 use crate::error::{Error, Result};
-use crate::service::knowledge;
-use crate::store::records::{KbEntry, KbSource, KbText, WebsiteMeta};
+use crate::store::kb;
+use crate::store::records::{KbEntry, KbKind, KbSource, KbStatus, KbText, WebsiteMeta};
 use crate::store::{self, now_ms, tables, Store};
 
 /// Attempts of a transiently failing fetch before the entry ends `UNPROCESSABLE`.
@@ -68,7 +68,7 @@ async fn run_ready(store: &Store, worker: &Worker) -> Result<Option<Duration>> {
     let now = now_ms();
     let jobs: Vec<(u64, u32, i64)> = store
         .read(|txn| {
-            txn.open_table(tables::KB_JOBS)?
+            txn.open_table(tables::KBID_JOB)?
                 .iter()?
                 .take(SCAN)
                 .map(|r| r.map(|(k, v)| (k.value(), v.value().0, v.value().1)).map_err(Error::from))
@@ -113,17 +113,17 @@ struct Job {
 async fn load(store: &Store, id: u64) -> Result<Option<Job>> {
     store
         .read(move |txn| {
-            let Some(entry) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KB_ENTRIES)?, id)? else {
+            let Some(entry) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)? else {
                 return Ok(None);
             };
-            let source = store::get(&txn.open_table(tables::KB_SOURCES)?, id)?.unwrap_or_default();
-            let file = match entry.status.as_str() {
-                "FILE_UPLOADED" => txn.open_table(tables::KB_FILES)?.get(id)?.map(|v| v.value().to_vec()),
+            let source = store::get(&txn.open_table(tables::KBID_SOURCE)?, id)?.unwrap_or_default();
+            let file = match entry.status {
+                KbStatus::FileUploaded => txn.open_table(tables::KBID_FILE)?.get(id)?.map(|v| v.value().to_vec()),
                 _ => None,
             };
-            let raw = match entry.kind.as_str() {
-                "website" if entry.auto_refresh => {
-                    store::get::<u64, KbText, _>(&txn.open_table(tables::KB_TEXTS)?, id)?.map(|t| t.raw)
+            let raw = match entry.kind {
+                KbKind::Website if entry.auto_refresh => {
+                    store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.map(|t| t.raw)
                 }
                 _ => None,
             };
@@ -139,27 +139,29 @@ async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Resu
         let Some(job) = load(store, id).await? else {
             return store.write(move |txn| drop_job(txn, id)).await;
         };
-        let status = job.entry.status.clone();
-        match (status.as_str(), job.entry.kind.as_str()) {
-            ("NEW", "website") => match fetch_page(fetcher, &job).await {
-                Ok((extracted, meta, format)) => save_raw(store, id, &status, extracted, Some(meta), format).await?,
-                Err(e) if e.transient && attempts + 1 < MAX_ATTEMPTS => {
+        let status = job.entry.status;
+        match (status, job.entry.kind) {
+            (KbStatus::New, KbKind::Website) => match fetch_page(fetcher, &job).await {
+                Ok((extracted, meta, format)) => save_raw(store, id, status, extracted, Some(meta), format).await?,
+                Err(e) if e.is_transient() && attempts + 1 < MAX_ATTEMPTS => {
                     let delay = 2_000i64 << attempts;
                     tracing::warn!(entry = id, error = %e.message, delay_ms = delay, "fetch failed; will retry");
                     return store.write(move |txn| reschedule(txn, id, delay)).await;
                 }
-                Err(e) => return fail(store, id, Some(&status), e.message).await,
+                Err(e) => return fail(store, id, Some(status), e.message).await,
             },
-            ("FILE_UPLOADED", "file") => match extract_file(job).await? {
-                Ok((extracted, format)) => save_raw(store, id, &status, extracted, None, format).await?,
-                Err(message) => return fail(store, id, Some(&status), message).await,
+            (KbStatus::FileUploaded, KbKind::File) => match extract_file(job).await? {
+                Ok((extracted, format)) => save_raw(store, id, status, extracted, None, format).await?,
+                Err(message) => return fail(store, id, Some(status), message).await,
             },
-            ("RAW_TEXT", _) => return process(store, id, refresh_ms).await,
-            ("PROCESSED_TEXT" | "VECTOR_CREATED" | "READY", "website") if job.entry.auto_refresh => {
+            (KbStatus::RawText, _) => return process(store, id, refresh_ms).await,
+            (KbStatus::ProcessedText | KbStatus::VectorCreated | KbStatus::Ready, KbKind::Website)
+                if job.entry.auto_refresh =>
+            {
                 match fetch_page(fetcher, &job).await {
                     Ok((extracted, meta, format)) if job.raw.as_deref() != Some(extracted.text.as_str()) => {
                         tracing::info!(entry = id, "auto-refresh: the page changed; re-processing");
-                        save_raw(store, id, &status, extracted, Some(meta), format).await?
+                        save_raw(store, id, status, extracted, Some(meta), format).await?
                     }
                     Ok(_) => return store.write(move |txn| refresh_later(txn, id, refresh_ms)).await,
                     Err(e) => {
@@ -180,10 +182,7 @@ async fn fetch_page(fetcher: &Fetcher, job: &Job) -> Result<(Extracted, WebsiteM
     let path = url::Url::parse(&page.final_url).map(|u| u.path().to_string()).unwrap_or_default();
     let Some(format) = Format::detect_fetched(&path, page.content_type.as_deref(), &page.bytes) else {
         let ct = page.content_type.unwrap_or_default();
-        return Err(FetchError {
-            message: format!("the page's content type {ct:?} is not a supported format"),
-            transient: false,
-        });
+        return Err(FetchError::permanent(format!("the page's content type {ct:?} is not a supported format")));
     };
     let meta = WebsiteMeta {
         final_url: page.final_url.clone(),
@@ -192,8 +191,7 @@ async fn fetch_page(fetcher: &Fetcher, job: &Job) -> Result<(Extracted, WebsiteM
         page_title: None,
         fetched_at: now_ms(),
     };
-    let extracted =
-        extract_bounded(format, page.bytes).await.map_err(|message| FetchError { message, transient: false })?;
+    let extracted = extract_bounded(format, page.bytes).await.map_err(FetchError::permanent)?;
     Ok((extracted, meta, format))
 }
 
@@ -229,31 +227,32 @@ async fn extract_file(job: Job) -> Result<std::result::Result<(Extracted, Format
 async fn save_raw(
     store: &Store,
     id: u64,
-    from: &str,
+    from: KbStatus,
     extracted: Extracted,
     website: Option<WebsiteMeta>,
     format: Format,
 ) -> Result<()> {
-    let (now, from) = (now_ms(), from.to_string());
+    let now = now_ms();
     store
         .write_kb(move |txn| {
-            let mut entries = txn.open_table(tables::KB_ENTRIES)?;
-            let Some(mut e) = store::get::<u64, KbEntry, _>(&entries, id)?.filter(|e| e.status == from) else {
+            let mut entries = txn.open_table(tables::KBID_ENTRY)?;
+            let found = store::get::<u64, KbEntry, _>(&entries, id)?;
+            let Some(mut e) = found.filter(|e| e.status == from && from.may_become(KbStatus::RawText)) else {
                 return Ok(());
             };
-            let mut source = knowledge::source_in(txn, id)?;
+            let mut source = kb::source_in(txn, id)?;
             source.format = Some(format.info().name.to_string());
             if let Some(mut w) = website.clone() {
                 w.page_title = extracted.title.clone();
                 source.website = Some(w);
             }
-            knowledge::put_source(txn, id, &source)?;
+            kb::put_source(txn, id, &source)?;
             if let Some(t) = extracted.title.clone().filter(|t| !t.trim().is_empty()) {
                 e.generated_title = Some(t.trim().chars().take(200).collect());
             }
             let text = KbText { raw: extracted.text.clone(), processed: String::new() };
-            store::put(&mut txn.open_table(tables::KB_TEXTS)?, id, &text)?;
-            e.status = "RAW_TEXT".into();
+            store::put(&mut txn.open_table(tables::KBID_TEXT)?, id, &text)?;
+            e.move_to(KbStatus::RawText);
             e.updated_at = now;
             store::put(&mut entries, id, &e)
         })
@@ -266,15 +265,16 @@ async fn process(store: &Store, id: u64, refresh_ms: i64) -> Result<()> {
     let now = now_ms();
     store
         .write_kb(move |txn| {
-            let entries = txn.open_table(tables::KB_ENTRIES)?;
-            let found = store::get::<u64, KbEntry, _>(&entries, id)?.filter(|e| e.status == "RAW_TEXT");
+            let entries = txn.open_table(tables::KBID_ENTRY)?;
+            let found = store::get::<u64, KbEntry, _>(&entries, id)?.filter(|e| e.status == KbStatus::RawText);
             drop(entries);
             if let Some(mut e) = found {
-                let raw = store::get::<u64, KbText, _>(&txn.open_table(tables::KB_TEXTS)?, id)?.unwrap_or_default().raw;
-                knowledge::write_content(txn, &mut e, &raw)?;
+                let raw =
+                    store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.unwrap_or_default().raw;
+                super::content::write_content(txn, &mut e, &raw)?;
                 e.updated_at = now;
-                store::put(&mut txn.open_table(tables::KB_ENTRIES)?, id, &e)?;
-                if e.kind == "website" && e.auto_refresh {
+                store::put(&mut txn.open_table(tables::KBID_ENTRY)?, id, &e)?;
+                if e.kind == KbKind::Website && e.auto_refresh {
                     return refresh_later(txn, id, refresh_ms);
                 }
             }
@@ -285,15 +285,15 @@ async fn process(store: &Store, id: u64, refresh_ms: i64) -> Result<()> {
 
 /// Ends the entry `UNPROCESSABLE` with `message` (if it is still at status `from`, when given)
 /// and drops its job.
-async fn fail(store: &Store, id: u64, from: Option<&str>, message: String) -> Result<()> {
+async fn fail(store: &Store, id: u64, from: Option<KbStatus>, message: String) -> Result<()> {
     tracing::info!(entry = id, reason = %message, "knowledge-base entry unprocessable");
-    let (from, now) = (from.map(str::to_string), now_ms());
+    let now = now_ms();
     store
         .write_kb(move |txn| {
-            let mut entries = txn.open_table(tables::KB_ENTRIES)?;
+            let mut entries = txn.open_table(tables::KBID_ENTRY)?;
             let found = store::get::<u64, KbEntry, _>(&entries, id)?;
-            if let Some(mut e) = found.filter(|e| from.as_ref().is_none_or(|f| &e.status == f)) {
-                e.status = "UNPROCESSABLE".into();
+            if let Some(mut e) = found.filter(|e| from.is_none_or(|f| e.status == f)) {
+                e.move_to(KbStatus::Unprocessable);
                 e.error = Some(message.clone());
                 e.updated_at = now;
                 store::put(&mut entries, id, &e)?;
@@ -305,19 +305,19 @@ async fn fail(store: &Store, id: u64, from: Option<&str>, message: String) -> Re
 }
 
 fn drop_job(txn: &redb::WriteTransaction, id: u64) -> Result<()> {
-    txn.open_table(tables::KB_JOBS)?.remove(id)?;
+    txn.open_table(tables::KBID_JOB)?.remove(id)?;
     Ok(())
 }
 
 /// Makes job `id` a fresh one due in `refresh_ms` (the next `autoRefresh` re-fetch).
 fn refresh_later(txn: &redb::WriteTransaction, id: u64, refresh_ms: i64) -> Result<()> {
-    txn.open_table(tables::KB_JOBS)?.insert(id, (0u32, now_ms() + refresh_ms))?;
+    txn.open_table(tables::KBID_JOB)?.insert(id, (0u32, now_ms() + refresh_ms))?;
     Ok(())
 }
 
 /// Counts an attempt of job `id` and makes it wait `delay_ms`.
 fn reschedule(txn: &redb::WriteTransaction, id: u64, delay_ms: i64) -> Result<()> {
-    let mut jobs = txn.open_table(tables::KB_JOBS)?;
+    let mut jobs = txn.open_table(tables::KBID_JOB)?;
     let attempts = match jobs.get(id)? {
         Some(v) => v.value().0,
         None => return Ok(()),

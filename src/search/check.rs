@@ -9,15 +9,15 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use redb::ReadableTable;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Search;
 use crate::error::{Error, Result};
 use crate::store::records::KbEntry;
-use crate::store::{self, current_seq, tables, Store};
+use crate::store::{self, current_seq, tables, Sequence, Store};
 
 /// What `check` found.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Report {
     /// `true` when nothing below disagrees.
     pub ok: bool,
@@ -35,9 +35,10 @@ pub struct Report {
 }
 
 fn expected_docs(e: &KbEntry) -> u64 {
-    match e.status.as_str() {
-        "READY" | "VECTOR_CREATED" => e.chunk_count as u64,
-        _ => 0,
+    if e.status.is_indexed() {
+        e.chunk_count as u64
+    } else {
+        0
     }
 }
 
@@ -63,16 +64,16 @@ pub async fn check(store: &Store, search: &Arc<Search>) -> Result<Report> {
     let (entries, pending, store_seq) = store
         .read(|txn| {
             let pending: HashSet<u64> = txn
-                .open_table(tables::KB_OUTBOX)?
+                .open_table(tables::SEQ_KBOUTBOX)?
                 .iter()?
                 .map(|r| r.map(|(_, v)| v.value().0))
                 .collect::<Result<_, _>>()?;
             let entries = txn
-                .open_table(tables::KB_ENTRIES)?
+                .open_table(tables::KBID_ENTRY)?
                 .iter()?
                 .map(|r| r.map_err(Error::from).and_then(|(_, v)| store::codec::decode::<KbEntry>(v.value())))
                 .collect::<Result<Vec<_>>>()?;
-            Ok((entries, pending, current_seq(&txn.open_table(tables::SEQUENCES)?, "outbox")?))
+            Ok((entries, pending, current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?))
         })
         .await?;
     let s = search.clone();

@@ -15,11 +15,11 @@ use tantivy::Term;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use super::{new_generation_name, open_generation, write_current, ChunkDoc, Generation, Search};
+use super::{new_generation_name, open_generation, write_current, ChunkDoc, IndexGeneration, Search};
 use crate::error::{Error, Result};
-use crate::service::knowledge;
-use crate::store::records::{Chunk, KbEntry, KbSource};
-use crate::store::{self, current_seq, tables, Store};
+use crate::store::kb;
+use crate::store::records::{Chunk, KbEntry, KbSource, KbStatus};
+use crate::store::{self, current_seq, tables, Sequence, Store};
 
 /// Most outbox rows applied in one index commit.
 const BATCH: usize = 512;
@@ -39,7 +39,7 @@ pub struct EntryDoc {
     pub chunks: Vec<Chunk>,
 }
 
-impl Generation {
+impl IndexGeneration {
     fn add_entry(&self, w: &tantivy::IndexWriter, entry: u64, doc: &EntryDoc) -> Result<()> {
         for (i, c) in doc.chunks.iter().enumerate() {
             let language = doc.language.as_deref();
@@ -101,21 +101,16 @@ impl Search {
 }
 
 fn entry_doc(txn: &ReadTransaction, id: u64) -> Result<Option<EntryDoc>> {
-    let Some(e) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KB_ENTRIES)?, id)? else {
+    let Some(e) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)? else {
         return Ok(None);
     };
-    let source: Option<KbSource> = store::get(&txn.open_table(tables::KB_SOURCES)?, id)?;
+    let source: Option<KbSource> = store::get(&txn.open_table(tables::KBID_SOURCE)?, id)?;
     let language = e.language.clone().or_else(|| source.and_then(|s| s.detected_language));
     let mut doc = EntryDoc { replica: e.replica, revision: e.revision, language, chunks: Vec::new() };
-    if e.chunk_count == 0 || e.status == "UNPROCESSABLE" {
+    if e.chunk_count == 0 || e.status == KbStatus::Unprocessable {
         return Ok(Some(doc));
     }
-    let chunks = txn
-        .open_table(tables::KB_CHUNKS)?
-        .range((id, 0)..=(id, u32::MAX))?
-        .map(|r| r.map_err(Error::from).and_then(|(_, v)| store::codec::decode(v.value())))
-        .collect::<Result<Vec<Chunk>>>()?;
-    doc.chunks = chunks;
+    doc.chunks = kb::chunks_of(&txn.open_table(tables::KBCHUNK_CHUNK)?, id)?;
     Ok(Some(doc))
 }
 
@@ -127,7 +122,7 @@ fn indexed_revisions(changes: &[Change]) -> Vec<(u64, u64)> {
 pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize> {
     let (seqs, changes) = store
         .read(|txn| {
-            let outbox = txn.open_table(tables::KB_OUTBOX)?;
+            let outbox = txn.open_table(tables::SEQ_KBOUTBOX)?;
             let mut seqs = Vec::new();
             let mut entries: Vec<u64> = Vec::new();
             for row in outbox.iter()?.take(BATCH) {
@@ -151,17 +146,17 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
         tokio::task::spawn_blocking(move || s.stage(&changes).map(|_| changes)).await.map_err(Error::internal)??;
     let indexed = indexed_revisions(&changes);
     let staged = indexed.clone();
-    store.write(move |txn| knowledge::mark_indexed_in(txn, &staged, "VECTOR_CREATED")).await?;
+    store.write(move |txn| kb::mark_indexed_in(txn, &staged, KbStatus::VectorCreated)).await?;
     let s = search.clone();
     tokio::task::spawn_blocking(move || s.commit(last)).await.map_err(Error::internal)??;
     let n = seqs.len();
     store
         .write(move |txn| {
-            let mut outbox = txn.open_table(tables::KB_OUTBOX)?;
+            let mut outbox = txn.open_table(tables::SEQ_KBOUTBOX)?;
             for s in &seqs {
                 outbox.remove(s)?;
             }
-            knowledge::mark_indexed_in(txn, &indexed, "READY")
+            kb::mark_indexed_in(txn, &indexed, KbStatus::Ready)
         })
         .await?;
     Ok(n)
@@ -171,9 +166,9 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
 pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<usize> {
     let (all, seq) = store
         .read(|txn| {
-            let seq = current_seq(&txn.open_table(tables::SEQUENCES)?, "outbox")?;
+            let seq = current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?;
             let ids: Vec<u64> = txn
-                .open_table(tables::KB_ENTRIES)?
+                .open_table(tables::KBID_ENTRY)?
                 .iter()?
                 .map(|r| r.map(|(k, _)| k.value()))
                 .collect::<Result<_, _>>()?;
@@ -191,8 +186,8 @@ pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<u
     let ready = indexed_revisions(&all);
     store
         .write(move |txn| {
-            txn.open_table(tables::KB_OUTBOX)?.retain_in(0..=seq, |_, _| false)?;
-            knowledge::mark_indexed_in(txn, &ready, "READY")
+            txn.open_table(tables::SEQ_KBOUTBOX)?.retain_in(0..=seq, |_, _| false)?;
+            kb::mark_indexed_in(txn, &ready, KbStatus::Ready)
         })
         .await?;
     Ok(chunks)
@@ -201,7 +196,7 @@ pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<u
 /// Whether the index must be rebuilt at start: unknown payload, or ahead of the store.
 pub async fn needs_rebuild(store: &Store, index_seq: Option<u64>) -> Result<bool> {
     let Some(index_seq) = index_seq else { return Ok(true) };
-    let store_seq = store.read(|txn| current_seq(&txn.open_table(tables::SEQUENCES)?, "outbox")).await?;
+    let store_seq = store.read(|txn| current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)).await?;
     Ok(index_seq > store_seq)
 }
 

@@ -57,7 +57,7 @@ struct PayloadIn {
 }
 
 /// One index generation, open for reading and writing.
-struct Generation {
+struct IndexGeneration {
     name: String,
     index: Index,
     reader: IndexReader,
@@ -79,7 +79,7 @@ pub struct Hit {
 /// The search index of all replicas' knowledge bases.
 pub struct Search {
     dir: PathBuf,
-    current: RwLock<Arc<Generation>>,
+    current: RwLock<Arc<IndexGeneration>>,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -104,7 +104,7 @@ fn schema() -> (Schema, Fields) {
     (b.build(), Fields { entry, chunk, replica, text })
 }
 
-fn open_generation(dir: &Path, name: &str, create: bool) -> Result<Generation> {
+fn open_generation(dir: &Path, name: &str, create: bool) -> Result<IndexGeneration> {
     let path = dir.join(name);
     let (schema, fields) = schema();
     let index = if create {
@@ -119,12 +119,12 @@ fn open_generation(dir: &Path, name: &str, create: bool) -> Result<Generation> {
     let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
     let writer = index.writer_with_num_threads(1, WRITER_MEMORY)?;
     let in_use = RwLock::new(vec![true; analyzers::ANALYZERS.len()]);
-    let g = Generation { name: name.to_string(), index, reader, writer: Mutex::new(writer), fields, in_use };
+    let g = IndexGeneration { name: name.to_string(), index, reader, writer: Mutex::new(writer), fields, in_use };
     g.reload()?;
     Ok(g)
 }
 
-impl Generation {
+impl IndexGeneration {
     /// Makes the last commit visible to searches and notes which analyzers' fields hold terms.
     fn reload(&self) -> Result<()> {
         self.reader.reload()?;
@@ -204,7 +204,7 @@ impl Search {
         Ok((Search { dir, current: RwLock::new(Arc::new(generation)) }, seq))
     }
 
-    fn current(&self) -> Arc<Generation> {
+    fn current(&self) -> Arc<IndexGeneration> {
         self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 

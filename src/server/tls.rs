@@ -19,7 +19,6 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Loads the certificate chain and private key (PEM files) into an acceptor. Errors name the
 /// file at fault, for the operator.
 pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, String> {
-    crate::install_crypto_provider();
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
         .and_then(|certs| certs.collect::<Result<_, _>>())
         .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?;

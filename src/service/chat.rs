@@ -15,7 +15,7 @@ use uuid::Uuid;
 use super::history::{self, NewItem};
 use super::token_usage;
 use crate::error::{Error, Result};
-use crate::generate::{prompt, Backends, Generation, Persona, Piece, Pieces, Route, Turn, Usage, EMBEDDED};
+use crate::generate::{prompt, Backends, Generation, ModelRoute, Persona, Piece, Pieces, Turn, Usage, EMBEDDED};
 use crate::search::Search;
 use crate::store::records::{Chunk, KbEntry, Message, Replica, SourceRef};
 use crate::store::{self, codec, k, now_ms, tables, Store};
@@ -87,8 +87,8 @@ pub async fn retrieve(store: &Store, search: &Arc<Search>, replica: Uuid, query:
     let hits = tokio::task::spawn_blocking(move || s.search(replica, &q, TOP_K)).await.map_err(Error::internal)??;
     store
         .read(move |txn| {
-            let entries = txn.open_table(tables::KB_ENTRIES)?;
-            let chunks = txn.open_table(tables::KB_CHUNKS)?;
+            let entries = txn.open_table(tables::KBID_ENTRY)?;
+            let chunks = txn.open_table(tables::KBCHUNK_CHUNK)?;
             let mut out = Vec::new();
             for h in hits {
                 let Some(e) = store::get::<u64, KbEntry, _>(&entries, h.entry)? else { continue };
@@ -111,7 +111,7 @@ pub async fn retrieve(store: &Store, search: &Arc<Search>, replica: Uuid, query:
 /// A request ready for its backend.
 struct Prepared {
     generation: Generation,
-    route: Route,
+    route: ModelRoute,
     replica: Replica,
     user: Uuid,
     ask: Ask,
@@ -134,7 +134,7 @@ async fn recent_turns(store: &Store, replica: Uuid, user: Uuid, source: &str) ->
     let source = source.to_string();
     store
         .read(move |txn| {
-            let table = txn.open_table(tables::MESSAGES)?;
+            let table = txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
             let mut failed = None;
             let newest_first = table
                 .range((k(replica), k(user), 0)..=(k(replica), k(user), u64::MAX))?
@@ -199,13 +199,13 @@ impl Prepared {
 
 /// A reply as its pieces come in.
 #[derive(Default)]
-struct Reply {
+struct ChatReply {
     text: String,
     usage: Option<Usage>,
     cited: Option<Vec<usize>>,
 }
 
-impl Reply {
+impl ChatReply {
     fn add(&mut self, piece: Piece) {
         match piece {
             Piece::Text(t) => self.text.push_str(&t),
@@ -216,7 +216,7 @@ impl Reply {
 }
 
 /// Stores the exchange (unless asked not to) and the usage in one write.
-async fn finish(store: &Store, p: Prepared, reply: Reply, interrupted: bool) -> Result<Completion> {
+async fn finish(store: &Store, p: Prepared, reply: ChatReply, interrupted: bool) -> Result<Completion> {
     let given = &p.generation.sources;
     let sources: Vec<SourceRef> = match &reply.cited {
         Some(cited) => cited.iter().take(MAX_SOURCES).filter_map(|i| given.get(*i).cloned()).collect(),
@@ -272,7 +272,7 @@ fn exchange(ask: &Ask, c: &Completion) -> Vec<NewItem> {
 pub async fn complete(cx: &Context, replica: &Replica, user: Uuid, ask: Ask) -> Result<Completion> {
     let p = prepare(cx, replica, user, ask).await?;
     let mut pieces = p.start(false).await?;
-    let mut reply = Reply::default();
+    let mut reply = ChatReply::default();
     while let Some(piece) = pieces.next().await? {
         reply.add(piece);
     }
@@ -296,7 +296,7 @@ pub async fn stream(cx: &Context, replica: &Replica, user: Uuid, ask: Ask) -> Re
 /// Forwards the deltas to `tx` until the end, a failure, or until `tx`'s reader is gone; then
 /// drops the generation and stores what was said.
 async fn drive(store: Store, p: Prepared, mut pieces: Box<dyn Pieces>, first: Option<Piece>, tx: mpsc::Sender<Event>) {
-    let mut reply = Reply::default();
+    let mut reply = ChatReply::default();
     let mut next = first;
     let (mut failure, mut cancelled) = (None, false);
     while let Some(piece) = next {

@@ -6,7 +6,10 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::store::records::{Message, SourceRef};
-use crate::store::{self, k, next_seq, now_ms, tables, Store};
+use crate::store::{self, k, next_seq, now_ms, tables, Sequence, Store};
+
+/// Longest `content` of a chat message or history item, in characters (spec §2.1, §4.2).
+pub const MAX_CONTENT_CHARS: usize = 100_000;
 
 /// Message-source values (spec §2.6).
 pub const SOURCES: &[&str] = &["messengerB", "messengerA", "embed", "web", "messengerA_autopilot"];
@@ -42,7 +45,7 @@ pub fn append_in(
             return Ok(id);
         }
     }
-    let id = next_seq(txn, "message")?;
+    let id = next_seq(txn, Sequence::Message)?;
     let msg = Message {
         id,
         replica,
@@ -56,11 +59,11 @@ pub fn append_in(
         created_at: now,
         interrupted: item.interrupted,
     };
-    store::put(&mut txn.open_table(tables::MESSAGES)?, (k(replica), k(user), id), &msg)?;
+    store::put(&mut txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?, (k(replica), k(user), id), &msg)?;
     if let Some(key) = &item.channel_key {
         txn.open_table(tables::CHANNELMSG_MESSAGE)?.insert((k(replica), key.as_str()), id)?;
     }
-    super::replicas::count_message(txn, replica)?;
+    count_message(txn, replica)?;
     Ok(id)
 }
 
@@ -85,7 +88,7 @@ pub struct Page {
 pub async fn list(store: &Store, replica: Uuid, user: Uuid, page: Page) -> Result<Vec<Message>> {
     store
         .read(move |txn| {
-            let table = txn.open_table(tables::MESSAGES)?;
+            let table = txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
             let upper = page.before_id.map(|b| b.saturating_sub(1)).unwrap_or(u64::MAX);
             let mut out = Vec::new();
             for row in table.range((k(replica), k(user), 0)..=(k(replica), k(user), upper))?.rev() {
@@ -111,4 +114,12 @@ pub fn check_source(source: &str) -> Result<()> {
     } else {
         Err(Error::invalid("source", format!("must be one of {}", SOURCES.join(", "))))
     }
+}
+
+/// Counts one more chat history item of `replica` (popularity).
+pub fn count_message(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
+    let mut t = txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
+    let n = t.get(k(replica))?.map(|v| v.value()).unwrap_or(0);
+    t.insert(k(replica), n + 1)?;
+    Ok(())
 }

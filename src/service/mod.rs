@@ -23,6 +23,18 @@ pub fn check_len(field: &str, value: &str, min: usize, max: usize) -> Result<()>
     Ok(())
 }
 
+/// Checks a URL given for display (`profileImage`): absolute http(s), at most 2048 characters.
+/// (URLs the server fetches are checked by `ingest::fetch::check_fetchable`.)
+pub fn check_http_url(field: &str, url: &str) -> Result<()> {
+    check_len(field, url, 1, 2048)?;
+    let lower = url.to_ascii_lowercase();
+    let rest = lower.strip_prefix("https://").or_else(|| lower.strip_prefix("http://"));
+    match rest {
+        Some(host) if !host.is_empty() && !url.chars().any(|c| c.is_whitespace()) => Ok(()),
+        _ => Err(Error::invalid(field, "must be an absolute http(s) URL")),
+    }
+}
+
 /// A plausible e-mail address (`local@domain.tld`, no spaces, ≤ 254 chars), lower-cased.
 pub fn normalize_email(field: &str, value: &str) -> Result<String> {
     let v = value.trim().to_lowercase();
@@ -50,6 +62,13 @@ pub fn page_of<T>(all: Vec<T>, page: u64, page_size: u64) -> (Vec<T>, u64) {
     let total = all.len() as u64;
     let skip = (page.saturating_sub(1)).saturating_mul(page_size) as usize;
     (all.into_iter().skip(skip).take(page_size as usize).collect(), total)
+}
+
+/// SHA-256 of a secret, the form under which API keys, invitation codes and upload tokens are
+/// stored.
+pub fn hash_secret(secret: &str) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(secret.as_bytes()).into()
 }
 
 /// `len` random bytes from the operating system, hex-encoded.

@@ -3,10 +3,9 @@
 //! Keys and codes are 32 random bytes, hex; only their SHA-256 is stored.
 
 use redb::WriteTransaction;
-use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::random_hex;
+use super::{hash_secret, random_hex};
 use crate::error::{Code, Error, Result};
 use crate::store::records::{Invite, Org, User};
 use crate::store::{self, k, now_ms, tables, Store};
@@ -15,11 +14,6 @@ use crate::store::{self, k, now_ms, tables, Store};
 pub const KEY_PREFIX: &str = "rpl_";
 /// Prefix of invitation codes.
 pub const INVITE_PREFIX: &str = "inv_";
-
-/// SHA-256 of a secret, the form under which keys and codes are stored.
-pub fn hash(secret: &str) -> [u8; 32] {
-    Sha256::digest(secret.as_bytes()).into()
-}
 
 /// Contact details given when an organization is made.
 #[derive(Clone, Debug)]
@@ -32,7 +26,7 @@ pub struct NewOrg {
 /// Mints an invitation code valid for `expires_in_secs` (forever when `None`).
 pub async fn create_invite(store: &Store, expires_in_secs: Option<u64>) -> Result<String> {
     let code = format!("{INVITE_PREFIX}{}", random_hex(16)?);
-    let h = hash(&code);
+    let h = hash_secret(&code);
     let now = now_ms();
     let invite = Invite {
         created_at: now,
@@ -51,9 +45,9 @@ pub async fn create_invite(store: &Store, expires_in_secs: Option<u64>) -> Resul
 /// Redeems `code`: a new organization, its owner user and API key, in one transaction.
 /// Errors: 404 unknown code, 409 `INVITE_ALREADY_REDEEMED`, 400 `INVITE_EXPIRED`.
 pub async fn redeem(store: &Store, code: &str, new: NewOrg) -> Result<(Org, String)> {
-    let h = hash(code);
+    let h = hash_secret(code);
     let key = format!("{KEY_PREFIX}{}", random_hex(32)?);
-    let key_hash = hash(&key);
+    let key_hash = hash_secret(&key);
     let (org_id, user_id, now) = (Uuid::now_v7(), Uuid::now_v7(), now_ms());
     let org = store
         .write(move |txn| {
@@ -77,7 +71,7 @@ pub async fn redeem(store: &Store, code: &str, new: NewOrg) -> Result<(Org, Stri
 /// Makes an organization with its owner user and key directly (the `--demo` start).
 pub async fn create_direct(store: &Store, new: NewOrg) -> Result<(Org, String)> {
     let key = format!("{KEY_PREFIX}{}", random_hex(32)?);
-    let key_hash = hash(&key);
+    let key_hash = hash_secret(&key);
     let (org_id, user_id, now) = (Uuid::now_v7(), Uuid::now_v7(), now_ms());
     let org = store.write(move |txn| insert_org(txn, &new, org_id, user_id, &key_hash, now)).await?;
     Ok((org, key))
@@ -108,7 +102,7 @@ fn insert_org(
         created_at: now,
         updated_at: now,
     };
-    store::put(&mut txn.open_table(tables::ORGS)?, k(org_id), &org)?;
+    store::put(&mut txn.open_table(tables::ORGID_ORG)?, k(org_id), &org)?;
     txn.open_table(tables::KEYHASH_ORG)?.insert(key_hash, k(org_id))?;
     super::users::insert(txn, &owner)?;
     Ok(org)
@@ -116,12 +110,12 @@ fn insert_org(
 
 /// The organization whose API key is `key`, if any.
 pub async fn by_api_key(store: &Store, key: &str) -> Result<Option<Org>> {
-    let h = hash(key);
+    let h = hash_secret(key);
     store
         .read(move |txn| {
             let keys = txn.open_table(tables::KEYHASH_ORG)?;
             let Some(org) = keys.get(&h)?.map(|v| v.value()) else { return Ok(None) };
-            store::get(&txn.open_table(tables::ORGS)?, org)
+            store::get(&txn.open_table(tables::ORGID_ORG)?, org)
         })
         .await
 }

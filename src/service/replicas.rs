@@ -4,8 +4,7 @@
 use redb::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
-use super::{check_len, normalize_email};
-use crate::api::replicas::{LlmBody, ReplicaBody};
+use super::{check_http_url, check_len, normalize_email};
 use crate::error::{Code, Error, Result};
 use crate::models::Models;
 use crate::store::records::{Llm, Replica};
@@ -16,15 +15,42 @@ pub const KINDS: &[&str] = &["individual", "character", "brand"];
 /// Accepted `llm.memoryMode` values (deprecated field).
 pub const MEMORY_MODES: &[&str] = &["prompt-caching", "rag-search"];
 
-/// Checks an absolute http(s) URL of at most 2048 characters.
-pub fn check_url(field: &str, url: &str) -> Result<()> {
-    check_len(field, url, 1, 2048)?;
-    let lower = url.to_ascii_lowercase();
-    let rest = lower.strip_prefix("https://").or_else(|| lower.strip_prefix("http://"));
-    match rest {
-        Some(host) if !host.is_empty() && !url.chars().any(|c| c.is_whitespace()) => Ok(()),
-        _ => Err(Error::invalid(field, "must be an absolute http(s) URL")),
-    }
+/// The `llm` settings of a replica to create or update; `None` takes the default.
+#[derive(Debug, Clone, Default)]
+pub struct LlmInput {
+    pub model: Option<String>,
+    /// Deprecated: `prompt-caching` | `rag-search` (default).
+    pub memory_mode: Option<String>,
+    pub system_message: Option<String>,
+    pub embedding_model: Option<String>,
+}
+
+/// A replica to create, or the replacement of one (spec §2.3 fields; `None` takes the default).
+#[derive(Debug, Clone)]
+pub struct ReplicaInput {
+    pub name: String,
+    pub short_description: String,
+    pub greeting: String,
+    /// The owner: a user id or e-mail of the organization.
+    pub owner_id: String,
+    pub slug: String,
+    pub llm: LlmInput,
+    pub purpose: Option<String>,
+    /// `individual` | `character` (default) | `brand`.
+    pub kind: Option<String>,
+    pub private: Option<bool>,
+    pub tags: Vec<String>,
+    pub suggested_questions: Vec<String>,
+    pub whitelist_emails: Vec<String>,
+    pub profile_image: Option<String>,
+    pub voice_preview_text: Option<String>,
+    pub voice_enabled: Option<bool>,
+    pub video_enabled: Option<bool>,
+    pub is_every_conversation_accessible_by_support: Option<bool>,
+    pub is_private_conversations_enabled: Option<bool>,
+    pub voice_vendor_id: Option<String>,
+    /// Legacy place of `llm.system_message`.
+    pub system_message: Option<String>,
 }
 
 fn check_list(field: &str, items: &[String], max_items: usize, max_len: usize) -> Result<()> {
@@ -44,7 +70,7 @@ fn check_slug(slug: &str) -> Result<()> {
     }
 }
 
-fn llm(body: &LlmBody, legacy_system_message: Option<&String>, models: &Models) -> Result<Llm> {
+fn llm(body: &LlmInput, legacy_system_message: Option<&String>, models: &Models) -> Result<Llm> {
     let model = body.model.clone().unwrap_or_else(|| models.default_id().to_string());
     if !models.contains(&model) {
         return Err(Error::invalid(
@@ -64,7 +90,7 @@ fn llm(body: &LlmBody, legacy_system_message: Option<&String>, models: &Models) 
 }
 
 /// Validates a create/update body into a record (owner still unresolved: `Uuid::nil()`).
-pub fn from_body(body: &ReplicaBody, models: &Models) -> Result<Replica> {
+pub fn from_body(body: &ReplicaInput, models: &Models) -> Result<Replica> {
     check_len("name", body.name.trim(), 1, 50)?;
     check_len("shortDescription", &body.short_description, 0, 50)?;
     check_len("greeting", &body.greeting, 0, 600)?;
@@ -79,7 +105,7 @@ pub fn from_body(body: &ReplicaBody, models: &Models) -> Result<Replica> {
     check_list("tags", &body.tags, 20, 50)?;
     check_list("suggestedQuestions", &body.suggested_questions, 10, 200)?;
     if let Some(url) = &body.profile_image {
-        check_url("profileImage", url)?;
+        check_http_url("profileImage", url)?;
     }
     if let Some(t) = &body.voice_preview_text {
         check_len("voicePreviewText", t, 0, 400)?;
@@ -110,7 +136,7 @@ pub fn from_body(body: &ReplicaBody, models: &Models) -> Result<Replica> {
 }
 
 fn owner_in(txn: &WriteTransaction, org: Uuid, owner: &str) -> Result<Uuid> {
-    let users = txn.open_table(tables::USERS)?;
+    let users = txn.open_table(tables::USERID_USER)?;
     let emails = txn.open_table(tables::EMAIL_USER)?;
     super::users::find_owner(&users, &emails, org, owner)?.ok_or_else(|| {
         Error::invalid("ownerID", format!("{owner:?} is not the id or e-mail of a user of this organization"))
@@ -130,7 +156,7 @@ fn claim_slug(txn: &WriteTransaction, org: Uuid, slug: &str, id: Uuid) -> Result
 
 /// Creates a replica. Errors: 400 invalid body or owner, 409 `SLUG_TAKEN`,
 /// 429 `REPLICA_QUOTA_EXCEEDED` beyond `max_replicas` per organization.
-pub async fn create(store: &Store, org: Uuid, body: &ReplicaBody, models: &Models, max_replicas: u64) -> Result<Uuid> {
+pub async fn create(store: &Store, org: Uuid, body: &ReplicaInput, models: &Models, max_replicas: u64) -> Result<Uuid> {
     let mut replica = from_body(body, models)?;
     let owner = body.owner_id.clone();
     let (id, now) = (Uuid::now_v7(), now_ms());
@@ -152,14 +178,14 @@ pub async fn create(store: &Store, org: Uuid, body: &ReplicaBody, models: &Model
             }
             claim_slug(txn, org, &r.slug, id)?;
             by_org.insert((k(org), k(id)), ())?;
-            store::put(&mut txn.open_table(tables::REPLICAS)?, k(id), &r)?;
+            store::put(&mut txn.open_table(tables::REPLICAID_REPLICA)?, k(id), &r)?;
             Ok(id)
         })
         .await
 }
 
 /// Replaces a replica's fields (same body as create). Errors: 400, 404, 409 `SLUG_TAKEN`.
-pub async fn update(store: &Store, org: Uuid, id: Uuid, body: &ReplicaBody, models: &Models) -> Result<()> {
+pub async fn update(store: &Store, org: Uuid, id: Uuid, body: &ReplicaInput, models: &Models) -> Result<()> {
     let new = from_body(body, models)?;
     let owner = body.owner_id.clone();
     let now = now_ms();
@@ -176,13 +202,13 @@ pub async fn update(store: &Store, org: Uuid, id: Uuid, body: &ReplicaBody, mode
             r.org = org;
             r.created_at = old.created_at;
             r.updated_at = now;
-            store::put(&mut txn.open_table(tables::REPLICAS)?, k(id), &r)
+            store::put(&mut txn.open_table(tables::REPLICAID_REPLICA)?, k(id), &r)
         })
         .await
 }
 
 fn load_in(txn: &WriteTransaction, org: Uuid, id: Uuid) -> Result<Replica> {
-    store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAS)?, k(id))?
+    store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAID_REPLICA)?, k(id))?
         .filter(|r| r.org == org)
         .ok_or_else(|| Error::not_found("replica"))
 }
@@ -193,11 +219,12 @@ pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
     store
         .write_kb(move |txn| {
             let r = load_in(txn, org, id)?;
-            txn.open_table(tables::REPLICAS)?.remove(k(id))?;
+            txn.open_table(tables::REPLICAID_REPLICA)?.remove(k(id))?;
             txn.open_table(tables::ORG_REPLICA)?.remove((k(org), k(id)))?;
             txn.open_table(tables::SLUG_REPLICA)?.remove((k(org), r.slug.as_str()))?;
             txn.open_table(tables::REPLICA_MESSAGECOUNT)?.remove(k(id))?;
-            txn.open_table(tables::MESSAGES)?.retain_in((k(id), 0, 0)..=(k(id), u128::MAX, u64::MAX), |_, _| false)?;
+            txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?
+                .retain_in((k(id), 0, 0)..=(k(id), u128::MAX, u64::MAX), |_, _| false)?;
             super::knowledge::delete_all_in(txn, id)
         })
         .await
@@ -220,7 +247,7 @@ pub fn visible_to(replica: &Replica, user: Option<&crate::store::records::User>)
 /// The replica `id` of `org` as seen by `user`; 404 when missing or not visible.
 pub async fn get(store: &Store, org: Uuid, id: Uuid, user: Option<&crate::store::records::User>) -> Result<Replica> {
     let r = store
-        .read(move |txn| store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAS)?, k(id)))
+        .read(move |txn| store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAID_REPLICA)?, k(id)))
         .await?
         .filter(|r| r.org == org)
         .ok_or_else(|| Error::not_found("replica"))?;
@@ -254,7 +281,7 @@ pub async fn list(
     store
         .read(move |txn| {
             let ids = txn.open_table(tables::ORG_REPLICA)?;
-            let table = txn.open_table(tables::REPLICAS)?;
+            let table = txn.open_table(tables::REPLICAID_REPLICA)?;
             let counts = txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
             let owner = match &q.owner {
                 Some(o) => Some(owner_filter(txn, org, o)?),
@@ -281,7 +308,7 @@ pub async fn list(
 }
 
 fn owner_filter(txn: &redb::ReadTransaction, org: Uuid, owner: &str) -> Result<Option<Uuid>> {
-    let users = txn.open_table(tables::USERS)?;
+    let users = txn.open_table(tables::USERID_USER)?;
     let emails = txn.open_table(tables::EMAIL_USER)?;
     super::users::find_owner(&users, &emails, org, owner)
 }
@@ -310,14 +337,6 @@ fn matches(r: &Replica, q: &ListQuery, owner: Option<Option<Uuid>>) -> bool {
         }
     }
     true
-}
-
-/// Counts one more chat history item of `replica` (popularity).
-pub fn count_message(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
-    let mut t = txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
-    let n = t.get(k(replica))?.map(|v| v.value()).unwrap_or(0);
-    t.insert(k(replica), n + 1)?;
-    Ok(())
 }
 
 /// The number of chat history items of each of `replicas` (`chat_history_count`), in order.

@@ -4,8 +4,8 @@
 
 use crate::error::{Code, Error, Result};
 use crate::ingest::formats::Format;
-use crate::service::{knowledge, orgs};
-use crate::store::records::{KbEntry, Upload};
+use crate::service::knowledge;
+use crate::store::records::{KbEntry, KbStatus, Upload};
 use crate::store::{self, now_ms, tables, Store};
 
 /// Path of the upload operation; the token is its last segment.
@@ -24,7 +24,7 @@ pub struct Uploaded {
 /// `UPLOAD_ALREADY_USED`, 400 `UPLOAD_EXPIRED`, 413 above the size the URL allows, 400 for an
 /// empty body.
 pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_type: Option<String>) -> Result<Uploaded> {
-    let hash = orgs::hash(token);
+    let hash = super::hash_secret(token);
     let now = now_ms();
     store
         .write_kb(move |txn| {
@@ -45,7 +45,7 @@ pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_typ
             if bytes.is_empty() {
                 return Err(Error::invalid("body", "the file is empty"));
             }
-            let mut entries = txn.open_table(tables::KB_ENTRIES)?;
+            let mut entries = txn.open_table(tables::KBID_ENTRY)?;
             let mut entry: KbEntry =
                 store::get(&entries, up.entry)?.ok_or_else(|| Error::not_found("knowledge-base entry"))?;
             let mut source = knowledge::source_in(txn, up.entry)?;
@@ -59,8 +59,8 @@ pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_typ
             };
             let uploaded = Uploaded { entry: up.entry, size: file.size, mime_type: file.mime_type.clone() };
             knowledge::put_source(txn, up.entry, &source)?;
-            txn.open_table(tables::KB_FILES)?.insert(up.entry, bytes.as_ref())?;
-            entry.status = "FILE_UPLOADED".into();
+            txn.open_table(tables::KBID_FILE)?.insert(up.entry, bytes.as_ref())?;
+            entry.move_to(KbStatus::FileUploaded);
             entry.updated_at = now;
             store::put(&mut entries, up.entry, &entry)?;
             knowledge::add_job(txn, up.entry)?;

@@ -50,7 +50,7 @@ impl UserInput {
         check_len("name", &self.name, 1, 100)?;
         self.email = self.email.map(|e| normalize_email("email", &e)).transpose()?;
         if let Some(url) = &self.profile_image {
-            super::replicas::check_url("profileImage", url)?;
+            super::check_http_url("profileImage", url)?;
         }
         Ok(self)
     }
@@ -82,7 +82,7 @@ fn by_index(
     key: &str,
 ) -> Result<Option<User>> {
     let Some(uid) = txn.open_table(table)?.get((k(org), key))?.map(|v| v.value()) else { return Ok(None) };
-    store::get::<u128, User, _>(&txn.open_table(tables::USERS)?, uid)
+    store::get::<u128, User, _>(&txn.open_table(tables::USERID_USER)?, uid)
 }
 
 async fn linked(store: &Store, org: Uuid, kind: &'static str, external: &str) -> Result<User> {
@@ -99,7 +99,7 @@ async fn linked(store: &Store, org: Uuid, kind: &'static str, external: &str) ->
     store
         .write(move |txn| {
             if let Some(uid) = txn.open_table(tables::LINKED_USER)?.get((k(org), key.as_str()))?.map(|v| v.value()) {
-                return store::get::<u128, User, _>(&txn.open_table(tables::USERS)?, uid)?
+                return store::get::<u128, User, _>(&txn.open_table(tables::USERID_USER)?, uid)?
                     .ok_or_else(|| Error::internal("linked user index points nowhere"));
             }
             let user = User {
@@ -118,22 +118,28 @@ async fn linked(store: &Store, org: Uuid, kind: &'static str, external: &str) ->
         .await
 }
 
+/// Claims `email` for user `id` of `org` in `email_user`; 409 `EMAIL_TAKEN` if it is in use.
+fn claim_email(txn: &WriteTransaction, org: Uuid, email: &str, id: Uuid) -> Result<()> {
+    let mut idx = txn.open_table(tables::EMAIL_USER)?;
+    if idx.get((k(org), email))?.is_some() {
+        return Err(Error::new(Code::EmailTaken, format!("e-mail {email} is used by another user")));
+    }
+    idx.insert((k(org), email), k(id))?;
+    Ok(())
+}
+
 /// Writes a new user and its index rows; 409 `EMAIL_TAKEN` if the e-mail is in use.
 pub fn insert(txn: &WriteTransaction, user: &User) -> Result<()> {
     let org = k(user.org);
     if let Some(email) = &user.email {
-        let mut idx = txn.open_table(tables::EMAIL_USER)?;
-        if idx.get((org, email.as_str()))?.is_some() {
-            return Err(Error::new(Code::EmailTaken, format!("e-mail {email} is used by another user")));
-        }
-        idx.insert((org, email.as_str()), k(user.id))?;
+        claim_email(txn, user.org, email, user.id)?;
     }
     if let Some((kind, ext)) = &user.linked {
         let key = format!("{kind}:{ext}");
         txn.open_table(tables::LINKED_USER)?.insert((org, key.as_str()), k(user.id))?;
     }
     txn.open_table(tables::ORG_USER)?.insert((org, k(user.id)), ())?;
-    store::put(&mut txn.open_table(tables::USERS)?, k(user.id), user)
+    store::put(&mut txn.open_table(tables::USERID_USER)?, k(user.id), user)
 }
 
 /// Creates a user of `org`. Errors: 400 invalid fields, 409 `EMAIL_TAKEN`.
@@ -155,7 +161,7 @@ pub async fn create(store: &Store, org: Uuid, input: UserInput) -> Result<User> 
 
 /// The user `id` of `org`; 404 when missing or of another organization.
 pub async fn get(store: &Store, org: Uuid, id: Uuid) -> Result<User> {
-    store.read(move |txn| load(&txn.open_table(tables::USERS)?, org, id)).await
+    store.read(move |txn| load(&txn.open_table(tables::USERID_USER)?, org, id)).await
 }
 
 fn load(users: &impl ReadableTable<u128, &'static [u8]>, org: Uuid, id: Uuid) -> Result<User> {
@@ -168,18 +174,14 @@ pub async fn update(store: &Store, org: Uuid, id: Uuid, input: UserInput) -> Res
     let now = now_ms();
     store
         .write(move |txn| {
-            let mut users = txn.open_table(tables::USERS)?;
+            let mut users = txn.open_table(tables::USERID_USER)?;
             let mut user = load(&users, org, id)?;
             if user.email != input.email {
-                let mut idx = txn.open_table(tables::EMAIL_USER)?;
                 if let Some(new) = &input.email {
-                    if idx.get((k(org), new.as_str()))?.is_some() {
-                        return Err(Error::new(Code::EmailTaken, format!("e-mail {new} is used by another user")));
-                    }
-                    idx.insert((k(org), new.as_str()), k(id))?;
+                    claim_email(txn, org, new, id)?;
                 }
                 if let Some(old) = &user.email {
-                    idx.remove((k(org), old.as_str()))?;
+                    txn.open_table(tables::EMAIL_USER)?.remove((k(org), old.as_str()))?;
                 }
             }
             user.name = input.name.clone();
@@ -201,7 +203,7 @@ pub async fn delete(store: &Store, org: &Org, id: Uuid) -> Result<()> {
     let (org_id, heir) = (org.id, org.owner_user);
     store
         .write(move |txn| {
-            let mut users = txn.open_table(tables::USERS)?;
+            let mut users = txn.open_table(tables::USERID_USER)?;
             let user = load(&users, org_id, id)?;
             users.remove(k(id))?;
             txn.open_table(tables::ORG_USER)?.remove((k(org_id), k(id)))?;
@@ -223,7 +225,7 @@ fn reassign_replicas(txn: &WriteTransaction, org: Uuid, from: Uuid, to: Uuid) ->
         .range((k(org), 0)..=(k(org), u128::MAX))?
         .map(|r| r.map(|(key, _)| key.value().1))
         .collect::<Result<_, _>>()?;
-    let mut replicas = txn.open_table(tables::REPLICAS)?;
+    let mut replicas = txn.open_table(tables::REPLICAID_REPLICA)?;
     for id in ids {
         if let Some(mut r) = store::get::<u128, Replica, _>(&replicas, id)? {
             if r.owner == from {

@@ -104,4 +104,31 @@ mod tests {
         assert_eq!(again[0], 2);
         assert_eq!(decode::<Message>(&again).unwrap().id, 7);
     }
+
+    #[test]
+    fn a_version_1_kb_entry_gets_typed_kind_and_status() {
+        use crate::store::records::{KbEntry, KbEntryV1, KbKind, KbStatus};
+        let v1 = |kind: &str, status: &str| KbEntryV1 {
+            id: 3,
+            replica: uuid::Uuid::nil(),
+            org: uuid::Uuid::nil(),
+            kind: kind.into(),
+            status: status.into(),
+            title: Some("t".into()),
+            generated_title: None,
+            language: None,
+            auto_refresh: true,
+            summary: "s".into(),
+            chunk_count: 2,
+            revision: 5,
+            error: None,
+            created_at: 1,
+            updated_at: 2,
+        };
+        let bytes = |e: &KbEntryV1| [vec![1u8], bincode::serde::encode_to_vec(e, config()).unwrap()].concat();
+        let e: KbEntry = decode(&bytes(&v1("website", "VECTOR_CREATED"))).unwrap();
+        assert_eq!((e.kind, e.status, e.revision, e.chunk_count), (KbKind::Website, KbStatus::VectorCreated, 5, 2));
+        assert_eq!(encode(&e).unwrap()[0], 2);
+        assert!(decode::<KbEntry>(&bytes(&v1("website", "DONE"))).is_err(), "an unknown status is an error");
+    }
 }

@@ -74,7 +74,7 @@ fn write_version(txn: &WriteTransaction, version: u32) -> Result<()> {
 /// Counts each organization's entries into `org_kbcount`.
 fn backfill_org_kb_counts(txn: &WriteTransaction) -> Result<()> {
     let mut counts: std::collections::HashMap<u128, u64> = std::collections::HashMap::new();
-    for row in txn.open_table(tables::KB_ENTRIES)?.iter()? {
+    for row in txn.open_table(tables::KBID_ENTRY)?.iter()? {
         let entry: crate::store::records::KbEntry = super::codec::decode(row?.1.value())?;
         *counts.entry(entry.org.as_u128()).or_default() += 1;
     }
@@ -89,28 +89,28 @@ fn backfill_org_kb_counts(txn: &WriteTransaction) -> Result<()> {
 fn create_tables(txn: &WriteTransaction) -> Result<()> {
     {
         txn.open_table(tables::SEQUENCES)?;
-        txn.open_table(tables::ORGS)?;
+        txn.open_table(tables::ORGID_ORG)?;
         txn.open_table(tables::KEYHASH_ORG)?;
         txn.open_table(tables::CODEHASH_INVITE)?;
-        txn.open_table(tables::REPLICAS)?;
+        txn.open_table(tables::REPLICAID_REPLICA)?;
         txn.open_table(tables::ORG_REPLICA)?;
         txn.open_table(tables::SLUG_REPLICA)?;
-        txn.open_table(tables::USERS)?;
+        txn.open_table(tables::USERID_USER)?;
         txn.open_table(tables::ORG_USER)?;
         txn.open_table(tables::EMAIL_USER)?;
         txn.open_table(tables::LINKED_USER)?;
-        txn.open_table(tables::KB_ENTRIES)?;
-        txn.open_table(tables::KB_TEXTS)?;
+        txn.open_table(tables::KBID_ENTRY)?;
+        txn.open_table(tables::KBID_TEXT)?;
         txn.open_table(tables::REPLICA_KB)?;
-        txn.open_table(tables::KB_CHUNKS)?;
-        txn.open_table(tables::KB_OUTBOX)?;
-        txn.open_table(tables::MESSAGES)?;
+        txn.open_table(tables::KBCHUNK_CHUNK)?;
+        txn.open_table(tables::SEQ_KBOUTBOX)?;
+        txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
         txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
         txn.open_table(tables::ONCE)?;
         txn.open_table(tables::CHANNELMSG_MESSAGE)?;
-        txn.open_table(tables::KB_SOURCES)?;
-        txn.open_table(tables::KB_FILES)?;
-        txn.open_table(tables::KB_JOBS)?;
+        txn.open_table(tables::KBID_SOURCE)?;
+        txn.open_table(tables::KBID_FILE)?;
+        txn.open_table(tables::KBID_JOB)?;
         txn.open_table(tables::TOKENHASH_UPLOAD)?;
         txn.open_table(tables::REPLICA_URL)?;
         txn.open_table(tables::ORG_KBCOUNT)?;
@@ -133,8 +133,8 @@ mod tests {
             id,
             replica: Uuid::now_v7(),
             org,
-            kind: "text".into(),
-            status: "READY".into(),
+            kind: crate::store::records::KbKind::Text,
+            status: crate::store::records::KbStatus::Ready,
             title: None,
             generated_title: None,
             language: None,
@@ -155,7 +155,7 @@ mod tests {
         let org = Uuid::now_v7();
         let txn = db.begin_write().unwrap();
         {
-            let mut entries = txn.open_table(tables::KB_ENTRIES).unwrap();
+            let mut entries = txn.open_table(tables::KBID_ENTRY).unwrap();
             for id in 1..=3 {
                 crate::store::put(&mut entries, id, &entry(id, org)).unwrap();
             }
@@ -167,6 +167,6 @@ mod tests {
         assert_eq!(read_version(&db).unwrap(), Some(SCHEMA_VERSION));
         let read = db.begin_read().unwrap();
         assert_eq!(read.open_table(tables::ORG_KBCOUNT).unwrap().get(org.as_u128()).unwrap().unwrap().value(), 3);
-        assert!(read.open_table(tables::KB_JOBS).is_ok() && read.open_table(tables::KB_SOURCES).is_ok());
+        assert!(read.open_table(tables::KBID_JOB).is_ok() && read.open_table(tables::KBID_SOURCE).is_ok());
     }
 }

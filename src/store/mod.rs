@@ -8,8 +8,10 @@
 //! write is durable.
 
 pub mod codec;
+pub mod kb;
 mod migrate;
 pub mod records;
+pub mod states;
 pub mod tables;
 mod writer;
 
@@ -142,17 +144,39 @@ where
     Ok(())
 }
 
-/// Issues the next value of the named sequence (first value 1).
-pub fn next_seq(txn: &WriteTransaction, name: &str) -> Result<u64> {
+/// A sequence of the `sequences` table: ids and positions issued in order, first value 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sequence {
+    /// Knowledge-base entry ids (`knowledgeBaseID`).
+    KbEntry,
+    /// Chat history item ids.
+    Message,
+    /// Positions in the knowledge-base outbox (`seq_kboutbox`; the index's commit payload).
+    Outbox,
+}
+
+impl Sequence {
+    /// The key of the sequence in the `sequences` table.
+    pub fn key(self) -> &'static str {
+        match self {
+            Sequence::KbEntry => "kb_entry",
+            Sequence::Message => "message",
+            Sequence::Outbox => "outbox",
+        }
+    }
+}
+
+/// Issues the next value of sequence `seq` (first value 1).
+pub fn next_seq(txn: &WriteTransaction, seq: Sequence) -> Result<u64> {
     let mut t = txn.open_table(tables::SEQUENCES)?;
-    let next = t.get(name)?.map(|v| v.value()).unwrap_or(0) + 1;
-    t.insert(name, next)?;
+    let next = t.get(seq.key())?.map(|v| v.value()).unwrap_or(0) + 1;
+    t.insert(seq.key(), next)?;
     Ok(next)
 }
 
-/// Current value of the named sequence (0 if none was issued).
-pub fn current_seq(table: &impl ReadableTable<&'static str, u64>, name: &str) -> Result<u64> {
-    Ok(table.get(name)?.map(|v| v.value()).unwrap_or(0))
+/// Current value of sequence `seq` (0 if none was issued).
+pub fn current_seq(table: &impl ReadableTable<&'static str, u64>, seq: Sequence) -> Result<u64> {
+    Ok(table.get(seq.key())?.map(|v| v.value()).unwrap_or(0))
 }
 
 /// Key form of a UUID.

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::codec::{self, Record};
+pub use super::states::{KbKind, KbStatus};
 
 /// An organization: made by redeeming an invitation (spec §4.1 redeem).
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -89,14 +90,15 @@ impl Record for Replica {
 }
 
 /// A knowledge-base entry. `revision` grows with every content change; the indexer marks the
-/// entry `READY` only for the revision it indexed.
+/// entry `READY` only for the revision it indexed. Version 2 made `kind` and `status` enums;
+/// `status` changes only through [`KbEntry::move_to`].
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct KbEntry {
     pub id: u64,
     pub replica: Uuid,
     pub org: Uuid,
-    pub kind: String,
-    pub status: String,
+    pub kind: KbKind,
+    pub status: KbStatus,
     pub title: Option<String>,
     pub generated_title: Option<String>,
     pub language: Option<String>,
@@ -110,7 +112,72 @@ pub struct KbEntry {
     pub updated_at: i64,
 }
 impl Record for KbEntry {
-    const VERSION: u8 = 1;
+    const VERSION: u8 = 2;
+
+    fn upgrade(version: u8, body: &[u8]) -> crate::error::Result<Self> {
+        match version {
+            1 => codec::decode_body::<KbEntryV1>(body)?.try_into(),
+            v => Err(crate::error::Error::internal(format!("unknown KbEntry record version {v}"))),
+        }
+    }
+}
+
+impl KbEntry {
+    /// Moves the entry to `next` when [`KbStatus::may_become`] allows it; `false` (and no
+    /// change) otherwise.
+    pub fn move_to(&mut self, next: KbStatus) -> bool {
+        let allowed = self.status.may_become(next);
+        if allowed {
+            self.status = next;
+        }
+        allowed
+    }
+}
+
+/// [`KbEntry`] as version 1 wrote it (`kind` and `status` as their wire names).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct KbEntryV1 {
+    pub id: u64,
+    pub replica: Uuid,
+    pub org: Uuid,
+    pub kind: String,
+    pub status: String,
+    pub title: Option<String>,
+    pub generated_title: Option<String>,
+    pub language: Option<String>,
+    pub auto_refresh: bool,
+    pub summary: String,
+    pub chunk_count: u32,
+    pub revision: u64,
+    pub error: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl TryFrom<KbEntryV1> for KbEntry {
+    type Error = crate::error::Error;
+
+    /// Errors (internal) on a `kind` or `status` name no version wrote.
+    fn try_from(e: KbEntryV1) -> crate::error::Result<KbEntry> {
+        let unknown = |what: &str, v: &str| crate::error::Error::internal(format!("KbEntry v1: unknown {what} {v:?}"));
+        Ok(KbEntry {
+            kind: KbKind::parse(&e.kind).ok_or_else(|| unknown("kind", &e.kind))?,
+            status: KbStatus::parse(&e.status).ok_or_else(|| unknown("status", &e.status))?,
+            id: e.id,
+            replica: e.replica,
+            org: e.org,
+            title: e.title,
+            generated_title: e.generated_title,
+            language: e.language,
+            auto_refresh: e.auto_refresh,
+            summary: e.summary,
+            chunk_count: e.chunk_count,
+            revision: e.revision,
+            error: e.error,
+            created_at: e.created_at,
+            updated_at: e.updated_at,
+        })
+    }
 }
 
 /// The texts of an entry, kept apart so that listing entries does not read them.

@@ -10,19 +10,19 @@ pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// `sequence name → last value issued` (`kb_entry`, `message`, `outbox`).
 pub const SEQUENCES: TableDefinition<&str, u64> = TableDefinition::new("sequences");
 /// `org id → Org`.
-pub const ORGS: TableDefinition<u128, &[u8]> = TableDefinition::new("orgid_org");
+pub const ORGID_ORG: TableDefinition<u128, &[u8]> = TableDefinition::new("orgid_org");
 /// `sha256(api key) → org id`.
 pub const KEYHASH_ORG: TableDefinition<&[u8; 32], u128> = TableDefinition::new("keyhash_org");
 /// `sha256(invitation code) → Invite`.
 pub const CODEHASH_INVITE: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("codehash_invite");
 /// `replica id → Replica`.
-pub const REPLICAS: TableDefinition<u128, &[u8]> = TableDefinition::new("replicaid_replica");
+pub const REPLICAID_REPLICA: TableDefinition<u128, &[u8]> = TableDefinition::new("replicaid_replica");
 /// `(org id, replica id) → ()`: the replicas of an organization, in creation order (UUID v7).
 pub const ORG_REPLICA: TableDefinition<(u128, u128), ()> = TableDefinition::new("org_replica");
 /// `(org id, slug) → replica id`: slugs are unique per organization.
 pub const SLUG_REPLICA: TableDefinition<(u128, &str), u128> = TableDefinition::new("slug_replica");
 /// `user id → User`.
-pub const USERS: TableDefinition<u128, &[u8]> = TableDefinition::new("userid_user");
+pub const USERID_USER: TableDefinition<u128, &[u8]> = TableDefinition::new("userid_user");
 /// `(org id, user id) → ()`: the users of an organization.
 pub const ORG_USER: TableDefinition<(u128, u128), ()> = TableDefinition::new("org_user");
 /// `(org id, lower-cased e-mail) → user id`.
@@ -30,17 +30,18 @@ pub const EMAIL_USER: TableDefinition<(u128, &str), u128> = TableDefinition::new
 /// `(org id, "<type>:<external id>") → user id` for linked accounts (messengerA, …).
 pub const LINKED_USER: TableDefinition<(u128, &str), u128> = TableDefinition::new("linked_user");
 /// `entry id → KbEntry`.
-pub const KB_ENTRIES: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_entry");
+pub const KBID_ENTRY: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_entry");
 /// `entry id → KbText` (raw and processed text of the entry).
-pub const KB_TEXTS: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_text");
+pub const KBID_TEXT: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_text");
 /// `(replica id, entry id) → ()`: the knowledge base of a replica.
 pub const REPLICA_KB: TableDefinition<(u128, u64), ()> = TableDefinition::new("replica_kb");
 /// `(entry id, chunk index) → Chunk`.
-pub const KB_CHUNKS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("kbchunk_chunk");
+pub const KBCHUNK_CHUNK: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("kbchunk_chunk");
 /// `outbox seq → (entry id, entry revision)`: index work not yet committed to tantivy.
-pub const KB_OUTBOX: TableDefinition<u64, (u64, u64)> = TableDefinition::new("seq_kboutbox");
+pub const SEQ_KBOUTBOX: TableDefinition<u64, (u64, u64)> = TableDefinition::new("seq_kboutbox");
 /// `(replica id, user id, message id) → Message`: chat history, oldest first.
-pub const MESSAGES: TableDefinition<(u128, u128, u64), &[u8]> = TableDefinition::new("replicausermsg_message");
+pub const REPLICAUSERMSG_MESSAGE: TableDefinition<(u128, u128, u64), &[u8]> =
+    TableDefinition::new("replicausermsg_message");
 /// `replica id → number of chat history items` (the `popularity` sort of replica lists).
 pub const REPLICA_MESSAGECOUNT: TableDefinition<u128, u64> = TableDefinition::new("replica_messagecount");
 /// `"demo" → org id` and other one-time facts of the server's life.
@@ -49,12 +50,12 @@ pub const ONCE: TableDefinition<&str, u128> = TableDefinition::new("once");
 /// already saved (a retried POST with the same channel message id stores nothing new).
 pub const CHANNELMSG_MESSAGE: TableDefinition<(u128, &str), u64> = TableDefinition::new("channelmsg_message");
 /// `entry id → KbSource`: url / file / website facts and the detected language of an entry.
-pub const KB_SOURCES: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_source");
+pub const KBID_SOURCE: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_source");
 /// `entry id → uploaded bytes` of a `file` entry, as received (raw, not a record).
-pub const KB_FILES: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_file");
+pub const KBID_FILE: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_file");
 /// `entry id → (attempts so far, not before: ms since the epoch)`: ingestion jobs not finished
 /// (see `ingest::pipeline`).
-pub const KB_JOBS: TableDefinition<u64, (u32, i64)> = TableDefinition::new("kbid_job");
+pub const KBID_JOB: TableDefinition<u64, (u32, i64)> = TableDefinition::new("kbid_job");
 /// `sha256(upload token) → Upload`: signed upload URLs of `file` entries.
 pub const TOKENHASH_UPLOAD: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("tokenhash_upload");
 /// `(replica id, normalized url) → entry id`: a URL is in a replica's knowledge base once.

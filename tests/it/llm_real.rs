@@ -1,10 +1,15 @@
 //! Replies from a real language model: SmolLM2-135M-Instruct served by node-llama-cpp behind the
 //! OpenAI-compatible wrapper `tests/llm-server/server.mjs`, started by each test on a free
 //! loopback port. Its words are not deterministic: the tests check the protocol, the flow and
-//! what is stored, never the wording. `bash .ci/run` installs the server and the weights and
-//! sets `REPLICAD_TEST_LLM_NODE_MODULES` and `REPLICAD_TEST_LLM_MODEL`.
+//! what is stored, never the wording.
+//!
+//! They run when `REPLICAD_REAL_MODEL_TESTS=1`, and then fail loudly if Node, the server or the
+//! weights are missing. `bash .ci/run` installs the server and the weights, sets
+//! `REPLICAD_TEST_LLM_NODE_MODULES` and `REPLICAD_TEST_LLM_MODEL`, and sets
+//! `REPLICAD_REAL_MODEL_TESTS=1`. Without it (a contributor's plain `cargo test`) each test
+//! writes on the terminal what it needs and passes without running.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -41,7 +46,21 @@ fn required_env(name: &str) -> String {
     })
 }
 
+/// How to run these tests, written when they do not run.
+const HOW: &str = "needs a real model and runs when REPLICAD_REAL_MODEL_TESTS=1 \
+     (`bash .ci/run` sets it; or: eval \"$(bash .ci/install-llm)\"; REPLICAD_REAL_MODEL_TESTS=1 cargo test --test it llm_real)";
+
 impl ModelServer {
+    /// The model server when `REPLICAD_REAL_MODEL_TESTS=1`; otherwise `None`, after telling the
+    /// terminal (not libtest's captured output) that test `name` did not run and how to run it.
+    fn start_if_enabled(name: &str) -> Option<ModelServer> {
+        if std::env::var("REPLICAD_REAL_MODEL_TESTS").is_ok_and(|v| v == "1") {
+            return Some(ModelServer::start());
+        }
+        let _ = writeln!(std::io::stderr(), "\nllm_real::{name}: not run: {HOW}");
+        None
+    }
+
     fn start() -> ModelServer {
         let modules = required_env("REPLICAD_TEST_LLM_NODE_MODULES");
         let model = required_env("REPLICAD_TEST_LLM_MODEL");
@@ -86,7 +105,11 @@ async fn reactor(org: &Org) -> (String, u64) {
 
 #[tokio::test]
 async fn a_real_model_answers_from_the_sources_it_was_given_and_reports_usage() {
-    let model = ModelServer::start();
+    let Some(model) =
+        ModelServer::start_if_enabled("a_real_model_answers_from_the_sources_it_was_given_and_reports_usage")
+    else {
+        return;
+    };
     let server = model.replicad();
     let org = server.new_org("Real").await;
     let (replica, kb) = reactor(&org).await;
@@ -115,7 +138,9 @@ async fn a_real_model_answers_from_the_sources_it_was_given_and_reports_usage() 
 
 #[tokio::test]
 async fn a_real_model_streams_its_reply_as_server_sent_events() {
-    let model = ModelServer::start();
+    let Some(model) = ModelServer::start_if_enabled("a_real_model_streams_its_reply_as_server_sent_events") else {
+        return;
+    };
     let server = model.replicad();
     let org = server.new_org("RealStream").await;
     let (replica, kb) = reactor(&org).await;

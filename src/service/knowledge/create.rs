@@ -6,11 +6,11 @@ use uuid::Uuid;
 
 use super::{add_job, put_source, validate_meta, validate_text, write_content};
 use crate::error::{Code, Error, Result};
-use crate::ingest::chunk;
 use crate::ingest::formats::Format;
-use crate::service::{check_len, orgs};
-use crate::store::records::{FileMeta, KbEntry, KbSource, Upload};
-use crate::store::{self, k, next_seq, now_ms, tables, Store};
+use crate::service::check_len;
+use crate::store::records::{FileMeta, KbEntry, KbKind, KbSource, KbStatus, Upload};
+use crate::store::{self, k, next_seq, now_ms, tables, Sequence, Store};
+use crate::text::chunk;
 
 /// Where a new entry's content comes from (exactly one of the create body's `text`, `url`,
 /// `filename`).
@@ -61,7 +61,7 @@ impl Limits {
 #[derive(Debug, Clone)]
 pub struct Created {
     pub id: u64,
-    pub kind: &'static str,
+    pub kind: KbKind,
     /// For a `filename`: the upload token (the last segment of its signed URL) and when it
     /// expires (ms since the epoch).
     pub upload: Option<(String, i64)>,
@@ -108,7 +108,7 @@ fn count_entry(txn: &WriteTransaction, org: Uuid, limits: Limits, custom: Option
     let n = counts.get(k(org))?.map(|v| v.value()).unwrap_or(0);
     if let Some(max) = custom.filter(|max| n >= *max) {
         return Err(Error::new(
-            Code::KnowledgeBaseCustomQuotaExceeded,
+            Code::KnowledgeBaseUsageLimitReached,
             format!("the organization has {n} knowledge-base entries; usageLimits.knowledgeBaseEntries is {max}"),
         ));
     }
@@ -133,18 +133,18 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, new: NewEntry, limi
     let (kind, source, token) = match &new.content {
         Content::Text(t) => {
             validate_text(t)?;
-            ("text", KbSource::default(), None)
+            (KbKind::Text, KbSource::default(), None)
         }
         Content::Url(raw) => {
             let u = normalize_url(raw)?;
-            let kind = if is_youtube(&u) { "youtube" } else { "website" };
+            let kind = if is_youtube(&u) { KbKind::Youtube } else { KbKind::Website };
             (kind, KbSource { url: Some(u.to_string()), ..Default::default() }, None)
         }
         Content::Filename(name) => {
             let name = check_filename(name)?;
             let mime = Format::detect(&name, None, b"").map(|f| f.info().mime_types[0]).unwrap_or("");
             let file = FileMeta { name, size: 0, mime_type: mime.to_string() };
-            ("file", KbSource { file: Some(file), ..Default::default() }, Some(crate::service::random_hex(32)?))
+            (KbKind::File, KbSource { file: Some(file), ..Default::default() }, Some(crate::service::random_hex(32)?))
         }
     };
     let generated_title = match &new.content {
@@ -153,11 +153,11 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, new: NewEntry, limi
         Content::Filename(_) => source.file.as_ref().map(|f| f.name.clone()),
     }
     .filter(|t| !t.is_empty());
-    let upload_hash = token.as_deref().map(orgs::hash);
+    let upload_hash = token.as_deref().map(crate::service::hash_secret);
     let id = store
         .write_kb(move |txn| {
             count_entry(txn, org, limits, new.custom_limit)?;
-            let id = next_seq(txn, "kb_entry")?;
+            let id = next_seq(txn, Sequence::KbEntry)?;
             if let Some(url) = &source.url {
                 claim_url(txn, replica, url, id)?;
             }
@@ -165,8 +165,8 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, new: NewEntry, limi
                 id,
                 replica,
                 org,
-                kind: kind.into(),
-                status: "NEW".into(),
+                kind,
+                status: KbStatus::New,
                 title: new.title.clone(),
                 generated_title: generated_title.clone(),
                 language: new.language.clone(),
@@ -181,8 +181,8 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, new: NewEntry, limi
             put_source(txn, id, &source)?;
             match (&new.content, kind) {
                 (Content::Text(t), _) => write_content(txn, &mut entry, t)?,
-                (_, "youtube") => {
-                    entry.status = "UNPROCESSABLE".into();
+                (_, KbKind::Youtube) => {
+                    entry.move_to(KbStatus::Unprocessable);
                     entry.error = Some(YOUTUBE_UNSUPPORTED.into());
                 }
                 (Content::Url(_), _) => add_job(txn, id)?,
@@ -192,7 +192,7 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, new: NewEntry, limi
                     store::put(&mut txn.open_table(tables::TOKENHASH_UPLOAD)?, &hash, &upload)?;
                 }
             }
-            store::put(&mut txn.open_table(tables::KB_ENTRIES)?, id, &entry)?;
+            store::put(&mut txn.open_table(tables::KBID_ENTRY)?, id, &entry)?;
             txn.open_table(tables::REPLICA_KB)?.insert((k(replica), id), ())?;
             Ok(id)
         })

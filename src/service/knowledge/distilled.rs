@@ -47,7 +47,7 @@ pub async fn distilled(store: &Store, replicas: Vec<Uuid>) -> Result<Vec<Distill
     store
         .read(move |txn| {
             let ids = txn.open_table(tables::REPLICA_KB)?;
-            let entries = txn.open_table(tables::KB_ENTRIES)?;
+            let entries = txn.open_table(tables::KBID_ENTRY)?;
             let mut out = Vec::with_capacity(replicas.len());
             for replica in replicas {
                 let mut d = Distilled::default();

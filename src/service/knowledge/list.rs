@@ -4,16 +4,15 @@
 use redb::ReadOnlyTable;
 use uuid::Uuid;
 
-use super::STATUSES;
 use crate::error::{Error, Result};
-use crate::store::records::{Chunk, KbEntry, KbSource, KbText};
+use crate::store::records::{Chunk, KbEntry, KbKind, KbSource, KbStatus, KbText};
 use crate::store::{self, k, tables, Store};
 
 /// Filters and order of the entry list.
 #[derive(Debug, Default, Clone)]
 pub struct ListQuery {
-    pub status: Option<String>,
-    pub kind: Option<String>,
+    pub status: Option<KbStatus>,
+    pub kind: Option<KbKind>,
     /// Case-insensitive text found in the title, generated title, URL or file name.
     pub search: Option<String>,
     /// `true`: only entries that failed (`UNPROCESSABLE`); `false`: only the others.
@@ -64,11 +63,11 @@ impl EntryView {
 
     fn matches(&self, q: &ListQuery, search: Option<&str>) -> bool {
         let e = &self.entry;
-        let failed = e.status == "UNPROCESSABLE";
+        let failed = e.status == KbStatus::Unprocessable;
         let haystack =
             [self.display_title().cloned(), self.source.url.clone(), self.source.file.as_ref().map(|f| f.name.clone())];
-        q.status.as_ref().is_none_or(|s| s == &e.status)
-            && q.kind.as_ref().is_none_or(|t| t == &e.kind)
+        q.status.is_none_or(|s| s == e.status)
+            && q.kind.is_none_or(|t| t == e.kind)
             && q.has_error.is_none_or(|h| h == failed)
             && search.is_none_or(|s| haystack.iter().flatten().any(|h| h.to_lowercase().contains(s)))
     }
@@ -80,10 +79,7 @@ fn sort_views(views: &mut [EntryView], sort: Sort) {
         SortKey::CreatedAt => views.sort_by_key(|v| (v.entry.created_at, v.entry.id)),
         SortKey::UpdatedAt => views.sort_by_key(|v| (v.entry.updated_at, v.entry.id)),
         SortKey::Title => views.sort_by_key(|v| (title(v), v.entry.id)),
-        SortKey::Status => {
-            let rank = |v: &EntryView| STATUSES.iter().position(|s| *s == v.entry.status).unwrap_or(usize::MAX);
-            views.sort_by_key(|v| (rank(v), v.entry.id))
-        }
+        SortKey::Status => views.sort_by_key(|v| (v.entry.status as usize, v.entry.id)),
     }
     if sort.descending {
         views.reverse();
@@ -101,8 +97,8 @@ pub async fn list(store: &Store, replica: Uuid, q: ListQuery) -> Result<(Vec<Ent
     store
         .read(move |txn| {
             let ids = txn.open_table(tables::REPLICA_KB)?;
-            let entries = txn.open_table(tables::KB_ENTRIES)?;
-            let sources = txn.open_table(tables::KB_SOURCES)?;
+            let entries = txn.open_table(tables::KBID_ENTRY)?;
+            let sources = txn.open_table(tables::KBID_SOURCE)?;
             let search = q.search.as_ref().map(|s| s.to_lowercase());
             let mut found = Vec::new();
             for row in ids.range((k(replica), 0)..=(k(replica), u64::MAX))? {
@@ -123,16 +119,12 @@ pub async fn list(store: &Store, replica: Uuid, q: ListQuery) -> Result<(Vec<Ent
 pub async fn get(store: &Store, replica: Uuid, id: u64) -> Result<(EntryView, KbText, Vec<Chunk>)> {
     store
         .read(move |txn| {
-            let entry = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KB_ENTRIES)?, id)?
+            let entry = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?
                 .filter(|e| e.replica == replica)
                 .ok_or_else(|| Error::not_found("knowledge-base entry"))?;
-            let chunks = txn
-                .open_table(tables::KB_CHUNKS)?
-                .range((id, 0)..=(id, u32::MAX))?
-                .map(|r| r.map_err(Error::from).and_then(|(_, v)| store::codec::decode(v.value())))
-                .collect::<Result<Vec<Chunk>>>()?;
-            let text = store::get::<u64, KbText, _>(&txn.open_table(tables::KB_TEXTS)?, id)?.unwrap_or_default();
-            Ok((view_of(&txn.open_table(tables::KB_SOURCES)?, entry)?, text, chunks))
+            let chunks = store::kb::chunks_of(&txn.open_table(tables::KBCHUNK_CHUNK)?, id)?;
+            let text = store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.unwrap_or_default();
+            Ok((view_of(&txn.open_table(tables::KBID_SOURCE)?, entry)?, text, chunks))
         })
         .await
 }

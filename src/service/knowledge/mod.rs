@@ -20,9 +20,11 @@ pub use list::{get, list, EntryView, ListQuery, Sort, SortKey, SORTS};
 
 use super::check_len;
 use crate::error::{Error, Result};
-use crate::ingest::{chunk, language};
-use crate::store::records::{Chunk, KbEntry, KbSource, KbText};
-use crate::store::{self, k, next_seq, now_ms, tables, Store};
+pub use crate::ingest::content::write_content;
+pub use crate::store::kb::{add_job, enqueue, put_source, source_in};
+use crate::store::records::{KbEntry, KbKind, KbStatus, KbText};
+use crate::store::{self, k, now_ms, tables, Store};
+use crate::text::chunk;
 
 /// ISO 639-1 codes accepted in `language` (spec §2.5).
 pub const LANGUAGES: &[&str] = &[
@@ -38,11 +40,10 @@ pub const LANGUAGES: &[&str] = &[
     "uz", "ve", "vi", "vo", "wa", "cy", "wo", "xh", "yi", "yo", "za", "zu",
 ];
 
-/// Entry statuses in processing order, then the failure status.
-pub const STATUSES: &[&str] =
-    &["NEW", "FILE_UPLOADED", "RAW_TEXT", "PROCESSED_TEXT", "VECTOR_CREATED", "READY", "UNPROCESSABLE"];
-/// Entry types.
-pub const TYPES: &[&str] = &["text", "file", "website", "youtube"];
+/// Entry statuses in processing order, then the failure status (wire names).
+pub const STATUSES: &[&str] = &KbStatus::NAMES;
+/// Entry types (wire names).
+pub const TYPES: &[&str] = &KbKind::NAMES;
 /// Longest text entry, in characters.
 pub const MAX_TEXT_CHARS: usize = 2_000_000;
 
@@ -71,56 +72,6 @@ fn validate_text(text: &str) -> Result<()> {
     Ok(())
 }
 
-/// Characters of the processed text kept as the entry's `summary`.
-const SUMMARY_CHARS: usize = 200;
-
-/// Stores `raw` as the entry's text, its chunks (replacing old ones), detects its language when
-/// none is set, and queues the entry for indexing (status `PROCESSED_TEXT`).
-pub fn write_content(txn: &WriteTransaction, entry: &mut KbEntry, raw: &str) -> Result<()> {
-    let title = entry.title.clone().or_else(|| entry.generated_title.clone()).unwrap_or_default();
-    let pieces = chunk::chunk(&title, raw);
-    let mut chunks = txn.open_table(tables::KB_CHUNKS)?;
-    chunks.retain_in((entry.id, 0)..=(entry.id, u32::MAX), |_, _| false)?;
-    for (i, p) in pieces.iter().enumerate() {
-        store::put(&mut chunks, (entry.id, i as u32), &Chunk { title: p.title.clone(), text: p.text.clone() })?;
-    }
-    let processed = pieces.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n\n");
-    entry.summary = processed.chars().take(SUMMARY_CHARS).collect();
-    let mut source = source_in(txn, entry.id)?;
-    source.detected_language = language::detect(&processed).map(str::to_string);
-    put_source(txn, entry.id, &source)?;
-    let text = KbText { raw: raw.to_string(), processed };
-    store::put(&mut txn.open_table(tables::KB_TEXTS)?, entry.id, &text)?;
-    entry.chunk_count = pieces.len() as u32;
-    entry.revision += 1;
-    entry.status = "PROCESSED_TEXT".into();
-    entry.error = None;
-    enqueue(txn, entry.id, entry.revision)
-}
-
-/// The source record of entry `id` (empty when none was written).
-pub fn source_in(txn: &WriteTransaction, id: u64) -> Result<KbSource> {
-    Ok(store::get::<u64, KbSource, _>(&txn.open_table(tables::KB_SOURCES)?, id)?.unwrap_or_default())
-}
-
-/// Writes the source record of entry `id`.
-pub fn put_source(txn: &WriteTransaction, id: u64, source: &KbSource) -> Result<()> {
-    store::put(&mut txn.open_table(tables::KB_SOURCES)?, id, source)
-}
-
-/// Appends an outbox row for `entry` at `revision` (0 for a deletion).
-pub fn enqueue(txn: &WriteTransaction, entry: u64, revision: u64) -> Result<()> {
-    let seq = next_seq(txn, "outbox")?;
-    txn.open_table(tables::KB_OUTBOX)?.insert(seq, (entry, revision))?;
-    Ok(())
-}
-
-/// Adds an ingestion job for `entry` (see `ingest::pipeline`), runnable now.
-pub fn add_job(txn: &WriteTransaction, entry: u64) -> Result<()> {
-    txn.open_table(tables::KB_JOBS)?.insert(entry, (0u32, 0i64))?;
-    Ok(())
-}
-
 /// Changes of `PATCH …/knowledge-base/{id}`; `None` leaves a field as it is.
 #[derive(Debug, Default, Clone)]
 pub struct Patch {
@@ -142,16 +93,16 @@ pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Resul
     let now = now_ms();
     store
         .write_kb(move |txn| {
-            let mut table = txn.open_table(tables::KB_ENTRIES)?;
+            let mut table = txn.open_table(tables::KBID_ENTRY)?;
             let mut e = store::get::<u64, KbEntry, _>(&table, id)?
                 .filter(|e| e.replica == replica)
                 .ok_or_else(|| Error::not_found("knowledge-base entry"))?;
-            let old = store::get::<u64, KbText, _>(&txn.open_table(tables::KB_TEXTS)?, id)?.unwrap_or_default();
+            let old = store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.unwrap_or_default();
             let text_changed = patch.raw_text.as_ref().is_some_and(|t| t != &old.raw);
             let raw = patch.raw_text.clone().unwrap_or(old.raw);
             let title_changed = patch.title.is_some() && patch.title != e.title;
             let language_changed = patch.language.is_some() && patch.language != e.language;
-            if text_changed && e.kind == "text" {
+            if text_changed && e.kind == KbKind::Text {
                 e.generated_title = Some(chunk::generated_title(&raw)).filter(|t| !t.is_empty());
             }
             if patch.title.is_some() {
@@ -165,15 +116,15 @@ pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Resul
             }
             drop(table);
             if text_changed {
-                txn.open_table(tables::KB_JOBS)?.remove(id)?;
-            } else if patch.auto_refresh == Some(true) && e.kind == "website" && e.status == "READY" {
+                txn.open_table(tables::KBID_JOB)?.remove(id)?;
+            } else if patch.auto_refresh == Some(true) && e.kind == KbKind::Website && e.status == KbStatus::Ready {
                 add_job(txn, id)?; // turning autoRefresh on re-fetches now, then every interval
             }
             if text_changed || ((title_changed || language_changed) && !raw.is_empty()) {
                 write_content(txn, &mut e, &raw)?;
             }
             e.updated_at = now;
-            table = txn.open_table(tables::KB_ENTRIES)?;
+            table = txn.open_table(tables::KBID_ENTRY)?;
             store::put(&mut table, id, &e)
         })
         .await
@@ -184,7 +135,7 @@ pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Resul
 pub async fn delete(store: &Store, replica: Uuid, id: u64) -> Result<()> {
     store
         .write_kb(move |txn| {
-            let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KB_ENTRIES)?, id)?;
+            let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
             match found.filter(|e| e.replica == replica) {
                 Some(e) => remove_in(txn, &e),
                 None => Err(Error::not_found("knowledge-base entry")),
@@ -202,13 +153,13 @@ fn remove_in(txn: &WriteTransaction, e: &KbEntry) -> Result<()> {
     let mut counts = txn.open_table(tables::ORG_KBCOUNT)?;
     let n = counts.get(k(e.org))?.map(|v| v.value()).unwrap_or(0);
     counts.insert(k(e.org), n.saturating_sub(1))?;
-    txn.open_table(tables::KB_ENTRIES)?.remove(id)?;
-    txn.open_table(tables::KB_TEXTS)?.remove(id)?;
-    txn.open_table(tables::KB_SOURCES)?.remove(id)?;
-    txn.open_table(tables::KB_FILES)?.remove(id)?;
-    txn.open_table(tables::KB_JOBS)?.remove(id)?;
+    txn.open_table(tables::KBID_ENTRY)?.remove(id)?;
+    txn.open_table(tables::KBID_TEXT)?.remove(id)?;
+    txn.open_table(tables::KBID_SOURCE)?.remove(id)?;
+    txn.open_table(tables::KBID_FILE)?.remove(id)?;
+    txn.open_table(tables::KBID_JOB)?.remove(id)?;
     txn.open_table(tables::REPLICA_KB)?.remove((k(e.replica), id))?;
-    txn.open_table(tables::KB_CHUNKS)?.retain_in((id, 0)..=(id, u32::MAX), |_, _| false)?;
+    txn.open_table(tables::KBCHUNK_CHUNK)?.retain_in((id, 0)..=(id, u32::MAX), |_, _| false)?;
     enqueue(txn, id, 0)
 }
 
@@ -220,23 +171,9 @@ pub fn delete_all_in(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
         .map(|r| r.map(|(key, _)| key.value().1))
         .collect::<Result<_, _>>()?;
     for id in ids {
-        let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KB_ENTRIES)?, id)?;
+        let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
         if let Some(e) = found {
             remove_in(txn, &e)?;
-        }
-    }
-    Ok(())
-}
-
-/// Moves entries whose current revision is the one indexed (`(entry, revision)` pairs) to
-/// `status` (`VECTOR_CREATED` once the index commit holds them, `READY` once searchers see them).
-pub fn mark_indexed_in(txn: &WriteTransaction, indexed: &[(u64, u64)], status: &str) -> Result<()> {
-    let mut table = txn.open_table(tables::KB_ENTRIES)?;
-    for &(id, revision) in indexed {
-        let Some(mut e) = store::get::<u64, KbEntry, _>(&table, id)? else { continue };
-        if e.revision == revision && e.status != status && e.status != "UNPROCESSABLE" {
-            e.status = status.into();
-            store::put(&mut table, id, &e)?;
         }
     }
     Ok(())

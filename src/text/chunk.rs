@@ -15,7 +15,7 @@ pub const TARGET_CHARS: usize = 1600;
 
 /// A piece of a document ready for the index.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Piece {
+pub struct TextChunk {
     pub title: String,
     pub text: String,
 }
@@ -111,7 +111,7 @@ pub fn generated_title(text: &str) -> String {
 }
 
 /// Chunks `text` of a document titled `doc_title`.
-pub fn chunk(doc_title: &str, text: &str) -> Vec<Piece> {
+pub fn chunk(doc_title: &str, text: &str) -> Vec<TextChunk> {
     let (_, secs) = sections(text);
     let mut out = Vec::new();
     for (path, body) in secs {
@@ -120,7 +120,7 @@ pub fn chunk(doc_title: &str, text: &str) -> Vec<Piece> {
         let title = names.join(" › ");
         let mut texts = Vec::new();
         pack(&mut paragraphs(&body), &mut texts);
-        out.extend(texts.into_iter().map(|text| Piece { title: title.clone(), text }));
+        out.extend(texts.into_iter().map(|text| TextChunk { title: title.clone(), text }));
     }
     out
 }

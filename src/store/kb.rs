@@ -1,0 +1,53 @@
+//! Knowledge-base rows written beside an entry: its source record, its outbox rows, its
+//! ingestion job, and the indexer's status marks (see `search::indexer`, `ingest::pipeline`).
+
+use redb::{ReadableTable, WriteTransaction};
+
+use super::records::{Chunk, KbEntry, KbSource, KbStatus};
+use super::{get, next_seq, put, tables, Sequence};
+use crate::error::{Error, Result};
+
+/// The chunks of entry `id`, in order, from the open `kbchunk_chunk` table.
+pub fn chunks_of(table: &impl ReadableTable<(u64, u32), &'static [u8]>, id: u64) -> Result<Vec<Chunk>> {
+    table
+        .range((id, 0)..=(id, u32::MAX))?
+        .map(|r| r.map_err(Error::from).and_then(|(_, v)| super::codec::decode(v.value())))
+        .collect()
+}
+
+/// The source record of entry `id` (empty when none was written).
+pub fn source_in(txn: &WriteTransaction, id: u64) -> Result<KbSource> {
+    Ok(get::<u64, KbSource, _>(&txn.open_table(tables::KBID_SOURCE)?, id)?.unwrap_or_default())
+}
+
+/// Writes the source record of entry `id`.
+pub fn put_source(txn: &WriteTransaction, id: u64, source: &KbSource) -> Result<()> {
+    put(&mut txn.open_table(tables::KBID_SOURCE)?, id, source)
+}
+
+/// Appends an outbox row for `entry` at `revision` (0 for a deletion).
+pub fn enqueue(txn: &WriteTransaction, entry: u64, revision: u64) -> Result<()> {
+    let seq = next_seq(txn, Sequence::Outbox)?;
+    txn.open_table(tables::SEQ_KBOUTBOX)?.insert(seq, (entry, revision))?;
+    Ok(())
+}
+
+/// Adds an ingestion job for `entry` (see `ingest::pipeline`), runnable now.
+pub fn add_job(txn: &WriteTransaction, entry: u64) -> Result<()> {
+    txn.open_table(tables::KBID_JOB)?.insert(entry, (0u32, 0i64))?;
+    Ok(())
+}
+
+/// Moves entries whose current revision is the one indexed (`(entry, revision)` pairs) to
+/// `status` (`VECTOR_CREATED` once the index commit holds them, `READY` once searchers see them)
+/// where [`KbStatus::may_become`] allows it.
+pub fn mark_indexed_in(txn: &WriteTransaction, indexed: &[(u64, u64)], status: KbStatus) -> Result<()> {
+    let mut table = txn.open_table(tables::KBID_ENTRY)?;
+    for &(id, revision) in indexed {
+        let Some(mut e) = get::<u64, KbEntry, _>(&table, id)? else { continue };
+        if e.revision == revision && e.move_to(status) {
+            put(&mut table, id, &e)?;
+        }
+    }
+    Ok(())
+}
