@@ -59,6 +59,10 @@ pub struct Config {
     /// and `vision`); the shipped catalog when absent.
     #[arg(long, env = "REPLICAD_MODELS")]
     pub models: Option<PathBuf>,
+    /// Longest time knowledge-base changes may wait for the search index before `GET /readyz`
+    /// answers 503 (`30s`, `2m`, seconds).
+    #[arg(long, env = "REPLICAD_MAX_INDEX_LAG", default_value = "30s", value_parser = crate::cli::parse_duration)]
+    pub max_index_lag: u64,
     /// Generation backends: upstreams, model routes, timeouts, retries.
     #[command(flatten)]
     pub llm: crate::generate::LlmConfig,
@@ -84,6 +88,7 @@ impl Config {
             tls_cert: None,
             tls_key: None,
             models: None,
+            max_index_lag: 30,
             llm: crate::generate::LlmConfig::default(),
         }
     }

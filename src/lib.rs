@@ -16,6 +16,7 @@ pub mod http;
 pub mod ingest;
 pub mod models;
 pub mod openapi;
+pub mod ops;
 pub mod search;
 pub mod server;
 pub mod service;
@@ -54,8 +55,9 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let reindex = search::indexer::spawn(store.clone(), search.clone(), rebuild);
     let fetcher = ingest::fetch::Fetcher::new(config.allow_private_urls, config.max_fetch_bytes)?;
     let refresh_ms = (config.kb_refresh_interval as i64).saturating_mul(1000);
-    ingest::pipeline::spawn(store.clone(), ingest::pipeline::Worker { fetcher, refresh_ms });
+    let ingest = ingest::pipeline::spawn(store.clone(), ingest::pipeline::Worker { fetcher, refresh_ms });
     let app = Arc::new(app::App::new(config, store, search, models, backends, reindex));
+    app.ops.set_ingest(ingest);
     if app.config.demo {
         demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;
     }

@@ -42,7 +42,7 @@ pub struct Worker {
 
 /// Starts the worker: it drains the queue, then waits for `Store::jobs_notify` or the next
 /// due time (a retry, or an `autoRefresh` re-fetch).
-pub fn spawn(store: Store, worker: Worker) {
+pub fn spawn(store: Store, worker: Worker) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             let wait = match run_ready(&store, &worker).await {
@@ -60,7 +60,7 @@ pub fn spawn(store: Store, worker: Worker) {
                 None => store.jobs_notify.notified().await,
             }
         }
-    });
+    })
 }
 
 /// Runs every job due now; returns how long until the next one is due (`None`: no jobs left).

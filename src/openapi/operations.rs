@@ -33,6 +33,9 @@ pub struct Op {
     pub creates: Option<(&'static str, &'static str)>,
     /// Statuses beyond the derived ones (409, 429, …).
     pub extra: &'static [u16],
+    /// Statuses that answer a schema of their own rather than an error body (the 503 of
+    /// readiness).
+    pub also: &'static [(u16, &'static str)],
 }
 
 /// Answers that may also stream (`Accept: text/event-stream`).
@@ -54,6 +57,7 @@ fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'static 
         plain_404: false,
         creates: None,
         extra: &[],
+        also: &[],
     }
 }
 
@@ -195,6 +199,23 @@ pub fn all() -> Vec<Op> {
         op("GET", "/v1/openapi.json", "getOpenApi", "Meta", "This OpenAPI document")
             .ok(200, "OpenApiDocument")
             .describe("Public. The document every other operation is checked against."),
+        op("GET", "/healthz", "getLiveness", "Operations", "Liveness")
+            .ok(200, "Liveness")
+            .describe("Public. The process is alive and answering; touches nothing else. Poll it as a liveness probe."),
+        Op { also: &[(503, "Readiness")], ..op("GET", "/readyz", "getReadiness", "Operations", "Readiness") }
+            .ok(200, "Readiness")
+            .describe(
+                "Public. 200 when the store is open and writable, the search index is caught up with the store \
+                within `--max-index-lag`, and the background tasks run; 503 with the same body naming what is not \
+                ready. Cheap enough to poll every second (a probe write only when nothing was written for 5 s).",
+            ),
+        Op { also: &[(503, "HealthCheck")], ..op("GET", "/v1/healthcheck", "getHealthCheck", "Operations", "Service health") }
+            .ok(200, "HealthCheck")
+            .describe(
+                "Public. The hosted service's health operation: the store, the search index and the ingestion \
+                worker as `services`, each `healthy` or `unhealthy` with a message (the checks of `/readyz`); 503 \
+                with the same body (`success: false`) when one is unhealthy.",
+            ),
         op("POST", "/v1/api-keys/invites/{code}/redeem", "redeemInvite", "Organizations", "Redeem an invitation code")
             .body("RedeemRequest")
             .ok(200, "Redeemed")

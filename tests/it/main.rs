@@ -17,6 +17,7 @@ mod knowledge_base;
 mod llm;
 mod llm_real;
 mod openapi;
+mod ops;
 mod replicas;
 mod restart;
 mod security;
