@@ -63,6 +63,10 @@ pub struct Config {
     /// answers 503 (`30s`, `2m`, seconds).
     #[arg(long, env = "REPLICAD_MAX_INDEX_LAG", default_value = "30s", value_parser = crate::cli::parse_duration)]
     pub max_index_lag: u64,
+    /// At SIGTERM/SIGINT, longest wait for in-flight requests, then for background tasks to
+    /// reach a safe point (`10s`, `1m`, seconds). A second signal exits at once.
+    #[arg(long, env = "REPLICAD_SHUTDOWN_GRACE", default_value = "10s", value_parser = crate::cli::parse_duration)]
+    pub shutdown_grace: u64,
     /// Generation backends: upstreams, model routes, timeouts, retries.
     #[command(flatten)]
     pub llm: crate::generate::LlmConfig,
@@ -89,6 +93,7 @@ impl Config {
             tls_key: None,
             models: None,
             max_index_lag: 30,
+            shutdown_grace: 10,
             llm: crate::generate::LlmConfig::default(),
         }
     }

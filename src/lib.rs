@@ -24,6 +24,7 @@ pub mod store;
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 
@@ -52,12 +53,13 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let (search, index_seq) = search::Search::open(&config.data_dir).map_err(|e| e.to_string())?;
     let search = Arc::new(search);
     let rebuild = search::indexer::needs_rebuild(&store, index_seq).await.map_err(|e| e.to_string())?;
-    let reindex = search::indexer::spawn(store.clone(), search.clone(), rebuild);
+    let ops = ops::Ops::default();
+    let reindex = search::indexer::spawn(store.clone(), search.clone(), rebuild, ops.stopper.stop());
     let fetcher = ingest::fetch::Fetcher::new(config.allow_private_urls, config.max_fetch_bytes)?;
     let refresh_ms = (config.kb_refresh_interval as i64).saturating_mul(1000);
-    let ingest = ingest::pipeline::spawn(store.clone(), ingest::pipeline::Worker { fetcher, refresh_ms });
-    let app = Arc::new(app::App::new(config, store, search, models, backends, reindex));
-    app.ops.set_ingest(ingest);
+    let worker = ingest::pipeline::Worker { fetcher, refresh_ms, stop: ops.stopper.stop() };
+    ops.set_ingest(ingest::pipeline::spawn(store.clone(), worker));
+    let app = Arc::new(app::App { ops, ..app::App::new(config, store, search, models, backends, reindex) });
     if app.config.demo {
         demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;
     }
@@ -65,6 +67,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     println!("listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
     tracing::info!(%addr, data_dir = %app.config.data_dir.display(), "serving");
-    server::run(app, listener, tls, shutdown).await;
+    server::run(app.clone(), listener, tls, shutdown).await;
+    ops::shutdown::finish(&app, Duration::from_secs(app.config.shutdown_grace)).await;
     Ok(())
 }

@@ -22,6 +22,9 @@ fn main() -> ExitCode {
         Err(e) => return fail(format!("cannot start the runtime: {e}")),
     };
     let result = runtime.block_on(run(cli.command));
+    // A blocking task still running (an extraction) does not hold the exit: its job resumes at
+    // the next start.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(e),
@@ -39,7 +42,7 @@ async fn run(command: Command) -> Result<(), String> {
             let listener = tokio::net::TcpListener::bind(config.listen)
                 .await
                 .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
-            replicad::serve(*config, listener, shutdown_signal()).await
+            replicad::serve(*config, listener, replicad::ops::shutdown::on_signal()).await
         }
         Command::Invites { command: InvitesCommand::Create { dir, expires_in } } => {
             let req = json!({"op": "invite", "expires_in_secs": expires_in});
@@ -82,21 +85,4 @@ async fn run(command: Command) -> Result<(), String> {
             }
         }
     }
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return ctrl_c.await.unwrap_or(()),
-        };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    ctrl_c.await.unwrap_or(());
 }

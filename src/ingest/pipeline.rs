@@ -38,13 +38,17 @@ pub struct Worker {
     pub fetcher: Fetcher,
     /// Time between re-fetches of `website` entries with `autoRefresh`, in milliseconds.
     pub refresh_ms: i64,
+    /// Ends the worker at its next safe point: between two steps (each one write transaction;
+    /// a restart resumes every job from its stored status).
+    pub stop: crate::ops::shutdown::Stop,
 }
 
 /// Starts the worker: it drains the queue, then waits for `Store::jobs_notify` or the next
 /// due time (a retry, or an `autoRefresh` re-fetch).
 pub fn spawn(store: Store, worker: Worker) -> tokio::task::JoinHandle<()> {
+    let mut stop = worker.stop.clone();
     tokio::spawn(async move {
-        loop {
+        while !stop.requested() {
             let wait = match run_ready(&store, &worker).await {
                 Ok(wait) => wait,
                 Err(e) => {
@@ -52,12 +56,17 @@ pub fn spawn(store: Store, worker: Worker) -> tokio::task::JoinHandle<()> {
                     Some(Duration::from_secs(1))
                 }
             };
-            match wait {
-                Some(d) if d.is_zero() => continue,
-                Some(d) => {
-                    let _ = tokio::time::timeout(d, store.jobs_notify.notified()).await;
+            let wait = async {
+                match wait {
+                    Some(d) => {
+                        let _ = tokio::time::timeout(d, store.jobs_notify.notified()).await;
+                    }
+                    None => store.jobs_notify.notified().await,
                 }
-                None => store.jobs_notify.notified().await,
+            };
+            tokio::select! {
+                _ = wait => {}
+                _ = stop.wait() => break,
             }
         }
     })
@@ -78,6 +87,9 @@ async fn run_ready(store: &Store, worker: &Worker) -> Result<Option<Duration>> {
     let (due, later): (Vec<_>, Vec<_>) = jobs.into_iter().partition(|(_, _, not_before)| *not_before <= now);
     // A few jobs at a time, so one slow page does not hold up every upload behind it.
     for group in due.chunks(CONCURRENT_JOBS) {
+        if worker.stop.requested() {
+            return Ok(None);
+        }
         let runs = group.iter().map(|&(entry, attempts, _)| run_or_retry(store, worker, entry, attempts));
         futures_util::future::join_all(runs).await.into_iter().collect::<Result<Vec<()>>>()?;
     }
@@ -135,7 +147,7 @@ async fn load(store: &Store, id: u64) -> Result<Option<Job>> {
 /// Runs entry `id`'s next steps until it is queued for the index, failed, or must wait.
 async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Result<()> {
     let (fetcher, refresh_ms) = (&worker.fetcher, worker.refresh_ms);
-    loop {
+    while !worker.stop.requested() {
         let Some(job) = load(store, id).await? else {
             return store.write(move |txn| drop_job(txn, id)).await;
         };
@@ -172,6 +184,7 @@ async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Resu
             _ => return store.write(move |txn| drop_job(txn, id)).await,
         }
     }
+    Ok(())
 }
 
 async fn fetch_page(fetcher: &Fetcher, job: &Job) -> Result<(Extracted, WebsiteMeta, Format), FetchError> {

@@ -241,7 +241,14 @@ pub async fn needs_rebuild(store: &Store, index_seq: Option<u64>) -> Result<bool
 pub type RebuildRequest = oneshot::Sender<Result<usize>>;
 
 /// Starts the indexer task; send on the returned channel to ask for a rebuild.
-pub fn spawn(store: Store, search: Arc<Search>, rebuild_first: bool) -> mpsc::Sender<RebuildRequest> {
+/// The task ends at its next safe point (after the batch it is applying) once `stop` is
+/// requested.
+pub fn spawn(
+    store: Store,
+    search: Arc<Search>,
+    rebuild_first: bool,
+    mut stop: crate::ops::shutdown::Stop,
+) -> mpsc::Sender<RebuildRequest> {
     let (tx, mut rx) = mpsc::channel::<RebuildRequest>(4);
     tokio::spawn(async move {
         if rebuild_first {
@@ -250,7 +257,7 @@ pub fn spawn(store: Store, search: Arc<Search>, rebuild_first: bool) -> mpsc::Se
                 Err(e) => tracing::error!(error = %e, "search index rebuild failed"),
             }
         }
-        loop {
+        while !stop.requested() {
             while let Ok(reply) = rx.try_recv() {
                 let _ = reply.send(rebuild_from_store(&store, &search).await);
             }
@@ -269,6 +276,7 @@ pub fn spawn(store: Store, search: Arc<Search>, rebuild_first: bool) -> mpsc::Se
                     Some(reply) => { let _ = reply.send(rebuild_from_store(&store, &search).await); }
                     None => break,
                 },
+                _ = stop.wait() => break,
             }
         }
     });

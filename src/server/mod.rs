@@ -1,6 +1,6 @@
 //! The accept loop: HTTP/1.1 and HTTP/2 (hyper-util `auto::Builder`), over TCP or TLS
 //! ([`tls`]), header read timeout, graceful shutdown (in-flight requests finish, at most
-//! [`DRAIN_TIMEOUT`]).
+//! `--shutdown-grace`).
 
 pub mod tls;
 
@@ -17,8 +17,6 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::app::App;
 
-/// Longest wait for in-flight connections at shutdown.
-pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest time a client may take to send a request's headers.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -59,7 +57,9 @@ pub async fn run(app: Arc<App>, listener: TcpListener, tls: Option<TlsAcceptor>,
     drop(listener);
     tokio::select! {
         _ = graceful.shutdown() => {}
-        _ = tokio::time::sleep(DRAIN_TIMEOUT) => tracing::warn!("in-flight requests cut at shutdown"),
+        _ = tokio::time::sleep(Duration::from_secs(app.config.shutdown_grace)) => {
+            tracing::warn!("in-flight requests cut at shutdown (--shutdown-grace)")
+        }
     }
 }
 
