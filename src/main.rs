@@ -13,10 +13,7 @@ fn main() -> ExitCode {
     replicad::install_crypto_provider();
     let cli = Cli::parse();
     replicad::install_crypto_provider();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| "info".into()))
-        .init();
+    replicad::ops::logging::init(&cli.log, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return fail(format!("cannot start the runtime: {e}")),

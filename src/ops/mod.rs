@@ -3,6 +3,7 @@
 //! ([`shutdown`]), the log format ([`logging`]) and the build's identity ([`version`]).
 
 pub mod health;
+pub mod logging;
 pub mod metrics;
 pub mod shutdown;
 

@@ -17,6 +17,7 @@ mod isolation;
 mod knowledge_base;
 mod llm;
 mod llm_real;
+mod logs;
 mod openapi;
 mod replicas;
 mod restart;
