@@ -39,7 +39,8 @@ impl App {
         backends: Backends,
         reindex: mpsc::Sender<RebuildRequest>,
     ) -> App {
-        let routes: Vec<Route> = api::routes().into_iter().chain(api::docs::pages()).collect();
+        let routes: Vec<Route> =
+            api::routes().into_iter().chain(api::docs::pages()).chain([crate::ops::metrics::route()]).collect();
         let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
         App {
             config,

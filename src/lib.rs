@@ -42,6 +42,9 @@ pub fn install_crypto_provider() {
 pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<(), String> {
     install_crypto_provider();
     config.validate()?;
+    if config.metrics_token.is_some() || config.metrics_listen.is_some() {
+        ops::metrics::install();
+    }
     let tls = match (&config.tls_cert, &config.tls_key) {
         (Some(cert), Some(key)) => Some(server::tls::acceptor(cert, key)?),
         _ => None,
@@ -64,6 +67,13 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
         demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;
     }
     admin::spawn(app.clone()).map_err(|e| format!("admin socket: {e}"))?;
+    if let Some(addr) = app.config.metrics_listen {
+        let metrics =
+            TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr} (--metrics-listen): {e}"))?;
+        let addr = metrics.local_addr().map_err(|e| e.to_string())?;
+        tracing::info!(%addr, "serving metrics at http://{addr}/metrics");
+        ops::metrics::spawn_listener(app.clone(), metrics);
+    }
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     println!("listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
     tracing::info!(%addr, data_dir = %app.config.data_dir.display(), "serving");

@@ -9,7 +9,6 @@ pub mod router;
 pub mod version;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::Bytes;
 use hyper::body::Incoming;
@@ -24,7 +23,7 @@ use router::Matched;
 
 /// Serves one request. Never fails: errors become spec §7 bodies.
 pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response::ResponseBody> {
-    let started = Instant::now();
+    let in_flight = crate::ops::metrics::InFlight::start();
     let request_id = uuid::Uuid::new_v4().simple().to_string();
     let method = req.method().clone();
     let matched = app.router.find(&method, req.uri().path());
@@ -48,9 +47,10 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response:
             }
         }
     };
+    crate::ops::metrics::request(method.as_str(), route, reply.status.as_u16(), in_flight.elapsed());
     tracing::info!(
         %request_id, %method, route, %path, status = reply.status.as_u16(),
-        micros = started.elapsed().as_micros() as u64, org = org.as_ref().map(tracing::field::display), "request"
+        micros = in_flight.elapsed().as_micros() as u64, org = org.as_ref().map(tracing::field::display), "request"
     );
     reply.into_response(&request_id)
 }

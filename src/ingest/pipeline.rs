@@ -105,6 +105,7 @@ async fn run_or_retry(store: &Store, worker: &Worker, entry: u64, attempts: u32)
     let Err(e) = run_job(store, worker, entry, attempts).await else { return Ok(()) };
     if attempts + 1 < MAX_ATTEMPTS {
         tracing::error!(entry, error = %e, "ingestion step failed; will retry");
+        crate::ops::metrics::ingest_outcome("retried");
         store.write(move |txn| reschedule(txn, entry, 1_000 << attempts)).await
     } else {
         tracing::error!(entry, error = %e, "ingestion step failed; giving up");
@@ -158,6 +159,7 @@ async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Resu
                 Err(e) if e.transient && attempts + 1 < MAX_ATTEMPTS => {
                     let delay = 2_000i64 << attempts;
                     tracing::warn!(entry = id, error = %e.message, delay_ms = delay, "fetch failed; will retry");
+                    crate::ops::metrics::ingest_outcome("retried");
                     return store.write(move |txn| reschedule(txn, id, delay)).await;
                 }
                 Err(e) => return fail(store, id, Some(&status), e.message).await,
@@ -166,7 +168,11 @@ async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Resu
                 Ok((extracted, format)) => save_raw(store, id, &status, extracted, None, format).await?,
                 Err(message) => return fail(store, id, Some(&status), message).await,
             },
-            ("RAW_TEXT", _) => return process(store, id, refresh_ms).await,
+            ("RAW_TEXT", _) => {
+                process(store, id, refresh_ms).await?;
+                crate::ops::metrics::ingest_outcome("processed");
+                return Ok(());
+            }
             ("PROCESSED_TEXT" | "VECTOR_CREATED" | "READY", "website") if job.entry.auto_refresh => {
                 match fetch_page(fetcher, &job).await {
                     Ok((extracted, meta, format)) if job.raw.as_deref() != Some(extracted.text.as_str()) => {
@@ -300,6 +306,7 @@ async fn process(store: &Store, id: u64, refresh_ms: i64) -> Result<()> {
 /// and drops its job.
 async fn fail(store: &Store, id: u64, from: Option<&str>, message: String) -> Result<()> {
     tracing::info!(entry = id, reason = %message, "knowledge-base entry unprocessable");
+    crate::ops::metrics::ingest_outcome("unprocessable");
     let (from, now) = (from.map(str::to_string), now_ms());
     store
         .write_kb(move |txn| {

@@ -1,6 +1,6 @@
 //! Prometheus metrics (text format 0.0.4) through the `metrics` facade and
 //! `metrics-exporter-prometheus`. Served at `GET /metrics` on the main listener behind
-//! `--metrics-token`, or on `--metrics-listen ADDR` (see [`super::serve_metrics`]); off by default.
+//! `--metrics-token` ([`route`]), or on `--metrics-listen ADDR` ([`spawn_listener`]); off by default.
 //!
 //! | metric | type | labels |
 //! |---|---|---|
@@ -13,18 +13,29 @@
 //! | `replicad_ingest_jobs_total` | counter | `outcome`: `processed`, `unprocessable`, `retried` |
 //! | `replicad_index_lag_seconds` | gauge | how long outbox rows have waited (0: caught up) |
 //! | `replicad_index_outbox_rows` | gauge | outbox rows not yet in the index |
-//! | `replicad_upstream_request_duration_seconds` | histogram | `upstream`: until the answer's head |
-//! | `replicad_upstream_requests_total` | counter | `upstream`, `outcome` (`ok`, `error`) |
+//! | `replicad_upstream_request_duration_seconds` | histogram | `upstream`: until the answer's head (retries included) |
+//! | `replicad_upstream_errors_total` | counter | `upstream`: failures (timeouts, refusals, broken streams) |
 //! | `process_resident_memory_bytes`, `process_open_fds` | gauge | (Linux: from `/proc/self`) |
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder;
 use metrics::{counter, gauge, histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use redb::ReadableTableMetadata;
+use sha2::{Digest, Sha256};
+use tokio::net::TcpListener;
 
+use crate::api::{BodyKind, Route};
 use crate::app::App;
+use crate::error::{Code, Error, Result};
+use crate::http::auth::Access;
+use crate::http::request::Req;
+use crate::http::response::Reply;
 use crate::store::tables;
 
 /// Buckets of latency histograms, in seconds.
@@ -63,7 +74,7 @@ fn describe() {
     describe_gauge!("replicad_index_lag_seconds", Unit::Seconds, "How long outbox rows have waited for the index");
     describe_gauge!("replicad_index_outbox_rows", "Outbox rows not yet applied to the search index");
     describe_histogram!("replicad_upstream_request_duration_seconds", Unit::Seconds, "Model server answer head time");
-    describe_counter!("replicad_upstream_requests_total", "Model server requests, by upstream and outcome");
+    describe_counter!("replicad_upstream_errors_total", "Model server failures, by upstream");
     describe_gauge!("process_resident_memory_bytes", Unit::Bytes, "Resident set size");
     describe_gauge!("process_open_fds", "Open file descriptors");
 }
@@ -77,7 +88,11 @@ pub fn request(method: &str, route: &'static str, status: u16, took: Duration) {
         400..=499 => "4xx",
         _ => "5xx",
     };
-    let method = method.to_string();
+    // Methods are any token on the wire: only the standard ones become label values.
+    let method = match method {
+        "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS" => method.to_string(),
+        _ => "other".to_string(),
+    };
     counter!("replicad_http_requests_total", "method" => method.clone(), "route" => route, "status" => class)
         .increment(1);
     histogram!("replicad_http_request_duration_seconds", "method" => method, "route" => route)
@@ -117,12 +132,16 @@ pub fn ingest_outcome(outcome: &'static str) {
     counter!("replicad_ingest_jobs_total", "outcome" => outcome).increment(1);
 }
 
-/// Records one request to upstream `name`: time to the answer's head, and whether it succeeded.
-pub fn upstream(name: &str, took: Duration, ok: bool) {
-    let name = name.to_string();
-    histogram!("replicad_upstream_request_duration_seconds", "upstream" => name.clone()).record(took.as_secs_f64());
-    let outcome = if ok { "ok" } else { "error" };
-    counter!("replicad_upstream_requests_total", "upstream" => name, "outcome" => outcome).increment(1);
+/// Records a request to upstream `name` whose answer's head came after `took` (retries
+/// included).
+pub fn upstream_answered(name: &str, took: Duration) {
+    histogram!("replicad_upstream_request_duration_seconds", "upstream" => name.to_string()).record(took.as_secs_f64());
+}
+
+/// Counts a failure of upstream `name` (each one answered as 502 `UPSTREAM_ERROR`, or as the
+/// `error` event of a stream).
+pub fn upstream_failed(name: &str) {
+    counter!("replicad_upstream_errors_total", "upstream" => name.to_string()).increment(1);
 }
 
 /// The text of `GET /metrics`: the gauges read at scrape time (queue depth, index lag,
@@ -157,4 +176,71 @@ fn process() -> Option<(u64, usize)> {
         status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().strip_suffix("kB")?.trim().parse().ok()?;
     let fds = std::fs::read_dir("/proc/self/fd").ok()?.count();
     Some((kib * 1024, fds))
+}
+
+/// Content type of the Prometheus text exposition format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// `GET /metrics` on the main listener. Not an API operation (not in the OpenAPI document): 404
+/// `ROUTE_NOT_FOUND` unless `--metrics-token` is set, then 401 `UNAUTHORIZED` without
+/// `Authorization: Bearer <token>`.
+pub fn route() -> Route {
+    Route {
+        method: hyper::Method::GET,
+        path: "/metrics",
+        access: Access::Public,
+        body: BodyKind::Json,
+        handler: |app, req| Box::pin(scrape(app, req)),
+    }
+}
+
+async fn scrape(app: Arc<App>, req: Req) -> Result<Reply> {
+    let Some(token) = &app.config.metrics_token else {
+        return Err(Error::new(Code::RouteNotFound, "no operation at /metrics (see --metrics-token)"));
+    };
+    let given = req.headers.get(hyper::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let given = given.and_then(|v| v.strip_prefix("Bearer ")).unwrap_or_default();
+    // Compared as digests, so the time taken says nothing about the token.
+    if Sha256::digest(given.as_bytes()) != Sha256::digest(token.as_bytes()) {
+        return Err(Error::new(Code::Unauthorized, "GET /metrics needs Authorization: Bearer <--metrics-token>"));
+    }
+    Ok(Reply::raw(200, render(&app).await.into(), CONTENT_TYPE).with_header("cache-control", "no-store"))
+}
+
+/// Serves `GET /metrics` (no token) on `listener` (`--metrics-listen`) for the life of the
+/// process; any other request answers 404.
+pub fn spawn_listener(app: Arc<App>, listener: TcpListener) {
+    tokio::spawn(async move {
+        loop {
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "metrics listener: accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let app = app.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let app = app.clone();
+                    async move { Ok::<_, std::convert::Infallible>(answer_listener(&app, &req).await) }
+                });
+                let builder = Builder::new(TokioExecutor::new());
+                let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+            });
+        }
+    });
+}
+
+async fn answer_listener<B>(app: &App, req: &hyper::Request<B>) -> hyper::Response<Full<Bytes>> {
+    let (status, content_type, body) = if req.method() == hyper::Method::GET && req.uri().path() == "/metrics" {
+        (200, CONTENT_TYPE, Bytes::from(render(app).await))
+    } else {
+        (404, "text/plain; charset=utf-8", Bytes::from_static(b"only GET /metrics is served here\n"))
+    };
+    let mut res = hyper::Response::new(Full::new(body));
+    *res.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::OK);
+    res.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
+    res
 }

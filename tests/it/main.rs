@@ -18,6 +18,7 @@ mod knowledge_base;
 mod llm;
 mod llm_real;
 mod logs;
+mod metrics;
 mod openapi;
 mod replicas;
 mod restart;
