@@ -8,7 +8,7 @@ use crate::config::Config;
 
 /// replicad: the Conversational Replica Service Interface in one binary.
 #[derive(Parser, Debug)]
-#[command(name = "replicad", version, about)]
+#[command(name = "replicad", version = crate::ops::version::text(), about)]
 pub struct Cli {
     /// Log filter (tracing syntax, e.g. `info`, `replicad=debug`); logs go to stderr.
     #[arg(long, env = "REPLICAD_LOG", default_value = "info", global = true)]

@@ -76,7 +76,8 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     }
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     println!("listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
-    tracing::info!(%addr, data_dir = %app.config.data_dir.display(), "serving");
+    let version = ops::version::text();
+    tracing::info!(%addr, data_dir = %app.config.data_dir.display(), version, "serving");
     server::run(app.clone(), listener, tls, shutdown).await;
     ops::shutdown::finish(&app, Duration::from_secs(app.config.shutdown_grace)).await;
     Ok(())

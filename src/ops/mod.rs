@@ -6,6 +6,7 @@ pub mod health;
 pub mod logging;
 pub mod metrics;
 pub mod shutdown;
+pub mod version;
 
 use std::sync::Mutex;
 
