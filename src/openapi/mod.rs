@@ -12,8 +12,8 @@
 //! To add an operation: a row in `api::routes()` and a row in [`operations::all`] (and its
 //! schemas in [`schemas`]).
 
+pub mod operability;
 pub mod operations;
-pub mod ops_schemas;
 pub mod schemas;
 
 use std::collections::BTreeSet;
@@ -54,7 +54,7 @@ pub fn document(routes: &[Route], models: &Models) -> Value {
         components.insert(format!("Error{status}"), schema);
     }
     components.insert("InviteNotFound".into(), invite_not_found());
-    components.extend(ops_schemas::all());
+    components.extend(operability::all());
     json!({
         "openapi": "3.1.0",
         "info": {

@@ -41,7 +41,13 @@ pub struct Op {
 /// Answers that may also stream (`Accept: text/event-stream`).
 const SSE: &[&str] = &["text/event-stream"];
 
-fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'static str, summary: &'static str) -> Op {
+pub(super) fn op(
+    method: &'static str,
+    path: &'static str,
+    id: &'static str,
+    tag: &'static str,
+    summary: &'static str,
+) -> Op {
     Op {
         method,
         path,
@@ -62,7 +68,7 @@ fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'static 
 }
 
 impl Op {
-    fn describe(mut self, d: &'static str) -> Op {
+    pub(super) fn describe(mut self, d: &'static str) -> Op {
         self.description = d;
         self
     }
@@ -78,7 +84,7 @@ impl Op {
         self.plain_404 = true;
         self
     }
-    fn ok(mut self, status: u16, schema: &'static str) -> Op {
+    pub(super) fn ok(mut self, status: u16, schema: &'static str) -> Op {
         self.ok = (status, schema);
         self
     }
@@ -199,23 +205,6 @@ pub fn all() -> Vec<Op> {
         op("GET", "/v1/openapi.json", "getOpenApi", "Meta", "This OpenAPI document")
             .ok(200, "OpenApiDocument")
             .describe("Public. The document every other operation is checked against."),
-        op("GET", "/healthz", "getLiveness", "Operations", "Liveness")
-            .ok(200, "Liveness")
-            .describe("Public. The process is alive and answering; touches nothing else. Poll it as a liveness probe."),
-        Op { also: &[(503, "Readiness")], ..op("GET", "/readyz", "getReadiness", "Operations", "Readiness") }
-            .ok(200, "Readiness")
-            .describe(
-                "Public. 200 when the store is open and writable, the search index is caught up with the store \
-                within `--max-index-lag`, and the background tasks run; 503 with the same body naming what is not \
-                ready. Cheap enough to poll every second (a probe write only when nothing was written for 5 s).",
-            ),
-        Op { also: &[(503, "HealthCheck")], ..op("GET", "/v1/healthcheck", "getHealthCheck", "Operations", "Service health") }
-            .ok(200, "HealthCheck")
-            .describe(
-                "Public. The hosted service's health operation: the store, the search index and the ingestion \
-                worker as `services`, each `healthy` or `unhealthy` with a message (the checks of `/readyz`); 503 \
-                with the same body (`success: false`) when one is unhealthy.",
-            ),
         op("POST", "/v1/api-keys/invites/{code}/redeem", "redeemInvite", "Organizations", "Redeem an invitation code")
             .body("RedeemRequest")
             .ok(200, "Redeemed")
@@ -354,4 +343,7 @@ pub fn all() -> Vec<Op> {
             .describe("Its replicas pass to the organization's owner; the owner user itself cannot be deleted (400)."),
         op("GET", "/v1/users/{userID}", "getUser", "Users", "Read a user").ok(200, "UserResponse"),
     ]
+    .into_iter()
+    .chain(super::operability::operations())
+    .collect()
 }

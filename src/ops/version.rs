@@ -9,11 +9,7 @@ pub const GIT_COMMIT: &str = env!("REPLICAD_GIT_COMMIT");
 
 /// `0.1.0 (commit 0123456789ab, store schema 2)`.
 pub static TEXT: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "{} (commit {GIT_COMMIT}, store schema {})",
-        env!("CARGO_PKG_VERSION"),
-        crate::store::SCHEMA_VERSION
-    )
+    format!("{} (commit {GIT_COMMIT}, store schema {})", env!("CARGO_PKG_VERSION"), crate::store::SCHEMA_VERSION)
 });
 
 /// [`TEXT`] as the `&'static str` clap takes.
