@@ -157,7 +157,7 @@ async fn bench(min_chunks: u64) {
     let files = corpus_files();
     let (mut bytes, mut copy) = (0usize, 0usize);
     let started = Instant::now();
-    let _indexer = indexer::spawn(kb.store.clone(), kb.search.clone(), false);
+    let _indexer = indexer::spawn(kb.store.clone(), kb.search.clone(), false, replicad::ops::shutdown::Stop::never());
     // Clients import in parallel: 16 creates in flight share the store's group commits.
     while chunks(&kb).await < min_chunks {
         let batch: Vec<String> = (0..64).map(|i| vary(&files[(copy + i) % files.len()].1, copy + i)).collect();

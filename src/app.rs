@@ -25,6 +25,8 @@ pub struct App {
     pub router: Router,
     /// Asks the indexer task for a rebuild (admin `reindex`).
     pub reindex: mpsc::Sender<RebuildRequest>,
+    /// Background tasks as readiness and shutdown see them.
+    pub ops: crate::ops::Ops,
 }
 
 impl App {
@@ -37,8 +39,19 @@ impl App {
         backends: Backends,
         reindex: mpsc::Sender<RebuildRequest>,
     ) -> App {
-        let routes: Vec<Route> = api::routes().into_iter().chain(api::docs::pages()).collect();
+        let routes: Vec<Route> =
+            api::routes().into_iter().chain(api::docs::pages()).chain([crate::ops::metrics::route()]).collect();
         let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
-        App { config, store, search, models, backends: Arc::new(backends), routes, router, reindex }
+        App {
+            config,
+            store,
+            search,
+            models,
+            backends: Arc::new(backends),
+            routes,
+            router,
+            reindex,
+            ops: Default::default(),
+        }
     }
 }

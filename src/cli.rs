@@ -8,11 +8,14 @@ use crate::config::{parse_duration, Config};
 
 /// replicad: the Conversational Replica Service Interface in one binary.
 #[derive(Parser, Debug)]
-#[command(name = "replicad", version, about)]
+#[command(name = "replicad", version = crate::ops::version::text(), about)]
 pub struct Cli {
     /// Log filter (tracing syntax, e.g. `info`, `replicad=debug`); logs go to stderr.
     #[arg(long, env = "REPLICAD_LOG", default_value = "info", global = true)]
     pub log: String,
+    /// Log line format on stderr: `text`, or `json` (one object per line).
+    #[arg(long, env = "REPLICAD_LOG_FORMAT", value_enum, default_value = "text", global = true)]
+    pub log_format: crate::ops::logging::LogFormat,
     #[command(subcommand)]
     pub command: Command,
 }

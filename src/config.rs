@@ -59,6 +59,23 @@ pub struct Config {
     /// and `vision`); the shipped catalog when absent.
     #[arg(long, env = "REPLICAD_MODELS")]
     pub models: Option<PathBuf>,
+    /// Longest time knowledge-base changes may wait for the search index before `GET /readyz`
+    /// answers 503 (`30s`, `2m`, seconds).
+    #[arg(long, env = "REPLICAD_MAX_INDEX_LAG", default_value = "30s", value_parser = parse_duration)]
+    pub max_index_lag: u64,
+    /// At SIGTERM/SIGINT, longest wait for in-flight requests, then for background tasks to
+    /// reach a safe point (`10s`, `1m`, seconds). A second signal exits at once.
+    #[arg(long, env = "REPLICAD_SHUTDOWN_GRACE", default_value = "10s", value_parser = parse_duration)]
+    pub shutdown_grace: u64,
+    /// Serve `GET /metrics` (Prometheus text format) on the main listener to requests carrying
+    /// `Authorization: Bearer TOKEN`; without it (and without --metrics-listen) there is no
+    /// `/metrics`.
+    #[arg(long, env = "REPLICAD_METRICS_TOKEN")]
+    pub metrics_token: Option<String>,
+    /// Serve `GET /metrics` without a token on a separate address (e.g. `127.0.0.1:9464`, or a
+    /// private interface the scraper reaches).
+    #[arg(long, env = "REPLICAD_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
     /// Generation backends: upstreams, model routes, timeouts, retries.
     #[command(flatten)]
     pub llm: crate::generate::LlmConfig,
@@ -86,6 +103,10 @@ impl Config {
             tls_cert: None,
             tls_key: None,
             models: None,
+            max_index_lag: 30,
+            shutdown_grace: 10,
+            metrics_token: None,
+            metrics_listen: None,
             llm: crate::generate::LlmConfig::default(),
         }
     }
@@ -106,6 +127,9 @@ impl Config {
         }
         if self.max_replicas_per_org == 0 {
             return Err("--max-replicas-per-org must be at least 1".into());
+        }
+        if self.metrics_token.as_ref().is_some_and(|t| t.len() < 16) {
+            return Err("--metrics-token must be at least 16 characters".into());
         }
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err("--tls-cert and --tls-key go together: give both or neither".into());

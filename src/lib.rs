@@ -30,6 +30,7 @@ pub mod http;
 pub mod ingest;
 pub mod models;
 pub mod openapi;
+pub mod ops;
 pub mod search;
 pub mod server;
 pub mod service;
@@ -38,6 +39,7 @@ pub mod text;
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 
@@ -53,7 +55,7 @@ pub fn install_crypto_provider() {
 pub async fn serve_until_signal(config: Config) -> Result<(), String> {
     let listener =
         TcpListener::bind(config.listen).await.map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
-    serve(config, listener, server::shutdown_signal()).await
+    serve(config, listener, ops::shutdown::on_signal()).await
 }
 
 /// Opens the store and the index, starts the indexer and the admin socket, makes the demo
@@ -62,6 +64,9 @@ pub async fn serve_until_signal(config: Config) -> Result<(), String> {
 pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<(), String> {
     install_crypto_provider();
     config.validate()?;
+    if config.metrics_token.is_some() || config.metrics_listen.is_some() {
+        ops::metrics::install();
+    }
     let tls = match (&config.tls_cert, &config.tls_key) {
         (Some(cert), Some(key)) => Some(server::tls::acceptor(cert, key)?),
         _ => None,
@@ -73,19 +78,30 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let (search, index_seq) = search::Search::open(&config.data_dir).map_err(|e| e.to_string())?;
     let search = Arc::new(search);
     let rebuild = search::indexer::needs_rebuild(&store, index_seq).await.map_err(|e| e.to_string())?;
-    let reindex = search::indexer::spawn(store.clone(), search.clone(), rebuild);
+    let ops = ops::Ops::default();
+    let reindex = search::indexer::spawn(store.clone(), search.clone(), rebuild, ops.stopper.stop());
     let fetcher = ingest::fetch::Fetcher::new(config.allow_private_urls, config.max_fetch_bytes)?;
     let refresh_ms = (config.kb_refresh_interval as i64).saturating_mul(1000);
-    ingest::pipeline::spawn(store.clone(), ingest::pipeline::Worker { fetcher, refresh_ms });
-    let app = Arc::new(app::App::new(config, store, search, models, backends, reindex));
+    let worker = ingest::pipeline::Worker { fetcher, refresh_ms, stop: ops.stopper.stop() };
+    ops.set_ingest(ingest::pipeline::spawn(store.clone(), worker));
+    let app = Arc::new(app::App { ops, ..app::App::new(config, store, search, models, backends, reindex) });
     if app.config.demo {
         demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;
     }
     admin::spawn(app.clone()).map_err(|e| format!("admin socket: {e}"))?;
+    if let Some(addr) = app.config.metrics_listen {
+        let metrics =
+            TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr} (--metrics-listen): {e}"))?;
+        let addr = metrics.local_addr().map_err(|e| e.to_string())?;
+        tracing::info!(%addr, "serving metrics at http://{addr}/metrics");
+        ops::metrics::spawn_listener(app.clone(), metrics);
+    }
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     println!("listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
-    tracing::info!(%addr, data_dir = %app.config.data_dir.display(), "serving");
-    server::run(app, listener, tls, shutdown).await;
+    let version = ops::version::text();
+    tracing::info!(%addr, data_dir = %app.config.data_dir.display(), version, "serving");
+    server::run(app.clone(), listener, tls, shutdown).await;
+    ops::shutdown::finish(&app, Duration::from_secs(app.config.shutdown_grace)).await;
     Ok(())
 }
 

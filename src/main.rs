@@ -8,15 +8,15 @@ use replicad::cli::{Cli, Command, InvitesCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| "info".into()))
-        .init();
+    replicad::ops::logging::init(&cli.log, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return fail(format!("cannot start the runtime: {e}")),
     };
     let result = runtime.block_on(run(cli.command));
+    // A blocking task still running (an extraction) does not hold the exit: its job resumes at
+    // the next start.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(e),

@@ -3,6 +3,7 @@
 
 pub mod chat;
 pub mod docs;
+pub mod health;
 pub mod history;
 pub mod invites;
 pub mod knowledge_base;
@@ -63,6 +64,9 @@ macro_rules! routes {
 pub fn routes() -> Vec<Route> {
     routes! {
         GET "/v1/openapi.json" Public => docs::openapi;
+        GET "/healthz" Public => health::healthz;
+        GET "/readyz" Public => health::readyz;
+        GET "/v1/healthcheck" Public => health::healthcheck;
         POST "/v1/api-keys/invites/{code}/redeem" Public => invites::redeem;
         GET "/v1/replicas/models" Either => models::list;
         GET "/v1/replicas" Either => replicas::list;

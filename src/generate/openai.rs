@@ -50,6 +50,7 @@ pub struct Upstream {
 /// 502 `UPSTREAM_ERROR` about upstream `name`; `detail` is logged, not shown.
 pub fn upstream_error(name: &str, what: &str, detail: impl std::fmt::Display) -> Error {
     tracing::warn!(upstream = name, error = %detail, "{what}");
+    crate::ops::metrics::upstream_failed(name);
     Error {
         code: Code::UpstreamError,
         message: format!("the model server {name:?} {what}"),
@@ -140,7 +141,9 @@ impl Backend for Upstream {
             if stream {
                 body["stream_options"] = json!({"include_usage": true});
             }
+            let started = std::time::Instant::now();
             let resp = self.send(&body).await?;
+            crate::ops::metrics::upstream_answered(&self.name, started.elapsed());
             let mut reader = Reader { resp, name: self.name.clone(), idle: self.policy.idle, buf: Vec::new() };
             Ok(if stream {
                 // Until the first delta, the stream may be silent as long as a first byte may take.

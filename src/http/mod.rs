@@ -9,7 +9,6 @@ pub mod router;
 pub mod version;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::Bytes;
 use hyper::body::Incoming;
@@ -24,13 +23,15 @@ use router::Matched;
 
 /// Serves one request. Never fails: errors become spec §7 bodies.
 pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response::ResponseBody> {
-    let started = Instant::now();
+    let in_flight = crate::ops::metrics::InFlight::start();
     let request_id = uuid::Uuid::new_v4().simple().to_string();
     let method = req.method().clone();
     let matched = app.router.find(&method, req.uri().path());
     let path = loggable_path(&app, matched.as_ref().ok(), req.uri().path());
+    let route = matched.as_ref().map_or("unmatched", |m| app.routes[m.route].path);
+    let mut org = None;
     let result = match matched {
-        Ok(m) => dispatch(app.clone(), m, req, &request_id).await,
+        Ok(m) => dispatch(app.clone(), m, req, &request_id, &mut org).await,
         Err(e) => Err(e),
     };
     let reply = match result {
@@ -46,9 +47,10 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response:
             }
         }
     };
+    crate::ops::metrics::request(method.as_str(), route, reply.status.as_u16(), in_flight.elapsed());
     tracing::info!(
-        %request_id, %method, %path, status = reply.status.as_u16(),
-        micros = started.elapsed().as_micros() as u64, "request"
+        %request_id, %method, route, %path, status = reply.status.as_u16(),
+        micros = in_flight.elapsed().as_micros() as u64, org = org.as_ref().map(tracing::field::display), "request"
     );
     reply.into_response(&request_id)
 }
@@ -69,6 +71,7 @@ async fn dispatch(
     matched: Matched,
     req: Request<Incoming>,
     request_id: &str,
+    org: &mut Option<uuid::Uuid>,
 ) -> Result<Reply, (Error, Option<String>)> {
     let route = &app.routes[matched.route];
     let (parts, body) = req.into_parts();
@@ -81,6 +84,7 @@ async fn dispatch(
             (_, BodyKind::Raw) => request::read_body(&parts.headers, body, app.config.max_upload_bytes, false).await?,
         };
         let caller = auth::authenticate(&app.store, &parts.headers, route.access).await?;
+        *org = caller.as_ref().map(|c| c.org.id);
         let req = Req {
             params: matched.params,
             query: request::parse_query(parts.uri.query()),

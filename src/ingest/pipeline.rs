@@ -38,13 +38,17 @@ pub struct Worker {
     pub fetcher: Fetcher,
     /// Time between re-fetches of `website` entries with `autoRefresh`, in milliseconds.
     pub refresh_ms: i64,
+    /// Ends the worker at its next safe point: between two steps (each one write transaction;
+    /// a restart resumes every job from its stored status).
+    pub stop: crate::ops::shutdown::Stop,
 }
 
 /// Starts the worker: it drains the queue, then waits for `Store::jobs_notify` or the next
 /// due time (a retry, or an `autoRefresh` re-fetch).
-pub fn spawn(store: Store, worker: Worker) {
+pub fn spawn(store: Store, worker: Worker) -> tokio::task::JoinHandle<()> {
+    let mut stop = worker.stop.clone();
     tokio::spawn(async move {
-        loop {
+        while !stop.requested() {
             let wait = match run_ready(&store, &worker).await {
                 Ok(wait) => wait,
                 Err(e) => {
@@ -52,15 +56,20 @@ pub fn spawn(store: Store, worker: Worker) {
                     Some(Duration::from_secs(1))
                 }
             };
-            match wait {
-                Some(d) if d.is_zero() => continue,
-                Some(d) => {
-                    let _ = tokio::time::timeout(d, store.jobs_notify.notified()).await;
+            let wait = async {
+                match wait {
+                    Some(d) => {
+                        let _ = tokio::time::timeout(d, store.jobs_notify.notified()).await;
+                    }
+                    None => store.jobs_notify.notified().await,
                 }
-                None => store.jobs_notify.notified().await,
+            };
+            tokio::select! {
+                _ = wait => {}
+                _ = stop.wait() => break,
             }
         }
-    });
+    })
 }
 
 /// Runs every job due now; returns how long until the next one is due (`None`: no jobs left).
@@ -78,6 +87,9 @@ async fn run_ready(store: &Store, worker: &Worker) -> Result<Option<Duration>> {
     let (due, later): (Vec<_>, Vec<_>) = jobs.into_iter().partition(|(_, _, not_before)| *not_before <= now);
     // A few jobs at a time, so one slow page does not hold up every upload behind it.
     for group in due.chunks(CONCURRENT_JOBS) {
+        if worker.stop.requested() {
+            return Ok(None);
+        }
         let runs = group.iter().map(|&(entry, attempts, _)| run_or_retry(store, worker, entry, attempts));
         futures_util::future::join_all(runs).await.into_iter().collect::<Result<Vec<()>>>()?;
     }
@@ -93,6 +105,7 @@ async fn run_or_retry(store: &Store, worker: &Worker, entry: u64, attempts: u32)
     let Err(e) = run_job(store, worker, entry, attempts).await else { return Ok(()) };
     if attempts + 1 < MAX_ATTEMPTS {
         tracing::error!(entry, error = %e, "ingestion step failed; will retry");
+        crate::ops::metrics::ingest_outcome("retried");
         store.write(move |txn| reschedule(txn, entry, 1_000 << attempts)).await
     } else {
         tracing::error!(entry, error = %e, "ingestion step failed; giving up");
@@ -135,7 +148,7 @@ async fn load(store: &Store, id: u64) -> Result<Option<Job>> {
 /// Runs entry `id`'s next steps until it is queued for the index, failed, or must wait.
 async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Result<()> {
     let (fetcher, refresh_ms) = (&worker.fetcher, worker.refresh_ms);
-    loop {
+    while !worker.stop.requested() {
         let Some(job) = load(store, id).await? else {
             return store.write(move |txn| drop_job(txn, id)).await;
         };
@@ -146,6 +159,7 @@ async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Resu
                 Err(e) if e.is_transient() && attempts + 1 < MAX_ATTEMPTS => {
                     let delay = 2_000i64 << attempts;
                     tracing::warn!(entry = id, error = %e.message, delay_ms = delay, "fetch failed; will retry");
+                    crate::ops::metrics::ingest_outcome("retried");
                     return store.write(move |txn| reschedule(txn, id, delay)).await;
                 }
                 Err(e) => return fail(store, id, Some(status), e.message).await,
@@ -154,7 +168,11 @@ async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Resu
                 Ok((extracted, format)) => save_raw(store, id, status, extracted, None, format).await?,
                 Err(message) => return fail(store, id, Some(status), message).await,
             },
-            (KbStatus::RawText, _) => return process(store, id, refresh_ms).await,
+            (KbStatus::RawText, _) => {
+                process(store, id, refresh_ms).await?;
+                crate::ops::metrics::ingest_outcome("processed");
+                return Ok(());
+            }
             (KbStatus::ProcessedText | KbStatus::VectorCreated | KbStatus::Ready, KbKind::Website)
                 if job.entry.auto_refresh =>
             {
@@ -174,6 +192,7 @@ async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Resu
             _ => return store.write(move |txn| drop_job(txn, id)).await,
         }
     }
+    Ok(())
 }
 
 async fn fetch_page(fetcher: &Fetcher, job: &Job) -> Result<(Extracted, WebsiteMeta, Format), FetchError> {
@@ -287,6 +306,7 @@ async fn process(store: &Store, id: u64, refresh_ms: i64) -> Result<()> {
 /// and drops its job.
 async fn fail(store: &Store, id: u64, from: Option<KbStatus>, message: String) -> Result<()> {
     tracing::info!(entry = id, reason = %message, "knowledge-base entry unprocessable");
+    crate::ops::metrics::ingest_outcome("unprocessable");
     let now = now_ms();
     store
         .write_kb(move |txn| {

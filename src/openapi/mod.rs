@@ -12,6 +12,7 @@
 //! To add an operation: a row in `api::routes()` and a row in [`operations::all`] (and its
 //! schemas in [`schemas`]).
 
+pub mod operability;
 pub mod operations;
 pub mod schemas;
 
@@ -53,6 +54,7 @@ pub fn document(routes: &[Route], models: &Models) -> Value {
         components.insert(format!("Error{status}"), schema);
     }
     components.insert("InviteNotFound".into(), invite_not_found());
+    components.extend(operability::all());
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -118,6 +120,7 @@ pub fn statuses(route: &Route, op: &Op) -> BTreeSet<u16> {
         s.extend([413, 415]);
     }
     s.extend(op.extra);
+    s.extend(op.also.iter().map(|(status, _)| *status));
     s
 }
 
@@ -151,8 +154,11 @@ fn operation(route: &Route, op: &Op) -> Value {
 }
 
 fn response(op: &Op, status: u16) -> Value {
+    let also = op.also.iter().find(|(s, _)| *s == status);
     let (schema, description) = if status == op.ok.0 {
         (reference(op.ok.1), "Success.".to_string())
+    } else if let Some((_, name)) = also {
+        (reference(name), "Not ready: the same body, naming what failed.".to_string())
     } else if status == 404 && op.plain_404 {
         (reference("InviteNotFound"), "Not found.".to_string())
     } else {

@@ -33,12 +33,21 @@ pub struct Op {
     pub creates: Option<(&'static str, &'static str)>,
     /// Statuses beyond the derived ones (409, 429, …).
     pub extra: &'static [u16],
+    /// Statuses that answer a schema of their own rather than an error body (the 503 of
+    /// readiness).
+    pub also: &'static [(u16, &'static str)],
 }
 
 /// Answers that may also stream (`Accept: text/event-stream`).
 const SSE: &[&str] = &["text/event-stream"];
 
-fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'static str, summary: &'static str) -> Op {
+pub(super) fn op(
+    method: &'static str,
+    path: &'static str,
+    id: &'static str,
+    tag: &'static str,
+    summary: &'static str,
+) -> Op {
     Op {
         method,
         path,
@@ -54,11 +63,12 @@ fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'static 
         plain_404: false,
         creates: None,
         extra: &[],
+        also: &[],
     }
 }
 
 impl Op {
-    fn describe(mut self, d: &'static str) -> Op {
+    pub(super) fn describe(mut self, d: &'static str) -> Op {
         self.description = d;
         self
     }
@@ -74,7 +84,7 @@ impl Op {
         self.plain_404 = true;
         self
     }
-    fn ok(mut self, status: u16, schema: &'static str) -> Op {
+    pub(super) fn ok(mut self, status: u16, schema: &'static str) -> Op {
         self.ok = (status, schema);
         self
     }
@@ -397,4 +407,7 @@ fn users() -> Vec<Op> {
             .describe("Its replicas pass to the organization's owner; the owner user itself cannot be deleted (400)."),
         op("GET", "/v1/users/{userID}", "getUser", "Users", "Read a user").ok(200, "UserResponse"),
     ]
+    .into_iter()
+    .chain(super::operability::operations())
+    .collect()
 }

@@ -7,6 +7,7 @@
 //! as payload and reloads the searchers; then, in one store write, removes the rows and marks
 //! the revisions `READY`. A crash anywhere in between only makes it apply rows again.
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +24,37 @@ use crate::store::{self, current_seq, tables, Sequence, Store};
 
 /// Most outbox rows applied in one index commit.
 const BATCH: usize = 512;
+
+/// How far the index is behind the store's outbox, as the indexer task last saw it
+/// (readiness and metrics read it; see `ops::health`).
+pub struct Progress {
+    /// Milliseconds since the epoch since when outbox rows may be waiting; 0: caught up.
+    behind_since_ms: AtomicI64,
+}
+
+impl Default for Progress {
+    /// Behind from now: at start the outbox may hold rows not yet applied.
+    fn default() -> Self {
+        Progress { behind_since_ms: AtomicI64::new(store::now_ms()) }
+    }
+}
+
+impl Progress {
+    /// How long rows have been waiting, in milliseconds; `None` when the index is caught up.
+    pub fn lag_ms(&self) -> Option<i64> {
+        let since = self.behind_since_ms.load(Ordering::Relaxed);
+        (since > 0).then(|| (store::now_ms() - since).max(0))
+    }
+
+    fn caught_up(&self) {
+        self.behind_since_ms.store(0, Ordering::Relaxed);
+    }
+
+    /// New rows may have arrived: behind from now, unless already behind.
+    fn woken(&self) {
+        let _ = self.behind_since_ms.compare_exchange(0, store::now_ms(), Ordering::Relaxed, Ordering::Relaxed);
+    }
+}
 
 /// The current content of one changed entry (`doc: None` when it is gone).
 pub struct Change {
@@ -204,7 +236,14 @@ pub async fn needs_rebuild(store: &Store, index_seq: Option<u64>) -> Result<bool
 pub type RebuildRequest = oneshot::Sender<Result<usize>>;
 
 /// Starts the indexer task; send on the returned channel to ask for a rebuild.
-pub fn spawn(store: Store, search: Arc<Search>, rebuild_first: bool) -> mpsc::Sender<RebuildRequest> {
+/// The task ends at its next safe point (after the batch it is applying) once `stop` is
+/// requested.
+pub fn spawn(
+    store: Store,
+    search: Arc<Search>,
+    rebuild_first: bool,
+    mut stop: crate::ops::shutdown::Stop,
+) -> mpsc::Sender<RebuildRequest> {
     let (tx, mut rx) = mpsc::channel::<RebuildRequest>(4);
     tokio::spawn(async move {
         if rebuild_first {
@@ -213,12 +252,12 @@ pub fn spawn(store: Store, search: Arc<Search>, rebuild_first: bool) -> mpsc::Se
                 Err(e) => tracing::error!(error = %e, "search index rebuild failed"),
             }
         }
-        loop {
+        while !stop.requested() {
             while let Ok(reply) = rx.try_recv() {
                 let _ = reply.send(rebuild_from_store(&store, &search).await);
             }
             match apply_pending(&store, &search).await {
-                Ok(0) => {}
+                Ok(0) => search.progress.caught_up(),
                 Ok(_) => continue,
                 Err(e) => {
                     tracing::error!(error = %e, "indexing failed; retrying");
@@ -227,11 +266,12 @@ pub fn spawn(store: Store, search: Arc<Search>, rebuild_first: bool) -> mpsc::Se
                 }
             }
             tokio::select! {
-                _ = store.outbox_notify.notified() => {}
+                _ = store.outbox_notify.notified() => search.progress.woken(),
                 req = rx.recv() => match req {
                     Some(reply) => { let _ = reply.send(rebuild_from_store(&store, &search).await); }
                     None => break,
                 },
+                _ = stop.wait() => break,
             }
         }
     });

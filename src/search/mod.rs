@@ -80,6 +80,8 @@ pub struct Hit {
 pub struct Search {
     dir: PathBuf,
     current: RwLock<Arc<IndexGeneration>>,
+    /// How far the index is behind the store (kept by the indexer task).
+    pub progress: indexer::Progress,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -201,7 +203,8 @@ impl Search {
             }
         };
         remove_other_generations(&dir, &generation.name);
-        Ok((Search { dir, current: RwLock::new(Arc::new(generation)) }, seq))
+        let progress = indexer::Progress::default();
+        Ok((Search { dir, current: RwLock::new(Arc::new(generation)), progress }, seq))
     }
 
     fn current(&self) -> Arc<IndexGeneration> {

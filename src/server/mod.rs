@@ -1,6 +1,6 @@
 //! The accept loop: HTTP/1.1 and HTTP/2 (hyper-util `auto::Builder`), over TCP or TLS
 //! ([`tls`]), header read timeout, graceful shutdown (in-flight requests finish, at most
-//! [`DRAIN_TIMEOUT`]).
+//! `--shutdown-grace`).
 
 pub mod tls;
 
@@ -17,8 +17,6 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::app::App;
 
-/// Longest wait for in-flight connections at shutdown.
-pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest time a client may take to send a request's headers.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -59,7 +57,9 @@ pub async fn run(app: Arc<App>, listener: TcpListener, tls: Option<TlsAcceptor>,
     drop(listener);
     tokio::select! {
         _ = graceful.shutdown() => {}
-        _ = tokio::time::sleep(DRAIN_TIMEOUT) => tracing::warn!("in-flight requests cut at shutdown"),
+        _ = tokio::time::sleep(Duration::from_secs(app.config.shutdown_grace)) => {
+            tracing::warn!("in-flight requests cut at shutdown (--shutdown-grace)")
+        }
     }
 }
 
@@ -76,22 +76,4 @@ where
     if let Err(e) = watcher.watch(conn.into_owned()).await {
         tracing::debug!(error = %e, "connection ended with an error");
     }
-}
-
-/// Resolves at the first SIGINT (Ctrl-C) or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return ctrl_c.await.unwrap_or(()),
-        };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    ctrl_c.await.unwrap_or(());
 }

@@ -25,7 +25,8 @@ use uuid::Uuid;
 use crate::error::{Error, Result};
 use codec::Record;
 
-pub use writer::WriteFn;
+pub use migrate::SCHEMA_VERSION;
+pub use writer::{CommitState, WriteFn};
 
 /// File name of the redb database inside the data directory.
 pub const DB_FILE: &str = "replicad.redb";
@@ -39,6 +40,8 @@ pub struct Store {
     pub outbox_notify: Arc<tokio::sync::Notify>,
     /// Woken after every commit made by [`Store::write_kb`] (the ingestion worker waits on it).
     pub jobs_notify: Arc<tokio::sync::Notify>,
+    /// The outcome of the writer's last commit (readiness, `ops::health`).
+    pub commits: Arc<CommitState>,
 }
 
 /// Why the store could not be opened.
@@ -66,8 +69,9 @@ impl Store {
         let db = Arc::new(db);
         let outbox_notify = Arc::new(tokio::sync::Notify::new());
         let jobs_notify = Arc::new(tokio::sync::Notify::new());
-        let writer = writer::spawn(db.clone());
-        Ok(Store { db, writer, outbox_notify, jobs_notify })
+        let commits = Arc::new(CommitState::default());
+        let writer = writer::spawn(db.clone(), commits.clone());
+        Ok(Store { db, writer, outbox_notify, jobs_notify, commits })
     }
 
     /// Runs `f` in a read transaction on the blocking pool.

@@ -1,7 +1,9 @@
 //! The single writer thread with group commit (see the module docs of `store`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use redb::{Database, WriteTransaction};
 use tokio::sync::{mpsc, oneshot};
@@ -50,8 +52,38 @@ impl Job {
     }
 }
 
+/// What the writer last saw of the disk (readiness reads it, see `ops::health`): when a commit
+/// last succeeded, and the error of the last failed one (cleared by the next success).
+#[derive(Default)]
+pub struct CommitState {
+    /// Milliseconds since the Unix epoch of the last successful commit; 0: none yet.
+    last_ok_ms: AtomicI64,
+    error: Mutex<Option<String>>,
+}
+
+impl CommitState {
+    fn record(&self, result: Result<(), &Error>) {
+        let mut error = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        match result {
+            Ok(()) => {
+                self.last_ok_ms.store(super::now_ms(), Ordering::Relaxed);
+                *error = None;
+            }
+            Err(e) => *error = Some(e.to_string()),
+        }
+    }
+
+    /// The time of the last successful commit (ms since the epoch) and the error of the last
+    /// commit when it failed.
+    pub fn last(&self) -> (Option<i64>, Option<String>) {
+        let ok = self.last_ok_ms.load(Ordering::Relaxed);
+        let error = self.error.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        ((ok > 0).then_some(ok), error)
+    }
+}
+
 /// Starts the writer thread; it ends when every [`super::Store`] is dropped.
-pub fn spawn(db: Arc<Database>) -> mpsc::Sender<Job> {
+pub fn spawn(db: Arc<Database>, state: Arc<CommitState>) -> mpsc::Sender<Job> {
     let (tx, mut rx) = mpsc::channel::<Job>(1024);
     std::thread::Builder::new()
         .name("store-writer".into())
@@ -64,7 +96,7 @@ pub fn spawn(db: Arc<Database>) -> mpsc::Sender<Job> {
                         Err(_) => break,
                     }
                 }
-                commit_batch(&db, batch);
+                commit_batch(&db, batch, &state);
             }
         })
         .expect("spawn store writer thread");
@@ -72,11 +104,15 @@ pub fn spawn(db: Arc<Database>) -> mpsc::Sender<Job> {
 }
 
 /// Applies `batch` in one transaction, dropping (and answering) writes that fail.
-fn commit_batch(db: &Database, mut batch: Vec<Job>) {
+fn commit_batch(db: &Database, mut batch: Vec<Job>, state: &CommitState) {
     while !batch.is_empty() {
         let txn = match db.begin_write() {
             Ok(t) => t,
-            Err(e) => return fail_all(batch, Error::from(e)),
+            Err(e) => {
+                let e = Error::from(e);
+                state.record(Err(&e));
+                return fail_all(batch, e);
+            }
         };
         let failed = batch.iter_mut().position(|job| !(job.apply)(&txn));
         match failed {
@@ -86,7 +122,10 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>) {
                 (job.finish)(None);
             }
             None => {
+                let started = Instant::now();
                 let err = txn.commit().err().map(Error::from);
+                crate::ops::metrics::store_commit(batch.len(), started.elapsed());
+                state.record(err.as_ref().map_or(Ok(()), Err));
                 for job in batch.drain(..) {
                     (job.finish)(err.clone());
                 }

@@ -85,3 +85,21 @@ async fn a_second_server_on_the_same_data_dir_refuses_to_start() {
     let org = server.new_org("Still").await;
     assert_eq!(org.get("/v1/replicas").await.0, StatusCode::OK);
 }
+
+#[test]
+fn version_names_the_release_the_commit_and_the_store_schema() {
+    let out = run({
+        let mut c = Command::new(BIN);
+        c.arg("--version");
+        c
+    });
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let rest = text.strip_prefix(&format!("replicad {} (commit ", env!("CARGO_PKG_VERSION"))).expect(&text);
+    let (commit, rest) = rest.split_once(", ").expect(&text);
+    assert!(
+        commit == "unknown" || (commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "commit {commit:?} in {text:?}"
+    );
+    assert_eq!(rest, format!("store schema {})", replicad::store::SCHEMA_VERSION), "{text}");
+}

@@ -20,7 +20,7 @@ const KEY: &str = "sk-test-key-0123456789abcdef";
 const SYSTEM: &str = "You are the chief engineer of Quenth.";
 
 /// A server routing [`MODEL`] to `fake` as upstream `fake` (model `tiny`), with `extra` flags.
-fn serve(fake: &FakeLlm, extra: &[&str]) -> Server {
+pub fn serve(fake: &FakeLlm, extra: &[&str]) -> Server {
     let dir = DataDir::new();
     let mut cmd = Command::new(BIN);
     cmd.arg("serve").arg("--listen").arg("127.0.0.1:0").arg("--data-dir").arg(dir.path());
@@ -33,7 +33,7 @@ fn serve(fake: &FakeLlm, extra: &[&str]) -> Server {
 }
 
 /// A replica on [`MODEL`] with a system message and the Zorblax entry; returns (uuid, entry id).
-async fn reactor(org: &Org) -> (String, u64) {
+pub async fn reactor(org: &Org) -> (String, u64) {
     let mut body = replica_body("reactor", &org.owner_email);
     body["llm"] = json!({"model": MODEL, "systemMessage": SYSTEM});
     body["purpose"] = json!("Explain the city's machines");

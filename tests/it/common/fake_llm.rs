@@ -34,6 +34,8 @@ pub enum Script {
     Stall(Vec<&'static str>),
     /// Never answers (not even the head) and keeps the connection open.
     Hang,
+    /// Answers `words` (not streamed) after waiting `delay`.
+    Slow(Duration, Vec<&'static str>),
     /// Streams a word every `delay` until the reader closes the connection.
     Endless(Duration),
 }
@@ -141,6 +143,10 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>, closed: Arc<Noti
             stream_words(&mut stream, &words, Duration::ZERO, false).await && wait_eof(&mut stream).await
         }
         Script::Hang => wait_eof(&mut stream).await,
+        Script::Slow(delay, words) => {
+            tokio::time::sleep(delay).await;
+            respond(&mut stream, 200, &[], &completion(&words.concat()).to_string()).await.is_ok()
+        }
         Script::Endless(delay) => endless(&mut stream, delay).await,
     };
     if !finished {

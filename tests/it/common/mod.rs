@@ -215,6 +215,21 @@ impl Server {
         self.client.request(method, self.url(path))
     }
 
+    /// Sends `signal` (`TERM`, `INT`, …) to the server without waiting.
+    pub fn signal(&self, signal: &str) {
+        let sent =
+            Command::new("kill").arg(format!("-{signal}")).arg(self.pid().to_string()).status().expect("run kill");
+        assert!(sent.success(), "kill -{signal} failed");
+    }
+
+    /// Waits for the server to exit (after a signal); returns the exit status and the data
+    /// directory.
+    pub fn wait(mut self) -> (std::process::ExitStatus, DataDir) {
+        let mut child = self.child.take().expect("running");
+        let status = wait_exit(&mut child);
+        (status, self.dir.take().expect("data dir"))
+    }
+
     /// SIGTERM, then waits for the exit; returns the exit status and the data directory.
     pub fn stop(self) -> (std::process::ExitStatus, DataDir) {
         let (status, _, dir) = self.stop_with_output();
