@@ -5,7 +5,8 @@
 //!
 //! Requests: `{"op":"invite","expires_in_secs":N|null}` → `{"ok":true,"code":"inv_…"}`;
 //! `{"op":"reindex"}` → `{"ok":true,"chunks":N}`; `{"op":"check"}` → `{"ok":true,"report":{…}}`
-//! (see `search::check::Report`); failures → `{"ok":false,"error":"…"}`.
+//! (see `search::check::Report`); `{"op":"advance-clock","ms":N}` → `{"ok":true,"now_ms":N}`
+//! (only with `serve --test-clock`, see [`crate::clock`]); failures → `{"ok":false,"error":"…"}`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -71,6 +72,10 @@ async fn execute(app: &App, req: &Value) -> Value {
         Some("check") => crate::search::check::check(&app.store, &app.search)
             .await
             .map(|report| json!({"ok": true, "report": report})),
+        Some("advance-clock") => match crate::clock::advance(req["ms"].as_i64().unwrap_or(-1)) {
+            Some(now) => Ok(json!({"ok": true, "now_ms": now})),
+            None => return json!({"ok": false, "error": "the clock is not adjustable (serve --test-clock) or ms < 0"}),
+        },
         _ => return json!({"ok": false, "error": "unknown op"}),
     };
     result.unwrap_or_else(|e| json!({"ok": false, "error": e.to_string()}))

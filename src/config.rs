@@ -59,6 +59,10 @@ pub struct Config {
     /// and `vision`); the shipped catalog when absent.
     #[arg(long, env = "REPLICAD_MODELS")]
     pub models: Option<PathBuf>,
+    /// Tests only: let the admin socket move the server's clock forward (`advance-clock`), so
+    /// that conversation boundaries and months can be crossed without waiting.
+    #[arg(long, env = "REPLICAD_TEST_CLOCK", hide = true)]
+    pub test_clock: bool,
     /// Generation backends: upstreams, model routes, timeouts, retries.
     #[command(flatten)]
     pub llm: crate::generate::LlmConfig,
@@ -84,6 +88,7 @@ impl Config {
             tls_cert: None,
             tls_key: None,
             models: None,
+            test_clock: false,
             llm: crate::generate::LlmConfig::default(),
         }
     }

@@ -8,6 +8,7 @@ pub mod admin;
 pub mod api;
 pub mod app;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod demo;
 pub mod error;
@@ -40,6 +41,9 @@ pub fn install_crypto_provider() {
 pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<(), String> {
     install_crypto_provider();
     config.validate()?;
+    if config.test_clock {
+        clock::make_adjustable();
+    }
     let tls = match (&config.tls_cert, &config.tls_key) {
         (Some(cert), Some(key)) => Some(server::tls::acceptor(cert, key)?),
         _ => None,

@@ -2,6 +2,8 @@
 //! handler. Handlers parse → authorize → call a service → map to the wire DTO.
 
 pub mod chat;
+pub mod chats;
+pub mod conversations;
 pub mod docs;
 pub mod history;
 pub mod invites;
@@ -87,6 +89,17 @@ pub fn routes() -> Vec<Route> {
         GET "/v1/replicas/{replicaUUID}/chat/history/messengerA" Either => history::list_messenger_a;
         POST "/v1/replicas/{replicaUUID}/chat/history/messengerA" Either => history::save_messenger_a;
         GET "/v1/replicas/{replicaUUID}/chat/history/messengerB" Either => history::list_messenger_b;
+        GET "/v1/replicas/{replicaUUID}/chats" Either => chats::list;
+        GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}" Either => chats::read;
+        GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}/messages" Either => chats::messages;
+        GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations" Either => conversations::list;
+        GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}" Either => conversations::read;
+        GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}/messages" Either => conversations::messages;
+        GET "/v1/replicas/{replicaUUID}/conversations" Either => conversations::list;
+        GET "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}" Either => conversations::read;
+        PATCH "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}" Either => conversations::patch;
+        GET "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/mentions" Either => conversations::mentions;
+        GET "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/messages" Either => conversations::messages;
         POST "/v1/users" Org => users::create;
         GET "/v1/users/me" User => users::me_read;
         PUT "/v1/users/me" User => users::update_me;

@@ -12,6 +12,7 @@
 //! To add an operation: a row in `api::routes()` and a row in [`operations::all`] (and its
 //! schemas in [`schemas`]).
 
+pub mod chats;
 pub mod operations;
 pub mod schemas;
 
@@ -141,6 +142,9 @@ fn operation(route: &Route, op: &Op) -> Value {
         "responses": responses,
         "security": security(route.access),
     });
+    if op.deprecated {
+        o["deprecated"] = json!(true);
+    }
     if let Some(body) = op.body {
         o["requestBody"] = json!({
             "required": true,
@@ -187,7 +191,9 @@ fn path_params(path: &str) -> Vec<Value> {
     path_param_names(path)
         .map(|name| {
             let schema = match name {
-                "replicaUUID" | "userID" => json!({ "type": "string", "format": "uuid" }),
+                "replicaUUID" | "userID" | "chatUUID" | "conversationUUID" => {
+                    json!({ "type": "string", "format": "uuid" })
+                }
                 "knowledgeBaseID" => json!({ "type": "integer", "minimum": 1 }),
                 _ => json!({ "type": "string" }),
             };

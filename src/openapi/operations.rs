@@ -33,12 +33,20 @@ pub struct Op {
     pub creates: Option<(&'static str, &'static str)>,
     /// Statuses beyond the derived ones (409, 429, …).
     pub extra: &'static [u16],
+    /// Marked `deprecated` in the document (spec §9: the legacy conversation operations).
+    pub deprecated: bool,
 }
 
 /// Answers that may also stream (`Accept: text/event-stream`).
 const SSE: &[&str] = &["text/event-stream"];
 
-fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'static str, summary: &'static str) -> Op {
+pub(super) fn op(
+    method: &'static str,
+    path: &'static str,
+    id: &'static str,
+    tag: &'static str,
+    summary: &'static str,
+) -> Op {
     Op {
         method,
         path,
@@ -54,15 +62,16 @@ fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'static 
         plain_404: false,
         creates: None,
         extra: &[],
+        deprecated: false,
     }
 }
 
 impl Op {
-    fn describe(mut self, d: &'static str) -> Op {
+    pub(super) fn describe(mut self, d: &'static str) -> Op {
         self.description = d;
         self
     }
-    fn body(mut self, schema: &'static str) -> Op {
+    pub(super) fn body(mut self, schema: &'static str) -> Op {
         self.body = Some(schema);
         self
     }
@@ -74,21 +83,21 @@ impl Op {
         self.plain_404 = true;
         self
     }
-    fn ok(mut self, status: u16, schema: &'static str) -> Op {
+    pub(super) fn ok(mut self, status: u16, schema: &'static str) -> Op {
         self.ok = (status, schema);
         self
     }
-    fn extra(mut self, statuses: &'static [u16]) -> Op {
+    pub(super) fn extra(mut self, statuses: &'static [u16]) -> Op {
         self.extra = statuses;
         self
     }
-    fn query(mut self, params: Vec<Value>) -> Op {
+    pub(super) fn query(mut self, params: Vec<Value>) -> Op {
         self.query = params;
         self
     }
 }
 
-fn param(name: &str, schema: Value, description: &str) -> Value {
+pub(super) fn param(name: &str, schema: Value, description: &str) -> Value {
     json!({ "name": name, "in": "query", "required": false, "schema": schema, "description": description })
 }
 
@@ -98,7 +107,7 @@ fn old_param(name: &str, schema: Value, current: &str) -> Value {
     p
 }
 
-fn page() -> Value {
+pub(super) fn page() -> Value {
     json!({ "type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1 })
 }
 
@@ -333,4 +342,7 @@ pub fn all() -> Vec<Op> {
             .describe("Its replicas pass to the organization's owner; the owner user itself cannot be deleted (400)."),
         op("GET", "/v1/users/{userID}", "getUser", "Users", "Read a user").ok(200, "UserResponse"),
     ]
+    .into_iter()
+    .chain(super::chats::operations())
+    .collect()
 }

@@ -75,6 +75,7 @@ pub fn all(models: &Models) -> Map<String, Value> {
     knowledge_base(&mut add);
     chat(&mut add);
     users(&mut add);
+    super::chats::schemas(&mut add);
     s
 }
 

@@ -1,6 +1,8 @@
 //! Business rules per resource: plain Rust types in, plain Rust types out; no hyper types.
 
 pub mod chat;
+pub mod chats;
+pub mod conversations;
 pub mod history;
 pub mod knowledge;
 pub mod orgs;

@@ -5,6 +5,7 @@ mod common;
 
 mod auth;
 mod chat;
+mod chats;
 mod cli;
 mod concurrency;
 mod errors;
