@@ -1,6 +1,7 @@
 //! THE list of operations: one row per (method, path), with the access it needs and its
 //! handler. Handlers parse → authorize → call a service → map to the wire DTO.
 
+pub mod analytics;
 pub mod chat;
 pub mod chats;
 pub mod conversations;
@@ -10,6 +11,7 @@ pub mod invites;
 pub mod knowledge_base;
 pub mod models;
 pub mod replicas;
+pub mod usage;
 pub mod users;
 
 use std::future::Future;
@@ -100,6 +102,9 @@ pub fn routes() -> Vec<Route> {
         PATCH "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}" Either => conversations::patch;
         GET "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/mentions" Either => conversations::mentions;
         GET "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/messages" Either => conversations::messages;
+        GET "/v1/replicas/{replicaUUID}/analytics/conversations/historical" Either => analytics::historical;
+        GET "/v1/replicas/{replicaUUID}/analytics/conversations/sources" Either => analytics::sources;
+        GET "/v1/users/me/usage" User => usage::me;
         POST "/v1/users" Org => users::create;
         GET "/v1/users/me" User => users::me_read;
         PUT "/v1/users/me" User => users::update_me;

@@ -15,6 +15,7 @@
 pub mod chats;
 pub mod operations;
 pub mod schemas;
+pub mod usage;
 
 use std::collections::BTreeSet;
 

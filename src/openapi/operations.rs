@@ -344,5 +344,6 @@ pub fn all() -> Vec<Op> {
     ]
     .into_iter()
     .chain(super::chats::operations())
+    .chain(super::usage::operations())
     .collect()
 }

@@ -76,6 +76,7 @@ pub fn all(models: &Models) -> Map<String, Value> {
     chat(&mut add);
     users(&mut add);
     super::chats::schemas(&mut add);
+    super::usage::schemas(&mut add);
     s
 }
 

@@ -95,7 +95,8 @@ fn chat_id_in(txn: &WriteTransaction, m: &Message) -> Result<(Uuid, bool, bool, 
     Ok((id, new, group, name))
 }
 
-/// Files the stored item `m` under its chat and conversation, updating their counts: the
+/// Files the stored item `m` under its chat and conversation, updating their counts and the
+/// usage counters (`service::usage::count_in`): the
 /// chats-and-conversations half of a history write (called by `history::append_in` in the
 /// same transaction, and by the migration that derives chats from older history).
 pub fn record_in(txn: &WriteTransaction, m: &Message) -> Result<Placed> {
@@ -148,7 +149,9 @@ pub fn record_in(txn: &WriteTransaction, m: &Message) -> Result<Placed> {
     txn.open_table(tables::CHATMSG_USERCONV)?.insert((replica, k(chat_id), m.id), (user, conversation))?;
     txn.open_table(tables::CONVMSG_USER)?.insert((replica, conversation, m.id), user)?;
     txn.open_table(tables::USER_CHAT)?.insert((replica, user, k(chat_id)), ())?;
-    Ok(Placed { chat: chat_id, conversation: chat.conversation, new_conversation: silent, new_chat, closed })
+    let placed = Placed { chat: chat_id, conversation: chat.conversation, new_conversation: silent, new_chat, closed };
+    super::usage::count_in(txn, m, &placed)?;
+    Ok(placed)
 }
 
 /// Removes every chat and conversation of `replica` (the replica is being deleted).
@@ -163,7 +166,7 @@ pub fn delete_all_in(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
     txn.open_table(tables::CONVMSG_USER)?.retain_in((r, lo, 0)..=(r, hi, u64::MAX), |_, _| false)?;
     txn.open_table(tables::USER_CHAT)?.retain_in((r, lo, lo)..=(r, hi, hi), |_, _| false)?;
     txn.open_table(tables::USERSOURCE_CHAT)?.retain_in((r, lo, "")..=(r, hi, "\u{10FFFF}"), |_, _| false)?;
-    Ok(())
+    super::usage::delete_all_in(txn, replica)
 }
 
 /// Who reads chats: the replica's owner (or the organization key alone) sees every chat;

@@ -9,6 +9,7 @@ pub mod orgs;
 pub mod replicas;
 pub mod token_usage;
 pub mod uploads;
+pub mod usage;
 pub mod users;
 
 use crate::error::{Error, Result};

@@ -58,7 +58,7 @@ fn migrate_from(db: &Database, from: u32) -> Result<()> {
             create_tables(&txn)?;
             backfill_org_kb_counts(&txn)?;
         }
-        // 2 → 3: chats and conversations (and their counters), derived from the stored history.
+        // 2 → 3: chats, conversations and their counters (usage, analytics), derived from the stored history.
         2 => {
             create_tables(&txn)?;
             derive_chats(&txn)?;
@@ -147,6 +147,10 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::CONVMSG_USER)?;
         txn.open_table(tables::USER_CHAT)?;
         txn.open_table(tables::USERSOURCE_CHAT)?;
+        txn.open_table(tables::REPLICAMONTH_CONVERSATIONS)?;
+        txn.open_table(tables::REPLICADAY_CONVERSATIONS)?;
+        txn.open_table(tables::REPLICASOURCE_CONVERSATIONS)?;
+        txn.open_table(tables::ORGMONTH_CONVERSATIONS)?;
         txn.open_table(tables::META)?;
     }
     Ok(())

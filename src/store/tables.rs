@@ -85,3 +85,14 @@ pub const USER_CHAT: TableDefinition<(u128, u128, u128), ()> = TableDefinition::
 /// `(replica id, user id, source) → chat id`: the chat of the user's latest item on a source
 /// (an assistant reply goes to the chat of the question it answers).
 pub const USERSOURCE_CHAT: TableDefinition<(u128, u128, &str), u128> = TableDefinition::new("usersource_chat");
+/// `(replica id, month as YYYYMM in UTC) → conversations started` (usage, quotas).
+pub const REPLICAMONTH_CONVERSATIONS: TableDefinition<(u128, u32), u64> =
+    TableDefinition::new("replicamonth_conversations");
+/// `(replica id, day: days since the Unix epoch in UTC) → conversations started` (analytics).
+pub const REPLICADAY_CONVERSATIONS: TableDefinition<(u128, u32), u64> =
+    TableDefinition::new("replicaday_conversations");
+/// `(replica id, source) → conversations started` (analytics by source).
+pub const REPLICASOURCE_CONVERSATIONS: TableDefinition<(u128, &str), u64> =
+    TableDefinition::new("replicasource_conversations");
+/// `(org id, month as YYYYMM in UTC) → conversations started` (the monthly conversation quota).
+pub const ORGMONTH_CONVERSATIONS: TableDefinition<(u128, u32), u64> = TableDefinition::new("orgmonth_conversations");

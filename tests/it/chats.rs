@@ -10,13 +10,19 @@ use serde_json::{json, Value};
 use crate::common::{assert_error, user, Org, Server};
 
 /// Moves the clock of `server` (started with `--test-clock`) forward by `minutes`.
-pub fn advance_clock(server: &Server, minutes: i64) {
+pub fn advance_clock(server: &Server, minutes: i64) -> i64 {
+    advance_clock_ms(server, minutes * 60_000)
+}
+
+/// Moves the clock of `server` forward by `ms` milliseconds; returns its new reading.
+pub fn advance_clock_ms(server: &Server, ms: i64) -> i64 {
     let mut s = UnixStream::connect(server.dir().path().join("admin.sock")).expect("admin socket");
-    writeln!(s, "{}", json!({"op": "advance-clock", "ms": minutes * 60_000})).expect("write admin request");
+    writeln!(s, "{}", json!({"op": "advance-clock", "ms": ms})).expect("write admin request");
     let mut line = String::new();
     BufReader::new(s).read_line(&mut line).expect("admin answer");
     let v: Value = serde_json::from_str(&line).expect("admin answer is JSON");
     assert_eq!(v["ok"], json!(true), "advance-clock: {v}");
+    v["now_ms"].as_i64().expect("now_ms")
 }
 
 /// Asks `replica` as the user `who` (an `embed` linked account) on `source`.

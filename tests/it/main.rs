@@ -22,4 +22,5 @@ mod replicas;
 mod restart;
 mod security;
 mod tls;
+mod usage;
 mod users;
