@@ -6,7 +6,10 @@
 //! Requests: `{"op":"invite","expires_in_secs":N|null}` → `{"ok":true,"code":"inv_…"}`;
 //! `{"op":"reindex"}` → `{"ok":true,"chunks":N}`; `{"op":"check"}` → `{"ok":true,"report":{…}}`
 //! (see `search::check::Report`); `{"op":"advance-clock","ms":N}` → `{"ok":true,"now_ms":N}`
-//! (only with `serve --test-clock`, see [`crate::clock`]); failures → `{"ok":false,"error":"…"}`.
+//! (only with `serve --test-clock`, see [`crate::clock`]); `{"op":"orgs"}` →
+//! `{"ok":true,"orgs":[…]}` (see `service::quotas::OrgUsage`); `{"op":"set-quota","org":ID,
+//! "conversations_per_month"?,"replicas"?,"knowledge_base_entries"?}` → `{"ok":true,"quota":{…}}`;
+//! failures → `{"ok":false,"error":"…"}`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,7 +19,15 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
 use crate::app::App;
-use crate::service::orgs;
+use crate::service::{orgs, quotas};
+
+/// `{"op":"set-quota","org":UUID,"conversations_per_month"?,"replicas"?,"knowledge_base_entries"?}`.
+#[derive(serde::Deserialize)]
+struct SetQuota {
+    org: uuid::Uuid,
+    #[serde(flatten)]
+    quota: crate::store::records::Quota,
+}
 
 /// Path of the admin socket in `data_dir`.
 pub fn socket_path(data_dir: &Path) -> PathBuf {
@@ -72,6 +83,16 @@ async fn execute(app: &App, req: &Value) -> Value {
         Some("check") => crate::search::check::check(&app.store, &app.search)
             .await
             .map(|report| json!({"ok": true, "report": report})),
+        Some("orgs") => {
+            let c = &app.config;
+            quotas::list(&app.store, c.max_replicas_per_org, c.max_kb_entries_per_org, crate::store::now_ms())
+                .await
+                .map(|orgs| json!({"ok": true, "orgs": orgs}))
+        }
+        Some("set-quota") => match serde_json::from_value::<SetQuota>(req.clone()) {
+            Ok(s) => quotas::set(&app.store, s.org, s.quota).await.map(|q| json!({"ok": true, "quota": q})),
+            Err(e) => return json!({"ok": false, "error": format!("bad set-quota request: {e}")}),
+        },
         Some("advance-clock") => match crate::clock::advance(req["ms"].as_i64().unwrap_or(-1)) {
             Some(now) => Ok(json!({"ok": true, "now_ms": now})),
             None => return json!({"ok": false, "error": "the clock is not adjustable (serve --test-clock) or ms < 0"}),

@@ -77,6 +77,9 @@ error_codes! {
     ReplicaQuotaExceeded => 429, Some("REPLICA_QUOTA_EXCEEDED");
     /// The organization has as many knowledge-base entries as the operator's quota allows.
     KnowledgeBaseQuotaExceeded => 429, Some("KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED");
+    /// The organization started as many conversations this month as its quota (or the
+    /// request's `usageLimits.conversationsPerMonth`) allows.
+    ConversationQuotaExceeded => 429, Some("CONVERSATION_QUOTA_EXCEEDED");
     /// The (decompressed) body exceeds the size limit.
     PayloadTooLarge => 413, Some("PAYLOAD_TOO_LARGE");
     /// `Content-Type` is not JSON or `Content-Encoding` is not `gzip`.

@@ -17,6 +17,7 @@ pub mod http;
 pub mod ingest;
 pub mod models;
 pub mod openapi;
+pub mod orgs_cli;
 pub mod search;
 pub mod server;
 pub mod service;

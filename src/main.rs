@@ -65,6 +65,7 @@ async fn run(command: Command) -> Result<(), String> {
             eprintln!("reindexed {chunks} chunks");
             Ok(())
         }
+        Command::Orgs { command } => replicad::orgs_cli::run(command).await,
         Command::Check(dir) => {
             let report = match admin::request(&dir.data_dir, &json!({"op": "check"})).await? {
                 Some(v) => v["report"].clone(),

@@ -283,7 +283,7 @@ pub fn all() -> Vec<Op> {
         Op { ok_also: SSE, ..op("POST", "/v1/replicas/{replicaUUID}/chat/completions", "createChatCompletion", "Chat", "Ask the replica") }
             .body("CompletionRequest")
             .ok(200, "Completion")
-            .extra(&[502])
+            .extra(&[429, 502])
             .describe(
                 "Retrieves the most relevant knowledge and answers. Stores the question and the answer (with its \
                 `sources`) in the chat history unless `skip_chat_history`. The `X-Replica-Backend` response header \
@@ -297,7 +297,7 @@ pub fn all() -> Vec<Op> {
         Op { ok_also: SSE, ..op("POST", "/v1/replicas/{replicaUUID}/chat/completions/messengerA", "createChatCompletionMessengerA", "Chat", "Ask the replica on messengerA") }
             .body("CompletionMessengerARequest")
             .ok(200, "Completion")
-            .extra(&[502])
+            .extra(&[429, 502])
             .describe(
                 "As `…/chat/completions`, on the messengerA channel: `messengerA_data` is required (a repeated \
                 message id stores nothing new) and `imageURL` reaches vision-capable models.",
@@ -305,7 +305,7 @@ pub fn all() -> Vec<Op> {
         Op { ok_also: SSE, ..op("POST", "/v1/experimental/replicas/{replicaUUID}/chat/completions", "createExperimentalChatCompletion", "Chat", "OpenAI-shaped completion") }
             .body("ExperimentalCompletionRequest")
             .ok(200, "ExperimentalCompletion")
-            .extra(&[502])
+            .extra(&[429, 502])
             .describe(
                 "Requires a user (`X-USER-ID` + `X-USER-ID-TYPE`). The last message (role `user`) is the question; \
                 earlier ones replace the stored history in the prompt. `store` (default true) keeps the question and \
@@ -316,6 +316,7 @@ pub fn all() -> Vec<Op> {
         op("POST", h, "saveChatHistory", "Chat history", "Save a history item")
             .body("HistorySave")
             .ok(200, "HistorySaved")
+            .extra(&[429])
             .describe(
                 "Saves a `user` item on `source` (default `web`, or `messengerB` with `messengerB_data`). A repeated \
                 `messengerB_data.message_id` stores nothing new.",
@@ -326,6 +327,7 @@ pub fn all() -> Vec<Op> {
         op("POST", msg_a, "saveChatHistoryMessengerA", "Chat history", "Save a messengerA item")
             .body("HistorySaveMessengerA")
             .ok(200, "HistorySaved")
+            .extra(&[429])
             .describe("A repeated `(chat_id, message_id)` stores nothing new."),
         history_list(concat_path!("/messengerB"), "listChatHistoryMessengerB", "History of messengerB"),
         op("POST", "/v1/users", "createUser", "Users", "Create a user")

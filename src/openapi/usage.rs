@@ -65,6 +65,19 @@ fn tokens(extra: Value) -> Value {
 /// The schemas (see `schemas::all`).
 pub fn schemas(add: &mut impl FnMut(&str, Value)) {
     let success = json!({ "type": "boolean", "const": true });
+    add(
+        "CompletionUsageLimits",
+        json!({
+            "type": "object",
+            "description": "The caller's own caps (spec §8); other fields are ignored.",
+            "properties": { "conversationsPerMonth": {
+                "type": "integer", "minimum": 0,
+                "description": "429 CONVERSATION_QUOTA_EXCEEDED, before anything is generated, once the organization \
+                    started this many conversations in the UTC month.",
+            } },
+            "additionalProperties": true,
+        }),
+    );
     add("Tokens", tokens(Value::Null));
     add(
         "Usage",

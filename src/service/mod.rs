@@ -6,6 +6,7 @@ pub mod conversations;
 pub mod history;
 pub mod knowledge;
 pub mod orgs;
+pub mod quotas;
 pub mod replicas;
 pub mod token_usage;
 pub mod uploads;

@@ -144,6 +144,7 @@ pub async fn create(store: &Store, org: Uuid, body: &ReplicaBody, models: &Model
             r.owner = owner_in(txn, org, &owner)?;
             let mut by_org = txn.open_table(tables::ORG_REPLICA)?;
             let count = by_org.range((k(org), 0)..=(k(org), u128::MAX))?.count() as u64;
+            let max_replicas = super::quotas::of_in(txn, org)?.replicas.unwrap_or(max_replicas);
             if count >= max_replicas {
                 return Err(Error::new(
                     Code::ReplicaQuotaExceeded,

@@ -35,7 +35,9 @@ fn add(table: &mut redb::Table<(u128, u32), u64>, key: (u128, u32)) -> Result<()
     Ok(())
 }
 
-/// Counts the conversation item `m` started (nothing when it continued one).
+/// Counts the conversation item `m` started (nothing when it continued one). Errors: 429
+/// `CONVERSATION_QUOTA_EXCEEDED` when the organization's monthly quota is reached (the whole
+/// write is then refused).
 pub fn count_in(txn: &WriteTransaction, m: &Message, placed: &Placed) -> Result<()> {
     if !placed.new_conversation {
         return Ok(());
@@ -48,7 +50,11 @@ pub fn count_in(txn: &WriteTransaction, m: &Message, placed: &Placed) -> Result<
     by_source.insert((replica, m.source.as_str()), n + 1)?;
     let org = store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAS)?, replica)?.map(|r| r.org);
     if let Some(org) = org {
-        add(&mut txn.open_table(tables::ORGMONTH_CONVERSATIONS)?, (k(org), month))?;
+        let mut t = txn.open_table(tables::ORGMONTH_CONVERSATIONS)?;
+        let started = t.get((k(org), month))?.map(|v| v.value()).unwrap_or(0);
+        let max = super::quotas::of_in(txn, org)?.conversations_per_month;
+        super::quotas::check_conversations(started, max, "its monthly conversation quota")?;
+        t.insert((k(org), month), started + 1)?;
     }
     Ok(())
 }

@@ -151,6 +151,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::REPLICADAY_CONVERSATIONS)?;
         txn.open_table(tables::REPLICASOURCE_CONVERSATIONS)?;
         txn.open_table(tables::ORGMONTH_CONVERSATIONS)?;
+        txn.open_table(tables::ORG_QUOTA)?;
         txn.open_table(tables::META)?;
     }
     Ok(())

@@ -307,3 +307,16 @@ pub struct Conversation {
 impl Record for Conversation {
     const VERSION: u8 = 1;
 }
+
+/// The operator's quotas of an organization (`replicad orgs set-quota`); `None` falls back to
+/// the server's defaults (`--max-replicas-per-org`, `--max-kb-entries-per-org`; no monthly
+/// conversation limit).
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq, Eq)]
+pub struct Quota {
+    pub conversations_per_month: Option<u64>,
+    pub replicas: Option<u64>,
+    pub knowledge_base_entries: Option<u64>,
+}
+impl Record for Quota {
+    const VERSION: u8 = 1;
+}

@@ -18,6 +18,7 @@ mod knowledge_base;
 mod llm;
 mod llm_real;
 mod openapi;
+mod quotas;
 mod replicas;
 mod restart;
 mod security;
