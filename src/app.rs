@@ -7,6 +7,7 @@ use tokio::sync::mpsc;
 use crate::api::{self, Route};
 use crate::config::Config;
 use crate::generate::Backends;
+use crate::http::rate_limit::RateLimiter;
 use crate::http::router::Router;
 use crate::models::Models;
 use crate::search::indexer::RebuildRequest;
@@ -25,6 +26,8 @@ pub struct App {
     pub router: Router,
     /// Asks the indexer task for a rebuild (admin `reindex`).
     pub reindex: mpsc::Sender<RebuildRequest>,
+    /// Per-key request buckets (`--rate-limit-per-key`); `None`: no limit.
+    pub rate_limiter: Option<RateLimiter>,
 }
 
 impl App {
@@ -39,6 +42,7 @@ impl App {
     ) -> App {
         let routes: Vec<Route> = api::routes().into_iter().chain(api::docs::pages()).collect();
         let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
-        App { config, store, search, models, backends: Arc::new(backends), routes, router, reindex }
+        let rate_limiter = config.rate_limit_per_key.map(RateLimiter::new);
+        App { config, store, search, models, backends: Arc::new(backends), routes, router, reindex, rate_limiter }
     }
 }

@@ -59,6 +59,10 @@ pub struct Config {
     /// and `vision`); the shipped catalog when absent.
     #[arg(long, env = "REPLICAD_MODELS")]
     pub models: Option<PathBuf>,
+    /// Requests per minute allowed to each organization key, with a burst of as many (429
+    /// `RATE_LIMITED` with `Retry-After` beyond); no limit when absent.
+    #[arg(long, env = "REPLICAD_RATE_LIMIT_PER_KEY", value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate_limit_per_key: Option<u32>,
     /// Tests only: let the admin socket move the server's clock forward (`advance-clock`), so
     /// that conversation boundaries and months can be crossed without waiting.
     #[arg(long, env = "REPLICAD_TEST_CLOCK", hide = true)]
@@ -88,6 +92,7 @@ impl Config {
             tls_cert: None,
             tls_key: None,
             models: None,
+            rate_limit_per_key: None,
             test_clock: false,
             llm: crate::generate::LlmConfig::default(),
         }

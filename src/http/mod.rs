@@ -3,6 +3,7 @@
 //! spec §7 error body for every failure. Every response carries `X-Request-Id`.
 
 pub mod auth;
+pub mod rate_limit;
 pub mod request;
 pub mod response;
 pub mod router;
@@ -29,8 +30,9 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response:
     let method = req.method().clone();
     let matched = app.router.find(&method, req.uri().path());
     let path = loggable_path(&app, matched.as_ref().ok(), req.uri().path());
+    let mut limit_headers = Vec::new();
     let result = match matched {
-        Ok(m) => dispatch(app.clone(), m, req, &request_id).await,
+        Ok(m) => dispatch(app.clone(), m, req, &request_id, &mut limit_headers).await,
         Err(e) => Err(e),
     };
     let reply = match result {
@@ -46,6 +48,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response:
             }
         }
     };
+    let reply = limit_headers.into_iter().fold(reply, |r, (name, value)| r.with_header(name, &value));
     tracing::info!(
         %request_id, %method, %path, status = reply.status.as_u16(),
         micros = started.elapsed().as_micros() as u64, "request"
@@ -69,6 +72,7 @@ async fn dispatch(
     matched: Matched,
     req: Request<Incoming>,
     request_id: &str,
+    limit_headers: &mut Vec<(&'static str, String)>,
 ) -> Result<Reply, (Error, Option<String>)> {
     let route = &app.routes[matched.route];
     let (parts, body) = req.into_parts();
@@ -81,6 +85,17 @@ async fn dispatch(
             (_, BodyKind::Raw) => request::read_body(&parts.headers, body, app.config.max_upload_bytes, false).await?,
         };
         let caller = auth::authenticate(&app.store, &parts.headers, route.access).await?;
+        if let (Some(limiter), Some(c)) = (&app.rate_limiter, &caller) {
+            let d = limiter.check(c.org.id.as_u128(), Instant::now());
+            *limit_headers = limiter.headers(&d);
+            if !d.allowed {
+                let wait = d.retry_after_secs;
+                return Err(Error::new(
+                    crate::error::Code::RateLimited,
+                    format!("too many requests; retry in {wait} s"),
+                ));
+            }
+        }
         let req = Req {
             params: matched.params,
             query: request::parse_query(parts.uri.query()),

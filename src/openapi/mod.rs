@@ -111,7 +111,7 @@ fn tags(ops: &[Op]) -> Vec<Value> {
 pub fn statuses(route: &Route, op: &Op) -> BTreeSet<u16> {
     let mut s: BTreeSet<u16> = [op.ok.0, 400, 500].into();
     if route.access != Access::Public {
-        s.insert(401);
+        s.extend([401, 429]);
     }
     if route.path.contains('{') {
         s.insert(404);
@@ -181,7 +181,10 @@ fn error_description(status: u16) -> String {
         409 => "Conflict",
         413 => "Body larger than the limit (measured after gzip decompression)",
         415 => "Content-Type not JSON or Content-Encoding not gzip",
-        429 => "Quota exceeded",
+        429 => {
+            "Quota or rate limit exceeded (RATE_LIMITED: see `Retry-After`; with `--rate-limit-per-key` every \
+            answer to a key carries `RateLimit-Policy: N;w=60` and `RateLimit: limit=N, remaining=R, reset=S`)"
+        }
         500 => "Internal error (details are logged under the request id)",
         _ => "Error",
     };

@@ -19,6 +19,7 @@ mod llm;
 mod llm_real;
 mod openapi;
 mod quotas;
+mod rate_limit;
 mod replicas;
 mod restart;
 mod security;
