@@ -60,6 +60,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let fetcher = ingest::fetch::Fetcher::new(config.allow_private_urls, config.max_fetch_bytes)?;
     let refresh_ms = (config.kb_refresh_interval as i64).saturating_mul(1000);
     ingest::pipeline::spawn(store.clone(), ingest::pipeline::Worker { fetcher, refresh_ms });
+    service::insights::spawn(store.clone());
     let app = Arc::new(app::App::new(config, store, search, models, backends, reindex));
     if app.config.demo {
         demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;

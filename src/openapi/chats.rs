@@ -182,7 +182,7 @@ fn conversation(with_success: bool) -> Value {
         "source": { "type": "string", "enum": SOURCES },
         "conversationName": { "type": "string", "description": "The name of its chat." },
         "conversationImageURL": { "type": "string", "description": "The image of its chat." },
-        "summary": { "type": "string", "description": "Absent until computed or set by the owner." },
+        "summary": { "type": "string", "description": "Absent until computed (once the conversation has closed: 30 minutes without messages) or set by the owner." },
         "commonQuestions": strings,
         "commonTopics": strings,
         "conversationType": { "type": "string", "enum": ["individual", "group"] },

@@ -149,6 +149,7 @@ pub fn record_in(txn: &WriteTransaction, m: &Message) -> Result<Placed> {
     txn.open_table(tables::CHATMSG_USERCONV)?.insert((replica, k(chat_id), m.id), (user, conversation))?;
     txn.open_table(tables::CONVMSG_USER)?.insert((replica, conversation, m.id), user)?;
     txn.open_table(tables::USER_CHAT)?.insert((replica, user, k(chat_id)), ())?;
+    txn.open_table(tables::OPEN_CONVERSATION)?.insert(conv_key, conv.counts.last_message_at)?;
     let placed = Placed { chat: chat_id, conversation: chat.conversation, new_conversation: silent, new_chat, closed };
     super::usage::count_in(txn, m, &placed)?;
     Ok(placed)
@@ -166,6 +167,8 @@ pub fn delete_all_in(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
     txn.open_table(tables::CONVMSG_USER)?.retain_in((r, lo, 0)..=(r, hi, u64::MAX), |_, _| false)?;
     txn.open_table(tables::USER_CHAT)?.retain_in((r, lo, lo)..=(r, hi, hi), |_, _| false)?;
     txn.open_table(tables::USERSOURCE_CHAT)?.retain_in((r, lo, "")..=(r, hi, "\u{10FFFF}"), |_, _| false)?;
+    txn.open_table(tables::OPEN_CONVERSATION)?.retain_in((r, lo, lo)..=(r, hi, hi), |_, _| false)?;
+    txn.open_table(tables::REPLICATERM_CONVERSATIONS)?.retain_in((r, "")..=(r, "\u{10FFFF}"), |_, _| false)?;
     super::usage::delete_all_in(txn, replica)
 }
 

@@ -4,6 +4,7 @@ pub mod chat;
 pub mod chats;
 pub mod conversations;
 pub mod history;
+pub mod insights;
 pub mod knowledge;
 pub mod orgs;
 pub mod quotas;

@@ -152,6 +152,8 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::REPLICASOURCE_CONVERSATIONS)?;
         txn.open_table(tables::ORGMONTH_CONVERSATIONS)?;
         txn.open_table(tables::ORG_QUOTA)?;
+        txn.open_table(tables::OPEN_CONVERSATION)?;
+        txn.open_table(tables::REPLICATERM_CONVERSATIONS)?;
         txn.open_table(tables::META)?;
     }
     Ok(())

@@ -98,3 +98,11 @@ pub const REPLICASOURCE_CONVERSATIONS: TableDefinition<(u128, &str), u64> =
 pub const ORGMONTH_CONVERSATIONS: TableDefinition<(u128, u32), u64> = TableDefinition::new("orgmonth_conversations");
 /// `org id → Quota`: the operator's quotas of an organization.
 pub const ORG_QUOTA: TableDefinition<u128, &[u8]> = TableDefinition::new("org_quota");
+/// `(replica id, chat id, conversation id) → last message time (ms)`: conversations whose
+/// `summary`, `commonQuestions` and `commonTopics` are not computed yet (the insights job's
+/// durable queue; see `service::insights`).
+pub const OPEN_CONVERSATION: TableDefinition<(u128, u128, u128), i64> = TableDefinition::new("open_conversation");
+/// `(replica id, term) → conversations of the replica holding the term` (document frequencies
+/// of the topics' TF-IDF), and `(replica id, "") → conversations analyzed`.
+pub const REPLICATERM_CONVERSATIONS: TableDefinition<(u128, &str), u64> =
+    TableDefinition::new("replicaterm_conversations");

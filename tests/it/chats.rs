@@ -246,3 +246,52 @@ async fn chats_survive_a_restart_and_leave_with_their_replica() {
     let (_, v) = org.get(&format!("/v1/replicas/{again}/chats")).await;
     assert_eq!(v["total"], json!(0), "{v}");
 }
+
+#[tokio::test]
+async fn a_closed_conversation_gets_questions_topics_and_a_summary_even_across_a_restart() {
+    let server = Server::start_with(&["--test-clock"]);
+    let org = server.new_org("Insights").await;
+    let replica = org.create_replica("insight").await;
+    ask_as(&org, &replica, "ann", "web", "How hot does the Zorblax reactor get?").await;
+    ask_as(&org, &replica, "ann", "web", "how hot does the zorblax reactor get").await;
+    ask_as(&org, &replica, "ann", "web", "Thanks. Where is the reactor cooling pump?").await;
+    ask_as(&org, &replica, "bob", "web", "Hello there").await;
+    let list = format!("/v1/replicas/{replica}/conversations");
+    let (_, v) = org.get(&list).await;
+    let find = |v: &Value, n: u64| items(v).iter().find(|c| c["messageCount"] == json!(n)).unwrap()["uuid"].clone();
+    let (ann, bob) = (find(&v, 6).as_str().unwrap().to_string(), find(&v, 2).as_str().unwrap().to_string());
+    let (_, open) = org.get(&format!("{list}/{ann}")).await;
+    assert!(open.get("summary").is_none() && open["commonQuestions"] == json!([]), "still open: {open}");
+    let (s, _) = org.patch(&format!("{list}/{bob}"), json!({"summary": "Owner's words"})).await;
+    assert_eq!(s, StatusCode::OK);
+
+    let server = Server::start_in(server.kill9(), &["--test-clock"]);
+    let org = org.at(&server);
+    advance_clock(&server, 31);
+    let deadline = std::time::Instant::now() + crate::common::PATIENCE;
+    let done = loop {
+        let (_, c) = org.get(&format!("{list}/{ann}")).await;
+        if c.get("summary").is_some() {
+            break c;
+        }
+        assert!(std::time::Instant::now() < deadline, "no insights within {:?}: {c}", crate::common::PATIENCE);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        done["commonQuestions"],
+        json!(["How hot does the Zorblax reactor get?", "Thanks. Where is the reactor cooling pump?"]),
+        "near-duplicates merged: {done}"
+    );
+    let topics: Vec<&str> = done["commonTopics"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(topics.contains(&"reactor") && topics.contains(&"zorblax"), "{topics:?}");
+    assert!(done["summary"].as_str().unwrap().contains("How hot does the Zorblax reactor get?"), "{done}");
+    let deadline = std::time::Instant::now() + crate::common::PATIENCE;
+    loop {
+        let (_, b) = org.get(&format!("{list}/{bob}")).await;
+        if b["commonTopics"] != json!([]) || std::time::Instant::now() > deadline {
+            assert_eq!(b["summary"], json!("Owner's words"), "the owner's correction is kept: {b}");
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
