@@ -6,7 +6,11 @@
 //!
 //! Lines: `{"op":"invite","expires_in_secs":N|null}` → `{"invite":{"code":"inv_…"}}`;
 //! `{"op":"reindex"}` → `{"reindex":{"chunks":N}}`; `{"op":"check"}` → `{"check":{"report":{…}}}`
-//! (see `search::check::Report`); failures → `{"failed":{"error":"…"}}`.
+//! (see `search::check::Report`); `{"op":"orgs"}` → `{"orgs":{"orgs":[…]}}` (see
+//! `service::quotas::OrgUsage`); `{"op":"set-quota","org":ID,"conversations_per_month"?,
+//! "replicas"?,"knowledge_base_entries"?}` → `{"quota":{"quota":{…}}}`;
+//! `{"op":"advance-clock","ms":N}` → `{"clock":{"now_ms":N}}` (only with `serve --test-clock`,
+//! see [`crate::clock`]); failures → `{"failed":{"error":"…"}}`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,6 +23,8 @@ use crate::app::App;
 use crate::search::check::Report;
 use crate::search::{self, Search};
 use crate::service::orgs;
+use crate::service::quotas::{self, OrgUsage};
+use crate::store::records::Quota;
 use crate::store::Store;
 
 /// A request on the admin socket.
@@ -31,6 +37,18 @@ pub enum Request {
     Reindex,
     /// Compare the search index with the store.
     Check,
+    /// Every organization with its usage and quotas.
+    Orgs,
+    /// Set the quotas of organization `org` (`None`: the server's default).
+    #[serde(rename = "set-quota")]
+    SetQuota {
+        org: uuid::Uuid,
+        #[serde(flatten)]
+        quota: Quota,
+    },
+    /// Move the test clock forward by `ms` milliseconds (`serve --test-clock` only).
+    #[serde(rename = "advance-clock")]
+    AdvanceClock { ms: i64 },
 }
 
 /// The answer to a [`Request`].
@@ -43,6 +61,12 @@ pub enum Answer {
     Reindex { chunks: usize },
     /// What the check found.
     Check { report: Report },
+    /// The organizations with their usage and quotas.
+    Orgs { orgs: Vec<OrgUsage> },
+    /// The quotas now in effect.
+    Quota { quota: Quota },
+    /// The clock's new reading, in ms since the epoch.
+    Clock { now_ms: i64 },
     /// The request failed; `error` says why.
     Failed { error: String },
 }
@@ -99,6 +123,18 @@ async fn execute(app: &App, req: Request) -> Result<Answer, String> {
         Request::Check => {
             search::check::check(&app.store, &app.search).await.map(|report| Answer::Check { report }).map_err(text)
         }
+        Request::Orgs => {
+            let c = &app.config;
+            let now = crate::store::now_ms();
+            let orgs = quotas::list(&app.store, c.max_replicas_per_org, c.max_kb_entries_per_org, now).await;
+            orgs.map(|orgs| Answer::Orgs { orgs }).map_err(text)
+        }
+        Request::SetQuota { org, quota } => {
+            quotas::set(&app.store, org, quota).await.map(|quota| Answer::Quota { quota }).map_err(text)
+        }
+        Request::AdvanceClock { ms } => crate::clock::advance(ms)
+            .map(|now_ms| Answer::Clock { now_ms })
+            .ok_or_else(|| "the clock is not adjustable (serve --test-clock) or ms < 0".to_string()),
     }
 }
 

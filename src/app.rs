@@ -7,6 +7,7 @@ use tokio::sync::mpsc;
 use crate::api::{self, Route};
 use crate::config::Config;
 use crate::generate::Backends;
+use crate::http::rate_limit::RateLimiter;
 use crate::http::router::Router;
 use crate::models::Models;
 use crate::search::indexer::RebuildRequest;
@@ -27,6 +28,8 @@ pub struct App {
     pub reindex: mpsc::Sender<RebuildRequest>,
     /// Background tasks as readiness and shutdown see them.
     pub ops: crate::ops::Ops,
+    /// Per-key request buckets (`--rate-limit-per-key`); `None`: no limit.
+    pub rate_limiter: Option<RateLimiter>,
 }
 
 impl App {
@@ -42,6 +45,7 @@ impl App {
         let routes: Vec<Route> =
             api::routes().into_iter().chain(api::docs::pages()).chain([crate::ops::metrics::route()]).collect();
         let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
+        let rate_limiter = config.rate_limit_per_key.map(RateLimiter::new);
         App {
             config,
             store,
@@ -52,6 +56,7 @@ impl App {
             router,
             reindex,
             ops: Default::default(),
+            rate_limiter,
         }
     }
 }

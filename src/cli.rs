@@ -1,4 +1,4 @@
-//! The command line: `serve`, `invites create`, `reindex`, `check`.
+//! The command line: `serve`, `invites create`, `reindex`, `check`, `orgs list|set-quota`.
 
 use std::path::PathBuf;
 
@@ -39,6 +39,40 @@ pub enum Command {
     /// they disagree (`replicad reindex` repairs it). Uses a running server's admin socket, or
     /// opens the store itself.
     Check(DataDir),
+    /// Organizations: their usage and the operator's quotas.
+    Orgs {
+        #[command(subcommand)]
+        command: OrgsCommand,
+    },
+}
+
+/// Subcommands of `orgs` (through a running server's admin socket, or on the store itself).
+#[derive(Subcommand, Debug)]
+pub enum OrgsCommand {
+    /// Each organization with its usage and quotas: a table, or JSON with --json.
+    List {
+        #[command(flatten)]
+        dir: DataDir,
+        /// One JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set quotas of an organization (those not given stay as they are).
+    SetQuota {
+        /// The organization's id (`organizationID` of the redemption).
+        org: uuid::Uuid,
+        #[command(flatten)]
+        dir: DataDir,
+        /// Conversations started per UTC month (429 CONVERSATION_QUOTA_EXCEEDED beyond).
+        #[arg(long)]
+        conversations_per_month: Option<u64>,
+        /// Replicas (429 REPLICA_QUOTA_EXCEEDED beyond).
+        #[arg(long)]
+        replicas: Option<u64>,
+        /// Knowledge-base entries (429 KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED beyond).
+        #[arg(long)]
+        knowledge_base_entries: Option<u64>,
+    },
 }
 
 /// Subcommands of `invites`.

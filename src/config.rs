@@ -76,6 +76,14 @@ pub struct Config {
     /// private interface the scraper reaches).
     #[arg(long, env = "REPLICAD_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
+    /// Requests per minute allowed to each organization key, with a burst of as many (429
+    /// `RATE_LIMITED` with `Retry-After` beyond); no limit when absent.
+    #[arg(long, env = "REPLICAD_RATE_LIMIT_PER_KEY", value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate_limit_per_key: Option<u32>,
+    /// Tests only: let the admin socket move the server's clock forward (`advance-clock`), so
+    /// that conversation boundaries and months can be crossed without waiting.
+    #[arg(long, env = "REPLICAD_TEST_CLOCK", hide = true)]
+    pub test_clock: bool,
     /// Generation backends: upstreams, model routes, timeouts, retries.
     #[command(flatten)]
     pub llm: crate::generate::LlmConfig,
@@ -107,6 +115,8 @@ impl Config {
             shutdown_grace: 10,
             metrics_token: None,
             metrics_listen: None,
+            rate_limit_per_key: None,
+            test_clock: false,
             llm: crate::generate::LlmConfig::default(),
         }
     }

@@ -80,6 +80,12 @@ error_codes! {
     /// The organization has as many knowledge-base entries as the operator's quota allows
     /// (`--max-kb-entries-per-org`); same code as [`Code::KnowledgeBaseUsageLimitReached`].
     KnowledgeBaseQuotaExceeded => 429, Some("KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED");
+    /// The organization started as many conversations this month as its quota (or the
+    /// request's `usageLimits.conversationsPerMonth`) allows.
+    ConversationQuotaExceeded => 429, Some("CONVERSATION_QUOTA_EXCEEDED");
+    /// The organization key sent more requests than `--rate-limit-per-key` allows (see the
+    /// `Retry-After` header).
+    RateLimited => 429, Some("RATE_LIMITED");
     /// The (decompressed) body exceeds the size limit.
     PayloadTooLarge => 413, Some("PAYLOAD_TOO_LARGE");
     /// `Content-Type` is not JSON or `Content-Encoding` is not `gzip`.

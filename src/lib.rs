@@ -22,6 +22,7 @@ pub mod admin;
 pub mod api;
 pub mod app;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod demo;
 pub mod error;
@@ -31,6 +32,7 @@ pub mod ingest;
 pub mod models;
 pub mod openapi;
 pub mod ops;
+pub mod orgs_cli;
 pub mod search;
 pub mod server;
 pub mod service;
@@ -67,6 +69,9 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     if config.metrics_token.is_some() || config.metrics_listen.is_some() {
         ops::metrics::install();
     }
+    if config.test_clock {
+        clock::make_adjustable();
+    }
     let tls = match (&config.tls_cert, &config.tls_key) {
         (Some(cert), Some(key)) => Some(server::tls::acceptor(cert, key)?),
         _ => None,
@@ -84,6 +89,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let refresh_ms = (config.kb_refresh_interval as i64).saturating_mul(1000);
     let worker = ingest::pipeline::Worker { fetcher, refresh_ms, stop: ops.stopper.stop() };
     ops.set_ingest(ingest::pipeline::spawn(store.clone(), worker));
+    service::insights::spawn(store.clone());
     let app = Arc::new(app::App { ops, ..app::App::new(config, store, search, models, backends, reindex) });
     if app.config.demo {
         demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;

@@ -39,6 +39,7 @@ async fn run(command: Command) -> Result<(), String> {
             eprintln!("reindexed {} chunks", admin::reindex(&dir.data_dir).await?);
             Ok(())
         }
+        Command::Orgs { command } => replicad::orgs_cli::run(command).await,
         Command::Check(dir) => {
             let report = admin::check(&dir.data_dir).await?;
             println!("{}", serde_json::to_string(&report).map_err(|e| e.to_string())?);

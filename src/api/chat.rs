@@ -39,7 +39,8 @@ pub struct CompletionBody {
     pub source: Option<String>,
     #[serde(rename = "messengerB_data")]
     pub messenger_b_data: Option<MessengerBData>,
-    /// Accepted (spec §8); per-request limits are not applied yet.
+    /// The caller's own caps (spec §8): `conversationsPerMonth` (see
+    /// `service::quotas::check_usage_limits`).
     #[serde(rename = "usageLimits")]
     pub usage_limits: Option<Value>,
 }
@@ -148,6 +149,7 @@ pub async fn complete(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: CompletionBody = req.json()?;
     check_len("content", &body.content, 1, crate::service::history::MAX_CONTENT_CHARS)?;
     let (source, channel_data, channel_key) = channel_of(body.source, body.messenger_b_data.as_ref())?;
+    crate::service::quotas::check_usage_limits(&app.store, replica.org, body.usage_limits.as_ref()).await?;
     let ask = Ask {
         content: body.content,
         skip_chat_history: body.skip_chat_history,
@@ -173,6 +175,7 @@ pub async fn complete_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
             return Err(Error::invalid("imageURL", "must be an http(s) URL or a data:image/ URL"));
         }
     }
+    crate::service::quotas::check_usage_limits(&app.store, replica.org, body.usage_limits.as_ref()).await?;
     let ask = Ask {
         content: body.content,
         skip_chat_history: body.skip_chat_history,

@@ -1,7 +1,10 @@
 //! THE list of operations: one row per (method, path), with the access it needs and its
 //! handler. Handlers parse → authorize → call a service → map to the wire DTO.
 
+pub mod analytics;
 pub mod chat;
+pub mod chats;
+pub mod conversations;
 pub mod docs;
 pub mod health;
 pub mod history;
@@ -9,6 +12,7 @@ pub mod invites;
 pub mod knowledge_base;
 pub mod models;
 pub mod replicas;
+pub mod usage;
 pub mod users;
 
 use std::future::Future;
@@ -91,6 +95,20 @@ pub fn routes() -> Vec<Route> {
         GET "/v1/replicas/{replicaUUID}/chat/history/messengerA" Either => history::list_messenger_a;
         POST "/v1/replicas/{replicaUUID}/chat/history/messengerA" Either => history::save_messenger_a;
         GET "/v1/replicas/{replicaUUID}/chat/history/messengerB" Either => history::list_messenger_b;
+        GET "/v1/replicas/{replicaUUID}/chats" Either => chats::list;
+        GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}" Either => chats::read;
+        GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}/messages" Either => chats::messages;
+        GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations" Either => conversations::list;
+        GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}" Either => conversations::read;
+        GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}/messages" Either => conversations::messages;
+        GET "/v1/replicas/{replicaUUID}/conversations" Either => conversations::list;
+        GET "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}" Either => conversations::read;
+        PATCH "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}" Either => conversations::patch;
+        GET "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/mentions" Either => conversations::mentions;
+        GET "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/messages" Either => conversations::messages;
+        GET "/v1/replicas/{replicaUUID}/analytics/conversations/historical" Either => analytics::historical;
+        GET "/v1/replicas/{replicaUUID}/analytics/conversations/sources" Either => analytics::sources;
+        GET "/v1/users/me/usage" User => usage::me;
         POST "/v1/users" Org => users::create;
         GET "/v1/users/me" User => users::me_read;
         PUT "/v1/users/me" User => users::update_me;

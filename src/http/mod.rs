@@ -3,6 +3,7 @@
 //! spec §7 error body for every failure. Every response carries `X-Request-Id`.
 
 pub mod auth;
+pub mod rate_limit;
 pub mod request;
 pub mod response;
 pub mod router;
@@ -30,8 +31,9 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response:
     let path = loggable_path(&app, matched.as_ref().ok(), req.uri().path());
     let route = matched.as_ref().map_or("unmatched", |m| app.routes[m.route].path);
     let mut org = None;
+    let mut limit_headers = Vec::new();
     let result = match matched {
-        Ok(m) => dispatch(app.clone(), m, req, &request_id, &mut org).await,
+        Ok(m) => dispatch(app.clone(), m, req, &request_id, &mut org, &mut limit_headers).await,
         Err(e) => Err(e),
     };
     let reply = match result {
@@ -48,6 +50,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response:
         }
     };
     crate::ops::metrics::request(method.as_str(), route, reply.status.as_u16(), in_flight.elapsed());
+    let reply = limit_headers.into_iter().fold(reply, |r, (name, value)| r.with_header(name, &value));
     tracing::info!(
         %request_id, %method, route, %path, status = reply.status.as_u16(),
         micros = in_flight.elapsed().as_micros() as u64, org = org.as_ref().map(tracing::field::display), "request"
@@ -72,6 +75,7 @@ async fn dispatch(
     req: Request<Incoming>,
     request_id: &str,
     org: &mut Option<uuid::Uuid>,
+    limit_headers: &mut Vec<(&'static str, String)>,
 ) -> Result<Reply, (Error, Option<String>)> {
     let route = &app.routes[matched.route];
     let (parts, body) = req.into_parts();
@@ -85,6 +89,17 @@ async fn dispatch(
         };
         let caller = auth::authenticate(&app.store, &parts.headers, route.access).await?;
         *org = caller.as_ref().map(|c| c.org.id);
+        if let (Some(limiter), Some(c)) = (&app.rate_limiter, &caller) {
+            let d = limiter.check(c.org.id.as_u128(), std::time::Instant::now());
+            *limit_headers = limiter.headers(&d);
+            if !d.allowed {
+                let wait = d.retry_after_secs;
+                return Err(Error::new(
+                    crate::error::Code::RateLimited,
+                    format!("too many requests; retry in {wait} s"),
+                ));
+            }
+        }
         let req = Req {
             params: matched.params,
             query: request::parse_query(parts.uri.query()),

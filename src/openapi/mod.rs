@@ -12,9 +12,11 @@
 //! To add an operation: a row in `api::routes()` and a row in [`operations::all`] (and its
 //! schemas in [`schemas`]).
 
+pub mod chats;
 pub mod operability;
 pub mod operations;
 pub mod schemas;
+pub mod usage;
 
 use std::collections::BTreeSet;
 
@@ -111,7 +113,7 @@ fn tags(ops: &[Op]) -> Vec<Value> {
 pub fn statuses(route: &Route, op: &Op) -> BTreeSet<u16> {
     let mut s: BTreeSet<u16> = [op.ok.0, 400, 500].into();
     if route.access != Access::Public {
-        s.insert(401);
+        s.extend([401, 429]);
     }
     if route.path.contains('{') {
         s.insert(404);
@@ -144,6 +146,9 @@ fn operation(route: &Route, op: &Op) -> Value {
         "responses": responses,
         "security": security(route.access),
     });
+    if op.deprecated {
+        o["deprecated"] = json!(true);
+    }
     if let Some(body) = op.body {
         o["requestBody"] = json!({
             "required": true,
@@ -182,7 +187,10 @@ fn error_description(status: u16) -> String {
         409 => "Conflict",
         413 => "Body larger than the limit (measured after gzip decompression)",
         415 => "Content-Type not JSON or Content-Encoding not gzip",
-        429 => "Quota exceeded",
+        429 => {
+            "Quota or rate limit exceeded (RATE_LIMITED: see `Retry-After`; with `--rate-limit-per-key` every \
+            answer to a key carries `RateLimit-Policy: N;w=60` and `RateLimit: limit=N, remaining=R, reset=S`)"
+        }
         500 => "Internal error (details are logged under the request id)",
         _ => "Error",
     };
@@ -193,7 +201,9 @@ fn path_params(path: &str) -> Vec<Value> {
     path_param_names(path)
         .map(|name| {
             let schema = match name {
-                "replicaUUID" | "userID" => json!({ "type": "string", "format": "uuid" }),
+                "replicaUUID" | "userID" | "chatUUID" | "conversationUUID" => {
+                    json!({ "type": "string", "format": "uuid" })
+                }
                 "knowledgeBaseID" => json!({ "type": "integer", "minimum": 1 }),
                 _ => json!({ "type": "string" }),
             };

@@ -36,6 +36,8 @@ pub struct Op {
     /// Statuses that answer a schema of their own rather than an error body (the 503 of
     /// readiness).
     pub also: &'static [(u16, &'static str)],
+    /// Marked `deprecated` in the document (spec §9: the legacy conversation operations).
+    pub deprecated: bool,
 }
 
 /// Answers that may also stream (`Accept: text/event-stream`).
@@ -64,6 +66,7 @@ pub(super) fn op(
         creates: None,
         extra: &[],
         also: &[],
+        deprecated: false,
     }
 }
 
@@ -72,7 +75,7 @@ impl Op {
         self.description = d;
         self
     }
-    fn body(mut self, schema: &'static str) -> Op {
+    pub(super) fn body(mut self, schema: &'static str) -> Op {
         self.body = Some(schema);
         self
     }
@@ -88,17 +91,17 @@ impl Op {
         self.ok = (status, schema);
         self
     }
-    fn extra(mut self, statuses: &'static [u16]) -> Op {
+    pub(super) fn extra(mut self, statuses: &'static [u16]) -> Op {
         self.extra = statuses;
         self
     }
-    fn query(mut self, params: Vec<Value>) -> Op {
+    pub(super) fn query(mut self, params: Vec<Value>) -> Op {
         self.query = params;
         self
     }
 }
 
-fn param(name: &str, schema: Value, description: &str) -> Value {
+pub(super) fn param(name: &str, schema: Value, description: &str) -> Value {
     json!({ "name": name, "in": "query", "required": false, "schema": schema, "description": description })
 }
 
@@ -108,7 +111,7 @@ fn old_param(name: &str, schema: Value, current: &str) -> Value {
     p
 }
 
-fn page() -> Value {
+pub(super) fn page() -> Value {
     json!({ "type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1 })
 }
 
@@ -197,7 +200,9 @@ macro_rules! concat_path {
 
 /// Every documented operation, in the order of the document.
 pub fn all() -> Vec<Op> {
-    [meta(), replicas(), knowledge_base(), chat(), history(), users()].into_iter().flatten().collect()
+    let groups = [meta(), replicas(), knowledge_base(), chat(), history(), users()];
+    let others = [super::operability::operations(), super::chats::operations(), super::usage::operations()];
+    groups.into_iter().chain(others).flatten().collect()
 }
 
 /// Meta and organizations: the document itself, invitations, the model catalog.
@@ -316,7 +321,7 @@ fn chat() -> Vec<Op> {
         }
         .body("CompletionRequest")
         .ok(200, "Completion")
-        .extra(&[502])
+        .extra(&[429, 502])
         .describe(
             "Retrieves the most relevant knowledge and answers. Stores the question and the answer (with its \
                 `sources`) in the chat history unless `skip_chat_history`. The `X-Replica-Backend` response header \
@@ -339,7 +344,7 @@ fn chat() -> Vec<Op> {
         }
         .body("CompletionMessengerARequest")
         .ok(200, "Completion")
-        .extra(&[502])
+        .extra(&[429, 502])
         .describe(
             "As `…/chat/completions`, on the messengerA channel: `messengerA_data` is required (a repeated \
                 message id stores nothing new) and `imageURL` reaches vision-capable models.",
@@ -356,7 +361,7 @@ fn chat() -> Vec<Op> {
         }
         .body("ExperimentalCompletionRequest")
         .ok(200, "ExperimentalCompletion")
-        .extra(&[502])
+        .extra(&[429, 502])
         .describe(
             "Requires a user (`X-USER-ID` + `X-USER-ID-TYPE`). The last message (role `user`) is the question; \
                 earlier ones replace the stored history in the prompt. `store` (default true) keeps the question and \
@@ -375,6 +380,7 @@ fn history() -> Vec<Op> {
         op("POST", h, "saveChatHistory", "Chat history", "Save a history item")
             .body("HistorySave")
             .ok(200, "HistorySaved")
+            .extra(&[429])
             .describe(
                 "Saves a `user` item on `source` (default `web`, or `messengerB` with `messengerB_data`). A repeated \
                 `messengerB_data.message_id` stores nothing new.",
@@ -385,6 +391,7 @@ fn history() -> Vec<Op> {
         op("POST", msg_a, "saveChatHistoryMessengerA", "Chat history", "Save a messengerA item")
             .body("HistorySaveMessengerA")
             .ok(200, "HistorySaved")
+            .extra(&[429])
             .describe("A repeated `(chat_id, message_id)` stores nothing new."),
         history_list(concat_path!("/messengerB"), "listChatHistoryMessengerB", "History of messengerB"),
     ]
@@ -407,7 +414,4 @@ fn users() -> Vec<Op> {
             .describe("Its replicas pass to the organization's owner; the owner user itself cannot be deleted (400)."),
         op("GET", "/v1/users/{userID}", "getUser", "Users", "Read a user").ok(200, "UserResponse"),
     ]
-    .into_iter()
-    .chain(super::operability::operations())
-    .collect()
 }

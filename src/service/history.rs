@@ -64,6 +64,7 @@ pub fn append_in(
         txn.open_table(tables::CHANNELMSG_MESSAGE)?.insert((k(replica), key.as_str()), id)?;
     }
     count_message(txn, replica)?;
+    super::chats::record_in(txn, &msg)?;
     Ok(id)
 }
 

@@ -1,12 +1,17 @@
 //! Business rules per resource: plain Rust types in, plain Rust types out; no hyper types.
 
 pub mod chat;
+pub mod chats;
+pub mod conversations;
 pub mod history;
+pub mod insights;
 pub mod knowledge;
 pub mod orgs;
+pub mod quotas;
 pub mod replicas;
 pub mod token_usage;
 pub mod uploads;
+pub mod usage;
 pub mod users;
 
 use crate::error::{Error, Result};

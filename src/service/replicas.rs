@@ -26,7 +26,7 @@ pub struct LlmInput {
 }
 
 /// A replica to create, or the replacement of one (spec §2.3 fields; `None` takes the default).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ReplicaInput {
     pub name: String,
     pub short_description: String,
@@ -170,6 +170,7 @@ pub async fn create(store: &Store, org: Uuid, body: &ReplicaInput, models: &Mode
             r.owner = owner_in(txn, org, &owner)?;
             let mut by_org = txn.open_table(tables::ORG_REPLICA)?;
             let count = by_org.range((k(org), 0)..=(k(org), u128::MAX))?.count() as u64;
+            let max_replicas = super::quotas::of_in(txn, org)?.replicas.unwrap_or(max_replicas);
             if count >= max_replicas {
                 return Err(Error::new(
                     Code::ReplicaQuotaExceeded,
@@ -225,6 +226,7 @@ pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
             txn.open_table(tables::REPLICA_MESSAGECOUNT)?.remove(k(id))?;
             txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?
                 .retain_in((k(id), 0, 0)..=(k(id), u128::MAX, u64::MAX), |_, _| false)?;
+            super::chats::delete_all_in(txn, id)?;
             super::knowledge::delete_all_in(txn, id)
         })
         .await

@@ -7,7 +7,7 @@ use super::tables;
 use crate::error::{Error, Result};
 
 /// The store layout this binary writes.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 const KEY: &str = "schema_version";
 
@@ -58,6 +58,11 @@ fn migrate_from(db: &Database, from: u32) -> Result<()> {
             create_tables(&txn)?;
             backfill_org_kb_counts(&txn)?;
         }
+        // 2 → 3: chats, conversations and their counters (usage, analytics), derived from the stored history.
+        2 => {
+            create_tables(&txn)?;
+            derive_chats(&txn)?;
+        }
         _ => return Err(Error::internal(format!("no migration from schema version {from}"))),
     }
     write_version(&txn, from + 1)?;
@@ -81,6 +86,25 @@ fn backfill_org_kb_counts(txn: &WriteTransaction) -> Result<()> {
     let mut table = txn.open_table(tables::ORG_KBCOUNT)?;
     for (org, n) in counts {
         table.insert(org, n)?;
+    }
+    Ok(())
+}
+
+/// Files every stored history item under its chat and conversation, in id (so time) order,
+/// through the same code as a new item (`service::chats::record_in`).
+fn derive_chats(txn: &WriteTransaction) -> Result<()> {
+    let mut keys: Vec<(u64, u128, u128)> = Vec::new();
+    for row in txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?.iter()? {
+        let (replica, user, id) = row?.0.value();
+        keys.push((id, replica, user));
+    }
+    keys.sort_unstable();
+    let messages = txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
+    for (id, replica, user) in keys {
+        let m: Option<crate::store::records::Message> = crate::store::get(&messages, (replica, user, id))?;
+        if let Some(m) = m {
+            crate::service::chats::record_in(txn, &m)?;
+        }
     }
     Ok(())
 }
@@ -115,6 +139,21 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::REPLICA_URL)?;
         txn.open_table(tables::ORG_KBCOUNT)?;
         txn.open_table(tables::REPLICAUSERMONTH_USAGE)?;
+        txn.open_table(tables::CHATKEY_CHAT)?;
+        txn.open_table(tables::CHATS)?;
+        txn.open_table(tables::CONVERSATIONS)?;
+        txn.open_table(tables::REPLICACONV_CHAT)?;
+        txn.open_table(tables::CHATMSG_USERCONV)?;
+        txn.open_table(tables::CONVMSG_USER)?;
+        txn.open_table(tables::USER_CHAT)?;
+        txn.open_table(tables::USERSOURCE_CHAT)?;
+        txn.open_table(tables::REPLICAMONTH_CONVERSATIONS)?;
+        txn.open_table(tables::REPLICADAY_CONVERSATIONS)?;
+        txn.open_table(tables::REPLICASOURCE_CONVERSATIONS)?;
+        txn.open_table(tables::ORGMONTH_CONVERSATIONS)?;
+        txn.open_table(tables::ORG_QUOTA)?;
+        txn.open_table(tables::OPEN_CONVERSATION)?;
+        txn.open_table(tables::REPLICATERM_CONVERSATIONS)?;
         txn.open_table(tables::META)?;
     }
     Ok(())
@@ -168,5 +207,61 @@ mod tests {
         let read = db.begin_read().unwrap();
         assert_eq!(read.open_table(tables::ORG_KBCOUNT).unwrap().get(org.as_u128()).unwrap().unwrap().value(), 3);
         assert!(read.open_table(tables::KBID_JOB).is_ok() && read.open_table(tables::KBID_SOURCE).is_ok());
+    }
+
+    fn values<K: redb::Key + 'static, R: crate::store::codec::Record>(
+        t: &impl ReadableTable<K, &'static [u8]>,
+    ) -> Vec<R> {
+        t.iter().unwrap().map(|r| crate::store::codec::decode(r.unwrap().1.value()).unwrap()).collect()
+    }
+
+    fn message(id: u64, replica: Uuid, user: Uuid, role: &str, at: i64) -> crate::store::records::Message {
+        crate::store::records::Message {
+            id,
+            replica,
+            user,
+            role: role.into(),
+            content: format!("item {id}"),
+            source: "web".into(),
+            sources: vec![],
+            is_private: false,
+            channel_data: None,
+            created_at: at,
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn a_version_2_store_derives_chats_and_conversations_from_its_history() {
+        use crate::store::records::{Chat, Conversation};
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("v2.redb")).unwrap();
+        let (replica, ann, bob) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        let hour = 3_600_000;
+        let txn = db.begin_write().unwrap();
+        {
+            let mut t = txn.open_table(tables::REPLICAUSERMSG_MESSAGE).unwrap();
+            let rows = [(1, ann, "user", 0), (2, ann, "assistant", 1), (3, bob, "user", 2), (4, ann, "user", hour)];
+            for (id, user, role, at) in rows {
+                crate::store::put(
+                    &mut t,
+                    (replica.as_u128(), user.as_u128(), id),
+                    &message(id, replica, user, role, at),
+                )
+                .unwrap();
+            }
+            write_version(&txn, 2).unwrap();
+        }
+        txn.commit().unwrap();
+
+        run(&db).unwrap();
+        let read = db.begin_read().unwrap();
+        let chats: Vec<Chat> = values(&read.open_table(tables::CHATS).unwrap());
+        assert_eq!(chats.len(), 2, "one chat per user on web");
+        let anns = chats.iter().find(|c| c.user == Some(ann)).unwrap();
+        assert_eq!((anns.counts.message_count, anns.counts.replica_reply_count), (3, 1));
+        let convs: Vec<Conversation> = values(&read.open_table(tables::CONVERSATIONS).unwrap());
+        let of_ann: Vec<u64> = convs.iter().filter(|c| c.chat == anns.id).map(|c| c.counts.message_count).collect();
+        assert_eq!(of_ann, vec![2, 1], "the hour of silence split ann's chat");
     }
 }

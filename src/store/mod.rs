@@ -188,7 +188,7 @@ pub fn k(id: Uuid) -> u128 {
     id.as_u128()
 }
 
-/// Milliseconds since the Unix epoch, now.
+/// Milliseconds since the Unix epoch, now (the server's [`crate::clock`]).
 pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
+    crate::clock::now_ms()
 }

@@ -323,3 +323,67 @@ impl From<MessageV1> for Message {
         }
     }
 }
+
+/// What a chat and a conversation both count, kept at write time with every history item.
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+pub struct Counts {
+    pub message_count: u64,
+    /// Assistant items.
+    pub replica_reply_count: u64,
+    pub first_message_at: i64,
+    pub last_message_at: i64,
+    pub last_replica_reply_at: Option<i64>,
+}
+
+/// A chat (DECISIONS.md "Chat"): one (replica, user, source) thread, or one messengerA /
+/// messengerB group chat.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Chat {
+    pub id: Uuid,
+    pub replica: Uuid,
+    pub source: String,
+    /// A group chat (`chatType: group`); else individual.
+    pub group: bool,
+    /// The user of an individual chat.
+    pub user: Option<Uuid>,
+    /// The group's name as the channel last reported it.
+    pub name: Option<String>,
+    pub counts: Counts,
+    /// The latest conversation.
+    pub conversation: Uuid,
+}
+impl Record for Chat {
+    const VERSION: u8 = 1;
+}
+
+/// A conversation: the items of a chat with no silence longer than 30 minutes between them.
+/// `summary`, `common_questions` and `common_topics` are computed when it closes or set by an
+/// owner's `PATCH`.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Conversation {
+    pub id: Uuid,
+    pub chat: Uuid,
+    pub replica: Uuid,
+    pub source: String,
+    pub group: bool,
+    pub counts: Counts,
+    pub summary: Option<String>,
+    pub common_questions: Vec<String>,
+    pub common_topics: Vec<String>,
+}
+impl Record for Conversation {
+    const VERSION: u8 = 1;
+}
+
+/// The operator's quotas of an organization (`replicad orgs set-quota`); `None` falls back to
+/// the server's defaults (`--max-replicas-per-org`, `--max-kb-entries-per-org`; no monthly
+/// conversation limit).
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq, Eq)]
+pub struct Quota {
+    pub conversations_per_month: Option<u64>,
+    pub replicas: Option<u64>,
+    pub knowledge_base_entries: Option<u64>,
+}
+impl Record for Quota {
+    const VERSION: u8 = 1;
+}

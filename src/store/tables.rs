@@ -66,3 +66,44 @@ pub const ORG_KBCOUNT: TableDefinition<u128, u64> = TableDefinition::new("org_kb
 /// usage of chat completions, written with the messages of each completion.
 pub const REPLICAUSERMONTH_USAGE: TableDefinition<(u128, u128, u32), (u64, u64)> =
     TableDefinition::new("replicausermonth_usage");
+/// `(replica id, chat identity) → chat id`. The identity is `u:<user id>:<source>` for an
+/// individual chat, `messengerA:<chat id>` / `messengerB:<channel id>` for a group chat
+/// (see `service::chats`).
+pub const CHATKEY_CHAT: TableDefinition<(u128, &str), u128> = TableDefinition::new("chatkey_chat");
+/// `(replica id, chat id) → Chat`: the chats of a replica, counts kept at write time.
+pub const CHATS: TableDefinition<(u128, u128), &[u8]> = TableDefinition::new("replicachat_chat");
+/// `(replica id, chat id, conversation id) → Conversation`, oldest conversation first (UUID v7).
+pub const CONVERSATIONS: TableDefinition<(u128, u128, u128), &[u8]> =
+    TableDefinition::new("replicachatconv_conversation");
+/// `(replica id, conversation id) → chat id`: a conversation by its id alone.
+pub const REPLICACONV_CHAT: TableDefinition<(u128, u128), u128> = TableDefinition::new("replicaconv_chat");
+/// `(replica id, chat id, message id) → (user id, conversation id)`: the messages of a chat.
+pub const CHATMSG_USERCONV: TableDefinition<(u128, u128, u64), (u128, u128)> = TableDefinition::new("chatmsg_userconv");
+/// `(replica id, conversation id, message id) → user id`: the messages of a conversation.
+pub const CONVMSG_USER: TableDefinition<(u128, u128, u64), u128> = TableDefinition::new("convmsg_user");
+/// `(replica id, user id, chat id) → ()`: the chats a user wrote in.
+pub const USER_CHAT: TableDefinition<(u128, u128, u128), ()> = TableDefinition::new("user_chat");
+/// `(replica id, user id, source) → chat id`: the chat of the user's latest item on a source
+/// (an assistant reply goes to the chat of the question it answers).
+pub const USERSOURCE_CHAT: TableDefinition<(u128, u128, &str), u128> = TableDefinition::new("usersource_chat");
+/// `(replica id, month as YYYYMM in UTC) → conversations started` (usage, quotas).
+pub const REPLICAMONTH_CONVERSATIONS: TableDefinition<(u128, u32), u64> =
+    TableDefinition::new("replicamonth_conversations");
+/// `(replica id, day: days since the Unix epoch in UTC) → conversations started` (analytics).
+pub const REPLICADAY_CONVERSATIONS: TableDefinition<(u128, u32), u64> =
+    TableDefinition::new("replicaday_conversations");
+/// `(replica id, source) → conversations started` (analytics by source).
+pub const REPLICASOURCE_CONVERSATIONS: TableDefinition<(u128, &str), u64> =
+    TableDefinition::new("replicasource_conversations");
+/// `(org id, month as YYYYMM in UTC) → conversations started` (the monthly conversation quota).
+pub const ORGMONTH_CONVERSATIONS: TableDefinition<(u128, u32), u64> = TableDefinition::new("orgmonth_conversations");
+/// `org id → Quota`: the operator's quotas of an organization.
+pub const ORG_QUOTA: TableDefinition<u128, &[u8]> = TableDefinition::new("org_quota");
+/// `(replica id, chat id, conversation id) → last message time (ms)`: conversations whose
+/// `summary`, `commonQuestions` and `commonTopics` are not computed yet (the insights job's
+/// durable queue; see `service::insights`).
+pub const OPEN_CONVERSATION: TableDefinition<(u128, u128, u128), i64> = TableDefinition::new("open_conversation");
+/// `(replica id, term) → conversations of the replica holding the term` (document frequencies
+/// of the topics' TF-IDF), and `(replica id, "") → conversations analyzed`.
+pub const REPLICATERM_CONVERSATIONS: TableDefinition<(u128, &str), u64> =
+    TableDefinition::new("replicaterm_conversations");

@@ -54,6 +54,7 @@ fn sample_body(route: &Route, owner: &str) -> Option<Value> {
             "messengerA_data": {"chat_type": "private", "chat_id": 7, "message_id": 9}
         }),
         "ExperimentalCompletionRequest" => json!({"messages": [{"role": "user", "content": "Zorblax?"}]}),
+        "ConversationPatch" => json!({"summary": "rewritten"}),
         other => panic!("security tests: add a sample body for {other}"),
     };
     Some(body)
@@ -93,9 +94,26 @@ async fn victim(server: &Server) -> Victim {
     let kb = org.add_ready_text(&replica, "Zorblax reactor", ZORBLAX).await;
     org.ask(&replica, "What is the Zorblax reactor?").await;
     let user_id = org.create_user("Vera", "vera@victim.example").await;
-    let ids = HashMap::from([("replicaUUID", replica), ("knowledgeBaseID", kb.to_string()), ("userID", user_id)]);
+    let mut ids = HashMap::from([("replicaUUID", replica), ("knowledgeBaseID", kb.to_string()), ("userID", user_id)]);
+    chat_ids(&org, &mut ids, &[]).await;
     Victim { org, ids }
 }
+
+/// Adds `chatUUID` and `conversationUUID` of the replica's first conversation (as seen with
+/// `headers`) to `ids`.
+async fn chat_ids(org: &Org, ids: &mut HashMap<&'static str, String>, headers: &[(&str, &str)]) {
+    let (_, v) = org.get_as(&format!("/v1/replicas/{}/conversations", ids["replicaUUID"]), headers).await;
+    let conv = &v["items"][0];
+    ids.insert("chatUUID", conv["chatUUID"].as_str().expect("a conversation").to_string());
+    ids.insert("conversationUUID", conv["uuid"].as_str().expect("a conversation").to_string());
+}
+
+/// Operations only the replica's owner (or the key alone) may use: 404 to other users, even
+/// whitelisted ones of a private replica.
+const OWNER_ONLY: &[&str] = &[
+    "/v1/replicas/{replicaUUID}/analytics/conversations/historical",
+    "/v1/replicas/{replicaUUID}/analytics/conversations/sources",
+];
 
 #[tokio::test]
 async fn every_operation_answers_401_to_a_missing_or_invalid_credential() {
@@ -174,7 +192,16 @@ async fn a_private_replica_is_404_on_every_operation_to_users_off_its_whitelist_
     body["whitelistEmails"] = json!(["wendy@example.org"]);
     let replica = org.create_replica_from(body).await;
     let kb = org.add_ready_text(&replica, "Zorblax reactor", ZORBLAX).await;
-    let ids = HashMap::from([("replicaUUID", replica.clone()), ("knowledgeBaseID", kb.to_string())]);
+    let mut ids = HashMap::from([("replicaUUID", replica.clone()), ("knowledgeBaseID", kb.to_string())]);
+    let (s, _) = org
+        .post_as(
+            &format!("/v1/replicas/{replica}/chat/completions"),
+            json!({"content": "Zorblax?"}),
+            &user("email", "wendy@example.org"),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    chat_ids(&org, &mut ids, &user("email", "olga@example.org")).await;
     let user_routes: Vec<Route> =
         routes().into_iter().filter(|r| r.access == Access::Either && r.path.contains("{replicaUUID}")).collect();
     assert!(user_routes.len() >= 10);
@@ -186,7 +213,13 @@ async fn a_private_replica_is_404_on_every_operation_to_users_off_its_whitelist_
         if route.method != Method::DELETE {
             for email in ["olga@example.org", "wendy@example.org"] {
                 let r = org.call(method(route), &path, body.as_ref(), &user("email", email)).await;
-                assert_ne!(r.status, StatusCode::NOT_FOUND, "{} {path} as {email}: {}", route.method, r.text);
+                let owner_only = OWNER_ONLY.contains(&route.path)
+                    || route.method == Method::PATCH && route.path.contains("{conversationUUID}");
+                if owner_only && email == "wendy@example.org" {
+                    assert_hidden(&r, &format!("{} {path} as Wendy (owner only)", route.method), &["Zorblax"]);
+                } else {
+                    assert_ne!(r.status, StatusCode::NOT_FOUND, "{} {path} as {email}: {}", route.method, r.text);
+                }
             }
         }
     }

@@ -70,7 +70,7 @@ fn completion_request() -> Value {
             "skip_chat_history": { "type": "boolean", "default": false },
             "source": { "type": "string", "enum": SOURCES, "default": "web" },
             "messengerB_data": reference("MessengerBData"),
-            "usageLimits": { "type": "object", "description": "Accepted (spec §8); not applied yet." },
+            "usageLimits": reference("CompletionUsageLimits"),
         }),
         true,
     )
@@ -87,7 +87,7 @@ fn completion_messenger_a_request() -> Value {
                 "description": "An image with the message; given to models whose catalog entry has `vision`.",
             },
             "skip_chat_history": { "type": "boolean", "default": false },
-            "usageLimits": { "type": "object", "description": "Accepted (spec §8); not applied yet." },
+            "usageLimits": reference("CompletionUsageLimits"),
         }),
         true,
     )

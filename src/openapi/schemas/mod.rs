@@ -92,5 +92,7 @@ pub fn all(models: &Models) -> Map<String, Value> {
     knowledge_base::add_all(&mut add);
     chat::add_all(&mut add);
     users::add_all(&mut add);
+    super::chats::schemas(&mut add);
+    super::usage::schemas(&mut add);
     s
 }

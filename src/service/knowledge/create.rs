@@ -112,10 +112,11 @@ fn count_entry(txn: &WriteTransaction, org: Uuid, limits: Limits, custom: Option
             format!("the organization has {n} knowledge-base entries; usageLimits.knowledgeBaseEntries is {max}"),
         ));
     }
-    if n >= limits.max_entries_per_org {
+    let max = crate::service::quotas::of_in(txn, org)?.knowledge_base_entries.unwrap_or(limits.max_entries_per_org);
+    if n >= max {
         return Err(Error::new(
             Code::KnowledgeBaseQuotaExceeded,
-            format!("the organization has reached its quota of {} knowledge-base entries", limits.max_entries_per_org),
+            format!("the organization has reached its quota of {max} knowledge-base entries"),
         ));
     }
     counts.insert(k(org), n + 1)?;

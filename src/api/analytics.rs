@@ -1,0 +1,45 @@
+//! Conversation analytics of a replica (spec §4.2, DECISIONS.md "Usage and analytics"), from
+//! the counters kept with every conversation start.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::chats::replica_and_viewer;
+use crate::app::App;
+use crate::error::{Error, Result};
+use crate::http::request::Req;
+use crate::http::response::Reply;
+use crate::service::chats::Viewer;
+use crate::service::usage;
+use crate::store::now_ms;
+
+/// Days of the historical series, today included.
+pub const HISTORY_DAYS: u32 = 30;
+
+/// The replica of the path if the caller may read its analytics (its owner, or the key alone).
+async fn owned(app: &App, req: &Req) -> Result<uuid::Uuid> {
+    match replica_and_viewer(app, req).await? {
+        (r, Viewer::All) => Ok(r.id),
+        _ => Err(Error::not_found("replica")),
+    }
+}
+
+/// # `GET /v1/replicas/{replicaUUID}/analytics/conversations/historical`
+/// `{success, items: [{date: YYYY-MM-DD, cumulativeConversations}]}`: the last 30 UTC days,
+/// oldest first, each with the conversations started up to its end.
+pub async fn historical(app: Arc<App>, req: Req) -> Result<Reply> {
+    let replica = owned(&app, &req).await?;
+    let days = usage::cumulative(&app.store, replica, now_ms(), HISTORY_DAYS).await?;
+    let items: Vec<_> = days.iter().map(|(d, n)| json!({ "date": d, "cumulativeConversations": n })).collect();
+    Ok(Reply::ok(&json!({ "items": items })))
+}
+
+/// # `GET /v1/replicas/{replicaUUID}/analytics/conversations/sources`
+/// `{success, items: [{source, conversations}]}`: every source, conversations started on it.
+pub async fn sources(app: Arc<App>, req: Req) -> Result<Reply> {
+    let replica = owned(&app, &req).await?;
+    let counts = usage::by_source(&app.store, replica).await?;
+    let items: Vec<_> = counts.iter().map(|(s, n)| json!({ "source": s, "conversations": n })).collect();
+    Ok(Reply::ok(&json!({ "items": items })))
+}

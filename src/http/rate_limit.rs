@@ -1,0 +1,138 @@
+//! Per-key rate limits (`--rate-limit-per-key N`): a token bucket per organization key holding
+//! at most N tokens, refilled at N per minute; each request takes one. In memory only.
+//!
+//! Memory stays bounded: a bucket that has refilled completely is the same as no bucket, so
+//! full buckets are dropped by a sweep that runs whenever the map has doubled since the last
+//! one (amortized O(1) per request); only keys that authenticated get a bucket at all.
+//!
+//! Answers carry the IETF `RateLimit-Policy: N;w=60` and `RateLimit: limit=N, remaining=R,
+//! reset=S` headers (draft-ietf-httpapi-ratelimit-headers); a refused request gets 429
+//! `RATE_LIMITED` with `Retry-After` (seconds).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// The buckets of every key.
+pub struct RateLimiter {
+    per_minute: u32,
+    state: Mutex<State>,
+}
+
+struct State {
+    buckets: HashMap<u128, Bucket>,
+    sweep_at: usize,
+}
+
+#[derive(Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// What one request met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    pub allowed: bool,
+    /// Requests left now.
+    pub remaining: u32,
+    /// Seconds until the bucket is full again.
+    pub reset_secs: u64,
+    /// Seconds until one request is allowed (0 when allowed).
+    pub retry_after_secs: u64,
+}
+
+const MIN_SWEEP: usize = 1024;
+
+impl RateLimiter {
+    /// `per_minute` requests per minute with a burst of `per_minute` (at least 1).
+    pub fn new(per_minute: u32) -> RateLimiter {
+        let state = State { buckets: HashMap::new(), sweep_at: MIN_SWEEP };
+        RateLimiter { per_minute: per_minute.max(1), state: Mutex::new(state) }
+    }
+
+    /// The limit per minute.
+    pub fn per_minute(&self) -> u32 {
+        self.per_minute
+    }
+
+    fn refill(&self, b: Bucket, now: Instant) -> f64 {
+        let rate = self.per_minute as f64 / 60.0;
+        (b.tokens + now.saturating_duration_since(b.at).as_secs_f64() * rate).min(self.per_minute as f64)
+    }
+
+    /// Takes a token from `key`'s bucket at `now` if there is one.
+    pub fn check(&self, key: u128, now: Instant) -> Decision {
+        let cap = self.per_minute as f64;
+        let rate = cap / 60.0;
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.buckets.len() >= state.sweep_at {
+            state.buckets.retain(|_, b| self.refill(*b, now) < cap);
+            state.sweep_at = (state.buckets.len() * 2).max(MIN_SWEEP);
+        }
+        let fresh = Bucket { tokens: cap, at: now };
+        let b = state.buckets.entry(key).or_insert(fresh);
+        b.tokens = self.refill(*b, now);
+        b.at = now;
+        let allowed = b.tokens >= 1.0;
+        if allowed {
+            b.tokens -= 1.0;
+        }
+        let wait = |tokens: f64| ((tokens / rate).ceil().max(0.0)) as u64;
+        Decision {
+            allowed,
+            remaining: b.tokens.floor() as u32,
+            reset_secs: wait(cap - b.tokens),
+            retry_after_secs: if allowed { 0 } else { wait(1.0 - b.tokens).max(1) },
+        }
+    }
+
+    /// Keys with a bucket (for tests of the bound).
+    pub fn tracked(&self) -> usize {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).buckets.len()
+    }
+
+    /// The headers of an answer to a request that met `d`.
+    pub fn headers(&self, d: &Decision) -> Vec<(&'static str, String)> {
+        let mut h = vec![
+            ("ratelimit-policy", format!("{};w=60", self.per_minute)),
+            ("ratelimit", format!("limit={}, remaining={}, reset={}", self.per_minute, d.remaining, d.reset_secs)),
+        ];
+        if !d.allowed {
+            h.push(("retry-after", d.retry_after_secs.to_string()));
+        }
+        h
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_burst_is_allowed_then_refused_until_a_token_refills() {
+        let rl = RateLimiter::new(3);
+        let t = Instant::now();
+        let got: Vec<bool> = (0..4).map(|_| rl.check(1, t).allowed).collect();
+        assert_eq!(got, [true, true, true, false]);
+        let refused = rl.check(1, t);
+        assert_eq!((refused.remaining, refused.retry_after_secs, refused.reset_secs), (0, 20, 60));
+        assert!(rl.check(2, t).allowed, "another key has its own bucket");
+        assert!(rl.check(1, t + Duration::from_secs(20)).allowed, "one token per 20 s at 3/min");
+        assert!(!rl.check(1, t + Duration::from_secs(21)).allowed);
+    }
+
+    #[test]
+    fn idle_keys_are_dropped() {
+        let rl = RateLimiter::new(60);
+        let t = Instant::now();
+        for key in 0..(MIN_SWEEP as u128) {
+            rl.check(key, t);
+        }
+        assert_eq!(rl.tracked(), MIN_SWEEP);
+        rl.check(u128::MAX, t + Duration::from_secs(2));
+        assert_eq!(rl.tracked(), 1, "buckets full again after a refill are gone");
+    }
+}

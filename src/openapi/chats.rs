@@ -1,0 +1,277 @@
+//! The OpenAPI rows and schemas of chats, conversations, messages and mentions (DECISIONS.md
+//! "Chat"; `api::chats`, `api::conversations`).
+
+use serde_json::{json, Value};
+
+use super::operations::{op, page, param, Op};
+use super::schemas::{object, reference};
+use crate::service::chats::SortBy;
+use crate::service::history::SOURCES;
+
+const CHATS: &str = "Chats and conversations";
+
+fn list_query(default_sort: &str) -> Vec<Value> {
+    vec![
+        param("page", page(), "Page number, from 1."),
+        param("pageSize", json!({ "type": "integer", "minimum": 0, "maximum": 100, "default": 24 }), "Items per page."),
+        param("sortBy", json!({ "type": "string", "enum": SortBy::NAMES, "default": default_sort }), "Order key."),
+        param("sortOrder", json!({ "type": "string", "enum": ["asc", "desc"], "default": "desc" }), "Direction."),
+    ]
+}
+
+fn message_cursor(name: &str, what: &str) -> Value {
+    param(name, json!({ "type": "string", "format": "uuid" }), what)
+}
+
+fn messages_query() -> Vec<Value> {
+    vec![
+        param("limit", json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }), "Most items."),
+        message_cursor("beforeUUID", "Only items older than this message (the newest `limit` of them)."),
+        message_cursor("afterUUID", "Only items newer than this message (the oldest `limit` of them when alone)."),
+    ]
+}
+
+fn mentions_query() -> Vec<Value> {
+    vec![
+        param("limit", json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }), "Most mentions."),
+        message_cursor("beforeUUID", "Only mentions older than this message (paging back with `hasMore`)."),
+        param(
+            "contextMessages",
+            json!({ "type": "integer", "minimum": 0, "maximum": 10, "default": 2 }),
+            "Neighbours shown on each side of a mentioning message.",
+        ),
+        param(
+            "minimumMessagesInPlaceholder",
+            json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 3 }),
+            "Runs of left-out messages shorter than this are shown as messages instead of a placeholder.",
+        ),
+    ]
+}
+
+fn deprecated(o: Op) -> Op {
+    Op { deprecated: true, ..o }
+}
+
+/// The operation rows (see `operations::all`).
+pub fn operations() -> Vec<Op> {
+    let chat = "/v1/replicas/{replicaUUID}/chats/{chatUUID}";
+    let conv = "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}";
+    let old = "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}";
+    vec![
+        op("GET", "/v1/replicas/{replicaUUID}/chats", "listChats", CHATS, "List chats")
+            .query(list_query("replicaReplies"))
+            .ok(200, "ChatList")
+            .describe(
+                "A chat is one (replica, user, source) thread; messengerA / messengerB group chats are one chat per \
+                group. The replica's owner (or the organization key alone) sees every chat, another user the chats \
+                they wrote in. Counts are kept as messages are stored.",
+            ),
+        op("GET", chat, "getChat", CHATS, "Read a chat").ok(200, "ChatRead"),
+        op(
+            "GET",
+            "/v1/replicas/{replicaUUID}/chats/{chatUUID}/messages",
+            "listChatMessages",
+            CHATS,
+            "Messages of a chat",
+        )
+        .query(messages_query())
+        .ok(200, "MessageList")
+        .describe("Oldest first. Message `uuid`s are cursors for `beforeUUID` / `afterUUID`."),
+        op(
+            "GET",
+            "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations",
+            "listChatConversations",
+            CHATS,
+            "Conversations of a chat",
+        )
+        .query(list_query("lastReplicaReplyAt"))
+        .ok(200, "ConversationList")
+        .describe("A new conversation starts after 30 minutes without messages in the chat."),
+        op("GET", conv, "getChatConversation", CHATS, "Read a conversation").ok(200, "ConversationRead"),
+        op(
+            "GET",
+            "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}/messages",
+            "listChatConversationMessages",
+            CHATS,
+            "Messages of a conversation",
+        )
+        .query(messages_query())
+        .ok(200, "MessageList"),
+        deprecated(op(
+            "GET",
+            "/v1/replicas/{replicaUUID}/conversations",
+            "listConversations",
+            CHATS,
+            "List conversations (every chat)",
+        ))
+        .query(list_query("lastReplicaReplyAt"))
+        .ok(200, "ConversationList")
+        .describe("Deprecated: use `…/chats/{chatUUID}/conversations`. The conversations of every chat."),
+        deprecated(op("GET", old, "getConversation", CHATS, "Read a conversation"))
+            .ok(200, "ConversationRead")
+            .describe("Deprecated: use `…/chats/{chatUUID}/conversations/{conversationUUID}`."),
+        op("PATCH", old, "updateConversation", CHATS, "Correct a conversation's summary, questions, topics")
+            .body("ConversationPatch")
+            .describe(
+                "An owner's correction: the fields given replace the stored ones (unknown fields are ignored). Only \
+                the replica's owner or the organization key alone; others get 404.",
+            ),
+        deprecated(op(
+            "GET",
+            "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/mentions",
+            "listConversationMentions",
+            CHATS,
+            "Mentions of the replica",
+        ))
+        .query(mentions_query())
+        .ok(200, "MentionList")
+        .describe(
+            "Deprecated. Messages that mention the replica (`@slug`, or `@name` without spaces, in any case), \
+                newest `limit` mentions, oldest first: `{type: mention, messages}` (the mentioning message with \
+                `contextMessages` neighbours each side) and `{type: placeholder, count}` for runs left out. \
+                `hasMore`: older mentions exist (page back with `beforeUUID` = the first message's uuid).",
+        ),
+        deprecated(op(
+            "GET",
+            "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/messages",
+            "listConversationMessages",
+            CHATS,
+            "Messages of a conversation",
+        ))
+        .query(messages_query())
+        .ok(200, "MessageList")
+        .describe("Deprecated: use `…/chats/{chatUUID}/conversations/{conversationUUID}/messages`."),
+    ]
+}
+
+fn time() -> Value {
+    json!({ "type": "string", "format": "date-time" })
+}
+
+fn counts(props: &mut Value) {
+    let count = json!({ "type": "integer", "minimum": 0 });
+    props["messageCount"] = count.clone();
+    props["replicaReplyCount"] = json!({ "type": "integer", "minimum": 0, "description": "Assistant messages." });
+    props["firstMessageAt"] = time();
+    props["lastMessageAt"] = time();
+    props["lastReplicaReplyAt"] =
+        json!({ "type": "string", "format": "date-time", "description": "Absent before the first reply." });
+}
+
+const COUNTS: [&str; 4] = ["messageCount", "replicaReplyCount", "firstMessageAt", "lastMessageAt"];
+
+fn chat() -> Value {
+    let mut p = json!({
+        "uuid": { "type": "string", "format": "uuid" },
+        "source": { "type": "string", "enum": SOURCES },
+        "chatName": { "type": "string", "description": "The group's name, or the user's name of an individual chat." },
+        "chatImageURL": { "type": "string", "description": "The user's profile image of an individual chat." },
+        "chatType": { "type": "string", "enum": ["individual", "group"] },
+    });
+    counts(&mut p);
+    let mut required = vec!["uuid", "source", "chatType"];
+    required.extend(COUNTS);
+    object(&required, p, false)
+}
+
+fn conversation(with_success: bool) -> Value {
+    let strings = json!({ "type": "array", "items": { "type": "string" } });
+    let mut p = json!({
+        "uuid": { "type": "string", "format": "uuid" },
+        "chatUUID": { "type": "string", "format": "uuid" },
+        "source": { "type": "string", "enum": SOURCES },
+        "conversationName": { "type": "string", "description": "The name of its chat." },
+        "conversationImageURL": { "type": "string", "description": "The image of its chat." },
+        "summary": { "type": "string", "description": "Absent until computed (once the conversation has closed: 30 minutes without messages) or set by the owner." },
+        "commonQuestions": strings,
+        "commonTopics": strings,
+        "conversationType": { "type": "string", "enum": ["individual", "group"] },
+    });
+    counts(&mut p);
+    let mut required = vec!["uuid", "chatUUID", "source", "commonQuestions", "commonTopics", "conversationType"];
+    required.extend(COUNTS);
+    if with_success {
+        p["success"] = json!({ "type": "boolean", "const": true });
+        required.push("success");
+    }
+    object(&required, p, false)
+}
+
+fn message() -> Value {
+    object(
+        &["uuid", "id", "createdAt", "content", "role", "source", "replicaUUID"],
+        json!({
+            "uuid": { "type": "string", "format": "uuid", "description": "Cursor for beforeUUID / afterUUID." },
+            "id": { "type": "integer", "minimum": 1, "description": "The chat-history id of the item (ours)." },
+            "createdAt": time(),
+            "content": { "type": "string" },
+            "role": { "type": "string", "enum": ["user", "assistant"] },
+            "senderName": { "type": "string", "description": "Where known: the channel's sender name, the user's name, or the replica's name for assistant messages." },
+            "senderProfileImageURL": { "type": "string" },
+            "source": { "type": "string", "enum": SOURCES },
+            "replicaUUID": { "type": "string", "format": "uuid" },
+        }),
+        false,
+    )
+}
+
+fn list_of(item: &str, with_total: bool) -> Value {
+    let mut p = json!({ "success": { "type": "boolean", "const": true }, "items": { "type": "array", "items": reference(item) } });
+    let mut required = vec!["success", "items"];
+    if with_total {
+        p["total"] = json!({ "type": "integer", "minimum": 0 });
+        required.push("total");
+    }
+    object(&required, p, false)
+}
+
+fn mention() -> Value {
+    json!({
+        "oneOf": [
+            object(&["type", "messages"], json!({
+                "type": { "const": "mention" },
+                "messages": { "type": "array", "items": reference("Message") },
+            }), false),
+            object(&["type", "count"], json!({
+                "type": { "const": "placeholder" },
+                "count": { "type": "integer", "minimum": 1 },
+            }), false),
+        ],
+    })
+}
+
+/// The schemas (see `schemas::all`).
+pub fn schemas(add: &mut impl FnMut(&str, Value)) {
+    add("Chat", chat());
+    add("ChatList", list_of("Chat", true));
+    add(
+        "ChatRead",
+        object(
+            &["success", "chat"],
+            json!({ "success": { "type": "boolean", "const": true }, "chat": reference("Chat") }),
+            false,
+        ),
+    );
+    add("Conversation", conversation(false));
+    add("ConversationList", list_of("Conversation", true));
+    add("ConversationRead", conversation(true));
+    add(
+        "ConversationPatch",
+        object(
+            &[],
+            json!({
+                "summary": { "type": "string", "maxLength": 10000 },
+                "commonQuestions": { "type": "array", "maxItems": 50, "items": { "type": "string", "minLength": 1, "maxLength": 1000 } },
+                "commonTopics": { "type": "array", "maxItems": 50, "items": { "type": "string", "minLength": 1, "maxLength": 1000 } },
+            }),
+            true,
+        ),
+    );
+    add("Message", message());
+    add("MessageList", list_of("Message", false));
+    add("Mention", mention());
+    let mut mentions = list_of("Mention", false);
+    mentions["properties"]["hasMore"] = json!({ "type": "boolean" });
+    mentions["required"] = json!(["success", "items", "hasMore"]);
+    add("MentionList", mentions);
+}

@@ -1,0 +1,91 @@
+//! `replicad orgs list|set-quota`: through a running server's admin socket, or on the store
+//! itself when no server holds it.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::admin::{self, Answer, Request};
+
+use crate::cli::OrgsCommand;
+use crate::config::Config;
+use crate::service::quotas::{self, OrgUsage};
+use crate::store::records::Quota;
+use crate::store::{now_ms, Store};
+
+/// Runs an `orgs` subcommand; the text of an error is for the operator.
+pub async fn run(command: OrgsCommand) -> Result<(), String> {
+    match command {
+        OrgsCommand::List { dir, json } => {
+            let orgs = list(&dir.data_dir).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&orgs).map_err(|e| e.to_string())?);
+            } else {
+                print!("{}", table(&orgs));
+            }
+            Ok(())
+        }
+        OrgsCommand::SetQuota { org, dir, conversations_per_month, replicas, knowledge_base_entries } => {
+            let quota = Quota { conversations_per_month, replicas, knowledge_base_entries };
+            let set = match admin::request(&dir.data_dir, &Request::SetQuota { org, quota: quota.clone() }).await? {
+                Some(Answer::Quota { quota }) => quota,
+                Some(other) => return Err(format!("unexpected answer from the server: {other:?}")),
+                None => {
+                    let store = Store::open(&dir.data_dir).map_err(|e| e.to_string())?;
+                    quotas::set(&store, org, quota).await.map_err(|e| e.to_string())?
+                }
+            };
+            println!("{}", serde_json::to_string(&set).map_err(|e| e.to_string())?);
+            Ok(())
+        }
+    }
+}
+
+async fn list(data_dir: &Path) -> Result<Vec<Value>, String> {
+    let orgs: Vec<OrgUsage> = match admin::request(data_dir, &Request::Orgs).await? {
+        Some(Answer::Orgs { orgs }) => orgs,
+        Some(other) => return Err(format!("unexpected answer from the server: {other:?}")),
+        None => {
+            let store = Store::open(data_dir).map_err(|e| e.to_string())?;
+            let d = Config::new(data_dir.to_path_buf());
+            quotas::list(&store, d.max_replicas_per_org, d.max_kb_entries_per_org, now_ms())
+                .await
+                .map_err(|e| e.to_string())?
+        }
+    };
+    orgs.iter().map(|o| serde_json::to_value(o).map_err(|e| e.to_string())).collect()
+}
+
+/// `used/quota` (`used/-` when unlimited).
+fn of(v: &Value, used: &str, max: &str) -> String {
+    let max = v[max].as_u64().map_or("-".to_string(), |m| m.to_string());
+    format!("{}/{max}", v[used].as_u64().unwrap_or(0))
+}
+
+/// The organizations as an aligned text table.
+fn table(orgs: &[Value]) -> String {
+    let mut rows = vec![[
+        "ORGANIZATION".to_string(),
+        "NAME".into(),
+        "CONVERSATIONS/MONTH".into(),
+        "REPLICAS".into(),
+        "KB ENTRIES".into(),
+    ]];
+    for o in orgs {
+        rows.push([
+            o["id"].as_str().unwrap_or("").to_string(),
+            o["name"].as_str().unwrap_or("").to_string(),
+            of(o, "conversations_this_month", "conversations_per_month"),
+            of(o, "replicas", "max_replicas"),
+            of(o, "knowledge_base_entries", "max_knowledge_base_entries"),
+        ]);
+    }
+    let widths: Vec<usize> = (0..5).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for r in rows {
+        let cells: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,451 @@
+//! Chats (DECISIONS.md "Chat"): every history item belongs to one chat, kept at write time in
+//! the transaction that stores the item ([`record_in`]).
+//!
+//! A chat is one (replica, user, source) thread, or, for messengerA / messengerB group chats,
+//! one per group (messengerA `chat_type` group, supergroup or channel: per `chat_id`;
+//! messengerB with a `server_id`: per `channel_id`). An assistant item goes to the chat of the
+//! latest item of its user on its source (the question it answers). Within a chat a new
+//! conversation starts after [`SILENCE_MS`] without items (see `service::conversations`).
+//!
+//! Message items are addressed by UUIDs made from the numeric history id ([`message_uuid`]),
+//! so `beforeUUID` / `afterUUID` are cursors over the id order (which is time order).
+
+use redb::{ReadTransaction, ReadableTable, WriteTransaction};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+use crate::store::records::{Chat, Conversation, Counts, Message, Replica, User};
+use crate::store::{self, codec, k, tables, Store};
+
+/// Silence after which the next item starts a new conversation: 30 minutes, in milliseconds.
+pub const SILENCE_MS: i64 = 30 * 60 * 1000;
+
+/// Where [`record_in`] put an item.
+#[derive(Debug, Clone, Copy)]
+pub struct Placed {
+    pub chat: Uuid,
+    pub conversation: Uuid,
+    /// The item started this conversation (and, with `new_chat`, the chat).
+    pub new_conversation: bool,
+    pub new_chat: bool,
+    /// The conversation the silence before this item closed, if any.
+    pub closed: Option<Uuid>,
+}
+
+/// The identity of the chat of a user item: `(key, group, group name)`.
+fn identity(m: &Message) -> (String, bool, Option<String>) {
+    let data: Option<Value> = m.channel_data.as_deref().and_then(|d| serde_json::from_str(d).ok());
+    if let Some(d) = data {
+        let text = |name: &str| d[name].as_str().map(str::to_string);
+        match m.source.as_str() {
+            "messengerA" if d["chat_type"].as_str().is_some_and(|t| t != "private") => {
+                return (format!("messengerA:{}", d["chat_id"]), true, text("chat_name"));
+            }
+            "messengerB" if d.get("server_id").is_some_and(|s| s.is_string()) => {
+                return (format!("messengerB:{}", text("channel_id").unwrap_or_default()), true, text("channel_name"));
+            }
+            _ => {}
+        }
+    }
+    (format!("u:{}:{}", m.user, m.source), false, None)
+}
+
+/// Adds item `m` to `c`.
+fn count(c: &mut Counts, m: &Message) {
+    if c.message_count == 0 {
+        c.first_message_at = m.created_at;
+    }
+    c.message_count += 1;
+    c.last_message_at = c.last_message_at.max(m.created_at);
+    if m.role == "assistant" {
+        c.replica_reply_count += 1;
+        c.last_replica_reply_at = Some(m.created_at);
+    }
+}
+
+/// A UUID v7 carrying the time `ms` (so that ids made while migrating old history sort by the
+/// time of their items).
+fn v7_at(ms: i64) -> Uuid {
+    let ms = ms.max(0) as u64;
+    Uuid::new_v7(uuid::Timestamp::from_unix(uuid::NoContext, ms / 1000, (ms % 1000) as u32 * 1_000_000))
+}
+
+/// The chat id of item `m`, made (with its identity row) when new; `(id, new, group, name)`.
+fn chat_id_in(txn: &WriteTransaction, m: &Message) -> Result<(Uuid, bool, bool, Option<String>)> {
+    let (replica, user) = (k(m.replica), k(m.user));
+    let mut latest = txn.open_table(tables::USERSOURCE_CHAT)?;
+    if m.role == "assistant" && m.channel_data.is_none() {
+        if let Some(chat) = latest.get((replica, user, m.source.as_str()))?.map(|v| v.value()) {
+            return Ok((Uuid::from_u128(chat), false, false, None));
+        }
+    }
+    let (key, group, name) = identity(m);
+    let mut keys = txn.open_table(tables::CHATKEY_CHAT)?;
+    let found = keys.get((replica, key.as_str()))?.map(|v| v.value());
+    let (id, new) = match found {
+        Some(id) => (Uuid::from_u128(id), false),
+        None => {
+            let id = v7_at(m.created_at);
+            keys.insert((replica, key.as_str()), k(id))?;
+            (id, true)
+        }
+    };
+    latest.insert((replica, user, m.source.as_str()), k(id))?;
+    Ok((id, new, group, name))
+}
+
+/// Files the stored item `m` under its chat and conversation, updating their counts and the
+/// usage counters (`service::usage::count_in`): the
+/// chats-and-conversations half of a history write (called by `history::append_in` in the
+/// same transaction, and by the migration that derives chats from older history).
+pub fn record_in(txn: &WriteTransaction, m: &Message) -> Result<Placed> {
+    let (chat_id, new_chat, group, name) = chat_id_in(txn, m)?;
+    let replica = k(m.replica);
+    let mut chats = txn.open_table(tables::CHATS)?;
+    let mut chat = match store::get::<(u128, u128), Chat, _>(&chats, (replica, k(chat_id)))? {
+        Some(c) => c,
+        None => Chat {
+            id: chat_id,
+            replica: m.replica,
+            source: m.source.clone(),
+            group,
+            user: (!group).then_some(m.user),
+            name: None,
+            counts: Counts::default(),
+            conversation: Uuid::nil(),
+        },
+    };
+    if name.is_some() {
+        chat.name = name;
+    }
+    let silent = chat.counts.message_count == 0 || m.created_at - chat.counts.last_message_at > SILENCE_MS;
+    let closed = (silent && !chat.conversation.is_nil()).then_some(chat.conversation);
+    if silent {
+        chat.conversation = v7_at(m.created_at);
+        txn.open_table(tables::REPLICACONV_CHAT)?.insert((replica, k(chat.conversation)), k(chat_id))?;
+    }
+    count(&mut chat.counts, m);
+    store::put(&mut chats, (replica, k(chat_id)), &chat)?;
+    let conv_key = (replica, k(chat_id), k(chat.conversation));
+    let mut convs = txn.open_table(tables::CONVERSATIONS)?;
+    let mut conv = match store::get::<(u128, u128, u128), Conversation, _>(&convs, conv_key)? {
+        Some(c) => c,
+        None => Conversation {
+            id: chat.conversation,
+            chat: chat_id,
+            replica: m.replica,
+            source: chat.source.clone(),
+            group: chat.group,
+            counts: Counts::default(),
+            summary: None,
+            common_questions: Vec::new(),
+            common_topics: Vec::new(),
+        },
+    };
+    count(&mut conv.counts, m);
+    store::put(&mut convs, conv_key, &conv)?;
+    let (user, conversation) = (k(m.user), k(chat.conversation));
+    txn.open_table(tables::CHATMSG_USERCONV)?.insert((replica, k(chat_id), m.id), (user, conversation))?;
+    txn.open_table(tables::CONVMSG_USER)?.insert((replica, conversation, m.id), user)?;
+    txn.open_table(tables::USER_CHAT)?.insert((replica, user, k(chat_id)), ())?;
+    txn.open_table(tables::OPEN_CONVERSATION)?.insert(conv_key, conv.counts.last_message_at)?;
+    let placed = Placed { chat: chat_id, conversation: chat.conversation, new_conversation: silent, new_chat, closed };
+    super::usage::count_in(txn, m, &placed)?;
+    Ok(placed)
+}
+
+/// Removes every chat and conversation of `replica` (the replica is being deleted).
+pub fn delete_all_in(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
+    let r = k(replica);
+    let (lo, hi) = (0u128, u128::MAX);
+    txn.open_table(tables::CHATKEY_CHAT)?.retain_in((r, "")..=(r, "\u{10FFFF}"), |_, _| false)?;
+    txn.open_table(tables::CHATS)?.retain_in((r, lo)..=(r, hi), |_, _| false)?;
+    txn.open_table(tables::CONVERSATIONS)?.retain_in((r, lo, lo)..=(r, hi, hi), |_, _| false)?;
+    txn.open_table(tables::REPLICACONV_CHAT)?.retain_in((r, lo)..=(r, hi), |_, _| false)?;
+    txn.open_table(tables::CHATMSG_USERCONV)?.retain_in((r, lo, 0)..=(r, hi, u64::MAX), |_, _| false)?;
+    txn.open_table(tables::CONVMSG_USER)?.retain_in((r, lo, 0)..=(r, hi, u64::MAX), |_, _| false)?;
+    txn.open_table(tables::USER_CHAT)?.retain_in((r, lo, lo)..=(r, hi, hi), |_, _| false)?;
+    txn.open_table(tables::USERSOURCE_CHAT)?.retain_in((r, lo, "")..=(r, hi, "\u{10FFFF}"), |_, _| false)?;
+    txn.open_table(tables::OPEN_CONVERSATION)?.retain_in((r, lo, lo)..=(r, hi, hi), |_, _| false)?;
+    txn.open_table(tables::REPLICATERM_CONVERSATIONS)?.retain_in((r, "")..=(r, "\u{10FFFF}"), |_, _| false)?;
+    super::usage::delete_all_in(txn, replica)
+}
+
+/// Who reads chats: the replica's owner (or the organization key alone) sees every chat;
+/// another user sees the chats they wrote in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Viewer {
+    All,
+    Participant(Uuid),
+}
+
+impl Viewer {
+    /// The viewer for `user` (`None`: the organization key alone) reading `replica`'s chats.
+    pub fn of(replica: &Replica, user: Option<&User>) -> Viewer {
+        match user {
+            Some(u) if u.id != replica.owner => Viewer::Participant(u.id),
+            _ => Viewer::All,
+        }
+    }
+
+    /// Whether this viewer may read chat `chat` of `replica`.
+    pub fn sees(self, txn: &ReadTransaction, replica: Uuid, chat: Uuid) -> Result<bool> {
+        match self {
+            Viewer::All => Ok(true),
+            Viewer::Participant(u) => {
+                Ok(txn.open_table(tables::USER_CHAT)?.get((k(replica), k(u), k(chat)))?.is_some())
+            }
+        }
+    }
+}
+
+/// Orders of chat and conversation lists (`sortBy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortBy {
+    ReplicaReplies,
+    FirstMessageAt,
+    LastReplicaReplyAt,
+}
+
+impl SortBy {
+    /// The `sortBy` values, as on the wire.
+    pub const NAMES: [&'static str; 3] = ["replicaReplies", "firstMessageAt", "lastReplicaReplyAt"];
+
+    /// Parses a `sortBy` value.
+    pub fn parse(s: &str) -> Option<SortBy> {
+        match s {
+            "replicaReplies" => Some(SortBy::ReplicaReplies),
+            "firstMessageAt" => Some(SortBy::FirstMessageAt),
+            "lastReplicaReplyAt" => Some(SortBy::LastReplicaReplyAt),
+            _ => None,
+        }
+    }
+
+    fn key(self, c: &Counts) -> i64 {
+        match self {
+            SortBy::ReplicaReplies => c.replica_reply_count as i64,
+            SortBy::FirstMessageAt => c.first_message_at,
+            SortBy::LastReplicaReplyAt => c.last_replica_reply_at.unwrap_or(i64::MIN),
+        }
+    }
+}
+
+/// A page of a chat or conversation list: `page` from 1, `page_size` 0–100, order.
+#[derive(Debug, Clone, Copy)]
+pub struct ListQuery {
+    pub page: u64,
+    pub page_size: u64,
+    pub sort_by: SortBy,
+    pub descending: bool,
+}
+
+/// Sorts `items` (ties by id, in the same direction) and cuts the page; `(page, total)`.
+pub fn sort_page<T>(mut items: Vec<T>, q: ListQuery, counts: impl Fn(&T) -> (&Counts, Uuid)) -> (Vec<T>, u64) {
+    items.sort_by(|a, b| {
+        let ((ca, ia), (cb, ib)) = (counts(a), counts(b));
+        let ord = q.sort_by.key(ca).cmp(&q.sort_by.key(cb)).then(ia.cmp(&ib));
+        if q.descending {
+            ord.reverse()
+        } else {
+            ord
+        }
+    });
+    super::page_of(items, q.page, q.page_size)
+}
+
+/// The chats of `replica` `viewer` sees, decoded.
+pub fn chats_in(txn: &ReadTransaction, replica: Uuid, viewer: Viewer) -> Result<Vec<Chat>> {
+    let chats = txn.open_table(tables::CHATS)?;
+    let r = k(replica);
+    match viewer {
+        Viewer::All => chats.range((r, 0)..=(r, u128::MAX))?.map(|row| codec::decode(row?.1.value())).collect(),
+        Viewer::Participant(u) => {
+            let mine = txn.open_table(tables::USER_CHAT)?;
+            let mut out = Vec::new();
+            for row in mine.range((r, k(u), 0)..=(r, k(u), u128::MAX))? {
+                let chat = row?.0.value().2;
+                out.extend(store::get::<(u128, u128), Chat, _>(&chats, (r, chat))?);
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// A page of the chats of `replica` `viewer` sees, and their number.
+pub async fn list(store: &Store, replica: Uuid, viewer: Viewer, q: ListQuery) -> Result<(Vec<Labeled<Chat>>, u64)> {
+    store
+        .read(move |txn| {
+            let (page, total) = sort_page(chats_in(txn, replica, viewer)?, q, |c| (&c.counts, c.id));
+            let page = page.into_iter().map(|c| label_in(txn, &c, c.clone())).collect::<Result<_>>()?;
+            Ok((page, total))
+        })
+        .await
+}
+
+/// Chat `chat` of `replica` if `viewer` sees it; 404 otherwise.
+pub fn get_in(txn: &ReadTransaction, replica: Uuid, chat: Uuid, viewer: Viewer) -> Result<Chat> {
+    let found = store::get::<(u128, u128), Chat, _>(&txn.open_table(tables::CHATS)?, (k(replica), k(chat)))?;
+    match found {
+        Some(c) if viewer.sees(txn, replica, chat)? => Ok(c),
+        _ => Err(Error::not_found("chat")),
+    }
+}
+
+/// Chat `chat` of `replica` as `viewer` sees it, labeled.
+pub async fn get(store: &Store, replica: Uuid, chat: Uuid, viewer: Viewer) -> Result<Labeled<Chat>> {
+    store
+        .read(move |txn| {
+            let c = get_in(txn, replica, chat, viewer)?;
+            label_in(txn, &c, c.clone())
+        })
+        .await
+}
+
+/// A chat or conversation with the name and picture shown for it: a group's name, or the
+/// name and profile image of the user of an individual chat.
+#[derive(Debug, Clone)]
+pub struct Labeled<T> {
+    pub item: T,
+    pub name: Option<String>,
+    pub image: Option<String>,
+}
+
+/// `item` of chat `chat` labeled (see [`Labeled`]).
+pub fn label_in<T>(txn: &ReadTransaction, chat: &Chat, item: T) -> Result<Labeled<T>> {
+    if chat.group {
+        return Ok(Labeled { item, name: chat.name.clone(), image: None });
+    }
+    let user = match chat.user {
+        Some(u) => store::get::<u128, User, _>(&txn.open_table(tables::USERID_USER)?, k(u))?,
+        None => None,
+    };
+    let (name, image) = user.map(|u| (Some(u.name).filter(|n| !n.is_empty()), u.profile_image)).unwrap_or_default();
+    Ok(Labeled { item, name, image })
+}
+
+const MESSAGE_UUID_HIGH: u64 = 0x7265_706c_6d73_8000; // "replms", version 8
+const MESSAGE_UUID_VARIANT: u64 = 0x8000_0000_0000_0000;
+
+/// The UUID of history item `id` in message lists (UUID version 8 carrying the id).
+pub fn message_uuid(id: u64) -> Uuid {
+    Uuid::from_u64_pair(MESSAGE_UUID_HIGH, MESSAGE_UUID_VARIANT | (id & !(0b11 << 62)))
+}
+
+/// The history id of a message UUID made by [`message_uuid`]; `None` for any other UUID.
+pub fn message_id(uuid: Uuid) -> Option<u64> {
+    let (high, low) = uuid.as_u64_pair();
+    (high == MESSAGE_UUID_HIGH && low & (0b11 << 62) == MESSAGE_UUID_VARIANT).then_some(low & !(0b11 << 62))
+}
+
+/// Which items of a chat or conversation to list: at most `limit`, with an id below `before`
+/// and above `after`. Without `after`, the newest such items; with `after` alone, the oldest.
+/// Always oldest first.
+#[derive(Debug, Clone, Copy)]
+pub struct Cursor {
+    pub limit: usize,
+    pub before: Option<u64>,
+    pub after: Option<u64>,
+}
+
+/// A history item with its sender's name and picture where known.
+#[derive(Debug, Clone)]
+pub struct Item {
+    pub message: Message,
+    pub sender_name: Option<String>,
+    pub sender_image: Option<String>,
+}
+
+/// `(message id, user id)` of the items of `(replica, id)` in an index keyed
+/// `(replica, chat or conversation, message id)`, chosen by `cursor`, oldest first.
+pub fn ids_in<V: redb::Value + 'static>(
+    table: &impl ReadableTable<(u128, u128, u64), V>,
+    replica: Uuid,
+    id: Uuid,
+    cursor: Cursor,
+    user_of: impl Fn(V::SelfType<'_>) -> u128,
+) -> Result<Vec<(u64, u128)>> {
+    let lo = cursor.after.map_or(0, |a| a.saturating_add(1));
+    let hi = cursor.before.map_or(u64::MAX, |b| b.saturating_sub(1));
+    if cursor.before == Some(0) || lo > hi {
+        return Ok(Vec::new());
+    }
+    let range = table.range((k(replica), k(id), lo)..=(k(replica), k(id), hi))?;
+    let mut out = Vec::new();
+    if cursor.after.is_some() && cursor.before.is_none() {
+        for row in range.take(cursor.limit) {
+            let (key, v) = row?;
+            out.push((key.value().2, user_of(v.value())));
+        }
+    } else {
+        for row in range.rev().take(cursor.limit) {
+            let (key, v) = row?;
+            out.push((key.value().2, user_of(v.value())));
+        }
+        out.reverse();
+    }
+    Ok(out)
+}
+
+/// The items `ids` of `replica` with their senders.
+pub fn items_in(txn: &ReadTransaction, replica: &Replica, ids: &[(u64, u128)]) -> Result<Vec<Item>> {
+    let messages = txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
+    let users = txn.open_table(tables::USERID_USER)?;
+    let mut out = Vec::with_capacity(ids.len());
+    for &(id, user) in ids {
+        let Some(m) = store::get::<(u128, u128, u64), Message, _>(&messages, (k(replica.id), user, id))? else {
+            continue;
+        };
+        let (name, image) = if m.role == "assistant" {
+            (Some(replica.name.clone()), replica.profile_image.clone())
+        } else {
+            let u = store::get::<u128, User, _>(&users, user)?;
+            let from_channel = channel_sender(&m);
+            let name = from_channel.or_else(|| u.as_ref().map(|u| u.name.clone())).filter(|n| !n.is_empty());
+            (name, u.and_then(|u| u.profile_image))
+        };
+        out.push(Item { message: m, sender_name: name, sender_image: image });
+    }
+    Ok(out)
+}
+
+/// The sender's name a channel reported with an item (messengerA `username`, messengerB
+/// `author_name`).
+fn channel_sender(m: &Message) -> Option<String> {
+    let d: Value = serde_json::from_str(m.channel_data.as_deref()?).ok()?;
+    d["username"].as_str().or_else(|| d["author_name"].as_str()).map(str::to_string)
+}
+
+/// The items of chat `chat` chosen by `cursor`; 404 when `viewer` does not see the chat.
+pub async fn messages(
+    store: &Store,
+    replica: Replica,
+    chat: Uuid,
+    viewer: Viewer,
+    cursor: Cursor,
+) -> Result<Vec<Item>> {
+    store
+        .read(move |txn| {
+            get_in(txn, replica.id, chat, viewer)?;
+            let index = txn.open_table(tables::CHATMSG_USERCONV)?;
+            let ids = ids_in(&index, replica.id, chat, cursor, |(user, _)| user)?;
+            items_in(txn, &replica, &ids)
+        })
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_uuids_carry_the_history_id() {
+        for id in [1u64, 42, u32::MAX as u64, (1 << 62) - 1] {
+            let u = message_uuid(id);
+            assert_eq!(u.get_version_num(), 8);
+            assert_eq!(u.get_variant(), uuid::Variant::RFC4122);
+            assert_eq!(message_id(u), Some(id));
+        }
+        assert_eq!(message_id(Uuid::now_v7()), None);
+    }
+}
