@@ -5,6 +5,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use crate::api::{self, Route};
+use crate::channels::Channels;
 use crate::config::Config;
 use crate::generate::Backends;
 use crate::http::router::Router;
@@ -25,6 +26,8 @@ pub struct App {
     pub router: Router,
     /// Asks the indexer task for a rebuild (admin `reindex`).
     pub reindex: mpsc::Sender<RebuildRequest>,
+    /// The channel bots running in this server.
+    pub channels: Channels,
 }
 
 impl App {
@@ -36,9 +39,10 @@ impl App {
         models: Models,
         backends: Backends,
         reindex: mpsc::Sender<RebuildRequest>,
+        channels: Channels,
     ) -> App {
         let routes: Vec<Route> = api::routes().into_iter().chain(api::docs::pages()).collect();
         let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
-        App { config, store, search, models, backends: Arc::new(backends), routes, router, reindex }
+        App { config, store, search, models, backends: Arc::new(backends), routes, router, reindex, channels }
     }
 }

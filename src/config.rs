@@ -59,6 +59,17 @@ pub struct Config {
     /// and `vision`); the shipped catalog when absent.
     #[arg(long, env = "REPLICAD_MODELS")]
     pub models: Option<PathBuf>,
+    /// Key sealing channel tokens at rest (64 hex characters); generated with mode 0600 when
+    /// absent. Default: `DATA_DIR/secrets.key`.
+    #[arg(long, env = "REPLICAD_SECRETS_KEY_FILE")]
+    pub secrets_key_file: Option<PathBuf>,
+    /// Base URL of the messengerA Bot API (`{base}/bot{token}/{method}`); point it at a local
+    /// Bot API server or a test stand-in.
+    #[arg(long, env = "REPLICAD_MESSENGER_A_API_BASE", default_value = crate::channels::messenger_a::DEFAULT_API_BASE)]
+    pub messenger_a_api_base: String,
+    /// Long-poll timeout of messengerA `getUpdates`, in seconds.
+    #[arg(long, env = "REPLICAD_MESSENGER_A_POLL_TIMEOUT", default_value_t = 30)]
+    pub messenger_a_poll_timeout: u64,
     /// Generation backends: upstreams, model routes, timeouts, retries.
     #[command(flatten)]
     pub llm: crate::generate::LlmConfig,
@@ -84,6 +95,9 @@ impl Config {
             tls_cert: None,
             tls_key: None,
             models: None,
+            secrets_key_file: None,
+            messenger_a_api_base: crate::channels::messenger_a::DEFAULT_API_BASE.to_string(),
+            messenger_a_poll_timeout: 30,
             llm: crate::generate::LlmConfig::default(),
         }
     }
@@ -104,6 +118,13 @@ impl Config {
         }
         if self.max_replicas_per_org == 0 {
             return Err("--max-replicas-per-org must be at least 1".into());
+        }
+        let base_ok = url::Url::parse(&self.messenger_a_api_base).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+        if !base_ok {
+            return Err(format!("--messenger-a-api-base {:?} is not an http(s) URL", self.messenger_a_api_base));
+        }
+        if !(1..=50).contains(&self.messenger_a_poll_timeout) {
+            return Err("--messenger-a-poll-timeout must be 1 to 50 seconds".into());
         }
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err("--tls-cert and --tls-key go together: give both or neither".into());

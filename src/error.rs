@@ -51,6 +51,8 @@ error_codes! {
     KnowledgeBaseCustomQuotaExceeded => 400, Some("KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED");
     /// The signed upload URL has expired.
     UploadExpired => 400, Some("UPLOAD_EXPIRED");
+    /// The channel refused the bot token given to connect an integration.
+    InvalidChannelToken => 400, Some("INVALID_CHANNEL_TOKEN");
     /// No credential, or one that matches no organization.
     Unauthorized => 401, Some("UNAUTHORIZED");
     /// `X-USER-ID` of type `id`/`email` names no user of the organization.
@@ -73,6 +75,8 @@ error_codes! {
     UploadAlreadyUsed => 409, Some("UPLOAD_ALREADY_USED");
     /// The invitation code was already redeemed.
     InviteAlreadyRedeemed => 409, Some("INVITE_ALREADY_REDEEMED");
+    /// The channel bot is connected to another replica.
+    IntegrationConflict => 409, Some("INTEGRATION_CONFLICT");
     /// The organization has as many replicas as its quota allows.
     ReplicaQuotaExceeded => 429, Some("REPLICA_QUOTA_EXCEEDED");
     /// The organization has as many knowledge-base entries as the operator's quota allows.

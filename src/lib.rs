@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod api;
 pub mod app;
+pub mod channels;
 pub mod cli;
 pub mod config;
 pub mod demo;
@@ -17,6 +18,7 @@ pub mod ingest;
 pub mod models;
 pub mod openapi;
 pub mod search;
+pub mod secrets;
 pub mod server;
 pub mod service;
 pub mod store;
@@ -55,11 +57,14 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let fetcher = ingest::fetch::Fetcher::new(config.allow_private_urls, config.max_fetch_bytes)?;
     let refresh_ms = (config.kb_refresh_interval as i64).saturating_mul(1000);
     ingest::pipeline::spawn(store.clone(), ingest::pipeline::Worker { fetcher, refresh_ms });
-    let app = Arc::new(app::App::new(config, store, search, models, backends, reindex));
+    let secrets = secrets::Secrets::load_or_create(config.secrets_key_file.as_deref(), &config.data_dir)?;
+    let channels = channels::Channels::new(secrets)?;
+    let app = Arc::new(app::App::new(config, store, search, models, backends, reindex, channels));
     if app.config.demo {
         demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;
     }
     admin::spawn(app.clone()).map_err(|e| format!("admin socket: {e}"))?;
+    channels::start_all(&app).await.map_err(|e| format!("starting the channel bots: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     println!("listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
     tracing::info!(%addr, data_dir = %app.config.data_dir.display(), "serving");

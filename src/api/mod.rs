@@ -4,6 +4,7 @@
 pub mod chat;
 pub mod docs;
 pub mod history;
+pub mod integrations;
 pub mod invites;
 pub mod knowledge_base;
 pub mod models;
@@ -87,6 +88,8 @@ pub fn routes() -> Vec<Route> {
         GET "/v1/replicas/{replicaUUID}/chat/history/messengerA" Either => history::list_messenger_a;
         POST "/v1/replicas/{replicaUUID}/chat/history/messengerA" Either => history::save_messenger_a;
         GET "/v1/replicas/{replicaUUID}/chat/history/messengerB" Either => history::list_messenger_b;
+        POST "/v1/replicas/{replicaUUID}/integrations/messengerA" Either => integrations::connect_messenger_a;
+        DELETE "/v1/replicas/{replicaUUID}/integrations/messengerA" Either => integrations::disconnect_messenger_a;
         POST "/v1/users" Org => users::create;
         GET "/v1/users/me" User => users::me_read;
         PUT "/v1/users/me" User => users::update_me;

@@ -88,8 +88,8 @@ pub fn view(r: &Replica, distilled: serde_json::Value) -> serde_json::Value {
             "systemMessage": r.llm.system_message,
             "embeddingModel": r.llm.embedding_model,
         },
-        "messengerA_integration": { "enabled": false },
-        "messengerB_integration": { "enabled": false },
+        "messengerA_integration": null,
+        "messengerB_integration": null,
         "voiceVendorID": r.voice_vendor_id,
         "isAccessibleByCustomerSupport": r.every_conversation_accessible_by_support,
         "isEveryConversationAccessibleBySupport": r.every_conversation_accessible_by_support,
@@ -133,7 +133,10 @@ pub async fn read(app: Arc<App>, req: Req) -> Result<Reply> {
     .await?;
     let titles: Vec<String> = entries.iter().filter_map(|e| e.display_title().cloned()).collect();
     let distilled = json!({ "entries": entries.len(), "titles": titles });
-    Ok(Reply::ok(&view(&r, distilled)))
+    let mut v = view(&r, distilled);
+    let bot = crate::service::integrations::messenger_a(&app.store, id).await?;
+    v["messengerA_integration"] = crate::service::integrations::integration_view(bot.as_ref());
+    Ok(Reply::ok(&v))
 }
 
 /// # `PUT /v1/replicas/{replicaUUID}`
@@ -150,6 +153,7 @@ pub async fn update(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn delete(app: Arc<App>, req: Req) -> Result<Reply> {
     let id = req.uuid_param("replicaUUID")?;
     replicas::delete(&app.store, req.caller()?.org.id, id).await?;
+    app.channels.stop(id, crate::channels::messenger_a::CHANNEL);
     Ok(Reply::done())
 }
 
@@ -180,6 +184,14 @@ pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
     };
     let caller = req.caller()?;
     let (items, total) = replicas::list(&app.store, caller.org.id, caller.user.clone(), q).await?;
-    let items: Vec<_> = items.iter().map(|r| view(r, serde_json::Value::Null)).collect();
+    let bots = crate::service::integrations::messenger_a_of(&app.store, items.iter().map(|r| r.id).collect()).await?;
+    let items: Vec<_> = items
+        .iter()
+        .map(|r| {
+            let mut v = view(r, serde_json::Value::Null);
+            v["messengerA_integration"] = crate::service::integrations::integration_view(bots.get(&r.id));
+            v
+        })
+        .collect();
     Ok(Reply::ok(&json!({ "items": items, "total": total })))
 }

@@ -12,6 +12,7 @@
 //! To add an operation: a row in `api::routes()` and a row in [`operations::all`] (and its
 //! schemas in [`schemas`]).
 
+pub mod integrations;
 pub mod operations;
 pub mod schemas;
 

@@ -333,4 +333,42 @@ pub fn all() -> Vec<Op> {
             .describe("Its replicas pass to the organization's owner; the owner user itself cannot be deleted (400)."),
         op("GET", "/v1/users/{userID}", "getUser", "Users", "Read a user").ok(200, "UserResponse"),
     ]
+    .into_iter()
+    .chain(integration_ops())
+    .collect()
+}
+
+/// The channel integrations (DECISIONS.md "Integrations").
+fn integration_ops() -> Vec<Op> {
+    vec![
+        op(
+            "POST",
+            "/v1/replicas/{replicaUUID}/integrations/messengerA",
+            "connectMessengerA",
+            "Integrations",
+            "Connect a messengerA bot",
+        )
+        .body("MessengerAConnect")
+        .ok(200, "IntegrationConnected")
+        .extra(&[409, 502])
+        .describe(
+            "Checks the token with the Bot API's `getMe` (400 `INVALID_CHANNEL_TOKEN` when refused, 502 when the \
+                API cannot be reached), stores it encrypted, replaces any earlier bot of the replica and starts it: \
+                long polling with `getUpdates` (base URL `--messenger-a-api-base`). The bot answers every text \
+                message of a private chat, and in groups the messages that mention `mention` or reply to it; it shows \
+                \"typing\" while the reply is made and splits replies longer than 4096 characters. Questions and \
+                replies are stored as history (`source: messengerA`, full `messengerA_data`) of the linked-account \
+                user `messengerA:<user id>`; unaddressed group messages are stored too. The update offset is kept in \
+                the store: a restart neither loses nor repeats a message. The state shows in the replica's \
+                `messengerA_integration`. 409 `INTEGRATION_CONFLICT` when the bot serves another replica.",
+        ),
+        op(
+            "DELETE",
+            "/v1/replicas/{replicaUUID}/integrations/messengerA",
+            "disconnectMessengerA",
+            "Integrations",
+            "Disconnect the messengerA bot",
+        )
+        .describe("Stops the bot and forgets its token; 404 when no bot is connected."),
+    ]
 }

@@ -75,6 +75,7 @@ pub fn all(models: &Models) -> Map<String, Value> {
     knowledge_base(&mut add);
     chat(&mut add);
     users(&mut add);
+    super::integrations::schemas(&mut add);
     s
 }
 
@@ -211,7 +212,7 @@ fn replica_write() -> Value {
 /// A replica as read; with `success` for the read-one answer.
 fn replica_read(with_success: bool) -> Value {
     let strings = json!({ "type": "array", "items": string() });
-    let integration = object(&["enabled"], json!({ "enabled": { "type": "boolean" } }), false);
+    let integration = super::integrations::integration_object();
     let distilled = object(
         &["entries", "titles"],
         json!({ "entries": { "type": "integer", "minimum": 0 }, "titles": strings }),
@@ -676,6 +677,8 @@ fn history_items(add: &mut impl FnMut(&str, Value), source: Value) {
                     "description": "Present (true) on a streamed reply whose client disconnected: the item keeps \
                         what was said before the cut.",
                 },
+                "messengerA_data": reference("MessengerAData"),
+                "messengerB_data": reference("MessengerBData"),
             }),
             false,
         ),

@@ -2,6 +2,7 @@
 
 pub mod chat;
 pub mod history;
+pub mod integrations;
 pub mod knowledge;
 pub mod orgs;
 pub mod replicas;

@@ -7,7 +7,7 @@ use super::tables;
 use crate::error::{Error, Result};
 
 /// The store layout this binary writes.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 const KEY: &str = "schema_version";
 
@@ -58,6 +58,8 @@ fn migrate_from(db: &Database, from: u32) -> Result<()> {
             create_tables(&txn)?;
             backfill_org_kb_counts(&txn)?;
         }
+        // 2 → 3: channel bots (messengerA).
+        2 => create_tables(&txn)?,
         _ => return Err(Error::internal(format!("no migration from schema version {from}"))),
     }
     write_version(&txn, from + 1)?;
@@ -115,6 +117,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::REPLICA_URL)?;
         txn.open_table(tables::ORG_KBCOUNT)?;
         txn.open_table(tables::REPLICAUSERMONTH_USAGE)?;
+        txn.open_table(tables::REPLICA_MESSENGERA)?;
         txn.open_table(tables::META)?;
     }
     Ok(())

@@ -65,3 +65,6 @@ pub const ORG_KBCOUNT: TableDefinition<u128, u64> = TableDefinition::new("org_kb
 /// usage of chat completions, written with the messages of each completion.
 pub const REPLICAUSERMONTH_USAGE: TableDefinition<(u128, u128, u32), (u64, u64)> =
     TableDefinition::new("replicausermonth_usage");
+/// `replica id → MessengerABot`: the replica's messengerA bot (sealed token, mention, state,
+/// update offset). See `service::integrations`.
+pub const REPLICA_MESSENGERA: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_messengerabot");

@@ -16,6 +16,7 @@ mod isolation;
 mod knowledge_base;
 mod llm;
 mod llm_real;
+mod messenger_a;
 mod openapi;
 mod replicas;
 mod restart;
