@@ -41,7 +41,8 @@ impl App {
         reindex: mpsc::Sender<RebuildRequest>,
         channels: Channels,
     ) -> App {
-        let routes: Vec<Route> = api::routes().into_iter().chain(api::docs::pages()).collect();
+        let routes: Vec<Route> =
+            api::routes().into_iter().chain(api::docs::pages()).chain(api::embed::pages()).collect();
         let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
         App { config, store, search, models, backends: Arc::new(backends), routes, router, reindex, channels }
     }

@@ -57,6 +57,8 @@ error_codes! {
     Unauthorized => 401, Some("UNAUTHORIZED");
     /// `X-USER-ID` of type `id`/`email` names no user of the organization.
     UserNotFound => 401, Some("USER_NOT_FOUND");
+    /// The page's origin is not among the replica's allowed origins (embed widget).
+    OriginNotAllowed => 403, Some("ORIGIN_NOT_ALLOWED");
     /// The resource does not exist or is not accessible to the caller.
     NotFound => 404, Some("NOT_FOUND");
     /// The invitation code does not exist (body without `error_code`/`fingerprint`, spec §7 rule 2).

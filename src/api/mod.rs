@@ -3,6 +3,7 @@
 
 pub mod chat;
 pub mod docs;
+pub mod embed;
 pub mod history;
 pub mod integrations;
 pub mod invites;
@@ -90,6 +91,9 @@ pub fn routes() -> Vec<Route> {
         GET "/v1/replicas/{replicaUUID}/chat/history/messengerB" Either => history::list_messenger_b;
         POST "/v1/replicas/{replicaUUID}/integrations/messengerA" Either => integrations::connect_messenger_a;
         DELETE "/v1/replicas/{replicaUUID}/integrations/messengerA" Either => integrations::disconnect_messenger_a;
+        POST "/v1/replicas/{replicaUUID}/embed-keys" Either => embed::create_key;
+        POST "/v1/embed/{replicaUUID}/chat" Public => embed::chat;
+        GET "/v1/embed/{replicaUUID}/history" Public => embed::history;
         POST "/v1/users" Org => users::create;
         GET "/v1/users/me" User => users::me_read;
         PUT "/v1/users/me" User => users::update_me;

@@ -3,6 +3,7 @@
 //! restarted after a pause; none can take the server down. The runners talk to the rest only
 //! through the services (store) and the chat service.
 
+pub mod embed;
 pub mod messenger_a;
 
 use std::collections::HashMap;

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::schemas::{nullable, object};
+use super::schemas::{nullable, object, reference};
 
 /// The `messengerA_integration` / `messengerB_integration` object of a replica read: `null`
 /// when the channel is not connected.
@@ -41,6 +41,7 @@ pub fn integration_object() -> Value {
 
 /// The schemas of this module, by name.
 pub fn schemas(add: &mut impl FnMut(&str, Value)) {
+    embed_schemas(add);
     add(
         "MessengerAConnect",
         object(
@@ -69,6 +70,58 @@ pub fn schemas(add: &mut impl FnMut(&str, Value)) {
             json!({
                 "success": { "type": "boolean", "const": true },
                 "id": { "type": "string", "description": "The bot's user id on the channel." },
+            }),
+            false,
+        ),
+    );
+}
+
+/// The embed-key and widget operations.
+fn embed_schemas(add: &mut impl FnMut(&str, Value)) {
+    let origins = json!({
+        "type": "array",
+        "minItems": 1,
+        "maxItems": 50,
+        "items": { "type": "string", "description": "An origin: scheme://host[:port]." },
+    });
+    add("EmbedKeyCreate", object(&["allowedOrigins"], json!({ "allowedOrigins": origins }), false));
+    add(
+        "EmbedKeyCreated",
+        object(
+            &["success", "key", "replicaUUID", "allowedOrigins"],
+            json!({
+                "success": { "type": "boolean", "const": true },
+                "key": { "type": "string", "description": "The public embed key (`data-key` of the widget)." },
+                "replicaUUID": { "type": "string", "format": "uuid" },
+                "allowedOrigins": { "type": "array", "items": { "type": "string" } },
+            }),
+            false,
+        ),
+    );
+    add(
+        "EmbedChatRequest",
+        object(&["content"], json!({ "content": { "type": "string", "minLength": 1, "maxLength": 10000 } }), true),
+    );
+    add(
+        "EmbedChatReply",
+        object(
+            &["success", "content", "sources", "id"],
+            json!({
+                "success": { "type": "boolean", "const": true },
+                "content": { "type": "string" },
+                "sources": { "type": "array", "items": reference("Source") },
+                "id": nullable(json!({ "type": "integer", "minimum": 1 })),
+            }),
+            false,
+        ),
+    );
+    add(
+        "EmbedHistory",
+        object(
+            &["success", "items"],
+            json!({
+                "success": { "type": "boolean", "const": true },
+                "items": { "type": "array", "items": reference("ChatHistoryItem") },
             }),
             false,
         ),

@@ -362,6 +362,35 @@ fn integration_ops() -> Vec<Op> {
                 the store: a restart neither loses nor repeats a message. The state shows in the replica's \
                 `messengerA_integration`. 409 `INTEGRATION_CONFLICT` when the bot serves another replica.",
         ),
+        op("POST", "/v1/replicas/{replicaUUID}/embed-keys", "createEmbedKey", "Integrations", "Create an embed key")
+            .body("EmbedKeyCreate")
+            .ok(200, "EmbedKeyCreated")
+            .describe(
+                "Our own operation. Mints a public key for the chat widget (`GET /embed/widget.js`, included with \
+                `data-replica` and `data-key`) and sets the replica's allowed origins (they replace earlier ones; \
+                earlier keys keep working). The key can only chat with this replica and read the history of the \
+                visitor that uses it (`POST /v1/embed/{replicaUUID}/chat`, `GET /v1/embed/{replicaUUID}/history`); \
+                every widget request must come from an allowed origin (CORS). Shown only here (stored hashed).",
+            ),
+        op("POST", "/v1/embed/{replicaUUID}/chat", "embedChat", "Integrations", "Ask as a widget or page visitor")
+            .body("EmbedChatRequest")
+            .ok(200, "EmbedChatReply")
+            .extra(&[401, 403, 502])
+            .describe(
+                "Called by the widget (`X-Embed-Key`; source `embed`; `Origin` must be an allowed origin, else 403 \
+                `ORIGIN_NOT_ALLOWED`) and by the web chat page `GET /r/{organizationID}/{replicaSlug}` of a public \
+                replica (no key; the server's own origin; source `web`). `X-Embed-Visitor` (8–100 letters, digits, \
+                `-`, `_`) names the visitor: the linked-account user `embed:<id>`. With `Accept: text/event-stream` \
+                the events of `…/chat/completions`. CORS: `Access-Control-Allow-Origin` echoes an allowed origin; \
+                `OPTIONS` answers the preflight.",
+            ),
+        op("GET", "/v1/embed/{replicaUUID}/history", "embedHistory", "Integrations", "The visitor's conversation")
+            .ok(200, "EmbedHistory")
+            .extra(&[401, 403])
+            .describe(
+                "The visitor's own history items on the channel (newest 100, oldest first); the credentials of \
+                `POST /v1/embed/{replicaUUID}/chat`.",
+            ),
         op(
             "DELETE",
             "/v1/replicas/{replicaUUID}/integrations/messengerA",

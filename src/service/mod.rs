@@ -1,6 +1,7 @@
 //! Business rules per resource: plain Rust types in, plain Rust types out; no hyper types.
 
 pub mod chat;
+pub mod embed;
 pub mod history;
 pub mod integrations;
 pub mod knowledge;

@@ -198,6 +198,7 @@ pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
             txn.open_table(tables::SLUG_REPLICA)?.remove((k(org), r.slug.as_str()))?;
             txn.open_table(tables::REPLICA_MESSAGECOUNT)?.remove(k(id))?;
             txn.open_table(tables::REPLICA_MESSENGERA)?.remove(k(id))?;
+            super::embed::delete_all_in(txn, id)?;
             txn.open_table(tables::MESSAGES)?.retain_in((k(id), 0, 0)..=(k(id), u128::MAX, u64::MAX), |_, _| false)?;
             super::knowledge::delete_all_in(txn, id)
         })

@@ -58,7 +58,7 @@ fn migrate_from(db: &Database, from: u32) -> Result<()> {
             create_tables(&txn)?;
             backfill_org_kb_counts(&txn)?;
         }
-        // 2 → 3: channel bots (messengerA).
+        // 2 → 3: channel bots (messengerA) and the embeddable widget's keys and origins.
         2 => create_tables(&txn)?,
         _ => return Err(Error::internal(format!("no migration from schema version {from}"))),
     }
@@ -118,6 +118,8 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::ORG_KBCOUNT)?;
         txn.open_table(tables::REPLICAUSERMONTH_USAGE)?;
         txn.open_table(tables::REPLICA_MESSENGERA)?;
+        txn.open_table(tables::KEYHASH_EMBED)?;
+        txn.open_table(tables::REPLICA_EMBED)?;
         txn.open_table(tables::META)?;
     }
     Ok(())

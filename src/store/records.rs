@@ -285,3 +285,16 @@ pub struct MessengerABot {
 impl Record for MessengerABot {
     const VERSION: u8 = 1;
 }
+
+/// The embeddable widget of a replica (`service::embed`): the origins whose pages may use it.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct EmbedSettings {
+    pub replica: Uuid,
+    pub org: Uuid,
+    /// Serialized origins (`scheme://host[:port]`).
+    pub allowed_origins: Vec<String>,
+    pub updated_at: i64,
+}
+impl Record for EmbedSettings {
+    const VERSION: u8 = 1;
+}

@@ -68,3 +68,7 @@ pub const REPLICAUSERMONTH_USAGE: TableDefinition<(u128, u128, u32), (u64, u64)>
 /// `replica id → MessengerABot`: the replica's messengerA bot (sealed token, mention, state,
 /// update offset). See `service::integrations`.
 pub const REPLICA_MESSENGERA: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_messengerabot");
+/// `sha256(embed key) → replica id`: public keys of the embeddable widget (`service::embed`).
+pub const KEYHASH_EMBED: TableDefinition<&[u8; 32], u128> = TableDefinition::new("keyhash_embed");
+/// `replica id → EmbedSettings`: the origins allowed to use the replica's widget.
+pub const REPLICA_EMBED: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_embedsettings");

@@ -7,6 +7,7 @@ mod auth;
 mod chat;
 mod cli;
 mod concurrency;
+mod embed;
 mod errors;
 mod fixtures;
 mod history;

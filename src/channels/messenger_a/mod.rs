@@ -30,7 +30,7 @@ use super::Backoff;
 use crate::api::history::{ChatType, MessengerAData};
 use crate::app::App;
 use crate::error::Error;
-use crate::service::chat::{self, Ask, Context};
+use crate::service::chat::{self, Ask};
 use crate::service::history::{self, NewItem};
 use crate::service::integrations as store_bot;
 use crate::store::records::{MessengerABot, Replica};
@@ -229,12 +229,7 @@ async fn generate(
             }
         }))
     };
-    let cx = Context {
-        store: app.store.clone(),
-        search: app.search.clone(),
-        backends: app.backends.clone(),
-        max_tokens: app.config.llm.llm_max_tokens,
-    };
+    let cx = crate::api::chat::context(app);
     let done = chat::complete(&cx, replica, user, ask).await;
     drop(typing);
     match done {
