@@ -59,7 +59,10 @@ fn header<'a>(req: &'a Req, name: &str) -> Option<&'a str> {
 fn own_origin(app: &App, req: &Req) -> String {
     match &app.config.public_url {
         Some(u) => embed::normalize_origin(u).unwrap_or_else(|_| u.trim_end_matches('/').to_string()),
-        None => format!("http://{}", header(req, HOST.as_str()).unwrap_or("localhost")),
+        None => {
+            let scheme = if app.config.tls_cert.is_some() { "https" } else { "http" };
+            format!("{scheme}://{}", header(req, HOST.as_str()).unwrap_or("localhost"))
+        }
     }
 }
 

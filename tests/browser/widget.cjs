@@ -47,6 +47,7 @@ async function messages(page) {
 // The widget on an allowed site: ask, read the streamed answer and sources, reload, keep it.
 async function widget(page, out) {
   await page.goto(config.allowed_url);
+  out.hidden_before_opening = await page.getByRole("dialog").isHidden();
   let input = await openWidget(page);
   out.focused_input = await input.evaluate((e) => e === document.activeElement);
   await ask(page, input, config.question);

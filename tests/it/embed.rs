@@ -223,6 +223,7 @@ async fn in_chromium_the_widget_streams_answers_with_sources_keeps_the_conversat
     .expect("browser task");
 
     assert_eq!(seen["violations"], json!([]), "no Content-Security-Policy violation: {seen}");
+    assert_eq!(seen["hidden_before_opening"], json!(true), "the panel starts closed: {seen}");
     assert_eq!(seen["focused_input"], json!(true), "opening moves the focus to the input");
     assert_eq!(seen["closed_with_escape"], json!(true));
     assert!(seen["first"]["text"].as_str().unwrap().contains("451 kelvin"), "{seen}");

@@ -116,6 +116,7 @@
     });
     head.appendChild(close);
     panel.hidden = true;
+    panel.style.display = "none";
     panel.style.marginBottom = "10px";
     root.appendChild(panel);
     root.appendChild(launcher);
