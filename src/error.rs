@@ -57,6 +57,8 @@ error_codes! {
     Unauthorized => 401, Some("UNAUTHORIZED");
     /// `X-USER-ID` of type `id`/`email` names no user of the organization.
     UserNotFound => 401, Some("USER_NOT_FOUND");
+    /// `X-Embed-Key` is not an embed key of the replica of the path.
+    EmbedKeyRefused => 403, Some("EMBED_KEY_REFUSED");
     /// The page's origin is not among the replica's allowed origins (embed widget).
     OriginNotAllowed => 403, Some("ORIGIN_NOT_ALLOWED");
     /// The resource does not exist or is not accessible to the caller.

@@ -95,8 +95,8 @@ struct ChatBody {
 /// # `POST /v1/embed/{replicaUUID}/chat`
 /// Body `{content}`. Asks the replica as the visitor (`embed` source with a key, `web` on the
 /// page) and stores the exchange. With `Accept: text/event-stream` the events of
-/// `…/chat/completions`; else `{success, content, sources, id}`. Errors: 400, 401, 403
-/// `ORIGIN_NOT_ALLOWED`, 404, 502.
+/// `…/chat/completions`; else `{success, content, sources, id}`. Errors: 400, 403
+/// `EMBED_KEY_REFUSED` / `ORIGIN_NOT_ALLOWED`, 404, 502.
 pub async fn chat(app: Arc<App>, req: Req) -> Result<Reply> {
     let (visit, user) = visit(&app, &req).await?;
     let body: ChatBody = req.json()?;
@@ -118,7 +118,7 @@ pub async fn chat(app: Arc<App>, req: Req) -> Result<Reply> {
 
 /// # `GET /v1/embed/{replicaUUID}/history`
 /// The visitor's own conversation on this channel, `{success, items}` (chat history items,
-/// oldest first, the newest 100). Errors: 400, 401, 403 `ORIGIN_NOT_ALLOWED`, 404.
+/// oldest first, the newest 100). Errors: 400, 403 `EMBED_KEY_REFUSED` / `ORIGIN_NOT_ALLOWED`, 404.
 pub async fn history(app: Arc<App>, req: Req) -> Result<Reply> {
     let (visit, user) = visit(&app, &req).await?;
     let page = Page { channel: Some(visit.source.to_string()), limit: 100, before_id: None };

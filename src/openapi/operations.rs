@@ -338,6 +338,17 @@ pub fn all() -> Vec<Op> {
     .collect()
 }
 
+/// The credentials of the widget and page operations (header parameters).
+fn embed_headers() -> Vec<Value> {
+    vec![
+        json!({ "name": "X-Embed-Key", "in": "header", "required": false, "schema": { "type": "string" },
+            "description": "The public embed key (widget). Absent: the web chat page of a public replica." }),
+        json!({ "name": "X-Embed-Visitor", "in": "header", "required": true,
+            "schema": { "type": "string", "pattern": "^[A-Za-z0-9_-]{8,100}$" },
+            "description": "The visitor's id (kept by the widget in localStorage): the linked account `embed:<id>`." }),
+    ]
+}
+
 /// The channel integrations (DECISIONS.md "Integrations").
 fn integration_ops() -> Vec<Op> {
     vec![
@@ -374,19 +385,21 @@ fn integration_ops() -> Vec<Op> {
             ),
         op("POST", "/v1/embed/{replicaUUID}/chat", "embedChat", "Integrations", "Ask as a widget or page visitor")
             .body("EmbedChatRequest")
+            .query(embed_headers())
             .ok(200, "EmbedChatReply")
-            .extra(&[401, 403, 502])
+            .extra(&[403, 502])
             .describe(
                 "Called by the widget (`X-Embed-Key`; source `embed`; `Origin` must be an allowed origin, else 403 \
-                `ORIGIN_NOT_ALLOWED`) and by the web chat page `GET /r/{organizationID}/{replicaSlug}` of a public \
+                `ORIGIN_NOT_ALLOWED`; a key of another replica, 403 `EMBED_KEY_REFUSED`) and by the web chat page `GET /r/{organizationID}/{replicaSlug}` of a public \
                 replica (no key; the server's own origin; source `web`). `X-Embed-Visitor` (8–100 letters, digits, \
                 `-`, `_`) names the visitor: the linked-account user `embed:<id>`. With `Accept: text/event-stream` \
                 the events of `…/chat/completions`. CORS: `Access-Control-Allow-Origin` echoes an allowed origin; \
                 `OPTIONS` answers the preflight.",
             ),
         op("GET", "/v1/embed/{replicaUUID}/history", "embedHistory", "Integrations", "The visitor's conversation")
+            .query(embed_headers())
             .ok(200, "EmbedHistory")
-            .extra(&[401, 403])
+            .extra(&[403])
             .describe(
                 "The visitor's own history items on the channel (newest 100, oldest first); the credentials of \
                 `POST /v1/embed/{replicaUUID}/chat`.",

@@ -101,8 +101,8 @@ fn not_allowed() -> Error {
 
 /// Checks a request for `replica`: with a key, the key must be the replica's and `origin` one
 /// of its allowed origins; without one, the replica must be public and the request come from
-/// the server's own origin. Errors: 401 (unknown key or another replica's), 403
-/// `ORIGIN_NOT_ALLOWED`, 404 (no such replica, or private without a key).
+/// the server's own origin. Errors: 403 `EMBED_KEY_REFUSED` (unknown key or another
+/// replica's), 403 `ORIGIN_NOT_ALLOWED`, 404 (no such replica, or private without a key).
 pub async fn authorize(store: &Store, replica: Uuid, c: Credentials) -> Result<Visit> {
     let hash = c.key.as_deref().map(super::orgs::hash);
     let (r, key_replica, settings) = store
@@ -127,7 +127,7 @@ pub async fn authorize(store: &Store, replica: Uuid, c: Credentials) -> Result<V
         return Ok(Visit { replica: r, source: "web", cors_origin: None });
     }
     if key_replica != Some(k(replica)) {
-        return Err(Error::new(Code::Unauthorized, "X-Embed-Key is not an embed key of this replica"));
+        return Err(Error::new(Code::EmbedKeyRefused, "X-Embed-Key is not an embed key of this replica"));
     }
     let allowed = settings.map(|s| s.allowed_origins).unwrap_or_default();
     match c.origin {

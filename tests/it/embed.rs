@@ -95,7 +95,7 @@ async fn an_embed_key_chats_only_from_allowed_origins_and_reads_only_its_visitor
             .json(&json!({"content": "hi"})),
     )
     .await;
-    assert_error(&r, StatusCode::UNAUTHORIZED, Some("UNAUTHORIZED"));
+    assert_error(&r, StatusCode::FORBIDDEN, Some("EMBED_KEY_REFUSED"));
 
     let history = format!("/v1/embed/{replica}/history");
     let mine = send(widget_req(&server, Method::GET, &history, &key, site, VISITOR)).await;
