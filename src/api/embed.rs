@@ -98,9 +98,9 @@ struct ChatBody {
 /// `…/chat/completions`; else `{success, content, sources, id}`. Errors: 400, 403
 /// `EMBED_KEY_REFUSED` / `ORIGIN_NOT_ALLOWED`, 404, 502.
 pub async fn chat(app: Arc<App>, req: Req) -> Result<Reply> {
-    let (visit, user) = visit(&app, &req).await?;
     let body: ChatBody = req.json()?;
     check_len("content", &body.content, 1, 10_000)?;
+    let (visit, user) = visit(&app, &req).await?;
     let cx = super::chat::context(&app);
     let ask = Ask { content: body.content, source: visit.source.to_string(), ..Ask::default() };
     let streaming = header(&req, "accept").is_some_and(|a| a.contains("text/event-stream"));

@@ -54,6 +54,9 @@ fn sample_body(route: &Route, owner: &str) -> Option<Value> {
             "messengerA_data": {"chat_type": "private", "chat_id": 7, "message_id": 9}
         }),
         "ExperimentalCompletionRequest" => json!({"messages": [{"role": "user", "content": "Zorblax?"}]}),
+        "MessengerAConnect" => json!({"messengerA_token": "1:not-a-real-token"}),
+        "EmbedKeyCreate" => json!({"allowedOrigins": ["https://mallory.example"]}),
+        "EmbedChatRequest" => json!({"content": "What is the Zorblax reactor?"}),
         other => panic!("security tests: add a sample body for {other}"),
     };
     Some(body)
