@@ -5,6 +5,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use crate::api::{self, Route};
+use crate::channels::Channels;
 use crate::config::Config;
 use crate::generate::Backends;
 use crate::http::rate_limit::RateLimiter;
@@ -30,6 +31,8 @@ pub struct App {
     pub ops: crate::ops::Ops,
     /// Per-key request buckets (`--rate-limit-per-key`); `None`: no limit.
     pub rate_limiter: Option<RateLimiter>,
+    /// The channel bots running in this server.
+    pub channels: Channels,
 }
 
 impl App {
@@ -41,9 +44,14 @@ impl App {
         models: Models,
         backends: Backends,
         reindex: mpsc::Sender<RebuildRequest>,
+        channels: Channels,
     ) -> App {
-        let routes: Vec<Route> =
-            api::routes().into_iter().chain(api::docs::pages()).chain([crate::ops::metrics::route()]).collect();
+        let routes: Vec<Route> = api::routes()
+            .into_iter()
+            .chain(api::docs::pages())
+            .chain(api::embed::pages())
+            .chain([crate::ops::metrics::route()])
+            .collect();
         let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
         let rate_limiter = config.rate_limit_per_key.map(RateLimiter::new);
         App {
@@ -57,6 +65,7 @@ impl App {
             reindex,
             ops: Default::default(),
             rate_limiter,
+            channels,
         }
     }
 }

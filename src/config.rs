@@ -84,6 +84,17 @@ pub struct Config {
     /// that conversation boundaries and months can be crossed without waiting.
     #[arg(long, env = "REPLICAD_TEST_CLOCK", hide = true)]
     pub test_clock: bool,
+    /// Key sealing channel tokens at rest (64 hex characters); generated with mode 0600 when
+    /// absent. Default: `DATA_DIR/secrets.key`.
+    #[arg(long, env = "REPLICAD_SECRETS_KEY_FILE")]
+    pub secrets_key_file: Option<PathBuf>,
+    /// Base URL of the messengerA Bot API (`{base}/bot{token}/{method}`); point it at a local
+    /// Bot API server or a test stand-in.
+    #[arg(long, env = "REPLICAD_MESSENGER_A_API_BASE", default_value = crate::channels::messenger_a::DEFAULT_API_BASE)]
+    pub messenger_a_api_base: String,
+    /// Long-poll timeout of messengerA `getUpdates`, in seconds.
+    #[arg(long, env = "REPLICAD_MESSENGER_A_POLL_TIMEOUT", default_value_t = 30)]
+    pub messenger_a_poll_timeout: u64,
     /// Generation backends: upstreams, model routes, timeouts, retries.
     #[command(flatten)]
     pub llm: crate::generate::LlmConfig,
@@ -117,6 +128,9 @@ impl Config {
             metrics_listen: None,
             rate_limit_per_key: None,
             test_clock: false,
+            secrets_key_file: None,
+            messenger_a_api_base: crate::channels::messenger_a::DEFAULT_API_BASE.to_string(),
+            messenger_a_poll_timeout: 30,
             llm: crate::generate::LlmConfig::default(),
         }
     }
@@ -140,6 +154,13 @@ impl Config {
         }
         if self.metrics_token.as_ref().is_some_and(|t| t.len() < 16) {
             return Err("--metrics-token must be at least 16 characters".into());
+        }
+        let base_ok = url::Url::parse(&self.messenger_a_api_base).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+        if !base_ok {
+            return Err(format!("--messenger-a-api-base {:?} is not an http(s) URL", self.messenger_a_api_base));
+        }
+        if !(1..=50).contains(&self.messenger_a_poll_timeout) {
+            return Err("--messenger-a-poll-timeout must be 1 to 50 seconds".into());
         }
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err("--tls-cert and --tls-key go together: give both or neither".into());

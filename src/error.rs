@@ -53,10 +53,16 @@ error_codes! {
     KnowledgeBaseUsageLimitReached => 400, Some("KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED");
     /// The signed upload URL has expired.
     UploadExpired => 400, Some("UPLOAD_EXPIRED");
+    /// The channel refused the bot token given to connect an integration.
+    InvalidChannelToken => 400, Some("INVALID_CHANNEL_TOKEN");
     /// No credential, or one that matches no organization.
     Unauthorized => 401, Some("UNAUTHORIZED");
     /// `X-USER-ID` of type `id`/`email` names no user of the organization.
     UserNotFound => 401, Some("USER_NOT_FOUND");
+    /// `X-Embed-Key` is not an embed key of the replica of the path.
+    EmbedKeyRefused => 403, Some("EMBED_KEY_REFUSED");
+    /// The page's origin is not among the replica's allowed origins (embed widget).
+    OriginNotAllowed => 403, Some("ORIGIN_NOT_ALLOWED");
     /// The resource does not exist or is not accessible to the caller.
     NotFound => 404, Some("NOT_FOUND");
     /// The invitation code does not exist (body without `error_code`/`fingerprint`, spec §7 rule 2).
@@ -75,6 +81,8 @@ error_codes! {
     UploadAlreadyUsed => 409, Some("UPLOAD_ALREADY_USED");
     /// The invitation code was already redeemed.
     InviteAlreadyRedeemed => 409, Some("INVITE_ALREADY_REDEEMED");
+    /// The channel bot is connected to another replica.
+    IntegrationConflict => 409, Some("INTEGRATION_CONFLICT");
     /// The organization has as many replicas as its quota allows.
     ReplicaQuotaExceeded => 429, Some("REPLICA_QUOTA_EXCEEDED");
     /// The organization has as many knowledge-base entries as the operator's quota allows

@@ -21,6 +21,7 @@
 pub mod admin;
 pub mod api;
 pub mod app;
+pub mod channels;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -34,6 +35,7 @@ pub mod openapi;
 pub mod ops;
 pub mod orgs_cli;
 pub mod search;
+pub mod secrets;
 pub mod server;
 pub mod service;
 pub mod store;
@@ -90,7 +92,9 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let worker = ingest::pipeline::Worker { fetcher, refresh_ms, stop: ops.stopper.stop() };
     ops.set_ingest(ingest::pipeline::spawn(store.clone(), worker));
     service::insights::spawn(store.clone());
-    let app = Arc::new(app::App { ops, ..app::App::new(config, store, search, models, backends, reindex) });
+    let secrets = secrets::Secrets::load_or_create(config.secrets_key_file.as_deref(), &config.data_dir)?;
+    let channels = channels::Channels::new(secrets)?;
+    let app = Arc::new(app::App { ops, ..app::App::new(config, store, search, models, backends, reindex, channels) });
     if app.config.demo {
         demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;
     }
@@ -102,6 +106,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
         tracing::info!(%addr, "serving metrics at http://{addr}/metrics");
         ops::metrics::spawn_listener(app.clone(), metrics);
     }
+    channels::start_all(&app).await.map_err(|e| format!("starting the channel bots: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     println!("listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
     let version = ops::version::text();

@@ -84,7 +84,8 @@ fn yes() -> bool {
     true
 }
 
-fn context(app: &App) -> Context {
+/// What the chat service needs of the server (shared by the channels).
+pub fn context(app: &App) -> Context {
     Context {
         store: app.store.clone(),
         search: app.search.clone(),
@@ -118,7 +119,7 @@ async fn answer(
 }
 
 /// The SSE frames of one stream event (see the module docs).
-fn encode(ev: Event, request_id: &str, expose_internal: bool) -> Bytes {
+pub fn encode(ev: Event, request_id: &str, expose_internal: bool) -> Bytes {
     match ev {
         Event::Delta(text) => sse_event(Some("delta"), &json!({ "delta": text }).to_string()),
         Event::Failed(e) => sse_event(Some("error"), &error_body(&e, request_id, expose_internal).to_string()),

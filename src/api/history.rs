@@ -94,7 +94,8 @@ pub fn source_view(s: &SourceRef) -> Value {
 }
 
 /// A chat history item on the wire (spec §2.1), plus `interrupted: true` on a reply that was
-/// cut short (absent otherwise).
+/// cut short (absent otherwise) and the item's `messengerA_data` / `messengerB_data` when it
+/// came from that channel with them.
 pub fn view(m: &Message) -> Value {
     let sources: Vec<Value> = m.sources.iter().map(source_view).collect();
     let mut v = json!({
@@ -110,6 +111,16 @@ pub fn view(m: &Message) -> Value {
     });
     if m.interrupted {
         v["interrupted"] = json!(true);
+    }
+    let data_field = match m.source.as_str() {
+        "messengerA" => Some("messengerA_data"),
+        "messengerB" => Some("messengerB_data"),
+        _ => None,
+    };
+    if let (Some(field), Some(data)) = (data_field, &m.channel_data) {
+        if let Ok(data) = serde_json::from_str::<Value>(data) {
+            v[field] = data;
+        }
     }
     v
 }

@@ -10,6 +10,7 @@ use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
+use crate::service::integrations;
 use crate::service::knowledge::{self, Distilled};
 use crate::service::{replicas, rfc3339};
 use crate::store::records::Replica;
@@ -149,8 +150,14 @@ pub fn view(r: &Replica, kb: &Distilled, chat_history_count: u64) -> Value {
 async fn views(app: &App, replicas: &[Replica]) -> Result<Vec<Value>> {
     let ids: Vec<uuid::Uuid> = replicas.iter().map(|r| r.id).collect();
     let kbs = knowledge::distilled(&app.store, ids.clone()).await?;
-    let counts = replicas::message_counts(&app.store, ids).await?;
-    Ok(replicas.iter().zip(kbs.iter().zip(counts)).map(|(r, (kb, n))| view(r, kb, n)).collect())
+    let counts = replicas::message_counts(&app.store, ids.clone()).await?;
+    let bots = integrations::messenger_a_of(&app.store, ids).await?;
+    let views = replicas.iter().zip(kbs.iter().zip(counts)).map(|(r, (kb, n))| {
+        let mut v = view(r, kb, n);
+        v["messengerA_integration"] = integrations::integration_view(bots.get(&r.id));
+        v
+    });
+    Ok(views.collect())
 }
 
 #[derive(Serialize)]
@@ -191,6 +198,7 @@ pub async fn update(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn delete(app: Arc<App>, req: Req) -> Result<Reply> {
     let id = req.uuid_param("replicaUUID")?;
     replicas::delete(&app.store, req.caller()?.org.id, id).await?;
+    app.channels.stop(id, crate::channels::messenger_a::CHANNEL);
     Ok(Reply::done())
 }
 

@@ -13,6 +13,7 @@
 //! schemas in [`schemas`]).
 
 pub mod chats;
+pub mod integrations;
 pub mod operability;
 pub mod operations;
 pub mod schemas;

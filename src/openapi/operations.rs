@@ -200,7 +200,7 @@ macro_rules! concat_path {
 
 /// Every documented operation, in the order of the document.
 pub fn all() -> Vec<Op> {
-    let groups = [meta(), replicas(), knowledge_base(), chat(), history(), users()];
+    let groups = [meta(), replicas(), knowledge_base(), chat(), history(), users(), integration_ops()];
     let others = [super::operability::operations(), super::chats::operations(), super::usage::operations()];
     groups.into_iter().chain(others).flatten().collect()
 }
@@ -413,5 +413,82 @@ fn users() -> Vec<Op> {
         op("DELETE", "/v1/users/me", "deleteMe", "Users", "Delete the current user")
             .describe("Its replicas pass to the organization's owner; the owner user itself cannot be deleted (400)."),
         op("GET", "/v1/users/{userID}", "getUser", "Users", "Read a user").ok(200, "UserResponse"),
+    ]
+}
+
+/// The credentials of the widget and page operations (header parameters).
+fn embed_headers() -> Vec<Value> {
+    vec![
+        json!({ "name": "X-Embed-Key", "in": "header", "required": false, "schema": { "type": "string" },
+            "description": "The public embed key (widget). Absent: the web chat page of a public replica." }),
+        json!({ "name": "X-Embed-Visitor", "in": "header", "required": true,
+            "schema": { "type": "string", "pattern": "^[A-Za-z0-9_-]{8,100}$" },
+            "description": "The visitor's id (kept by the widget in localStorage): the linked account `embed:<id>`." }),
+    ]
+}
+
+/// The channel integrations (DECISIONS.md "Integrations").
+fn integration_ops() -> Vec<Op> {
+    vec![
+        op(
+            "POST",
+            "/v1/replicas/{replicaUUID}/integrations/messengerA",
+            "connectMessengerA",
+            "Integrations",
+            "Connect a messengerA bot",
+        )
+        .body("MessengerAConnect")
+        .ok(200, "IntegrationConnected")
+        .extra(&[409, 502])
+        .describe(
+            "Checks the token with the Bot API's `getMe` (400 `INVALID_CHANNEL_TOKEN` when refused, 502 when the \
+                API cannot be reached), stores it encrypted, replaces any earlier bot of the replica and starts it: \
+                long polling with `getUpdates` (base URL `--messenger-a-api-base`). The bot answers every text \
+                message of a private chat, and in groups the messages that mention `mention` or reply to it; it shows \
+                \"typing\" while the reply is made and splits replies longer than 4096 characters. Questions and \
+                replies are stored as history (`source: messengerA`, full `messengerA_data`) of the linked-account \
+                user `messengerA:<user id>`; unaddressed group messages are stored too. The update offset is kept in \
+                the store: a restart neither loses nor repeats a message. The state shows in the replica's \
+                `messengerA_integration`. 409 `INTEGRATION_CONFLICT` when the bot serves another replica.",
+        ),
+        op("POST", "/v1/replicas/{replicaUUID}/embed-keys", "createEmbedKey", "Integrations", "Create an embed key")
+            .body("EmbedKeyCreate")
+            .ok(200, "EmbedKeyCreated")
+            .describe(
+                "Our own operation. Mints a public key for the chat widget (`GET /embed/widget.js`, included with \
+                `data-replica` and `data-key`) and sets the replica's allowed origins (they replace earlier ones; \
+                earlier keys keep working). The key can only chat with this replica and read the history of the \
+                visitor that uses it (`POST /v1/embed/{replicaUUID}/chat`, `GET /v1/embed/{replicaUUID}/history`); \
+                every widget request must come from an allowed origin (CORS). Shown only here (stored hashed).",
+            ),
+        op("POST", "/v1/embed/{replicaUUID}/chat", "embedChat", "Integrations", "Ask as a widget or page visitor")
+            .body("EmbedChatRequest")
+            .query(embed_headers())
+            .ok(200, "EmbedChatReply")
+            .extra(&[403, 502])
+            .describe(
+                "Called by the widget (`X-Embed-Key`; source `embed`; `Origin` must be an allowed origin, else 403 \
+                `ORIGIN_NOT_ALLOWED`; a key of another replica, 403 `EMBED_KEY_REFUSED`) and by the web chat page `GET /r/{organizationID}/{replicaSlug}` of a public \
+                replica (no key; the server's own origin; source `web`). `X-Embed-Visitor` (8–100 letters, digits, \
+                `-`, `_`) names the visitor: the linked-account user `embed:<id>`. With `Accept: text/event-stream` \
+                the events of `…/chat/completions`. CORS: `Access-Control-Allow-Origin` echoes an allowed origin; \
+                `OPTIONS` answers the preflight.",
+            ),
+        op("GET", "/v1/embed/{replicaUUID}/history", "embedHistory", "Integrations", "The visitor's conversation")
+            .query(embed_headers())
+            .ok(200, "EmbedHistory")
+            .extra(&[403])
+            .describe(
+                "The visitor's own history items on the channel (newest 100, oldest first); the credentials of \
+                `POST /v1/embed/{replicaUUID}/chat`.",
+            ),
+        op(
+            "DELETE",
+            "/v1/replicas/{replicaUUID}/integrations/messengerA",
+            "disconnectMessengerA",
+            "Integrations",
+            "Disconnect the messengerA bot",
+        )
+        .describe("Stops the bot and forgets its token; 404 when no bot is connected."),
     ]
 }

@@ -3,8 +3,10 @@
 pub mod chat;
 pub mod chats;
 pub mod conversations;
+pub mod embed;
 pub mod history;
 pub mod insights;
+pub mod integrations;
 pub mod knowledge;
 pub mod orgs;
 pub mod quotas;

@@ -227,6 +227,8 @@ pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
             txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?
                 .retain_in((k(id), 0, 0)..=(k(id), u128::MAX, u64::MAX), |_, _| false)?;
             super::chats::delete_all_in(txn, id)?;
+            txn.open_table(tables::REPLICA_MESSENGERA)?.remove(k(id))?;
+            super::embed::delete_all_in(txn, id)?;
             super::knowledge::delete_all_in(txn, id)
         })
         .await
@@ -293,7 +295,11 @@ pub async fn list(
             for row in ids.range((k(org), 0)..=(k(org), u128::MAX))? {
                 let id = row?.0.value().1;
                 let Some(r) = store::get::<u128, Replica, _>(&table, id)? else { continue };
-                if visible_to(&r, user.as_ref()) && matches(&r, &q, owner) {
+                let integrations: &[&str] = match &q.integration {
+                    Some(_) if super::integrations::has_messenger_a_in(txn, r.id)? => &["messengerA"],
+                    _ => &[],
+                };
+                if visible_to(&r, user.as_ref()) && matches(&r, &q, owner, integrations) {
                     let popularity = counts.get(id)?.map(|v| v.value()).unwrap_or(0);
                     found.push((r, popularity));
                 }
@@ -315,7 +321,7 @@ fn owner_filter(txn: &redb::ReadTransaction, org: Uuid, owner: &str) -> Result<O
     super::users::find_owner(&users, &emails, org, owner)
 }
 
-fn matches(r: &Replica, q: &ListQuery, owner: Option<Option<Uuid>>) -> bool {
+fn matches(r: &Replica, q: &ListQuery, owner: Option<Option<Uuid>>, integrations: &[&str]) -> bool {
     if let Some(o) = owner {
         if o != Some(r.owner) {
             return false;
@@ -327,8 +333,7 @@ fn matches(r: &Replica, q: &ListQuery, owner: Option<Option<Uuid>>) -> bool {
     if !q.tags.iter().all(|t| r.tags.contains(t)) {
         return false;
     }
-    if q.integration.is_some() {
-        // No channel integration can be connected yet (a later issue adds them).
+    if q.integration.as_deref().is_some_and(|i| !integrations.contains(&i)) {
         return false;
     }
     if let Some(s) = &q.search {

@@ -85,7 +85,8 @@ fn by_index(
     store::get::<u128, User, _>(&txn.open_table(tables::USERID_USER)?, uid)
 }
 
-async fn linked(store: &Store, org: Uuid, kind: &'static str, external: &str) -> Result<User> {
+/// The linked-account user `kind:external` of `org`, made on first contact.
+pub async fn linked(store: &Store, org: Uuid, kind: &'static str, external: &str) -> Result<User> {
     check_len("X-USER-ID", external, 1, 200)?;
     let key = format!("{kind}:{external}");
     let found = {

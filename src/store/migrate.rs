@@ -58,7 +58,7 @@ fn migrate_from(db: &Database, from: u32) -> Result<()> {
             create_tables(&txn)?;
             backfill_org_kb_counts(&txn)?;
         }
-        // 2 → 3: chats, conversations and their counters (usage, analytics), derived from the stored history.
+        // 2 → 3: channel bots (messengerA), the widget's keys and origins; chats, conversations and their counters (usage, analytics), derived from the stored history.
         2 => {
             create_tables(&txn)?;
             derive_chats(&txn)?;
@@ -154,6 +154,9 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::ORG_QUOTA)?;
         txn.open_table(tables::OPEN_CONVERSATION)?;
         txn.open_table(tables::REPLICATERM_CONVERSATIONS)?;
+        txn.open_table(tables::REPLICA_MESSENGERA)?;
+        txn.open_table(tables::KEYHASH_EMBED)?;
+        txn.open_table(tables::REPLICA_EMBED)?;
         txn.open_table(tables::META)?;
     }
     Ok(())

@@ -387,3 +387,45 @@ pub struct Quota {
 impl Record for Quota {
     const VERSION: u8 = 1;
 }
+
+/// A replica's messengerA bot (DECISIONS.md "Integrations"): the token sealed by
+/// [`crate::secrets::Secrets`], what `getMe` said, the connection state the runner reports and
+/// the `getUpdates` offset (the next update id to fetch; updates below it were handled).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct MessengerABot {
+    pub replica: Uuid,
+    /// The replica's organization (its users are the linked-account senders).
+    pub org: Uuid,
+    pub sealed_token: Vec<u8>,
+    /// Bot user id (from `getMe`).
+    pub bot_id: i64,
+    /// Bot username without `@` (from `getMe`): the `service_name` of the integration object.
+    pub username: String,
+    /// Handle the bot answers to in groups, with its `@`.
+    pub mention: String,
+    /// The last poll succeeded.
+    pub is_active: bool,
+    /// What went wrong last (cleared by a successful poll).
+    pub last_error: Option<String>,
+    /// When `last_error` happened (ms since the epoch).
+    pub last_error_at: Option<i64>,
+    pub offset: i64,
+    pub connected_at: i64,
+    pub updated_at: i64,
+}
+impl Record for MessengerABot {
+    const VERSION: u8 = 1;
+}
+
+/// The embeddable widget of a replica (`service::embed`): the origins whose pages may use it.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct EmbedSettings {
+    pub replica: Uuid,
+    pub org: Uuid,
+    /// Serialized origins (`scheme://host[:port]`).
+    pub allowed_origins: Vec<String>,
+    pub updated_at: i64,
+}
+impl Record for EmbedSettings {
+    const VERSION: u8 = 1;
+}

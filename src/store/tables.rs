@@ -107,3 +107,10 @@ pub const OPEN_CONVERSATION: TableDefinition<(u128, u128, u128), i64> = TableDef
 /// of the topics' TF-IDF), and `(replica id, "") → conversations analyzed`.
 pub const REPLICATERM_CONVERSATIONS: TableDefinition<(u128, &str), u64> =
     TableDefinition::new("replicaterm_conversations");
+/// `replica id → MessengerABot`: the replica's messengerA bot (sealed token, mention, state,
+/// update offset). See `service::integrations`.
+pub const REPLICA_MESSENGERA: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_messengerabot");
+/// `sha256(embed key) → replica id`: public keys of the embeddable widget (`service::embed`).
+pub const KEYHASH_EMBED: TableDefinition<&[u8; 32], u128> = TableDefinition::new("keyhash_embed");
+/// `replica id → EmbedSettings`: the origins allowed to use the replica's widget.
+pub const REPLICA_EMBED: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_embedsettings");

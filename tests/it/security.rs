@@ -55,6 +55,9 @@ fn sample_body(route: &Route, owner: &str) -> Option<Value> {
         }),
         "ExperimentalCompletionRequest" => json!({"messages": [{"role": "user", "content": "Zorblax?"}]}),
         "ConversationPatch" => json!({"summary": "rewritten"}),
+        "MessengerAConnect" => json!({"messengerA_token": "1:not-a-real-token"}),
+        "EmbedKeyCreate" => json!({"allowedOrigins": ["https://mallory.example"]}),
+        "EmbedChatRequest" => json!({"content": "What is the Zorblax reactor?"}),
         other => panic!("security tests: add a sample body for {other}"),
     };
     Some(body)

@@ -200,6 +200,8 @@ fn chat_history_item() -> Value {
                 "description": "Present (true) on a streamed reply whose client disconnected: the item keeps \
                     what was said before the cut.",
             },
+            "messengerA_data": reference("MessengerAData"),
+            "messengerB_data": reference("MessengerBData"),
         }),
         false,
     )

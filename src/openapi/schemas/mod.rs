@@ -94,5 +94,6 @@ pub fn all(models: &Models) -> Map<String, Value> {
     users::add_all(&mut add);
     super::chats::schemas(&mut add);
     super::usage::schemas(&mut add);
+    super::integrations::schemas(&mut add);
     s
 }

@@ -70,20 +70,6 @@ fn replica_write() -> Value {
     )
 }
 
-/// A channel integration as read: `null` when not connected (DECISIONS.md "Replicas").
-fn integration() -> Value {
-    let connected = object(
-        &["token", "service_name", "is_active"],
-        json!({
-            "token": { "type": "null", "description": "Never returned (the field stays, as null)." },
-            "service_name": string(),
-            "is_active": { "type": "boolean" },
-        }),
-        false,
-    );
-    json!({ "oneOf": [connected, { "type": "null" }], "description": "null when the channel is not connected." })
-}
-
 /// The fields of a replica as read and listed, and whether each is always present.
 fn replica_fields() -> Vec<(&'static str, Value, bool)> {
     let strings = json!({ "type": "array", "items": string() });
@@ -108,8 +94,8 @@ fn replica_fields() -> Vec<(&'static str, Value, bool)> {
         ("voice_enabled", json!({ "type": "boolean" }), true),
         ("video_enabled", json!({ "type": "boolean" }), true),
         ("llm", llm(true), true),
-        ("messengerA_integration", integration(), true),
-        ("messengerB_integration", integration(), true),
+        ("messengerA_integration", super::super::integrations::integration_object(), true),
+        ("messengerB_integration", super::super::integrations::integration_object(), true),
         ("voiceVendorID", string(), false),
         (
             "isAccessibleByCustomerSupport",

@@ -156,7 +156,7 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>, closed: Arc<Noti
 }
 
 /// Reads the head and the `content-length` body of one request.
-async fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+pub async fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     let end = loop {
@@ -179,7 +179,7 @@ async fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
     Some((head, buf[end..end + len].to_vec()))
 }
 
-async fn respond(stream: &mut TcpStream, status: u16, extra: &[(&str, String)], body: &str) -> std::io::Result<()> {
+pub async fn respond(stream: &mut TcpStream, status: u16, extra: &[(&str, String)], body: &str) -> std::io::Result<()> {
     let mut head = format!(
         "HTTP/1.1 {status} Fake\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
         body.len()

@@ -10,6 +10,7 @@
 
 #![allow(dead_code)]
 
+pub mod bot_api;
 pub mod contract;
 pub mod fake_llm;
 pub mod sse;

@@ -1,0 +1,270 @@
+//! The messengerA bot of a replica (spec §4.2 `…/integrations/messengerA`, DECISIONS.md
+//! "Integrations"): long polling with `getUpdates`, replies with `sendMessage`.
+//!
+//! - Private chats: every text message is answered. Groups and supergroups: messages that
+//!   mention the bot's `mention` handle or reply to the bot are answered (the mention is taken
+//!   out of the question); other text messages are stored as history only. Channel posts and
+//!   messages of bots are skipped.
+//! - While the reply is produced the chat shows "typing" (`sendChatAction`, renewed every 4 s).
+//!   Replies longer than the platform's limit are sent as several messages.
+//! - The question and the reply are stored as history (`source: messengerA`, full
+//!   `messengerA_data`) by the chat service, as `…/chat/completions/messengerA` does; the sender
+//!   is the linked-account user `messengerA:<user id>` of the replica's organization.
+//! - The update offset is stored after each update is handled and its reply delivered, so a
+//!   restart neither loses an update nor answers one twice: an update whose reply was stored but
+//!   not confirmed delivered is delivered from the store, not generated again.
+//! - Errors (unreachable API, revoked token, 429) are reported in the replica's
+//!   `messengerA_integration` (`is_active: false`, `last_error`) and retried with back-off
+//!   (`retry_after` when the API gives one).
+
+pub mod api;
+pub mod text;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use api::{ApiError, Client, Update};
+use uuid::Uuid;
+
+use super::Backoff;
+use crate::api::history::{ChatType, MessengerAData};
+use crate::app::App;
+use crate::error::Error;
+use crate::service::chat::{self, Ask};
+use crate::service::history::{self, NewItem};
+use crate::service::integrations as store_bot;
+use crate::store::records::{MessengerABot, Replica};
+
+/// The channel name (runner key, history `source`, linked-account type).
+pub const CHANNEL: &str = "messengerA";
+/// The public Bot API.
+pub const DEFAULT_API_BASE: &str = "https://api.telegram.org";
+/// Sent when the model could not produce a reply.
+const APOLOGY: &str = "Sorry, I cannot answer right now. Please try again in a moment.";
+/// How many times a `sendMessage` refused with 429 is tried again.
+const SEND_ATTEMPTS: u32 = 5;
+
+/// Runs the bot of `replica` until it is disconnected (its record is gone).
+pub async fn run(app: Arc<App>, replica: Uuid) {
+    let mut backoff = Backoff::default();
+    loop {
+        let bot = match store_bot::messenger_a(&app.store, replica).await {
+            Ok(Some(bot)) => bot,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(%replica, error = %e, "messengerA: reading the bot failed");
+                tokio::time::sleep(backoff.next_delay()).await;
+                continue;
+            }
+        };
+        let pause = match poll(&app, &bot).await {
+            Ok(()) => {
+                backoff.reset();
+                None
+            }
+            Err(Failure::RetryAfter(s)) => Some(Duration::from_secs(s.min(3600))),
+            Err(Failure::Other(message)) => {
+                tracing::warn!(%replica, error = %message, "messengerA bot failed; retrying");
+                report(&app, &bot, Some(message)).await;
+                Some(backoff.next_delay())
+            }
+        };
+        if let Some(p) = pause {
+            tokio::time::sleep(p).await;
+        }
+    }
+}
+
+/// Why a round of polling stopped.
+enum Failure {
+    RetryAfter(u64),
+    Other(String),
+}
+
+impl From<ApiError> for Failure {
+    fn from(e: ApiError) -> Failure {
+        match e {
+            ApiError::RetryAfter(s) => Failure::RetryAfter(s),
+            e => Failure::Other(e.to_string()),
+        }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure::Other(e.internal.clone().map_or(e.message.clone(), |i| format!("{}: {i}", e.message)))
+    }
+}
+
+async fn report(app: &App, bot: &MessengerABot, error: Option<String>) {
+    if let Err(e) = store_bot::report_messenger_a(&app.store, bot.replica, bot.connected_at, error).await {
+        tracing::warn!(replica = %bot.replica, error = %e, "messengerA: storing the state failed");
+    }
+}
+
+/// One `getUpdates` and the handling of what it returned.
+async fn poll(app: &Arc<App>, bot: &MessengerABot) -> Result<(), Failure> {
+    let token = store_bot::messenger_a_token(&app.channels.secrets, bot)?;
+    let client = Client::new(app.channels.http.clone(), &app.config.messenger_a_api_base, &token);
+    let updates = client.get_updates(bot.offset, app.config.messenger_a_poll_timeout).await?;
+    if !bot.is_active || bot.last_error.is_some() {
+        report(app, bot, None).await;
+    }
+    if updates.is_empty() {
+        return Ok(());
+    }
+    let replica = crate::service::replicas::get(&app.store, bot.org, bot.replica, None).await?;
+    for update in updates {
+        let id = update.update_id;
+        if id < bot.offset {
+            continue;
+        }
+        handle(app, &client, bot, &replica, update).await?;
+        if !store_bot::advance_messenger_a(&app.store, bot.replica, bot.connected_at, id + 1).await? {
+            return Ok(()); // disconnected or connected again meanwhile
+        }
+    }
+    Ok(())
+}
+
+/// A text message, who sent it, and whether it is addressed to the bot.
+struct Incoming {
+    data: MessengerAData,
+    sender: i64,
+    text: String,
+    addressed: bool,
+}
+
+fn incoming(bot: &MessengerABot, update: Update) -> Option<Incoming> {
+    let m = update.message?;
+    let text = m.text.or(m.caption).filter(|t| !t.trim().is_empty())?;
+    let from = m.from.as_ref();
+    if from.is_some_and(|f| f.is_bot) {
+        return None;
+    }
+    let chat_type = match m.chat.kind.as_str() {
+        "private" => ChatType::Private,
+        "group" => ChatType::Group,
+        "supergroup" => ChatType::Supergroup,
+        _ => return None,
+    };
+    let replied_to_bot = m.reply_to_message.as_ref().and_then(|r| r.from.as_ref()).is_some_and(|f| f.id == bot.bot_id);
+    let addressed = chat_type == ChatType::Private || replied_to_bot || text::mentions(&text, &bot.mention);
+    let chat_name = m.chat.title.clone().or_else(|| {
+        let names: Vec<&str> =
+            [&m.chat.first_name, &m.chat.last_name].into_iter().flatten().map(String::as_str).collect();
+        (!names.is_empty()).then(|| names.join(" "))
+    });
+    let thread = m.message_thread_id.filter(|t| *t > 0 && m.is_topic_message && chat_type == ChatType::Supergroup);
+    let data = MessengerAData {
+        chat_type,
+        chat_id: m.chat.id,
+        chat_name,
+        user_id: from.map(|f| f.id),
+        username: from.and_then(|f| f.username.clone()),
+        message_id: m.message_id,
+        message_thread_id: thread,
+    };
+    Some(Incoming { sender: from.map_or(m.chat.id, |f| f.id), data, text, addressed })
+}
+
+/// Stores and, when addressed to the bot, answers one update.
+async fn handle(
+    app: &Arc<App>,
+    client: &Client,
+    bot: &MessengerABot,
+    replica: &Replica,
+    update: Update,
+) -> Result<(), Failure> {
+    let Some(msg) = incoming(bot, update) else { return Ok(()) };
+    let key = msg.data.validate()?;
+    let channel_data = Some(serde_json::to_string(&msg.data).map_err(Error::internal)?);
+    let user = crate::service::users::linked(&app.store, replica.org, CHANNEL, &msg.sender.to_string()).await?;
+    if !msg.addressed {
+        let item = NewItem {
+            role: "user",
+            content: msg.text,
+            source: CHANNEL.into(),
+            sources: Vec::new(),
+            channel_data,
+            channel_key: Some(key),
+            interrupted: false,
+        };
+        history::append(&app.store, replica.id, user.id, replica.private, vec![item]).await?;
+        return Ok(());
+    }
+    let reply = match store_bot::stored_reply(&app.store, replica.id, user.id, &key).await? {
+        Some(stored) => stored.content,
+        None => {
+            let ask = Ask {
+                content: text::strip_mention(&msg.text, &bot.mention),
+                source: CHANNEL.into(),
+                channel_data,
+                channel_key: Some(key),
+                ..Ask::default()
+            };
+            generate(app, client, replica, user.id, &msg.data, ask).await
+        }
+    };
+    deliver(client, &msg.data, &reply).await
+}
+
+/// The reply to `ask`, with "typing" shown meanwhile; the apology when the model failed.
+async fn generate(
+    app: &App,
+    client: &Client,
+    replica: &Replica,
+    user: Uuid,
+    data: &MessengerAData,
+    ask: Ask,
+) -> String {
+    let typing = {
+        let (client, chat, thread) = (client.clone(), data.chat_id, data.message_thread_id);
+        super::AbortOnDrop(tokio::spawn(async move {
+            loop {
+                if let Err(e) = client.send_typing(chat, thread).await {
+                    tracing::debug!(error = %e, "messengerA: sendChatAction failed");
+                }
+                tokio::time::sleep(Duration::from_secs(4)).await;
+            }
+        }))
+    };
+    let cx = crate::api::chat::context(app);
+    let done = chat::complete(&cx, replica, user, ask).await;
+    drop(typing);
+    match done {
+        Ok(c) if !c.content.trim().is_empty() => c.content,
+        Ok(_) => APOLOGY.to_string(),
+        Err(e) => {
+            tracing::warn!(replica = %replica.id, error = %e.message, "messengerA: no reply could be made");
+            APOLOGY.to_string()
+        }
+    }
+}
+
+/// Sends `reply` in as many messages as the limit needs, the first one as a reply to the
+/// question in groups. A 429 waits `retry_after` and tries again; a chat the bot may not write
+/// to (400/403) is given up (logged); a revoked token or an unreachable API is a failure (the
+/// update is handled again later).
+async fn deliver(client: &Client, data: &MessengerAData, reply: &str) -> Result<(), Failure> {
+    let reply_to = (data.chat_type != ChatType::Private).then_some(data.message_id);
+    for (i, part) in text::split(reply, text::MESSAGE_LIMIT).iter().enumerate() {
+        let reply_to = if i == 0 { reply_to } else { None };
+        let mut attempt = 0;
+        loop {
+            match client.send_message(data.chat_id, part, reply_to, data.message_thread_id).await {
+                Ok(()) => break,
+                Err(ApiError::RetryAfter(s)) if attempt + 1 < SEND_ATTEMPTS => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_secs(s.min(60))).await;
+                }
+                Err(ApiError::Api { code, description }) => {
+                    tracing::warn!(chat = data.chat_id, code, %description, "messengerA: reply not delivered");
+                    return Ok(());
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(())
+}

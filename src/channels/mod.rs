@@ -1,0 +1,141 @@
+//! Channel connections run by the server itself (ARCHITECTURE.md "channels"): one supervised
+//! task per connected bot. A runner that fails backs off and retries; one that panics is
+//! restarted after a pause; none can take the server down. The runners talk to the rest only
+//! through the services (store) and the chat service.
+
+pub mod embed;
+pub mod messenger_a;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+use crate::app::App;
+use crate::secrets::Secrets;
+
+/// The running bots of the server and what they share.
+pub struct Channels {
+    /// Seals and opens the stored tokens.
+    pub secrets: Secrets,
+    /// The HTTP client of every bot (connection pool shared).
+    pub http: reqwest::Client,
+    running: Mutex<HashMap<(Uuid, &'static str), JoinHandle<()>>>,
+}
+
+impl Channels {
+    /// No bot running yet; [`start_all`] starts the stored ones.
+    pub fn new(secrets: Secrets) -> Result<Channels, String> {
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("replicad/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| format!("HTTP client of the channels: {e}"))?;
+        Ok(Channels { secrets, http, running: Mutex::new(HashMap::new()) })
+    }
+
+    /// (Re)starts the messengerA runner of `replica` (an earlier one is stopped first).
+    pub fn start_messenger_a(&self, app: Arc<App>, replica: Uuid) {
+        let task = tokio::spawn(supervise(replica, move || messenger_a::run(app.clone(), replica)));
+        if let Some(old) = self.lock().insert((replica, messenger_a::CHANNEL), task) {
+            old.abort();
+        }
+    }
+
+    /// Stops the runner of `channel` for `replica`, if one runs.
+    pub fn stop(&self, replica: Uuid, channel: &'static str) {
+        if let Some(task) = self.lock().remove(&(replica, channel)) {
+            task.abort();
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Uuid, &'static str), JoinHandle<()>>> {
+        self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Drop for Channels {
+    fn drop(&mut self) {
+        for (_, task) in self.lock().drain() {
+            task.abort();
+        }
+    }
+}
+
+/// Starts the runner of every stored bot.
+pub async fn start_all(app: &Arc<App>) -> crate::error::Result<()> {
+    let ids = crate::service::integrations::all_messenger_a(&app.store).await?;
+    for id in ids {
+        app.channels.start_messenger_a(app.clone(), id);
+    }
+    Ok(())
+}
+
+/// Aborts its task when dropped (so aborting the supervisor aborts the runner).
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Runs `make()`'s future until it returns; restarts it, after a growing pause, when it panics.
+async fn supervise<F, Fut>(replica: Uuid, make: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let mut backoff = Backoff::default();
+    loop {
+        let mut task = AbortOnDrop(tokio::spawn(make()));
+        match (&mut task.0).await {
+            Ok(()) => return,
+            Err(e) if e.is_panic() => {
+                tracing::error!(%replica, "a channel runner panicked; restarting it");
+                tokio::time::sleep(backoff.next_delay()).await;
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+/// Exponential back-off: 1 s, 2 s, 4 s … up to 5 minutes; [`Backoff::reset`] after a success.
+#[derive(Debug, Default)]
+pub struct Backoff {
+    failures: u32,
+}
+
+impl Backoff {
+    /// Longest pause.
+    pub const MAX: Duration = Duration::from_secs(300);
+
+    /// The pause before the next attempt.
+    pub fn next_delay(&mut self) -> Duration {
+        let d = Duration::from_secs(1u64 << self.failures.min(9)).min(Self::MAX);
+        self.failures += 1;
+        d
+    }
+
+    /// After a success: the next failure waits 1 s again.
+    pub fn reset(&mut self) {
+        self.failures = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap_and_resets() {
+        let mut b = Backoff::default();
+        let delays: Vec<u64> = (0..12).map(|_| b.next_delay().as_secs()).collect();
+        assert_eq!(&delays[..4], &[1, 2, 4, 8]);
+        assert_eq!(*delays.last().unwrap(), 300);
+        b.reset();
+        assert_eq!(b.next_delay().as_secs(), 1);
+    }
+}

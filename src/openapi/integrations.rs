@@ -1,0 +1,129 @@
+//! Schemas of the channel integrations (spec §4.2, DECISIONS.md "Integrations" and
+//! "Replicas"): the connect bodies and answers, and the integration object of replica reads.
+
+use serde_json::{json, Value};
+
+use super::schemas::{nullable, object, reference};
+
+/// The `messengerA_integration` / `messengerB_integration` object of a replica read: `null`
+/// when the channel is not connected.
+pub fn integration_object() -> Value {
+    let mut v = nullable(object(
+        &["token", "service_name", "is_active"],
+        json!({
+            "token": { "type": "null", "description": "Never returned (the field stays, as null)." },
+            "service_name": { "type": "string", "description": "The bot's username on the channel." },
+            "is_active": {
+                "type": "boolean",
+                "description": "The bot's connection works (its last poll succeeded).",
+            },
+            "mention": {
+                "type": "string",
+                "description": "Our own: the handle the bot answers to in groups (with its @).",
+            },
+            "last_error": {
+                "type": "string",
+                "description": "Our own: what went wrong last (revoked token, unreachable channel, …); absent after a \
+                    successful poll. The bot retries with back-off (1 s doubling up to 5 min, or the channel's \
+                    retry_after).",
+            },
+            "last_error_at": {
+                "type": "string",
+                "format": "date-time",
+                "description": "Our own: when `last_error` happened.",
+            },
+        }),
+        false,
+    ));
+    v["description"] = json!("null when the channel is not connected.");
+    v
+}
+
+/// The schemas of this module, by name.
+pub fn schemas(add: &mut impl FnMut(&str, Value)) {
+    embed_schemas(add);
+    add(
+        "MessengerAConnect",
+        object(
+            &["messengerA_token"],
+            json!({
+                "messengerA_token": {
+                    "type": "string",
+                    "pattern": "^[0-9]+:[A-Za-z0-9_-]+$",
+                    "maxLength": 200,
+                    "description": "The bot token given by the channel. Stored encrypted (--secrets-key-file); never \
+                        returned by any read.",
+                },
+                "mention": {
+                    "type": "string",
+                    "pattern": "^@?[A-Za-z0-9_]{1,64}$",
+                    "description": "The handle the bot answers to in groups; default: the bot's username.",
+                },
+            }),
+            true,
+        ),
+    );
+    add(
+        "IntegrationConnected",
+        object(
+            &["success", "id"],
+            json!({
+                "success": { "type": "boolean", "const": true },
+                "id": { "type": "string", "description": "The bot's user id on the channel." },
+            }),
+            false,
+        ),
+    );
+}
+
+/// The embed-key and widget operations.
+fn embed_schemas(add: &mut impl FnMut(&str, Value)) {
+    let origins = json!({
+        "type": "array",
+        "minItems": 1,
+        "maxItems": 50,
+        "items": { "type": "string", "description": "An origin: scheme://host[:port]." },
+    });
+    add("EmbedKeyCreate", object(&["allowedOrigins"], json!({ "allowedOrigins": origins }), false));
+    add(
+        "EmbedKeyCreated",
+        object(
+            &["success", "key", "replicaUUID", "allowedOrigins"],
+            json!({
+                "success": { "type": "boolean", "const": true },
+                "key": { "type": "string", "description": "The public embed key (`data-key` of the widget)." },
+                "replicaUUID": { "type": "string", "format": "uuid" },
+                "allowedOrigins": { "type": "array", "items": { "type": "string" } },
+            }),
+            false,
+        ),
+    );
+    add(
+        "EmbedChatRequest",
+        object(&["content"], json!({ "content": { "type": "string", "minLength": 1, "maxLength": 10000 } }), true),
+    );
+    add(
+        "EmbedChatReply",
+        object(
+            &["success", "content", "sources", "id"],
+            json!({
+                "success": { "type": "boolean", "const": true },
+                "content": { "type": "string" },
+                "sources": { "type": "array", "items": reference("Source") },
+                "id": nullable(json!({ "type": "integer", "minimum": 1 })),
+            }),
+            false,
+        ),
+    );
+    add(
+        "EmbedHistory",
+        object(
+            &["success", "items"],
+            json!({
+                "success": { "type": "boolean", "const": true },
+                "items": { "type": "array", "items": reference("ChatHistoryItem") },
+            }),
+            false,
+        ),
+    );
+}

@@ -1,0 +1,246 @@
+//! The embeddable widget and the web chat page: embed keys, allowed origins (CORS), the visitor's
+//! own history, over HTTP; and in real headless Chromium (Debian's `chromium` driven by
+//! playwright-core, `tests/browser/widget.cjs`, installed by `.ci/install-browser`, which
+//! `.ci/run` calls): ask, read the streamed answer and its sources, reload and see the
+//! conversation kept, a disallowed origin refused, the web page of a public replica. A failing
+//! browser step saves a screenshot under `target/test-artifacts/`.
+
+use std::process::Command;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+
+use crate::common::fake_llm::read_request;
+use crate::common::{assert_error, replica_body, send, Org, Server, ZORBLAX, ZORBLAX_QUESTION};
+
+const VISITOR: &str = "visitor-0001-aaaa";
+
+/// A public replica that knows the Zorblax reactor, with a suggested question.
+async fn reactor(org: &Org) -> String {
+    let mut body = replica_body("reactor", &org.owner_email);
+    body["name"] = json!("Quenth Reactor Desk");
+    body["suggestedQuestions"] = json!([ZORBLAX_QUESTION]);
+    let replica = org.create_replica_from(body).await;
+    org.add_ready_text(&replica, "Zorblax reactor", ZORBLAX).await;
+    replica
+}
+
+async fn embed_key(org: &Org, replica: &str, origins: &[&str]) -> String {
+    let (s, v) = org.post(&format!("/v1/replicas/{replica}/embed-keys"), json!({"allowedOrigins": origins})).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    v["key"].as_str().expect("key").to_string()
+}
+
+fn widget_req(
+    server: &Server,
+    method: Method,
+    path: &str,
+    key: &str,
+    origin: &str,
+    visitor: &str,
+) -> reqwest::RequestBuilder {
+    server.req(method, path).header("x-embed-key", key).header("origin", origin).header("x-embed-visitor", visitor)
+}
+
+#[tokio::test]
+async fn an_embed_key_chats_only_from_allowed_origins_and_reads_only_its_visitors_history() {
+    let server = Server::start();
+    let org = server.new_org("Embed").await;
+    let replica = reactor(&org).await;
+    let other = org.create_replica("other").await;
+    let site = "https://docs.example.com";
+    let key = embed_key(&org, &replica, &["https://docs.example.com/"]).await;
+    assert!(key.starts_with("rpl_embed_"), "{key}");
+    let bad = send(
+        org.req(Method::POST, &format!("/v1/replicas/{replica}/embed-keys"))
+            .json(&json!({"allowedOrigins": ["https://x.org/page"]})),
+    )
+    .await;
+    assert_error(&bad, StatusCode::BAD_REQUEST, Some("VALIDATION_ERROR"));
+
+    let chat = format!("/v1/embed/{replica}/chat");
+    let r =
+        send(widget_req(&server, Method::POST, &chat, &key, site, VISITOR).json(&json!({"content": ZORBLAX_QUESTION})))
+            .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.header("access-control-allow-origin"), Some(site));
+    assert!(r.body["content"].as_str().unwrap().contains("451 kelvin"), "{}", r.text);
+    assert!(!r.body["sources"].as_array().unwrap().is_empty());
+
+    let r = send(
+        widget_req(&server, Method::POST, &chat, &key, "https://evil.example", VISITOR).json(&json!({"content": "hi"})),
+    )
+    .await;
+    assert_error(&r, StatusCode::FORBIDDEN, Some("ORIGIN_NOT_ALLOWED"));
+    assert!(r.header("access-control-allow-origin").is_none());
+    // The CORS preflight is not an API operation (not in the document): read it directly.
+    let preflight = |origin: &str| {
+        server
+            .req(Method::OPTIONS, &chat)
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .send()
+    };
+    let r = preflight("https://evil.example").await.expect("preflight");
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let r = preflight(site).await.expect("preflight");
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let h = |name: &str| r.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    assert_eq!(h("access-control-allow-origin"), site);
+    assert!(h("access-control-allow-headers").contains("x-embed-key"));
+    let r = send(
+        widget_req(&server, Method::POST, &format!("/v1/embed/{other}/chat"), &key, site, VISITOR)
+            .json(&json!({"content": "hi"})),
+    )
+    .await;
+    assert_error(&r, StatusCode::FORBIDDEN, Some("EMBED_KEY_REFUSED"));
+
+    let history = format!("/v1/embed/{replica}/history");
+    let mine = send(widget_req(&server, Method::GET, &history, &key, site, VISITOR)).await;
+    assert_eq!(mine.status, StatusCode::OK, "{}", mine.text);
+    let items = mine.body["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert!(items.iter().all(|i| i["source"] == "embed"));
+    let theirs = send(widget_req(&server, Method::GET, &history, &key, site, "visitor-0002-bbbb")).await;
+    assert_eq!(theirs.body["items"], json!([]), "another visitor sees nothing of the first");
+    let (_, v) =
+        org.get_as(&format!("/v1/replicas/{replica}/chat/history/embed"), &crate::common::user("embed", VISITOR)).await;
+    assert_eq!(v["items"].as_array().unwrap().len(), 2, "the visitor is the embed linked account: {v}");
+}
+
+#[tokio::test]
+async fn the_web_page_serves_public_replicas_only_under_a_strict_policy() {
+    let server = Server::start();
+    let org = server.new_org("Page").await;
+    let replica = reactor(&org).await;
+    let r = send(server.req(Method::GET, &format!("/r/{}/reactor", org.id))).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.text.contains("Quenth Reactor Desk") && r.text.contains(&replica), "{}", r.text);
+    let csp = r.header("content-security-policy").unwrap();
+    assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe"), "{csp}");
+    let js = send(server.req(Method::GET, "/embed/widget.js")).await;
+    assert_eq!(js.status, StatusCode::OK);
+    assert!(js.header("content-type").unwrap().starts_with("text/javascript"));
+    assert!(!js.text.contains("eval(") && !js.text.contains("innerHTML") && !js.text.contains("new Function"));
+
+    let mut private = replica_body("secret", &org.owner_email);
+    private["private"] = json!(true);
+    let secret = org.create_replica_from(private).await;
+    let r = send(server.req(Method::GET, &format!("/r/{}/secret", org.id))).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let r = send(
+        server
+            .req(Method::POST, &format!("/v1/embed/{secret}/chat"))
+            .header("x-embed-visitor", VISITOR)
+            .json(&json!({"content": "hi"})),
+    )
+    .await;
+    assert_error(&r, StatusCode::NOT_FOUND, Some("NOT_FOUND"));
+}
+
+/// A site on its own loopback origin serving one page that includes the widget, under a strict
+/// Content-Security-Policy naming only the replicad server.
+async fn host_site(replicad: &str, replica: &str, key: &str) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind site");
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let html = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Quenth docs</title></head><body>\
+         <h1>Quenth documentation</h1><p>Welcome.</p>\
+         <script src=\"{replicad}/embed/widget.js\" data-replica=\"{replica}\" data-key=\"{key}\" \
+         data-name=\"Reactor Desk\" data-greeting=\"Ask me about the reactor.\" defer></script></body></html>"
+    );
+    let csp =
+        format!("default-src 'none'; script-src {replicad}; connect-src {replicad}; style-src 'none'; base-uri 'none'");
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let (html, csp) = (html.clone(), csp.clone());
+            tokio::spawn(async move {
+                if read_request(&mut stream).await.is_some() {
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\n\
+                         content-security-policy: {csp}\r\nconnection: close\r\n\r\n",
+                        html.len()
+                    );
+                    let _ = stream.write_all(format!("{head}{html}").as_bytes()).await;
+                }
+            });
+        }
+    });
+    origin
+}
+
+fn required_env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!(
+            "{name} is not set: the browser tests need Debian's chromium and playwright-core. Run `bash .ci/run` \
+             (or `eval \"$(bash .ci/install-browser)\"` before `cargo test`)."
+        )
+    })
+}
+
+/// Runs `tests/browser/widget.cjs` with `config`; returns what it observed.
+fn drive_browser(mut config: Value) -> Value {
+    config["chromium"] = json!(required_env("REPLICAD_TEST_CHROMIUM"));
+    config["modules"] = json!(required_env("REPLICAD_TEST_BROWSER_MODULES"));
+    config["artifacts"] = json!(concat!(env!("CARGO_MANIFEST_DIR"), "/target/test-artifacts"));
+    let file = tempfile::NamedTempFile::new().expect("config file");
+    std::fs::write(file.path(), config.to_string()).expect("write config");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/widget.cjs");
+    let out = Command::new("node").arg(script).arg(file.path()).output().expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "browser run failed:\n{}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("observations")
+}
+
+#[tokio::test]
+async fn in_chromium_the_widget_streams_answers_with_sources_keeps_the_conversation_and_refuses_other_sites() {
+    let server = Server::start();
+    let org = server.new_org("Browser").await;
+    let replica = reactor(&org).await;
+    // Both sites carry a valid key; only one origin is allowed (a later call replaces the
+    // origins, and earlier keys keep working).
+    let key = embed_key(&org, &replica, &["https://placeholder.example"]).await;
+    let allowed = host_site(&server.base_url, &replica, &key).await;
+    let refused = host_site(&server.base_url, &replica, &key).await;
+    let key_again = embed_key(&org, &replica, &[&allowed]).await;
+    assert_ne!(key, key_again, "each call mints a new key");
+
+    let seen = tokio::task::spawn_blocking(move || {
+        drive_browser(json!({
+            "steps": ["widget", "refused", "web_page"],
+            "replica": replica,
+            "allowed_url": format!("{allowed}/"),
+            "refused_url": format!("{refused}/"),
+            "page_url": format!("{}/r/{}/reactor", server.base_url, org.id),
+            "question": ZORBLAX_QUESTION,
+            "suggested": ZORBLAX_QUESTION,
+            "expect": "451 kelvin",
+        }))
+    })
+    .await
+    .expect("browser task");
+
+    assert_eq!(seen["violations"], json!([]), "no Content-Security-Policy violation: {seen}");
+    assert_eq!(seen["hidden_before_opening"], json!(true), "the panel starts closed: {seen}");
+    assert_eq!(seen["focused_input"], json!(true), "opening moves the focus to the input");
+    assert_eq!(seen["closed_with_escape"], json!(true));
+    assert!(seen["first"]["text"].as_str().unwrap().contains("451 kelvin"), "{seen}");
+    assert!(seen["first"]["sources"].as_array().unwrap().iter().any(|s| s == "Zorblax reactor"), "{seen}");
+    let streamed = seen["chat_answers"].as_array().unwrap();
+    assert!(
+        streamed.iter().any(|a| a["status"] == 200 && a["type"].as_str().unwrap().starts_with("text/event-stream")),
+        "{seen}"
+    );
+    let kept: Vec<&str> = seen["after_reload"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(kept.contains(&ZORBLAX_QUESTION) && kept.iter().any(|m| m.contains("451 kelvin")), "{kept:?}");
+    assert!(seen["visitor"].as_str().is_some_and(|v| v.len() >= 8), "{seen}");
+    assert!(seen["refused_status"].as_str().unwrap().contains("not available"), "{seen}");
+    assert_eq!(seen["refused_answers"], json!(0), "nothing answered on a refused site");
+    assert_eq!(seen["page_heading"], "Quenth Reactor Desk");
+    assert!(seen["page_greeting"].as_str().unwrap().starts_with("Hi, I am reactor"), "{seen}");
+    assert!(seen["page_answer"]["text"].as_str().unwrap().contains("451 kelvin"), "{seen}");
+    let page_kept = seen["page_after_reload"].as_array().unwrap();
+    assert!(page_kept.iter().any(|m| m == ZORBLAX_QUESTION), "{seen}");
+}
