@@ -135,7 +135,8 @@ fn defines(text: &str, subject: &[String], lang: Option<&str>) -> bool {
     let Some(cut) = copulas.iter().filter_map(|c| lower.find(c)).min() else { return false };
     let head = &lower[..cut];
     let terms = analyze_as(lang, head);
-    head.split_whitespace().count() <= 8 && subject.iter().all(|t| terms.contains(t))
+    // the subject opens the sentence: its terms and at most one more (an article or adjective)
+    terms.len() <= subject.len() + 1 && subject.iter().all(|t| terms.contains(t))
 }
 
 /// The scoring of one question over the candidate sentences.
