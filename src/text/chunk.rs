@@ -89,7 +89,7 @@ fn pack(paras: &mut dyn Iterator<Item = &str>, out: &mut Vec<String>) {
         let sep = if pieces.len() > 1 { "" } else { "\n\n" };
         for piece in pieces {
             if !cur.is_empty() && cur.chars().count() + piece.chars().count() > TARGET_CHARS {
-                out.push(std::mem::take(&mut cur).trim().to_string());
+                out.push(finished(std::mem::take(&mut cur)));
             }
             if !cur.is_empty() {
                 cur.push_str(sep);
@@ -98,8 +98,14 @@ fn pack(paras: &mut dyn Iterator<Item = &str>, out: &mut Vec<String>) {
         }
     }
     if !cur.trim().is_empty() {
-        out.push(cur.trim().to_string());
+        out.push(finished(cur));
     }
+}
+
+/// A chunk's text without surrounding blank lines and trailing space; the first line keeps its
+/// indentation (an indented line is code to the generator, `generate::embedded::blocks`).
+fn finished(text: String) -> String {
+    text.trim_end().trim_start_matches(['\n', '\r']).to_string()
 }
 
 /// The title a document gets when none is given: its first heading, else its first line

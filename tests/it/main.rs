@@ -3,6 +3,7 @@
 
 mod common;
 
+mod answers;
 mod auth;
 mod chat;
 mod chats;

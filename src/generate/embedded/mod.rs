@@ -1,15 +1,18 @@
 //! The embedded, offline generator: extractive answers from the retrieved chunks.
 //!
 //! Small talk (greetings, thanks, farewells, or a message with no content words) gets the
-//! replica's greeting or a short courtesy. Otherwise every sentence of the retrieved chunks is
-//! scored by the query terms it contains (same analyzer as the index: stop words removed,
-//! stemmed), each term weighted by its rarity among the candidate sentences; the best sentences
-//! (at most [`MAX_SENTENCES`], in document order) form the answer, followed by the name of the
-//! source. When no sentence covers enough of the question, the answer says so honestly.
+//! replica's greeting or a short courtesy. Otherwise the question's [`intent`] (definition,
+//! how-to, comparison, fact) decides what a good answer holds, and [`passage`] picks it from the
+//! chunks read as prose and code ([`blocks`]): sentences of the best section in document order,
+//! the code block that goes with them as a fenced Markdown block, at most one more section, and
+//! the name of the sources. When the sources do not cover the question, the answer says so and
+//! cites no source.
+
+pub mod blocks;
+pub mod intent;
+pub mod passage;
 
 use std::collections::VecDeque;
-
-use unicode_segmentation::UnicodeSegmentation;
 
 use super::{prompt, Backend, BoxFuture, Generation, Piece, Pieces, Usage};
 use crate::error::Result;
@@ -52,10 +55,27 @@ impl Backend for Embedded {
     }
 }
 
-/// `text` cut after every [`WORDS_PER_DELTA`]-th word (the pieces join back to `text`).
+/// `text` cut after every [`WORDS_PER_DELTA`]-th word, a fenced code block being one delta
+/// of its own (the pieces join back to `text`).
 pub fn deltas(text: &str) -> Vec<String> {
-    let words: Vec<&str> = text.split_inclusive(char::is_whitespace).collect();
-    words.chunks(WORDS_PER_DELTA).map(|c| c.concat()).collect()
+    let mut out = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let (prose, fenced) = match rest.find("```") {
+            Some(start) => {
+                let end = rest[start + 3..].find("```").map_or(rest.len(), |e| start + 3 + e + 3);
+                (&rest[..start], &rest[start..end])
+            }
+            None => (rest, ""),
+        };
+        let words: Vec<&str> = prose.split_inclusive(char::is_whitespace).collect();
+        out.extend(words.chunks(WORDS_PER_DELTA).map(|c| c.concat()));
+        if !fenced.is_empty() {
+            out.push(fenced.to_string());
+        }
+        rest = &rest[prose.len() + fenced.len()..];
+    }
+    out
 }
 
 /// Pieces already known.
@@ -67,9 +87,6 @@ impl Pieces for Queued {
         Box::pin(async move { Ok(next) })
     }
 }
-
-/// Most sentences quoted in one answer.
-pub const MAX_SENTENCES: usize = 3;
 
 /// The replica facts the generator uses.
 pub struct Persona<'a> {
@@ -134,52 +151,6 @@ fn small_talk(persona: &Persona, message: &str) -> Option<String> {
     None
 }
 
-/// A candidate sentence: where it is, its text and its terms.
-struct Sentence {
-    source: usize,
-    position: usize,
-    text: String,
-    terms: Vec<String>,
-    /// Terms of the chunk title that the sentence itself lacks (they count half).
-    heading: Vec<String>,
-}
-
-fn is_prose(s: &str) -> bool {
-    let letters = s.chars().filter(|c| c.is_alphabetic()).count();
-    !s.contains(">>>") && !s.contains("...") && letters * 2 > s.chars().count() && letters >= 12
-}
-
-/// Whether a paragraph is a code block: every line indented, or an interactive session.
-fn is_code(paragraph: &str) -> bool {
-    let mut lines = paragraph.lines().filter(|l| !l.trim().is_empty()).peekable();
-    lines.peek().is_some() && (paragraph.contains(">>>") || lines.all(|l| l.starts_with([' ', '\t'])))
-}
-
-/// The prose sentences of the sources. Paragraphs are re-flowed first (a line break inside a
-/// paragraph is a space), since Unicode sentence rules end a sentence at every line break.
-/// A sentence's terms include those of its chunk's title (its heading path).
-fn sentences(sources: &[SourceRef], lang: Option<&str>) -> Vec<Sentence> {
-    let mut out = Vec::new();
-    for (si, src) in sources.iter().enumerate() {
-        let title_terms = analyze_as(lang, &src.name);
-        let paragraphs = src
-            .content
-            .split("\n\n")
-            .filter(|p| !is_code(p))
-            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "));
-        let sentences: Vec<String> =
-            paragraphs.flat_map(|p| p.unicode_sentences().map(|s| s.trim().to_string()).collect::<Vec<_>>()).collect();
-        for (pi, text) in sentences.into_iter().enumerate() {
-            if is_prose(&text) {
-                let terms = analyze_as(lang, &text);
-                let heading: Vec<String> = title_terms.iter().filter(|t| !terms.contains(t)).cloned().collect();
-                out.push(Sentence { source: si, position: pi, text, terms, heading });
-            }
-        }
-    }
-    out
-}
-
 /// Characters of the best source that language detection looks at (enough for a reliable
 /// answer; detection cost grows with the text).
 const LANGUAGE_SAMPLE: usize = 400;
@@ -193,51 +164,8 @@ fn extract(message: &str, sources: &[SourceRef]) -> Option<Answer> {
     // One language for the question and every sentence, detected on the best source (longer and
     // more reliable than a question), so that both sides are analyzed alike.
     let lang = sources.first().and_then(|s| language::detect(prefix(&s.content, LANGUAGE_SAMPLE)));
-    let query = analyze_as(lang, message);
-    let cands = sentences(sources, lang);
-    if query.is_empty() || cands.is_empty() {
-        return None;
-    }
-    let n = cands.len() as f32;
-    let weight = |t: &String| {
-        let df = cands.iter().filter(|s| s.terms.contains(t)).count() as f32;
-        1.0 + ((n + 1.0) / (df + 1.0)).ln()
-    };
-    let weights: Vec<(String, f32)> = query.iter().map(|t| (t.clone(), weight(t))).collect();
-    let total: f32 = weights.iter().map(|(_, w)| w).sum();
-    // (score with a bonus for better-ranked sources, share of the question covered, sentence)
-    let mut scored: Vec<(f32, f32, &Sentence)> = cands
-        .iter()
-        .map(|s| {
-            let body: f32 = weights.iter().filter(|(t, _)| s.terms.contains(t)).map(|(_, w)| w).sum();
-            let heading: f32 = weights.iter().filter(|(t, _)| s.heading.contains(t)).map(|(_, w)| w).sum();
-            let rank_bonus = 1.0 / (1.0 + 0.15 * s.source as f32);
-            ((body + 0.5 * heading) * rank_bonus, (body + heading) / total.max(f32::EPSILON), s)
-        })
-        .filter(|(score, _, _)| *score > 0.0)
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.2.terms.len().cmp(&b.2.terms.len())));
-    let &(best, coverage, first) = scored.first()?;
-    if first.terms.iter().all(|t| !query.contains(t)) {
-        return None; // only headings match: no sentence says anything about the question
-    }
-    let needed = if query.len() >= 2 { 0.5 } else { 0.99 };
-    if coverage < needed {
-        return None;
-    }
-    let mut chosen: Vec<&Sentence> =
-        scored.iter().take_while(|(s, _, _)| *s >= best * 0.6).take(MAX_SENTENCES).map(|(_, _, s)| *s).collect();
-    chosen.sort_by_key(|s| (s.source, s.position));
-    let mut used: Vec<usize> = chosen.iter().map(|s| s.source).collect();
-    used.dedup();
-    let body = chosen.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join(" ");
-    let mut names: Vec<&str> = Vec::new();
-    for i in &used {
-        if !names.contains(&sources[*i].name.as_str()) {
-            names.push(&sources[*i].name);
-        }
-    }
-    Some(Answer { text: format!("{body}\n\n(From: {})", names.join("; ")), used })
+    let found = passage::answer(message, &intent::of(message), sources, lang)?;
+    Some(Answer { text: found.text, used: found.used })
 }
 
 #[cfg(test)]

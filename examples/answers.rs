@@ -1,0 +1,191 @@
+//! Answer quality and speed of the embedded generator, in-process (store + tantivy index in a
+//! temporary directory per corpus, no HTTP): what `serve --demo` users get from
+//! `POST …/chat/completions` with the default model.
+//!
+//! ```sh
+//! cargo run --release --example answers                 # the table below, per corpus and split
+//! cargo run --release --example answers -- --show dev   # … and every dev question's answer
+//! cargo run --release --example answers -- --misses dev # … and the dev questions that failed
+//! ```
+//!
+//! Questions: `tests/answers/questions.json` (checked by `tests/answers/check.py`) over two
+//! corpora, the Python tutorial (`data/sample/python-tutorial`) and the GNU sed manual
+//! (`data/sed-manual`), each indexed as its own replica (one entry per file, as the demo does).
+//! Every question is retrieved (top 5, as the server does) and answered with
+//! `generate::embedded::reply`. Measures:
+//!
+//! - **source**: share of answerable questions answered (not "I don't know") with a cited source
+//!   whose heading path ends with one of the question's expected sections;
+//! - **keys**: share of answerable questions whose answer contains every key span
+//!   (case-insensitive, whitespace-normalised);
+//! - **idk**: share of unanswerable questions answered "I don't know" with no source;
+//! - **p50**: median time of retrieval + answer, in milliseconds.
+//!
+//! The `dev` split is what the generator was tuned on; `heldout` (every third question) was
+//! only measured.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use replicad::generate::embedded::{reply, Persona};
+use replicad::search::{indexer, Search};
+use replicad::service::chat;
+use replicad::service::knowledge::{self, Limits, NewEntry};
+use replicad::store::Store;
+use serde::Deserialize;
+use uuid::Uuid;
+
+const QUESTIONS: &str = "tests/answers/questions.json";
+const IDK: &str = "I don't know";
+
+#[derive(Deserialize)]
+struct Labelled {
+    corpora: std::collections::BTreeMap<String, String>,
+    questions: Vec<Question>,
+}
+
+#[derive(Deserialize)]
+struct Question {
+    id: String,
+    corpus: String,
+    split: String,
+    kind: String,
+    question: String,
+    #[serde(default)]
+    sections: Vec<String>,
+    #[serde(default)]
+    keys: Vec<String>,
+}
+
+/// One replica's knowledge base in a temporary directory.
+struct Kb {
+    _dir: tempfile::TempDir,
+    store: Store,
+    search: Arc<Search>,
+    replica: Uuid,
+}
+
+impl Kb {
+    async fn open(corpus: &str) -> Kb {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path()).expect("store");
+        let search = Arc::new(Search::open(dir.path()).expect("index").0);
+        let (replica, org) = (Uuid::now_v7(), Uuid::now_v7());
+        let mut files: Vec<PathBuf> = std::fs::read_dir(root().join(corpus))
+            .expect("corpus")
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+            .collect();
+        files.sort();
+        for f in files {
+            let new = NewEntry::text(std::fs::read_to_string(&f).expect("read"), Some("en"));
+            knowledge::create(&store, org, replica, new, Limits::UNLIMITED).await.expect("create");
+        }
+        while indexer::apply_pending(&store, &search).await.expect("index") > 0 {}
+        Kb { _dir: dir, store, search, replica }
+    }
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn normalize(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
+/// The outcome of one question.
+struct Outcome {
+    answered: bool,
+    expected_source: bool,
+    keys: bool,
+    millis: f64,
+}
+
+async fn ask(kb: &Kb, q: &Question, show: bool) -> Outcome {
+    let persona = Persona { name: "Tutor", greeting: "Hello!" };
+    let started = Instant::now();
+    let sources = chat::retrieve(&kb.store, &kb.search, kb.replica, &q.question).await.expect("retrieve");
+    let answer = reply(&persona, &q.question, &sources);
+    let millis = started.elapsed().as_secs_f64() * 1e3;
+    let answered = !answer.text.starts_with(IDK) || !answer.used.is_empty();
+    let cited: Vec<&str> = answer.used.iter().map(|i| sources[*i].name.as_str()).collect();
+    let expected_source = answered && cited.iter().any(|n| q.sections.iter().any(|s| n.ends_with(s.as_str())));
+    let text = normalize(&answer.text);
+    let keys = answered && q.keys.iter().all(|k| text.contains(&normalize(k)));
+    let outcome = Outcome { answered, expected_source, keys, millis };
+    let ok = if q.kind == "unanswerable" { !answered } else { expected_source && keys };
+    if show || (std::env::args().any(|a| a == "--misses") && !ok) {
+        println!("--- {} [{}] {} → {}\n{}\n", q.id, q.kind, q.question, if ok { "ok" } else { "MISS" }, answer.text);
+    }
+    outcome
+}
+
+/// Sums of one group of questions.
+#[derive(Default)]
+struct Tally {
+    answerable: usize,
+    source: usize,
+    keys: usize,
+    unanswerable: usize,
+    idk: usize,
+    millis: Vec<f64>,
+}
+
+impl Tally {
+    fn add(&mut self, q: &Question, o: &Outcome) {
+        if q.kind == "unanswerable" {
+            self.unanswerable += 1;
+            self.idk += usize::from(!o.answered);
+        } else {
+            self.answerable += 1;
+            self.source += usize::from(o.expected_source);
+            self.keys += usize::from(o.keys);
+        }
+        self.millis.push(o.millis);
+    }
+
+    fn row(&mut self, name: &str) {
+        let share = |n: usize, of: usize| if of == 0 { 0.0 } else { n as f64 / of as f64 };
+        self.millis.sort_by(f64::total_cmp);
+        let p50 = self.millis.get(self.millis.len() / 2).copied().unwrap_or(0.0);
+        println!(
+            "{name:<18} {:>4} {:>6.3} {:>6.3} {:>4} {:>6.3} {:>8.2}",
+            self.answerable,
+            share(self.source, self.answerable),
+            share(self.keys, self.answerable),
+            self.unanswerable,
+            share(self.idk, self.unanswerable),
+            p50
+        );
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let show = args.iter().position(|a| a == "--show").and_then(|i| args.get(i + 1)).cloned();
+    let only = args.iter().position(|a| a == "--misses").and_then(|i| args.get(i + 1)).cloned();
+    let text = std::fs::read_to_string(root().join(QUESTIONS)).expect("questions");
+    let labelled: Labelled = serde_json::from_str(&text).expect("questions JSON");
+    let mut tallies: std::collections::BTreeMap<String, Tally> = Default::default();
+    for (name, dir) in &labelled.corpora {
+        let kb = Kb::open(dir).await;
+        for q in labelled.questions.iter().filter(|q| &q.corpus == name) {
+            let listed = |s: &Option<String>| s.as_deref().is_some_and(|s| s == q.split || s == "all");
+            if only.is_some() && !listed(&only) {
+                continue;
+            }
+            let o = ask(&kb, q, listed(&show)).await;
+            for group in [format!("{name} {}", q.split), name.clone(), format!("all {}", q.split), "all".into()] {
+                tallies.entry(group).or_default().add(q, &o);
+            }
+        }
+    }
+    println!("{:<18} {:>4} {:>6} {:>6} {:>4} {:>6} {:>8}", "group", "ans", "source", "keys", "unans", "idk", "p50 ms");
+    for (name, t) in &mut tallies {
+        t.row(name);
+    }
+}

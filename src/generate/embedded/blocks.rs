@@ -1,0 +1,166 @@
+//! A retrieved chunk read as a reader sees it: prose paragraphs (cut into sentences) and code
+//! blocks, in document order.
+//!
+//! Extracted text marks code by indentation (the tutorial's examples, Markdown and HTML code
+//! blocks, manuals' examples: see `ingest::extract`), so a run of lines indented by
+//! [`CODE_INDENT`] or more is a code block, unless it reads as prose (an indented note or list
+//! item: long wrapped lines of words ending a sentence). An interactive session (`>>>`) is code
+//! wherever it starts. A code block keeps its lines, the program's printed output included, and
+//! is only ever quoted whole.
+
+use unicode_segmentation::UnicodeSegmentation;
+
+/// Indentation (in spaces; a tab counts as 4) from which a line belongs to a code block.
+pub const CODE_INDENT: usize = 3;
+
+/// A piece of a chunk, in document order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    /// A paragraph of prose, re-flowed and cut into sentences.
+    Prose(Vec<String>),
+    /// A code block (example, session, literal output) with its common indentation removed.
+    Code(String),
+}
+
+fn indent(line: &str) -> usize {
+    line.chars().take_while(|c| c.is_whitespace()).map(|c| if c == '\t' { 4 } else { 1 }).sum()
+}
+
+fn is_session(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with(">>>") || t.starts_with("$ ")
+}
+
+/// Whether a line starts a list item (`* `, `- `, `• `, `1. `, `a. `).
+fn list_item(line: &str) -> bool {
+    let first = line.trim_start();
+    ["* ", "- ", "• "].iter().any(|m| first.starts_with(m))
+        || first
+            .split_once(". ")
+            .is_some_and(|(n, _)| !n.is_empty() && n.len() <= 2 && n.chars().all(|c| c.is_ascii_alphanumeric()))
+}
+
+/// Whether indented lines are prose after all: wrapped lines of words that end a sentence, or a
+/// list item.
+fn reads_as_prose(lines: &[&str]) -> bool {
+    let text = lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
+    let list_item = lines.first().is_some_and(|l| list_item(l));
+    let words = text.split_whitespace().count();
+    let letters = text.chars().filter(|c| c.is_alphabetic()).count();
+    let nonspace = text.chars().filter(|c| !c.is_whitespace()).count().max(1);
+    let wordy = letters * 10 >= nonspace * 8 && words >= lines.len() * 6;
+    let ends = text.ends_with(['.', '!', '?', ':', '。', '！', '？']);
+    !lines.iter().any(|l| is_session(l)) && (list_item || (wordy && ends))
+}
+
+/// Re-flows prose lines and cuts them into sentences (Unicode rules end a sentence at every
+/// line break, so line breaks become spaces first).
+fn sentences(lines: &[&str]) -> Vec<String> {
+    let text = lines.iter().flat_map(|l| l.split_whitespace()).collect::<Vec<_>>().join(" ");
+    text.unicode_sentences().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+}
+
+/// Removes the indentation the lines have in common.
+fn dedent(lines: &[&str]) -> String {
+    let common = lines.iter().filter(|l| !l.trim().is_empty()).map(|l| indent(l)).min().unwrap_or(0);
+    let cut = |l: &str| {
+        let mut taken = 0;
+        let start = l.char_indices().find(|(_, c)| {
+            if taken >= common || !c.is_whitespace() {
+                return true;
+            }
+            taken += if *c == '\t' { 4 } else { 1 };
+            false
+        });
+        start.map_or("", |(i, _)| &l[i..]).trim_end().to_string()
+    };
+    lines.iter().map(|l| cut(l)).collect::<Vec<_>>().join("\n")
+}
+
+/// Pushes the runs of one paragraph: prose lines and code lines alternate.
+fn push_paragraph(out: &mut Vec<Block>, paragraph: &str) {
+    let lines: Vec<&str> = paragraph.lines().filter(|l| !l.trim().is_empty()).collect();
+    // a list item with a hanging indent is prose throughout
+    if lines.first().is_some_and(|l| list_item(l)) && !lines.iter().any(|l| is_session(l)) {
+        out.push(Block::Prose(sentences(&lines)));
+        return;
+    }
+    let mut i = 0;
+    while i < lines.len() {
+        let code = |l: &str| indent(l) >= CODE_INDENT || is_session(l);
+        let start = i;
+        let is_code = code(lines[i]);
+        // a session's output is not indented in every source: once in a session, stay in it
+        let session = is_session(lines[i]);
+        while i < lines.len() && (code(lines[i]) == is_code || (session && !lines[i].trim().is_empty())) {
+            i += 1;
+        }
+        let run = &lines[start..i];
+        if is_code && !reads_as_prose(run) {
+            out.push(Block::Code(dedent(run)));
+        } else {
+            let s = sentences(run);
+            if !s.is_empty() {
+                out.push(Block::Prose(s));
+            }
+        }
+    }
+}
+
+/// The blocks of a chunk's text, in order.
+pub fn parse(text: &str) -> Vec<Block> {
+    let mut out = Vec::new();
+    for paragraph in text.split("\n\n") {
+        push_paragraph(&mut out, paragraph);
+    }
+    // Adjacent code runs (an example, a blank line, its output) are one block.
+    let mut merged: Vec<Block> = Vec::with_capacity(out.len());
+    for b in out {
+        match (merged.last_mut(), b) {
+            (Some(Block::Code(prev)), Block::Code(next)) => {
+                prev.push_str("\n\n");
+                prev.push_str(&next);
+            }
+            (_, b) => merged.push(b),
+        }
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indented_lines_are_code_and_prose_is_cut_into_sentences() {
+        let text = "To create one, run the module\nwith the path:\n\n   python3 -m venv tutorial-env\n\nThis \
+                    creates a directory. It also makes\nsubdirectories.";
+        let b = parse(text);
+        assert_eq!(b.len(), 3, "{b:?}");
+        assert_eq!(b[0], Block::Prose(vec!["To create one, run the module with the path:".into()]));
+        assert_eq!(b[1], Block::Code("python3 -m venv tutorial-env".into()));
+        assert_eq!(
+            b[2],
+            Block::Prose(vec!["This creates a directory. ".trim().into(), "It also makes subdirectories.".into()])
+        );
+    }
+
+    #[test]
+    fn a_paragraph_mixing_prose_and_code_is_split_and_output_stays_with_its_code() {
+        let text =
+            "Print the input in canonical form.\n     $ echo 1 | sed p\n     1\n     1\n\n     $ seq 2\n     1\n     2";
+        let b = parse(text);
+        assert_eq!(b.len(), 2, "{b:?}");
+        assert_eq!(b[1], Block::Code("$ echo 1 | sed p\n1\n1\n\n$ seq 2\n1\n2".into()));
+    }
+
+    #[test]
+    fn indented_notes_and_list_items_are_prose() {
+        let note = "   This is an indented note with enough words on each line to read\n   as prose and it \
+                    ends like a sentence does.";
+        assert!(matches!(parse(note)[0], Block::Prose(_)));
+        let item = "  1. sed starts by reading the first line into the pattern space\n     and goes on.";
+        assert!(matches!(parse(item)[0], Block::Prose(_)));
+        assert!(matches!(parse(">>> x = 1\n>>> x\n1")[0], Block::Code(_)));
+    }
+}

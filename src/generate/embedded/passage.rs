@@ -1,0 +1,393 @@
+//! The passage that answers a question, chosen among the sentences and code blocks of the
+//! retrieved chunks.
+//!
+//! 1. Every prose sentence is scored by the question's terms it contains (same analyzer as the
+//!    index), each weighted by its rarity among the candidate sentences; terms of its chunk's
+//!    heading path that the sentence lacks count half. A definition question ("What is X?")
+//!    adds the full weight of X to a sentence that says what X is ("X is/are …", or a
+//!    sentence that starts with X).
+//! 2. The best section is the chunk with the best sentence plus a heading bonus: the weight of
+//!    the question's terms (X's, for a definition) that its own heading names, times the share of
+//!    that heading they make up.
+//! 3. The passage holds that section's best sentence and its others scoring at least
+//!    [`KEEP_RATIO`] of it, in document order, within [`MAX_PROSE_CHARS`] (at most
+//!    [`MAX_SENTENCES`]); a definition keeps the sentence after the one that defines; a
+//!    comparison keeps a sentence about each side. A sentence that introduces a code block
+//!    (ends with ":" or announces "the following") is kept only with that block; "How do I"
+//!    questions get the section's first code block after the passage. At most one code block,
+//!    quoted whole (bounded by [`MAX_CODE_CHARS`]).
+//! 4. A second section adds one sentence only when it covers question terms of at least
+//!    [`SECOND_SECTION_GAIN`] of the question's weight that the first section does not.
+//! 5. When the best section's passage (with its heading path) covers less than
+//!    [`MIN_COVERAGE`] of the question's weight (all of it for a one-term question), there is no
+//!    answer.
+
+use super::blocks::{self, Block};
+use super::intent::Intent;
+use crate::search::analyze_as;
+use crate::store::records::SourceRef;
+
+/// Most sentences quoted from the best section.
+pub const MAX_SENTENCES: usize = 4;
+/// Most characters of prose quoted from the best section (its best sentence is always kept).
+pub const MAX_PROSE_CHARS: usize = 700;
+/// Most characters of the one code block an answer may quote (longer blocks are not quoted).
+pub const MAX_CODE_CHARS: usize = 1200;
+/// A sentence of the best section joins its best one when it scores at least this share of it.
+pub const KEEP_RATIO: f32 = 0.6;
+/// Share of the question's weight the passage must cover to be an answer (two or more terms).
+pub const MIN_COVERAGE: f32 = 0.6;
+/// Share of the question's weight a second section must add to be quoted.
+pub const SECOND_SECTION_GAIN: f32 = 0.25;
+
+/// Words that say "is" between a subject and its definition.
+const COPULAS: &[&str] = &[
+    " is ",
+    " are ",
+    " means ",
+    " refers to ",
+    " does ",
+    " consists of ",
+    " provide ",
+    " provides ",
+    " offers ",
+    " lets ",
+    " allows ",
+    " est ",
+    " sont ",
+    " désigne ",
+    " es ",
+    " son ",
+    " ist ",
+    " sind ",
+];
+const JA_COPULAS: &[&str] = &["とは", "は"];
+/// Words announcing a code block that follows.
+const ANNOUNCES: &[&str] = &["following", "suivant", "siguiente", "folgende", "次の", "以下"];
+
+/// A chunk read for answering.
+struct Section<'a> {
+    name: &'a str,
+    blocks: Vec<Block>,
+    /// Terms of its heading path (document title › headings).
+    path: Vec<String>,
+    /// Terms of its own (last) heading.
+    heading: Vec<String>,
+}
+
+/// A candidate sentence.
+struct Cand {
+    section: usize,
+    block: usize,
+    index: usize,
+    terms: Vec<String>,
+    score: f32,
+}
+
+/// The chosen passage: text and the indexes of the sections (sources) it quotes.
+pub struct Passage {
+    pub text: String,
+    pub used: Vec<usize>,
+}
+
+fn section<'a>(src: &'a SourceRef, lang: Option<&str>) -> Section<'a> {
+    let last = src.name.rsplit(" › ").next().unwrap_or(&src.name);
+    Section {
+        name: &src.name,
+        blocks: blocks::parse(&src.content),
+        path: analyze_as(lang, &src.name),
+        heading: analyze_as(lang, last),
+    }
+}
+
+fn sentence<'s>(sections: &'s [Section], c: &Cand) -> &'s str {
+    match &sections[c.section].blocks[c.block] {
+        Block::Prose(s) => &s[c.index],
+        Block::Code(_) => "",
+    }
+}
+
+/// Whether the sentence at `block`/`index` announces a code block: it ends its paragraph with
+/// ":" or says "the following", and a code block comes next.
+fn introduces_code(blocks: &[Block], block: usize, index: usize) -> Option<usize> {
+    let Block::Prose(s) = &blocks[block] else { return None };
+    let text = s[index].trim_end();
+    let last = index + 1 == s.len();
+    let announces = text.ends_with([':', '：']) || ANNOUNCES.iter().any(|a| text.to_lowercase().contains(a));
+    (last && announces && matches!(blocks.get(block + 1), Some(Block::Code(_)))).then_some(block + 1)
+}
+
+/// A sentence that announces a block which is not there (cut off by the chunk's end).
+fn dangling(blocks: &[Block], block: usize, index: usize) -> bool {
+    let Block::Prose(s) = &blocks[block] else { return false };
+    index + 1 == s.len()
+        && s[index].trim_end().ends_with([':', '：'])
+        && introduces_code(blocks, block, index).is_none()
+}
+
+/// Whether `text` says what the subject (`subject` terms) is.
+fn defines(text: &str, subject: &[String], lang: Option<&str>) -> bool {
+    if subject.is_empty() {
+        return false;
+    }
+    let lower = text.to_lowercase();
+    let copulas = if lang == Some("ja") { JA_COPULAS } else { COPULAS };
+    let Some(cut) = copulas.iter().filter_map(|c| lower.find(c)).min() else { return false };
+    let head = &lower[..cut];
+    let terms = analyze_as(lang, head);
+    // the subject opens the sentence: its terms and at most one more (an article or adjective)
+    terms.len() <= subject.len() + 1 && subject.iter().all(|t| terms.contains(t))
+}
+
+/// The scoring of one question over the candidate sentences.
+struct Scoring<'q> {
+    lang: Option<&'q str>,
+    intent: &'q Intent,
+    /// (term, weight) of the question.
+    weights: Vec<(String, f32)>,
+    /// Terms the heading bonus and the definition bonus look for.
+    focus: Vec<String>,
+    total: f32,
+}
+
+impl Scoring<'_> {
+    fn weight(&self, t: &str) -> f32 {
+        self.weights.iter().find(|(x, _)| x == t).map_or(0.0, |(_, w)| *w)
+    }
+
+    fn sentence_score(&self, s: &Section, terms: &[String], text: &str) -> f32 {
+        let body: f32 = self.weights.iter().filter(|(t, _)| terms.contains(t)).map(|(_, w)| w).sum();
+        let path: f32 =
+            self.weights.iter().filter(|(t, _)| !terms.contains(t) && s.path.contains(t)).map(|(_, w)| w).sum();
+        let defining = matches!(self.intent, Intent::Definition(_)) && defines(text, &self.focus, self.lang);
+        let bonus: f32 = if defining { self.focus.iter().map(|t| self.weight(t)).sum() } else { 0.0 };
+        if body == 0.0 {
+            return 0.0;
+        }
+        body + 0.5 * path + bonus
+    }
+
+    /// Bonus of a section whose own heading names the question's focus.
+    fn heading_bonus(&self, s: &Section) -> f32 {
+        if s.heading.is_empty() {
+            return 0.0;
+        }
+        let named: Vec<&String> = self.focus.iter().filter(|t| s.heading.contains(t)).collect();
+        let share = named.len() as f32 / s.heading.len() as f32;
+        named.iter().map(|t| self.weight(t)).sum::<f32>() * share.min(1.0)
+    }
+
+    /// Share of the question's weight found in `terms`.
+    fn coverage(&self, terms: &[&String]) -> f32 {
+        let covered: f32 = self.weights.iter().filter(|(t, _)| terms.contains(&t)).map(|(_, w)| w).sum();
+        covered / self.total.max(f32::EPSILON)
+    }
+}
+
+fn candidates(sections: &[Section], lang: Option<&str>) -> Vec<Cand> {
+    let mut out = Vec::new();
+    for (si, s) in sections.iter().enumerate() {
+        for (bi, b) in s.blocks.iter().enumerate() {
+            let Block::Prose(sentences) = b else { continue };
+            for (i, text) in sentences.iter().enumerate() {
+                let letters = text.chars().filter(|c| c.is_alphabetic()).count();
+                if letters < 8 || dangling(&s.blocks, bi, i) {
+                    continue;
+                }
+                out.push(Cand { section: si, block: bi, index: i, terms: analyze_as(lang, text), score: 0.0 });
+            }
+        }
+    }
+    out
+}
+
+fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&'q str>, cands: &[Cand]) -> Scoring<'q> {
+    let query = analyze_as(lang, message);
+    let n = cands.len() as f32;
+    let weights: Vec<(String, f32)> = query
+        .iter()
+        .map(|t| {
+            let df = cands.iter().filter(|c| c.terms.contains(t)).count() as f32;
+            (t.clone(), 1.0 + ((n + 1.0) / (df + 1.0)).ln())
+        })
+        .collect();
+    let focus = match intent {
+        Intent::Definition(x) => analyze_as(lang, x),
+        Intent::Comparison(a, b) => [analyze_as(lang, a), analyze_as(lang, b)].concat(),
+        _ => Vec::new(),
+    };
+    let focus = if focus.is_empty() { query } else { focus };
+    let total = weights.iter().map(|(_, w)| w).sum();
+    Scoring { lang, intent, weights, focus, total }
+}
+
+/// The passage answering `message` from `sources` (best first), or `None` when they do not
+/// answer it.
+pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Option<&str>) -> Option<Passage> {
+    let sections: Vec<Section> = sources.iter().map(|s| section(s, lang)).collect();
+    let mut cands = candidates(&sections, lang);
+    let sc = scoring(message, intent, lang, &cands);
+    if sc.weights.is_empty() || cands.is_empty() {
+        return None;
+    }
+    for c in &mut cands {
+        let rank_prior = 1.0 / (1.0 + 0.1 * c.section as f32);
+        c.score = sc.sentence_score(&sections[c.section], &c.terms, sentence(&sections, c)) * rank_prior;
+    }
+    let best = best_section(&sections, &cands, &sc)?;
+    let mut chosen = choose(&sections, &cands, &sc, best);
+    let covered = |chosen: &[&Cand]| -> Vec<String> {
+        let mut t: Vec<String> = chosen.iter().flat_map(|c| c.terms.iter().cloned()).collect();
+        t.extend(sections[best].path.iter().cloned());
+        t
+    };
+    // the best section must answer on its own: a second one only completes it
+    let first_terms = covered(&chosen);
+    let needed = if sc.weights.len() >= 2 { MIN_COVERAGE } else { 0.99 };
+    if sc.coverage(&first_terms.iter().collect::<Vec<_>>()) < needed {
+        return None;
+    }
+    if let Some(extra) = second_section(&cands, &sc, best, &first_terms) {
+        chosen.push(extra);
+    }
+    Some(render(&sections, &chosen, matches!(intent, Intent::HowTo)))
+}
+
+fn best_section(sections: &[Section], cands: &[Cand], sc: &Scoring) -> Option<usize> {
+    let mut best: Option<(f32, usize)> = None;
+    for (si, s) in sections.iter().enumerate() {
+        let top = cands.iter().filter(|c| c.section == si).map(|c| c.score).fold(0.0, f32::max);
+        if top <= 0.0 {
+            continue;
+        }
+        let score = top + sc.heading_bonus(s);
+        if best.is_none_or(|(b, _)| score > b) {
+            best = Some((score, si));
+        }
+    }
+    best.map(|(_, si)| si)
+}
+
+/// The sentences of section `best` to quote, in document order.
+fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize) -> Vec<&'c Cand> {
+    let mut mine: Vec<&Cand> = cands.iter().filter(|c| c.section == best && c.score > 0.0).collect();
+    mine.sort_by(|a, b| b.score.total_cmp(&a.score).then((a.block, a.index).cmp(&(b.block, b.index))));
+    let Some(anchor) = mine.first().copied() else { return Vec::new() };
+    let mut chosen = vec![anchor];
+    let mut chars = sentence(sections, anchor).len();
+    let mut take = |c: &'c Cand, chosen: &mut Vec<&'c Cand>| {
+        let len = sentence(sections, c).len();
+        if chosen.len() < MAX_SENTENCES && chars + len <= MAX_PROSE_CHARS && !chosen.iter().any(|x| std::ptr::eq(*x, c))
+        {
+            chars += len;
+            chosen.push(c);
+        }
+    };
+    match sc.intent {
+        Intent::Definition(_) => {
+            if let Some(next) =
+                cands.iter().find(|c| c.section == best && c.block == anchor.block && c.index == anchor.index + 1)
+            {
+                take(next, &mut chosen);
+            }
+        }
+        Intent::Comparison(a, b) => {
+            for side in [a, b] {
+                let terms = analyze_as(sc.lang, side);
+                let about = |c: &&Cand| terms.iter().any(|t| c.terms.contains(t));
+                let says = |c: &&Cand| defines(sentence(sections, c), &terms, sc.lang);
+                if let Some(c) = mine.iter().copied().find(|c| says(c)) {
+                    take(c, &mut chosen);
+                } else if !chosen.iter().any(about) {
+                    if let Some(c) = mine.iter().copied().find(about) {
+                        take(c, &mut chosen);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    for c in mine.iter().copied().skip(1).take_while(|c| c.score >= anchor.score * KEEP_RATIO) {
+        take(c, &mut chosen);
+    }
+    chosen.sort_by_key(|c| (c.block, c.index));
+    chosen
+}
+
+/// One sentence of another section when it covers enough of what the first section does not.
+fn second_section<'c>(cands: &'c [Cand], sc: &Scoring, best: usize, covered: &[String]) -> Option<&'c Cand> {
+    let gain = |c: &Cand| -> f32 {
+        let new: f32 =
+            sc.weights.iter().filter(|(t, _)| !covered.contains(t) && c.terms.contains(t)).map(|(_, w)| w).sum();
+        new / sc.total.max(f32::EPSILON)
+    };
+    cands
+        .iter()
+        .filter(|c| c.section != best && gain(c) >= SECOND_SECTION_GAIN)
+        .max_by(|a, b| (gain(a), a.score).partial_cmp(&(gain(b), b.score)).unwrap_or(std::cmp::Ordering::Equal))
+}
+
+/// The code block to quote after the chosen sentences, if any: the block a chosen sentence
+/// introduces, or (for "How do I") the section's first block after the first chosen sentence.
+fn code_block(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Option<(usize, usize)> {
+    for c in chosen {
+        if let Some(b) = introduces_code(&sections[c.section].blocks, c.block, c.index) {
+            return Some((c.section, b));
+        }
+    }
+    let first = chosen.first()?;
+    let blocks = &sections[first.section].blocks;
+    let found = (first.block + 1..blocks.len().min(first.block + 4)).find(|b| matches!(blocks[*b], Block::Code(_)));
+    found.filter(|_| how_to).map(|b| (first.section, b))
+}
+
+fn render(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Passage {
+    let code = code_block(sections, chosen, how_to).and_then(|(s, b)| match &sections[s].blocks[b] {
+        Block::Code(text) if text.len() <= MAX_CODE_CHARS => Some((s, b, text.as_str())),
+        _ => None,
+    });
+    let mut text = String::new();
+    let mut last: Option<(usize, usize)> = None;
+    let mut code_done = false;
+    for c in chosen {
+        // a sentence that announces a block is quoted only with it
+        let intro = introduces_code(&sections[c.section].blocks, c.block, c.index);
+        let quoted = |ib: usize| code.is_some_and(|(s, b, _)| (s, b) == (c.section, ib));
+        if intro.is_some_and(|ib| !quoted(ib)) && chosen.len() > 1 {
+            continue;
+        }
+        if let Some((s, b, block)) = code.filter(|(s, b, _)| !code_done && (*s != c.section || *b < c.block)) {
+            push_code(&mut text, block);
+            code_done = true;
+            last = Some((s, b));
+        }
+        let joined = last == Some((c.section, c.block));
+        text.push_str(if text.is_empty() {
+            ""
+        } else if joined {
+            " "
+        } else {
+            "\n\n"
+        });
+        text.push_str(sentence(sections, c));
+        last = Some((c.section, c.block));
+    }
+    if let (Some((_, _, block)), false) = (code, code_done) {
+        push_code(&mut text, block);
+    }
+    let mut used: Vec<usize> = chosen.iter().map(|c| c.section).collect();
+    used.dedup();
+    let mut names: Vec<&str> = Vec::new();
+    for i in &used {
+        if !names.contains(&sections[*i].name) {
+            names.push(sections[*i].name);
+        }
+    }
+    Passage { text: format!("{text}\n\n(From: {})", names.join("; ")), used }
+}
+
+fn push_code(text: &mut String, block: &str) {
+    text.push_str("\n\n```\n");
+    text.push_str(block);
+    text.push_str("\n```");
+}

@@ -1,0 +1,169 @@
+//! What the embedded generator answers (issue 11): the passage that defines, the explanation
+//! with its code example as a fenced block, both sides of a comparison, "I don't know" with no
+//! sources when the knowledge base lacks the answer, in English, French and Japanese. Quality
+//! over a labelled set is measured by `examples/answers.rs`, not here.
+
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+use crate::common::{sse, Org, Server};
+
+const TUTORIAL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/sample/python-tutorial/");
+
+/// A replica whose knowledge base holds some chapters of the Python tutorial.
+async fn tutor(org: &Org) -> String {
+    let replica = org.create_replica("tutor").await;
+    for file in ["datastructures", "venv", "controlflow", "inputoutput", "errors"] {
+        let text = std::fs::read_to_string(format!("{TUTORIAL}{file}.txt")).expect("tutorial chapter");
+        let kb = org.add_text(&replica, file, &text).await;
+        org.wait_ready(&replica, kb).await;
+    }
+    replica
+}
+
+/// Adds a text entry in `language` and waits until it is searchable.
+async fn add_in(org: &Org, replica: &str, title: &str, language: &str, text: &str) {
+    let body = json!({"text": text, "title": title, "language": language});
+    let (s, v) = org.post(&format!("/v1/replicas/{replica}/knowledge-base"), body).await;
+    assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
+    org.wait_ready(replica, v["results"][0]["knowledgeBaseID"].as_u64().expect("knowledgeBaseID")).await;
+}
+
+/// Asks; returns the answer and the names of the sources stored with it.
+async fn ask(org: &Org, replica: &str, question: &str) -> (String, Vec<String>) {
+    let answer = org.ask(replica, question).await;
+    let items = org.history(replica, "").await;
+    let last = items.last().expect("the answer is stored");
+    assert_eq!(last["content"], json!(answer));
+    let names =
+        last["sources"].as_array().expect("sources").iter().map(|s| s["name"].as_str().unwrap_or("").to_string());
+    (answer, names.collect())
+}
+
+/// The fenced code blocks of a Markdown answer.
+fn fenced(answer: &str) -> Vec<&str> {
+    answer.split("```").skip(1).step_by(2).map(|b| b.trim_matches('\n')).collect()
+}
+
+#[tokio::test]
+async fn a_definition_question_is_answered_by_the_passage_that_defines() {
+    let server = Server::start();
+    let org = server.new_org("Answers").await;
+    let replica = tutor(&org).await;
+
+    let (answer, sources) = ask(&org, &replica, "What is a list comprehension?").await;
+    assert!(answer.starts_with("List comprehensions provide a concise way to create lists."), "{answer}");
+    assert!(sources[0].ends_with("List Comprehensions"), "the section named by the question: {sources:?}");
+
+    let (answer, sources) = ask(&org, &replica, "What is a set?").await;
+    assert!(answer.contains("A set is an unordered collection with no duplicate elements."), "{answer}");
+    assert!(sources[0].ends_with("Sets"), "{sources:?}");
+
+    let (answer, _) = ask(&org, &replica, "What does the pass statement do?").await;
+    assert!(answer.contains("The pass statement does nothing."), "{answer}");
+}
+
+#[tokio::test]
+async fn a_how_to_question_gets_the_explanation_with_its_code_as_a_fenced_block() {
+    let server = Server::start();
+    let org = server.new_org("Answers").await;
+    let replica = tutor(&org).await;
+
+    let (answer, sources) = ask(&org, &replica, "How do I create a virtual environment?").await;
+    assert!(answer.contains("run the venv module as a script with the directory path:"), "{answer}");
+    let blocks = fenced(&answer);
+    assert_eq!(blocks, vec!["python3 -m venv tutorial-env"], "{answer}");
+    assert!(sources[0].ends_with("Creating Virtual Environments"), "{sources:?}");
+
+    let (answer, _) = ask(&org, &replica, "How do I read a file?").await;
+    assert!(fenced(&answer).iter().any(|b| b.contains("open(")), "an example with open(): {answer}");
+    // every sentence that announces a block (prose line ending with ":") is followed by it
+    let parts: Vec<&str> = answer.split("```").collect();
+    for (i, prose) in parts.iter().enumerate().step_by(2) {
+        for line in prose.lines().filter(|l| l.ends_with(':')) {
+            let last = prose.trim_end().ends_with(line);
+            assert!(last && i + 1 < parts.len(), "{line:?} without its block: {answer}");
+        }
+    }
+
+    // streamed, the fenced block is one delta and the deltas join to the stored answer
+    let body = json!({"content": "How do I create a virtual environment?"});
+    let path = format!("/v1/replicas/{replica}/chat/completions");
+    let r = org.call(Method::POST, &path, Some(&body), &[("accept", "text/event-stream")]).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let events = sse::parse(&r.text);
+    let (joined, error, message) = sse::check_shape(&events);
+    assert!(error.is_none());
+    assert_eq!(message["content"], json!(joined));
+    let deltas: Vec<String> = events
+        .iter()
+        .filter(|e| e.event.as_deref() == Some("delta"))
+        .map(|e| e.json()["delta"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(deltas.iter().any(|d| d.starts_with("```") && d.contains("python3 -m venv")), "{deltas:?}");
+}
+
+#[tokio::test]
+async fn a_comparison_gathers_sentences_about_both_sides() {
+    let server = Server::start();
+    let org = server.new_org("Answers").await;
+    let replica = tutor(&org).await;
+    let (answer, sources) = ask(&org, &replica, "What is the difference between a tuple and a list?").await;
+    assert!(answer.contains("Tuples are immutable"), "{answer}");
+    assert!(answer.contains("Lists are mutable"), "{answer}");
+    assert!(sources[0].ends_with("Tuples and Sequences"), "{sources:?}");
+}
+
+#[tokio::test]
+async fn what_the_knowledge_base_lacks_is_i_dont_know_with_no_sources() {
+    let server = Server::start();
+    let org = server.new_org("Answers").await;
+    let replica = tutor(&org).await;
+    for q in ["How do I connect to a PostgreSQL database?", "What is a metaclass?", "Who won the 2018 World Cup?"] {
+        let (answer, sources) = ask(&org, &replica, q).await;
+        assert!(answer.starts_with("I don't know"), "{q}: {answer}");
+        assert_eq!(sources, Vec::<String>::new(), "{q}");
+    }
+    // … while the same words in a covered question are answered
+    let (answer, sources) = ask(&org, &replica, "How do I handle exceptions?").await;
+    assert!(!answer.starts_with("I don't know") && !sources.is_empty(), "{answer}");
+}
+
+const FRENCH: &str = "# Les listes\n\n\
+Une liste est une séquence modifiable de valeurs, écrite entre crochets et séparées par des virgules. \
+Les listes peuvent contenir des éléments de types différents.\n\n\
+## Ajouter un élément\n\n\
+Pour ajouter un élément à la fin d'une liste, on utilise la méthode append, comme dans l'exemple suivant :\n\n    fruits = ['pomme', 'poire']\n    fruits.append('orange')\n\n\
+Après cet appel, la liste contient trois éléments.\n\n\
+## Les tuples\n\n\
+Un tuple est une séquence non modifiable de valeurs séparées par des virgules. \
+Les tuples sont souvent utilisés pour regrouper des données hétérogènes.\n";
+
+const JAPANESE: &str = "# リスト\n\n\
+リストとは、角括弧で囲んだ値の並びで、後から変更できるデータ型です。リストには異なる型の値を入れることができます。\n\n\
+## 要素の追加\n\n\
+リストの末尾に要素を追加するには、次のように append メソッドを使います：\n\n    fruits = ['りんご', 'なし']\n    fruits.append('みかん')\n\n\
+## タプル\n\n\
+タプルとは、変更できない値の並びです。タプルは異なる種類のデータをまとめるためによく使われます。\n";
+
+#[tokio::test]
+async fn french_and_japanese_knowledge_is_answered_in_its_language() {
+    let server = Server::start();
+    let org = server.new_org("Answers").await;
+    let fr = org.create_replica("fr").await;
+    add_in(&org, &fr, "Les listes", "fr", FRENCH).await;
+    let (answer, _) = ask(&org, &fr, "Qu'est-ce qu'une liste ?").await;
+    assert!(answer.starts_with("Une liste est une séquence modifiable de valeurs"), "{answer}");
+    let (answer, _) = ask(&org, &fr, "Comment ajouter un élément à une liste ?").await;
+    assert!(answer.contains("on utilise la méthode append"), "{answer}");
+    assert_eq!(fenced(&answer), vec!["fruits = ['pomme', 'poire']\nfruits.append('orange')"], "{answer}");
+    let (answer, sources) = ask(&org, &fr, "Quelle est la recette de la tarte aux pommes de grand-mère ?").await;
+    assert!(answer.starts_with("I don't know") && sources.is_empty(), "{answer}");
+
+    let ja = org.create_replica("ja").await;
+    add_in(&org, &ja, "リスト", "ja", JAPANESE).await;
+    let (answer, _) = ask(&org, &ja, "タプルとは何ですか？").await;
+    assert!(answer.starts_with("タプルとは、変更できない値の並びです。"), "{answer}");
+    let (answer, _) = ask(&org, &ja, "リストに要素を追加するにはどうすればいいですか？").await;
+    assert!(fenced(&answer).iter().any(|b| b.contains("fruits.append('みかん')")), "{answer}");
+}
