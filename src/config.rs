@@ -90,7 +90,7 @@ pub struct Config {
     pub secrets_key_file: Option<PathBuf>,
     /// Base URL of the messengerA Bot API (`{base}/bot{token}/{method}`); point it at a local
     /// Bot API server or a test stand-in.
-    #[arg(long, env = "REPLICAD_MESSENGER_A_API_BASE", default_value = crate::channels::messenger_a::DEFAULT_API_BASE)]
+    #[arg(long, env = "REPLICAD_MESSENGER_A_API_BASE", default_value = DEFAULT_MESSENGER_A_API_BASE)]
     pub messenger_a_api_base: String,
     /// Long-poll timeout of messengerA `getUpdates`, in seconds.
     #[arg(long, env = "REPLICAD_MESSENGER_A_POLL_TIMEOUT", default_value_t = 30)]
@@ -129,7 +129,7 @@ impl Config {
             rate_limit_per_key: None,
             test_clock: false,
             secrets_key_file: None,
-            messenger_a_api_base: crate::channels::messenger_a::DEFAULT_API_BASE.to_string(),
+            messenger_a_api_base: DEFAULT_MESSENGER_A_API_BASE.to_string(),
             messenger_a_poll_timeout: 30,
             llm: crate::generate::LlmConfig::default(),
         }
@@ -168,6 +168,9 @@ impl Config {
         Ok(())
     }
 }
+
+/// Default `--messenger-a-api-base`: the public messengerA Bot API.
+pub const DEFAULT_MESSENGER_A_API_BASE: &str = "https://api.telegram.org";
 
 /// Parses `7d`, `12h`, `30m`, `45s` or plain seconds into seconds.
 pub fn parse_duration(s: &str) -> Result<u64, String> {

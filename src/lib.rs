@@ -38,7 +38,9 @@ pub mod search;
 pub mod secrets;
 pub mod server;
 pub mod service;
+pub mod stop;
 pub mod store;
+pub mod telemetry;
 pub mod text;
 
 use std::future::Future;
@@ -82,6 +84,9 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let backends = generate::Backends::build(&config.llm, &models)?;
     backends.log(&models);
     let store = store::Store::open(&config.data_dir).map_err(|e| e.to_string())?;
+    if store.write(service::chats::derive_pending_in).await.map_err(|e| e.to_string())? {
+        tracing::info!("the history stored before schema 3 is filed under its chats");
+    }
     let (search, index_seq) = search::Search::open(&config.data_dir).map_err(|e| e.to_string())?;
     let search = Arc::new(search);
     let rebuild = search::indexer::needs_rebuild(&store, index_seq).await.map_err(|e| e.to_string())?;
@@ -122,6 +127,7 @@ mod layering {
 
     /// Each module and its layer (see the crate documentation); a higher layer uses lower ones.
     const LAYERS: &[(&str, u8)] = &[
+        ("orgs_cli", 10),
         ("server", 9),
         ("admin", 9),
         ("demo", 9),
@@ -130,6 +136,8 @@ mod layering {
         ("api", 8),
         ("openapi", 8),
         ("app", 8),
+        ("ops", 8),
+        ("channels", 8),
         ("config", 7),
         ("service", 6),
         ("generate", 5),
@@ -139,6 +147,10 @@ mod layering {
         ("store", 1),
         ("error", 0),
         ("models", 0),
+        ("clock", 0),
+        ("secrets", 1),
+        ("stop", 0),
+        ("telemetry", 0),
     ];
     /// The layer whose modules may name each other (the request path).
     const SHARED: u8 = 8;

@@ -50,7 +50,7 @@ pub struct Upstream {
 /// 502 `UPSTREAM_ERROR` about upstream `name`; `detail` is logged, not shown.
 pub fn upstream_error(name: &str, what: &str, detail: impl std::fmt::Display) -> Error {
     tracing::warn!(upstream = name, error = %detail, "{what}");
-    crate::ops::metrics::upstream_failed(name);
+    crate::telemetry::upstream_failed(name);
     Error {
         code: Code::UpstreamError,
         message: format!("the model server {name:?} {what}"),
@@ -143,7 +143,7 @@ impl Backend for Upstream {
             }
             let started = std::time::Instant::now();
             let resp = self.send(&body).await?;
-            crate::ops::metrics::upstream_answered(&self.name, started.elapsed());
+            crate::telemetry::upstream_answered(&self.name, started.elapsed());
             let mut reader = Reader { resp, name: self.name.clone(), idle: self.policy.idle, buf: Vec::new() };
             Ok(if stream {
                 // Until the first delta, the stream may be silent as long as a first byte may take.

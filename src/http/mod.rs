@@ -24,7 +24,7 @@ use router::Matched;
 
 /// Serves one request. Never fails: errors become spec §7 bodies.
 pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response::ResponseBody> {
-    let in_flight = crate::ops::metrics::InFlight::start();
+    let in_flight = crate::telemetry::InFlight::start();
     let request_id = uuid::Uuid::new_v4().simple().to_string();
     let method = req.method().clone();
     let matched = app.router.find(&method, req.uri().path());
@@ -49,7 +49,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response:
             }
         }
     };
-    crate::ops::metrics::request(method.as_str(), route, reply.status.as_u16(), in_flight.elapsed());
+    crate::telemetry::request(method.as_str(), route, reply.status.as_u16(), in_flight.elapsed());
     let reply = limit_headers.into_iter().fold(reply, |r, (name, value)| r.with_header(name, &value));
     tracing::info!(
         %request_id, %method, route, %path, status = reply.status.as_u16(),

@@ -40,7 +40,7 @@ pub struct Worker {
     pub refresh_ms: i64,
     /// Ends the worker at its next safe point: between two steps (each one write transaction;
     /// a restart resumes every job from its stored status).
-    pub stop: crate::ops::shutdown::Stop,
+    pub stop: crate::stop::Stop,
 }
 
 /// Starts the worker: it drains the queue, then waits for `Store::jobs_notify` or the next
@@ -105,7 +105,7 @@ async fn run_or_retry(store: &Store, worker: &Worker, entry: u64, attempts: u32)
     let Err(e) = run_job(store, worker, entry, attempts).await else { return Ok(()) };
     if attempts + 1 < MAX_ATTEMPTS {
         tracing::error!(entry, error = %e, "ingestion step failed; will retry");
-        crate::ops::metrics::ingest_outcome("retried");
+        crate::telemetry::ingest_outcome("retried");
         store.write(move |txn| reschedule(txn, entry, 1_000 << attempts)).await
     } else {
         tracing::error!(entry, error = %e, "ingestion step failed; giving up");
@@ -159,7 +159,7 @@ async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Resu
                 Err(e) if e.is_transient() && attempts + 1 < MAX_ATTEMPTS => {
                     let delay = 2_000i64 << attempts;
                     tracing::warn!(entry = id, error = %e.message, delay_ms = delay, "fetch failed; will retry");
-                    crate::ops::metrics::ingest_outcome("retried");
+                    crate::telemetry::ingest_outcome("retried");
                     return store.write(move |txn| reschedule(txn, id, delay)).await;
                 }
                 Err(e) => return fail(store, id, Some(status), e.message).await,
@@ -170,7 +170,7 @@ async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Resu
             },
             (KbStatus::RawText, _) => {
                 process(store, id, refresh_ms).await?;
-                crate::ops::metrics::ingest_outcome("processed");
+                crate::telemetry::ingest_outcome("processed");
                 return Ok(());
             }
             (KbStatus::ProcessedText | KbStatus::VectorCreated | KbStatus::Ready, KbKind::Website)
@@ -306,7 +306,7 @@ async fn process(store: &Store, id: u64, refresh_ms: i64) -> Result<()> {
 /// and drops its job.
 async fn fail(store: &Store, id: u64, from: Option<KbStatus>, message: String) -> Result<()> {
     tracing::info!(entry = id, reason = %message, "knowledge-base entry unprocessable");
-    crate::ops::metrics::ingest_outcome("unprocessable");
+    crate::telemetry::ingest_outcome("unprocessable");
     let now = now_ms();
     store
         .write_kb(move |txn| {

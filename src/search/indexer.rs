@@ -242,7 +242,7 @@ pub fn spawn(
     store: Store,
     search: Arc<Search>,
     rebuild_first: bool,
-    mut stop: crate::ops::shutdown::Stop,
+    mut stop: crate::stop::Stop,
 ) -> mpsc::Sender<RebuildRequest> {
     let (tx, mut rx) = mpsc::channel::<RebuildRequest>(4);
     tokio::spawn(async move {

@@ -16,10 +16,33 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::store::records::{Chat, Conversation, Counts, Message, Replica, User};
-use crate::store::{self, codec, k, tables, Store};
+use crate::store::{self, codec, k, migrate, tables, Store};
 
 /// Silence after which the next item starts a new conversation: 30 minutes, in milliseconds.
 pub const SILENCE_MS: i64 = 30 * 60 * 1000;
+
+/// Files every history item stored before schema 3 under its chat and conversation, in id (so
+/// time) order, through [`record_in`] like a new item, once: when the 2 → 3 migration left
+/// [`migrate::DERIVE_CHATS`] in `meta`, which this removes. Returns whether it derived anything.
+pub fn derive_pending_in(txn: &WriteTransaction) -> Result<bool> {
+    if txn.open_table(tables::META)?.remove(migrate::DERIVE_CHATS)?.is_none() {
+        return Ok(false);
+    }
+    let mut keys: Vec<(u64, u128, u128)> = Vec::new();
+    for row in txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?.iter()? {
+        let (replica, user, id) = row?.0.value();
+        keys.push((id, replica, user));
+    }
+    keys.sort_unstable();
+    let messages = txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
+    for (id, replica, user) in keys {
+        let m: Option<Message> = store::get(&messages, (replica, user, id))?;
+        if let Some(m) = m {
+            record_in(txn, &m)?;
+        }
+    }
+    Ok(true)
+}
 
 /// Where [`record_in`] put an item.
 #[derive(Debug, Clone, Copy)]

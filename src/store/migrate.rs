@@ -11,6 +11,10 @@ pub const SCHEMA_VERSION: u32 = 3;
 
 const KEY: &str = "schema_version";
 
+/// `meta` key present while the history stored before schema 3 still has to be filed under its
+/// chats (see `service::chats::derive_pending_in`).
+pub const DERIVE_CHATS: &str = "derive_chats";
+
 /// Brings the store at `db` to [`SCHEMA_VERSION`], creating every table.
 pub fn run(db: &Database) -> Result<()> {
     let found = read_version(db)?;
@@ -58,10 +62,12 @@ fn migrate_from(db: &Database, from: u32) -> Result<()> {
             create_tables(&txn)?;
             backfill_org_kb_counts(&txn)?;
         }
-        // 2 → 3: channel bots (messengerA), the widget's keys and origins; chats, conversations and their counters (usage, analytics), derived from the stored history.
+        // 2 → 3: channel bots (messengerA), the widget's keys and origins; chats, conversations and
+        // their counters (usage, analytics), which `service::chats::derive_pending_in` derives from the
+        // stored history when the server starts (the store layer does not know the chat rules).
         2 => {
             create_tables(&txn)?;
-            derive_chats(&txn)?;
+            txn.open_table(tables::META)?.insert(DERIVE_CHATS, [1u8].as_slice())?;
         }
         _ => return Err(Error::internal(format!("no migration from schema version {from}"))),
     }
@@ -86,25 +92,6 @@ fn backfill_org_kb_counts(txn: &WriteTransaction) -> Result<()> {
     let mut table = txn.open_table(tables::ORG_KBCOUNT)?;
     for (org, n) in counts {
         table.insert(org, n)?;
-    }
-    Ok(())
-}
-
-/// Files every stored history item under its chat and conversation, in id (so time) order,
-/// through the same code as a new item (`service::chats::record_in`).
-fn derive_chats(txn: &WriteTransaction) -> Result<()> {
-    let mut keys: Vec<(u64, u128, u128)> = Vec::new();
-    for row in txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?.iter()? {
-        let (replica, user, id) = row?.0.value();
-        keys.push((id, replica, user));
-    }
-    keys.sort_unstable();
-    let messages = txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
-    for (id, replica, user) in keys {
-        let m: Option<crate::store::records::Message> = crate::store::get(&messages, (replica, user, id))?;
-        if let Some(m) = m {
-            crate::service::chats::record_in(txn, &m)?;
-        }
     }
     Ok(())
 }
@@ -258,6 +245,10 @@ mod tests {
         txn.commit().unwrap();
 
         run(&db).unwrap();
+        let txn = db.begin_write().unwrap();
+        assert!(crate::service::chats::derive_pending_in(&txn).unwrap(), "the history is derived once");
+        assert!(!crate::service::chats::derive_pending_in(&txn).unwrap());
+        txn.commit().unwrap();
         let read = db.begin_read().unwrap();
         let chats: Vec<Chat> = values(&read.open_table(tables::CHATS).unwrap());
         assert_eq!(chats.len(), 2, "one chat per user on web");

@@ -9,7 +9,7 @@
 
 pub mod codec;
 pub mod kb;
-mod migrate;
+pub mod migrate;
 pub mod records;
 pub mod states;
 pub mod tables;

@@ -124,7 +124,7 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, state: &CommitState) {
             None => {
                 let started = Instant::now();
                 let err = txn.commit().err().map(Error::from);
-                crate::ops::metrics::store_commit(batch.len(), started.elapsed());
+                crate::telemetry::store_commit(batch.len(), started.elapsed());
                 state.record(err.as_ref().map_or(Ok(()), Err));
                 for job in batch.drain(..) {
                     (job.finish)(err.clone());

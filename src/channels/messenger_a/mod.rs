@@ -38,7 +38,7 @@ use crate::store::records::{MessengerABot, Replica};
 /// The channel name (runner key, history `source`, linked-account type).
 pub const CHANNEL: &str = "messengerA";
 /// The public Bot API.
-pub const DEFAULT_API_BASE: &str = "https://api.telegram.org";
+pub const DEFAULT_API_BASE: &str = crate::config::DEFAULT_MESSENGER_A_API_BASE;
 /// Sent when the model could not produce a reply.
 const APOLOGY: &str = "Sorry, I cannot answer right now. Please try again in a moment.";
 /// How many times a `sendMessage` refused with 429 is tried again.
