@@ -12,7 +12,7 @@ const TAG: &str = "Usage and analytics";
 /// The operation rows (see `operations::all`).
 pub fn operations() -> Vec<Op> {
     vec![
-        op("GET", "/v1/users/me/usage", "getMyUsage", TAG, "Usage of the current user").ok(200, "Usage").describe(
+        op("GET", "/v1/users/me/usage", "getMyUsage", TAG, "Usage of the current user").ok(200, "UserUsage").describe(
             "Conversations started this UTC month and knowledge-base entries, of the replicas the user owns \
             (`currentMonthByReplica` / `byReplica` list each of them, zeros included); `tokens` (ours): the prompt \
             and completion tokens of the user's own completions this month, per replica. Answered from counters \
@@ -80,7 +80,7 @@ pub fn schemas(add: &mut impl FnMut(&str, Value)) {
     );
     add("Tokens", tokens(Value::Null));
     add(
-        "Usage",
+        "UserUsage",
         object(
             &["success", "conversations", "knowledgeBaseEntries", "tokens"],
             json!({
