@@ -54,11 +54,11 @@ fn me(req: &Req) -> Result<&User> {
 }
 
 /// # `POST /v1/users`
-/// 201 `{success, id, name, email?, linkedAccounts, ...}`. Errors: 400, 409 `EMAIL_TAKEN`.
+/// 200 `{success, id, name, email?, linkedAccounts, ...}` (DECISIONS.md "Common": the hosted document's code). Errors: 400, 409 `EMAIL_TAKEN`.
 pub async fn create(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: UserBody = req.json()?;
     let user = users::create(&app.store, req.caller()?.org.id, body.into()).await?;
-    Ok(Reply::success(201, &view(&user)))
+    Ok(Reply::ok(&view(&user)))
 }
 
 /// # `GET /v1/users/{userID}`

@@ -55,7 +55,10 @@ pub async fn authenticate(store: &Store, headers: &HeaderMap, access: Access) ->
         _ => user_from_headers(store, &org, headers).await?,
     };
     if access == Access::User && user.is_none() {
-        return Err(Error::new(Code::Unauthorized, "this operation requires X-USER-ID and X-USER-ID-TYPE"));
+        return Err(Error::new(
+            Code::Unauthorized,
+            "this operation requires a user (X-USER-ID, with X-USER-ID-TYPE or alone for type id)",
+        ));
     }
     Ok(Some(Caller { org, user }))
 }
@@ -77,7 +80,8 @@ async fn user_from_headers(store: &Store, org: &Org, headers: &HeaderMap) -> Res
     let (id, kind) = match (header(headers, "x-user-id"), header(headers, "x-user-id-type")) {
         (None, None) => return Ok(None),
         (Some(id), Some(kind)) => (id, kind),
-        (Some(_), None) => return Err(Error::new(Code::InvalidUserHeaders, "X-USER-ID requires X-USER-ID-TYPE")),
+        // DECISIONS.md "Auth": the id alone is of type `id` (what existing clients send).
+        (Some(id), None) => (id, "id"),
         (None, Some(_)) => return Err(Error::new(Code::InvalidUserHeaders, "X-USER-ID-TYPE requires X-USER-ID")),
     };
     let kind = users::IdType::parse(kind).ok_or_else(|| {

@@ -248,7 +248,11 @@ fn security_schemes() -> Value {
             "X-ORGANIZATION-SECRET",
             "The organization's API key (shown once at redemption, stored hashed).",
         ),
-        "userId": key("X-USER-ID", "Acts as this user of the organization; requires X-USER-ID-TYPE (alone → 400)."),
+        "userId": key(
+            "X-USER-ID",
+            "Acts as this user of the organization. Without X-USER-ID-TYPE the type is `id` (the user's own \
+            id), as existing clients send it after creating their user (DECISIONS.md \"Auth\").",
+        ),
         "userIdType": key(
             "X-USER-ID-TYPE",
             "`id`, `email` (unknown user → 401 USER_NOT_FOUND) or the linked-account types `messengerA`, \
@@ -265,20 +269,22 @@ fn security_schemes() -> Value {
 /// The security alternatives of spec §5 for `access` (DECISIONS.md "Auth").
 fn security(access: Access) -> Value {
     let org = [json!({ "organizationSecret": [] }), json!({ "bearer": [] })];
-    let with_user = |mut v: Value| {
-        v["userId"] = json!([]);
-        v["userIdType"] = json!([]);
-        v
+    // A user is named by X-USER-ID with its type, or by X-USER-ID alone (type `id`).
+    let with_user = |typed: bool| {
+        org.iter().cloned().map(move |mut v| {
+            v["userId"] = json!([]);
+            if typed {
+                v["userIdType"] = json!([]);
+            }
+            v
+        })
     };
+    let users: Vec<Value> = with_user(true).chain(with_user(false)).collect();
     match access {
         Access::Public => json!([]),
         Access::Org => json!(org),
-        Access::User => json!(org.iter().cloned().map(with_user).collect::<Vec<_>>()),
-        Access::Either => {
-            let mut all: Vec<Value> = org.iter().cloned().map(with_user).collect();
-            all.extend(org);
-            json!(all)
-        }
+        Access::User => json!(users),
+        Access::Either => json!(users.into_iter().chain(org).collect::<Vec<_>>()),
     }
 }
 
@@ -286,7 +292,7 @@ fn access_text(access: Access) -> &'static str {
     match access {
         Access::Public => "public (no credentials)",
         Access::Org => "the organization key (user headers are ignored)",
-        Access::User => "the organization key and a user (X-USER-ID + X-USER-ID-TYPE)",
+        Access::User => "the organization key and a user (X-USER-ID, with X-USER-ID-TYPE or alone for type `id`)",
         Access::Either => "the organization key, alone (acting as the organization's owner user) or with a user",
     }
 }

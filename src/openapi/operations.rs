@@ -402,7 +402,7 @@ fn users() -> Vec<Op> {
     vec![
         op("POST", "/v1/users", "createUser", "Users", "Create a user")
             .body("UserWrite")
-            .ok(201, "UserResponse")
+            .ok(200, "UserResponse")
             .creates("userID", "/id")
             .extra(&[409]),
         op("GET", "/v1/users/me", "getMe", "Users", "Read the current user").ok(200, "UserResponse"),

@@ -34,11 +34,21 @@ async fn the_key_is_accepted_as_a_bearer_token() {
 }
 
 #[tokio::test]
-async fn x_user_id_without_its_type_is_400() {
+async fn x_user_id_without_its_type_names_the_user_by_id() {
     let server = Server::start();
     let org = server.new_org("Headers").await;
-    let r = org.call(Method::GET, "/v1/replicas", None, &[("X-USER-ID", "42")]).await;
-    assert_error(&r, StatusCode::BAD_REQUEST, Some("INVALID_USER_HEADERS"));
+    let id = org.create_user("Tool User", "tool@example.org").await;
+    let alone = [("X-USER-ID", id.as_str())];
+    let r = org.call(Method::GET, "/v1/users/me", None, &alone).await;
+    assert_eq!((r.status, r.body["id"].clone()), (StatusCode::OK, json!(id)), "{}", r.text);
+    let r = org.call(Method::GET, "/v1/replicas", None, &alone).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let r = org.call(Method::GET, "/v1/users/me", None, &[("X-USER-ID", "no-such-user")]).await;
+    assert_error(&r, StatusCode::UNAUTHORIZED, Some("USER_NOT_FOUND"));
+    let r = org.call(Method::DELETE, "/v1/users/me", None, &alone).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let r = org.call(Method::GET, "/v1/users/me", None, &alone).await;
+    assert_error(&r, StatusCode::UNAUTHORIZED, Some("USER_NOT_FOUND"));
 }
 
 #[tokio::test]
