@@ -3,7 +3,7 @@
 //!
 //! An entry's status says which step comes next: `NEW` (a `website`: fetch it), `FILE_UPLOADED`
 //! (extract the uploaded file), `RAW_TEXT` (chunk the extracted text and queue it for the
-//! index: `PROCESSED_TEXT`; the indexer then moves it to `VECTOR_CREATED` and `READY`). Each step
+//! index: `PROCESSED_TEXT`; the indexer then moves it to `READY` once searches see it). Each step
 //! is one write transaction that checks the entry is still at the status the step started
 //! from, so a step is never applied twice and a PATCH or DELETE in between wins. The job row is
 //! removed in the transaction of the last step. After a crash (even `kill -9`) the worker finds

@@ -274,7 +274,7 @@ fn knowledge_base() -> Vec<Op> {
             .extra(&[409, 429])
             .describe(
                 "Exactly one of `text`, `url`, `filename`; 207 `{success, results}`. Statuses move \
-                `NEW → FILE_UPLOADED → RAW_TEXT → PROCESSED_TEXT → VECTOR_CREATED → READY` (or `UNPROCESSABLE` with \
+                `NEW → FILE_UPLOADED → RAW_TEXT → PROCESSED_TEXT → READY` (see `status`; or `UNPROCESSABLE` with \
                 `error.message`) as a background job queue kept in the store works: a `url` is fetched (timeouts, \
                 size cap, at most 5 redirects, no private or loopback addresses unless the operator allows them), \
                 a `filename` waits for its bytes on `signedURL`. 409 `URL_ALREADY_EXISTS`; 429 \

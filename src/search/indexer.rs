@@ -3,9 +3,24 @@
 //! Each outbox row names an entry that changed. The indexer reads a batch of rows and, in the
 //! same read transaction, the entries' current chunks and language; deletes the entries'
 //! documents and adds the current ones (idempotent: applying a row twice gives the same
-//! index); marks the revisions `VECTOR_CREATED` in the store; commits tantivy with the last seq
-//! as payload and reloads the searchers; then, in one store write, removes the rows and marks
-//! the revisions `READY`. A crash anywhere in between only makes it apply rows again.
+//! index); commits tantivy with the last seq as payload and reloads the searchers; then, in one
+//! store write, removes the rows and marks the revisions `READY`. A crash anywhere in between
+//! only makes it apply rows again.
+//!
+//! **Searchable means searchable** (DECISIONS.md "Knowledge base", status meaning). Clients poll
+//! an entry until it reports `VECTOR_CREATED` or `READY` and then ask at once, so an entry
+//! reports either only once a searcher sees its chunks: the status is written after the commit
+//! and the reload, never before (an earlier version marked `VECTOR_CREATED` before the commit,
+//! and a question asked right then was answered "I don't know"). Of the three ways to hold this
+//! — the status after the commit, a completion that waits until the index has applied the
+//! replica's last write, or a search that also reads what is not yet committed — the first puts
+//! no cost on the completion path (nothing is waited for or merged per question) and only
+//! delays the status by one commit; the figures are in issue 17's note. This server therefore
+//! moves an entry from `PROCESSED_TEXT` straight to `READY`; `VECTOR_CREATED` is only seen on
+//! entries stored by older versions. The other direction needs nothing here: a `DELETE` or a
+//! text `PATCH` removes or replaces the entry's chunks in the store in its own write, and
+//! [`crate::service::chat::retrieve`] re-reads every hit's chunk from the store, so a hit on
+//! old index documents never brings back old text.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -177,8 +192,6 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
     let changes =
         tokio::task::spawn_blocking(move || s.stage(&changes).map(|_| changes)).await.map_err(Error::internal)??;
     let indexed = indexed_revisions(&changes);
-    let staged = indexed.clone();
-    store.write(move |txn| kb::mark_indexed_in(txn, &staged, KbStatus::VectorCreated)).await?;
     let s = search.clone();
     tokio::task::spawn_blocking(move || s.commit(last)).await.map_err(Error::internal)??;
     let n = seqs.len();

@@ -39,8 +39,8 @@ pub fn add_job(txn: &WriteTransaction, entry: u64) -> Result<()> {
 }
 
 /// Moves entries whose current revision is the one indexed (`(entry, revision)` pairs) to
-/// `status` (`VECTOR_CREATED` once the index commit holds them, `READY` once searchers see them)
-/// where [`KbStatus::may_become`] allows it.
+/// `status` (`READY`: written only after the index commit that holds them is visible to
+/// searches; see `search::indexer`) where [`KbStatus::may_become`] allows it.
 pub fn mark_indexed_in(txn: &WriteTransaction, indexed: &[(u64, u64)], status: KbStatus) -> Result<()> {
     let mut table = txn.open_table(tables::KBID_ENTRY)?;
     for &(id, revision) in indexed {

@@ -44,14 +44,32 @@ async function messages(page) {
   return page.locator('[data-replicad="message"] [data-replicad="text"]').allInnerTexts();
 }
 
+// Holds the history the widget loads on opening until `release` is called, so a question can be
+// asked while it loads: the earlier messages (here only the greeting) must still come first.
+async function holdHistory(page) {
+  let release;
+  const released = new Promise((resolve) => { release = resolve; });
+  const pattern = /\/v1\/embed\/[^/]+\/history$/;
+  await page.route(pattern, async (route) => {
+    await released;
+    await route.continue();
+  });
+  return release; // once released, later loads (the reload) pass at once
+
+}
+
 // The widget on an allowed site: ask, read the streamed answer and sources, reload, keep it.
 async function widget(page, out) {
+  const release = await holdHistory(page);
   await page.goto(config.allowed_url);
   out.hidden_before_opening = await page.getByRole("dialog").isHidden();
   let input = await openWidget(page);
   out.focused_input = await input.evaluate((e) => e === document.activeElement);
   await ask(page, input, config.question);
+  await page.locator('[data-replicad="message"][data-role="user"]').first().waitFor({ timeout: WAIT });
+  release();
   out.first = await lastAnswer(page, config.expect);
+  out.first_order = await messages(page);
   await page.keyboard.press("Escape");
   out.closed_with_escape = await page.getByRole("dialog").isHidden();
   await page.reload();

@@ -228,6 +228,11 @@ async fn in_chromium_the_widget_streams_answers_with_sources_keeps_the_conversat
     assert_eq!(seen["closed_with_escape"], json!(true));
     assert!(seen["first"]["text"].as_str().unwrap().contains("451 kelvin"), "{seen}");
     assert!(seen["first"]["sources"].as_array().unwrap().iter().any(|s| s == "Zorblax reactor"), "{seen}");
+    // Asked while the history loaded on opening (the site's greeting) was held back: it comes
+    // first, and the question is sent once it is in.
+    let order: Vec<&str> = seen["first_order"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(order.len() == 3 && order[0] == "Ask me about the reactor.", "{order:?}");
+    assert!(order[1] == ZORBLAX_QUESTION && order[2].contains("451 kelvin"), "{order:?}");
     let streamed = seen["chat_answers"].as_array().unwrap();
     assert!(
         streamed.iter().any(|a| a["status"] == 200 && a["type"].as_str().unwrap().starts_with("text/event-stream")),

@@ -149,7 +149,8 @@
     }
   }
 
-  function addMessage(role, text) {
+  // Appends a message to the log, or to `into` (a fragment of earlier messages) when given.
+  function addMessage(role, text, into) {
     var box = el("div", { "data-replicad": "message", "data-role": role }, {
       margin: "0 0 10px", padding: "8px 10px", borderRadius: "8px", whiteSpace: "pre-wrap",
       background: role === "user" ? "#e8eefc" : "#f3f3f3", alignSelf: role === "user" ? "flex-end" : "flex-start",
@@ -159,7 +160,7 @@
     }));
     var body = el("span", { "data-replicad": "text", text: text || "" });
     box.appendChild(body);
-    log.appendChild(box);
+    (into || log).appendChild(box);
     log.scrollTop = log.scrollHeight;
     return { box: box, body: body };
   }
@@ -183,8 +184,11 @@
     status.textContent = text;
   }
 
+  // Earlier messages, loaded once when the chat first opens; a question asked meanwhile is sent
+  // once they are in (so they never include it) and shown below them.
+  var history = Promise.resolve();
   function loadHistory() {
-    fetch(api + "/v1/embed/" + replica + "/history", { headers: headers({ accept: "application/json" }) })
+    history = fetch(api + "/v1/embed/" + replica + "/history", { headers: headers({ accept: "application/json" }) })
       .then(function (res) {
         if (!res.ok) {
           throw new Error("HTTP " + res.status);
@@ -192,13 +196,16 @@
         return res.json();
       })
       .then(function (body) {
+        // Earlier messages go above anything asked while they were loading.
+        var earlier = document.createDocumentFragment();
         if (!body.items.length && cfg.greeting) {
-          addMessage("assistant", cfg.greeting);
+          addMessage("assistant", cfg.greeting, earlier);
         }
         body.items.forEach(function (item) {
-          var m = addMessage(item.role, item.content);
+          var m = addMessage(item.role, item.content, earlier);
           showSources(m, item.sources);
         });
+        log.insertBefore(earlier, log.firstChild);
       })
       .catch(function () {
         fail("The chat is not available on this page.");
@@ -239,11 +246,14 @@
     msg.box.setAttribute("aria-busy", "true");
     send.disabled = true;
     var state = { text: "", done: false };
-    fetch(api + "/v1/embed/" + replica + "/chat", {
-      method: "POST",
-      headers: headers({ "content-type": "application/json", accept: "text/event-stream" }),
-      body: JSON.stringify({ content: question }),
-    })
+    history
+      .then(function () {
+        return fetch(api + "/v1/embed/" + replica + "/chat", {
+          method: "POST",
+          headers: headers({ "content-type": "application/json", accept: "text/event-stream" }),
+          body: JSON.stringify({ content: question }),
+        });
+      })
       .then(function (res) {
         if (!res.ok || !res.body) {
           throw new Error("HTTP " + res.status);

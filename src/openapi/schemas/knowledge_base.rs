@@ -61,7 +61,16 @@ fn kb_entry(full: bool) -> Value {
         "id": { "type": "integer", "minimum": 1 },
         "replicaUUID": uuid(),
         "type": { "type": "string", "enum": knowledge::TYPES },
-        "status": { "type": "string", "enum": knowledge::STATUSES },
+        "status": {
+            "type": "string",
+            "enum": knowledge::STATUSES,
+            "description": "Processing status, in order `NEW`, `FILE_UPLOADED`, `RAW_TEXT`, `PROCESSED_TEXT`, \
+                `VECTOR_CREATED`, `READY`; `UNPROCESSABLE` on failure (see `error`). `VECTOR_CREATED` and `READY` \
+                both mean searchable: from the moment an entry reports either, every completion and retrieval sees \
+                its chunks. This server writes `READY` only after the index commit holding them is visible to \
+                searches (`VECTOR_CREATED` is only seen on entries stored by older versions); earlier statuses \
+                mean not yet searchable."
+        },
         "title": { "type": "string", "description": "Omitted when not given." },
         "generatedTitle": { "type": "string", "description": "Omitted until one is derived from the text." },
         "summary": string(),

@@ -4,7 +4,7 @@
 //! extracted by `ingest::pipeline`); a `filename` entry waits for its bytes on a signed upload
 //! URL (see [`super::uploads`]). Whatever writes an entry's text writes, in the same
 //! transaction, its chunks and an outbox row; the indexer (see `search`) applies the outbox to
-//! tantivy and then marks the entry `VECTOR_CREATED` and `READY`. Deleting writes an outbox row
+//! tantivy and, once searches see the chunks, marks the entry `READY`. Deleting writes an outbox row
 //! too, so index documents go with the entry.
 
 use redb::{ReadableTable, WriteTransaction};
