@@ -11,18 +11,6 @@ use serde_json::{json, Value};
 use crate::common::{assert_error, DataDir, Org, Server, PATIENCE};
 use crate::fixtures::{self, Page};
 
-/// Creates a `filename` entry and PUTs `bytes` to its signed URL; returns the entry id.
-async fn upload(org: &Org, replica: &str, filename: &str, bytes: Vec<u8>) -> u64 {
-    let (s, v) = org.post(&format!("/v1/replicas/{replica}/knowledge-base"), json!({ "filename": filename })).await;
-    assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
-    let result = &v["results"][0];
-    assert_eq!(result["type"], json!("file"), "{v}");
-    let url = result["signedURL"].as_str().expect("signedURL");
-    let r = crate::common::send(org.client.put(url).body(bytes)).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-    result["knowledgeBaseID"].as_u64().expect("id")
-}
-
 /// Asks and returns the stored assistant item (answer and sources).
 async fn ask_sources(org: &Org, replica: &str, question: &str) -> (String, Vec<Value>) {
     let answer = org.ask(replica, question).await;
@@ -63,7 +51,7 @@ async fn a_pdf_upload_is_extracted_indexed_and_cited() {
         "The Vorbix turbine must be greased every 37 days with blue lithium paste.",
         "Never open the housing while the rotor spins.",
     ]);
-    let kb = upload(&org, &replica, "vorbix-manual.pdf", pdf).await;
+    let kb = org.upload(&replica, "vorbix-manual.pdf", pdf).await;
     let entry = org.wait_settled(&replica, kb).await;
     assert_eq!(entry["status"], json!("READY"), "{entry}");
     assert_eq!(entry["type"], json!("file"));
@@ -84,7 +72,7 @@ async fn a_docx_upload_keeps_its_heading_in_the_source_name() {
         "Refund policy",
         &["Customers of Plimsoll Bakery may return unopened cakes within 14 days for a full refund."],
     );
-    let kb = upload(&org, &replica, "policies.docx", docx).await;
+    let kb = org.upload(&replica, "policies.docx", docx).await;
     assert_eq!(org.wait_settled(&replica, kb).await["status"], json!("READY"));
     let (answer, sources) = ask_sources(&org, &replica, "Can I return a cake to Plimsoll Bakery?").await;
     assert!(answer.contains("14 days"), "{answer}");
@@ -98,7 +86,7 @@ async fn an_epub_upload_is_read_chapter_by_chapter() {
     let replica = org.create_replica("kb").await;
     let body = "<h1>The Lighthouse</h1><p>The keeper of the Quillon lighthouse lit the lamp with whale oil \
                 every evening at dusk, and wrote the weather into a green logbook.</p>";
-    let kb = upload(&org, &replica, "quillon.epub", fixtures::epub("Quillon Stories", "The Lighthouse", body)).await;
+    let kb = org.upload(&replica, "quillon.epub", fixtures::epub("Quillon Stories", "The Lighthouse", body)).await;
     let entry = org.wait_settled(&replica, kb).await;
     assert_eq!(entry["status"], json!("READY"), "{entry}");
     let (answer, _) = ask_sources(&org, &replica, "What did the Quillon lighthouse keeper burn in the lamp?").await;
@@ -211,9 +199,9 @@ async fn corrupt_and_empty_files_end_unprocessable_and_the_server_keeps_serving(
     let server = Server::start();
     let org = server.new_org("Kb").await;
     let replica = org.create_replica("kb").await;
-    let corrupt = upload(&org, &replica, "broken.pdf", b"%PDF-1.7\nthis is not really a pdf".to_vec()).await;
-    let fake_docx = upload(&org, &replica, "broken.docx", b"PK\x03\x04 not a zip".to_vec()).await;
-    let blank = upload(&org, &replica, "blank.txt", b"  \n\n  ".to_vec()).await;
+    let corrupt = org.upload(&replica, "broken.pdf", b"%PDF-1.7\nthis is not really a pdf".to_vec()).await;
+    let fake_docx = org.upload(&replica, "broken.docx", b"PK\x03\x04 not a zip".to_vec()).await;
+    let blank = org.upload(&replica, "blank.txt", b"  \n\n  ".to_vec()).await;
     for kb in [corrupt, fake_docx, blank] {
         let entry = org.wait_settled(&replica, kb).await;
         assert_eq!(entry["status"], json!("UNPROCESSABLE"), "{entry}");
@@ -305,7 +293,7 @@ async fn the_list_filters_by_type_and_sorts_by_title() {
     let replica = org.create_replica("kb").await;
     org.add_text(&replica, "Banana", "yellow").await;
     org.add_text(&replica, "apple", "red").await;
-    upload(&org, &replica, "cherry.txt", b"dark red".to_vec()).await;
+    org.upload(&replica, "cherry.txt", b"dark red".to_vec()).await;
     let base = format!("/v1/replicas/{replica}/knowledge-base");
     let (_, v) = org.get(&format!("{base}?sort=title")).await;
     let titles: Vec<&str> = v["items"].as_array().unwrap().iter().map(|i| i["title"].as_str().unwrap_or("-")).collect();
@@ -328,7 +316,7 @@ async fn ingestion_resumes_after_kill_9_and_the_index_agrees_with_the_store() {
     for i in 0..12 {
         let lines = [format!("Report {i} of the Tarn observatory."), format!("Comet {i} was seen on night {}.", i * 7)];
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-        ids.push(upload(&org, &replica, &format!("report-{i}.pdf"), fixtures::pdf(&lines)).await);
+        ids.push(org.upload(&replica, &format!("report-{i}.pdf"), fixtures::pdf(&lines)).await);
     }
     // Every upload was acknowledged; kill the server while it is extracting and indexing.
     let dir: DataDir = server.kill9();

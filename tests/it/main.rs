@@ -28,6 +28,7 @@ mod quotas;
 mod rate_limit;
 mod replicas;
 mod restart;
+mod searchable;
 mod security;
 mod shapes;
 mod shutdown;

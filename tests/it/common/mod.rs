@@ -482,6 +482,19 @@ impl Org {
         v["results"][0]["knowledgeBaseID"].as_u64().expect("knowledgeBaseID")
     }
 
+    /// Creates a `filename` entry and PUTs `bytes` to its signed URL; returns the entry id.
+    pub async fn upload(&self, replica: &str, filename: &str, bytes: Vec<u8>) -> u64 {
+        let (s, v) =
+            self.post(&format!("/v1/replicas/{replica}/knowledge-base"), json!({ "filename": filename })).await;
+        assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
+        let result = &v["results"][0];
+        assert_eq!(result["type"], json!("file"), "{v}");
+        let url = result["signedURL"].as_str().expect("signedURL");
+        let r = send(self.client.put(url).body(bytes)).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        result["knowledgeBaseID"].as_u64().expect("id")
+    }
+
     /// Polls the entry until its status is `READY` or `UNPROCESSABLE`; returns the entry.
     pub async fn wait_settled(&self, replica: &str, kb: u64) -> Value {
         let deadline = Instant::now() + PATIENCE;
