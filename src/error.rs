@@ -75,6 +75,10 @@ error_codes! {
     SlugTaken => 409, Some("SLUG_TAKEN");
     /// The e-mail address belongs to another user of the organization.
     EmailTaken => 409, Some("EMAIL_TAKEN");
+    /// The user id chosen by the client belongs to another user of the organization.
+    UserIdTaken => 409, Some("USER_ID_TAKEN");
+    /// The linked account belongs to another user of the organization.
+    LinkedAccountTaken => 409, Some("LINKED_ACCOUNT_TAKEN");
     /// The URL is already in the replica's knowledge base.
     UrlAlreadyExists => 409, Some("URL_ALREADY_EXISTS");
     /// The signed upload URL was already used (it is single-use).

@@ -137,7 +137,7 @@ async fn preflight(app: Arc<App>, req: Req) -> Result<Reply> {
     if !embed::origin_allowed(&app.store, replica, origin.clone()).await? {
         return Err(Error::new(Code::OriginNotAllowed, "this page's origin may not use this replica's chat"));
     }
-    let reply = Reply::raw(204, bytes::Bytes::new(), "text/plain")
+    let reply = Reply::no_content()
         .with_header("access-control-allow-methods", "GET, POST, OPTIONS")
         .with_header("access-control-allow-headers", ALLOW_HEADERS)
         .with_header("access-control-max-age", "600");

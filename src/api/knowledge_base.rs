@@ -39,9 +39,10 @@ pub struct UsageLimits {
     pub knowledge_base_entries: Option<u64>,
 }
 
-/// PATCH body.
+/// PATCH body. Fields it does not change (a client may send the whole entry back) are ignored
+/// (DECISIONS.md "Common": bodies are closed only where the interface says so).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct PatchBody {
     pub title: Option<String>,
     pub raw_text: Option<String>,

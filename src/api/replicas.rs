@@ -12,7 +12,7 @@ use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::service::integrations;
 use crate::service::knowledge::{self, Distilled};
-use crate::service::{replicas, rfc3339};
+use crate::service::{replicas, rfc3339, users};
 use crate::store::records::Replica;
 
 /// The `llm` object of a create/update body.
@@ -103,7 +103,8 @@ impl From<ReplicaBody> for replicas::ReplicaInput {
 /// older snake_case block, `distilledKnowledge` (a string) and, of our own, `knowledgeBase
 /// {entries, titles}`. Absent optional values are omitted; the channel integrations are `null`
 /// (none can be connected yet).
-pub fn view(r: &Replica, kb: &Distilled, chat_history_count: u64) -> Value {
+/// `owner_id` is the owner's id as users see it (`User::public_id`).
+pub fn view(r: &Replica, kb: &Distilled, chat_history_count: u64, owner_id: &str) -> Value {
     let mut llm = json!({ "model": r.llm.model, "memoryMode": r.llm.memory_mode });
     set_some(&mut llm, "systemMessage", r.llm.system_message.as_ref());
     set_some(&mut llm, "embeddingModel", r.llm.embedding_model.as_ref());
@@ -115,7 +116,7 @@ pub fn view(r: &Replica, kb: &Distilled, chat_history_count: u64) -> Value {
         "shortDescription": r.short_description,
         "greeting": r.greeting,
         "type": r.kind,
-        "ownerID": r.owner,
+        "ownerID": owner_id,
         "private": r.private,
         "whitelistEmails": r.whitelist_emails,
         "suggestedQuestions": r.suggested_questions,
@@ -134,7 +135,7 @@ pub fn view(r: &Replica, kb: &Distilled, chat_history_count: u64) -> Value {
         "created_at": rfc3339(r.created_at),
         "short_description": r.short_description,
         "introduction": r.greeting,
-        "owner_uuid": r.owner,
+        "owner_uuid": owner_id,
         "chat_history_count": chat_history_count,
     });
     set_some(&mut v, "purpose", r.purpose.as_ref());
@@ -152,8 +153,9 @@ async fn views(app: &App, replicas: &[Replica]) -> Result<Vec<Value>> {
     let kbs = knowledge::distilled(&app.store, ids.clone()).await?;
     let counts = replicas::message_counts(&app.store, ids.clone()).await?;
     let bots = integrations::messenger_a_of(&app.store, ids).await?;
-    let views = replicas.iter().zip(kbs.iter().zip(counts)).map(|(r, (kb, n))| {
-        let mut v = view(r, kb, n);
+    let owners = users::public_ids(&app.store, replicas.iter().map(|r| r.owner).collect()).await?;
+    let views = replicas.iter().zip(kbs.iter().zip(counts)).zip(owners).map(|((r, (kb, n)), owner)| {
+        let mut v = view(r, kb, n, &owner);
         v["messengerA_integration"] = integrations::integration_view(bots.get(&r.id));
         v
     });

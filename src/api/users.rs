@@ -13,18 +13,36 @@ use crate::service::rfc3339;
 use crate::service::users::{self, UserInput};
 use crate::store::records::User;
 
-/// Create and update body.
+/// A linked account on the wire: `{accountID, accountType}`.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
+pub struct LinkedAccount {
+    #[serde(rename = "accountID")]
+    pub account_id: String,
+    pub account_type: String,
+}
+
+/// Create and update body (DECISIONS.md "Users"): every field optional; unknown fields are
+/// ignored (the interface does not close this body).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct UserBody {
-    pub name: String,
+    pub id: Option<String>,
+    pub name: Option<String>,
     pub email: Option<String>,
     pub profile_image: Option<String>,
+    pub linked_accounts: Option<Vec<LinkedAccount>>,
 }
 
 impl From<UserBody> for UserInput {
     fn from(b: UserBody) -> Self {
-        UserInput { name: b.name, email: b.email, profile_image: b.profile_image }
+        UserInput {
+            id: b.id,
+            name: b.name,
+            email: b.email,
+            profile_image: b.profile_image,
+            linked: b.linked_accounts.map(|l| l.into_iter().map(|a| (a.account_type, a.account_id)).collect()),
+        }
     }
 }
 
@@ -34,7 +52,7 @@ pub fn view(u: &User) -> Value {
     let linked: Vec<Value> =
         u.linked.iter().map(|(kind, id)| json!({ "accountID": id, "accountType": kind })).collect();
     let mut v = json!({
-        "id": u.id,
+        "id": u.public_id(),
         "name": u.name,
         "linkedAccounts": linked,
         "createdAt": rfc3339(u.created_at),
@@ -54,7 +72,8 @@ fn me(req: &Req) -> Result<&User> {
 }
 
 /// # `POST /v1/users`
-/// 200 `{success, id, name, email?, linkedAccounts, ...}` (DECISIONS.md "Common": the hosted document's code). Errors: 400, 409 `EMAIL_TAKEN`.
+/// 200 `{success, id, name, email?, linkedAccounts, ...}` (DECISIONS.md "Common": the hosted
+/// document's code). Errors: 400, 409 `USER_ID_TAKEN`, `EMAIL_TAKEN`, `LINKED_ACCOUNT_TAKEN`.
 pub async fn create(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: UserBody = req.json()?;
     let user = users::create(&app.store, req.caller()?.org.id, body.into()).await?;
@@ -64,8 +83,7 @@ pub async fn create(app: Arc<App>, req: Req) -> Result<Reply> {
 /// # `GET /v1/users/{userID}`
 /// `{success, id, name, email?, linkedAccounts, ...}`; 404 when missing or of another organization.
 pub async fn read(app: Arc<App>, req: Req) -> Result<Reply> {
-    let id = req.uuid_param("userID")?;
-    let user = users::get(&app.store, req.caller()?.org.id, id).await?;
+    let user = users::get(&app.store, req.caller()?.org.id, req.param("userID")).await?;
     Ok(Reply::ok(&view(&user)))
 }
 
@@ -76,7 +94,9 @@ pub async fn me_read(_app: Arc<App>, req: Req) -> Result<Reply> {
 }
 
 /// # `PUT /v1/users/me`
-/// Replaces name, e-mail, picture; `{success, id, name, email?, linkedAccounts, ...}`. Errors: 400, 409 `EMAIL_TAKEN`.
+/// Sets the fields given (name, e-mail, picture, linked accounts; `id`, if given, must be the
+/// caller's); `{success, id, name, email?, linkedAccounts, ...}`. Errors: 400, 409
+/// `EMAIL_TAKEN`, `LINKED_ACCOUNT_TAKEN`.
 pub async fn update_me(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: UserBody = req.json()?;
     let (org, id) = (req.caller()?.org.id, me(&req)?.id);
@@ -85,10 +105,10 @@ pub async fn update_me(app: Arc<App>, req: Req) -> Result<Reply> {
 }
 
 /// # `DELETE /v1/users/me`
-/// Deletes the user (its replicas pass to the organization's owner); 200 `{success}`.
-/// The owner user itself cannot be deleted (400).
+/// Deletes the user (its replicas pass to the organization's owner); 204, no body
+/// (DECISIONS.md "Common"). The owner user itself cannot be deleted (400).
 pub async fn delete_me(app: Arc<App>, req: Req) -> Result<Reply> {
     let caller = req.caller()?;
     users::delete(&app.store, &caller.org, me(&req)?.id).await?;
-    Ok(Reply::done())
+    Ok(Reply::no_content())
 }

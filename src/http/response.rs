@@ -78,6 +78,11 @@ impl Reply {
         Reply::success(200, &json!({}))
     }
 
+    /// 204, no body and no `Content-Type` (`DELETE /v1/users/me`, CORS preflights).
+    pub fn no_content() -> Reply {
+        Reply::raw(204, Bytes::new(), "")
+    }
+
     /// A body as given (e.g. a JSON document that is not an object with `success`).
     pub fn raw(status: u16, body: Bytes, content_type: &'static str) -> Reply {
         Reply {
@@ -123,7 +128,9 @@ impl Reply {
         let mut res = Response::new(body);
         *res.status_mut() = self.status;
         let h = res.headers_mut();
-        h.insert(CONTENT_TYPE, HeaderValue::from_static(self.content_type));
+        if !self.content_type.is_empty() {
+            h.insert(CONTENT_TYPE, HeaderValue::from_static(self.content_type));
+        }
         if let Ok(v) = HeaderValue::from_str(request_id) {
             h.insert(HeaderName::from_static("x-request-id"), v);
         }

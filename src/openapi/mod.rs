@@ -160,6 +160,9 @@ fn operation(route: &Route, op: &Op) -> Value {
 }
 
 fn response(op: &Op, status: u16) -> Value {
+    if status == op.ok.0 && status == 204 {
+        return json!({ "description": "Success; no body." });
+    }
     let also = op.also.iter().find(|(s, _)| *s == status);
     let (schema, description) = if status == op.ok.0 {
         (reference(op.ok.1), "Success.".to_string())
@@ -202,7 +205,8 @@ fn path_params(path: &str) -> Vec<Value> {
     path_param_names(path)
         .map(|name| {
             let schema = match name {
-                "replicaUUID" | "userID" | "chatUUID" | "conversationUUID" => {
+                "userID" => json!({ "type": "string", "minLength": 1, "maxLength": 100 }),
+                "replicaUUID" | "chatUUID" | "conversationUUID" => {
                     json!({ "type": "string", "format": "uuid" })
                 }
                 "knowledgeBaseID" => json!({ "type": "integer", "minimum": 1 }),

@@ -404,14 +404,27 @@ fn users() -> Vec<Op> {
             .body("UserWrite")
             .ok(200, "UserResponse")
             .creates("userID", "/id")
-            .extra(&[409]),
+            .extra(&[409])
+            .describe(
+                "Every field is optional. `id` lets a migrating team keep its own user ids (1–100 visible characters, \
+                unique in the organization; 409 `USER_ID_TAKEN`); without it the server makes a UUID. `name` defaults to \
+                the empty string. 409 `EMAIL_TAKEN`, `LINKED_ACCOUNT_TAKEN`. Answers 200 (the hosted service's code). \
+                Unknown fields are ignored.",
+            ),
         op("GET", "/v1/users/me", "getMe", "Users", "Read the current user").ok(200, "UserResponse"),
         op("PUT", "/v1/users/me", "updateMe", "Users", "Update the current user")
             .body("UserWrite")
             .ok(200, "UserResponse")
-            .extra(&[409]),
-        op("DELETE", "/v1/users/me", "deleteMe", "Users", "Delete the current user")
-            .describe("Its replicas pass to the organization's owner; the owner user itself cannot be deleted (400)."),
+            .extra(&[409])
+            .describe(
+                "Sets the fields given; a field not given keeps its value (`linkedAccounts`, when given, replaces the \
+                list). `id`, when given, must be the caller's own id (400 otherwise). 409 `EMAIL_TAKEN`, \
+                `LINKED_ACCOUNT_TAKEN`.",
+            ),
+        op("DELETE", "/v1/users/me", "deleteMe", "Users", "Delete the current user").ok(204, "").describe(
+            "204 with no body (the hosted service's code). Its replicas pass to the organization's owner; the owner \
+            user itself cannot be deleted (400).",
+        ),
         op("GET", "/v1/users/{userID}", "getUser", "Users", "Read a user").ok(200, "UserResponse"),
     ]
 }

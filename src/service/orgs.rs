@@ -94,11 +94,12 @@ fn insert_org(
     };
     let owner = User {
         id: user_id,
+        client_id: None,
         org: org_id,
         name: new.name.clone(),
         email: Some(new.email.clone()),
         profile_image: None,
-        linked: None,
+        linked: Vec::new(),
         created_at: now,
         updated_at: now,
     };

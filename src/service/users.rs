@@ -36,24 +36,64 @@ impl IdType {
     }
 }
 
-/// Fields a caller sets on a user (`POST /v1/users`, `PUT /v1/users/me`).
+/// The linked-account types a user may carry (`linkedAccounts[].accountType`).
+pub const ACCOUNT_TYPES: [&str; 3] = ["messengerA", "messengerB", "embed"];
+
+/// Fields a caller sets on a user (`POST /v1/users`, `PUT /v1/users/me`; DECISIONS.md
+/// "Users"). `None`: not given — a new user gets the default (a fresh id, an empty name, none),
+/// an update keeps the current value.
 #[derive(Clone, Debug, Default)]
 pub struct UserInput {
-    pub name: String,
+    /// The client's id: on create, the new user's id (1–100 visible characters, unique in the
+    /// organization); on update, it must be the caller's own.
+    pub id: Option<String>,
+    pub name: Option<String>,
     pub email: Option<String>,
     pub profile_image: Option<String>,
+    /// `(accountType, accountID)` pairs; replaces the user's linked accounts when given.
+    pub linked: Option<Vec<(String, String)>>,
 }
 
 impl UserInput {
     fn validated(mut self) -> Result<UserInput> {
-        self.name = self.name.trim().to_string();
-        check_len("name", &self.name, 1, 100)?;
+        if let Some(id) = &self.id {
+            check_len("id", id, 1, 100)?;
+            if id.chars().any(|c| c.is_control() || c.is_whitespace()) {
+                return Err(Error::invalid("id", "must be visible characters, without spaces"));
+            }
+        }
+        self.name = self.name.map(|n| n.trim().to_string());
+        if let Some(name) = &self.name {
+            check_len("name", name, 1, 100)?;
+        }
         self.email = self.email.map(|e| normalize_email("email", &e)).transpose()?;
         if let Some(url) = &self.profile_image {
             super::check_http_url("profileImage", url)?;
         }
+        for (i, (kind, account)) in self.linked.iter().flatten().enumerate() {
+            if !ACCOUNT_TYPES.contains(&kind.as_str()) {
+                let allowed = ACCOUNT_TYPES.join(", ");
+                return Err(Error::invalid(
+                    &format!("linkedAccounts[{i}].accountType"),
+                    format!("must be one of {allowed}"),
+                ));
+            }
+            check_len(&format!("linkedAccounts[{i}].accountID"), account, 1, 200)?;
+        }
         Ok(self)
     }
+}
+
+/// The store key of the user whose id is `id` in `org`: `id` itself when it is a UUID (the
+/// ids this server makes, and UUIDs a client chose), else the UUID v5 of `id` in the
+/// organization's namespace — so a client's id needs no index of its own.
+pub fn key_of(org: Uuid, id: &str) -> Uuid {
+    Uuid::parse_str(id).unwrap_or_else(|_| Uuid::new_v5(&org, id.as_bytes()))
+}
+
+/// The `LINKED_USER` key of a linked account.
+fn linked_key(kind: &str, account: &str) -> String {
+    format!("{kind}:{account}")
 }
 
 /// The user named by `X-USER-ID` of `kind`. 401 `USER_NOT_FOUND` for unknown `id`/`email`
@@ -62,10 +102,7 @@ pub async fn resolve(store: &Store, org: &Org, kind: IdType, id: &str) -> Result
     let org_id = org.id;
     let not_found = || Error::new(Code::UserNotFound, "X-USER-ID names no user of this organization");
     match kind {
-        IdType::Id => {
-            let uid = Uuid::parse_str(id).map_err(|_| not_found())?;
-            get(store, org_id, uid).await.map_err(|e| if e.code == Code::NotFound { not_found() } else { e })
-        }
+        IdType::Id => get(store, org_id, id).await.map_err(|e| if e.code == Code::NotFound { not_found() } else { e }),
         IdType::Email => {
             let email = id.trim().to_lowercase();
             store.read(move |txn| by_index(txn, tables::EMAIL_USER, org_id, &email)).await?.ok_or_else(not_found)
@@ -88,7 +125,7 @@ fn by_index(
 /// The linked-account user `kind:external` of `org`, made on first contact.
 pub async fn linked(store: &Store, org: Uuid, kind: &'static str, external: &str) -> Result<User> {
     check_len("X-USER-ID", external, 1, 200)?;
-    let key = format!("{kind}:{external}");
+    let key = linked_key(kind, external);
     let found = {
         let key = key.clone();
         store.read(move |txn| by_index(txn, tables::LINKED_USER, org, &key)).await?
@@ -105,11 +142,12 @@ pub async fn linked(store: &Store, org: Uuid, kind: &'static str, external: &str
             }
             let user = User {
                 id: new_id,
+                client_id: None,
                 org,
                 name: format!("{kind} user {external}"),
                 email: None,
                 profile_image: None,
-                linked: Some((kind.to_string(), external.clone())),
+                linked: vec![(kind.to_string(), external.clone())],
                 created_at: now,
                 updated_at: now,
             };
@@ -129,67 +167,128 @@ fn claim_email(txn: &WriteTransaction, org: Uuid, email: &str, id: Uuid) -> Resu
     Ok(())
 }
 
-/// Writes a new user and its index rows; 409 `EMAIL_TAKEN` if the e-mail is in use.
+/// Claims linked accounts `accounts` for user `id` of `org`; 409 `LINKED_ACCOUNT_TAKEN` when
+/// another user holds one.
+fn claim_linked(txn: &WriteTransaction, org: Uuid, accounts: &[(String, String)], id: Uuid) -> Result<()> {
+    let mut idx = txn.open_table(tables::LINKED_USER)?;
+    for (kind, account) in accounts {
+        let key = linked_key(kind, account);
+        let holder = idx.get((k(org), key.as_str()))?.map(|v| v.value());
+        match holder {
+            Some(other) if other != k(id) => {
+                return Err(Error::new(
+                    Code::LinkedAccountTaken,
+                    format!("{kind} account {account} is linked to another user"),
+                ))
+            }
+            Some(_) => {}
+            None => {
+                idx.insert((k(org), key.as_str()), k(id))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes the index rows of linked accounts `accounts` of `org`.
+fn release_linked(txn: &WriteTransaction, org: Uuid, accounts: &[(String, String)]) -> Result<()> {
+    let mut idx = txn.open_table(tables::LINKED_USER)?;
+    for (kind, account) in accounts {
+        idx.remove((k(org), linked_key(kind, account).as_str()))?;
+    }
+    Ok(())
+}
+
+/// Writes a new user and its index rows. 409 `USER_ID_TAKEN` if the id is in use,
+/// `EMAIL_TAKEN` if the e-mail is, `LINKED_ACCOUNT_TAKEN` if a linked account is.
 pub fn insert(txn: &WriteTransaction, user: &User) -> Result<()> {
     let org = k(user.org);
+    let mut users = txn.open_table(tables::USERID_USER)?;
+    if users.get(k(user.id))?.is_some() {
+        return Err(Error::new(Code::UserIdTaken, format!("user id {} is taken", user.public_id())));
+    }
     if let Some(email) = &user.email {
         claim_email(txn, user.org, email, user.id)?;
     }
-    if let Some((kind, ext)) = &user.linked {
-        let key = format!("{kind}:{ext}");
-        txn.open_table(tables::LINKED_USER)?.insert((org, key.as_str()), k(user.id))?;
-    }
+    claim_linked(txn, user.org, &user.linked, user.id)?;
     txn.open_table(tables::ORG_USER)?.insert((org, k(user.id)), ())?;
-    store::put(&mut txn.open_table(tables::USERID_USER)?, k(user.id), user)
+    store::put(&mut users, k(user.id), user)
 }
 
-/// Creates a user of `org`. Errors: 400 invalid fields, 409 `EMAIL_TAKEN`.
+/// Creates a user of `org` with the client's `id` if given. Errors: 400 invalid fields, 409
+/// `USER_ID_TAKEN`, `EMAIL_TAKEN`, `LINKED_ACCOUNT_TAKEN`.
 pub async fn create(store: &Store, org: Uuid, input: UserInput) -> Result<User> {
     let input = input.validated()?;
-    let (id, now) = (Uuid::now_v7(), now_ms());
+    let now = now_ms();
+    let id = input.id.as_deref().map_or_else(Uuid::now_v7, |id| key_of(org, id));
     let user = User {
         id,
+        client_id: input.id.filter(|given| *given != id.to_string()),
         org,
-        name: input.name,
+        name: input.name.unwrap_or_default(),
         email: input.email,
         profile_image: input.profile_image,
-        linked: None,
+        linked: input.linked.unwrap_or_default(),
         created_at: now,
         updated_at: now,
     };
     store.write(move |txn| insert(txn, &user).map(|_| user.clone())).await
 }
 
-/// The user `id` of `org`; 404 when missing or of another organization.
-pub async fn get(store: &Store, org: Uuid, id: Uuid) -> Result<User> {
-    store.read(move |txn| load(&txn.open_table(tables::USERID_USER)?, org, id)).await
+/// The user whose id (see [`User::public_id`]) is `id` in `org`; 404 when missing or of
+/// another organization.
+pub async fn get(store: &Store, org: Uuid, id: &str) -> Result<User> {
+    let key = key_of(org, id);
+    store.read(move |txn| load(&txn.open_table(tables::USERID_USER)?, org, key)).await
+}
+
+/// The public ids of users `keys` of `org` (see [`User::public_id`]); a missing user keeps
+/// its key.
+pub async fn public_ids(store: &Store, keys: Vec<Uuid>) -> Result<Vec<String>> {
+    store
+        .read(move |txn| {
+            let users = txn.open_table(tables::USERID_USER)?;
+            keys.iter()
+                .map(|key| {
+                    Ok(store::get::<u128, User, _>(&users, k(*key))?.map_or_else(|| key.to_string(), |u| u.public_id()))
+                })
+                .collect()
+        })
+        .await
 }
 
 fn load(users: &impl ReadableTable<u128, &'static [u8]>, org: Uuid, id: Uuid) -> Result<User> {
     store::get::<u128, User, _>(users, k(id))?.filter(|u| u.org == org).ok_or_else(|| Error::not_found("user"))
 }
 
-/// Replaces name, e-mail and picture of user `id`. Errors: 400, 404, 409 `EMAIL_TAKEN`.
+/// Sets the given fields of user `id` (name, e-mail, picture, linked accounts); fields not
+/// given keep their value. Errors: 400 (also when `input.id` is not the user's own id), 404,
+/// 409 `EMAIL_TAKEN`, `LINKED_ACCOUNT_TAKEN`.
 pub async fn update(store: &Store, org: Uuid, id: Uuid, input: UserInput) -> Result<User> {
     let input = input.validated()?;
     let now = now_ms();
     store
         .write(move |txn| {
-            let mut users = txn.open_table(tables::USERID_USER)?;
-            let mut user = load(&users, org, id)?;
-            if user.email != input.email {
-                if let Some(new) = &input.email {
-                    claim_email(txn, org, new, id)?;
-                }
+            let mut user = load(&txn.open_table(tables::USERID_USER)?, org, id)?;
+            if input.id.as_ref().is_some_and(|given| *given != user.public_id()) {
+                return Err(Error::invalid("id", "must be the id of the user named by X-USER-ID"));
+            }
+            if let Some(new) = input.email.as_ref().filter(|new| user.email.as_ref() != Some(*new)) {
+                claim_email(txn, org, new, id)?;
                 if let Some(old) = &user.email {
                     txn.open_table(tables::EMAIL_USER)?.remove((k(org), old.as_str()))?;
                 }
+                user.email = Some(new.clone());
             }
-            user.name = input.name.clone();
-            user.email = input.email.clone();
-            user.profile_image = input.profile_image.clone();
+            if let Some(linked) = &input.linked {
+                release_linked(txn, org, &user.linked)?;
+                claim_linked(txn, org, linked, id)?;
+                user.linked = linked.clone();
+            }
+            user.name = input.name.clone().unwrap_or(user.name);
+            user.profile_image = input.profile_image.clone().or(user.profile_image);
             user.updated_at = now;
-            store::put(&mut users, k(id), &user)?;
+            store::put(&mut txn.open_table(tables::USERID_USER)?, k(id), &user)?;
             Ok(user)
         })
         .await
@@ -211,10 +310,7 @@ pub async fn delete(store: &Store, org: &Org, id: Uuid) -> Result<()> {
             if let Some(email) = &user.email {
                 txn.open_table(tables::EMAIL_USER)?.remove((k(org_id), email.as_str()))?;
             }
-            if let Some((kind, ext)) = &user.linked {
-                let key = format!("{kind}:{ext}");
-                txn.open_table(tables::LINKED_USER)?.remove((k(org_id), key.as_str()))?;
-            }
+            release_linked(txn, org_id, &user.linked)?;
             reassign_replicas(txn, org_id, id, heir)
         })
         .await
@@ -238,15 +334,16 @@ fn reassign_replicas(txn: &WriteTransaction, org: Uuid, from: Uuid, to: Uuid) ->
     Ok(())
 }
 
-/// The user `owner` given as a UUID or an e-mail address, if it is a user of `org`.
+/// The user `owner` given as its id (see [`User::public_id`]) or its e-mail address, if it is
+/// a user of `org`.
 pub fn find_owner(
     users: &impl ReadableTable<u128, &'static [u8]>,
     emails: &impl ReadableTable<(u128, &'static str), u128>,
     org: Uuid,
     owner: &str,
 ) -> Result<Option<Uuid>> {
-    if let Ok(id) = Uuid::parse_str(owner.trim()) {
-        return Ok(load(users, org, id).ok().map(|u| u.id));
+    if let Ok(user) = load(users, org, key_of(org, owner.trim())) {
+        return Ok(Some(user.id));
     }
     let email = owner.trim().to_lowercase();
     Ok(emails.get((k(org), email.as_str()))?.map(|v| Uuid::from_u128(v.value())))

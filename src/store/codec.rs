@@ -131,4 +131,25 @@ mod tests {
         assert_eq!(encode(&e).unwrap()[0], 2);
         assert!(decode::<KbEntry>(&bytes(&v1("website", "DONE"))).is_err(), "an unknown status is an error");
     }
+
+    #[test]
+    fn a_version_1_user_keeps_its_linked_account_and_has_no_client_id() {
+        use crate::store::records::{User, UserV1};
+        let v1 = UserV1 {
+            id: uuid::Uuid::from_u128(9),
+            org: uuid::Uuid::nil(),
+            name: "Bea".into(),
+            email: None,
+            profile_image: None,
+            linked: Some(("embed".into(), "visitor-1".into())),
+            created_at: 1,
+            updated_at: 2,
+        };
+        let bytes = [vec![1u8], bincode::serde::encode_to_vec(&v1, config()).unwrap()].concat();
+        let u: User = decode(&bytes).unwrap();
+        assert_eq!(u.linked, vec![("embed".to_string(), "visitor-1".to_string())]);
+        assert_eq!(u.public_id(), uuid::Uuid::from_u128(9).to_string());
+        assert!(u.client_id.is_none());
+        assert_eq!(encode(&u).unwrap()[0], 2);
+    }
 }

@@ -32,21 +32,70 @@ impl Record for Invite {
     const VERSION: u8 = 1;
 }
 
-/// A user of an organization.
+/// A user of an organization (spec §4.2 `/v1/users*`, DECISIONS.md "Users").
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct User {
+    /// The store key: the client's id when it is a UUID, else a UUID v5 of it (see
+    /// `service::users::key_of`), else a fresh UUID v7.
+    pub id: Uuid,
+    /// The id the client chose at creation (1–100 visible characters, unique in the
+    /// organization); shown as the user's `id`. `None`: [`User::id`] is shown.
+    pub client_id: Option<String>,
+    pub org: Uuid,
+    pub name: String,
+    pub email: Option<String>,
+    pub profile_image: Option<String>,
+    /// Linked accounts `(accountType, accountID)`, `accountType` one of `messengerA`,
+    /// `messengerB`, `embed`; a channel's user has the one it was made for.
+    pub linked: Vec<(String, String)>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+impl Record for User {
+    const VERSION: u8 = 2;
+
+    fn upgrade(version: u8, body: &[u8]) -> crate::error::Result<Self> {
+        match version {
+            1 => Ok(codec::decode_body::<UserV1>(body)?.into()),
+            v => Err(crate::error::Error::internal(format!("unknown User record version {v}"))),
+        }
+    }
+}
+
+impl User {
+    /// The id shown on the wire and named by `X-USER-ID`: the client's id, else the UUID.
+    pub fn public_id(&self) -> String {
+        self.client_id.clone().unwrap_or_else(|| self.id.to_string())
+    }
+}
+
+/// [`User`] as version 1 wrote it (no client id, at most one linked account).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct UserV1 {
     pub id: Uuid,
     pub org: Uuid,
     pub name: String,
     pub email: Option<String>,
     pub profile_image: Option<String>,
-    /// `("messengerA" | "messengerB" | "embed", external id)` for users made by a channel.
     pub linked: Option<(String, String)>,
     pub created_at: i64,
     pub updated_at: i64,
 }
-impl Record for User {
-    const VERSION: u8 = 1;
+
+impl From<UserV1> for User {
+    fn from(u: UserV1) -> User {
+        User {
+            id: u.id,
+            client_id: None,
+            org: u.org,
+            name: u.name,
+            email: u.email,
+            profile_image: u.profile_image,
+            linked: u.linked.into_iter().collect(),
+            created_at: u.created_at,
+            updated_at: u.updated_at,
+        }
+    }
 }
 
 /// The `llm` object of a replica.

@@ -181,8 +181,13 @@ async fn patching_only_the_title_keeps_the_text() {
 
     let r = org.call(Method::PATCH, &path, Some(&json!({"language": "xx"})), &[]).await;
     assert_error(&r, StatusCode::BAD_REQUEST, Some("VALIDATION_ERROR"));
-    let r = org.call(Method::PATCH, &path, Some(&json!({"colour": "red"})), &[]).await;
+    let r = org.call(Method::PATCH, &path, Some(&json!({"title": 7})), &[]).await;
     assert_error(&r, StatusCode::BAD_REQUEST, Some("INVALID_BODY"));
+    // Fields the PATCH does not change are ignored (a client may send the entry back whole).
+    let (s, v) = org.patch(&path, json!({"title": "Again", "status": "READY", "colour": "red"})).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let (_, entry) = org.get(&path).await;
+    assert_eq!((&entry["title"], &entry["rawText"]), (&json!("Again"), &json!(ZORBLAX)), "{entry}");
 }
 
 #[tokio::test]

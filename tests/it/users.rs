@@ -58,8 +58,12 @@ async fn invalid_user_bodies_are_400() {
     for (body, code) in [
         (json!({"name": "", "email": "a@example.org"}), "VALIDATION_ERROR"),
         (json!({"name": "A", "email": "not-an-email"}), "VALIDATION_ERROR"),
-        (json!({"email": "a@example.org"}), "INVALID_BODY"),
-        (json!({"name": "A", "role": "admin"}), "INVALID_BODY"),
+        (json!({"name": 5}), "INVALID_BODY"),
+        (json!({"id": "has space"}), "VALIDATION_ERROR"),
+        (json!({"id": ""}), "VALIDATION_ERROR"),
+        (json!({"id": "x".repeat(101)}), "VALIDATION_ERROR"),
+        (json!({"linkedAccounts": [{"accountID": "1", "accountType": "fax"}]}), "VALIDATION_ERROR"),
+        (json!({"linkedAccounts": [{"accountType": "embed"}]}), "INVALID_BODY"),
     ] {
         let r = org.call(Method::POST, "/v1/users", Some(&body), &[]).await;
         assert_error(&r, StatusCode::BAD_REQUEST, Some(code));
@@ -67,13 +71,13 @@ async fn invalid_user_bodies_are_400() {
 }
 
 #[tokio::test]
-async fn a_missing_user_is_404_and_a_malformed_id_400() {
+async fn a_missing_user_is_404_whatever_its_id_looks_like() {
     let server = Server::start();
     let org = server.new_org("People").await;
-    let r = org.call(Method::GET, &format!("/v1/users/{}", uuid::Uuid::new_v4()), None, &[]).await;
-    assert_error(&r, StatusCode::NOT_FOUND, Some("NOT_FOUND"));
-    let r = org.call(Method::GET, "/v1/users/not-an-id", None, &[]).await;
-    assert_error(&r, StatusCode::BAD_REQUEST, Some("INVALID_PATH_PARAMETER"));
+    for id in [uuid::Uuid::new_v4().to_string(), "not-a-user".to_string()] {
+        let r = org.call(Method::GET, &format!("/v1/users/{id}"), None, &[]).await;
+        assert_error(&r, StatusCode::NOT_FOUND, Some("NOT_FOUND"));
+    }
 }
 
 #[tokio::test]
@@ -124,9 +128,9 @@ async fn a_deleted_user_no_longer_authenticates_and_its_replicas_pass_to_the_own
     let owner = org.owner_id().await;
     let bea = org.create_user("Bea", "bea@example.org").await;
     let replica = org.create_replica_from(replica_body("beas", &bea)).await;
-    let (s, v) = org.delete_as("/v1/users/me", &user("email", "bea@example.org")).await;
-    assert_eq!(s, StatusCode::OK, "{v}");
-    assert_eq!(v["success"], json!(true));
+    let r = org.call(Method::DELETE, "/v1/users/me", None, &user("email", "bea@example.org")).await;
+    assert_eq!((r.status, r.text.as_str()), (StatusCode::NO_CONTENT, ""), "204, no body (DECISIONS.md Common)");
+    assert!(r.header("content-type").is_none());
 
     let r = org.call(Method::GET, "/v1/users/me", None, &user("email", "bea@example.org")).await;
     assert_error(&r, StatusCode::UNAUTHORIZED, Some("USER_NOT_FOUND"));
@@ -152,7 +156,58 @@ async fn a_linked_account_user_can_delete_itself_and_comes_back_new() {
     let org = server.new_org("Linked").await;
     let (_, first) = org.get_as("/v1/users/me", &user("embed", "visitor-1")).await;
     let (s, _) = org.delete_as("/v1/users/me", &user("embed", "visitor-1")).await;
-    assert_eq!(s, StatusCode::OK);
+    assert_eq!(s, StatusCode::NO_CONTENT);
     let (_, again) = org.get_as("/v1/users/me", &user("embed", "visitor-1")).await;
     assert_ne!(first["id"], again["id"]);
+}
+
+#[tokio::test]
+async fn a_migrating_team_keeps_its_user_ids_and_linked_accounts() {
+    let server = Server::start();
+    let org = server.new_org("Movers").await;
+    let linked = json!([{"accountID": "777", "accountType": "messengerA"}]);
+    let body = json!({"id": "crm-0042", "email": "dana@example.org", "linkedAccounts": linked, "plan": "gold"});
+    let (s, v) = org.post("/v1/users", body).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!((&v["id"], &v["name"], &v["linkedAccounts"]), (&json!("crm-0042"), &json!(""), &linked), "{v}");
+
+    // The id names the user everywhere: the path, X-USER-ID alone, and its linked account.
+    let (s, v) = org.get("/v1/users/crm-0042").await;
+    assert_eq!((s, v["email"].clone()), (StatusCode::OK, json!("dana@example.org")), "{v}");
+    let (_, v) = org.get_as("/v1/users/me", &[("X-USER-ID", "crm-0042")]).await;
+    assert_eq!(v["id"], json!("crm-0042"), "{v}");
+    let (_, v) = org.get_as("/v1/users/me", &user("messengerA", "777")).await;
+    assert_eq!(v["id"], json!("crm-0042"), "the linked account names the same user: {v}");
+    let replica = org.create_replica_from(replica_body("danas", "crm-0042")).await;
+    let (_, v) = org.get(&format!("/v1/replicas/{replica}")).await;
+    assert_eq!((&v["ownerID"], &v["owner_uuid"]), (&json!("crm-0042"), &json!("crm-0042")), "{v}");
+    let (_, v) = org.get("/v1/replicas?ownerID=crm-0042").await;
+    assert_eq!(v["items"].as_array().map(Vec::len), Some(1), "{v}");
+
+    for (body, code) in [
+        (json!({"id": "crm-0042"}), "USER_ID_TAKEN"),
+        (json!({"linkedAccounts": [{"accountID": "777", "accountType": "messengerA"}]}), "LINKED_ACCOUNT_TAKEN"),
+    ] {
+        let r = org.call(Method::POST, "/v1/users", Some(&body), &[]).await;
+        assert_error(&r, StatusCode::CONFLICT, Some(code));
+    }
+
+    // PUT sets what it is given and keeps the rest; `id` must be the caller's own.
+    let me = [("X-USER-ID", "crm-0042")];
+    let (s, v) = org.put_as("/v1/users/me", json!({"id": "crm-0042", "name": "Dana"}), &me).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!((&v["name"], &v["email"], &v["linkedAccounts"]), (&json!("Dana"), &json!("dana@example.org"), &linked));
+    let r = org.call(Method::PUT, "/v1/users/me", Some(&json!({"id": "crm-0043", "name": "X"})), &me).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, Some("VALIDATION_ERROR"));
+    let (s, v) = org.put_as("/v1/users/me", json!({"id": "crm-0042", "linkedAccounts": []}), &me).await;
+    assert_eq!((s, v["linkedAccounts"].clone()), (StatusCode::OK, json!([])), "{v}");
+    let (_, v) = org.get_as("/v1/users/me", &user("messengerA", "777")).await;
+    assert_ne!(v["id"], json!("crm-0042"), "a released account makes a new user on first contact: {v}");
+
+    // A UUID chosen by the client is kept as it was given.
+    let chosen = "0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B";
+    let (s, v) = org.post("/v1/users", json!({"id": chosen, "name": "Eli"})).await;
+    assert_eq!((s, v["id"].clone()), (StatusCode::OK, json!(chosen)), "{v}");
+    let (s, v) = org.get_as("/v1/users/me", &[("X-USER-ID", &chosen.to_lowercase())]).await;
+    assert_eq!((s, v["name"].clone()), (StatusCode::OK, json!("Eli")), "{v}");
 }

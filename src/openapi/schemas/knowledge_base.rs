@@ -201,7 +201,7 @@ fn patch() -> Value {
             "language": language(),
             "autoRefresh": { "type": "boolean" },
         }),
-        false,
+        true,
     )
 }
 

@@ -85,7 +85,7 @@ fn replica_fields() -> Vec<(&'static str, Value, bool)> {
         ("shortDescription", string(), true),
         ("greeting", string(), true),
         ("type", json!({ "type": "string", "enum": ["individual", "character", "brand"] }), true),
-        ("ownerID", uuid(), true),
+        ("ownerID", described(string(), "The owner's user id (see `User.id`)."), true),
         ("private", json!({ "type": "boolean" }), true),
         ("whitelistEmails", strings.clone(), true),
         ("profileImage", string(), false),
@@ -128,7 +128,7 @@ fn replica_fields() -> Vec<(&'static str, Value, bool)> {
         ("profile_image", legacy(string(), "profileImage"), false),
         ("short_description", legacy(string(), "shortDescription"), true),
         ("introduction", legacy(string(), "greeting"), true),
-        ("owner_uuid", legacy(uuid(), "ownerID"), true),
+        ("owner_uuid", legacy(string(), "ownerID"), true),
         ("chat_history_count", json!({ "type": "integer", "minimum": 0, "description": "Chat history items." }), true),
         ("system_message", legacy(string(), "llm.systemMessage"), false),
     ]

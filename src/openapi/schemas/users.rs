@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{date_time, object, string, success, uuid};
+use super::{date_time, object, string, success};
 
 pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
     add("UserWrite", user_write());
@@ -12,17 +12,32 @@ pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
 
 fn user_write() -> Value {
     object(
-        &["name"],
+        &[],
         json!({
-            "name": { "type": "string", "minLength": 1 },
+            "id": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 100,
+                "pattern": "^[^\\s\\x00-\\x1f\\x7f-\\x9f]+$",
+                "description": "Create: the new user's id, chosen by the client (a migrating team keeps its ids); \
+                    unique in the organization (409 USER_ID_TAKEN). Absent: the server makes a UUID. Update: the \
+                    caller's own id (400 otherwise).",
+            },
+            "name": { "type": "string", "minLength": 1, "maxLength": 100, "description": "Create: default empty." },
             "email": {
                 "type": "string",
                 "format": "email",
                 "description": "Unique per organization (409 EMAIL_TAKEN).",
             },
+            "linkedAccounts": {
+                "type": "array",
+                "items": super::reference("LinkedAccount"),
+                "description": "Channel accounts that name this user (409 LINKED_ACCOUNT_TAKEN when another user \
+                    has one); on update, replaces the list.",
+            },
             "profileImage": string(),
         }),
-        false,
+        true,
     )
 }
 
@@ -44,7 +59,10 @@ fn user_response() -> Value {
         &["success", "id", "name", "linkedAccounts", "createdAt", "updatedAt"],
         json!({
             "success": success(),
-            "id": uuid(),
+            "id": {
+                "type": "string",
+                "description": "The id the client chose at creation, else a UUID made by the server.",
+            },
             "name": string(),
             "email": {
                 "type": "string",
@@ -53,7 +71,8 @@ fn user_response() -> Value {
             "linkedAccounts": {
                 "type": "array",
                 "items": super::reference("LinkedAccount"),
-                "description": "The channel accounts this user was made for; empty for users made by POST /v1/users.",
+                "description": "The channel accounts that name this user (given at creation or update, or the one a \
+                    channel made it for).",
             },
             "profileImage": { "type": "string", "description": "Ours: the picture URL; omitted when none." },
             "createdAt": date_time(),

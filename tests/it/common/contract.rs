@@ -109,6 +109,11 @@ impl Contract {
         let Some(response) = op["responses"].get(code.to_string()) else {
             panic!("{method} {path} answered {code}, which the document does not list for {template}: {text}");
         };
+        if response.get("content").is_none() {
+            assert!(text.is_empty(), "{method} {path} {code}: the document says no body, got {text:.300}");
+            assert!(headers.get("content-type").is_none(), "{method} {path} {code}: a Content-Type without a body");
+            return;
+        }
         let ct = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
         let media = ct.split(';').next().unwrap_or("").trim();
         assert!(
