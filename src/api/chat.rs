@@ -162,6 +162,25 @@ pub async fn complete(app: Arc<App>, req: Req) -> Result<Reply> {
     answer(&app, &req, &replica, ask, content_reply).await
 }
 
+/// # `POST /v1/replicas/{replicaUUID}/chat/completions/test`
+/// A retrieval check (DECISIONS.md "Knowledge base"), organization key only: the body of
+/// `…/chat/completions`; 200 `{success, content, query, sources}` — the reply, the search query
+/// it used, and every source retrieved for it with its BM25 score, best first — with
+/// `X-Replica-Backend`. Nothing is stored in the history (token usage is counted). Errors: 400,
+/// 404, 502.
+pub async fn complete_test(app: Arc<App>, req: Req) -> Result<Reply> {
+    let replica = path_replica(&app, &req).await?;
+    let body: CompletionBody = req.json()?;
+    check_len("content", &body.content, 1, crate::service::history::MAX_CONTENT_CHARS)?;
+    let (source, _, _) = channel_of(body.source, body.messenger_b_data.as_ref())?;
+    let ask = Ask { content: body.content.clone(), skip_chat_history: true, source, ..Ask::default() };
+    let user = req.caller()?.acting_user();
+    let done = chat::complete(&context(&app), &replica, user, ask).await?;
+    let sources: Vec<Value> = done.retrieved.iter().map(source_view).collect();
+    let reply = Reply::ok(&json!({ "content": done.content, "query": body.content, "sources": sources }));
+    Ok(reply.with_header("x-replica-backend", &done.backend))
+}
+
 /// # `POST /v1/replicas/{replicaUUID}/chat/completions/messengerA`
 /// As `…/chat/completions` on the messengerA channel: `messengerA_data` is required (validated
 /// as for history items; a repeated message stores nothing new) and `imageURL` reaches models

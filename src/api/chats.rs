@@ -25,11 +25,7 @@ pub fn list_query(req: &Req, default: SortBy) -> Result<ListQuery> {
             Error::new(Code::InvalidQuery, format!("sortBy must be one of {}", SortBy::NAMES.join(", ")))
         })?,
     };
-    let descending = match req.query("sortOrder") {
-        None | Some("desc") => true,
-        Some("asc") => false,
-        Some(_) => return Err(Error::new(Code::InvalidQuery, "sortOrder must be asc or desc")),
-    };
+    let descending = super::sort_order(req)?.unwrap_or(true);
     Ok(ListQuery { page, page_size, sort_by, descending })
 }
 

@@ -11,9 +11,11 @@ use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::ingest::formats::FORMATS;
-use crate::service::knowledge::{self, Content, EntryView, Limits, NewEntry, Patch, Sort, SORTS, STATUSES, TYPES};
-use crate::service::{rfc3339, uploads};
-use crate::store::records::{Chunk, KbKind, KbStatus, KbText};
+use crate::service::knowledge::{
+    self, Content, EntryView, Limits, NewEntry, Patch, Sort, SortKey, SORTS, STATUSES, TYPES,
+};
+use crate::service::{replicas, rfc3339, uploads};
+use crate::store::records::{Chunk, KbKind, KbStatus, KbText, Replica};
 use hyper::header::{CONTENT_TYPE, HOST};
 
 /// Create body: exactly one of `text`, `url`, `filename`.
@@ -174,59 +176,118 @@ pub async fn upload(app: Arc<App>, req: Req) -> Result<Reply> {
     })))
 }
 
-fn parse_sort(raw: Option<&str>) -> Result<Sort> {
-    let Some(raw) = raw else { return Ok(Sort::default()) };
-    let (descending, name) = match raw.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, raw),
+/// The order of an entry list: our `sort` (a `-` prefix sorts descending), else `sortBy`
+/// (`createdAt`, `updatedAt`, `title`, `status`) with `sortOrder` (default `desc`, as the
+/// hosted service's lists), else `createdAt`, descending when `default_desc`.
+fn parse_sort(req: &Req, default_desc: bool) -> Result<Sort> {
+    let names = || SORTS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
+    let key_of = |name: &str, param: &str| {
+        SORTS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, k)| *k)
+            .ok_or_else(|| Error::new(Code::InvalidQuery, format!("{param} must be one of {}", names())))
     };
-    let key = SORTS.iter().find(|(n, _)| *n == name).map(|(_, k)| *k).ok_or_else(|| {
-        let names: Vec<&str> = SORTS.iter().map(|(n, _)| *n).collect();
-        Error::new(Code::InvalidQuery, format!("sort must be one of {} (prefix - for descending)", names.join(", ")))
-    })?;
-    Ok(Sort { key, descending })
-}
-
-fn one_of(req: &Req, name: &str, allowed: &[&str]) -> Result<Option<String>> {
-    match req.query(name) {
-        Some(v) if !allowed.contains(&v) => {
-            Err(Error::new(Code::InvalidQuery, format!("{name} must be one of {}", allowed.join(", "))))
-        }
-        v => Ok(v.map(str::to_string)),
+    if let Some(raw) = req.query("sort") {
+        let (descending, name) = raw.strip_prefix('-').map_or((false, raw), |rest| (true, rest));
+        return Ok(Sort { key: key_of(name, "sort (prefix - for descending)")?, descending });
+    }
+    let order = super::sort_order(req)?;
+    match req.query("sortBy") {
+        Some(name) => Ok(Sort { key: key_of(name, "sortBy")?, descending: order.unwrap_or(true) }),
+        None => Ok(Sort { key: SortKey::CreatedAt, descending: order.unwrap_or(default_desc) }),
     }
 }
 
-/// # `GET /v1/replicas/{replicaUUID}/knowledge-base`
-/// `{success, items, total}`; `page`, `pageSize`; filters `status`, `type`, `search` (title,
-/// URL or file name), `hasError` (`true|false`); `sort` (`createdAt` default, `updatedAt`,
-/// `title`, `status`; `-` prefix for descending).
-pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
-    let replica = path_replica(&app, &req).await?;
-    let (page, page_size) = super::paging(&req, &["page"], &["pageSize"])?;
-    let status = one_of(&req, "status", STATUSES)?.and_then(|s| KbStatus::parse(&s));
-    let kind = one_of(&req, "type", TYPES)?.and_then(|t| KbKind::parse(&t));
-    let has_error = one_of(&req, "hasError", &["true", "false"])?.map(|v| v == "true");
+/// Every value of the repeatable query parameter `name`, each one of `allowed` (parsed by
+/// `parse`); 400 `INVALID_QUERY` otherwise.
+fn all_of<T>(req: &Req, name: &str, allowed: &[&str], parse: fn(&str) -> Option<T>) -> Result<Vec<T>> {
+    req.query_all(name)
+        .iter()
+        .map(|v| {
+            parse(v)
+                .ok_or_else(|| Error::new(Code::InvalidQuery, format!("{name} must be one of {}", allowed.join(", "))))
+        })
+        .collect()
+}
+
+/// Shortest `search` of the entry lists (DECISIONS.md "Knowledge base").
+const MIN_SEARCH_CHARS: usize = 3;
+
+/// The query of both entry lists: `page`, `pageSize` (0–100, default 24), `status` and `type`
+/// (repeatable), `search` (≥ 3 characters; title, file name or URL), `hasError`, the order (see
+/// [`parse_sort`]).
+fn list_query(req: &Req, default_desc: bool) -> Result<knowledge::ListQuery> {
     let search = req.query("search").map(str::to_string).filter(|s| !s.is_empty());
-    let sort = parse_sort(req.query("sort"))?;
-    let q = knowledge::ListQuery { status, kind, search, has_error, sort, page, page_size };
-    let (items, total) = knowledge::list(&app.store, replica.id, q).await?;
+    if search.as_ref().is_some_and(|s| s.chars().count() < MIN_SEARCH_CHARS) {
+        return Err(Error::new(Code::InvalidQuery, format!("search must be at least {MIN_SEARCH_CHARS} characters")));
+    }
+    let has_error = match req.query("hasError") {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(_) => return Err(Error::new(Code::InvalidQuery, "hasError must be true or false")),
+    };
+    Ok(knowledge::ListQuery {
+        status: all_of(req, "status", STATUSES, KbStatus::parse)?,
+        kind: all_of(req, "type", TYPES, KbKind::parse)?,
+        search,
+        has_error,
+        sort: parse_sort(req, default_desc)?,
+        page: req.query_int(&["page"], 1, 1, 1_000_000)?,
+        page_size: req.query_int(&["pageSize"], 24, 0, 100)?,
+    })
+}
+
+/// The replica whose entries an operation acts on: the path's `replicaUUID` (the per-replica
+/// operations), else the replica of the path's entry (`/v1/knowledge-base/{knowledgeBaseID}`);
+/// either way 404 unless the caller may see it. One implementation serves both routes.
+async fn entry_replica(app: &App, req: &Req) -> Result<Replica> {
+    if !req.param("replicaUUID").is_empty() {
+        return path_replica(app, req).await;
+    }
+    let caller = req.caller()?;
+    let replica = knowledge::replica_of(&app.store, caller.org.id, req.id_param("knowledgeBaseID")?).await?;
+    replicas::get(&app.store, caller.org.id, replica, caller.user.as_ref()).await.map_err(|e| {
+        if e.code == Code::NotFound {
+            Error::not_found("knowledge-base entry")
+        } else {
+            e
+        }
+    })
+}
+
+/// # `GET /v1/replicas/{replicaUUID}/knowledge-base` and `GET /v1/knowledge-base`
+/// `{success, items, total}` (see [`list_query`]): one replica's entries (default order
+/// `createdAt` ascending), or every entry of the replicas the caller may see (private replicas
+/// only for their owner and whitelisted users; default order `createdAt` descending).
+pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
+    let per_replica = !req.param("replicaUUID").is_empty();
+    let q = list_query(&req, !per_replica)?;
+    let replicas = if per_replica {
+        vec![path_replica(&app, &req).await?.id]
+    } else {
+        let caller = req.caller()?;
+        replicas::visible_ids(&app.store, caller.org.id, caller.user.as_ref()).await?
+    };
+    let (items, total) = knowledge::list(&app.store, replicas, q).await?;
     let items: Vec<Value> = items.iter().map(view).collect();
     Ok(Reply::ok(&json!({ "items": items, "total": total })))
 }
 
-/// # `GET /v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}`
+/// # `GET …/knowledge-base/{knowledgeBaseID}` (per replica and organization-wide)
 /// The entry with `rawText`, `processedText`, `rawTextChunks`; 404 when missing.
 pub async fn read(app: Arc<App>, req: Req) -> Result<Reply> {
-    let replica = path_replica(&app, &req).await?;
+    let replica = entry_replica(&app, &req).await?;
     let id = req.id_param("knowledgeBaseID")?;
     let (entry, text, chunks) = knowledge::get(&app.store, replica.id, id).await?;
     Ok(Reply::ok(&full_view(&entry, &text, &chunks)))
 }
 
-/// # `PATCH /v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}`
+/// # `PATCH …/knowledge-base/{knowledgeBaseID}` (per replica and organization-wide)
 /// `title`, `rawText`, `language`, `autoRefresh`; a new text is re-processed. 200 `{success}`.
 pub async fn patch(app: Arc<App>, req: Req) -> Result<Reply> {
-    let replica = path_replica(&app, &req).await?;
+    let replica = entry_replica(&app, &req).await?;
     let id = req.id_param("knowledgeBaseID")?;
     let b: PatchBody = req.json()?;
     let p = Patch { title: b.title, raw_text: b.raw_text, language: b.language, auto_refresh: b.auto_refresh };
@@ -234,10 +295,10 @@ pub async fn patch(app: Arc<App>, req: Req) -> Result<Reply> {
     Ok(Reply::done())
 }
 
-/// # `DELETE /v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}`
+/// # `DELETE …/knowledge-base/{knowledgeBaseID}` (per replica and organization-wide)
 /// Removes the entry and its index documents; 200 `{success}`; 404 when missing.
 pub async fn delete(app: Arc<App>, req: Req) -> Result<Reply> {
-    let replica = path_replica(&app, &req).await?;
+    let replica = entry_replica(&app, &req).await?;
     let id = req.id_param("knowledgeBaseID")?;
     knowledge::delete(&app.store, replica.id, id).await?;
     Ok(Reply::done())

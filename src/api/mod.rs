@@ -85,10 +85,15 @@ pub fn routes() -> Vec<Route> {
         GET "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::read;
         PATCH "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::patch;
         DELETE "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::delete;
+        GET "/v1/knowledge-base" Either => knowledge_base::list;
+        GET "/v1/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::read;
+        PATCH "/v1/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::patch;
+        DELETE "/v1/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::delete;
         GET "/v1/knowledge-base/file-types" Either => knowledge_base::file_types;
         PUT "/v1/knowledge-base/uploads/{token}" Public Raw => knowledge_base::upload;
         POST "/v1/replicas/{replicaUUID}/chat/completions" Either => chat::complete;
         POST "/v1/replicas/{replicaUUID}/chat/completions/messengerA" Either => chat::complete_messenger_a;
+        POST "/v1/replicas/{replicaUUID}/chat/completions/test" Org => chat::complete_test;
         POST "/v1/experimental/replicas/{replicaUUID}/chat/completions" User => chat::complete_experimental;
         GET "/v1/replicas/{replicaUUID}/chat/history" Either => history::list_all;
         POST "/v1/replicas/{replicaUUID}/chat/history" Either => history::save;
@@ -130,6 +135,16 @@ pub fn paging(req: &Req, page_names: &[&str], size_names: &[&str]) -> Result<(u6
     let page = req.query_int(page_names, 1, 1, 1_000_000)?;
     let size = req.query_int(size_names, 24, 1, 100)?;
     Ok((page, size))
+}
+
+/// `sortOrder` of a list: `asc` or `desc`; `None` when not given. 400 otherwise.
+pub fn sort_order(req: &Req) -> Result<Option<bool>> {
+    match req.query("sortOrder") {
+        None => Ok(None),
+        Some("desc") => Ok(Some(true)),
+        Some("asc") => Ok(Some(false)),
+        Some(_) => Err(crate::error::Error::new(crate::error::Code::InvalidQuery, "sortOrder must be asc or desc")),
+    }
 }
 
 /// The replica of the path (`replicaUUID`) if the caller may see it; 404 otherwise.

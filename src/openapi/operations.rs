@@ -159,22 +159,35 @@ fn replica_list_query() -> Vec<Value> {
 }
 
 fn kb_list_query() -> Vec<Value> {
-    use crate::service::knowledge::{STATUSES, TYPES};
+    use crate::service::knowledge::{SORTS, STATUSES, TYPES};
+    let repeated = |name: &str, values: &[&str], what: &str| {
+        json!({ "name": name, "in": "query", "required": false, "style": "form", "explode": true,
+            "schema": { "type": "array", "items": { "type": "string", "enum": values } },
+            "description": format!("Only entries {what} (repeat the parameter for several).") })
+    };
+    let sort_by: Vec<&str> = SORTS.iter().map(|(n, _)| *n).collect();
     vec![
         param("page", page(), "Page number."),
-        param("pageSize", page_size(), "Items per page."),
-        param("status", json!({ "type": "string", "enum": STATUSES }), "Only entries in this status."),
-        param("type", json!({ "type": "string", "enum": TYPES }), "Only entries of this type."),
-        param("search", json!({ "type": "string" }), "Text searched in titles, URLs and file names."),
+        param("pageSize", json!({ "type": "integer", "minimum": 0, "maximum": 100, "default": 24 }), "Items per page."),
+        repeated("status", STATUSES, "in one of these statuses"),
+        repeated("type", TYPES, "of one of these types"),
+        param("search", json!({ "type": "string", "minLength": 3 }), "Text searched in titles, URLs and file names."),
         param(
             "hasError",
             json!({ "type": "string", "enum": ["true", "false"] }),
             "Only failed (or only other) entries.",
         ),
+        param("sortBy", json!({ "type": "string", "enum": sort_by }), "Order by this field (with `sortOrder`)."),
+        param(
+            "sortOrder",
+            json!({ "type": "string", "enum": ["asc", "desc"], "default": "desc" }),
+            "Order of `sortBy` (default `desc`).",
+        ),
         param(
             "sort",
             json!({ "type": "string", "enum": sort_values() }),
-            "Order: `createdAt` (default), `updatedAt`, `title`, `status`; a `-` prefix sorts descending.",
+            "Ours, instead of `sortBy`/`sortOrder`: `createdAt`, `updatedAt`, `title`, `status`; a `-` prefix sorts \
+            descending. Without either, `createdAt`: ascending for one replica's list, descending organization-wide.",
         ),
     ]
 }
@@ -262,6 +275,7 @@ fn replicas() -> Vec<Op> {
 /// Knowledge base (spec §2.5), uploads included.
 fn knowledge_base() -> Vec<Op> {
     let entry = "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}";
+    let org_entry = "/v1/knowledge-base/{knowledgeBaseID}";
     let kb = "Knowledge base";
     vec![
         op("GET", "/v1/replicas/{replicaUUID}/knowledge-base", "listKnowledgeBase", kb, "List entries")
@@ -287,6 +301,22 @@ fn knowledge_base() -> Vec<Op> {
             .describe("A new `rawText` is re-processed (the entry goes back to `PROCESSED_TEXT`, then `READY`)."),
         op("DELETE", entry, "deleteKnowledgeBaseEntry", kb, "Delete an entry")
             .describe("Removes the entry and its index documents."),
+        op("GET", "/v1/knowledge-base", "listKnowledgeBaseOfOrganization", kb, "List entries of every replica")
+            .query(kb_list_query())
+            .ok(200, "KnowledgeBaseList")
+            .describe(
+                "The entries of every replica the caller may see (private replicas only for their owner and \
+                whitelisted users), each with its `replicaUUID`; filters, paging and order as the per-replica list, \
+                default order `createdAt` descending.",
+            ),
+        op("GET", org_entry, "getKnowledgeBaseEntryOfOrganization", kb, "Read an entry by id")
+            .ok(200, "KnowledgeBaseEntryFull")
+            .describe("As the per-replica read; 404 when the entry's replica is not visible to the caller."),
+        op("PATCH", org_entry, "updateKnowledgeBaseEntryOfOrganization", kb, "Update an entry by id")
+            .body("KnowledgeBasePatch")
+            .describe("As the per-replica PATCH (one implementation)."),
+        op("DELETE", org_entry, "deleteKnowledgeBaseEntryOfOrganization", kb, "Delete an entry by id")
+            .describe("As the per-replica DELETE (one implementation): the entry and its index documents go."),
         op("GET", "/v1/knowledge-base/file-types", "listFileTypes", kb, "Supported file types")
             .ok(200, "FileTypes")
             .describe("Exactly what this server can extract: PDF, DOCX, EPUB, plain text, Markdown, CSV, JSON, HTML."),
@@ -348,6 +378,21 @@ fn chat() -> Vec<Op> {
         .describe(
             "As `…/chat/completions`, on the messengerA channel: `messengerA_data` is required (a repeated \
                 message id stores nothing new) and `imageURL` reaches vision-capable models.",
+        ),
+        op(
+            "POST",
+            "/v1/replicas/{replicaUUID}/chat/completions/test",
+            "testChatCompletion",
+            "Chat",
+            "Check retrieval for a question",
+        )
+        .body("CompletionRequest")
+        .ok(200, "CompletionTest")
+        .extra(&[429, 502])
+        .describe(
+            "Organization key only. A retrieval check with the body of `…/chat/completions`: answers the reply, the \
+            search `query` it ran and every retrieved source with its BM25 `score`, best first (fields of our own). \
+            Nothing is stored in the chat history; the token usage is counted.",
         ),
         Op {
             ok_also: SSE,

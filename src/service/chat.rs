@@ -55,7 +55,10 @@ pub struct Ask {
 #[derive(Debug, Clone)]
 pub struct Completion {
     pub content: String,
+    /// The sources the reply cites (stored with it).
     pub sources: Vec<SourceRef>,
+    /// Every source retrieved for the question and handed to the model, best first, scored.
+    pub retrieved: Vec<SourceRef>,
     /// The `X-Replica-Backend` value.
     pub backend: String,
     /// Id of the stored assistant item (`None` with `skip_chat_history`).
@@ -226,6 +229,7 @@ async fn finish(store: &Store, p: Prepared, reply: ChatReply, interrupted: bool)
     let mut completion = Completion {
         content: reply.text,
         sources,
+        retrieved: given.clone(),
         backend: p.route.backend.name().to_string(),
         message_id: None,
         usage,

@@ -262,6 +262,25 @@ pub async fn get(store: &Store, org: Uuid, id: Uuid, user: Option<&crate::store:
     }
 }
 
+/// Ids of the replicas of `org` that `user` may see (every one for the organization itself; see
+/// [`visible_to`]).
+pub async fn visible_ids(store: &Store, org: Uuid, user: Option<&crate::store::records::User>) -> Result<Vec<Uuid>> {
+    let user = user.cloned();
+    store
+        .read(move |txn| {
+            let replicas = txn.open_table(tables::REPLICAID_REPLICA)?;
+            let mut ids = Vec::new();
+            for row in txn.open_table(tables::ORG_REPLICA)?.range((k(org), 0)..=(k(org), u128::MAX))? {
+                let id = row?.0.value().1;
+                if store::get::<u128, Replica, _>(&replicas, id)?.is_some_and(|r| visible_to(&r, user.as_ref())) {
+                    ids.push(Uuid::from_u128(id));
+                }
+            }
+            Ok(ids)
+        })
+        .await
+}
+
 /// Filters and order of `GET /v1/replicas`.
 #[derive(Default, Debug)]
 pub struct ListQuery {

@@ -18,6 +18,7 @@ mod ingest;
 mod invites;
 mod isolation;
 mod knowledge_base;
+mod knowledge_base_org;
 mod llm;
 mod llm_real;
 mod logs;

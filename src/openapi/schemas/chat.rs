@@ -10,6 +10,7 @@ pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
     add("MessengerAData", messenger_a_data());
     add("CompletionRequest", completion_request());
     add("Completion", object(&["success", "content"], json!({ "success": success(), "content": string() }), false));
+    add("CompletionTest", completion_test());
     add("CompletionMessengerARequest", completion_messenger_a_request());
     add("ExperimentalCompletionRequest", experimental_completion_request());
     add("ExperimentalCompletion", experimental_completion());
@@ -214,6 +215,24 @@ fn chat_history() -> Value {
             "success": success(),
             "type": { "type": "string", "enum": ["all", "web", "embed", "messengerA", "messengerB"] },
             "items": { "type": "array", "items": reference("ChatHistoryItem") },
+        }),
+        false,
+    )
+}
+
+/// The answer of the retrieval check (`…/chat/completions/test`).
+fn completion_test() -> Value {
+    object(
+        &["success", "content", "query", "sources"],
+        json!({
+            "success": success(),
+            "content": string(),
+            "query": { "type": "string", "description": "Ours: the search query the retrieval ran." },
+            "sources": {
+                "type": "array",
+                "items": super::reference("Source"),
+                "description": "Ours: every source retrieved for the query, best first, with its BM25 `score`.",
+            },
         }),
         false,
     )

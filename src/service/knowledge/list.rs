@@ -8,11 +8,13 @@ use crate::error::{Error, Result};
 use crate::store::records::{Chunk, KbEntry, KbKind, KbSource, KbStatus, KbText};
 use crate::store::{self, k, tables, Store};
 
-/// Filters and order of the entry list.
+/// Filters and order of the entry lists (per replica and organization-wide).
 #[derive(Debug, Default, Clone)]
 pub struct ListQuery {
-    pub status: Option<KbStatus>,
-    pub kind: Option<KbKind>,
+    /// Only entries in one of these statuses (empty: any).
+    pub status: Vec<KbStatus>,
+    /// Only entries of one of these types (empty: any).
+    pub kind: Vec<KbKind>,
     /// Case-insensitive text found in the title, generated title, URL or file name.
     pub search: Option<String>,
     /// `true`: only entries that failed (`UNPROCESSABLE`); `false`: only the others.
@@ -66,8 +68,8 @@ impl EntryView {
         let failed = e.status == KbStatus::Unprocessable;
         let haystack =
             [self.display_title().cloned(), self.source.url.clone(), self.source.file.as_ref().map(|f| f.name.clone())];
-        q.status.is_none_or(|s| s == e.status)
-            && q.kind.is_none_or(|t| t == e.kind)
+        (q.status.is_empty() || q.status.contains(&e.status))
+            && (q.kind.is_empty() || q.kind.contains(&e.kind))
             && q.has_error.is_none_or(|h| h == failed)
             && search.is_none_or(|s| haystack.iter().flatten().any(|h| h.to_lowercase().contains(s)))
     }
@@ -92,8 +94,9 @@ fn view_of(sources: &ReadOnlyTable<u64, &'static [u8]>, entry: KbEntry) -> Resul
     Ok(EntryView { entry, source })
 }
 
-/// A page of `replica`'s entries and the number that matched.
-pub async fn list(store: &Store, replica: Uuid, q: ListQuery) -> Result<(Vec<EntryView>, u64)> {
+/// A page of the entries of `replicas` (one replica's list, or every replica a caller may see
+/// for the organization-wide list) and the number that matched.
+pub async fn list(store: &Store, replicas: Vec<Uuid>, q: ListQuery) -> Result<(Vec<EntryView>, u64)> {
     store
         .read(move |txn| {
             let ids = txn.open_table(tables::REPLICA_KB)?;
@@ -101,18 +104,31 @@ pub async fn list(store: &Store, replica: Uuid, q: ListQuery) -> Result<(Vec<Ent
             let sources = txn.open_table(tables::KBID_SOURCE)?;
             let search = q.search.as_ref().map(|s| s.to_lowercase());
             let mut found = Vec::new();
-            for row in ids.range((k(replica), 0)..=(k(replica), u64::MAX))? {
-                let id = row?.0.value().1;
-                let Some(e) = store::get::<u64, KbEntry, _>(&entries, id)? else { continue };
-                let v = view_of(&sources, e)?;
-                if v.matches(&q, search.as_deref()) {
-                    found.push(v);
+            for replica in replicas {
+                for row in ids.range((k(replica), 0)..=(k(replica), u64::MAX))? {
+                    let id = row?.0.value().1;
+                    let Some(e) = store::get::<u64, KbEntry, _>(&entries, id)? else { continue };
+                    let v = view_of(&sources, e)?;
+                    if v.matches(&q, search.as_deref()) {
+                        found.push(v);
+                    }
                 }
             }
             sort_views(&mut found, q.sort);
             Ok(crate::service::page_of(found, q.page, q.page_size))
         })
         .await
+}
+
+/// The replica of entry `id` when it is an entry of `org`; 404 otherwise (the organization-wide
+/// entry operations find the replica this way, then act as the per-replica ones).
+pub async fn replica_of(store: &Store, org: Uuid, id: u64) -> Result<Uuid> {
+    store
+        .read(move |txn| store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id))
+        .await?
+        .filter(|e| e.org == org)
+        .map(|e| e.replica)
+        .ok_or_else(|| Error::not_found("knowledge-base entry"))
 }
 
 /// Entry `id` of `replica` with its source, texts and chunks; 404 when missing.
