@@ -83,32 +83,50 @@ pub struct Streaming {
     pub events: mpsc::Receiver<Event>,
 }
 
-/// The best chunks of `replica` for `query`, re-read from the store (chunks of entries deleted
-/// since they were indexed are dropped).
+/// Hits asked of the index per question: twice [`TOP_K`], so that collapsing identical chunks
+/// still leaves up to [`TOP_K`] distinct ones.
+const CANDIDATES: usize = TOP_K * 2;
+
+/// The best [`TOP_K`] chunks of `replica` for `query`, re-read from the store (chunks of
+/// entries deleted since they were indexed are dropped; see `search::indexer`). Identical
+/// chunks — the same passage uploaded twice, in one entry or several — are collapsed into the
+/// best-scored one (issue 17 point 4: re-running a setup does not degrade answers); the entries
+/// stay as the client made them.
 pub async fn retrieve(store: &Store, search: &Arc<Search>, replica: Uuid, query: &str) -> Result<Vec<SourceRef>> {
     let (s, q) = (search.clone(), query.to_string());
-    let hits = tokio::task::spawn_blocking(move || s.search(replica, &q, TOP_K)).await.map_err(Error::internal)??;
+    let hits =
+        tokio::task::spawn_blocking(move || s.search(replica, &q, CANDIDATES)).await.map_err(Error::internal)??;
     store
         .read(move |txn| {
             let entries = txn.open_table(tables::KBID_ENTRY)?;
             let chunks = txn.open_table(tables::KBCHUNK_CHUNK)?;
-            let mut out = Vec::new();
+            let mut out: Vec<SourceRef> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
             for h in hits {
                 let Some(e) = store::get::<u64, KbEntry, _>(&entries, h.entry)? else { continue };
                 let Some(c) = store::get::<(u64, u32), Chunk, _>(&chunks, (h.entry, h.chunk))? else { continue };
-                if e.replica == replica {
-                    out.push(SourceRef {
-                        id: e.id,
-                        score: h.score,
-                        created_at: e.created_at,
-                        name: c.title,
-                        content: c.text,
-                    });
+                if e.replica != replica || !seen.insert(passage_key(&c.text)) {
+                    continue;
+                }
+                out.push(SourceRef {
+                    id: e.id,
+                    score: h.score,
+                    created_at: e.created_at,
+                    name: c.title,
+                    content: c.text,
+                });
+                if out.len() == TOP_K {
+                    break;
                 }
             }
             Ok(out)
         })
         .await
+}
+
+/// What makes two passages the same: their words, whatever the spacing.
+fn passage_key(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A request ready for its backend.

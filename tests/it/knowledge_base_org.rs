@@ -119,3 +119,45 @@ async fn the_retrieval_check_answers_the_query_and_scored_sources_and_stores_not
         org.call(Method::POST, &format!("/v1/replicas/{replica}/chat/completions/test"), Some(&json!({})), &[]).await;
     assert_error(&r, StatusCode::BAD_REQUEST, Some("INVALID_BODY"));
 }
+
+#[tokio::test]
+async fn a_setup_run_twice_collapses_identical_passages_at_answer_time() {
+    let server = Server::start();
+    let org = server.new_org("Tools").await;
+    let replica = org.create_replica("kb").await;
+    // The same text uploaded three times (twice as text, once as a file), as a re-run setup does.
+    let mut entries = vec![
+        org.add_ready_text(&replica, "Zorblax manual", ZORBLAX).await,
+        org.add_ready_text(&replica, "Zorblax manual", ZORBLAX).await,
+    ];
+    let file = org.upload(&replica, "zorblax.txt", ZORBLAX.as_bytes().to_vec()).await;
+    org.wait_ready(&replica, file).await;
+    entries.push(file);
+
+    let (s, v) =
+        org.post(&format!("/v1/replicas/{replica}/chat/completions/test"), json!({"content": ZORBLAX_QUESTION})).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let passages: Vec<&str> = v["sources"].as_array().unwrap().iter().map(|s| s["content"].as_str().unwrap()).collect();
+    let mut distinct = passages.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(passages.len(), distinct.len(), "a passage is handed to the model once: {passages:?}");
+
+    let answer = org.ask(&replica, ZORBLAX_QUESTION).await;
+    assert!(answer.contains("451 kelvin"), "{answer}");
+    let body = answer.split("\n\n(From:").next().unwrap();
+    let sentences: Vec<&str> = body.split(". ").map(str::trim).filter(|s| !s.is_empty()).collect();
+    for (i, s) in sentences.iter().enumerate() {
+        assert!(!sentences[i + 1..].contains(s), "sentence said twice: {s:?} in {answer:?}");
+    }
+    let items = org.history(&replica, "").await;
+    let stored: Vec<&str> =
+        items.last().unwrap()["sources"].as_array().unwrap().iter().map(|s| s["content"].as_str().unwrap()).collect();
+    let mut unique = stored.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(stored.len(), unique.len(), "the answer's sources carry a passage once: {stored:?}");
+    // The entries stay as the client made them.
+    let (_, v) = org.get(&format!("/v1/replicas/{replica}/knowledge-base")).await;
+    assert_eq!(v["total"], json!(3), "{v}");
+}

@@ -349,7 +349,13 @@ fn render(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Passage {
     let mut text = String::new();
     let mut last: Option<(usize, usize)> = None;
     let mut code_done = false;
+    let mut said: Vec<&str> = Vec::new();
     for c in chosen {
+        // the same sentence in two sources (a passage uploaded twice) is said once
+        if said.contains(&sentence(sections, c)) {
+            continue;
+        }
+        said.push(sentence(sections, c));
         // a sentence that announces a block is quoted only with it
         let intro = introduces_code(&sections[c.section].blocks, c.block, c.index);
         let quoted = |ib: usize| code.is_some_and(|(s, b, _)| (s, b) == (c.section, ib));
