@@ -75,7 +75,11 @@ fn llm(body: &LlmInput, legacy_system_message: Option<&String>, models: &Models)
     if !models.contains(&model) {
         return Err(Error::invalid(
             "llm.model",
-            format!("{model:?} is not in the model catalog (GET /v1/replicas/models)"),
+            format!(
+                "{model:?} is not in this server's model catalog (GET /v1/replicas/models lists it; the operator \
+                 sets its ids with `replicad serve --models FILE`, see the README's \"Moving from a hosted replica \
+                 service\")"
+            ),
         ));
     }
     let memory_mode = body.memory_mode.clone().unwrap_or_else(|| "rag-search".into());

@@ -14,6 +14,7 @@ mod errors;
 mod fixtures;
 mod health;
 mod history;
+mod hosted_tools;
 mod ingest;
 mod invites;
 mod isolation;
