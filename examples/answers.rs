@@ -28,7 +28,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use replicad::generate::embedded::{reply, Persona};
+use replicad::generate::embedded::reply;
+use replicad::generate::Persona;
 use replicad::search::{indexer, Search};
 use replicad::service::chat;
 use replicad::service::knowledge::{self, Limits, NewEntry};
@@ -105,7 +106,7 @@ struct Outcome {
 }
 
 async fn ask(kb: &Kb, q: &Question, show: bool) -> Outcome {
-    let persona = Persona { name: "Tutor", greeting: "Hello!" };
+    let persona = Persona { name: "Tutor".into(), greeting: "Hello!".into(), ..Persona::default() };
     let started = Instant::now();
     let sources = chat::retrieve(&kb.store, &kb.search, kb.replica, &q.question).await.expect("retrieve");
     let answer = reply(&persona, &q.question, &sources);

@@ -20,8 +20,10 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use replicad::service::history::{append_in, NewItem};
-use replicad::service::{orgs, replicas};
 use replicad::store::Store;
+
+mod common;
+use common::EMAIL;
 
 #[derive(Parser)]
 struct Args {
@@ -41,7 +43,6 @@ struct Args {
 
 const CONVERSATIONS: usize = 10;
 const PER_CONVERSATION: usize = 10;
-const EMAIL: &str = "bench@example.org";
 
 fn item(i: usize) -> NewItem {
     NewItem {
@@ -58,20 +59,7 @@ fn item(i: usize) -> NewItem {
 /// Writes the organization, the replica and the history; returns (key, replica).
 async fn fill(dir: &std::path::Path, chats: usize) -> (String, Uuid) {
     let store = Store::open(dir).expect("open store");
-    let new = orgs::NewOrg { organization_name: "Bench".into(), name: "Bench Owner".into(), email: EMAIL.into() };
-    let (org, key) = orgs::create_direct(&store, new).await.expect("org");
-    let llm = replicas::LlmInput { model: Some("replicad-extractive".into()), ..Default::default() };
-    let body = replicas::ReplicaInput {
-        name: "Bench".into(),
-        short_description: "bench".into(),
-        greeting: "Hi".into(),
-        owner_id: EMAIL.into(),
-        slug: "bench".into(),
-        llm,
-        ..Default::default()
-    };
-    let models = replicad::models::Models::parse(replicad::models::SHIPPED).expect("models");
-    let replica = replicas::create(&store, org.id, &body, &models, 10).await.expect("replica");
+    let (key, replica) = common::bench_org(&store).await;
     let users: Arc<Vec<Uuid>> = Arc::new((0..chats).map(|_| Uuid::now_v7()).collect());
     let day = 86_400_000i64;
     let start_ms = replicad::store::now_ms() - (CONVERSATIONS as i64) * 6 * day;
@@ -97,19 +85,6 @@ async fn fill(dir: &std::path::Path, chats: usize) -> (String, Uuid) {
     let secs = started.elapsed().as_secs_f64();
     println!("wrote {total} messages over {chats} chats in {secs:.1} s ({:.0} messages/s)", total as f64 / secs);
     (key, replica)
-}
-
-async fn serve(dir: std::path::PathBuf) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let config = replicad::Config::new(dir);
-    tokio::spawn(async move {
-        if let Err(e) = replicad::serve(config, listener, std::future::pending()).await {
-            eprintln!("replicad: {e}");
-            std::process::exit(1);
-        }
-    });
-    base
 }
 
 /// p50 / p99 / max latency of `requests` sequential GETs of `url`.
@@ -175,7 +150,7 @@ async fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (key, replica) = fill(dir.path(), args.chats).await;
     tokio::time::sleep(Duration::from_millis(500)).await; // the store's writer thread lets go
-    let base = serve(dir.path().to_path_buf()).await;
+    let base = common::serve(replicad::Config::new(dir.path().to_path_buf())).await;
     let http = reqwest::Client::new();
     let r = format!("{base}/v1/replicas/{replica}");
     for (name, url) in [

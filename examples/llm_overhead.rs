@@ -23,6 +23,9 @@ use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{json, Value};
 
+#[allow(dead_code)] // each example uses part of it
+mod common;
+
 #[derive(Parser)]
 struct Args {
     /// The upstream's fixed answer delay, in milliseconds.
@@ -76,18 +79,10 @@ async fn fake_upstream(delay: Duration) -> String {
 
 /// Starts replicad routing `llama-3.1-8b-instruct` to `upstream`; returns its base URL.
 async fn replicad(upstream: &str, data_dir: std::path::PathBuf) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
     let mut config = replicad::Config::new(data_dir);
     config.llm.upstreams = vec![format!("fake={upstream}")];
     config.llm.routes = vec!["llama-3.1-8b-instruct=fake/fake".into()];
-    tokio::spawn(async move {
-        if let Err(e) = replicad::serve(config, listener, std::future::pending()).await {
-            eprintln!("replicad: {e}");
-            std::process::exit(1);
-        }
-    });
-    base
+    common::serve(config).await
 }
 
 async fn call(http: &reqwest::Client, url: &str, key: &str, body: Value) -> Value {

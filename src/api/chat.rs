@@ -19,13 +19,14 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::history::{channel_of, source_view, MessengerAData, MessengerBData};
+use super::history::source_view;
 use super::path_replica;
 use crate::app::App;
 use crate::error::{Error, Result};
 use crate::generate::Turn;
 use crate::http::request::Req;
 use crate::http::response::{error_body, sse_event, Reply};
+use crate::service::channel_data::{self, MessengerAData, MessengerBData};
 use crate::service::chat::{self, Ask, Completion, Context, Event};
 use crate::service::check_len;
 use crate::store::records::Replica;
@@ -149,16 +150,9 @@ pub async fn complete(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let body: CompletionBody = req.json()?;
     check_len("content", &body.content, 1, crate::service::history::MAX_CONTENT_CHARS)?;
-    let (source, channel_data, channel_key) = channel_of(body.source, body.messenger_b_data.as_ref())?;
+    let channel = channel_data::of_source(body.source, body.messenger_b_data.as_ref())?;
     crate::service::quotas::check_usage_limits(&app.store, replica.org, body.usage_limits.as_ref()).await?;
-    let ask = Ask {
-        content: body.content,
-        skip_chat_history: body.skip_chat_history,
-        source,
-        channel_data,
-        channel_key,
-        ..Ask::default()
-    };
+    let ask = Ask { content: body.content, skip_chat_history: body.skip_chat_history, ..Ask::on(channel) };
     answer(&app, &req, &replica, ask, content_reply).await
 }
 
@@ -172,8 +166,8 @@ pub async fn complete_test(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let body: CompletionBody = req.json()?;
     check_len("content", &body.content, 1, crate::service::history::MAX_CONTENT_CHARS)?;
-    let (source, _, _) = channel_of(body.source, body.messenger_b_data.as_ref())?;
-    let ask = Ask { content: body.content.clone(), skip_chat_history: true, source, ..Ask::default() };
+    let channel = channel_data::of_source(body.source, body.messenger_b_data.as_ref())?;
+    let ask = Ask { content: body.content.clone(), skip_chat_history: true, ..Ask::on(channel) };
     let user = req.caller()?.acting_user();
     let done = chat::complete(&context(&app), &replica, user, ask).await?;
     let sources: Vec<Value> = done.retrieved.iter().map(source_view).collect();
@@ -189,21 +183,16 @@ pub async fn complete_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let body: MessengerACompletionBody = req.json()?;
     check_len("content", &body.content, 1, crate::service::history::MAX_CONTENT_CHARS)?;
-    let key = body.messenger_a_data.validate()?;
+    let channel = body.messenger_a_data.stamped()?;
     if let Some(url) = &body.image_url {
-        if !(url.starts_with("https://") || url.starts_with("http://") || url.starts_with("data:image/")) {
-            return Err(Error::invalid("imageURL", "must be an http(s) URL or a data:image/ URL"));
-        }
+        chat::check_image_url(url)?;
     }
     crate::service::quotas::check_usage_limits(&app.store, replica.org, body.usage_limits.as_ref()).await?;
     let ask = Ask {
         content: body.content,
         skip_chat_history: body.skip_chat_history,
-        source: "messengerA".into(),
-        channel_data: Some(serde_json::to_string(&body.messenger_a_data).map_err(Error::internal)?),
-        channel_key: Some(key),
         image_url: body.image_url,
-        ..Ask::default()
+        ..Ask::on(channel)
     };
     answer(&app, &req, &replica, ask, content_reply).await
 }
@@ -257,16 +246,13 @@ pub async fn complete_experimental(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let body: ExperimentalBody = req.json()?;
     let (content, turns) = split_messages(body.messages)?;
-    let (source, channel_data, channel_key) = channel_of(body.source, body.messenger_b_data.as_ref())?;
+    let channel = channel_data::of_source(body.source, body.messenger_b_data.as_ref())?;
     let ask = Ask {
         content,
         skip_chat_history: !body.store,
-        source,
-        channel_data,
-        channel_key,
         turns: Some(turns),
         max_tokens: body.max_tokens,
-        ..Ask::default()
+        ..Ask::on(channel)
     };
     answer(&app, &req, &replica, ask, openai_reply).await
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::path_replica;
@@ -10,80 +10,10 @@ use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::service::history::{self, check_source, NewItem, Page};
+use crate::service::channel_data::{self, MessengerAData, MessengerBData};
+use crate::service::history::{self, NewItem, Page};
 use crate::service::{check_len, rfc3339};
 use crate::store::records::{Message, SourceRef};
-
-/// `messengerB_data` (spec §4.1): ids as strings; no extra fields.
-#[derive(Deserialize, Serialize, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct MessengerBData {
-    pub channel_id: String,
-    pub channel_name: String,
-    pub author_id: String,
-    pub author_name: String,
-    pub message_id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub created_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub server_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub server_name: Option<String>,
-}
-
-/// Chat kinds of `messengerA_data.chat_type`.
-#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum ChatType {
-    Private,
-    Group,
-    Supergroup,
-    Channel,
-}
-
-/// `messengerA_data` (spec §4.1): numeric ids; no extra fields.
-#[derive(Deserialize, Serialize, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct MessengerAData {
-    pub chat_type: ChatType,
-    pub chat_id: i64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub chat_name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub user_id: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub username: Option<String>,
-    pub message_id: i64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message_thread_id: Option<i64>,
-}
-
-impl MessengerBData {
-    /// Checks the required ids are not empty; returns the de-duplication key.
-    pub fn validate(&self) -> Result<String> {
-        for (name, v) in
-            [("channel_id", &self.channel_id), ("author_id", &self.author_id), ("message_id", &self.message_id)]
-        {
-            check_len(&format!("messengerB_data.{name}"), v, 1, 100)?;
-        }
-        Ok(format!("messengerB:{}:{}", self.channel_id, self.message_id))
-    }
-}
-
-impl MessengerAData {
-    /// `message_thread_id` > 0 and only in supergroups; returns the de-duplication key.
-    pub fn validate(&self) -> Result<String> {
-        if let Some(t) = self.message_thread_id {
-            if t <= 0 {
-                return Err(Error::invalid("messengerA_data.message_thread_id", "must be greater than 0"));
-            }
-            if self.chat_type != ChatType::Supergroup {
-                return Err(Error::invalid("messengerA_data.message_thread_id", "is only allowed in supergroups"));
-            }
-        }
-        Ok(format!("messengerA:{}:{}", self.chat_id, self.message_id))
-    }
-}
 
 /// A retrieval source on the wire (spec §2.2).
 pub fn source_view(s: &SourceRef) -> Value {
@@ -182,28 +112,6 @@ struct SaveMessengerABody {
     messenger_a_data: MessengerAData,
 }
 
-/// The source of a message and its messengerB data: `source` defaults to `messengerB` when
-/// `messengerB_data` is given, else `web`; the data is only allowed with `messengerB`.
-/// Returns `(source, data as JSON text, de-duplication key)`.
-pub fn channel_of(
-    source: Option<String>,
-    data: Option<&MessengerBData>,
-) -> Result<(String, Option<String>, Option<String>)> {
-    let default = if data.is_some() { "messengerB" } else { "web" };
-    let source = source.unwrap_or_else(|| default.to_string());
-    check_source(&source)?;
-    match data {
-        Some(_) if source != "messengerB" => {
-            Err(Error::invalid("messengerB_data", "is only allowed with source messengerB"))
-        }
-        Some(d) => {
-            let key = d.validate()?;
-            Ok((source, Some(serde_json::to_string(d).map_err(Error::internal)?), Some(key)))
-        }
-        None => Ok((source, None, None)),
-    }
-}
-
 async fn save_item(app: &App, req: &Req, item: NewItem) -> Result<Reply> {
     let replica = path_replica(app, req).await?;
     check_len("content", &item.content, 1, crate::service::history::MAX_CONTENT_CHARS)?;
@@ -217,14 +125,14 @@ async fn save_item(app: &App, req: &Req, item: NewItem) -> Result<Reply> {
 /// given); a repeated `messengerB_data.message_id` stores nothing new. 200 `{success, id}`.
 pub async fn save(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: SaveBody = req.json()?;
-    let (source, channel_data, channel_key) = channel_of(body.source, body.messenger_b_data.as_ref())?;
+    let channel = channel_data::of_source(body.source, body.messenger_b_data.as_ref())?;
     let item = NewItem {
         role: "user",
         content: body.content,
-        source,
+        source: channel.source,
         sources: Vec::new(),
-        channel_data,
-        channel_key,
+        channel_data: channel.data,
+        channel_key: channel.key,
         interrupted: false,
     };
     save_item(&app, &req, item).await
@@ -235,14 +143,14 @@ pub async fn save(app: Arc<App>, req: Req) -> Result<Reply> {
 /// nothing new. 200 `{success, id}`.
 pub async fn save_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: SaveMessengerABody = req.json()?;
-    let key = body.messenger_a_data.validate()?;
+    let channel = body.messenger_a_data.stamped()?;
     let item = NewItem {
         role: "user",
         content: body.content,
-        source: "messengerA".into(),
+        source: channel.source,
         sources: Vec::new(),
-        channel_data: Some(serde_json::to_string(&body.messenger_a_data).map_err(Error::internal)?),
-        channel_key: Some(key),
+        channel_data: channel.data,
+        channel_key: channel.key,
         interrupted: false,
     };
     save_item(&app, &req, item).await

@@ -109,15 +109,6 @@ fn full_view(v: &EntryView, text: &KbText, chunks: &[Chunk]) -> Value {
     out
 }
 
-fn content_of(body: &CreateBody) -> Result<Content> {
-    match (&body.text, &body.url, &body.filename) {
-        (Some(t), None, None) => Ok(Content::Text(t.clone())),
-        (None, Some(u), None) => Ok(Content::Url(u.clone())),
-        (None, None, Some(f)) => Ok(Content::Filename(f.clone())),
-        _ => Err(Error::invalid("body", "give exactly one of text, url, filename")),
-    }
-}
-
 /// The absolute signed URL of upload `token`: `--public-url`, else `http://` + `Host`.
 fn signed_url(app: &App, req: &Req, token: &str) -> String {
     let base = app.config.public_url.clone().unwrap_or_else(|| {
@@ -135,7 +126,7 @@ pub async fn create(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let body: CreateBody = req.json()?;
     let new = NewEntry {
-        content: content_of(&body)?,
+        content: Content::exactly_one(body.text, body.url, body.filename)?,
         title: body.title,
         language: body.language,
         auto_refresh: body.auto_refresh,

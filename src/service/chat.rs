@@ -12,6 +12,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
+use super::channel_data::Stamped;
 use super::history::{self, NewItem};
 use super::token_usage;
 use crate::error::{Error, Result};
@@ -51,6 +52,23 @@ pub struct Ask {
     pub max_tokens: Option<u32>,
 }
 
+/// An image given with a question (`imageURL`): an http(s) URL or a `data:image/` URL; 400
+/// otherwise.
+pub fn check_image_url(url: &str) -> Result<()> {
+    if ["https://", "http://", "data:image/"].iter().any(|p| url.starts_with(p)) {
+        Ok(())
+    } else {
+        Err(Error::invalid("imageURL", "must be an http(s) URL or a data:image/ URL"))
+    }
+}
+
+impl Ask {
+    /// An empty request on the channel of `channel` (its source, data and key).
+    pub fn on(channel: Stamped) -> Ask {
+        Ask { source: channel.source, channel_data: channel.data, channel_key: channel.key, ..Ask::default() }
+    }
+}
+
 /// The reply, the sources it was built from, and the backend that made it.
 #[derive(Debug, Clone)]
 pub struct Completion {
@@ -83,29 +101,50 @@ pub struct Streaming {
     pub events: mpsc::Receiver<Event>,
 }
 
-/// Hits asked of the index per question: twice [`TOP_K`], so that collapsing identical chunks
-/// still leaves up to [`TOP_K`] distinct ones.
+/// Hits asked of the index when the first [`TOP_K`] held identical passages: twice as many,
+/// so that collapsing them still leaves up to [`TOP_K`] distinct ones.
 const CANDIDATES: usize = TOP_K * 2;
 
 /// The best [`TOP_K`] chunks of `replica` for `query`, re-read from the store (chunks of
 /// entries deleted since they were indexed are dropped; see `search::indexer`). Identical
 /// chunks — the same passage uploaded twice, in one entry or several — are collapsed into the
 /// best-scored one (issue 17 point 4: re-running a setup does not degrade answers); the entries
-/// stay as the client made them.
+/// stay as the client made them. The index is asked for [`TOP_K`] hits, and only when some of
+/// them were collapsed for [`CANDIDATES`].
 pub async fn retrieve(store: &Store, search: &Arc<Search>, replica: Uuid, query: &str) -> Result<Vec<SourceRef>> {
+    let (found, collapsed) = retrieve_from(store, search, replica, query, TOP_K).await?;
+    if collapsed == 0 {
+        return Ok(found);
+    }
+    Ok(retrieve_from(store, search, replica, query, CANDIDATES).await?.0)
+}
+
+/// Up to [`TOP_K`] distinct chunks among the best `hits` of the index, and how many hits were
+/// collapsed into an earlier identical one.
+async fn retrieve_from(
+    store: &Store,
+    search: &Arc<Search>,
+    replica: Uuid,
+    query: &str,
+    hits: usize,
+) -> Result<(Vec<SourceRef>, usize)> {
     let (s, q) = (search.clone(), query.to_string());
-    let hits =
-        tokio::task::spawn_blocking(move || s.search(replica, &q, CANDIDATES)).await.map_err(Error::internal)??;
+    let hits = tokio::task::spawn_blocking(move || s.search(replica, &q, hits)).await.map_err(Error::internal)??;
     store
         .read(move |txn| {
             let entries = txn.open_table(tables::KBID_ENTRY)?;
             let chunks = txn.open_table(tables::KBCHUNK_CHUNK)?;
             let mut out: Vec<SourceRef> = Vec::new();
             let mut seen = std::collections::HashSet::new();
+            let mut collapsed = 0;
             for h in hits {
                 let Some(e) = store::get::<u64, KbEntry, _>(&entries, h.entry)? else { continue };
                 let Some(c) = store::get::<(u64, u32), Chunk, _>(&chunks, (h.entry, h.chunk))? else { continue };
-                if e.replica != replica || !seen.insert(passage_key(&c.text)) {
+                if e.replica != replica {
+                    continue;
+                }
+                if !seen.insert(passage_key(&c.text)) {
+                    collapsed += 1;
                     continue;
                 }
                 out.push(SourceRef {
@@ -119,7 +158,7 @@ pub async fn retrieve(store: &Store, search: &Arc<Search>, replica: Uuid, query:
                     break;
                 }
             }
-            Ok(out)
+            Ok((out, collapsed))
         })
         .await
 }

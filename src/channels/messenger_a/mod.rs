@@ -27,9 +27,9 @@ use api::{ApiError, Client, Update};
 use uuid::Uuid;
 
 use super::Backoff;
-use crate::api::history::{ChatType, MessengerAData};
 use crate::app::App;
 use crate::error::Error;
+use crate::service::channel_data::{ChatType, MessengerAData};
 use crate::service::chat::{self, Ask};
 use crate::service::history::{self, NewItem};
 use crate::service::integrations as store_bot;
@@ -177,17 +177,17 @@ async fn handle(
     update: Update,
 ) -> Result<(), Failure> {
     let Some(msg) = incoming(bot, update) else { return Ok(()) };
-    let key = msg.data.validate()?;
-    let channel_data = Some(serde_json::to_string(&msg.data).map_err(Error::internal)?);
+    let channel = msg.data.stamped()?;
+    let key = channel.key.clone().unwrap_or_default();
     let user = crate::service::users::linked(&app.store, replica.org, CHANNEL, &msg.sender.to_string()).await?;
     if !msg.addressed {
         let item = NewItem {
             role: "user",
             content: msg.text,
-            source: CHANNEL.into(),
+            source: channel.source,
             sources: Vec::new(),
-            channel_data,
-            channel_key: Some(key),
+            channel_data: channel.data,
+            channel_key: channel.key,
             interrupted: false,
         };
         history::append(&app.store, replica.id, user.id, replica.private, vec![item]).await?;
@@ -196,13 +196,7 @@ async fn handle(
     let reply = match store_bot::stored_reply(&app.store, replica.id, user.id, &key).await? {
         Some(stored) => stored.content,
         None => {
-            let ask = Ask {
-                content: text::strip_mention(&msg.text, &bot.mention),
-                source: CHANNEL.into(),
-                channel_data,
-                channel_key: Some(key),
-                ..Ask::default()
-            };
+            let ask = Ask { content: text::strip_mention(&msg.text, &bot.mention), ..Ask::on(channel) };
             generate(app, client, replica, user.id, &msg.data, ask).await
         }
     };

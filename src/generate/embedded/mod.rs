@@ -14,7 +14,7 @@ pub mod passage;
 
 use std::collections::VecDeque;
 
-use super::{prompt, Backend, BoxFuture, Generation, Piece, Pieces, Usage};
+use super::{prompt, Backend, BoxFuture, Generation, Persona, Piece, Pieces, Usage};
 use crate::error::Result;
 use crate::search::analyze_as;
 use crate::store::records::SourceRef;
@@ -40,8 +40,7 @@ impl Backend for Embedded {
         _stream: bool,
     ) -> BoxFuture<'a, Result<Box<dyn Pieces>>> {
         Box::pin(async move {
-            let persona = Persona { name: &g.persona.name, greeting: &g.persona.greeting };
-            let answer = reply(&persona, &g.question, &g.sources);
+            let answer = reply(&g.persona, &g.question, &g.sources);
             let sent: usize = g.sources.iter().map(|s| prompt::estimate_tokens(&s.content)).sum();
             let usage = Usage {
                 prompt_tokens: (prompt::estimate_tokens(&g.question) + sent) as u64,
@@ -88,12 +87,6 @@ impl Pieces for Queued {
     }
 }
 
-/// The replica facts the generator uses.
-pub struct Persona<'a> {
-    pub name: &'a str,
-    pub greeting: &'a str,
-}
-
 /// An answer and the indexes (into the given sources) of the sources it quoted.
 pub struct Answer {
     pub text: String,
@@ -105,7 +98,8 @@ const GREETINGS: &[&str] =
 const THANKS: &[&str] = &["thanks", "thank you", "thx", "cheers", "much appreciated"];
 const FAREWELLS: &[&str] = &["bye", "goodbye", "see you", "good night", "farewell"];
 
-/// The reply to `message` given the retrieved `sources` (best first).
+/// The reply to `message` given the retrieved `sources` (best first); of the persona, the
+/// `name` (in "I don't know") and the `greeting` (answering a greeting) are used.
 pub fn reply(persona: &Persona, message: &str, sources: &[SourceRef]) -> Answer {
     if let Some(text) = small_talk(persona, message) {
         return Answer { text, used: Vec::new() };
@@ -176,13 +170,15 @@ mod tests {
         SourceRef { id: 1, score: 1.0, created_at: 0, name: name.into(), content: content.into() }
     }
 
-    const P: Persona = Persona { name: "Tutor", greeting: "Hi! Ask me about Python." };
+    fn persona() -> Persona {
+        Persona { name: "Tutor".into(), greeting: "Hi! Ask me about Python.".into(), ..Persona::default() }
+    }
 
     #[test]
     fn greets_thanks_and_admits_ignorance() {
-        assert_eq!(reply(&P, "Hello!", &[]).text, "Hi! Ask me about Python.");
-        assert!(reply(&P, "thanks a lot", &[]).text.starts_with("You're welcome"));
-        assert!(reply(&P, "What is the capital of Peru?", &[]).text.starts_with("I don't know that yet"));
+        assert_eq!(reply(&persona(), "Hello!", &[]).text, "Hi! Ask me about Python.");
+        assert!(reply(&persona(), "thanks a lot", &[]).text.starts_with("You're welcome"));
+        assert!(reply(&persona(), "What is the capital of Peru?", &[]).text.starts_with("I don't know that yet"));
     }
 
     #[test]
@@ -192,7 +188,7 @@ mod tests {
             "If you quit from the interpreter, definitions are lost. A module is a file containing \
              Python definitions and statements. The file name is the module name.",
         )];
-        let a = reply(&P, "What is a module?", &s);
+        let a = reply(&persona(), "What is a module?", &s);
         assert!(a.text.contains("A module is a file containing Python definitions"), "{}", a.text);
         assert!(a.text.ends_with("(From: Modules)"));
         assert_eq!(a.used, vec![0]);
@@ -209,6 +205,6 @@ mod tests {
     #[test]
     fn unrelated_sources_give_no_answer() {
         let s = [src("Floats", "Floating-point numbers are represented in hardware as binary fractions.")];
-        assert!(reply(&P, "How do I open a socket connection?", &s).text.starts_with("I don't know"));
+        assert!(reply(&persona(), "How do I open a socket connection?", &s).text.starts_with("I don't know"));
     }
 }

@@ -21,6 +21,19 @@ pub enum Content {
     Filename(String),
 }
 
+impl Content {
+    /// The content of a create body giving `text`, `url` and `filename`: exactly one of them,
+    /// else 400 `VALIDATION_ERROR`.
+    pub fn exactly_one(text: Option<String>, url: Option<String>, filename: Option<String>) -> Result<Content> {
+        match (text, url, filename) {
+            (Some(t), None, None) => Ok(Content::Text(t)),
+            (None, Some(u), None) => Ok(Content::Url(u)),
+            (None, None, Some(f)) => Ok(Content::Filename(f)),
+            _ => Err(Error::invalid("body", "give exactly one of text, url, filename")),
+        }
+    }
+}
+
 /// A new entry.
 #[derive(Debug, Clone)]
 pub struct NewEntry {

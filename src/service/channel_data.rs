@@ -1,0 +1,121 @@
+//! The channel data of a message (spec §4.1 `messengerA_data`, `messengerB_data`): the shapes,
+//! their checks, the key that makes a repeated channel message store nothing new, and the form
+//! stored with the message (JSON text). One copy of these rules for the history operations, the
+//! completions and the channel bots.
+
+use serde::{Deserialize, Serialize};
+
+use super::check_len;
+use super::history::check_source;
+use crate::error::{Error, Result};
+
+/// Where a message is stored and with which channel data: `source`, the data as stored (JSON
+/// text) and the de-duplication key (`None` for both without channel data).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamped {
+    pub source: String,
+    pub data: Option<String>,
+    pub key: Option<String>,
+}
+
+/// `messengerB_data` (spec §4.1): ids as strings; no extra fields.
+#[derive(Deserialize, Serialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct MessengerBData {
+    pub channel_id: String,
+    pub channel_name: String,
+    pub author_id: String,
+    pub author_name: String,
+    pub message_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
+}
+
+/// Chat kinds of `messengerA_data.chat_type`.
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatType {
+    Private,
+    Group,
+    Supergroup,
+    Channel,
+}
+
+/// `messengerA_data` (spec §4.1): numeric ids; no extra fields.
+#[derive(Deserialize, Serialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct MessengerAData {
+    pub chat_type: ChatType,
+    pub chat_id: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chat_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    pub message_id: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_thread_id: Option<i64>,
+}
+
+impl MessengerBData {
+    /// Checks the required ids are not empty; returns the de-duplication key.
+    pub fn validate(&self) -> Result<String> {
+        for (name, v) in
+            [("channel_id", &self.channel_id), ("author_id", &self.author_id), ("message_id", &self.message_id)]
+        {
+            check_len(&format!("messengerB_data.{name}"), v, 1, 100)?;
+        }
+        Ok(format!("messengerB:{}:{}", self.channel_id, self.message_id))
+    }
+
+    /// Checked, keyed and serialized, on source `messengerB`.
+    pub fn stamped(&self) -> Result<Stamped> {
+        stamp("messengerB", self.validate()?, self)
+    }
+}
+
+impl MessengerAData {
+    /// `message_thread_id` > 0 and only in supergroups; returns the de-duplication key.
+    pub fn validate(&self) -> Result<String> {
+        if let Some(t) = self.message_thread_id {
+            if t <= 0 {
+                return Err(Error::invalid("messengerA_data.message_thread_id", "must be greater than 0"));
+            }
+            if self.chat_type != ChatType::Supergroup {
+                return Err(Error::invalid("messengerA_data.message_thread_id", "is only allowed in supergroups"));
+            }
+        }
+        Ok(format!("messengerA:{}:{}", self.chat_id, self.message_id))
+    }
+
+    /// Checked, keyed and serialized, on source `messengerA`.
+    pub fn stamped(&self) -> Result<Stamped> {
+        stamp("messengerA", self.validate()?, self)
+    }
+}
+
+fn stamp(source: &str, key: String, data: &impl Serialize) -> Result<Stamped> {
+    let data = serde_json::to_string(data).map_err(Error::internal)?;
+    Ok(Stamped { source: source.to_string(), data: Some(data), key: Some(key) })
+}
+
+/// The source of a message given `source` and perhaps `messengerB_data` (the body of
+/// `POST …/chat/history` and of the completions): `source` defaults to `messengerB` when the
+/// data is given, else `web`; the data is only allowed with `messengerB`. 400 otherwise.
+pub fn of_source(source: Option<String>, data: Option<&MessengerBData>) -> Result<Stamped> {
+    let default = if data.is_some() { "messengerB" } else { "web" };
+    let source = source.unwrap_or_else(|| default.to_string());
+    check_source(&source)?;
+    match data {
+        Some(_) if source != "messengerB" => {
+            Err(Error::invalid("messengerB_data", "is only allowed with source messengerB"))
+        }
+        Some(d) => d.stamped(),
+        None => Ok(Stamped { source, data: None, key: None }),
+    }
+}
