@@ -62,7 +62,7 @@ impl Search {
 /// Compares the index with the store (see the module documentation).
 pub async fn check(store: &Store, search: &Arc<Search>) -> Result<Report> {
     let (entries, pending, store_seq) = store
-        .read(|txn| {
+        .read_scan(|txn| {
             let pending: HashSet<u64> = txn
                 .open_table(tables::SEQ_KBOUTBOX)?
                 .iter()?

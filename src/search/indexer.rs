@@ -168,7 +168,7 @@ fn indexed_revisions(changes: &[Change]) -> Vec<(u64, u64)> {
 /// Applies up to one batch of outbox rows; returns how many rows it applied.
 pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize> {
     let (seqs, changes) = store
-        .read(|txn| {
+        .read_scan(|txn| {
             let outbox = txn.open_table(tables::SEQ_KBOUTBOX)?;
             let mut seqs = Vec::new();
             let mut entries: Vec<u64> = Vec::new();
@@ -210,7 +210,7 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
 /// Rebuilds the index from every entry in the store; returns the number of chunks indexed.
 pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<usize> {
     let (all, seq) = store
-        .read(|txn| {
+        .read_scan(|txn| {
             let seq = current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?;
             let ids: Vec<u64> = txn
                 .open_table(tables::KBID_ENTRY)?

@@ -298,7 +298,7 @@ pub fn chats_in(txn: &ReadTransaction, replica: Uuid, viewer: Viewer) -> Result<
 /// A page of the chats of `replica` `viewer` sees, and their number.
 pub async fn list(store: &Store, replica: Uuid, viewer: Viewer, q: ListQuery) -> Result<(Vec<Labeled<Chat>>, u64)> {
     store
-        .read(move |txn| {
+        .read_scan(move |txn| {
             let (page, total) = sort_page(chats_in(txn, replica, viewer)?, q, |c| (&c.counts, c.id));
             let page = page.into_iter().map(|c| label_in(txn, &c, c.clone())).collect::<Result<_>>()?;
             Ok((page, total))

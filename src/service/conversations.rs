@@ -46,7 +46,7 @@ pub async fn list(
     q: ListQuery,
 ) -> Result<(Vec<Labeled<Conversation>>, u64)> {
     store
-        .read(move |txn| {
+        .read_scan(move |txn| {
             let (page, total) = chats::sort_page(all_in(txn, replica, chat, viewer)?, q, |c| (&c.counts, c.id));
             Ok((page.into_iter().map(|c| label_in(txn, c)).collect::<Result<_>>()?, total))
         })

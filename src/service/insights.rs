@@ -50,7 +50,7 @@ pub fn spawn(store: Store) {
 pub async fn pass(store: &Store) -> Result<usize> {
     let closed_before = now_ms() - SILENCE_MS;
     let due: Vec<(u128, u128, u128)> = store
-        .read(move |txn| {
+        .read_scan(move |txn| {
             let mut out = Vec::new();
             for row in txn.open_table(tables::OPEN_CONVERSATION)?.iter()? {
                 let (key, last) = row?;
@@ -83,7 +83,7 @@ struct Draft {
 async fn analyze(store: &Store, key: (u128, u128, u128)) -> Result<()> {
     let (replica, conv) = (Uuid::from_u128(key.0), key.2);
     let messages: Vec<Message> = store
-        .read(move |txn| {
+        .read_scan(move |txn| {
             let index = txn.open_table(tables::CONVMSG_USER)?;
             let ids: Vec<(u64, u128)> = index
                 .range((key.0, conv, 0)..=(key.0, conv, u64::MAX))?

@@ -1,6 +1,7 @@
 //! The store: redb tables are the source of truth for every resource.
 //!
-//! Reads run on the blocking pool in their own read transaction ([`Store::read`]). Writes go to
+//! Reads run inline in their own read transaction ([`Store::read`]; scans that grow with the
+//! data on the blocking pool, [`Store::read_scan`]). Writes go to
 //! one writer thread with group commit ([`Store::write`]): it takes every write waiting on its
 //! channel, applies them in one redb write transaction, commits (fsync) once and then answers
 //! each. A write that returns an error is left out of the batch (the others are re-applied in a
@@ -74,8 +75,28 @@ impl Store {
         Ok(Store { db, writer, outbox_notify, jobs_notify, commits })
     }
 
-    /// Runs `f` in a read transaction on the blocking pool.
+    /// Runs `f` in a read transaction, inline on the calling task (issue 15, the read path).
+    ///
+    /// Why inline: a request's reads are a few point lookups or a short range in redb's page
+    /// cache — microseconds — while the hop to the blocking pool cost more than the read (thread
+    /// wake-ups, futex and mutex contention of a pool that grew to 139 threads under load; the
+    /// profile of issue 15). A panic in `f` is caught and answered as an internal error, as the
+    /// pool's join error was. Reads whose size grows with the data (scans over every chat, the
+    /// whole knowledge base, the index rebuild) use [`Store::read_scan`] instead, so they never
+    /// hold a runtime worker for long.
     pub async fn read<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&ReadTransaction) -> Result<T> + Send + 'static,
+    {
+        let txn = self.db.begin_read()?;
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&txn)))
+            .map_err(|_| Error::internal("a store read panicked"))?
+    }
+
+    /// Runs `f` in a read transaction on the blocking pool: for reads whose cost grows with the
+    /// stored data (see [`Store::read`]).
+    pub async fn read_scan<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&ReadTransaction) -> Result<T> + Send + 'static,

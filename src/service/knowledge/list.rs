@@ -98,7 +98,7 @@ fn view_of(sources: &ReadOnlyTable<u64, &'static [u8]>, entry: KbEntry) -> Resul
 /// for the organization-wide list) and the number that matched.
 pub async fn list(store: &Store, replicas: Vec<Uuid>, q: ListQuery) -> Result<(Vec<EntryView>, u64)> {
     store
-        .read(move |txn| {
+        .read_scan(move |txn| {
             let ids = txn.open_table(tables::REPLICA_KB)?;
             let entries = txn.open_table(tables::KBID_ENTRY)?;
             let sources = txn.open_table(tables::KBID_SOURCE)?;
