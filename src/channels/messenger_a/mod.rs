@@ -30,7 +30,7 @@ use super::Backoff;
 use crate::api::history::{ChatType, MessengerAData};
 use crate::app::App;
 use crate::error::Error;
-use crate::service::chat::{self, Ask};
+use crate::service::chat::Ask;
 use crate::service::history::{self, NewItem};
 use crate::service::integrations as store_bot;
 use crate::store::records::{MessengerABot, Replica};
@@ -39,8 +39,6 @@ use crate::store::records::{MessengerABot, Replica};
 pub const CHANNEL: &str = "messengerA";
 /// The public Bot API.
 pub const DEFAULT_API_BASE: &str = crate::config::DEFAULT_MESSENGER_A_API_BASE;
-/// Sent when the model could not produce a reply.
-const APOLOGY: &str = "Sorry, I cannot answer right now. Please try again in a moment.";
 /// How many times a `sendMessage` refused with 429 is tried again.
 const SEND_ATTEMPTS: u32 = 5;
 
@@ -48,7 +46,7 @@ const SEND_ATTEMPTS: u32 = 5;
 pub async fn run(app: Arc<App>, replica: Uuid) {
     let mut backoff = Backoff::default();
     loop {
-        let bot = match store_bot::messenger_a(&app.store, replica).await {
+        let bot = match store_bot::bot::<MessengerABot>(&app.store, replica).await {
             Ok(Some(bot)) => bot,
             Ok(None) => return,
             Err(e) => {
@@ -92,19 +90,19 @@ impl From<ApiError> for Failure {
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Failure {
-        Failure::Other(e.internal.clone().map_or(e.message.clone(), |i| format!("{}: {i}", e.message)))
+        Failure::Other(super::error_text(&e))
     }
 }
 
 async fn report(app: &App, bot: &MessengerABot, error: Option<String>) {
-    if let Err(e) = store_bot::report_messenger_a(&app.store, bot.replica, bot.connected_at, error).await {
+    if let Err(e) = store_bot::report::<MessengerABot>(&app.store, bot.replica, bot.connected_at, error).await {
         tracing::warn!(replica = %bot.replica, error = %e, "messengerA: storing the state failed");
     }
 }
 
 /// One `getUpdates` and the handling of what it returned.
 async fn poll(app: &Arc<App>, bot: &MessengerABot) -> Result<(), Failure> {
-    let token = store_bot::messenger_a_token(&app.channels.secrets, bot)?;
+    let token = store_bot::token(&app.channels.secrets, bot.replica, bot)?;
     let client = Client::new(app.channels.http.clone(), &app.config.messenger_a_api_base, &token);
     let updates = client.get_updates(bot.offset, app.config.messenger_a_poll_timeout).await?;
     if !bot.is_active || bot.last_error.is_some() {
@@ -209,7 +207,7 @@ async fn handle(
     deliver(client, &msg.data, &reply).await
 }
 
-/// The reply to `ask`, with "typing" shown meanwhile; the apology when the model failed.
+/// The reply to `ask`, with "typing" shown meanwhile (`sendChatAction`, renewed every 4 s).
 async fn generate(
     app: &App,
     client: &Client,
@@ -218,28 +216,16 @@ async fn generate(
     data: &MessengerAData,
     ask: Ask,
 ) -> String {
-    let typing = {
-        let (client, chat, thread) = (client.clone(), data.chat_id, data.message_thread_id);
-        super::AbortOnDrop(tokio::spawn(async move {
-            loop {
-                if let Err(e) = client.send_typing(chat, thread).await {
-                    tracing::debug!(error = %e, "messengerA: sendChatAction failed");
-                }
-                tokio::time::sleep(Duration::from_secs(4)).await;
+    let (client, chat, thread) = (client.clone(), data.chat_id, data.message_thread_id);
+    let typing = move || {
+        let client = client.clone();
+        async move {
+            if let Err(e) = client.send_typing(chat, thread).await {
+                tracing::debug!(error = %e, "messengerA: sendChatAction failed");
             }
-        }))
-    };
-    let cx = crate::api::chat::context(app);
-    let done = chat::complete(&cx, replica, user, ask).await;
-    drop(typing);
-    match done {
-        Ok(c) if !c.content.trim().is_empty() => c.content,
-        Ok(_) => APOLOGY.to_string(),
-        Err(e) => {
-            tracing::warn!(replica = %replica.id, error = %e.message, "messengerA: no reply could be made");
-            APOLOGY.to_string()
         }
-    }
+    };
+    super::answer(app, replica, user, ask, typing, Duration::from_secs(4)).await
 }
 
 /// Sends `reply` in as many messages as the limit needs, the first one as a reply to the
