@@ -13,6 +13,7 @@
 pub mod bot_api;
 pub mod contract;
 pub mod fake_llm;
+pub mod messenger_b_api;
 pub mod sse;
 
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
