@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use crate::app::App;
 use crate::secrets::Secrets;
+use crate::service::integrations::{self, BotRecord};
 
 /// The running bots of the server and what they share.
 pub struct Channels {
@@ -96,6 +97,27 @@ pub async fn start_all(app: &Arc<App>) -> crate::error::Result<()> {
         app.channels.start_messenger_b(app.clone(), id);
     }
     Ok(())
+}
+
+/// The stored `R` bot of `replica`, `None` once it is disconnected; a failing read is retried
+/// after `backoff`'s pause.
+async fn stored_bot<R: BotRecord>(app: &App, replica: Uuid, backoff: &mut Backoff) -> Option<R> {
+    loop {
+        match integrations::bot::<R>(&app.store, replica).await {
+            Ok(bot) => return bot,
+            Err(e) => {
+                tracing::warn!(%replica, channel = R::CHANNEL, error = %e, "reading the bot failed");
+                tokio::time::sleep(backoff.next_delay()).await;
+            }
+        }
+    }
+}
+
+/// Records the state of `bot`'s runner (`error` `None`: active) in its integration object.
+async fn report<R: BotRecord>(app: &App, bot: &R, error: Option<String>) {
+    if let Err(e) = integrations::report::<R>(&app.store, bot.replica(), bot.connected_at(), error).await {
+        tracing::warn!(replica = %bot.replica(), channel = R::CHANNEL, error = %e, "storing the bot state failed");
+    }
 }
 
 /// Sent when the model could not produce a reply.

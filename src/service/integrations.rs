@@ -32,6 +32,8 @@ pub trait BotRecord: Record + Clone + Send + Sync + 'static {
     const CHANNEL: &'static str;
     /// `replica id → record`.
     const TABLE: TableDefinition<'static, u128, &'static [u8]>;
+    /// The replica the bot serves.
+    fn replica(&self) -> Uuid;
     /// The platform's id of the bot (one bot serves one replica).
     fn platform_id(&self) -> String;
     /// The connection the record was written for.
@@ -44,21 +46,32 @@ pub trait BotRecord: Record + Clone + Send + Sync + 'static {
     fn view(&self) -> Value;
 }
 
+/// The accessors every bot record has alike (fields `replica`, `bot_id`, `connected_at`,
+/// `sealed_token`, `is_active`, `last_error`, `last_error_at`, `updated_at`).
+macro_rules! bot_record_fields {
+    () => {
+        fn replica(&self) -> Uuid {
+            self.replica
+        }
+        fn platform_id(&self) -> String {
+            self.bot_id.to_string()
+        }
+        fn connected_at(&self) -> i64 {
+            self.connected_at
+        }
+        fn sealed_token(&self) -> &[u8] {
+            &self.sealed_token
+        }
+        fn state_mut(&mut self) -> (&mut bool, &mut Option<String>, &mut Option<i64>, &mut i64) {
+            (&mut self.is_active, &mut self.last_error, &mut self.last_error_at, &mut self.updated_at)
+        }
+    };
+}
+
 impl BotRecord for MessengerABot {
     const CHANNEL: &'static str = MESSENGER_A;
     const TABLE: TableDefinition<'static, u128, &'static [u8]> = tables::REPLICA_MESSENGERA;
-    fn platform_id(&self) -> String {
-        self.bot_id.to_string()
-    }
-    fn connected_at(&self) -> i64 {
-        self.connected_at
-    }
-    fn sealed_token(&self) -> &[u8] {
-        &self.sealed_token
-    }
-    fn state_mut(&mut self) -> (&mut bool, &mut Option<String>, &mut Option<i64>, &mut i64) {
-        (&mut self.is_active, &mut self.last_error, &mut self.last_error_at, &mut self.updated_at)
-    }
+    bot_record_fields!();
     fn view(&self) -> Value {
         let mut v = state_view(&self.username, self.is_active, self.last_error.as_deref(), self.last_error_at);
         v["mention"] = json!(self.mention);
@@ -69,18 +82,7 @@ impl BotRecord for MessengerABot {
 impl BotRecord for MessengerBBot {
     const CHANNEL: &'static str = MESSENGER_B;
     const TABLE: TableDefinition<'static, u128, &'static [u8]> = tables::REPLICA_MESSENGERB;
-    fn platform_id(&self) -> String {
-        self.bot_id.to_string()
-    }
-    fn connected_at(&self) -> i64 {
-        self.connected_at
-    }
-    fn sealed_token(&self) -> &[u8] {
-        &self.sealed_token
-    }
-    fn state_mut(&mut self) -> (&mut bool, &mut Option<String>, &mut Option<i64>, &mut i64) {
-        (&mut self.is_active, &mut self.last_error, &mut self.last_error_at, &mut self.updated_at)
-    }
+    bot_record_fields!();
     fn view(&self) -> Value {
         state_view(&self.username, self.is_active, self.last_error.as_deref(), self.last_error_at)
     }

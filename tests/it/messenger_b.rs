@@ -6,9 +6,10 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
+use crate::common::channels::{self, reactor};
 use crate::common::fake_llm::FakeLlm;
 use crate::common::messenger_b_api::MessengerBApi;
-use crate::common::{assert_error, replica_body, send, user, Org, Server, PATIENCE, ZORBLAX, ZORBLAX_QUESTION};
+use crate::common::{assert_error, replica_body, send, user, DataDir, Org, Server, ZORBLAX_QUESTION};
 
 const TOKEN: &str = "MTA0MjQyNDI0Mg.Gdocs1.bot_secret_token_0123456789abcdefghijklmnopq";
 const BOT_ID: u64 = 4242;
@@ -37,16 +38,7 @@ fn message(id: &str, channel: &str, guild: Option<&str>, content: &str, mentions
 }
 
 fn start(api: &MessengerBApi, extra: &[&str]) -> Server {
-    let mut flags = api.flags();
-    flags.extend(extra.iter().map(|s| s.to_string()));
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    Server::start_in(crate::common::DataDir::new(), &flags)
-}
-
-async fn reactor(org: &Org, body: Option<Value>) -> String {
-    let replica = org.create_replica_from(body.unwrap_or_else(|| replica_body("reactor", &org.owner_email))).await;
-    org.add_ready_text(&replica, "Zorblax reactor", ZORBLAX).await;
-    replica
+    channels::start_with(api.flags(), DataDir::new(), extra)
 }
 
 async fn connect(org: &Org, replica: &str, token: &str) -> (StatusCode, Value) {
@@ -54,21 +46,11 @@ async fn connect(org: &Org, replica: &str, token: &str) -> (StatusCode, Value) {
 }
 
 async fn integration(org: &Org, replica: &str) -> Value {
-    let (s, v) = org.get(&format!("/v1/replicas/{replica}")).await;
-    assert_eq!(s, StatusCode::OK, "{v}");
-    v["messengerB_integration"].clone()
+    channels::integration(org, replica, "messengerB_integration").await
 }
 
 async fn wait_integration(org: &Org, replica: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let deadline = std::time::Instant::now() + PATIENCE;
-    loop {
-        let v = integration(org, replica).await;
-        if check(&v) {
-            return v;
-        }
-        assert!(std::time::Instant::now() < deadline, "integration state never matched: {v}");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    channels::wait_integration(org, replica, "messengerB_integration", check).await
 }
 
 #[tokio::test]
@@ -237,7 +219,7 @@ async fn an_unreachable_platform_answers_502() {
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", dead.local_addr().unwrap());
     drop(dead);
-    let server = Server::start_in(crate::common::DataDir::new(), &["--messenger-b-api-base", &base]);
+    let server = Server::start_in(DataDir::new(), &["--messenger-b-api-base", &base]);
     let org = server.new_org("Offline").await;
     let replica = org.create_replica_from(replica_body("offline", &org.owner_email)).await;
     let r = send(

@@ -46,15 +46,7 @@ const SEND_ATTEMPTS: u32 = 5;
 pub async fn run(app: Arc<App>, replica: Uuid) {
     let mut backoff = Backoff::default();
     loop {
-        let bot = match store_bot::bot::<MessengerABot>(&app.store, replica).await {
-            Ok(Some(bot)) => bot,
-            Ok(None) => return,
-            Err(e) => {
-                tracing::warn!(%replica, error = %e, "messengerA: reading the bot failed");
-                tokio::time::sleep(backoff.next_delay()).await;
-                continue;
-            }
-        };
+        let Some(bot) = super::stored_bot::<MessengerABot>(&app, replica, &mut backoff).await else { return };
         let pause = match poll(&app, &bot).await {
             Ok(()) => {
                 backoff.reset();
@@ -63,7 +55,7 @@ pub async fn run(app: Arc<App>, replica: Uuid) {
             Err(Failure::RetryAfter(s)) => Some(Duration::from_secs(s.min(3600))),
             Err(Failure::Other(message)) => {
                 tracing::warn!(%replica, error = %message, "messengerA bot failed; retrying");
-                report(&app, &bot, Some(message)).await;
+                super::report(&app, &bot, Some(message)).await;
                 Some(backoff.next_delay())
             }
         };
@@ -94,19 +86,13 @@ impl From<Error> for Failure {
     }
 }
 
-async fn report(app: &App, bot: &MessengerABot, error: Option<String>) {
-    if let Err(e) = store_bot::report::<MessengerABot>(&app.store, bot.replica, bot.connected_at, error).await {
-        tracing::warn!(replica = %bot.replica, error = %e, "messengerA: storing the state failed");
-    }
-}
-
 /// One `getUpdates` and the handling of what it returned.
 async fn poll(app: &Arc<App>, bot: &MessengerABot) -> Result<(), Failure> {
     let token = store_bot::token(&app.channels.secrets, bot.replica, bot)?;
     let client = Client::new(app.channels.http.clone(), &app.config.messenger_a_api_base, &token);
     let updates = client.get_updates(bot.offset, app.config.messenger_a_poll_timeout).await?;
     if !bot.is_active || bot.last_error.is_some() {
-        report(app, bot, None).await;
+        super::report(app, bot, None).await;
     }
     if updates.is_empty() {
         return Ok(());

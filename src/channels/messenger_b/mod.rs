@@ -67,35 +67,21 @@ fn intents() -> Intents {
 pub async fn run(app: Arc<App>, replica: Uuid) {
     let mut backoff = Backoff::default();
     loop {
-        let bot = match store_bot::bot::<MessengerBBot>(&app.store, replica).await {
-            Ok(Some(bot)) => bot,
-            Ok(None) => return,
-            Err(e) => {
-                tracing::warn!(%replica, error = %e, "messengerB: reading the bot failed");
-                tokio::time::sleep(backoff.next_delay()).await;
-                continue;
-            }
-        };
+        let Some(bot) = super::stored_bot::<MessengerBBot>(&app, replica, &mut backoff).await else { return };
         let pause = match session(&app, &bot, &mut backoff).await {
             Err(RestError::RetryAfter(d)) => d,
             Err(e) => {
                 tracing::warn!(%replica, error = %e, "messengerB bot failed; retrying");
-                report(&app, &bot, Some(e.to_string())).await;
+                super::report(&app, &bot, Some(e.to_string())).await;
                 backoff.next_delay()
             }
             Ok(message) => {
                 tracing::warn!(%replica, error = %message, "messengerB gateway session ended; retrying");
-                report(&app, &bot, Some(message)).await;
+                super::report(&app, &bot, Some(message)).await;
                 backoff.next_delay()
             }
         };
         tokio::time::sleep(pause).await;
-    }
-}
-
-async fn report(app: &App, bot: &MessengerBBot, error: Option<String>) {
-    if let Err(e) = store_bot::report::<MessengerBBot>(&app.store, bot.replica, bot.connected_at, error).await {
-        tracing::warn!(replica = %bot.replica, error = %e, "messengerB: storing the state failed");
     }
 }
 
@@ -132,7 +118,7 @@ async fn session(app: &Arc<App>, record: &MessengerBBot, backoff: &mut Backoff) 
         match item {
             Ok(Event::Ready(_) | Event::Resumed) => {
                 backoff.reset();
-                report(app, record, None).await;
+                super::report(app, record, None).await;
             }
             Ok(Event::MessageCreate(m)) => {
                 handlers.spawn(handle(bot.clone(), m.0));
@@ -141,7 +127,7 @@ async fn session(app: &Arc<App>, record: &MessengerBBot, backoff: &mut Backoff) 
             Ok(Event::GatewayClose(frame)) => closed = frame.map(|f| (f.code, f.reason.to_string())),
             Ok(_) => {}
             Err(e) if matches!(e.kind(), twilight_gateway::error::ReceiveMessageErrorType::Reconnect) => {
-                report(app, record, Some(format!("messengerB gateway unreachable: {e}"))).await;
+                super::report(app, record, Some(format!("messengerB gateway unreachable: {e}"))).await;
             }
             Err(e) => tracing::debug!(replica = %record.replica, error = %e, "messengerB: an event was skipped"),
         }

@@ -11,6 +11,7 @@
 #![allow(dead_code)]
 
 pub mod bot_api;
+pub mod channels;
 pub mod contract;
 pub mod fake_llm;
 pub mod messenger_b_api;
