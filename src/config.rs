@@ -95,6 +95,14 @@ pub struct Config {
     /// Long-poll timeout of messengerA `getUpdates`, in seconds.
     #[arg(long, env = "REPLICAD_MESSENGER_A_POLL_TIMEOUT", default_value_t = 30)]
     pub messenger_a_poll_timeout: u64,
+    /// Base URL of the messengerB REST API (`scheme://host[:port]`, no path; requests go to
+    /// `{base}/api/v10/…`); point it at a test stand-in.
+    #[arg(long, env = "REPLICAD_MESSENGER_B_API_BASE", default_value = DEFAULT_MESSENGER_B_API_BASE)]
+    pub messenger_b_api_base: String,
+    /// URL of the messengerB gateway (`ws://` or `wss://`, no query); the bot connects to
+    /// `{url}/?v=10&encoding=json`, and resumes where the gateway's READY says.
+    #[arg(long, env = "REPLICAD_MESSENGER_B_GATEWAY", default_value = DEFAULT_MESSENGER_B_GATEWAY)]
+    pub messenger_b_gateway: String,
     /// Generation backends: upstreams, model routes, timeouts, retries.
     #[command(flatten)]
     pub llm: crate::generate::LlmConfig,
@@ -131,6 +139,8 @@ impl Config {
             secrets_key_file: None,
             messenger_a_api_base: DEFAULT_MESSENGER_A_API_BASE.to_string(),
             messenger_a_poll_timeout: 30,
+            messenger_b_api_base: DEFAULT_MESSENGER_B_API_BASE.to_string(),
+            messenger_b_gateway: DEFAULT_MESSENGER_B_GATEWAY.to_string(),
             llm: crate::generate::LlmConfig::default(),
         }
     }
@@ -162,6 +172,7 @@ impl Config {
         if !(1..=50).contains(&self.messenger_a_poll_timeout) {
             return Err("--messenger-a-poll-timeout must be 1 to 50 seconds".into());
         }
+        check_messenger_b_urls(&self.messenger_b_api_base, &self.messenger_b_gateway)?;
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err("--tls-cert and --tls-key go together: give both or neither".into());
         }
@@ -171,6 +182,29 @@ impl Config {
 
 /// Default `--messenger-a-api-base`: the public messengerA Bot API.
 pub const DEFAULT_MESSENGER_A_API_BASE: &str = "https://api.telegram.org";
+
+/// Default `--messenger-b-api-base`: the public messengerB REST API.
+pub const DEFAULT_MESSENGER_B_API_BASE: &str = "https://discord.com";
+/// Default `--messenger-b-gateway`: the public messengerB gateway.
+pub const DEFAULT_MESSENGER_B_GATEWAY: &str = "wss://gateway.discord.gg";
+
+/// `--messenger-b-api-base` is `http(s)://host[:port]` without path, query or credentials;
+/// `--messenger-b-gateway` is a `ws(s)://` URL without query or credentials.
+fn check_messenger_b_urls(api_base: &str, gateway: &str) -> Result<(), String> {
+    let plain = |u: &url::Url| {
+        u.host_str().is_some() && u.query().is_none() && u.username().is_empty() && u.password().is_none()
+    };
+    let api_ok = url::Url::parse(api_base)
+        .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && plain(&u) && matches!(u.path(), "" | "/"));
+    if !api_ok {
+        return Err(format!("--messenger-b-api-base {api_base:?} is not an http(s)://host[:port] URL"));
+    }
+    let gateway_ok = url::Url::parse(gateway).is_ok_and(|u| matches!(u.scheme(), "ws" | "wss") && plain(&u));
+    if !gateway_ok {
+        return Err(format!("--messenger-b-gateway {gateway:?} is not a ws(s):// URL"));
+    }
+    Ok(())
+}
 
 /// Parses `7d`, `12h`, `30m`, `45s` or plain seconds into seconds.
 pub fn parse_duration(s: &str) -> Result<u64, String> {

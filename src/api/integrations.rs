@@ -1,8 +1,10 @@
 //! Channel integrations (spec §4.2, DECISIONS.md "Integrations"):
-//! `POST` and `DELETE /v1/replicas/{replicaUUID}/integrations/messengerA`.
+//! `POST` and `DELETE /v1/replicas/{replicaUUID}/integrations/messengerA` and
+//! `…/integrations/messengerB`.
 //!
-//! The state of a connected bot shows in the replica's `messengerA_integration` object
-//! ([`crate::service::integrations::integration_view`]); the token is never returned.
+//! The state of a connected bot shows in the replica's `messengerA_integration` /
+//! `messengerB_integration` object ([`crate::service::integrations::integration_view`]); the
+//! token is never returned.
 
 use std::sync::Arc;
 
@@ -13,10 +15,13 @@ use super::path_replica;
 use crate::app::App;
 use crate::channels::messenger_a::api::{ApiError, Client};
 use crate::channels::messenger_a::CHANNEL;
+use crate::channels::messenger_b::rest::{self as b_rest, RestError};
+use crate::channels::messenger_b::CHANNEL as CHANNEL_B;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::service::integrations::{self, BotIdentity};
+use crate::store::records::{MessengerABot, MessengerBBot};
 
 /// Body of `POST …/integrations/messengerA`.
 #[derive(Deserialize)]
@@ -98,7 +103,84 @@ pub async fn connect_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
 /// bot connected).
 pub async fn disconnect_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
-    integrations::disconnect_messenger_a(&app.store, replica.id).await?;
+    integrations::disconnect::<MessengerABot>(&app.store, replica.id).await?;
     app.channels.stop(replica.id, CHANNEL);
+    Ok(Reply::done())
+}
+
+/// Body of `POST …/integrations/messengerB`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessengerBBody {
+    /// The bot token given by the platform (50 to 80 characters: letters, digits, `.`, `_`, `-`).
+    #[serde(rename = "messengerBToken")]
+    pub token: String,
+}
+
+fn check_b_token(token: &str) -> Result<()> {
+    let ok = (50..=80).contains(&token.len())
+        && token.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid("messengerBToken", "is not a bot token (50 to 80 letters, digits, '.', '_' or '-')"))
+    }
+}
+
+/// Asks the REST API who the bot of `token` is. 400 `INVALID_CHANNEL_TOKEN` when the platform
+/// refuses the token, 502 `UPSTREAM_ERROR` when it cannot be asked.
+async fn verify_b(app: &App, token: &str) -> Result<(u64, String)> {
+    match b_rest::current_user(&b_rest::client(&app.config, token)).await {
+        Ok(me) => Ok((me.id.get(), me.name)),
+        Err(RestError::Unauthorized) => Err(Error::new(
+            Code::InvalidChannelToken,
+            "messengerB refused the token (get current user: 401 Unauthorized)",
+        )),
+        Err(e) => Err(Error {
+            internal: Some(e.to_string()),
+            ..Error::new(Code::UpstreamError, "messengerB could not be reached to check the token")
+        }),
+    }
+}
+
+/// # `POST /v1/replicas/{replicaUUID}/integrations/messengerB`
+/// Body `{messengerBToken}`. Checks the token (REST "get current user"), stores it sealed,
+/// replaces any earlier bot of the replica and starts the bot on the gateway; 200 `{success,
+/// id}` with `id` the bot's messengerB user id (a string). Errors: 400 (malformed body,
+/// `INVALID_CHANNEL_TOKEN`), 404, 409 `INTEGRATION_CONFLICT` (the bot serves another replica),
+/// 502 (the platform could not be asked).
+pub async fn connect_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
+    let replica = path_replica(&app, &req).await?;
+    let body: MessengerBBody = req.json()?;
+    let token = body.token.trim();
+    check_b_token(token)?;
+    let (bot_id, username) = verify_b(&app, token).await?;
+    let sealed_token = integrations::seal(&app.channels.secrets, CHANNEL_B, replica.id, token)?;
+    let now = crate::store::now_ms();
+    let (org, id) = (replica.org, replica.id);
+    let bot = integrations::connect(&app.store, id, move |_: Option<MessengerBBot>| MessengerBBot {
+        replica: id,
+        org,
+        sealed_token: sealed_token.clone(),
+        bot_id,
+        username: username.clone(),
+        is_active: false,
+        last_error: None,
+        last_error_at: None,
+        connected_at: now,
+        updated_at: now,
+    })
+    .await?;
+    app.channels.start_messenger_b(app.clone(), replica.id);
+    Ok(Reply::ok(&json!({ "id": bot.bot_id.to_string() })))
+}
+
+/// # `DELETE /v1/replicas/{replicaUUID}/integrations/messengerB`
+/// Stops the bot and forgets its token; 200 `{success}`. Errors: 404 (no such replica, or no
+/// bot connected).
+pub async fn disconnect_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
+    let replica = path_replica(&app, &req).await?;
+    integrations::disconnect::<MessengerBBot>(&app.store, replica.id).await?;
+    app.channels.stop(replica.id, CHANNEL_B);
     Ok(Reply::done())
 }

@@ -118,6 +118,8 @@ pub fn routes() -> Vec<Route> {
         GET "/v1/users/me/usage" User => usage::me;
         POST "/v1/replicas/{replicaUUID}/integrations/messengerA" Either => integrations::connect_messenger_a;
         DELETE "/v1/replicas/{replicaUUID}/integrations/messengerA" Either => integrations::disconnect_messenger_a;
+        POST "/v1/replicas/{replicaUUID}/integrations/messengerB" Either => integrations::connect_messenger_b;
+        DELETE "/v1/replicas/{replicaUUID}/integrations/messengerB" Either => integrations::disconnect_messenger_b;
         POST "/v1/replicas/{replicaUUID}/embed-keys" Either => embed::create_key;
         POST "/v1/embed/{replicaUUID}/chat" Public => embed::chat;
         GET "/v1/embed/{replicaUUID}/history" Public => embed::history;

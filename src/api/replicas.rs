@@ -13,7 +13,7 @@ use crate::http::response::Reply;
 use crate::service::integrations;
 use crate::service::knowledge::{self, Distilled};
 use crate::service::{replicas, rfc3339, users};
-use crate::store::records::Replica;
+use crate::store::records::{MessengerABot, MessengerBBot, Replica};
 
 /// The `llm` object of a create/update body.
 #[derive(Deserialize, Default, Debug, Clone)]
@@ -152,11 +152,13 @@ async fn views(app: &App, replicas: &[Replica]) -> Result<Vec<Value>> {
     let ids: Vec<uuid::Uuid> = replicas.iter().map(|r| r.id).collect();
     let kbs = knowledge::distilled(&app.store, ids.clone()).await?;
     let counts = replicas::message_counts(&app.store, ids.clone()).await?;
-    let bots = integrations::messenger_a_of(&app.store, ids).await?;
+    let a_bots = integrations::bots_of::<MessengerABot>(&app.store, ids.clone()).await?;
+    let b_bots = integrations::bots_of::<MessengerBBot>(&app.store, ids).await?;
     let owners = users::public_ids(&app.store, replicas.iter().map(|r| r.owner).collect()).await?;
     let views = replicas.iter().zip(kbs.iter().zip(counts)).zip(owners).map(|((r, (kb, n)), owner)| {
         let mut v = view(r, kb, n, &owner);
-        v["messengerA_integration"] = integrations::integration_view(bots.get(&r.id));
+        v["messengerA_integration"] = integrations::integration_view(a_bots.get(&r.id));
+        v["messengerB_integration"] = integrations::integration_view(b_bots.get(&r.id));
         v
     });
     Ok(views.collect())
@@ -200,7 +202,7 @@ pub async fn update(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn delete(app: Arc<App>, req: Req) -> Result<Reply> {
     let id = req.uuid_param("replicaUUID")?;
     replicas::delete(&app.store, req.caller()?.org.id, id).await?;
-    app.channels.stop(id, crate::channels::messenger_a::CHANNEL);
+    app.channels.stop_all(id);
     Ok(Reply::done())
 }
 

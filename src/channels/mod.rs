@@ -5,6 +5,7 @@
 
 pub mod embed;
 pub mod messenger_a;
+pub mod messenger_b;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,6 +16,7 @@ use uuid::Uuid;
 
 use crate::app::App;
 use crate::secrets::Secrets;
+use crate::service::integrations::{self, BotRecord};
 
 /// The running bots of the server and what they share.
 pub struct Channels {
@@ -38,9 +40,29 @@ impl Channels {
 
     /// (Re)starts the messengerA runner of `replica` (an earlier one is stopped first).
     pub fn start_messenger_a(&self, app: Arc<App>, replica: Uuid) {
-        let task = tokio::spawn(supervise(replica, move || messenger_a::run(app.clone(), replica)));
-        if let Some(old) = self.lock().insert((replica, messenger_a::CHANNEL), task) {
+        self.start(replica, messenger_a::CHANNEL, move || messenger_a::run(app.clone(), replica));
+    }
+
+    /// (Re)starts the messengerB runner of `replica` (an earlier one is stopped first).
+    pub fn start_messenger_b(&self, app: Arc<App>, replica: Uuid) {
+        self.start(replica, messenger_b::CHANNEL, move || messenger_b::run(app.clone(), replica));
+    }
+
+    fn start<F, Fut>(&self, replica: Uuid, channel: &'static str, make: F)
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let task = tokio::spawn(supervise(replica, make));
+        if let Some(old) = self.lock().insert((replica, channel), task) {
             old.abort();
+        }
+    }
+
+    /// Stops every runner of `replica` (it is being deleted).
+    pub fn stop_all(&self, replica: Uuid) {
+        for channel in [messenger_a::CHANNEL, messenger_b::CHANNEL] {
+            self.stop(replica, channel);
         }
     }
 
@@ -66,11 +88,78 @@ impl Drop for Channels {
 
 /// Starts the runner of every stored bot.
 pub async fn start_all(app: &Arc<App>) -> crate::error::Result<()> {
-    let ids = crate::service::integrations::all_messenger_a(&app.store).await?;
-    for id in ids {
+    use crate::service::integrations::all;
+    use crate::store::records::{MessengerABot, MessengerBBot};
+    for id in all::<MessengerABot>(&app.store).await? {
         app.channels.start_messenger_a(app.clone(), id);
     }
+    for id in all::<MessengerBBot>(&app.store).await? {
+        app.channels.start_messenger_b(app.clone(), id);
+    }
     Ok(())
+}
+
+/// The stored `R` bot of `replica`, `None` once it is disconnected; a failing read is retried
+/// after `backoff`'s pause.
+async fn stored_bot<R: BotRecord>(app: &App, replica: Uuid, backoff: &mut Backoff) -> Option<R> {
+    loop {
+        match integrations::bot::<R>(&app.store, replica).await {
+            Ok(bot) => return bot,
+            Err(e) => {
+                tracing::warn!(%replica, channel = R::CHANNEL, error = %e, "reading the bot failed");
+                tokio::time::sleep(backoff.next_delay()).await;
+            }
+        }
+    }
+}
+
+/// Records the state of `bot`'s runner (`error` `None`: active) in its integration object.
+async fn report<R: BotRecord>(app: &App, bot: &R, error: Option<String>) {
+    if let Err(e) = integrations::report::<R>(&app.store, bot.replica(), bot.connected_at(), error).await {
+        tracing::warn!(replica = %bot.replica(), channel = R::CHANNEL, error = %e, "storing the bot state failed");
+    }
+}
+
+/// Sent when the model could not produce a reply.
+const APOLOGY: &str = "Sorry, I cannot answer right now. Please try again in a moment.";
+
+/// The reply of `replica` to `ask` by `user` (`service::chat::complete`, which stores the
+/// question and the reply as history), with `typing()` called every `every` meanwhile; the
+/// apology when the model failed or said nothing.
+async fn answer<T, Fut>(
+    app: &App,
+    replica: &crate::store::records::Replica,
+    user: Uuid,
+    ask: crate::service::chat::Ask,
+    typing: T,
+    every: Duration,
+) -> String
+where
+    T: Fn() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let typing = AbortOnDrop(tokio::spawn(async move {
+        loop {
+            typing().await;
+            tokio::time::sleep(every).await;
+        }
+    }));
+    let cx = crate::api::chat::context(app);
+    let done = crate::service::chat::complete(&cx, replica, user, ask).await;
+    drop(typing);
+    match done {
+        Ok(c) if !c.content.trim().is_empty() => c.content,
+        Ok(_) => APOLOGY.to_string(),
+        Err(e) => {
+            tracing::warn!(replica = %replica.id, error = %e.message, "no channel reply could be made");
+            APOLOGY.to_string()
+        }
+    }
+}
+
+/// An error as one line for the integration's `last_error` (its internal detail included).
+fn error_text(e: &crate::error::Error) -> String {
+    e.internal.clone().map_or(e.message.clone(), |i| format!("{}: {i}", e.message))
 }
 
 /// Aborts its task when dropped (so aborting the supervisor aborts the runner).

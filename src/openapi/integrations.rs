@@ -15,16 +15,17 @@ pub fn integration_object() -> Value {
             "service_name": { "type": "string", "description": "The bot's username on the channel." },
             "is_active": {
                 "type": "boolean",
-                "description": "The bot's connection works (its last poll succeeded).",
+                "description": "The bot's connection works (messengerA: its last poll succeeded; messengerB: its \
+                    gateway session is ready).",
             },
             "mention": {
                 "type": "string",
-                "description": "Our own: the handle the bot answers to in groups (with its @).",
+                "description": "Our own, messengerA only: the handle the bot answers to in groups (with its @).",
             },
             "last_error": {
                 "type": "string",
                 "description": "Our own: what went wrong last (revoked token, unreachable channel, …); absent after a \
-                    successful poll. The bot retries with back-off (1 s doubling up to 5 min, or the channel's \
+                    successful poll (messengerA) or a ready gateway session (messengerB). The bot retries with back-off (1 s doubling up to 5 min, or the channel's \
                     retry_after).",
             },
             "last_error_at": {
@@ -61,6 +62,21 @@ pub fn schemas(add: &mut impl FnMut(&str, Value)) {
                 },
             }),
             true,
+        ),
+    );
+    add(
+        "MessengerBConnect",
+        object(
+            &["messengerBToken"],
+            json!({
+                "messengerBToken": {
+                    "type": "string",
+                    "pattern": "^[A-Za-z0-9._-]{50,80}$",
+                    "description": "The bot token given by the channel (50 to 80 characters). Stored encrypted \
+                        (--secrets-key-file); never returned by any read.",
+                },
+            }),
+            false,
         ),
     );
     add(

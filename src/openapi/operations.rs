@@ -213,7 +213,8 @@ macro_rules! concat_path {
 
 /// Every documented operation, in the order of the document.
 pub fn all() -> Vec<Op> {
-    let groups = [meta(), replicas(), knowledge_base(), chat(), history(), users(), integration_ops()];
+    let groups =
+        [meta(), replicas(), knowledge_base(), chat(), history(), users(), integration_ops(), messenger_b_ops()];
     let others = [super::operability::operations(), super::chats::operations(), super::usage::operations()];
     groups.into_iter().chain(others).flatten().collect()
 }
@@ -548,5 +549,31 @@ fn integration_ops() -> Vec<Op> {
             "Disconnect the messengerA bot",
         )
         .describe("Stops the bot and forgets its token; 404 when no bot is connected."),
+    ]
+}
+
+/// The messengerB integration (DECISIONS.md "Integrations"; `DELETE` is our own).
+fn messenger_b_ops() -> Vec<Op> {
+    let path = "/v1/replicas/{replicaUUID}/integrations/messengerB";
+    vec![
+        op("POST", path, "connectMessengerB", "Integrations", "Connect a messengerB bot")
+            .body("MessengerBConnect")
+            .ok(200, "IntegrationConnected")
+            .extra(&[409, 502])
+            .describe(
+                "Checks the token with the REST API's \"get current user\" (400 `INVALID_CHANNEL_TOKEN` when refused, \
+                502 when the API cannot be reached; base URL `--messenger-b-api-base`), stores it encrypted, replaces \
+                any earlier bot of the replica and starts it on the gateway (`--messenger-b-gateway`; intents \
+                GUILDS, GUILD_MESSAGES, DIRECT_MESSAGES; heartbeats, RECONNECT and session resume handled). The bot \
+                answers direct messages, and in servers the messages that mention it; it shows \"typing\" while the \
+                reply is made, splits replies longer than 2000 characters (the first part replies to the question in \
+                servers) and pings nobody. Questions and replies are stored as history (`source: messengerB`, full \
+                `messengerB_data`; `channel_name` is the author's name for a direct message) of the linked-account \
+                user `messengerB:<author id>`. The state shows in the replica's `messengerB_integration`. `id` in \
+                the answer is ours (the bot's user id). 409 `INTEGRATION_CONFLICT` when the bot serves another \
+                replica.",
+            ),
+        op("DELETE", path, "disconnectMessengerB", "Integrations", "Disconnect the messengerB bot")
+            .describe("Our own operation. Stops the bot and forgets its token; 404 when no bot is connected."),
     ]
 }

@@ -1,39 +1,146 @@
-//! Channel integrations of a replica (spec §4.2 `…/integrations/messengerA`, DECISIONS.md
-//! "Integrations"): the stored bot (token sealed at rest), the state its runner reports, the
-//! `getUpdates` offset, and the integration object of replica reads.
+//! Channel integrations of a replica (spec §4.2 `…/integrations/messengerA` and
+//! `…/integrations/messengerB`, DECISIONS.md "Integrations"): the stored bot (token sealed at
+//! rest), the state its runner reports, the messengerA `getUpdates` offset, and the
+//! integration objects of replica reads.
 //!
-//! The runner (`channels::messenger_a`) is the only writer of the state and the offset; a write
-//! of the runner only applies to the connection it was started for (`connected_at`), so a bot
-//! connected again or disconnected meanwhile is never overwritten by a stale runner.
+//! Both bots are [`BotRecord`]s, one table each, and share every operation here. The runner
+//! (`channels::messenger_a` / `channels::messenger_b`) is the only writer of the state and the
+//! offset; a write of the runner only applies to the connection it was started for
+//! (`connected_at`), so a bot connected again or disconnected meanwhile is never overwritten by
+//! a stale runner.
 
 use std::collections::HashMap;
 
-use redb::ReadableTable;
+use redb::{ReadableTable, TableDefinition};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::error::{Code, Error, Result};
 use crate::secrets::Secrets;
-use crate::store::records::{Message, MessengerABot};
+use crate::store::codec::Record;
+use crate::store::records::{Message, MessengerABot, MessengerBBot};
 use crate::store::{self, k, now_ms, tables, Store};
 
-/// The channel name used as sealing context and in messages.
+/// The messengerA channel name (sealing context, messages).
 pub const MESSENGER_A: &str = "messengerA";
+/// The messengerB channel name (sealing context, messages).
+pub const MESSENGER_B: &str = "messengerB";
 
-/// What `getMe` said about the bot being connected.
+/// A stored bot of one channel: what the shared operations of this module need of it.
+pub trait BotRecord: Record + Clone + Send + Sync + 'static {
+    /// The channel name (`messengerA`, `messengerB`).
+    const CHANNEL: &'static str;
+    /// `replica id → record`.
+    const TABLE: TableDefinition<'static, u128, &'static [u8]>;
+    /// The replica the bot serves.
+    fn replica(&self) -> Uuid;
+    /// The platform's id of the bot (one bot serves one replica).
+    fn platform_id(&self) -> String;
+    /// The connection the record was written for.
+    fn connected_at(&self) -> i64;
+    /// The sealed token.
+    fn sealed_token(&self) -> &[u8];
+    /// `is_active`, `last_error`, `last_error_at`, `updated_at`, to report the runner's state.
+    fn state_mut(&mut self) -> (&mut bool, &mut Option<String>, &mut Option<i64>, &mut i64);
+    /// The integration object of replica reads (see [`integration_view`]).
+    fn view(&self) -> Value;
+}
+
+/// The accessors every bot record has alike (fields `replica`, `bot_id`, `connected_at`,
+/// `sealed_token`, `is_active`, `last_error`, `last_error_at`, `updated_at`).
+macro_rules! bot_record_fields {
+    () => {
+        fn replica(&self) -> Uuid {
+            self.replica
+        }
+        fn platform_id(&self) -> String {
+            self.bot_id.to_string()
+        }
+        fn connected_at(&self) -> i64 {
+            self.connected_at
+        }
+        fn sealed_token(&self) -> &[u8] {
+            &self.sealed_token
+        }
+        fn state_mut(&mut self) -> (&mut bool, &mut Option<String>, &mut Option<i64>, &mut i64) {
+            (&mut self.is_active, &mut self.last_error, &mut self.last_error_at, &mut self.updated_at)
+        }
+    };
+}
+
+impl BotRecord for MessengerABot {
+    const CHANNEL: &'static str = MESSENGER_A;
+    const TABLE: TableDefinition<'static, u128, &'static [u8]> = tables::REPLICA_MESSENGERA;
+    bot_record_fields!();
+    fn view(&self) -> Value {
+        let mut v = state_view(&self.username, self.is_active, self.last_error.as_deref(), self.last_error_at);
+        v["mention"] = json!(self.mention);
+        v
+    }
+}
+
+impl BotRecord for MessengerBBot {
+    const CHANNEL: &'static str = MESSENGER_B;
+    const TABLE: TableDefinition<'static, u128, &'static [u8]> = tables::REPLICA_MESSENGERB;
+    bot_record_fields!();
+    fn view(&self) -> Value {
+        state_view(&self.username, self.is_active, self.last_error.as_deref(), self.last_error_at)
+    }
+}
+
+/// What the platform said about the bot being connected.
 #[derive(Debug, Clone)]
 pub struct BotIdentity {
     pub id: i64,
     pub username: String,
 }
 
-fn seal_context(replica: Uuid) -> Vec<u8> {
-    [MESSENGER_A.as_bytes(), replica.as_bytes()].concat()
+fn seal_context(channel: &str, replica: Uuid) -> Vec<u8> {
+    [channel.as_bytes(), replica.as_bytes()].concat()
 }
 
-/// Stores the bot of `replica` (replacing any earlier one), its token sealed; keeps the update
-/// offset when the same bot is connected again. Errors: 409 `INTEGRATION_CONFLICT` when the
-/// bot is connected to another replica (two pollers of one bot would take each other's updates).
+/// `token` sealed for the `channel` bot of `replica` (store it as the record's sealed token).
+pub fn seal(secrets: &Secrets, channel: &str, replica: Uuid, token: &str) -> Result<Vec<u8>> {
+    secrets.seal(token.as_bytes(), &seal_context(channel, replica))
+}
+
+/// The plain token of `bot` of `replica`.
+pub fn token<R: BotRecord>(secrets: &Secrets, replica: Uuid, bot: &R) -> Result<String> {
+    let plain = secrets.open(bot.sealed_token(), &seal_context(R::CHANNEL, replica))?;
+    String::from_utf8(plain).map_err(Error::internal)
+}
+
+/// Stores the bot `make(previous)` for `replica`, replacing any earlier one. Errors: 409
+/// `INTEGRATION_CONFLICT` when the same platform bot is connected to another replica (two
+/// runners of one bot would take each other's messages).
+pub async fn connect<R: BotRecord>(
+    store: &Store,
+    replica: Uuid,
+    make: impl Fn(Option<R>) -> R + Send + 'static,
+) -> Result<R> {
+    store
+        .write(move |txn| {
+            let mut table = txn.open_table(R::TABLE)?;
+            let previous = store::get::<u128, R, _>(&table, k(replica))?;
+            let bot = make(previous);
+            for row in table.iter()? {
+                let (key, v) = row?;
+                let other: R = store::codec::decode(v.value())?;
+                if key.value() != k(replica) && other.platform_id() == bot.platform_id() {
+                    return Err(Error::new(
+                        Code::IntegrationConflict,
+                        format!("this {} bot is connected to another replica; disconnect it there first", R::CHANNEL),
+                    ));
+                }
+            }
+            store::put(&mut table, k(replica), &bot)?;
+            Ok(bot)
+        })
+        .await
+}
+
+/// Stores the messengerA bot of `replica` (replacing any earlier one), its token sealed; keeps
+/// the update offset when the same bot is connected again. Errors as [`connect`].
 pub async fn connect_messenger_a(
     store: &Store,
     secrets: &Secrets,
@@ -43,72 +150,52 @@ pub async fn connect_messenger_a(
     mention: String,
     me: BotIdentity,
 ) -> Result<MessengerABot> {
-    let sealed = secrets.seal(token.as_bytes(), &seal_context(replica))?;
+    let sealed_token = seal(secrets, MESSENGER_A, replica, token)?;
     let now = now_ms();
-    store
-        .write(move |txn| {
-            let mut table = txn.open_table(tables::REPLICA_MESSENGERA)?;
-            for row in table.iter()? {
-                let (key, v) = row?;
-                let other: MessengerABot = store::codec::decode(v.value())?;
-                if key.value() != k(replica) && other.bot_id == me.id {
-                    return Err(Error::new(
-                        Code::IntegrationConflict,
-                        "this messengerA bot is connected to another replica; disconnect it there first",
-                    ));
-                }
-            }
-            let previous = store::get::<u128, MessengerABot, _>(&table, k(replica))?;
-            let offset = previous.filter(|p| p.bot_id == me.id).map_or(0, |p| p.offset);
-            let bot = MessengerABot {
-                replica,
-                org,
-                sealed_token: sealed.clone(),
-                bot_id: me.id,
-                username: me.username.clone(),
-                mention: mention.clone(),
-                is_active: false,
-                last_error: None,
-                last_error_at: None,
-                offset,
-                connected_at: now,
-                updated_at: now,
-            };
-            store::put(&mut table, k(replica), &bot)?;
-            Ok(bot)
-        })
-        .await
+    connect(store, replica, move |previous: Option<MessengerABot>| MessengerABot {
+        replica,
+        org,
+        sealed_token: sealed_token.clone(),
+        bot_id: me.id,
+        username: me.username.clone(),
+        mention: mention.clone(),
+        is_active: false,
+        last_error: None,
+        last_error_at: None,
+        offset: previous.filter(|p| p.bot_id == me.id).map_or(0, |p| p.offset),
+        connected_at: now,
+        updated_at: now,
+    })
+    .await
 }
 
-/// Removes the bot of `replica`. Errors: 404 when none is connected.
-pub async fn disconnect_messenger_a(store: &Store, replica: Uuid) -> Result<()> {
+/// Removes the `R` bot of `replica`. Errors: 404 when none is connected.
+pub async fn disconnect<R: BotRecord>(store: &Store, replica: Uuid) -> Result<()> {
     store
         .write(move |txn| {
-            let removed = txn.open_table(tables::REPLICA_MESSENGERA)?.remove(k(replica))?.is_some();
+            let removed = txn.open_table(R::TABLE)?.remove(k(replica))?.is_some();
             if removed {
                 Ok(())
             } else {
-                Err(Error::not_found("messengerA integration"))
+                Err(Error::not_found(&format!("{} integration", R::CHANNEL)))
             }
         })
         .await
 }
 
-/// The bot of `replica`, if one is connected.
-pub async fn messenger_a(store: &Store, replica: Uuid) -> Result<Option<MessengerABot>> {
-    store
-        .read(move |txn| store::get::<u128, MessengerABot, _>(&txn.open_table(tables::REPLICA_MESSENGERA)?, k(replica)))
-        .await
+/// The `R` bot of `replica`, if one is connected.
+pub async fn bot<R: BotRecord>(store: &Store, replica: Uuid) -> Result<Option<R>> {
+    store.read(move |txn| store::get::<u128, R, _>(&txn.open_table(R::TABLE)?, k(replica))).await
 }
 
-/// The bots of `replicas` that are connected (for lists of replicas).
-pub async fn messenger_a_of(store: &Store, replicas: Vec<Uuid>) -> Result<HashMap<Uuid, MessengerABot>> {
+/// The `R` bots of `replicas` that are connected (for lists of replicas).
+pub async fn bots_of<R: BotRecord>(store: &Store, replicas: Vec<Uuid>) -> Result<HashMap<Uuid, R>> {
     store
         .read(move |txn| {
-            let table = txn.open_table(tables::REPLICA_MESSENGERA)?;
+            let table = txn.open_table(R::TABLE)?;
             let mut out = HashMap::new();
             for id in replicas {
-                if let Some(bot) = store::get::<u128, MessengerABot, _>(&table, k(id))? {
+                if let Some(bot) = store::get::<u128, R, _>(&table, k(id))? {
                     out.insert(id, bot);
                 }
             }
@@ -117,11 +204,11 @@ pub async fn messenger_a_of(store: &Store, replicas: Vec<Uuid>) -> Result<HashMa
         .await
 }
 
-/// Every replica with a messengerA bot (started at server start).
-pub async fn all_messenger_a(store: &Store) -> Result<Vec<Uuid>> {
+/// Every replica with an `R` bot (started at server start).
+pub async fn all<R: BotRecord>(store: &Store) -> Result<Vec<Uuid>> {
     store
         .read(|txn| {
-            let table = txn.open_table(tables::REPLICA_MESSENGERA)?;
+            let table = txn.open_table(R::TABLE)?;
             let mut ids = Vec::new();
             for row in table.iter()? {
                 ids.push(Uuid::from_u128(row?.0.value()));
@@ -131,34 +218,43 @@ pub async fn all_messenger_a(store: &Store) -> Result<Vec<Uuid>> {
         .await
 }
 
-/// Whether `replica` has a messengerA bot, in a read transaction (the `integration` filter).
-pub fn has_messenger_a_in(txn: &redb::ReadTransaction, replica: Uuid) -> Result<bool> {
-    Ok(txn.open_table(tables::REPLICA_MESSENGERA)?.get(k(replica))?.is_some())
+/// The channels with a bot connected to `replica`, in a read transaction (the `integration`
+/// filter of `GET /v1/replicas`).
+pub fn connected_in(txn: &redb::ReadTransaction, replica: Uuid) -> Result<Vec<&'static str>> {
+    let mut out = Vec::new();
+    if txn.open_table(tables::REPLICA_MESSENGERA)?.get(k(replica))?.is_some() {
+        out.push(MESSENGER_A);
+    }
+    if txn.open_table(tables::REPLICA_MESSENGERB)?.get(k(replica))?.is_some() {
+        out.push(MESSENGER_B);
+    }
+    Ok(out)
 }
 
-/// The plain token of `bot`.
-pub fn messenger_a_token(secrets: &Secrets, bot: &MessengerABot) -> Result<String> {
-    let plain = secrets.open(&bot.sealed_token, &seal_context(bot.replica))?;
-    String::from_utf8(plain).map_err(Error::internal)
+/// Removes every bot of `replica` (the replica is being deleted).
+pub fn delete_all_in(txn: &redb::WriteTransaction, replica: Uuid) -> Result<()> {
+    txn.open_table(tables::REPLICA_MESSENGERA)?.remove(k(replica))?;
+    txn.open_table(tables::REPLICA_MESSENGERB)?.remove(k(replica))?;
+    Ok(())
 }
 
-/// Applies `change` to the bot of `replica` if it is still the connection made at
+/// Applies `change` to the `R` bot of `replica` if it is still the connection made at
 /// `connected_at`; answers whether it was.
-async fn update_bot(
+pub async fn update<R: BotRecord>(
     store: &Store,
     replica: Uuid,
     connected_at: i64,
-    change: impl Fn(&mut MessengerABot) + Send + 'static,
+    change: impl Fn(&mut R) + Send + 'static,
 ) -> Result<bool> {
     store
         .write(move |txn| {
-            let mut table = txn.open_table(tables::REPLICA_MESSENGERA)?;
-            let Some(mut bot) = store::get::<u128, MessengerABot, _>(&table, k(replica))? else { return Ok(false) };
-            if bot.connected_at != connected_at {
+            let mut table = txn.open_table(R::TABLE)?;
+            let Some(mut bot) = store::get::<u128, R, _>(&table, k(replica))? else { return Ok(false) };
+            if bot.connected_at() != connected_at {
                 return Ok(false);
             }
             change(&mut bot);
-            bot.updated_at = now_ms();
+            *bot.state_mut().3 = now_ms();
             store::put(&mut table, k(replica), &bot)?;
             Ok(true)
         })
@@ -167,29 +263,25 @@ async fn update_bot(
 
 /// Records the runner's state: active (`error` `None`, which clears the last error) or not,
 /// with the error.
-pub async fn report_messenger_a(
+pub async fn report<R: BotRecord>(
     store: &Store,
     replica: Uuid,
     connected_at: i64,
     error: Option<String>,
 ) -> Result<bool> {
     let at = now_ms();
-    update_bot(store, replica, connected_at, move |bot| {
-        bot.is_active = error.is_none();
-        if let Some(e) = &error {
-            bot.last_error = Some(e.clone());
-            bot.last_error_at = Some(at);
-        } else {
-            bot.last_error = None;
-            bot.last_error_at = None;
-        }
+    update::<R>(store, replica, connected_at, move |bot| {
+        let (is_active, last_error, last_error_at, _) = bot.state_mut();
+        *is_active = error.is_none();
+        *last_error = error.clone();
+        *last_error_at = error.as_ref().map(|_| at);
     })
     .await
 }
 
-/// Records that every update below `offset` was handled.
+/// Records that every messengerA update below `offset` was handled.
 pub async fn advance_messenger_a(store: &Store, replica: Uuid, connected_at: i64, offset: i64) -> Result<bool> {
-    update_bot(store, replica, connected_at, move |bot| bot.offset = bot.offset.max(offset)).await
+    update::<MessengerABot>(store, replica, connected_at, move |bot| bot.offset = bot.offset.max(offset)).await
 }
 
 /// The stored reply to the channel message `channel_key` of `(replica, user)`, if one was
@@ -212,21 +304,20 @@ pub async fn stored_reply(store: &Store, replica: Uuid, user: Uuid, channel_key:
         .await
 }
 
-/// The `messengerA_integration` object of a replica read (DECISIONS.md "Replicas"): `null`
-/// when no bot is connected, else `{token: null, service_name, is_active}` plus, as fields of
-/// our own, `mention`, `last_error` and `last_error_at` (RFC 3339) when the runner met an error.
-pub fn integration_view(bot: Option<&MessengerABot>) -> Value {
-    let Some(bot) = bot else { return Value::Null };
-    let mut v = json!({
-        "token": null,
-        "service_name": bot.username,
-        "is_active": bot.is_active,
-        "mention": bot.mention,
-    });
-    if let Some(e) = &bot.last_error {
+/// The `messengerA_integration` / `messengerB_integration` object of a replica read
+/// (DECISIONS.md "Replicas"): `null` when no bot is connected, else `{token: null,
+/// service_name, is_active}` plus, as fields of our own, `last_error` and `last_error_at`
+/// (RFC 3339) when the runner met an error, and messengerA's `mention`.
+pub fn integration_view<R: BotRecord>(bot: Option<&R>) -> Value {
+    bot.map_or(Value::Null, R::view)
+}
+
+fn state_view(service_name: &str, is_active: bool, last_error: Option<&str>, last_error_at: Option<i64>) -> Value {
+    let mut v = json!({ "token": null, "service_name": service_name, "is_active": is_active });
+    if let Some(e) = last_error {
         v["last_error"] = json!(e);
     }
-    if let Some(at) = bot.last_error_at {
+    if let Some(at) = last_error_at {
         v["last_error_at"] = json!(super::rfc3339(at));
     }
     v

@@ -231,7 +231,7 @@ pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
             txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?
                 .retain_in((k(id), 0, 0)..=(k(id), u128::MAX, u64::MAX), |_, _| false)?;
             super::chats::delete_all_in(txn, id)?;
-            txn.open_table(tables::REPLICA_MESSENGERA)?.remove(k(id))?;
+            super::integrations::delete_all_in(txn, id)?;
             super::embed::delete_all_in(txn, id)?;
             super::knowledge::delete_all_in(txn, id)
         })
@@ -318,11 +318,11 @@ pub async fn list(
             for row in ids.range((k(org), 0)..=(k(org), u128::MAX))? {
                 let id = row?.0.value().1;
                 let Some(r) = store::get::<u128, Replica, _>(&table, id)? else { continue };
-                let integrations: &[&str] = match &q.integration {
-                    Some(_) if super::integrations::has_messenger_a_in(txn, r.id)? => &["messengerA"],
-                    _ => &[],
+                let integrations = match &q.integration {
+                    Some(_) => super::integrations::connected_in(txn, r.id)?,
+                    None => Vec::new(),
                 };
-                if visible_to(&r, user.as_ref()) && matches(&r, &q, owner, integrations) {
+                if visible_to(&r, user.as_ref()) && matches(&r, &q, owner, &integrations) {
                     let popularity = counts.get(id)?.map(|v| v.value()).unwrap_or(0);
                     found.push((r, popularity));
                 }

@@ -7,7 +7,7 @@ use super::tables;
 use crate::error::{Error, Result};
 
 /// The store layout this binary writes.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 const KEY: &str = "schema_version";
 
@@ -69,6 +69,8 @@ fn migrate_from(db: &Database, from: u32) -> Result<()> {
             create_tables(&txn)?;
             txn.open_table(tables::META)?.insert(DERIVE_CHATS, [1u8].as_slice())?;
         }
+        // 3 → 4: messengerB bots.
+        3 => create_tables(&txn)?,
         _ => return Err(Error::internal(format!("no migration from schema version {from}"))),
     }
     write_version(&txn, from + 1)?;
@@ -142,6 +144,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::OPEN_CONVERSATION)?;
         txn.open_table(tables::REPLICATERM_CONVERSATIONS)?;
         txn.open_table(tables::REPLICA_MESSENGERA)?;
+        txn.open_table(tables::REPLICA_MESSENGERB)?;
         txn.open_table(tables::KEYHASH_EMBED)?;
         txn.open_table(tables::REPLICA_EMBED)?;
         txn.open_table(tables::META)?;

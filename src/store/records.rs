@@ -466,6 +466,33 @@ impl Record for MessengerABot {
     const VERSION: u8 = 1;
 }
 
+/// A replica's messengerB bot (DECISIONS.md "Integrations"): the token sealed by
+/// [`crate::secrets::Secrets`], who the platform said the bot is (REST "get current user"), and
+/// the connection state the runner reports. No offset: the gateway's own session resume covers
+/// short disconnections, and messages are de-duplicated by their channel key.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct MessengerBBot {
+    pub replica: Uuid,
+    /// The replica's organization (its users are the linked-account senders).
+    pub org: Uuid,
+    pub sealed_token: Vec<u8>,
+    /// Bot user id (a snowflake).
+    pub bot_id: u64,
+    /// Bot username: the `service_name` of the integration object.
+    pub username: String,
+    /// The gateway session is up (READY or RESUMED seen, no error since).
+    pub is_active: bool,
+    /// What went wrong last (cleared when the gateway is ready again).
+    pub last_error: Option<String>,
+    /// When `last_error` happened (ms since the epoch).
+    pub last_error_at: Option<i64>,
+    pub connected_at: i64,
+    pub updated_at: i64,
+}
+impl Record for MessengerBBot {
+    const VERSION: u8 = 1;
+}
+
 /// The embeddable widget of a replica (`service::embed`): the origins whose pages may use it.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct EmbedSettings {

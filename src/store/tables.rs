@@ -110,6 +110,9 @@ pub const REPLICATERM_CONVERSATIONS: TableDefinition<(u128, &str), u64> =
 /// `replica id → MessengerABot`: the replica's messengerA bot (sealed token, mention, state,
 /// update offset). See `service::integrations`.
 pub const REPLICA_MESSENGERA: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_messengerabot");
+/// `replica id → MessengerBBot`: the replica's messengerB bot (sealed token, state). See
+/// `service::integrations`.
+pub const REPLICA_MESSENGERB: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_messengerbbot");
 /// `sha256(embed key) → replica id`: public keys of the embeddable widget (`service::embed`).
 pub const KEYHASH_EMBED: TableDefinition<&[u8; 32], u128> = TableDefinition::new("keyhash_embed");
 /// `replica id → EmbedSettings`: the origins allowed to use the replica's widget.

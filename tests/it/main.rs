@@ -24,6 +24,7 @@ mod llm;
 mod llm_real;
 mod logs;
 mod messenger_a;
+mod messenger_b;
 mod metrics;
 mod openapi;
 mod quotas;

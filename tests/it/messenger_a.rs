@@ -6,10 +6,9 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::common::bot_api::BotApi;
+use crate::common::channels::{self, reactor};
 use crate::common::fake_llm::FakeLlm;
-use crate::common::{
-    assert_error, replica_body, send, user, DataDir, Org, Server, PATIENCE, ZORBLAX, ZORBLAX_QUESTION,
-};
+use crate::common::{assert_error, replica_body, send, user, DataDir, Org, Server, ZORBLAX_QUESTION};
 
 const TOKEN: &str = "4242:AAE-docs_bot_secret_token_0123456789";
 const BOT_ID: i64 = 4242;
@@ -42,17 +41,7 @@ fn start(api: &BotApi, extra: &[&str]) -> Server {
 }
 
 fn start_in(api: &BotApi, dir: DataDir, extra: &[&str]) -> Server {
-    let mut flags = api.flags();
-    flags.extend(extra.iter().map(|s| s.to_string()));
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    Server::start_in(dir, &flags)
-}
-
-/// A replica that knows the Zorblax reactor.
-async fn reactor(org: &Org, body: Option<Value>) -> String {
-    let replica = org.create_replica_from(body.unwrap_or_else(|| replica_body("reactor", &org.owner_email))).await;
-    org.add_ready_text(&replica, "Zorblax reactor", ZORBLAX).await;
-    replica
+    channels::start_with(api.flags(), dir, extra)
 }
 
 async fn connect(org: &Org, replica: &str, token: &str) -> (StatusCode, Value) {
@@ -61,22 +50,11 @@ async fn connect(org: &Org, replica: &str, token: &str) -> (StatusCode, Value) {
 }
 
 async fn integration(org: &Org, replica: &str) -> Value {
-    let (s, v) = org.get(&format!("/v1/replicas/{replica}")).await;
-    assert_eq!(s, StatusCode::OK, "{v}");
-    v["messengerA_integration"].clone()
+    channels::integration(org, replica, "messengerA_integration").await
 }
 
-/// Waits until the replica's integration object satisfies `check`; returns it.
 async fn wait_integration(org: &Org, replica: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let deadline = std::time::Instant::now() + PATIENCE;
-    loop {
-        let v = integration(org, replica).await;
-        if check(&v) {
-            return v;
-        }
-        assert!(std::time::Instant::now() < deadline, "integration state never matched: {v}");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    channels::wait_integration(org, replica, "messengerA_integration", check).await
 }
 
 fn sent_to(api: &BotApi, chat: i64) -> Vec<Value> {

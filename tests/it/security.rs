@@ -56,6 +56,7 @@ fn sample_body(route: &Route, owner: &str) -> Option<Value> {
         "ExperimentalCompletionRequest" => json!({"messages": [{"role": "user", "content": "Zorblax?"}]}),
         "ConversationPatch" => json!({"summary": "rewritten"}),
         "MessengerAConnect" => json!({"messengerA_token": "1:not-a-real-token"}),
+        "MessengerBConnect" => json!({"messengerBToken": "not-a-real-token-".repeat(3)}),
         "EmbedKeyCreate" => json!({"allowedOrigins": ["https://mallory.example"]}),
         "EmbedChatRequest" => json!({"content": "What is the Zorblax reactor?"}),
         other => panic!("security tests: add a sample body for {other}"),

@@ -30,7 +30,7 @@ use super::Backoff;
 use crate::app::App;
 use crate::error::Error;
 use crate::service::channel_data::{ChatType, MessengerAData};
-use crate::service::chat::{self, Ask};
+use crate::service::chat::Ask;
 use crate::service::history::{self, NewItem};
 use crate::service::integrations as store_bot;
 use crate::store::records::{MessengerABot, Replica};
@@ -39,8 +39,6 @@ use crate::store::records::{MessengerABot, Replica};
 pub const CHANNEL: &str = "messengerA";
 /// The public Bot API.
 pub const DEFAULT_API_BASE: &str = crate::config::DEFAULT_MESSENGER_A_API_BASE;
-/// Sent when the model could not produce a reply.
-const APOLOGY: &str = "Sorry, I cannot answer right now. Please try again in a moment.";
 /// How many times a `sendMessage` refused with 429 is tried again.
 const SEND_ATTEMPTS: u32 = 5;
 
@@ -48,15 +46,7 @@ const SEND_ATTEMPTS: u32 = 5;
 pub async fn run(app: Arc<App>, replica: Uuid) {
     let mut backoff = Backoff::default();
     loop {
-        let bot = match store_bot::messenger_a(&app.store, replica).await {
-            Ok(Some(bot)) => bot,
-            Ok(None) => return,
-            Err(e) => {
-                tracing::warn!(%replica, error = %e, "messengerA: reading the bot failed");
-                tokio::time::sleep(backoff.next_delay()).await;
-                continue;
-            }
-        };
+        let Some(bot) = super::stored_bot::<MessengerABot>(&app, replica, &mut backoff).await else { return };
         let pause = match poll(&app, &bot).await {
             Ok(()) => {
                 backoff.reset();
@@ -65,7 +55,7 @@ pub async fn run(app: Arc<App>, replica: Uuid) {
             Err(Failure::RetryAfter(s)) => Some(Duration::from_secs(s.min(3600))),
             Err(Failure::Other(message)) => {
                 tracing::warn!(%replica, error = %message, "messengerA bot failed; retrying");
-                report(&app, &bot, Some(message)).await;
+                super::report(&app, &bot, Some(message)).await;
                 Some(backoff.next_delay())
             }
         };
@@ -92,23 +82,17 @@ impl From<ApiError> for Failure {
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Failure {
-        Failure::Other(e.internal.clone().map_or(e.message.clone(), |i| format!("{}: {i}", e.message)))
-    }
-}
-
-async fn report(app: &App, bot: &MessengerABot, error: Option<String>) {
-    if let Err(e) = store_bot::report_messenger_a(&app.store, bot.replica, bot.connected_at, error).await {
-        tracing::warn!(replica = %bot.replica, error = %e, "messengerA: storing the state failed");
+        Failure::Other(super::error_text(&e))
     }
 }
 
 /// One `getUpdates` and the handling of what it returned.
 async fn poll(app: &Arc<App>, bot: &MessengerABot) -> Result<(), Failure> {
-    let token = store_bot::messenger_a_token(&app.channels.secrets, bot)?;
+    let token = store_bot::token(&app.channels.secrets, bot.replica, bot)?;
     let client = Client::new(app.channels.http.clone(), &app.config.messenger_a_api_base, &token);
     let updates = client.get_updates(bot.offset, app.config.messenger_a_poll_timeout).await?;
     if !bot.is_active || bot.last_error.is_some() {
-        report(app, bot, None).await;
+        super::report(app, bot, None).await;
     }
     if updates.is_empty() {
         return Ok(());
@@ -203,7 +187,7 @@ async fn handle(
     deliver(client, &msg.data, &reply).await
 }
 
-/// The reply to `ask`, with "typing" shown meanwhile; the apology when the model failed.
+/// The reply to `ask`, with "typing" shown meanwhile (`sendChatAction`, renewed every 4 s).
 async fn generate(
     app: &App,
     client: &Client,
@@ -212,28 +196,16 @@ async fn generate(
     data: &MessengerAData,
     ask: Ask,
 ) -> String {
-    let typing = {
-        let (client, chat, thread) = (client.clone(), data.chat_id, data.message_thread_id);
-        super::AbortOnDrop(tokio::spawn(async move {
-            loop {
-                if let Err(e) = client.send_typing(chat, thread).await {
-                    tracing::debug!(error = %e, "messengerA: sendChatAction failed");
-                }
-                tokio::time::sleep(Duration::from_secs(4)).await;
+    let (client, chat, thread) = (client.clone(), data.chat_id, data.message_thread_id);
+    let typing = move || {
+        let client = client.clone();
+        async move {
+            if let Err(e) = client.send_typing(chat, thread).await {
+                tracing::debug!(error = %e, "messengerA: sendChatAction failed");
             }
-        }))
-    };
-    let cx = crate::api::chat::context(app);
-    let done = chat::complete(&cx, replica, user, ask).await;
-    drop(typing);
-    match done {
-        Ok(c) if !c.content.trim().is_empty() => c.content,
-        Ok(_) => APOLOGY.to_string(),
-        Err(e) => {
-            tracing::warn!(replica = %replica.id, error = %e.message, "messengerA: no reply could be made");
-            APOLOGY.to_string()
         }
-    }
+    };
+    super::answer(app, replica, user, ask, typing, Duration::from_secs(4)).await
 }
 
 /// Sends `reply` in as many messages as the limit needs, the first one as a reply to the

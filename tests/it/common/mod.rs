@@ -11,8 +11,10 @@
 #![allow(dead_code)]
 
 pub mod bot_api;
+pub mod channels;
 pub mod contract;
 pub mod fake_llm;
+pub mod messenger_b_api;
 pub mod sse;
 
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
