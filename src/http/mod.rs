@@ -81,12 +81,8 @@ async fn dispatch(
     let (parts, body) = req.into_parts();
     let prepared = async {
         let version = version::negotiate(&parts.headers)?;
-        // Operations without a request body ignore whatever body is sent (no 413/415 there).
-        let body = match (&parts.method, route.body) {
-            (&Method::GET | &Method::HEAD | &Method::DELETE, _) => Bytes::new(),
-            (_, BodyKind::Json) => request::read_body(&parts.headers, body, app.config.max_body_bytes, true).await?,
-            (_, BodyKind::Raw) => request::read_body(&parts.headers, body, app.config.max_upload_bytes, false).await?,
-        };
+        // Authenticated (and rate-limited) before the body is read or inflated: an anonymous
+        // client cannot make the server read or gunzip anything (issue 15 point 9).
         let caller = auth::authenticate(&app.store, &parts.headers, route.access).await?;
         *org = caller.as_ref().map(|c| c.org.id);
         if let (Some(limiter), Some(c)) = (&app.rate_limiter, &caller) {
@@ -100,6 +96,12 @@ async fn dispatch(
                 ));
             }
         }
+        // Operations without a request body ignore whatever body is sent (no 413/415 there).
+        let body = match (&parts.method, route.body) {
+            (&Method::GET | &Method::HEAD | &Method::DELETE, _) => Bytes::new(),
+            (_, BodyKind::Json) => request::read_body(&parts.headers, body, app.config.max_body_bytes, true).await?,
+            (_, BodyKind::Raw) => request::read_body(&parts.headers, body, app.config.max_upload_bytes, false).await?,
+        };
         let req = Req {
             params: matched.params,
             query: request::parse_query(parts.uri.query()),

@@ -459,3 +459,18 @@ async fn every_operation_with_a_body_refuses_bombs_broken_encodings_and_malforme
     assert!(tested >= 9, "only {tested} operations with a body");
     assert_eq!(org.get("/v1/replicas").await.0, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn an_anonymous_request_is_refused_before_its_body_is_read_or_inflated() {
+    let server = Server::start();
+    let broken_gzip = b"\x1f\x8b\x08\x00 not really gzip".to_vec();
+    let r = send(
+        server
+            .req(Method::POST, "/v1/replicas")
+            .header("content-type", "application/json")
+            .header("content-encoding", "gzip")
+            .body(broken_gzip),
+    )
+    .await;
+    assert_error(&r, StatusCode::UNAUTHORIZED, Some("UNAUTHORIZED"));
+}
