@@ -126,6 +126,36 @@ pub async fn patch(store: &Store, replica: Uuid, id: Uuid, viewer: Viewer, fix: 
         .await
 }
 
+/// Asks for the insights of conversation `id` (of chat `chat`) to be computed again: clears
+/// `summary`, `commonQuestions` and `commonTopics` (an owner's `PATCH` included) and queues the
+/// conversation for `service::insights`, in one write (durable: the queue is a store table). A
+/// closed conversation is taken up by the job's next pass, an open one once it closes. Only the
+/// replica's owner (or the organization key alone) may: 404 for anyone else, as for a missing
+/// conversation or one of another chat.
+pub async fn recompute(store: &Store, replica: Uuid, chat: Uuid, id: Uuid, viewer: Viewer) -> Result<()> {
+    if viewer != Viewer::All {
+        return Err(Error::not_found("conversation"));
+    }
+    store
+        .write(move |txn| {
+            let of = txn.open_table(tables::REPLICACONV_CHAT)?.get((k(replica), k(id)))?.map(|v| v.value());
+            if of != Some(k(chat)) {
+                return Err(Error::not_found("conversation"));
+            }
+            let mut convs = txn.open_table(tables::CONVERSATIONS)?;
+            let key = (k(replica), k(chat), k(id));
+            let mut c = store::get::<(u128, u128, u128), Conversation, _>(&convs, key)?
+                .ok_or_else(|| Error::not_found("conversation"))?;
+            c.summary = None;
+            c.common_questions.clear();
+            c.common_topics.clear();
+            store::put(&mut convs, key, &c)?;
+            txn.open_table(tables::OPEN_CONVERSATION)?.insert(key, c.counts.last_message_at)?;
+            Ok(())
+        })
+        .await
+}
+
 /// The items of conversation `id` chosen by `cursor` (404 as for [`get_in`]).
 pub async fn messages(
     store: &Store,

@@ -230,9 +230,8 @@ pub fn ask_messages(replica_name: &str, messages: &[Message]) -> Vec<Value> {
     });
     let kept = prompt::window(turns, prompt::TRANSCRIPT_TOKEN_BUDGET);
     let transcript: String = kept.iter().map(|t| t.content.as_str()).collect::<Vec<_>>().join("\n\n");
-    let users: String =
-        messages.iter().filter(|m| m.role != "assistant").map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
-    let language = language_name(&users).map_or_else(
+    let all: String = messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
+    let language = language_name(&all).map_or_else(
         || "the language the user writes in".to_string(),
         |l| format!("{l}, the language of the conversation"),
     );

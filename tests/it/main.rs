@@ -15,6 +15,7 @@ mod fixtures;
 mod health;
 mod history;
 mod ingest;
+mod insights;
 mod invites;
 mod isolation;
 mod knowledge_base;
