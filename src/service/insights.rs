@@ -228,10 +228,17 @@ pub fn ask_messages(replica_name: &str, messages: &[Message]) -> Vec<Value> {
         let who = if m.role == "assistant" { replica_name } else { "User" };
         Turn { role: m.role.clone(), content: format!("{who}: {}", m.content.trim()) }
     });
-    let kept = prompt::window(turns, prompt::TRANSCRIPT_TOKEN_BUDGET);
+    let mut kept = prompt::window(turns.clone(), prompt::TRANSCRIPT_TOKEN_BUDGET);
+    if kept.is_empty() {
+        // The newest message alone is over the budget: its beginning, cut to the budget.
+        let bytes = prompt::TRANSCRIPT_TOKEN_BUDGET * 4;
+        let cut = |t: &str| t.char_indices().map(|(i, c)| i + c.len_utf8()).take_while(|end| *end <= bytes).last();
+        kept.extend(
+            turns.take(1).map(|t| Turn { content: t.content[..cut(&t.content).unwrap_or(0)].to_string(), ..t }),
+        );
+    }
     let transcript: String = kept.iter().map(|t| t.content.as_str()).collect::<Vec<_>>().join("\n\n");
-    let all: String = messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
-    let language = language_name(&all).map_or_else(
+    let language = language_name(&transcript).map_or_else(
         || "the language the user writes in".to_string(),
         |l| format!("{l}, the language of the conversation"),
     );
@@ -409,6 +416,38 @@ mod tests {
             created_at: 0,
             interrupted: false,
         }
+    }
+
+    #[test]
+    fn the_answer_is_parsed_defensively() {
+        let a = parse_answer("Sure!\n```json\n{\"summary\": \" Asked about pumps. \", \"topics\": \"pumps\", \"commonQuestions\": [\"Where?\", \" \", 3]}\n```").unwrap();
+        assert_eq!(a.summary.as_deref(), Some("Asked about pumps."));
+        assert_eq!(a.common_topics, Some(vec!["pumps".to_string()]), "a string for a list, another field name");
+        assert_eq!(a.common_questions, None, "a list with a non-string is not taken");
+        let many = format!("{{\"commonTopics\": {}}}", serde_json::to_string(&vec!["t"; 9]).unwrap());
+        assert_eq!(parse_answer(&many).unwrap().common_topics.unwrap().len(), MAX_ITEMS);
+        for bad in ["no json here", "{not json}", "{\"summary\": 3}", "{\"other\": \"x\"}"] {
+            assert_eq!(parse_answer(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_request_names_the_language_and_keeps_the_newest_messages_in_the_budget() {
+        let mut old = msg("user", &"alt ".repeat(4 * prompt::TRANSCRIPT_TOKEN_BUDGET));
+        old.content.insert_str(0, "OLDEST ");
+        let sent = ask_messages(
+            "Kai",
+            &[
+                old,
+                msg("user", "Wie heiß wird der Reaktor im Winter, wenn die Stadt über dem Meer schwebt?"),
+                msg("assistant", "Der Reaktor läuft immer bei 451 Kelvin, auch im Winter, und hält die Stadt warm."),
+            ],
+        );
+        let system = sent[0]["content"].as_str().unwrap();
+        assert!(system.contains("Write every value in German"), "{system}");
+        let transcript = sent[1]["content"].as_str().unwrap();
+        assert!(transcript.contains("User: Wie heiß") && transcript.contains("Kai: Der Reaktor"), "{transcript}");
+        assert!(!transcript.contains("OLDEST"), "what does not fit the budget is left out");
     }
 
     #[test]
