@@ -17,7 +17,7 @@
 //! after its own retries (or answers no JSON object), the conversation stays queued and is
 //! retried after [`RETRY_FIRST_MS`], doubled per failure up to [`RETRY_MAX_MS`] (on the
 //! server's clock; the failure count is kept in memory, so a restart retries at once). After
-//! [`MAX_FAILURES`] failures in a row (about a day) the local computation fills it, so no
+//! [`MAX_FAILURES`] failures in a row (about 19 hours) the local computation fills it, so no
 //! conversation waits forever; the owner can ask for a recomputation later.
 //!
 //! **Computed locally** when the model is served by the embedded generator:
