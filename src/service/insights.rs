@@ -99,15 +99,23 @@ impl Job {
     pub async fn pass(&self) -> Result<usize> {
         let now = now_ms();
         let closed_before = now - SILENCE_MS;
-        let waiting: HashSet<Key> = {
+        let (failed, waiting): (Vec<Key>, HashSet<Key>) = {
             let failing = self.failing.lock().unwrap_or_else(|e| e.into_inner());
-            failing.iter().filter(|(_, f)| f.retry_at > now).map(|(key, _)| *key).collect()
+            let waiting = failing.iter().filter(|(_, f)| f.retry_at > now).map(|(key, _)| *key).collect();
+            (failing.keys().copied().collect(), waiting)
         };
-        let due: Vec<Key> = self
+        let (due, gone): (Vec<Key>, Vec<Key>) = self
             .store
             .read(move |txn| {
-                let mut out = Vec::new();
-                for row in txn.open_table(tables::OPEN_CONVERSATION)?.iter()? {
+                let (mut out, mut gone) = (Vec::new(), Vec::new());
+                let queue = txn.open_table(tables::OPEN_CONVERSATION)?;
+                // Failures of conversations no longer queued (their replica was deleted) are forgotten.
+                for key in &failed {
+                    if queue.get(*key)?.is_none() {
+                        gone.push(*key);
+                    }
+                }
+                for row in queue.iter()? {
                     let (key, last) = row?;
                     if last.value() < closed_before && !waiting.contains(&key.value()) {
                         out.push(key.value());
@@ -116,9 +124,13 @@ impl Job {
                         }
                     }
                 }
-                Ok(out)
+                Ok((out, gone))
             })
             .await?;
+        if !gone.is_empty() {
+            let mut failing = self.failing.lock().unwrap_or_else(|e| e.into_inner());
+            gone.iter().for_each(|key| _ = failing.remove(key));
+        }
         for key in &due {
             self.analyze_or_retry(*key).await?;
         }
