@@ -96,10 +96,10 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let refresh_ms = (config.kb_refresh_interval as i64).saturating_mul(1000);
     let worker = ingest::pipeline::Worker { fetcher, refresh_ms, stop: ops.stopper.stop() };
     ops.set_ingest(ingest::pipeline::spawn(store.clone(), worker));
-    service::insights::spawn(store.clone());
     let secrets = secrets::Secrets::load_or_create(config.secrets_key_file.as_deref(), &config.data_dir)?;
     let channels = channels::Channels::new(secrets)?;
     let app = Arc::new(app::App { ops, ..app::App::new(config, store, search, models, backends, reindex, channels) });
+    service::insights::spawn(app.store.clone(), app.backends.clone());
     if app.config.demo {
         demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;
     }

@@ -116,6 +116,18 @@ pub async fn patch(app: Arc<App>, req: Req) -> Result<Reply> {
     Ok(Reply::done())
 }
 
+/// # `POST /v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}/insights`
+/// Ours: asks for `summary`, `commonQuestions` and `commonTopics` to be computed again
+/// (replacing an owner's `PATCH`); 202 `{success}` once queued (see
+/// `service::conversations::recompute`). The replica's owner or the organization key alone;
+/// 404 otherwise.
+pub async fn recompute(app: Arc<App>, req: Req) -> Result<Reply> {
+    let (replica, viewer) = replica_and_viewer(&app, &req).await?;
+    let (chat, id) = (req.uuid_param("chatUUID")?, req.uuid_param("conversationUUID")?);
+    service::recompute(&app.store, replica.id, chat, id, viewer).await?;
+    Ok(Reply::success(202, &json!({})))
+}
+
 /// # `GET /v1/replicas/{replicaUUID}/conversations/{conversationUUID}/mentions` (deprecated)
 /// `{success, items, hasMore}`: `{type: "mention", messages}` and `{type: "placeholder",
 /// count}` items, oldest first. Query: `limit` (mentions, 1–100, default 20), `beforeUUID`,

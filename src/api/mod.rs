@@ -108,6 +108,7 @@ pub fn routes() -> Vec<Route> {
         GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations" Either => conversations::list;
         GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}" Either => conversations::read;
         GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}/messages" Either => conversations::messages;
+        POST "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}/insights" Either => conversations::recompute;
         GET "/v1/replicas/{replicaUUID}/conversations" Either => conversations::list;
         GET "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}" Either => conversations::read;
         PATCH "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}" Either => conversations::patch;

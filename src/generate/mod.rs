@@ -107,4 +107,21 @@ pub trait Backend: Send + Sync {
         vision: bool,
         stream: bool,
     ) -> BoxFuture<'a, Result<Box<dyn Pieces>>>;
+
+    /// Answers a bare Chat Completions `messages` array (`[{role, content}]`, none of a
+    /// replica's persona or sources added) with the whole reply text, not streamed, from the
+    /// upstream model `model`, asking at most `max_tokens` reply tokens: for background work
+    /// such as the insights of a conversation (`service::insights`). `Ok(None)` when the
+    /// backend has no model to ask (the embedded generator; the caller computes locally).
+    /// Errors as [`Backend::start`] (after the upstream's retries), and 502 `UPSTREAM_ERROR`
+    /// when the answer is not a chat completion.
+    fn complete_messages<'a>(
+        &'a self,
+        messages: &'a [serde_json::Value],
+        model: &'a str,
+        max_tokens: Option<u32>,
+    ) -> BoxFuture<'a, Result<Option<String>>> {
+        let _ = (messages, model, max_tokens);
+        Box::pin(async { Ok(None) })
+    }
 }

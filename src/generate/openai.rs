@@ -156,6 +156,29 @@ impl Backend for Upstream {
             })
         })
     }
+
+    fn complete_messages<'a>(
+        &'a self,
+        messages: &'a [Value],
+        model: &'a str,
+        max_tokens: Option<u32>,
+    ) -> BoxFuture<'a, Result<Option<String>>> {
+        Box::pin(async move {
+            let mut body = json!({"model": model, "messages": messages, "stream": false});
+            if let Some(n) = max_tokens {
+                body["max_tokens"] = json!(n);
+            }
+            let started = std::time::Instant::now();
+            let resp = self.send(&body).await?;
+            crate::telemetry::upstream_answered(&self.name, started.elapsed());
+            let reader = Reader { resp, name: self.name.clone(), idle: self.policy.idle, buf: Vec::new() };
+            let text = WholeReader::read(reader).await?.into_iter().find_map(|p| match p {
+                Piece::Text(t) => Some(t),
+                _ => None,
+            });
+            Ok(text)
+        })
+    }
 }
 
 /// A response body read chunk by chunk, each within the idle timeout.

@@ -16,6 +16,10 @@ use crate::store::records::SourceRef;
 /// Tokens of earlier turns sent with a question at most.
 pub const HISTORY_TOKEN_BUDGET: usize = 1024;
 
+/// Tokens of a conversation's transcript sent to a model for its insights at most (the newest
+/// messages that fit; `service::insights`).
+pub const TRANSCRIPT_TOKEN_BUDGET: usize = 3072;
+
 /// Estimated tokens of `text`: one per 4 bytes of UTF-8, rounded up, at least 1 for non-empty
 /// text. That is the usual rule of thumb for English with BPE vocabularies (GPT, Llama, Qwen);
 /// it is used for the history budget and for usage when a backend reports none.

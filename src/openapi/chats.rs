@@ -52,6 +52,31 @@ fn deprecated(o: Op) -> Op {
     Op { deprecated: true, ..o }
 }
 
+/// The recomputation of a conversation's insights (ours; the decision is in its description).
+fn recompute() -> Op {
+    op(
+        "POST",
+        "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}/insights",
+        "recomputeConversationInsights",
+        CHATS,
+        "Compute a conversation's summary, questions and topics again",
+    )
+    .ok(202, "Done")
+    .describe(
+        "Ours (the interface has no such operation). `summary`, `commonQuestions` and `commonTopics` are computed \
+        once a conversation closes (30 minutes without messages): by the replica's language model when its \
+        `llm.model` is served by an upstream (asked for a JSON object in the conversation's language), locally \
+        otherwise (questions the user asked, distinctive terms by TF-IDF, a short extractive summary). An \
+        owner's `PATCH` is kept until this operation is called: it clears the three fields (the `PATCH` \
+        included) and queues the conversation; 202 once queued (durably). A closed conversation is computed \
+        again within seconds, an open one once it closes; read the conversation to see the result (`summary` \
+        is absent until then). When the upstream fails, the conversation stays queued and is retried with a \
+        backoff (1 minute, doubled up to 1 hour; computed locally after 24 failures in a row, about 19 hours). Only the \
+        replica's owner or the organization key alone; others get 404, as for a conversation of another chat. \
+        A POST on a sub-resource was chosen over a PATCH flag because it starts work rather than sets fields.",
+    )
+}
+
 /// The operation rows (see `operations::all`).
 pub fn operations() -> Vec<Op> {
     let chat = "/v1/replicas/{replicaUUID}/chats/{chatUUID}";
@@ -97,6 +122,7 @@ pub fn operations() -> Vec<Op> {
         )
         .query(messages_query())
         .ok(200, "MessageList"),
+        recompute(),
         deprecated(op(
             "GET",
             "/v1/replicas/{replicaUUID}/conversations",
@@ -113,8 +139,9 @@ pub fn operations() -> Vec<Op> {
         op("PATCH", old, "updateConversation", CHATS, "Correct a conversation's summary, questions, topics")
             .body("ConversationPatch")
             .describe(
-                "An owner's correction: the fields given replace the stored ones (unknown fields are ignored). Only \
-                the replica's owner or the organization key alone; others get 404.",
+                "An owner's correction: the fields given replace the stored ones (unknown fields are ignored) and are \
+                kept until a recomputation is asked for (`POST …/chats/{chatUUID}/conversations/{conversationUUID}/\
+                insights`). Only the replica's owner or the organization key alone; others get 404.",
             ),
         deprecated(op(
             "GET",

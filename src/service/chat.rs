@@ -217,6 +217,9 @@ async fn recent_turns(store: &Store, replica: Uuid, user: Uuid, source: &str) ->
 }
 
 async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> Result<Prepared> {
+    if !ask.skip_chat_history {
+        super::chats::check_quota(&cx.store, replica, user, &ask.source, ask.channel_data.as_deref()).await?;
+    }
     let route = cx.backends.route(&replica.llm.model).clone();
     let sources = retrieve(&cx.store, &cx.search, replica.id, &ask.content).await?;
     tracing::debug!(
@@ -329,7 +332,10 @@ fn exchange(ask: &Ask, c: &Completion) -> Vec<NewItem> {
 }
 
 /// Answers `ask` as `replica` for `user` and stores the exchange unless asked not to.
-/// Errors: 502 `UPSTREAM_ERROR` when the model's upstream fails (nothing is stored then).
+/// Errors: 429 `CONVERSATION_QUOTA_EXCEEDED` before anything is generated when the question
+/// would start a conversation beyond the organization's monthly quota
+/// (`service::chats::check_quota`); 502 `UPSTREAM_ERROR` when the model's upstream fails
+/// (nothing is stored then).
 pub async fn complete(cx: &Context, replica: &Replica, user: Uuid, ask: Ask) -> Result<Completion> {
     let p = prepare(cx, replica, user, ask).await?;
     let mut pieces = p.start(false).await?;

@@ -57,11 +57,11 @@ pub struct Placed {
 }
 
 /// The identity of the chat of a user item: `(key, group, group name)`.
-fn identity(m: &Message) -> (String, bool, Option<String>) {
-    let data: Option<Value> = m.channel_data.as_deref().and_then(|d| serde_json::from_str(d).ok());
+fn identity(user: Uuid, source: &str, channel_data: Option<&str>) -> (String, bool, Option<String>) {
+    let data: Option<Value> = channel_data.and_then(|d| serde_json::from_str(d).ok());
     if let Some(d) = data {
         let text = |name: &str| d[name].as_str().map(str::to_string);
-        match m.source.as_str() {
+        match source {
             "messengerA" if d["chat_type"].as_str().is_some_and(|t| t != "private") => {
                 return (format!("messengerA:{}", d["chat_id"]), true, text("chat_name"));
             }
@@ -71,7 +71,7 @@ fn identity(m: &Message) -> (String, bool, Option<String>) {
             _ => {}
         }
     }
-    (format!("u:{}:{}", m.user, m.source), false, None)
+    (format!("u:{user}:{source}"), false, None)
 }
 
 /// Adds item `m` to `c`.
@@ -103,7 +103,7 @@ fn chat_id_in(txn: &WriteTransaction, m: &Message) -> Result<(Uuid, bool, bool, 
             return Ok((Uuid::from_u128(chat), false, false, None));
         }
     }
-    let (key, group, name) = identity(m);
+    let (key, group, name) = identity(m.user, &m.source, m.channel_data.as_deref());
     let mut keys = txn.open_table(tables::CHATKEY_CHAT)?;
     let found = keys.get((replica, key.as_str()))?.map(|v| v.value());
     let (id, new) = match found {
@@ -176,6 +176,42 @@ pub fn record_in(txn: &WriteTransaction, m: &Message) -> Result<Placed> {
     let placed = Placed { chat: chat_id, conversation: chat.conversation, new_conversation: silent, new_chat, closed };
     super::usage::count_in(txn, m, &placed)?;
     Ok(placed)
+}
+
+/// Refuses, before a reply is generated, a question from `user` on `source` (with the
+/// channel's `channel_data`) that would start a conversation of `replica` beyond its
+/// organization's monthly quota: 429 `CONVERSATION_QUOTA_EXCEEDED`. A question continuing a
+/// conversation (its chat had an item within [`SILENCE_MS`]) passes. The write that stores the
+/// question (`service::usage::count_in`) stays the authority; this check only spares generating
+/// a reply that would be thrown away.
+pub async fn check_quota(
+    store: &Store,
+    replica: &Replica,
+    user: Uuid,
+    source: &str,
+    channel_data: Option<&str>,
+) -> Result<()> {
+    let (org, r) = (replica.org, k(replica.id));
+    let (key, _, _) = identity(user, source, channel_data);
+    let now = store::now_ms();
+    store
+        .read(move |txn| {
+            let max = super::quotas::of(&txn.open_table(tables::ORG_QUOTA)?, org)?.conversations_per_month;
+            if max.is_none() {
+                return Ok(());
+            }
+            let chat = txn.open_table(tables::CHATKEY_CHAT)?.get((r, key.as_str()))?.map(|v| v.value());
+            let chat = match chat {
+                Some(id) => store::get::<(u128, u128), Chat, _>(&txn.open_table(tables::CHATS)?, (r, id))?,
+                None => None,
+            };
+            if chat.is_some_and(|c| c.counts.message_count > 0 && now - c.counts.last_message_at <= SILENCE_MS) {
+                return Ok(());
+            }
+            let started = super::usage::org_month_in(txn, org, super::token_usage::month_of(now))?;
+            super::quotas::check_conversations(started, max, "its monthly conversation quota")
+        })
+        .await
 }
 
 /// Removes every chat and conversation of `replica` (the replica is being deleted).

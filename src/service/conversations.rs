@@ -3,7 +3,7 @@
 //! an owner's correction of `summary` / `commonQuestions` / `commonTopics`, and the mentions of
 //! the replica in a group conversation.
 
-use redb::{ReadTransaction, ReadableTable};
+use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
 use super::chats::{self, Cursor, Item, Labeled, ListQuery, Viewer};
@@ -98,32 +98,64 @@ pub struct Insights {
     pub common_topics: Option<Vec<String>>,
 }
 
-/// Replaces the given fields of conversation `id`. Only the replica's owner (or the
+/// Changes conversation `id` of `replica` (of chat `chat` when given) with `change` in one
+/// write transaction (given the conversation's key). Only the replica's owner (or the
 /// organization key alone) may: 404 for anyone else, as for a missing conversation.
-pub async fn patch(store: &Store, replica: Uuid, id: Uuid, viewer: Viewer, fix: Insights) -> Result<()> {
+async fn update<F>(store: &Store, replica: Uuid, chat: Option<Uuid>, id: Uuid, viewer: Viewer, change: F) -> Result<()>
+where
+    F: Fn(&WriteTransaction, (u128, u128, u128), &mut Conversation) -> Result<()> + Send + 'static,
+{
     if viewer != Viewer::All {
         return Err(Error::not_found("conversation"));
     }
     store
         .write(move |txn| {
-            let chat = txn.open_table(tables::REPLICACONV_CHAT)?.get((k(replica), k(id)))?.map(|v| v.value());
-            let chat = chat.ok_or_else(|| Error::not_found("conversation"))?;
+            let of = txn.open_table(tables::REPLICACONV_CHAT)?.get((k(replica), k(id)))?.map(|v| v.value());
+            let of =
+                of.filter(|c| chat.is_none_or(|want| k(want) == *c)).ok_or_else(|| Error::not_found("conversation"))?;
+            let key = (k(replica), of, k(id));
             let mut convs = txn.open_table(tables::CONVERSATIONS)?;
-            let key = (k(replica), chat, k(id));
             let mut c = store::get::<(u128, u128, u128), Conversation, _>(&convs, key)?
                 .ok_or_else(|| Error::not_found("conversation"))?;
-            if let Some(s) = &fix.summary {
-                c.summary = Some(s.clone());
-            }
-            if let Some(q) = &fix.common_questions {
-                c.common_questions = q.clone();
-            }
-            if let Some(t) = &fix.common_topics {
-                c.common_topics = t.clone();
-            }
+            change(txn, key, &mut c)?;
             store::put(&mut convs, key, &c)
         })
         .await
+}
+
+/// Replaces the given fields of conversation `id`. Only the replica's owner (or the
+/// organization key alone) may: 404 for anyone else, as for a missing conversation.
+pub async fn patch(store: &Store, replica: Uuid, id: Uuid, viewer: Viewer, fix: Insights) -> Result<()> {
+    update(store, replica, None, id, viewer, move |_, _, c| {
+        if let Some(s) = &fix.summary {
+            c.summary = Some(s.clone());
+        }
+        if let Some(q) = &fix.common_questions {
+            c.common_questions = q.clone();
+        }
+        if let Some(t) = &fix.common_topics {
+            c.common_topics = t.clone();
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// Asks for the insights of conversation `id` (of chat `chat`) to be computed again: clears
+/// `summary`, `commonQuestions` and `commonTopics` (an owner's `PATCH` included) and queues the
+/// conversation for `service::insights`, in one write (durable: the queue is a store table). A
+/// closed conversation is taken up by the job's next pass, an open one once it closes. Only the
+/// replica's owner (or the organization key alone) may: 404 for anyone else, as for a missing
+/// conversation or one of another chat.
+pub async fn recompute(store: &Store, replica: Uuid, chat: Uuid, id: Uuid, viewer: Viewer) -> Result<()> {
+    update(store, replica, Some(chat), id, viewer, |txn, key, c| {
+        c.summary = None;
+        c.common_questions.clear();
+        c.common_topics.clear();
+        txn.open_table(tables::OPEN_CONVERSATION)?.insert(key, c.counts.last_message_at)?;
+        Ok(())
+    })
+    .await
 }
 
 /// The items of conversation `id` chosen by `cursor` (404 as for [`get_in`]).

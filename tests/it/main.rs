@@ -16,6 +16,7 @@ mod health;
 mod history;
 mod hosted_tools;
 mod ingest;
+mod insights;
 mod invites;
 mod isolation;
 mod knowledge_base;

@@ -218,7 +218,8 @@ async fn a_private_replica_is_404_on_every_operation_to_users_off_its_whitelist_
             for email in ["olga@example.org", "wendy@example.org"] {
                 let r = org.call(method(route), &path, body.as_ref(), &user("email", email)).await;
                 let owner_only = OWNER_ONLY.contains(&route.path)
-                    || route.method == Method::PATCH && route.path.contains("{conversationUUID}");
+                    || route.method == Method::PATCH && route.path.contains("{conversationUUID}")
+                    || route.path.ends_with("/{conversationUUID}/insights");
                 if owner_only && email == "wendy@example.org" {
                     assert_hidden(&r, &format!("{} {path} as Wendy (owner only)", route.method), &["Zorblax"]);
                 } else {
