@@ -57,20 +57,29 @@ fn normalize_mention(mention: &str) -> Result<String> {
     Ok(format!("@{name}"))
 }
 
+/// 400 `INVALID_CHANNEL_TOKEN`: `channel` refused the token (`detail` says how).
+fn token_refused(channel: &str, detail: &str) -> Error {
+    Error::new(Code::InvalidChannelToken, format!("{channel} refused the token ({detail})"))
+}
+
+/// 502 `UPSTREAM_ERROR`: `channel` could not be asked about the token (`cause` is logged only).
+fn platform_unreachable(channel: &str, cause: String) -> Error {
+    Error {
+        internal: Some(cause),
+        ..Error::new(Code::UpstreamError, format!("{channel} could not be reached to check the token"))
+    }
+}
+
 /// Asks `getMe` who the bot of `token` is. 400 `INVALID_CHANNEL_TOKEN` when the platform
 /// refuses the token, 502 `UPSTREAM_ERROR` when it cannot be asked.
 async fn verify(app: &App, token: &str) -> Result<BotIdentity> {
     let client = Client::new(app.channels.http.clone(), &app.config.messenger_a_api_base, token);
     match client.get_me().await {
         Ok(me) => Ok(BotIdentity { id: me.id, username: me.username.unwrap_or(me.first_name) }),
-        Err(ApiError::Unauthorized(d)) => Err(Error::new(
-            Code::InvalidChannelToken,
-            format!("messengerA refused the token (getMe: {})", if d.is_empty() { "Unauthorized" } else { &d }),
-        )),
-        Err(e) => Err(Error {
-            internal: Some(e.to_string()),
-            ..Error::new(Code::UpstreamError, "messengerA could not be reached to check the token")
-        }),
+        Err(ApiError::Unauthorized(d)) => {
+            Err(token_refused(CHANNEL, &format!("getMe: {}", if d.is_empty() { "Unauthorized" } else { &d })))
+        }
+        Err(e) => Err(platform_unreachable(CHANNEL, e.to_string())),
     }
 }
 
@@ -132,14 +141,8 @@ fn check_b_token(token: &str) -> Result<()> {
 async fn verify_b(app: &App, token: &str) -> Result<(u64, String)> {
     match b_rest::current_user(&b_rest::client(&app.config, token)).await {
         Ok(me) => Ok((me.id.get(), me.name)),
-        Err(RestError::Unauthorized) => Err(Error::new(
-            Code::InvalidChannelToken,
-            "messengerB refused the token (get current user: 401 Unauthorized)",
-        )),
-        Err(e) => Err(Error {
-            internal: Some(e.to_string()),
-            ..Error::new(Code::UpstreamError, "messengerB could not be reached to check the token")
-        }),
+        Err(RestError::Unauthorized) => Err(token_refused(CHANNEL_B, "get current user: 401 Unauthorized")),
+        Err(e) => Err(platform_unreachable(CHANNEL_B, e.to_string())),
     }
 }
 

@@ -11,9 +11,9 @@ use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::service::integrations;
-use crate::service::knowledge::{self, Distilled};
-use crate::service::{replicas, rfc3339, users};
-use crate::store::records::{MessengerABot, MessengerBBot, Replica};
+use crate::service::knowledge::Distilled;
+use crate::service::{replicas, rfc3339};
+use crate::store::records::Replica;
 
 /// The `llm` object of a create/update body.
 #[derive(Deserialize, Default, Debug, Clone)]
@@ -147,18 +147,14 @@ pub fn view(r: &Replica, kb: &Distilled, chat_history_count: u64, owner_id: &str
     v
 }
 
-/// The wire views of `replicas`, with their knowledge-base digests and history counts.
+/// The wire views of `replicas` (their [`replicas::ViewParts`] read in one transaction).
 async fn views(app: &App, replicas: &[Replica]) -> Result<Vec<Value>> {
-    let ids: Vec<uuid::Uuid> = replicas.iter().map(|r| r.id).collect();
-    let kbs = knowledge::distilled(&app.store, ids.clone()).await?;
-    let counts = replicas::message_counts(&app.store, ids.clone()).await?;
-    let a_bots = integrations::bots_of::<MessengerABot>(&app.store, ids.clone()).await?;
-    let b_bots = integrations::bots_of::<MessengerBBot>(&app.store, ids).await?;
-    let owners = users::public_ids(&app.store, replicas.iter().map(|r| r.owner).collect()).await?;
-    let views = replicas.iter().zip(kbs.iter().zip(counts)).zip(owners).map(|((r, (kb, n)), owner)| {
-        let mut v = view(r, kb, n, &owner);
-        v["messengerA_integration"] = integrations::integration_view(a_bots.get(&r.id));
-        v["messengerB_integration"] = integrations::integration_view(b_bots.get(&r.id));
+    let keys = replicas.iter().map(|r| (r.id, r.owner)).collect();
+    let parts = replicas::view_parts(&app.store, keys).await?;
+    let views = replicas.iter().zip(parts).map(|(r, p)| {
+        let mut v = view(r, &p.distilled, p.messages, &p.owner_id);
+        v["messengerA_integration"] = integrations::integration_view(p.messenger_a.as_ref());
+        v["messengerB_integration"] = integrations::integration_view(p.messenger_b.as_ref());
         v
     });
     Ok(views.collect())

@@ -22,7 +22,8 @@ use crate::error::{Code, Error};
 pub struct Reply {
     pub status: StatusCode,
     pub body: Body,
-    pub content_type: &'static str,
+    /// `None`: no body, no `Content-Type` (204).
+    pub content_type: Option<&'static str>,
     pub headers: Vec<(HeaderName, HeaderValue)>,
 }
 
@@ -80,7 +81,12 @@ impl Reply {
 
     /// 204, no body and no `Content-Type` (`DELETE /v1/users/me`, CORS preflights).
     pub fn no_content() -> Reply {
-        Reply::raw(204, Bytes::new(), "")
+        Reply {
+            status: StatusCode::NO_CONTENT,
+            body: Body::Full(Bytes::new()),
+            content_type: None,
+            headers: Vec::new(),
+        }
     }
 
     /// A body as given (e.g. a JSON document that is not an object with `success`).
@@ -88,7 +94,7 @@ impl Reply {
         Reply {
             status: StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
             body: Body::Full(body),
-            content_type,
+            content_type: Some(content_type),
             headers: Vec::new(),
         }
     }
@@ -105,7 +111,7 @@ impl Reply {
         Reply {
             status: StatusCode::OK,
             body: Body::Stream(body),
-            content_type: "text/event-stream",
+            content_type: Some("text/event-stream"),
             headers: Vec::new(),
         }
         .with_header("cache-control", "no-cache")
@@ -128,8 +134,8 @@ impl Reply {
         let mut res = Response::new(body);
         *res.status_mut() = self.status;
         let h = res.headers_mut();
-        if !self.content_type.is_empty() {
-            h.insert(CONTENT_TYPE, HeaderValue::from_static(self.content_type));
+        if let Some(ct) = self.content_type {
+            h.insert(CONTENT_TYPE, HeaderValue::from_static(ct));
         }
         if let Ok(v) = HeaderValue::from_str(request_id) {
             h.insert(HeaderName::from_static("x-request-id"), v);

@@ -9,8 +9,6 @@
 //! (`connected_at`), so a bot connected again or disconnected meanwhile is never overwritten by
 //! a stale runner.
 
-use std::collections::HashMap;
-
 use redb::{ReadableTable, TableDefinition};
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -188,20 +186,9 @@ pub async fn bot<R: BotRecord>(store: &Store, replica: Uuid) -> Result<Option<R>
     store.read(move |txn| store::get::<u128, R, _>(&txn.open_table(R::TABLE)?, k(replica))).await
 }
 
-/// The `R` bots of `replicas` that are connected (for lists of replicas).
-pub async fn bots_of<R: BotRecord>(store: &Store, replicas: Vec<Uuid>) -> Result<HashMap<Uuid, R>> {
-    store
-        .read(move |txn| {
-            let table = txn.open_table(R::TABLE)?;
-            let mut out = HashMap::new();
-            for id in replicas {
-                if let Some(bot) = store::get::<u128, R, _>(&table, k(id))? {
-                    out.insert(id, bot);
-                }
-            }
-            Ok(out)
-        })
-        .await
+/// The `R` bot of `replica`, if any, read in `txn`.
+pub fn bot_in<R: BotRecord>(txn: &redb::ReadTransaction, replica: Uuid) -> Result<Option<R>> {
+    store::get::<u128, R, _>(&txn.open_table(R::TABLE)?, k(replica))
 }
 
 /// Every replica with an `R` bot (started at server start).

@@ -4,10 +4,13 @@
 use redb::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
+use super::integrations::bot_in;
+use super::knowledge::{distilled_in, Distilled};
+use super::users::public_id_in;
 use super::{check_http_url, check_len, normalize_email};
 use crate::error::{Code, Error, Result};
 use crate::models::Models;
-use crate::store::records::{Llm, Replica};
+use crate::store::records::{Llm, MessengerABot, MessengerBBot, Replica};
 use crate::store::{self, k, now_ms, tables, Store};
 
 /// Replica kinds accepted in `type`.
@@ -369,12 +372,35 @@ fn matches(r: &Replica, q: &ListQuery, owner: Option<Option<Uuid>>, integrations
     true
 }
 
-/// The number of chat history items of each of `replicas` (`chat_history_count`), in order.
-pub async fn message_counts(store: &Store, replicas: Vec<Uuid>) -> Result<Vec<u64>> {
+/// What a replica's wire view shows besides the record (DECISIONS.md "Replicas").
+pub struct ViewParts {
+    /// `distilledKnowledge` and its counts.
+    pub distilled: Distilled,
+    /// Chat history items (`chat_history_count`).
+    pub messages: u64,
+    pub messenger_a: Option<MessengerABot>,
+    pub messenger_b: Option<MessengerBBot>,
+    /// The owner's id as users see it (`ownerID`).
+    pub owner_id: String,
+}
+
+/// The [`ViewParts`] of each of `replicas`, in order, read in one transaction.
+pub async fn view_parts(store: &Store, replicas: Vec<(Uuid, Uuid)>) -> Result<Vec<ViewParts>> {
     store
         .read(move |txn| {
             let counts = txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
-            replicas.iter().map(|id| Ok(counts.get(k(*id))?.map(|v| v.value()).unwrap_or(0))).collect()
+            replicas
+                .iter()
+                .map(|&(id, owner)| {
+                    Ok(ViewParts {
+                        distilled: distilled_in(txn, id)?,
+                        messages: counts.get(k(id))?.map(|v| v.value()).unwrap_or(0),
+                        messenger_a: bot_in(txn, id)?,
+                        messenger_b: bot_in(txn, id)?,
+                        owner_id: public_id_in(txn, owner)?,
+                    })
+                })
+                .collect()
         })
         .await
 }

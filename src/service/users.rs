@@ -242,19 +242,11 @@ pub async fn get(store: &Store, org: Uuid, id: &str) -> Result<User> {
     store.read(move |txn| load(&txn.open_table(tables::USERID_USER)?, org, key)).await
 }
 
-/// The public ids of users `keys` of `org` (see [`User::public_id`]); a missing user keeps
-/// its key.
-pub async fn public_ids(store: &Store, keys: Vec<Uuid>) -> Result<Vec<String>> {
-    store
-        .read(move |txn| {
-            let users = txn.open_table(tables::USERID_USER)?;
-            keys.iter()
-                .map(|key| {
-                    Ok(store::get::<u128, User, _>(&users, k(*key))?.map_or_else(|| key.to_string(), |u| u.public_id()))
-                })
-                .collect()
-        })
-        .await
+/// The id users see of user `key` (see [`User::public_id`]), read in `txn`; a missing user
+/// keeps its key.
+pub fn public_id_in(txn: &redb::ReadTransaction, key: Uuid) -> Result<String> {
+    let user = store::get::<u128, User, _>(&txn.open_table(tables::USERID_USER)?, k(key))?;
+    Ok(user.map_or_else(|| key.to_string(), |u| u.public_id()))
 }
 
 fn load(users: &impl ReadableTable<u128, &'static [u8]>, org: Uuid, id: Uuid) -> Result<User> {

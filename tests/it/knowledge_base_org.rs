@@ -120,6 +120,16 @@ async fn the_retrieval_check_answers_the_query_and_scored_sources_and_stores_not
     assert_error(&r, StatusCode::BAD_REQUEST, Some("INVALID_BODY"));
 }
 
+/// The `content` of each source of `sources`.
+fn contents(sources: &Value) -> Vec<&str> {
+    sources.as_array().unwrap().iter().map(|s| s["content"].as_str().unwrap()).collect()
+}
+
+/// How many different texts `texts` holds.
+fn distinct(texts: &[&str]) -> usize {
+    texts.iter().collect::<std::collections::HashSet<_>>().len()
+}
+
 #[tokio::test]
 async fn a_setup_run_twice_collapses_identical_passages_at_answer_time() {
     let server = Server::start();
@@ -137,11 +147,8 @@ async fn a_setup_run_twice_collapses_identical_passages_at_answer_time() {
     let (s, v) =
         org.post(&format!("/v1/replicas/{replica}/chat/completions/test"), json!({"content": ZORBLAX_QUESTION})).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    let passages: Vec<&str> = v["sources"].as_array().unwrap().iter().map(|s| s["content"].as_str().unwrap()).collect();
-    let mut distinct = passages.clone();
-    distinct.sort();
-    distinct.dedup();
-    assert_eq!(passages.len(), distinct.len(), "a passage is handed to the model once: {passages:?}");
+    let passages = contents(&v["sources"]);
+    assert_eq!(passages.len(), distinct(&passages), "a passage is handed to the model once: {passages:?}");
 
     let answer = org.ask(&replica, ZORBLAX_QUESTION).await;
     assert!(answer.contains("451 kelvin"), "{answer}");
@@ -151,12 +158,8 @@ async fn a_setup_run_twice_collapses_identical_passages_at_answer_time() {
         assert!(!sentences[i + 1..].contains(s), "sentence said twice: {s:?} in {answer:?}");
     }
     let items = org.history(&replica, "").await;
-    let stored: Vec<&str> =
-        items.last().unwrap()["sources"].as_array().unwrap().iter().map(|s| s["content"].as_str().unwrap()).collect();
-    let mut unique = stored.clone();
-    unique.sort();
-    unique.dedup();
-    assert_eq!(stored.len(), unique.len(), "the answer's sources carry a passage once: {stored:?}");
+    let stored = contents(&items.last().unwrap()["sources"]);
+    assert_eq!(stored.len(), distinct(&stored), "the answer's sources carry a passage once: {stored:?}");
     // The entries stay as the client made them.
     let (_, v) = org.get(&format!("/v1/replicas/{replica}/knowledge-base")).await;
     assert_eq!(v["total"], json!(3), "{v}");

@@ -1,13 +1,14 @@
 //! `distilledKnowledge` of a replica (DECISIONS.md "Replicas"): a short text saying what its
 //! knowledge base covers, and the counts behind it. Computed on read from the entries' titles
-//! only (no texts, sources or chunks are read), one read transaction for a whole page of
-//! replicas.
+//! only (no texts, sources or chunks are read), in the read transaction of the replica views
+//! (`service::replicas::view_parts`).
 
+use redb::ReadTransaction;
 use uuid::Uuid;
 
 use crate::error::Result;
 use crate::store::records::KbEntry;
-use crate::store::{self, k, tables, Store};
+use crate::store::{self, k, tables};
 
 /// Titles kept per replica (the first ones, in creation order).
 pub const MAX_TITLES: usize = 100;
@@ -42,30 +43,22 @@ impl Distilled {
     }
 }
 
-/// [`Distilled`] of each of `replicas`, in the same order.
-pub async fn distilled(store: &Store, replicas: Vec<Uuid>) -> Result<Vec<Distilled>> {
-    store
-        .read(move |txn| {
-            let ids = txn.open_table(tables::REPLICA_KB)?;
-            let entries = txn.open_table(tables::KBID_ENTRY)?;
-            let mut out = Vec::with_capacity(replicas.len());
-            for replica in replicas {
-                let mut d = Distilled::default();
-                for row in ids.range((k(replica), 0)..=(k(replica), u64::MAX))? {
-                    let id = row?.0.value().1;
-                    d.entries += 1;
-                    if d.titles.len() >= MAX_TITLES {
-                        continue;
-                    }
-                    if let Some(e) = store::get::<u64, KbEntry, _>(&entries, id)? {
-                        d.titles.extend(e.title.or(e.generated_title));
-                    }
-                }
-                out.push(d);
-            }
-            Ok(out)
-        })
-        .await
+/// [`Distilled`] of `replica`, read in `txn`.
+pub fn distilled_in(txn: &ReadTransaction, replica: Uuid) -> Result<Distilled> {
+    let ids = txn.open_table(tables::REPLICA_KB)?;
+    let entries = txn.open_table(tables::KBID_ENTRY)?;
+    let mut d = Distilled::default();
+    for row in ids.range((k(replica), 0)..=(k(replica), u64::MAX))? {
+        let id = row?.0.value().1;
+        d.entries += 1;
+        if d.titles.len() >= MAX_TITLES {
+            continue;
+        }
+        if let Some(e) = store::get::<u64, KbEntry, _>(&entries, id)? {
+            d.titles.extend(e.title.or(e.generated_title));
+        }
+    }
+    Ok(d)
 }
 
 #[cfg(test)]

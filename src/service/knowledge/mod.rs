@@ -15,7 +15,7 @@ mod distilled;
 mod list;
 
 pub use create::{create, Content, Created, Limits, NewEntry, YOUTUBE_UNSUPPORTED};
-pub use distilled::{distilled, Distilled};
+pub use distilled::{distilled_in, Distilled};
 pub use list::{get, list, replica_of, EntryView, ListQuery, Sort, SortKey, SORTS};
 
 use super::check_len;
