@@ -27,8 +27,8 @@ pub const USERID_USER: TableDefinition<u128, &[u8]> = TableDefinition::new("user
 pub const ORG_USER: TableDefinition<(u128, u128), ()> = TableDefinition::new("org_user");
 /// `(org id, lower-cased e-mail) → user id`.
 pub const EMAIL_USER: TableDefinition<(u128, &str), u128> = TableDefinition::new("email_user");
-/// `(org id, "<type>:<external id>") → user id` for linked accounts (messengerA, …).
-pub const LINKED_USER: TableDefinition<(u128, &str), u128> = TableDefinition::new("linked_user");
+/// `(org id, account type, account id) → user id` for linked accounts (`messengerA`, `embed`, …).
+pub const LINKEDACCOUNT_USER: TableDefinition<(u128, &str, &str), u128> = TableDefinition::new("linkedaccount_user");
 /// `entry id → KbEntry`.
 pub const KBID_ENTRY: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_entry");
 /// `entry id → KbText` (raw and processed text of the entry).
@@ -46,9 +46,12 @@ pub const REPLICAUSERMSG_MESSAGE: TableDefinition<(u128, u128, u64), &[u8]> =
 pub const REPLICA_MESSAGECOUNT: TableDefinition<u128, u64> = TableDefinition::new("replica_messagecount");
 /// `"demo" → org id` and other one-time facts of the server's life.
 pub const ONCE: TableDefinition<&str, u128> = TableDefinition::new("once");
-/// `(replica id, "<channel>:<chat id>:<message id>") → history item id`: channel messages
-/// already saved (a retried POST with the same channel message id stores nothing new).
-pub const CHANNELMSG_MESSAGE: TableDefinition<(u128, &str), u64> = TableDefinition::new("channelmsg_message");
+/// `(replica id, channel, chat or channel id, message id, is the reply) → history item id`:
+/// channel messages already saved, and the replies stored for them (a retried POST or a
+/// replayed update with the same channel message stores nothing new). See
+/// `service::channel_data::ChannelKey`.
+pub const REPLICACHANNELMSG_MESSAGE: TableDefinition<(u128, &str, &str, &str, bool), u64> =
+    TableDefinition::new("replicachannelmsg_message");
 /// `entry id → KbSource`: url / file / website facts and the detected language of an entry.
 pub const KBID_SOURCE: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_source");
 /// `entry id → uploaded bytes` of a `file` entry, as received (raw, not a record).
