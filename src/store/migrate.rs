@@ -76,6 +76,7 @@ fn migrate_from(db: &Database, from: u32) -> Result<()> {
             create_tables(&txn)?;
             split_linked_account_keys(&txn)?;
             split_channel_message_keys(&txn)?;
+            split_chat_identity_keys(&txn)?;
         }
         _ => return Err(Error::internal(format!("no migration from schema version {from}"))),
     }
@@ -150,6 +151,33 @@ fn split_channel_message_keys(txn: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
+/// Schema 4's `(replica id, "u:<user id>:<source>" | "<channel>:<place>") → chat id`.
+const CHATKEY_CHAT_V4: TableDefinition<(u128, &str), u128> = TableDefinition::new("chatkey_chat");
+
+/// Moves schema 4's chat identities to [`tables::REPLICACHATKEY_CHAT`]. A one-user chat's
+/// identity was `u:<user id>:<source>`; a group's `<channel>:<place>`.
+fn split_chat_identity_keys(txn: &WriteTransaction) -> Result<()> {
+    let old = txn.open_table(CHATKEY_CHAT_V4)?;
+    let mut new = txn.open_table(tables::REPLICACHATKEY_CHAT)?;
+    for row in old.iter()? {
+        let (key, chat) = row?;
+        let (replica, joined) = key.value();
+        let bad = || Error::internal(format!("chatkey_chat key {joined:?} is not an identity"));
+        let (first, rest) = joined.split_once(':').ok_or_else(bad)?;
+        let (source, place, user) = match first {
+            "u" => {
+                let (user, source) = rest.split_once(':').ok_or_else(bad)?;
+                (source, "", uuid::Uuid::parse_str(user).map_err(|_| bad())?.as_u128())
+            }
+            channel => (channel, rest, 0),
+        };
+        new.insert((replica, source, place, user), chat.value())?;
+    }
+    drop(old);
+    txn.delete_table(CHATKEY_CHAT_V4)?;
+    Ok(())
+}
+
 /// Opens (so creates) every table of [`tables`].
 fn create_tables(txn: &WriteTransaction) -> Result<()> {
     {
@@ -180,7 +208,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::REPLICA_URL)?;
         txn.open_table(tables::ORG_KBCOUNT)?;
         txn.open_table(tables::REPLICAUSERMONTH_USAGE)?;
-        txn.open_table(tables::CHATKEY_CHAT)?;
+        txn.open_table(tables::REPLICACHATKEY_CHAT)?;
         txn.open_table(tables::CHATS)?;
         txn.open_table(tables::CONVERSATIONS)?;
         txn.open_table(tables::REPLICACONV_CHAT)?;
@@ -206,7 +234,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use redb::{ReadableDatabase, ReadableTableMetadata};
+    use redb::{ReadableDatabase, ReadableTableMetadata, TableHandle};
     use uuid::Uuid;
 
     use super::*;
@@ -315,7 +343,7 @@ mod tests {
     }
 
     #[test]
-    fn a_version_4_store_keys_linked_accounts_and_channel_messages_by_tuples() {
+    fn a_version_4_store_keys_linked_accounts_channel_messages_and_chats_by_tuples() {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::create(dir.path().join("v4.redb")).unwrap();
         let (org, replica, user) = (Uuid::now_v7().as_u128(), Uuid::now_v7().as_u128(), Uuid::now_v7().as_u128());
@@ -328,6 +356,9 @@ mod tests {
             channel.insert((replica, "messengerA:-100123:7"), 1).unwrap();
             channel.insert((replica, "reply:messengerA:-100123:7"), 2).unwrap();
             channel.insert((replica, "messengerB:general:chat:99"), 3).unwrap();
+            let mut chats = txn.open_table(CHATKEY_CHAT_V4).unwrap();
+            chats.insert((replica, format!("u:{}:web", Uuid::from_u128(user)).as_str()), 10).unwrap();
+            chats.insert((replica, "messengerA:-100123"), 11).unwrap();
             write_version(&txn, 4).unwrap();
         }
         txn.commit().unwrap();
@@ -343,6 +374,12 @@ mod tests {
         assert_eq!(id((replica, "messengerA", "-100123", "7", true)), Some(2));
         assert_eq!(id((replica, "messengerB", "general:chat", "99", false)), Some(3));
         assert_eq!(channel.len().unwrap(), 3);
-        assert!(read.open_table(LINKED_USER_V4).is_err() && read.open_table(CHANNELMSG_MESSAGE_V4).is_err());
+        let gone = [LINKED_USER_V4.name(), CHANNELMSG_MESSAGE_V4.name(), CHATKEY_CHAT_V4.name()];
+        let names: Vec<String> = read.list_tables().unwrap().map(|t| t.name().to_string()).collect();
+        assert!(gone.iter().all(|g| !names.iter().any(|n| n == g)), "schema 4's tables are dropped: {names:?}");
+        let chats = read.open_table(tables::REPLICACHATKEY_CHAT).unwrap();
+        assert_eq!(chats.get((replica, "web", "", user)).unwrap().unwrap().value(), 10);
+        assert_eq!(chats.get((replica, "messengerA", "-100123", 0)).unwrap().unwrap().value(), 11);
+        assert_eq!(chats.len().unwrap(), 2);
     }
 }

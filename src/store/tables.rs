@@ -69,10 +69,11 @@ pub const ORG_KBCOUNT: TableDefinition<u128, u64> = TableDefinition::new("org_kb
 /// usage of chat completions, written with the messages of each completion.
 pub const REPLICAUSERMONTH_USAGE: TableDefinition<(u128, u128, u32), (u64, u64)> =
     TableDefinition::new("replicausermonth_usage");
-/// `(replica id, chat identity) → chat id`. The identity is `u:<user id>:<source>` for an
-/// individual chat, `messengerA:<chat id>` / `messengerB:<channel id>` for a group chat
-/// (see `service::chats`).
-pub const CHATKEY_CHAT: TableDefinition<(u128, &str), u128> = TableDefinition::new("chatkey_chat");
+/// `(replica id, source, group place, user id) → chat id`: the chat of one user on one source
+/// (`(r, source, "", user)`) or of a group on a channel (`(r, "messengerA", chat id, 0)`,
+/// `(r, "messengerB", channel id, 0)`); see `service::chats::ChatIdentity`.
+pub const REPLICACHATKEY_CHAT: TableDefinition<(u128, &str, &str, u128), u128> =
+    TableDefinition::new("replicachatkey_chat");
 /// `(replica id, chat id) → Chat`: the chats of a replica, counts kept at write time.
 pub const CHATS: TableDefinition<(u128, u128), &[u8]> = TableDefinition::new("replicachat_chat");
 /// `(replica id, chat id, conversation id) → Conversation`, oldest conversation first (UUID v7).
