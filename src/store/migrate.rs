@@ -71,12 +71,14 @@ fn migrate_from(db: &Database, from: u32) -> Result<()> {
         }
         // 3 → 4: messengerB bots.
         3 => create_tables(&txn)?,
-        // 4 → 5: composite keys as tuples instead of formatted strings.
+        // 4 → 5: composite keys as tuples instead of formatted strings; the knowledge-base
+        // summaries kept at write time.
         4 => {
             create_tables(&txn)?;
             split_linked_account_keys(&txn)?;
             split_channel_message_keys(&txn)?;
             split_chat_identity_keys(&txn)?;
+            super::kb_summary::rebuild_all_in(&txn)?;
         }
         _ => return Err(Error::internal(format!("no migration from schema version {from}"))),
     }
@@ -207,6 +209,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::TOKENHASH_UPLOAD)?;
         txn.open_table(tables::REPLICA_URL)?;
         txn.open_table(tables::ORG_KBCOUNT)?;
+        txn.open_table(tables::REPLICA_KBSUMMARY)?;
         txn.open_table(tables::REPLICAUSERMONTH_USAGE)?;
         txn.open_table(tables::REPLICACHATKEY_CHAT)?;
         txn.open_table(tables::CHATS)?;

@@ -10,6 +10,7 @@
 
 pub mod codec;
 pub mod kb;
+pub mod kb_summary;
 pub mod migrate;
 pub mod records;
 pub mod states;

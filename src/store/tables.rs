@@ -63,6 +63,9 @@ pub const KBID_JOB: TableDefinition<u64, (u32, i64)> = TableDefinition::new("kbi
 pub const TOKENHASH_UPLOAD: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("tokenhash_upload");
 /// `(replica id, normalized url) → entry id`: a URL is in a replica's knowledge base once.
 pub const REPLICA_URL: TableDefinition<(u128, &str), u64> = TableDefinition::new("replica_url");
+/// `replica id → KbSummary`: the entry count and first titles of a replica's knowledge base,
+/// kept at write time (`store::kb_summary`).
+pub const REPLICA_KBSUMMARY: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_kbsummary");
 /// `org id → number of knowledge-base entries` (the per-organization quota).
 pub const ORG_KBCOUNT: TableDefinition<u128, u64> = TableDefinition::new("org_kbcount");
 /// `(replica id, user id, month as YYYYMM in UTC) → (prompt tokens, completion tokens)`: token
