@@ -14,7 +14,7 @@ set -euo pipefail
 DURATION=${1:-8s}; CONNECTIONS=${2:-32}
 command -v wrk >/dev/null || { echo "install wrk (apt-get install wrk)" >&2; exit 1; }
 cd "$(dirname "$0")/.."
-cargo build --release -q --bin replicad --example hyper_ceiling
+[ -n "${NO_BUILD:-}" ] || cargo build --release -q --bin replicad --example hyper_ceiling
 source benches/demo.sh
 trap 'demo_stop; [ -n "${CEIL:-}" ] && kill "$CEIL" 2>/dev/null; true' EXIT
 
@@ -49,9 +49,10 @@ read_row() {
   local name=$1 path=$2 body="$DIR/body.json"
   api "$path" -o "$body"
   read -r rps p50 p99 < <(wrk_row "$CONNECTIONS" "${AUTH[@]}" "$BASE$path")
-  taskset -c 0 ./target/release/examples/hyper_ceiling --body "$body" > "$DIR/ceil" & CEIL=$!
-  until grep -q listening "$DIR/ceil" 2>/dev/null; do sleep 0.05; done
-  read -r crps cp50 _ < <(wrk_row "$CONNECTIONS" "$(sed -n 's/^listening on //p' "$DIR/ceil")$path")
+  local out; out=$(mktemp -p "$DIR")
+  taskset -c 0 ./target/release/examples/hyper_ceiling --body "$body" > "$out" & CEIL=$!
+  until grep -q listening "$out" 2>/dev/null; do sleep 0.05; done
+  read -r crps cp50 _ < <(wrk_row "$CONNECTIONS" "$(sed -n 's/^listening on //p' "$out")$path")
   kill "$CEIL"; wait "$CEIL" 2>/dev/null || true; CEIL=
   echo "| $name ($(wc -c < "$body") B) | $rps | $p50 | $p99 | $crps | $cp50 | $(awk "BEGIN { printf \"%.0f %%\", 100 * $rps / $crps }") |"
 }
