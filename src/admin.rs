@@ -135,7 +135,7 @@ async fn backup_streaming(app: &App, to: PathBuf, w: &mut (impl AsyncWriteExt + 
     }
     Ok(match job.await {
         Ok(Ok(summary)) => Answer::Backup { summary },
-        Ok(Err(e)) => Answer::Failed { error: e.to_string() },
+        Ok(Err(error)) => Answer::Failed { error },
         Err(e) => Answer::Failed { error: format!("the backup panicked: {e}") },
     })
 }
@@ -261,7 +261,7 @@ pub async fn backup(
             while let Some(p) = rx.recv().await {
                 on_progress(p);
             }
-            job.await.map_err(|e| e.to_string())?.map_err(|e| e.to_string())
+            job.await.map_err(|e| e.to_string())?
         }
     }
 }
@@ -275,6 +275,8 @@ mod tests {
         let invite: Request = serde_json::from_str(r#"{"op":"invite","expires_in_secs":60}"#).unwrap();
         assert_eq!(invite, Request::Invite { expires_in_secs: Some(60) });
         assert_eq!(serde_json::to_string(&Request::Reindex).unwrap(), r#"{"op":"reindex"}"#);
+        let backup: Request = serde_json::from_str(r#"{"op":"backup","to":"/b.tar.gz"}"#).unwrap();
+        assert_eq!(backup, Request::Backup { to: "/b.tar.gz".into() });
         let failed = serde_json::to_string(&Answer::Failed { error: "x".into() }).unwrap();
         assert_eq!(failed, r#"{"failed":{"error":"x"}}"#);
     }

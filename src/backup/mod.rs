@@ -119,8 +119,13 @@ pub fn write(store: &Store, key_file: &Path, to: &Path, progress: &mut dyn FnMut
     let snapshot = store.snapshot()?;
     let created_at_ms = crate::store::now_ms();
     let copy_path = work.0.join(DB_FILE);
+    let mut reported = 0;
     let copied = copy::copy_store(&snapshot, &copy_path, &mut |done, total| {
-        progress(Progress { step: Step::Copy, done, total });
+        // One line per batch of records at most (tables smaller than a batch add none).
+        if done - reported >= copy::BATCH || (done == total && reported < total) {
+            reported = done;
+            progress(Progress { step: Step::Copy, done, total });
+        }
     })?;
     drop(snapshot);
     let key = read_key(key_file)?;
@@ -151,16 +156,18 @@ pub fn write(store: &Store, key_file: &Path, to: &Path, progress: &mut dyn FnMut
 
 /// [`write`] on the blocking pool: its progress comes on the receiver (closed when the backup
 /// ends), its outcome from the handle.
+/// Failures come as text for the operator (the cause, without the API's error wrapping).
 pub fn spawn(
     store: Store,
     key_file: PathBuf,
     to: PathBuf,
-) -> (tokio::sync::mpsc::UnboundedReceiver<Progress>, tokio::task::JoinHandle<Result<Summary>>) {
+) -> (tokio::sync::mpsc::UnboundedReceiver<Progress>, tokio::task::JoinHandle<Result<Summary, String>>) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let job = tokio::task::spawn_blocking(move || {
         write(&store, &key_file, &to, &mut |p| {
             let _ = tx.send(p);
         })
+        .map_err(|e| e.internal.unwrap_or(e.message))
     });
     (rx, job)
 }

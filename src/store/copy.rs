@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 
 /// Records copied per write transaction of the copy (its memory bound; the copy is committed
 /// without fsync until the last transaction).
-const BATCH: u64 = 20_000;
+pub const BATCH: u64 = 20_000;
 
 /// One table of [`EVERY_TABLE`], whatever its key and value types.
 pub trait AnyTable: Sync {
