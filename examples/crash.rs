@@ -39,6 +39,8 @@ struct Ledger {
     entries_acked: BTreeMap<u64, String>,
     /// Uploads acknowledged: entry id → bytes uploaded.
     uploads_acked: BTreeMap<u64, u64>,
+    /// Writes the server answered with an error (each one a violation).
+    refused: Vec<String>,
 }
 
 struct Args {
@@ -190,17 +192,24 @@ fn replica_body(slug: &str) -> Value {
         "ownerID": "crash@example.org", "slug": slug, "llm": {"model": "replicad-extractive"}})
 }
 
+static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// One writer of `kind` until its requests fail (the server was killed).
 async fn writer(api: Arc<Api>, replica: String, kind: &'static str, n: usize, ledger: Arc<Mutex<Ledger>>) {
-    for i in 0.. {
-        let name = format!("{kind}-{n}-{i}-{}", std::process::id());
+    loop {
+        // Unique over the whole run: a write cut by a kill may be stored, so names never repeat.
+        let name = format!("{kind}-{n}-{}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         let ok = match kind {
             "history" => write_history(&api, &replica, &name, &ledger).await,
             "replica" => write_replica(&api, &name, &ledger).await,
             "entry" => write_entry(&api, &replica, &name, &ledger).await,
             _ => write_upload(&api, &replica, &name, &ledger).await,
         };
-        if ok.is_err() {
+        if let Err(e) = ok {
+            // A refused connection or a reset is the kill; an answer other than success is not.
+            if e.starts_with("answer ") {
+                ledger.lock().unwrap().refused.push(e);
+            }
             return;
         }
     }
@@ -209,7 +218,7 @@ async fn writer(api: Arc<Api>, replica: String, kind: &'static str, n: usize, le
 async fn write_history(api: &Api, replica: &str, content: &str, ledger: &Mutex<Ledger>) -> Outcome {
     ledger.lock().unwrap().history_sent.insert(content.to_string());
     let (s, v) = api.post(&format!("/v1/replicas/{replica}/chat/history"), json!({ "content": content })).await?;
-    let id = v["id"].as_u64().filter(|_| s == 200).ok_or(format!("history: {s} {v}"))?;
+    let id = v["id"].as_u64().filter(|_| s == 200).ok_or(format!("answer to history: {s} {v}"))?;
     ledger.lock().unwrap().history_acked.insert(id, content.to_string());
     Ok(())
 }
@@ -217,7 +226,7 @@ async fn write_history(api: &Api, replica: &str, content: &str, ledger: &Mutex<L
 async fn write_replica(api: &Api, slug: &str, ledger: &Mutex<Ledger>) -> Outcome {
     ledger.lock().unwrap().replicas_sent.insert(slug.to_string());
     let (s, v) = api.post("/v1/replicas", replica_body(slug)).await?;
-    let id = v["uuid"].as_str().filter(|_| s == 201).ok_or(format!("replica: {s} {v}"))?;
+    let id = v["uuid"].as_str().filter(|_| s == 201).ok_or(format!("answer to replica: {s} {v}"))?;
     ledger.lock().unwrap().replicas_acked.insert(id.to_string(), slug.to_string());
     Ok(())
 }
@@ -227,7 +236,8 @@ async fn write_entry(api: &Api, replica: &str, title: &str, ledger: &Mutex<Ledge
     let text = format!("{title} is the name of a knowledge-base entry written while the server may be killed.");
     let body = json!({"title": title, "text": text, "language": "en"});
     let (s, v) = api.post(&format!("/v1/replicas/{replica}/knowledge-base"), body).await?;
-    let id = v["results"][0]["knowledgeBaseID"].as_u64().filter(|_| s == 207).ok_or(format!("entry: {s} {v}"))?;
+    let id =
+        v["results"][0]["knowledgeBaseID"].as_u64().filter(|_| s == 207).ok_or(format!("answer to entry: {s} {v}"))?;
     ledger.lock().unwrap().entries_acked.insert(id, title.to_string());
     Ok(())
 }
@@ -237,13 +247,14 @@ async fn write_upload(api: &Api, replica: &str, name: &str, ledger: &Mutex<Ledge
     ledger.lock().unwrap().entries_sent.insert(filename.clone());
     let (s, v) = api.post(&format!("/v1/replicas/{replica}/knowledge-base"), json!({ "filename": filename })).await?;
     let result = &v["results"][0];
-    let id = result["knowledgeBaseID"].as_u64().filter(|_| s == 207).ok_or(format!("upload entry: {s} {v}"))?;
+    let id =
+        result["knowledgeBaseID"].as_u64().filter(|_| s == 207).ok_or(format!("answer to upload entry: {s} {v}"))?;
     ledger.lock().unwrap().entries_acked.insert(id, filename.clone());
     let url = result["signedURL"].as_str().ok_or(format!("no signedURL: {v}"))?;
     let bytes = format!("{name} holds the uploaded notes of a crash round.\n").repeat(20);
     let res = api.http.put(url).body(bytes.clone()).send().await.map_err(|e| e.to_string())?;
     if res.status().as_u16() != 200 {
-        return Err(format!("upload: {}", res.status()));
+        return Err(format!("answer to upload: {}", res.status()));
     }
     ledger.lock().unwrap().uploads_acked.insert(id, bytes.len() as u64);
     Ok(())
@@ -342,6 +353,9 @@ async fn verify_entries(api: &Api, replica: &str, ledger: &Ledger, usage: &Value
 
 /// Everything a restarted server must show (see the module docs).
 async fn verify(bin: &Path, dir: &Path, api: &Api, replica: &str, ledger: &Ledger) -> Outcome {
+    if let Some(e) = ledger.refused.first() {
+        return Err(format!("a write was refused: {e}"));
+    }
     let orgs: Value = serde_json::from_str(&cli(bin, dir, &["orgs", "list", "--json"])?).map_err(|e| e.to_string())?;
     let usage = orgs.as_array().and_then(|a| a.first()).cloned().ok_or(format!("orgs list: {orgs}"))?;
     verify_history(api, replica, ledger).await?;
