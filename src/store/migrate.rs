@@ -36,6 +36,10 @@ fn read_version(db: &Database) -> Result<Option<u32>> {
         v
     };
     txn.abort()?;
+    decode_version(v)
+}
+
+fn decode_version(v: Option<Vec<u8>>) -> Result<Option<u32>> {
     match v {
         None => Ok(None),
         Some(b) => {
@@ -43,6 +47,16 @@ fn read_version(db: &Database) -> Result<Option<u32>> {
             Ok(Some(u32::from_be_bytes(arr)))
         }
     }
+}
+
+/// The schema version of the store as `txn` sees it (0 when none is written: an empty store).
+pub fn stored_version(txn: &redb::ReadTransaction) -> Result<u32> {
+    let v = match txn.open_table(tables::META) {
+        Ok(meta) => meta.get(KEY)?.map(|b| b.value().to_vec()),
+        Err(redb::TableError::TableDoesNotExist(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
+    Ok(decode_version(v)?.unwrap_or(0))
 }
 
 fn fresh(db: &Database) -> Result<()> {
