@@ -103,7 +103,7 @@ fn section<'a>(src: &'a SourceRef, lang: Option<&str>) -> Section<'a> {
 fn sentence<'s>(sections: &'s [Section], c: &Cand) -> &'s str {
     match &sections[c.section].blocks[c.block] {
         Block::Prose(s) => &s[c.index],
-        Block::Code(_) => "",
+        _ => "",
     }
 }
 
@@ -125,12 +125,75 @@ fn dangling(blocks: &[Block], block: usize, index: usize) -> bool {
         && introduces_code(blocks, block, index).is_none()
 }
 
+/// The lines naming the definition-list entry that the sentence at `block`/`index` describes
+/// (it is the first sentence of the description).
+fn entry(blocks: &[Block], block: usize, index: usize) -> Option<&[String]> {
+    match (index, block.checked_sub(1).map(|b| &blocks[b])) {
+        (0, Some(Block::Term(lines))) => Some(lines),
+        _ => None,
+    }
+}
+
+/// The name an entry line gives (`q` of `q [EXIT-CODE]`, `s` of `s/regexp/replacement/`,
+/// `-n` of `-n`): its first word up to a bracket, slash or backslash.
+fn entry_name(line: &str) -> &str {
+    let word = line.split_whitespace().next().unwrap_or("");
+    match word.find(['[', '/', '\\']) {
+        Some(i) if i > 0 => &word[..i],
+        _ => word,
+    }
+}
+
+/// Whether an entry named by `lines` is the subject, written as `words` (case kept: `n` and `N`
+/// are two commands).
+fn names(lines: &[String], words: &[String]) -> bool {
+    lines.iter().any(|l| words.iter().any(|w| w == entry_name(l)))
+}
+
+/// Articles a subject may start with ("the d command", "a tuple"), dropped before its words are
+/// matched with an entry's name.
+const ARTICLES: &[&str] = &[
+    "a", "an", "the", "un", "une", "le", "la", "les", "el", "los", "las", "una", "der", "die", "das", "ein", "eine",
+];
+
+/// The words of `subject` (lowercased, from the intent) as `message` writes them, without a
+/// leading article.
+fn subject_words(message: &str, subject: &str) -> Vec<String> {
+    let lower = message.to_lowercase();
+    let raw = lower
+        .find(subject)
+        .and_then(|i| message.get(i..i + subject.len()))
+        .filter(|r| r.to_lowercase() == subject)
+        .unwrap_or(subject);
+    let mut words: Vec<String> =
+        raw.split_whitespace().map(|w| w.trim_matches(|c: char| "?!.,;'\"`".contains(c)).to_string()).collect();
+    if words.len() > 1 && ARTICLES.contains(&words[0].to_lowercase().as_str()) {
+        words.remove(0);
+    }
+    words
+}
+
+/// Words after which a sentence names what it has just described ("… a format called JSON").
+const NAMING: &[&str] = &[" called ", " known as ", ", or ", " appelé ", " appelée ", " llamado ", " llamada ", " genannt "];
+
+/// Whether `text` names the subject right after a [`NAMING`] phrase.
+fn names_after(lower: &str, subject: &[String], lang: Option<&str>) -> bool {
+    NAMING.iter().filter_map(|n| lower.find(n).map(|i| &lower[i + n.len()..])).any(|rest| {
+        let terms = analyze_as(lang, rest);
+        let head = &terms[..terms.len().min(subject.len() + 1)];
+        subject.iter().all(|t| head.contains(t))
+    })
+}
+
 /// Whether `text` says what the subject (`subject` terms) is.
 fn defines(text: &str, subject: &[String], lang: Option<&str>) -> bool {
     if subject.is_empty() {
         return false;
     }
     let lower = text.to_lowercase();
+    if names_after(&lower, subject, lang) {
+        return true;
+    }
     let copulas = if lang == Some("ja") { JA_COPULAS } else { COPULAS };
     let Some(cut) = copulas.iter().filter_map(|c| lower.find(c)).min() else { return false };
     let head = &lower[..cut];
@@ -139,10 +202,18 @@ fn defines(text: &str, subject: &[String], lang: Option<&str>) -> bool {
     terms.len() <= subject.len() + 1 && subject.iter().all(|t| terms.contains(t))
 }
 
+/// A subject of the question (X of "What is X?", A and B of a comparison): its terms, and its
+/// words as written.
+struct Side {
+    terms: Vec<String>,
+    words: Vec<String>,
+}
+
 /// The scoring of one question over the candidate sentences.
 struct Scoring<'q> {
     lang: Option<&'q str>,
     intent: &'q Intent,
+    sides: Vec<Side>,
     /// (term, weight) of the question.
     weights: Vec<(String, f32)>,
     /// Terms the heading bonus and the definition bonus look for.
@@ -155,12 +226,31 @@ impl Scoring<'_> {
         self.weights.iter().find(|(x, _)| x == t).map_or(0.0, |(_, w)| *w)
     }
 
-    fn sentence_score(&self, s: &Section, terms: &[String], text: &str) -> f32 {
+    /// Whether candidate `c` says what `side` is: the description of an entry that names it, or
+    /// a sentence of the form "X is …" (never the description of another entry).
+    fn says(&self, sections: &[Section], c: &Cand, side: &Side) -> bool {
+        match entry(&sections[c.section].blocks, c.block, c.index) {
+            Some(lines) => names(lines, &side.words),
+            None => defines(sentence(sections, c), &side.terms, self.lang),
+        }
+    }
+
+    /// Whether candidate `c` is about `side`.
+    fn about(&self, sections: &[Section], c: &Cand, side: &Side) -> bool {
+        side.terms.iter().any(|t| c.terms.contains(t)) || self.says(sections, c, side)
+    }
+
+    fn sentence_score(&self, sections: &[Section], c: &Cand) -> f32 {
+        let (s, terms) = (&sections[c.section], &c.terms);
         let body: f32 = self.weights.iter().filter(|(t, _)| terms.contains(t)).map(|(_, w)| w).sum();
         let path: f32 =
             self.weights.iter().filter(|(t, _)| !terms.contains(t) && s.path.contains(t)).map(|(_, w)| w).sum();
-        let defining = matches!(self.intent, Intent::Definition(_)) && defines(text, &self.focus, self.lang);
-        let bonus: f32 = if defining { self.focus.iter().map(|t| self.weight(t)).sum() } else { 0.0 };
+        let bonus: f32 = self
+            .sides
+            .iter()
+            .filter(|side| self.says(sections, c, side))
+            .map(|side| side.terms.iter().map(|t| self.weight(t)).sum::<f32>().max(1.0))
+            .sum();
         if body == 0.0 {
             return 0.0;
         }
@@ -194,7 +284,14 @@ fn candidates(sections: &[Section], lang: Option<&str>) -> Vec<Cand> {
                 if letters < 8 || dangling(&s.blocks, bi, i) {
                     continue;
                 }
-                out.push(Cand { section: si, block: bi, index: i, terms: analyze_as(lang, text), score: 0.0 });
+                let mut terms = analyze_as(lang, text);
+                // an entry's description is about the entry's name
+                for t in entry(&s.blocks, bi, i).map(|l| analyze_as(lang, &l.join(" "))).unwrap_or_default() {
+                    if !terms.contains(&t) {
+                        terms.push(t);
+                    }
+                }
+                out.push(Cand { section: si, block: bi, index: i, terms, score: 0.0 });
             }
         }
     }
@@ -204,7 +301,13 @@ fn candidates(sections: &[Section], lang: Option<&str>) -> Vec<Cand> {
 fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&'q str>, cands: &[Cand]) -> Scoring<'q> {
     let query = analyze_as(lang, message);
     let n = cands.len() as f32;
-    let weights: Vec<(String, f32)> = query
+    let side = |x: &str| Side { terms: analyze_as(lang, x), words: subject_words(message, x) };
+    let sides = match intent {
+        Intent::Definition(x) => vec![side(x)],
+        Intent::Comparison(a, b) => vec![side(a), side(b)],
+        _ => Vec::new(),
+    };
+    let mut weights: Vec<(String, f32)> = query
         .iter()
         .map(|t| {
             let df = cands.iter().filter(|c| c.terms.contains(t)).count() as f32;
@@ -216,9 +319,13 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&'q str>, cands: 
         Intent::Comparison(a, b) => [analyze_as(lang, a), analyze_as(lang, b)].concat(),
         _ => Vec::new(),
     };
+    // what a comparison weighs is its two sides ("difference between" says nothing of them)
+    if matches!(intent, Intent::Comparison(..)) && !focus.is_empty() {
+        weights.retain(|(t, _)| focus.contains(t));
+    }
     let focus = if focus.is_empty() { query } else { focus };
     let total = weights.iter().map(|(_, w)| w).sum();
-    Scoring { lang, intent, weights, focus, total }
+    Scoring { lang, intent, sides, weights, focus, total }
 }
 
 /// The passage answering `message` from `sources` (best first), or `None` when they do not
@@ -232,7 +339,7 @@ pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Optio
     }
     for c in &mut cands {
         let rank_prior = 1.0 / (1.0 + 0.1 * c.section as f32);
-        c.score = sc.sentence_score(&sections[c.section], &c.terms, sentence(&sections, c)) * rank_prior;
+        c.score = sc.sentence_score(&sections, c) * rank_prior;
     }
     let best = best_section(&sections, &cands, &sc)?;
     let mut chosen = choose(&sections, &cands, &sc, best);
@@ -256,7 +363,16 @@ pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Optio
 fn best_section(sections: &[Section], cands: &[Cand], sc: &Scoring) -> Option<usize> {
     let mut best: Option<(f32, usize)> = None;
     for (si, s) in sections.iter().enumerate() {
-        let top = cands.iter().filter(|c| c.section == si).map(|c| c.score).fold(0.0, f32::max);
+        let mine = || cands.iter().filter(move |c| c.section == si);
+        let top = match sc.intent {
+            // a comparison is answered where both sides are
+            Intent::Comparison(..) => sc
+                .sides
+                .iter()
+                .map(|side| mine().filter(|c| sc.about(sections, c, side)).map(|c| c.score).fold(0.0, f32::max))
+                .sum(),
+            _ => mine().map(|c| c.score).fold(0.0, f32::max),
+        };
         if top <= 0.0 {
             continue;
         }
@@ -291,12 +407,10 @@ fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize
                 take(next, &mut chosen);
             }
         }
-        Intent::Comparison(a, b) => {
-            for side in [a, b] {
-                let terms = analyze_as(sc.lang, side);
-                let about = |c: &&Cand| terms.iter().any(|t| c.terms.contains(t));
-                let says = |c: &&Cand| defines(sentence(sections, c), &terms, sc.lang);
-                if let Some(c) = mine.iter().copied().find(|c| says(c)) {
+        Intent::Comparison(..) => {
+            for side in &sc.sides {
+                let about = |c: &&Cand| sc.about(sections, c, side);
+                if let Some(c) = mine.iter().copied().find(|c| sc.says(sections, c, side)) {
                     take(c, &mut chosen);
                 } else if !chosen.iter().any(about) {
                     if let Some(c) = mine.iter().copied().find(about) {
@@ -375,6 +489,10 @@ fn render(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Passage {
         } else {
             "\n\n"
         });
+        if let Some(lines) = entry(&sections[c.section].blocks, c.block, c.index) {
+            let named: Vec<String> = lines.iter().map(|l| format!("`{l}`")).collect();
+            text.push_str(&format!("{}: ", named.join(", ")));
+        }
         text.push_str(sentence(sections, c));
         last = Some((c.section, c.block));
     }
