@@ -185,13 +185,26 @@ fn names_after(lower: &str, subject: &[String], lang: Option<&str>) -> bool {
     })
 }
 
+/// Words that open an apposition defining what precedes them ("… a virtual environment, a
+/// self-contained directory tree …").
+const APPOSITIONS: &[&str] = &[", a ", ", an ", ", un ", ", une ", ", una ", ", ein ", ", eine "];
+
+/// Whether `text` names the subject right before an [`APPOSITIONS`] phrase.
+fn apposition(lower: &str, subject: &[String], lang: Option<&str>) -> bool {
+    APPOSITIONS.iter().filter_map(|a| lower.find(a).map(|i| &lower[..i])).any(|before| {
+        let terms = analyze_as(lang, before);
+        let tail = &terms[terms.len().saturating_sub(subject.len())..];
+        subject.iter().all(|t| tail.contains(t))
+    })
+}
+
 /// Whether `text` says what the subject (`subject` terms) is.
 fn defines(text: &str, subject: &[String], lang: Option<&str>) -> bool {
     if subject.is_empty() {
         return false;
     }
     let lower = text.to_lowercase();
-    if names_after(&lower, subject, lang) {
+    if names_after(&lower, subject, lang) || apposition(&lower, subject, lang) {
         return true;
     }
     let copulas = if lang == Some("ja") { JA_COPULAS } else { COPULAS };
