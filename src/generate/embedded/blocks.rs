@@ -34,7 +34,7 @@ pub const MAX_TERM_CHARS: usize = 40;
 
 /// The leading lines of a paragraph that name a definition-list entry: at most three short
 /// lines of at most three words, none ending a sentence, followed by a longer description line
-/// that starts with a capital letter or a parenthesis (`(quit) Exit sed …`). `None` when the paragraph is not such an entry.
+/// that starts with a capital letter, a parenthesis (`(quit) Exit sed …`) or emphasis markup. `None` when the paragraph is not such an entry.
 fn term_lines(lines: &[&str]) -> Option<usize> {
     let is_term = |l: &str| {
         let t = l.trim();
@@ -46,7 +46,7 @@ fn term_lines(lines: &[&str]) -> Option<usize> {
     };
     let n = lines.iter().take(3).take_while(|l| is_term(l)).count();
     let description = lines.get(n)?;
-    let starts_capital = description.trim_start().chars().next().is_some_and(|c| c.is_uppercase() || c == '(');
+    let starts_capital = description.trim_start().chars().next().is_some_and(|c| c.is_uppercase() || "(_*`'\"".contains(c));
     let longer = description.trim().chars().count() > lines[..n].iter().map(|l| l.trim().chars().count()).max()? + 10;
     (n > 0 && starts_capital && longer && indent(description) < CODE_INDENT).then_some(n)
 }

@@ -37,6 +37,8 @@ pub const MAX_CODE_CHARS: usize = 1200;
 pub const KEEP_RATIO: f32 = 0.6;
 /// Share of the question's weight the passage must cover to be an answer (two or more terms).
 pub const MIN_COVERAGE: f32 = 0.6;
+/// Farthest (in blocks) the code block of a "How do I" answer may be from its first sentence.
+pub const CODE_REACH: usize = 3;
 /// Share of the question's weight a second section must add to be quoted.
 pub const SECOND_SECTION_GAIN: f32 = 0.25;
 
@@ -350,9 +352,9 @@ pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Optio
     if sc.weights.is_empty() || cands.is_empty() {
         return None;
     }
+    let priors = retrieval_priors(sources);
     for c in &mut cands {
-        let rank_prior = 1.0 / (1.0 + 0.1 * c.section as f32);
-        c.score = sc.sentence_score(&sections, c) * rank_prior;
+        c.score = sc.sentence_score(&sections, c) * priors[c.section];
     }
     let best = best_section(&sections, &cands, &sc)?;
     let mut chosen = choose(&sections, &cands, &sc, best);
@@ -371,6 +373,24 @@ pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Optio
         chosen.push(extra);
     }
     Some(render(&sections, &chosen, matches!(intent, Intent::HowTo)))
+}
+
+/// How much each source's sentences count, from its retrieval score: the square root of its
+/// share of the best source's score (sources retrieved almost as well weigh almost as much);
+/// by rank (1, 0.91, 0.83, …) when the scores say nothing.
+fn retrieval_priors(sources: &[SourceRef]) -> Vec<f32> {
+    let top = sources.first().map_or(0.0, |s| s.score);
+    sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            if top > 0.0 && s.score.is_finite() {
+                (s.score / top).clamp(0.0, 1.0).sqrt()
+            } else {
+                1.0 / (1.0 + 0.1 * i as f32)
+            }
+        })
+        .collect()
 }
 
 fn best_section(sections: &[Section], cands: &[Cand], sc: &Scoring) -> Option<usize> {
@@ -455,17 +475,22 @@ fn second_section<'c>(cands: &'c [Cand], sc: &Scoring, best: usize, covered: &[S
 }
 
 /// The code block to quote after the chosen sentences, if any: the block a chosen sentence
-/// introduces, or (for "How do I") the section's first block after the first chosen sentence.
+/// introduces, or (for "How do I") the section's block nearest the first chosen sentence (at
+/// most [`CODE_REACH`] blocks away; after it rather than before at equal distance).
 fn code_block(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Option<(usize, usize)> {
     for c in chosen {
         if let Some(b) = introduces_code(&sections[c.section].blocks, c.block, c.index) {
             return Some((c.section, b));
         }
     }
-    let first = chosen.first()?;
+    let first = chosen.first().filter(|_| how_to)?;
     let blocks = &sections[first.section].blocks;
-    let found = (first.block + 1..blocks.len().min(first.block + 4)).find(|b| matches!(blocks[*b], Block::Code(_)));
-    found.filter(|_| how_to).map(|b| (first.section, b))
+    let is_code = |b: usize| matches!(blocks.get(b), Some(Block::Code(_)));
+    (1..=CODE_REACH)
+        .flat_map(|d| [Some(first.block + d), first.block.checked_sub(d)])
+        .flatten()
+        .find(|b| is_code(*b))
+        .map(|b| (first.section, b))
 }
 
 fn render(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Passage {
