@@ -369,7 +369,7 @@ pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Optio
     if sc.coverage(&first_terms.iter().collect::<Vec<_>>()) < needed {
         return None;
     }
-    if let Some(extra) = second_section(&cands, &sc, best, &first_terms) {
+    if let Some(extra) = second_section(&sections, &cands, &sc, best, &first_terms) {
         chosen.push(extra);
     }
     Some(render(&sections, &chosen, matches!(intent, Intent::HowTo)))
@@ -419,7 +419,9 @@ fn best_section(sections: &[Section], cands: &[Cand], sc: &Scoring) -> Option<us
 
 /// The sentences of section `best` to quote, in document order.
 fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize) -> Vec<&'c Cand> {
-    let mut mine: Vec<&Cand> = cands.iter().filter(|c| c.section == best && c.score > 0.0).collect();
+    // the chunks of one section (same heading path) are one passage to choose from
+    let same = |si: usize| sections[si].name == sections[best].name;
+    let mut mine: Vec<&Cand> = cands.iter().filter(|c| same(c.section) && c.score > 0.0).collect();
     mine.sort_by(|a, b| b.score.total_cmp(&a.score).then((a.block, a.index).cmp(&(b.block, b.index))));
     let Some(anchor) = mine.first().copied() else { return Vec::new() };
     let mut chosen = vec![anchor];
@@ -435,7 +437,7 @@ fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize
     match sc.intent {
         Intent::Definition(_) => {
             if let Some(next) =
-                cands.iter().find(|c| c.section == best && c.block == anchor.block && c.index == anchor.index + 1)
+                cands.iter().find(|c| c.section == anchor.section && c.block == anchor.block && c.index == anchor.index + 1)
             {
                 take(next, &mut chosen);
             }
@@ -457,12 +459,18 @@ fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize
     for c in mine.iter().copied().skip(1).take_while(|c| c.score >= anchor.score * KEEP_RATIO) {
         take(c, &mut chosen);
     }
-    chosen.sort_by_key(|c| (c.block, c.index));
+    chosen.sort_by_key(|c| (c.section, c.block, c.index));
     chosen
 }
 
 /// One sentence of another section when it covers enough of what the first section does not.
-fn second_section<'c>(cands: &'c [Cand], sc: &Scoring, best: usize, covered: &[String]) -> Option<&'c Cand> {
+fn second_section<'c>(
+    sections: &[Section],
+    cands: &'c [Cand],
+    sc: &Scoring,
+    best: usize,
+    covered: &[String],
+) -> Option<&'c Cand> {
     let gain = |c: &Cand| -> f32 {
         let new: f32 =
             sc.weights.iter().filter(|(t, _)| !covered.contains(t) && c.terms.contains(t)).map(|(_, w)| w).sum();
@@ -470,7 +478,7 @@ fn second_section<'c>(cands: &'c [Cand], sc: &Scoring, best: usize, covered: &[S
     };
     cands
         .iter()
-        .filter(|c| c.section != best && gain(c) >= SECOND_SECTION_GAIN)
+        .filter(|c| sections[c.section].name != sections[best].name && gain(c) >= SECOND_SECTION_GAIN)
         .max_by(|a, b| (gain(a), a.score).partial_cmp(&(gain(b), b.score)).unwrap_or(std::cmp::Ordering::Equal))
 }
 
