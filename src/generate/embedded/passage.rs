@@ -213,8 +213,9 @@ fn defines(text: &str, subject: &[String], lang: Option<&str>) -> bool {
     let Some(cut) = copulas.iter().filter_map(|c| lower.find(c)).min() else { return false };
     let head = &lower[..cut];
     let terms = analyze_as(lang, head);
-    // the subject opens the sentence: its terms and at most one more (an article or adjective)
-    terms.len() <= subject.len() + 1 && subject.iter().all(|t| terms.contains(t))
+    // the subject opens the sentence: its terms first, and at most one more
+    let opening = &terms[..terms.len().min(subject.len())];
+    terms.len() <= subject.len() + 1 && subject.iter().all(|t| opening.contains(t))
 }
 
 /// A subject of the question (X of "What is X?", A and B of a comparison): its terms, and its
@@ -371,6 +372,15 @@ pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Optio
     }
     if let Some(extra) = second_section(&sections, &cands, &sc, best, &first_terms) {
         chosen.push(extra);
+    }
+    // a comparison says what each side is: a side the passage does not define is taken from
+    // another section that does
+    for side in &sc.sides {
+        let said = |c: &&Cand| sc.says(&sections, c, side);
+        if matches!(intent, Intent::Comparison(..)) && !chosen.iter().any(said) {
+            let best_saying = cands.iter().filter(|c| c.score > 0.0 && said(c)).max_by(|a, b| a.score.total_cmp(&b.score));
+            chosen.extend(best_saying);
+        }
     }
     Some(render(&sections, &chosen, matches!(intent, Intent::HowTo)))
 }
@@ -557,7 +567,10 @@ fn render(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Passage {
 }
 
 fn push_code(text: &mut String, block: &str) {
-    text.push_str("\n\n```\n");
+    if !text.is_empty() {
+        text.push_str("\n\n");
+    }
+    text.push_str("```\n");
     text.push_str(block);
     text.push_str("\n```");
 }
