@@ -78,7 +78,7 @@ fn reads_as_prose(lines: &[&str]) -> bool {
     let letters = text.chars().filter(|c| c.is_alphabetic()).count();
     let nonspace = text.chars().filter(|c| !c.is_whitespace()).count().max(1);
     let wordy = letters * 10 >= nonspace * 8 && words >= lines.len() * 6;
-    let ends = text.ends_with(['.', '!', '?', ':', '。', '！', '？']);
+    let ends = text.trim_end_matches(')').ends_with(['.', '!', '?', ':', '。', '！', '？']);
     !lines.iter().any(|l| is_session(l)) && (list_item || (wordy && ends))
 }
 

@@ -267,7 +267,7 @@ impl Scoring<'_> {
             .filter(|side| self.says(sections, c, side))
             .map(|side| side.terms.iter().map(|t| self.weight(t)).sum::<f32>().max(1.0))
             .sum();
-        if body == 0.0 {
+        if body == 0.0 && bonus == 0.0 {
             return 0.0;
         }
         body + 0.5 * path + bonus
