@@ -147,9 +147,10 @@ fn entry_name(line: &str) -> &str {
 }
 
 /// Whether an entry named by `lines` is the subject, written as `words` (case kept: `n` and `N`
-/// are two commands).
+/// are two commands): the subject is the entry's name, with at most one more word ("the `N`
+/// command", "the `-s` option"; a longer subject is about something else).
 fn names(lines: &[String], words: &[String]) -> bool {
-    lines.iter().any(|l| words.iter().any(|w| w == entry_name(l)))
+    words.len() <= 2 && lines.iter().any(|l| words.iter().any(|w| w == entry_name(l)))
 }
 
 /// Articles a subject may start with ("the d command", "a tuple"), dropped before its words are
