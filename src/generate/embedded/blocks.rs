@@ -46,7 +46,8 @@ fn term_lines(lines: &[&str]) -> Option<usize> {
     };
     let n = lines.iter().take(3).take_while(|l| is_term(l)).count();
     let description = lines.get(n)?;
-    let starts_capital = description.trim_start().chars().next().is_some_and(|c| c.is_uppercase() || "(_*`'\"".contains(c));
+    let starts_capital =
+        description.trim_start().chars().next().is_some_and(|c| c.is_uppercase() || "(_*`'\"".contains(c));
     let longer = description.trim().chars().count() > lines[..n].iter().map(|l| l.trim().chars().count()).max()? + 10;
     (n > 0 && starts_capital && longer && indent(description) < CODE_INDENT).then_some(n)
 }
@@ -201,10 +202,16 @@ mod tests {
     fn definition_list_entries_name_their_term() {
         let b = parse("-n\n--quiet\nBy default, sed prints out the pattern space at the end of each\ncycle.");
         assert_eq!(b[0], Block::Term(vec!["-n".into(), "--quiet".into()]));
-        assert_eq!(b[1], Block::Prose(vec!["By default, sed prints out the pattern space at the end of each cycle.".into()]));
+        assert_eq!(
+            b[1],
+            Block::Prose(vec!["By default, sed prints out the pattern space at the end of each cycle.".into()])
+        );
         let b = parse("q [EXIT-CODE]\nExit sed without processing any more commands or input.");
         assert_eq!(b[0], Block::Term(vec!["q [EXIT-CODE]".into()]));
         // wrapped prose whose first line happens to be short is not an entry
-        assert!(matches!(parse("Floating point\nnumbers are fractions in hardware, as shown below.")[0], Block::Prose(_)));
+        assert!(matches!(
+            parse("Floating point\nnumbers are fractions in hardware, as shown below.")[0],
+            Block::Prose(_)
+        ));
     }
 }

@@ -4,20 +4,25 @@
 //! 1. Every prose sentence is scored by the question's terms it contains (same analyzer as the
 //!    index), each weighted by its rarity among the candidate sentences; terms of its chunk's
 //!    heading path that the sentence lacks count half. A definition question ("What is X?")
-//!    adds the full weight of X to a sentence that says what X is ("X is/are …", or a
-//!    sentence that starts with X).
-//! 2. The best section is the chunk with the best sentence plus a heading bonus: the weight of
-//!    the question's terms (X's, for a definition) that its own heading names, times the share of
-//!    that heading they make up.
+//!    adds the full weight of X to a sentence that says what X is ("X is/are …" with X first,
+//!    "… called X", "X, a …", or the description of a definition-list entry named X, case kept:
+//!    [`Block::Term`]); a comparison does so for each side. A source's sentences are weighted by
+//!    the square root of its share of the best retrieval score.
+//! 2. The best section is the chunk with the best sentence (for a comparison, the sum of the
+//!    best about each side) plus a heading bonus: the weight of the question's terms (X's, for a
+//!    definition) that its own heading names, times the share of that heading they make up. The
+//!    chunks with its heading path are chosen from together.
 //! 3. The passage holds that section's best sentence and its others scoring at least
 //!    [`KEEP_RATIO`] of it, in document order, within [`MAX_PROSE_CHARS`] (at most
 //!    [`MAX_SENTENCES`]); a definition keeps the sentence after the one that defines; a
 //!    comparison keeps a sentence about each side. A sentence that introduces a code block
 //!    (ends with ":" or announces "the following") is kept only with that block; "How do I"
-//!    questions get the section's first code block after the passage. At most one code block,
-//!    quoted whole (bounded by [`MAX_CODE_CHARS`]).
+//!    questions get the code block nearest the passage's first sentence (at most
+//!    [`CODE_REACH`] blocks away). At most one code block, quoted whole (bounded by
+//!    [`MAX_CODE_CHARS`]).
 //! 4. A second section adds one sentence only when it covers question terms of at least
-//!    [`SECOND_SECTION_GAIN`] of the question's weight that the first section does not.
+//!    [`SECOND_SECTION_GAIN`] of the question's weight that the first section does not; a
+//!    comparison whose passage does not say what one side is takes that from another section.
 //! 5. When the best section's passage (with its heading path) covers less than
 //!    [`MIN_COVERAGE`] of the question's weight (all of it for a one-term question), there is no
 //!    answer.
@@ -83,6 +88,8 @@ struct Cand {
     block: usize,
     index: usize,
     terms: Vec<String>,
+    /// Per subject of the question ([`Scoring::sides`]): whether it says what the subject is.
+    says: Vec<bool>,
     score: f32,
 }
 
@@ -155,9 +162,8 @@ fn names(lines: &[String], words: &[String]) -> bool {
 
 /// Articles a subject may start with ("the d command", "a tuple"), dropped before its words are
 /// matched with an entry's name.
-const ARTICLES: &[&str] = &[
-    "a", "an", "the", "un", "une", "le", "la", "les", "el", "los", "las", "una", "der", "die", "das", "ein", "eine",
-];
+const ARTICLES: &[&str] =
+    &["a", "an", "the", "un", "une", "le", "la", "les", "el", "los", "las", "una", "der", "die", "das", "ein", "eine"];
 
 /// The words of `subject` (lowercased, from the intent) as `message` writes them, without a
 /// leading article.
@@ -176,13 +182,17 @@ fn subject_words(message: &str, subject: &str) -> Vec<String> {
     words
 }
 
+/// Characters next to a [`NAMING`] or [`APPOSITIONS`] phrase in which the subject is looked for.
+const NAMING_WINDOW: usize = 80;
+
 /// Words after which a sentence names what it has just described ("… a format called JSON").
-const NAMING: &[&str] = &[" called ", " known as ", ", or ", " appelé ", " appelée ", " llamado ", " llamada ", " genannt "];
+const NAMING: &[&str] =
+    &[" called ", " known as ", ", or ", " appelé ", " appelée ", " llamado ", " llamada ", " genannt "];
 
 /// Whether `text` names the subject right after a [`NAMING`] phrase.
 fn names_after(lower: &str, subject: &[String], lang: Option<&str>) -> bool {
     NAMING.iter().filter_map(|n| lower.find(n).map(|i| &lower[i + n.len()..])).any(|rest| {
-        let terms = analyze_as(lang, rest);
+        let terms = analyze_as(lang, super::prefix(rest, NAMING_WINDOW));
         let head = &terms[..terms.len().min(subject.len() + 1)];
         subject.iter().all(|t| head.contains(t))
     })
@@ -195,7 +205,8 @@ const APPOSITIONS: &[&str] = &[", a ", ", an ", ", un ", ", une ", ", una ", ", 
 /// Whether `text` names the subject right before an [`APPOSITIONS`] phrase.
 fn apposition(lower: &str, subject: &[String], lang: Option<&str>) -> bool {
     APPOSITIONS.iter().filter_map(|a| lower.find(a).map(|i| &lower[..i])).any(|before| {
-        let terms = analyze_as(lang, before);
+        let start = before.char_indices().rev().nth(NAMING_WINDOW).map_or(0, |(i, _)| i);
+        let terms = analyze_as(lang, &before[start..]);
         let tail = &terms[terms.len().saturating_sub(subject.len())..];
         subject.iter().all(|t| tail.contains(t))
     })
@@ -252,9 +263,9 @@ impl Scoring<'_> {
         }
     }
 
-    /// Whether candidate `c` is about `side`.
-    fn about(&self, sections: &[Section], c: &Cand, side: &Side) -> bool {
-        side.terms.iter().any(|t| c.terms.contains(t)) || self.says(sections, c, side)
+    /// Whether candidate `c` is about side `i`.
+    fn about(&self, c: &Cand, i: usize) -> bool {
+        self.sides[i].terms.iter().any(|t| c.terms.contains(t)) || c.says[i]
     }
 
     fn sentence_score(&self, sections: &[Section], c: &Cand) -> f32 {
@@ -265,8 +276,9 @@ impl Scoring<'_> {
         let bonus: f32 = self
             .sides
             .iter()
-            .filter(|side| self.says(sections, c, side))
-            .map(|side| side.terms.iter().map(|t| self.weight(t)).sum::<f32>().max(1.0))
+            .zip(&c.says)
+            .filter(|(_, says)| **says)
+            .map(|(side, _)| side.terms.iter().map(|t| self.weight(t)).sum::<f32>().max(1.0))
             .sum();
         if body == 0.0 && bonus == 0.0 {
             return 0.0;
@@ -308,7 +320,7 @@ fn candidates(sections: &[Section], lang: Option<&str>) -> Vec<Cand> {
                         terms.push(t);
                     }
                 }
-                out.push(Cand { section: si, block: bi, index: i, terms, score: 0.0 });
+                out.push(Cand { section: si, block: bi, index: i, terms, says: Vec::new(), score: 0.0 });
             }
         }
     }
@@ -354,6 +366,11 @@ pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Optio
     if sc.weights.is_empty() || cands.is_empty() {
         return None;
     }
+    let says: Vec<Vec<bool>> =
+        cands.iter().map(|c| sc.sides.iter().map(|side| sc.says(&sections, c, side)).collect()).collect();
+    for (c, says) in cands.iter_mut().zip(says) {
+        c.says = says;
+    }
     let priors = retrieval_priors(sources);
     for c in &mut cands {
         c.score = sc.sentence_score(&sections, c) * priors[c.section];
@@ -376,10 +393,11 @@ pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Optio
     }
     // a comparison says what each side is: a side the passage does not define is taken from
     // another section that does
-    for side in &sc.sides {
-        let said = |c: &&Cand| sc.says(&sections, c, side);
+    for i in 0..sc.sides.len() {
+        let said = |c: &&Cand| c.says[i];
         if matches!(intent, Intent::Comparison(..)) && !chosen.iter().any(said) {
-            let best_saying = cands.iter().filter(|c| c.score > 0.0 && said(c)).max_by(|a, b| a.score.total_cmp(&b.score));
+            let best_saying =
+                cands.iter().filter(|c| c.score > 0.0 && said(c)).max_by(|a, b| a.score.total_cmp(&b.score));
             chosen.extend(best_saying);
         }
     }
@@ -413,7 +431,8 @@ fn best_section(sections: &[Section], cands: &[Cand], sc: &Scoring) -> Option<us
             Intent::Comparison(..) => sc
                 .sides
                 .iter()
-                .map(|side| mine().filter(|c| sc.about(sections, c, side)).map(|c| c.score).fold(0.0, f32::max))
+                .enumerate()
+                .map(|(i, _)| mine().filter(|c| sc.about(c, i)).map(|c| c.score).fold(0.0, f32::max))
                 .sum(),
             _ => mine().map(|c| c.score).fold(0.0, f32::max),
         };
@@ -447,16 +466,17 @@ fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize
     };
     match sc.intent {
         Intent::Definition(_) => {
-            if let Some(next) =
-                cands.iter().find(|c| c.section == anchor.section && c.block == anchor.block && c.index == anchor.index + 1)
+            if let Some(next) = cands
+                .iter()
+                .find(|c| c.section == anchor.section && c.block == anchor.block && c.index == anchor.index + 1)
             {
                 take(next, &mut chosen);
             }
         }
         Intent::Comparison(..) => {
-            for side in &sc.sides {
-                let about = |c: &&Cand| sc.about(sections, c, side);
-                if let Some(c) = mine.iter().copied().find(|c| sc.says(sections, c, side)) {
+            for i in 0..sc.sides.len() {
+                let about = |c: &&Cand| sc.about(c, i);
+                if let Some(c) = mine.iter().copied().find(|c| c.says[i]) {
                     take(c, &mut chosen);
                 } else if !chosen.iter().any(about) {
                     if let Some(c) = mine.iter().copied().find(about) {
