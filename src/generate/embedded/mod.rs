@@ -194,6 +194,36 @@ mod tests {
         assert_eq!(a.used, vec![0]);
     }
 
+    /// Two entries of a manual's definition list, named `d` and `D`.
+    const COMMANDS: &str = "If you use sed at all, you will want to know these commands.\n\nd\nDelete the pattern \
+                            space; immediately start next cycle.\n\nD\nIf pattern space contains newlines, delete \
+                            text in the pattern space up to the first newline.";
+
+    #[test]
+    fn a_definition_list_entry_defines_the_command_it_names_case_kept() {
+        let s = [src("sed › Often-Used Commands", COMMANDS)];
+        let a = reply(&persona(), "What does the D command do?", &s);
+        assert!(a.text.starts_with("`D`: If pattern space contains newlines"), "{}", a.text);
+        assert!(!a.text.contains("Delete the pattern space"), "{}", a.text);
+        let a = reply(&persona(), "What is the difference between the d and D commands?", &s);
+        assert!(a.text.contains("`d`: Delete the pattern space"), "{}", a.text);
+        assert!(a.text.contains("`D`: If pattern space"), "{}", a.text);
+    }
+
+    #[test]
+    fn a_sentence_naming_the_subject_defines_it() {
+        let s = [
+            src("Files", "Files can hold text. The JSON format is used by many applications for data exchange."),
+            src(
+                "Files › json",
+                "Python allows you to use the popular data interchange format called JSON (JavaScript Object \
+                 Notation). The standard module json can serialize data.",
+            ),
+        ];
+        let a = reply(&persona(), "What is JSON?", &s);
+        assert!(a.text.contains("called JSON (JavaScript Object Notation)"), "{}", a.text);
+    }
+
     #[test]
     fn deltas_join_back_to_the_text() {
         let text = "A module is a file\n\n(From: Modules)";
