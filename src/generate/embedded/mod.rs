@@ -9,6 +9,7 @@
 //! cites no source.
 
 pub mod blocks;
+pub mod cache;
 pub mod intent;
 pub mod passage;
 
@@ -18,7 +19,6 @@ use super::{prompt, Backend, BoxFuture, Generation, Persona, Piece, Pieces, Usag
 use crate::error::Result;
 use crate::search::analyze_as;
 use crate::store::records::SourceRef;
-use crate::text::language;
 
 /// Words per streamed delta of an embedded answer.
 pub const WORDS_PER_DELTA: usize = 3;
@@ -145,10 +145,6 @@ fn small_talk(persona: &Persona, message: &str) -> Option<String> {
     None
 }
 
-/// Characters of the best source that language detection looks at (enough for a reliable
-/// answer; detection cost grows with the text).
-const LANGUAGE_SAMPLE: usize = 400;
-
 /// The first `chars` characters of `text`.
 fn prefix(text: &str, chars: usize) -> &str {
     text.char_indices().nth(chars).map_or(text, |(i, _)| &text[..i])
@@ -157,7 +153,7 @@ fn prefix(text: &str, chars: usize) -> &str {
 fn extract(message: &str, sources: &[SourceRef]) -> Option<Answer> {
     // One language for the question and every sentence, detected on the best source (longer and
     // more reliable than a question), so that both sides are analyzed alike.
-    let lang = sources.first().and_then(|s| language::detect(prefix(&s.content, LANGUAGE_SAMPLE)));
+    let lang = sources.first().and_then(cache::language);
     let found = passage::answer(message, &intent::of(message), sources, lang)?;
     Some(Answer { text: found.text, used: found.used })
 }

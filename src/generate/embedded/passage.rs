@@ -27,6 +27,8 @@
 //!    [`MIN_COVERAGE`] of the question's weight (all of it for a one-term question), there is no
 //!    answer.
 
+use std::sync::Arc;
+
 use super::blocks::{self, Block};
 use super::intent::Intent;
 use crate::search::analyze_as;
@@ -72,14 +74,85 @@ const JA_COPULAS: &[&str] = &["とは", "は"];
 /// Words announcing a code block that follows.
 const ANNOUNCES: &[&str] = &["following", "suivant", "siguiente", "folgende", "次の", "以下"];
 
-/// A chunk read for answering.
-struct Section<'a> {
-    name: &'a str,
+/// What answering needs of a chunk whatever the question: its blocks, the terms of its heading
+/// path and of its own heading, and its candidate sentences with their terms. Built once per
+/// chunk text and language and kept by [`super::cache`], so that a completion only scores.
+pub struct Analysis {
     blocks: Vec<Block>,
     /// Terms of its heading path (document title › headings).
     path: Vec<String>,
     /// Terms of its own (last) heading.
     heading: Vec<String>,
+    sentences: Vec<Sentence>,
+    bytes: usize,
+}
+
+/// A prose sentence that may be quoted (long enough, not left dangling before a code block it
+/// introduces), with its terms: its own, and an entry's name for a description.
+struct Sentence {
+    block: usize,
+    index: usize,
+    terms: Arc<[String]>,
+}
+
+impl Analysis {
+    /// The analysis of the chunk named `name` (its heading path, `›`-separated) with text
+    /// `content`, its terms in language `lang` (ISO 639-1; `None`: the default analyzer).
+    pub fn of(name: &str, content: &str, lang: Option<&str>) -> Analysis {
+        let last = name.rsplit(" › ").next().unwrap_or(name);
+        let blocks = blocks::parse(content);
+        let sentences = sentences(&blocks, lang);
+        let strings = |v: &[String]| v.iter().map(|t| t.len() + STRING_BYTES).sum::<usize>();
+        let bytes = content.len() * 2
+            + name.len()
+            + sentences.iter().map(|s| strings(&s.terms) + STRING_BYTES).sum::<usize>()
+            + STRING_BYTES * blocks.len();
+        Analysis { path: analyze_as(lang, name), heading: analyze_as(lang, last), blocks, sentences, bytes }
+    }
+
+    /// Estimated heap bytes held (the blocks' text, the terms and their headers), for the
+    /// cache's budget.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// Bytes a `String` or a small record costs beside its text (header and allocator rounding).
+const STRING_BYTES: usize = 32;
+
+fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
+    let mut out = Vec::new();
+    for (bi, b) in blocks.iter().enumerate() {
+        let Block::Prose(sentences) = b else { continue };
+        for (i, text) in sentences.iter().enumerate() {
+            let letters = text.chars().filter(|c| c.is_alphabetic()).count();
+            if letters < 8 || dangling(blocks, bi, i) {
+                continue;
+            }
+            let mut terms = analyze_as(lang, text);
+            // an entry's description is about the entry's name
+            for t in entry(blocks, bi, i).map(|l| analyze_as(lang, &l.join(" "))).unwrap_or_default() {
+                if !terms.contains(&t) {
+                    terms.push(t);
+                }
+            }
+            out.push(Sentence { block: bi, index: i, terms: terms.into() });
+        }
+    }
+    out
+}
+
+/// A retrieved chunk read for answering: its name and its (cached) analysis.
+struct Section<'a> {
+    name: &'a str,
+    analysis: Arc<Analysis>,
+}
+
+impl std::ops::Deref for Section<'_> {
+    type Target = Analysis;
+    fn deref(&self) -> &Analysis {
+        &self.analysis
+    }
 }
 
 /// A candidate sentence.
@@ -87,7 +160,7 @@ struct Cand {
     section: usize,
     block: usize,
     index: usize,
-    terms: Vec<String>,
+    terms: Arc<[String]>,
     /// Per subject of the question ([`Scoring::sides`]): whether it says what the subject is.
     says: Vec<bool>,
     score: f32,
@@ -97,16 +170,6 @@ struct Cand {
 pub struct Passage {
     pub text: String,
     pub used: Vec<usize>,
-}
-
-fn section<'a>(src: &'a SourceRef, lang: Option<&str>) -> Section<'a> {
-    let last = src.name.rsplit(" › ").next().unwrap_or(&src.name);
-    Section {
-        name: &src.name,
-        blocks: blocks::parse(&src.content),
-        path: analyze_as(lang, &src.name),
-        heading: analyze_as(lang, last),
-    }
 }
 
 fn sentence<'s>(sections: &'s [Section], c: &Cand) -> &'s str {
@@ -303,25 +366,12 @@ impl Scoring<'_> {
     }
 }
 
-fn candidates(sections: &[Section], lang: Option<&str>) -> Vec<Cand> {
+fn candidates(sections: &[Section]) -> Vec<Cand> {
     let mut out = Vec::new();
     for (si, s) in sections.iter().enumerate() {
-        for (bi, b) in s.blocks.iter().enumerate() {
-            let Block::Prose(sentences) = b else { continue };
-            for (i, text) in sentences.iter().enumerate() {
-                let letters = text.chars().filter(|c| c.is_alphabetic()).count();
-                if letters < 8 || dangling(&s.blocks, bi, i) {
-                    continue;
-                }
-                let mut terms = analyze_as(lang, text);
-                // an entry's description is about the entry's name
-                for t in entry(&s.blocks, bi, i).map(|l| analyze_as(lang, &l.join(" "))).unwrap_or_default() {
-                    if !terms.contains(&t) {
-                        terms.push(t);
-                    }
-                }
-                out.push(Cand { section: si, block: bi, index: i, terms, says: Vec::new(), score: 0.0 });
-            }
+        for c in &s.sentences {
+            let terms = c.terms.clone();
+            out.push(Cand { section: si, block: c.block, index: c.index, terms, says: Vec::new(), score: 0.0 });
         }
     }
     out
@@ -359,9 +409,10 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&'q str>, cands: 
 
 /// The passage answering `message` from `sources` (best first), or `None` when they do not
 /// answer it.
-pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Option<&str>) -> Option<Passage> {
-    let sections: Vec<Section> = sources.iter().map(|s| section(s, lang)).collect();
-    let mut cands = candidates(&sections, lang);
+pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Option<&'static str>) -> Option<Passage> {
+    let sections: Vec<Section> =
+        sources.iter().map(|s| Section { name: &s.name, analysis: super::cache::analysis(s, lang) }).collect();
+    let mut cands = candidates(&sections);
     let sc = scoring(message, intent, lang, &cands);
     if sc.weights.is_empty() || cands.is_empty() {
         return None;
