@@ -93,6 +93,7 @@ struct Sentence {
     block: usize,
     index: usize,
     terms: Arc<[String]>,
+    definers: Definers,
 }
 
 impl Analysis {
@@ -136,7 +137,8 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
                     terms.push(t);
                 }
             }
-            out.push(Sentence { block: bi, index: i, terms: terms.into() });
+            let definers = if entry(blocks, bi, i).is_some() { Definers::default() } else { Definers::of(text, lang) };
+            out.push(Sentence { block: bi, index: i, terms: terms.into(), definers });
         }
     }
     out
@@ -158,6 +160,8 @@ impl std::ops::Deref for Section<'_> {
 /// A candidate sentence.
 struct Cand {
     section: usize,
+    /// Its place in the section's [`Analysis`] sentences.
+    at: usize,
     block: usize,
     index: usize,
     terms: Arc<[String]>,
@@ -252,45 +256,59 @@ const NAMING_WINDOW: usize = 80;
 const NAMING: &[&str] =
     &[" called ", " known as ", ", or ", " appelé ", " appelée ", " llamado ", " llamada ", " genannt "];
 
-/// Whether `text` names the subject right after a [`NAMING`] phrase.
-fn names_after(lower: &str, subject: &[String], lang: Option<&str>) -> bool {
-    NAMING.iter().filter_map(|n| lower.find(n).map(|i| &lower[i + n.len()..])).any(|rest| {
-        let terms = analyze_as(lang, super::prefix(rest, NAMING_WINDOW));
-        let head = &terms[..terms.len().min(subject.len() + 1)];
-        subject.iter().all(|t| head.contains(t))
-    })
-}
-
 /// Words that open an apposition defining what precedes them ("… a virtual environment, a
 /// self-contained directory tree …").
 const APPOSITIONS: &[&str] = &[", a ", ", an ", ", un ", ", une ", ", una ", ", ein ", ", eine "];
 
-/// Whether `text` names the subject right before an [`APPOSITIONS`] phrase.
-fn apposition(lower: &str, subject: &[String], lang: Option<&str>) -> bool {
-    APPOSITIONS.iter().filter_map(|a| lower.find(a).map(|i| &lower[..i])).any(|before| {
-        let start = before.char_indices().rev().nth(NAMING_WINDOW).map_or(0, |(i, _)| i);
-        let terms = analyze_as(lang, &before[start..]);
-        let tail = &terms[terms.len().saturating_sub(subject.len())..];
-        subject.iter().all(|t| tail.contains(t))
-    })
+/// What a sentence says around the phrases by which it may say what something is: terms after
+/// a [`NAMING`] phrase, before an [`APPOSITIONS`] phrase, and before its first copula. They do
+/// not depend on the question, so they are kept in the [`Analysis`]; [`Definers::define`]
+/// matches them with a subject.
+#[derive(Default)]
+struct Definers {
+    /// Terms of the [`NAMING_WINDOW`] after each naming phrase ("… a format called JSON").
+    named: Vec<Vec<String>>,
+    /// Terms of the [`NAMING_WINDOW`] before each apposition ("… a virtual environment, a …").
+    apposed: Vec<Vec<String>>,
+    /// Terms before the first copula ("X is …").
+    opening: Option<Vec<String>>,
 }
 
-/// Whether `text` says what the subject (`subject` terms) is.
-fn defines(text: &str, subject: &[String], lang: Option<&str>) -> bool {
-    if subject.is_empty() {
-        return false;
+impl Definers {
+    fn of(text: &str, lang: Option<&str>) -> Definers {
+        let lower = text.to_lowercase();
+        let named = NAMING
+            .iter()
+            .filter_map(|n| lower.find(n).map(|i| &lower[i + n.len()..]))
+            .map(|rest| analyze_as(lang, super::prefix(rest, NAMING_WINDOW)))
+            .collect();
+        let apposed = APPOSITIONS
+            .iter()
+            .filter_map(|a| lower.find(a).map(|i| &lower[..i]))
+            .map(|before| {
+                let start = before.char_indices().rev().nth(NAMING_WINDOW).map_or(0, |(i, _)| i);
+                analyze_as(lang, &before[start..])
+            })
+            .collect();
+        let copulas = if lang == Some("ja") { JA_COPULAS } else { COPULAS };
+        let opening = copulas.iter().filter_map(|c| lower.find(c)).min().map(|cut| analyze_as(lang, &lower[..cut]));
+        Definers { named, apposed, opening }
     }
-    let lower = text.to_lowercase();
-    if names_after(&lower, subject, lang) || apposition(&lower, subject, lang) {
-        return true;
+
+    /// Whether the sentence says what the subject (`subject` terms) is: it names the subject
+    /// right after a naming phrase or right before an apposition, or the subject opens it (its
+    /// terms first, and at most one more) before a copula.
+    fn define(&self, subject: &[String]) -> bool {
+        if subject.is_empty() {
+            return false;
+        }
+        let all_in = |terms: &[String]| subject.iter().all(|t| terms.contains(t));
+        self.named.iter().any(|terms| all_in(&terms[..terms.len().min(subject.len() + 1)]))
+            || self.apposed.iter().any(|terms| all_in(&terms[terms.len().saturating_sub(subject.len())..]))
+            || self.opening.as_ref().is_some_and(|terms| {
+                terms.len() <= subject.len() + 1 && all_in(&terms[..terms.len().min(subject.len())])
+            })
     }
-    let copulas = if lang == Some("ja") { JA_COPULAS } else { COPULAS };
-    let Some(cut) = copulas.iter().filter_map(|c| lower.find(c)).min() else { return false };
-    let head = &lower[..cut];
-    let terms = analyze_as(lang, head);
-    // the subject opens the sentence: its terms first, and at most one more
-    let opening = &terms[..terms.len().min(subject.len())];
-    terms.len() <= subject.len() + 1 && subject.iter().all(|t| opening.contains(t))
 }
 
 /// A subject of the question (X of "What is X?", A and B of a comparison): its terms, and its
@@ -302,7 +320,6 @@ struct Side {
 
 /// The scoring of one question over the candidate sentences.
 struct Scoring<'q> {
-    lang: Option<&'q str>,
     intent: &'q Intent,
     sides: Vec<Side>,
     /// (term, weight) of the question.
@@ -322,7 +339,7 @@ impl Scoring<'_> {
     fn says(&self, sections: &[Section], c: &Cand, side: &Side) -> bool {
         match entry(&sections[c.section].blocks, c.block, c.index) {
             Some(lines) => names(lines, &side.words),
-            None => defines(sentence(sections, c), &side.terms, self.lang),
+            None => sections[c.section].sentences[c.at].definers.define(&side.terms),
         }
     }
 
@@ -369,15 +386,15 @@ impl Scoring<'_> {
 fn candidates(sections: &[Section]) -> Vec<Cand> {
     let mut out = Vec::new();
     for (si, s) in sections.iter().enumerate() {
-        for c in &s.sentences {
+        for (at, c) in s.sentences.iter().enumerate() {
             let terms = c.terms.clone();
-            out.push(Cand { section: si, block: c.block, index: c.index, terms, says: Vec::new(), score: 0.0 });
+            out.push(Cand { section: si, at, block: c.block, index: c.index, terms, says: Vec::new(), score: 0.0 });
         }
     }
     out
 }
 
-fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&'q str>, cands: &[Cand]) -> Scoring<'q> {
+fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[Cand]) -> Scoring<'q> {
     let query = analyze_as(lang, message);
     let n = cands.len() as f32;
     let side = |x: &str| Side { terms: analyze_as(lang, x), words: subject_words(message, x) };
@@ -404,7 +421,7 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&'q str>, cands: 
     }
     let focus = if focus.is_empty() { query } else { focus };
     let total = weights.iter().map(|(_, w)| w).sum();
-    Scoring { lang, intent, sides, weights, focus, total }
+    Scoring { intent, sides, weights, focus, total }
 }
 
 /// The passage answering `message` from `sources` (best first), or `None` when they do not
