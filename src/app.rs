@@ -31,6 +31,8 @@ pub struct App {
     pub ops: crate::ops::Ops,
     /// Per-key request buckets (`--rate-limit-per-key`); `None`: no limit.
     pub rate_limiter: Option<RateLimiter>,
+    /// Organizations already found by their API key (authentication's lookups).
+    pub org_keys: crate::service::orgs::KeyCache,
     /// The channel bots running in this server.
     pub channels: Channels,
 }
@@ -65,6 +67,7 @@ impl App {
             reindex,
             ops: Default::default(),
             rate_limiter,
+            org_keys: Default::default(),
             channels,
         }
     }

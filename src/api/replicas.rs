@@ -261,9 +261,8 @@ pub async fn create(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn read(app: Arc<App>, req: Req) -> Result<Reply> {
     let id = req.uuid_param("replicaUUID")?;
     let caller = req.caller()?;
-    let r = replicas::get(&app.store, caller.org.id, id, None).await?;
-    let p = parts(&app, std::slice::from_ref(&r)).await?;
-    Ok(Reply::ok(&view(&r, &p[0])))
+    let (r, p) = replicas::get_with_parts(&app.store, caller.org.id, id, None).await?;
+    Ok(Reply::ok(&view(&r, &p)))
 }
 
 /// # `PUT /v1/replicas/{replicaUUID}`

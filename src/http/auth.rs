@@ -40,14 +40,21 @@ impl Caller {
 }
 
 /// Authenticates for `access`: 401 `UNAUTHORIZED` without a valid key, 400 for incomplete user
-/// headers, 401 `USER_NOT_FOUND` for an unknown `id`/`email` user.
-pub async fn authenticate(store: &Store, headers: &HeaderMap, access: Access) -> Result<Option<Caller>> {
+/// headers, 401 `USER_NOT_FOUND` for an unknown `id`/`email` user. Keys are looked up in
+/// `keys` (memory) before the store.
+pub async fn authenticate(
+    store: &Store,
+    keys: &orgs::KeyCache,
+    headers: &HeaderMap,
+    access: Access,
+) -> Result<Option<Caller>> {
     if access == Access::Public {
         return Ok(None);
     }
     let key = api_key(headers)
         .ok_or_else(|| Error::new(Code::Unauthorized, "missing X-ORGANIZATION-SECRET (or Authorization: Bearer)"))?;
-    let org = orgs::by_api_key(store, &key)
+    let org = keys
+        .by_api_key(store, &key)
         .await?
         .ok_or_else(|| Error::new(Code::Unauthorized, "invalid organization secret"))?;
     let user = match access {

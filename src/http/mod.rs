@@ -94,7 +94,7 @@ async fn dispatch(
         let version = version::negotiate(&parts.headers)?;
         // Authenticated (and rate-limited) before the body is read or inflated: an anonymous
         // client cannot make the server read or gunzip anything (issue 15 point 9).
-        let caller = auth::authenticate(&app.store, &parts.headers, route.access).await?;
+        let caller = auth::authenticate(&app.store, &app.org_keys, &parts.headers, route.access).await?;
         *org = caller.as_ref().map(|c| c.org.id);
         if let (Some(limiter), Some(c)) = (&app.rate_limiter, &caller) {
             let d = limiter.check(c.org.id.as_u128(), std::time::Instant::now());

@@ -109,9 +109,8 @@ fn insert_org(
     Ok(org)
 }
 
-/// The organization whose API key is `key`, if any.
-pub async fn by_api_key(store: &Store, key: &str) -> Result<Option<Org>> {
-    let h = hash_secret(key);
+/// The organization whose API key has the SHA-256 `h`, if any.
+async fn by_key_hash(store: &Store, h: [u8; 32]) -> Result<Option<Org>> {
     store
         .read(move |txn| {
             let keys = txn.open_table(tables::KEYHASH_ORG)?;
@@ -119,4 +118,30 @@ pub async fn by_api_key(store: &Store, key: &str) -> Result<Option<Org>> {
             store::get(&txn.open_table(tables::ORGID_ORG)?, org)
         })
         .await
+}
+
+/// The organizations found by their key so far, by the key's SHA-256: what authentication
+/// asks on every request, answered without a read transaction.
+///
+/// It needs no invalidation because an organization and its key are written once, by
+/// [`create_in`] (the only writer of `orgid_org` and `keyhash_org`: keys are never rotated and
+/// organizations never deleted or edited; `valid_until` is checked by its readers against the
+/// clock). Only keys that exist are kept, so memory is bounded by the number of organizations
+/// that have called (one [`Org`], about 100 bytes, each); unknown keys always go to the store.
+#[derive(Default)]
+pub struct KeyCache(std::sync::RwLock<std::collections::HashMap<[u8; 32], Org>>);
+
+impl KeyCache {
+    /// The organization whose API key is `key`, from memory or from the store (then kept).
+    pub async fn by_api_key(&self, store: &Store, key: &str) -> Result<Option<Org>> {
+        let h = hash_secret(key);
+        if let Some(org) = self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(&h) {
+            return Ok(Some(org.clone()));
+        }
+        let found = by_key_hash(store, h).await?;
+        if let Some(org) = &found {
+            self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner).insert(h, org.clone());
+        }
+        Ok(found)
+    }
 }

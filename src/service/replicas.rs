@@ -389,18 +389,43 @@ pub async fn view_parts(store: &Store, replicas: Vec<(Uuid, Uuid)>) -> Result<Ve
     store
         .read(move |txn| {
             let counts = txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
-            replicas
-                .iter()
-                .map(|&(id, owner)| {
-                    Ok(ViewParts {
-                        distilled: distilled_in(txn, id)?,
-                        messages: counts.get(k(id))?.map(|v| v.value()).unwrap_or(0),
-                        messenger_a: bot_in(txn, id)?,
-                        messenger_b: bot_in(txn, id)?,
-                        owner_id: public_id_in(txn, owner)?,
-                    })
-                })
-                .collect()
+            replicas.iter().map(|&(id, owner)| view_parts_in(txn, &counts, id, owner)).collect()
         })
         .await
+}
+
+/// Replica `id` of `org` as [`get`] finds it, with its [`ViewParts`], in one read transaction
+/// (what `GET /v1/replicas/{replicaUUID}` shows). Errors: 404 as [`get`].
+pub async fn get_with_parts(
+    store: &Store,
+    org: Uuid,
+    id: Uuid,
+    user: Option<&crate::store::records::User>,
+) -> Result<(Replica, ViewParts)> {
+    let user = user.cloned();
+    store
+        .read(move |txn| {
+            let r = store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAID_REPLICA)?, k(id))?
+                .filter(|r| r.org == org && visible_to(r, user.as_ref()))
+                .ok_or_else(|| Error::not_found("replica"))?;
+            let parts = view_parts_in(txn, &txn.open_table(tables::REPLICA_MESSAGECOUNT)?, r.id, r.owner)?;
+            Ok((r, parts))
+        })
+        .await
+}
+
+/// `counts`: the `replica_messagecount` table, opened once for a list.
+fn view_parts_in(
+    txn: &redb::ReadTransaction,
+    counts: &redb::ReadOnlyTable<u128, u64>,
+    id: Uuid,
+    owner: Uuid,
+) -> Result<ViewParts> {
+    Ok(ViewParts {
+        distilled: distilled_in(txn, id)?,
+        messages: counts.get(k(id))?.map(|v| v.value()).unwrap_or(0),
+        messenger_a: bot_in(txn, id)?,
+        messenger_b: bot_in(txn, id)?,
+        owner_id: public_id_in(txn, owner)?,
+    })
 }
