@@ -17,7 +17,8 @@
 //!    (tantivy), then `ingest` (fetch, extract, write an entry's text);
 //! 7. `text` (language detection, chunking);
 //! 8. `store` (redb, records, codec);
-//! 9. `error`, `models` (the model catalog).
+//! 9. `error`, `models` (the model catalog), and the modules every layer may use: `clock`,
+//!    `stop`, `telemetry`, `memory` (giving freed heap back to the system).
 
 pub mod admin;
 pub mod api;
@@ -32,6 +33,7 @@ pub mod error;
 pub mod generate;
 pub mod http;
 pub mod ingest;
+pub mod memory;
 pub mod models;
 pub mod openapi;
 pub mod ops;
@@ -154,6 +156,7 @@ mod layering {
         ("secrets", 1),
         ("stop", 0),
         ("telemetry", 0),
+        ("memory", 0),
     ];
     /// The layer whose modules may name each other (the request path).
     const SHARED: u8 = 8;

@@ -171,6 +171,8 @@ impl IndexGeneration {
         let mut prepared = w.prepare_commit()?;
         prepared.set_payload(&payload);
         prepared.commit()?;
+        // the segment writer's arena (up to WRITER_MEMORY) was just freed
+        crate::memory::release();
         Ok(())
     }
 }
