@@ -11,13 +11,11 @@
 use std::time::Instant;
 
 use clap::Parser;
-use uuid::Uuid;
 
 use replicad::backup::{self, restore};
-use replicad::service::history::{append_in, NewItem};
 use replicad::store::Store;
 
-#[allow(dead_code)] // `serve` is for the examples that serve
+#[allow(dead_code)] // each example uses part of it
 mod common;
 
 #[derive(Parser)]
@@ -27,46 +25,14 @@ struct Args {
     messages: usize,
 }
 
-async fn fill(store: &Store, messages: usize) {
-    let (_, replica) = common::bench_org(store).await;
-    let started = Instant::now();
-    let batch = 10_000usize;
-    for first in (0..messages).step_by(batch) {
-        store
-            .write(move |txn| {
-                let mut user = Uuid::now_v7();
-                for n in first..(first + batch).min(messages) {
-                    if n % 100 == 0 {
-                        user = Uuid::now_v7();
-                    }
-                    let role = if n % 2 == 0 { "user" } else { "assistant" };
-                    let content = format!("message {n}: a question or an answer of a typical length, some forty words");
-                    let it = NewItem {
-                        role,
-                        content,
-                        source: "web".into(),
-                        sources: Vec::new(),
-                        channel_data: None,
-                        channel_key: None,
-                        interrupted: false,
-                    };
-                    append_in(txn, replica, user, false, &it, replicad::store::now_ms())?;
-                }
-                Ok(())
-            })
-            .await
-            .expect("write history");
-    }
-    println!("wrote {messages} history items in {:.1} s", started.elapsed().as_secs_f64());
-}
-
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
     let tmp = tempfile::tempdir().expect("temp dir");
     let (data, archive, restored) = (tmp.path().join("data"), tmp.path().join("b.tar.gz"), tmp.path().join("r"));
     let store = Store::open(&data).expect("open store");
-    fill(&store, args.messages).await;
+    let (_, replica) = common::bench_org(&store).await;
+    common::fill_history(&store, replica, args.messages).await;
     let key = replicad::secrets::key_path(None, &data);
     std::fs::write(&key, format!("{}\n", "ab".repeat(32))).expect("key");
 

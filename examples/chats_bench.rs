@@ -22,6 +22,7 @@ use uuid::Uuid;
 use replicad::service::history::{append_in, NewItem};
 use replicad::store::Store;
 
+#[allow(dead_code)] // each example uses part of it
 mod common;
 use common::EMAIL;
 

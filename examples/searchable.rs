@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use replicad::store::Store;
 
+#[allow(dead_code)] // each example uses part of it
 mod common;
 
 #[derive(Parser)]

@@ -18,6 +18,11 @@ fn main() -> ExitCode {
     // A blocking task still running (an extraction) does not hold the exit: its job resumes at
     // the next start.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    // With every task dropped, the writer thread ends and the store closes cleanly (a store
+    // not closed is checked at the next start, which then takes longer).
+    if !replicad::store::wait_closed(std::time::Duration::from_secs(5)) {
+        eprintln!("replicad: the store was still in use at exit; the next start checks it");
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(e),

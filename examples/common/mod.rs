@@ -3,6 +3,9 @@
 
 use uuid::Uuid;
 
+use std::time::Instant;
+
+use replicad::service::history::{append_in, NewItem};
 use replicad::service::{orgs, replicas};
 use replicad::store::Store;
 
@@ -12,6 +15,12 @@ pub const EMAIL: &str = "bench@example.org";
 /// Makes the organization "Bench" and its replica `bench` (model `replicad-extractive`) in
 /// `store`; returns (API key, replica).
 pub async fn bench_org(store: &Store) -> (String, Uuid) {
+    let (_, key, replica) = bench_org_with_id(store).await;
+    (key, replica)
+}
+
+/// [`bench_org`], also returning the organization's id: (organization, API key, replica).
+pub async fn bench_org_with_id(store: &Store) -> (Uuid, String, Uuid) {
     let new = orgs::NewOrg { organization_name: "Bench".into(), name: "Bench Owner".into(), email: EMAIL.into() };
     let (org, key) = orgs::create_direct(store, new).await.expect("org");
     let llm = replicas::LlmInput { model: Some("replicad-extractive".into()), ..Default::default() };
@@ -26,7 +35,7 @@ pub async fn bench_org(store: &Store) -> (String, Uuid) {
     };
     let models = replicad::models::Models::parse(replicad::models::SHIPPED).expect("models");
     let replica = replicas::create(store, org.id, &body, &models, 10).await.expect("replica");
-    (key, replica)
+    (org.id, key, replica)
 }
 
 /// Serves `config` on a free loopback port in this process; returns the base URL. Exits the
@@ -41,4 +50,38 @@ pub async fn serve(config: replicad::Config) -> String {
         }
     });
     base
+}
+
+/// Writes `messages` chat history items to `replica` (100 per user, alternating roles, through
+/// `service::history::append_in`, the code of every history write), 10,000 per write transaction.
+pub async fn fill_history(store: &Store, replica: Uuid, messages: usize) {
+    let started = Instant::now();
+    let batch = 10_000usize;
+    for first in (0..messages).step_by(batch) {
+        store
+            .write(move |txn| {
+                let mut user = Uuid::now_v7();
+                for n in first..(first + batch).min(messages) {
+                    if n % 100 == 0 {
+                        user = Uuid::now_v7();
+                    }
+                    let role = if n % 2 == 0 { "user" } else { "assistant" };
+                    let content = format!("message {n}: a question or an answer of a typical length, some forty words");
+                    let it = NewItem {
+                        role,
+                        content,
+                        source: "web".into(),
+                        sources: Vec::new(),
+                        channel_data: None,
+                        channel_key: None,
+                        interrupted: false,
+                    };
+                    append_in(txn, replica, user, false, &it, replicad::store::now_ms())?;
+                }
+                Ok(())
+            })
+            .await
+            .expect("write history");
+    }
+    println!("wrote {messages} history items in {:.1} s", started.elapsed().as_secs_f64());
 }

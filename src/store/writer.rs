@@ -83,7 +83,7 @@ impl CommitState {
 }
 
 /// Starts the writer thread; it ends when every [`super::Store`] is dropped.
-pub fn spawn(db: Arc<Database>, state: Arc<CommitState>) -> mpsc::Sender<Job> {
+pub fn spawn(db: Arc<super::Open>, state: Arc<CommitState>) -> mpsc::Sender<Job> {
     let (tx, mut rx) = mpsc::channel::<Job>(1024);
     std::thread::Builder::new()
         .name("store-writer".into())
