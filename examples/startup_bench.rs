@@ -1,5 +1,5 @@
 //! Start-up time and idle memory on a large data directory (issue 15 point 4): one organization
-//! with `--messages` chat history items and `--entries` knowledge-base text entries (about ten
+//! with `--messages` chat history items and `--entries` knowledge-base text entries (eight
 //! chunks each: 10,000 chunks by default), then `--starts` starts of the release binary, timed
 //! from spawn to its `listening on` line, with the RSS a second later.
 //!
@@ -29,8 +29,8 @@ struct Args {
     /// History items to store.
     #[arg(long, default_value_t = 1_000_000)]
     messages: usize,
-    /// Knowledge-base text entries to store (each about ten chunks).
-    #[arg(long, default_value_t = 1_000)]
+    /// Knowledge-base text entries to store (eight chunks each).
+    #[arg(long, default_value_t = 1_250)]
     entries: usize,
     /// Timed starts.
     #[arg(long, default_value_t = 5)]
