@@ -1,0 +1,117 @@
+//! BM25 statistics of one replica's documents (issue 15 point 8, tenant isolation).
+//!
+//! All replicas' chunks share one tantivy index, and tantivy's default statistics (document
+//! count, a term's document frequency, a field's token count for the average length) are the
+//! whole index's: one tenant's documents changed another's `sources[].score` and ranking. A
+//! search therefore scores with [`ReplicaStatistics`], which counts only the asking replica's
+//! live documents: its document count, a term's document frequency among them, and the sum of
+//! their field lengths (tantivy's per-document field norms, the same lengths BM25 divides by).
+//! A score then depends only on the replica's own knowledge base — not on other replicas'
+//! documents, nor on deleted documents still in segments, nor on how segments were merged.
+//!
+//! The counts are computed per query from the searcher (no state to keep in step with writes):
+//! the replica's documents from the postings of its `replica` term, a term's frequency by
+//! walking the shorter of the term's postings and the replica's documents. The cost is linear
+//! in the replica's chunks; the figures (`cargo run --release --example retrieval -- bench`)
+//! are in the [`crate::search`] module's documentation.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::query::Bm25StatisticsProvider;
+use tantivy::{DocId, DocSet, Searcher, SegmentReader, Term, TERMINATED};
+
+/// BM25 statistics over the live documents of one replica (see the module documentation).
+pub struct ReplicaStatistics<'a> {
+    searcher: &'a Searcher,
+    /// Per segment, in the searcher's order: the replica's live documents, ascending.
+    docs: Vec<Vec<DocId>>,
+    num_docs: u64,
+    /// Sum of field lengths per field, computed on first use.
+    tokens: Mutex<HashMap<Field, u64>>,
+}
+
+impl<'a> ReplicaStatistics<'a> {
+    /// The statistics of the documents holding `replica_term` (the replica's id term).
+    pub fn new(searcher: &'a Searcher, replica_term: &Term) -> tantivy::Result<Self> {
+        let mut docs = Vec::with_capacity(searcher.segment_readers().len());
+        for segment in searcher.segment_readers() {
+            let mut live = Vec::new();
+            let index = segment.inverted_index(replica_term.field())?;
+            if let Some(mut postings) = index.read_postings(replica_term, IndexRecordOption::Basic)? {
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    if !segment.is_deleted(doc) {
+                        live.push(doc);
+                    }
+                    doc = postings.advance();
+                }
+            }
+            docs.push(live);
+        }
+        let num_docs = docs.iter().map(|d| d.len() as u64).sum();
+        Ok(ReplicaStatistics { searcher, docs, num_docs, tokens: Mutex::new(HashMap::new()) })
+    }
+
+    fn segments(&self) -> impl Iterator<Item = (&SegmentReader, &[DocId])> {
+        self.searcher.segment_readers().iter().zip(self.docs.iter().map(Vec::as_slice))
+    }
+}
+
+/// How many of `docs` (ascending) hold `term` in `segment`.
+fn count_in(segment: &SegmentReader, docs: &[DocId], term: &Term) -> tantivy::Result<u64> {
+    let index = segment.inverted_index(term.field())?;
+    let Some(info) = index.get_term_info(term)? else { return Ok(0) };
+    let mut postings = index.read_postings_from_terminfo(&info, IndexRecordOption::Basic)?;
+    let mut n = 0;
+    if (info.doc_freq as usize) <= docs.len() {
+        // Fewer postings than replica documents: walk the postings, look each up.
+        let mut doc = postings.doc();
+        while doc != TERMINATED {
+            n += u64::from(docs.binary_search(&doc).is_ok());
+            doc = postings.advance();
+        }
+    } else {
+        // Walk the replica's documents and skip through the postings to each.
+        for &d in docs {
+            if postings.doc() > d {
+                continue;
+            }
+            let at = postings.seek(d);
+            if at == TERMINATED {
+                break;
+            }
+            n += u64::from(at == d);
+        }
+    }
+    Ok(n)
+}
+
+impl Bm25StatisticsProvider for ReplicaStatistics<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        let mut cache = self.tokens.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = cache.get(&field) {
+            return Ok(*n);
+        }
+        let mut total = 0u64;
+        for (segment, docs) in self.segments() {
+            let norms = segment.get_fieldnorms_reader(field)?;
+            total += docs.iter().map(|d| u64::from(norms.fieldnorm(*d))).sum::<u64>();
+        }
+        cache.insert(field, total);
+        Ok(total)
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.num_docs)
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        let mut n = 0;
+        for (segment, docs) in self.segments().filter(|(_, d)| !d.is_empty()) {
+            n += count_in(segment, docs, term)?;
+        }
+        Ok(n)
+    }
+}
