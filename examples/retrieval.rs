@@ -197,12 +197,14 @@ async fn bench(min_chunks: u64, tenants: usize) {
         .iter()
         .map(|q| q["question"].as_str().unwrap_or("").into())
         .collect();
-    let modes = [("replica statistics (served)", Scoring::Replica), ("whole-index statistics (before)", Scoring::WholeIndex)];
+    let modes =
+        [("replica statistics (served)", Scoring::Replica), ("whole-index statistics (before)", Scoring::WholeIndex)];
     let mut times = vec![Vec::new(); modes.len()];
     for i in 0..2000 {
         for (m, (_, scoring)) in modes.iter().enumerate() {
             let t = Instant::now();
-            let hits = kb.search.search_scored(kb.replica, &questions[i % questions.len()], 5, *scoring).expect("search");
+            let hits =
+                kb.search.search_scored(kb.replica, &questions[i % questions.len()], 5, *scoring).expect("search");
             times[m].push(t.elapsed().as_secs_f64() * 1e3);
             std::hint::black_box(hits);
         }

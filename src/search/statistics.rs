@@ -18,8 +18,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::query::Bm25StatisticsProvider;
+use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocId, DocSet, Searcher, SegmentReader, Term, TERMINATED};
 
 /// BM25 statistics over the live documents of one replica (see the module documentation).
