@@ -11,8 +11,9 @@ demo_start() {
   BASE=$(sed -n 's/^listening on //p' "$DIR/out")
   KEY=$(grep -o 'rpl_[0-9a-f]*' "$DIR/err")
   REPLICA=$(grep -o 'replica [0-9a-f-]*' "$DIR/err" | cut -d' ' -f2)
-  until curl -s "$BASE/v1/replicas/$REPLICA/knowledge-base?status=READY&pageSize=100" \
-    -H "X-ORGANIZATION-SECRET: $KEY" | grep -q '"total":17'; do sleep 0.2; done
+  # The listing is read whole before grep (a `grep -q` closing the pipe early fails under pipefail).
+  until [[ $(curl -s "$BASE/v1/replicas/$REPLICA/knowledge-base?status=READY&pageSize=100" \
+    -H "X-ORGANIZATION-SECRET: $KEY") == *'"total":17'* ]]; do sleep 0.2; done
   cat > "$DIR/chat.lua" <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"

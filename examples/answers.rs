@@ -6,7 +6,12 @@
 //! cargo run --release --example answers                 # the table below, per corpus and split
 //! cargo run --release --example answers -- --show dev   # … and every dev question's answer
 //! cargo run --release --example answers -- --misses dev # … and the dev questions that failed
+//! cargo run --release --example answers -- --save /tmp/sources.json  # … keeping what was retrieved
+//! cargo run --example answers -- --replay /tmp/sources.json   # answers only, from kept sources
 //! ```
+//!
+//! `--replay` skips indexing and retrieval (the generator alone, fast even in a debug build, for
+//! iterating on it); its p50 is the generator's time only.
 //!
 //! Questions: `tests/answers/questions.json` (checked by `tests/answers/check.py`) over two
 //! corpora, the Python tutorial (`data/sample/python-tutorial`) and the GNU sed manual
@@ -24,6 +29,7 @@
 //! The `dev` split is what the generator was tuned on; `heldout` (every third question) was
 //! only measured.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -33,6 +39,7 @@ use replicad::generate::Persona;
 use replicad::search::{indexer, Search};
 use replicad::service::chat;
 use replicad::service::knowledge::{self, Limits, NewEntry};
+use replicad::store::records::SourceRef;
 use replicad::store::Store;
 use serde::Deserialize;
 use uuid::Uuid;
@@ -42,7 +49,7 @@ const IDK: &str = "I don't know";
 
 #[derive(Deserialize)]
 struct Labelled {
-    corpora: std::collections::BTreeMap<String, String>,
+    corpora: BTreeMap<String, String>,
     questions: Vec<Question>,
 }
 
@@ -105,10 +112,19 @@ struct Outcome {
     millis: f64,
 }
 
-async fn ask(kb: &Kb, q: &Question, show: bool) -> Outcome {
+/// Where the sources of a question come from: a knowledge base, or sources kept by `--save`.
+enum Retrieval<'a> {
+    Live(&'a Kb),
+    Replay(&'a [SourceRef]),
+}
+
+async fn ask(from: Retrieval<'_>, q: &Question, show: bool) -> (Outcome, Vec<SourceRef>) {
     let persona = Persona { name: "Tutor".into(), greeting: "Hello!".into(), ..Persona::default() };
     let started = Instant::now();
-    let sources = chat::retrieve(&kb.store, &kb.search, kb.replica, &q.question).await.expect("retrieve");
+    let sources = match from {
+        Retrieval::Live(kb) => chat::retrieve(&kb.store, &kb.search, kb.replica, &q.question).await.expect("retrieve"),
+        Retrieval::Replay(kept) => kept.to_vec(),
+    };
     let answer = reply(&persona, &q.question, &sources);
     let millis = started.elapsed().as_secs_f64() * 1e3;
     let answered = !answer.text.starts_with(IDK) || !answer.used.is_empty();
@@ -121,7 +137,7 @@ async fn ask(kb: &Kb, q: &Question, show: bool) -> Outcome {
     if show || (std::env::args().any(|a| a == "--misses") && !ok) {
         println!("--- {} [{}] {} → {}\n{}\n", q.id, q.kind, q.question, if ok { "ok" } else { "MISS" }, answer.text);
     }
-    outcome
+    (outcome, sources)
 }
 
 /// Sums of one group of questions.
@@ -164,26 +180,42 @@ impl Tally {
     }
 }
 
+/// The value following the flag `name` in the command line.
+fn flag(args: &[String], name: &str) -> Option<String> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
+}
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let show = args.iter().position(|a| a == "--show").and_then(|i| args.get(i + 1)).cloned();
-    let only = args.iter().position(|a| a == "--misses").and_then(|i| args.get(i + 1)).cloned();
+    let (show, only) = (flag(&args, "--show"), flag(&args, "--misses"));
+    let replay: Option<BTreeMap<String, Vec<SourceRef>>> = flag(&args, "--replay")
+        .map(|f| serde_json::from_str(&std::fs::read_to_string(f).expect("kept sources")).expect("sources JSON"));
+    let mut kept: BTreeMap<String, Vec<SourceRef>> = BTreeMap::new();
     let text = std::fs::read_to_string(root().join(QUESTIONS)).expect("questions");
     let labelled: Labelled = serde_json::from_str(&text).expect("questions JSON");
-    let mut tallies: std::collections::BTreeMap<String, Tally> = Default::default();
+    let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
     for (name, dir) in &labelled.corpora {
-        let kb = Kb::open(dir).await;
+        let kb = if replay.is_none() { Some(Kb::open(dir).await) } else { None };
         for q in labelled.questions.iter().filter(|q| &q.corpus == name) {
             let listed = |s: &Option<String>| s.as_deref().is_some_and(|s| s == q.split || s == "all");
             if only.is_some() && !listed(&only) {
                 continue;
             }
-            let o = ask(&kb, q, listed(&show)).await;
+            let from = match (&kb, &replay) {
+                (Some(kb), _) => Retrieval::Live(kb),
+                (None, Some(r)) => Retrieval::Replay(r.get(&q.id).map_or(&[], Vec::as_slice)),
+                (None, None) => unreachable!("a knowledge base is opened unless replaying"),
+            };
+            let (o, sources) = ask(from, q, listed(&show)).await;
+            kept.insert(q.id.clone(), sources);
             for group in [format!("{name} {}", q.split), name.clone(), format!("all {}", q.split), "all".into()] {
                 tallies.entry(group).or_default().add(q, &o);
             }
         }
+    }
+    if let Some(f) = flag(&args, "--save") {
+        std::fs::write(f, serde_json::to_string(&kept).expect("JSON")).expect("write kept sources");
     }
     println!("{:<18} {:>4} {:>6} {:>6} {:>4} {:>6} {:>8}", "group", "ans", "source", "keys", "unans", "idk", "p50 ms");
     for (name, t) in &mut tallies {

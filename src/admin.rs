@@ -9,6 +9,8 @@
 //! (see `search::check::Report`); `{"op":"orgs"}` → `{"orgs":{"orgs":[…]}}` (see
 //! `service::quotas::OrgUsage`); `{"op":"set-quota","org":ID,"conversations_per_month"?,
 //! "replicas"?,"knowledge_base_entries"?}` → `{"quota":{"quota":{…}}}`;
+//! `{"op":"backup","to":"/abs/FILE"}` → zero or more `{"progress":{"progress":{…}}}` lines then
+//! `{"backup":{"summary":{…}}}` (see `crate::backup`);
 //! `{"op":"advance-clock","ms":N}` → `{"clock":{"now_ms":N}}` (only with `serve --test-clock`,
 //! see [`crate::clock`]); failures → `{"failed":{"error":"…"}}`.
 
@@ -20,8 +22,10 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
 use crate::app::App;
+use crate::backup;
 use crate::search::check::Report;
 use crate::search::{self, Search};
+use crate::secrets::key_path;
 use crate::service::orgs;
 use crate::service::quotas::{self, OrgUsage};
 use crate::store::records::Quota;
@@ -46,6 +50,8 @@ pub enum Request {
         #[serde(flatten)]
         quota: Quota,
     },
+    /// Write a backup archive of the live store to `to` (an absolute path).
+    Backup { to: PathBuf },
     /// Move the test clock forward by `ms` milliseconds (`serve --test-clock` only).
     #[serde(rename = "advance-clock")]
     AdvanceClock { ms: i64 },
@@ -65,6 +71,10 @@ pub enum Answer {
     Orgs { orgs: Vec<OrgUsage> },
     /// The quotas now in effect.
     Quota { quota: Quota },
+    /// What the backup wrote.
+    Backup { summary: backup::Summary },
+    /// How far a long operation is (sent before its answer).
+    Progress { progress: backup::Progress },
     /// The clock's new reading, in ms since the epoch.
     Clock { now_ms: i64 },
     /// The request failed; `error` says why.
@@ -101,11 +111,33 @@ async fn answer(app: Arc<App>, stream: UnixStream) -> std::io::Result<()> {
     let mut line = String::new();
     BufReader::new(r).read_line(&mut line).await?;
     let answer = match serde_json::from_str::<Request>(&line) {
+        Ok(Request::Backup { to }) => backup_streaming(&app, to, &mut w).await?,
         Ok(req) => execute(&app, req).await.unwrap_or_else(|error| Answer::Failed { error }),
         Err(e) => Answer::Failed { error: format!("bad request: {e}") },
     };
-    let line = serde_json::to_string(&answer).map_err(std::io::Error::other)?;
+    write_line(&mut w, &answer).await
+}
+
+async fn write_line(w: &mut (impl AsyncWriteExt + Unpin), answer: &Answer) -> std::io::Result<()> {
+    let line = serde_json::to_string(answer).map_err(std::io::Error::other)?;
     w.write_all(format!("{line}\n").as_bytes()).await
+}
+
+/// Runs a backup of the live store on the blocking pool, sending its progress as lines.
+async fn backup_streaming(app: &App, to: PathBuf, w: &mut (impl AsyncWriteExt + Unpin)) -> std::io::Result<Answer> {
+    if !to.is_absolute() {
+        return Ok(Answer::Failed { error: format!("{} is not an absolute path", to.display()) });
+    }
+    let key_file = key_path(app.config.secrets_key_file.as_deref(), &app.config.data_dir);
+    let (mut rx, job) = backup::spawn(app.store.clone(), key_file, to);
+    while let Some(progress) = rx.recv().await {
+        write_line(w, &Answer::Progress { progress }).await?;
+    }
+    Ok(match job.await {
+        Ok(Ok(summary)) => Answer::Backup { summary },
+        Ok(Err(error)) => Answer::Failed { error },
+        Err(e) => Answer::Failed { error: format!("the backup panicked: {e}") },
+    })
 }
 
 async fn execute(app: &App, req: Request) -> Result<Answer, String> {
@@ -135,21 +167,35 @@ async fn execute(app: &App, req: Request) -> Result<Answer, String> {
         Request::AdvanceClock { ms } => crate::clock::advance(ms)
             .map(|now_ms| Answer::Clock { now_ms })
             .ok_or_else(|| "the clock is not adjustable (serve --test-clock) or ms < 0".to_string()),
+        Request::Backup { .. } => Err("backup is answered as a stream".into()),
     }
 }
 
 /// Sends `req` to a running server; `Ok(None)` when no server listens on `data_dir`; a
 /// [`Answer::Failed`] comes back as `Err`.
 pub async fn request(data_dir: &Path, req: &Request) -> Result<Option<Answer>, String> {
+    request_with_progress(data_dir, req, &mut |_| {}).await
+}
+
+/// [`request`], calling `on_progress` for each [`Answer::Progress`] line before the answer.
+pub async fn request_with_progress(
+    data_dir: &Path,
+    req: &Request,
+    on_progress: &mut (dyn FnMut(backup::Progress) + Send),
+) -> Result<Option<Answer>, String> {
     let Ok(stream) = UnixStream::connect(socket_path(data_dir)).await else { return Ok(None) };
     let (r, mut w) = stream.into_split();
     let line = serde_json::to_string(req).map_err(|e| e.to_string())?;
     w.write_all(format!("{line}\n").as_bytes()).await.map_err(|e| e.to_string())?;
-    let mut line = String::new();
-    BufReader::new(r).read_line(&mut line).await.map_err(|e| e.to_string())?;
-    match serde_json::from_str(&line).map_err(|e| format!("bad answer from the server: {e}"))? {
-        Answer::Failed { error } => Err(error),
-        answer => Ok(Some(answer)),
+    let mut lines = BufReader::new(r).lines();
+    loop {
+        let line = lines.next_line().await.map_err(|e| e.to_string())?;
+        let line = line.ok_or("the server closed the admin connection without an answer")?;
+        match serde_json::from_str(&line).map_err(|e| format!("bad answer from the server: {e}"))? {
+            Answer::Failed { error } => return Err(error),
+            Answer::Progress { progress } => on_progress(progress),
+            answer => return Ok(Some(answer)),
+        }
     }
 }
 
@@ -196,6 +242,30 @@ pub async fn check(data_dir: &Path) -> Result<Report, String> {
     }
 }
 
+/// `replicad backup`: writes a backup archive to `to` (see [`crate::backup`]), taken by the
+/// running server from its live store, or here from the store of `data_dir`. `on_progress`
+/// sees each step's progress.
+pub async fn backup(
+    data_dir: &Path,
+    secrets_key_file: Option<&Path>,
+    to: &Path,
+    on_progress: &mut (dyn FnMut(backup::Progress) + Send),
+) -> Result<backup::Summary, String> {
+    let to = std::path::absolute(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    match request_with_progress(data_dir, &Request::Backup { to: to.clone() }, on_progress).await? {
+        Some(Answer::Backup { summary }) => Ok(summary),
+        Some(other) => Err(unexpected(other)),
+        None => {
+            let store = open_store(data_dir)?;
+            let (mut rx, job) = backup::spawn(store, key_path(secrets_key_file, data_dir), to);
+            while let Some(p) = rx.recv().await {
+                on_progress(p);
+            }
+            job.await.map_err(|e| e.to_string())?
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,6 +275,8 @@ mod tests {
         let invite: Request = serde_json::from_str(r#"{"op":"invite","expires_in_secs":60}"#).unwrap();
         assert_eq!(invite, Request::Invite { expires_in_secs: Some(60) });
         assert_eq!(serde_json::to_string(&Request::Reindex).unwrap(), r#"{"op":"reindex"}"#);
+        let backup: Request = serde_json::from_str(r#"{"op":"backup","to":"/b.tar.gz"}"#).unwrap();
+        assert_eq!(backup, Request::Backup { to: "/b.tar.gz".into() });
         let failed = serde_json::to_string(&Answer::Failed { error: "x".into() }).unwrap();
         assert_eq!(failed, r#"{"failed":{"error":"x"}}"#);
     }

@@ -1,4 +1,5 @@
-//! The command line: `serve`, `invites create`, `reindex`, `check`, `orgs list|set-quota`.
+//! The command line: `serve`, `invites create`, `reindex`, `check`, `backup`, `restore`,
+//! `orgs list|set-quota`.
 
 use std::path::PathBuf;
 
@@ -39,6 +40,37 @@ pub enum Command {
     /// they disagree (`replicad reindex` repairs it). Uses a running server's admin socket, or
     /// opens the store itself.
     Check(DataDir),
+    /// Write a consistent backup of the data directory to one archive (.tar.gz): the store
+    /// (uploaded files included) as of one commit, and the secrets key sealing the bots' tokens.
+    /// While a server runs on the data directory the snapshot is taken by it, from the live
+    /// store (through DATA_DIR/admin.sock), and it keeps serving writes meanwhile; otherwise this
+    /// opens the store itself. Prints a JSON summary on stdout and, for long runs, a progress
+    /// line on stderr every second. FILE is replaced atomically; a failed backup leaves none.
+    Backup {
+        #[command(flatten)]
+        dir: DataDir,
+        /// The archive to write.
+        #[arg(long, value_name = "FILE")]
+        to: PathBuf,
+        /// Key file to back up when no server runs (a running server backs up its own);
+        /// default `DATA_DIR/secrets.key`.
+        #[arg(long, env = "REPLICAD_SECRETS_KEY_FILE")]
+        secrets_key_file: Option<PathBuf>,
+    },
+    /// Bring a data directory back from an archive of `replicad backup`. DIR must be absent or
+    /// empty. The store is unpacked (and migrated when older), the secrets key written, and the
+    /// search index rebuilt from the store and checked against it. Prints a JSON summary.
+    Restore {
+        /// The archive to read.
+        #[arg(long, value_name = "FILE")]
+        from: PathBuf,
+        #[command(flatten)]
+        dir: DataDir,
+        /// Where to write the secrets key; default `DATA_DIR/secrets.key` (give the same path
+        /// to `serve --secrets-key-file`).
+        #[arg(long, env = "REPLICAD_SECRETS_KEY_FILE")]
+        secrets_key_file: Option<PathBuf>,
+    },
     /// Organizations: their usage and the operator's quotas.
     Orgs {
         #[command(subcommand)]

@@ -12,7 +12,8 @@
 //!    below names them;
 //! 4. `config` (flags and defaults);
 //! 5. `service` (business rules; plain Rust types in and out);
-//! 6. `generate` (replies; it scores sentences with `search`'s analyzers), then `search`
+//! 6. `generate` (replies; it scores sentences with `search`'s analyzers) and `backup` (online
+//!    backup and restore of a data directory), then `search`
 //!    (tantivy), then `ingest` (fetch, extract, write an entry's text);
 //! 7. `text` (language detection, chunking);
 //! 8. `store` (redb, records, codec);
@@ -21,6 +22,7 @@
 pub mod admin;
 pub mod api;
 pub mod app;
+pub mod backup;
 pub mod channels;
 pub mod cli;
 pub mod clock;
@@ -141,6 +143,7 @@ mod layering {
         ("config", 7),
         ("service", 6),
         ("generate", 5),
+        ("backup", 5),
         ("search", 4),
         ("ingest", 3),
         ("text", 2),

@@ -4,6 +4,7 @@ use clap::Parser;
 use std::process::ExitCode;
 
 use replicad::admin;
+use replicad::backup::{restore, Progress};
 use replicad::cli::{Cli, Command, InvitesCommand};
 
 fn main() -> ExitCode {
@@ -39,6 +40,29 @@ async fn run(command: Command) -> Result<(), String> {
             eprintln!("reindexed {} chunks", admin::reindex(&dir.data_dir).await?);
             Ok(())
         }
+        Command::Backup { dir, to, secrets_key_file } => {
+            let summary = admin::backup(&dir.data_dir, secrets_key_file.as_deref(), &to, &mut progress_lines()).await?;
+            let mib = summary.bytes as f64 / 1_048_576.0;
+            eprintln!(
+                "backup: {} records, {mib:.1} MiB written to {} in {:.1} s",
+                summary.records,
+                summary.file.display(),
+                summary.millis as f64 / 1000.0
+            );
+            println!("{}", serde_json::to_string(&summary).map_err(|e| e.to_string())?);
+            Ok(())
+        }
+        Command::Restore { from, dir, secrets_key_file } => {
+            let restored = restore::restore(&from, &dir.data_dir, secrets_key_file.as_deref()).await?;
+            eprintln!(
+                "restore: {} records and {} indexed chunks in {}",
+                restored.manifest.records,
+                restored.chunks,
+                dir.data_dir.display()
+            );
+            println!("{}", serde_json::to_string(&restored).map_err(|e| e.to_string())?);
+            Ok(())
+        }
         Command::Orgs { command } => replicad::orgs_cli::run(command).await,
         Command::Check(dir) => {
             let report = admin::check(&dir.data_dir).await?;
@@ -48,6 +72,20 @@ async fn run(command: Command) -> Result<(), String> {
             } else {
                 Err("the search index disagrees with the store; run `replicad reindex`".into())
             }
+        }
+    }
+}
+
+/// Prints the progress of a long run on stderr: nothing in its first second, then a line at
+/// most every second.
+fn progress_lines() -> impl FnMut(Progress) + Send {
+    let started = std::time::Instant::now();
+    let mut last = started;
+    move |p| {
+        let now = std::time::Instant::now();
+        if now.duration_since(started).as_secs() >= 1 && now.duration_since(last).as_secs() >= 1 {
+            last = now;
+            eprintln!("backup: {p}");
         }
     }
 }

@@ -34,7 +34,7 @@ impl Secrets {
     /// Reads the key at `file` (or `data_dir/secrets.key`), generating it (mode `0600`) when
     /// absent. Errors are start-up failures, as text for the operator.
     pub fn load_or_create(file: Option<&Path>, data_dir: &Path) -> Result<Secrets, String> {
-        let path: PathBuf = file.map_or_else(|| data_dir.join(DEFAULT_KEY_FILE), Path::to_path_buf);
+        let path = key_path(file, data_dir);
         let key = match std::fs::read_to_string(&path) {
             Ok(text) => parse_key(&text).map_err(|e| format!("--secrets-key-file {}: {e}", path.display()))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -76,6 +76,11 @@ impl Secrets {
             .decrypt(XNonce::from_slice(nonce), Payload { msg: body, aad: context })
             .map_err(|_| Error::internal("a stored secret does not open with the current --secrets-key-file"))
     }
+}
+
+/// The key file in use: `file` (`--secrets-key-file`), or `DATA_DIR/secrets.key`.
+pub fn key_path(file: Option<&Path>, data_dir: &Path) -> PathBuf {
+    file.map_or_else(|| data_dir.join(DEFAULT_KEY_FILE), Path::to_path_buf)
 }
 
 fn parse_key(text: &str) -> Result<[u8; 32], String> {

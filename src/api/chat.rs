@@ -170,7 +170,7 @@ pub async fn complete_test(app: Arc<App>, req: Req) -> Result<Reply> {
     let ask = Ask { content: body.content.clone(), skip_chat_history: true, ..Ask::on(channel) };
     let user = req.caller()?.acting_user();
     let done = chat::complete(&context(&app), &replica, user, ask).await?;
-    let sources: Vec<Value> = done.retrieved.iter().map(source_view).collect();
+    let sources: Vec<_> = done.retrieved.iter().map(source_view).collect();
     let reply = Reply::ok(&json!({ "content": done.content, "query": body.content, "sources": sources }));
     Ok(reply.with_header("x-replica-backend", &done.backend))
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use hyper::header::HOST;
 use hyper::Method;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::chat::encode;
 use super::history::{source_view, view};
@@ -110,7 +110,7 @@ pub async fn chat(app: Arc<App>, req: Req) -> Result<Reply> {
         Reply::event_stream(started.events, move |ev| encode(ev, &request_id, expose))
     } else {
         let c = chat::complete(&cx, &visit.replica, user, ask).await?;
-        let sources: Vec<Value> = c.sources.iter().map(source_view).collect();
+        let sources: Vec<_> = c.sources.iter().map(source_view).collect();
         Reply::ok(&json!({ "content": c.content, "sources": sources, "id": c.message_id }))
     };
     Ok(with_cors(reply, visit.cors_origin.as_deref()))
@@ -123,7 +123,7 @@ pub async fn history(app: Arc<App>, req: Req) -> Result<Reply> {
     let (visit, user) = visit(&app, &req).await?;
     let page = Page { channel: Some(visit.source.to_string()), limit: 100, before_id: None };
     let items = history_service::list(&app.store, visit.replica.id, user, page).await?;
-    let items: Vec<Value> = items.iter().map(view).collect();
+    let items: Vec<_> = items.iter().map(view).collect();
     Ok(with_cors(Reply::ok(&json!({ "items": items })), visit.cors_origin.as_deref()))
 }
 

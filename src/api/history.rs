@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use serde_json::value::RawValue;
 
 use super::path_replica;
 use crate::app::App;
@@ -16,43 +17,76 @@ use crate::service::{check_len, rfc3339};
 use crate::store::records::{Message, SourceRef};
 
 /// A retrieval source on the wire (spec §2.2).
-pub fn source_view(s: &SourceRef) -> Value {
-    json!({
-        "id": s.id, "score": s.score, "status": "scored",
-        "created_at": rfc3339(s.created_at), "name": s.name, "content": s.content,
-    })
+#[derive(Serialize)]
+pub struct SourceView<'a> {
+    id: u64,
+    score: f32,
+    status: &'static str,
+    created_at: String,
+    name: &'a str,
+    content: &'a str,
+}
+
+/// The wire view of source `s`.
+pub fn source_view(s: &SourceRef) -> SourceView<'_> {
+    SourceView {
+        id: s.id,
+        score: s.score,
+        status: "scored",
+        created_at: rfc3339(s.created_at),
+        name: &s.name,
+        content: &s.content,
+    }
 }
 
 /// A chat history item on the wire (spec §2.1), plus `interrupted: true` on a reply that was
 /// cut short (absent otherwise) and the item's `messengerA_data` / `messengerB_data` when it
-/// came from that channel with them.
-pub fn view(m: &Message) -> Value {
-    let sources: Vec<Value> = m.sources.iter().map(source_view).collect();
-    let mut v = json!({
-        "content": m.content,
-        "created_at": rfc3339(m.created_at),
-        "id": m.id,
-        "is_private": m.is_private,
-        "role": m.role,
-        "source": m.source,
-        "sources": sources,
-        "user_uuid": m.user,
-        "original_message_id": (m.role == "assistant").then(|| format!("replicad-{}", m.id)),
-    });
-    if m.interrupted {
-        v["interrupted"] = json!(true);
+/// came from that channel with them. Serialized straight from the record (no JSON tree; the
+/// channel data is stored as JSON text and written as it is).
+#[derive(Serialize)]
+pub struct MessageView<'a> {
+    content: &'a str,
+    created_at: String,
+    id: u64,
+    is_private: bool,
+    role: &'a str,
+    source: &'a str,
+    sources: Vec<SourceView<'a>>,
+    user_uuid: uuid::Uuid,
+    original_message_id: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    interrupted: bool,
+    #[serde(rename = "messengerA_data", skip_serializing_if = "Option::is_none")]
+    messenger_a_data: Option<&'a RawValue>,
+    #[serde(rename = "messengerB_data", skip_serializing_if = "Option::is_none")]
+    messenger_b_data: Option<&'a RawValue>,
+}
+
+/// The wire view of item `m`.
+pub fn view(m: &Message) -> MessageView<'_> {
+    let data: Option<&RawValue> = m.channel_data.as_deref().and_then(|d| serde_json::from_str(d).ok());
+    MessageView {
+        content: &m.content,
+        created_at: rfc3339(m.created_at),
+        id: m.id,
+        is_private: m.is_private,
+        role: &m.role,
+        source: &m.source,
+        sources: m.sources.iter().map(source_view).collect(),
+        user_uuid: m.user,
+        original_message_id: (m.role == "assistant").then(|| format!("replicad-{}", m.id)),
+        interrupted: m.interrupted,
+        messenger_a_data: data.filter(|_| m.source == "messengerA"),
+        messenger_b_data: data.filter(|_| m.source == "messengerB"),
     }
-    let data_field = match m.source.as_str() {
-        "messengerA" => Some("messengerA_data"),
-        "messengerB" => Some("messengerB_data"),
-        _ => None,
-    };
-    if let (Some(field), Some(data)) = (data_field, &m.channel_data) {
-        if let Ok(data) = serde_json::from_str::<Value>(data) {
-            v[field] = data;
-        }
-    }
-    v
+}
+
+/// `{type, items}` of a history list.
+#[derive(Serialize)]
+struct Listed<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    items: Vec<MessageView<'a>>,
 }
 
 async fn list(app: Arc<App>, req: Req, channel: Option<&str>) -> Result<Reply> {
@@ -64,8 +98,7 @@ async fn list(app: Arc<App>, req: Req, channel: Option<&str>) -> Result<Reply> {
     };
     let page = Page { channel: channel.map(str::to_string), limit, before_id };
     let items = history::list(&app.store, replica.id, req.caller()?.acting_user(), page).await?;
-    let items: Vec<Value> = items.iter().map(view).collect();
-    Ok(Reply::ok(&json!({ "type": channel.unwrap_or("all"), "items": items })))
+    Ok(Reply::ok(&Listed { kind: channel.unwrap_or("all"), items: items.iter().map(view).collect() }))
 }
 
 /// # `GET /v1/replicas/{replicaUUID}/chat/history`

@@ -3,15 +3,13 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::set_some;
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::service::integrations;
-use crate::service::knowledge::Distilled;
 use crate::service::{replicas, rfc3339};
 use crate::store::records::Replica;
 
@@ -99,65 +97,149 @@ impl From<ReplicaBody> for replicas::ReplicaInput {
     }
 }
 
-/// A replica on the wire (DECISIONS.md "Replicas"), read and list alike: current names, the
-/// older snake_case block, `distilledKnowledge` (a string) and, of our own, `knowledgeBase
-/// {entries, titles}`. Absent optional values are omitted; the channel integrations are `null`
-/// (none can be connected yet).
-/// `owner_id` is the owner's id as users see it (`User::public_id`).
-pub fn view(r: &Replica, kb: &Distilled, chat_history_count: u64, owner_id: &str) -> Value {
-    let mut llm = json!({ "model": r.llm.model, "memoryMode": r.llm.memory_mode });
-    set_some(&mut llm, "systemMessage", r.llm.system_message.as_ref());
-    set_some(&mut llm, "embeddingModel", r.llm.embedding_model.as_ref());
-    let mut v = json!({
-        "uuid": r.id,
-        "name": r.name,
-        "slug": r.slug,
-        "tags": r.tags,
-        "shortDescription": r.short_description,
-        "greeting": r.greeting,
-        "type": r.kind,
-        "ownerID": owner_id,
-        "private": r.private,
-        "whitelistEmails": r.whitelist_emails,
-        "suggestedQuestions": r.suggested_questions,
-        "voice_enabled": r.voice_enabled,
-        "video_enabled": r.video_enabled,
-        "llm": llm,
-        "messengerA_integration": null,
-        "messengerB_integration": null,
-        "isAccessibleByCustomerSupport": r.every_conversation_accessible_by_support,
-        "isEveryConversationAccessibleBySupport": r.every_conversation_accessible_by_support,
-        "isPrivateConversationsEnabled": r.private_conversations_enabled,
-        "distilledKnowledge": kb.text(),
-        "knowledgeBase": { "entries": kb.entries, "titles": kb.titles },
-        "createdAt": rfc3339(r.created_at),
-        "updatedAt": rfc3339(r.updated_at),
-        "created_at": rfc3339(r.created_at),
-        "short_description": r.short_description,
-        "introduction": r.greeting,
-        "owner_uuid": owner_id,
-        "chat_history_count": chat_history_count,
-    });
-    set_some(&mut v, "purpose", r.purpose.as_ref());
-    set_some(&mut v, "profileImage", r.profile_image.as_ref());
-    set_some(&mut v, "profile_image", r.profile_image.as_ref());
-    set_some(&mut v, "voicePreviewText", r.voice_preview_text.as_ref());
-    set_some(&mut v, "voiceVendorID", r.voice_vendor_id.as_ref());
-    set_some(&mut v, "system_message", r.llm.system_message.as_ref());
-    v
+/// The `llm` object of a replica on the wire.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LlmView<'a> {
+    model: &'a str,
+    memory_mode: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system_message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    embedding_model: Option<&'a str>,
 }
 
-/// The wire views of `replicas` (their [`replicas::ViewParts`] read in one transaction).
-async fn views(app: &App, replicas: &[Replica]) -> Result<Vec<Value>> {
-    let keys = replicas.iter().map(|r| (r.id, r.owner)).collect();
-    let parts = replicas::view_parts(&app.store, keys).await?;
-    let views = replicas.iter().zip(parts).map(|(r, p)| {
-        let mut v = view(r, &p.distilled, p.messages, &p.owner_id);
-        v["messengerA_integration"] = integrations::integration_view(p.messenger_a.as_ref());
-        v["messengerB_integration"] = integrations::integration_view(p.messenger_b.as_ref());
-        v
-    });
-    Ok(views.collect())
+/// `knowledgeBase` (our own field): the counts behind `distilledKnowledge`.
+#[derive(Serialize)]
+struct KbCounts<'a> {
+    entries: u64,
+    titles: &'a [String],
+}
+
+/// A replica on the wire (DECISIONS.md "Replicas"), read and list alike: current names, the
+/// older snake_case block, `distilledKnowledge` (a string) and, of our own, `knowledgeBase
+/// {entries, titles}`. Absent optional values are omitted. `messengerA_integration` /
+/// `messengerB_integration` are `null` or the bot's view (`integrations::integration_view`);
+/// `ownerID` / `owner_uuid` are the owner's id as users see it (`User::public_id`).
+///
+/// Serialized straight from the record's fields (no intermediate JSON tree): a replica list is
+/// 24 of these per request (issue 15 point 1).
+#[derive(Serialize)]
+pub struct ReplicaView<'a> {
+    uuid: uuid::Uuid,
+    name: &'a str,
+    slug: &'a str,
+    tags: &'a [String],
+    #[serde(rename = "shortDescription")]
+    short_description: &'a str,
+    greeting: &'a str,
+    #[serde(rename = "type")]
+    kind: &'a str,
+    #[serde(rename = "ownerID")]
+    owner_id: &'a str,
+    private: bool,
+    #[serde(rename = "whitelistEmails")]
+    whitelist_emails: &'a [String],
+    #[serde(rename = "suggestedQuestions")]
+    suggested_questions: &'a [String],
+    voice_enabled: bool,
+    video_enabled: bool,
+    llm: LlmView<'a>,
+    #[serde(rename = "messengerA_integration")]
+    messenger_a_integration: Value,
+    #[serde(rename = "messengerB_integration")]
+    messenger_b_integration: Value,
+    #[serde(rename = "isAccessibleByCustomerSupport")]
+    accessible_by_support: bool,
+    #[serde(rename = "isEveryConversationAccessibleBySupport")]
+    every_conversation_accessible_by_support: bool,
+    #[serde(rename = "isPrivateConversationsEnabled")]
+    private_conversations_enabled: bool,
+    #[serde(rename = "distilledKnowledge")]
+    distilled_knowledge: String,
+    #[serde(rename = "knowledgeBase")]
+    knowledge_base: KbCounts<'a>,
+    #[serde(rename = "createdAt")]
+    created_at: String,
+    #[serde(rename = "updatedAt")]
+    updated_at: String,
+    #[serde(rename = "created_at")]
+    created_at_legacy: String,
+    #[serde(rename = "short_description")]
+    short_description_legacy: &'a str,
+    introduction: &'a str,
+    owner_uuid: &'a str,
+    chat_history_count: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    purpose: Option<&'a str>,
+    #[serde(rename = "profileImage", skip_serializing_if = "Option::is_none")]
+    profile_image: Option<&'a str>,
+    #[serde(rename = "profile_image", skip_serializing_if = "Option::is_none")]
+    profile_image_legacy: Option<&'a str>,
+    #[serde(rename = "voicePreviewText", skip_serializing_if = "Option::is_none")]
+    voice_preview_text: Option<&'a str>,
+    #[serde(rename = "voiceVendorID", skip_serializing_if = "Option::is_none")]
+    voice_vendor_id: Option<&'a str>,
+    #[serde(rename = "system_message", skip_serializing_if = "Option::is_none")]
+    system_message_legacy: Option<&'a str>,
+}
+
+/// The wire view of replica `r` with its [`replicas::ViewParts`].
+pub fn view<'a>(r: &'a Replica, p: &'a replicas::ViewParts) -> ReplicaView<'a> {
+    let created_at = rfc3339(r.created_at);
+    ReplicaView {
+        uuid: r.id,
+        name: &r.name,
+        slug: &r.slug,
+        tags: &r.tags,
+        short_description: &r.short_description,
+        greeting: &r.greeting,
+        kind: &r.kind,
+        owner_id: &p.owner_id,
+        private: r.private,
+        whitelist_emails: &r.whitelist_emails,
+        suggested_questions: &r.suggested_questions,
+        voice_enabled: r.voice_enabled,
+        video_enabled: r.video_enabled,
+        llm: LlmView {
+            model: &r.llm.model,
+            memory_mode: &r.llm.memory_mode,
+            system_message: r.llm.system_message.as_deref(),
+            embedding_model: r.llm.embedding_model.as_deref(),
+        },
+        messenger_a_integration: integrations::integration_view(p.messenger_a.as_ref()),
+        messenger_b_integration: integrations::integration_view(p.messenger_b.as_ref()),
+        accessible_by_support: r.every_conversation_accessible_by_support,
+        every_conversation_accessible_by_support: r.every_conversation_accessible_by_support,
+        private_conversations_enabled: r.private_conversations_enabled,
+        distilled_knowledge: p.distilled.text(),
+        knowledge_base: KbCounts { entries: p.distilled.entries, titles: &p.distilled.titles },
+        created_at_legacy: created_at.clone(),
+        created_at,
+        updated_at: rfc3339(r.updated_at),
+        short_description_legacy: &r.short_description,
+        introduction: &r.greeting,
+        owner_uuid: &p.owner_id,
+        chat_history_count: p.messages,
+        purpose: r.purpose.as_deref(),
+        profile_image: r.profile_image.as_deref(),
+        profile_image_legacy: r.profile_image.as_deref(),
+        voice_preview_text: r.voice_preview_text.as_deref(),
+        voice_vendor_id: r.voice_vendor_id.as_deref(),
+        system_message_legacy: r.llm.system_message.as_deref(),
+    }
+}
+
+/// The [`replicas::ViewParts`] of `replicas`, read in one transaction.
+async fn parts(app: &App, replicas: &[Replica]) -> Result<Vec<replicas::ViewParts>> {
+    replicas::view_parts(&app.store, replicas.iter().map(|r| (r.id, r.owner)).collect()).await
+}
+
+/// `{items, total}` of a list.
+#[derive(Serialize)]
+struct Page<T: Serialize> {
+    items: Vec<T>,
+    total: u64,
 }
 
 #[derive(Serialize)]
@@ -180,8 +262,8 @@ pub async fn read(app: Arc<App>, req: Req) -> Result<Reply> {
     let id = req.uuid_param("replicaUUID")?;
     let caller = req.caller()?;
     let r = replicas::get(&app.store, caller.org.id, id, None).await?;
-    let mut v = views(&app, std::slice::from_ref(&r)).await?;
-    Ok(Reply::ok(&v.swap_remove(0)))
+    let p = parts(&app, std::slice::from_ref(&r)).await?;
+    Ok(Reply::ok(&view(&r, &p[0])))
 }
 
 /// # `PUT /v1/replicas/{replicaUUID}`
@@ -229,6 +311,7 @@ pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
     };
     let caller = req.caller()?;
     let (items, total) = replicas::list(&app.store, caller.org.id, caller.user.clone(), q).await?;
-    let items = views(&app, &items).await?;
-    Ok(Reply::ok(&json!({ "items": items, "total": total })))
+    let p = parts(&app, &items).await?;
+    let items: Vec<ReplicaView> = items.iter().zip(&p).map(|(r, p)| view(r, p)).collect();
+    Ok(Reply::ok(&Page { items, total }))
 }

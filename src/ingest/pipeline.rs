@@ -254,8 +254,7 @@ async fn save_raw(
     let now = now_ms();
     store
         .write_kb(move |txn| {
-            let mut entries = txn.open_table(tables::KBID_ENTRY)?;
-            let found = store::get::<u64, KbEntry, _>(&entries, id)?;
+            let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
             let Some(mut e) = found.filter(|e| e.status == from && from.may_become(KbStatus::RawText)) else {
                 return Ok(());
             };
@@ -273,7 +272,7 @@ async fn save_raw(
             store::put(&mut txn.open_table(tables::KBID_TEXT)?, id, &text)?;
             e.move_to(KbStatus::RawText);
             e.updated_at = now;
-            store::put(&mut entries, id, &e)
+            store::kb_summary::put_entry(txn, &e)
         })
         .await
 }
@@ -292,7 +291,7 @@ async fn process(store: &Store, id: u64, refresh_ms: i64) -> Result<()> {
                     store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.unwrap_or_default().raw;
                 super::content::write_content(txn, &mut e, &raw)?;
                 e.updated_at = now;
-                store::put(&mut txn.open_table(tables::KBID_ENTRY)?, id, &e)?;
+                store::kb_summary::put_entry(txn, &e)?;
                 if e.kind == KbKind::Website && e.auto_refresh {
                     return refresh_later(txn, id, refresh_ms);
                 }

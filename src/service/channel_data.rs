@@ -4,6 +4,7 @@
 //! completions and the channel bots.
 
 use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 use super::check_len;
 use super::history::check_source;
@@ -15,7 +16,36 @@ use crate::error::{Error, Result};
 pub struct Stamped {
     pub source: String,
     pub data: Option<String>,
-    pub key: Option<String>,
+    pub key: Option<ChannelKey>,
+}
+
+/// The de-duplication key of a channel message: the channel (`messengerA`, `messengerB`), the
+/// place in it (messengerA's `chat_id`, messengerB's `channel_id`) and the message id there.
+/// `reply` marks the key of the reply stored for that message, so a retried message stores
+/// neither a second question nor a second answer. Stored as the tuple [`ChannelKey::row`] of
+/// `tables::REPLICACHANNELMSG_MESSAGE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelKey {
+    pub channel: &'static str,
+    pub place: String,
+    pub message: String,
+    pub reply: bool,
+}
+
+impl ChannelKey {
+    fn of(channel: &'static str, place: impl ToString, message: impl ToString) -> ChannelKey {
+        ChannelKey { channel, place: place.to_string(), message: message.to_string(), reply: false }
+    }
+
+    /// The key of the reply stored for this message.
+    pub fn reply(&self) -> ChannelKey {
+        ChannelKey { reply: true, ..self.clone() }
+    }
+
+    /// The table row key of this message of `replica`.
+    pub fn row(&self, replica: Uuid) -> (u128, &str, &str, &str, bool) {
+        (crate::store::k(replica), self.channel, &self.place, &self.message, self.reply)
+    }
 }
 
 /// `messengerB_data` (spec §4.1): ids as strings; no extra fields.
@@ -63,25 +93,31 @@ pub struct MessengerAData {
 }
 
 impl MessengerBData {
-    /// Checks the required ids are not empty; returns the de-duplication key.
-    pub fn validate(&self) -> Result<String> {
+    /// Checks the required ids are not empty.
+    pub fn validate(&self) -> Result<()> {
         for (name, v) in
             [("channel_id", &self.channel_id), ("author_id", &self.author_id), ("message_id", &self.message_id)]
         {
             check_len(&format!("messengerB_data.{name}"), v, 1, 100)?;
         }
-        Ok(format!("messengerB:{}:{}", self.channel_id, self.message_id))
+        Ok(())
+    }
+
+    /// The de-duplication key: `(channel_id, message_id)`.
+    pub fn key(&self) -> ChannelKey {
+        ChannelKey::of("messengerB", &self.channel_id, &self.message_id)
     }
 
     /// Checked, keyed and serialized, on source `messengerB`.
     pub fn stamped(&self) -> Result<Stamped> {
-        stamp("messengerB", self.validate()?, self)
+        self.validate()?;
+        stamp(self.key(), self)
     }
 }
 
 impl MessengerAData {
-    /// `message_thread_id` > 0 and only in supergroups; returns the de-duplication key.
-    pub fn validate(&self) -> Result<String> {
+    /// `message_thread_id` > 0 and only in supergroups.
+    pub fn validate(&self) -> Result<()> {
         if let Some(t) = self.message_thread_id {
             if t <= 0 {
                 return Err(Error::invalid("messengerA_data.message_thread_id", "must be greater than 0"));
@@ -90,18 +126,25 @@ impl MessengerAData {
                 return Err(Error::invalid("messengerA_data.message_thread_id", "is only allowed in supergroups"));
             }
         }
-        Ok(format!("messengerA:{}:{}", self.chat_id, self.message_id))
+        Ok(())
+    }
+
+    /// The de-duplication key: `(chat_id, message_id)`.
+    pub fn key(&self) -> ChannelKey {
+        ChannelKey::of("messengerA", self.chat_id, self.message_id)
     }
 
     /// Checked, keyed and serialized, on source `messengerA`.
     pub fn stamped(&self) -> Result<Stamped> {
-        stamp("messengerA", self.validate()?, self)
+        self.validate()?;
+        stamp(self.key(), self)
     }
 }
 
-fn stamp(source: &str, key: String, data: &impl Serialize) -> Result<Stamped> {
+/// The stamp of a message on the channel of `key`, with `data` stored as JSON text.
+fn stamp(key: ChannelKey, data: &impl Serialize) -> Result<Stamped> {
     let data = serde_json::to_string(data).map_err(Error::internal)?;
-    Ok(Stamped { source: source.to_string(), data: Some(data), key: Some(key) })
+    Ok(Stamped { source: key.channel.to_string(), data: Some(data), key: Some(key) })
 }
 
 /// The source of a message given `source` and perhaps `messengerB_data` (the body of

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use super::channel_data::Stamped;
+use super::channel_data::{ChannelKey, Stamped};
 use super::history::{self, NewItem};
 use super::token_usage;
 use crate::error::{Error, Result};
@@ -43,7 +43,7 @@ pub struct Ask {
     pub skip_chat_history: bool,
     pub source: String,
     pub channel_data: Option<String>,
-    pub channel_key: Option<String>,
+    pub channel_key: Option<ChannelKey>,
     /// An image for vision routes (`imageURL` of the messengerA operation).
     pub image_url: Option<String>,
     /// Earlier turns given by the client (experimental operation); the stored history of
@@ -325,7 +325,7 @@ fn exchange(ask: &Ask, c: &Completion) -> Vec<NewItem> {
         source: ask.source.clone(),
         sources: c.sources.clone(),
         channel_data: None,
-        channel_key: ask.channel_key.as_ref().map(|k| format!("reply:{k}")),
+        channel_key: ask.channel_key.as_ref().map(ChannelKey::reply),
         interrupted: c.interrupted,
     };
     vec![question, reply]

@@ -56,22 +56,50 @@ pub struct Placed {
     pub closed: Option<Uuid>,
 }
 
-/// The identity of the chat of a user item: `(key, group, group name)`.
-fn identity(user: Uuid, source: &str, channel_data: Option<&str>) -> (String, bool, Option<String>) {
-    let data: Option<Value> = channel_data.and_then(|d| serde_json::from_str(d).ok());
-    if let Some(d) = data {
-        let text = |name: &str| d[name].as_str().map(str::to_string);
-        match source {
-            "messengerA" if d["chat_type"].as_str().is_some_and(|t| t != "private") => {
-                return (format!("messengerA:{}", d["chat_id"]), true, text("chat_name"));
+/// The identity of a chat: a group chat is a channel's place (messengerA's `chat_id`,
+/// messengerB's `channel_id` on a server); any other chat is one user on one source. Stored as
+/// the tuple [`ChatIdentity::row`] of `tables::REPLICACHATKEY_CHAT`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ChatIdentity {
+    source: String,
+    /// The group's place; empty for a one-user chat.
+    place: String,
+    /// The user of a one-user chat; `None` for a group.
+    user: Option<Uuid>,
+    /// The group's name, when the channel data gives one (not part of the identity).
+    name: Option<String>,
+}
+
+impl ChatIdentity {
+    /// The identity of the chat of a user item on `source` with `channel_data`.
+    fn of(user: Uuid, source: &str, channel_data: Option<&str>) -> ChatIdentity {
+        let data: Option<Value> = channel_data.and_then(|d| serde_json::from_str(d).ok());
+        let group = |place: String, name: &str| {
+            let name = data.as_ref().and_then(|d| d[name].as_str()).map(str::to_string);
+            ChatIdentity { source: source.to_string(), place, user: None, name }
+        };
+        if let Some(d) = &data {
+            match source {
+                "messengerA" if d["chat_type"].as_str().is_some_and(|t| t != "private") => {
+                    return group(d["chat_id"].to_string(), "chat_name");
+                }
+                "messengerB" if d.get("server_id").is_some_and(|s| s.is_string()) => {
+                    return group(d["channel_id"].as_str().unwrap_or_default().to_string(), "channel_name");
+                }
+                _ => {}
             }
-            "messengerB" if d.get("server_id").is_some_and(|s| s.is_string()) => {
-                return (format!("messengerB:{}", text("channel_id").unwrap_or_default()), true, text("channel_name"));
-            }
-            _ => {}
         }
+        ChatIdentity { source: source.to_string(), place: String::new(), user: Some(user), name: None }
     }
-    (format!("u:{user}:{source}"), false, None)
+
+    fn is_group(&self) -> bool {
+        self.user.is_none()
+    }
+
+    /// The table row key of this chat of `replica`: `(replica, source, place, user or 0)`.
+    fn row(&self, replica: u128) -> (u128, &str, &str, u128) {
+        (replica, &self.source, &self.place, self.user.map_or(0, k))
+    }
 }
 
 /// Adds item `m` to `c`.
@@ -103,19 +131,19 @@ fn chat_id_in(txn: &WriteTransaction, m: &Message) -> Result<(Uuid, bool, bool, 
             return Ok((Uuid::from_u128(chat), false, false, None));
         }
     }
-    let (key, group, name) = identity(m.user, &m.source, m.channel_data.as_deref());
-    let mut keys = txn.open_table(tables::CHATKEY_CHAT)?;
-    let found = keys.get((replica, key.as_str()))?.map(|v| v.value());
+    let identity = ChatIdentity::of(m.user, &m.source, m.channel_data.as_deref());
+    let mut keys = txn.open_table(tables::REPLICACHATKEY_CHAT)?;
+    let found = keys.get(identity.row(replica))?.map(|v| v.value());
     let (id, new) = match found {
         Some(id) => (Uuid::from_u128(id), false),
         None => {
             let id = v7_at(m.created_at);
-            keys.insert((replica, key.as_str()), k(id))?;
+            keys.insert(identity.row(replica), k(id))?;
             (id, true)
         }
     };
     latest.insert((replica, user, m.source.as_str()), k(id))?;
-    Ok((id, new, group, name))
+    Ok((id, new, identity.is_group(), identity.name))
 }
 
 /// Files the stored item `m` under its chat and conversation, updating their counts and the
@@ -192,7 +220,7 @@ pub async fn check_quota(
     channel_data: Option<&str>,
 ) -> Result<()> {
     let (org, r) = (replica.org, k(replica.id));
-    let (key, _, _) = identity(user, source, channel_data);
+    let identity = ChatIdentity::of(user, source, channel_data);
     let now = store::now_ms();
     store
         .read(move |txn| {
@@ -200,7 +228,7 @@ pub async fn check_quota(
             if max.is_none() {
                 return Ok(());
             }
-            let chat = txn.open_table(tables::CHATKEY_CHAT)?.get((r, key.as_str()))?.map(|v| v.value());
+            let chat = txn.open_table(tables::REPLICACHATKEY_CHAT)?.get(identity.row(r))?.map(|v| v.value());
             let chat = match chat {
                 Some(id) => store::get::<(u128, u128), Chat, _>(&txn.open_table(tables::CHATS)?, (r, id))?,
                 None => None,
@@ -218,7 +246,8 @@ pub async fn check_quota(
 pub fn delete_all_in(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
     let r = k(replica);
     let (lo, hi) = (0u128, u128::MAX);
-    txn.open_table(tables::CHATKEY_CHAT)?.retain_in((r, "")..=(r, "\u{10FFFF}"), |_, _| false)?;
+    txn.open_table(tables::REPLICACHATKEY_CHAT)?
+        .retain_in((r, "", "", 0)..=(r, "\u{10FFFF}", "\u{10FFFF}", u128::MAX), |_, _| false)?;
     txn.open_table(tables::CHATS)?.retain_in((r, lo)..=(r, hi), |_, _| false)?;
     txn.open_table(tables::CONVERSATIONS)?.retain_in((r, lo, lo)..=(r, hi, hi), |_, _| false)?;
     txn.open_table(tables::REPLICACONV_CHAT)?.retain_in((r, lo)..=(r, hi), |_, _| false)?;

@@ -4,6 +4,7 @@
 use redb::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
+use super::channel_data::ChannelKey;
 use crate::error::{Error, Result};
 use crate::store::records::{Message, SourceRef};
 use crate::store::{self, k, next_seq, now_ms, tables, Sequence, Store};
@@ -22,8 +23,8 @@ pub struct NewItem {
     pub source: String,
     pub sources: Vec<SourceRef>,
     pub channel_data: Option<String>,
-    /// `(channel, chat id, message id)` of a channel message, for de-duplication.
-    pub channel_key: Option<String>,
+    /// The channel message this item is (or answers), for de-duplication.
+    pub channel_key: Option<ChannelKey>,
     /// A reply cut short (see [`Message::interrupted`]).
     pub interrupted: bool,
 }
@@ -39,8 +40,8 @@ pub fn append_in(
     now: i64,
 ) -> Result<u64> {
     if let Some(key) = &item.channel_key {
-        let idx = txn.open_table(tables::CHANNELMSG_MESSAGE)?;
-        let existing = idx.get((k(replica), key.as_str()))?.map(|v| v.value());
+        let idx = txn.open_table(tables::REPLICACHANNELMSG_MESSAGE)?;
+        let existing = idx.get(key.row(replica))?.map(|v| v.value());
         if let Some(id) = existing {
             return Ok(id);
         }
@@ -61,7 +62,7 @@ pub fn append_in(
     };
     store::put(&mut txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?, (k(replica), k(user), id), &msg)?;
     if let Some(key) = &item.channel_key {
-        txn.open_table(tables::CHANNELMSG_MESSAGE)?.insert((k(replica), key.as_str()), id)?;
+        txn.open_table(tables::REPLICACHANNELMSG_MESSAGE)?.insert(key.row(replica), id)?;
     }
     count_message(txn, replica)?;
     super::chats::record_in(txn, &msg)?;

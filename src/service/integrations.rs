@@ -13,6 +13,7 @@ use redb::{ReadableTable, TableDefinition};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use super::channel_data::ChannelKey;
 use crate::error::{Code, Error, Result};
 use crate::secrets::Secrets;
 use crate::store::codec::Record;
@@ -274,12 +275,16 @@ pub async fn advance_messenger_a(store: &Store, replica: Uuid, connected_at: i64
 /// The stored reply to the channel message `channel_key` of `(replica, user)`, if one was
 /// stored (a reply whose delivery was not confirmed before a restart is sent again, not made
 /// again).
-pub async fn stored_reply(store: &Store, replica: Uuid, user: Uuid, channel_key: &str) -> Result<Option<Message>> {
-    let key = format!("reply:{channel_key}");
+pub async fn stored_reply(
+    store: &Store,
+    replica: Uuid,
+    user: Uuid,
+    channel_key: &ChannelKey,
+) -> Result<Option<Message>> {
+    let key = channel_key.reply();
     store
         .read(move |txn| {
-            let Some(id) =
-                txn.open_table(tables::CHANNELMSG_MESSAGE)?.get((k(replica), key.as_str()))?.map(|v| v.value())
+            let Some(id) = txn.open_table(tables::REPLICACHANNELMSG_MESSAGE)?.get(key.row(replica))?.map(|v| v.value())
             else {
                 return Ok(None);
             };

@@ -91,11 +91,6 @@ pub fn key_of(org: Uuid, id: &str) -> Uuid {
     Uuid::parse_str(id).unwrap_or_else(|_| Uuid::new_v5(&org, id.as_bytes()))
 }
 
-/// The `LINKED_USER` key of a linked account.
-fn linked_key(kind: &str, account: &str) -> String {
-    format!("{kind}:{account}")
-}
-
 /// The user named by `X-USER-ID` of `kind`. 401 `USER_NOT_FOUND` for unknown `id`/`email`
 /// users; linked-account users are made on first contact.
 pub async fn resolve(store: &Store, org: &Org, kind: IdType, id: &str) -> Result<User> {
@@ -105,30 +100,36 @@ pub async fn resolve(store: &Store, org: &Org, kind: IdType, id: &str) -> Result
         IdType::Id => get(store, org_id, id).await.map_err(|e| if e.code == Code::NotFound { not_found() } else { e }),
         IdType::Email => {
             let email = id.trim().to_lowercase();
-            store.read(move |txn| by_index(txn, tables::EMAIL_USER, org_id, &email)).await?.ok_or_else(not_found)
+            store
+                .read(move |txn| user_at(txn, txn.open_table(tables::EMAIL_USER)?.get((k(org_id), email.as_str()))?))
+                .await?
+                .ok_or_else(not_found)
         }
         IdType::Linked(kind) => linked(store, org_id, kind, id).await,
     }
 }
 
-/// The user that index `table` (`(org, key) → user id`) names under `key`, if any.
-fn by_index(
-    txn: &redb::ReadTransaction,
-    table: redb::TableDefinition<(u128, &'static str), u128>,
-    org: Uuid,
-    key: &str,
-) -> Result<Option<User>> {
-    let Some(uid) = txn.open_table(table)?.get((k(org), key))?.map(|v| v.value()) else { return Ok(None) };
+/// The user an index row names (`row`: the row's user id), if any.
+fn user_at(txn: &redb::ReadTransaction, row: Option<redb::AccessGuard<'_, u128>>) -> Result<Option<User>> {
+    let Some(uid) = row.map(|v| v.value()) else { return Ok(None) };
     store::get::<u128, User, _>(&txn.open_table(tables::USERID_USER)?, uid)
+}
+
+/// The `LINKEDACCOUNT_USER` row of account `account` of type `kind` in `org`.
+fn linked_row<'a>(org: Uuid, kind: &'a str, account: &'a str) -> (u128, &'a str, &'a str) {
+    (k(org), kind, account)
 }
 
 /// The linked-account user `kind:external` of `org`, made on first contact.
 pub async fn linked(store: &Store, org: Uuid, kind: &'static str, external: &str) -> Result<User> {
     check_len("X-USER-ID", external, 1, 200)?;
-    let key = linked_key(kind, external);
     let found = {
-        let key = key.clone();
-        store.read(move |txn| by_index(txn, tables::LINKED_USER, org, &key)).await?
+        let external = external.to_string();
+        store
+            .read(move |txn| {
+                user_at(txn, txn.open_table(tables::LINKEDACCOUNT_USER)?.get(linked_row(org, kind, &external))?)
+            })
+            .await?
     };
     if let Some(user) = found {
         return Ok(user);
@@ -136,7 +137,8 @@ pub async fn linked(store: &Store, org: Uuid, kind: &'static str, external: &str
     let (new_id, now, external) = (Uuid::now_v7(), now_ms(), external.to_string());
     store
         .write(move |txn| {
-            if let Some(uid) = txn.open_table(tables::LINKED_USER)?.get((k(org), key.as_str()))?.map(|v| v.value()) {
+            let row = linked_row(org, kind, &external);
+            if let Some(uid) = txn.open_table(tables::LINKEDACCOUNT_USER)?.get(row)?.map(|v| v.value()) {
                 return store::get::<u128, User, _>(&txn.open_table(tables::USERID_USER)?, uid)?
                     .ok_or_else(|| Error::internal("linked user index points nowhere"));
             }
@@ -170,10 +172,9 @@ fn claim_email(txn: &WriteTransaction, org: Uuid, email: &str, id: Uuid) -> Resu
 /// Claims linked accounts `accounts` for user `id` of `org`; 409 `LINKED_ACCOUNT_TAKEN` when
 /// another user holds one.
 fn claim_linked(txn: &WriteTransaction, org: Uuid, accounts: &[(String, String)], id: Uuid) -> Result<()> {
-    let mut idx = txn.open_table(tables::LINKED_USER)?;
+    let mut idx = txn.open_table(tables::LINKEDACCOUNT_USER)?;
     for (kind, account) in accounts {
-        let key = linked_key(kind, account);
-        let holder = idx.get((k(org), key.as_str()))?.map(|v| v.value());
+        let holder = idx.get(linked_row(org, kind, account))?.map(|v| v.value());
         match holder {
             Some(other) if other != k(id) => {
                 return Err(Error::new(
@@ -183,7 +184,7 @@ fn claim_linked(txn: &WriteTransaction, org: Uuid, accounts: &[(String, String)]
             }
             Some(_) => {}
             None => {
-                idx.insert((k(org), key.as_str()), k(id))?;
+                idx.insert(linked_row(org, kind, account), k(id))?;
             }
         }
     }
@@ -192,9 +193,9 @@ fn claim_linked(txn: &WriteTransaction, org: Uuid, accounts: &[(String, String)]
 
 /// Removes the index rows of linked accounts `accounts` of `org`.
 fn release_linked(txn: &WriteTransaction, org: Uuid, accounts: &[(String, String)]) -> Result<()> {
-    let mut idx = txn.open_table(tables::LINKED_USER)?;
+    let mut idx = txn.open_table(tables::LINKEDACCOUNT_USER)?;
     for (kind, account) in accounts {
-        idx.remove((k(org), linked_key(kind, account).as_str()))?;
+        idx.remove(linked_row(org, kind, account))?;
     }
     Ok(())
 }

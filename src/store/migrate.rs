@@ -1,13 +1,13 @@
 //! Schema version of the store: stamp a fresh store, refuse one newer than this binary,
 //! migrate an older one (one transaction per step, which also writes the new version).
 
-use redb::{Database, ReadableTable, WriteTransaction};
+use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
 
 use super::tables;
 use crate::error::{Error, Result};
 
 /// The store layout this binary writes.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 const KEY: &str = "schema_version";
 
@@ -36,6 +36,10 @@ fn read_version(db: &Database) -> Result<Option<u32>> {
         v
     };
     txn.abort()?;
+    decode_version(v)
+}
+
+fn decode_version(v: Option<Vec<u8>>) -> Result<Option<u32>> {
     match v {
         None => Ok(None),
         Some(b) => {
@@ -43,6 +47,16 @@ fn read_version(db: &Database) -> Result<Option<u32>> {
             Ok(Some(u32::from_be_bytes(arr)))
         }
     }
+}
+
+/// The schema version of the store as `txn` sees it (0 when none is written: an empty store).
+pub fn stored_version(txn: &redb::ReadTransaction) -> Result<u32> {
+    let v = match txn.open_table(tables::META) {
+        Ok(meta) => meta.get(KEY)?.map(|b| b.value().to_vec()),
+        Err(redb::TableError::TableDoesNotExist(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
+    Ok(decode_version(v)?.unwrap_or(0))
 }
 
 fn fresh(db: &Database) -> Result<()> {
@@ -71,6 +85,15 @@ fn migrate_from(db: &Database, from: u32) -> Result<()> {
         }
         // 3 → 4: messengerB bots.
         3 => create_tables(&txn)?,
+        // 4 → 5: composite keys as tuples instead of formatted strings; the knowledge-base
+        // summaries kept at write time.
+        4 => {
+            create_tables(&txn)?;
+            split_linked_account_keys(&txn)?;
+            split_channel_message_keys(&txn)?;
+            split_chat_identity_keys(&txn)?;
+            super::kb_summary::rebuild_all_in(&txn)?;
+        }
         _ => return Err(Error::internal(format!("no migration from schema version {from}"))),
     }
     write_version(&txn, from + 1)?;
@@ -98,6 +121,79 @@ fn backfill_org_kb_counts(txn: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
+/// Schema 4's `(org id, "<type>:<account id>") → user id`.
+const LINKED_USER_V4: TableDefinition<(u128, &str), u128> = TableDefinition::new("linked_user");
+/// Schema 4's `(replica id, "[reply:]<channel>:<chat or channel id>:<message id>") → item id`.
+const CHANNELMSG_MESSAGE_V4: TableDefinition<(u128, &str), u64> = TableDefinition::new("channelmsg_message");
+
+/// Moves schema 4's linked-account rows to [`tables::LINKEDACCOUNT_USER`]. Account types are
+/// one of a fixed list without `:`, so the first `:` ends the type.
+fn split_linked_account_keys(txn: &WriteTransaction) -> Result<()> {
+    let old = txn.open_table(LINKED_USER_V4)?;
+    let mut new = txn.open_table(tables::LINKEDACCOUNT_USER)?;
+    for row in old.iter()? {
+        let (key, user) = row?;
+        let (org, joined) = key.value();
+        let (kind, account) = joined.split_once(':').ok_or_else(|| Error::internal("linked_user key without ':'"))?;
+        new.insert((org, kind, account), user.value())?;
+    }
+    drop(old);
+    txn.delete_table(LINKED_USER_V4)?;
+    Ok(())
+}
+
+/// Moves schema 4's channel-message rows to [`tables::REPLICACHANNELMSG_MESSAGE`]. The channel
+/// names and messengerA's numeric ids hold no `:`; a messengerB id given through the history
+/// operation could, which the old joined key could not tell apart: the last `:` is taken to
+/// start the message id.
+fn split_channel_message_keys(txn: &WriteTransaction) -> Result<()> {
+    let old = txn.open_table(CHANNELMSG_MESSAGE_V4)?;
+    let mut new = txn.open_table(tables::REPLICACHANNELMSG_MESSAGE)?;
+    for row in old.iter()? {
+        let (key, item) = row?;
+        let (replica, joined) = key.value();
+        let (reply, joined) = match joined.strip_prefix("reply:") {
+            Some(rest) => (true, rest),
+            None => (false, joined),
+        };
+        let split = joined.split_once(':').and_then(|(channel, rest)| Some((channel, rest.rsplit_once(':')?)));
+        let (channel, (place, message)) = split.ok_or_else(|| {
+            Error::internal(format!("channelmsg_message key {joined:?} is not channel:place:message"))
+        })?;
+        new.insert((replica, channel, place, message, reply), item.value())?;
+    }
+    drop(old);
+    txn.delete_table(CHANNELMSG_MESSAGE_V4)?;
+    Ok(())
+}
+
+/// Schema 4's `(replica id, "u:<user id>:<source>" | "<channel>:<place>") → chat id`.
+const CHATKEY_CHAT_V4: TableDefinition<(u128, &str), u128> = TableDefinition::new("chatkey_chat");
+
+/// Moves schema 4's chat identities to [`tables::REPLICACHATKEY_CHAT`]. A one-user chat's
+/// identity was `u:<user id>:<source>`; a group's `<channel>:<place>`.
+fn split_chat_identity_keys(txn: &WriteTransaction) -> Result<()> {
+    let old = txn.open_table(CHATKEY_CHAT_V4)?;
+    let mut new = txn.open_table(tables::REPLICACHATKEY_CHAT)?;
+    for row in old.iter()? {
+        let (key, chat) = row?;
+        let (replica, joined) = key.value();
+        let bad = || Error::internal(format!("chatkey_chat key {joined:?} is not an identity"));
+        let (first, rest) = joined.split_once(':').ok_or_else(bad)?;
+        let (source, place, user) = match first {
+            "u" => {
+                let (user, source) = rest.split_once(':').ok_or_else(bad)?;
+                (source, "", uuid::Uuid::parse_str(user).map_err(|_| bad())?.as_u128())
+            }
+            channel => (channel, rest, 0),
+        };
+        new.insert((replica, source, place, user), chat.value())?;
+    }
+    drop(old);
+    txn.delete_table(CHATKEY_CHAT_V4)?;
+    Ok(())
+}
+
 /// Opens (so creates) every table of [`tables`].
 fn create_tables(txn: &WriteTransaction) -> Result<()> {
     {
@@ -111,7 +207,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::USERID_USER)?;
         txn.open_table(tables::ORG_USER)?;
         txn.open_table(tables::EMAIL_USER)?;
-        txn.open_table(tables::LINKED_USER)?;
+        txn.open_table(tables::LINKEDACCOUNT_USER)?;
         txn.open_table(tables::KBID_ENTRY)?;
         txn.open_table(tables::KBID_TEXT)?;
         txn.open_table(tables::REPLICA_KB)?;
@@ -120,15 +216,16 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
         txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
         txn.open_table(tables::ONCE)?;
-        txn.open_table(tables::CHANNELMSG_MESSAGE)?;
+        txn.open_table(tables::REPLICACHANNELMSG_MESSAGE)?;
         txn.open_table(tables::KBID_SOURCE)?;
         txn.open_table(tables::KBID_FILE)?;
         txn.open_table(tables::KBID_JOB)?;
         txn.open_table(tables::TOKENHASH_UPLOAD)?;
         txn.open_table(tables::REPLICA_URL)?;
         txn.open_table(tables::ORG_KBCOUNT)?;
+        txn.open_table(tables::REPLICA_KBSUMMARY)?;
         txn.open_table(tables::REPLICAUSERMONTH_USAGE)?;
-        txn.open_table(tables::CHATKEY_CHAT)?;
+        txn.open_table(tables::REPLICACHATKEY_CHAT)?;
         txn.open_table(tables::CHATS)?;
         txn.open_table(tables::CONVERSATIONS)?;
         txn.open_table(tables::REPLICACONV_CHAT)?;
@@ -154,7 +251,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use redb::ReadableDatabase;
+    use redb::{ReadableDatabase, ReadableTableMetadata, TableHandle};
     use uuid::Uuid;
 
     use super::*;
@@ -260,5 +357,46 @@ mod tests {
         let convs: Vec<Conversation> = values(&read.open_table(tables::CONVERSATIONS).unwrap());
         let of_ann: Vec<u64> = convs.iter().filter(|c| c.chat == anns.id).map(|c| c.counts.message_count).collect();
         assert_eq!(of_ann, vec![2, 1], "the hour of silence split ann's chat");
+    }
+
+    #[test]
+    fn a_version_4_store_keys_linked_accounts_channel_messages_and_chats_by_tuples() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("v4.redb")).unwrap();
+        let (org, replica, user) = (Uuid::now_v7().as_u128(), Uuid::now_v7().as_u128(), Uuid::now_v7().as_u128());
+        let txn = db.begin_write().unwrap();
+        {
+            let mut linked = txn.open_table(LINKED_USER_V4).unwrap();
+            linked.insert((org, "messengerA:4711"), user).unwrap();
+            linked.insert((org, "email:ann@x.example"), user).unwrap();
+            let mut channel = txn.open_table(CHANNELMSG_MESSAGE_V4).unwrap();
+            channel.insert((replica, "messengerA:-100123:7"), 1).unwrap();
+            channel.insert((replica, "reply:messengerA:-100123:7"), 2).unwrap();
+            channel.insert((replica, "messengerB:general:chat:99"), 3).unwrap();
+            let mut chats = txn.open_table(CHATKEY_CHAT_V4).unwrap();
+            chats.insert((replica, format!("u:{}:web", Uuid::from_u128(user)).as_str()), 10).unwrap();
+            chats.insert((replica, "messengerA:-100123"), 11).unwrap();
+            write_version(&txn, 4).unwrap();
+        }
+        txn.commit().unwrap();
+
+        run(&db).unwrap();
+        let read = db.begin_read().unwrap();
+        let linked = read.open_table(tables::LINKEDACCOUNT_USER).unwrap();
+        assert_eq!(linked.get((org, "messengerA", "4711")).unwrap().unwrap().value(), user);
+        assert_eq!(linked.get((org, "email", "ann@x.example")).unwrap().unwrap().value(), user);
+        let channel = read.open_table(tables::REPLICACHANNELMSG_MESSAGE).unwrap();
+        let id = |key| channel.get(key).unwrap().map(|v| v.value());
+        assert_eq!(id((replica, "messengerA", "-100123", "7", false)), Some(1));
+        assert_eq!(id((replica, "messengerA", "-100123", "7", true)), Some(2));
+        assert_eq!(id((replica, "messengerB", "general:chat", "99", false)), Some(3));
+        assert_eq!(channel.len().unwrap(), 3);
+        let gone = [LINKED_USER_V4.name(), CHANNELMSG_MESSAGE_V4.name(), CHATKEY_CHAT_V4.name()];
+        let names: Vec<String> = read.list_tables().unwrap().map(|t| t.name().to_string()).collect();
+        assert!(gone.iter().all(|g| !names.iter().any(|n| n == g)), "schema 4's tables are dropped: {names:?}");
+        let chats = read.open_table(tables::REPLICACHATKEY_CHAT).unwrap();
+        assert_eq!(chats.get((replica, "web", "", user)).unwrap().unwrap().value(), 10);
+        assert_eq!(chats.get((replica, "messengerA", "-100123", 0)).unwrap().unwrap().value(), 11);
+        assert_eq!(chats.len().unwrap(), 2);
     }
 }

@@ -9,7 +9,9 @@
 //! write is durable.
 
 pub mod codec;
+pub mod copy;
 pub mod kb;
+pub mod kb_summary;
 pub mod migrate;
 pub mod records;
 pub mod states;
@@ -92,6 +94,13 @@ impl Store {
         let txn = self.db.begin_read()?;
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&txn)))
             .map_err(|_| Error::internal("a store read panicked"))?
+    }
+
+    /// A read transaction for one long read on the caller's thread (the online backup's
+    /// snapshot, `crate::backup`): it sees the store as of the last commit for as long as it
+    /// lives, while the writer keeps committing. Call it off the runtime's workers.
+    pub fn snapshot(&self) -> Result<ReadTransaction> {
+        Ok(self.db.begin_read()?)
     }
 
     /// Runs `f` in a read transaction on the blocking pool: for reads whose cost grows with the

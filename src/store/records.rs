@@ -505,3 +505,17 @@ pub struct EmbedSettings {
 impl Record for EmbedSettings {
     const VERSION: u8 = 1;
 }
+
+/// What a replica's knowledge base holds, kept in step by every write that adds or removes an
+/// entry or changes its title (`store::kb_summary`): the number of entries, and the `(entry id,
+/// title)` of the first [`crate::store::kb_summary::MAX_TITLES`] entries that have a title
+/// (given, else generated), in entry-id order.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq, Eq)]
+pub struct KbSummary {
+    pub entries: u64,
+    pub titles: Vec<(u64, String)>,
+}
+
+impl Record for KbSummary {
+    const VERSION: u8 = 1;
+}

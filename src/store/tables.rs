@@ -27,8 +27,8 @@ pub const USERID_USER: TableDefinition<u128, &[u8]> = TableDefinition::new("user
 pub const ORG_USER: TableDefinition<(u128, u128), ()> = TableDefinition::new("org_user");
 /// `(org id, lower-cased e-mail) → user id`.
 pub const EMAIL_USER: TableDefinition<(u128, &str), u128> = TableDefinition::new("email_user");
-/// `(org id, "<type>:<external id>") → user id` for linked accounts (messengerA, …).
-pub const LINKED_USER: TableDefinition<(u128, &str), u128> = TableDefinition::new("linked_user");
+/// `(org id, account type, account id) → user id` for linked accounts (`messengerA`, `embed`, …).
+pub const LINKEDACCOUNT_USER: TableDefinition<(u128, &str, &str), u128> = TableDefinition::new("linkedaccount_user");
 /// `entry id → KbEntry`.
 pub const KBID_ENTRY: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_entry");
 /// `entry id → KbText` (raw and processed text of the entry).
@@ -46,9 +46,12 @@ pub const REPLICAUSERMSG_MESSAGE: TableDefinition<(u128, u128, u64), &[u8]> =
 pub const REPLICA_MESSAGECOUNT: TableDefinition<u128, u64> = TableDefinition::new("replica_messagecount");
 /// `"demo" → org id` and other one-time facts of the server's life.
 pub const ONCE: TableDefinition<&str, u128> = TableDefinition::new("once");
-/// `(replica id, "<channel>:<chat id>:<message id>") → history item id`: channel messages
-/// already saved (a retried POST with the same channel message id stores nothing new).
-pub const CHANNELMSG_MESSAGE: TableDefinition<(u128, &str), u64> = TableDefinition::new("channelmsg_message");
+/// `(replica id, channel, chat or channel id, message id, is the reply) → history item id`:
+/// channel messages already saved, and the replies stored for them (a retried POST or a
+/// replayed update with the same channel message stores nothing new). See
+/// `service::channel_data::ChannelKey`.
+pub const REPLICACHANNELMSG_MESSAGE: TableDefinition<(u128, &str, &str, &str, bool), u64> =
+    TableDefinition::new("replicachannelmsg_message");
 /// `entry id → KbSource`: url / file / website facts and the detected language of an entry.
 pub const KBID_SOURCE: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_source");
 /// `entry id → uploaded bytes` of a `file` entry, as received (raw, not a record).
@@ -60,16 +63,20 @@ pub const KBID_JOB: TableDefinition<u64, (u32, i64)> = TableDefinition::new("kbi
 pub const TOKENHASH_UPLOAD: TableDefinition<&[u8; 32], &[u8]> = TableDefinition::new("tokenhash_upload");
 /// `(replica id, normalized url) → entry id`: a URL is in a replica's knowledge base once.
 pub const REPLICA_URL: TableDefinition<(u128, &str), u64> = TableDefinition::new("replica_url");
+/// `replica id → KbSummary`: the entry count and first titles of a replica's knowledge base,
+/// kept at write time (`store::kb_summary`).
+pub const REPLICA_KBSUMMARY: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_kbsummary");
 /// `org id → number of knowledge-base entries` (the per-organization quota).
 pub const ORG_KBCOUNT: TableDefinition<u128, u64> = TableDefinition::new("org_kbcount");
 /// `(replica id, user id, month as YYYYMM in UTC) → (prompt tokens, completion tokens)`: token
 /// usage of chat completions, written with the messages of each completion.
 pub const REPLICAUSERMONTH_USAGE: TableDefinition<(u128, u128, u32), (u64, u64)> =
     TableDefinition::new("replicausermonth_usage");
-/// `(replica id, chat identity) → chat id`. The identity is `u:<user id>:<source>` for an
-/// individual chat, `messengerA:<chat id>` / `messengerB:<channel id>` for a group chat
-/// (see `service::chats`).
-pub const CHATKEY_CHAT: TableDefinition<(u128, &str), u128> = TableDefinition::new("chatkey_chat");
+/// `(replica id, source, group place, user id) → chat id`: the chat of one user on one source
+/// (`(r, source, "", user)`) or of a group on a channel (`(r, "messengerA", chat id, 0)`,
+/// `(r, "messengerB", channel id, 0)`); see `service::chats::ChatIdentity`.
+pub const REPLICACHATKEY_CHAT: TableDefinition<(u128, &str, &str, u128), u128> =
+    TableDefinition::new("replicachatkey_chat");
 /// `(replica id, chat id) → Chat`: the chats of a replica, counts kept at write time.
 pub const CHATS: TableDefinition<(u128, u128), &[u8]> = TableDefinition::new("replicachat_chat");
 /// `(replica id, chat id, conversation id) → Conversation`, oldest conversation first (UUID v7).

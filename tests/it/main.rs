@@ -5,6 +5,7 @@ mod common;
 
 mod answers;
 mod auth;
+mod backup;
 mod chat;
 mod chats;
 mod cli;

@@ -162,7 +162,6 @@ async fn handle(
 ) -> Result<(), Failure> {
     let Some(msg) = incoming(bot, update) else { return Ok(()) };
     let channel = msg.data.stamped()?;
-    let key = channel.key.clone().unwrap_or_default();
     let user = crate::service::users::linked(&app.store, replica.org, CHANNEL, &msg.sender.to_string()).await?;
     if !msg.addressed {
         let item = NewItem {
@@ -177,7 +176,7 @@ async fn handle(
         history::append(&app.store, replica.id, user.id, replica.private, vec![item]).await?;
         return Ok(());
     }
-    let reply = match store_bot::stored_reply(&app.store, replica.id, user.id, &key).await? {
+    let reply = match store_bot::stored_reply(&app.store, replica.id, user.id, &msg.data.key()).await? {
         Some(stored) => stored.content,
         None => {
             let ask = Ask { content: text::strip_mention(&msg.text, &bot.mention), ..Ask::on(channel) };

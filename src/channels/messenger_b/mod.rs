@@ -221,12 +221,11 @@ async fn answer(bot: &Bot, m: &Message) -> Result<(), String> {
     let app = &bot.app;
     let data = bot.data(m).await;
     let channel = data.stamped().map_err(|e| e.message)?;
-    let key = channel.key.clone().unwrap_or_default();
     let text = |e: crate::error::Error| super::error_text(&e);
     let replica =
         crate::service::replicas::get(&app.store, bot.record.org, bot.record.replica, None).await.map_err(text)?;
     let user = crate::service::users::linked(&app.store, replica.org, CHANNEL, &data.author_id).await.map_err(text)?;
-    if store_bot::stored_reply(&app.store, replica.id, user.id, &key).await.map_err(text)?.is_some() {
+    if store_bot::stored_reply(&app.store, replica.id, user.id, &data.key()).await.map_err(text)?.is_some() {
         return Ok(()); // a replayed event: answered already
     }
     let ask = Ask { content: question, ..Ask::on(channel) };

@@ -7,6 +7,10 @@
 //! item: long wrapped lines of words ending a sentence). An interactive session (`>>>`) is code
 //! wherever it starts. A code block keeps its lines, the program's printed output included, and
 //! is only ever quoted whole.
+//!
+//! A definition list as manuals print it (a short line naming a command or option, such as
+//! `q [EXIT-CODE]` or `-n` / `--quiet`, then its description) gives a [`Block::Term`] before
+//! the description's prose.
 
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -20,6 +24,32 @@ pub enum Block {
     Prose(Vec<String>),
     /// A code block (example, session, literal output) with its common indentation removed.
     Code(String),
+    /// The lines naming the entry of a definition list (a command, an option and its
+    /// aliases); the description is the next block.
+    Term(Vec<String>),
+}
+
+/// Longest line, in characters, that can name a definition-list entry.
+pub const MAX_TERM_CHARS: usize = 40;
+
+/// The leading lines of a paragraph that name a definition-list entry: at most three short
+/// lines of at most three words, none ending a sentence, followed by a longer description line
+/// that starts with a capital letter, a parenthesis (`(quit) Exit sed …`) or emphasis markup. `None` when the paragraph is not such an entry.
+fn term_lines(lines: &[&str]) -> Option<usize> {
+    let is_term = |l: &str| {
+        let t = l.trim();
+        indent(l) < CODE_INDENT
+            && !t.is_empty()
+            && t.chars().count() <= MAX_TERM_CHARS
+            && t.split_whitespace().count() <= 3
+            && !t.ends_with(['.', ',', ';', ':', '!', '?'])
+    };
+    let n = lines.iter().take(3).take_while(|l| is_term(l)).count();
+    let description = lines.get(n)?;
+    let starts_capital =
+        description.trim_start().chars().next().is_some_and(|c| c.is_uppercase() || "(_*`'\"".contains(c));
+    let longer = description.trim().chars().count() > lines[..n].iter().map(|l| l.trim().chars().count()).max()? + 10;
+    (n > 0 && starts_capital && longer && indent(description) < CODE_INDENT).then_some(n)
 }
 
 fn indent(line: &str) -> usize {
@@ -49,7 +79,7 @@ fn reads_as_prose(lines: &[&str]) -> bool {
     let letters = text.chars().filter(|c| c.is_alphabetic()).count();
     let nonspace = text.chars().filter(|c| !c.is_whitespace()).count().max(1);
     let wordy = letters * 10 >= nonspace * 8 && words >= lines.len() * 6;
-    let ends = text.ends_with(['.', '!', '?', ':', '。', '！', '？']);
+    let ends = text.trim_end_matches(')').ends_with(['.', '!', '?', ':', '。', '！', '？']);
     !lines.iter().any(|l| is_session(l)) && (list_item || (wordy && ends))
 }
 
@@ -79,7 +109,11 @@ fn dedent(lines: &[&str]) -> String {
 
 /// Pushes the runs of one paragraph: prose lines and code lines alternate.
 fn push_paragraph(out: &mut Vec<Block>, paragraph: &str) {
-    let lines: Vec<&str> = paragraph.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut lines: Vec<&str> = paragraph.lines().filter(|l| !l.trim().is_empty()).collect();
+    if let Some(n) = term_lines(&lines) {
+        out.push(Block::Term(lines[..n].iter().map(|l| l.trim().to_string()).collect()));
+        lines.drain(..n);
+    }
     // a list item with a hanging indent is prose throughout
     if lines.first().is_some_and(|l| list_item(l)) && !lines.iter().any(|l| is_session(l)) {
         out.push(Block::Prose(sentences(&lines)));
@@ -162,5 +196,22 @@ mod tests {
         let item = "  1. sed starts by reading the first line into the pattern space\n     and goes on.";
         assert!(matches!(parse(item)[0], Block::Prose(_)));
         assert!(matches!(parse(">>> x = 1\n>>> x\n1")[0], Block::Code(_)));
+    }
+
+    #[test]
+    fn definition_list_entries_name_their_term() {
+        let b = parse("-n\n--quiet\nBy default, sed prints out the pattern space at the end of each\ncycle.");
+        assert_eq!(b[0], Block::Term(vec!["-n".into(), "--quiet".into()]));
+        assert_eq!(
+            b[1],
+            Block::Prose(vec!["By default, sed prints out the pattern space at the end of each cycle.".into()])
+        );
+        let b = parse("q [EXIT-CODE]\nExit sed without processing any more commands or input.");
+        assert_eq!(b[0], Block::Term(vec!["q [EXIT-CODE]".into()]));
+        // wrapped prose whose first line happens to be short is not an entry
+        assert!(matches!(
+            parse("Floating point\nnumbers are fractions in hardware, as shown below.")[0],
+            Block::Prose(_)
+        ));
     }
 }

@@ -9,6 +9,7 @@
 //! cites no source.
 
 pub mod blocks;
+pub mod cache;
 pub mod intent;
 pub mod passage;
 
@@ -18,7 +19,6 @@ use super::{prompt, Backend, BoxFuture, Generation, Persona, Piece, Pieces, Usag
 use crate::error::Result;
 use crate::search::analyze_as;
 use crate::store::records::SourceRef;
-use crate::text::language;
 
 /// Words per streamed delta of an embedded answer.
 pub const WORDS_PER_DELTA: usize = 3;
@@ -145,10 +145,6 @@ fn small_talk(persona: &Persona, message: &str) -> Option<String> {
     None
 }
 
-/// Characters of the best source that language detection looks at (enough for a reliable
-/// answer; detection cost grows with the text).
-const LANGUAGE_SAMPLE: usize = 400;
-
 /// The first `chars` characters of `text`.
 fn prefix(text: &str, chars: usize) -> &str {
     text.char_indices().nth(chars).map_or(text, |(i, _)| &text[..i])
@@ -157,7 +153,7 @@ fn prefix(text: &str, chars: usize) -> &str {
 fn extract(message: &str, sources: &[SourceRef]) -> Option<Answer> {
     // One language for the question and every sentence, detected on the best source (longer and
     // more reliable than a question), so that both sides are analyzed alike.
-    let lang = sources.first().and_then(|s| language::detect(prefix(&s.content, LANGUAGE_SAMPLE)));
+    let lang = sources.first().and_then(cache::language);
     let found = passage::answer(message, &intent::of(message), sources, lang)?;
     Some(Answer { text: found.text, used: found.used })
 }
@@ -192,6 +188,36 @@ mod tests {
         assert!(a.text.contains("A module is a file containing Python definitions"), "{}", a.text);
         assert!(a.text.ends_with("(From: Modules)"));
         assert_eq!(a.used, vec![0]);
+    }
+
+    /// Two entries of a manual's definition list, named `d` and `D`.
+    const COMMANDS: &str = "If you use sed at all, you will want to know these commands.\n\nd\nDelete the pattern \
+                            space; immediately start next cycle.\n\nD\nIf pattern space contains newlines, delete \
+                            text in the pattern space up to the first newline.";
+
+    #[test]
+    fn a_definition_list_entry_defines_the_command_it_names_case_kept() {
+        let s = [src("sed › Often-Used Commands", COMMANDS)];
+        let a = reply(&persona(), "What does the D command do?", &s);
+        assert!(a.text.starts_with("`D`: If pattern space contains newlines"), "{}", a.text);
+        assert!(!a.text.contains("Delete the pattern space"), "{}", a.text);
+        let a = reply(&persona(), "What is the difference between the d and D commands?", &s);
+        assert!(a.text.contains("`d`: Delete the pattern space"), "{}", a.text);
+        assert!(a.text.contains("`D`: If pattern space"), "{}", a.text);
+    }
+
+    #[test]
+    fn a_sentence_naming_the_subject_defines_it() {
+        let s = [
+            src("Files", "Files can hold text. The JSON format is used by many applications for data exchange."),
+            src(
+                "Files › json",
+                "Python allows you to use the popular data interchange format called JSON (JavaScript Object \
+                 Notation). The standard module json can serialize data.",
+            ),
+        ];
+        let a = reply(&persona(), "What is JSON?", &s);
+        assert!(a.text.contains("called JSON (JavaScript Object Notation)"), "{}", a.text);
     }
 
     #[test]

@@ -4,23 +4,30 @@
 //! 1. Every prose sentence is scored by the question's terms it contains (same analyzer as the
 //!    index), each weighted by its rarity among the candidate sentences; terms of its chunk's
 //!    heading path that the sentence lacks count half. A definition question ("What is X?")
-//!    adds the full weight of X to a sentence that says what X is ("X is/are …", or a
-//!    sentence that starts with X).
-//! 2. The best section is the chunk with the best sentence plus a heading bonus: the weight of
-//!    the question's terms (X's, for a definition) that its own heading names, times the share of
-//!    that heading they make up.
+//!    adds the full weight of X to a sentence that says what X is ("X is/are …" with X first,
+//!    "… called X", "X, a …", or the description of a definition-list entry named X, case kept:
+//!    [`Block::Term`]); a comparison does so for each side. A source's sentences are weighted by
+//!    the square root of its share of the best retrieval score.
+//! 2. The best section is the chunk with the best sentence (for a comparison, the sum of the
+//!    best about each side) plus a heading bonus: the weight of the question's terms (X's, for a
+//!    definition) that its own heading names, times the share of that heading they make up. The
+//!    chunks with its heading path are chosen from together.
 //! 3. The passage holds that section's best sentence and its others scoring at least
 //!    [`KEEP_RATIO`] of it, in document order, within [`MAX_PROSE_CHARS`] (at most
 //!    [`MAX_SENTENCES`]); a definition keeps the sentence after the one that defines; a
 //!    comparison keeps a sentence about each side. A sentence that introduces a code block
 //!    (ends with ":" or announces "the following") is kept only with that block; "How do I"
-//!    questions get the section's first code block after the passage. At most one code block,
-//!    quoted whole (bounded by [`MAX_CODE_CHARS`]).
+//!    questions get the code block nearest the passage's first sentence (at most
+//!    [`CODE_REACH`] blocks away). At most one code block, quoted whole (bounded by
+//!    [`MAX_CODE_CHARS`]).
 //! 4. A second section adds one sentence only when it covers question terms of at least
-//!    [`SECOND_SECTION_GAIN`] of the question's weight that the first section does not.
+//!    [`SECOND_SECTION_GAIN`] of the question's weight that the first section does not; a
+//!    comparison whose passage does not say what one side is takes that from another section.
 //! 5. When the best section's passage (with its heading path) covers less than
 //!    [`MIN_COVERAGE`] of the question's weight (all of it for a one-term question), there is no
 //!    answer.
+
+use std::sync::Arc;
 
 use super::blocks::{self, Block};
 use super::intent::Intent;
@@ -37,6 +44,8 @@ pub const MAX_CODE_CHARS: usize = 1200;
 pub const KEEP_RATIO: f32 = 0.6;
 /// Share of the question's weight the passage must cover to be an answer (two or more terms).
 pub const MIN_COVERAGE: f32 = 0.6;
+/// Farthest (in blocks) the code block of a "How do I" answer may be from its first sentence.
+pub const CODE_REACH: usize = 3;
 /// Share of the question's weight a second section must add to be quoted.
 pub const SECOND_SECTION_GAIN: f32 = 0.25;
 
@@ -65,14 +74,85 @@ const JA_COPULAS: &[&str] = &["とは", "は"];
 /// Words announcing a code block that follows.
 const ANNOUNCES: &[&str] = &["following", "suivant", "siguiente", "folgende", "次の", "以下"];
 
-/// A chunk read for answering.
-struct Section<'a> {
-    name: &'a str,
+/// What answering needs of a chunk whatever the question: its blocks, the terms of its heading
+/// path and of its own heading, and its candidate sentences with their terms. Built once per
+/// chunk text and language and kept by [`super::cache`], so that a completion only scores.
+pub struct Analysis {
     blocks: Vec<Block>,
     /// Terms of its heading path (document title › headings).
     path: Vec<String>,
     /// Terms of its own (last) heading.
     heading: Vec<String>,
+    sentences: Vec<Sentence>,
+    bytes: usize,
+}
+
+/// A prose sentence that may be quoted (long enough, not left dangling before a code block it
+/// introduces), with its terms: its own, and an entry's name for a description.
+struct Sentence {
+    block: usize,
+    index: usize,
+    terms: Arc<[String]>,
+}
+
+impl Analysis {
+    /// The analysis of the chunk named `name` (its heading path, `›`-separated) with text
+    /// `content`, its terms in language `lang` (ISO 639-1; `None`: the default analyzer).
+    pub fn of(name: &str, content: &str, lang: Option<&str>) -> Analysis {
+        let last = name.rsplit(" › ").next().unwrap_or(name);
+        let blocks = blocks::parse(content);
+        let sentences = sentences(&blocks, lang);
+        let strings = |v: &[String]| v.iter().map(|t| t.len() + STRING_BYTES).sum::<usize>();
+        let bytes = content.len() * 2
+            + name.len()
+            + sentences.iter().map(|s| strings(&s.terms) + STRING_BYTES).sum::<usize>()
+            + STRING_BYTES * blocks.len();
+        Analysis { path: analyze_as(lang, name), heading: analyze_as(lang, last), blocks, sentences, bytes }
+    }
+
+    /// Estimated heap bytes held (the blocks' text, the terms and their headers), for the
+    /// cache's budget.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// Bytes a `String` or a small record costs beside its text (header and allocator rounding).
+const STRING_BYTES: usize = 32;
+
+fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
+    let mut out = Vec::new();
+    for (bi, b) in blocks.iter().enumerate() {
+        let Block::Prose(sentences) = b else { continue };
+        for (i, text) in sentences.iter().enumerate() {
+            let letters = text.chars().filter(|c| c.is_alphabetic()).count();
+            if letters < 8 || dangling(blocks, bi, i) {
+                continue;
+            }
+            let mut terms = analyze_as(lang, text);
+            // an entry's description is about the entry's name
+            for t in entry(blocks, bi, i).map(|l| analyze_as(lang, &l.join(" "))).unwrap_or_default() {
+                if !terms.contains(&t) {
+                    terms.push(t);
+                }
+            }
+            out.push(Sentence { block: bi, index: i, terms: terms.into() });
+        }
+    }
+    out
+}
+
+/// A retrieved chunk read for answering: its name and its (cached) analysis.
+struct Section<'a> {
+    name: &'a str,
+    analysis: Arc<Analysis>,
+}
+
+impl std::ops::Deref for Section<'_> {
+    type Target = Analysis;
+    fn deref(&self) -> &Analysis {
+        &self.analysis
+    }
 }
 
 /// A candidate sentence.
@@ -80,7 +160,9 @@ struct Cand {
     section: usize,
     block: usize,
     index: usize,
-    terms: Vec<String>,
+    terms: Arc<[String]>,
+    /// Per subject of the question ([`Scoring::sides`]): whether it says what the subject is.
+    says: Vec<bool>,
     score: f32,
 }
 
@@ -90,20 +172,10 @@ pub struct Passage {
     pub used: Vec<usize>,
 }
 
-fn section<'a>(src: &'a SourceRef, lang: Option<&str>) -> Section<'a> {
-    let last = src.name.rsplit(" › ").next().unwrap_or(&src.name);
-    Section {
-        name: &src.name,
-        blocks: blocks::parse(&src.content),
-        path: analyze_as(lang, &src.name),
-        heading: analyze_as(lang, last),
-    }
-}
-
 fn sentence<'s>(sections: &'s [Section], c: &Cand) -> &'s str {
     match &sections[c.section].blocks[c.block] {
         Block::Prose(s) => &s[c.index],
-        Block::Code(_) => "",
+        _ => "",
     }
 }
 
@@ -125,24 +197,114 @@ fn dangling(blocks: &[Block], block: usize, index: usize) -> bool {
         && introduces_code(blocks, block, index).is_none()
 }
 
+/// The lines naming the definition-list entry that the sentence at `block`/`index` describes
+/// (it is the first sentence of the description).
+fn entry(blocks: &[Block], block: usize, index: usize) -> Option<&[String]> {
+    match (index, block.checked_sub(1).map(|b| &blocks[b])) {
+        (0, Some(Block::Term(lines))) => Some(lines),
+        _ => None,
+    }
+}
+
+/// The name an entry line gives (`q` of `q [EXIT-CODE]`, `s` of `s/regexp/replacement/`,
+/// `-n` of `-n`): its first word up to a bracket, slash or backslash.
+fn entry_name(line: &str) -> &str {
+    let word = line.split_whitespace().next().unwrap_or("");
+    match word.find(['[', '/', '\\']) {
+        Some(i) if i > 0 => &word[..i],
+        _ => word,
+    }
+}
+
+/// Whether an entry named by `lines` is the subject, written as `words` (case kept: `n` and `N`
+/// are two commands): the subject is the entry's name, with at most one more word ("the `N`
+/// command", "the `-s` option"; a longer subject is about something else).
+fn names(lines: &[String], words: &[String]) -> bool {
+    words.len() <= 2 && lines.iter().any(|l| words.iter().any(|w| w == entry_name(l)))
+}
+
+/// Articles a subject may start with ("the d command", "a tuple"), dropped before its words are
+/// matched with an entry's name.
+const ARTICLES: &[&str] =
+    &["a", "an", "the", "un", "une", "le", "la", "les", "el", "los", "las", "una", "der", "die", "das", "ein", "eine"];
+
+/// The words of `subject` (lowercased, from the intent) as `message` writes them, without a
+/// leading article.
+fn subject_words(message: &str, subject: &str) -> Vec<String> {
+    let lower = message.to_lowercase();
+    let raw = lower
+        .find(subject)
+        .and_then(|i| message.get(i..i + subject.len()))
+        .filter(|r| r.to_lowercase() == subject)
+        .unwrap_or(subject);
+    let mut words: Vec<String> =
+        raw.split_whitespace().map(|w| w.trim_matches(|c: char| "?!.,;'\"`".contains(c)).to_string()).collect();
+    if words.len() > 1 && ARTICLES.contains(&words[0].to_lowercase().as_str()) {
+        words.remove(0);
+    }
+    words
+}
+
+/// Characters next to a [`NAMING`] or [`APPOSITIONS`] phrase in which the subject is looked for.
+const NAMING_WINDOW: usize = 80;
+
+/// Words after which a sentence names what it has just described ("… a format called JSON").
+const NAMING: &[&str] =
+    &[" called ", " known as ", ", or ", " appelé ", " appelée ", " llamado ", " llamada ", " genannt "];
+
+/// Whether `text` names the subject right after a [`NAMING`] phrase.
+fn names_after(lower: &str, subject: &[String], lang: Option<&str>) -> bool {
+    NAMING.iter().filter_map(|n| lower.find(n).map(|i| &lower[i + n.len()..])).any(|rest| {
+        let terms = analyze_as(lang, super::prefix(rest, NAMING_WINDOW));
+        let head = &terms[..terms.len().min(subject.len() + 1)];
+        subject.iter().all(|t| head.contains(t))
+    })
+}
+
+/// Words that open an apposition defining what precedes them ("… a virtual environment, a
+/// self-contained directory tree …").
+const APPOSITIONS: &[&str] = &[", a ", ", an ", ", un ", ", une ", ", una ", ", ein ", ", eine "];
+
+/// Whether `text` names the subject right before an [`APPOSITIONS`] phrase.
+fn apposition(lower: &str, subject: &[String], lang: Option<&str>) -> bool {
+    APPOSITIONS.iter().filter_map(|a| lower.find(a).map(|i| &lower[..i])).any(|before| {
+        let start = before.char_indices().rev().nth(NAMING_WINDOW).map_or(0, |(i, _)| i);
+        let terms = analyze_as(lang, &before[start..]);
+        let tail = &terms[terms.len().saturating_sub(subject.len())..];
+        subject.iter().all(|t| tail.contains(t))
+    })
+}
+
 /// Whether `text` says what the subject (`subject` terms) is.
 fn defines(text: &str, subject: &[String], lang: Option<&str>) -> bool {
     if subject.is_empty() {
         return false;
     }
     let lower = text.to_lowercase();
+    if names_after(&lower, subject, lang) || apposition(&lower, subject, lang) {
+        return true;
+    }
     let copulas = if lang == Some("ja") { JA_COPULAS } else { COPULAS };
     let Some(cut) = copulas.iter().filter_map(|c| lower.find(c)).min() else { return false };
     let head = &lower[..cut];
     let terms = analyze_as(lang, head);
-    // the subject opens the sentence: its terms and at most one more (an article or adjective)
-    terms.len() <= subject.len() + 1 && subject.iter().all(|t| terms.contains(t))
+    // the subject opens the sentence: its terms first, and at most one more
+    let opening = &terms[..terms.len().min(subject.len())];
+    terms.len() <= subject.len() + 1 && subject.iter().all(|t| opening.contains(t))
+}
+
+/// A subject of the question (X of "What is X?", A and B of a comparison): its terms, and its
+/// words as written.
+struct Side {
+    terms: Vec<String>,
+    words: Vec<String>,
 }
 
 /// The scoring of one question over the candidate sentences.
 struct Scoring<'q> {
     lang: Option<&'q str>,
     intent: &'q Intent,
+    sides: Vec<Side>,
     /// (term, weight) of the question.
     weights: Vec<(String, f32)>,
     /// Terms the heading bonus and the definition bonus look for.
@@ -155,13 +317,33 @@ impl Scoring<'_> {
         self.weights.iter().find(|(x, _)| x == t).map_or(0.0, |(_, w)| *w)
     }
 
-    fn sentence_score(&self, s: &Section, terms: &[String], text: &str) -> f32 {
+    /// Whether candidate `c` says what `side` is: the description of an entry that names it, or
+    /// a sentence of the form "X is …" (never the description of another entry).
+    fn says(&self, sections: &[Section], c: &Cand, side: &Side) -> bool {
+        match entry(&sections[c.section].blocks, c.block, c.index) {
+            Some(lines) => names(lines, &side.words),
+            None => defines(sentence(sections, c), &side.terms, self.lang),
+        }
+    }
+
+    /// Whether candidate `c` is about side `i`.
+    fn about(&self, c: &Cand, i: usize) -> bool {
+        self.sides[i].terms.iter().any(|t| c.terms.contains(t)) || c.says[i]
+    }
+
+    fn sentence_score(&self, sections: &[Section], c: &Cand) -> f32 {
+        let (s, terms) = (&sections[c.section], &c.terms);
         let body: f32 = self.weights.iter().filter(|(t, _)| terms.contains(t)).map(|(_, w)| w).sum();
         let path: f32 =
             self.weights.iter().filter(|(t, _)| !terms.contains(t) && s.path.contains(t)).map(|(_, w)| w).sum();
-        let defining = matches!(self.intent, Intent::Definition(_)) && defines(text, &self.focus, self.lang);
-        let bonus: f32 = if defining { self.focus.iter().map(|t| self.weight(t)).sum() } else { 0.0 };
-        if body == 0.0 {
+        let bonus: f32 = self
+            .sides
+            .iter()
+            .zip(&c.says)
+            .filter(|(_, says)| **says)
+            .map(|(side, _)| side.terms.iter().map(|t| self.weight(t)).sum::<f32>().max(1.0))
+            .sum();
+        if body == 0.0 && bonus == 0.0 {
             return 0.0;
         }
         body + 0.5 * path + bonus
@@ -184,18 +366,12 @@ impl Scoring<'_> {
     }
 }
 
-fn candidates(sections: &[Section], lang: Option<&str>) -> Vec<Cand> {
+fn candidates(sections: &[Section]) -> Vec<Cand> {
     let mut out = Vec::new();
     for (si, s) in sections.iter().enumerate() {
-        for (bi, b) in s.blocks.iter().enumerate() {
-            let Block::Prose(sentences) = b else { continue };
-            for (i, text) in sentences.iter().enumerate() {
-                let letters = text.chars().filter(|c| c.is_alphabetic()).count();
-                if letters < 8 || dangling(&s.blocks, bi, i) {
-                    continue;
-                }
-                out.push(Cand { section: si, block: bi, index: i, terms: analyze_as(lang, text), score: 0.0 });
-            }
+        for c in &s.sentences {
+            let terms = c.terms.clone();
+            out.push(Cand { section: si, block: c.block, index: c.index, terms, says: Vec::new(), score: 0.0 });
         }
     }
     out
@@ -204,7 +380,13 @@ fn candidates(sections: &[Section], lang: Option<&str>) -> Vec<Cand> {
 fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&'q str>, cands: &[Cand]) -> Scoring<'q> {
     let query = analyze_as(lang, message);
     let n = cands.len() as f32;
-    let weights: Vec<(String, f32)> = query
+    let side = |x: &str| Side { terms: analyze_as(lang, x), words: subject_words(message, x) };
+    let sides = match intent {
+        Intent::Definition(x) => vec![side(x)],
+        Intent::Comparison(a, b) => vec![side(a), side(b)],
+        _ => Vec::new(),
+    };
+    let mut weights: Vec<(String, f32)> = query
         .iter()
         .map(|t| {
             let df = cands.iter().filter(|c| c.terms.contains(t)).count() as f32;
@@ -216,23 +398,33 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&'q str>, cands: 
         Intent::Comparison(a, b) => [analyze_as(lang, a), analyze_as(lang, b)].concat(),
         _ => Vec::new(),
     };
+    // what a comparison weighs is its two sides ("difference between" says nothing of them)
+    if matches!(intent, Intent::Comparison(..)) && !focus.is_empty() {
+        weights.retain(|(t, _)| focus.contains(t));
+    }
     let focus = if focus.is_empty() { query } else { focus };
     let total = weights.iter().map(|(_, w)| w).sum();
-    Scoring { lang, intent, weights, focus, total }
+    Scoring { lang, intent, sides, weights, focus, total }
 }
 
 /// The passage answering `message` from `sources` (best first), or `None` when they do not
 /// answer it.
-pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Option<&str>) -> Option<Passage> {
-    let sections: Vec<Section> = sources.iter().map(|s| section(s, lang)).collect();
-    let mut cands = candidates(&sections, lang);
+pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Option<&'static str>) -> Option<Passage> {
+    let sections: Vec<Section> =
+        sources.iter().map(|s| Section { name: &s.name, analysis: super::cache::analysis(s, lang) }).collect();
+    let mut cands = candidates(&sections);
     let sc = scoring(message, intent, lang, &cands);
     if sc.weights.is_empty() || cands.is_empty() {
         return None;
     }
+    let says: Vec<Vec<bool>> =
+        cands.iter().map(|c| sc.sides.iter().map(|side| sc.says(&sections, c, side)).collect()).collect();
+    for (c, says) in cands.iter_mut().zip(says) {
+        c.says = says;
+    }
+    let priors = retrieval_priors(sources);
     for c in &mut cands {
-        let rank_prior = 1.0 / (1.0 + 0.1 * c.section as f32);
-        c.score = sc.sentence_score(&sections[c.section], &c.terms, sentence(&sections, c)) * rank_prior;
+        c.score = sc.sentence_score(&sections, c) * priors[c.section];
     }
     let best = best_section(&sections, &cands, &sc)?;
     let mut chosen = choose(&sections, &cands, &sc, best);
@@ -247,16 +439,54 @@ pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Optio
     if sc.coverage(&first_terms.iter().collect::<Vec<_>>()) < needed {
         return None;
     }
-    if let Some(extra) = second_section(&cands, &sc, best, &first_terms) {
+    if let Some(extra) = second_section(&sections, &cands, &sc, best, &first_terms) {
         chosen.push(extra);
     }
+    // a comparison says what each side is: a side the passage does not define is taken from
+    // another section that does
+    for i in 0..sc.sides.len() {
+        let said = |c: &&Cand| c.says[i];
+        if matches!(intent, Intent::Comparison(..)) && !chosen.iter().any(said) {
+            let best_saying =
+                cands.iter().filter(|c| c.score > 0.0 && said(c)).max_by(|a, b| a.score.total_cmp(&b.score));
+            chosen.extend(best_saying);
+        }
+    }
     Some(render(&sections, &chosen, matches!(intent, Intent::HowTo)))
+}
+
+/// How much each source's sentences count, from its retrieval score: the square root of its
+/// share of the best source's score (sources retrieved almost as well weigh almost as much);
+/// by rank (1, 0.91, 0.83, …) when the scores say nothing.
+fn retrieval_priors(sources: &[SourceRef]) -> Vec<f32> {
+    let top = sources.first().map_or(0.0, |s| s.score);
+    sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            if top > 0.0 && s.score.is_finite() {
+                (s.score / top).clamp(0.0, 1.0).sqrt()
+            } else {
+                1.0 / (1.0 + 0.1 * i as f32)
+            }
+        })
+        .collect()
 }
 
 fn best_section(sections: &[Section], cands: &[Cand], sc: &Scoring) -> Option<usize> {
     let mut best: Option<(f32, usize)> = None;
     for (si, s) in sections.iter().enumerate() {
-        let top = cands.iter().filter(|c| c.section == si).map(|c| c.score).fold(0.0, f32::max);
+        let mine = || cands.iter().filter(move |c| c.section == si);
+        let top = match sc.intent {
+            // a comparison is answered where both sides are
+            Intent::Comparison(..) => sc
+                .sides
+                .iter()
+                .enumerate()
+                .map(|(i, _)| mine().filter(|c| sc.about(c, i)).map(|c| c.score).fold(0.0, f32::max))
+                .sum(),
+            _ => mine().map(|c| c.score).fold(0.0, f32::max),
+        };
         if top <= 0.0 {
             continue;
         }
@@ -270,7 +500,9 @@ fn best_section(sections: &[Section], cands: &[Cand], sc: &Scoring) -> Option<us
 
 /// The sentences of section `best` to quote, in document order.
 fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize) -> Vec<&'c Cand> {
-    let mut mine: Vec<&Cand> = cands.iter().filter(|c| c.section == best && c.score > 0.0).collect();
+    // the chunks of one section (same heading path) are one passage to choose from
+    let same = |si: usize| sections[si].name == sections[best].name;
+    let mut mine: Vec<&Cand> = cands.iter().filter(|c| same(c.section) && c.score > 0.0).collect();
     mine.sort_by(|a, b| b.score.total_cmp(&a.score).then((a.block, a.index).cmp(&(b.block, b.index))));
     let Some(anchor) = mine.first().copied() else { return Vec::new() };
     let mut chosen = vec![anchor];
@@ -285,18 +517,17 @@ fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize
     };
     match sc.intent {
         Intent::Definition(_) => {
-            if let Some(next) =
-                cands.iter().find(|c| c.section == best && c.block == anchor.block && c.index == anchor.index + 1)
+            if let Some(next) = cands
+                .iter()
+                .find(|c| c.section == anchor.section && c.block == anchor.block && c.index == anchor.index + 1)
             {
                 take(next, &mut chosen);
             }
         }
-        Intent::Comparison(a, b) => {
-            for side in [a, b] {
-                let terms = analyze_as(sc.lang, side);
-                let about = |c: &&Cand| terms.iter().any(|t| c.terms.contains(t));
-                let says = |c: &&Cand| defines(sentence(sections, c), &terms, sc.lang);
-                if let Some(c) = mine.iter().copied().find(|c| says(c)) {
+        Intent::Comparison(..) => {
+            for i in 0..sc.sides.len() {
+                let about = |c: &&Cand| sc.about(c, i);
+                if let Some(c) = mine.iter().copied().find(|c| c.says[i]) {
                     take(c, &mut chosen);
                 } else if !chosen.iter().any(about) {
                     if let Some(c) = mine.iter().copied().find(about) {
@@ -310,12 +541,18 @@ fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize
     for c in mine.iter().copied().skip(1).take_while(|c| c.score >= anchor.score * KEEP_RATIO) {
         take(c, &mut chosen);
     }
-    chosen.sort_by_key(|c| (c.block, c.index));
+    chosen.sort_by_key(|c| (c.section, c.block, c.index));
     chosen
 }
 
 /// One sentence of another section when it covers enough of what the first section does not.
-fn second_section<'c>(cands: &'c [Cand], sc: &Scoring, best: usize, covered: &[String]) -> Option<&'c Cand> {
+fn second_section<'c>(
+    sections: &[Section],
+    cands: &'c [Cand],
+    sc: &Scoring,
+    best: usize,
+    covered: &[String],
+) -> Option<&'c Cand> {
     let gain = |c: &Cand| -> f32 {
         let new: f32 =
             sc.weights.iter().filter(|(t, _)| !covered.contains(t) && c.terms.contains(t)).map(|(_, w)| w).sum();
@@ -323,22 +560,27 @@ fn second_section<'c>(cands: &'c [Cand], sc: &Scoring, best: usize, covered: &[S
     };
     cands
         .iter()
-        .filter(|c| c.section != best && gain(c) >= SECOND_SECTION_GAIN)
+        .filter(|c| sections[c.section].name != sections[best].name && gain(c) >= SECOND_SECTION_GAIN)
         .max_by(|a, b| (gain(a), a.score).partial_cmp(&(gain(b), b.score)).unwrap_or(std::cmp::Ordering::Equal))
 }
 
 /// The code block to quote after the chosen sentences, if any: the block a chosen sentence
-/// introduces, or (for "How do I") the section's first block after the first chosen sentence.
+/// introduces, or (for "How do I") the section's block nearest the first chosen sentence (at
+/// most [`CODE_REACH`] blocks away; after it rather than before at equal distance).
 fn code_block(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Option<(usize, usize)> {
     for c in chosen {
         if let Some(b) = introduces_code(&sections[c.section].blocks, c.block, c.index) {
             return Some((c.section, b));
         }
     }
-    let first = chosen.first()?;
+    let first = chosen.first().filter(|_| how_to)?;
     let blocks = &sections[first.section].blocks;
-    let found = (first.block + 1..blocks.len().min(first.block + 4)).find(|b| matches!(blocks[*b], Block::Code(_)));
-    found.filter(|_| how_to).map(|b| (first.section, b))
+    let is_code = |b: usize| matches!(blocks.get(b), Some(Block::Code(_)));
+    (1..=CODE_REACH)
+        .flat_map(|d| [Some(first.block + d), first.block.checked_sub(d)])
+        .flatten()
+        .find(|b| is_code(*b))
+        .map(|b| (first.section, b))
 }
 
 fn render(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Passage {
@@ -375,6 +617,10 @@ fn render(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Passage {
         } else {
             "\n\n"
         });
+        if let Some(lines) = entry(&sections[c.section].blocks, c.block, c.index) {
+            let named: Vec<String> = lines.iter().map(|l| format!("`{l}`")).collect();
+            text.push_str(&format!("{}: ", named.join(", ")));
+        }
         text.push_str(sentence(sections, c));
         last = Some((c.section, c.block));
     }
@@ -393,7 +639,10 @@ fn render(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Passage {
 }
 
 fn push_code(text: &mut String, block: &str) {
-    text.push_str("\n\n```\n");
+    if !text.is_empty() {
+        text.push_str("\n\n");
+    }
+    text.push_str("```\n");
     text.push_str(block);
     text.push_str("\n```");
 }

@@ -206,7 +206,7 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, new: NewEntry, limi
                     store::put(&mut txn.open_table(tables::TOKENHASH_UPLOAD)?, &hash, &upload)?;
                 }
             }
-            store::put(&mut txn.open_table(tables::KBID_ENTRY)?, id, &entry)?;
+            store::kb_summary::put_entry(txn, &entry)?;
             txn.open_table(tables::REPLICA_KB)?.insert((k(replica), id), ())?;
             Ok(id)
         })

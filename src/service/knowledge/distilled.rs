@@ -1,17 +1,13 @@
 //! `distilledKnowledge` of a replica (DECISIONS.md "Replicas"): a short text saying what its
-//! knowledge base covers, and the counts behind it. Computed on read from the entries' titles
-//! only (no texts, sources or chunks are read), in the read transaction of the replica views
+//! knowledge base covers, and the counts behind it. Read from the summary kept at write time
+//! (`store::kb_summary`), in the read transaction of the replica views
 //! (`service::replicas::view_parts`).
 
 use redb::ReadTransaction;
 use uuid::Uuid;
 
 use crate::error::Result;
-use crate::store::records::KbEntry;
-use crate::store::{self, k, tables};
-
-/// Titles kept per replica (the first ones, in creation order).
-pub const MAX_TITLES: usize = 100;
+use crate::store::{kb_summary, tables};
 
 /// Titles named in the text; the rest are counted ("… and 7 more").
 const TEXT_TITLES: usize = 10;
@@ -21,7 +17,7 @@ const TEXT_TITLES: usize = 10;
 pub struct Distilled {
     /// Number of entries, whatever their status.
     pub entries: u64,
-    /// Titles (given, else generated) of the first [`MAX_TITLES`] entries that have one.
+    /// Titles (given, else generated) of the first [`crate::store::kb_summary::MAX_TITLES`] entries that have one.
     pub titles: Vec<String>,
 }
 
@@ -43,22 +39,11 @@ impl Distilled {
     }
 }
 
-/// [`Distilled`] of `replica`, read in `txn`.
+/// [`Distilled`] of `replica`, read in `txn`: one lookup of the summary kept at write time
+/// (`store::kb_summary`).
 pub fn distilled_in(txn: &ReadTransaction, replica: Uuid) -> Result<Distilled> {
-    let ids = txn.open_table(tables::REPLICA_KB)?;
-    let entries = txn.open_table(tables::KBID_ENTRY)?;
-    let mut d = Distilled::default();
-    for row in ids.range((k(replica), 0)..=(k(replica), u64::MAX))? {
-        let id = row?.0.value().1;
-        d.entries += 1;
-        if d.titles.len() >= MAX_TITLES {
-            continue;
-        }
-        if let Some(e) = store::get::<u64, KbEntry, _>(&entries, id)? {
-            d.titles.extend(e.title.or(e.generated_title));
-        }
-    }
-    Ok(d)
+    let s = kb_summary::of(&txn.open_table(tables::REPLICA_KBSUMMARY)?, replica)?;
+    Ok(Distilled { entries: s.entries, titles: s.titles.into_iter().map(|(_, t)| t).collect() })
 }
 
 #[cfg(test)]

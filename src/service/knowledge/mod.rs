@@ -93,7 +93,7 @@ pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Resul
     let now = now_ms();
     store
         .write_kb(move |txn| {
-            let mut table = txn.open_table(tables::KBID_ENTRY)?;
+            let table = txn.open_table(tables::KBID_ENTRY)?;
             let mut e = store::get::<u64, KbEntry, _>(&table, id)?
                 .filter(|e| e.replica == replica)
                 .ok_or_else(|| Error::not_found("knowledge-base entry"))?;
@@ -124,8 +124,7 @@ pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Resul
                 write_content(txn, &mut e, &raw)?;
             }
             e.updated_at = now;
-            table = txn.open_table(tables::KBID_ENTRY)?;
-            store::put(&mut table, id, &e)
+            store::kb_summary::put_entry(txn, &e)
         })
         .await
 }
@@ -153,7 +152,7 @@ fn remove_in(txn: &WriteTransaction, e: &KbEntry) -> Result<()> {
     let mut counts = txn.open_table(tables::ORG_KBCOUNT)?;
     let n = counts.get(k(e.org))?.map(|v| v.value()).unwrap_or(0);
     counts.insert(k(e.org), n.saturating_sub(1))?;
-    txn.open_table(tables::KBID_ENTRY)?.remove(id)?;
+    store::kb_summary::remove_entry(txn, e)?;
     txn.open_table(tables::KBID_TEXT)?.remove(id)?;
     txn.open_table(tables::KBID_SOURCE)?.remove(id)?;
     txn.open_table(tables::KBID_FILE)?.remove(id)?;

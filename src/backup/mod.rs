@@ -1,0 +1,257 @@
+//! Online backup (issue 15, point 7): `replicad backup --to FILE` writes one archive holding
+//! everything a data directory needs to be brought back by `replicad restore` ([`restore`]).
+//!
+//! The archive is a gzip-compressed tar with, in this order:
+//! - `replicad-backup.json`: the [`Manifest`] (format, versions, record count, time);
+//! - `replicad.redb`: the store as of one commit, uploaded files included (they are records of
+//!   the store, table `kbid_file`), copied out of one read transaction while the server keeps
+//!   committing (see [`crate::store::copy`] for why a copy and not the file);
+//! - `secrets.key`: the key sealing the bots' tokens (`crate::secrets`), when there is one;
+//!   without it a restored server could not open the stored tokens.
+//!
+//! The search index is not in the archive: restore rebuilds it from the chunks the store holds
+//! (no extraction, no chunking again; seconds for ten thousand chunks). A copy of the index
+//! files would have to be taken at the very commit of the store's snapshot to agree with it,
+//! and the indexer commits on its own schedule; the rebuild agrees by construction (restore
+//! runs `replicad check` to show it) and keeps the archive smaller.
+//!
+//! While a server runs on the data directory, `backup` asks it through the admin socket
+//! (`crate::admin`), so the snapshot comes from the live store; otherwise it opens the store.
+
+pub mod restore;
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::store::{copy, Store, DB_FILE};
+
+/// Name of the manifest, the archive's first entry.
+pub const MANIFEST: &str = "replicad-backup.json";
+/// Name of the secrets key in the archive (and in a restored data directory).
+pub const SECRETS_KEY: &str = crate::secrets::DEFAULT_KEY_FILE;
+/// The archive format this build writes and reads.
+pub const FORMAT: u32 = 1;
+
+/// The first entry of an archive.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// Archive format ([`FORMAT`]); restore refuses a format it does not know.
+    pub format: u32,
+    /// Version of the replicad that wrote the archive.
+    pub replicad: String,
+    /// Schema version of the store in the archive (restore migrates an older one).
+    pub schema_version: u32,
+    /// Records of the store, all tables together.
+    pub records: u64,
+    /// Whether the archive holds `secrets.key`.
+    pub secrets_key: bool,
+    /// When the snapshot was taken, ms since the Unix epoch.
+    pub created_at_ms: i64,
+}
+
+/// What a backup wrote (printed as JSON on stdout by `replicad backup`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// The archive written (absolute).
+    pub file: PathBuf,
+    /// Size of the archive, bytes.
+    pub bytes: u64,
+    /// Size of the store's copy before compression, bytes.
+    pub store_bytes: u64,
+    /// Records of the store, all tables together.
+    pub records: u64,
+    /// Schema version of the store.
+    pub schema_version: u32,
+    /// Whether the archive holds the secrets key.
+    pub secrets_key: bool,
+    /// Wall time of the whole backup, ms.
+    pub millis: u64,
+}
+
+/// How far a backup is: `done` of `total` records copied (step `copy`), then bytes of the
+/// store's copy compressed into the archive (step `archive`).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    pub step: Step,
+    pub done: u64,
+    pub total: u64,
+}
+
+/// The steps of a backup ([`Progress`]).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Step {
+    /// Copying the store's records out of the snapshot.
+    Copy,
+    /// Compressing the copy into the archive.
+    Archive,
+}
+
+impl std::fmt::Display for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let percent = (self.done * 100).checked_div(self.total).unwrap_or(100);
+        match self.step {
+            Step::Copy => write!(f, "copying records: {} of {} ({percent} %)", self.done, self.total),
+            Step::Archive => {
+                let mib = |b: u64| b as f64 / 1_048_576.0;
+                write!(f, "compressing: {:.1} of {:.1} MiB ({percent} %)", mib(self.done), mib(self.total))
+            }
+        }
+    }
+}
+
+/// Writes the archive of `store` as of now to `to` (replaced atomically when it exists), with
+/// the secrets key read from `key_file` when that file exists. Blocking: call it on the
+/// blocking pool. `progress` is called after every batch of records and of compressed bytes.
+/// Errors: I/O (the target's directory, disk space) and store errors; a failed backup leaves no
+/// file at `to` and no temporary files behind.
+pub fn write(store: &Store, key_file: &Path, to: &Path, progress: &mut dyn FnMut(Progress)) -> Result<Summary> {
+    let started = Instant::now();
+    let to = std::path::absolute(to)?;
+    let name = to.file_name().ok_or_else(|| Error::internal(format!("{} is not a file name", to.display())))?;
+    let parent = to.parent().unwrap_or(Path::new("/"));
+    let work = WorkDir::create(parent.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id())))?;
+    let snapshot = store.snapshot()?;
+    let created_at_ms = crate::store::now_ms();
+    let copy_path = work.0.join(DB_FILE);
+    let mut reported = 0;
+    let copied = copy::copy_store(&snapshot, &copy_path, &mut |done, total| {
+        // One line per batch of records at most (tables smaller than a batch add none).
+        if done - reported >= copy::BATCH || (done == total && reported < total) {
+            reported = done;
+            progress(Progress { step: Step::Copy, done, total });
+        }
+    })?;
+    drop(snapshot);
+    let key = read_key(key_file)?;
+    let manifest = Manifest {
+        format: FORMAT,
+        replicad: env!("CARGO_PKG_VERSION").to_string(),
+        schema_version: copied.schema_version,
+        records: copied.records,
+        secrets_key: key.is_some(),
+        created_at_ms,
+    };
+    let partial = work.0.join("archive");
+    let store_bytes = std::fs::metadata(&copy_path)?.len();
+    write_archive(&partial, &manifest, &copy_path, key.as_deref(), progress)?;
+    std::fs::rename(&partial, &to)?;
+    File::open(parent)?.sync_all()?;
+    let bytes = std::fs::metadata(&to)?.len();
+    Ok(Summary {
+        file: to,
+        bytes,
+        store_bytes,
+        records: copied.records,
+        schema_version: copied.schema_version,
+        secrets_key: key.is_some(),
+        millis: started.elapsed().as_millis() as u64,
+    })
+}
+
+/// [`write`] on the blocking pool: its progress comes on the receiver (closed when the backup
+/// ends), its outcome from the handle.
+/// Failures come as text for the operator (the cause, without the API's error wrapping).
+pub fn spawn(
+    store: Store,
+    key_file: PathBuf,
+    to: PathBuf,
+) -> (tokio::sync::mpsc::UnboundedReceiver<Progress>, tokio::task::JoinHandle<Result<Summary, String>>) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let job = tokio::task::spawn_blocking(move || {
+        write(&store, &key_file, &to, &mut |p| {
+            let _ = tx.send(p);
+        })
+        .map_err(|e| e.internal.unwrap_or(e.message))
+    });
+    (rx, job)
+}
+
+fn read_key(key_file: &Path) -> Result<Option<Vec<u8>>> {
+    match std::fs::read(key_file) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            tracing::warn!(path = %key_file.display(), "no secrets key: the backup holds none");
+            Ok(None)
+        }
+        Err(e) => Err(Error::internal(format!("{}: {e}", key_file.display()))),
+    }
+}
+
+/// The archive at `path`: manifest, store copy, key; fsynced.
+fn write_archive(
+    path: &Path,
+    manifest: &Manifest,
+    store_copy: &Path,
+    key: Option<&[u8]>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<()> {
+    // The archive holds the secrets key: only its owner may read it.
+    let file = std::os::unix::fs::OpenOptionsExt::mode(std::fs::OpenOptions::new().write(true).create_new(true), 0o600)
+        .open(path)?;
+    let gz = flate2::write::GzEncoder::new(BufWriter::new(file), flate2::Compression::fast());
+    let mut tar = tar::Builder::new(gz);
+    let json = serde_json::to_vec_pretty(manifest).map_err(Error::internal)?;
+    append(&mut tar, MANIFEST, 0o644, json.len() as u64, json.as_slice())?;
+    let total = std::fs::metadata(store_copy)?.len();
+    let counted = Counted { inner: File::open(store_copy)?, done: 0, total, progress, reported: 0 };
+    append(&mut tar, DB_FILE, 0o600, total, counted)?;
+    if let Some(key) = key {
+        append(&mut tar, SECRETS_KEY, 0o600, key.len() as u64, key)?;
+    }
+    let file = tar.into_inner()?.finish()?.into_inner().map_err(|e| e.into_error())?;
+    file.sync_all()?;
+    Ok(())
+}
+
+fn append<W: Write>(tar: &mut tar::Builder<W>, name: &str, mode: u32, size: u64, data: impl Read) -> Result<()> {
+    let mut header = tar::Header::new_ustar();
+    header.set_size(size);
+    header.set_mode(mode);
+    header.set_mtime((crate::store::now_ms() / 1000).max(0) as u64);
+    header.set_entry_type(tar::EntryType::Regular);
+    tar.append_data(&mut header, name, data)?;
+    Ok(())
+}
+
+/// A reader reporting its progress every 8 MiB.
+struct Counted<'a, R> {
+    inner: R,
+    done: u64,
+    total: u64,
+    reported: u64,
+    progress: &'a mut dyn FnMut(Progress),
+}
+
+impl<R: Read> Read for Counted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.done += n as u64;
+        if self.done - self.reported >= 8 << 20 || (n == 0 && self.reported < self.done) {
+            self.reported = self.done;
+            (self.progress)(Progress { step: Step::Archive, done: self.done, total: self.total });
+        }
+        Ok(n)
+    }
+}
+
+/// A scratch directory removed with everything in it when dropped.
+struct WorkDir(PathBuf);
+
+impl WorkDir {
+    fn create(path: PathBuf) -> Result<WorkDir> {
+        std::fs::create_dir(&path).map_err(|e| Error::internal(format!("{}: {e}", path.display())))?;
+        Ok(WorkDir(path))
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
