@@ -10,10 +10,38 @@
 //! documents, nor on deleted documents still in segments, nor on how segments were merged.
 //!
 //! The counts are computed per query from the searcher (no state to keep in step with writes):
-//! the replica's documents from the postings of its `replica` term, a term's frequency by
-//! walking the shorter of the term's postings and the replica's documents. The cost is linear
-//! in the replica's chunks; the figures (`cargo run --release --example retrieval -- bench`)
-//! are in the [`crate::search`] module's documentation.
+//!
+//! - the replica's live documents: one walk of the postings of its `replica` term in each
+//!   segment, dropping deleted documents — O(R), R the replica's chunks;
+//! - a field's token sum (for the average length): one field-norm read per replica document,
+//!   once per field and query — O(R);
+//! - a term's document frequency, per segment: when the term's postings there are fewer than
+//!   the replica's documents, they are walked and each looked up among the replica's (binary
+//!   search), else the replica's documents are walked and the postings skipped to each
+//!   (`seek`, which steps over 128-document blocks by their skip entries) — O(min(df, R)·log R)
+//!   plus O(df / 128) skip entries. It is never a walk of every posting of the term in the
+//!   whole index: another tenant's documents cost at most their skip entries.
+//!
+//! So a query costs O(R + terms × min(df, R)) beyond the search itself, which already walks
+//! the replica's postings of each term; the whole index's size enters only through the number
+//! of segments (one term-dictionary lookup per term and segment, as any tantivy search) and
+//! the skip entries. Multi-segment indexes are handled segment by segment (document ids are
+//! per segment) and give the same statistics however the documents are split or merged, since
+//! field norms survive merges.
+//!
+//! Alternatives weighed: caching the statistics per (replica, searcher generation) would save
+//! the O(R) walks but is invalidated by every indexer commit (each write reloads the reader),
+//! needs a bound and eviction, and the document frequencies of the query's terms would still
+//! be counted per query; one index per organization would isolate organizations but not the
+//! replicas within one (the scores must depend on the asking replica's knowledge base only),
+//! and would multiply open files, writer threads and their memory budgets by the number of
+//! tenants. The per-query count is what the measurements (`cargo run --release --example
+//! retrieval -- bench 10000 --tenants 10`, in the closing note) call for: its cost is
+//! of the order of the search's own.
+//!
+//! Field lengths are tantivy's field norms (exact up to 40 tokens, then rounded to one of 256
+//! buckets), which is what BM25's length normalization reads too; the whole-index scoring used
+//! the exact token counts, hence small score differences between the two beyond isolation.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
