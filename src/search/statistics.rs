@@ -36,8 +36,13 @@
 //! replicas within one (the scores must depend on the asking replica's knowledge base only),
 //! and would multiply open files, writer threads and their memory budgets by the number of
 //! tenants. The per-query count is what the measurements (`cargo run --release --example
-//! retrieval -- bench 10000 --tenants 10`, in the closing note) call for: its cost is
-//! of the order of the search's own.
+//! retrieval -- bench N --tenants T`, release, both scorings interleaved in one run; p50 per
+//! query): 10,290 chunks over 10 replicas 0.164 ms vs 0.107 ms whole-index; the same in one
+//! replica 0.310 vs 0.154 ms; 50,454 chunks over 10 replicas 0.641 vs 0.367 ms. The added cost
+//! grows with the replica (about 15–30 µs per 1,000 of its chunks), not with other tenants'
+//! documents; it is of the order of the search's own. Should replicas of 100,000+ chunks
+//! matter, cache the replica's document lists and token sums per (replica, searcher
+//! generation); the document frequencies stay per query.
 //!
 //! Field lengths are tantivy's field norms (exact up to 40 tokens, then rounded to one of 256
 //! buckets), which is what BM25's length normalization reads too; the whole-index scoring used
