@@ -39,8 +39,8 @@
 //! retrieval -- bench N --tenants T`, release, both scorings interleaved in one run; p50 per
 //! query): 10,290 chunks over 10 replicas 0.164 ms vs 0.107 ms whole-index; the same in one
 //! replica 0.310 vs 0.154 ms; 50,454 chunks over 10 replicas 0.641 vs 0.367 ms. The added cost
-//! grows with the replica (about 15–30 µs per 1,000 of its chunks), not with other tenants'
-//! documents; it is of the order of the search's own. Should replicas of 100,000+ chunks
+//! grows with the replica (15–55 µs per 1,000 of its chunks in these runs) rather than with other
+//! tenants' documents; it is of the order of the search's own. Should replicas of 100,000+ chunks
 //! matter, cache the replica's document lists and token sums per (replica, searcher
 //! generation); the document frequencies stay per query.
 //!
