@@ -8,6 +8,7 @@
 pub mod analyzers;
 pub mod check;
 pub mod indexer;
+pub mod statistics;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -213,10 +214,19 @@ impl Search {
         self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// The best `limit` chunks of `replica` for `query` by BM25 (title and body). The query is
-    /// analyzed by every language's analyzer and matched against that language's fields, so a
-    /// question finds chunks in whatever language they were indexed.
+    /// The best `limit` chunks of `replica` for `query` by BM25 (title and body), scored with
+    /// the replica's own statistics ([`statistics`]): a score never depends on another
+    /// replica's documents. The query is analyzed by every language's analyzer and matched
+    /// against that language's fields, so a question finds chunks in whatever language they
+    /// were indexed.
     pub fn search(&self, replica: Uuid, query: &str, limit: usize) -> Result<Vec<Hit>> {
+        self.search_scored(replica, query, limit, Scoring::Replica)
+    }
+
+    /// [`Search::search`] with the statistics chosen by `scoring`; `Scoring::WholeIndex` is
+    /// the former, shared scoring, kept for the before/after benchmark only.
+    #[doc(hidden)]
+    pub fn search_scored(&self, replica: Uuid, query: &str, limit: usize, scoring: Scoring) -> Result<Vec<Hit>> {
         let g = self.current();
         let f = &g.fields;
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
@@ -233,14 +243,21 @@ impl Search {
         if should.is_empty() {
             return Ok(Vec::new());
         }
-        let replica_q =
-            TermQuery::new(Term::from_field_text(f.replica, &replica.simple().to_string()), IndexRecordOption::Basic);
+        let replica_term = Term::from_field_text(f.replica, &replica.simple().to_string());
+        let replica_q = TermQuery::new(replica_term.clone(), IndexRecordOption::Basic);
         let query = BooleanQuery::new(vec![
             (Occur::Must, Box::new(ConstScoreQuery::new(Box::new(replica_q), 0.0)) as Box<dyn Query>),
             (Occur::Must, Box::new(BooleanQuery::new(should))),
         ]);
         let searcher = g.reader.searcher();
-        let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
+        let collector = TopDocs::with_limit(limit).order_by_score();
+        let top = match scoring {
+            Scoring::Replica => {
+                let stats = statistics::ReplicaStatistics::new(&searcher, &replica_term)?;
+                searcher.search_with_statistics_provider(&query, &collector, &stats)?
+            }
+            Scoring::WholeIndex => searcher.search(&query, &collector)?,
+        };
         top.into_iter()
             .map(|(score, addr)| {
                 let doc: TantivyDocument = searcher.doc(addr)?;
@@ -254,6 +271,16 @@ impl Search {
     pub fn num_docs(&self) -> u64 {
         self.current().reader.searcher().num_docs()
     }
+}
+
+/// Which BM25 statistics a search scores with.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scoring {
+    /// The asking replica's documents only (what [`Search::search`] uses).
+    Replica,
+    /// Every document in the index (all tenants): the behaviour before issue 15 point 8.
+    WholeIndex,
 }
 
 /// A chunk to index.

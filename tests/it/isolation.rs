@@ -163,3 +163,46 @@ async fn making_a_replica_public_shows_it_to_everyone() {
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(slugs_seen_by(&org, "nina@example.org").await, vec!["hidden", "public"]);
 }
+
+/// The `sources[].score` of `question` asked of `replica` through `…/chat/completions/test`,
+/// with each source's entry id (nothing is stored in the history).
+async fn scores(org: &Org, replica: &str, question: &str) -> Vec<(u64, f64)> {
+    let (s, v) = org.post(&format!("/v1/replicas/{replica}/chat/completions/test"), json!({"content": question})).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let sources = v["sources"].as_array().expect("sources");
+    sources.iter().map(|s| (s["id"].as_u64().expect("id"), s["score"].as_f64().expect("score"))).collect()
+}
+
+/// Issue 15 point 8: BM25 statistics are the asking replica's own, so another organization's
+/// documents — here 40 entries full of the question's terms, in the same index — change
+/// neither the scores nor the ranking of a replica's sources.
+#[tokio::test]
+async fn another_organizations_entries_do_not_change_a_replicas_scores() {
+    let server = Server::start();
+    let a = server.new_org("Alpha").await;
+    let b = server.new_org("Beta").await;
+    let ra = a.create_replica("reactors").await;
+    let rb = b.create_replica("reactors").await;
+    a.add_ready_text(&ra, "Zorblax reactor", ZORBLAX).await;
+    let other = "The Vantor reactor of Quenth was shut down long ago; its temperature was never measured.";
+    a.add_ready_text(&ra, "Vantor reactor", other).await;
+    a.add_ready_text(&ra, "Moonwater", "Moonwater is harvested every spring from the lakes of Quenth.").await;
+    let before = scores(&a, &ra, ZORBLAX_QUESTION).await;
+    assert!(before.len() >= 2, "the question finds several of A's entries: {before:?}");
+
+    let texts: Vec<String> = (0..40)
+        .map(|i| {
+            format!("Zorblax reactor log {i}: the reactor's temperature was checked; the Zorblax reactor operates.")
+        })
+        .collect();
+    let titles: Vec<String> = (0..40).map(|i| format!("Log {i}")).collect();
+    let adds = titles.iter().zip(&texts).map(|(title, t)| b.add_text(&rb, title, t));
+    let ids = futures_util::future::join_all(adds).await;
+    for kb in ids {
+        b.wait_ready(&rb, kb).await;
+    }
+    assert_eq!(scores(&b, &rb, ZORBLAX_QUESTION).await.len(), 5, "B's entries are searchable");
+
+    let after = scores(&a, &ra, ZORBLAX_QUESTION).await;
+    assert_eq!(after, before, "A's scores and ranking do not depend on B's entries");
+}
