@@ -124,9 +124,9 @@ async fn by_key_hash(store: &Store, h: [u8; 32]) -> Result<Option<Org>> {
 /// asks on every request, answered without a read transaction.
 ///
 /// It needs no invalidation because an organization and its key are written once, by
-/// [`create_in`] (the only writer of `orgid_org` and `keyhash_org`: keys are never rotated and
-/// organizations never deleted or edited; `valid_until` is checked by its readers against the
-/// clock). Only keys that exist are kept, so memory is bounded by the number of organizations
+/// `insert_org` (the only writer of `orgid_org` and `keyhash_org`: keys are never rotated and
+/// organizations never deleted or edited). A change that adds rotation, deletion or an edit
+/// must update or clear this map in the same step. Only keys that exist are kept, so memory is bounded by the number of organizations
 /// that have called (one [`Org`], about 100 bytes, each); unknown keys always go to the store.
 #[derive(Default)]
 pub struct KeyCache(std::sync::RwLock<std::collections::HashMap<[u8; 32], Org>>);

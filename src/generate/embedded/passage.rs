@@ -106,7 +106,7 @@ impl Analysis {
         let strings = |v: &[String]| v.iter().map(|t| t.len() + STRING_BYTES).sum::<usize>();
         let bytes = content.len() * 2
             + name.len()
-            + sentences.iter().map(|s| strings(&s.terms) + STRING_BYTES).sum::<usize>()
+            + sentences.iter().map(|s| strings(&s.terms) + s.definers.bytes(strings) + STRING_BYTES).sum::<usize>()
             + STRING_BYTES * blocks.len();
         Analysis { path: analyze_as(lang, name), heading: analyze_as(lang, last), blocks, sentences, bytes }
     }
@@ -131,13 +131,15 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
                 continue;
             }
             let mut terms = analyze_as(lang, text);
+            let described = entry(blocks, bi, i);
             // an entry's description is about the entry's name
-            for t in entry(blocks, bi, i).map(|l| analyze_as(lang, &l.join(" "))).unwrap_or_default() {
+            for t in described.map(|l| analyze_as(lang, &l.join(" "))).unwrap_or_default() {
                 if !terms.contains(&t) {
                     terms.push(t);
                 }
             }
-            let definers = if entry(blocks, bi, i).is_some() { Definers::default() } else { Definers::of(text, lang) };
+            // an entry's description says what the entry is by its place (`names`), not its words
+            let definers = if described.is_some() { Definers::default() } else { Definers::of(text, lang) };
             out.push(Sentence { block: bi, index: i, terms: terms.into(), definers });
         }
     }
@@ -293,6 +295,12 @@ impl Definers {
         let copulas = if lang == Some("ja") { JA_COPULAS } else { COPULAS };
         let opening = copulas.iter().filter_map(|c| lower.find(c)).min().map(|cut| analyze_as(lang, &lower[..cut]));
         Definers { named, apposed, opening }
+    }
+
+    /// Heap bytes of the kept terms, `strings` giving those of one list.
+    fn bytes(&self, strings: impl Fn(&[String]) -> usize) -> usize {
+        let lists = self.named.iter().chain(&self.apposed).chain(&self.opening);
+        lists.map(|l| strings(l)).sum()
     }
 
     /// Whether the sentence says what the subject (`subject` terms) is: it names the subject
