@@ -187,9 +187,9 @@ pub async fn bot<R: BotRecord>(store: &Store, replica: Uuid) -> Result<Option<R>
     store.read(move |txn| store::get::<u128, R, _>(&txn.open_table(R::TABLE)?, k(replica))).await
 }
 
-/// The `R` bot of `replica`, if any, read in `txn`.
-pub fn bot_in<R: BotRecord>(txn: &redb::ReadTransaction, replica: Uuid) -> Result<Option<R>> {
-    store::get::<u128, R, _>(&txn.open_table(R::TABLE)?, k(replica))
+/// The `R` bot of `replica`, if any, read in `bots` (`R::TABLE`, opened by the caller).
+pub fn bot_in<R: BotRecord>(bots: &impl ReadableTable<u128, &'static [u8]>, replica: Uuid) -> Result<Option<R>> {
+    store::get::<u128, R, _>(bots, k(replica))
 }
 
 /// Every replica with an `R` bot (started at server start).

@@ -243,10 +243,10 @@ pub async fn get(store: &Store, org: Uuid, id: &str) -> Result<User> {
     store.read(move |txn| load(&txn.open_table(tables::USERID_USER)?, org, key)).await
 }
 
-/// The id users see of user `key` (see [`User::public_id`]), read in `txn`; a missing user
-/// keeps its key.
-pub fn public_id_in(txn: &redb::ReadTransaction, key: Uuid) -> Result<String> {
-    let user = store::get::<u128, User, _>(&txn.open_table(tables::USERID_USER)?, k(key))?;
+/// The id users see of user `key` (see [`User::public_id`]), read in `users` (`userid_user`);
+/// a missing user keeps its key.
+pub fn public_id_in(users: &impl redb::ReadableTable<u128, &'static [u8]>, key: Uuid) -> Result<String> {
+    let user = store::get::<u128, User, _>(users, k(key))?;
     Ok(user.map_or_else(|| key.to_string(), |u| u.public_id()))
 }
 

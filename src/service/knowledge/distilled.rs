@@ -3,11 +3,11 @@
 //! (`store::kb_summary`), in the read transaction of the replica views
 //! (`service::replicas::view_parts`).
 
-use redb::ReadTransaction;
+use redb::ReadableTable;
 use uuid::Uuid;
 
 use crate::error::Result;
-use crate::store::{kb_summary, tables};
+use crate::store::kb_summary;
 
 /// Titles named in the text; the rest are counted ("… and 7 more").
 const TEXT_TITLES: usize = 10;
@@ -39,10 +39,10 @@ impl Distilled {
     }
 }
 
-/// [`Distilled`] of `replica`, read in `txn`: one lookup of the summary kept at write time
-/// (`store::kb_summary`).
-pub fn distilled_in(txn: &ReadTransaction, replica: Uuid) -> Result<Distilled> {
-    let s = kb_summary::of(&txn.open_table(tables::REPLICA_KBSUMMARY)?, replica)?;
+/// [`Distilled`] of `replica`, read in `summaries` (`replica_kbsummary`): one lookup of the
+/// summary kept at write time (`store::kb_summary`).
+pub fn distilled_in(summaries: &impl ReadableTable<u128, &'static [u8]>, replica: Uuid) -> Result<Distilled> {
+    let s = kb_summary::of(summaries, replica)?;
     Ok(Distilled { entries: s.entries, titles: s.titles.into_iter().map(|(_, t)| t).collect() })
 }
 
