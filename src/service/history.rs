@@ -123,5 +123,6 @@ pub fn count_message(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
     let mut t = txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
     let n = t.get(k(replica))?.map(|v| v.value()).unwrap_or(0);
     t.insert(k(replica), n + 1)?;
-    Ok(())
+    drop(t);
+    store::replica_index::popularity_changed(txn, replica, n, n + 1)
 }

@@ -73,7 +73,7 @@ pub async fn list(store: &Store, max_replicas: u64, max_kb_entries: u64, now: i6
     store
         .read(move |txn| {
             let quotas = txn.open_table(tables::ORG_QUOTA)?;
-            let by_org = txn.open_table(tables::ORG_REPLICA)?;
+            let by_org = txn.open_table(tables::ORG_REPLICACOUNT)?;
             let kb = txn.open_table(tables::ORG_KBCOUNT)?;
             let mut out = Vec::new();
             for row in txn.open_table(tables::ORGID_ORG)?.iter()? {
@@ -85,7 +85,7 @@ pub async fn list(store: &Store, max_replicas: u64, max_kb_entries: u64, now: i6
                     name: org.name,
                     conversations_this_month: super::usage::org_month_in(txn, org.id, month)?,
                     conversations_per_month: q.conversations_per_month,
-                    replicas: by_org.range((o, 0)..=(o, u128::MAX))?.count() as u64,
+                    replicas: store::replica_index::count(&by_org, org.id)?.0,
                     max_replicas: q.replicas.unwrap_or(max_replicas),
                     knowledge_base_entries: kb.get(o)?.map(|v| v.value()).unwrap_or(0),
                     max_knowledge_base_entries: q.knowledge_base_entries.unwrap_or(max_kb_entries),

@@ -11,7 +11,7 @@ use super::{check_http_url, check_len, normalize_email};
 use crate::error::{Code, Error, Result};
 use crate::models::Models;
 use crate::store::records::{Llm, MessengerABot, MessengerBBot, Replica};
-use crate::store::{self, k, now_ms, tables, Store};
+use crate::store::{self, k, now_ms, replica_index, tables, Store};
 
 /// Replica kinds accepted in `type`.
 pub const KINDS: &[&str] = &["individual", "character", "brand"];
@@ -175,8 +175,7 @@ pub async fn create(store: &Store, org: Uuid, body: &ReplicaInput, models: &Mode
         .write(move |txn| {
             let mut r = replica.clone();
             r.owner = owner_in(txn, org, &owner)?;
-            let mut by_org = txn.open_table(tables::ORG_REPLICA)?;
-            let count = by_org.range((k(org), 0)..=(k(org), u128::MAX))?.count() as u64;
+            let (count, _) = replica_index::count(&txn.open_table(tables::ORG_REPLICACOUNT)?, org)?;
             let max_replicas = super::quotas::of_in(txn, org)?.replicas.unwrap_or(max_replicas);
             if count >= max_replicas {
                 return Err(Error::new(
@@ -185,8 +184,7 @@ pub async fn create(store: &Store, org: Uuid, body: &ReplicaInput, models: &Mode
                 ));
             }
             claim_slug(txn, org, &r.slug, id)?;
-            by_org.insert((k(org), k(id)), ())?;
-            store::put(&mut txn.open_table(tables::REPLICAID_REPLICA)?, k(id), &r)?;
+            replica_index::put_replica(txn, None, &r)?;
             Ok(id)
         })
         .await
@@ -210,7 +208,7 @@ pub async fn update(store: &Store, org: Uuid, id: Uuid, body: &ReplicaInput, mod
             r.org = org;
             r.created_at = old.created_at;
             r.updated_at = now;
-            store::put(&mut txn.open_table(tables::REPLICAID_REPLICA)?, k(id), &r)
+            replica_index::put_replica(txn, Some(&old), &r)
         })
         .await
 }
@@ -227,8 +225,7 @@ pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
     store
         .write_kb(move |txn| {
             let r = load_in(txn, org, id)?;
-            txn.open_table(tables::REPLICAID_REPLICA)?.remove(k(id))?;
-            txn.open_table(tables::ORG_REPLICA)?.remove((k(org), k(id)))?;
+            replica_index::remove_replica(txn, &r)?;
             txn.open_table(tables::SLUG_REPLICA)?.remove((k(org), r.slug.as_str()))?;
             txn.open_table(tables::REPLICA_MESSAGECOUNT)?.remove(k(id))?;
             txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?
@@ -302,6 +299,15 @@ pub struct ListQuery {
 }
 
 /// A page of the organization's replicas visible to `user`, and the total that matched.
+///
+/// Orders (`sort`): creation (default), `name` (case-insensitive), `popularity` (most chat
+/// history items first); ties in creation order. Without filters a page reads its own records
+/// only: the order comes from the indexes of `store::replica_index`, `total` from the count kept
+/// there (less the private replicas `user` may not see, found by reading the private ones
+/// only), and index keys are walked from the nearer end of the order. With a filter (`ownerID`,
+/// `slug`, `tags`, `integration`, `search`) the list walks the order once, reading each record
+/// to test it and count the matches: no sort, no copy of the table, but a read of every replica
+/// of the organization.
 pub async fn list(
     store: &Store,
     org: Uuid,
@@ -310,35 +316,114 @@ pub async fn list(
 ) -> Result<(Vec<Replica>, u64)> {
     store
         .read(move |txn| {
-            let ids = txn.open_table(tables::ORG_REPLICA)?;
+            let hidden = hidden_in(txn, org, user.as_ref())?;
             let table = txn.open_table(tables::REPLICAID_REPLICA)?;
-            let counts = txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
+            let read = |id: u128| -> Result<Option<Replica>> { store::get::<u128, Replica, _>(&table, id) };
+            let filtered = q.owner.is_some()
+                || q.slug.is_some()
+                || !q.tags.is_empty()
+                || q.integration.is_some()
+                || q.search.is_some();
+            let skip = q.page.saturating_sub(1).saturating_mul(q.page_size);
+            if !filtered {
+                let (all, _) = replica_index::count(&txn.open_table(tables::ORG_REPLICACOUNT)?, org)?;
+                let total = all.saturating_sub(hidden.len() as u64);
+                let ids = page_ids(txn, org, q.sort.as_deref(), &hidden, skip, q.page_size, total)?;
+                let page = ids.into_iter().map(read).filter_map(Result::transpose).collect::<Result<_>>()?;
+                return Ok((page, total));
+            }
             let owner = match &q.owner {
                 Some(o) => Some(owner_filter(txn, org, o)?),
                 None => None,
             };
-            let mut found = Vec::new();
-            for row in ids.range((k(org), 0)..=(k(org), u128::MAX))? {
-                let id = row?.0.value().1;
-                let Some(r) = store::get::<u128, Replica, _>(&table, id)? else { continue };
+            let (mut page, mut total) = (Vec::new(), 0u64);
+            for id in ordered_ids(txn, org, q.sort.as_deref(), false)? {
+                let id = id?;
+                if hidden.contains(&id) {
+                    continue;
+                }
+                let Some(r) = read(id)? else { continue };
                 let integrations = match &q.integration {
                     Some(_) => super::integrations::connected_in(txn, r.id)?,
                     None => Vec::new(),
                 };
-                if visible_to(&r, user.as_ref()) && matches(&r, &q, owner, &integrations) {
-                    let popularity = counts.get(id)?.map(|v| v.value()).unwrap_or(0);
-                    found.push((r, popularity));
+                if matches(&r, &q, owner, &integrations) {
+                    if total >= skip && (page.len() as u64) < q.page_size {
+                        page.push(r);
+                    }
+                    total += 1;
                 }
             }
-            match q.sort.as_deref() {
-                Some("name") => found.sort_by_key(|(r, _)| r.name.to_lowercase()),
-                Some("popularity") => found.sort_by_key(|(_, n)| std::cmp::Reverse(*n)),
-                _ => {}
-            }
-            let found = found.into_iter().map(|(r, _)| r).collect();
-            Ok(super::page_of(found, q.page, q.page_size))
+            Ok((page, total))
         })
         .await
+}
+
+/// Ids of the private replicas of `org` that `user` may not see (none for the organization).
+fn hidden_in(
+    txn: &redb::ReadTransaction,
+    org: Uuid,
+    user: Option<&crate::store::records::User>,
+) -> Result<std::collections::HashSet<u128>> {
+    let mut hidden = std::collections::HashSet::new();
+    if user.is_none() {
+        return Ok(hidden);
+    }
+    let table = txn.open_table(tables::REPLICAID_REPLICA)?;
+    for row in txn.open_table(tables::ORG_PRIVATEREPLICA)?.range((k(org), 0)..=(k(org), u128::MAX))? {
+        let id = row?.0.value().1;
+        if store::get::<u128, Replica, _>(&table, id)?.is_some_and(|r| !visible_to(&r, user)) {
+            hidden.insert(id);
+        }
+    }
+    Ok(hidden)
+}
+
+type Ids<'a> = Box<dyn Iterator<Item = Result<u128>> + 'a>;
+
+/// The replica ids of `org` in the order `sort` (`None`/unknown: creation), from the end when
+/// `reverse`.
+fn ordered_ids(txn: &redb::ReadTransaction, org: Uuid, sort: Option<&str>, reverse: bool) -> Result<Ids<'static>> {
+    let o = k(org);
+    let by = match sort {
+        Some("name") => tables::REPLICA_SORT_NAME,
+        Some("popularity") => tables::REPLICA_SORT_POPULARITY,
+        _ => {
+            let rows = txn.open_table(tables::ORG_REPLICA)?.range((o, 0)..=(o, u128::MAX))?;
+            let ids = rows.map(|r| r.map(|(key, _)| key.value().1).map_err(Into::into));
+            return Ok(if reverse { Box::new(ids.rev()) } else { Box::new(ids) });
+        }
+    };
+    let (from, to): (&[u8], &[u8]) = (&[], &[0xff; 9]);
+    let rows = txn.open_table(tables::ORG_REPLICAORDER)?.range((o, by, from, 0)..=(o, by, to, u128::MAX))?;
+    let ids = rows.map(|r| r.map(|(key, _)| key.value().3).map_err(Into::into));
+    Ok(if reverse { Box::new(ids.rev()) } else { Box::new(ids) })
+}
+
+/// The ids at positions `skip..skip + size` of the visible replicas (`total` of them) in order
+/// `sort`, walking the index from the nearer end.
+fn page_ids(
+    txn: &redb::ReadTransaction,
+    org: Uuid,
+    sort: Option<&str>,
+    hidden: &std::collections::HashSet<u128>,
+    skip: u64,
+    size: u64,
+    total: u64,
+) -> Result<Vec<u128>> {
+    let end = skip.saturating_add(size).min(total);
+    if skip >= end {
+        return Ok(Vec::new());
+    }
+    let reverse = skip > total - end;
+    let (skip, take) = if reverse { (total - end, end - skip) } else { (skip, end - skip) };
+    let visible =
+        ordered_ids(txn, org, sort, reverse)?.filter(|id| id.as_ref().map_or(true, |id| !hidden.contains(id)));
+    let mut ids = visible.skip(skip as usize).take(take as usize).collect::<Result<Vec<_>>>()?;
+    if reverse {
+        ids.reverse();
+    }
+    Ok(ids)
 }
 
 fn owner_filter(txn: &redb::ReadTransaction, org: Uuid, owner: &str) -> Result<Option<Uuid>> {

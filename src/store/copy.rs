@@ -84,6 +84,9 @@ pub static EVERY_TABLE: &[&dyn AnyTable] = &[
     &Typed(REPLICA_MESSENGERB),
     &Typed(KEYHASH_EMBED),
     &Typed(REPLICA_EMBED),
+    &Typed(ORG_REPLICAORDER),
+    &Typed(ORG_PRIVATEREPLICA),
+    &Typed(ORG_REPLICACOUNT),
 ];
 
 /// The destination of a copy and its progress.

@@ -7,7 +7,7 @@ use super::tables;
 use crate::error::{Error, Result};
 
 /// The store layout this binary writes.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 const KEY: &str = "schema_version";
 
@@ -93,6 +93,11 @@ fn migrate_from(db: &Database, from: u32) -> Result<()> {
             split_channel_message_keys(&txn)?;
             split_chat_identity_keys(&txn)?;
             super::kb_summary::rebuild_all_in(&txn)?;
+        }
+        // 5 → 6: the list indexes and counts kept at write time (replicas: `store::replica_index`).
+        5 => {
+            create_tables(&txn)?;
+            super::replica_index::rebuild_all_in(&txn)?;
         }
         _ => return Err(Error::internal(format!("no migration from schema version {from}"))),
     }
@@ -238,6 +243,9 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::REPLICASOURCE_CONVERSATIONS)?;
         txn.open_table(tables::ORGMONTH_CONVERSATIONS)?;
         txn.open_table(tables::ORG_QUOTA)?;
+        txn.open_table(tables::ORG_REPLICAORDER)?;
+        txn.open_table(tables::ORG_PRIVATEREPLICA)?;
+        txn.open_table(tables::ORG_REPLICACOUNT)?;
         txn.open_table(tables::OPEN_CONVERSATION)?;
         txn.open_table(tables::REPLICATERM_CONVERSATIONS)?;
         txn.open_table(tables::REPLICA_MESSENGERA)?;
@@ -398,5 +406,30 @@ mod tests {
         assert_eq!(chats.get((replica, "web", "", user)).unwrap().unwrap().value(), 10);
         assert_eq!(chats.get((replica, "messengerA", "-100123", 0)).unwrap().unwrap().value(), 11);
         assert_eq!(chats.len().unwrap(), 2);
+    }
+
+    #[test]
+    fn a_version_5_store_gains_the_replica_list_indexes_and_counts() {
+        use crate::store::records::Replica;
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("v5.redb")).unwrap();
+        let org = Uuid::now_v7();
+        let txn = db.begin_write().unwrap();
+        for (name, private) in [("Zed", false), ("amy", true), ("Bob", false)] {
+            let r = Replica { id: Uuid::now_v7(), org, name: name.into(), private, ..Replica::default() };
+            crate::store::put(&mut txn.open_table(tables::REPLICAID_REPLICA).unwrap(), r.id.as_u128(), &r).unwrap();
+            txn.open_table(tables::ORG_REPLICA).unwrap().insert((org.as_u128(), r.id.as_u128()), ()).unwrap();
+        }
+        write_version(&txn, 5).unwrap();
+        txn.commit().unwrap();
+
+        run(&db).unwrap();
+        let (order, private, counts) = crate::store::replica_index::tests::rows(&db);
+        assert_eq!(counts, vec![(org.as_u128(), (3, 1))]);
+        assert_eq!(private.len(), 1);
+        let names: Vec<&[u8]> =
+            order.iter().filter(|r| r.1 == tables::REPLICA_SORT_NAME).map(|r| r.2.as_slice()).collect();
+        assert_eq!(names, vec![b"amy".as_slice(), b"bob", b"zed"]);
+        assert_eq!(order.len(), 6, "a name row and a popularity row per replica");
     }
 }

@@ -14,6 +14,7 @@ pub mod kb;
 pub mod kb_summary;
 pub mod migrate;
 pub mod records;
+pub mod replica_index;
 pub mod states;
 pub mod tables;
 mod writer;

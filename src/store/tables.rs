@@ -124,3 +124,16 @@ pub const REPLICA_MESSENGERB: TableDefinition<u128, &[u8]> = TableDefinition::ne
 pub const KEYHASH_EMBED: TableDefinition<&[u8; 32], u128> = TableDefinition::new("keyhash_embed");
 /// `replica id → EmbedSettings`: the origins allowed to use the replica's widget.
 pub const REPLICA_EMBED: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_embedsettings");
+/// `(org id, sort, sort key, replica id) → ()`: the replicas of an organization in the orders
+/// `GET /v1/replicas` offers besides creation order (sort [`REPLICA_SORT_NAME`]: lower-cased name
+/// bytes; [`REPLICA_SORT_POPULARITY`]: `u64::MAX - chat history items`, big-endian), kept at
+/// write time by `store::replica_index`.
+pub const ORG_REPLICAORDER: TableDefinition<(u128, u8, &[u8], u128), ()> = TableDefinition::new("org_replicaorder");
+/// Sort number of the name order in [`ORG_REPLICAORDER`].
+pub const REPLICA_SORT_NAME: u8 = 1;
+/// Sort number of the popularity order in [`ORG_REPLICAORDER`].
+pub const REPLICA_SORT_POPULARITY: u8 = 2;
+/// `(org id, replica id) → ()`: the private replicas of an organization (`store::replica_index`).
+pub const ORG_PRIVATEREPLICA: TableDefinition<(u128, u128), ()> = TableDefinition::new("org_privatereplica");
+/// `org id → (replicas, private replicas)`, kept at write time (`store::replica_index`).
+pub const ORG_REPLICACOUNT: TableDefinition<u128, (u64, u64)> = TableDefinition::new("org_replicacount");

@@ -1,0 +1,219 @@
+//! The replica list's indexes, kept in step at write time so that a page of `GET /v1/replicas`
+//! reads the page's records, not the organization's (issue 15 point 10):
+//!
+//! - `org_replicaorder`: each replica under its name (lower-cased) and its popularity (chat
+//!   history items, most first); creation order is `org_replica` itself (UUID v7 ids);
+//! - `org_privatereplica`: the private replicas, so that a user's view (which hides private
+//!   replicas they may not see) costs a read of the private ones only;
+//! - `org_replicacount`: `(replicas, private replicas)` per organization, for the quota check and
+//!   the list's `total` without a scan.
+//!
+//! Every write that adds, removes, renames a replica or changes its `private` flag goes through
+//! [`put_replica`] / [`remove_replica`]; every change of a replica's chat history count goes
+//! through [`popularity_changed`]. Ties in an order fall to the replica id (creation order), as
+//! the list sorted before.
+
+use redb::{ReadableTable, WriteTransaction};
+use uuid::Uuid;
+
+use super::records::Replica;
+use super::tables::{self, REPLICA_SORT_NAME, REPLICA_SORT_POPULARITY};
+use super::{get, k};
+use crate::error::Result;
+
+/// The key bytes of `r` in the name order.
+pub fn name_key(r: &Replica) -> Vec<u8> {
+    r.name.to_lowercase().into_bytes()
+}
+
+/// The key bytes of a replica with `messages` chat history items in the popularity order.
+pub fn popularity_key(messages: u64) -> [u8; 8] {
+    (u64::MAX - messages).to_be_bytes()
+}
+
+/// `(replicas, private replicas)` of `org` from the open `org_replicacount` table.
+pub fn count(table: &impl ReadableTable<u128, (u64, u64)>, org: Uuid) -> Result<(u64, u64)> {
+    Ok(table.get(k(org))?.map(|v| v.value()).unwrap_or((0, 0)))
+}
+
+fn add_count(txn: &WriteTransaction, org: Uuid, replicas: i64, private: i64) -> Result<()> {
+    let mut table = txn.open_table(tables::ORG_REPLICACOUNT)?;
+    let (n, p) = count(&table, org)?;
+    let n = n.saturating_add_signed(replicas);
+    let p = p.saturating_add_signed(private);
+    if n == 0 && p == 0 {
+        table.remove(k(org))?;
+    } else {
+        table.insert(k(org), (n, p))?;
+    }
+    Ok(())
+}
+
+/// The chat history items of `replica` (its popularity).
+fn messages_in(txn: &WriteTransaction, replica: u128) -> Result<u64> {
+    Ok(txn.open_table(tables::REPLICA_MESSAGECOUNT)?.get(replica)?.map(|v| v.value()).unwrap_or(0))
+}
+
+/// Writes replica `r` (new, or replacing `before`) with the rows of `org_replica` and the
+/// indexes.
+pub fn put_replica(txn: &WriteTransaction, before: Option<&Replica>, r: &Replica) -> Result<()> {
+    let (org, id) = (k(r.org), k(r.id));
+    super::put(&mut txn.open_table(tables::REPLICAID_REPLICA)?, id, r)?;
+    let mut order = txn.open_table(tables::ORG_REPLICAORDER)?;
+    match before {
+        None => {
+            txn.open_table(tables::ORG_REPLICA)?.insert((org, id), ())?;
+            let messages = messages_in(txn, id)?;
+            order.insert((org, REPLICA_SORT_POPULARITY, popularity_key(messages).as_slice(), id), ())?;
+            add_count(txn, r.org, 1, i64::from(r.private))?;
+        }
+        Some(b) => {
+            order.remove((org, REPLICA_SORT_NAME, name_key(b).as_slice(), id))?;
+            add_count(txn, r.org, 0, i64::from(r.private) - i64::from(b.private))?;
+        }
+    }
+    order.insert((org, REPLICA_SORT_NAME, name_key(r).as_slice(), id), ())?;
+    let mut private = txn.open_table(tables::ORG_PRIVATEREPLICA)?;
+    if r.private {
+        private.insert((org, id), ())?;
+    } else {
+        private.remove((org, id))?;
+    }
+    Ok(())
+}
+
+/// Removes replica `r`'s record, its row of `org_replica` and its index rows (the caller removes
+/// its message count after this).
+pub fn remove_replica(txn: &WriteTransaction, r: &Replica) -> Result<()> {
+    let (org, id) = (k(r.org), k(r.id));
+    txn.open_table(tables::REPLICAID_REPLICA)?.remove(id)?;
+    txn.open_table(tables::ORG_REPLICA)?.remove((org, id))?;
+    let messages = messages_in(txn, id)?;
+    let mut order = txn.open_table(tables::ORG_REPLICAORDER)?;
+    order.remove((org, REPLICA_SORT_NAME, name_key(r).as_slice(), id))?;
+    order.remove((org, REPLICA_SORT_POPULARITY, popularity_key(messages).as_slice(), id))?;
+    txn.open_table(tables::ORG_PRIVATEREPLICA)?.remove((org, id))?;
+    add_count(txn, r.org, -1, -i64::from(r.private))
+}
+
+/// Moves `replica` in the popularity order after its chat history count went from `from` to
+/// `to` (nothing when the replica is gone).
+pub fn popularity_changed(txn: &WriteTransaction, replica: Uuid, from: u64, to: u64) -> Result<()> {
+    let Some(r) = get::<u128, Replica, _>(&txn.open_table(tables::REPLICAID_REPLICA)?, k(replica))? else {
+        return Ok(());
+    };
+    let mut order = txn.open_table(tables::ORG_REPLICAORDER)?;
+    order.remove((k(r.org), REPLICA_SORT_POPULARITY, popularity_key(from).as_slice(), k(replica)))?;
+    order.insert((k(r.org), REPLICA_SORT_POPULARITY, popularity_key(to).as_slice(), k(replica)), ())?;
+    Ok(())
+}
+
+/// Computes every index of this module afresh from the replicas and their message counts (the
+/// store migration that adds them).
+pub fn rebuild_all_in(txn: &WriteTransaction) -> Result<()> {
+    txn.open_table(tables::ORG_REPLICACOUNT)?.retain(|_, _| false)?;
+    txn.open_table(tables::ORG_REPLICAORDER)?.retain(|_, _| false)?;
+    txn.open_table(tables::ORG_PRIVATEREPLICA)?.retain(|_, _| false)?;
+    let all: Vec<Replica> = txn
+        .open_table(tables::REPLICAID_REPLICA)?
+        .iter()?
+        .map(|row| row.map_err(Into::into).and_then(|(_, v)| super::codec::decode(v.value())))
+        .collect::<Result<_>>()?;
+    let mut order = txn.open_table(tables::ORG_REPLICAORDER)?;
+    let mut private = txn.open_table(tables::ORG_PRIVATEREPLICA)?;
+    for r in &all {
+        let (org, id) = (k(r.org), k(r.id));
+        let messages = messages_in(txn, id)?;
+        order.insert((org, REPLICA_SORT_NAME, name_key(r).as_slice(), id), ())?;
+        order.insert((org, REPLICA_SORT_POPULARITY, popularity_key(messages).as_slice(), id), ())?;
+        if r.private {
+            private.insert((org, id), ())?;
+        }
+        add_count(txn, r.org, 1, i64::from(r.private))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use redb::{Database, ReadableDatabase};
+
+    use super::*;
+
+    fn replica(org: Uuid, name: &str, private: bool) -> Replica {
+        Replica { id: Uuid::now_v7(), org, name: name.into(), private, ..Replica::default() }
+    }
+
+    /// The rows of the three index tables, for comparison.
+    pub(crate) type Rows = (Vec<(u128, u8, Vec<u8>, u128)>, Vec<(u128, u128)>, Vec<(u128, (u64, u64))>);
+
+    pub(crate) fn rows(db: &Database) -> Rows {
+        let read = db.begin_read().unwrap();
+        let order = read.open_table(tables::ORG_REPLICAORDER).unwrap();
+        let order = order.iter().unwrap().map(|r| {
+            let guard = r.unwrap().0;
+            let (o, s, key, id) = guard.value();
+            (o, s, key.to_vec(), id)
+        });
+        let private = read.open_table(tables::ORG_PRIVATEREPLICA).unwrap();
+        let counts = read.open_table(tables::ORG_REPLICACOUNT).unwrap();
+        (
+            order.collect(),
+            private.iter().unwrap().map(|r| r.unwrap().0.value()).collect(),
+            counts.iter().unwrap().map(|r| r.map(|(key, v)| (key.value(), v.value())).unwrap()).collect(),
+        )
+    }
+
+    fn count_messages(txn: &WriteTransaction, r: &Replica, n: u64) {
+        txn.open_table(tables::REPLICA_MESSAGECOUNT).unwrap().insert(k(r.id), n).unwrap();
+        popularity_changed(txn, r.id, n - 1, n).unwrap();
+    }
+
+    #[test]
+    fn the_indexes_follow_adds_renames_privacy_popularity_and_removals_and_agree_with_a_rebuild() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("r.redb")).unwrap();
+        let (org, other) = (Uuid::now_v7(), Uuid::now_v7());
+        let txn = db.begin_write().unwrap();
+        let mut all: Vec<Replica> = (0..20).map(|i| replica(org, &format!("R{}", 20 - i), i % 4 == 0)).collect();
+        all.push(replica(other, "elsewhere", true));
+        all.iter().for_each(|r| put_replica(&txn, None, r).unwrap());
+        for n in 1..=3 {
+            count_messages(&txn, &all[7], n);
+        }
+        count_messages(&txn, &all[2], 1);
+        txn.commit().unwrap();
+        let (order, private, counts) = rows(&db);
+        let mut expected = vec![(k(org), (20, 5)), (k(other), (1, 1))];
+        expected.sort();
+        assert_eq!(counts, expected);
+        assert_eq!(private.len(), 6);
+        let popular: Vec<u128> =
+            order.iter().filter(|(o, s, ..)| *o == k(org) && *s == REPLICA_SORT_POPULARITY).map(|r| r.3).collect();
+        assert_eq!(&popular[..3], &[k(all[7].id), k(all[2].id), k(all[0].id)], "most messages first, then by id");
+
+        let txn = db.begin_write().unwrap();
+        let before = all[3].clone();
+        all[3].name = "aardvark".into();
+        all[3].private = true;
+        put_replica(&txn, Some(&before), &all[3]).unwrap();
+        let before = all[0].clone();
+        all[0].private = false;
+        put_replica(&txn, Some(&before), &all[0]).unwrap();
+        remove_replica(&txn, &all[7]).unwrap();
+        txn.open_table(tables::REPLICA_MESSAGECOUNT).unwrap().remove(k(all[7].id)).unwrap();
+        remove_replica(&txn, &all[20]).unwrap();
+        txn.commit().unwrap();
+        let incremental = rows(&db);
+        let names: Vec<u128> =
+            incremental.0.iter().filter(|(o, s, ..)| *o == k(org) && *s == REPLICA_SORT_NAME).map(|r| r.3).collect();
+        assert_eq!(names.len(), 19);
+        assert_eq!(names[0], k(all[3].id), "renamed to the front");
+        assert_eq!(incremental.2, vec![(k(org), (19, 5))]);
+
+        let txn = db.begin_write().unwrap();
+        rebuild_all_in(&txn).unwrap();
+        txn.commit().unwrap();
+        assert_eq!(rows(&db), incremental, "kept in step = computed afresh");
+    }
+}
