@@ -11,9 +11,7 @@
 //! store and the existing index (tantivy reads its meta file and segment list: nothing is
 //! rebuilt unless the index is missing or of another schema).
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -65,36 +63,6 @@ async fn fill(dir: &Path, args: &Args) -> (String, uuid::Uuid) {
     (key, replica)
 }
 
-/// Starts the server; returns it, the time to its `listening on` line and the base URL.
-fn start(bin: &Path, dir: &Path) -> (Child, Duration, String) {
-    let started = Instant::now();
-    let mut child = Command::new(bin)
-        .args(["serve", "--listen", "127.0.0.1:0", "--max-kb-entries-per-org", "1000000", "--data-dir"])
-        .arg(dir)
-        .env("REPLICAD_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the server");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line).expect("read");
-    let took = started.elapsed();
-    let base = line.strip_prefix("listening on ").expect("a listening line").trim().to_string();
-    (child, took, base)
-}
-
-fn stop(mut child: Child) {
-    let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
-    let _ = child.wait();
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or("VmRSS: 0 kB");
-    line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0)
-}
-
 /// Waits until every entry is `READY` (processed and indexed); returns the first entry's
 /// `chunkCount`.
 async fn wait_ready(base: &str, key: &str, replica: uuid::Uuid, entries: usize) -> u64 {
@@ -117,23 +85,23 @@ async fn main() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = tmp.path().join("data");
     let (key, replica) = fill(&dir, &args).await;
-    let (child, _, base) = start(&args.bin, &dir);
+    let (child, _, base) = common::start(&args.bin, &dir, &[]);
     let indexing = Instant::now();
     let chunks = wait_ready(&base, &key, replica, args.entries).await;
     let secs = indexing.elapsed().as_secs_f64();
     println!("{} entries of {chunks} chunks each processed and indexed in {secs:.1} s", args.entries);
-    stop(child);
+    common::stop(child);
     let mut times = Vec::new();
     for _ in 0..args.starts {
-        let (child, took, _) = start(&args.bin, &dir);
+        let (child, took, _) = common::start(&args.bin, &dir, &[]);
         std::thread::sleep(Duration::from_secs(1));
         println!(
             "start to listening: {:.1} ms, RSS after 1 s: {:.1} MB",
             took.as_secs_f64() * 1e3,
-            rss_kib(child.id()) as f64 / 1024.0
+            common::rss_kib(child.id()) as f64 / 1024.0
         );
         times.push(took);
-        stop(child);
+        common::stop(child);
     }
     times.sort();
     println!("median start to listening: {:.1} ms", times[times.len() / 2].as_secs_f64() * 1e3);

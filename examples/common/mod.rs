@@ -3,7 +3,10 @@
 
 use uuid::Uuid;
 
-use std::time::Instant;
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use replicad::service::history::{append_in, NewItem};
 use replicad::service::{orgs, replicas};
@@ -84,4 +87,38 @@ pub async fn fill_history(store: &Store, replica: Uuid, messages: usize) {
             .expect("write history");
     }
     println!("wrote {messages} history items in {:.1} s", started.elapsed().as_secs_f64());
+}
+
+/// Starts the release binary `bin` serving `dir` on a free loopback port (no entry quota, and
+/// `extra` arguments); returns it, the time to its `listening on` line and the base URL.
+pub fn start(bin: &Path, dir: &Path, extra: &[&str]) -> (Child, Duration, String) {
+    let started = Instant::now();
+    let mut child = Command::new(bin)
+        .args(["serve", "--listen", "127.0.0.1:0", "--max-kb-entries-per-org", "1000000", "--data-dir"])
+        .arg(dir)
+        .args(extra)
+        .env("REPLICAD_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the server");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line).expect("read");
+    let took = started.elapsed();
+    let base = line.strip_prefix("listening on ").expect("a listening line").trim().to_string();
+    (child, took, base)
+}
+
+/// Stops a server [`start`] started (SIGTERM, then waits).
+pub fn stop(mut child: Child) {
+    let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+    let _ = child.wait();
+}
+
+/// The resident set of process `pid`, in KiB.
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or("VmRSS: 0 kB");
+    line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0)
 }

@@ -255,13 +255,13 @@ async fn entry_replica(app: &App, req: &Req) -> Result<Replica> {
 pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
     let per_replica = !req.param("replicaUUID").is_empty();
     let q = list_query(&req, !per_replica)?;
-    let replicas = if per_replica {
-        vec![path_replica(&app, &req).await?.id]
+    let scope = if per_replica {
+        knowledge::Scope::Replica(path_replica(&app, &req).await?.id)
     } else {
         let caller = req.caller()?;
-        replicas::visible_ids(&app.store, caller.org.id, caller.user.as_ref()).await?
+        knowledge::Scope::Organization { org: caller.org.id, user: caller.user.clone() }
     };
-    let (items, total) = knowledge::list(&app.store, replicas, q).await?;
+    let (items, total) = knowledge::list(&app.store, scope, q).await?;
     let items: Vec<Value> = items.iter().map(view).collect();
     Ok(Reply::ok(&json!({ "items": items, "total": total })))
 }

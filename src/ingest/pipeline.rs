@@ -309,15 +309,13 @@ async fn fail(store: &Store, id: u64, from: Option<KbStatus>, message: String) -
     let now = now_ms();
     store
         .write_kb(move |txn| {
-            let mut entries = txn.open_table(tables::KBID_ENTRY)?;
-            let found = store::get::<u64, KbEntry, _>(&entries, id)?;
+            let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
             if let Some(mut e) = found.filter(|e| from.is_none_or(|f| e.status == f)) {
                 e.move_to(KbStatus::Unprocessable);
                 e.error = Some(message.clone());
                 e.updated_at = now;
-                store::put(&mut entries, id, &e)?;
+                store::kb_summary::put_entry(txn, &e)?;
             }
-            drop(entries);
             drop_job(txn, id)
         })
         .await

@@ -266,25 +266,6 @@ pub async fn get(store: &Store, org: Uuid, id: Uuid, user: Option<&crate::store:
     }
 }
 
-/// Ids of the replicas of `org` that `user` may see (every one for the organization itself; see
-/// [`visible_to`]).
-pub async fn visible_ids(store: &Store, org: Uuid, user: Option<&crate::store::records::User>) -> Result<Vec<Uuid>> {
-    let user = user.cloned();
-    store
-        .read(move |txn| {
-            let replicas = txn.open_table(tables::REPLICAID_REPLICA)?;
-            let mut ids = Vec::new();
-            for row in txn.open_table(tables::ORG_REPLICA)?.range((k(org), 0)..=(k(org), u128::MAX))? {
-                let id = row?.0.value().1;
-                if store::get::<u128, Replica, _>(&replicas, id)?.is_some_and(|r| visible_to(&r, user.as_ref())) {
-                    ids.push(Uuid::from_u128(id));
-                }
-            }
-            Ok(ids)
-        })
-        .await
-}
-
 /// Filters and order of `GET /v1/replicas`.
 #[derive(Default, Debug)]
 pub struct ListQuery {
@@ -328,7 +309,10 @@ pub async fn list(
             if !filtered {
                 let (all, _) = replica_index::count(&txn.open_table(tables::ORG_REPLICACOUNT)?, org)?;
                 let total = all.saturating_sub(hidden.len() as u64);
-                let ids = page_ids(txn, org, q.sort.as_deref(), &hidden, skip, q.page_size, total)?;
+                let ids = super::page_from_nearer_end(q.page, q.page_size, total, |from_end| {
+                    let ids = ordered_ids(txn, org, q.sort.as_deref(), from_end)?;
+                    Ok(ids.filter(|id| id.as_ref().map_or(true, |id| !hidden.contains(id))))
+                })?;
                 let page = ids.into_iter().map(read).filter_map(Result::transpose).collect::<Result<_>>()?;
                 return Ok((page, total));
             }
@@ -359,8 +343,9 @@ pub async fn list(
         .await
 }
 
-/// Ids of the private replicas of `org` that `user` may not see (none for the organization).
-fn hidden_in(
+/// Ids of the private replicas of `org` that `user` may not see (none for the organization; see
+/// [`visible_to`]): a read of the organization's private replicas only.
+pub fn hidden_in(
     txn: &redb::ReadTransaction,
     org: Uuid,
     user: Option<&crate::store::records::User>,
@@ -398,32 +383,6 @@ fn ordered_ids(txn: &redb::ReadTransaction, org: Uuid, sort: Option<&str>, rever
     let rows = txn.open_table(tables::ORG_REPLICAORDER)?.range((o, by, from, 0)..=(o, by, to, u128::MAX))?;
     let ids = rows.map(|r| r.map(|(key, _)| key.value().3).map_err(Into::into));
     Ok(if reverse { Box::new(ids.rev()) } else { Box::new(ids) })
-}
-
-/// The ids at positions `skip..skip + size` of the visible replicas (`total` of them) in order
-/// `sort`, walking the index from the nearer end.
-fn page_ids(
-    txn: &redb::ReadTransaction,
-    org: Uuid,
-    sort: Option<&str>,
-    hidden: &std::collections::HashSet<u128>,
-    skip: u64,
-    size: u64,
-    total: u64,
-) -> Result<Vec<u128>> {
-    let end = skip.saturating_add(size).min(total);
-    if skip >= end {
-        return Ok(Vec::new());
-    }
-    let reverse = skip > total - end;
-    let (skip, take) = if reverse { (total - end, end - skip) } else { (skip, end - skip) };
-    let visible =
-        ordered_ids(txn, org, sort, reverse)?.filter(|id| id.as_ref().map_or(true, |id| !hidden.contains(id)));
-    let mut ids = visible.skip(skip as usize).take(take as usize).collect::<Result<Vec<_>>>()?;
-    if reverse {
-        ids.reverse();
-    }
-    Ok(ids)
 }
 
 fn owner_filter(txn: &redb::ReadTransaction, org: Uuid, owner: &str) -> Result<Option<Uuid>> {

@@ -45,9 +45,8 @@ pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_typ
             if bytes.is_empty() {
                 return Err(Error::invalid("body", "the file is empty"));
             }
-            let mut entries = txn.open_table(tables::KBID_ENTRY)?;
-            let mut entry: KbEntry =
-                store::get(&entries, up.entry)?.ok_or_else(|| Error::not_found("knowledge-base entry"))?;
+            let mut entry: KbEntry = store::get(&txn.open_table(tables::KBID_ENTRY)?, up.entry)?
+                .ok_or_else(|| Error::not_found("knowledge-base entry"))?;
             let mut source = knowledge::source_in(txn, up.entry)?;
             let file = source.file.get_or_insert_with(Default::default);
             file.size = bytes.len() as u64;
@@ -62,7 +61,7 @@ pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_typ
             txn.open_table(tables::KBID_FILE)?.insert(up.entry, bytes.as_ref())?;
             entry.move_to(KbStatus::FileUploaded);
             entry.updated_at = now;
-            store::put(&mut entries, up.entry, &entry)?;
+            store::kb_summary::put_entry(txn, &entry)?;
             knowledge::add_job(txn, up.entry)?;
             up.used = true;
             store::put(&mut uploads, &hash, &up)?;

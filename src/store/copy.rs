@@ -87,6 +87,7 @@ pub static EVERY_TABLE: &[&dyn AnyTable] = &[
     &Typed(ORG_REPLICAORDER),
     &Typed(ORG_PRIVATEREPLICA),
     &Typed(ORG_REPLICACOUNT),
+    &Typed(SCOPE_KBORDER),
 ];
 
 /// The destination of a copy and its progress.

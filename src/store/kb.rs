@@ -42,11 +42,10 @@ pub fn add_job(txn: &WriteTransaction, entry: u64) -> Result<()> {
 /// `status` (`READY`: written only after the index commit that holds them is visible to
 /// searches; see `search::indexer`) where [`KbStatus::may_become`] allows it.
 pub fn mark_indexed_in(txn: &WriteTransaction, indexed: &[(u64, u64)], status: KbStatus) -> Result<()> {
-    let mut table = txn.open_table(tables::KBID_ENTRY)?;
     for &(id, revision) in indexed {
-        let Some(mut e) = get::<u64, KbEntry, _>(&table, id)? else { continue };
+        let Some(mut e) = get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)? else { continue };
         if e.revision == revision && e.move_to(status) {
-            put(&mut table, id, &e)?;
+            super::kb_summary::put_entry(txn, &e)?;
         }
     }
     Ok(())

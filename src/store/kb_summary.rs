@@ -2,9 +2,8 @@
 //! kept in step at write time so that a replica read (`distilledKnowledge`, `knowledgeBase`)
 //! costs one lookup instead of a scan of the replica's entries (issue 15 point 1).
 //!
-//! Every write that adds an entry, removes one or may change its title goes through
-//! [`put_entry`] or [`remove_entry`]; writes that only move an entry's status may write the
-//! entry directly. The invariant: `titles` holds the first `min(MAX_TITLES, titled entries)`
+//! Every write of an entry record goes through [`put_entry`] or [`remove_entry`], which also keep
+//! the entry lists' orders in step (`store::kb_order`). The invariant: `titles` holds the first `min(MAX_TITLES, titled entries)`
 //! titled entries in id order, so a change outside a full window needs no scan, and a title
 //! leaving a full window is replaced by scanning forward from the window's last id.
 
@@ -28,12 +27,14 @@ pub fn of(table: &impl ReadableTable<u128, &'static [u8]>, replica: Uuid) -> Res
     Ok(get::<u128, KbSummary, _>(table, k(replica))?.unwrap_or_default())
 }
 
-/// Writes entry `e` and brings its replica's summary in step (a new entry, or a changed title).
+/// Writes entry `e` and brings its replica's summary (a new entry, or a changed title) and the
+/// list orders in step.
 pub fn put_entry(txn: &WriteTransaction, e: &KbEntry) -> Result<()> {
     let mut entries = txn.open_table(tables::KBID_ENTRY)?;
     let before = get::<u64, KbEntry, _>(&entries, e.id)?;
     put(&mut entries, e.id, e)?;
     drop(entries);
+    super::kb_order::changed(txn, before.as_ref(), Some(e))?;
     let before = before.as_ref().map(title_of);
     if before == Some(title_of(e)) {
         return Ok(());
@@ -41,9 +42,11 @@ pub fn put_entry(txn: &WriteTransaction, e: &KbEntry) -> Result<()> {
     changed_in(txn, e.replica, e.id, before, Some(title_of(e)))
 }
 
-/// Removes entry `e`'s record and brings its replica's summary in step.
+/// Removes entry `e`'s record and brings its replica's summary and the list orders in step.
 pub fn remove_entry(txn: &WriteTransaction, e: &KbEntry) -> Result<()> {
-    txn.open_table(tables::KBID_ENTRY)?.remove(e.id)?;
+    let stored =
+        txn.open_table(tables::KBID_ENTRY)?.remove(e.id)?.map(|v| super::codec::decode(v.value())).transpose()?;
+    super::kb_order::changed(txn, Some(stored.as_ref().unwrap_or(e)), None)?;
     changed_in(txn, e.replica, e.id, Some(title_of(e)), None)
 }
 

@@ -94,10 +94,12 @@ fn migrate_from(db: &Database, from: u32) -> Result<()> {
             split_chat_identity_keys(&txn)?;
             super::kb_summary::rebuild_all_in(&txn)?;
         }
-        // 5 → 6: the list indexes and counts kept at write time (replicas: `store::replica_index`).
+        // 5 → 6: the list indexes and counts kept at write time (replicas: `store::replica_index`;
+        // knowledge-base entries: `store::kb_order`).
         5 => {
             create_tables(&txn)?;
             super::replica_index::rebuild_all_in(&txn)?;
+            super::kb_order::rebuild_all_in(&txn)?;
         }
         _ => return Err(Error::internal(format!("no migration from schema version {from}"))),
     }
@@ -246,6 +248,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::ORG_REPLICAORDER)?;
         txn.open_table(tables::ORG_PRIVATEREPLICA)?;
         txn.open_table(tables::ORG_REPLICACOUNT)?;
+        txn.open_table(tables::SCOPE_KBORDER)?;
         txn.open_table(tables::OPEN_CONVERSATION)?;
         txn.open_table(tables::REPLICATERM_CONVERSATIONS)?;
         txn.open_table(tables::REPLICA_MESSENGERA)?;
@@ -420,10 +423,24 @@ mod tests {
             crate::store::put(&mut txn.open_table(tables::REPLICAID_REPLICA).unwrap(), r.id.as_u128(), &r).unwrap();
             txn.open_table(tables::ORG_REPLICA).unwrap().insert((org.as_u128(), r.id.as_u128()), ()).unwrap();
         }
+        let replica = Uuid::now_v7();
+        for id in [7, 3] {
+            let e = KbEntry { replica, ..entry(id, org) };
+            crate::store::put(&mut txn.open_table(tables::KBID_ENTRY).unwrap(), id, &e).unwrap();
+        }
         write_version(&txn, 5).unwrap();
         txn.commit().unwrap();
 
         run(&db).unwrap();
+        let read = db.begin_read().unwrap();
+        let rows = read.open_table(tables::SCOPE_KBORDER).unwrap().len().unwrap();
+        assert_eq!(rows, 16, "a row per entry, scope (replica, organization) and entry order");
+        let created: Vec<u64> = crate::store::kb_order::walk(&read, replica, Default::default(), false)
+            .unwrap()
+            .map(|listed| listed.map(|(id, _)| id))
+            .collect::<Result<_>>()
+            .unwrap();
+        assert_eq!(created, vec![3, 7]);
         let (order, private, counts) = crate::store::replica_index::tests::rows(&db);
         assert_eq!(counts, vec![(org.as_u128(), (3, 1))]);
         assert_eq!(private.len(), 1);

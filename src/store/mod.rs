@@ -11,6 +11,7 @@
 pub mod codec;
 pub mod copy;
 pub mod kb;
+pub mod kb_order;
 pub mod kb_summary;
 pub mod migrate;
 pub mod records;

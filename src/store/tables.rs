@@ -135,5 +135,9 @@ pub const REPLICA_SORT_NAME: u8 = 1;
 pub const REPLICA_SORT_POPULARITY: u8 = 2;
 /// `(org id, replica id) → ()`: the private replicas of an organization (`store::replica_index`).
 pub const ORG_PRIVATEREPLICA: TableDefinition<(u128, u128), ()> = TableDefinition::new("org_privatereplica");
+/// `(replica or org id, sort, sort key, entry id) → replica id`: the entries of a replica and of
+/// an organization in each order the entry lists offer (`store::kb_order`: sort numbers and key
+/// bytes), kept at write time.
+pub const SCOPE_KBORDER: TableDefinition<(u128, u8, &[u8], u64), u128> = TableDefinition::new("scope_kborder");
 /// `org id → (replicas, private replicas)`, kept at write time (`store::replica_index`).
 pub const ORG_REPLICACOUNT: TableDefinition<u128, (u64, u64)> = TableDefinition::new("org_replicacount");

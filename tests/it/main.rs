@@ -22,6 +22,7 @@ mod invites;
 mod isolation;
 mod knowledge_base;
 mod knowledge_base_org;
+mod lists;
 mod llm;
 mod llm_real;
 mod logs;

@@ -6,6 +6,11 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::store::records::{Chunk, KbEntry, KbKind, KbSource, KbStatus, KbText};
+use std::collections::HashSet;
+
+use crate::service::replicas;
+use crate::store::kb_order;
+use crate::store::records::User;
 use crate::store::{self, k, tables, Store};
 
 /// Filters and order of the entry lists (per replica and organization-wide).
@@ -24,6 +29,13 @@ pub struct ListQuery {
     pub page_size: u64,
 }
 
+impl ListQuery {
+    /// Whether any filter is set (else every entry of the replicas matches).
+    fn filtered(&self) -> bool {
+        !self.status.is_empty() || !self.kind.is_empty() || self.search.is_some() || self.has_error.is_some()
+    }
+}
+
 /// Order of the entry list: `createdAt` (default), `updatedAt`, `title`, `status`; descending
 /// when `descending`.
 #[derive(Debug, Default, Clone, Copy)]
@@ -32,15 +44,7 @@ pub struct Sort {
     pub descending: bool,
 }
 
-/// A sort key of [`Sort`].
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub enum SortKey {
-    #[default]
-    CreatedAt,
-    UpdatedAt,
-    Title,
-    Status,
-}
+pub use crate::store::kb_order::SortKey;
 
 /// `sort` values accepted by the list (a leading `-` sorts descending).
 pub const SORTS: &[(&str, SortKey)] = &[
@@ -75,49 +79,88 @@ impl EntryView {
     }
 }
 
-fn sort_views(views: &mut [EntryView], sort: Sort) {
-    let title = |v: &EntryView| v.display_title().map(|t| t.to_lowercase()).unwrap_or_default();
-    match sort.key {
-        SortKey::CreatedAt => views.sort_by_key(|v| (v.entry.created_at, v.entry.id)),
-        SortKey::UpdatedAt => views.sort_by_key(|v| (v.entry.updated_at, v.entry.id)),
-        SortKey::Title => views.sort_by_key(|v| (title(v), v.entry.id)),
-        SortKey::Status => views.sort_by_key(|v| (v.entry.status as usize, v.entry.id)),
-    }
-    if sort.descending {
-        views.reverse();
-    }
-}
-
 /// The entry with its source record, read from the open `kbid_source` table.
 fn view_of(sources: &ReadOnlyTable<u64, &'static [u8]>, entry: KbEntry) -> Result<EntryView> {
     let source = store::get::<u64, KbSource, _>(sources, entry.id)?.unwrap_or_default();
     Ok(EntryView { entry, source })
 }
 
-/// A page of the entries of `replicas` (one replica's list, or every replica a caller may see
-/// for the organization-wide list) and the number that matched.
-pub async fn list(store: &Store, replicas: Vec<Uuid>, q: ListQuery) -> Result<(Vec<EntryView>, u64)> {
+/// Whose entries a list shows.
+#[derive(Debug, Clone)]
+pub enum Scope {
+    /// One replica's (`GET /v1/replicas/{replicaUUID}/knowledge-base`).
+    Replica(Uuid),
+    /// Every replica's of the organization that `user` may see (`GET /v1/knowledge-base`): the
+    /// private replicas only for their owner and whitelisted users; all for the organization.
+    Organization { org: Uuid, user: Option<User> },
+}
+
+/// A page of the entries of `scope` and the number that matched.
+///
+/// The order comes from `store::kb_order`, kept at write time. Without a filter a page reads its
+/// own records only: `total` comes from the counts kept beside the orders (less the entries of
+/// the private replicas the user may not see), and the order's keys are walked from its nearer
+/// end. With a filter (`status`, `type`, `search`, `hasError`) the list walks the order once,
+/// reading each entry to test it and count the matches: no sort and no copy, but a read of
+/// every entry of the scope.
+pub async fn list(store: &Store, scope: Scope, q: ListQuery) -> Result<(Vec<EntryView>, u64)> {
     store
         .read_scan(move |txn| {
-            let ids = txn.open_table(tables::REPLICA_KB)?;
+            let (id, hidden) = match &scope {
+                Scope::Replica(r) => (*r, HashSet::new()),
+                Scope::Organization { org, user } => (*org, replicas::hidden_in(txn, *org, user.as_ref())?),
+            };
             let entries = txn.open_table(tables::KBID_ENTRY)?;
             let sources = txn.open_table(tables::KBID_SOURCE)?;
+            let read = |id: u64| -> Result<Option<EntryView>> {
+                store::get::<u64, KbEntry, _>(&entries, id)?.map(|e| view_of(&sources, e)).transpose()
+            };
+            let ordered = |descending: bool| -> Result<_> {
+                let all = kb_order::walk(txn, id, q.sort.key, descending)?;
+                Ok(all
+                    .filter(|l| l.as_ref().map_or(true, |(_, replica)| !hidden.contains(replica)))
+                    .map(|l| l.map(|(id, _)| id)))
+            };
+            if !q.filtered() {
+                let total = total_in(txn, &scope, &hidden)?;
+                let ids = crate::service::page_from_nearer_end(q.page, q.page_size, total, |from_end| {
+                    ordered(q.sort.descending != from_end)
+                })?;
+                let page = ids.into_iter().map(read).filter_map(Result::transpose).collect::<Result<_>>()?;
+                return Ok((page, total));
+            }
             let search = q.search.as_ref().map(|s| s.to_lowercase());
-            let mut found = Vec::new();
-            for replica in replicas {
-                for row in ids.range((k(replica), 0)..=(k(replica), u64::MAX))? {
-                    let id = row?.0.value().1;
-                    let Some(e) = store::get::<u64, KbEntry, _>(&entries, id)? else { continue };
-                    let v = view_of(&sources, e)?;
-                    if v.matches(&q, search.as_deref()) {
-                        found.push(v);
+            let skip = q.page.saturating_sub(1).saturating_mul(q.page_size);
+            let (mut page, mut total) = (Vec::new(), 0u64);
+            for id in ordered(q.sort.descending)? {
+                let Some(v) = read(id?)? else { continue };
+                if v.matches(&q, search.as_deref()) {
+                    if total >= skip && (page.len() as u64) < q.page_size {
+                        page.push(v);
                     }
+                    total += 1;
                 }
             }
-            sort_views(&mut found, q.sort);
-            Ok(crate::service::page_of(found, q.page, q.page_size))
+            Ok((page, total))
         })
         .await
+}
+
+/// The entries of `scope` from the counts kept at write time, less those of the `hidden`
+/// replicas.
+fn total_in(txn: &redb::ReadTransaction, scope: &Scope, hidden: &HashSet<u128>) -> Result<u64> {
+    let summaries = txn.open_table(tables::REPLICA_KBSUMMARY)?;
+    let entries_of = |r: Uuid| -> Result<u64> { Ok(store::kb_summary::of(&summaries, r)?.entries) };
+    match scope {
+        Scope::Replica(r) => entries_of(*r),
+        Scope::Organization { org, .. } => {
+            let all = txn.open_table(tables::ORG_KBCOUNT)?.get(k(*org))?.map_or(0, |v| v.value());
+            let hidden = hidden
+                .iter()
+                .try_fold(0u64, |n, &r| Ok::<_, crate::error::Error>(n + entries_of(Uuid::from_u128(r))?))?;
+            Ok(all.saturating_sub(hidden))
+        }
+    }
 }
 
 /// The replica of entry `id` when it is an entry of `org`; 404 otherwise (the organization-wide

@@ -16,7 +16,7 @@ mod list;
 
 pub use create::{create, Content, Created, Limits, NewEntry, YOUTUBE_UNSUPPORTED};
 pub use distilled::{distilled_in, Distilled};
-pub use list::{get, list, replica_of, EntryView, ListQuery, Sort, SortKey, SORTS};
+pub use list::{get, list, replica_of, EntryView, ListQuery, Scope, Sort, SortKey, SORTS};
 
 use super::check_len;
 use crate::error::{Error, Result};
