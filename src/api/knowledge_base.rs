@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{path_replica, set_some};
@@ -97,16 +97,32 @@ pub fn view(v: &EntryView) -> Value {
     out
 }
 
-fn full_view(v: &EntryView, text: &KbText, chunks: &[Chunk]) -> Value {
-    let mut out = view(v);
-    out["rawText"] = json!(text.raw);
-    out["processedText"] = json!(text.processed);
-    out["rawTextChunks"] = json!(chunks
-        .iter()
-        .enumerate()
-        .map(|(i, c)| json!({"index": i, "title": c.title, "content": c.text}))
-        .collect::<Vec<_>>());
-    out
+/// An entry on the wire with its texts and chunks (`GET …/knowledge-base/{knowledgeBaseID}`):
+/// the list form, then `rawText`, `processedText`, `rawTextChunks`. The texts are serialized
+/// from the stored records as they are, without a copy into a `Value` (issue 15 point 1).
+#[derive(Serialize)]
+struct FullView<'a> {
+    #[serde(flatten)]
+    entry: Value,
+    #[serde(rename = "rawText")]
+    raw_text: &'a str,
+    #[serde(rename = "processedText")]
+    processed_text: &'a str,
+    #[serde(rename = "rawTextChunks")]
+    chunks: Vec<ChunkView<'a>>,
+}
+
+/// A chunk of [`FullView`]: `{index, title, content}`.
+#[derive(Serialize)]
+struct ChunkView<'a> {
+    index: usize,
+    title: &'a str,
+    content: &'a str,
+}
+
+fn full_view<'a>(v: &EntryView, text: &'a KbText, chunks: &'a [Chunk]) -> FullView<'a> {
+    let chunks = chunks.iter().enumerate().map(|(index, c)| ChunkView { index, title: &c.title, content: &c.text });
+    FullView { entry: view(v), raw_text: &text.raw, processed_text: &text.processed, chunks: chunks.collect() }
 }
 
 /// The absolute signed URL of upload `token`: `--public-url`, else `http://` + `Host`.
