@@ -1,11 +1,16 @@
 //! The database handle that readers and the writer share, and its replacement after a failed
 //! write (see `file` for why a failed write of redb's file needs one).
 //!
-//! Readers load the handle lock-free ([`arc_swap`]); the writer, after a commit that left the
-//! handle latched by an I/O error, takes it out, waits until the last reader has let go of it
-//! (a read holds it only to begin its transaction), closes it and opens the file again — redb
-//! repairs it to the last durable commit. Reads arriving meanwhile wait for the new handle
-//! (at most [`REOPEN_WAIT`]); transactions begun before keep their snapshot.
+//! Readers load the handle lock-free ([`arc_swap`]) and hold it while their read runs
+//! ([`Handle::read`]). After a write that left the handle latched by an I/O error (redb's
+//! `PreviousIo`), the writer calls [`Handle::reopen`]: it takes the handle out, waits until the
+//! reads in flight are done with it (at most [`REOPEN_WAIT`]), drops it — redb's drop closes
+//! the file and releases its lock, even while a straggling read transaction still exists (its
+//! later page reads then answer `DatabaseClosed`) — and opens the file again, which repairs it
+//! to the last durable commit. The repair writes only pages the file already has (its header),
+//! so it succeeds on a full disk too. Reads arriving meanwhile wait for the new handle (at most
+//! [`READ_WAIT`]). The open-database count of [`super::wait_closed`] stays right: the old
+//! [`Open`] counts its close when dropped, the new one its open.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
@@ -14,13 +19,15 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwapOption;
 use redb::{Database, ReadTransaction, ReadableDatabase, StorageError, TransactionError};
 
-use super::Open;
-
 use super::file::{self, Space};
+use super::Open;
 use crate::error::{Error, Result};
 
+/// Longest time [`Handle::reopen`] spends: waiting for reads in flight, then retrying the open.
+pub const REOPEN_WAIT: Duration = Duration::from_secs(10);
+
 /// Longest wait of a read for the handle while the writer reopens the file.
-pub const REOPEN_WAIT: Duration = Duration::from_secs(30);
+pub const READ_WAIT: Duration = Duration::from_secs(5);
 
 /// The shared handle (see the module documentation).
 pub struct Handle {
@@ -38,12 +45,12 @@ impl Handle {
         Ok(Handle { db: ArcSwapOption::from_pointee(Open::new(db)), path, space, reopened: Default::default() })
     }
 
-    /// The current handle, waiting up to [`REOPEN_WAIT`] while it is reopened.
-    pub fn current(&self) -> Result<Arc<Open>> {
+    /// The current handle, waiting up to `wait` while it is reopened; 500 after that.
+    fn current_within(&self, wait: Duration) -> Result<Arc<Open>> {
         if let Some(db) = self.db.load_full() {
             return Ok(db);
         }
-        let deadline = Instant::now() + REOPEN_WAIT;
+        let deadline = Instant::now() + wait;
         let (lock, cvar) = &self.reopened;
         let mut guard = lock.lock().unwrap_or_else(|p| p.into_inner());
         loop {
@@ -58,12 +65,32 @@ impl Handle {
         }
     }
 
-    /// A read transaction on the current handle (the handle itself is held only meanwhile).
-    pub fn begin_read(&self) -> Result<ReadTransaction> {
-        if let Some(db) = self.db.load().as_deref() {
-            return Ok(db.begin_read()?);
+    /// The handle for the writer: the current one, or — after a reopen that failed — a new
+    /// attempt at [`Handle::reopen`] (so every batch retries until the file opens again).
+    pub fn for_write(&self) -> Result<Arc<Open>> {
+        match self.db.load_full() {
+            Some(db) => Ok(db),
+            None => {
+                self.reopen()?;
+                self.current_within(Duration::ZERO)
+            }
         }
-        Ok(self.current()?.begin_read()?)
+    }
+
+    /// Runs `f` in a read transaction, holding the handle meanwhile (so a reopen waits for it).
+    pub fn read<T>(&self, f: impl FnOnce(&ReadTransaction) -> Result<T>) -> Result<T> {
+        let guard = self.db.load();
+        let db = match guard.as_deref() {
+            Some(db) => db,
+            None => return f(&self.current_within(READ_WAIT)?.begin_read()?),
+        };
+        f(&db.begin_read()?)
+    }
+
+    /// A read transaction on the current handle, for a long read (the backup's snapshot); it
+    /// does not hold the handle, so a reopen during it ends it (`DatabaseClosed`, a 500).
+    pub fn begin_read(&self) -> Result<ReadTransaction> {
+        Ok(self.current_within(READ_WAIT)?.begin_read()?)
     }
 
     /// Whether the handle refuses every operation after an I/O error (redb's `PreviousIo`).
@@ -71,29 +98,32 @@ impl Handle {
         matches!(db.begin_write(), Err(TransactionError::Storage(StorageError::PreviousIo)))
     }
 
-    /// Closes the latched handle and opens the file again; retries (every second, logging)
-    /// until the open succeeds. Called by the writer only.
-    pub fn reopen(&self) {
-        let Some(mut old) = self.db.swap(None) else { return };
-        // Readers hold the handle only to begin a transaction: wait for them to let go.
-        let closed = loop {
-            match Arc::try_unwrap(old) {
-                Ok(db) => break db,
-                Err(still_shared) => {
-                    old = still_shared;
-                    std::thread::yield_now();
-                }
+    /// Closes the (latched) handle and opens the file again, within [`REOPEN_WAIT`]: waits for
+    /// the reads in flight to let go of the old handle, then retries the open with a growing
+    /// pause (10 ms to 500 ms). On failure (the file still in use, or failing to open) the
+    /// handle stays closed and the error is returned (ENOSPC as 507); the writer's next batch
+    /// tries again ([`Handle::for_write`]). Called by the writer thread only.
+    pub fn reopen(&self) -> Result<()> {
+        let deadline = Instant::now() + REOPEN_WAIT;
+        if let Some(old) = self.db.swap(None) {
+            while Arc::strong_count(&old) > 1 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
             }
-        };
-        drop(closed);
-        let mut attempt = 0u32;
+            // The last holder closes the file; until then the open below is refused as in use.
+            drop(old);
+        }
+        let mut pause = Duration::from_millis(10);
         let db = loop {
             match file::open(&self.path, self.space.clone()) {
                 Ok(db) => break db,
+                Err(e) if Instant::now() + pause < deadline => {
+                    tracing::warn!(error = %e, "reopening the store after a failed write; retrying");
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
                 Err(e) => {
-                    attempt += 1;
-                    tracing::error!(error = %e, attempt, "reopening the store after a failed write failed; retrying");
-                    std::thread::sleep(Duration::from_secs(1));
+                    tracing::error!(error = %e, "reopening the store after a failed write failed; the next write retries");
+                    return Err(Error::from(e));
                 }
             }
         };
@@ -102,5 +132,6 @@ impl Handle {
         let _guard = lock.lock().unwrap_or_else(|p| p.into_inner());
         self.db.store(Some(Arc::new(Open::new(db))));
         cvar.notify_all();
+        Ok(())
     }
 }

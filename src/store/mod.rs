@@ -135,7 +135,7 @@ impl Store {
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(OpenError::InUse(path.display().to_string())),
             Err(e) => return Err(OpenError::Other(format!("{}: {e}", path.display()))),
         };
-        let db = handle.current().map_err(|e| OpenError::Other(e.to_string()))?;
+        let db = handle.for_write().map_err(|e| OpenError::Other(e.to_string()))?;
         migrate::run(&db).map_err(|e| OpenError::Other(e.to_string()))?;
         drop(db);
         let outbox_notify = Arc::new(tokio::sync::Notify::new());
@@ -164,9 +164,10 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&ReadTransaction) -> Result<T> + Send + 'static,
     {
-        let txn = self.handle.begin_read()?;
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&txn)))
-            .map_err(|_| Error::internal("a store read panicked"))?
+        self.handle.read(|txn| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(txn)))
+                .map_err(|_| Error::internal("a store read panicked"))?
+        })
     }
 
     /// A read transaction for one long read on the caller's thread (the online backup's
@@ -184,12 +185,7 @@ impl Store {
         F: FnOnce(&ReadTransaction) -> Result<T> + Send + 'static,
     {
         let handle = self.handle.clone();
-        tokio::task::spawn_blocking(move || {
-            let txn = handle.begin_read()?;
-            f(&txn)
-        })
-        .await
-        .map_err(Error::internal)?
+        tokio::task::spawn_blocking(move || handle.read(f)).await.map_err(Error::internal)?
     }
 
     /// Applies `f` in the writer's next group commit and returns its result once durable.

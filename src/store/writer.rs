@@ -109,18 +109,19 @@ pub fn spawn(handle: Arc<Handle>, state: Arc<CommitState>) -> mpsc::Sender<Job> 
 }
 
 /// Refuses `batch` while the disk is (nearly) full; else commits it, then reopens the handle
-/// if a failure latched it.
+/// if an I/O failure latched it.
 fn commit_batch(handle: &Handle, batch: Vec<Job>, state: &CommitState) {
     if let Err(e) = handle.space.check() {
         return fail_batch(batch, e, state);
     }
-    let db = match handle.current() {
+    let db = match handle.for_write() {
         Ok(db) => db,
         Err(e) => return fail_batch(batch, e, state),
     };
     if apply_batch(&db, batch, state) && Handle::latched(&db) {
         drop(db);
-        handle.reopen();
+        // A failed reopen is logged and retried by the next batch (`Handle::for_write`).
+        let _ = handle.reopen();
     }
 }
 
@@ -130,10 +131,11 @@ fn fail_batch(batch: Vec<Job>, e: Error, state: &CommitState) {
 }
 
 /// Applies `batch` in one transaction, dropping (and answering) writes that fail; returns
-/// whether anything failed. After an ENOSPC the handle is latched: the writes left are
-/// answered with that `507` rather than redb's `PreviousIo`.
+/// whether the store itself failed (a transaction that would not begin or commit, or a write
+/// that met a full disk) rather than a write's own rule. After an ENOSPC the handle is
+/// latched: the writes left are answered with that `507` rather than redb's `PreviousIo`.
 fn apply_batch(db: &Database, mut batch: Vec<Job>, state: &CommitState) -> bool {
-    let mut failed = false;
+    let mut store_failed = false;
     let mut full: Option<Error> = None;
     while !batch.is_empty() {
         let txn = match db.begin_write() {
@@ -146,7 +148,8 @@ fn apply_batch(db: &Database, mut batch: Vec<Job>, state: &CommitState) -> bool 
         let failure = batch.iter_mut().enumerate().find_map(|(i, job)| (job.apply)(&txn).err().map(|e| (i, e)));
         match failure {
             Some((i, e)) => {
-                failed = true;
+                // A 500 may be a store error too (redb's `PreviousIo`): the caller checks.
+                store_failed |= matches!(e.code, Code::InsufficientStorage | Code::Internal);
                 if e.code == Code::InsufficientStorage {
                     full = Some(e);
                 }
@@ -159,14 +162,14 @@ fn apply_batch(db: &Database, mut batch: Vec<Job>, state: &CommitState) -> bool 
                 let err = txn.commit().err().map(Error::from);
                 crate::telemetry::store_commit(batch.len(), started.elapsed());
                 state.record(err.as_ref().map_or(Ok(()), Err));
-                failed |= err.is_some();
+                store_failed |= err.is_some();
                 for job in batch.drain(..) {
                     (job.finish)(err.clone());
                 }
             }
         }
     }
-    failed
+    store_failed
 }
 
 fn fail_all(batch: Vec<Job>, e: Error) {
