@@ -13,7 +13,7 @@
 //! `{"backup":{"summary":{…}}}` (see `crate::backup`);
 //! `{"op":"advance-clock","ms":N}` → `{"clock":{"now_ms":N}}` (only with `serve --test-clock`,
 //! see [`crate::clock`]); `{"op":"disk-full","full":BOOL}` → `{"disk":{"full":BOOL}}` (only with
-//! `serve --test-faults`: while `full`, the store's file fails its writes with ENOSPC, see
+//! `serve --test-faults`: while `full`, the filesystem looks full to the store, see
 //! `crate::store::file`); failures → `{"failed":{"error":"…"}}`.
 
 use std::path::{Path, PathBuf};
@@ -57,8 +57,7 @@ pub enum Request {
     /// Move the test clock forward by `ms` milliseconds (`serve --test-clock` only).
     #[serde(rename = "advance-clock")]
     AdvanceClock { ms: i64 },
-    /// Make the store's file fail its writes with ENOSPC while `full` (`serve --test-faults`
-    /// only).
+    /// Make the filesystem look full to the store while `full` (`serve --test-faults` only).
     #[serde(rename = "disk-full")]
     DiskFull { full: bool },
 }
@@ -83,7 +82,7 @@ pub enum Answer {
     Progress { progress: backup::Progress },
     /// The clock's new reading, in ms since the epoch.
     Clock { now_ms: i64 },
-    /// Whether the store's file now fails its writes with ENOSPC.
+    /// Whether the filesystem now looks full to the store.
     Disk { full: bool },
     /// The request failed; `error` says why.
     Failed { error: String },

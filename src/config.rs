@@ -90,7 +90,7 @@ pub struct Config {
     /// (a full disk is then met mid-commit, which costs a reopen of the store).
     #[arg(long, env = "REPLICAD_MIN_FREE_SPACE", default_value = "64MiB", value_parser = parse_bytes)]
     pub min_free_space: u64,
-    /// Tests only: let the admin socket make the store's file fail its writes with ENOSPC
+    /// Tests only: let the admin socket make the filesystem look full to the store
     /// (`disk-full`, see `store::file`).
     #[arg(long, env = "REPLICAD_TEST_FAULTS", hide = true)]
     pub test_faults: bool,

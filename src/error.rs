@@ -179,15 +179,32 @@ macro_rules! internal_from {
     )*};
 }
 
+/// The message of a 500 that a reopened store handle cures: redb's `PreviousIo` (the handle
+/// latched by a failed write) or `DatabaseClosed` (a read begun on the handle a reopen closed).
+/// `store::handle` retries such a read on the new handle ([`Error::is_store_latched`]).
+const STORE_LATCHED: &str = "the store is being reopened after a failed write";
+
+impl Error {
+    /// Whether this is a store error that a reopened handle cures (see [`STORE_LATCHED`]).
+    pub fn is_store_latched(&self) -> bool {
+        self.code == Code::Internal && self.message == STORE_LATCHED
+    }
+}
+
 /// Store errors: an I/O error of kind `StorageFull` (ENOSPC) is a 507, any other a 500.
 macro_rules! storage_from {
     ($($t:ty => |$e:ident| $storage:expr),* $(,)?) => {$(
         impl From<$t> for Error {
             fn from($e: $t) -> Self {
-                let full = $storage.is_some_and(|s: &redb::StorageError| {
-                    matches!(s, redb::StorageError::Io(io) if io.kind() == std::io::ErrorKind::StorageFull)
-                });
-                if full { Error::insufficient_storage($e) } else { Error::internal($e) }
+                match $storage {
+                    Some(redb::StorageError::Io(io)) if io.kind() == std::io::ErrorKind::StorageFull => {
+                        Error::insufficient_storage($e)
+                    }
+                    Some(redb::StorageError::PreviousIo | redb::StorageError::DatabaseClosed) => {
+                        Error { code: Code::Internal, message: STORE_LATCHED.into(), internal: Some($e.to_string()) }
+                    }
+                    _ => Error::internal($e),
+                }
             }
         }
     )*};
@@ -205,6 +222,7 @@ impl From<redb::Error> for Error {
     fn from(e: redb::Error) -> Self {
         match e {
             redb::Error::Io(io) => Error::from(io),
+            redb::Error::PreviousIo | redb::Error::DatabaseClosed => Error::from(redb::StorageError::PreviousIo),
             e => Error::internal(e),
         }
     }

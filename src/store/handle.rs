@@ -9,10 +9,12 @@
 //! later page reads then answer `DatabaseClosed`) — and opens the file again, which repairs it
 //! to the last durable commit. The repair writes only pages the file already has (its header),
 //! so it succeeds on a full disk too. Reads arriving meanwhile wait for the new handle (at most
-//! [`READ_WAIT`]). The open-database count of [`super::wait_closed`] stays right: the old
+//! [`READ_WAIT`]); a read that met the latched handle before the writer took it out (its page
+//! reads answer `PreviousIo`) runs again on the new one. The open-database count of [`super::wait_closed`] stays right: the old
 //! [`Open`] counts its close when dropped, the new one its open.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -35,6 +37,8 @@ pub struct Handle {
     path: PathBuf,
     /// The free-space check and the fault switch of the store's file.
     pub space: Arc<Space>,
+    /// How many times the file was reopened (a read that met a latched handle waits for more).
+    generation: AtomicU64,
     reopened: (Mutex<()>, Condvar),
 }
 
@@ -42,20 +46,26 @@ impl Handle {
     /// Opens the database at `path` on the store's file layer.
     pub fn open(path: PathBuf, space: Arc<Space>) -> Result<Handle, redb::DatabaseError> {
         let db = file::open(&path, space.clone())?;
-        Ok(Handle { db: ArcSwapOption::from_pointee(Open::new(db)), path, space, reopened: Default::default() })
+        let db = ArcSwapOption::from_pointee(Open::new(db));
+        Ok(Handle { db, path, space, generation: AtomicU64::new(0), reopened: Default::default() })
     }
 
     /// The current handle, waiting up to `wait` while it is reopened; 500 after that.
     fn current_within(&self, wait: Duration) -> Result<Arc<Open>> {
-        if let Some(db) = self.db.load_full() {
-            return Ok(db);
-        }
+        self.reopened_since(0, wait)
+    }
+
+    /// The handle of a generation after `generation` (a reopen since), waiting up to `wait`;
+    /// 500 after that.
+    fn reopened_since(&self, generation: u64, wait: Duration) -> Result<Arc<Open>> {
         let deadline = Instant::now() + wait;
         let (lock, cvar) = &self.reopened;
         let mut guard = lock.lock().unwrap_or_else(|p| p.into_inner());
         loop {
-            if let Some(db) = self.db.load_full() {
-                return Ok(db);
+            if self.generation.load(Ordering::Acquire) >= generation {
+                if let Some(db) = self.db.load_full() {
+                    return Ok(db);
+                }
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -78,13 +88,20 @@ impl Handle {
     }
 
     /// Runs `f` in a read transaction, holding the handle meanwhile (so a reopen waits for it).
-    pub fn read<T>(&self, f: impl FnOnce(&ReadTransaction) -> Result<T>) -> Result<T> {
+    /// A read that meets the handle latched under it (a write failed while it ran) runs again,
+    /// once, on the reopened handle (waiting up to [`READ_WAIT`] for it).
+    pub fn read<T>(&self, f: impl Fn(&ReadTransaction) -> Result<T>) -> Result<T> {
+        let generation = self.generation.load(Ordering::Acquire);
         let guard = self.db.load();
-        let db = match guard.as_deref() {
-            Some(db) => db,
+        let first = match guard.as_deref() {
+            Some(db) => db.begin_read().map_err(Error::from).and_then(|txn| f(&txn)),
             None => return f(&self.current_within(READ_WAIT)?.begin_read()?),
         };
-        f(&db.begin_read()?)
+        drop(guard);
+        match first {
+            Err(e) if e.is_store_latched() => f(&self.reopened_since(generation + 1, READ_WAIT)?.begin_read()?),
+            other => other,
+        }
     }
 
     /// A read transaction on the current handle, for a long read (the backup's snapshot); it
@@ -104,7 +121,12 @@ impl Handle {
     /// handle stays closed and the error is returned (ENOSPC as 507); the writer's next batch
     /// tries again ([`Handle::for_write`]). Called by the writer thread only.
     pub fn reopen(&self) -> Result<()> {
-        let deadline = Instant::now() + REOPEN_WAIT;
+        self.reopen_within(REOPEN_WAIT)
+    }
+
+    /// [`Handle::reopen`] within `wait`.
+    fn reopen_within(&self, wait: Duration) -> Result<()> {
+        let deadline = Instant::now() + wait;
         if let Some(old) = self.db.swap(None) {
             while Arc::strong_count(&old) > 1 && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(1));
@@ -131,7 +153,31 @@ impl Handle {
         let (lock, cvar) = &self.reopened;
         let _guard = lock.lock().unwrap_or_else(|p| p.into_inner());
         self.db.store(Some(Arc::new(Open::new(db))));
+        self.generation.fetch_add(1, Ordering::AcqRel);
         cvar.notify_all();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reopen that cannot close the old handle (a holder that does not let go) gives up
+    /// within its bound, and the next write's [`Handle::for_write`] opens the file once the
+    /// holder is gone.
+    #[test]
+    fn a_reopen_is_bounded_and_retried_by_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let handle = Handle::open(dir.path().join("db.redb"), Arc::new(Space::new(dir.path(), 0))).unwrap();
+        let stuck = handle.for_write().unwrap();
+        let e = handle.reopen_within(Duration::from_millis(300)).unwrap_err();
+        assert!(e.to_string().to_lowercase().contains("already open"), "{e}");
+        assert!(handle.db.load().is_none(), "no handle until the file is reopened");
+        drop(stuck);
+        let db = handle.for_write().unwrap();
+        assert!(!Handle::latched(&db));
+        drop(db);
+        handle.read(|txn| Ok(txn.list_tables()?.count())).unwrap();
     }
 }

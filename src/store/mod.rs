@@ -162,7 +162,7 @@ impl Store {
     pub async fn read<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&ReadTransaction) -> Result<T> + Send + 'static,
+        F: Fn(&ReadTransaction) -> Result<T> + Send + 'static,
     {
         self.handle.read(|txn| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(txn)))
@@ -182,7 +182,7 @@ impl Store {
     pub async fn read_scan<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&ReadTransaction) -> Result<T> + Send + 'static,
+        F: Fn(&ReadTransaction) -> Result<T> + Send + 'static,
     {
         let handle = self.handle.clone();
         tokio::task::spawn_blocking(move || handle.read(f)).await.map_err(Error::internal)?
