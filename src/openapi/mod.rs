@@ -5,7 +5,8 @@
 //! per-operation rows of [`operations`] with the body schemas of [`schemas`]. What each operation
 //! can answer is derived, not listed by hand: every operation can answer 400 (e.g. a bad
 //! `X-API-Version`) and 500; one with credentials 401; one with path parameters 404; one with a
-//! body 413 and 415; one that writes (any method but `GET`) 507 when the server's disk is full;
+//! body 413 and 415; one that writes (any method but `GET`, and a `GET` taking user headers,
+//! which makes a linked-account user on first contact) 507 when the server's disk is full;
 //! plus the success status and the row's extra statuses (409, 429).
 //!
 //! Drift checks: the unit tests below compare the document with the route table, and the
@@ -123,7 +124,9 @@ pub fn statuses(route: &Route, op: &Op) -> BTreeSet<u16> {
     if op.body.is_some() {
         s.extend([413, 415]);
     }
-    if route.method != "GET" {
+    // A write, or a read whose user headers name a linked account seen for the first time
+    // (the user is made then, `service::users::linked`).
+    if route.method != "GET" || matches!(route.access, Access::User | Access::Either) {
         s.insert(507);
     }
     s.extend(op.extra);

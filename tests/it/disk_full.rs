@@ -17,7 +17,7 @@ use std::process::Command;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::common::{assert_error, replica_body, send, DataDir, Org, Server, ZORBLAX};
+use crate::common::{assert_error, replica_body, send, user, DataDir, Org, Server, ZORBLAX};
 
 /// Makes the store of `server` (started with `--test-faults`) see a full filesystem, or not.
 fn disk_full(server: &Server, full: bool) {
@@ -172,6 +172,8 @@ async fn a_full_disk_refuses_every_kind_of_write_with_507_keeps_reads_and_recove
     let mut ack = Acknowledged::default();
     assert_eq!(write_each_kind(&org, &replica, "before", &mut ack).await, 0);
     let (upload_entry, url) = file_entry(&org, &replica, "notes.txt").await;
+    let (s, v) = org.get_as("/v1/users/me", &user("messengerA", "known")).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
 
     disk_full(&server, true);
     let mut refused = Acknowledged::default();
@@ -179,6 +181,11 @@ async fn a_full_disk_refuses_every_kind_of_write_with_507_keeps_reads_and_recove
     let r = put_upload(&org, &url, ZORBLAX.as_bytes().to_vec()).await;
     assert_error(&r, StatusCode::INSUFFICIENT_STORAGE, Some("INSUFFICIENT_STORAGE"));
     reads_work(&org, &replica, &ack).await;
+    let (s, v) = org.get_as("/v1/users/me", &user("messengerA", "known")).await;
+    assert_eq!(s, StatusCode::OK, "a user met before reads as before: {v}");
+    // A user met for the first time is made on that read: it cannot be, so 507 too.
+    let r = org.call(Method::GET, "/v1/users/me", None, &user("messengerA", "first-contact")).await;
+    assert_error(&r, StatusCode::INSUFFICIENT_STORAGE, Some("INSUFFICIENT_STORAGE"));
     let (_, v) = org.get(&format!("/v1/replicas/{replica}/knowledge-base/{upload_entry}")).await;
     assert_ne!(v["status"], json!("FILE_UPLOADED"), "the refused upload stored nothing: {v}");
 
