@@ -12,7 +12,9 @@
 //! `{"op":"backup","to":"/abs/FILE"}` → zero or more `{"progress":{"progress":{…}}}` lines then
 //! `{"backup":{"summary":{…}}}` (see `crate::backup`);
 //! `{"op":"advance-clock","ms":N}` → `{"clock":{"now_ms":N}}` (only with `serve --test-clock`,
-//! see [`crate::clock`]); failures → `{"failed":{"error":"…"}}`.
+//! see [`crate::clock`]); `{"op":"disk-full","full":BOOL}` → `{"disk":{"full":BOOL}}` (only with
+//! `serve --test-faults`: while `full`, the filesystem looks full to the store, see
+//! `crate::store::file`); failures → `{"failed":{"error":"…"}}`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -55,6 +57,9 @@ pub enum Request {
     /// Move the test clock forward by `ms` milliseconds (`serve --test-clock` only).
     #[serde(rename = "advance-clock")]
     AdvanceClock { ms: i64 },
+    /// Make the filesystem look full to the store while `full` (`serve --test-faults` only).
+    #[serde(rename = "disk-full")]
+    DiskFull { full: bool },
 }
 
 /// The answer to a [`Request`].
@@ -77,6 +82,8 @@ pub enum Answer {
     Progress { progress: backup::Progress },
     /// The clock's new reading, in ms since the epoch.
     Clock { now_ms: i64 },
+    /// Whether the filesystem now looks full to the store.
+    Disk { full: bool },
     /// The request failed; `error` says why.
     Failed { error: String },
 }
@@ -167,6 +174,11 @@ async fn execute(app: &App, req: Request) -> Result<Answer, String> {
         Request::AdvanceClock { ms } => crate::clock::advance(ms)
             .map(|now_ms| Answer::Clock { now_ms })
             .ok_or_else(|| "the clock is not adjustable (serve --test-clock) or ms < 0".to_string()),
+        Request::DiskFull { full } if app.config.test_faults => {
+            app.store.space().inject_full(full);
+            Ok(Answer::Disk { full })
+        }
+        Request::DiskFull { .. } => Err("disk-full needs serve --test-faults".to_string()),
         Request::Backup { .. } => Err("backup is answered as a stream".into()),
     }
 }
@@ -277,6 +289,8 @@ mod tests {
         assert_eq!(serde_json::to_string(&Request::Reindex).unwrap(), r#"{"op":"reindex"}"#);
         let backup: Request = serde_json::from_str(r#"{"op":"backup","to":"/b.tar.gz"}"#).unwrap();
         assert_eq!(backup, Request::Backup { to: "/b.tar.gz".into() });
+        let full: Request = serde_json::from_str(r#"{"op":"disk-full","full":true}"#).unwrap();
+        assert_eq!(full, Request::DiskFull { full: true });
         let failed = serde_json::to_string(&Answer::Failed { error: "x".into() }).unwrap();
         assert_eq!(failed, r#"{"failed":{"error":"x"}}"#);
     }

@@ -84,6 +84,16 @@ pub struct Config {
     /// that conversation boundaries and months can be crossed without waiting.
     #[arg(long, env = "REPLICAD_TEST_CLOCK", hide = true)]
     pub test_clock: bool,
+    /// Writes answer 507 `INSUFFICIENT_STORAGE` (and store nothing) while the data directory's
+    /// filesystem has fewer free bytes than this (`64MiB`, `512KiB`, `1GiB` or bytes); reads
+    /// keep working, and writes succeed again once space is freed. `0` turns the check off
+    /// (a full disk is then met mid-commit, which costs a reopen of the store).
+    #[arg(long, env = "REPLICAD_MIN_FREE_SPACE", default_value = "64MiB", value_parser = parse_bytes)]
+    pub min_free_space: u64,
+    /// Tests only: let the admin socket make the filesystem look full to the store
+    /// (`disk-full`, see `store::file`).
+    #[arg(long, env = "REPLICAD_TEST_FAULTS", hide = true)]
+    pub test_faults: bool,
     /// Key sealing channel tokens at rest (64 hex characters); generated with mode 0600 when
     /// absent. Default: `DATA_DIR/secrets.key`.
     #[arg(long, env = "REPLICAD_SECRETS_KEY_FILE")]
@@ -136,6 +146,8 @@ impl Config {
             metrics_listen: None,
             rate_limit_per_key: None,
             test_clock: false,
+            min_free_space: crate::store::file::DEFAULT_MIN_FREE_BYTES,
+            test_faults: false,
             secrets_key_file: None,
             messenger_a_api_base: DEFAULT_MESSENGER_A_API_BASE.to_string(),
             messenger_a_poll_timeout: 30,
@@ -225,6 +237,22 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
     n.checked_mul(mult).filter(|v| *v > 0).ok_or_else(|| format!("{s:?} is out of range"))
 }
 
+/// Parses a size: bytes, or a number with `KiB`, `MiB` or `GiB`.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a size like 64MiB, 512KiB or 1048576"))?;
+    let mult: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        other => return Err(format!("unknown unit {other:?} in {s:?}; use KiB, MiB or GiB")),
+    };
+    n.checked_mul(mult).ok_or_else(|| format!("{s:?} is out of range"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,6 +265,16 @@ mod tests {
         assert!(parse_duration("0").is_err());
         assert!(parse_duration("5y").is_err());
         assert!(parse_duration("abc").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_bytes("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_bytes("512KiB"), Ok(512 << 10));
+        assert_eq!(parse_bytes("0"), Ok(0));
+        assert_eq!(parse_bytes("1 GiB"), Ok(1 << 30));
+        assert!(parse_bytes("5MB").is_err());
+        assert!(parse_bytes("MiB").is_err());
     }
 
     #[test]

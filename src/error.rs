@@ -107,6 +107,10 @@ error_codes! {
     /// The model server behind the replica's model failed, timed out or kept refusing after
     /// retries (the message names the upstream, never its key or its answer's body).
     UpstreamError => 502, Some("UPSTREAM_ERROR");
+    /// The filesystem of the data directory is full (or has less free space than
+    /// `--min-free-space`): the write was not made, nothing of it is stored. Reads keep working;
+    /// writes succeed again once space is freed, without a restart.
+    InsufficientStorage => 507, Some("INSUFFICIENT_STORAGE");
 }
 
 /// A failed operation: what to answer (code, message) and what to log (internal).
@@ -139,6 +143,16 @@ impl Error {
         Error::new(Code::ValidationFailed, format!("{field}: {problem}"))
     }
 
+    /// 507 `INSUFFICIENT_STORAGE`: the write was refused or rolled back because the data
+    /// directory's filesystem is full; `cause` goes to the log.
+    pub fn insufficient_storage(cause: impl fmt::Display) -> Self {
+        Error {
+            code: Code::InsufficientStorage,
+            message: "the server's storage is full; the write was not made (reads still work, retry later)".into(),
+            internal: Some(cause.to_string()),
+        }
+    }
+
     /// 404 `NOT_FOUND` for a resource kind (e.g. "replica").
     pub fn not_found(what: &str) -> Self {
         Error::new(Code::NotFound, format!("{what} not found"))
@@ -165,13 +179,63 @@ macro_rules! internal_from {
     )*};
 }
 
-internal_from!(
-    redb::Error,
-    redb::DatabaseError,
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError,
-    tantivy::TantivyError,
-    std::io::Error
+/// The message of a 500 that a reopened store handle cures: redb's `PreviousIo` (the handle
+/// latched by a failed write) or `DatabaseClosed` (a read begun on the handle a reopen closed).
+/// `store::handle` retries such a read on the new handle ([`Error::is_store_latched`]).
+const STORE_LATCHED: &str = "the store is being reopened after a failed write";
+
+impl Error {
+    /// Whether this is a store error that a reopened handle cures (see [`STORE_LATCHED`]).
+    pub fn is_store_latched(&self) -> bool {
+        self.code == Code::Internal && self.message == STORE_LATCHED
+    }
+}
+
+/// Store errors: an I/O error of kind `StorageFull` (ENOSPC) is a 507, any other a 500.
+macro_rules! storage_from {
+    ($($t:ty => |$e:ident| $storage:expr),* $(,)?) => {$(
+        impl From<$t> for Error {
+            fn from($e: $t) -> Self {
+                match $storage {
+                    Some(redb::StorageError::Io(io)) if io.kind() == std::io::ErrorKind::StorageFull => {
+                        Error::insufficient_storage($e)
+                    }
+                    Some(redb::StorageError::PreviousIo | redb::StorageError::DatabaseClosed) => {
+                        Error { code: Code::Internal, message: STORE_LATCHED.into(), internal: Some($e.to_string()) }
+                    }
+                    _ => Error::internal($e),
+                }
+            }
+        }
+    )*};
+}
+
+storage_from!(
+    redb::StorageError => |e| Some(&e),
+    redb::DatabaseError => |e| match &e { redb::DatabaseError::Storage(s) => Some(s), _ => None },
+    redb::TransactionError => |e| match &e { redb::TransactionError::Storage(s) => Some(s), _ => None },
+    redb::TableError => |e| match &e { redb::TableError::Storage(s) => Some(s), _ => None },
+    redb::CommitError => |e| match &e { redb::CommitError::Storage(s) => Some(s), _ => None },
 );
+
+impl From<redb::Error> for Error {
+    fn from(e: redb::Error) -> Self {
+        match e {
+            redb::Error::Io(io) => Error::from(io),
+            redb::Error::PreviousIo | redb::Error::DatabaseClosed => Error::from(redb::StorageError::PreviousIo),
+            e => Error::internal(e),
+        }
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::StorageFull {
+            Error::insufficient_storage(e)
+        } else {
+            Error::internal(e)
+        }
+    }
+}
+
+internal_from!(tantivy::TantivyError);

@@ -87,9 +87,15 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let models = models::Models::load(config.models.as_deref())?;
     let backends = generate::Backends::build(&config.llm, &models)?;
     backends.log(&models);
-    let store = store::Store::open(&config.data_dir).map_err(|e| e.to_string())?;
-    if store.write(service::chats::derive_pending_in).await.map_err(|e| e.to_string())? {
-        tracing::info!("the history stored before schema 3 is filed under its chats");
+    let store = store::Store::open_with(&config.data_dir, config.min_free_space).map_err(|e| e.to_string())?;
+    match store.write(service::chats::derive_pending_in).await {
+        Ok(true) => tracing::info!("the history stored before schema 3 is filed under its chats"),
+        Ok(false) => {}
+        // A full disk must not keep the server from serving reads; the next start retries.
+        Err(e) if e.code == error::Code::InsufficientStorage => {
+            tracing::warn!(error = %e, "the disk is full: the history stored before schema 3 is filed at a later start")
+        }
+        Err(e) => return Err(e.to_string()),
     }
     let (search, index_seq) = search::Search::open(&config.data_dir).map_err(|e| e.to_string())?;
     let search = Arc::new(search);

@@ -39,8 +39,14 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response:
     let reply = match result {
         Ok(reply) => reply,
         Err((err, allow)) => {
-            if err.code == crate::error::Code::Internal {
-                tracing::error!(%request_id, %method, %path, error = %err, "internal error");
+            match err.code {
+                crate::error::Code::Internal => {
+                    tracing::error!(%request_id, %method, %path, error = %err, "internal error")
+                }
+                crate::error::Code::InsufficientStorage => {
+                    tracing::warn!(%request_id, %method, %path, error = %err, "write refused: the disk is full")
+                }
+                _ => {}
             }
             let reply = error_reply(&err, &request_id, app.config.expose_internal_errors);
             match allow {

@@ -5,7 +5,9 @@
 //! per-operation rows of [`operations`] with the body schemas of [`schemas`]. What each operation
 //! can answer is derived, not listed by hand: every operation can answer 400 (e.g. a bad
 //! `X-API-Version`) and 500; one with credentials 401; one with path parameters 404; one with a
-//! body 413 and 415; plus the success status and the row's extra statuses (409, 429).
+//! body 413 and 415; one that writes (any method but `GET`, and a `GET` taking user headers,
+//! which makes a linked-account user on first contact) 507 when the server's disk is full;
+//! plus the success status and the row's extra statuses (409, 429).
 //!
 //! Drift checks: the unit tests below compare the document with the route table, and the
 //! integration tests validate every JSON response they receive against the document.
@@ -122,6 +124,11 @@ pub fn statuses(route: &Route, op: &Op) -> BTreeSet<u16> {
     if op.body.is_some() {
         s.extend([413, 415]);
     }
+    // A write, or a read whose user headers name a linked account seen for the first time
+    // (the user is made then, `service::users::linked`).
+    if route.method != "GET" || matches!(route.access, Access::User | Access::Either) {
+        s.insert(507);
+    }
     s.extend(op.extra);
     s.extend(op.also.iter().map(|(status, _)| *status));
     s
@@ -196,6 +203,10 @@ fn error_description(status: u16) -> String {
             answer to a key carries `RateLimit-Policy: N;w=60` and `RateLimit: limit=N, remaining=R, reset=S`)"
         }
         500 => "Internal error (details are logged under the request id)",
+        507 => {
+            "The server's disk is full (or below its `--min-free-space` reserve): nothing of the write was \
+            stored. Reads keep working; the same request succeeds once space is freed (retry later)"
+        }
         _ => "Error",
     };
     format!("{what}. error_code: {}.", codes.join(", "))

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crate::app::App;
+use crate::error::Code;
 use crate::store::{now_ms, tables, Store};
 
 /// A commit this recent proves the store writable without a probe.
@@ -56,15 +57,14 @@ pub async fn check(app: &App) -> Report {
 }
 
 /// Writable: the writer's last commit succeeded and is recent, or a probe write commits within
-/// [`PROBE_TIMEOUT`].
+/// [`PROBE_TIMEOUT`]. After a failed commit the probe decides, so readiness comes back by itself
+/// once the cause is gone (a full disk freed: nothing else would write to find out).
 async fn store(store: &Store) -> Check {
     let (last_ok, error) = store.commits.last();
-    if let Some(e) = error {
-        tracing::warn!(error = %e, "readiness: the store's last commit failed");
-        return Check::failing("the last write to the store failed (details in the server log)");
-    }
-    if last_ok.is_some_and(|t| now_ms() - t < FRESH.as_millis() as i64) {
-        return Check::ok("writable");
+    match error {
+        Some(e) => tracing::warn!(error = %e, "readiness: the store's last commit failed; probing"),
+        None if last_ok.is_some_and(|t| now_ms() - t < FRESH.as_millis() as i64) => return Check::ok("writable"),
+        None => {}
     }
     let probe = store.write(|txn| {
         txn.open_table(tables::META)?.insert("ready_probe", now_ms().to_be_bytes().as_slice())?;
@@ -72,6 +72,9 @@ async fn store(store: &Store) -> Check {
     });
     match tokio::time::timeout(PROBE_TIMEOUT, probe).await {
         Ok(Ok(())) => Check::ok("writable"),
+        Ok(Err(e)) if e.code == Code::InsufficientStorage => {
+            Check::failing("the data directory's filesystem is full: writes answer 507 until space is freed")
+        }
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "readiness: a probe write to the store failed");
             Check::failing("a probe write to the store failed (details in the server log)")

@@ -121,6 +121,17 @@ impl Search {
         Ok(())
     }
 
+    /// Drops what was staged since the last commit and starts a fresh tantivy writer (one that
+    /// met an I/O error, ENOSPC included, refuses further work); the outbox rows stay, so the
+    /// next attempt applies them again.
+    pub fn rollback(&self) {
+        let g = self.current();
+        let mut w = g.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = w.rollback() {
+            tracing::warn!(error = %e, "rolling the index writer back failed");
+        }
+    }
+
     /// Builds a fresh generation from `all` entries, commits it with payload `seq`, points
     /// `CURRENT` at it and swaps it in; searches keep answering from the old one meanwhile.
     pub fn rebuild(&self, all: &[Change], seq: u64) -> Result<()> {
@@ -273,7 +284,11 @@ pub fn spawn(
                 Ok(0) => search.progress.caught_up(),
                 Ok(_) => continue,
                 Err(e) => {
+                    // A full disk (readiness reports the growing lag) or another I/O error:
+                    // start from the last commit and try again.
                     tracing::error!(error = %e, "indexing failed; retrying");
+                    let s = search.clone();
+                    let _ = tokio::task::spawn_blocking(move || s.rollback()).await;
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     continue;
                 }

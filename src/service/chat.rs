@@ -137,7 +137,7 @@ async fn retrieve_from(
             let mut out: Vec<SourceRef> = Vec::new();
             let mut seen = rustc_hash::FxHashSet::default();
             let mut collapsed = 0;
-            for h in hits {
+            for h in &hits {
                 let Some(e) = store::get::<u64, KbEntry, _>(&entries, h.entry)? else { continue };
                 let Some(c) = store::get::<(u64, u32), Chunk, _>(&chunks, (h.entry, h.chunk))? else { continue };
                 if e.replica != replica {

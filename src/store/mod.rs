@@ -7,9 +7,16 @@
 //! each. A write that returns an error is left out of the batch (the others are re-applied in a
 //! fresh transaction), so a failed write never leaves half its changes behind. An acknowledged
 //! write is durable.
+//!
+//! Disk full (issue 15): writes answer `507 INSUFFICIENT_STORAGE` and leave nothing behind
+//! while the data directory's filesystem is full, reads keep working, and writes succeed again
+//! once space returns, without a restart (`file`: the free-space check and why it comes before
+//! the commit; `handle`: the reopen after a commit that met ENOSPC anyway).
 
 pub mod codec;
 pub mod copy;
+pub mod file;
+mod handle;
 pub mod kb;
 pub mod kb_order;
 pub mod kb_summary;
@@ -23,7 +30,7 @@ mod writer;
 use std::path::Path;
 use std::sync::Arc;
 
-use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, WriteTransaction};
+use redb::{Database, ReadTransaction, ReadableTable, WriteTransaction};
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
@@ -39,7 +46,7 @@ pub const DB_FILE: &str = "replicad.redb";
 /// Handle to the database; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    db: Arc<Open>,
+    handle: Arc<handle::Handle>,
     writer: mpsc::Sender<writer::Job>,
     /// Woken after every commit made by [`Store::write_kb`] (the indexer waits on it).
     pub outbox_notify: Arc<tokio::sync::Notify>,
@@ -110,23 +117,37 @@ pub fn wait_closed(timeout: std::time::Duration) -> bool {
 }
 
 impl Store {
-    /// Opens (or creates) `DATA_DIR/replicad.redb`, applies migrations and starts the writer.
+    /// Opens (or creates) `DATA_DIR/replicad.redb`, applies migrations and starts the writer,
+    /// with the default free-space reserve ([`file::DEFAULT_MIN_FREE_BYTES`]).
     /// Must be called inside a tokio runtime.
     pub fn open(data_dir: &Path) -> Result<Store, OpenError> {
+        Store::open_with(data_dir, file::DEFAULT_MIN_FREE_BYTES)
+    }
+
+    /// [`Store::open`] refusing writes (507) while fewer than `min_free` bytes are free on the
+    /// data directory's filesystem (`--min-free-space`).
+    pub fn open_with(data_dir: &Path, min_free: u64) -> Result<Store, OpenError> {
         std::fs::create_dir_all(data_dir).map_err(|e| OpenError::Other(e.to_string()))?;
         let path = data_dir.join(DB_FILE);
-        let db = match Database::create(&path) {
-            Ok(db) => db,
+        let space = Arc::new(file::Space::new(data_dir, min_free));
+        let handle = match handle::Handle::open(path.clone(), space) {
+            Ok(h) => Arc::new(h),
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(OpenError::InUse(path.display().to_string())),
             Err(e) => return Err(OpenError::Other(format!("{}: {e}", path.display()))),
         };
+        let db = handle.for_write().map_err(|e| OpenError::Other(e.to_string()))?;
         migrate::run(&db).map_err(|e| OpenError::Other(e.to_string()))?;
-        let db = Arc::new(Open::new(db));
+        drop(db);
         let outbox_notify = Arc::new(tokio::sync::Notify::new());
         let jobs_notify = Arc::new(tokio::sync::Notify::new());
         let commits = Arc::new(CommitState::default());
-        let writer = writer::spawn(db.clone(), commits.clone());
-        Ok(Store { db, writer, outbox_notify, jobs_notify, commits })
+        let writer = writer::spawn(handle.clone(), commits.clone());
+        Ok(Store { handle, writer, outbox_notify, jobs_notify, commits })
+    }
+
+    /// The free-space check and fault switch of the store's file (`serve --test-faults`).
+    pub fn space(&self) -> &file::Space {
+        &self.handle.space
     }
 
     /// Runs `f` in a read transaction, inline on the calling task (issue 15, the read path).
@@ -141,18 +162,19 @@ impl Store {
     pub async fn read<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&ReadTransaction) -> Result<T> + Send + 'static,
+        F: Fn(&ReadTransaction) -> Result<T> + Send + 'static,
     {
-        let txn = self.db.begin_read()?;
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&txn)))
-            .map_err(|_| Error::internal("a store read panicked"))?
+        self.handle.read(|txn| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(txn)))
+                .map_err(|_| Error::internal("a store read panicked"))?
+        })
     }
 
     /// A read transaction for one long read on the caller's thread (the online backup's
     /// snapshot, `crate::backup`): it sees the store as of the last commit for as long as it
     /// lives, while the writer keeps committing. Call it off the runtime's workers.
     pub fn snapshot(&self) -> Result<ReadTransaction> {
-        Ok(self.db.begin_read()?)
+        self.handle.begin_read()
     }
 
     /// Runs `f` in a read transaction on the blocking pool: for reads whose cost grows with the
@@ -160,15 +182,10 @@ impl Store {
     pub async fn read_scan<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&ReadTransaction) -> Result<T> + Send + 'static,
+        F: Fn(&ReadTransaction) -> Result<T> + Send + 'static,
     {
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || {
-            let txn = db.begin_read()?;
-            f(&txn)
-        })
-        .await
-        .map_err(Error::internal)?
+        let handle = self.handle.clone();
+        tokio::task::spawn_blocking(move || handle.read(f)).await.map_err(Error::internal)?
     }
 
     /// Applies `f` in the writer's next group commit and returns its result once durable.

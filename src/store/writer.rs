@@ -1,4 +1,7 @@
-//! The single writer thread with group commit (see the module docs of `store`).
+//! The single writer thread with group commit (see the module docs of `store`), and what it
+//! does when the disk is full (see `file`): refuse a batch up front while the free space is
+//! below the reserve; answer `507` to every write of a batch whose transaction or commit met
+//! ENOSPC; and reopen the handle when that failure latched it (see `handle`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -8,10 +11,12 @@ use std::time::Instant;
 use redb::{Database, WriteTransaction};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::error::{Error, Result};
+use super::handle::Handle;
+use crate::error::{Code, Error, Result};
 
-/// A write closure as queued: re-runnable, reporting success.
-pub type WriteFn = Box<dyn FnMut(&WriteTransaction) -> bool + Send>;
+/// A write closure as queued: re-runnable, reporting its error (a copy; the caller gets the
+/// original).
+pub type WriteFn = Box<dyn FnMut(&WriteTransaction) -> Result<()> + Send>;
 
 /// One queued write: the closure and how to answer its caller.
 pub struct Job {
@@ -35,9 +40,9 @@ impl Job {
         let apply: WriteFn = Box::new(move |txn| {
             let r =
                 catch_unwind(AssertUnwindSafe(|| f(txn))).unwrap_or_else(|_| Err(Error::internal("write panicked")));
-            let ok = r.is_ok();
+            let outcome = r.as_ref().map(|_| ()).map_err(Error::clone);
             *slot_apply.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
-            ok
+            outcome
         });
         let finish = Box::new(move |commit_error: Option<Error>| {
             let r = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -83,7 +88,7 @@ impl CommitState {
 }
 
 /// Starts the writer thread; it ends when every [`super::Store`] is dropped.
-pub fn spawn(db: Arc<super::Open>, state: Arc<CommitState>) -> mpsc::Sender<Job> {
+pub fn spawn(handle: Arc<Handle>, state: Arc<CommitState>) -> mpsc::Sender<Job> {
     let (tx, mut rx) = mpsc::channel::<Job>(1024);
     std::thread::Builder::new()
         .name("store-writer".into())
@@ -96,27 +101,58 @@ pub fn spawn(db: Arc<super::Open>, state: Arc<CommitState>) -> mpsc::Sender<Job>
                         Err(_) => break,
                     }
                 }
-                commit_batch(&db, batch, &state);
+                commit_batch(&handle, batch, &state);
             }
         })
         .expect("spawn store writer thread");
     tx
 }
 
-/// Applies `batch` in one transaction, dropping (and answering) writes that fail.
-fn commit_batch(db: &Database, mut batch: Vec<Job>, state: &CommitState) {
+/// Refuses `batch` while the disk is (nearly) full; else commits it, then reopens the handle
+/// if an I/O failure latched it.
+fn commit_batch(handle: &Handle, batch: Vec<Job>, state: &CommitState) {
+    if let Err(e) = handle.space.check() {
+        return fail_batch(batch, e, state);
+    }
+    let db = match handle.for_write() {
+        Ok(db) => db,
+        Err(e) => return fail_batch(batch, e, state),
+    };
+    if apply_batch(&db, batch, state) && Handle::latched(&db) {
+        drop(db);
+        // A failed reopen is logged and retried by the next batch (`Handle::for_write`).
+        let _ = handle.reopen();
+    }
+}
+
+fn fail_batch(batch: Vec<Job>, e: Error, state: &CommitState) {
+    state.record(Err(&e));
+    fail_all(batch, e);
+}
+
+/// Applies `batch` in one transaction, dropping (and answering) writes that fail; returns
+/// whether the store itself failed (a transaction that would not begin or commit, or a write
+/// that met a full disk) rather than a write's own rule. After an ENOSPC the handle is
+/// latched: the writes left are answered with that `507` rather than redb's `PreviousIo`.
+fn apply_batch(db: &Database, mut batch: Vec<Job>, state: &CommitState) -> bool {
+    let mut store_failed = false;
+    let mut full: Option<Error> = None;
     while !batch.is_empty() {
         let txn = match db.begin_write() {
             Ok(t) => t,
             Err(e) => {
-                let e = Error::from(e);
-                state.record(Err(&e));
-                return fail_all(batch, e);
+                fail_batch(batch, full.take().unwrap_or_else(|| Error::from(e)), state);
+                return true;
             }
         };
-        let failed = batch.iter_mut().position(|job| !(job.apply)(&txn));
-        match failed {
-            Some(i) => {
+        let failure = batch.iter_mut().enumerate().find_map(|(i, job)| (job.apply)(&txn).err().map(|e| (i, e)));
+        match failure {
+            Some((i, e)) => {
+                // A 500 may be a store error too (redb's `PreviousIo`): the caller checks.
+                store_failed |= matches!(e.code, Code::InsufficientStorage | Code::Internal);
+                if e.code == Code::InsufficientStorage {
+                    full = Some(e);
+                }
                 let _ = txn.abort();
                 let job = batch.remove(i);
                 (job.finish)(None);
@@ -126,12 +162,14 @@ fn commit_batch(db: &Database, mut batch: Vec<Job>, state: &CommitState) {
                 let err = txn.commit().err().map(Error::from);
                 crate::telemetry::store_commit(batch.len(), started.elapsed());
                 state.record(err.as_ref().map_or(Ok(()), Err));
+                store_failed |= err.is_some();
                 for job in batch.drain(..) {
                     (job.finish)(err.clone());
                 }
             }
         }
     }
+    store_failed
 }
 
 fn fail_all(batch: Vec<Job>, e: Error) {
