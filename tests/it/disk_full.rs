@@ -6,8 +6,8 @@
 //! The full disk is injected (`serve --test-faults`, admin `disk-full`, see `store::file`):
 //! with the free-space reserve the writer refuses writes before touching the file; with
 //! `--min-free-space 0` the write that needs new space fails mid-transaction and the store is
-//! reopened. With `REPLICAD_TMPFS_TEST=1` (set by `.ci/run` after checking that this machine
-//! can mount) the same runs on a real 8 MiB tmpfs.
+//! reopened. With `REPLICAD_TMPFS_TEST=1` (set by `.ci/run` where this machine can mount a
+//! tmpfs, as on the machines this project runs CI on) the same runs on a real 8 MiB tmpfs.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
