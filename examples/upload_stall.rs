@@ -79,7 +79,8 @@ fn history_writer(store: Store, replica: Uuid, phase: Arc<AtomicU8>, samples: Sa
 
 fn report(name: &str, mut d: Vec<Duration>) {
     d.sort();
-    let at = |q: f64| d.get(((d.len() as f64 * q) as usize).min(d.len().saturating_sub(1))).copied().unwrap_or_default();
+    let at =
+        |q: f64| d.get(((d.len() as f64 * q) as usize).min(d.len().saturating_sub(1))).copied().unwrap_or_default();
     let ms = |x: Duration| x.as_secs_f64() * 1e3;
     let max = d.last().copied().unwrap_or_default();
     println!(
@@ -93,7 +94,8 @@ fn report(name: &str, mut d: Vec<Duration>) {
 
 /// Uploads `n` files of `mib` MiB, one after another; prints each upload's time.
 async fn upload_files(store: &Store, org: Uuid, replica: Uuid, n: usize, mib: usize) {
-    let limits = Limits { max_entries_per_org: u64::MAX, max_file_bytes: (mib as u64 + 1) << 20, upload_ttl_ms: 3_600_000 };
+    let limits =
+        Limits { max_entries_per_org: u64::MAX, max_file_bytes: (mib as u64 + 1) << 20, upload_ttl_ms: 3_600_000 };
     let bytes = bytes::Bytes::from("plain text of an uploaded file\n".repeat((mib << 20) / 31));
     for i in 0..n {
         let new = NewEntry {
@@ -124,7 +126,9 @@ async fn create_texts(store: &Store, org: Uuid, replica: Uuid, n: usize, chars: 
         }
         text.truncate(chars);
         let started = Instant::now();
-        knowledge::create(store, org, replica, NewEntry::text(text, Some("en")), Limits::UNLIMITED).await.expect("text");
+        knowledge::create(store, org, replica, NewEntry::text(text, Some("en")), Limits::UNLIMITED)
+            .await
+            .expect("text");
         println!("text entry {i}: {chars} characters in {:.0} ms", started.elapsed().as_secs_f64() * 1e3);
     }
 }

@@ -2,11 +2,11 @@
 //! `signedURL`). The URL carries a random token (only its SHA-256 is stored); `PUT`ting the
 //! file's bytes to it once, before it expires, stores the file and queues its extraction.
 
+use redb::WriteTransaction;
+
 use crate::error::{Code, Error, Result};
 use crate::ingest::formats::Format;
 use crate::service::knowledge;
-use redb::WriteTransaction;
-
 use crate::store::records::{KbEntry, KbSource, KbStatus, Upload};
 use crate::store::{self, now_ms, tables, Store};
 
@@ -42,7 +42,8 @@ pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_typ
             Ok(Some(source.unwrap_or_default().file.unwrap_or_default().name))
         })
         .await?;
-    let mime_type = match (Format::detect(name.as_deref().unwrap_or(""), content_type.as_deref(), &bytes), content_type) {
+    let mime_type = match (Format::detect(name.as_deref().unwrap_or(""), content_type.as_deref(), &bytes), content_type)
+    {
         (Some(f), _) => f.info().mime_types[0].to_string(),
         (None, Some(ct)) => ct,
         (None, None) => "application/octet-stream".into(),
@@ -52,13 +53,7 @@ pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_typ
 }
 
 /// The upload's write: checks the URL and the entry, then puts the bytes and the records.
-fn store_file(
-    txn: &WriteTransaction,
-    hash: &[u8; 32],
-    bytes: &[u8],
-    mime_type: &str,
-    now: i64,
-) -> Result<Uploaded> {
+fn store_file(txn: &WriteTransaction, hash: &[u8; 32], bytes: &[u8], mime_type: &str, now: i64) -> Result<Uploaded> {
     let mut uploads = txn.open_table(tables::TOKENHASH_UPLOAD)?;
     let mut up: Upload = store::get(&uploads, hash)?.ok_or_else(|| Error::not_found("upload URL"))?;
     if up.used {
@@ -73,8 +68,8 @@ fn store_file(
     if bytes.is_empty() {
         return Err(Error::invalid("body", "the file is empty"));
     }
-    let mut entries = txn.open_table(tables::KBID_ENTRY)?;
-    let mut entry: KbEntry = store::get(&entries, up.entry)?.ok_or_else(|| Error::not_found("knowledge-base entry"))?;
+    let found = store::get::<_, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, up.entry)?;
+    let mut entry = found.ok_or_else(|| Error::not_found("knowledge-base entry"))?;
     let mut source = knowledge::source_in(txn, up.entry)?;
     let file = source.file.get_or_insert_with(Default::default);
     file.size = bytes.len() as u64;
@@ -84,7 +79,7 @@ fn store_file(
     txn.open_table(tables::KBID_FILE)?.insert(up.entry, bytes)?;
     entry.move_to(KbStatus::FileUploaded);
     entry.updated_at = now;
-    store::put(&mut entries, up.entry, &entry)?;
+    store::kb_summary::put_entry(txn, &entry)?;
     knowledge::add_job(txn, up.entry)?;
     up.used = true;
     store::put(&mut uploads, hash, &up)?;

@@ -166,7 +166,14 @@ fn set_fields(e: &mut KbEntry, patch: &Patch) {
 
 /// Applies a planned PATCH; `false` (nothing written) when the entry changed since the plan
 /// was read.
-fn apply_patch(txn: &WriteTransaction, replica: Uuid, id: u64, patch: &Patch, plan: &PatchPlan, now: i64) -> Result<bool> {
+fn apply_patch(
+    txn: &WriteTransaction,
+    replica: Uuid,
+    id: u64,
+    patch: &Patch,
+    plan: &PatchPlan,
+    now: i64,
+) -> Result<bool> {
     let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
     let mut e = found.filter(|e| e.replica == replica).ok_or_else(|| Error::not_found("knowledge-base entry"))?;
     if (e.revision, e.status) != plan.read_at {
