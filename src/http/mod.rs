@@ -111,7 +111,13 @@ async fn dispatch(
         let body = match (&parts.method, route.body) {
             (&Method::GET | &Method::HEAD | &Method::DELETE, _) => Bytes::new(),
             (_, BodyKind::Json) => request::read_body(&parts.headers, body, app.config.max_body_bytes, true).await?,
-            (_, BodyKind::Raw) => request::read_body(&parts.headers, body, app.config.max_upload_bytes, false).await?,
+            (_, BodyKind::Raw) => {
+                // The signed URL's token is the credential: checked before the body is read.
+                let token = matched.params.iter().find(|(k, _)| k == "token").map_or("", |(_, v)| v.as_str());
+                let allowed = crate::service::uploads::admit(&app.store, token).await?;
+                let limit = usize::try_from(allowed).unwrap_or(usize::MAX).min(app.config.max_upload_bytes);
+                request::read_body(&parts.headers, body, limit, false).await?
+            }
         };
         let req = Req {
             params: matched.params,

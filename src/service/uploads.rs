@@ -52,16 +52,40 @@ pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_typ
     store.write_kb_alone(move |txn| store_file(txn, &hash, &bytes, &mime_type, now)).await
 }
 
-/// The upload's write: checks the URL and the entry, then puts the bytes and the records.
-fn store_file(txn: &WriteTransaction, hash: &[u8; 32], bytes: &[u8], mime_type: &str, now: i64) -> Result<Uploaded> {
-    let mut uploads = txn.open_table(tables::TOKENHASH_UPLOAD)?;
-    let mut up: Upload = store::get(&uploads, hash)?.ok_or_else(|| Error::not_found("upload URL"))?;
+/// Checks the signed upload URL of `token` before the request's body is read (the request
+/// path calls it: the token is the operation's credential, so an unknown token costs the
+/// server no body): 404 for an unknown token, 409 `UPLOAD_ALREADY_USED`, 400 `UPLOAD_EXPIRED`.
+/// Returns the most bytes the URL takes (its `max_bytes`); [`upload`] checks all again in
+/// its write.
+pub async fn admit(store: &Store, token: &str) -> Result<u64> {
+    let hash = super::hash_secret(token);
+    let now = now_ms();
+    store
+        .read(move |txn| {
+            let found = store::get::<_, Upload, _>(&txn.open_table(tables::TOKENHASH_UPLOAD)?, &hash)?;
+            let up = found.ok_or_else(|| Error::not_found("upload URL"))?;
+            usable(&up, now)?;
+            Ok(up.max_bytes)
+        })
+        .await
+}
+
+/// 409 `UPLOAD_ALREADY_USED` or 400 `UPLOAD_EXPIRED` when `up` can no longer take a file.
+fn usable(up: &Upload, now: i64) -> Result<()> {
     if up.used {
         return Err(Error::new(Code::UploadAlreadyUsed, "this upload URL was already used; create a new entry"));
     }
     if now > up.expires_at {
         return Err(Error::new(Code::UploadExpired, "this upload URL has expired; create a new entry"));
     }
+    Ok(())
+}
+
+/// The upload's write: checks the URL and the entry, then puts the bytes and the records.
+fn store_file(txn: &WriteTransaction, hash: &[u8; 32], bytes: &[u8], mime_type: &str, now: i64) -> Result<Uploaded> {
+    let mut uploads = txn.open_table(tables::TOKENHASH_UPLOAD)?;
+    let mut up: Upload = store::get(&uploads, hash)?.ok_or_else(|| Error::not_found("upload URL"))?;
+    usable(&up, now)?;
     if bytes.len() as u64 > up.max_bytes {
         return Err(Error::new(Code::PayloadTooLarge, format!("the file exceeds {} bytes", up.max_bytes)));
     }
