@@ -111,7 +111,7 @@ pub fn parse_query(raw: Option<&str>) -> Vec<(String, String)> {
 /// compressed bytes, yielding to the runtime after a slice that inflated to more than 64 times
 /// its size: a worker is never held for more than one slice of a bomb (deflate inflates at most
 /// about 1,000:1, so 4 MiB). A panic in the decoder is answered as an internal error.
-pub async fn read_body(headers: &HeaderMap, mut body: Incoming, limit: usize, json: bool) -> Result<Bytes> {
+pub async fn read_body(headers: &HeaderMap, body: &mut Incoming, limit: usize, json: bool) -> Result<Bytes> {
     let gzip = match headers.get(CONTENT_ENCODING).map(|v| v.to_str().unwrap_or("?").trim()) {
         None => false,
         Some(e) if e.eq_ignore_ascii_case("gzip") => true,
@@ -144,11 +144,26 @@ pub async fn read_body(headers: &HeaderMap, mut body: Incoming, limit: usize, js
             return Err(too_large(limit));
         }
         if let Err(e) = sink.push(data, limit).await {
-            discard(&mut body, limit - read).await;
+            discard(body, limit - read).await;
             return Err(e);
         }
     }
     sink.finish(limit)
+}
+
+/// Bytes of a refused request's body [`linger`] reads and drops at most.
+const LINGER_BYTES: usize = 64 * 1024;
+
+/// What [`linger`] waits for the rest of a refused body at most.
+const LINGER_TIME: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Before a refusal (401, 403, 404 of an upload URL, 413, …) is answered: reads and drops what
+/// is left of the request's body, at most [`LINGER_BYTES`] within [`LINGER_TIME`], never
+/// buffered, inflated or parsed. A client still sending a small body (a 60 KB gzip bomb) then
+/// reads its answer instead of a connection reset by the close of a socket with unread data
+/// (what nginx's `lingering_close` does); a larger body is cut off with the connection.
+pub async fn linger(body: &mut Incoming) {
+    let _ = tokio::time::timeout(LINGER_TIME, discard(body, LINGER_BYTES)).await;
 }
 
 /// Reads and drops what is left of `body`, up to `budget` more bytes, without inflating it: a
