@@ -143,10 +143,7 @@ pub async fn read_body(headers: &HeaderMap, body: &mut Incoming, limit: usize, j
         if read > limit {
             return Err(too_large(limit));
         }
-        if let Err(e) = sink.push(data, limit).await {
-            discard(body, limit - read).await;
-            return Err(e);
-        }
+        sink.push(data, limit).await?;
     }
     sink.finish(limit)
 }
@@ -157,18 +154,16 @@ const LINGER_BYTES: usize = 64 * 1024;
 /// What [`linger`] waits for the rest of a refused body at most.
 const LINGER_TIME: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Before a refusal (401, 403, 404 of an upload URL, 413, …) is answered: reads and drops what
-/// is left of the request's body, at most [`LINGER_BYTES`] within [`LINGER_TIME`], never
-/// buffered, inflated or parsed. A client still sending a small body (a 60 KB gzip bomb) then
+/// Before a refusal (401, 403, 404 of an upload URL, 413 of a bomb cut at the limit, …) is
+/// answered: reads and drops what is left of the request's body, at most [`LINGER_BYTES`]
+/// within [`LINGER_TIME`], never buffered, inflated or parsed. A client still sending a small body (a 60 KB gzip bomb) then
 /// reads its answer instead of a connection reset by the close of a socket with unread data
 /// (what nginx's `lingering_close` does); a larger body is cut off with the connection.
 pub async fn linger(body: &mut Incoming) {
     let _ = tokio::time::timeout(LINGER_TIME, discard(body, LINGER_BYTES)).await;
 }
 
-/// Reads and drops what is left of `body`, up to `budget` more bytes, without inflating it: a
-/// client still sending the rest of a refused body (a bomb cut at the limit) then reads its
-/// answer instead of a reset connection.
+/// Reads and drops what is left of `body` while it stays within `budget` bytes.
 async fn discard(body: &mut Incoming, mut budget: usize) {
     while let Some(Ok(frame)) = body.frame().await {
         let n = frame.data_ref().map_or(0, Bytes::len);
