@@ -39,7 +39,9 @@ pub type Handler = fn(Arc<App>, Req) -> HandlerFuture;
 pub enum BodyKind {
     /// JSON (`Content-Type` must be JSON when given), at most `--max-body-bytes`.
     Json,
-    /// Bytes of any type (file uploads), at most `--max-upload-bytes`.
+    /// Bytes of any type sent to a signed upload URL, at most `--max-upload-bytes` and what the
+    /// URL allows. The URL's `{token}` is its credential: the request path checks it
+    /// (`service::uploads::admit`) before the body is read.
     Raw,
 }
 

@@ -1,5 +1,5 @@
-//! From a hyper request to a hyper response: route lookup, version and body checks, auth, the
-//! handler (in its own task, so a panic becomes a 500 and never takes the server down), and the
+//! From a hyper request to a hyper response: route lookup, version check, auth, then the body
+//! (read and inflated only for an authenticated caller), the handler (in its own task, so a panic becomes a 500 and never takes the server down), and the
 //! spec §7 error body for every failure. Every response carries `X-Request-Id`.
 
 pub mod auth;
@@ -95,7 +95,7 @@ async fn dispatch(
     limit_headers: &mut Vec<(&'static str, String)>,
 ) -> Result<Reply, (Error, Option<String>)> {
     let route = &app.routes[matched.route];
-    let (parts, body) = req.into_parts();
+    let (parts, mut body) = req.into_parts();
     let prepared = async {
         let version = version::negotiate(&parts.headers)?;
         // Authenticated (and rate-limited) before the body is read or inflated: an anonymous
@@ -116,8 +116,16 @@ async fn dispatch(
         // Operations without a request body ignore whatever body is sent (no 413/415 there).
         let body = match (&parts.method, route.body) {
             (&Method::GET | &Method::HEAD | &Method::DELETE, _) => Bytes::new(),
-            (_, BodyKind::Json) => request::read_body(&parts.headers, body, app.config.max_body_bytes, true).await?,
-            (_, BodyKind::Raw) => request::read_body(&parts.headers, body, app.config.max_upload_bytes, false).await?,
+            (_, BodyKind::Json) => {
+                request::read_body(&parts.headers, &mut body, app.config.max_body_bytes, true).await?
+            }
+            (_, BodyKind::Raw) => {
+                // The signed URL's token is the credential: checked before the body is read.
+                let token = matched.params.iter().find(|(k, _)| k == "token").map_or("", |(_, v)| v.as_str());
+                let allowed = crate::service::uploads::admit(&app.store, token).await?;
+                let limit = usize::try_from(allowed).unwrap_or(usize::MAX).min(app.config.max_upload_bytes);
+                request::read_body(&parts.headers, &mut body, limit, false).await?
+            }
         };
         let req = Req {
             params: matched.params,
@@ -129,7 +137,13 @@ async fn dispatch(
         };
         Ok::<_, Error>((version, req))
     };
-    let (version, req) = prepared.await.map_err(|e| (e, None))?;
+    let (version, req) = match prepared.await {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            request::linger(&mut body).await; // a refused body: dropped unread, see `linger`
+            return Err((e, None));
+        }
+    };
     let handler = route.handler;
     let task = tokio::spawn(handler(app.clone(), req));
     match task.await {

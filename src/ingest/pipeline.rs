@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use redb::ReadableTable;
 
+use super::content::{self, Naming, PreparedText};
 use super::extract::{self, Extracted};
 use super::fetch::{FetchError, Fetcher};
 use super::formats::Format;
@@ -124,8 +125,8 @@ struct Job {
 }
 
 async fn load(store: &Store, id: u64) -> Result<Option<Job>> {
-    store
-        .read(move |txn| {
+    store // the blocking pool: the file may be 50 MiB, the stored text 2,000,000 characters
+        .read_scan(move |txn| {
             let Some(entry) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)? else {
                 return Ok(None);
             };
@@ -169,9 +170,10 @@ async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Resu
                 Err(message) => return fail(store, id, Some(status), message).await,
             },
             (KbStatus::RawText, _) => {
-                process(store, id, refresh_ms).await?;
-                crate::telemetry::ingest_outcome("processed");
-                return Ok(());
+                if process(store, id, refresh_ms).await? {
+                    crate::telemetry::ingest_outcome("processed");
+                    return Ok(());
+                }
             }
             (KbStatus::ProcessedText | KbStatus::VectorCreated | KbStatus::Ready, KbKind::Website)
                 if job.entry.auto_refresh =>
@@ -252,6 +254,9 @@ async fn save_raw(
     format: Format,
 ) -> Result<()> {
     let now = now_ms();
+    let (title, text) = (extracted.title, extracted.text);
+    // Encoded before the write: the writer only puts the finished record (see `content`).
+    let text = store::codec::encode(&KbText { raw: text, processed: String::new() })?;
     store
         .write_kb(move |txn| {
             let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
@@ -261,15 +266,14 @@ async fn save_raw(
             let mut source = kb::source_in(txn, id)?;
             source.format = Some(format.info().name.to_string());
             if let Some(mut w) = website.clone() {
-                w.page_title = extracted.title.clone();
+                w.page_title = title.clone();
                 source.website = Some(w);
             }
             kb::put_source(txn, id, &source)?;
-            if let Some(t) = extracted.title.clone().filter(|t| !t.trim().is_empty()) {
+            if let Some(t) = title.clone().filter(|t| !t.trim().is_empty()) {
                 e.generated_title = Some(t.trim().chars().take(200).collect());
             }
-            let text = KbText { raw: extracted.text.clone(), processed: String::new() };
-            store::put(&mut txn.open_table(tables::KBID_TEXT)?, id, &text)?;
+            txn.open_table(tables::KBID_TEXT)?.insert(id, text.as_slice())?;
             e.move_to(KbStatus::RawText);
             e.updated_at = now;
             store::kb_summary::put_entry(txn, &e)
@@ -278,25 +282,35 @@ async fn save_raw(
 }
 
 /// Chunks the raw text and queues it for the index (`RAW_TEXT` → `PROCESSED_TEXT`); the job
-/// ends, or waits for the next re-fetch of an `autoRefresh` website.
-async fn process(store: &Store, id: u64, refresh_ms: i64) -> Result<()> {
+/// ends, or waits for the next re-fetch of an `autoRefresh` website. The text is chunked before
+/// the write (see `content`); `false` (nothing written) when the entry left `RAW_TEXT` or
+/// changed its title meanwhile: the caller loads it again.
+async fn process(store: &Store, id: u64, refresh_ms: i64) -> Result<bool> {
+    let read = store
+        .read_scan(move |txn| {
+            let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
+            let Some(e) = found.filter(|e| e.status == KbStatus::RawText) else { return Ok(None) };
+            let raw = store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.unwrap_or_default().raw;
+            Ok(Some((e, raw)))
+        })
+        .await?;
+    let Some((read, raw)) = read else { return Ok(false) };
+    let text = PreparedText::prepare(Naming::of(&read), raw).await?;
     let now = now_ms();
     store
         .write_kb(move |txn| {
-            let entries = txn.open_table(tables::KBID_ENTRY)?;
-            let found = store::get::<u64, KbEntry, _>(&entries, id)?.filter(|e| e.status == KbStatus::RawText);
-            drop(entries);
-            if let Some(mut e) = found {
-                let raw =
-                    store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.unwrap_or_default().raw;
-                super::content::write_content(txn, &mut e, &raw)?;
-                e.updated_at = now;
-                store::kb_summary::put_entry(txn, &e)?;
-                if e.kind == KbKind::Website && e.auto_refresh {
-                    return refresh_later(txn, id, refresh_ms);
-                }
+            let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
+            // At `RAW_TEXT` and the same revision, the stored text is the one read.
+            let still = |e: &KbEntry| e.status == KbStatus::RawText && e.revision == read.revision && text.fits(e);
+            let Some(mut e) = found.filter(still) else { return Ok(false) };
+            content::write_content(txn, &mut e, &text)?;
+            e.updated_at = now;
+            store::kb_summary::put_entry(txn, &e)?;
+            match e.kind == KbKind::Website && e.auto_refresh {
+                true => refresh_later(txn, id, refresh_ms)?,
+                false => drop_job(txn, id)?,
             }
-            drop_job(txn, id)
+            Ok(true)
         })
         .await
 }

@@ -331,8 +331,9 @@ fn knowledge_base() -> Vec<Op> {
         .describe(
             "The `signedURL` of a `filename` entry: the token in the path is the credential (no API key). Any \
                 content type; `Content-Encoding: gzip` allowed. Single use (409 `UPLOAD_ALREADY_USED`), expires after \
-                one hour (400 `UPLOAD_EXPIRED`), at most `--max-upload-bytes` (413). The entry moves to \
-                `FILE_UPLOADED` and is extracted in the background.",
+                one hour (400 `UPLOAD_EXPIRED`), at most `--max-upload-bytes` (413, also while a gzip body inflates). \
+                The token is checked before the body is read: an unknown, used or expired URL answers without \
+                reading it. The entry moves to `FILE_UPLOADED` and is extracted in the background.",
         ),
     ]
 }

@@ -2,10 +2,12 @@
 //! `signedURL`). The URL carries a random token (only its SHA-256 is stored); `PUT`ting the
 //! file's bytes to it once, before it expires, stores the file and queues its extraction.
 
+use redb::WriteTransaction;
+
 use crate::error::{Code, Error, Result};
 use crate::ingest::formats::Format;
 use crate::service::knowledge;
-use crate::store::records::{KbEntry, KbStatus, Upload};
+use crate::store::records::{KbEntry, KbSource, KbStatus, Upload};
 use crate::store::{self, now_ms, tables, Store};
 
 /// Path of the upload operation; the token is its last segment.
@@ -23,49 +25,87 @@ pub struct Uploaded {
 /// and queues its extraction. 404 for an unknown token (or a deleted entry), 409
 /// `UPLOAD_ALREADY_USED`, 400 `UPLOAD_EXPIRED`, 413 above the size the URL allows, 400 for an
 /// empty body.
+///
+/// The file's type is found before the write (from the name the entry was created with, which
+/// never changes, the request's `Content-Type` and the first bytes); the write checks the URL and the entry again
+/// and only puts the records and the bytes, in a write transaction of its own
+/// ([`Store::write_kb_alone`]): the bytes (up to `--max-file-bytes`) are never copied twice
+/// because another write failed, and the writes queued before them do not wait for them.
 pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_type: Option<String>) -> Result<Uploaded> {
+    let hash = super::hash_secret(token);
+    let name = store
+        .read(move |txn| {
+            let Some(up) = store::get::<_, Upload, _>(&txn.open_table(tables::TOKENHASH_UPLOAD)?, &hash)? else {
+                return Ok(None);
+            };
+            let source = store::get::<_, KbSource, _>(&txn.open_table(tables::KBID_SOURCE)?, up.entry)?;
+            Ok(Some(source.unwrap_or_default().file.unwrap_or_default().name))
+        })
+        .await?;
+    let mime_type = match (Format::detect(name.as_deref().unwrap_or(""), content_type.as_deref(), &bytes), content_type)
+    {
+        (Some(f), _) => f.info().mime_types[0].to_string(),
+        (None, Some(ct)) => ct,
+        (None, None) => "application/octet-stream".into(),
+    };
+    let now = now_ms();
+    store.write_kb_alone(move |txn| store_file(txn, &hash, &bytes, &mime_type, now)).await
+}
+
+/// Checks the signed upload URL of `token` before the request's body is read (the request
+/// path calls it: the token is the operation's credential, so an unknown token costs the
+/// server no body): 404 for an unknown token, 409 `UPLOAD_ALREADY_USED`, 400 `UPLOAD_EXPIRED`.
+/// Returns the most bytes the URL takes (its `max_bytes`); [`upload`] checks all again in
+/// its write.
+pub async fn admit(store: &Store, token: &str) -> Result<u64> {
     let hash = super::hash_secret(token);
     let now = now_ms();
     store
-        .write_kb(move |txn| {
-            let mut uploads = txn.open_table(tables::TOKENHASH_UPLOAD)?;
-            let mut up: Upload = store::get(&uploads, &hash)?.ok_or_else(|| Error::not_found("upload URL"))?;
-            if up.used {
-                return Err(Error::new(
-                    Code::UploadAlreadyUsed,
-                    "this upload URL was already used; create a new entry",
-                ));
-            }
-            if now > up.expires_at {
-                return Err(Error::new(Code::UploadExpired, "this upload URL has expired; create a new entry"));
-            }
-            if bytes.len() as u64 > up.max_bytes {
-                return Err(Error::new(Code::PayloadTooLarge, format!("the file exceeds {} bytes", up.max_bytes)));
-            }
-            if bytes.is_empty() {
-                return Err(Error::invalid("body", "the file is empty"));
-            }
-            let mut entry: KbEntry = store::get(&txn.open_table(tables::KBID_ENTRY)?, up.entry)?
-                .ok_or_else(|| Error::not_found("knowledge-base entry"))?;
-            let mut source = knowledge::source_in(txn, up.entry)?;
-            let file = source.file.get_or_insert_with(Default::default);
-            file.size = bytes.len() as u64;
-            let format = Format::detect(&file.name, content_type.as_deref(), &bytes);
-            file.mime_type = match (format, &content_type) {
-                (Some(f), _) => f.info().mime_types[0].to_string(),
-                (None, Some(ct)) => ct.clone(),
-                (None, None) => "application/octet-stream".into(),
-            };
-            let uploaded = Uploaded { entry: up.entry, size: file.size, mime_type: file.mime_type.clone() };
-            knowledge::put_source(txn, up.entry, &source)?;
-            txn.open_table(tables::KBID_FILE)?.insert(up.entry, bytes.as_ref())?;
-            entry.move_to(KbStatus::FileUploaded);
-            entry.updated_at = now;
-            store::kb_summary::put_entry(txn, &entry)?;
-            knowledge::add_job(txn, up.entry)?;
-            up.used = true;
-            store::put(&mut uploads, &hash, &up)?;
-            Ok(uploaded)
+        .read(move |txn| {
+            let found = store::get::<_, Upload, _>(&txn.open_table(tables::TOKENHASH_UPLOAD)?, &hash)?;
+            let up = found.ok_or_else(|| Error::not_found("upload URL"))?;
+            usable(&up, now)?;
+            Ok(up.max_bytes)
         })
         .await
+}
+
+/// 409 `UPLOAD_ALREADY_USED` or 400 `UPLOAD_EXPIRED` when `up` can no longer take a file.
+fn usable(up: &Upload, now: i64) -> Result<()> {
+    if up.used {
+        return Err(Error::new(Code::UploadAlreadyUsed, "this upload URL was already used; create a new entry"));
+    }
+    if now > up.expires_at {
+        return Err(Error::new(Code::UploadExpired, "this upload URL has expired; create a new entry"));
+    }
+    Ok(())
+}
+
+/// The upload's write: checks the URL and the entry, then puts the bytes and the records.
+fn store_file(txn: &WriteTransaction, hash: &[u8; 32], bytes: &[u8], mime_type: &str, now: i64) -> Result<Uploaded> {
+    let mut uploads = txn.open_table(tables::TOKENHASH_UPLOAD)?;
+    let mut up: Upload = store::get(&uploads, hash)?.ok_or_else(|| Error::not_found("upload URL"))?;
+    usable(&up, now)?;
+    if bytes.len() as u64 > up.max_bytes {
+        return Err(Error::new(Code::PayloadTooLarge, format!("the file exceeds {} bytes", up.max_bytes)));
+    }
+    if bytes.is_empty() {
+        return Err(Error::invalid("body", "the file is empty"));
+    }
+    let found = store::get::<_, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, up.entry)?;
+    let mut entry = found.ok_or_else(|| Error::not_found("knowledge-base entry"))?;
+    let mut source = knowledge::source_in(txn, up.entry)?;
+    let file = source.file.get_or_insert_with(Default::default);
+    file.size = bytes.len() as u64;
+    file.mime_type = mime_type.to_string();
+    let uploaded = Uploaded { entry: up.entry, size: file.size, mime_type: file.mime_type.clone() };
+    knowledge::put_source(txn, up.entry, &source)?;
+    txn.open_table(tables::KBID_FILE)?.insert(up.entry, bytes)?;
+    entry.move_to(KbStatus::FileUploaded);
+    entry.updated_at = now;
+    store::kb_summary::put_entry(txn, &entry)?;
+    knowledge::add_job(txn, up.entry)?;
+    up.used = true;
+    store::put(&mut uploads, hash, &up)?;
+    Ok(uploaded)
 }

@@ -197,6 +197,25 @@ impl Store {
         F: Fn(&WriteTransaction) -> Result<T> + Send + 'static,
     {
         let (job, rx) = writer::Job::new(f);
+        self.submit(job, rx).await
+    }
+
+    /// [`Store::write_kb`] committed in a write transaction of its own, for a large write (an
+    /// uploaded file's bytes): the writes queued before it are committed without waiting for
+    /// its pages to reach the disk, and it is never applied twice because another write of a
+    /// batch failed. `f` still must be cheap apart from putting its finished records.
+    pub async fn write_kb_alone<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn(&WriteTransaction) -> Result<T> + Send + 'static,
+    {
+        let (job, rx) = writer::Job::new(f);
+        let result = self.submit(job.alone(), rx).await;
+        self.kb_written(result.is_ok());
+        result
+    }
+
+    async fn submit<T>(&self, job: writer::Job, rx: tokio::sync::oneshot::Receiver<Result<T>>) -> Result<T> {
         self.writer.send(job).await.map_err(|_| Error::internal("store writer stopped"))?;
         rx.await.map_err(|_| Error::internal("store writer dropped the write"))?
     }
@@ -211,11 +230,16 @@ impl Store {
         F: Fn(&WriteTransaction) -> Result<T> + Send + 'static,
     {
         let result = self.write(f).await;
-        if result.is_ok() {
+        self.kb_written(result.is_ok());
+        result
+    }
+
+    /// Wakes the indexer and the ingestion worker after a knowledge-base write that succeeded.
+    fn kb_written(&self, ok: bool) {
+        if ok {
             self.outbox_notify.notify_one();
             self.jobs_notify.notify_one();
         }
-        result
     }
 }
 

@@ -22,6 +22,8 @@ pub type WriteFn = Box<dyn FnMut(&WriteTransaction) -> Result<()> + Send>;
 pub struct Job {
     apply: WriteFn,
     finish: Box<dyn FnOnce(Option<Error>) + Send>,
+    /// Committed in a transaction of its own (see [`Job::alone`]).
+    alone: bool,
 }
 
 /// Most writes applied in one transaction.
@@ -53,7 +55,15 @@ impl Job {
             };
             let _ = tx.send(r);
         });
-        (Job { apply, finish }, rx)
+        (Job { apply, finish, alone: false }, rx)
+    }
+
+    /// Makes the job commit in a transaction of its own: the writes batched before it are
+    /// committed (and answered) without waiting for it, and it is never applied again because
+    /// another write of its batch failed. For the few large writes (an uploaded file's bytes).
+    pub fn alone(mut self) -> Job {
+        self.alone = true;
+        self
     }
 }
 
@@ -93,10 +103,15 @@ pub fn spawn(handle: Arc<Handle>, state: Arc<CommitState>) -> mpsc::Sender<Job> 
     std::thread::Builder::new()
         .name("store-writer".into())
         .spawn(move || {
-            while let Some(first) = rx.blocking_recv() {
+            let mut next: Option<Job> = None;
+            while let Some(first) = next.take().or_else(|| rx.blocking_recv()) {
                 let mut batch = vec![first];
-                while batch.len() < MAX_BATCH {
+                while batch.len() < MAX_BATCH && !batch[0].alone {
                     match rx.try_recv() {
+                        Ok(job) if job.alone => {
+                            next = Some(job);
+                            break;
+                        }
                         Ok(job) => batch.push(job),
                         Err(_) => break,
                     }

@@ -15,6 +15,7 @@ mod embed;
 mod errors;
 mod fixtures;
 mod health;
+mod heavy_work;
 mod history;
 mod hosted_tools;
 mod ingest;

@@ -401,7 +401,11 @@ async fn every_operation_with_a_body_refuses_bombs_broken_encodings_and_malforme
     let Victim { org, ids } = victim(&server).await;
     let mut ids = ids;
     ids.insert("code", "not-a-code".to_string());
-    ids.insert("token", "not-a-token".to_string());
+    // A live signed URL: the token is checked before the body (a bogus one is 404 unread).
+    let (_, v) =
+        org.post(&format!("/v1/replicas/{}/knowledge-base", ids["replicaUUID"]), json!({"filename": "a.txt"})).await;
+    let url = v["results"][0]["signedURL"].as_str().expect("signedURL");
+    ids.insert("token", url.rsplit('/').next().unwrap_or_default().to_string());
     // 64 MiB of zeros: ~64 KiB gzipped, far over the 4 MiB limit once inflated.
     let bomb = crate::common::gzip(&vec![0u8; 64 << 20]);
     let owner = user("email", &org.owner_email);

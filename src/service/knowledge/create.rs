@@ -4,13 +4,12 @@
 use redb::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
-use super::{add_job, put_source, validate_meta, validate_text, write_content};
+use super::{add_job, put_source, validate_meta, validate_text, write_content, Naming, PreparedText};
 use crate::error::{Code, Error, Result};
 use crate::ingest::formats::Format;
 use crate::service::check_len;
 use crate::store::records::{FileMeta, KbEntry, KbKind, KbSource, KbStatus, Upload};
 use crate::store::{self, k, next_seq, now_ms, tables, Sequence, Store};
-use crate::text::chunk;
 
 /// Where a new entry's content comes from (exactly one of the create body's `text`, `url`,
 /// `filename`).
@@ -140,7 +139,7 @@ fn count_entry(txn: &WriteTransaction, org: Uuid, limits: Limits, custom: Option
 /// queued for fetching (a YouTube URL ends `UNPROCESSABLE`); a filename gets an upload token
 /// (its signed URL) and waits for the bytes. 400 for invalid values, 409 `URL_ALREADY_EXISTS`,
 /// 429/400 `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED`.
-pub async fn create(store: &Store, org: Uuid, replica: Uuid, new: NewEntry, limits: Limits) -> Result<Created> {
+pub async fn create(store: &Store, org: Uuid, replica: Uuid, mut new: NewEntry, limits: Limits) -> Result<Created> {
     validate_meta(new.title.as_ref(), new.language.as_ref())?;
     let now = now_ms();
     let expires_at = now + limits.upload_ttl_ms;
@@ -162,11 +161,18 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, new: NewEntry, limi
         }
     };
     let generated_title = match &new.content {
-        Content::Text(t) => Some(chunk::generated_title(t)),
+        Content::Text(_) => None, // named after its text by `PreparedText`
         Content::Url(_) => source.url.clone(),
         Content::Filename(_) => source.file.as_ref().map(|f| f.name.clone()),
     }
     .filter(|t| !t.is_empty());
+    let text = match &mut new.content {
+        Content::Text(t) => {
+            let naming = Naming { title: new.title.clone(), generated_title: None, generate: true };
+            Some(PreparedText::prepare(naming, std::mem::take(t)).await?)
+        }
+        _ => None,
+    };
     let upload_hash = token.as_deref().map(crate::service::hash_secret);
     let id = store
         .write_kb(move |txn| {
@@ -193,9 +199,9 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, new: NewEntry, limi
                 updated_at: now,
             };
             put_source(txn, id, &source)?;
-            match (&new.content, kind) {
-                (Content::Text(t), _) => write_content(txn, &mut entry, t)?,
-                (_, KbKind::Youtube) => {
+            match (&new.content, &text) {
+                (_, Some(text)) => write_content(txn, &mut entry, text)?,
+                _ if kind == KbKind::Youtube => {
                     entry.move_to(KbStatus::Unprocessable);
                     entry.error = Some(YOUTUBE_UNSUPPORTED.into());
                 }

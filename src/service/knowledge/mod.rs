@@ -20,11 +20,10 @@ pub use list::{get, list, replica_of, EntryView, ListQuery, Scope, Sort, SortKey
 
 use super::check_len;
 use crate::error::{Error, Result};
-pub use crate::ingest::content::write_content;
+pub use crate::ingest::content::{write_content, Naming, PreparedText};
 pub use crate::store::kb::{add_job, enqueue, put_source, source_in};
 use crate::store::records::{KbEntry, KbKind, KbStatus, KbText};
 use crate::store::{self, k, now_ms, tables, Store};
-use crate::text::chunk;
 
 /// ISO 639-1 codes accepted in `language` (spec §2.5).
 pub const LANGUAGES: &[&str] = &[
@@ -85,48 +84,116 @@ pub struct Patch {
 /// re-indexed, and a new `language` re-indexes with its analyzer. A `rawText` given to an entry
 /// still being fetched or extracted replaces what that would have produced. 404 when missing,
 /// 400 for invalid values.
+///
+/// The new text is prepared (chunked, analysed: `PreparedText`) before the write, from the
+/// entry as read; the write applies it only if the entry is still at the revision and status it
+/// was read at (its text is the one read) and still names its chunks the same, else it writes
+/// nothing and the patch is read and prepared again (each lost race is another write of this
+/// entry that succeeded).
 pub async fn patch(store: &Store, replica: Uuid, id: u64, patch: Patch) -> Result<()> {
     if let Some(t) = &patch.raw_text {
         validate_text(t)?;
     }
     validate_meta(patch.title.as_ref(), patch.language.as_ref())?;
-    let now = now_ms();
-    store
-        .write_kb(move |txn| {
-            let table = txn.open_table(tables::KBID_ENTRY)?;
-            let mut e = store::get::<u64, KbEntry, _>(&table, id)?
+    let patch = std::sync::Arc::new(patch);
+    for _ in 0..MAX_PATCH_RACES {
+        let plan = plan_patch(store, replica, id, patch.clone()).await?;
+        let patch = patch.clone();
+        let now = now_ms();
+        let applied = store.write_kb(move |txn| apply_patch(txn, replica, id, &patch, &plan, now)).await?;
+        if applied {
+            return Ok(());
+        }
+    }
+    Err(Error::internal(format!("entry {id} changed {MAX_PATCH_RACES} times while a PATCH prepared its text")))
+}
+
+/// Times a PATCH reads and prepares again after losing a race with another write of the entry.
+const MAX_PATCH_RACES: usize = 16;
+
+/// A PATCH as prepared from the entry read before the write.
+struct PatchPlan {
+    /// The entry's revision and status when read. An entry at the same revision and status has
+    /// the same text: its text changes only with a new revision (`write_content`) or with a
+    /// move to `RAW_TEXT` (the pipeline's extracted text), which no entry makes from `RAW_TEXT`
+    /// and after which it leaves `RAW_TEXT` only for a new revision or `UNPROCESSABLE`
+    /// (`KbStatus::may_become`).
+    read_at: (u64, KbStatus),
+    /// Whether `rawText` differs from the stored text.
+    text_changed: bool,
+    /// The entry's text re-chunked, when the patch changes it or what names or analyses it.
+    text: Option<PreparedText>,
+}
+
+/// Reads entry `id` and prepares what `patch` makes of its text.
+async fn plan_patch(store: &Store, replica: Uuid, id: u64, patch: std::sync::Arc<Patch>) -> Result<PatchPlan> {
+    let (mut e, old) = store
+        .read_scan(move |txn| {
+            let e = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?
                 .filter(|e| e.replica == replica)
                 .ok_or_else(|| Error::not_found("knowledge-base entry"))?;
             let old = store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.unwrap_or_default();
-            let text_changed = patch.raw_text.as_ref().is_some_and(|t| t != &old.raw);
-            let raw = patch.raw_text.clone().unwrap_or(old.raw);
-            let title_changed = patch.title.is_some() && patch.title != e.title;
-            let language_changed = patch.language.is_some() && patch.language != e.language;
-            if text_changed && e.kind == KbKind::Text {
-                e.generated_title = Some(chunk::generated_title(&raw)).filter(|t| !t.is_empty());
-            }
-            if patch.title.is_some() {
-                e.title = patch.title.clone();
-            }
-            if patch.language.is_some() {
-                e.language = patch.language.clone();
-            }
-            if let Some(a) = patch.auto_refresh {
-                e.auto_refresh = a;
-            }
-            drop(table);
-            if text_changed {
-                txn.open_table(tables::KBID_JOB)?.remove(id)?;
-            } else if patch.auto_refresh == Some(true) && e.kind == KbKind::Website && e.status == KbStatus::Ready {
-                add_job(txn, id)?; // turning autoRefresh on re-fetches now, then every interval
-            }
-            if text_changed || ((title_changed || language_changed) && !raw.is_empty()) {
-                write_content(txn, &mut e, &raw)?;
-            }
-            e.updated_at = now;
-            store::kb_summary::put_entry(txn, &e)
+            Ok((e, old.raw))
         })
-        .await
+        .await?;
+    let read_at = (e.revision, e.status);
+    let text_changed = patch.raw_text.as_ref().is_some_and(|t| t != &old);
+    let title_changed = patch.title.is_some() && patch.title != e.title;
+    let language_changed = patch.language.is_some() && patch.language != e.language;
+    let raw = if text_changed { patch.raw_text.clone().unwrap_or_default() } else { old };
+    let rewrite = text_changed || ((title_changed || language_changed) && !raw.is_empty());
+    set_fields(&mut e, &patch);
+    let naming = Naming { generate: text_changed && e.kind == KbKind::Text, ..Naming::of(&e) };
+    let text = match rewrite {
+        true => Some(PreparedText::prepare(naming, raw).await?),
+        false => None,
+    };
+    Ok(PatchPlan { read_at, text_changed, text })
+}
+
+/// The fields `patch` sets as they are (not the text).
+fn set_fields(e: &mut KbEntry, patch: &Patch) {
+    if patch.title.is_some() {
+        e.title = patch.title.clone();
+    }
+    if patch.language.is_some() {
+        e.language = patch.language.clone();
+    }
+    if let Some(a) = patch.auto_refresh {
+        e.auto_refresh = a;
+    }
+}
+
+/// Applies a planned PATCH; `false` (nothing written) when the entry changed since the plan
+/// was read.
+fn apply_patch(
+    txn: &WriteTransaction,
+    replica: Uuid,
+    id: u64,
+    patch: &Patch,
+    plan: &PatchPlan,
+    now: i64,
+) -> Result<bool> {
+    let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
+    let mut e = found.filter(|e| e.replica == replica).ok_or_else(|| Error::not_found("knowledge-base entry"))?;
+    if (e.revision, e.status) != plan.read_at {
+        return Ok(false);
+    }
+    set_fields(&mut e, patch);
+    if plan.text.as_ref().is_some_and(|t| !t.fits(&e)) {
+        return Ok(false);
+    }
+    if plan.text_changed {
+        txn.open_table(tables::KBID_JOB)?.remove(id)?;
+    } else if patch.auto_refresh == Some(true) && e.kind == KbKind::Website && e.status == KbStatus::Ready {
+        add_job(txn, id)?; // turning autoRefresh on re-fetches now, then every interval
+    }
+    if let Some(text) = &plan.text {
+        write_content(txn, &mut e, text)?;
+    }
+    e.updated_at = now;
+    store::kb_summary::put_entry(txn, &e)?;
+    Ok(true)
 }
 
 /// Removes entry `id` of `replica`, its texts, chunks, file and pending job; its index
