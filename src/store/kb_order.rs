@@ -112,26 +112,10 @@ mod tests {
     use redb::{Database, ReadableDatabase};
 
     use super::*;
-    use crate::store::records::{KbKind, KbStatus};
 
     fn entry(id: u64, replica: Uuid, title: &str, updated_at: i64) -> KbEntry {
-        KbEntry {
-            id,
-            replica,
-            org: Uuid::nil(),
-            kind: KbKind::Text,
-            status: KbStatus::Ready,
-            title: Some(title.into()),
-            generated_title: None,
-            language: None,
-            auto_refresh: false,
-            summary: String::new(),
-            chunk_count: 1,
-            revision: 1,
-            error: None,
-            created_at: -5,
-            updated_at,
-        }
+        let e = crate::store::kb_summary::tests::entry(id, replica, Some(title));
+        KbEntry { created_at: -5, updated_at, ..e }
     }
 
     #[test]

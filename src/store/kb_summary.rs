@@ -115,13 +115,14 @@ pub fn rebuild_all_in(txn: &WriteTransaction) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use redb::{Database, ReadableDatabase};
 
     use super::*;
     use crate::store::records::{KbKind, KbStatus};
 
-    fn entry(id: u64, replica: Uuid, title: Option<&str>) -> KbEntry {
+    /// A `READY` text entry of `replica` with one chunk (for the store's unit tests).
+    pub fn entry(id: u64, replica: Uuid, title: Option<&str>) -> KbEntry {
         KbEntry {
             id,
             replica,
