@@ -1,6 +1,7 @@
 //! From a hyper request to a hyper response: route lookup, version check, auth, then the body
-//! (read and inflated only for an authenticated caller), the handler (in its own task, so a panic becomes a 500 and never takes the server down), and the
-//! spec §7 error body for every failure. Every response carries `X-Request-Id`.
+//! (read and inflated only for an authenticated caller), the handler (in its own task, so a
+//! panic becomes a 500 and never takes the server down), and the spec §7 error body for every
+//! failure. Every response carries `X-Request-Id`.
 
 pub mod auth;
 pub mod rate_limit;

@@ -156,9 +156,10 @@ const LINGER_TIME: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Before a refusal (401, 403, 404 of an upload URL, 413 of a bomb cut at the limit, …) is
 /// answered: reads and drops what is left of the request's body, at most [`LINGER_BYTES`]
-/// within [`LINGER_TIME`], never buffered, inflated or parsed. A client still sending a small body (a 60 KB gzip bomb) then
-/// reads its answer instead of a connection reset by the close of a socket with unread data
-/// (what nginx's `lingering_close` does); a larger body is cut off with the connection.
+/// within [`LINGER_TIME`], never buffered, inflated or parsed. A client still sending a small
+/// body (a 60 KB gzip bomb) then reads its answer instead of a connection reset by the close of
+/// a socket with unread data (what nginx's `lingering_close` does); a larger body is cut off
+/// with the connection.
 pub async fn linger(body: &mut Incoming) {
     let _ = tokio::time::timeout(LINGER_TIME, discard(body, LINGER_BYTES)).await;
 }

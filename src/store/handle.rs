@@ -10,8 +10,9 @@
 //! to the last durable commit. The repair writes only pages the file already has (its header),
 //! so it succeeds on a full disk too. Reads arriving meanwhile wait for the new handle (at most
 //! [`READ_WAIT`]); a read that met the latched handle before the writer took it out (its page
-//! reads answer `PreviousIo`) runs again on the new one. The open-database count of [`super::wait_closed`] stays right: the old
-//! [`Open`] counts its close when dropped, the new one its open.
+//! reads answer `PreviousIo`) runs again on the new one. The open-database count of
+//! [`super::wait_closed`] stays right: the old [`Open`] counts its close when dropped, the new
+//! one its open.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
