@@ -134,23 +134,19 @@ async fn main() {
     replicad::install_crypto_provider();
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = tmp.path().join("data");
-    let mut results = Vec::new();
-    let mut filled = 0;
+    let (mut results, mut filled, mut ids) = (Vec::new(), 0, None);
     for n in [args.small, args.large] {
         let store = Store::open(&dir).expect("open store");
-        let (org, key, replica) = match std::fs::read_to_string(tmp.path().join("ids")) {
-            Ok(ids) => {
-                let v: Vec<&str> = ids.split(' ').collect();
-                (v[0].parse().unwrap(), v[1].to_string(), v[2].parse().unwrap())
-            }
-            Err(_) => common::bench_org_with_id(&store).await,
+        let (org, key, replica) = match ids.take() {
+            Some(ids) => ids,
+            None => common::bench_org_with_id(&store).await,
         };
-        std::fs::write(tmp.path().join("ids"), format!("{org} {key} {replica}")).expect("ids");
         fill(&store, org, replica, filled, n).await;
         filled = n;
         drop(store);
         replicad::store::wait_closed(Duration::from_secs(5));
         results.push(measure(&args.bin, &dir, &key, n, replica, args.requests).await);
+        ids = Some((org, key, replica));
     }
     println!("| request | {} (ms, p50) | {} (ms, p50) | ratio |", args.small, args.large);
     println!("|---|---|---|---|");

@@ -59,19 +59,19 @@ pub fn key_of(e: &KbEntry, sort: SortKey) -> Vec<u8> {
 pub fn changed(txn: &WriteTransaction, before: Option<&KbEntry>, after: Option<&KbEntry>) -> Result<()> {
     let mut table = txn.open_table(tables::SCOPE_KBORDER)?;
     for sort in ORDERS {
-        let old = before.map(|e| (key_of(e, sort), e));
-        let new = after.map(|e| (key_of(e, sort), e));
-        if old.as_ref().map(|(key, e)| (key, e.id, e.replica)) == new.as_ref().map(|(key, e)| (key, e.id, e.replica)) {
+        let row = |e: &KbEntry| (e.replica, e.org, key_of(e, sort), e.id);
+        let (old, new) = (before.map(row), after.map(row));
+        if old == new {
             continue;
         }
-        if let Some((key, e)) = old {
-            for scope in [e.replica, e.org] {
-                table.remove((k(scope), sort as u8, key.as_slice(), e.id))?;
+        if let Some((replica, org, key, id)) = old {
+            for scope in [replica, org] {
+                table.remove((k(scope), sort as u8, key.as_slice(), id))?;
             }
         }
-        if let Some((key, e)) = new {
-            for scope in [e.replica, e.org] {
-                table.insert((k(scope), sort as u8, key.as_slice(), e.id), k(e.replica))?;
+        if let Some((replica, org, key, id)) = new {
+            for scope in [replica, org] {
+                table.insert((k(scope), sort as u8, key.as_slice(), id), k(replica))?;
             }
         }
     }

@@ -144,10 +144,7 @@ async fn plan_patch(store: &Store, replica: Uuid, id: u64, patch: std::sync::Arc
     let rewrite = text_changed || ((title_changed || language_changed) && !raw.is_empty());
     set_fields(&mut e, &patch);
     let naming = Naming { generate: text_changed && e.kind == KbKind::Text, ..Naming::of(&e) };
-    let text = match rewrite {
-        true => Some(PreparedText::prepare(naming, raw).await?),
-        false => None,
-    };
+    let text = if rewrite { Some(PreparedText::prepare(naming, raw).await?) } else { None };
     Ok(PatchPlan { read_at, text_changed, text })
 }
 
