@@ -73,7 +73,10 @@ fn next_request_id() -> String {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let prefix = *PREFIX.get_or_init(|| uuid::Uuid::new_v4().as_u64_pair().0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("{prefix:016x}{n:016x}")
+    let id = (u128::from(prefix) << 64) | u128::from(n);
+    // The hex digits written directly: `format!` cost more than the rest of this function.
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    (0..32).rev().map(|i| char::from(HEX[((id >> (4 * i)) & 0xf) as usize])).collect()
 }
 
 /// The path as logged: on public operations whose path parameter is the credential (the invite
@@ -145,10 +148,38 @@ async fn dispatch(
             return Err((e, None));
         }
     };
-    let handler = route.handler;
-    let task = tokio::spawn(handler(app.clone(), req));
-    match task.await {
-        Ok(result) => result.map(|reply| version.adapt_response(route.path, reply)).map_err(|e| (e, None)),
-        Err(join) => Err((Error::internal(format!("handler panicked: {join}")), None)),
+    let result = match run_handler(route.handler, app.clone(), req, &parts.method).await {
+        Ok(result) => result,
+        Err(panic) => return Err((Error::internal(format!("handler panicked: {panic}")), None)),
+    };
+    result.map(|reply| version.adapt_response(route.path, reply)).map_err(|e| (e, None))
+}
+
+/// Runs a handler so that its panic becomes an error (a 500) and never takes the server down.
+///
+/// Reads (`GET`, `HEAD`) run inline in the connection's task, with the panic caught around the
+/// future: a task of their own cost an allocation, a trip through the scheduler and a wake-up
+/// of the connection per request (issue 15 point 1). Other methods run in a task of their own,
+/// so a write whose client goes away mid-request still completes all of its steps (a chat
+/// completion stores its reply after its question) instead of stopping between them.
+async fn run_handler(
+    handler: crate::api::Handler,
+    app: Arc<App>,
+    req: Req,
+    method: &Method,
+) -> std::result::Result<Result<Reply>, String> {
+    use futures_util::FutureExt;
+    if matches!(*method, Method::GET | Method::HEAD) {
+        return std::panic::AssertUnwindSafe(handler(app, req)).catch_unwind().await.map_err(|p| panic_message(&*p));
+    }
+    tokio::spawn(handler(app, req)).await.map_err(|join| join.to_string())
+}
+
+/// The text of a caught panic's payload (`panic!` with a literal or a formatted message).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(s), _) => (*s).to_string(),
+        (_, Some(s)) => s.clone(),
+        _ => "a panic without a message".to_string(),
     }
 }

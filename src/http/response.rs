@@ -53,19 +53,23 @@ impl<T, F: FnMut(T) -> Bytes + Unpin> http_body::Body for ChannelBody<T, F> {
     }
 }
 
-/// `{success: true, ...value}`: every success body carries `success`.
-#[derive(Serialize)]
-struct Success<'a, T: Serialize> {
-    success: bool,
-    #[serde(flatten)]
-    inner: &'a T,
-}
-
 impl Reply {
-    /// `status` with `{success: true}` merged into the JSON object `value`.
+    /// `status` with `{success: true}` merged into the JSON object `value`: every success body
+    /// carries `success`. `value` is written once, after `{"success":true` (its own opening
+    /// brace becomes the comma), instead of through serde's `flatten`, which wraps every field
+    /// in a map serializer (issue 15 point 1). A value that is not a JSON object gives
+    /// `{"success":true}`.
     pub fn success<T: Serialize>(status: u16, value: &T) -> Reply {
-        let body = serde_json::to_vec(&Success { success: true, inner: value })
-            .unwrap_or_else(|_| br#"{"success":true}"#.to_vec());
+        const HEAD: &[u8] = br#"{"success":true"#;
+        let mut body = Vec::with_capacity(1024);
+        body.extend_from_slice(HEAD);
+        let object = serde_json::to_writer(&mut body, value).is_ok() && body.get(HEAD.len()) == Some(&b'{');
+        if object && body.len() > HEAD.len() + 2 {
+            body[HEAD.len()] = b','; // a non-empty object: `{"success":true,"a":…}`
+        } else {
+            body.truncate(HEAD.len()); // `{}`, or not an object
+            body.push(b'}');
+        }
         Reply::raw(status, body.into(), "application/json")
     }
 
@@ -189,4 +193,25 @@ pub fn error_body(err: &Error, request_id: &str, expose_internal: bool) -> serde
 fn fingerprint(code: &str, message: &str) -> String {
     let digest = Sha256::digest(format!("{code}\n{message}").as_bytes());
     hex::encode(&digest[..8])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body_of(reply: Reply) -> String {
+        match reply.body {
+            Body::Full(b) => String::from_utf8(b.to_vec()).unwrap(),
+            Body::Stream(_) => panic!("a whole body"),
+        }
+    }
+
+    #[test]
+    fn success_is_merged_into_the_value() {
+        assert_eq!(body_of(Reply::ok(&json!({"a": 1, "b": "x"}))), r#"{"success":true,"a":1,"b":"x"}"#);
+        assert_eq!(body_of(Reply::ok(&json!({}))), r#"{"success":true}"#);
+        assert_eq!(body_of(Reply::done()), r#"{"success":true}"#);
+        assert_eq!(body_of(Reply::ok(&json!([1, 2]))), r#"{"success":true}"#);
+        assert_eq!(body_of(Reply::ok(&"text")), r#"{"success":true}"#);
+    }
 }

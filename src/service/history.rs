@@ -90,7 +90,7 @@ pub struct Page {
 pub async fn list(store: &Store, replica: Uuid, user: Uuid, page: Page) -> Result<Vec<Message>> {
     store
         .read(move |txn| {
-            let table = txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
+            let table = txn.table(tables::REPLICAUSERMSG_MESSAGE)?;
             let upper = page.before_id.map(|b| b.saturating_sub(1)).unwrap_or(u64::MAX);
             let mut out = Vec::new();
             for row in table.range((k(replica), k(user), 0)..=(k(replica), k(user), upper))?.rev() {

@@ -1,6 +1,8 @@
 //! Replicas (spec §2.3, §4.2; DECISIONS.md "Replicas"): validation, slug uniqueness per
 //! organization, listing with filters and paging, cascade delete.
 
+use std::sync::Arc;
+
 use redb::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
@@ -255,7 +257,7 @@ pub fn visible_to(replica: &Replica, user: Option<&crate::store::records::User>)
 /// The replica `id` of `org` as seen by `user`; 404 when missing or not visible.
 pub async fn get(store: &Store, org: Uuid, id: Uuid, user: Option<&crate::store::records::User>) -> Result<Replica> {
     let r = store
-        .read(move |txn| store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAID_REPLICA)?, k(id)))
+        .read(move |txn| store::get::<u128, Replica, _>(&*txn.table(tables::REPLICAID_REPLICA)?, k(id)))
         .await?
         .filter(|r| r.org == org)
         .ok_or_else(|| Error::not_found("replica"))?;
@@ -298,8 +300,8 @@ pub async fn list(
     store
         .read(move |txn| {
             let hidden = hidden_in(txn, org, user.as_ref())?;
-            let table = txn.open_table(tables::REPLICAID_REPLICA)?;
-            let read = |id: u128| -> Result<Option<Replica>> { store::get::<u128, Replica, _>(&table, id) };
+            let table = txn.table(tables::REPLICAID_REPLICA)?;
+            let read = |id: u128| -> Result<Option<Replica>> { store::get::<u128, Replica, _>(&*table, id) };
             let filtered = q.owner.is_some()
                 || q.slug.is_some()
                 || !q.tags.is_empty()
@@ -449,7 +451,7 @@ pub async fn get_with_parts(
     let user = user.cloned();
     store
         .read(move |txn| {
-            let r = store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAID_REPLICA)?, k(id))?
+            let r = store::get::<u128, Replica, _>(&*txn.table(tables::REPLICAID_REPLICA)?, k(id))?
                 .filter(|r| r.org == org && visible_to(r, user.as_ref()))
                 .ok_or_else(|| Error::not_found("replica"))?;
             let parts = ViewTables::open(txn)?.parts(r.id, r.owner)?;
@@ -461,32 +463,32 @@ pub async fn get_with_parts(
 /// The tables a replica's [`ViewParts`] come from, opened once per read transaction (a list
 /// of 24 replicas opened each of them 24 times).
 struct ViewTables {
-    summaries: redb::ReadOnlyTable<u128, &'static [u8]>,
-    counts: redb::ReadOnlyTable<u128, u64>,
-    messenger_a: redb::ReadOnlyTable<u128, &'static [u8]>,
-    messenger_b: redb::ReadOnlyTable<u128, &'static [u8]>,
-    users: redb::ReadOnlyTable<u128, &'static [u8]>,
+    summaries: Arc<redb::ReadOnlyTable<u128, &'static [u8]>>,
+    counts: Arc<redb::ReadOnlyTable<u128, u64>>,
+    messenger_a: Arc<redb::ReadOnlyTable<u128, &'static [u8]>>,
+    messenger_b: Arc<redb::ReadOnlyTable<u128, &'static [u8]>>,
+    users: Arc<redb::ReadOnlyTable<u128, &'static [u8]>>,
 }
 
 impl ViewTables {
-    fn open(txn: &redb::ReadTransaction) -> Result<ViewTables> {
+    fn open(txn: &store::Snapshot) -> Result<ViewTables> {
         Ok(ViewTables {
-            summaries: txn.open_table(tables::REPLICA_KBSUMMARY)?,
-            counts: txn.open_table(tables::REPLICA_MESSAGECOUNT)?,
-            messenger_a: txn.open_table(<MessengerABot as BotRecord>::TABLE)?,
-            messenger_b: txn.open_table(<MessengerBBot as BotRecord>::TABLE)?,
-            users: txn.open_table(tables::USERID_USER)?,
+            summaries: txn.table(tables::REPLICA_KBSUMMARY)?,
+            counts: txn.table(tables::REPLICA_MESSAGECOUNT)?,
+            messenger_a: txn.table(<MessengerABot as BotRecord>::TABLE)?,
+            messenger_b: txn.table(<MessengerBBot as BotRecord>::TABLE)?,
+            users: txn.table(tables::USERID_USER)?,
         })
     }
 
     /// The [`ViewParts`] of replica `id`, owned by user `owner`.
     fn parts(&self, id: Uuid, owner: Uuid) -> Result<ViewParts> {
         Ok(ViewParts {
-            distilled: distilled_in(&self.summaries, id)?,
+            distilled: distilled_in(&*self.summaries, id)?,
             messages: self.counts.get(k(id))?.map(|v| v.value()).unwrap_or(0),
-            messenger_a: bot_in(&self.messenger_a, id)?,
-            messenger_b: bot_in(&self.messenger_b, id)?,
-            owner_id: public_id_in(&self.users, owner)?,
+            messenger_a: bot_in(&*self.messenger_a, id)?,
+            messenger_b: bot_in(&*self.messenger_b, id)?,
+            owner_id: public_id_in(&*self.users, owner)?,
         })
     }
 }

@@ -23,7 +23,7 @@ use arc_swap::ArcSwapOption;
 use redb::{Database, ReadTransaction, ReadableDatabase, StorageError, TransactionError};
 
 use super::file::{self, Space};
-use super::Open;
+use super::{Open, Snapshot};
 use crate::error::{Error, Result};
 
 /// Longest time [`Handle::reopen`] spends: waiting for reads in flight, then retrying the open.
@@ -91,16 +91,16 @@ impl Handle {
     /// Runs `f` in a read transaction, holding the handle meanwhile (so a reopen waits for it).
     /// A read that meets the handle latched under it (a write failed while it ran) runs again,
     /// once, on the reopened handle (waiting up to [`READ_WAIT`] for it).
-    pub fn read<T>(&self, f: impl Fn(&ReadTransaction) -> Result<T>) -> Result<T> {
+    pub fn read<T>(&self, f: impl Fn(&Snapshot) -> Result<T>) -> Result<T> {
         let generation = self.generation.load(Ordering::Acquire);
         let guard = self.db.load();
         let first = match guard.as_deref() {
-            Some(db) => db.begin_read().map_err(Error::from).and_then(|txn| f(&txn)),
-            None => return f(&self.current_within(READ_WAIT)?.begin_read()?),
+            Some(db) => db.snapshot().and_then(|s| f(&s)),
+            None => return f(&*self.current_within(READ_WAIT)?.snapshot()?),
         };
         drop(guard);
         match first {
-            Err(e) if e.is_store_latched() => f(&self.reopened_since(generation + 1, READ_WAIT)?.begin_read()?),
+            Err(e) if e.is_store_latched() => f(&*self.reopened_since(generation + 1, READ_WAIT)?.snapshot()?),
             other => other,
         }
     }

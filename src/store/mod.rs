@@ -1,7 +1,8 @@
 //! The store: redb tables are the source of truth for every resource.
 //!
-//! Reads run inline in their own read transaction ([`Store::read`]; scans that grow with the
-//! data on the blocking pool, [`Store::read_scan`]). Writes go to
+//! Reads run inline, in the read snapshot that every read shares until the next commit
+//! ([`Store::read`], [`snapshot`]; scans that grow with the data on the blocking pool,
+//! [`Store::read_scan`]). Writes go to
 //! one writer thread with group commit ([`Store::write`]): it takes every write waiting on its
 //! channel, applies them in one redb write transaction, commits (fsync) once and then answers
 //! each. A write that returns an error is left out of the batch (the others are re-applied in a
@@ -23,6 +24,7 @@ pub mod kb_summary;
 pub mod migrate;
 pub mod records;
 pub mod replica_index;
+pub mod snapshot;
 pub mod states;
 pub mod tables;
 mod writer;
@@ -36,6 +38,7 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use codec::Record;
+pub use snapshot::Snapshot;
 
 pub use migrate::SCHEMA_VERSION;
 pub use writer::{CommitState, WriteFn};
@@ -74,6 +77,8 @@ pub enum OpenError {
 /// (`examples/startup_bench.rs`), against 18 ms after a clean close. So a stopping server waits
 /// (bounded) for the close before it exits.
 pub struct Open {
+    /// Dropped before the database (fields drop in order).
+    shared: snapshot::Shared,
     db: Database,
     _closed: Closing,
 }
@@ -81,7 +86,18 @@ pub struct Open {
 impl Open {
     fn new(db: Database) -> Open {
         *OPEN.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) += 1;
-        Open { db, _closed: Closing }
+        Open { shared: snapshot::Shared::default(), db, _closed: Closing }
+    }
+
+    /// The read snapshot shared until the next commit ([`snapshot`]).
+    pub fn snapshot(&self) -> Result<Arc<snapshot::Snapshot>> {
+        self.shared.get(&self.db)
+    }
+
+    /// Tells the shared snapshot that a commit was made (or failed): called by the writer
+    /// before it answers the batch's writes.
+    fn committed(&self) {
+        self.shared.committed();
     }
 }
 
@@ -150,7 +166,8 @@ impl Store {
         &self.handle.space
     }
 
-    /// Runs `f` in a read transaction, inline on the calling task (issue 15, the read path).
+    /// Runs `f` in the shared read snapshot ([`snapshot`]: the last commit, as a fresh read
+    /// transaction would see it), inline on the calling task (issue 15, the read path).
     ///
     /// Why inline: a request's reads are a few point lookups or a short range in redb's page
     /// cache — microseconds — while the hop to the blocking pool cost more than the read (thread
@@ -162,7 +179,7 @@ impl Store {
     pub async fn read<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: Fn(&ReadTransaction) -> Result<T> + Send + 'static,
+        F: Fn(&Snapshot) -> Result<T> + Send + 'static,
     {
         self.handle.read(|txn| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(txn)))
@@ -177,12 +194,12 @@ impl Store {
         self.handle.begin_read()
     }
 
-    /// Runs `f` in a read transaction on the blocking pool: for reads whose cost grows with the
-    /// stored data (see [`Store::read`]).
+    /// Runs `f` in the shared read snapshot on the blocking pool: for reads whose cost grows
+    /// with the stored data (see [`Store::read`]).
     pub async fn read_scan<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: Fn(&ReadTransaction) -> Result<T> + Send + 'static,
+        F: Fn(&Snapshot) -> Result<T> + Send + 'static,
     {
         let handle = self.handle.clone();
         tokio::task::spawn_blocking(move || handle.read(f)).await.map_err(Error::internal)?

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use redb::{Database, WriteTransaction};
+use redb::WriteTransaction;
 use tokio::sync::{mpsc, oneshot};
 
 use super::handle::Handle;
@@ -149,7 +149,7 @@ fn fail_batch(batch: Vec<Job>, e: Error, state: &CommitState) {
 /// whether the store itself failed (a transaction that would not begin or commit, or a write
 /// that met a full disk) rather than a write's own rule. After an ENOSPC the handle is
 /// latched: the writes left are answered with that `507` rather than redb's `PreviousIo`.
-fn apply_batch(db: &Database, mut batch: Vec<Job>, state: &CommitState) -> bool {
+fn apply_batch(db: &super::Open, mut batch: Vec<Job>, state: &CommitState) -> bool {
     let mut store_failed = false;
     let mut full: Option<Error> = None;
     while !batch.is_empty() {
@@ -175,6 +175,7 @@ fn apply_batch(db: &Database, mut batch: Vec<Job>, state: &CommitState) -> bool 
             None => {
                 let started = Instant::now();
                 let err = txn.commit().err().map(Error::from);
+                db.committed(); // before any write of the batch is answered (`store::snapshot`)
                 crate::telemetry::store_commit(batch.len(), started.elapsed());
                 state.record(err.as_ref().map_or(Ok(()), Err));
                 store_failed |= err.is_some();

@@ -167,7 +167,7 @@ fn total_in(txn: &redb::ReadTransaction, scope: &Scope, hidden: &HashSet<u128>) 
 /// entry operations find the replica this way, then act as the per-replica ones).
 pub async fn replica_of(store: &Store, org: Uuid, id: u64) -> Result<Uuid> {
     store
-        .read(move |txn| store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id))
+        .read(move |txn| store::get::<u64, KbEntry, _>(&*txn.table(tables::KBID_ENTRY)?, id))
         .await?
         .filter(|e| e.org == org)
         .map(|e| e.replica)
@@ -178,12 +178,12 @@ pub async fn replica_of(store: &Store, org: Uuid, id: u64) -> Result<Uuid> {
 pub async fn get(store: &Store, replica: Uuid, id: u64) -> Result<(EntryView, KbText, Vec<Chunk>)> {
     store
         .read(move |txn| {
-            let entry = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?
+            let entry = store::get::<u64, KbEntry, _>(&*txn.table(tables::KBID_ENTRY)?, id)?
                 .filter(|e| e.replica == replica)
                 .ok_or_else(|| Error::not_found("knowledge-base entry"))?;
-            let chunks = store::kb::chunks_of(&txn.open_table(tables::KBCHUNK_CHUNK)?, id)?;
-            let text = store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.unwrap_or_default();
-            Ok((view_of(&txn.open_table(tables::KBID_SOURCE)?, entry)?, text, chunks))
+            let chunks = store::kb::chunks_of(&*txn.table(tables::KBCHUNK_CHUNK)?, id)?;
+            let text = store::get::<u64, KbText, _>(&*txn.table(tables::KBID_TEXT)?, id)?.unwrap_or_default();
+            Ok((view_of(&*txn.table(tables::KBID_SOURCE)?, entry)?, text, chunks))
         })
         .await
 }

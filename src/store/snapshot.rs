@@ -1,0 +1,143 @@
+//! The read snapshot that reads share until the next commit (issue 15 point 1, the read path).
+//!
+//! Why share: a read of a replica took six table opens and a read transaction of its own, and
+//! beginning, opening and dropping them cost more than its lookups (each open walks redb's
+//! table tree and decodes the table's definition). A redb read transaction is a snapshot of
+//! the last commit; every read that begins before the next commit sees exactly what a fresh
+//! transaction would, so they may all use one, and the tables it opened.
+//!
+//! Why it stays correct: the writer thread is the only committer. After each commit, before it
+//! answers any write of the batch, it bumps the commit count and drops the shared snapshot
+//! ([`Shared::committed`]). A snapshot is tagged with the count read *before* it began, so it
+//! holds every commit up to that count; a read uses it only while the count is unchanged, so a
+//! read that begins after a write was acknowledged never sees a snapshot without that write.
+//! A snapshot that lost a race (tagged with an older count) is simply not used again. Nothing
+//! keeps an old snapshot alive past the next commit except the reads still using it, so redb
+//! can reuse the pages later commits free.
+
+use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwapOption;
+use redb::{Database, Key, ReadOnlyTable, ReadTransaction, ReadableDatabase, TableDefinition, TableHandle, Value};
+
+use crate::error::Result;
+
+/// A read transaction shared by the reads that begin before the next commit, and the tables
+/// opened in it. Dereferences to the [`ReadTransaction`], so `open_table` works as on any.
+pub struct Snapshot {
+    txn: ReadTransaction,
+    /// The commit count when it began (see the module documentation).
+    commit: u64,
+    /// Tables opened through [`Snapshot::table`], by name.
+    tables: Mutex<Vec<(String, Arc<dyn Any + Send + Sync>)>>,
+}
+
+impl std::ops::Deref for Snapshot {
+    type Target = ReadTransaction;
+    fn deref(&self) -> &ReadTransaction {
+        &self.txn
+    }
+}
+
+impl Snapshot {
+    /// Table `def`, opened once per snapshot and then shared by its reads. Errors as
+    /// [`ReadTransaction::open_table`] (a missing table, a type mismatch, a storage error).
+    pub fn table<K, V>(&self, def: TableDefinition<K, V>) -> Result<Arc<ReadOnlyTable<K, V>>>
+    where
+        K: Key + Send + Sync + 'static,
+        V: Value + Send + Sync + 'static,
+        ReadOnlyTable<K, V>: Send + Sync,
+    {
+        let name = def.name();
+        let found = self.locked().iter().find(|(n, _)| n == name).map(|(_, t)| t.clone());
+        if let Some(Ok(table)) = found.map(|t| t.downcast::<ReadOnlyTable<K, V>>()) {
+            return Ok(table);
+        }
+        let table = Arc::new(self.txn.open_table(def)?);
+        self.locked().push((name.to_string(), table.clone()));
+        Ok(table)
+    }
+
+    fn locked(&self) -> std::sync::MutexGuard<'_, Vec<(String, Arc<dyn Any + Send + Sync>)>> {
+        self.tables.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The shared [`Snapshot`] of one open database, and its commit count.
+#[derive(Default)]
+pub struct Shared {
+    current: ArcSwapOption<Snapshot>,
+    commits: AtomicU64,
+}
+
+impl Shared {
+    /// The shared snapshot when no commit came since it began; else a new one, shared from now.
+    pub fn get(&self, db: &Database) -> Result<Arc<Snapshot>> {
+        let commit = self.commits.load(Ordering::Acquire);
+        if let Some(s) = self.current.load_full().filter(|s| s.commit == commit) {
+            return Ok(s);
+        }
+        let s = Arc::new(Snapshot { txn: db.begin_read()?, commit, tables: Mutex::new(Vec::new()) });
+        self.current.store(Some(s.clone()));
+        Ok(s)
+    }
+
+    /// Called by the writer after every commit (made or failed), before it answers the writes:
+    /// later reads begin a new snapshot, and the old one goes when its last read ends.
+    pub fn committed(&self) {
+        self.commits.fetch_add(1, Ordering::AcqRel);
+        self.current.store(None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redb::ReadableTableMetadata;
+
+    const T: TableDefinition<u64, u64> = TableDefinition::new("t");
+
+    fn put(db: &Database, shared: &Shared, k: u64) {
+        let txn = db.begin_write().unwrap();
+        txn.open_table(T).unwrap().insert(k, k).unwrap();
+        txn.commit().unwrap();
+        shared.committed();
+    }
+
+    /// Reads share one snapshot and its tables until a commit; the first read after a commit
+    /// sees it.
+    #[test]
+    fn a_read_after_a_commit_sees_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("db.redb")).unwrap();
+        let shared = Shared::default();
+        put(&db, &shared, 1);
+        let a = shared.get(&db).unwrap();
+        let b = shared.get(&db).unwrap();
+        assert!(Arc::ptr_eq(&a, &b), "one snapshot until the next commit");
+        assert!(Arc::ptr_eq(&a.table(T).unwrap(), &b.table(T).unwrap()), "its tables opened once");
+        put(&db, &shared, 2);
+        let c = shared.get(&db).unwrap();
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert_eq!(c.table(T).unwrap().len().unwrap(), 2);
+        assert!(c.table(T).unwrap().get(2).unwrap().is_some());
+        assert_eq!(a.table(T).unwrap().len().unwrap(), 1, "an older snapshot keeps its view");
+    }
+
+    /// A snapshot begun before a commit but stored after it is not used again.
+    #[test]
+    fn a_snapshot_older_than_the_last_commit_is_not_shared() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("db.redb")).unwrap();
+        let shared = Shared::default();
+        put(&db, &shared, 1);
+        let stale = Arc::new(Snapshot { txn: db.begin_read().unwrap(), commit: 1, tables: Mutex::new(Vec::new()) });
+        put(&db, &shared, 2);
+        shared.current.store(Some(stale.clone()));
+        let fresh = shared.get(&db).unwrap();
+        assert!(!Arc::ptr_eq(&stale, &fresh));
+        assert_eq!(fresh.table(T).unwrap().len().unwrap(), 2);
+    }
+}
