@@ -43,7 +43,7 @@ pub fn cursor(req: &Req) -> Result<Cursor> {
 }
 
 /// The replica of the path and who reads its chats.
-pub async fn replica_and_viewer(app: &App, req: &Req) -> Result<(Replica, Viewer)> {
+pub async fn replica_and_viewer(app: &App, req: &Req) -> Result<(std::sync::Arc<Replica>, Viewer)> {
     let replica = path_replica(app, req).await?;
     let viewer = Viewer::of(&replica, req.caller()?.user.as_ref());
     Ok((replica, viewer))

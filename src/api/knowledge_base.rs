@@ -249,7 +249,7 @@ fn list_query(req: &Req, default_desc: bool) -> Result<knowledge::ListQuery> {
 /// The replica whose entries an operation acts on: the path's `replicaUUID` (the per-replica
 /// operations), else the replica of the path's entry (`/v1/knowledge-base/{knowledgeBaseID}`);
 /// either way 404 unless the caller may see it. One implementation serves both routes.
-async fn entry_replica(app: &App, req: &Req) -> Result<Replica> {
+async fn entry_replica(app: &App, req: &Req) -> Result<std::sync::Arc<Replica>> {
     if !req.param("replicaUUID").is_empty() {
         return path_replica(app, req).await;
     }

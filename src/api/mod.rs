@@ -153,7 +153,7 @@ pub fn sort_order(req: &Req) -> Result<Option<bool>> {
 }
 
 /// The replica of the path (`replicaUUID`) if the caller may see it; 404 otherwise.
-pub async fn path_replica(app: &App, req: &Req) -> Result<crate::store::records::Replica> {
+pub async fn path_replica(app: &App, req: &Req) -> Result<std::sync::Arc<crate::store::records::Replica>> {
     let id = req.uuid_param("replicaUUID")?;
     let caller = req.caller()?;
     crate::service::replicas::get(&app.store, caller.org.id, id, caller.user.as_ref()).await

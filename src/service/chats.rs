@@ -507,7 +507,7 @@ fn channel_sender(m: &Message) -> Option<String> {
 /// The items of chat `chat` chosen by `cursor`; 404 when `viewer` does not see the chat.
 pub async fn messages(
     store: &Store,
-    replica: Replica,
+    replica: std::sync::Arc<Replica>,
     chat: Uuid,
     viewer: Viewer,
     cursor: Cursor,

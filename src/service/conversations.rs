@@ -161,7 +161,7 @@ pub async fn recompute(store: &Store, replica: Uuid, chat: Uuid, id: Uuid, viewe
 /// The items of conversation `id` chosen by `cursor` (404 as for [`get_in`]).
 pub async fn messages(
     store: &Store,
-    replica: Replica,
+    replica: std::sync::Arc<Replica>,
     chat: Option<Uuid>,
     id: Uuid,
     viewer: Viewer,
@@ -209,7 +209,7 @@ pub fn mentions(replica: &Replica, content: &str) -> bool {
 /// ones exist (`hasMore`).
 pub async fn mentions_of(
     store: &Store,
-    replica: Replica,
+    replica: std::sync::Arc<Replica>,
     id: Uuid,
     viewer: Viewer,
     q: MentionQuery,

@@ -255,9 +255,15 @@ pub fn visible_to(replica: &Replica, user: Option<&crate::store::records::User>)
 }
 
 /// The replica `id` of `org` as seen by `user`; 404 when missing or not visible.
-pub async fn get(store: &Store, org: Uuid, id: Uuid, user: Option<&crate::store::records::User>) -> Result<Replica> {
+/// The record is shared by the reads of one store snapshot ([`store::Snapshot::record`]).
+pub async fn get(
+    store: &Store,
+    org: Uuid,
+    id: Uuid,
+    user: Option<&crate::store::records::User>,
+) -> Result<Arc<Replica>> {
     let r = store
-        .read(move |txn| store::get::<u128, Replica, _>(&*txn.table(tables::REPLICAID_REPLICA)?, k(id)))
+        .read(move |txn| txn.record::<Replica>(tables::REPLICAID_REPLICA, k(id)))
         .await?
         .filter(|r| r.org == org)
         .ok_or_else(|| Error::not_found("replica"))?;

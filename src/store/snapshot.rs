@@ -15,13 +15,15 @@
 //! keeps an old snapshot alive past the next commit except the reads still using it, so redb
 //! can reuse the pages later commits free.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwapOption;
 use redb::{Database, Key, ReadOnlyTable, ReadTransaction, ReadableDatabase, TableDefinition, TableHandle, Value};
 
+use super::codec::Record;
 use crate::error::Result;
 
 /// A read transaction shared by the reads that begin before the next commit, and the tables
@@ -32,7 +34,13 @@ pub struct Snapshot {
     commit: u64,
     /// Tables opened through [`Snapshot::table`], by name.
     tables: Mutex<Vec<(String, Arc<dyn Any + Send + Sync>)>>,
+    /// Records decoded through [`Snapshot::record`], by type and key (at most [`MEMO_MAX`]).
+    records: Mutex<HashMap<(TypeId, u128), Arc<dyn Any + Send + Sync>>>,
 }
+
+/// Most records one snapshot keeps decoded (a snapshot lives until the next commit; past this
+/// its reads decode as without it).
+pub const MEMO_MAX: usize = 4096;
 
 impl std::ops::Deref for Snapshot {
     type Target = ReadTransaction;
@@ -60,6 +68,31 @@ impl Snapshot {
         Ok(table)
     }
 
+    /// Record `key` of table `def` (a `u128`-keyed table of `R` records), decoded once per
+    /// snapshot and then shared by its reads: the replica of a request's path is read by most
+    /// operations under `/v1/replicas/{replicaUUID}`, and decoding it was the largest part of
+    /// a history read (issue 15 point 1). `None` when there is no such record (not kept).
+    /// Errors as [`crate::store::get`].
+    pub fn record<R>(&self, def: TableDefinition<u128, &'static [u8]>, key: u128) -> Result<Option<Arc<R>>>
+    where
+        R: Record + Send + Sync + 'static,
+    {
+        let id = (TypeId::of::<R>(), key);
+        if let Some(Ok(r)) = self.memo().get(&id).cloned().map(|r| r.downcast::<R>()) {
+            return Ok(Some(r));
+        }
+        let Some(r) = super::get::<u128, R, _>(&*self.table(def)?, key)?.map(Arc::new) else { return Ok(None) };
+        let mut m = self.memo();
+        if m.len() < MEMO_MAX {
+            m.insert(id, r.clone());
+        }
+        Ok(Some(r))
+    }
+
+    fn memo(&self) -> std::sync::MutexGuard<'_, HashMap<(TypeId, u128), Arc<dyn Any + Send + Sync>>> {
+        self.records.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn locked(&self) -> std::sync::MutexGuard<'_, Vec<(String, Arc<dyn Any + Send + Sync>)>> {
         self.tables.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -79,7 +112,12 @@ impl Shared {
         if let Some(s) = self.current.load_full().filter(|s| s.commit == commit) {
             return Ok(s);
         }
-        let s = Arc::new(Snapshot { txn: db.begin_read()?, commit, tables: Mutex::new(Vec::new()) });
+        let s = Arc::new(Snapshot {
+            txn: db.begin_read()?,
+            commit,
+            tables: Mutex::new(Vec::new()),
+            records: Mutex::default(),
+        });
         self.current.store(Some(s.clone()));
         Ok(s)
     }
@@ -133,11 +171,46 @@ mod tests {
         let db = Database::create(dir.path().join("db.redb")).unwrap();
         let shared = Shared::default();
         put(&db, &shared, 1);
-        let stale = Arc::new(Snapshot { txn: db.begin_read().unwrap(), commit: 1, tables: Mutex::new(Vec::new()) });
+        let stale = Arc::new(Snapshot {
+            txn: db.begin_read().unwrap(),
+            commit: 1,
+            tables: Mutex::new(Vec::new()),
+            records: Mutex::default(),
+        });
         put(&db, &shared, 2);
         shared.current.store(Some(stale.clone()));
         let fresh = shared.get(&db).unwrap();
         assert!(!Arc::ptr_eq(&stale, &fresh));
         assert_eq!(fresh.table(T).unwrap().len().unwrap(), 2);
+    }
+
+    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+    struct Note(String);
+    impl Record for Note {
+        const VERSION: u8 = 1;
+    }
+    const NOTES: TableDefinition<u128, &'static [u8]> = TableDefinition::new("notes");
+
+    /// A record is decoded once per snapshot; after a commit the next snapshot has the new one.
+    #[test]
+    fn records_are_decoded_once_per_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("db.redb")).unwrap();
+        let shared = Shared::default();
+        let write = |text: &str| {
+            let txn = db.begin_write().unwrap();
+            crate::store::put(&mut txn.open_table(NOTES).unwrap(), 7u128, &Note(text.into())).unwrap();
+            txn.commit().unwrap();
+            shared.committed();
+        };
+        write("first");
+        let s = shared.get(&db).unwrap();
+        let a = s.record::<Note>(NOTES, 7).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&a, &s.record::<Note>(NOTES, 7).unwrap().unwrap()));
+        assert!(s.record::<Note>(NOTES, 8).unwrap().is_none());
+        write("second");
+        let b = shared.get(&db).unwrap().record::<Note>(NOTES, 7).unwrap().unwrap();
+        assert_eq!(*b, Note("second".into()));
+        assert_eq!(*a, Note("first".into()), "the older snapshot keeps its record");
     }
 }
