@@ -231,7 +231,7 @@ pub fn view<'a>(r: &'a Replica, p: &'a replicas::ViewParts) -> ReplicaView<'a> {
 }
 
 /// The [`replicas::ViewParts`] of `replicas`, read in one transaction.
-async fn parts(app: &App, replicas: &[Replica]) -> Result<Vec<replicas::ViewParts>> {
+async fn parts(app: &App, replicas: &[std::sync::Arc<Replica>]) -> Result<Vec<replicas::ViewParts>> {
     replicas::view_parts(&app.store, replicas.iter().map(|r| (r.id, r.owner)).collect()).await
 }
 

@@ -302,12 +302,11 @@ pub async fn list(
     org: Uuid,
     user: Option<crate::store::records::User>,
     q: ListQuery,
-) -> Result<(Vec<Replica>, u64)> {
+) -> Result<(Vec<Arc<Replica>>, u64)> {
     store
         .read(move |txn| {
             let hidden = hidden_in(txn, org, user.as_ref())?;
-            let table = txn.table(tables::REPLICAID_REPLICA)?;
-            let read = |id: u128| -> Result<Option<Replica>> { store::get::<u128, Replica, _>(&*table, id) };
+            let read = |id: u128| txn.record::<Replica>(tables::REPLICAID_REPLICA, id);
             let filtered = q.owner.is_some()
                 || q.slug.is_some()
                 || !q.tags.is_empty()
@@ -453,11 +452,12 @@ pub async fn get_with_parts(
     org: Uuid,
     id: Uuid,
     user: Option<&crate::store::records::User>,
-) -> Result<(Replica, ViewParts)> {
+) -> Result<(Arc<Replica>, ViewParts)> {
     let user = user.cloned();
     store
         .read(move |txn| {
-            let r = store::get::<u128, Replica, _>(&*txn.table(tables::REPLICAID_REPLICA)?, k(id))?
+            let r = txn
+                .record::<Replica>(tables::REPLICAID_REPLICA, k(id))?
                 .filter(|r| r.org == org && visible_to(r, user.as_ref()))
                 .ok_or_else(|| Error::not_found("replica"))?;
             let parts = ViewTables::open(txn)?.parts(r.id, r.owner)?;
