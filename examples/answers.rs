@@ -8,6 +8,7 @@
 //! cargo run --release --example answers -- --misses dev # … and the dev questions that failed
 //! cargo run --release --example answers -- --save /tmp/sources.json  # … keeping what was retrieved
 //! cargo run --example answers -- --replay /tmp/sources.json   # answers only, from kept sources
+//! cargo run --release --example answers -- --ranks    # … and where the expected section ranks
 //! ```
 //!
 //! `--replay` skips indexing and retrieval (the generator alone, fast even in a debug build, for
@@ -16,7 +17,8 @@
 //! Questions: `tests/answers/questions.json` (checked by `tests/answers/check.py`) over two
 //! corpora, the Python tutorial (`data/sample/python-tutorial`) and the GNU sed manual
 //! (`data/sed-manual`), each indexed as its own replica (one entry per file, as the demo does).
-//! Every question is retrieved (top 5, as the server does) and answered with
+//! Every question is retrieved (the best `chat::EMBEDDED_TOP_K` chunks, as the server does for
+//! the embedded generator) and answered with
 //! `generate::embedded::reply`. Measures:
 //!
 //! - **source**: share of answerable questions answered (not "I don't know") with a cited source
@@ -24,7 +26,14 @@
 //! - **keys**: share of answerable questions whose answer contains every key span
 //!   (case-insensitive, whitespace-normalised);
 //! - **idk**: share of unanswerable questions answered "I don't know" with no source;
+//! - **top5**: share of answerable questions whose 5 best retrieved chunks hold an expected
+//!   section (the part of the sources a routed model would get);
+//! - **topk**: the same of all the chunks handed to the generator (the ceiling retrieval sets
+//!   on **source**);
 //! - **p50**: median time of retrieval + answer, in milliseconds.
+//!
+//! `--ranks` prints, for each answerable question whose sources lack an expected section, the
+//! rank of the first chunk of one among the index's best 30 hits, and the titles of the best 5.
 //!
 //! The `dev` split is what the generator was tuned on; `heldout` (every third question) was
 //! only measured.
@@ -39,8 +48,8 @@ use replicad::generate::Persona;
 use replicad::search::{indexer, Search};
 use replicad::service::chat;
 use replicad::service::knowledge::{self, Limits, NewEntry};
-use replicad::store::records::SourceRef;
-use replicad::store::Store;
+use replicad::store::records::{Chunk, SourceRef};
+use replicad::store::{self, tables, Store};
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -107,6 +116,10 @@ fn normalize(s: &str) -> String {
 /// The outcome of one question.
 struct Outcome {
     answered: bool,
+    /// Whether an expected section is among the 5 best retrieved sources (answered or not).
+    in_top5: bool,
+    /// Whether an expected section is among the retrieved sources (answered or not).
+    retrieved: bool,
     expected_source: bool,
     keys: bool,
     millis: f64,
@@ -122,7 +135,10 @@ async fn ask(from: Retrieval<'_>, q: &Question, show: bool) -> (Outcome, Vec<Sou
     let persona = Persona { name: "Tutor".into(), greeting: "Hello!".into(), ..Persona::default() };
     let started = Instant::now();
     let sources = match from {
-        Retrieval::Live(kb) => chat::retrieve(&kb.store, &kb.search, kb.replica, &q.question).await.expect("retrieve"),
+        Retrieval::Live(kb) => {
+            let top = chat::EMBEDDED_TOP_K;
+            chat::retrieve(&kb.store, &kb.search, kb.replica, &q.question, top).await.expect("retrieve")
+        }
         Retrieval::Replay(kept) => kept.to_vec(),
     };
     let answer = reply(&persona, &q.question, &sources);
@@ -132,7 +148,9 @@ async fn ask(from: Retrieval<'_>, q: &Question, show: bool) -> (Outcome, Vec<Sou
     let expected_source = answered && cited.iter().any(|n| q.sections.iter().any(|s| n.ends_with(s.as_str())));
     let text = normalize(&answer.text);
     let keys = answered && q.keys.iter().all(|k| text.contains(&normalize(k)));
-    let outcome = Outcome { answered, expected_source, keys, millis };
+    let expected = |s: &SourceRef| q.sections.iter().any(|x| s.name.ends_with(x.as_str()));
+    let (in_top5, retrieved) = (sources.iter().take(5).any(expected), sources.iter().any(expected));
+    let outcome = Outcome { answered, in_top5, retrieved, expected_source, keys, millis };
     let ok = if q.kind == "unanswerable" { !answered } else { expected_source && keys };
     if show || (std::env::args().any(|a| a == "--misses") && !ok) {
         println!("--- {} [{}] {} → {}\n{}\n", q.id, q.kind, q.question, if ok { "ok" } else { "MISS" }, answer.text);
@@ -140,11 +158,37 @@ async fn ask(from: Retrieval<'_>, q: &Question, show: bool) -> (Outcome, Vec<Sou
     (outcome, sources)
 }
 
+/// Prints where the first chunk of an expected section of `q` ranks among the index's best 30
+/// hits, and the titles of the best 5.
+async fn ranks(kb: &Kb, q: &Question) {
+    let hits = kb.search.search(kb.replica, &q.question, 30).expect("search");
+    let keys: Vec<(u64, u32)> = hits.iter().map(|h| (h.entry, h.chunk)).collect();
+    let titles: Vec<String> = kb
+        .store
+        .read(move |txn| {
+            let chunks = txn.open_table(tables::KBCHUNK_CHUNK)?;
+            let mut out = Vec::new();
+            for &k in &keys {
+                out.push(store::get::<(u64, u32), Chunk, _>(&chunks, k)?.map(|c| c.title).unwrap_or_default());
+            }
+            Ok(out)
+        })
+        .await
+        .expect("chunk titles");
+    let rank = titles.iter().position(|t| q.sections.iter().any(|s| t.ends_with(s.as_str())));
+    println!("rank {:>4} {} {} {:?}", rank.map_or("-".into(), |r| (r + 1).to_string()), q.id, q.question, q.sections);
+    for t in titles.iter().take(5) {
+        println!("           {t}");
+    }
+}
+
 /// Sums of one group of questions.
 #[derive(Default)]
 struct Tally {
     answerable: usize,
     source: usize,
+    in_top5: usize,
+    retrieved: usize,
     keys: usize,
     unanswerable: usize,
     idk: usize,
@@ -159,6 +203,8 @@ impl Tally {
         } else {
             self.answerable += 1;
             self.source += usize::from(o.expected_source);
+            self.in_top5 += usize::from(o.in_top5);
+            self.retrieved += usize::from(o.retrieved);
             self.keys += usize::from(o.keys);
         }
         self.millis.push(o.millis);
@@ -169,8 +215,10 @@ impl Tally {
         self.millis.sort_by(f64::total_cmp);
         let p50 = self.millis.get(self.millis.len() / 2).copied().unwrap_or(0.0);
         println!(
-            "{name:<18} {:>4} {:>6.3} {:>6.3} {:>4} {:>6.3} {:>8.2}",
+            "{name:<18} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>4} {:>6.3} {:>8.2}",
             self.answerable,
+            share(self.in_top5, self.answerable),
+            share(self.retrieved, self.answerable),
             share(self.source, self.answerable),
             share(self.keys, self.answerable),
             self.unanswerable,
@@ -208,6 +256,11 @@ async fn main() {
                 (None, None) => unreachable!("a knowledge base is opened unless replaying"),
             };
             let (o, sources) = ask(from, q, listed(&show)).await;
+            if let (Some(kb), true) = (&kb, args.iter().any(|a| a == "--ranks")) {
+                if q.kind != "unanswerable" && !o.retrieved {
+                    ranks(kb, q).await;
+                }
+            }
             kept.insert(q.id.clone(), sources);
             for group in [format!("{name} {}", q.split), name.clone(), format!("all {}", q.split), "all".into()] {
                 tallies.entry(group).or_default().add(q, &o);
@@ -217,7 +270,10 @@ async fn main() {
     if let Some(f) = flag(&args, "--save") {
         std::fs::write(f, serde_json::to_string(&kept).expect("JSON")).expect("write kept sources");
     }
-    println!("{:<18} {:>4} {:>6} {:>6} {:>4} {:>6} {:>8}", "group", "ans", "source", "keys", "unans", "idk", "p50 ms");
+    println!(
+        "{:<18} {:>4} {:>6} {:>6} {:>6} {:>6} {:>4} {:>6} {:>8}",
+        "group", "ans", "top5", "topk", "source", "keys", "unans", "idk", "p50 ms"
+    );
     for (name, t) in &mut tallies {
         t.row(name);
     }

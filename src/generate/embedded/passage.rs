@@ -3,15 +3,17 @@
 //!
 //! 1. Every prose sentence is scored by the question's terms it contains (same analyzer as the
 //!    index), each weighted by its rarity among the candidate sentences; terms of its chunk's
-//!    heading path that the sentence lacks count half. A definition question ("What is X?")
+//!    heading path that the sentence lacks count half. For "How do I", a sentence that
+//!    introduces a code block also counts the block's terms (the two are quoted together). A definition question ("What is X?")
 //!    adds the full weight of X to a sentence that says what X is ("X is/are …" with X first,
 //!    "… called X", "X, a …", or the description of a definition-list entry named X, case kept:
 //!    [`Block::Term`]); a comparison does so for each side. A source's sentences are weighted by
 //!    the square root of its share of the best retrieval score.
 //! 2. The best section is the chunk with the best sentence (for a comparison, the sum of the
 //!    best about each side) plus a heading bonus: the weight of the question's terms (X's, for a
-//!    definition) that its own heading names, times the share of that heading they make up. The
-//!    chunks with its heading path are chosen from together.
+//!    definition) that its own heading names, times the share of that heading they make up
+//!    ([`HOW_TO_HEADING_WEIGHT`] times that for "How do I"). The chunks with its heading path
+//!    are chosen from together.
 //! 3. The passage holds that section's best sentence and its others scoring at least
 //!    [`KEEP_RATIO`] of it, in document order, within [`MAX_PROSE_CHARS`] (at most
 //!    [`MAX_SENTENCES`]); a definition keeps the sentence after the one that defines; a
@@ -48,6 +50,10 @@ pub const MIN_COVERAGE: f32 = 0.6;
 pub const CODE_REACH: usize = 3;
 /// Share of the question's weight a second section must add to be quoted.
 pub const SECOND_SECTION_GAIN: f32 = 0.25;
+/// How much more a section's heading bonus counts for a "How do I" question, whose task a
+/// section's heading names ("How do I number lines?": "Numbering Lines"); 1.5–3 gave the same
+/// answers on `tests/answers`' dev part, 0.5 worse.
+pub const HOW_TO_HEADING_WEIGHT: f32 = 2.0;
 
 /// Words that say "is" between a subject and its definition.
 const COPULAS: &[&str] = &[
@@ -93,6 +99,8 @@ struct Sentence {
     block: usize,
     index: usize,
     terms: Arc<[String]>,
+    /// Terms of the code block it introduces that it lacks (a how-to answer quotes both).
+    code_terms: Arc<[String]>,
     definers: Definers,
 }
 
@@ -140,7 +148,11 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
             }
             // an entry's description says what the entry is by its place (`names`), not its words
             let definers = if described.is_some() { Definers::default() } else { Definers::of(text, lang) };
-            out.push(Sentence { block: bi, index: i, terms: terms.into(), definers });
+            let code_terms: Vec<String> = match introduces_code(blocks, bi, i).map(|b| &blocks[b]) {
+                Some(Block::Code(code)) => analyze_as(lang, code).into_iter().filter(|t| !terms.contains(t)).collect(),
+                _ => Vec::new(),
+            };
+            out.push(Sentence { block: bi, index: i, terms: terms.into(), code_terms: code_terms.into(), definers });
         }
     }
     out
@@ -358,7 +370,12 @@ impl Scoring<'_> {
 
     fn sentence_score(&self, sections: &[Section], c: &Cand) -> f32 {
         let (s, terms) = (&sections[c.section], &c.terms);
-        let body: f32 = self.weights.iter().filter(|(t, _)| terms.contains(t)).map(|(_, w)| w).sum();
+        let mut body: f32 = self.weights.iter().filter(|(t, _)| terms.contains(t)).map(|(_, w)| w).sum();
+        // a how-to answer quotes a sentence with the block it introduces: both say how
+        if matches!(self.intent, Intent::HowTo) {
+            let code = &s.sentences[c.at].code_terms;
+            body += self.weights.iter().filter(|(t, _)| code.contains(t)).map(|(_, w)| w).sum::<f32>();
+        }
         let path: f32 =
             self.weights.iter().filter(|(t, _)| !terms.contains(t) && s.path.contains(t)).map(|(_, w)| w).sum();
         let bonus: f32 = self
@@ -515,7 +532,9 @@ fn best_section(sections: &[Section], cands: &[Cand], sc: &Scoring) -> Option<us
         if top <= 0.0 {
             continue;
         }
-        let score = top + sc.heading_bonus(s);
+        // the heading of a how-to section names its task ("Numbering Lines"): it counts more
+        let weight = if matches!(sc.intent, Intent::HowTo) { HOW_TO_HEADING_WEIGHT } else { 1.0 };
+        let score = top + weight * sc.heading_bonus(s);
         if best.is_none_or(|(b, _)| score > b) {
             best = Some((score, si));
         }
