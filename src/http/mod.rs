@@ -1,7 +1,7 @@
 //! From a hyper request to a hyper response: route lookup, version check, auth, then the body
-//! (read and inflated only for an authenticated caller), the handler (in its own task, so a
-//! panic becomes a 500 and never takes the server down), and the spec §7 error body for every
-//! failure. Every response carries `X-Request-Id`.
+//! (read and inflated only for an authenticated caller), the handler (its panic caught, so it
+//! becomes a 500 and never takes the server down: [`run_handler`]), and the spec §7 error body
+//! for every failure. Every response carries `X-Request-Id`.
 
 pub mod auth;
 pub mod rate_limit;
@@ -148,11 +148,10 @@ async fn dispatch(
             return Err((e, None));
         }
     };
-    let result = match run_handler(route.handler, app.clone(), req, &parts.method).await {
-        Ok(result) => result,
-        Err(panic) => return Err((Error::internal(format!("handler panicked: {panic}")), None)),
-    };
-    result.map(|reply| version.adapt_response(route.path, reply)).map_err(|e| (e, None))
+    match run_handler(route.handler, app.clone(), req, &parts.method).await {
+        Ok(result) => result.map(|reply| version.adapt_response(route.path, reply)).map_err(|e| (e, None)),
+        Err(panic) => Err((Error::internal(format!("handler panicked: {panic}")), None)),
+    }
 }
 
 /// Runs a handler so that its panic becomes an error (a 500) and never takes the server down.

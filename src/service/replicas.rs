@@ -466,8 +466,8 @@ pub async fn get_with_parts(
         .await
 }
 
-/// The tables a replica's [`ViewParts`] come from, opened once per read transaction (a list
-/// of 24 replicas opened each of them 24 times).
+/// The tables a replica's [`ViewParts`] come from, opened once per store snapshot
+/// ([`store::Snapshot::table`]; a list of 24 replicas opened each of them 24 times).
 struct ViewTables {
     summaries: Arc<redb::ReadOnlyTable<u128, &'static [u8]>>,
     counts: Arc<redb::ReadOnlyTable<u128, u64>>,

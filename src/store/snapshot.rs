@@ -33,10 +33,13 @@ pub struct Snapshot {
     /// The commit count when it began (see the module documentation).
     commit: u64,
     /// Tables opened through [`Snapshot::table`], by name.
-    tables: Mutex<Vec<(String, Arc<dyn Any + Send + Sync>)>>,
+    tables: Memo<String>,
     /// Records decoded through [`Snapshot::record`], by type and key (at most [`MEMO_MAX`]).
-    records: Mutex<HashMap<(TypeId, u128), Arc<dyn Any + Send + Sync>>>,
+    records: Memo<(TypeId, u128)>,
 }
+
+/// Values kept for the life of one snapshot, by key, of any type.
+type Memo<K> = Mutex<HashMap<K, Arc<dyn Any + Send + Sync>>>;
 
 /// Most records one snapshot keeps decoded (a snapshot lives until the next commit; past this
 /// its reads decode as without it).
@@ -50,6 +53,10 @@ impl std::ops::Deref for Snapshot {
 }
 
 impl Snapshot {
+    fn begin(db: &Database, commit: u64) -> Result<Snapshot> {
+        Ok(Snapshot { txn: db.begin_read()?, commit, tables: Memo::default(), records: Memo::default() })
+    }
+
     /// Table `def`, opened once per snapshot and then shared by its reads. Errors as
     /// [`ReadTransaction::open_table`] (a missing table, a type mismatch, a storage error).
     pub fn table<K, V>(&self, def: TableDefinition<K, V>) -> Result<Arc<ReadOnlyTable<K, V>>>
@@ -58,14 +65,8 @@ impl Snapshot {
         V: Value + Send + Sync + 'static,
         ReadOnlyTable<K, V>: Send + Sync,
     {
-        let name = def.name();
-        let found = self.locked().iter().find(|(n, _)| n == name).map(|(_, t)| t.clone());
-        if let Some(Ok(table)) = found.map(|t| t.downcast::<ReadOnlyTable<K, V>>()) {
-            return Ok(table);
-        }
-        let table = Arc::new(self.txn.open_table(def)?);
-        self.locked().push((name.to_string(), table.clone()));
-        Ok(table)
+        let opened = memoized(&self.tables, def.name(), usize::MAX, || Ok(Some(self.txn.open_table(def)?)))?;
+        opened.ok_or_else(|| crate::error::Error::internal("a table open gave no table"))
     }
 
     /// Record `key` of table `def` (a `u128`-keyed table of `R` records), decoded once per
@@ -77,25 +78,37 @@ impl Snapshot {
     where
         R: Record + Send + Sync + 'static,
     {
-        let id = (TypeId::of::<R>(), key);
-        if let Some(Ok(r)) = self.memo().get(&id).cloned().map(|r| r.downcast::<R>()) {
-            return Ok(Some(r));
-        }
-        let Some(r) = super::get::<u128, R, _>(&*self.table(def)?, key)?.map(Arc::new) else { return Ok(None) };
-        let mut m = self.memo();
-        if m.len() < MEMO_MAX {
-            m.insert(id, r.clone());
-        }
-        Ok(Some(r))
+        memoized(&self.records, &(TypeId::of::<R>(), key), MEMO_MAX, || {
+            super::get::<u128, R, _>(&*self.table(def)?, key)
+        })
     }
+}
 
-    fn memo(&self) -> std::sync::MutexGuard<'_, HashMap<(TypeId, u128), Arc<dyn Any + Send + Sync>>> {
-        self.records.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+/// The value of `key` in `memo`, else `load`'s (kept while `memo` holds fewer than `max`).
+/// `None` from `load` is returned and not kept. A kept value of another type (the same table
+/// name opened with other types) is loaded again, and `load`'s error is returned as is. The
+/// key is copied only when a value is kept, so a hit allocates nothing.
+fn memoized<K, Q, T>(
+    memo: &Memo<K>,
+    key: &Q,
+    max: usize,
+    load: impl FnOnce() -> Result<Option<T>>,
+) -> Result<Option<Arc<T>>>
+where
+    K: std::borrow::Borrow<Q> + std::hash::Hash + Eq,
+    Q: ToOwned<Owned = K> + std::hash::Hash + Eq + ?Sized,
+    T: Send + Sync + 'static,
+{
+    let lock = || memo.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(Ok(found)) = lock().get(key).cloned().map(|v| v.downcast::<T>()) {
+        return Ok(Some(found));
     }
-
-    fn locked(&self) -> std::sync::MutexGuard<'_, Vec<(String, Arc<dyn Any + Send + Sync>)>> {
-        self.tables.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    let Some(value) = load()?.map(Arc::new) else { return Ok(None) };
+    let mut kept = lock();
+    if kept.len() < max {
+        kept.insert(key.to_owned(), value.clone());
     }
+    Ok(Some(value))
 }
 
 /// The shared [`Snapshot`] of one open database, and its commit count.
@@ -112,12 +125,7 @@ impl Shared {
         if let Some(s) = self.current.load_full().filter(|s| s.commit == commit) {
             return Ok(s);
         }
-        let s = Arc::new(Snapshot {
-            txn: db.begin_read()?,
-            commit,
-            tables: Mutex::new(Vec::new()),
-            records: Mutex::default(),
-        });
+        let s = Arc::new(Snapshot::begin(db, commit)?);
         self.current.store(Some(s.clone()));
         Ok(s)
     }
@@ -137,6 +145,14 @@ mod tests {
 
     const T: TableDefinition<u64, u64> = TableDefinition::new("t");
 
+    /// A new database in a temporary directory (kept alive by the first value), and its
+    /// shared snapshot.
+    fn fresh() -> (tempfile::TempDir, Database, Shared) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("db.redb")).unwrap();
+        (dir, db, Shared::default())
+    }
+
     fn put(db: &Database, shared: &Shared, k: u64) {
         let txn = db.begin_write().unwrap();
         txn.open_table(T).unwrap().insert(k, k).unwrap();
@@ -148,9 +164,7 @@ mod tests {
     /// sees it.
     #[test]
     fn a_read_after_a_commit_sees_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Database::create(dir.path().join("db.redb")).unwrap();
-        let shared = Shared::default();
+        let (_dir, db, shared) = fresh();
         put(&db, &shared, 1);
         let a = shared.get(&db).unwrap();
         let b = shared.get(&db).unwrap();
@@ -167,16 +181,9 @@ mod tests {
     /// A snapshot begun before a commit but stored after it is not used again.
     #[test]
     fn a_snapshot_older_than_the_last_commit_is_not_shared() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Database::create(dir.path().join("db.redb")).unwrap();
-        let shared = Shared::default();
+        let (_dir, db, shared) = fresh();
         put(&db, &shared, 1);
-        let stale = Arc::new(Snapshot {
-            txn: db.begin_read().unwrap(),
-            commit: 1,
-            tables: Mutex::new(Vec::new()),
-            records: Mutex::default(),
-        });
+        let stale = Arc::new(Snapshot::begin(&db, 1).unwrap());
         put(&db, &shared, 2);
         shared.current.store(Some(stale.clone()));
         let fresh = shared.get(&db).unwrap();
@@ -194,9 +201,7 @@ mod tests {
     /// A record is decoded once per snapshot; after a commit the next snapshot has the new one.
     #[test]
     fn records_are_decoded_once_per_snapshot() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Database::create(dir.path().join("db.redb")).unwrap();
-        let shared = Shared::default();
+        let (_dir, db, shared) = fresh();
         let write = |text: &str| {
             let txn = db.begin_write().unwrap();
             crate::store::put(&mut txn.open_table(NOTES).unwrap(), 7u128, &Note(text.into())).unwrap();

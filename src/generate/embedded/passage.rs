@@ -4,8 +4,8 @@
 //! 1. Every prose sentence is scored by the question's terms it contains (same analyzer as the
 //!    index), each weighted by its rarity among the candidate sentences; terms of its chunk's
 //!    heading path that the sentence lacks count half. For "How do I", a sentence that
-//!    introduces a code block also counts the block's terms (the two are quoted together). A definition question ("What is X?")
-//!    adds the full weight of X to a sentence that says what X is ("X is/are …" with X first,
+//!    introduces a code block also counts the block's terms (the two are quoted together). A
+//!    definition question ("What is X?") adds the full weight of X to a sentence that says what X is ("X is/are …" with X first,
 //!    "… called X", "X, a …", or the description of a definition-list entry named X, case kept:
 //!    [`Block::Term`]); a comparison does so for each side. A source's sentences are weighted by
 //!    the square root of its share of the best retrieval score.
@@ -354,6 +354,11 @@ impl Scoring<'_> {
         self.weights.iter().find(|(x, _)| x == t).map_or(0.0, |(_, w)| *w)
     }
 
+    /// Summed weight of the question's terms that `keep` accepts.
+    fn weight_where(&self, keep: impl Fn(&String) -> bool) -> f32 {
+        self.weights.iter().filter(|(t, _)| keep(t)).map(|(_, w)| w).sum()
+    }
+
     /// Whether candidate `c` says what `side` is: the description of an entry that names it, or
     /// a sentence of the form "X is …" (never the description of another entry).
     fn says(&self, sections: &[Section], c: &Cand, side: &Side) -> bool {
@@ -370,14 +375,13 @@ impl Scoring<'_> {
 
     fn sentence_score(&self, sections: &[Section], c: &Cand) -> f32 {
         let (s, terms) = (&sections[c.section], &c.terms);
-        let mut body: f32 = self.weights.iter().filter(|(t, _)| terms.contains(t)).map(|(_, w)| w).sum();
+        let mut body = self.weight_where(|t| terms.contains(t));
         // a how-to answer quotes a sentence with the block it introduces: both say how
         if matches!(self.intent, Intent::HowTo) {
             let code = &s.sentences[c.at].code_terms;
-            body += self.weights.iter().filter(|(t, _)| code.contains(t)).map(|(_, w)| w).sum::<f32>();
+            body += self.weight_where(|t| code.contains(t));
         }
-        let path: f32 =
-            self.weights.iter().filter(|(t, _)| !terms.contains(t) && s.path.contains(t)).map(|(_, w)| w).sum();
+        let path = self.weight_where(|t| !terms.contains(t) && s.path.contains(t));
         let bonus: f32 = self
             .sides
             .iter()
@@ -403,8 +407,7 @@ impl Scoring<'_> {
 
     /// Share of the question's weight found in `terms`.
     fn coverage(&self, terms: &[&String]) -> f32 {
-        let covered: f32 = self.weights.iter().filter(|(t, _)| terms.contains(&t)).map(|(_, w)| w).sum();
-        covered / self.total.max(f32::EPSILON)
+        self.weight_where(|t| terms.contains(&t)) / self.total.max(f32::EPSILON)
     }
 }
 
