@@ -35,6 +35,8 @@ pub struct App {
     pub org_keys: crate::service::orgs::KeyCache,
     /// The channel bots running in this server.
     pub channels: Channels,
+    /// Answers of the hot reads, kept until the next commit (`--read-cache-bytes`).
+    pub read_cache: crate::http::read_cache::ReadCache,
 }
 
 impl App {
@@ -56,6 +58,7 @@ impl App {
             .collect();
         let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
         let rate_limiter = config.rate_limit_per_key.map(RateLimiter::new);
+        let read_cache = crate::http::read_cache::ReadCache::new(config.read_cache_bytes);
         App {
             config,
             store,
@@ -69,6 +72,7 @@ impl App {
             rate_limiter,
             org_keys: Default::default(),
             channels,
+            read_cache,
         }
     }
 }

@@ -90,6 +90,11 @@ pub struct Config {
     /// (a full disk is then met mid-commit, which costs a reopen of the store).
     #[arg(long, env = "REPLICAD_MIN_FREE_SPACE", default_value = "64MiB", value_parser = parse_bytes)]
     pub min_free_space: u64,
+    /// Bytes of answers kept for the hot reads (a replica, the replica list, a chat history
+    /// page, a knowledge-base entry) until the next commit (`8MiB`, `0` turns it off); see
+    /// `http::read_cache`.
+    #[arg(long, env = "REPLICAD_READ_CACHE_BYTES", default_value = "8MiB", value_parser = parse_bytes)]
+    pub read_cache_bytes: u64,
     /// Tests only: let the admin socket make the filesystem look full to the store
     /// (`disk-full`, see `store::file`).
     #[arg(long, env = "REPLICAD_TEST_FAULTS", hide = true)]
@@ -148,6 +153,7 @@ impl Config {
             test_clock: false,
             min_free_space: crate::store::file::DEFAULT_MIN_FREE_BYTES,
             test_faults: false,
+            read_cache_bytes: crate::http::read_cache::DEFAULT_BYTES,
             secrets_key_file: None,
             messenger_a_api_base: DEFAULT_MESSENGER_A_API_BASE.to_string(),
             messenger_a_poll_timeout: 30,

@@ -48,6 +48,12 @@ impl Drop for InFlight {
     }
 }
 
+/// Counts a read that could be answered from `http::read_cache`: `hit` (answered from it) or
+/// `miss` (answered by its handler).
+pub fn read_cache(outcome: &'static str) {
+    counter!("replicad_read_cache_total", "outcome" => outcome).increment(1);
+}
+
 /// Records one group commit of `batch` writes that took `took` (commit + fsync).
 pub fn store_commit(batch: usize, took: Duration) {
     histogram!("replicad_store_write_batch_size").record(batch as f64);

@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod rate_limit;
+pub mod read_cache;
 pub mod request;
 pub mod response;
 pub mod router;
@@ -100,6 +101,7 @@ async fn dispatch(
 ) -> Result<Reply, (Error, Option<String>)> {
     let route = &app.routes[matched.route];
     let (parts, mut body) = req.into_parts();
+    let began = app.read_cache.began(&app.store, &parts.method, route.path);
     let prepared = async {
         let version = version::negotiate(&parts.headers)?;
         // Authenticated (and rate-limited) before the body is read or inflated: an anonymous
@@ -148,10 +150,30 @@ async fn dispatch(
             return Err((e, None));
         }
     };
-    match run_handler(route.handler, app.clone(), req, &parts.method).await {
-        Ok(result) => result.map(|reply| version.adapt_response(route.path, reply)).map_err(|e| (e, None)),
-        Err(panic) => Err((Error::internal(format!("handler panicked: {panic}")), None)),
+    let kept = began.and_then(|g| Some((g, cache_key(matched.route, &parts.uri, version, &req)?)));
+    if let Some(reply) = kept.as_ref().and_then(|(g, key)| app.read_cache.get(key, *g)) {
+        return Ok(reply);
     }
+    let reply = match run_handler(route.handler, app.clone(), req, &parts.method).await {
+        Ok(result) => result.map(|reply| version.adapt_response(route.path, reply)).map_err(|e| (e, None))?,
+        Err(panic) => return Err((Error::internal(format!("handler panicked: {panic}")), None)),
+    };
+    if let Some((began, key)) = kept {
+        app.read_cache.put(key, began, app.store.commit_generation(), &reply);
+    }
+    Ok(reply)
+}
+
+/// What the answer to `req` (an authenticated `GET` of route `route`) is kept under.
+fn cache_key(route: usize, uri: &hyper::Uri, version: &version::Version, req: &Req) -> Option<read_cache::Key> {
+    let caller = req.caller.as_ref()?;
+    Some(read_cache::Key {
+        route,
+        target: uri.path_and_query().map_or(uri.path(), |p| p.as_str()).into(),
+        version: version.date,
+        org: caller.org.id,
+        user: caller.user.as_ref().map(|u| u.id),
+    })
 }
 
 /// Runs a handler so that its panic becomes an error (a 500) and never takes the server down.

@@ -88,6 +88,12 @@ impl Handle {
         }
     }
 
+    /// The current handle's commit generation ([`super::snapshot::Shared::generation`]);
+    /// `None` while the file is being reopened.
+    pub fn commit_generation(&self) -> Option<u64> {
+        self.db.load().as_deref().map(Open::commit_generation)
+    }
+
     /// Runs `f` in a read transaction, holding the handle meanwhile (so a reopen waits for it).
     /// A read that meets the handle latched under it (a write failed while it ran) runs again,
     /// once, on the reopened handle (waiting up to [`READ_WAIT`] for it).

@@ -94,6 +94,11 @@ impl Open {
         self.shared.get(&self.db)
     }
 
+    /// A number that changes at every commit ([`snapshot::Shared::generation`]).
+    pub fn commit_generation(&self) -> u64 {
+        self.shared.generation()
+    }
+
     /// Tells the shared snapshot that a commit was made (or failed): called by the writer
     /// before it answers the batch's writes.
     fn committed(&self) {
@@ -159,6 +164,14 @@ impl Store {
         let commits = Arc::new(CommitState::default());
         let writer = writer::spawn(handle.clone(), commits.clone());
         Ok(Store { handle, writer, outbox_notify, jobs_notify, commits })
+    }
+
+    /// A number that changes at every commit and is never seen twice in the process: a read
+    /// that begins after a write was acknowledged finds a newer one than any read that began
+    /// before that write's commit. `None` while the file is being reopened after a failed
+    /// write. What [`crate::http::read_cache`] keys its answers on.
+    pub fn commit_generation(&self) -> Option<u64> {
+        self.handle.commit_generation()
     }
 
     /// The free-space check and fault switch of the store's file (`serve --test-faults`).

@@ -7,11 +7,11 @@
 //! transaction would, so they may all use one, and the tables it opened.
 //!
 //! Why it stays correct: the writer thread is the only committer. After each commit, before it
-//! answers any write of the batch, it bumps the commit count and drops the shared snapshot
-//! ([`Shared::committed`]). A snapshot is tagged with the count read *before* it began, so it
-//! holds every commit up to that count; a read uses it only while the count is unchanged, so a
+//! answers any write of the batch, it moves the generation on and drops the shared snapshot
+//! ([`Shared::committed`]). A snapshot is tagged with the generation read *before* it began, so
+//! it holds every commit up to then; a read uses it only while the generation is unchanged, so a
 //! read that begins after a write was acknowledged never sees a snapshot without that write.
-//! A snapshot that lost a race (tagged with an older count) is simply not used again. Nothing
+//! A snapshot that lost a race (tagged with an older generation) is simply not used again. Nothing
 //! keeps an old snapshot alive past the next commit except the reads still using it, so redb
 //! can reuse the pages later commits free.
 
@@ -30,7 +30,7 @@ use crate::error::Result;
 /// opened in it. Dereferences to the [`ReadTransaction`], so `open_table` works as on any.
 pub struct Snapshot {
     txn: ReadTransaction,
-    /// The commit count when it began (see the module documentation).
+    /// The generation when it began (see the module documentation).
     commit: u64,
     /// Tables opened through [`Snapshot::table`], by name.
     tables: Memo<String>,
@@ -111,14 +111,35 @@ where
     Ok(Some(value))
 }
 
-/// The shared [`Snapshot`] of one open database, and its commit count.
-#[derive(Default)]
+/// The shared [`Snapshot`] of one open database, and its generation: a number that changes at
+/// every commit, unique in the process (a store reopened after a full disk starts a new one, so
+/// a number is never seen twice; [`Shared::generation`]).
 pub struct Shared {
     current: ArcSwapOption<Snapshot>,
     commits: AtomicU64,
 }
 
+/// The last generation handed out in this process ([`Shared`]).
+static GENERATIONS: AtomicU64 = AtomicU64::new(0);
+
+fn next_generation() -> u64 {
+    GENERATIONS.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+impl Default for Shared {
+    fn default() -> Shared {
+        Shared { current: ArcSwapOption::empty(), commits: AtomicU64::new(next_generation()) }
+    }
+}
+
 impl Shared {
+    /// The generation now: equal for two reads only if no commit came between them. A read
+    /// that begins after a write was acknowledged sees a newer generation than any read that
+    /// ended before the write's commit (the writer moves it on before answering).
+    pub fn generation(&self) -> u64 {
+        self.commits.load(Ordering::Acquire)
+    }
+
     /// The shared snapshot when no commit came since it began; else a new one, shared from now.
     pub fn get(&self, db: &Database) -> Result<Arc<Snapshot>> {
         let commit = self.commits.load(Ordering::Acquire);
@@ -133,7 +154,7 @@ impl Shared {
     /// Called by the writer after every commit (made or failed), before it answers the writes:
     /// later reads begin a new snapshot, and the old one goes when its last read ends.
     pub fn committed(&self) {
-        self.commits.fetch_add(1, Ordering::AcqRel);
+        self.commits.store(next_generation(), Ordering::Release);
         self.current.store(None);
     }
 }
@@ -183,7 +204,7 @@ mod tests {
     fn a_snapshot_older_than_the_last_commit_is_not_shared() {
         let (_dir, db, shared) = fresh();
         put(&db, &shared, 1);
-        let stale = Arc::new(Snapshot::begin(&db, 1).unwrap());
+        let stale = Arc::new(Snapshot::begin(&db, shared.generation()).unwrap());
         put(&db, &shared, 2);
         shared.current.store(Some(stale.clone()));
         let fresh = shared.get(&db).unwrap();

@@ -34,6 +34,7 @@ mod metrics;
 mod openapi;
 mod quotas;
 mod rate_limit;
+mod read_cache;
 mod replicas;
 mod restart;
 mod searchable;
