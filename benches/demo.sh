@@ -1,11 +1,12 @@
 # Sourced by the benchmark scripts: `demo_start BINARY [TASKSET_CPUS]` starts BINARY's
-# `serve --demo` on a fresh data directory, waits until the sample knowledge base is indexed,
+# `serve --demo` (with the flags in DEMO_ARGS, if set) on a fresh data directory, waits until the sample knowledge base is indexed,
 # and sets DIR, PID, BASE, KEY, REPLICA and $DIR/chat.lua (a wrk script asking five questions in
 # turn); `demo_stop` ends it and removes DIR.
 demo_start() {
   local bin=$1 cpus=${2:-}
   DIR=$(mktemp -d)
-  ${cpus:+taskset -c "$cpus"} "$bin" serve --demo --listen 127.0.0.1:0 --data-dir "$DIR" --log warn \
+  # shellcheck disable=SC2086 # DEMO_ARGS: extra `serve` flags, split on spaces
+  ${cpus:+taskset -c "$cpus"} "$bin" serve --demo --listen 127.0.0.1:0 --data-dir "$DIR" --log warn ${DEMO_ARGS:-} \
     > "$DIR/out" 2> "$DIR/err" & PID=$!
   until grep -q listening "$DIR/out" 2>/dev/null; do sleep 0.1; done
   BASE=$(sed -n 's/^listening on //p' "$DIR/out")

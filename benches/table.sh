@@ -2,7 +2,8 @@
 # Issue 15's benchmark table, in one run: replicad (`serve --demo`, release) pinned to core 0,
 # wrk (1 thread) pinned to core 1; each read is measured beside the minimal hyper server
 # (examples/hyper_ceiling.rs, same core) answering the same bytes, and its ratio printed.
-#   reads:  replica read, replica list (24 items), history list (20 items), knowledge-base entry
+#   reads:  replica read, replica list (24 items), history list (20 items), knowledge-base entry,
+#           each with the read cache off (the handler) and on (the answer kept until a commit)
 #   writes: POST …/chat/history at c1 and c64, beside SQLite (WAL, synchronous=FULL, one row
 #           per transaction, same filesystem; benches/sqlite_rows.py) with one writer: SQLite
 #           takes one writer at a time, and more writer threads only add lock waits (64 threads
@@ -28,23 +29,24 @@ wrk_row() {
 }
 rss_mb() { awk '/VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 
-demo_start ./target/release/replicad 0
-AUTH=(-H "X-ORGANIZATION-SECRET: $KEY")
-RSS_IDLE=$(rss_mb "$PID")
 api() { curl -sf "$BASE$1" "${AUTH[@]}" "${@:2}"; }
-for i in $(seq 23); do
-  api /v1/replicas -H 'content-type: application/json' -o /dev/null -d "{\"name\":\"Bench $i\",\"slug\":\"bench-$i\",
-    \"shortDescription\":\"bench\",\"greeting\":\"Hi\",\"ownerID\":\"owner@demo.replicad.local\",\"llm\":{\"model\":\"replicad-extractive\"}}" \
-    || { echo "replica $i not made" >&2; exit 1; }
-done
-for i in $(seq 20); do
-  api "/v1/replicas/$REPLICA/chat/history" -H 'content-type: application/json' -o /dev/null \
-    -d "{\"content\":\"history item $i of the list benchmark\"}"
-done
-ENTRY=$(api "/v1/replicas/$REPLICA/knowledge-base?pageSize=1" | python3 -c 'import sys,json; print(json.load(sys.stdin)["items"][0]["id"])')
+# The demo plus 23 replicas (a list of 24), 20 history items and the first entry's id.
+start_with_data() {
+  demo_start ./target/release/replicad 0
+  AUTH=(-H "X-ORGANIZATION-SECRET: $KEY")
+  RSS_IDLE=$(rss_mb "$PID")
+  for i in $(seq 23); do
+    api /v1/replicas -H 'content-type: application/json' -o /dev/null -d "{\"name\":\"Bench $i\",\"slug\":\"bench-$i\",
+      \"shortDescription\":\"bench\",\"greeting\":\"Hi\",\"ownerID\":\"owner@demo.replicad.local\",\"llm\":{\"model\":\"replicad-extractive\"}}" \
+      || { echo "replica $i not made" >&2; exit 1; }
+  done
+  for i in $(seq 20); do
+    api "/v1/replicas/$REPLICA/chat/history" -H 'content-type: application/json' -o /dev/null \
+      -d "{\"content\":\"history item $i of the list benchmark\"}"
+  done
+  ENTRY=$(api "/v1/replicas/$REPLICA/knowledge-base?pageSize=1" | python3 -c 'import sys,json; print(json.load(sys.stdin)["items"][0]["id"])')
+}
 
-echo "| operation | replicad req/s | p50 ms | p99 ms | hyper server req/s | p50 ms | ratio |"
-echo "|---|---|---|---|---|---|---|"
 read_row() {
   local name=$1 path=$2 body="$DIR/body.json"
   api "$path" -o "$body"
@@ -56,10 +58,22 @@ read_row() {
   kill "$CEIL"; wait "$CEIL" 2>/dev/null || true; CEIL=
   echo "| $name ($(wc -c < "$body") B) | $rps | $p50 | $p99 | $crps | $cp50 | $(awk "BEGIN { printf \"%.0f %%\", 100 * $rps / $crps }") |"
 }
-read_row "GET replica" "/v1/replicas/$REPLICA"
-read_row "GET replica list (24)" "/v1/replicas?pageSize=24"
-read_row "GET history (20)" "/v1/replicas/$REPLICA/chat/history?limit=20"
-read_row "GET knowledge-base entry" "/v1/replicas/$REPLICA/knowledge-base/$ENTRY"
+read_rows() {
+  read_row "GET replica$1" "/v1/replicas/$REPLICA"
+  read_row "GET replica list (24)$1" "/v1/replicas?pageSize=24"
+  read_row "GET history (20)$1" "/v1/replicas/$REPLICA/chat/history?limit=20"
+  read_row "GET knowledge-base entry$1" "/v1/replicas/$REPLICA/knowledge-base/$ENTRY"
+}
+
+echo "| operation | replicad req/s | p50 ms | p99 ms | hyper server req/s | p50 ms | ratio |"
+echo "|---|---|---|---|---|---|---|"
+# First with the read cache off (every read runs its handler: what a read costs right after a
+# commit), then with it on (the default: answers kept until the next commit, http::read_cache).
+DEMO_ARGS="--read-cache-bytes 0" start_with_data
+read_rows ", handler"
+demo_stop
+start_with_data
+read_rows ", kept answer"
 
 cat > "$DIR/history.lua" <<LUA
 wrk.method = "POST"

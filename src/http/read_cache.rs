@@ -195,6 +195,6 @@ mod tests {
         cache.put(key("/older"), 6, Some(6), &ok(b""));
         assert!(cache.get(&key("/older"), 6).is_none());
         assert_eq!(body(&cache.get(&key("/fits"), 7).unwrap()), "1234");
-        assert!(ReadCache::new(0).covers("/v1/replicas") == false && cache.covers("/v1/replicas"));
+        assert!(!ReadCache::new(0).covers("/v1/replicas") && cache.covers("/v1/replicas"));
     }
 }
