@@ -7,6 +7,7 @@
 //! | `replicad_http_requests_total` | counter | `method`, `route` (the route template, `unmatched` for none), `status` (`2xx`…`5xx`) |
 //! | `replicad_http_request_duration_seconds` | histogram | `method`, `route`: until the answer's head (a stream's body is not counted) |
 //! | `replicad_http_requests_in_flight` | gauge | |
+//! | `replicad_read_cache_total` | counter | `outcome`: `hit` (a kept answer), `miss` (`http::read_cache`) |
 //! | `replicad_store_write_batch_size` | histogram | writes per group commit |
 //! | `replicad_store_commit_duration_seconds` | histogram | commit + fsync |
 //! | `replicad_ingest_queue_depth` | gauge | ingestion jobs not finished |
@@ -67,6 +68,7 @@ fn describe() {
     describe_counter!("replicad_http_requests_total", "HTTP requests answered, by route template and status class");
     describe_histogram!("replicad_http_request_duration_seconds", Unit::Seconds, "Time to the answer's head");
     describe_gauge!("replicad_http_requests_in_flight", "HTTP requests being served");
+    describe_counter!("replicad_read_cache_total", "Cacheable reads, answered from the read cache or not");
     describe_histogram!("replicad_store_write_batch_size", "Writes applied per group commit");
     describe_histogram!("replicad_store_commit_duration_seconds", Unit::Seconds, "Commit and fsync of one batch");
     describe_gauge!("replicad_ingest_queue_depth", "Ingestion jobs not finished");
