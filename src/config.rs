@@ -153,7 +153,7 @@ impl Config {
             test_clock: false,
             min_free_space: crate::store::file::DEFAULT_MIN_FREE_BYTES,
             test_faults: false,
-            read_cache_bytes: crate::http::read_cache::DEFAULT_BYTES,
+            read_cache_bytes: 8 * 1024 * 1024,
             secrets_key_file: None,
             messenger_a_api_base: DEFAULT_MESSENGER_A_API_BASE.to_string(),
             messenger_a_poll_timeout: 30,

@@ -46,9 +46,6 @@ pub const CACHED_ROUTES: &[&str] = &[
     "/v1/knowledge-base/{knowledgeBaseID}",
 ];
 
-/// Default of `--read-cache-bytes`.
-pub const DEFAULT_BYTES: u64 = 8 * 1024 * 1024;
-
 /// What an answer is kept under, besides the commit generation.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Key {

@@ -101,12 +101,20 @@ impl fmt::Debug for StoreFile {
     }
 }
 
-/// Opens (or creates) the redb database at `path` on a [`StoreFile`].
+/// Most bytes of redb's page cache (reads and writes together). redb's default is 1 GiB per
+/// database, kept for the life of the process once read: a server that walked a large store
+/// (a filtered list, the insights job, `check`) would hold up to that much. The file's pages
+/// beyond it are still in the kernel's page cache, one `pread` away. Part of what bounds RSS
+/// under load (issue 15 point 4).
+pub const PAGE_CACHE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Opens (or creates) the redb database at `path` on a [`StoreFile`], with a page cache of
+/// [`PAGE_CACHE_BYTES`].
 pub fn open(path: &Path, space: Arc<Space>) -> Result<Database, DatabaseError> {
     let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
     let written_end = AtomicU64::new(file.metadata()?.len());
     let inner = FileBackend::new(file)?;
-    Database::builder().create_with_backend(StoreFile { inner, space, written_end })
+    Database::builder().set_cache_size(PAGE_CACHE_BYTES).create_with_backend(StoreFile { inner, space, written_end })
 }
 
 type Bound = std::ops::Bound<u64>;
