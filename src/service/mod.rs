@@ -113,14 +113,51 @@ pub fn random_hex(len: usize) -> Result<String> {
     Ok(hex::encode(buf))
 }
 
-/// RFC 3339 text (UTC, milliseconds) of a store timestamp.
+/// RFC 3339 text (UTC, milliseconds: `2024-05-01T12:00:00.000Z`) of a store timestamp (ms
+/// since the Unix epoch; out of chrono's range: the epoch). The digits are written directly:
+/// chrono's formatter cost 3–5 % of a list read, which writes two or three per item (issue 15
+/// point 1). Years outside 0–9999 are written by chrono.
 pub fn rfc3339(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    use chrono::{Datelike, Timelike};
+    let t = chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default();
+    let Ok(year @ 0..=9999) = u32::try_from(t.year()) else {
+        return t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    };
+    let mut text = *b"0000-00-00T00:00:00.000Z";
+    let fields = [(0, 4, year), (5, 2, t.month()), (8, 2, t.day()), (11, 2, t.hour()), (14, 2, t.minute())];
+    let fields = fields.into_iter().chain([(17, 2, t.second()), (20, 3, t.timestamp_subsec_millis())]);
+    for (at, width, mut n) in fields {
+        for digit in text[at..at + width].iter_mut().rev() {
+            *digit = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+    }
+    text.iter().map(|&b| char::from(b)).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The digits written directly agree with chrono's formatter, across centuries, both sides
+    /// of the epoch, leap days and the ends of chrono's range.
+    #[test]
+    fn rfc3339_agrees_with_chrono() {
+        let chrono_text = |ms: i64| {
+            chrono::DateTime::from_timestamp_millis(ms)
+                .unwrap_or_default()
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        };
+        let mut ms: i64 = -62_167_219_200_000 - 5; // just before year 0
+        while ms < 253_402_300_800_000 + 5 {
+            assert_eq!(rfc3339(ms), chrono_text(ms), "{ms}");
+            ms += 86_399_999 * 7 + 13;
+        }
+        for ms in [0, 1, 999, 951_782_400_000, 1_709_164_800_123, i64::MIN, i64::MAX, -1] {
+            assert_eq!(rfc3339(ms), chrono_text(ms), "{ms}");
+        }
+        assert_eq!(rfc3339(1_714_564_800_007), "2024-05-01T12:00:00.007Z");
+    }
 
     #[test]
     fn emails_are_checked_and_lowercased() {
