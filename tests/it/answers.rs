@@ -167,3 +167,30 @@ async fn french_and_japanese_knowledge_is_answered_in_its_language() {
     let (answer, _) = ask(&org, &ja, "リストに要素を追加するにはどうすればいいですか？").await;
     assert!(fenced(&answer).iter().any(|b| b.contains("fruits.append('みかん')")), "{answer}");
 }
+
+/// A section whose long introduction leaves a code block (with a blank line inside) at a
+/// chunk's end: the block is kept whole in the next chunk.
+fn retry_guide() -> String {
+    let intro = "Network calls fail now and then for reasons outside the program, and a server under \
+                 load answers slowly. "
+        .repeat(14);
+    format!(
+        "# Retrying Downloads\n\n{intro}\n\nWrap the call in a loop like this:\n\n    import time\n\n    for attempt in \
+         range(3):\n        try:\n            download()\n            break\n        except TimeoutError:\n            \
+         time.sleep(1)\n\nThe loop retries the download three times before it gives up.\n"
+    )
+}
+
+#[tokio::test]
+async fn a_code_block_with_a_blank_line_inside_is_quoted_whole() {
+    let server = Server::start();
+    let org = server.new_org("Answers").await;
+    let replica = org.create_replica("guide").await;
+    add_in(&org, &replica, "Retrying Downloads", "en", &retry_guide()).await;
+    let (answer, sources) = ask(&org, &replica, "How do I retry a download?").await;
+    let whole = "import time\n\nfor attempt in range(3):\n    try:\n        download()\n        break\n    except \
+                 TimeoutError:\n        time.sleep(1)";
+    assert_eq!(fenced(&answer), vec![whole], "{answer}");
+    assert!(answer.contains("The loop retries the download three times"), "{answer}");
+    assert!(sources[0].ends_with("Retrying Downloads"), "{sources:?}");
+}
