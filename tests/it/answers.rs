@@ -45,6 +45,18 @@ fn fenced(answer: &str) -> Vec<&str> {
     answer.split("```").skip(1).step_by(2).map(|b| b.trim_matches('\n')).collect()
 }
 
+/// Asserts that every sentence of `answer` that announces a block (a prose line ending with
+/// ":") is followed by it.
+fn announced_blocks_follow(answer: &str) {
+    let parts: Vec<&str> = answer.split("```").collect();
+    for (i, prose) in parts.iter().enumerate().step_by(2) {
+        for line in prose.lines().filter(|l| l.ends_with(':')) {
+            let last = prose.trim_end().ends_with(line);
+            assert!(last && i + 1 < parts.len(), "{line:?} without its block: {answer}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_definition_question_is_answered_by_the_passage_that_defines() {
     let server = Server::start();
@@ -77,14 +89,11 @@ async fn a_how_to_question_gets_the_explanation_with_its_code_as_a_fenced_block(
 
     let (answer, _) = ask(&org, &replica, "How do I read a file?").await;
     assert!(fenced(&answer).iter().any(|b| b.contains("open(")), "an example with open(): {answer}");
-    // every sentence that announces a block (prose line ending with ":") is followed by it
-    let parts: Vec<&str> = answer.split("```").collect();
-    for (i, prose) in parts.iter().enumerate().step_by(2) {
-        for line in prose.lines().filter(|l| l.ends_with(':')) {
-            let last = prose.trim_end().ends_with(line);
-            assert!(last && i + 1 < parts.len(), "{line:?} without its block: {answer}");
-        }
-    }
+    announced_blocks_follow(&answer);
+    // the section's sentences come from two chunks: the block still follows its announcement
+    let (answer, _) = ask(&org, &replica, "How do I handle exceptions?").await;
+    assert_eq!(fenced(&answer).len(), 1, "{answer}");
+    announced_blocks_follow(&answer);
 
     // streamed, the fenced block is one delta and the deltas join to the stored answer
     let body = json!({"content": "How do I create a virtual environment?"});
