@@ -203,3 +203,24 @@ async fn a_code_block_with_a_blank_line_inside_is_quoted_whole() {
     assert!(answer.contains("The loop retries the download three times"), "{answer}");
     assert!(sources[0].ends_with("Retrying Downloads"), "{sources:?}");
 }
+
+#[tokio::test]
+async fn a_command_that_differs_from_another_only_by_case_is_found_and_answered() {
+    let server = Server::start();
+    let org = server.new_org("Answers").await;
+    let replica = org.create_replica("editor").await;
+    // many short chunks about `p` (lower case makes `P` the same term) crowd the sources …
+    for i in 0..14 {
+        let text = format!("The p command, example {i}: sed -n p prints each line; p and p again.");
+        add_in(&org, &replica, &format!("Printing {i}"), "en", &text).await;
+    }
+    // … while `P` is named once, in a longer chunk
+    let commands = "# Multiline editing\n\nThese work on the pattern space as a whole, which may hold several \
+                    lines joined by newlines, and are used by scripts that join or split lines.\n\nP\nPrint the \
+                    pattern space up to its first newline.\n\nD\nDelete the pattern space up to its first newline \
+                    and start the next cycle.\n";
+    add_in(&org, &replica, "Multiline editing", "en", commands).await;
+    let (answer, sources) = ask(&org, &replica, "What does P do?").await;
+    assert!(answer.contains("Print the pattern space up to its first newline."), "{answer}");
+    assert!(sources[0].ends_with("Multiline editing"), "{sources:?}");
+}
