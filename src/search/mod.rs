@@ -384,4 +384,23 @@ mod tests {
         let terms = analyze_as(Some("zh"), "北京大学");
         assert!(terms.contains(&"京大".to_string()) && terms.contains(&"京".to_string()), "{terms:?}");
     }
+
+    #[test]
+    fn an_index_of_another_schema_is_replaced_and_left_to_rebuild() {
+        let data = tempfile::tempdir().expect("temp dir");
+        let dir = data.path().join("search");
+        let old = dir.join("gen-old");
+        std::fs::create_dir_all(&old).expect("dir");
+        let mut b = Schema::builder();
+        b.add_u64_field("entry", INDEXED | STORED | FAST);
+        Index::create_in_dir(&old, b.build()).expect("old index");
+        write_current(&dir, "gen-old").expect("CURRENT");
+        let (search, seq) = Search::open(data.path()).expect("open");
+        assert_eq!(seq, None, "the store must be indexed again");
+        assert!(!old.exists());
+        assert!(search
+            .search(Uuid::now_v7(), "What is the difference between p and P?", 5)
+            .expect("search")
+            .is_empty());
+    }
 }

@@ -215,7 +215,7 @@ mod tests {
         assert_eq!(holding.len(), 1, "{c:#?}");
         assert!(holding[0].text.contains(code), "{c:#?}");
         // merged only with the code that continues it, not with the prose around it
-        assert_eq!(paragraphs(&doc).filter(|p| p.contains("import sys")).next(), Some(code));
+        assert_eq!(paragraphs(&doc).find(|p| p.contains("import sys")), Some(code));
     }
 
     #[test]
