@@ -8,7 +8,9 @@
 //!   Burmese): overlapping character bigrams of those scripts ([`BigramTokenizer`]) — the
 //!   standard dictionary-free CJK indexing (as Lucene's CJKBigramFilter), words of other scripts
 //!   stay whole;
-//! - every other language: simple tokenizer and lower case.
+//! - every other language: simple tokenizer and lower case;
+//! - besides the language's, every chunk's body is indexed by [`ExactTokenizer`]: the one-letter
+//!   words and operators the language analyzers lose or conflate (`p` and `P`, `==`), case kept.
 
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, Token, TokenStream,
@@ -152,16 +154,16 @@ pub fn is_dense(c: char) -> bool {
 #[derive(Clone, Default)]
 pub struct BigramTokenizer;
 
-/// Tokens of [`BigramTokenizer`], computed up front.
-pub struct BigramStream {
+/// Tokens computed up front ([`BigramTokenizer`], [`ExactTokenizer`]).
+pub struct Tokens {
     tokens: Vec<Token>,
     next: usize,
 }
 
 impl Tokenizer for BigramTokenizer {
-    type TokenStream<'a> = BigramStream;
+    type TokenStream<'a> = Tokens;
 
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> BigramStream {
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Tokens {
         let mut tokens = Vec::new();
         let chars: Vec<(usize, char)> = text.char_indices().collect();
         let end_of = |i: usize| chars.get(i + 1).map_or(text.len(), |(o, _)| *o);
@@ -201,11 +203,11 @@ impl Tokenizer for BigramTokenizer {
                 i += 1;
             }
         }
-        BigramStream { tokens, next: 0 }
+        Tokens { tokens, next: 0 }
     }
 }
 
-impl TokenStream for BigramStream {
+impl TokenStream for Tokens {
     fn advance(&mut self) -> bool {
         self.next += 1;
         self.next <= self.tokens.len()
@@ -218,6 +220,52 @@ impl TokenStream for BigramStream {
     fn token_mut(&mut self) -> &mut Token {
         &mut self.tokens[self.next - 1]
     }
+}
+
+/// Name of [`ExactTokenizer`] among an index's tokenizers.
+pub const EXACT: &str = "exact";
+
+/// Symbols an operator ([`ExactTokenizer`]) is made of.
+const OPERATOR_CHARS: &str = "=<>!+-*/%&|^~:";
+
+/// Tokenizer of the words that the language analyzers lose or conflate, case kept: a
+/// one-letter word (`p` and `P` are two sed commands; lower case makes them one term) and an
+/// operator of two or three symbols (`==`, `!=`, `+=`, `**`; not a dash `--`). Words are
+/// whitespace-separated, without the quotes, brackets and punctuation around them. The article
+/// and pronoun `a`, `A`, `I` are no such word.
+#[derive(Clone, Default)]
+pub struct ExactTokenizer;
+
+impl Tokenizer for ExactTokenizer {
+    type TokenStream<'a> = Tokens;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Tokens {
+        let mut tokens = Vec::new();
+        for word in text.split_whitespace() {
+            let w = word.trim_matches(|c: char| "\"'`()[]{},.;?“”‘’".contains(c));
+            let letter = w.len() == 1 && w.chars().all(|c| c.is_ascii_alphabetic()) && !matches!(w, "a" | "A" | "I");
+            let operator = (2..=3).contains(&w.len())
+                && w.chars().all(|c| OPERATOR_CHARS.contains(c))
+                && !w.chars().all(|c| c == '-');
+            if letter || operator {
+                let from = w.as_ptr() as usize - text.as_ptr() as usize;
+                let position = tokens.len();
+                tokens.push(Token {
+                    offset_from: from,
+                    offset_to: from + w.len(),
+                    position,
+                    text: w.to_string(),
+                    position_length: 1,
+                });
+            }
+        }
+        Tokens { tokens, next: 0 }
+    }
+}
+
+/// Distinct terms of `text` under [`ExactTokenizer`].
+pub fn exact_terms(text: &str) -> Vec<String> {
+    terms(&mut TextAnalyzer::from(ExactTokenizer), text)
 }
 
 #[cfg(test)]
@@ -245,5 +293,13 @@ mod tests {
         assert_eq!(for_language(Some("nb")).name, "no");
         assert_eq!(for_language(Some("sw")).name, "simple");
         assert_eq!(for_language(None).name, "en");
+    }
+
+    #[test]
+    fn exact_terms_keep_one_letter_words_and_operators_with_their_case() {
+        assert_eq!(exact_terms("What is the difference between p and P?"), vec!["p", "P"]);
+        assert_eq!(exact_terms("What is the difference between is and ==?"), vec!["=="]);
+        assert_eq!(exact_terms("A cat, (x) and `y` -- I said a != b; --quiet"), vec!["x", "y", "!=", "b"]);
+        assert!(exact_terms("Une liste est une séquence à modifier. リスト").is_empty());
     }
 }

@@ -25,11 +25,14 @@ use uuid::Uuid;
 use crate::error::{Error, Result};
 
 /// Identifies the schema and analyzers; an index made with another is rebuilt.
-pub const SCHEMA_ID: &str = "chunks-v3-multilingual";
+pub const SCHEMA_ID: &str = "chunks-v4-exact";
 /// Weight of a term's BM25 score in a chunk's title (document › heading path) relative to its
 /// body: titles are short, so a title hit alone would outrank the passage that explains the
 /// term. 0.7 was best on `tests/retrieval` (0.25–2.0 tried).
 const TITLE_BOOST: f32 = 0.7;
+/// Weight of a term of the `body_exact` field (one-letter words and operators, case kept:
+/// [`analyzers::ExactTokenizer`]) relative to a body term.
+const EXACT_BOOST: f32 = 1.0;
 /// Indexing memory budget of the single writer thread, in bytes.
 const WRITER_MEMORY: usize = 50_000_000;
 
@@ -42,6 +45,8 @@ struct Fields {
     replica: Field,
     /// `(title, body)` per analyzer, in the order of [`analyzers::ANALYZERS`].
     text: Vec<(Field, Field)>,
+    /// The body again, by [`analyzers::ExactTokenizer`] (whatever the language).
+    exact: Field,
 }
 
 /// What each commit records.
@@ -104,7 +109,13 @@ fn schema() -> (Schema, Fields) {
             )
         })
         .collect();
-    (b.build(), Fields { entry, chunk, replica, text })
+    let exact = b.add_text_field(
+        "body_exact",
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default().set_tokenizer(analyzers::EXACT).set_index_option(IndexRecordOption::WithFreqs),
+        ),
+    );
+    (b.build(), Fields { entry, chunk, replica, text, exact })
 }
 
 fn open_generation(dir: &Path, name: &str, create: bool) -> Result<IndexGeneration> {
@@ -114,11 +125,16 @@ fn open_generation(dir: &Path, name: &str, create: bool) -> Result<IndexGenerati
         std::fs::create_dir_all(&path)?;
         Index::create_in_dir(&path, schema)?
     } else {
-        Index::open_in_dir(&path)?
+        let index = Index::open_in_dir(&path)?;
+        if index.schema() != schema {
+            return Err(Error::internal(format!("index generation {name} has another schema")));
+        }
+        index
     };
     for a in analyzers::ANALYZERS {
         index.tokenizers().register(a.name, a.build());
     }
+    index.tokenizers().register(analyzers::EXACT, tantivy::tokenizer::TextAnalyzer::from(analyzers::ExactTokenizer));
     let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
     let writer = index.writer_with_num_threads(1, WRITER_MEMORY)?;
     let in_use = RwLock::new(vec![true; analyzers::ANALYZERS.len()]);
@@ -161,6 +177,7 @@ impl IndexGeneration {
         d.add_text(f.replica, doc.replica.simple().to_string());
         d.add_text(title, doc.title);
         d.add_text(body, doc.body);
+        d.add_text(f.exact, doc.body);
         let doc = d;
         w.add_document(doc)?;
         Ok(())
@@ -239,6 +256,10 @@ impl Search {
                     should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost))));
                 }
             }
+        }
+        for t in analyzers::exact_terms(query) {
+            let q = TermQuery::new(Term::from_field_text(f.exact, &t), IndexRecordOption::WithFreqs);
+            should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), EXACT_BOOST))));
         }
         if should.is_empty() {
             return Ok(Vec::new());
@@ -362,5 +383,24 @@ mod tests {
         assert_eq!(analyze_as(None, "How do I handle exceptions?"), vec!["handl".to_string(), "except".to_string()]);
         let terms = analyze_as(Some("zh"), "北京大学");
         assert!(terms.contains(&"京大".to_string()) && terms.contains(&"京".to_string()), "{terms:?}");
+    }
+
+    #[test]
+    fn an_index_of_another_schema_is_replaced_and_left_to_rebuild() {
+        let data = tempfile::tempdir().expect("temp dir");
+        let dir = data.path().join("search");
+        let old = dir.join("gen-old");
+        std::fs::create_dir_all(&old).expect("dir");
+        let mut b = Schema::builder();
+        b.add_u64_field("entry", INDEXED | STORED | FAST);
+        Index::create_in_dir(&old, b.build()).expect("old index");
+        write_current(&dir, "gen-old").expect("CURRENT");
+        let (search, seq) = Search::open(data.path()).expect("open");
+        assert_eq!(seq, None, "the store must be indexed again");
+        assert!(!old.exists());
+        assert!(search
+            .search(Uuid::now_v7(), "What is the difference between p and P?", 5)
+            .expect("search")
+            .is_empty());
     }
 }

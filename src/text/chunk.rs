@@ -8,6 +8,8 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
+use super::code;
+
 /// Largest chunk, in characters (a chunk holds whole sentences, so it may exceed this only
 /// when one sentence does). Chosen on the labelled set of `tests/retrieval` (600–2000 tried:
 /// `examples/retrieval.rs`); 1600 keeps a tutorial section's explanation with its example.
@@ -42,13 +44,17 @@ fn sections(text: &str) -> (Option<String>, Vec<(Vec<String>, String)>) {
     let mut first_heading = None;
     let mut out: Vec<(Vec<String>, String)> = vec![(Vec::new(), String::new())];
     let mut i = 0;
+    let mut fenced = false;
     while i < lines.len() {
         let line = lines[i];
         let next = lines.get(i + 1).copied().unwrap_or("");
-        let heading = if let Some((level, t)) = markdown_heading(line) {
+        // a fenced block's lines are code, never headings
+        let prose = !fenced && !code::is_fence(line);
+        fenced ^= code::is_fence(line);
+        let heading = if let Some((level, t)) = markdown_heading(line).filter(|_| prose) {
             i += 1;
             Some((level, t.to_string()))
-        } else if !line.trim().is_empty() && underline_char(line).is_none() && underline_char(next).is_some() {
+        } else if prose && !line.trim().is_empty() && underline_char(line).is_none() && underline_char(next).is_some() {
             let c = underline_char(next).unwrap_or('=');
             let level = levels.iter().position(|x| *x == c).unwrap_or_else(|| {
                 levels.push(c);
@@ -56,7 +62,7 @@ fn sections(text: &str) -> (Option<String>, Vec<(Vec<String>, String)>) {
             }) + 1;
             i += 2;
             Some((level, line.trim().to_string()))
-        } else if underline_char(line).is_some() && line.trim_start() == line {
+        } else if prose && underline_char(line).is_some() && line.trim_start() == line {
             i += 1; // an overline or a stray rule
             continue;
         } else {
@@ -76,9 +82,39 @@ fn sections(text: &str) -> (Option<String>, Vec<(Vec<String>, String)>) {
     (first_heading, out)
 }
 
-/// Splits `text` into paragraphs (blank-line separated), each with inner whitespace kept.
+/// Splits `text` into paragraphs (blank-line separated), each with inner whitespace kept. A
+/// code block is one paragraph although blank lines cut it (an example's `import` line, a
+/// blank line, the rest): a paragraph that ends in code takes the next one when it starts with
+/// code (indented or a session, [`code::is_code_line`]), as long as both fit in
+/// [`TARGET_CHARS`]; a fenced block is never cut inside. The prose that announces a block
+/// stays its own paragraph.
 fn paragraphs(text: &str) -> impl Iterator<Item = &str> {
-    text.split("\n\n").map(|p| p.trim_matches('\n')).filter(|p| !p.trim().is_empty())
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let (mut start, mut offset, mut fenced) = (None::<usize>, 0, false);
+    for line in text.split_inclusive('\n') {
+        let blank = line.trim().is_empty();
+        if blank && !fenced {
+            spans.extend(start.take().map(|s| (s, offset)));
+        } else if start.is_none() {
+            start = Some(offset);
+        }
+        fenced ^= code::is_fence(line);
+        offset += line.len();
+    }
+    spans.extend(start.map(|s| (s, offset)));
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    for (from, to) in spans {
+        let continues = |(f, t): (usize, usize)| {
+            let last = text[f..t].lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+            let first = text[from..to].lines().next().unwrap_or("");
+            code::is_code_line(last) && code::is_code_line(first) && text[f..to].chars().count() <= TARGET_CHARS
+        };
+        match merged.last_mut() {
+            Some(prev) if continues(*prev) => prev.1 = to,
+            _ => merged.push((from, to)),
+        }
+    }
+    merged.into_iter().map(move |(f, t)| text[f..t].trim_matches('\n')).filter(|p| !p.trim().is_empty())
 }
 
 fn pack(paras: &mut dyn Iterator<Item = &str>, out: &mut Vec<String>) {
@@ -166,5 +202,39 @@ mod tests {
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].title, "Notes");
         assert_eq!(generated_title("  \nfirst line\nx"), "first line");
+    }
+
+    #[test]
+    fn a_code_block_with_blank_lines_stays_in_one_chunk_apart_from_its_announcement() {
+        let intro = "Intro sentence of some length. ".repeat(40);
+        let code =
+            "   import sys\n\n   try:\n       f = open('myfile.txt')\n   except OSError as err:\n       print(err)";
+        let doc = format!("{intro}\n\nIt is possible to handle exceptions:\n\n{code}\n\nAfter the code.\n");
+        let c = chunk("T", &doc);
+        let holding: Vec<&TextChunk> = c.iter().filter(|p| p.text.contains("import sys")).collect();
+        assert_eq!(holding.len(), 1, "{c:#?}");
+        assert!(holding[0].text.contains(code), "{c:#?}");
+        // merged only with the code that continues it, not with the prose around it
+        assert_eq!(paragraphs(&doc).find(|p| p.contains("import sys")), Some(code));
+    }
+
+    #[test]
+    fn a_fenced_block_is_one_paragraph_and_holds_no_heading() {
+        let doc = "Setup\n=====\n\nRun this:\n\n```sh\n# not a heading\n\necho hi\n```\n\nDone.\n";
+        let c = chunk("Setup", doc);
+        assert_eq!(c.len(), 1, "{c:#?}");
+        assert_eq!(
+            paragraphs(&c[0].text).collect::<Vec<_>>(),
+            vec!["Run this:", "```sh\n# not a heading\n\necho hi\n```", "Done."]
+        );
+    }
+
+    #[test]
+    fn a_code_block_longer_than_the_target_is_cut_at_its_blank_lines() {
+        let para = "   x = 1\n".repeat(100);
+        let doc = format!("{para}\n{para}\n{para}");
+        let c = chunk("T", &doc);
+        assert_eq!(c.len(), 3, "{c:#?}");
+        assert!(c.iter().all(|p| p.text.chars().count() <= TARGET_CHARS));
     }
 }

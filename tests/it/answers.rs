@@ -45,6 +45,18 @@ fn fenced(answer: &str) -> Vec<&str> {
     answer.split("```").skip(1).step_by(2).map(|b| b.trim_matches('\n')).collect()
 }
 
+/// Asserts that every sentence of `answer` that announces a block (a prose line ending with
+/// ":") is followed by it.
+fn announced_blocks_follow(answer: &str) {
+    let parts: Vec<&str> = answer.split("```").collect();
+    for (i, prose) in parts.iter().enumerate().step_by(2) {
+        for line in prose.lines().filter(|l| l.ends_with(':')) {
+            let last = prose.trim_end().ends_with(line);
+            assert!(last && i + 1 < parts.len(), "{line:?} without its block: {answer}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_definition_question_is_answered_by_the_passage_that_defines() {
     let server = Server::start();
@@ -77,14 +89,11 @@ async fn a_how_to_question_gets_the_explanation_with_its_code_as_a_fenced_block(
 
     let (answer, _) = ask(&org, &replica, "How do I read a file?").await;
     assert!(fenced(&answer).iter().any(|b| b.contains("open(")), "an example with open(): {answer}");
-    // every sentence that announces a block (prose line ending with ":") is followed by it
-    let parts: Vec<&str> = answer.split("```").collect();
-    for (i, prose) in parts.iter().enumerate().step_by(2) {
-        for line in prose.lines().filter(|l| l.ends_with(':')) {
-            let last = prose.trim_end().ends_with(line);
-            assert!(last && i + 1 < parts.len(), "{line:?} without its block: {answer}");
-        }
-    }
+    announced_blocks_follow(&answer);
+    // the section's sentences come from two chunks: the block still follows its announcement
+    let (answer, _) = ask(&org, &replica, "How do I handle exceptions?").await;
+    assert_eq!(fenced(&answer).len(), 1, "{answer}");
+    announced_blocks_follow(&answer);
 
     // streamed, the fenced block is one delta and the deltas join to the stored answer
     let body = json!({"content": "How do I create a virtual environment?"});
@@ -166,4 +175,52 @@ async fn french_and_japanese_knowledge_is_answered_in_its_language() {
     assert!(answer.starts_with("タプルとは、変更できない値の並びです。"), "{answer}");
     let (answer, _) = ask(&org, &ja, "リストに要素を追加するにはどうすればいいですか？").await;
     assert!(fenced(&answer).iter().any(|b| b.contains("fruits.append('みかん')")), "{answer}");
+}
+
+/// A section whose long introduction leaves a code block (with a blank line inside) at a
+/// chunk's end: the block is kept whole in the next chunk.
+fn retry_guide() -> String {
+    let intro = "Network calls fail now and then for reasons outside the program, and a server under \
+                 load answers slowly. "
+        .repeat(14);
+    format!(
+        "# Retrying Downloads\n\n{intro}\n\nWrap the call in a loop like this:\n\n    import time\n\n    for attempt in \
+         range(3):\n        try:\n            download()\n            break\n        except TimeoutError:\n            \
+         time.sleep(1)\n\nThe loop retries the download three times before it gives up.\n"
+    )
+}
+
+#[tokio::test]
+async fn a_code_block_with_a_blank_line_inside_is_quoted_whole() {
+    let server = Server::start();
+    let org = server.new_org("Answers").await;
+    let replica = org.create_replica("guide").await;
+    add_in(&org, &replica, "Retrying Downloads", "en", &retry_guide()).await;
+    let (answer, sources) = ask(&org, &replica, "How do I retry a download?").await;
+    let whole = "import time\n\nfor attempt in range(3):\n    try:\n        download()\n        break\n    except \
+                 TimeoutError:\n        time.sleep(1)";
+    assert_eq!(fenced(&answer), vec![whole], "{answer}");
+    assert!(answer.contains("The loop retries the download three times"), "{answer}");
+    assert!(sources[0].ends_with("Retrying Downloads"), "{sources:?}");
+}
+
+#[tokio::test]
+async fn a_command_that_differs_from_another_only_by_case_is_found_and_answered() {
+    let server = Server::start();
+    let org = server.new_org("Answers").await;
+    let replica = org.create_replica("editor").await;
+    // many short chunks about `p` (lower case makes `P` the same term) crowd the sources …
+    for i in 0..14 {
+        let text = format!("The p command, example {i}: sed -n p prints each line; p and p again.");
+        add_in(&org, &replica, &format!("Printing {i}"), "en", &text).await;
+    }
+    // … while `P` is named once, in a longer chunk
+    let commands = "# Multiline editing\n\nThese work on the pattern space as a whole, which may hold several \
+                    lines joined by newlines, and are used by scripts that join or split lines.\n\nP\nPrint the \
+                    pattern space up to its first newline.\n\nD\nDelete the pattern space up to its first newline \
+                    and start the next cycle.\n";
+    add_in(&org, &replica, "Multiline editing", "en", commands).await;
+    let (answer, sources) = ask(&org, &replica, "What does P do?").await;
+    assert!(answer.contains("Print the pattern space up to its first newline."), "{answer}");
+    assert!(sources[0].ends_with("Multiline editing"), "{sources:?}");
 }

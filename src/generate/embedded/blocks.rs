@@ -3,7 +3,7 @@
 //!
 //! Extracted text marks code by indentation (the tutorial's examples, Markdown and HTML code
 //! blocks, manuals' examples: see `ingest::extract`), so a run of lines indented by
-//! [`CODE_INDENT`] or more is a code block, unless it reads as prose (an indented note or list
+//! [`CODE_INDENT`] or more (or fenced: `crate::text::code`) is a code block, unless it reads as prose (an indented note or list
 //! item: long wrapped lines of words ending a sentence). An interactive session (`>>>`) is code
 //! wherever it starts. A code block keeps its lines, the program's printed output included, and
 //! is only ever quoted whole.
@@ -14,8 +14,7 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
-/// Indentation (in spaces; a tab counts as 4) from which a line belongs to a code block.
-pub const CODE_INDENT: usize = 3;
+use crate::text::code::{indent, is_session, CODE_INDENT};
 
 /// A piece of a chunk, in document order.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,15 +49,6 @@ fn term_lines(lines: &[&str]) -> Option<usize> {
         description.trim_start().chars().next().is_some_and(|c| c.is_uppercase() || "(_*`'\"".contains(c));
     let longer = description.trim().chars().count() > lines[..n].iter().map(|l| l.trim().chars().count()).max()? + 10;
     (n > 0 && starts_capital && longer && indent(description) < CODE_INDENT).then_some(n)
-}
-
-fn indent(line: &str) -> usize {
-    line.chars().take_while(|c| c.is_whitespace()).map(|c| if c == '\t' { 4 } else { 1 }).sum()
-}
-
-fn is_session(line: &str) -> bool {
-    let t = line.trim_start();
-    t.starts_with(">>>") || t.starts_with("$ ")
 }
 
 /// Whether a line starts a list item (`* `, `- `, `• `, `1. `, `a. `).
@@ -121,7 +111,7 @@ fn push_paragraph(out: &mut Vec<Block>, paragraph: &str) {
     }
     let mut i = 0;
     while i < lines.len() {
-        let code = |l: &str| indent(l) >= CODE_INDENT || is_session(l);
+        let code = crate::text::code::is_code_line;
         let start = i;
         let is_code = code(lines[i]);
         // a session's output is not indented in every source: once in a session, stay in it
@@ -144,7 +134,7 @@ fn push_paragraph(out: &mut Vec<Block>, paragraph: &str) {
 /// The blocks of a chunk's text, in order.
 pub fn parse(text: &str) -> Vec<Block> {
     let mut out = Vec::new();
-    for paragraph in text.split("\n\n") {
+    for paragraph in crate::text::code::unfence(text).split("\n\n") {
         push_paragraph(&mut out, paragraph);
     }
     // Adjacent code runs (an example, a blank line, its output) are one block.
@@ -213,5 +203,12 @@ mod tests {
             parse("Floating point\nnumbers are fractions in hardware, as shown below.")[0],
             Block::Prose(_)
         ));
+    }
+
+    #[test]
+    fn a_fenced_block_is_one_code_block_with_its_blank_lines() {
+        let b = parse("Run this:\n\n```sh\nsed -n p\n\nsed -n P\n```\n\nBoth print.");
+        assert_eq!(b[1], Block::Code("sed -n p\n\nsed -n P".into()), "{b:?}");
+        assert!(matches!(&b[2], Block::Prose(s) if s[0] == "Both print."), "{b:?}");
     }
 }

@@ -651,7 +651,8 @@ fn render(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Passage {
         if intro.is_some_and(|ib| !quoted(ib)) && chosen.len() > 1 {
             continue;
         }
-        if let Some((s, b, block)) = code.filter(|(s, b, _)| !code_done && (*s != c.section || *b < c.block)) {
+        // the block goes before the first sentence that follows it (sections in source order)
+        if let Some((s, b, block)) = code.filter(|(s, b, _)| !code_done && (*s, *b) < (c.section, c.block)) {
             push_code(&mut text, block);
             code_done = true;
             last = Some((s, b));
