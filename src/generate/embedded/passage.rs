@@ -215,13 +215,18 @@ fn dangling(blocks: &[Block], block: usize, index: usize) -> bool {
         && introduces_code(blocks, block, index).is_none()
 }
 
-/// The lines naming the definition-list entry that the sentence at `block`/`index` describes
-/// (it is the first sentence of the description).
+/// The lines naming the definition-list entry that the sentence at `block`/`index` describes:
+/// it opens a paragraph of the entry's description, which runs from the entry's lines to the
+/// next entry (a manual may open the description with a restriction, "This command accepts
+/// only one address.", and say what the command does in the next paragraph).
 fn entry(blocks: &[Block], block: usize, index: usize) -> Option<&[String]> {
-    match (index, block.checked_sub(1).map(|b| &blocks[b])) {
-        (0, Some(Block::Term(lines))) => Some(lines),
-        _ => None,
+    if index != 0 {
+        return None;
     }
+    blocks[..block].iter().rev().find_map(|b| match b {
+        Block::Term(lines) => Some(Some(lines.as_slice())),
+        Block::Prose(_) | Block::Code(_) => None,
+    })?
 }
 
 /// The name an entry line gives (`q` of `q [EXIT-CODE]`, `s` of `s/regexp/replacement/`,
@@ -693,4 +698,28 @@ fn push_code(text: &mut String, block: &str) {
     text.push_str("```\n");
     text.push_str(block);
     text.push_str("\n```");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each paragraph of an entry's description opens with a sentence about the entry, up to
+    /// the next entry; other sentences, and prose before any entry, describe none.
+    #[test]
+    fn an_entry_describes_every_paragraph_up_to_the_next_entry() {
+        let blocks = super::super::blocks::parse(
+            "Commands that quit.\n\nQ [EXIT-CODE]\nThis command accepts only one address.\n\n\
+             This command is the same as q, but will not print. Like q, it returns a code.\n\n\
+             R filename\nQueue a line of FILENAME to be read.",
+        );
+        let named = |block: usize, index: usize| entry(&blocks, block, index).map(|l| l[0].clone());
+        let prose: Vec<usize> = (0..blocks.len()).filter(|&b| matches!(blocks[b], Block::Prose(_))).collect();
+        assert_eq!(prose.len(), 4, "{blocks:?}");
+        assert_eq!(named(prose[0], 0), None, "prose before any entry");
+        assert_eq!(named(prose[1], 0).as_deref(), Some("Q [EXIT-CODE]"));
+        assert_eq!(named(prose[2], 0).as_deref(), Some("Q [EXIT-CODE]"), "the description's next paragraph");
+        assert_eq!(named(prose[2], 1), None, "not a paragraph's first sentence");
+        assert_eq!(named(prose[3], 0).as_deref(), Some("R filename"));
+    }
 }
