@@ -120,12 +120,19 @@ async fn report<R: BotRecord>(app: &App, bot: &R, error: Option<String>) {
     }
 }
 
+/// Longest time the first "typing" request may take before it is given up on (a stalled chat
+/// API must not hold the reply back).
+const FIRST_TYPING_WAIT: Duration = Duration::from_secs(2);
+
 /// Sent when the model could not produce a reply.
 const APOLOGY: &str = "Sorry, I cannot answer right now. Please try again in a moment.";
 
 /// The reply of `replica` to `ask` by `user` (`service::chat::complete`, which stores the
 /// question and the reply as history), with `typing()` called every `every` meanwhile; the
-/// apology when the model failed or said nothing.
+/// apology when the model failed or said nothing. The first `typing()` runs beside the
+/// completion and is waited for (up to [`FIRST_TYPING_WAIT`] from the start), so the chat shows
+/// "typing" before the reply however fast the reply is: in a task of its own it could be cut
+/// off by the reply's end before its request left.
 async fn answer<T, Fut>(
     app: &App,
     replica: &crate::store::records::Replica,
@@ -138,15 +145,16 @@ where
     T: Fn() -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send,
 {
-    let typing = AbortOnDrop(tokio::spawn(async move {
+    let first = tokio::time::timeout(FIRST_TYPING_WAIT, typing());
+    let renewals = AbortOnDrop(tokio::spawn(async move {
         loop {
-            typing().await;
             tokio::time::sleep(every).await;
+            typing().await;
         }
     }));
     let cx = crate::api::chat::context(app);
-    let done = crate::service::chat::complete(&cx, replica, user, ask).await;
-    drop(typing);
+    let (_, done) = tokio::join!(first, crate::service::chat::complete(&cx, replica, user, ask));
+    drop(renewals);
     match done {
         Ok(c) if !c.content.trim().is_empty() => c.content,
         Ok(_) => APOLOGY.to_string(),
