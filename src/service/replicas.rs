@@ -262,16 +262,13 @@ pub async fn get(
     id: Uuid,
     user: Option<&crate::store::records::User>,
 ) -> Result<Arc<Replica>> {
-    let r = store
-        .read(move |txn| txn.record::<Replica>(tables::REPLICAID_REPLICA, k(id)))
-        .await?
-        .filter(|r| r.org == org)
-        .ok_or_else(|| Error::not_found("replica"))?;
-    if visible_to(&r, user) {
-        Ok(r)
-    } else {
-        Err(Error::not_found("replica"))
-    }
+    let r = store.read(move |txn| txn.record::<Replica>(tables::REPLICAID_REPLICA, k(id))).await?;
+    seen_in(r, org, user)
+}
+
+/// `r` when it is a replica of `org` that `user` may see; 404 otherwise ([`get`]).
+fn seen_in(r: Option<Arc<Replica>>, org: Uuid, user: Option<&crate::store::records::User>) -> Result<Arc<Replica>> {
+    r.filter(|r| r.org == org && visible_to(r, user)).ok_or_else(|| Error::not_found("replica"))
 }
 
 /// Filters and order of `GET /v1/replicas`.
@@ -456,10 +453,7 @@ pub async fn get_with_parts(
     let user = user.cloned();
     store
         .read(move |txn| {
-            let r = txn
-                .record::<Replica>(tables::REPLICAID_REPLICA, k(id))?
-                .filter(|r| r.org == org && visible_to(r, user.as_ref()))
-                .ok_or_else(|| Error::not_found("replica"))?;
+            let r = seen_in(txn.record::<Replica>(tables::REPLICAID_REPLICA, k(id))?, org, user.as_ref())?;
             let parts = ViewTables::open(txn)?.parts(r.id, r.owner)?;
             Ok((r, parts))
         })

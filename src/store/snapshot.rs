@@ -31,7 +31,7 @@ use crate::error::Result;
 pub struct Snapshot {
     txn: ReadTransaction,
     /// The generation when it began (see the module documentation).
-    commit: u64,
+    generation: u64,
     /// Tables opened through [`Snapshot::table`], by name.
     tables: Memo<String>,
     /// Records decoded through [`Snapshot::record`], by type and key (at most [`MEMO_MAX`]).
@@ -53,8 +53,8 @@ impl std::ops::Deref for Snapshot {
 }
 
 impl Snapshot {
-    fn begin(db: &Database, commit: u64) -> Result<Snapshot> {
-        Ok(Snapshot { txn: db.begin_read()?, commit, tables: Memo::default(), records: Memo::default() })
+    fn begin(db: &Database, generation: u64) -> Result<Snapshot> {
+        Ok(Snapshot { txn: db.begin_read()?, generation, tables: Memo::default(), records: Memo::default() })
     }
 
     /// Table `def`, opened once per snapshot and then shared by its reads. Errors as
@@ -116,7 +116,7 @@ where
 /// a number is never seen twice; [`Shared::generation`]).
 pub struct Shared {
     current: ArcSwapOption<Snapshot>,
-    commits: AtomicU64,
+    generation: AtomicU64,
 }
 
 /// The last generation handed out in this process ([`Shared`]).
@@ -128,7 +128,7 @@ fn next_generation() -> u64 {
 
 impl Default for Shared {
     fn default() -> Shared {
-        Shared { current: ArcSwapOption::empty(), commits: AtomicU64::new(next_generation()) }
+        Shared { current: ArcSwapOption::empty(), generation: AtomicU64::new(next_generation()) }
     }
 }
 
@@ -137,16 +137,16 @@ impl Shared {
     /// that begins after a write was acknowledged sees a newer generation than any read that
     /// ended before the write's commit (the writer moves it on before answering).
     pub fn generation(&self) -> u64 {
-        self.commits.load(Ordering::Acquire)
+        self.generation.load(Ordering::Acquire)
     }
 
     /// The shared snapshot when no commit came since it began; else a new one, shared from now.
     pub fn get(&self, db: &Database) -> Result<Arc<Snapshot>> {
-        let commit = self.commits.load(Ordering::Acquire);
-        if let Some(s) = self.current.load_full().filter(|s| s.commit == commit) {
+        let generation = self.generation();
+        if let Some(s) = self.current.load_full().filter(|s| s.generation == generation) {
             return Ok(s);
         }
-        let s = Arc::new(Snapshot::begin(db, commit)?);
+        let s = Arc::new(Snapshot::begin(db, generation)?);
         self.current.store(Some(s.clone()));
         Ok(s)
     }
@@ -154,7 +154,7 @@ impl Shared {
     /// Called by the writer after every commit (made or failed), before it answers the writes:
     /// later reads begin a new snapshot, and the old one goes when its last read ends.
     pub fn committed(&self) {
-        self.commits.store(next_generation(), Ordering::Release);
+        self.generation.store(next_generation(), Ordering::Release);
         self.current.store(None);
     }
 }

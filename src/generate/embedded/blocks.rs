@@ -3,10 +3,10 @@
 //!
 //! Extracted text marks code by indentation (the tutorial's examples, Markdown and HTML code
 //! blocks, manuals' examples: see `ingest::extract`), so a run of lines indented by
-//! [`CODE_INDENT`] or more (or fenced: `crate::text::code`) is a code block, unless it reads as prose (an indented note or list
-//! item: long wrapped lines of words ending a sentence). An interactive session (`>>>`) is code
-//! wherever it starts. A code block keeps its lines, the program's printed output included, and
-//! is only ever quoted whole.
+//! [`CODE_INDENT`] or more (or fenced: `crate::text::code`) is a code block, unless it reads as
+//! prose (an indented note or list item: long wrapped lines of words ending a sentence). An
+//! interactive session (`>>>`) is code wherever it starts. A code block keeps its lines, the
+//! program's printed output included, and is only ever quoted whole.
 //!
 //! A definition list as manuals print it (a short line naming a command or option, such as
 //! `q [EXIT-CODE]` or `-n` / `--quiet`, then its description) gives a [`Block::Term`] before
@@ -33,7 +33,8 @@ pub const MAX_TERM_CHARS: usize = 40;
 
 /// The leading lines of a paragraph that name a definition-list entry: at most three short
 /// lines of at most three words, none ending a sentence, followed by a longer description line
-/// that starts with a capital letter, a parenthesis (`(quit) Exit sed …`) or emphasis markup. `None` when the paragraph is not such an entry.
+/// that starts with a capital letter, a parenthesis (`(quit) Exit sed …`) or emphasis markup.
+/// `None` when the paragraph is not such an entry.
 fn term_lines(lines: &[&str]) -> Option<usize> {
     let is_term = |l: &str| {
         let t = l.trim();

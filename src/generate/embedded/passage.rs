@@ -5,8 +5,9 @@
 //!    index), each weighted by its rarity among the candidate sentences; terms of its chunk's
 //!    heading path that the sentence lacks count half. For "How do I", a sentence that
 //!    introduces a code block also counts the block's terms (the two are quoted together). A
-//!    definition question ("What is X?") adds the full weight of X to a sentence that says what X is ("X is/are …" with X first,
-//!    "… called X", "X, a …", or the description of a definition-list entry named X, case kept:
+//!    definition question ("What is X?") adds the full weight of X to a sentence that says what
+//!    X is ("X is/are …" with X first, "… called X", "X, a …", or a sentence opening a
+//!    paragraph of the description of a definition-list entry named X, case kept:
 //!    [`Block::Term`]); a comparison does so for each side. A source's sentences are weighted by
 //!    the square root of its share of the best retrieval score.
 //! 2. The best section is the chunk with the best sentence (for a comparison, the sum of the
@@ -220,13 +221,10 @@ fn dangling(blocks: &[Block], block: usize, index: usize) -> bool {
 /// next entry (a manual may open the description with a restriction, "This command accepts
 /// only one address.", and say what the command does in the next paragraph).
 fn entry(blocks: &[Block], block: usize, index: usize) -> Option<&[String]> {
-    if index != 0 {
-        return None;
+    match blocks[..block].iter().rev().find(|b| matches!(b, Block::Term(_))) {
+        Some(Block::Term(lines)) if index == 0 => Some(lines),
+        _ => None,
     }
-    blocks[..block].iter().rev().find_map(|b| match b {
-        Block::Term(lines) => Some(Some(lines.as_slice())),
-        Block::Prose(_) | Block::Code(_) => None,
-    })?
 }
 
 /// The name an entry line gives (`q` of `q [EXIT-CODE]`, `s` of `s/regexp/replacement/`,
