@@ -7,7 +7,9 @@
 //! - nothing is half there: every record listed is one a writer sent, complete, and the counts
 //!   kept at write time (`chat_history_count`, the organization's replica and entry counts of
 //!   `replicad orgs list`) equal what the lists hold;
-//! - `replicad check` reports the search index in agreement with the store.
+//! - `replicad check` reports the search index in agreement with the store and every recorded
+//!   uploaded file whole, and the files directory holds no file that no record names (the
+//!   start removes what a kill left between a file's write and its record's commit).
 //!
 //! Exits 1 on the first violation (printing it), 0 after `--rounds` rounds; stops early (and
 //! fails) when `--seconds` pass before `--min-rounds` rounds are done.
@@ -361,7 +363,21 @@ async fn verify(bin: &Path, dir: &Path, api: &Api, replica: &str, ledger: &Ledge
     verify_history(api, replica, ledger).await?;
     verify_replicas(api, ledger, &usage).await?;
     verify_entries(api, replica, ledger, &usage).await?;
-    cli(bin, dir, &["check"]).map(|_| ())
+    let report: Value = serde_json::from_str(&cli(bin, dir, &["check"])?).map_err(|e| format!("check: {e}"))?;
+    verify_files(&report["files"], ledger)
+}
+
+/// The uploaded files (`replicad check` verified each recorded one whole): one at least per
+/// acknowledged upload, and none that no record names (the start removed what the kill left).
+fn verify_files(files: &Value, ledger: &Ledger) -> Outcome {
+    let recorded = files["stored_files"].as_u64().ok_or(format!("check reports no files: {files}"))?;
+    if recorded < ledger.uploads_acked.len() as u64 {
+        return Err(format!("{recorded} files recorded, {} uploads acknowledged", ledger.uploads_acked.len()));
+    }
+    if files["unreferenced_files"] != json!(0) {
+        return Err(format!("files that no record names survived the start: {files}"));
+    }
+    Ok(())
 }
 
 /// One round on a started server: verify, write for a random time, SIGKILL.

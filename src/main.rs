@@ -74,6 +74,12 @@ async fn run(command: Command) -> Result<(), String> {
             println!("{}", serde_json::to_string(&report).map_err(|e| e.to_string())?);
             if report.ok {
                 Ok(())
+            } else if !report.files.damaged_files.is_empty() {
+                Err(format!(
+                    "the uploaded files of entries {:?} are missing or damaged; restore them from a backup, \
+                     or delete those entries and upload their files again",
+                    report.files.damaged_files
+                ))
             } else {
                 Err("the search index disagrees with the store; run `replicad reindex`".into())
             }

@@ -3,9 +3,12 @@
 //!
 //! The archive is a gzip-compressed tar with, in this order:
 //! - `replicad-backup.json`: the [`Manifest`] (format, versions, record count, time);
-//! - `replicad.redb`: the store as of one commit, uploaded files included (they are records of
-//!   the store, table `kbid_file`), copied out of one read transaction while the server keeps
-//!   committing (see [`crate::store::copy`] for why a copy and not the file);
+//! - `replicad.redb`: the store as of one commit, copied out of one read transaction while the
+//!   server keeps committing (see [`crate::store::copy`] for why a copy and not the file);
+//! - `files/NAME`, one per uploaded file the store's copy records (`crate::store::files`). A
+//!   file is never changed once recorded, and the backup holds a pin from before its snapshot
+//!   until the files are read, so the files of the deletions committed meanwhile stay until
+//!   then: the files in the archive are exactly those of the snapshot;
 //! - `secrets.key`: the key sealing the bots' tokens (`crate::secrets`), when there is one;
 //!   without it a restored server could not open the stored tokens.
 //!
@@ -28,14 +31,21 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::store::{copy, Store, DB_FILE};
+use crate::store::files::{self, Files};
+use crate::store::records::StoredFile;
+use crate::store::{copy, tables, Store, DB_FILE};
 
 /// Name of the manifest, the archive's first entry.
 pub const MANIFEST: &str = "replicad-backup.json";
 /// Name of the secrets key in the archive (and in a restored data directory).
 pub const SECRETS_KEY: &str = crate::secrets::DEFAULT_KEY_FILE;
-/// The archive format this build writes and reads.
-pub const FORMAT: u32 = 1;
+/// The archive format this build writes (it reads this one and older ones). Format 1 had no
+/// `files/` entries: its store held the uploaded files (schema 6), which opening the restored
+/// store moves out.
+pub const FORMAT: u32 = 2;
+
+/// Directory of the uploaded files in the archive (as in a data directory).
+pub const FILES: &str = crate::store::files::DIR;
 
 /// The first entry of an archive.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -50,6 +60,9 @@ pub struct Manifest {
     pub records: u64,
     /// Whether the archive holds `secrets.key`.
     pub secrets_key: bool,
+    /// Uploaded files in the archive (`files/`); 0 in format 1.
+    #[serde(default)]
+    pub files: u64,
     /// When the snapshot was taken, ms since the Unix epoch.
     pub created_at_ms: i64,
 }
@@ -65,6 +78,9 @@ pub struct Summary {
     pub store_bytes: u64,
     /// Records of the store, all tables together.
     pub records: u64,
+    /// Uploaded files in the archive, and their bytes before compression.
+    pub files: u64,
+    pub file_bytes: u64,
     /// Schema version of the store.
     pub schema_version: u32,
     /// Whether the archive holds the secrets key.
@@ -74,7 +90,7 @@ pub struct Summary {
 }
 
 /// How far a backup is: `done` of `total` records copied (step `copy`), then bytes of the
-/// store's copy compressed into the archive (step `archive`).
+/// store's copy and the uploaded files compressed into the archive (step `archive`).
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Progress {
     pub step: Step,
@@ -88,7 +104,7 @@ pub struct Progress {
 pub enum Step {
     /// Copying the store's records out of the snapshot.
     Copy,
-    /// Compressing the copy into the archive.
+    /// Compressing the copy and the files into the archive.
     Archive,
 }
 
@@ -116,6 +132,7 @@ pub fn write(store: &Store, key_file: &Path, to: &Path, progress: &mut dyn FnMut
     let name = to.file_name().ok_or_else(|| Error::internal(format!("{} is not a file name", to.display())))?;
     let parent = to.parent().unwrap_or(Path::new("/"));
     let work = WorkDir::create(parent.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id())))?;
+    let pin = store.files.pin();
     let snapshot = store.snapshot()?;
     let created_at_ms = crate::store::now_ms();
     let copy_path = work.0.join(DB_FILE);
@@ -127,6 +144,7 @@ pub fn write(store: &Store, key_file: &Path, to: &Path, progress: &mut dyn FnMut
             progress(Progress { step: Step::Copy, done, total });
         }
     })?;
+    let files = files::recorded(&snapshot.open_table(tables::KBID_STOREDFILE)?)?;
     drop(snapshot);
     let key = read_key(key_file)?;
     let manifest = Manifest {
@@ -135,11 +153,17 @@ pub fn write(store: &Store, key_file: &Path, to: &Path, progress: &mut dyn FnMut
         schema_version: copied.schema_version,
         records: copied.records,
         secrets_key: key.is_some(),
+        files: files.len() as u64,
         created_at_ms,
     };
     let partial = work.0.join("archive");
     let store_bytes = std::fs::metadata(&copy_path)?.len();
-    write_archive(&partial, &manifest, &copy_path, key.as_deref(), progress)?;
+    let parts = Parts { store_copy: &copy_path, files: &files, key: key.as_deref() };
+    write_archive(&partial, &manifest, &parts, &store.files, progress)?;
+    drop(pin);
+    if let Err(e) = store.sweep_files_blocking() {
+        tracing::warn!(error = %e, "removing the files of entries deleted during the backup failed");
+    }
     std::fs::rename(&partial, &to)?;
     File::open(parent)?.sync_all()?;
     let bytes = std::fs::metadata(&to)?.len();
@@ -148,6 +172,8 @@ pub fn write(store: &Store, key_file: &Path, to: &Path, progress: &mut dyn FnMut
         bytes,
         store_bytes,
         records: copied.records,
+        files: files.len() as u64,
+        file_bytes: files.iter().map(|(_, f)| f.size).sum(),
         schema_version: copied.schema_version,
         secrets_key: key.is_some(),
         millis: started.elapsed().as_millis() as u64,
@@ -183,12 +209,20 @@ fn read_key(key_file: &Path) -> Result<Option<Vec<u8>>> {
     }
 }
 
-/// The archive at `path`: manifest, store copy, key; fsynced.
+/// What goes into an archive after its manifest.
+struct Parts<'a> {
+    store_copy: &'a Path,
+    /// The uploaded files the copy records.
+    files: &'a [(u64, StoredFile)],
+    key: Option<&'a [u8]>,
+}
+
+/// The archive at `path`: manifest, store copy, uploaded files (read from `dir`), key; fsynced.
 fn write_archive(
     path: &Path,
     manifest: &Manifest,
-    store_copy: &Path,
-    key: Option<&[u8]>,
+    parts: &Parts<'_>,
+    dir: &Files,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<()> {
     // The archive holds the secrets key: only its owner may read it.
@@ -198,15 +232,33 @@ fn write_archive(
     let mut tar = tar::Builder::new(gz);
     let json = serde_json::to_vec_pretty(manifest).map_err(Error::internal)?;
     append(&mut tar, MANIFEST, 0o644, json.len() as u64, json.as_slice())?;
-    let total = std::fs::metadata(store_copy)?.len();
-    let counted = Counted { inner: File::open(store_copy)?, done: 0, total, progress, reported: 0 };
-    append(&mut tar, DB_FILE, 0o600, total, counted)?;
-    if let Some(key) = key {
+    let store_bytes = std::fs::metadata(parts.store_copy)?.len();
+    let total = store_bytes + parts.files.iter().map(|(_, f)| f.size).sum::<u64>();
+    let mut counted = Counted { inner: File::open(parts.store_copy)?, done: 0, total, progress, reported: 0 };
+    append(&mut tar, DB_FILE, 0o600, store_bytes, &mut counted)?;
+    for (_, file) in parts.files {
+        counted.inner = open_whole(dir, file)?;
+        append(&mut tar, &format!("{FILES}/{}", file.name), 0o600, file.size, (&mut counted).take(file.size))?;
+    }
+    counted.finish();
+    if let Some(key) = parts.key {
         append(&mut tar, SECRETS_KEY, 0o600, key.len() as u64, key)?;
     }
     let file = tar.into_inner()?.finish()?.into_inner().map_err(|e| e.into_error())?;
     file.sync_all()?;
     Ok(())
+}
+
+/// The uploaded file `file` for reading; an error when it is not the size recorded (the
+/// archive would be wrong: `replicad check` reports the file as damaged).
+fn open_whole(dir: &Files, file: &StoredFile) -> Result<File> {
+    let path = dir.path(&file.name);
+    let opened = File::open(&path).map_err(|e| Error::internal(format!("{}: {e}", path.display())))?;
+    let size = opened.metadata()?.len();
+    if size != file.size {
+        return Err(Error::internal(format!("{}: {size} bytes, {} recorded", path.display(), file.size)));
+    }
+    Ok(opened)
 }
 
 fn append<W: Write>(tar: &mut tar::Builder<W>, name: &str, mode: u32, size: u64, data: impl Read) -> Result<()> {
@@ -228,11 +280,21 @@ struct Counted<'a, R> {
     progress: &'a mut dyn FnMut(Progress),
 }
 
+impl<R> Counted<'_, R> {
+    /// Reports the last progress line when it was not yet.
+    fn finish(&mut self) {
+        if self.reported < self.done {
+            self.reported = self.done;
+            (self.progress)(Progress { step: Step::Archive, done: self.done, total: self.total });
+        }
+    }
+}
+
 impl<R: Read> Read for Counted<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.done += n as u64;
-        if self.done - self.reported >= 8 << 20 || (n == 0 && self.reported < self.done) {
+        if self.done - self.reported >= 8 << 20 {
             self.reported = self.done;
             (self.progress)(Progress { step: Step::Archive, done: self.done, total: self.total });
         }

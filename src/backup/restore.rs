@@ -1,9 +1,9 @@
 //! `replicad restore --from FILE --data-dir DIR`: a data directory brought back from an archive
 //! made by `replicad backup` (see the parent module for its layout).
 //!
-//! DIR must be absent or empty (an existing store is never overwritten). The store and the
-//! secrets key are unpacked (only the archive's known entries: no path from the archive is
-//! trusted), the store is opened (which migrates an older schema), the search index is rebuilt
+//! DIR must be absent or empty (an existing store is never overwritten). The store, the
+//! uploaded files and the secrets key are unpacked (only the archive's known entries: no path
+//! from the archive is trusted), the store is opened (which migrates an older schema), the search index is rebuilt
 //! from the store's chunks and checked against the store. A failed restore removes what it
 //! wrote.
 
@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Manifest, FORMAT, MANIFEST, SECRETS_KEY};
+use super::{Manifest, FILES, FORMAT, MANIFEST, SECRETS_KEY};
 use crate::search::{self, Search};
 use crate::store::{Store, DB_FILE};
 
@@ -101,15 +101,33 @@ fn unpack(from: &Path, data_dir: &Path, key_path: &Path) -> Result<(Manifest, bo
             + "; restore it with the replicad that wrote it");
     }
     std::fs::create_dir_all(data_dir).map_err(|e| format!("{}: {e}", data_dir.display()))?;
-    let (mut store, mut key) = (false, false);
+    let (mut store, mut key, mut files) = (false, false, 0);
+    let files_dir = data_dir.join(FILES);
     for entry in entries {
         let mut entry = entry.map_err(at)?;
         let name = entry.path().map_err(at)?.to_string_lossy().to_string();
         match name.as_str() {
             DB_FILE if !store => store = write_new(&mut entry, &data_dir.join(DB_FILE))?,
             SECRETS_KEY if !key => key = write_key(&mut entry, key_path)?,
-            other => return Err(format!("{}: unexpected entry {other:?}", from.display())),
+            other => match uploaded_file(other) {
+                Some(file) => {
+                    std::fs::create_dir_all(&files_dir).map_err(|e| format!("{}: {e}", files_dir.display()))?;
+                    write_new(&mut entry, &files_dir.join(file))?;
+                    files += 1;
+                }
+                None => return Err(format!("{}: unexpected entry {other:?}", from.display())),
+            },
         }
+    }
+    if files != manifest.files {
+        return Err(format!(
+            "{}: {files} uploaded files, {} in the manifest (truncated?)",
+            from.display(),
+            manifest.files
+        ));
+    }
+    if files > 0 {
+        File::open(&files_dir).and_then(|d| d.sync_all()).map_err(|e| format!("{}: {e}", files_dir.display()))?;
     }
     if !store {
         return Err(format!("{}: the archive holds no {DB_FILE} (truncated?)", from.display()));
@@ -119,6 +137,12 @@ fn unpack(from: &Path, data_dir: &Path, key_path: &Path) -> Result<(Manifest, bo
     }
     File::open(data_dir).and_then(|d| d.sync_all()).map_err(|e| format!("{}: {e}", data_dir.display()))?;
     Ok((manifest, key))
+}
+
+/// The file name of an archive entry `files/NAME` with a name an uploaded file can have (no
+/// other path from the archive is trusted).
+fn uploaded_file(entry: &str) -> Option<&str> {
+    entry.strip_prefix(FILES)?.strip_prefix('/').filter(|name| crate::store::files::valid_name(name))
 }
 
 /// Writes `data` to a new file at `path` (mode 0600), fsynced.

@@ -125,6 +125,7 @@ struct Job {
 }
 
 async fn load(store: &Store, id: u64) -> Result<Option<Job>> {
+    let files = store.files.clone();
     store // the blocking pool: the file may be 50 MiB, the stored text 2,000,000 characters
         .read_scan(move |txn| {
             let Some(entry) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)? else {
@@ -132,7 +133,10 @@ async fn load(store: &Store, id: u64) -> Result<Option<Job>> {
             };
             let source = store::get(&txn.open_table(tables::KBID_SOURCE)?, id)?.unwrap_or_default();
             let file = match entry.status {
-                KbStatus::FileUploaded => txn.open_table(tables::KBID_FILE)?.get(id)?.map(|v| v.value().to_vec()),
+                KbStatus::FileUploaded => match store::get(&txn.open_table(tables::KBID_STOREDFILE)?, id)? {
+                    Some(stored) => Some(files.read(&stored)?),
+                    None => None,
+                },
                 _ => None,
             };
             let raw = match entry.kind {

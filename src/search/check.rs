@@ -1,9 +1,12 @@
-//! `replicad check`: do the search index and the store agree?
+//! `replicad check`: do the search index and the store agree, and are the uploaded files the
+//! store records whole?
 //!
 //! For every entry without pending outbox rows, the index must hold exactly its stored chunk
 //! count of documents (`READY`/`VECTOR_CREATED` entries), or none (entries that were never
 //! processed or are `UNPROCESSABLE`); the index must hold no document of an entry the store does
 //! not have; and the index's commit payload must not be ahead of the store's outbox sequence.
+//! Every uploaded file the store records must be in `DATA_DIR/files/` with the recorded size
+//! and SHA-256 (`store::files`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -13,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Search;
 use crate::error::{Error, Result};
+use crate::store::files::{self, Verified};
 use crate::store::records::KbEntry;
 use crate::store::{self, current_seq, tables, Sequence, Store};
 
@@ -32,6 +36,8 @@ pub struct Report {
     pub orphaned: Vec<u64>,
     pub index_seq: Option<u64>,
     pub store_seq: u64,
+    /// The uploaded files: recorded, damaged (missing or changed), unreferenced.
+    pub files: Verified,
 }
 
 fn expected_docs(e: &KbEntry) -> u64 {
@@ -61,7 +67,7 @@ impl Search {
 
 /// Compares the index with the store (see the module documentation).
 pub async fn check(store: &Store, search: &Arc<Search>) -> Result<Report> {
-    let (entries, pending, store_seq) = store
+    let (entries, pending, store_seq, recorded) = store
         .read_scan(|txn| {
             let pending: HashSet<u64> = txn
                 .open_table(tables::SEQ_KBOUTBOX)?
@@ -73,12 +79,18 @@ pub async fn check(store: &Store, search: &Arc<Search>) -> Result<Report> {
                 .iter()?
                 .map(|r| r.map_err(Error::from).and_then(|(_, v)| store::codec::decode::<KbEntry>(v.value())))
                 .collect::<Result<Vec<_>>>()?;
-            Ok((entries, pending, current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?))
+            let recorded = files::recorded(&txn.open_table(tables::KBID_STOREDFILE)?)?;
+            Ok((entries, pending, current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?, recorded))
         })
         .await?;
     let s = search.clone();
-    let (mut found, index_seq) = tokio::task::spawn_blocking(move || {
-        Ok::<_, Error>((s.documents_per_entry()?, s.current().payload().map(|p| p.seq)))
+    let stored_files = store.files.clone();
+    let (mut found, index_seq, files) = tokio::task::spawn_blocking(move || {
+        Ok::<_, Error>((
+            s.documents_per_entry()?,
+            s.current().payload().map(|p| p.seq),
+            stored_files.verify(&recorded)?,
+        ))
     })
     .await
     .map_err(Error::internal)??;
@@ -92,6 +104,7 @@ pub async fn check(store: &Store, search: &Arc<Search>) -> Result<Report> {
         orphaned: Vec::new(),
         index_seq,
         store_seq,
+        files,
     };
     for e in &entries {
         let docs = found.remove(&e.id).unwrap_or(0);
@@ -100,7 +113,9 @@ pub async fn check(store: &Store, search: &Arc<Search>) -> Result<Report> {
         }
     }
     report.orphaned = found.into_keys().filter(|id| !pending.contains(id)).collect();
-    report.ok =
-        report.mismatched.is_empty() && report.orphaned.is_empty() && report.index_seq.is_some_and(|s| s <= store_seq);
+    report.ok = report.mismatched.is_empty()
+        && report.orphaned.is_empty()
+        && report.index_seq.is_some_and(|s| s <= store_seq)
+        && report.files.damaged_files.is_empty();
     Ok(report)
 }

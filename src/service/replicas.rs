@@ -221,8 +221,8 @@ fn load_in(txn: &WriteTransaction, org: Uuid, id: Uuid) -> Result<Replica> {
         .ok_or_else(|| Error::not_found("replica"))
 }
 
-/// Deletes a replica with its knowledge base (index documents go through the outbox) and its
-/// chat history. 404 when missing.
+/// Deletes a replica with its knowledge base (index documents go through the outbox, uploaded
+/// files are removed after the commit) and its chat history. 404 when missing.
 pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
     store
         .write_kb(move |txn| {
@@ -237,7 +237,9 @@ pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
             super::embed::delete_all_in(txn, id)?;
             super::knowledge::delete_all_in(txn, id)
         })
-        .await
+        .await?;
+    store.sweep_files().await;
+    Ok(())
 }
 
 /// Whether `caller_user` may see `replica`: public replicas always; private ones only by the

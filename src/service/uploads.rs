@@ -2,12 +2,12 @@
 //! `signedURL`). The URL carries a random token (only its SHA-256 is stored); `PUT`ting the
 //! file's bytes to it once, before it expires, stores the file and queues its extraction.
 
-use redb::WriteTransaction;
+use redb::{ReadTransaction, WriteTransaction};
 
 use crate::error::{Code, Error, Result};
 use crate::ingest::formats::Format;
 use crate::service::knowledge;
-use crate::store::records::{KbEntry, KbSource, KbStatus, Upload};
+use crate::store::records::{KbEntry, KbSource, KbStatus, StoredFile, Upload};
 use crate::store::{self, now_ms, tables, Store};
 
 /// Path of the upload operation; the token is its last segment.
@@ -24,32 +24,39 @@ pub struct Uploaded {
 /// Stores `bytes` as the file of the entry `token` names, moves the entry to `FILE_UPLOADED`
 /// and queues its extraction. 404 for an unknown token (or a deleted entry), 409
 /// `UPLOAD_ALREADY_USED`, 400 `UPLOAD_EXPIRED`, 413 above the size the URL allows, 400 for an
-/// empty body.
+/// empty body, 507 when the disk is full.
 ///
-/// The file's type is found before the write (from the name the entry was created with, which
-/// never changes, the request's `Content-Type` and the first bytes); the write checks the URL and the entry again
-/// and only puts the records and the bytes, in a write transaction of its own
-/// ([`Store::write_kb_alone`]): the bytes (up to `--max-file-bytes`) are never copied twice
-/// because another write failed, and the writes queued before them do not wait for them.
+/// The file's type is found first (from the name the entry was created with, which never
+/// changes, the request's `Content-Type` and the first bytes). The bytes are then written and
+/// fsynced as a file of their own (`store::files`), on the blocking pool and outside the
+/// writer: the other writes never wait for them (issue 15 point 9). Only then does a write
+/// check the URL and the entry again and put the records naming the file; when it fails, the
+/// file is removed.
 pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_type: Option<String>) -> Result<Uploaded> {
     let hash = super::hash_secret(token);
-    let name = store
+    let now = now_ms();
+    let (up, name) = store
         .read(move |txn| {
-            let Some(up) = store::get::<_, Upload, _>(&txn.open_table(tables::TOKENHASH_UPLOAD)?, &hash)? else {
-                return Ok(None);
-            };
+            let up = usable_upload(txn, &hash, now)?;
             let source = store::get::<_, KbSource, _>(&txn.open_table(tables::KBID_SOURCE)?, up.entry)?;
-            Ok(Some(source.unwrap_or_default().file.unwrap_or_default().name))
+            Ok((up, source.unwrap_or_default().file.unwrap_or_default().name))
         })
         .await?;
-    let mime_type = match (Format::detect(name.as_deref().unwrap_or(""), content_type.as_deref(), &bytes), content_type)
-    {
+    fits(&up, bytes.len() as u64, now)?;
+    let mime_type = match (Format::detect(&name, content_type.as_deref(), &bytes), content_type) {
         (Some(f), _) => f.info().mime_types[0].to_string(),
         (None, Some(ct)) => ct,
         (None, None) => "application/octet-stream".into(),
     };
-    let now = now_ms();
-    store.write_kb_alone(move |txn| store_file(txn, &hash, &bytes, &mime_type, now)).await
+    let files = store.files.clone();
+    let written =
+        tokio::task::spawn_blocking(move || files.write(up.entry, &bytes)).await.map_err(Error::internal)??;
+    let stored = written.stored.clone();
+    let result = store.write_kb(move |txn| record_file(txn, &hash, &stored, &mime_type, now)).await;
+    if result.is_ok() {
+        written.keep();
+    }
+    result
 }
 
 /// Checks the signed upload URL of `token` before the request's body is read (the request
@@ -60,14 +67,16 @@ pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_typ
 pub async fn admit(store: &Store, token: &str) -> Result<u64> {
     let hash = super::hash_secret(token);
     let now = now_ms();
-    store
-        .read(move |txn| {
-            let found = store::get::<_, Upload, _>(&txn.open_table(tables::TOKENHASH_UPLOAD)?, &hash)?;
-            let up = found.ok_or_else(|| Error::not_found("upload URL"))?;
-            usable(&up, now)?;
-            Ok(up.max_bytes)
-        })
-        .await
+    store.read(move |txn| usable_upload(txn, &hash, now).map(|up| up.max_bytes)).await
+}
+
+/// The upload URL whose token hashes to `hash`, when it can still take a file: 404, 409
+/// `UPLOAD_ALREADY_USED` or 400 `UPLOAD_EXPIRED` otherwise.
+fn usable_upload(txn: &ReadTransaction, hash: &[u8; 32], now: i64) -> Result<Upload> {
+    let found = store::get::<_, Upload, _>(&txn.open_table(tables::TOKENHASH_UPLOAD)?, hash)?;
+    let up = found.ok_or_else(|| Error::not_found("upload URL"))?;
+    usable(&up, now)?;
+    Ok(up)
 }
 
 /// 409 `UPLOAD_ALREADY_USED` or 400 `UPLOAD_EXPIRED` when `up` can no longer take a file.
@@ -81,26 +90,39 @@ fn usable(up: &Upload, now: i64) -> Result<()> {
     Ok(())
 }
 
-/// The upload's write: checks the URL and the entry, then puts the bytes and the records.
-fn store_file(txn: &WriteTransaction, hash: &[u8; 32], bytes: &[u8], mime_type: &str, now: i64) -> Result<Uploaded> {
-    let mut uploads = txn.open_table(tables::TOKENHASH_UPLOAD)?;
-    let mut up: Upload = store::get(&uploads, hash)?.ok_or_else(|| Error::not_found("upload URL"))?;
-    usable(&up, now)?;
-    if bytes.len() as u64 > up.max_bytes {
+/// [`usable`], and 413 when `size` bytes are more than `up` takes, 400 for none.
+fn fits(up: &Upload, size: u64, now: i64) -> Result<()> {
+    usable(up, now)?;
+    if size > up.max_bytes {
         return Err(Error::new(Code::PayloadTooLarge, format!("the file exceeds {} bytes", up.max_bytes)));
     }
-    if bytes.is_empty() {
+    if size == 0 {
         return Err(Error::invalid("body", "the file is empty"));
     }
+    Ok(())
+}
+
+/// The upload's write: checks the URL and the entry again, then puts the records that name
+/// the file written (`stored`).
+fn record_file(
+    txn: &WriteTransaction,
+    hash: &[u8; 32],
+    stored: &StoredFile,
+    mime_type: &str,
+    now: i64,
+) -> Result<Uploaded> {
+    let mut uploads = txn.open_table(tables::TOKENHASH_UPLOAD)?;
+    let mut up: Upload = store::get(&uploads, hash)?.ok_or_else(|| Error::not_found("upload URL"))?;
+    fits(&up, stored.size, now)?;
     let found = store::get::<_, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, up.entry)?;
     let mut entry = found.ok_or_else(|| Error::not_found("knowledge-base entry"))?;
     let mut source = knowledge::source_in(txn, up.entry)?;
     let file = source.file.get_or_insert_with(Default::default);
-    file.size = bytes.len() as u64;
+    file.size = stored.size;
     file.mime_type = mime_type.to_string();
     let uploaded = Uploaded { entry: up.entry, size: file.size, mime_type: file.mime_type.clone() };
     knowledge::put_source(txn, up.entry, &source)?;
-    txn.open_table(tables::KBID_FILE)?.insert(up.entry, bytes)?;
+    store::put(&mut txn.open_table(tables::KBID_STOREDFILE)?, up.entry, stored)?;
     entry.move_to(KbStatus::FileUploaded);
     entry.updated_at = now;
     store::kb_summary::put_entry(txn, &entry)?;

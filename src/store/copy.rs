@@ -58,7 +58,7 @@ pub static EVERY_TABLE: &[&dyn AnyTable] = &[
     &Typed(ONCE),
     &Typed(REPLICACHANNELMSG_MESSAGE),
     &Typed(KBID_SOURCE),
-    &Typed(KBID_FILE),
+    &Typed(KBID_STOREDFILE),
     &Typed(KBID_JOB),
     &Typed(TOKENHASH_UPLOAD),
     &Typed(REPLICA_URL),

@@ -55,24 +55,32 @@ impl Space {
     /// free and the reserve go to the log). A failing `statvfs` counts as room: the write
     /// itself will tell.
     pub fn check(&self) -> Result<()> {
-        let free = if self.full() { Ok(0) } else { fs4::available_space(&self.dir) };
+        self.check_room(0)
+    }
+
+    /// [`Space::check`] for a write of `bytes` outside the store's file (an uploaded file,
+    /// `store::files`): at least `bytes` plus the reserve must be free.
+    pub fn check_room(&self, bytes: u64) -> Result<()> {
+        let free = if self.injected_full() { Ok(0) } else { fs4::available_space(&self.dir) };
         match free {
-            Ok(free) if free < self.min_free => Err(Error::insufficient_storage(format!(
-                "{free} bytes free on the data directory's filesystem, fewer than --min-free-space {}",
+            Ok(free) if free < self.min_free.saturating_add(bytes) => Err(Error::insufficient_storage(format!(
+                "{free} bytes free on the data directory's filesystem, fewer than {bytes} to write \
+                 and --min-free-space {}",
                 self.min_free
             ))),
             _ => Ok(()),
         }
     }
 
+    /// Whether the filesystem is made to look full (`serve --test-faults`).
+    pub fn injected_full(&self) -> bool {
+        self.injected_full.load(Ordering::SeqCst)
+    }
+
     /// Tests only (`serve --test-faults`): while `full`, the filesystem looks full to the store
     /// (see the module documentation).
     pub fn inject_full(&self, full: bool) {
         self.injected_full.store(full, Ordering::SeqCst);
-    }
-
-    fn full(&self) -> bool {
-        self.injected_full.load(Ordering::SeqCst)
     }
 }
 
@@ -88,7 +96,7 @@ pub struct StoreFile {
 impl StoreFile {
     /// ENOSPC while the filesystem is made to look full and `end` lies past what was written.
     fn refuse_past(&self, end: u64) -> io::Result<()> {
-        if self.space.full() && end > self.written_end.load(Ordering::SeqCst) {
+        if self.space.injected_full() && end > self.written_end.load(Ordering::SeqCst) {
             return Err(io::Error::new(io::ErrorKind::StorageFull, "no space left on device (injected)"));
         }
         Ok(())

@@ -3,11 +3,14 @@
 
 use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
 
+use std::sync::Arc;
+
+use super::files::{Files, Written};
 use super::tables;
 use crate::error::{Error, Result};
 
 /// The store layout this binary writes.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 const KEY: &str = "schema_version";
 
@@ -15,8 +18,9 @@ const KEY: &str = "schema_version";
 /// chats (see `service::chats::derive_pending_in`).
 pub const DERIVE_CHATS: &str = "derive_chats";
 
-/// Brings the store at `db` to [`SCHEMA_VERSION`], creating every table.
-pub fn run(db: &Database) -> Result<()> {
+/// Brings the store at `db` to [`SCHEMA_VERSION`], creating every table; `files` is where the
+/// step to schema 7 moves the uploaded files.
+pub fn run(db: &Database, files: &Arc<Files>) -> Result<()> {
     let found = read_version(db)?;
     match found {
         None => fresh(db),
@@ -24,7 +28,7 @@ pub fn run(db: &Database) -> Result<()> {
             "the store has schema version {v}, newer than this binary ({SCHEMA_VERSION}); \
              upgrade replicad"
         ))),
-        Some(v) => (v..SCHEMA_VERSION).try_for_each(|from| migrate_from(db, from)),
+        Some(v) => (v..SCHEMA_VERSION).try_for_each(|from| migrate_from(db, from, files)),
     }
 }
 
@@ -68,8 +72,9 @@ fn fresh(db: &Database) -> Result<()> {
 }
 
 /// One step from `from` to `from + 1`, in its own transaction that also writes the version.
-fn migrate_from(db: &Database, from: u32) -> Result<()> {
+fn migrate_from(db: &Database, from: u32, files: &Arc<Files>) -> Result<()> {
     let txn = db.begin_write()?;
+    let mut moved = Vec::new();
     match from {
         // 1 → 2: knowledge-base sources, files, jobs, uploads, URLs and per-org entry counts.
         1 => {
@@ -101,10 +106,16 @@ fn migrate_from(db: &Database, from: u32) -> Result<()> {
             super::replica_index::rebuild_all_in(&txn)?;
             super::kb_order::rebuild_all_in(&txn)?;
         }
+        // 6 → 7: uploaded files out of the store's file, into `DATA_DIR/files/` (`store::files`).
+        6 => {
+            create_tables(&txn)?;
+            moved = move_files_out(&txn, files)?;
+        }
         _ => return Err(Error::internal(format!("no migration from schema version {from}"))),
     }
     write_version(&txn, from + 1)?;
     txn.commit()?;
+    moved.into_iter().for_each(Written::keep);
     tracing::info!(from, to = from + 1, "store migrated");
     Ok(())
 }
@@ -126,6 +137,28 @@ fn backfill_org_kb_counts(txn: &WriteTransaction) -> Result<()> {
         table.insert(org, n)?;
     }
     Ok(())
+}
+
+/// Schema 6's `entry id → uploaded bytes` (raw).
+const FILE_V6: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_file");
+
+/// Writes each file of schema 6's [`FILE_V6`] to `files` (durably, before the step commits),
+/// records it in [`tables::KBID_STOREDFILE`] and drops the old table. The files are kept once
+/// the step commits; when it does not, they are removed (or swept at the next open).
+fn move_files_out(txn: &WriteTransaction, files: &Arc<Files>) -> Result<Vec<Written>> {
+    let mut moved = Vec::new();
+    {
+        let old = txn.open_table(FILE_V6)?;
+        let mut new = txn.open_table(tables::KBID_STOREDFILE)?;
+        for row in old.iter()? {
+            let (id, bytes) = row?;
+            let written = files.write(id.value(), bytes.value())?;
+            super::put(&mut new, id.value(), &written.stored)?;
+            moved.push(written);
+        }
+    }
+    txn.delete_table(FILE_V6)?;
+    Ok(moved)
 }
 
 /// Schema 4's `(org id, "<type>:<account id>") → user id`.
@@ -225,7 +258,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::ONCE)?;
         txn.open_table(tables::REPLICACHANNELMSG_MESSAGE)?;
         txn.open_table(tables::KBID_SOURCE)?;
-        txn.open_table(tables::KBID_FILE)?;
+        txn.open_table(tables::KBID_STOREDFILE)?;
         txn.open_table(tables::KBID_JOB)?;
         txn.open_table(tables::TOKENHASH_UPLOAD)?;
         txn.open_table(tables::REPLICA_URL)?;
@@ -303,11 +336,40 @@ mod tests {
         }
         txn.commit().unwrap();
 
-        run(&db).unwrap();
+        run(&db, &files(dir.path())).unwrap();
         assert_eq!(read_version(&db).unwrap(), Some(SCHEMA_VERSION));
         let read = db.begin_read().unwrap();
         assert_eq!(read.open_table(tables::ORG_KBCOUNT).unwrap().get(org.as_u128()).unwrap().unwrap().value(), 3);
         assert!(read.open_table(tables::KBID_JOB).is_ok() && read.open_table(tables::KBID_SOURCE).is_ok());
+    }
+
+    fn files(dir: &std::path::Path) -> Arc<Files> {
+        Files::open(dir, Arc::new(crate::store::file::Space::new(dir, 0))).unwrap()
+    }
+
+    #[test]
+    fn a_version_6_store_moves_its_uploaded_files_out_of_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("v6.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut old = txn.open_table(FILE_V6).unwrap();
+            old.insert(4, b"four".as_slice()).unwrap();
+            old.insert(9, vec![9u8; 100_000].as_slice()).unwrap();
+        }
+        write_version(&txn, 6).unwrap();
+        txn.commit().unwrap();
+
+        let files = files(dir.path());
+        run(&db, &files).unwrap();
+        let read = db.begin_read().unwrap();
+        let recorded = crate::store::files::recorded(&read.open_table(tables::KBID_STOREDFILE).unwrap()).unwrap();
+        let bytes: Vec<(u64, Vec<u8>)> = recorded.iter().map(|(id, s)| (*id, files.read(s).unwrap())).collect();
+        assert_eq!(bytes, vec![(4, b"four".to_vec()), (9, vec![9u8; 100_000])]);
+        let names: Vec<String> = read.list_tables().unwrap().map(|t| t.name().to_string()).collect();
+        assert!(!names.iter().any(|n| n == FILE_V6.name()), "schema 6's table is dropped: {names:?}");
+        let report = files.verify(&recorded).unwrap();
+        assert_eq!((report.damaged_files.len(), report.unreferenced_files), (0, 0), "{report:?}");
     }
 
     fn values<K: redb::Key + 'static, R: crate::store::codec::Record>(
@@ -355,7 +417,7 @@ mod tests {
         }
         txn.commit().unwrap();
 
-        run(&db).unwrap();
+        run(&db, &files(dir.path())).unwrap();
         let txn = db.begin_write().unwrap();
         assert!(crate::service::chats::derive_pending_in(&txn).unwrap(), "the history is derived once");
         assert!(!crate::service::chats::derive_pending_in(&txn).unwrap());
@@ -391,7 +453,7 @@ mod tests {
         }
         txn.commit().unwrap();
 
-        run(&db).unwrap();
+        run(&db, &files(dir.path())).unwrap();
         let read = db.begin_read().unwrap();
         let linked = read.open_table(tables::LINKEDACCOUNT_USER).unwrap();
         assert_eq!(linked.get((org, "messengerA", "4711")).unwrap().unwrap().value(), user);
@@ -431,7 +493,7 @@ mod tests {
         write_version(&txn, 5).unwrap();
         txn.commit().unwrap();
 
-        run(&db).unwrap();
+        run(&db, &files(dir.path())).unwrap();
         let read = db.begin_read().unwrap();
         let rows = read.open_table(tables::SCOPE_KBORDER).unwrap().len().unwrap();
         assert_eq!(rows, 16, "a row per entry, scope (replica, organization) and entry order");

@@ -17,6 +17,7 @@
 pub mod codec;
 pub mod copy;
 pub mod file;
+pub mod files;
 mod handle;
 pub mod kb;
 pub mod kb_order;
@@ -57,6 +58,8 @@ pub struct Store {
     pub jobs_notify: Arc<tokio::sync::Notify>,
     /// The outcome of the writer's last commit (readiness, `ops::health`).
     pub commits: Arc<CommitState>,
+    /// The uploaded files, kept beside the store's file ([`files`]).
+    pub files: Arc<files::Files>,
 }
 
 /// Why the store could not be opened.
@@ -156,14 +159,21 @@ impl Store {
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(OpenError::InUse(path.display().to_string())),
             Err(e) => return Err(OpenError::Other(format!("{}: {e}", path.display()))),
         };
-        let db = handle.for_write().map_err(|e| OpenError::Other(e.to_string()))?;
-        migrate::run(&db).map_err(|e| OpenError::Other(e.to_string()))?;
+        let other = |e: Error| OpenError::Other(e.to_string());
+        let files = files::Files::open(data_dir, handle.space.clone()).map_err(|e| OpenError::Other(e.to_string()))?;
+        let db = handle.for_write().map_err(other)?;
+        migrate::run(&db, &files).map_err(other)?;
+        let swept =
+            files.sweep(|| files::recorded_names(&redb::ReadableDatabase::begin_read(&**db)?)).map_err(other)?;
+        if swept > 0 {
+            tracing::info!(files = swept, "removed uploaded files that no record names (left by a crash)");
+        }
         drop(db);
         let outbox_notify = Arc::new(tokio::sync::Notify::new());
         let jobs_notify = Arc::new(tokio::sync::Notify::new());
         let commits = Arc::new(CommitState::default());
         let writer = writer::spawn(handle.clone(), commits.clone());
-        Ok(Store { handle, writer, outbox_notify, jobs_notify, commits })
+        Ok(Store { handle, writer, outbox_notify, jobs_notify, commits, files })
     }
 
     /// A number that changes at every commit and is never seen twice in the process: a read
@@ -230,21 +240,6 @@ impl Store {
         self.submit(job, rx).await
     }
 
-    /// [`Store::write_kb`] committed in a write transaction of its own, for a large write (an
-    /// uploaded file's bytes): the writes queued before it are committed without waiting for
-    /// its pages to reach the disk, and it is never applied twice because another write of a
-    /// batch failed. `f` still must be cheap apart from putting its finished records.
-    pub async fn write_kb_alone<T, F>(&self, f: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: Fn(&WriteTransaction) -> Result<T> + Send + 'static,
-    {
-        let (job, rx) = writer::Job::new(f);
-        let result = self.submit(job.alone(), rx).await;
-        self.kb_written(result.is_ok());
-        result
-    }
-
     async fn submit<T>(&self, job: writer::Job, rx: tokio::sync::oneshot::Receiver<Result<T>>) -> Result<T> {
         self.writer.send(job).await.map_err(|_| Error::internal("store writer stopped"))?;
         rx.await.map_err(|_| Error::internal("store writer dropped the write"))?
@@ -262,6 +257,23 @@ impl Store {
         let result = self.write(f).await;
         self.kb_written(result.is_ok());
         result
+    }
+
+    /// Removes the uploaded files that no record names any more ([`files::Files::sweep`]):
+    /// called after a write that removed entries. Errors are logged (a file left behind is
+    /// removed by a later sweep).
+    pub async fn sweep_files(&self) {
+        let store = self.clone();
+        let swept = tokio::task::spawn_blocking(move || store.sweep_files_blocking()).await;
+        if let Err(e) = swept.map_err(Error::internal).and_then(|r| r) {
+            tracing::warn!(error = %e, "removing the files of deleted entries failed");
+        }
+    }
+
+    /// [`Store::sweep_files`] on the calling thread (off the runtime's workers); returns how
+    /// many files were removed.
+    pub fn sweep_files_blocking(&self) -> Result<usize> {
+        self.files.sweep(|| self.handle.read(|snapshot| files::recorded_names(snapshot)))
     }
 
     /// Wakes the indexer and the ingestion worker after a knowledge-base write that succeeded.

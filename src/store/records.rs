@@ -290,6 +290,18 @@ impl Record for Upload {
     const VERSION: u8 = 1;
 }
 
+/// An uploaded file, kept outside the store's file (`store::files`): its name in
+/// `DATA_DIR/files/`, its size in bytes and its SHA-256.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct StoredFile {
+    pub name: String,
+    pub size: u64,
+    pub sha256: [u8; 32],
+}
+impl Record for StoredFile {
+    const VERSION: u8 = 1;
+}
+
 /// A chunk of an entry's processed text: what the index holds and sources quote.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Chunk {

@@ -54,8 +54,9 @@ pub const REPLICACHANNELMSG_MESSAGE: TableDefinition<(u128, &str, &str, &str, bo
     TableDefinition::new("replicachannelmsg_message");
 /// `entry id → KbSource`: url / file / website facts and the detected language of an entry.
 pub const KBID_SOURCE: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_source");
-/// `entry id → uploaded bytes` of a `file` entry, as received (raw, not a record).
-pub const KBID_FILE: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_file");
+/// `entry id → StoredFile`: the uploaded file of a `file` entry, kept in `DATA_DIR/files/`
+/// (`store::files`; schema 6 kept the bytes themselves in `kbid_file`).
+pub const KBID_STOREDFILE: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_storedfile");
 /// `entry id → (attempts so far, not before: ms since the epoch)`: ingestion jobs not finished
 /// (see `ingest::pipeline`).
 pub const KBID_JOB: TableDefinition<u64, (u32, i64)> = TableDefinition::new("kbid_job");

@@ -22,8 +22,6 @@ pub type WriteFn = Box<dyn FnMut(&WriteTransaction) -> Result<()> + Send>;
 pub struct Job {
     apply: WriteFn,
     finish: Box<dyn FnOnce(Option<Error>) + Send>,
-    /// Committed in a transaction of its own (see [`Job::alone`]).
-    alone: bool,
 }
 
 /// Most writes applied in one transaction.
@@ -55,15 +53,7 @@ impl Job {
             };
             let _ = tx.send(r);
         });
-        (Job { apply, finish, alone: false }, rx)
-    }
-
-    /// Makes the job commit in a transaction of its own: the writes batched before it are
-    /// committed (and answered) without waiting for it, and it is never applied again because
-    /// another write of its batch failed. For the few large writes (an uploaded file's bytes).
-    pub fn alone(mut self) -> Job {
-        self.alone = true;
-        self
+        (Job { apply, finish }, rx)
     }
 }
 
@@ -103,15 +93,10 @@ pub fn spawn(handle: Arc<Handle>, state: Arc<CommitState>) -> mpsc::Sender<Job> 
     std::thread::Builder::new()
         .name("store-writer".into())
         .spawn(move || {
-            let mut next: Option<Job> = None;
-            while let Some(first) = next.take().or_else(|| rx.blocking_recv()) {
+            while let Some(first) = rx.blocking_recv() {
                 let mut batch = vec![first];
-                while batch.len() < MAX_BATCH && !batch[0].alone {
+                while batch.len() < MAX_BATCH {
                     match rx.try_recv() {
-                        Ok(job) if job.alone => {
-                            next = Some(job);
-                            break;
-                        }
                         Ok(job) => batch.push(job),
                         Err(_) => break,
                     }

@@ -76,6 +76,7 @@ async fn a_backup_taken_under_write_load_restores_every_acknowledged_record() {
     assert!(out.status.success(), "backup failed: {}", String::from_utf8_lossy(&out.stderr));
     let summary: Value = serde_json::from_slice(&out.stdout).expect("a JSON summary on stdout");
     assert_eq!(summary["secrets_key"], json!(true), "{summary}");
+    assert_eq!((summary["files"].as_u64(), summary["file_bytes"].as_u64()), (Some(1), Some(36)), "{summary}");
     assert_eq!(summary["bytes"].as_u64(), Some(std::fs::metadata(&to).unwrap().len()), "{summary}");
     stop.store(true, Ordering::Relaxed);
     for w in writers {
@@ -91,6 +92,16 @@ async fn a_backup_taken_under_write_load_restores_every_acknowledged_record() {
     assert_eq!(restored["manifest"]["records"], summary["records"], "{restored}");
     let key = |d: &std::path::Path| std::fs::read(d.join("secrets.key")).expect("secrets.key");
     assert_eq!(key(&dir), key(&data), "the secrets key comes back as it was");
+    let files = |d: &std::path::Path| -> Vec<(String, Vec<u8>)> {
+        let mut files: Vec<_> = std::fs::read_dir(d.join("files"))
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| (e.file_name().to_string_lossy().to_string(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        files.sort();
+        files
+    };
+    assert_eq!(files(&dir), files(&data), "the uploaded file comes back as it was");
 
     let again = Server::start_in(restored_dir, &[]);
     let org2 = org.at(&again);

@@ -215,8 +215,14 @@ async fn a_disk_that_fills_mid_write_answers_507_and_the_store_is_reopened() {
     let big: Vec<u8> = ZORBLAX.bytes().chain(*b" ").cycle().take(3 << 20).collect();
 
     disk_full(&server, true);
-    // Without a reserve, the check lets the write through; it needs new space and fails.
+    // An uploaded file is a file of its own: refused before the store is touched.
     let r = put_upload(&org, &url, big.clone()).await;
+    assert_error(&r, StatusCode::INSUFFICIENT_STORAGE, Some("INSUFFICIENT_STORAGE"));
+    assert!(!server.dir().log().contains("the store was reopened after a failed write"), "{}", server.dir().log_tail());
+    // Without a reserve, the check lets a large write through; it needs new space and fails.
+    let text: String = ZORBLAX.chars().chain(" ".chars()).cycle().take(1_900_000).collect();
+    let body = json!({"text": text, "title": "big text", "language": "en"});
+    let r = org.call(Method::POST, &format!("/v1/replicas/{replica}/knowledge-base"), Some(&body), &[]).await;
     assert_error(&r, StatusCode::INSUFFICIENT_STORAGE, Some("INSUFFICIENT_STORAGE"));
     reads_work(&org, &replica, &ack).await;
     assert!(server.dir().log().contains("the store was reopened after a failed write"), "{}", server.dir().log_tail());

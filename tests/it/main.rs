@@ -41,6 +41,7 @@ mod searchable;
 mod security;
 mod shapes;
 mod shutdown;
+mod stored_files;
 mod tls;
 mod usage;
 mod users;

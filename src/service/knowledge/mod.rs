@@ -193,8 +193,8 @@ fn apply_patch(
     Ok(true)
 }
 
-/// Removes entry `id` of `replica`, its texts, chunks, file and pending job; its index
-/// documents go via the outbox.
+/// Removes entry `id` of `replica`, its texts, chunks, pending job and uploaded file (the file
+/// after the commit); its index documents go via the outbox.
 pub async fn delete(store: &Store, replica: Uuid, id: u64) -> Result<()> {
     store
         .write_kb(move |txn| {
@@ -204,7 +204,9 @@ pub async fn delete(store: &Store, replica: Uuid, id: u64) -> Result<()> {
                 None => Err(Error::not_found("knowledge-base entry")),
             }
         })
-        .await
+        .await?;
+    store.sweep_files().await;
+    Ok(())
 }
 
 fn remove_in(txn: &WriteTransaction, e: &KbEntry) -> Result<()> {
@@ -219,7 +221,7 @@ fn remove_in(txn: &WriteTransaction, e: &KbEntry) -> Result<()> {
     store::kb_summary::remove_entry(txn, e)?;
     txn.open_table(tables::KBID_TEXT)?.remove(id)?;
     txn.open_table(tables::KBID_SOURCE)?.remove(id)?;
-    txn.open_table(tables::KBID_FILE)?.remove(id)?;
+    txn.open_table(tables::KBID_STOREDFILE)?.remove(id)?;
     txn.open_table(tables::KBID_JOB)?.remove(id)?;
     txn.open_table(tables::REPLICA_KB)?.remove((k(e.replica), id))?;
     txn.open_table(tables::KBCHUNK_CHUNK)?.retain_in((id, 0)..=(id, u32::MAX), |_, _| false)?;

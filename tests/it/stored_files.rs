@@ -1,0 +1,89 @@
+//! Uploaded files are files of their own in `DATA_DIR/files/` (issue 15 point 9): written and
+//! fsynced before the record that names them is committed, removed with their entry or
+//! replica, the files a crash left unrecorded removed at the next start, and checked whole by
+//! `replicad check`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::common::{DataDir, Server};
+
+/// The files of the files directory under `dir`, name → bytes (hidden partial files too).
+fn stored(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir.join("files"))
+        .expect("the files directory")
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name().to_string_lossy().to_string(), std::fs::read(e.path()).unwrap())
+        })
+        .collect()
+}
+
+/// `replicad check` on a stopped server's directory: its JSON report.
+fn check(dir: &DataDir) -> (bool, Value) {
+    let out = dir.cli(&["check"]);
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| json!({"stderr": String::from_utf8_lossy(&out.stderr)}));
+    (out.status.success(), report)
+}
+
+#[tokio::test]
+async fn an_uploaded_file_is_a_file_of_its_own_until_its_entry_or_replica_is_deleted() {
+    let server = Server::start();
+    let org = server.new_org("Files").await;
+    let (a, b) = (org.create_replica("a").await, org.create_replica("b").await);
+    let first = org.upload(&a, "first.txt", b"The first file of replica a.".to_vec()).await;
+    let second = org.upload(&a, "second.txt", b"The second file of replica a.".to_vec()).await;
+    let third = org.upload(&b, "third.txt", b"The file of replica b.".to_vec()).await;
+    for (replica, entry) in [(&a, first), (&a, second), (&b, third)] {
+        org.wait_ready(replica, entry).await;
+    }
+    let files = stored(&server.dir().path());
+    let contents: Vec<&[u8]> = files.values().map(Vec::as_slice).collect();
+    assert_eq!(files.len(), 3, "{:?}", files.keys());
+    for bytes in
+        [b"The first file of replica a.".as_slice(), b"The second file of replica a.", b"The file of replica b."]
+    {
+        assert!(contents.contains(&bytes), "{files:?}");
+    }
+    assert!(files.keys().any(|n| n.starts_with(&format!("{first}-"))), "named by the entry: {:?}", files.keys());
+
+    let (s, v) = org.delete(&format!("/v1/replicas/{a}/knowledge-base/{first}")).await;
+    assert!(s.is_success(), "{s} {v}");
+    let files = stored(&server.dir().path());
+    assert_eq!(files.len(), 2, "the deleted entry's file is removed: {:?}", files.keys());
+    assert!(!files.keys().any(|n| n.starts_with(&format!("{first}-"))));
+    let (s, v) = org.delete(&format!("/v1/replicas/{b}")).await;
+    assert!(s.is_success(), "{s} {v}");
+    let files = stored(&server.dir().path());
+    assert_eq!(files.len(), 1, "the deleted replica's file is removed: {:?}", files.keys());
+    assert!(files.keys().all(|n| n.starts_with(&format!("{second}-"))));
+
+    let (status, dir) = server.stop();
+    assert!(status.success());
+    let (ok, report) = check(&dir);
+    assert!(ok && report["ok"] == json!(true), "{report}");
+    assert_eq!(report["files"], json!({"stored_files": 1, "damaged_files": [], "unreferenced_files": 0}), "{report}");
+
+    // What a crash between a file's rename and its record's commit, or mid-write, leaves.
+    let files_dir = dir.path().join("files");
+    std::fs::write(files_dir.join("77-0123456789abcdef"), b"never acknowledged").unwrap();
+    std::fs::write(files_dir.join(".78-0123456789abcdef.part"), b"half writ").unwrap();
+    let server = Server::start_in(dir, &[]);
+    let files = stored(&server.dir().path());
+    assert_eq!(files.len(), 1, "the start removed what no record names: {:?}", files.keys());
+    let org = org.at(&server);
+    let (s, v) = org.get(&format!("/v1/replicas/{a}/knowledge-base/{second}")).await;
+    assert_eq!((s, v["file"]["size"].as_u64()), (StatusCode::OK, Some(29)), "{v}");
+
+    // A recorded file changed behind the server's back is reported.
+    let (_, dir) = server.stop();
+    let name = stored(&dir.path()).into_keys().next().unwrap();
+    std::fs::write(files_dir.join(name), b"The second file of replica A.").unwrap();
+    let (ok, report) = check(&dir);
+    assert!(!ok && report["ok"] == json!(false), "{report}");
+    assert_eq!(report["files"]["damaged_files"], json!([second]), "{report}");
+}
