@@ -28,8 +28,22 @@ pub fn run(db: &Database, files: &Arc<Files>) -> Result<()> {
             "the store has schema version {v}, newer than this binary ({SCHEMA_VERSION}); \
              upgrade replicad"
         ))),
-        Some(v) => (v..SCHEMA_VERSION).try_for_each(|from| migrate_from(db, from, files)),
+        Some(v) => (v..SCHEMA_VERSION).try_for_each(|from| migrate_from(db, from, files).map_err(|e| explain(e, from))),
     }
+}
+
+/// A step that met a full disk leaves the store as it was (its transaction is not committed,
+/// the files it wrote are removed): the server cannot start until there is room, and says so.
+fn explain(e: Error, from: u32) -> Error {
+    if e.code != crate::error::Code::InsufficientStorage {
+        return e;
+    }
+    let cause = e.internal.unwrap_or(e.message);
+    Error::internal(format!(
+        "migrating the store from schema {from} to {} needs disk space: {cause}; the store is unchanged, \
+         free space on the data directory's filesystem (or lower --min-free-space) and start again",
+        from + 1
+    ))
 }
 
 fn read_version(db: &Database) -> Result<Option<u32>> {
@@ -370,6 +384,27 @@ mod tests {
         assert!(!names.iter().any(|n| n == FILE_V6.name()), "schema 6's table is dropped: {names:?}");
         let report = files.verify(&recorded).unwrap();
         assert_eq!((report.damaged_files.len(), report.unreferenced_files), (0, 0), "{report:?}");
+    }
+
+    #[test]
+    fn a_migration_that_meets_a_full_disk_leaves_the_store_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("v6.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(FILE_V6).unwrap().insert(4, b"four".as_slice()).unwrap();
+        write_version(&txn, 6).unwrap();
+        txn.commit().unwrap();
+
+        let full = Files::open(dir.path(), Arc::new(crate::store::file::Space::new(dir.path(), u64::MAX))).unwrap();
+        let e = run(&db, &full).unwrap_err();
+        assert!(e.to_string().contains("schema 6 to 7 needs disk space"), "{e}");
+        assert_eq!(read_version(&db).unwrap(), Some(6));
+        assert_eq!(std::fs::read_dir(dir.path().join(crate::store::files::DIR)).unwrap().count(), 0);
+        let read = db.begin_read().unwrap();
+        assert_eq!(read.open_table(FILE_V6).unwrap().get(4).unwrap().unwrap().value(), b"four");
+        drop(read);
+        run(&db, &files(dir.path())).unwrap();
+        assert_eq!(read_version(&db).unwrap(), Some(SCHEMA_VERSION));
     }
 
     fn values<K: redb::Key + 'static, R: crate::store::codec::Record>(
