@@ -224,3 +224,16 @@ async fn a_command_that_differs_from_another_only_by_case_is_found_and_answered(
     assert!(answer.contains("Print the pattern space up to its first newline."), "{answer}");
     assert!(sources[0].ends_with("Multiline editing"), "{sources:?}");
 }
+
+/// A section whose heading names most of what a comparison, how-to or fact question asks is
+/// its answer, even when its heading says more and a sentence elsewhere repeats the
+/// question's words ("If the finally clause executes a break, continue or return statement").
+#[tokio::test]
+async fn a_section_whose_heading_names_the_question_answers_it() {
+    let server = Server::start();
+    let org = server.new_org("Answers").await;
+    let replica = tutor(&org).await;
+    let (answer, sources) = ask(&org, &replica, "What is the difference between break and continue?").await;
+    assert!(sources[0].ends_with("break and continue Statements, and else Clauses on Loops"), "{sources:?}");
+    assert!(answer.contains("The break statement, like in C, breaks out"), "{answer}");
+}

@@ -12,9 +12,10 @@
 //!    the square root of its share of the best retrieval score.
 //! 2. The best section is the chunk with the best sentence (for a comparison, the sum of the
 //!    best about each side) plus a heading bonus: the weight of the question's terms (X's, for a
-//!    definition) that its own heading names, times the share of that heading they make up
-//!    ([`HOW_TO_HEADING_WEIGHT`] times that for "How do I"). The chunks with its heading path
-//!    are chosen from together.
+//!    definition) that its own heading names, times the share of that heading they make up or,
+//!    when larger and the question is not a definition, the share of the question's weight
+//!    they carry ([`HOW_TO_HEADING_WEIGHT`] times that for "How do I"). The chunks with its
+//!    heading path are chosen from together.
 //! 3. The passage holds that section's best sentence and its others scoring at least
 //!    [`KEEP_RATIO`] of it, in document order, within [`MAX_PROSE_CHARS`] (at most
 //!    [`MAX_SENTENCES`]); a definition keeps the sentence after the one that defines; a
@@ -398,14 +399,24 @@ impl Scoring<'_> {
         body + 0.5 * path + bonus
     }
 
-    /// Bonus of a section whose own heading names the question's focus.
+    /// Bonus of a section whose own heading names the question's focus: the weight of the focus
+    /// terms it names, times the larger of the share of the heading they make up and (but for a
+    /// definition) the share of the focus's weight they carry. A heading that names most of
+    /// what a how-to, comparison or fact question asks is that question's section although it
+    /// says more ("break and continue Statements, and else Clauses on Loops"); a definition's
+    /// subject is one or two terms, which every heading naming it would then carry whole.
     fn heading_bonus(&self, s: &Section) -> f32 {
         if s.heading.is_empty() {
             return 0.0;
         }
         let named: Vec<&String> = self.focus.iter().filter(|t| s.heading.contains(t)).collect();
-        let share = named.len() as f32 / s.heading.len() as f32;
-        named.iter().map(|t| self.weight(t)).sum::<f32>() * share.min(1.0)
+        let weight: f32 = named.iter().map(|t| self.weight(t)).sum();
+        let mut share = named.len() as f32 / s.heading.len() as f32;
+        if !matches!(self.intent, Intent::Definition(_)) {
+            let focus: f32 = self.focus.iter().map(|t| self.weight(t)).sum();
+            share = share.max(weight / focus.max(f32::EPSILON));
+        }
+        weight * share.min(1.0)
     }
 
     /// Share of the question's weight found in `terms`.
