@@ -237,7 +237,7 @@ fn write_archive(
     let mut counted = Counted { inner: File::open(parts.store_copy)?, done: 0, total, progress, reported: 0 };
     append(&mut tar, DB_FILE, 0o600, store_bytes, &mut counted)?;
     for (_, file) in parts.files {
-        counted.inner = open_whole(dir, file)?;
+        counted.inner = dir.open_recorded(file)?;
         append(&mut tar, &format!("{FILES}/{}", file.name), 0o600, file.size, (&mut counted).take(file.size))?;
     }
     counted.finish();
@@ -247,18 +247,6 @@ fn write_archive(
     let file = tar.into_inner()?.finish()?.into_inner().map_err(|e| e.into_error())?;
     file.sync_all()?;
     Ok(())
-}
-
-/// The uploaded file `file` for reading; an error when it is not the size recorded (the
-/// archive would be wrong: `replicad check` reports the file as damaged).
-fn open_whole(dir: &Files, file: &StoredFile) -> Result<File> {
-    let path = dir.path(&file.name);
-    let opened = File::open(&path).map_err(|e| Error::internal(format!("{}: {e}", path.display())))?;
-    let size = opened.metadata()?.len();
-    if size != file.size {
-        return Err(Error::internal(format!("{}: {size} bytes, {} recorded", path.display(), file.size)));
-    }
-    Ok(opened)
 }
 
 fn append<W: Write>(tar: &mut tar::Builder<W>, name: &str, mode: u32, size: u64, data: impl Read) -> Result<()> {

@@ -42,7 +42,7 @@ pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_typ
             Ok((up, source.unwrap_or_default().file.unwrap_or_default().name))
         })
         .await?;
-    fits(&up, bytes.len() as u64, now)?;
+    fits(&up, bytes.len() as u64)?;
     let mime_type = match (Format::detect(&name, content_type.as_deref(), &bytes), content_type) {
         (Some(f), _) => f.info().mime_types[0].to_string(),
         (None, Some(ct)) => ct,
@@ -90,9 +90,8 @@ fn usable(up: &Upload, now: i64) -> Result<()> {
     Ok(())
 }
 
-/// [`usable`], and 413 when `size` bytes are more than `up` takes, 400 for none.
-fn fits(up: &Upload, size: u64, now: i64) -> Result<()> {
-    usable(up, now)?;
+/// 413 when `size` bytes are more than `up` takes, 400 for none.
+fn fits(up: &Upload, size: u64) -> Result<()> {
     if size > up.max_bytes {
         return Err(Error::new(Code::PayloadTooLarge, format!("the file exceeds {} bytes", up.max_bytes)));
     }
@@ -113,7 +112,8 @@ fn record_file(
 ) -> Result<Uploaded> {
     let mut uploads = txn.open_table(tables::TOKENHASH_UPLOAD)?;
     let mut up: Upload = store::get(&uploads, hash)?.ok_or_else(|| Error::not_found("upload URL"))?;
-    fits(&up, stored.size, now)?;
+    usable(&up, now)?;
+    fits(&up, stored.size)?;
     let found = store::get::<_, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, up.entry)?;
     let mut entry = found.ok_or_else(|| Error::not_found("knowledge-base entry"))?;
     let mut source = knowledge::source_in(txn, up.entry)?;

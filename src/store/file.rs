@@ -73,7 +73,7 @@ impl Space {
     }
 
     /// Whether the filesystem is made to look full (`serve --test-faults`).
-    pub fn injected_full(&self) -> bool {
+    fn injected_full(&self) -> bool {
         self.injected_full.load(Ordering::SeqCst)
     }
 

@@ -27,8 +27,8 @@
 //!
 //! **Disk full.** A write first asks [`Space::check_room`] for the file's size plus the
 //! reserve, and ENOSPC met while writing answers 507; the partial file is removed. With
-//! `serve --test-faults`, an injected full disk refuses every file write (a new file is all new
-//! space).
+//! `serve --test-faults`, an injected full disk shows 0 bytes free to that check, so every
+//! file write (never empty) is refused.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -137,10 +137,6 @@ impl Files {
     }
 
     fn write_durably(&self, part: &Path, to: &Path, bytes: &[u8]) -> Result<()> {
-        if self.space.injected_full() {
-            let e = std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left on device (injected)");
-            return Err(e.into());
-        }
         let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(part)?;
         file.write_all(bytes)?;
         file.sync_all()?;
@@ -149,14 +145,23 @@ impl Files {
         Ok(())
     }
 
-    /// The bytes of the recorded file `stored`; 500 when it is missing or not the size recorded.
-    pub fn read(&self, stored: &StoredFile) -> Result<Vec<u8>> {
+    /// The recorded file `stored`, opened for reading; 500 when it is missing or not the size
+    /// recorded (what `replicad check` reports as damaged).
+    pub fn open_recorded(&self, stored: &StoredFile) -> Result<std::fs::File> {
         let path = self.path(&stored.name);
-        let bytes = std::fs::read(&path).map_err(|e| Error::internal(format!("{}: {e}", path.display())))?;
-        if bytes.len() as u64 != stored.size {
-            let found = bytes.len();
-            return Err(Error::internal(format!("{}: {found} bytes, {} recorded", path.display(), stored.size)));
+        let at = |e: std::io::Error| Error::internal(format!("{}: {e}", path.display()));
+        let file = std::fs::File::open(&path).map_err(at)?;
+        let size = file.metadata().map_err(at)?.len();
+        if size != stored.size {
+            return Err(Error::internal(format!("{}: {size} bytes, {} recorded", path.display(), stored.size)));
         }
+        Ok(file)
+    }
+
+    /// The bytes of the recorded file `stored` (errors as [`Files::open_recorded`]).
+    pub fn read(&self, stored: &StoredFile) -> Result<Vec<u8>> {
+        let mut bytes = Vec::with_capacity(stored.size as usize);
+        std::io::Read::read_to_end(&mut self.open_recorded(stored)?, &mut bytes)?;
         Ok(bytes)
     }
 
