@@ -76,7 +76,7 @@ async fn fill(dir: &std::path::Path, chats: usize) -> (String, Uuid) {
                     let (chat, m) = (rest / PER_CONVERSATION, rest % PER_CONVERSATION);
                     let at = start_ms + slot as i64 * 6 * day + rest as i64 * 1000;
                     let it = NewItem { source: "web".into(), ..item(m) };
-                    append_in(txn, replica, users[chat], false, &it, at)?;
+                    append_in(txn, replica, users[chat], false, std::slice::from_ref(&it), at)?;
                 }
                 Ok(())
             })

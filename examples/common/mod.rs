@@ -79,7 +79,7 @@ pub async fn fill_history(store: &Store, replica: Uuid, messages: usize) {
                         channel_key: None,
                         interrupted: false,
                     };
-                    append_in(txn, replica, user, false, &it, replicad::store::now_ms())?;
+                    append_in(txn, replica, user, false, std::slice::from_ref(&it), replicad::store::now_ms())?;
                 }
                 Ok(())
             })

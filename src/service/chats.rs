@@ -1,5 +1,5 @@
 //! Chats (DECISIONS.md "Chat"): every history item belongs to one chat, kept at write time in
-//! the transaction that stores the item ([`record_in`]).
+//! the transaction that stores the item ([`Recorder::record`]).
 //!
 //! A chat is one (replica, user, source) thread, or, for messengerA / messengerB group chats,
 //! one per group (messengerA `chat_type` group, supergroup or channel: per `chat_id`;
@@ -10,7 +10,7 @@
 //! Message items are addressed by UUIDs made from the numeric history id ([`message_uuid`]),
 //! so `beforeUUID` / `afterUUID` are cursors over the id order (which is time order).
 
-use redb::{ReadTransaction, ReadableTable, WriteTransaction};
+use redb::{ReadTransaction, ReadableTable, Table, WriteTransaction};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -22,7 +22,7 @@ use crate::store::{self, codec, k, migrate, tables, Store};
 pub const SILENCE_MS: i64 = 30 * 60 * 1000;
 
 /// Files every history item stored before schema 3 under its chat and conversation, in id (so
-/// time) order, through [`record_in`] like a new item, once: when the 2 → 3 migration left
+/// time) order, through [`Recorder::record`] like a new item, once: when the 2 → 3 migration left
 /// [`migrate::DERIVE_CHATS`] in `meta`, which this removes. Returns whether it derived anything.
 pub fn derive_pending_in(txn: &WriteTransaction) -> Result<bool> {
     if txn.open_table(tables::META)?.remove(migrate::DERIVE_CHATS)?.is_none() {
@@ -35,16 +35,17 @@ pub fn derive_pending_in(txn: &WriteTransaction) -> Result<bool> {
     }
     keys.sort_unstable();
     let messages = txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
+    let mut recorder = Recorder::open(txn)?;
     for (id, replica, user) in keys {
         let m: Option<Message> = store::get(&messages, (replica, user, id))?;
         if let Some(m) = m {
-            record_in(txn, &m)?;
+            recorder.record(&m)?;
         }
     }
     Ok(true)
 }
 
-/// Where [`record_in`] put an item.
+/// Where [`Recorder::record`] put an item.
 #[derive(Debug, Clone, Copy)]
 pub struct Placed {
     pub chat: Uuid,
@@ -122,88 +123,129 @@ fn v7_at(ms: i64) -> Uuid {
     Uuid::new_v7(uuid::Timestamp::from_unix(uuid::NoContext, ms / 1000, (ms % 1000) as u32 * 1_000_000))
 }
 
-/// The chat id of item `m`, made (with its identity row) when new; `(id, new, group, name)`.
-fn chat_id_in(txn: &WriteTransaction, m: &Message) -> Result<(Uuid, bool, bool, Option<String>)> {
-    let (replica, user) = (k(m.replica), k(m.user));
-    let mut latest = txn.open_table(tables::USERSOURCE_CHAT)?;
-    if m.role == "assistant" && m.channel_data.is_none() {
-        if let Some(chat) = latest.get((replica, user, m.source.as_str()))?.map(|v| v.value()) {
-            return Ok((Uuid::from_u128(chat), false, false, None));
-        }
-    }
-    let identity = ChatIdentity::of(m.user, &m.source, m.channel_data.as_deref());
-    let mut keys = txn.open_table(tables::REPLICACHATKEY_CHAT)?;
-    let found = keys.get(identity.row(replica))?.map(|v| v.value());
-    let (id, new) = match found {
-        Some(id) => (Uuid::from_u128(id), false),
-        None => {
-            let id = v7_at(m.created_at);
-            keys.insert(identity.row(replica), k(id))?;
-            (id, true)
-        }
-    };
-    latest.insert((replica, user, m.source.as_str()), k(id))?;
-    Ok((id, new, identity.is_group(), identity.name))
+/// The tables a history write files its items under (chats, conversations and their indexes),
+/// opened once per write rather than once per item: a redb `open_table` looks the table up in
+/// the transaction's table tree (checking the key and value type names) and writes its new
+/// root back when dropped; a completion's two items opened each of these tables twice (issue
+/// 15 point 3).
+pub struct Recorder<'t> {
+    txn: &'t WriteTransaction,
+    latest: Table<'t, (u128, u128, &'static str), u128>,
+    keys: Table<'t, (u128, &'static str, &'static str, u128), u128>,
+    chats: Table<'t, (u128, u128), &'static [u8]>,
+    conversations: Table<'t, (u128, u128, u128), &'static [u8]>,
+    conversation_chat: Table<'t, (u128, u128), u128>,
+    chat_messages: Table<'t, (u128, u128, u64), (u128, u128)>,
+    conversation_messages: Table<'t, (u128, u128, u64), u128>,
+    user_chats: Table<'t, (u128, u128, u128), ()>,
+    open_conversations: Table<'t, (u128, u128, u128), i64>,
 }
 
-/// Files the stored item `m` under its chat and conversation, updating their counts and the
-/// usage counters (`service::usage::count_in`): the
-/// chats-and-conversations half of a history write (called by `history::append_in` in the
-/// same transaction, and by the migration that derives chats from older history).
-pub fn record_in(txn: &WriteTransaction, m: &Message) -> Result<Placed> {
-    let (chat_id, new_chat, group, name) = chat_id_in(txn, m)?;
-    let replica = k(m.replica);
-    let mut chats = txn.open_table(tables::CHATS)?;
-    let mut chat = match store::get::<(u128, u128), Chat, _>(&chats, (replica, k(chat_id)))? {
-        Some(c) => c,
-        None => Chat {
-            id: chat_id,
-            replica: m.replica,
-            source: m.source.clone(),
-            group,
-            user: (!group).then_some(m.user),
-            name: None,
-            counts: Counts::default(),
-            conversation: Uuid::nil(),
-        },
-    };
-    if name.is_some() {
-        chat.name = name;
+impl<'t> Recorder<'t> {
+    /// Opens the tables of `txn` that [`Recorder::record`] writes.
+    pub fn open(txn: &'t WriteTransaction) -> Result<Recorder<'t>> {
+        Ok(Recorder {
+            txn,
+            latest: txn.open_table(tables::USERSOURCE_CHAT)?,
+            keys: txn.open_table(tables::REPLICACHATKEY_CHAT)?,
+            chats: txn.open_table(tables::CHATS)?,
+            conversations: txn.open_table(tables::CONVERSATIONS)?,
+            conversation_chat: txn.open_table(tables::REPLICACONV_CHAT)?,
+            chat_messages: txn.open_table(tables::CHATMSG_USERCONV)?,
+            conversation_messages: txn.open_table(tables::CONVMSG_USER)?,
+            user_chats: txn.open_table(tables::USER_CHAT)?,
+            open_conversations: txn.open_table(tables::OPEN_CONVERSATION)?,
+        })
     }
-    let silent = chat.counts.message_count == 0 || m.created_at - chat.counts.last_message_at > SILENCE_MS;
-    let closed = (silent && !chat.conversation.is_nil()).then_some(chat.conversation);
-    if silent {
-        chat.conversation = v7_at(m.created_at);
-        txn.open_table(tables::REPLICACONV_CHAT)?.insert((replica, k(chat.conversation)), k(chat_id))?;
+
+    /// The chat id of item `m`, made (with its identity row) when new; `(id, new, group, name)`.
+    fn chat_id(&mut self, m: &Message) -> Result<(Uuid, bool, bool, Option<String>)> {
+        let (replica, user) = (k(m.replica), k(m.user));
+        if m.role == "assistant" && m.channel_data.is_none() {
+            if let Some(chat) = self.latest.get((replica, user, m.source.as_str()))?.map(|v| v.value()) {
+                return Ok((Uuid::from_u128(chat), false, false, None));
+            }
+        }
+        let identity = ChatIdentity::of(m.user, &m.source, m.channel_data.as_deref());
+        let found = self.keys.get(identity.row(replica))?.map(|v| v.value());
+        let (id, new) = match found {
+            Some(id) => (Uuid::from_u128(id), false),
+            None => {
+                let id = v7_at(m.created_at);
+                self.keys.insert(identity.row(replica), k(id))?;
+                (id, true)
+            }
+        };
+        self.latest.insert((replica, user, m.source.as_str()), k(id))?;
+        Ok((id, new, identity.is_group(), identity.name))
     }
-    count(&mut chat.counts, m);
-    store::put(&mut chats, (replica, k(chat_id)), &chat)?;
-    let conv_key = (replica, k(chat_id), k(chat.conversation));
-    let mut convs = txn.open_table(tables::CONVERSATIONS)?;
-    let mut conv = match store::get::<(u128, u128, u128), Conversation, _>(&convs, conv_key)? {
-        Some(c) => c,
-        None => Conversation {
-            id: chat.conversation,
-            chat: chat_id,
-            replica: m.replica,
-            source: chat.source.clone(),
-            group: chat.group,
-            counts: Counts::default(),
-            summary: None,
-            common_questions: Vec::new(),
-            common_topics: Vec::new(),
-        },
-    };
-    count(&mut conv.counts, m);
-    store::put(&mut convs, conv_key, &conv)?;
-    let (user, conversation) = (k(m.user), k(chat.conversation));
-    txn.open_table(tables::CHATMSG_USERCONV)?.insert((replica, k(chat_id), m.id), (user, conversation))?;
-    txn.open_table(tables::CONVMSG_USER)?.insert((replica, conversation, m.id), user)?;
-    txn.open_table(tables::USER_CHAT)?.insert((replica, user, k(chat_id)), ())?;
-    txn.open_table(tables::OPEN_CONVERSATION)?.insert(conv_key, conv.counts.last_message_at)?;
-    let placed = Placed { chat: chat_id, conversation: chat.conversation, new_conversation: silent, new_chat, closed };
-    super::usage::count_in(txn, m, &placed)?;
-    Ok(placed)
+
+    /// Files the stored item `m` under its chat and conversation, updating their counts and
+    /// the usage counters (`service::usage::count_in`): the chats-and-conversations half of a
+    /// history write (by `history::append_in` in the same transaction, and by the migration
+    /// that derives chats from older history). Errors: 429 `CONVERSATION_QUOTA_EXCEEDED` when
+    /// `m` would start a conversation beyond the organization's monthly quota.
+    pub fn record(&mut self, m: &Message) -> Result<Placed> {
+        let (chat_id, new_chat, group, name) = self.chat_id(m)?;
+        let replica = k(m.replica);
+        let mut chat = match store::get::<(u128, u128), Chat, _>(&self.chats, (replica, k(chat_id)))? {
+            Some(c) => c,
+            None => Chat {
+                id: chat_id,
+                replica: m.replica,
+                source: m.source.clone(),
+                group,
+                user: (!group).then_some(m.user),
+                name: None,
+                counts: Counts::default(),
+                conversation: Uuid::nil(),
+            },
+        };
+        if name.is_some() {
+            chat.name = name;
+        }
+        let silent = chat.counts.message_count == 0 || m.created_at - chat.counts.last_message_at > SILENCE_MS;
+        let closed = (silent && !chat.conversation.is_nil()).then_some(chat.conversation);
+        if silent {
+            chat.conversation = v7_at(m.created_at);
+            self.conversation_chat.insert((replica, k(chat.conversation)), k(chat_id))?;
+        }
+        count(&mut chat.counts, m);
+        store::put(&mut self.chats, (replica, k(chat_id)), &chat)?;
+        let last_message_at = self.count_in_conversation(&chat, m)?;
+        let (user, conversation) = (k(m.user), k(chat.conversation));
+        self.chat_messages.insert((replica, k(chat_id), m.id), (user, conversation))?;
+        self.conversation_messages.insert((replica, conversation, m.id), user)?;
+        self.user_chats.insert((replica, user, k(chat_id)), ())?;
+        self.open_conversations.insert((replica, k(chat_id), conversation), last_message_at)?;
+        let placed =
+            Placed { chat: chat_id, conversation: chat.conversation, new_conversation: silent, new_chat, closed };
+        super::usage::count_in(self.txn, m, &placed)?;
+        Ok(placed)
+    }
+
+    /// Counts `m` in the current conversation of `chat` (made when new); returns the time of
+    /// the conversation's latest item.
+    fn count_in_conversation(&mut self, chat: &Chat, m: &Message) -> Result<i64> {
+        let key = (k(m.replica), k(chat.id), k(chat.conversation));
+        let mut conv = match store::get::<(u128, u128, u128), Conversation, _>(&self.conversations, key)? {
+            Some(c) => c,
+            None => Conversation {
+                id: chat.conversation,
+                chat: chat.id,
+                replica: m.replica,
+                source: chat.source.clone(),
+                group: chat.group,
+                counts: Counts::default(),
+                summary: None,
+                common_questions: Vec::new(),
+                common_topics: Vec::new(),
+            },
+        };
+        count(&mut conv.counts, m);
+        store::put(&mut self.conversations, key, &conv)?;
+        Ok(conv.counts.last_message_at)
+    }
 }
 
 /// Refuses, before a reply is generated, a question from `user` on `source` (with the

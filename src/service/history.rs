@@ -29,50 +29,65 @@ pub struct NewItem {
     pub interrupted: bool,
 }
 
-/// Writes `item` for `(replica, user)` in `txn`; returns its id. A channel message already
-/// stored (same channel key) is not stored again: its existing id is returned.
+/// Writes `items` for `(replica, user)` in `txn`, in order; returns their ids. A channel
+/// message already stored (same channel key) is not stored again: its existing id is returned.
+/// The tables are opened once for all the items, and the replica's message count (popularity)
+/// moves once: a completion's question and reply are one write. Errors: those of
+/// [`super::chats::Recorder::record`] (a conversation beyond the monthly quota), and the store's.
 pub fn append_in(
     txn: &WriteTransaction,
     replica: Uuid,
     user: Uuid,
     private: bool,
-    item: &NewItem,
+    items: &[NewItem],
     now: i64,
-) -> Result<u64> {
-    if let Some(key) = &item.channel_key {
-        let idx = txn.open_table(tables::REPLICACHANNELMSG_MESSAGE)?;
-        let existing = idx.get(key.row(replica))?.map(|v| v.value());
+) -> Result<Vec<u64>> {
+    let mut messages = txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
+    let mut channel_messages = txn.open_table(tables::REPLICACHANNELMSG_MESSAGE)?;
+    let mut texts = txn.open_table(tables::REPLICAPASSAGE_TEXT)?;
+    let mut recorder = super::chats::Recorder::open(txn)?;
+    let mut ids = Vec::with_capacity(items.len());
+    let mut stored = 0;
+    for item in items {
+        let existing = match &item.channel_key {
+            Some(key) => channel_messages.get(key.row(replica))?.map(|v| v.value()),
+            None => None,
+        };
         if let Some(id) = existing {
-            return Ok(id);
+            ids.push(id);
+            continue;
         }
+        let (sources, passages) = super::passages::keep(&mut texts, replica, &item.sources)?;
+        let msg = Message {
+            id: next_seq(txn, Sequence::Message)?,
+            replica,
+            user,
+            role: item.role.to_string(),
+            content: item.content.clone(),
+            source: item.source.clone(),
+            sources,
+            is_private: private,
+            channel_data: item.channel_data.clone(),
+            created_at: now,
+            interrupted: item.interrupted,
+            passages,
+        };
+        store::put(&mut messages, (k(replica), k(user), msg.id), &msg)?;
+        if let Some(key) = &item.channel_key {
+            channel_messages.insert(key.row(replica), msg.id)?;
+        }
+        recorder.record(&msg)?;
+        ids.push(msg.id);
+        stored += 1;
     }
-    let id = next_seq(txn, Sequence::Message)?;
-    let msg = Message {
-        id,
-        replica,
-        user,
-        role: item.role.to_string(),
-        content: item.content.clone(),
-        source: item.source.clone(),
-        sources: item.sources.clone(),
-        is_private: private,
-        channel_data: item.channel_data.clone(),
-        created_at: now,
-        interrupted: item.interrupted,
-    };
-    store::put(&mut txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?, (k(replica), k(user), id), &msg)?;
-    if let Some(key) = &item.channel_key {
-        txn.open_table(tables::REPLICACHANNELMSG_MESSAGE)?.insert(key.row(replica), id)?;
-    }
-    count_message(txn, replica)?;
-    super::chats::record_in(txn, &msg)?;
-    Ok(id)
+    count_messages(txn, replica, stored)?;
+    Ok(ids)
 }
 
 /// Stores `items` in order in one transaction; returns their ids.
 pub async fn append(store: &Store, replica: Uuid, user: Uuid, private: bool, items: Vec<NewItem>) -> Result<Vec<u64>> {
     let now = now_ms();
-    store.write(move |txn| items.iter().map(|it| append_in(txn, replica, user, private, it, now)).collect()).await
+    store.write(move |txn| append_in(txn, replica, user, private, &items, now)).await
 }
 
 /// Which items of a history to list.
@@ -95,8 +110,9 @@ pub async fn list(store: &Store, replica: Uuid, user: Uuid, page: Page) -> Resul
             let mut out = Vec::new();
             for row in table.range((k(replica), k(user), 0)..=(k(replica), k(user), upper))?.rev() {
                 let (_, v) = row?;
-                let m: Message = store::codec::decode(v.value())?;
+                let mut m: Message = store::codec::decode(v.value())?;
                 if page.channel.as_ref().is_none_or(|c| c == &m.source) {
+                    super::passages::fill(txn, &mut m)?;
                     out.push(m);
                     if out.len() >= page.limit {
                         break;
@@ -118,11 +134,14 @@ pub fn check_source(source: &str) -> Result<()> {
     }
 }
 
-/// Counts one more chat history item of `replica` (popularity).
-pub fn count_message(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
+/// Counts `n` more chat history items of `replica` (popularity).
+fn count_messages(txn: &WriteTransaction, replica: Uuid, n: u64) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
     let mut t = txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
-    let n = t.get(k(replica))?.map(|v| v.value()).unwrap_or(0);
-    t.insert(k(replica), n + 1)?;
+    let before = t.get(k(replica))?.map(|v| v.value()).unwrap_or(0);
+    t.insert(k(replica), before + n)?;
     drop(t);
-    store::replica_index::popularity_changed(txn, replica, n, n + 1)
+    store::replica_index::popularity_changed(txn, replica, before, before + n)
 }

@@ -2,7 +2,7 @@
 //! job once the conversation has closed (30 minutes without messages).
 //!
 //! The queue is durable: every history write marks its conversation in `open_conversation`
-//! (`service::chats::record_in`), and so does a recomputation asked for by the owner
+//! (`service::chats::Recorder::record`), and so does a recomputation asked for by the owner
 //! (`service::conversations::recompute`); the job ([`spawn`]) takes the rows whose last message
 //! is older than [`SILENCE_MS`], computes, stores the result in the conversation and removes the
 //! row in one write transaction, so a restart resumes where it stopped.
@@ -427,6 +427,7 @@ mod tests {
             channel_data: None,
             created_at: 0,
             interrupted: false,
+            passages: Vec::new(),
         }
     }
 

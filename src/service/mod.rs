@@ -10,6 +10,7 @@ pub mod insights;
 pub mod integrations;
 pub mod knowledge;
 pub mod orgs;
+pub mod passages;
 pub mod quotas;
 pub mod replicas;
 pub mod token_usage;

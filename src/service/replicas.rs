@@ -232,6 +232,7 @@ pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
             txn.open_table(tables::REPLICA_MESSAGECOUNT)?.remove(k(id))?;
             txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?
                 .retain_in((k(id), 0, 0)..=(k(id), u128::MAX, u64::MAX), |_, _| false)?;
+            super::passages::delete_all_in(txn, id)?;
             super::chats::delete_all_in(txn, id)?;
             super::integrations::delete_all_in(txn, id)?;
             super::embed::delete_all_in(txn, id)?;

@@ -54,6 +54,7 @@ pub static EVERY_TABLE: &[&dyn AnyTable] = &[
     &Typed(KBCHUNK_CHUNK),
     &Typed(SEQ_KBOUTBOX),
     &Typed(REPLICAUSERMSG_MESSAGE),
+    &Typed(REPLICAPASSAGE_TEXT),
     &Typed(REPLICA_MESSAGECOUNT),
     &Typed(ONCE),
     &Typed(REPLICACHANNELMSG_MESSAGE),

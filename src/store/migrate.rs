@@ -10,7 +10,7 @@ use super::tables;
 use crate::error::{Error, Result};
 
 /// The store layout this binary writes.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 const KEY: &str = "schema_version";
 
@@ -125,6 +125,9 @@ fn migrate_from(db: &Database, from: u32, files: &Arc<Files>) -> Result<()> {
             create_tables(&txn)?;
             moved = move_files_out(&txn, files)?;
         }
+        // 7 → 8: the texts of the sources cited by history replies, kept once per replica
+        // (`service::passages`); items stored before keep their sources' texts inline.
+        7 => create_tables(&txn)?,
         _ => return Err(Error::internal(format!("no migration from schema version {from}"))),
     }
     write_version(&txn, from + 1)?;
@@ -268,6 +271,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::KBCHUNK_CHUNK)?;
         txn.open_table(tables::SEQ_KBOUTBOX)?;
         txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
+        txn.open_table(tables::REPLICAPASSAGE_TEXT)?;
         txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
         txn.open_table(tables::ONCE)?;
         txn.open_table(tables::REPLICACHANNELMSG_MESSAGE)?;
@@ -426,6 +430,7 @@ mod tests {
             channel_data: None,
             created_at: at,
             interrupted: false,
+            passages: Vec::new(),
         }
     }
 

@@ -308,9 +308,10 @@ where
     K: redb::Key + 'static,
     R: Record,
 {
-    let bytes = codec::encode(record)?;
-    table.insert(key, bytes.as_slice())?;
-    Ok(())
+    codec::with_encoded(record, |bytes| {
+        table.insert(key, bytes)?;
+        Ok(())
+    })
 }
 
 /// A sequence of the `sequences` table: ids and positions issued in order, first value 1.

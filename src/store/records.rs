@@ -323,7 +323,7 @@ pub struct SourceRef {
     pub content: String,
 }
 
-/// A chat history item (spec §2.1). Version 2 added `interrupted`.
+/// A chat history item (spec §2.1). Version 2 added `interrupted`; version 3 `passages`.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Message {
     pub id: u64,
@@ -340,14 +340,54 @@ pub struct Message {
     /// An assistant reply cut short (the client went away mid-stream or the upstream failed
     /// after it began): `content` is what was said until then.
     pub interrupted: bool,
+    /// Where the `content` of each of `sources` is kept, when not in the item itself: the keys
+    /// of `service::passages` (one per source, `0` for a content kept inline), or empty when
+    /// every content is inline (items written before version 3, and user items).
+    pub passages: Vec<u64>,
 }
 impl Record for Message {
-    const VERSION: u8 = 2;
+    const VERSION: u8 = 3;
 
     fn upgrade(version: u8, body: &[u8]) -> crate::error::Result<Self> {
         match version {
-            1 => Ok(codec::decode_body::<MessageV1>(body)?.into()),
+            1 => Ok(MessageV2::from(codec::decode_body::<MessageV1>(body)?).into()),
+            2 => Ok(codec::decode_body::<MessageV2>(body)?.into()),
             v => Err(crate::error::Error::internal(format!("unknown Message record version {v}"))),
+        }
+    }
+}
+
+/// [`Message`] as version 2 wrote it (every source's content inline).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct MessageV2 {
+    pub id: u64,
+    pub replica: Uuid,
+    pub user: Uuid,
+    pub role: String,
+    pub content: String,
+    pub source: String,
+    pub sources: Vec<SourceRef>,
+    pub is_private: bool,
+    pub channel_data: Option<String>,
+    pub created_at: i64,
+    pub interrupted: bool,
+}
+
+impl From<MessageV2> for Message {
+    fn from(m: MessageV2) -> Message {
+        Message {
+            id: m.id,
+            replica: m.replica,
+            user: m.user,
+            role: m.role,
+            content: m.content,
+            source: m.source,
+            sources: m.sources,
+            is_private: m.is_private,
+            channel_data: m.channel_data,
+            created_at: m.created_at,
+            interrupted: m.interrupted,
+            passages: Vec::new(),
         }
     }
 }
@@ -367,9 +407,9 @@ pub struct MessageV1 {
     pub created_at: i64,
 }
 
-impl From<MessageV1> for Message {
-    fn from(m: MessageV1) -> Message {
-        Message {
+impl From<MessageV1> for MessageV2 {
+    fn from(m: MessageV1) -> MessageV2 {
+        MessageV2 {
             id: m.id,
             replica: m.replica,
             user: m.user,

@@ -42,6 +42,9 @@ pub const SEQ_KBOUTBOX: TableDefinition<u64, (u64, u64)> = TableDefinition::new(
 /// `(replica id, user id, message id) → Message`: chat history, oldest first.
 pub const REPLICAUSERMSG_MESSAGE: TableDefinition<(u128, u128, u64), &[u8]> =
     TableDefinition::new("replicausermsg_message");
+/// `(replica id, passage key) → text` of a source cited by the replica's history replies, kept
+/// once however often it is cited (`service::passages`): the key is the text's XXH3-64.
+pub const REPLICAPASSAGE_TEXT: TableDefinition<(u128, u64), &str> = TableDefinition::new("replicapassage_text");
 /// `replica id → number of chat history items` (the `popularity` sort of replica lists).
 pub const REPLICA_MESSAGECOUNT: TableDefinition<u128, u64> = TableDefinition::new("replica_messagecount");
 /// `"demo" → org id` and other one-time facts of the server's life.

@@ -50,6 +50,28 @@ async fn a_question_is_answered_from_the_knowledge_base_with_its_source() {
 }
 
 #[tokio::test]
+async fn a_source_cited_by_many_replies_keeps_its_text_in_each_after_its_entry_is_deleted() {
+    let server = Server::start();
+    let org = server.new_org("Chat").await;
+    let replica = org.create_replica("reactor").await;
+    let kb = org.add_ready_text(&replica, "Zorblax reactor", ZORBLAX).await;
+    for _ in 0..3 {
+        assert!(org.ask(&replica, ZORBLAX_QUESTION).await.contains("451 kelvin"));
+    }
+    let r = org.call(Method::DELETE, &format!("/v1/replicas/{replica}/knowledge-base/{kb}"), None, &[]).await;
+    assert!(r.status.is_success(), "{}", r.text);
+    let items = org.history(&replica, "").await;
+    let replies: Vec<&serde_json::Value> = items.iter().filter(|i| i["role"] == "assistant").collect();
+    assert_eq!(replies.len(), 3, "{items:?}");
+    for reply in &replies {
+        let sources = reply["sources"].as_array().expect("sources");
+        assert!(!sources.is_empty(), "{reply}");
+        assert_eq!(reply["sources"], replies[0]["sources"], "each reply shows the same cited text");
+        assert!(sources[0]["content"].as_str().is_some_and(|c| c.contains("451 kelvin")), "{reply}");
+    }
+}
+
+#[tokio::test]
 async fn the_answer_comes_from_the_entry_that_holds_the_fact() {
     let server = Server::start();
     let org = server.new_org("Chat").await;
