@@ -221,6 +221,25 @@ mod tests {
     }
 
     #[test]
+    fn a_list_of_names_after_a_colon_says_what_each_is() {
+        let s = [
+            src(
+                "Bakery › Ovens",
+                "Load the dry oven before dawn. Move the loaves from the steam oven to the dry oven when \
+                 the crust sets, and then move them back to the steam oven.",
+            ),
+            src(
+                "Bakery › How the Bakery Works",
+                "The bakery heats two ovens: the humid steam oven, and the hot dry oven. Both are lit at \
+                 four. The dry oven keeps its heat overnight.",
+            ),
+        ];
+        let a = reply(&persona(), "What is the dry oven?", &s);
+        assert!(a.text.starts_with("The bakery heats two ovens:"), "{}", a.text);
+        assert_eq!(a.used, vec![1]);
+    }
+
+    #[test]
     fn deltas_join_back_to_the_text() {
         let text = "A module is a file\n\n(From: Modules)";
         let d = deltas(text);

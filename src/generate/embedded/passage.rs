@@ -6,7 +6,8 @@
 //!    heading path that the sentence lacks count half. For "How do I", a sentence that
 //!    introduces a code block also counts the block's terms (the two are quoted together). A
 //!    definition question ("What is X?") adds the full weight of X to a sentence that says what
-//!    X is ("X is/are …" with X first, "… called X", "X, a …", or a sentence opening a
+//!    X is ("X is/are …" with X first, "… called X", "X, a …", an item of a list of names
+//!    after a colon ("two buffers: the pattern space and the hold space"), or a sentence opening a
 //!    paragraph of the description of a definition-list entry named X, case kept:
 //!    [`Block::Term`]); a comparison does so for each side. A source's sentences are weighted by
 //!    the square root of its share of the best retrieval score.
@@ -290,6 +291,43 @@ struct Definers {
     apposed: Vec<Vec<String>>,
     /// Terms before the first copula ("X is …").
     opening: Option<Vec<String>>,
+    /// Terms of each item of a list of names after a colon ("two buffers: the pattern space
+    /// and the hold space").
+    listed: Vec<Vec<String>>,
+}
+
+/// Most terms of an item of a list of names after a colon (longer items are clauses: "first,
+/// sed reads one line from the input stream, …" lists steps, not names).
+const LIST_ITEM_TERMS: usize = 4;
+
+/// Words that join the last item of a list ("A, B and C").
+const LIST_JOINS: &[&str] = &["and ", "or ", "et ", "ou ", "y ", "o ", "und ", "oder "];
+
+/// The terms of each item of the list of names that follows a colon inside `lower` (a sentence
+/// that names a kind, then its members: "two data buffers: the active pattern space, and the
+/// auxiliary hold space"): at least two items, each of 1 to [`LIST_ITEM_TERMS`] terms, and a
+/// kind named before the colon. Empty when there is no such list.
+fn list_after_colon(lower: &str, lang: Option<&str>) -> Vec<Vec<String>> {
+    let Some((kind, list)) = lower.split_once(": ") else { return Vec::new() };
+    if analyze_as(lang, kind).is_empty() {
+        return Vec::new();
+    }
+    let list = list.trim_end_matches(['.', '!', '?', ' ']);
+    let mut items: Vec<Vec<String>> = Vec::new();
+    for part in list.split([',', ';']) {
+        let part = part.trim();
+        let part = LIST_JOINS.iter().find_map(|j| part.strip_prefix(j)).unwrap_or(part);
+        // "A and B" without a comma
+        for item in part.split(" and ").flat_map(|p| p.split(" or ")) {
+            items.push(analyze_as(lang, item));
+        }
+    }
+    let names = items.len() >= 2 && items.iter().all(|t| !t.is_empty() && t.len() <= LIST_ITEM_TERMS);
+    if names {
+        items
+    } else {
+        Vec::new()
+    }
 }
 
 impl Definers {
@@ -310,18 +348,20 @@ impl Definers {
             .collect();
         let copulas = if lang == Some("ja") { JA_COPULAS } else { COPULAS };
         let opening = copulas.iter().filter_map(|c| lower.find(c)).min().map(|cut| analyze_as(lang, &lower[..cut]));
-        Definers { named, apposed, opening }
+        let listed = list_after_colon(&lower, lang);
+        Definers { named, apposed, opening, listed }
     }
 
     /// Heap bytes of the kept terms, `strings` giving those of one list.
     fn bytes(&self, strings: impl Fn(&[String]) -> usize) -> usize {
-        let lists = self.named.iter().chain(&self.apposed).chain(&self.opening);
+        let lists = self.named.iter().chain(&self.apposed).chain(&self.opening).chain(&self.listed);
         lists.map(|l| strings(l)).sum()
     }
 
     /// Whether the sentence says what the subject (`subject` terms) is: it names the subject
-    /// right after a naming phrase or right before an apposition, or the subject opens it (its
-    /// terms first, and at most one more) before a copula.
+    /// right after a naming phrase or right before an apposition, the subject opens it (its
+    /// terms first, and at most one more) before a copula, or an item of a list of names after
+    /// a colon is the subject (its terms last, and at most one more before them).
     fn define(&self, subject: &[String]) -> bool {
         if subject.is_empty() {
             return false;
@@ -329,6 +369,9 @@ impl Definers {
         let all_in = |terms: &[String]| subject.iter().all(|t| terms.contains(t));
         self.named.iter().any(|terms| all_in(&terms[..terms.len().min(subject.len() + 1)]))
             || self.apposed.iter().any(|terms| all_in(&terms[terms.len().saturating_sub(subject.len())..]))
+            || self.listed.iter().any(|terms| {
+                terms.len() <= subject.len() + 1 && all_in(&terms[terms.len().saturating_sub(subject.len())..])
+            })
             || self.opening.as_ref().is_some_and(|terms| {
                 terms.len() <= subject.len() + 1 && all_in(&terms[..terms.len().min(subject.len())])
             })
@@ -712,6 +755,19 @@ fn push_code(text: &mut String, block: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A list of names after a colon says what each item is; a colon before clauses lists
+    /// steps, and a list with no kind before it names nothing.
+    #[test]
+    fn a_list_of_names_after_a_colon_defines_its_items() {
+        let defines = |sentence: &str, subject: &str| Definers::of(sentence, None).define(&analyze_as(None, subject));
+        let list = "The bakery heats two ovens: the humid steam oven, and the hot dry oven.";
+        assert!(defines(list, "dry oven") && defines(list, "steam oven"));
+        assert!(!defines(list, "oven door"));
+        let steps = "The baker works in order: first, she lights the dry oven at four, then she kneads.";
+        assert!(!defines(steps, "dry oven"));
+        assert!(!defines("Then: the steam oven, the dry oven.", "dry oven"));
+    }
 
     /// Each paragraph of an entry's description opens with a sentence about the entry, up to
     /// the next entry; other sentences, and prose before any entry, describe none.
