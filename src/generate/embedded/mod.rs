@@ -239,6 +239,23 @@ mod tests {
         assert_eq!(a.used, vec![1]);
     }
 
+    /// A section cut by the chunker between a sentence announcing a block and the block.
+    const FIRST_HALF: &str = "A pump runs until its tank is full. To stop a pump before the tank is full, \
+                              send it the halt signal:";
+    const SECOND_HALF: &str = "    pump.signal(HALT)\n    pump.wait()\n\nThe pump then drains its hose.";
+
+    #[test]
+    fn a_sentence_cut_from_its_block_by_the_chunk_s_end_is_quoted_with_the_next_chunk_s_block() {
+        let other = src("Pumps › Filling", "A pump fills its tank at ten litres a minute.");
+        let s = [src("Pumps › Stopping", FIRST_HALF), other.clone(), src("Pumps › Stopping", SECOND_HALF)];
+        let a = reply(&persona(), "How do I stop a pump before the tank is full?", &s);
+        assert!(a.text.contains("send it the halt signal:\n\n```\npump.signal(HALT)\npump.wait()\n```"), "{}", a.text);
+        assert!(a.used.contains(&0) && a.used.contains(&2), "{:?}", a.used);
+        // without the chunk holding the block, the announcing sentence is never quoted
+        let a = reply(&persona(), "How do I stop a pump before the tank is full?", &s[..2]);
+        assert!(!a.text.contains("halt signal"), "{}", a.text);
+    }
+
     #[test]
     fn deltas_join_back_to_the_text() {
         let text = "A module is a file\n\n(From: Modules)";

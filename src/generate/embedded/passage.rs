@@ -21,7 +21,9 @@
 //!    [`KEEP_RATIO`] of it, in document order, within [`MAX_PROSE_CHARS`] (at most
 //!    [`MAX_SENTENCES`]); a definition keeps the sentence after the one that defines; a
 //!    comparison keeps a sentence about each side. A sentence that introduces a code block
-//!    (ends with ":" or announces "the following") is kept only with that block; "How do I"
+//!    (ends with ":" or announces "the following") is kept only with that block (a sentence
+//!    ending its chunk with ":" only when another retrieved chunk of its section opens with a
+//!    code block, quoted right after it: the chunker cut between them); "How do I"
 //!    questions get the code block nearest the passage's first sentence (at most
 //!    [`CODE_REACH`] blocks away). At most one code block, quoted whole (bounded by
 //!    [`MAX_CODE_CHARS`]).
@@ -101,6 +103,9 @@ pub struct Analysis {
 struct Sentence {
     block: usize,
     index: usize,
+    /// It ends the chunk announcing a block (":"): the block opens the section's next chunk,
+    /// and the sentence is quoted only when that chunk was retrieved too.
+    cut: bool,
     terms: Arc<[String]>,
     /// Terms of the code block it introduces that it lacks (a how-to answer quotes both).
     code_terms: Arc<[String]>,
@@ -138,7 +143,8 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
         let Block::Prose(sentences) = b else { continue };
         for (i, text) in sentences.iter().enumerate() {
             let letters = text.chars().filter(|c| c.is_alphabetic()).count();
-            if letters < 8 || dangling(blocks, bi, i) {
+            let cut = dangling(blocks, bi, i);
+            if letters < 8 || (cut && bi + 1 < blocks.len()) {
                 continue;
             }
             let mut terms = analyze_as(lang, text);
@@ -155,7 +161,8 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
                 Some(Block::Code(code)) => analyze_as(lang, code).into_iter().filter(|t| !terms.contains(t)).collect(),
                 _ => Vec::new(),
             };
-            out.push(Sentence { block: bi, index: i, terms: terms.into(), code_terms: code_terms.into(), definers });
+            let (terms, code_terms) = (terms.into(), code_terms.into());
+            out.push(Sentence { block: bi, index: i, cut, terms, code_terms, definers });
         }
     }
     out
@@ -185,6 +192,9 @@ struct Cand {
     /// Per subject of the question ([`Scoring::sides`]): whether it says what the subject is.
     says: Vec<bool>,
     score: f32,
+    /// For a sentence that ends its chunk announcing a block: the section (another chunk of
+    /// the same heading path) that opens with that block.
+    continued: Option<usize>,
 }
 
 /// The chosen passage: text and the indexes of the sections (sources) it quotes.
@@ -468,15 +478,33 @@ impl Scoring<'_> {
     }
 }
 
+/// The sentences of every section; one that ends its chunk announcing a block only when
+/// another retrieved chunk of its section opens with a code block (the chunks of a section are
+/// one passage, cut where the chunker cut it).
 fn candidates(sections: &[Section]) -> Vec<Cand> {
     let mut out = Vec::new();
     for (si, s) in sections.iter().enumerate() {
+        let opens_with_code = |j: usize| matches!(sections[j].blocks.first(), Some(Block::Code(_)));
+        let next = (0..sections.len()).find(|&j| j != si && sections[j].name == s.name && opens_with_code(j));
         for (at, c) in s.sentences.iter().enumerate() {
-            let terms = c.terms.clone();
-            out.push(Cand { section: si, at, block: c.block, index: c.index, terms, says: Vec::new(), score: 0.0 });
+            let continued = if c.cut { next } else { None };
+            if c.cut && continued.is_none() {
+                continue;
+            }
+            let (terms, says) = (c.terms.clone(), Vec::new());
+            out.push(Cand { section: si, at, block: c.block, index: c.index, terms, says, score: 0.0, continued });
         }
     }
     out
+}
+
+/// The block (section, block) that candidate `c` announces, if any: the next block of its
+/// chunk, or the first of the chunk that continues it.
+fn announced(sections: &[Section], c: &Cand) -> Option<(usize, usize)> {
+    match c.continued {
+        Some(j) => Some((j, 0)),
+        None => introduces_code(&sections[c.section].blocks, c.block, c.index).map(|b| (c.section, b)),
+    }
 }
 
 fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[Cand]) -> Scoring<'q> {
@@ -672,10 +700,8 @@ fn second_section<'c>(
 /// introduces, or (for "How do I") the section's block nearest the first chosen sentence (at
 /// most [`CODE_REACH`] blocks away; after it rather than before at equal distance).
 fn code_block(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Option<(usize, usize)> {
-    for c in chosen {
-        if let Some(b) = introduces_code(&sections[c.section].blocks, c.block, c.index) {
-            return Some((c.section, b));
-        }
+    if let Some(b) = chosen.iter().find_map(|c| announced(sections, c)) {
+        return Some(b);
     }
     let first = chosen.first().filter(|_| how_to)?;
     let blocks = &sections[first.section].blocks;
@@ -703,9 +729,9 @@ fn render(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Passage {
         }
         said.push(sentence(sections, c));
         // a sentence that announces a block is quoted only with it
-        let intro = introduces_code(&sections[c.section].blocks, c.block, c.index);
-        let quoted = |ib: usize| code.is_some_and(|(s, b, _)| (s, b) == (c.section, ib));
-        if intro.is_some_and(|ib| !quoted(ib)) && chosen.len() > 1 {
+        let intro = announced(sections, c);
+        let quoted = |at: (usize, usize)| code.is_some_and(|(s, b, _)| (s, b) == at);
+        if intro.is_some_and(|at| !quoted(at)) && chosen.len() > 1 {
             continue;
         }
         // the block goes before the first sentence that follows it (sections in source order)
@@ -728,11 +754,20 @@ fn render(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Passage {
         }
         text.push_str(sentence(sections, c));
         last = Some((c.section, c.block));
+        // a block in the chunk that continues this one goes right after the sentence announcing it
+        if let (Some((s, b, block)), Some(_)) =
+            (code.filter(|_| !code_done), c.continued.filter(|_| intro.is_some_and(quoted)))
+        {
+            push_code(&mut text, block);
+            code_done = true;
+            last = Some((s, b));
+        }
     }
     if let (Some((_, _, block)), false) = (code, code_done) {
         push_code(&mut text, block);
     }
     let mut used: Vec<usize> = chosen.iter().map(|c| c.section).collect();
+    used.extend(code.map(|(s, _, _)| s));
     used.dedup();
     let mut names: Vec<&str> = Vec::new();
     for i in &used {
