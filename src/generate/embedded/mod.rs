@@ -257,6 +257,20 @@ mod tests {
     }
 
     #[test]
+    fn a_section_whose_heading_names_the_whole_question_answers_it_in_other_words() {
+        let s = [
+            src("Kitchen › Storage", "Keep knives in a wooden block, away from damp, and never loose in a drawer."),
+            src(
+                "Kitchen › Sharpening Knives",
+                "Hold the blade at twenty degrees against a wet stone. Draw it toward you ten times on each side.",
+            ),
+        ];
+        let a = reply(&persona(), "How do I sharpen knives?", &s);
+        assert!(a.text.starts_with("Hold the blade at twenty degrees"), "{}", a.text);
+        assert_eq!(a.used, vec![1]);
+    }
+
+    #[test]
     fn deltas_join_back_to_the_text() {
         let text = "A module is a file\n\n(From: Modules)";
         let d = deltas(text);

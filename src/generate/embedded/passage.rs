@@ -3,7 +3,9 @@
 //!
 //! 1. Every prose sentence is scored by the question's terms it contains (same analyzer as the
 //!    index), each weighted by its rarity among the candidate sentences; terms of its chunk's
-//!    heading path that the sentence lacks count half. For "How do I", a sentence that
+//!    heading path that the sentence lacks count half (and a sentence with none of the
+//!    question's terms still counts them when its own heading names all of the question's focus:
+//!    it is about that heading in other words). For "How do I", a sentence that
 //!    introduces a code block also counts the block's terms (the two are quoted together). A
 //!    definition question ("What is X?") adds the full weight of X to a sentence that says what
 //!    X is ("X is/are …" with X first, "… called X", "X, a …", an item of a list of names
@@ -446,7 +448,9 @@ impl Scoring<'_> {
             .filter(|(_, says)| **says)
             .map(|(side, _)| side.terms.iter().map(|t| self.weight(t)).sum::<f32>().max(1.0))
             .sum();
-        if body == 0.0 && bonus == 0.0 {
+        // a sentence under a heading that names all the question asks is about it, in whatever words
+        let headed = !self.focus.is_empty() && self.focus.iter().all(|t| s.heading.contains(t));
+        if body == 0.0 && bonus == 0.0 && !headed {
             return 0.0;
         }
         body + 0.5 * path + bonus
