@@ -28,7 +28,8 @@
 //!    code block, quoted right after it: the chunker cut between them); "How do I"
 //!    questions get the code block nearest the passage's first sentence (at most
 //!    [`CODE_REACH`] blocks away). At most one code block, quoted whole (bounded by
-//!    [`MAX_CODE_CHARS`]).
+//!    [`MAX_CODE_CHARS`]). Prose resuming after a block, in lower case, the sentence the block
+//!    interrupted is never quoted (it begins mid-sentence).
 //! 4. A second section adds one sentence only when it covers question terms of at least
 //!    [`SECOND_SECTION_GAIN`] of the question's weight that the first section does not; a
 //!    comparison whose passage does not say what one side is takes that from another section.
@@ -146,7 +147,7 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
         for (i, text) in sentences.iter().enumerate() {
             let letters = text.chars().filter(|c| c.is_alphabetic()).count();
             let cut = dangling(blocks, bi, i);
-            if letters < 8 || (cut && bi + 1 < blocks.len()) {
+            if letters < 8 || (cut && bi + 1 < blocks.len()) || resumes(blocks, bi, i) {
                 continue;
             }
             let mut terms = analyze_as(lang, text);
@@ -228,6 +229,21 @@ fn dangling(blocks: &[Block], block: usize, index: usize) -> bool {
     index + 1 == s.len()
         && s[index].trim_end().ends_with([':', '：'])
         && introduces_code(blocks, block, index).is_none()
+}
+
+/// Whether the sentence at `block`/`index` resumes, after a code block, the sentence that the
+/// block interrupted ("For example:" / `x = MyClass()` / "creates a new instance …"): it opens
+/// a paragraph right after a code block in lower case, its first word not one of the block's
+/// (a sentence may open with a name the example shows: "del can also be used …"). It begins
+/// mid-sentence, so it is never quoted.
+fn resumes(blocks: &[Block], block: usize, index: usize) -> bool {
+    let (Block::Prose(s), Some(Block::Code(code))) = (&blocks[block], block.checked_sub(1).map(|b| &blocks[b])) else {
+        return false;
+    };
+    let text = s[index].trim_start_matches(['(', '"', '\'', '`']);
+    let first = text.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap_or("");
+    let named = code.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == first);
+    index == 0 && first.chars().next().is_some_and(char::is_lowercase) && !named
 }
 
 /// The lines naming the definition-list entry that the sentence at `block`/`index` describes:
@@ -794,6 +810,26 @@ fn push_code(text: &mut String, block: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Prose resuming, in lower case after a code block, the sentence the block interrupted is
+    /// never a candidate; a sentence opening with a name the block shows is one.
+    #[test]
+    fn a_sentence_resumed_after_its_code_block_is_never_quoted_alone() {
+        let text = "To start the pump, type\n\n    pump start --slow\n\nwhich turns the motor and opens the \
+                    valve.\n\n    >>> pump.stop()\n\npump can also be stopped from the panel.";
+        let a = Analysis::of("Pumps", text, None);
+        let quoted: Vec<&str> = a
+            .sentences
+            .iter()
+            .map(|s| match &a.blocks[s.block] {
+                Block::Prose(p) => p[s.index].as_str(),
+                _ => "",
+            })
+            .collect();
+        assert!(!quoted.iter().any(|s| s.starts_with("which turns")), "{quoted:?}");
+        assert!(quoted.contains(&"pump can also be stopped from the panel."), "{quoted:?}");
+        assert!(quoted.contains(&"To start the pump, type"), "{quoted:?}");
+    }
 
     /// A list of names after a colon says what each item is; a colon before clauses lists
     /// steps, and a list with no kind before it names nothing.
