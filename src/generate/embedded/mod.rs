@@ -271,6 +271,18 @@ mod tests {
     }
 
     #[test]
+    fn a_comparison_keeps_the_sentence_that_goes_on_defining_a_side() {
+        let s = [src(
+            "winch › Commands",
+            "These commands move the winch.\n\nr\nReel the rope in one turn.\n\nR\nIf the rope is slack, \
+             reel it in one turn. Otherwise, release the brake and let out one turn.",
+        )];
+        let a = reply(&persona(), "What is the difference between the r and R commands?", &s);
+        assert!(a.text.contains("`r`: Reel the rope in one turn."), "{}", a.text);
+        assert!(a.text.contains("reel it in one turn. Otherwise, release the brake"), "{}", a.text);
+    }
+
+    #[test]
     fn deltas_join_back_to_the_text() {
         let text = "A module is a file\n\n(From: Modules)";
         let d = deltas(text);

@@ -22,7 +22,8 @@
 //! 3. The passage holds that section's best sentence and its others scoring at least
 //!    [`KEEP_RATIO`] of it, in document order, within [`MAX_PROSE_CHARS`] (at most
 //!    [`MAX_SENTENCES`]); a definition keeps the sentence after the one that defines; a
-//!    comparison keeps a sentence about each side. A sentence that introduces a code block
+//!    comparison keeps a sentence about each side (and the one after it when it says what the
+//!    side is). A sentence that introduces a code block
 //!    (ends with ":" or announces "the following") is kept only with that block (a sentence
 //!    ending its chunk with ":" only when another retrieved chunk of its section opens with a
 //!    code block, quoted right after it: the chunker cut between them); "How do I"
@@ -667,12 +668,12 @@ fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize
             chosen.push(c);
         }
     };
+    // the sentence after one that says what something is goes on saying it
+    let after =
+        |d: &Cand| cands.iter().find(|c| c.section == d.section && c.block == d.block && c.index == d.index + 1);
     match sc.intent {
         Intent::Definition(_) => {
-            if let Some(next) = cands
-                .iter()
-                .find(|c| c.section == anchor.section && c.block == anchor.block && c.index == anchor.index + 1)
-            {
+            if let Some(next) = after(anchor) {
                 take(next, &mut chosen);
             }
         }
@@ -681,6 +682,9 @@ fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize
                 let about = |c: &&Cand| sc.about(c, i);
                 if let Some(c) = mine.iter().copied().find(|c| c.says[i]) {
                     take(c, &mut chosen);
+                    if let Some(next) = after(c) {
+                        take(next, &mut chosen);
+                    }
                 } else if !chosen.iter().any(about) {
                     if let Some(c) = mine.iter().copied().find(about) {
                         take(c, &mut chosen);
