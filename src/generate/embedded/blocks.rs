@@ -4,8 +4,9 @@
 //! Extracted text marks code by indentation (the tutorial's examples, Markdown and HTML code
 //! blocks, manuals' examples: see `ingest::extract`), so a run of lines indented by
 //! [`CODE_INDENT`] or more (or fenced: `crate::text::code`) is a code block, unless it reads as
-//! prose (an indented note or list item: long wrapped lines of words ending a sentence). An
-//! interactive session (`>>>`) is code wherever it starts. A code block keeps its lines, the
+//! prose (an indented note or list item: long wrapped lines of words ending a sentence; never
+//! a run opening with a comment, `#` or `//`). An interactive session (`>>>`) is code wherever
+//! it starts. A code block keeps its lines, the
 //! program's printed output included, and is only ever quoted whole.
 //!
 //! A definition list as manuals print it (a short line naming a command or option, such as
@@ -61,8 +62,15 @@ fn list_item(line: &str) -> bool {
             .is_some_and(|(n, _)| !n.is_empty() && n.len() <= 2 && n.chars().all(|c| c.is_ascii_alphanumeric()))
 }
 
+/// Whether a line opens with a comment marker of a script or program (`#`, `//`): the
+/// comments of an example are part of its code, however much they read like sentences.
+fn comment(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with('#') || t.starts_with("//")
+}
+
 /// Whether indented lines are prose after all: wrapped lines of words that end a sentence, or a
-/// list item.
+/// list item; never lines of a session or a run opening with a comment.
 fn reads_as_prose(lines: &[&str]) -> bool {
     let text = lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
     let list_item = lines.first().is_some_and(|l| list_item(l));
@@ -71,7 +79,8 @@ fn reads_as_prose(lines: &[&str]) -> bool {
     let nonspace = text.chars().filter(|c| !c.is_whitespace()).count().max(1);
     let wordy = letters * 10 >= nonspace * 8 && words >= lines.len() * 6;
     let ends = text.trim_end_matches(')').ends_with(['.', '!', '?', ':', '。', '！', '？']);
-    !lines.iter().any(|l| is_session(l)) && (list_item || (wordy && ends))
+    let code = lines.iter().any(|l| is_session(l)) || lines.first().is_some_and(|l| comment(l));
+    !code && (list_item || (wordy && ends))
 }
 
 /// Re-flows prose lines and cuts them into sentences (Unicode rules end a sentence at every
@@ -187,6 +196,15 @@ mod tests {
         let item = "  1. sed starts by reading the first line into the pattern space\n     and goes on.";
         assert!(matches!(parse(item)[0], Block::Prose(_)));
         assert!(matches!(parse(">>> x = 1\n>>> x\n1")[0], Block::Code(_)));
+    }
+
+    #[test]
+    fn an_example_s_comments_are_code_although_they_read_as_prose() {
+        let text = "This script counts words.\n\n     #!/bin/sh\n\n     # count every word of the input, one per \
+                    line, then print the total.\n\n     # split on blanks\n     tr -s ' ' '\\n' | wc -l";
+        let b = parse(text);
+        assert_eq!(b.len(), 2, "{b:?}");
+        assert!(matches!(&b[1], Block::Code(c) if c.starts_with("#!/bin/sh\n\n# count every word")), "{b:?}");
     }
 
     #[test]

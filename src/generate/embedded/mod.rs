@@ -221,6 +221,68 @@ mod tests {
     }
 
     #[test]
+    fn a_list_of_names_after_a_colon_says_what_each_is() {
+        let s = [
+            src(
+                "Bakery › Ovens",
+                "Load the dry oven before dawn. Move the loaves from the steam oven to the dry oven when \
+                 the crust sets, and then move them back to the steam oven.",
+            ),
+            src(
+                "Bakery › How the Bakery Works",
+                "The bakery heats two ovens: the humid steam oven, and the hot dry oven. Both are lit at \
+                 four. The dry oven keeps its heat overnight.",
+            ),
+        ];
+        let a = reply(&persona(), "What is the dry oven?", &s);
+        assert!(a.text.starts_with("The bakery heats two ovens:"), "{}", a.text);
+        assert_eq!(a.used, vec![1]);
+    }
+
+    /// A section cut by the chunker between a sentence announcing a block and the block.
+    const FIRST_HALF: &str = "A pump runs until its tank is full. To stop a pump before the tank is full, \
+                              send it the halt signal:";
+    const SECOND_HALF: &str = "    pump.signal(HALT)\n    pump.wait()\n\nThe pump then drains its hose.";
+
+    #[test]
+    fn a_sentence_cut_from_its_block_by_the_chunk_s_end_is_quoted_with_the_next_chunk_s_block() {
+        let other = src("Pumps › Filling", "A pump fills its tank at ten litres a minute.");
+        let s = [src("Pumps › Stopping", FIRST_HALF), other.clone(), src("Pumps › Stopping", SECOND_HALF)];
+        let a = reply(&persona(), "How do I stop a pump before the tank is full?", &s);
+        assert!(a.text.contains("send it the halt signal:\n\n```\npump.signal(HALT)\npump.wait()\n```"), "{}", a.text);
+        assert!(a.used.contains(&0) && a.used.contains(&2), "{:?}", a.used);
+        // without the chunk holding the block, the announcing sentence is never quoted
+        let a = reply(&persona(), "How do I stop a pump before the tank is full?", &s[..2]);
+        assert!(!a.text.contains("halt signal"), "{}", a.text);
+    }
+
+    #[test]
+    fn a_section_whose_heading_names_the_whole_question_answers_it_in_other_words() {
+        let s = [
+            src("Kitchen › Storage", "Keep knives in a wooden block, away from damp, and never loose in a drawer."),
+            src(
+                "Kitchen › Sharpening Knives",
+                "Hold the blade at twenty degrees against a wet stone. Draw it toward you ten times on each side.",
+            ),
+        ];
+        let a = reply(&persona(), "How do I sharpen knives?", &s);
+        assert!(a.text.starts_with("Hold the blade at twenty degrees"), "{}", a.text);
+        assert_eq!(a.used, vec![1]);
+    }
+
+    #[test]
+    fn a_comparison_keeps_the_sentence_that_goes_on_defining_a_side() {
+        let s = [src(
+            "winch › Commands",
+            "These commands move the winch.\n\nr\nReel the rope in one turn.\n\nR\nIf the rope is slack, \
+             reel it in one turn. Otherwise, release the brake and let out one turn.",
+        )];
+        let a = reply(&persona(), "What is the difference between the r and R commands?", &s);
+        assert!(a.text.contains("`r`: Reel the rope in one turn."), "{}", a.text);
+        assert!(a.text.contains("reel it in one turn. Otherwise, release the brake"), "{}", a.text);
+    }
+
+    #[test]
     fn deltas_join_back_to_the_text() {
         let text = "A module is a file\n\n(From: Modules)";
         let d = deltas(text);

@@ -3,10 +3,13 @@
 //!
 //! 1. Every prose sentence is scored by the question's terms it contains (same analyzer as the
 //!    index), each weighted by its rarity among the candidate sentences; terms of its chunk's
-//!    heading path that the sentence lacks count half. For "How do I", a sentence that
+//!    heading path that the sentence lacks count half (and a sentence with none of the
+//!    question's terms still counts them when its own heading names all of the question's focus:
+//!    it is about that heading in other words). For "How do I", a sentence that
 //!    introduces a code block also counts the block's terms (the two are quoted together). A
 //!    definition question ("What is X?") adds the full weight of X to a sentence that says what
-//!    X is ("X is/are …" with X first, "… called X", "X, a …", or a sentence opening a
+//!    X is ("X is/are …" with X first, "… called X", "X, a …", an item of a list of names
+//!    after a colon ("two buffers: the pattern space and the hold space"), or a sentence opening a
 //!    paragraph of the description of a definition-list entry named X, case kept:
 //!    [`Block::Term`]); a comparison does so for each side. A source's sentences are weighted by
 //!    the square root of its share of the best retrieval score.
@@ -19,11 +22,15 @@
 //! 3. The passage holds that section's best sentence and its others scoring at least
 //!    [`KEEP_RATIO`] of it, in document order, within [`MAX_PROSE_CHARS`] (at most
 //!    [`MAX_SENTENCES`]); a definition keeps the sentence after the one that defines; a
-//!    comparison keeps a sentence about each side. A sentence that introduces a code block
-//!    (ends with ":" or announces "the following") is kept only with that block; "How do I"
+//!    comparison keeps a sentence about each side (and the one after it when it says what the
+//!    side is). A sentence that introduces a code block
+//!    (ends with ":" or announces "the following") is kept only with that block (a sentence
+//!    ending its chunk with ":" only when another retrieved chunk of its section opens with a
+//!    code block, quoted right after it: the chunker cut between them); "How do I"
 //!    questions get the code block nearest the passage's first sentence (at most
 //!    [`CODE_REACH`] blocks away). At most one code block, quoted whole (bounded by
-//!    [`MAX_CODE_CHARS`]).
+//!    [`MAX_CODE_CHARS`]). Prose resuming after a block, in lower case, the sentence the block
+//!    interrupted is never quoted (it begins mid-sentence).
 //! 4. A second section adds one sentence only when it covers question terms of at least
 //!    [`SECOND_SECTION_GAIN`] of the question's weight that the first section does not; a
 //!    comparison whose passage does not say what one side is takes that from another section.
@@ -100,6 +107,9 @@ pub struct Analysis {
 struct Sentence {
     block: usize,
     index: usize,
+    /// It ends the chunk announcing a block (":"): the block opens the section's next chunk,
+    /// and the sentence is quoted only when that chunk was retrieved too.
+    cut: bool,
     terms: Arc<[String]>,
     /// Terms of the code block it introduces that it lacks (a how-to answer quotes both).
     code_terms: Arc<[String]>,
@@ -137,7 +147,8 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
         let Block::Prose(sentences) = b else { continue };
         for (i, text) in sentences.iter().enumerate() {
             let letters = text.chars().filter(|c| c.is_alphabetic()).count();
-            if letters < 8 || dangling(blocks, bi, i) {
+            let cut = dangling(blocks, bi, i);
+            if letters < 8 || (cut && bi + 1 < blocks.len()) || resumes(blocks, bi, i) {
                 continue;
             }
             let mut terms = analyze_as(lang, text);
@@ -154,7 +165,8 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
                 Some(Block::Code(code)) => analyze_as(lang, code).into_iter().filter(|t| !terms.contains(t)).collect(),
                 _ => Vec::new(),
             };
-            out.push(Sentence { block: bi, index: i, terms: terms.into(), code_terms: code_terms.into(), definers });
+            let (terms, code_terms) = (terms.into(), code_terms.into());
+            out.push(Sentence { block: bi, index: i, cut, terms, code_terms, definers });
         }
     }
     out
@@ -184,6 +196,9 @@ struct Cand {
     /// Per subject of the question ([`Scoring::sides`]): whether it says what the subject is.
     says: Vec<bool>,
     score: f32,
+    /// For a sentence that ends its chunk announcing a block: the section (another chunk of
+    /// the same heading path) that opens with that block.
+    continued: Option<usize>,
 }
 
 /// The chosen passage: text and the indexes of the sections (sources) it quotes.
@@ -215,6 +230,21 @@ fn dangling(blocks: &[Block], block: usize, index: usize) -> bool {
     index + 1 == s.len()
         && s[index].trim_end().ends_with([':', '：'])
         && introduces_code(blocks, block, index).is_none()
+}
+
+/// Whether the sentence at `block`/`index` resumes, after a code block, the sentence that the
+/// block interrupted ("For example:" / `x = MyClass()` / "creates a new instance …"): it opens
+/// a paragraph right after a code block in lower case, its first word not one of the block's
+/// (a sentence may open with a name the example shows: "del can also be used …"). It begins
+/// mid-sentence, so it is never quoted.
+fn resumes(blocks: &[Block], block: usize, index: usize) -> bool {
+    let (Block::Prose(s), Some(Block::Code(code))) = (&blocks[block], block.checked_sub(1).map(|b| &blocks[b])) else {
+        return false;
+    };
+    let text = s[index].trim_start_matches(['(', '"', '\'', '`']);
+    let first = text.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap_or("");
+    let named = code.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == first);
+    index == 0 && first.chars().next().is_some_and(char::is_lowercase) && !named
 }
 
 /// The lines naming the definition-list entry that the sentence at `block`/`index` describes:
@@ -290,6 +320,43 @@ struct Definers {
     apposed: Vec<Vec<String>>,
     /// Terms before the first copula ("X is …").
     opening: Option<Vec<String>>,
+    /// Terms of each item of a list of names after a colon ("two buffers: the pattern space
+    /// and the hold space").
+    listed: Vec<Vec<String>>,
+}
+
+/// Most terms of an item of a list of names after a colon (longer items are clauses: "first,
+/// sed reads one line from the input stream, …" lists steps, not names).
+const LIST_ITEM_TERMS: usize = 4;
+
+/// Words that join the last item of a list ("A, B and C").
+const LIST_JOINS: &[&str] = &["and ", "or ", "et ", "ou ", "y ", "o ", "und ", "oder "];
+
+/// The terms of each item of the list of names that follows a colon inside `lower` (a sentence
+/// that names a kind, then its members: "two data buffers: the active pattern space, and the
+/// auxiliary hold space"): at least two items, each of 1 to [`LIST_ITEM_TERMS`] terms, and a
+/// kind named before the colon. Empty when there is no such list.
+fn list_after_colon(lower: &str, lang: Option<&str>) -> Vec<Vec<String>> {
+    let Some((kind, list)) = lower.split_once(": ") else { return Vec::new() };
+    if analyze_as(lang, kind).is_empty() {
+        return Vec::new();
+    }
+    let list = list.trim_end_matches(['.', '!', '?', ' ']);
+    let mut items: Vec<Vec<String>> = Vec::new();
+    for part in list.split([',', ';']) {
+        let part = part.trim();
+        let part = LIST_JOINS.iter().find_map(|j| part.strip_prefix(j)).unwrap_or(part);
+        // "A and B" without a comma
+        for item in part.split(" and ").flat_map(|p| p.split(" or ")) {
+            items.push(analyze_as(lang, item));
+        }
+    }
+    let names = items.len() >= 2 && items.iter().all(|t| !t.is_empty() && t.len() <= LIST_ITEM_TERMS);
+    if names {
+        items
+    } else {
+        Vec::new()
+    }
 }
 
 impl Definers {
@@ -310,18 +377,20 @@ impl Definers {
             .collect();
         let copulas = if lang == Some("ja") { JA_COPULAS } else { COPULAS };
         let opening = copulas.iter().filter_map(|c| lower.find(c)).min().map(|cut| analyze_as(lang, &lower[..cut]));
-        Definers { named, apposed, opening }
+        let listed = list_after_colon(&lower, lang);
+        Definers { named, apposed, opening, listed }
     }
 
     /// Heap bytes of the kept terms, `strings` giving those of one list.
     fn bytes(&self, strings: impl Fn(&[String]) -> usize) -> usize {
-        let lists = self.named.iter().chain(&self.apposed).chain(&self.opening);
+        let lists = self.named.iter().chain(&self.apposed).chain(&self.opening).chain(&self.listed);
         lists.map(|l| strings(l)).sum()
     }
 
     /// Whether the sentence says what the subject (`subject` terms) is: it names the subject
-    /// right after a naming phrase or right before an apposition, or the subject opens it (its
-    /// terms first, and at most one more) before a copula.
+    /// right after a naming phrase or right before an apposition, the subject opens it (its
+    /// terms first, and at most one more) before a copula, or an item of a list of names after
+    /// a colon is the subject (its terms last, and at most one more before them).
     fn define(&self, subject: &[String]) -> bool {
         if subject.is_empty() {
             return false;
@@ -329,6 +398,9 @@ impl Definers {
         let all_in = |terms: &[String]| subject.iter().all(|t| terms.contains(t));
         self.named.iter().any(|terms| all_in(&terms[..terms.len().min(subject.len() + 1)]))
             || self.apposed.iter().any(|terms| all_in(&terms[terms.len().saturating_sub(subject.len())..]))
+            || self.listed.iter().any(|terms| {
+                terms.len() <= subject.len() + 1 && all_in(&terms[terms.len().saturating_sub(subject.len())..])
+            })
             || self.opening.as_ref().is_some_and(|terms| {
                 terms.len() <= subject.len() + 1 && all_in(&terms[..terms.len().min(subject.len())])
             })
@@ -393,7 +465,9 @@ impl Scoring<'_> {
             .filter(|(_, says)| **says)
             .map(|(side, _)| side.terms.iter().map(|t| self.weight(t)).sum::<f32>().max(1.0))
             .sum();
-        if body == 0.0 && bonus == 0.0 {
+        // a sentence under a heading that names all the question asks is about it, in whatever words
+        let headed = !self.focus.is_empty() && self.focus.iter().all(|t| s.heading.contains(t));
+        if body == 0.0 && bonus == 0.0 && !headed {
             return 0.0;
         }
         body + 0.5 * path + bonus
@@ -425,15 +499,33 @@ impl Scoring<'_> {
     }
 }
 
+/// The sentences of every section; one that ends its chunk announcing a block only when
+/// another retrieved chunk of its section opens with a code block (the chunks of a section are
+/// one passage, cut where the chunker cut it).
 fn candidates(sections: &[Section]) -> Vec<Cand> {
     let mut out = Vec::new();
     for (si, s) in sections.iter().enumerate() {
+        let opens_with_code = |j: usize| matches!(sections[j].blocks.first(), Some(Block::Code(_)));
+        let next = (0..sections.len()).find(|&j| j != si && sections[j].name == s.name && opens_with_code(j));
         for (at, c) in s.sentences.iter().enumerate() {
-            let terms = c.terms.clone();
-            out.push(Cand { section: si, at, block: c.block, index: c.index, terms, says: Vec::new(), score: 0.0 });
+            let continued = if c.cut { next } else { None };
+            if c.cut && continued.is_none() {
+                continue;
+            }
+            let (terms, says) = (c.terms.clone(), Vec::new());
+            out.push(Cand { section: si, at, block: c.block, index: c.index, terms, says, score: 0.0, continued });
         }
     }
     out
+}
+
+/// The block (section, block) that candidate `c` announces, if any: the next block of its
+/// chunk, or the first of the chunk that continues it.
+fn announced(sections: &[Section], c: &Cand) -> Option<(usize, usize)> {
+    match c.continued {
+        Some(j) => Some((j, 0)),
+        None => introduces_code(&sections[c.section].blocks, c.block, c.index).map(|b| (c.section, b)),
+    }
 }
 
 fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[Cand]) -> Scoring<'q> {
@@ -576,12 +668,12 @@ fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize
             chosen.push(c);
         }
     };
+    // the sentence after one that says what something is goes on saying it
+    let after =
+        |d: &Cand| cands.iter().find(|c| c.section == d.section && c.block == d.block && c.index == d.index + 1);
     match sc.intent {
         Intent::Definition(_) => {
-            if let Some(next) = cands
-                .iter()
-                .find(|c| c.section == anchor.section && c.block == anchor.block && c.index == anchor.index + 1)
-            {
+            if let Some(next) = after(anchor) {
                 take(next, &mut chosen);
             }
         }
@@ -590,6 +682,9 @@ fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize
                 let about = |c: &&Cand| sc.about(c, i);
                 if let Some(c) = mine.iter().copied().find(|c| c.says[i]) {
                     take(c, &mut chosen);
+                    if let Some(next) = after(c) {
+                        take(next, &mut chosen);
+                    }
                 } else if !chosen.iter().any(about) {
                     if let Some(c) = mine.iter().copied().find(about) {
                         take(c, &mut chosen);
@@ -629,10 +724,8 @@ fn second_section<'c>(
 /// introduces, or (for "How do I") the section's block nearest the first chosen sentence (at
 /// most [`CODE_REACH`] blocks away; after it rather than before at equal distance).
 fn code_block(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Option<(usize, usize)> {
-    for c in chosen {
-        if let Some(b) = introduces_code(&sections[c.section].blocks, c.block, c.index) {
-            return Some((c.section, b));
-        }
+    if let Some(b) = chosen.iter().find_map(|c| announced(sections, c)) {
+        return Some(b);
     }
     let first = chosen.first().filter(|_| how_to)?;
     let blocks = &sections[first.section].blocks;
@@ -660,9 +753,9 @@ fn render(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Passage {
         }
         said.push(sentence(sections, c));
         // a sentence that announces a block is quoted only with it
-        let intro = introduces_code(&sections[c.section].blocks, c.block, c.index);
-        let quoted = |ib: usize| code.is_some_and(|(s, b, _)| (s, b) == (c.section, ib));
-        if intro.is_some_and(|ib| !quoted(ib)) && chosen.len() > 1 {
+        let intro = announced(sections, c);
+        let quoted = |at: (usize, usize)| code.is_some_and(|(s, b, _)| (s, b) == at);
+        if intro.is_some_and(|at| !quoted(at)) && chosen.len() > 1 {
             continue;
         }
         // the block goes before the first sentence that follows it (sections in source order)
@@ -685,11 +778,20 @@ fn render(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Passage {
         }
         text.push_str(sentence(sections, c));
         last = Some((c.section, c.block));
+        // a block in the chunk that continues this one goes right after the sentence announcing it
+        if let (Some((s, b, block)), Some(_)) =
+            (code.filter(|_| !code_done), c.continued.filter(|_| intro.is_some_and(quoted)))
+        {
+            push_code(&mut text, block);
+            code_done = true;
+            last = Some((s, b));
+        }
     }
     if let (Some((_, _, block)), false) = (code, code_done) {
         push_code(&mut text, block);
     }
     let mut used: Vec<usize> = chosen.iter().map(|c| c.section).collect();
+    used.extend(code.map(|(s, _, _)| s));
     used.dedup();
     let mut names: Vec<&str> = Vec::new();
     for i in &used {
@@ -712,6 +814,39 @@ fn push_code(text: &mut String, block: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Prose resuming, in lower case after a code block, the sentence the block interrupted is
+    /// never a candidate; a sentence opening with a name the block shows is one.
+    #[test]
+    fn a_sentence_resumed_after_its_code_block_is_never_quoted_alone() {
+        let text = "To start the pump, type\n\n    pump start --slow\n\nwhich turns the motor and opens the \
+                    valve.\n\n    >>> pump.stop()\n\npump can also be stopped from the panel.";
+        let a = Analysis::of("Pumps", text, None);
+        let quoted: Vec<&str> = a
+            .sentences
+            .iter()
+            .map(|s| match &a.blocks[s.block] {
+                Block::Prose(p) => p[s.index].as_str(),
+                _ => "",
+            })
+            .collect();
+        assert!(!quoted.iter().any(|s| s.starts_with("which turns")), "{quoted:?}");
+        assert!(quoted.contains(&"pump can also be stopped from the panel."), "{quoted:?}");
+        assert!(quoted.contains(&"To start the pump, type"), "{quoted:?}");
+    }
+
+    /// A list of names after a colon says what each item is; a colon before clauses lists
+    /// steps, and a list with no kind before it names nothing.
+    #[test]
+    fn a_list_of_names_after_a_colon_defines_its_items() {
+        let defines = |sentence: &str, subject: &str| Definers::of(sentence, None).define(&analyze_as(None, subject));
+        let list = "The bakery heats two ovens: the humid steam oven, and the hot dry oven.";
+        assert!(defines(list, "dry oven") && defines(list, "steam oven"));
+        assert!(!defines(list, "oven door"));
+        let steps = "The baker works in order: first, she lights the dry oven at four, then she kneads.";
+        assert!(!defines(steps, "dry oven"));
+        assert!(!defines("Then: the steam oven, the dry oven.", "dry oven"));
+    }
 
     /// Each paragraph of an entry's description opens with a sentence about the entry, up to
     /// the next entry; other sentences, and prose before any entry, describe none.
