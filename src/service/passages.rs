@@ -130,10 +130,10 @@ mod tests {
         let texts = store.read(move |snap| Ok(snap.table(tables::REPLICAPASSAGE_TEXT)?.len()?)).await.unwrap();
         assert_eq!(texts, 3, "two texts once each, and the one put there first");
 
-        let mut m = message(replica, stored, keys.clone());
-        let mut cut = message(replica, inline, inline_keys);
+        let (m, cut) = (message(replica, stored, keys.clone()), message(replica, inline, inline_keys));
         let (m, cut) = store
             .read(move |snap| {
+                let (mut m, mut cut) = (m.clone(), cut.clone());
                 fill(snap, &mut m)?;
                 fill(snap, &mut cut)?;
                 Ok((m, cut))
@@ -144,8 +144,8 @@ mod tests {
         assert_eq!(contents(&m), contents(&message(replica, cited, vec![])));
         assert_eq!(contents(&cut), vec![collide.content.clone()]);
 
-        let mut lost = message(other, vec![source("")], keys[..1].to_vec());
-        let err = store.read(move |snap| fill(snap, &mut lost)).await.unwrap_err();
+        let lost = message(other, vec![source("")], keys[..1].to_vec());
+        let err = store.read(move |snap| fill(snap, &mut lost.clone())).await.unwrap_err();
         assert!(err.internal.unwrap_or(err.message).contains("not stored"));
         store.write(move |txn| delete_all_in(txn, replica)).await.unwrap();
         let left = store.read(move |snap| Ok(snap.table(tables::REPLICAPASSAGE_TEXT)?.len()?)).await.unwrap();

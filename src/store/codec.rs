@@ -142,9 +142,34 @@ mod tests {
         bytes.extend(bincode::serde::encode_to_vec(&v1, config()).unwrap());
         let m: Message = decode(&bytes).unwrap();
         assert_eq!((m.id, m.content.as_str(), m.interrupted), (7, "hello", false));
+        assert!(m.passages.is_empty(), "its sources keep their texts inline");
         let again = encode(&m).unwrap();
-        assert_eq!(again[0], 2);
+        assert_eq!(again[0], Message::VERSION);
         assert_eq!(decode::<Message>(&again).unwrap().id, 7);
+    }
+
+    #[test]
+    fn a_version_2_message_keeps_its_sources_texts_inline() {
+        use crate::store::records::{Message, MessageV2, SourceRef};
+        let source = SourceRef { id: 4, score: 1.5, created_at: 2, name: "Doc".into(), content: "the text".into() };
+        let v2 = MessageV2 {
+            id: 8,
+            replica: uuid::Uuid::nil(),
+            user: uuid::Uuid::nil(),
+            role: "assistant".into(),
+            content: "hello".into(),
+            source: "web".into(),
+            sources: vec![source],
+            is_private: false,
+            channel_data: None,
+            created_at: 1,
+            interrupted: true,
+        };
+        let mut bytes = vec![2u8];
+        bytes.extend(bincode::serde::encode_to_vec(&v2, config()).unwrap());
+        let m: Message = decode(&bytes).unwrap();
+        assert_eq!((m.id, m.interrupted, m.sources[0].content.as_str()), (8, true, "the text"));
+        assert!(m.passages.is_empty());
     }
 
     #[test]
