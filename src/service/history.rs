@@ -1,7 +1,7 @@
 //! Chat history (spec §2.1, §4.1): items per (replica, user), each with a numeric id that grows
 //! with time, the channel (`source`) it belongs to and, for assistant items, its sources.
 
-use redb::{ReadableTable, WriteTransaction};
+use redb::{Key, ReadableTable, Table, TableDefinition, Value, WriteTransaction};
 use uuid::Uuid;
 
 use super::channel_data::ChannelKey;
@@ -43,21 +43,24 @@ pub fn append_in(
     now: i64,
 ) -> Result<Vec<u64>> {
     let mut messages = txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
-    let mut channel_messages = txn.open_table(tables::REPLICACHANNELMSG_MESSAGE)?;
-    let mut texts = txn.open_table(tables::REPLICAPASSAGE_TEXT)?;
+    let mut channel_messages = Lazy::new(txn, tables::REPLICACHANNELMSG_MESSAGE);
+    let mut texts = Lazy::new(txn, tables::REPLICAPASSAGE_TEXT);
     let mut recorder = super::chats::Recorder::open(txn)?;
     let mut ids = Vec::with_capacity(items.len());
     let mut stored = 0;
     for item in items {
         let existing = match &item.channel_key {
-            Some(key) => channel_messages.get(key.row(replica))?.map(|v| v.value()),
+            Some(key) => channel_messages.get()?.get(key.row(replica))?.map(|v| v.value()),
             None => None,
         };
         if let Some(id) = existing {
             ids.push(id);
             continue;
         }
-        let (sources, passages) = super::passages::keep(&mut texts, replica, &item.sources)?;
+        let (sources, passages) = match item.sources.is_empty() {
+            true => (Vec::new(), Vec::new()),
+            false => super::passages::keep(texts.get()?, replica, &item.sources)?,
+        };
         let msg = Message {
             id: next_seq(txn, Sequence::Message)?,
             replica,
@@ -74,7 +77,7 @@ pub fn append_in(
         };
         store::put(&mut messages, (k(replica), k(user), msg.id), &msg)?;
         if let Some(key) = &item.channel_key {
-            channel_messages.insert(key.row(replica), msg.id)?;
+            channel_messages.get()?.insert(key.row(replica), msg.id)?;
         }
         recorder.record(&msg)?;
         ids.push(msg.id);
@@ -82,6 +85,27 @@ pub fn append_in(
     }
     count_messages(txn, replica, stored)?;
     Ok(ids)
+}
+
+/// A table of a write transaction opened the first time it is needed (most history writes
+/// need neither the channel-message table nor the cited texts).
+struct Lazy<'t, K: Key + 'static, V: Value + 'static> {
+    txn: &'t WriteTransaction,
+    def: TableDefinition<'static, K, V>,
+    table: Option<Table<'t, K, V>>,
+}
+
+impl<'t, K: Key + 'static, V: Value + 'static> Lazy<'t, K, V> {
+    fn new(txn: &'t WriteTransaction, def: TableDefinition<'static, K, V>) -> Self {
+        Lazy { txn, def, table: None }
+    }
+
+    fn get(&mut self) -> Result<&mut Table<'t, K, V>> {
+        if self.table.is_none() {
+            self.table = Some(self.txn.open_table(self.def)?);
+        }
+        Ok(self.table.as_mut().expect("opened above"))
+    }
 }
 
 /// Stores `items` in order in one transaction; returns their ids.
