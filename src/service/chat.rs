@@ -139,7 +139,7 @@ pub async fn retrieve(
 /// completion's CPU in a profile of the completions benchmark, issue 15 point 3).
 async fn retrieve_from(
     store: &Store,
-    search: &Arc<Search>,
+    search: &Search,
     replica: Uuid,
     query: &str,
     hits: usize,

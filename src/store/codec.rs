@@ -36,9 +36,16 @@ fn config() -> bincode::config::Configuration {
 
 /// Encodes `value` as `[R::VERSION][bincode]`.
 pub fn encode<R: Record>(value: &R) -> Result<Vec<u8>> {
-    let mut out = vec![R::VERSION];
-    bincode::serde::encode_into_std_write(value, &mut out, config()).map_err(Error::internal)?;
+    let mut out = Vec::new();
+    encode_into(value, &mut out)?;
     Ok(out)
+}
+
+/// Appends `[R::VERSION][bincode]` of `value` to `out`: the one place that writes the layout.
+fn encode_into<R: Record>(value: &R, out: &mut Vec<u8>) -> Result<()> {
+    out.push(R::VERSION);
+    bincode::serde::encode_into_std_write(value, out, config()).map_err(Error::internal)?;
+    Ok(())
 }
 
 /// Most bytes of the per-thread buffer [`with_encoded`] keeps between calls (a larger
@@ -58,10 +65,7 @@ pub fn with_encoded<R: Record, T>(value: &R, f: impl FnOnce(&[u8]) -> Result<T>)
     BUFFER.with(|cell| {
         let mut out = cell.take();
         out.clear();
-        out.push(R::VERSION);
-        let result = bincode::serde::encode_into_std_write(value, &mut out, config())
-            .map_err(Error::internal)
-            .and_then(|_| f(&out));
+        let result = encode_into(value, &mut out).and_then(|()| f(&out));
         if out.capacity() <= KEPT_BUFFER_BYTES {
             cell.replace(out);
         }
