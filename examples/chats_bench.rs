@@ -3,7 +3,7 @@
 //! historical`, and the throughput of `POST …/chat/history` (which keeps chats, conversations and
 //! counters in its write) at a given concurrency.
 //!
-//! The history is written through `service::history::append_in` (the code of every history
+//! The history is written through `service::history::Append` (the code of every history
 //! write, chats and counters included) in transactions of 10,000 items on a store this program
 //! opens; then replicad serves that store (`replicad::serve`, in this process, loopback).
 //! Each chat gets 10 conversations of 10 messages (user and assistant in turn), 6 days apart.
@@ -19,8 +19,8 @@ use clap::Parser;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use replicad::service::history::{append_in, NewItem};
-use replicad::store::Store;
+use replicad::service::history::{Append, NewItem};
+use replicad::store::{Grouped, Store};
 
 #[allow(dead_code)] // each example uses part of it
 mod common;
@@ -71,12 +71,15 @@ async fn fill(dir: &std::path::Path, chats: usize) -> (String, Uuid) {
         let users = users.clone();
         store
             .write(move |txn| {
+                let mut tables = Append::open(txn)?;
                 for n in first..(first + batch).min(total) {
                     let (slot, rest) = (n / (chats * PER_CONVERSATION), n % (chats * PER_CONVERSATION));
                     let (chat, m) = (rest / PER_CONVERSATION, rest % PER_CONVERSATION);
                     let at = start_ms + slot as i64 * 6 * day + rest as i64 * 1000;
                     let it = NewItem { source: "web".into(), ..item(m) };
-                    append_in(txn, replica, users[chat], false, std::slice::from_ref(&it), at)?;
+                    let append =
+                        Append { replica, user: users[chat], private: false, items: vec![it], now: at, tokens: None };
+                    append.apply(txn, &mut tables)?;
                 }
                 Ok(())
             })

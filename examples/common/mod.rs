@@ -8,9 +8,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use replicad::service::history::{append_in, NewItem};
+use replicad::service::history::{Append, NewItem};
 use replicad::service::{orgs, replicas};
-use replicad::store::Store;
+use replicad::store::{Grouped, Store};
 
 /// E-mail of the owner user of [`bench_org`]'s organization.
 pub const EMAIL: &str = "bench@example.org";
@@ -56,13 +56,14 @@ pub async fn serve(config: replicad::Config) -> String {
 }
 
 /// Writes `messages` chat history items to `replica` (100 per user, alternating roles, through
-/// `service::history::append_in`, the code of every history write), 10,000 per write transaction.
+/// `service::history::Append`, the code of every history write), 10,000 per write transaction.
 pub async fn fill_history(store: &Store, replica: Uuid, messages: usize) {
     let started = Instant::now();
     let batch = 10_000usize;
     for first in (0..messages).step_by(batch) {
         store
             .write(move |txn| {
+                let mut tables = Append::open(txn)?;
                 let mut user = Uuid::now_v7();
                 for n in first..(first + batch).min(messages) {
                     if n % 100 == 0 {
@@ -79,7 +80,8 @@ pub async fn fill_history(store: &Store, replica: Uuid, messages: usize) {
                         channel_key: None,
                         interrupted: false,
                     };
-                    append_in(txn, replica, user, false, std::slice::from_ref(&it), replicad::store::now_ms())?;
+                    let (items, now) = (vec![it], replicad::store::now_ms());
+                    Append { replica, user, private: false, items, now, tokens: None }.apply(txn, &mut tables)?;
                 }
                 Ok(())
             })

@@ -14,7 +14,6 @@ use uuid::Uuid;
 
 use super::channel_data::{ChannelKey, Stamped};
 use super::history::{self, NewItem};
-use super::token_usage;
 use crate::error::{Error, Result};
 use crate::generate::{prompt, Backends, Generation, ModelRoute, Persona, Piece, Pieces, Turn, Usage, EMBEDDED};
 use crate::search::Search;
@@ -358,12 +357,7 @@ async fn finish(store: &Store, p: Prepared, reply: ChatReply, interrupted: bool)
     };
     let items = if p.ask.skip_chat_history { Vec::new() } else { exchange(&p.ask, &completion) };
     let (replica, user, private, now) = (p.replica.id, p.user, p.replica.private, now_ms());
-    let ids = store
-        .write(move |txn| {
-            token_usage::add_in(txn, replica, user, now, usage)?;
-            history::append_in(txn, replica, user, private, &items, now)
-        })
-        .await?;
+    let ids = store.write_grouped(history::Append { replica, user, private, items, now, tokens: Some(usage) }).await?;
     completion.message_id = ids.last().copied();
     Ok(completion)
 }

@@ -182,7 +182,7 @@ impl<'t> Recorder<'t> {
 
     /// Files the stored item `m` under its chat and conversation, updating their counts and
     /// the usage counters (`service::usage::count_in`): the chats-and-conversations half of a
-    /// history write (by `history::append_in` in the same transaction, and by the migration
+    /// history write (by `history::Append` in the same transaction, and by the migration
     /// that derives chats from older history). Errors: 429 `CONVERSATION_QUOTA_EXCEEDED` when
     /// `m` would start a conversation beyond the organization's monthly quota.
     pub fn record(&mut self, m: &Message) -> Result<Placed> {

@@ -1,13 +1,17 @@
 //! Chat history (spec §2.1, §4.1): items per (replica, user), each with a numeric id that grows
 //! with time, the channel (`source`) it belongs to and, for assistant items, its sources.
 
+use std::collections::HashMap;
+
 use redb::{Key, ReadableTable, Table, TableDefinition, Value, WriteTransaction};
 use uuid::Uuid;
 
 use super::channel_data::ChannelKey;
+use super::token_usage;
 use crate::error::{Error, Result};
+use crate::generate::Usage;
 use crate::store::records::{Message, SourceRef};
-use crate::store::{self, k, next_seq, now_ms, tables, Sequence, Store};
+use crate::store::{self, k, now_ms, replica_index, tables, Grouped, Sequence, Store};
 
 /// Longest `content` of a chat message or history item, in characters (spec §2.1, §4.2).
 pub const MAX_CONTENT_CHARS: usize = 100_000;
@@ -29,62 +33,138 @@ pub struct NewItem {
     pub interrupted: bool,
 }
 
-/// Writes `items` for `(replica, user)` in `txn`, in order; returns their ids. A channel
-/// message already stored (same channel key) is not stored again: its existing id is returned.
-/// The tables are opened once for all the items, and the replica's message count (popularity)
-/// moves once: a completion's question and reply are one write. Errors: those of
-/// [`super::chats::Recorder::record`] (a conversation beyond the monthly quota), and the store's.
-pub fn append_in(
-    txn: &WriteTransaction,
-    replica: Uuid,
-    user: Uuid,
-    private: bool,
-    items: &[NewItem],
-    now: i64,
-) -> Result<Vec<u64>> {
-    let mut messages = txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
-    let mut channel_messages = Lazy::new(txn, tables::REPLICACHANNELMSG_MESSAGE);
-    let mut texts = Lazy::new(txn, tables::REPLICAPASSAGE_TEXT);
-    let mut recorder = super::chats::Recorder::open(txn)?;
-    let mut ids = Vec::with_capacity(items.len());
-    let mut stored = 0;
-    for item in items {
-        let existing = match &item.channel_key {
-            Some(key) => channel_messages.get()?.get(key.row(replica))?.map(|v| v.value()),
-            None => None,
-        };
-        if let Some(id) = existing {
-            ids.push(id);
-            continue;
+/// A history write: `items` of `(replica, user)`, stored in order, and the tokens of the
+/// completion that made them (when one did). It answers the items' ids; a channel message
+/// already stored (same channel key) is not stored again, its existing id is answered.
+///
+/// The history writes queued together share their tables ([`Tables`], see
+/// [`store::Grouped`]): a completion's question and reply, and the writes of every other
+/// request in the same group commit, open them once. The replica's message count
+/// (popularity) moves once per write. Errors: those of [`super::chats::Recorder::record`] (a
+/// conversation beyond the monthly quota), and the store's.
+pub struct Append {
+    pub replica: Uuid,
+    pub user: Uuid,
+    /// Whether the replica is private (its items are).
+    pub private: bool,
+    pub items: Vec<NewItem>,
+    /// The items' `created_at`, in milliseconds since the epoch.
+    pub now: i64,
+    /// The tokens of the completion whose exchange `items` are ([`token_usage`]).
+    pub tokens: Option<Usage>,
+}
+
+/// The tables a run of [`Append`]s shares, open in one write transaction.
+pub struct Tables<'t> {
+    txn: &'t WriteTransaction,
+    messages: Table<'t, (u128, u128, u64), &'static [u8]>,
+    sequences: Table<'t, &'static str, u64>,
+    counts: Table<'t, u128, u64>,
+    order: replica_index::Order<'t>,
+    recorder: super::chats::Recorder<'t>,
+    channel_messages: Lazy<'t, (u128, &'static str, &'static str, &'static str, bool), u64>,
+    texts: Lazy<'t, (u128, u64), &'static str>,
+    tokens: Lazy<'t, (u128, u128, u32), (u64, u64)>,
+    /// The organization of each replica written so far (its popularity order is the
+    /// organization's); `None`: the replica is gone.
+    orgs: HashMap<Uuid, Option<Uuid>>,
+}
+
+impl Grouped for Append {
+    type Output = Vec<u64>;
+    type Tables<'t> = Tables<'t>;
+
+    fn open(txn: &WriteTransaction) -> Result<Tables<'_>> {
+        Ok(Tables {
+            txn,
+            messages: txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?,
+            sequences: txn.open_table(tables::SEQUENCES)?,
+            counts: txn.open_table(tables::REPLICA_MESSAGECOUNT)?,
+            order: txn.open_table(tables::ORG_REPLICAORDER)?,
+            recorder: super::chats::Recorder::open(txn)?,
+            channel_messages: Lazy::new(txn, tables::REPLICACHANNELMSG_MESSAGE),
+            texts: Lazy::new(txn, tables::REPLICAPASSAGE_TEXT),
+            tokens: Lazy::new(txn, tables::REPLICAUSERMONTH_USAGE),
+            orgs: HashMap::new(),
+        })
+    }
+
+    fn apply<'t>(&self, _txn: &'t WriteTransaction, t: &mut Tables<'t>) -> Result<Vec<u64>> {
+        if let Some(usage) = self.tokens {
+            token_usage::add_to(t.tokens.get()?, self.replica, self.user, self.now, usage)?;
         }
+        let mut ids = Vec::with_capacity(self.items.len());
+        let mut stored = 0;
+        for item in &self.items {
+            let existing = match &item.channel_key {
+                Some(key) => t.channel_messages.get()?.get(key.row(self.replica))?.map(|v| v.value()),
+                None => None,
+            };
+            let id = match existing {
+                Some(id) => id,
+                None => {
+                    stored += 1;
+                    self.store(t, item)?
+                }
+            };
+            ids.push(id);
+        }
+        t.count_messages(self.replica, stored)?;
+        Ok(ids)
+    }
+}
+
+impl Append {
+    /// Stores `item` (new) with the tables of `t`; its id.
+    fn store(&self, t: &mut Tables, item: &NewItem) -> Result<u64> {
         let (sources, passages) = match item.sources.is_empty() {
             true => (Vec::new(), Vec::new()),
-            false => super::passages::keep(texts.get()?, replica, &item.sources)?,
+            false => super::passages::keep(t.texts.get()?, self.replica, &item.sources)?,
         };
         let msg = Message {
-            id: next_seq(txn, Sequence::Message)?,
-            replica,
-            user,
+            id: store::next_seq_in(&mut t.sequences, Sequence::Message)?,
+            replica: self.replica,
+            user: self.user,
             role: item.role.to_string(),
             content: item.content.clone(),
             source: item.source.clone(),
             sources,
-            is_private: private,
+            is_private: self.private,
             channel_data: item.channel_data.clone(),
-            created_at: now,
+            created_at: self.now,
             interrupted: item.interrupted,
             passages,
         };
-        store::put(&mut messages, (k(replica), k(user), msg.id), &msg)?;
+        store::put(&mut t.messages, (k(self.replica), k(self.user), msg.id), &msg)?;
         if let Some(key) = &item.channel_key {
-            channel_messages.get()?.insert(key.row(replica), msg.id)?;
+            t.channel_messages.get()?.insert(key.row(self.replica), msg.id)?;
         }
-        recorder.record(&msg)?;
-        ids.push(msg.id);
-        stored += 1;
+        t.recorder.record(&msg)?;
+        Ok(msg.id)
     }
-    count_messages(txn, replica, stored)?;
-    Ok(ids)
+}
+
+impl Tables<'_> {
+    /// Counts `n` more chat history items of `replica` (popularity).
+    fn count_messages(&mut self, replica: Uuid, n: u64) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let before = self.counts.get(k(replica))?.map(|v| v.value()).unwrap_or(0);
+        self.counts.insert(k(replica), before + n)?;
+        let org = match self.orgs.get(&replica) {
+            Some(org) => *org,
+            None => {
+                let org = replica_index::org_of(self.txn, replica)?;
+                self.orgs.insert(replica, org);
+                org
+            }
+        };
+        match org {
+            Some(org) => replica_index::popularity_changed(&mut self.order, org, replica, before, before + n),
+            None => Ok(()),
+        }
+    }
 }
 
 /// A table of a write transaction opened the first time it is needed (most history writes
@@ -108,10 +188,9 @@ impl<'t, K: Key + 'static, V: Value + 'static> Lazy<'t, K, V> {
     }
 }
 
-/// Stores `items` in order in one transaction; returns their ids.
+/// Stores `items` in order in one transaction; returns their ids (see [`Append`]).
 pub async fn append(store: &Store, replica: Uuid, user: Uuid, private: bool, items: Vec<NewItem>) -> Result<Vec<u64>> {
-    let now = now_ms();
-    store.write(move |txn| append_in(txn, replica, user, private, &items, now)).await
+    store.write_grouped(Append { replica, user, private, items, now: now_ms(), tokens: None }).await
 }
 
 /// Which items of a history to list.
@@ -156,16 +235,4 @@ pub fn check_source(source: &str) -> Result<()> {
     } else {
         Err(Error::invalid("source", format!("must be one of {}", SOURCES.join(", "))))
     }
-}
-
-/// Counts `n` more chat history items of `replica` (popularity).
-fn count_messages(txn: &WriteTransaction, replica: Uuid, n: u64) -> Result<()> {
-    if n == 0 {
-        return Ok(());
-    }
-    let mut t = txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
-    let before = t.get(k(replica))?.map(|v| v.value()).unwrap_or(0);
-    t.insert(k(replica), before + n)?;
-    drop(t);
-    store::replica_index::popularity_changed(txn, replica, before, before + n)
 }

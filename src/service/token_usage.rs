@@ -2,7 +2,7 @@
 //! reported, or the estimate of [`crate::generate::prompt::estimate_tokens`]).
 
 use chrono::Datelike;
-use redb::{ReadableTable, WriteTransaction};
+use redb::{ReadableTable, Table, WriteTransaction};
 use uuid::Uuid;
 
 use crate::error::Result;
@@ -17,7 +17,17 @@ pub fn month_of(ms: i64) -> u32 {
 
 /// Adds `usage` to the month of `now` for `(replica, user)` in `txn`.
 pub fn add_in(txn: &WriteTransaction, replica: Uuid, user: Uuid, now: i64, usage: Usage) -> Result<()> {
-    let mut t = txn.open_table(tables::REPLICAUSERMONTH_USAGE)?;
+    add_to(&mut txn.open_table(tables::REPLICAUSERMONTH_USAGE)?, replica, user, now, usage)
+}
+
+/// [`add_in`] in the open `replicausermonth_usage` table.
+pub fn add_to(
+    t: &mut Table<(u128, u128, u32), (u64, u64)>,
+    replica: Uuid,
+    user: Uuid,
+    now: i64,
+    usage: Usage,
+) -> Result<()> {
     let key = (k(replica), k(user), month_of(now));
     let (p, c) = t.get(key)?.map(|v| v.value()).unwrap_or((0, 0));
     t.insert(key, (p + usage.prompt_tokens, c + usage.completion_tokens))?;

@@ -42,7 +42,7 @@ use codec::Record;
 pub use snapshot::Snapshot;
 
 pub use migrate::SCHEMA_VERSION;
-pub use writer::{CommitState, WriteFn};
+pub use writer::{CommitState, Grouped, WriteFn};
 
 /// File name of the redb database inside the data directory.
 pub const DB_FILE: &str = "replicad.redb";
@@ -240,6 +240,13 @@ impl Store {
         self.submit(job, rx).await
     }
 
+    /// [`Store::write`] for a write of a [`Grouped`] kind: applied in the writer's next group
+    /// commit with the writes of its kind queued beside it, sharing the tables they open.
+    pub async fn write_grouped<G: Grouped>(&self, write: G) -> Result<G::Output> {
+        let (job, rx) = writer::Job::grouped(write);
+        self.submit(job, rx).await
+    }
+
     async fn submit<T>(&self, job: writer::Job, rx: tokio::sync::oneshot::Receiver<Result<T>>) -> Result<T> {
         self.writer.send(job).await.map_err(|_| Error::internal("store writer stopped"))?;
         rx.await.map_err(|_| Error::internal("store writer dropped the write"))?
@@ -338,9 +345,13 @@ impl Sequence {
 
 /// Issues the next value of sequence `seq` (first value 1).
 pub fn next_seq(txn: &WriteTransaction, seq: Sequence) -> Result<u64> {
-    let mut t = txn.open_table(tables::SEQUENCES)?;
-    let next = t.get(seq.key())?.map(|v| v.value()).unwrap_or(0) + 1;
-    t.insert(seq.key(), next)?;
+    next_seq_in(&mut txn.open_table(tables::SEQUENCES)?, seq)
+}
+
+/// [`next_seq`] in the open `sequences` table.
+pub fn next_seq_in(table: &mut redb::Table<&'static str, u64>, seq: Sequence) -> Result<u64> {
+    let next = table.get(seq.key())?.map(|v| v.value()).unwrap_or(0) + 1;
+    table.insert(seq.key(), next)?;
     Ok(next)
 }
 

@@ -96,16 +96,20 @@ pub fn remove_replica(txn: &WriteTransaction, r: &Replica) -> Result<()> {
     add_count(txn, r.org, -1, -i64::from(r.private))
 }
 
-/// Moves `replica` in the popularity order after its chat history count went from `from` to
-/// `to` (nothing when the replica is gone).
-pub fn popularity_changed(txn: &WriteTransaction, replica: Uuid, from: u64, to: u64) -> Result<()> {
-    let Some(r) = get::<u128, Replica, _>(&txn.open_table(tables::REPLICAID_REPLICA)?, k(replica))? else {
-        return Ok(());
-    };
-    let mut order = txn.open_table(tables::ORG_REPLICAORDER)?;
-    order.remove((k(r.org), REPLICA_SORT_POPULARITY, popularity_key(from).as_slice(), k(replica)))?;
-    order.insert((k(r.org), REPLICA_SORT_POPULARITY, popularity_key(to).as_slice(), k(replica)), ())?;
+/// The replica order's table (`org_replicaorder`), open in a write transaction.
+pub type Order<'t> = redb::Table<'t, (u128, u8, &'static [u8], u128), ()>;
+
+/// Moves `replica` of `org` in the popularity order (the open `order` table) after its chat
+/// history count went from `from` to `to`.
+pub fn popularity_changed(order: &mut Order, org: Uuid, replica: Uuid, from: u64, to: u64) -> Result<()> {
+    order.remove((k(org), REPLICA_SORT_POPULARITY, popularity_key(from).as_slice(), k(replica)))?;
+    order.insert((k(org), REPLICA_SORT_POPULARITY, popularity_key(to).as_slice(), k(replica)), ())?;
     Ok(())
+}
+
+/// The organization of `replica`, read from its record; `None` when the replica is gone.
+pub fn org_of(txn: &WriteTransaction, replica: Uuid) -> Result<Option<Uuid>> {
+    Ok(get::<u128, Replica, _>(&txn.open_table(tables::REPLICAID_REPLICA)?, k(replica))?.map(|r| r.org))
 }
 
 /// Computes every index of this module afresh from the replicas and their message counts (the
@@ -166,7 +170,8 @@ pub(crate) mod tests {
 
     fn count_messages(txn: &WriteTransaction, r: &Replica, n: u64) {
         txn.open_table(tables::REPLICA_MESSAGECOUNT).unwrap().insert(k(r.id), n).unwrap();
-        popularity_changed(txn, r.id, n - 1, n).unwrap();
+        let mut order = txn.open_table(tables::ORG_REPLICAORDER).unwrap();
+        popularity_changed(&mut order, r.org, r.id, n - 1, n).unwrap();
     }
 
     #[test]
