@@ -44,8 +44,11 @@ pub trait Grouped: Send + 'static {
 /// One queued write: how to apply it and how to answer its caller.
 pub struct Job {
     apply: Apply,
-    finish: Box<dyn FnOnce(Option<Error>) + Send>,
+    finish: FinishFn,
 }
+
+/// Answers a job's caller once its batch is committed (given the commit's error, if any).
+type FinishFn = Box<dyn FnOnce(Option<Error>) + Send>;
 
 /// How a job is applied.
 enum Apply {
@@ -117,7 +120,7 @@ fn settle<T>(slot: &Slot<T>, r: Result<T>) -> Result<()> {
 }
 
 /// What answers the caller once the batch is committed: the kept result, or the commit error.
-fn finisher<T: Send + 'static>(slot: Slot<T>) -> (Box<dyn FnOnce(Option<Error>) + Send>, oneshot::Receiver<Result<T>>) {
+fn finisher<T: Send + 'static>(slot: Slot<T>) -> (FinishFn, oneshot::Receiver<Result<T>>) {
     let (tx, rx) = oneshot::channel();
     let finish = Box::new(move |commit_error: Option<Error>| {
         let r = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -134,9 +137,7 @@ fn finisher<T: Send + 'static>(slot: Slot<T>) -> (Box<dyn FnOnce(Option<Error>) 
 /// Applies `jobs` (all of kind `G`) with one opening of `G`'s tables; stops at the first
 /// failure. A failure to open the tables is the first job's.
 fn run_group<G: Grouped>(txn: &WriteTransaction, jobs: &[Job]) -> Option<(usize, Error)> {
-    let Some(first) = jobs.first().and_then(pending::<G>) else {
-        return None;
-    };
+    let first = jobs.first().and_then(pending::<G>)?;
     let mut tables = match guarded(|| G::open(txn)) {
         Ok(t) => t,
         Err(e) => return settle(&first.slot, Err(e)).err().map(|e| (0, e)),
