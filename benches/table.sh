@@ -8,7 +8,8 @@
 #           per transaction, same filesystem; benches/sqlite_rows.py) with one writer: SQLite
 #           takes one writer at a time, and more writer threads only add lock waits (64 threads
 #           measured 10× slower than one here)
-#   completions (embedded), RSS idle and after the load
+#   completions (embedded), RSS idle (after the demo's first start, which ingests and indexes the
+#   sample; and after a restart on the same data), and after the load
 # Usage: bash benches/table.sh [DURATION=8s] [CONNECTIONS=32]
 # Prints Markdown table rows. Benchmarks assert nothing about time.
 set -euo pipefail
@@ -45,6 +46,16 @@ start_with_data() {
       -d "{\"content\":\"history item $i of the list benchmark\"}"
   done
   ENTRY=$(api "/v1/replicas/$REPLICA/knowledge-base?pageSize=1" | python3 -c 'import sys,json; print(json.load(sys.stdin)["items"][0]["id"])')
+}
+
+# The idle RSS of the server restarted on the same data directory (nothing to ingest or index).
+restart_rss() {
+  kill "$PID"; wait "$PID" 2>/dev/null || true
+  : > "$DIR/out"
+  taskset -c 0 ./target/release/replicad serve --listen 127.0.0.1:0 --data-dir "$DIR" --log warn > "$DIR/out" 2>> "$DIR/err" & PID=$!
+  until grep -q listening "$DIR/out" 2>/dev/null; do sleep 0.1; done
+  sleep 1
+  rss_mb "$PID"
 }
 
 read_row() {
@@ -95,4 +106,4 @@ echo "(group commit: c64 / c1 = $(awk "BEGIN { printf \"%.1f×\", $rps / $C1 }")
 read -r rps p50 p99 < <(wrk_row "$CONNECTIONS" -s "$DIR/chat.lua" "$BASE/v1/replicas/$REPLICA/chat/completions")
 echo
 echo "completions (embedded, two durable history writes each): $rps req/s, p50 $p50 ms, p99 $p99 ms"
-echo "RSS: idle $RSS_IDLE MB, after the load $(rss_mb "$PID") MB"
+echo "RSS: idle $RSS_IDLE MB, after the load $(rss_mb "$PID") MB, idle after a restart $(restart_rss) MB"

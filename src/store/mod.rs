@@ -7,7 +7,8 @@
 //! channel, applies them in one redb write transaction, commits (fsync) once and then answers
 //! each. A write that returns an error is left out of the batch (the others are re-applied in a
 //! fresh transaction), so a failed write never leaves half its changes behind. An acknowledged
-//! write is durable.
+//! write is durable. Writes of one [`Grouped`] kind queued together (chat history writes) share
+//! the tables they open ([`Store::write_grouped`]).
 //!
 //! Disk full (issue 15): writes answer `507 INSUFFICIENT_STORAGE` and leave nothing behind
 //! while the data directory's filesystem is full, reads keep working, and writes succeed again
