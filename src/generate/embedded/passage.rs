@@ -304,6 +304,11 @@ const NAMING_WINDOW: usize = 80;
 const NAMING: &[&str] =
     &[" called ", " known as ", ", or ", " appelé ", " appelée ", " llamado ", " llamada ", " genannt "];
 
+/// Phrases around a subject that say how to understand it ("it is best to think of a
+/// dictionary as a set of key: value pairs"): the subject is between the two parts, within
+/// [`NAMING_WINDOW`] characters.
+const FRAMES: &[(&str, &str)] = &[("think of ", " as "), ("penser à ", " comme "), ("pensar en ", " como ")];
+
 /// Words that open an apposition defining what precedes them ("… a virtual environment, a
 /// self-contained directory tree …").
 const APPOSITIONS: &[&str] = &[", a ", ", an ", ", un ", ", une ", ", una ", ", ein ", ", eine "];
@@ -320,6 +325,8 @@ struct Definers {
     apposed: Vec<Vec<String>>,
     /// Terms before the first copula ("X is …").
     opening: Option<Vec<String>>,
+    /// Terms between the two parts of each [`FRAMES`] phrase ("think of X as …").
+    framed: Vec<Vec<String>>,
     /// Terms of each item of a list of names after a colon ("two buffers: the pattern space
     /// and the hold space").
     listed: Vec<Vec<String>>,
@@ -378,17 +385,26 @@ impl Definers {
         let copulas = if lang == Some("ja") { JA_COPULAS } else { COPULAS };
         let opening = copulas.iter().filter_map(|c| lower.find(c)).min().map(|cut| analyze_as(lang, &lower[..cut]));
         let listed = list_after_colon(&lower, lang);
-        Definers { named, apposed, opening, listed }
+        let framed = FRAMES
+            .iter()
+            .filter_map(|(open, close)| {
+                let rest = &lower[lower.find(open)? + open.len()..];
+                let inside = super::prefix(rest, NAMING_WINDOW);
+                Some(analyze_as(lang, &inside[..inside.find(close)?]))
+            })
+            .collect();
+        Definers { named, apposed, opening, framed, listed }
     }
 
     /// Heap bytes of the kept terms, `strings` giving those of one list.
     fn bytes(&self, strings: impl Fn(&[String]) -> usize) -> usize {
-        let lists = self.named.iter().chain(&self.apposed).chain(&self.opening).chain(&self.listed);
+        let lists = self.named.iter().chain(&self.apposed).chain(&self.opening).chain(&self.framed).chain(&self.listed);
         lists.map(|l| strings(l)).sum()
     }
 
     /// Whether the sentence says what the subject (`subject` terms) is: it names the subject
-    /// right after a naming phrase or right before an apposition, the subject opens it (its
+    /// right after a naming phrase or right before an apposition, a frame holds it and at most
+    /// one more term ("think of X as"), the subject opens it (its
     /// terms first, and at most one more) before a copula, or an item of a list of names after
     /// a colon is the subject (its terms last, and at most one more before them).
     fn define(&self, subject: &[String]) -> bool {
@@ -398,6 +414,7 @@ impl Definers {
         let all_in = |terms: &[String]| subject.iter().all(|t| terms.contains(t));
         self.named.iter().any(|terms| all_in(&terms[..terms.len().min(subject.len() + 1)]))
             || self.apposed.iter().any(|terms| all_in(&terms[terms.len().saturating_sub(subject.len())..]))
+            || self.framed.iter().any(|terms| terms.len() <= subject.len() + 1 && all_in(terms))
             || self.listed.iter().any(|terms| {
                 terms.len() <= subject.len() + 1 && all_in(&terms[terms.len().saturating_sub(subject.len())..])
             })
@@ -846,6 +863,16 @@ mod tests {
         let steps = "The baker works in order: first, she lights the dry oven at four, then she kneads.";
         assert!(!defines(steps, "dry oven"));
         assert!(!defines("Then: the steam oven, the dry oven.", "dry oven"));
+    }
+
+    /// "Think of X as …" says what X is; the words after "as" are not its subject.
+    #[test]
+    fn a_frame_says_how_to_think_of_its_subject() {
+        let defines = |sentence: &str, subject: &str| Definers::of(sentence, None).define(&analyze_as(None, subject));
+        let framed = "It is best to think of a ledger as a list of dated entries, each with an amount.";
+        assert!(defines(framed, "ledger"));
+        assert!(!defines(framed, "list"));
+        assert!(!defines("Think of the weather, the season and the hour as your guides.", "weather"));
     }
 
     /// Each paragraph of an entry's description opens with a sentence about the entry, up to
