@@ -207,6 +207,19 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_s_description_is_quoted_to_the_end_of_its_paragraph() {
+        let s = [src(
+            "labeller › Options",
+            "These options shape the labels.\n\n-w N\n--width=N\nSet the default width of a printed label. A \
+             value of 0 (zero) means no limit. If not given, it is taken to be 40.\n\n-q\nPrint nothing.",
+        )];
+        let a = reply(&persona(), "What is the default width of a printed label?", &s);
+        assert!(a.text.contains("Set the default width of a printed label."), "{}", a.text);
+        assert!(a.text.contains("it is taken to be 40."), "{}", a.text);
+        assert!(!a.text.contains("Print nothing"), "{}", a.text);
+    }
+
+    #[test]
     fn a_sentence_naming_the_subject_defines_it() {
         let s = [
             src("Files", "Files can hold text. The JSON format is used by many applications for data exchange."),

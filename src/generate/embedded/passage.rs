@@ -23,7 +23,8 @@
 //!    [`KEEP_RATIO`] of it, in document order, within [`MAX_PROSE_CHARS`] (at most
 //!    [`MAX_SENTENCES`]); a definition keeps the sentence after the one that defines; a
 //!    comparison keeps a sentence about each side (and the one after it when it says what the
-//!    side is). A sentence that introduces a code block
+//!    side is); a sentence describing a definition-list entry brings the rest of its paragraph
+//!    (the entry's description is one answer). A sentence that introduces a code block
 //!    (ends with ":" or announces "the following") is kept only with that block (a sentence
 //!    ending its chunk with ":" only when another retrieved chunk of its section opens with a
 //!    code block, quoted right after it: the chunker cut between them); "How do I"
@@ -713,6 +714,15 @@ fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize
     }
     for c in mine.iter().copied().skip(1).take_while(|c| c.score >= anchor.score * KEEP_RATIO) {
         take(c, &mut chosen);
+    }
+    // an entry's description is one answer: the rest of its paragraph follows while it fits
+    let described: Vec<&Cand> =
+        chosen.iter().copied().filter(|c| entry(&sections[c.section].blocks, c.block, c.index).is_some()).collect();
+    for d in described {
+        let rest = cands.iter().filter(|c| c.section == d.section && c.block == d.block && c.index > d.index);
+        for c in rest {
+            take(c, &mut chosen);
+        }
     }
     chosen.sort_by_key(|c| (c.section, c.block, c.index));
     chosen
