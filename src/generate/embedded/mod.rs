@@ -296,6 +296,25 @@ mod tests {
     }
 
     #[test]
+    fn sides_that_differ_only_by_case_are_told_apart_by_the_entries_they_name() {
+        let s = [
+            src(
+                "winch › Reeling with r, R and B",
+                "The r, R and B commands reel rope. They are like one another, except that R checks for slack.",
+            ),
+            src(
+                "winch › Commands",
+                "These commands move the winch.\n\nr\nReel the rope in one turn.\n\nR\nIf the rope is slack, \
+                 reel it in one turn. Otherwise, release the brake.",
+            ),
+        ];
+        let a = reply(&persona(), "What is the difference between r and R?", &s);
+        assert!(a.text.contains("`R`: If the rope is slack"), "{}", a.text);
+        assert!(a.text.contains("`r`: Reel the rope in one turn."), "{}", a.text);
+        assert_eq!(a.used, vec![1]);
+    }
+
+    #[test]
     fn deltas_join_back_to_the_text() {
         let text = "A module is a file\n\n(From: Modules)";
         let d = deltas(text);

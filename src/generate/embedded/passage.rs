@@ -281,21 +281,31 @@ fn names(lines: &[String], words: &[String]) -> bool {
 const ARTICLES: &[&str] =
     &["a", "an", "the", "un", "une", "le", "la", "les", "el", "los", "las", "una", "der", "die", "das", "ein", "eine"];
 
-/// The words of `subject` (lowercased, from the intent) as `message` writes them, without a
-/// leading article.
-fn subject_words(message: &str, subject: &str) -> Vec<String> {
+/// The words of `subject` (lowercased, from the intent) as `message` writes them from byte
+/// `from` on, without a leading article; and where they end in `message` (`from` when not
+/// found).
+fn subject_words(message: &str, subject: &str, from: usize) -> (Vec<String>, usize) {
     let lower = message.to_lowercase();
-    let raw = lower
-        .find(subject)
-        .and_then(|i| message.get(i..i + subject.len()))
-        .filter(|r| r.to_lowercase() == subject)
-        .unwrap_or(subject);
+    // the subject as whole words ("r" is not the r of "difference")
+    let bounded = |i: usize| {
+        let before = lower[..i].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+        let after = lower[i + subject.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        before && after
+    };
+    let at =
+        lower.get(from..).and_then(|rest| rest.match_indices(subject).map(|(i, _)| from + i).find(|&i| bounded(i)));
+    let found = at.and_then(|i| message.get(i..i + subject.len())).filter(|r| r.to_lowercase() == subject);
+    let end = match (at, found) {
+        (Some(i), Some(_)) => i + subject.len(),
+        _ => from,
+    };
+    let raw = found.unwrap_or(subject);
     let mut words: Vec<String> =
         raw.split_whitespace().map(|w| w.trim_matches(|c: char| "?!.,;'\"`".contains(c)).to_string()).collect();
     if words.len() > 1 && ARTICLES.contains(&words[0].to_lowercase().as_str()) {
         words.remove(0);
     }
-    words
+    (words, end)
 }
 
 /// Characters next to a [`NAMING`] or [`APPOSITIONS`] phrase in which the subject is looked for.
@@ -441,6 +451,9 @@ struct Scoring<'q> {
     /// Terms the heading bonus and the definition bonus look for.
     focus: Vec<String>,
     total: f32,
+    /// The two sides of a comparison differ only by case (`p` and `P`): a sentence is about a
+    /// side only when it says what that side is, and headings (case-folded terms) name neither.
+    cased: bool,
 }
 
 impl Scoring<'_> {
@@ -464,7 +477,7 @@ impl Scoring<'_> {
 
     /// Whether candidate `c` is about side `i`.
     fn about(&self, c: &Cand, i: usize) -> bool {
-        self.sides[i].terms.iter().any(|t| c.terms.contains(t)) || c.says[i]
+        (!self.cased && self.sides[i].terms.iter().any(|t| c.terms.contains(t))) || c.says[i]
     }
 
     fn sentence_score(&self, sections: &[Section], c: &Cand) -> f32 {
@@ -498,7 +511,7 @@ impl Scoring<'_> {
     /// says more ("break and continue Statements, and else Clauses on Loops"); a definition's
     /// subject is one or two terms, which every heading naming it would then carry whole.
     fn heading_bonus(&self, s: &Section) -> f32 {
-        if s.heading.is_empty() {
+        if s.heading.is_empty() || self.cased {
             return 0.0;
         }
         let named: Vec<&String> = self.focus.iter().filter(|t| s.heading.contains(t)).collect();
@@ -549,12 +562,22 @@ fn announced(sections: &[Section], c: &Cand) -> Option<(usize, usize)> {
 fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[Cand]) -> Scoring<'q> {
     let query = analyze_as(lang, message);
     let n = cands.len() as f32;
-    let side = |x: &str| Side { terms: analyze_as(lang, x), words: subject_words(message, x) };
+    let side = |x: &str, from: usize| {
+        let (words, end) = subject_words(message, x, from);
+        (Side { terms: analyze_as(lang, x), words }, end)
+    };
     let sides = match intent {
-        Intent::Definition(x) => vec![side(x)],
-        Intent::Comparison(a, b) => vec![side(a), side(b)],
+        Intent::Definition(x) => vec![side(x, 0).0],
+        Intent::Comparison(a, b) => {
+            // the second side is written after the first ("p and P": two commands)
+            let (a, end) = side(a, 0);
+            vec![a, side(b, end).0]
+        }
         _ => Vec::new(),
     };
+    // sides that differ only by case ("p and P") have the same terms: only what names them with
+    // their case kept (an entry's name) tells them apart
+    let cased = matches!(&sides[..], [a, b] if a.terms == b.terms && a.words != b.words);
     let mut weights: Vec<(String, f32)> = query
         .iter()
         .map(|t| {
@@ -573,7 +596,7 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[C
     }
     let focus = if focus.is_empty() { query } else { focus };
     let total = weights.iter().map(|(_, w)| w).sum();
-    Scoring { intent, sides, weights, focus, total }
+    Scoring { intent, sides, weights, focus, total, cased }
 }
 
 /// The passage answering `message` from `sources` (best first), or `None` when they do not
