@@ -5,8 +5,9 @@
 //!    index), each weighted by its rarity among the candidate sentences; terms of its chunk's
 //!    heading path that the sentence lacks count half (and a sentence with none of the
 //!    question's terms still counts them when its own heading names all of the question's focus:
-//!    it is about that heading in other words). For "How do I", a sentence that
-//!    introduces a code block also counts the block's terms (the two are quoted together). A
+//!    it is about that heading in other words). A sentence that introduces a code block counts
+//!    the terms of the prose resuming it after the block (in lower case: the rest of the same
+//!    sentence), and for "How do I" the block's terms (the two are quoted together). A
 //!    definition question ("What is X?") adds the full weight of X to a sentence that says what
 //!    X is ("X is/are …" with X first, "… called X", "X, a …", an item of a list of names
 //!    after a colon ("two buffers: the pattern space and the hold space"), or a sentence opening a
@@ -153,6 +154,12 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
                 continue;
             }
             let mut terms = analyze_as(lang, text);
+            // prose resuming after the block this sentence announces is the rest of the sentence
+            for t in resumed_after(blocks, bi, i).map(|r| analyze_as(lang, r)).unwrap_or_default() {
+                if !terms.contains(&t) {
+                    terms.push(t);
+                }
+            }
             let described = entry(blocks, bi, i);
             // an entry's description is about the entry's name
             for t in described.map(|l| analyze_as(lang, &l.join(" "))).unwrap_or_default() {
@@ -246,6 +253,17 @@ fn resumes(blocks: &[Block], block: usize, index: usize) -> bool {
     let first = text.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap_or("");
     let named = code.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == first);
     index == 0 && first.chars().next().is_some_and(char::is_lowercase) && !named
+}
+
+/// The prose that resumes, after the code block it announces, the sentence at `block`/`index`
+/// ("That means that by adding this code at the end of your module:" / the code / "you can make
+/// the file usable as a script …"): the [`resumes`] sentence right after that block.
+fn resumed_after(blocks: &[Block], block: usize, index: usize) -> Option<&str> {
+    let code = introduces_code(blocks, block, index)?;
+    match blocks.get(code + 1) {
+        Some(Block::Prose(next)) if resumes(blocks, code + 1, 0) => next.first().map(String::as_str),
+        _ => None,
+    }
 }
 
 /// The lines naming the definition-list entry that the sentence at `block`/`index` describes:
@@ -883,6 +901,20 @@ mod tests {
         assert!(!quoted.iter().any(|s| s.starts_with("which turns")), "{quoted:?}");
         assert!(quoted.contains(&"pump can also be stopped from the panel."), "{quoted:?}");
         assert!(quoted.contains(&"To start the pump, type"), "{quoted:?}");
+    }
+
+    /// A sentence announcing a block counts the terms of the prose that resumes it after the
+    /// block (the rest of the sentence), which is never a candidate itself.
+    #[test]
+    fn a_sentence_counts_the_rest_of_it_that_resumes_after_its_block() {
+        let text = "The kiln fires twice. Then by adding this line at the end of the log:\n\n    \
+                    seal(kiln)\n\nyou can make the batch glazed as well as fired.";
+        let a = Analysis::of("Kilns", text, None);
+        let intro = a.sentences.iter().find(|s| s.index == 1).expect("the announcing sentence");
+        assert!(intro.terms.contains(&"glaze".to_string()), "{:?}", intro.terms);
+        assert!(!a.sentences.iter().any(|s| s.block == 2), "the resumed prose is not quoted alone");
+        let first = a.sentences.iter().find(|s| s.index == 0).expect("the first sentence");
+        assert!(!first.terms.contains(&"glaze".to_string()));
     }
 
     /// A list of names after a colon says what each item is; a colon before clauses lists
