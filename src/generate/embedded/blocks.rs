@@ -13,6 +13,8 @@
 //! `q [EXIT-CODE]` or `-n` / `--quiet`, then its description) gives a [`Block::Term`] before
 //! the description's prose.
 
+use std::borrow::Cow;
+
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::text::code::{indent, is_session, CODE_INDENT};
@@ -84,10 +86,53 @@ fn reads_as_prose(lines: &[&str]) -> bool {
 }
 
 /// Re-flows prose lines and cuts them into sentences (Unicode rules end a sentence at every
-/// line break, so line breaks become spaces first).
+/// line break, so line breaks become spaces first), without emphasis marks ([`unemphasize`]).
 fn sentences(lines: &[&str]) -> Vec<String> {
-    let text = lines.iter().flat_map(|l| l.split_whitespace()).collect::<Vec<_>>().join(" ");
+    let words: Vec<&str> = lines.iter().flat_map(|l| l.split_whitespace()).collect();
+    let text = unemphasize(&words).join(" ");
     text.unicode_sentences().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+}
+
+/// Characters that may stand outside an emphasis mark (`(_hold_)`, `_space_.`).
+const AROUND_MARK: &[char] = &['(', ')', '"', '\'', ',', '.', ';', ':', '!', '?'];
+
+/// Most words one emphasis spans.
+const EMPHASIS_WORDS: usize = 8;
+
+/// `words` without the emphasis marks of plain-text manuals (Info writes `@emph{hold}` as
+/// `_hold_`): a word opening with one `_` before a letter, and the nearest word from it closing
+/// with one `_` after a letter or digit (at most [`EMPHASIS_WORDS`] in all), lose those marks, so that "the auxiliary _hold_ space"
+/// reads "the auxiliary hold space". Identifiers keep theirs (`__init__`, `_private` with no
+/// closing mark, `snake_case`).
+fn unemphasize<'w>(words: &[&'w str]) -> Vec<Cow<'w, str>> {
+    let split = |w: &'w str| {
+        let body = w.trim_start_matches(AROUND_MARK);
+        let lead = &w[..w.len() - body.len()];
+        let inner = body.trim_end_matches(AROUND_MARK);
+        (lead, inner, &body[inner.len()..])
+    };
+    let opens = |w: &'w str| split(w).1.strip_prefix('_').is_some_and(|r| r.starts_with(char::is_alphabetic));
+    let closes = |w: &'w str| split(w).1.strip_suffix('_').is_some_and(|r| r.ends_with(char::is_alphanumeric));
+    let mut out: Vec<Cow<'w, str>> = words.iter().map(|w| Cow::Borrowed(*w)).collect();
+    let mut i = 0;
+    while i < words.len() {
+        let reach = words.len().min(i + EMPHASIS_WORDS);
+        let end = if opens(words[i]) { (i..reach).find(|&j| closes(words[j])) } else { None };
+        let Some(end) = end else {
+            i += 1;
+            continue;
+        };
+        let (lead, inner, trail) = split(words[i]);
+        let inner = &inner[1..];
+        let inner = if end == i { &inner[..inner.len() - 1] } else { inner };
+        out[i] = Cow::Owned(format!("{lead}{inner}{trail}"));
+        if end > i {
+            let (lead, inner, trail) = split(words[end]);
+            out[end] = Cow::Owned(format!("{lead}{}{trail}", &inner[..inner.len() - 1]));
+        }
+        i = end + 1;
+    }
+    out
 }
 
 /// Removes the indentation the lines have in common.
@@ -222,6 +267,18 @@ mod tests {
             parse("Floating point\nnumbers are fractions in hardware, as shown below.")[0],
             Block::Prose(_)
         ));
+    }
+
+    #[test]
+    fn emphasis_marks_are_dropped_and_identifiers_keep_their_underscores() {
+        let b = parse(
+            "Two buffers: the active _pattern_ space, and the auxiliary (_hold_) space.\n\
+                       Use it _with great care_. Call __init__ or _private, or snake_case_name.",
+        );
+        let Block::Prose(s) = &b[0] else { panic!("{b:?}") };
+        assert_eq!(s[0], "Two buffers: the active pattern space, and the auxiliary (hold) space.");
+        assert_eq!(s[1], "Use it with great care.");
+        assert_eq!(s[2], "Call __init__ or _private, or snake_case_name.");
     }
 
     #[test]

@@ -207,6 +207,19 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_s_description_is_quoted_to_the_end_of_its_paragraph() {
+        let s = [src(
+            "labeller › Options",
+            "These options shape the labels.\n\n-w N\n--width=N\nSet the default width of a printed label. A \
+             value of 0 (zero) means no limit. If not given, it is taken to be 40.\n\n-q\nPrint nothing.",
+        )];
+        let a = reply(&persona(), "What is the default width of a printed label?", &s);
+        assert!(a.text.contains("Set the default width of a printed label."), "{}", a.text);
+        assert!(a.text.contains("it is taken to be 40."), "{}", a.text);
+        assert!(!a.text.contains("Print nothing"), "{}", a.text);
+    }
+
+    #[test]
     fn a_sentence_naming_the_subject_defines_it() {
         let s = [
             src("Files", "Files can hold text. The JSON format is used by many applications for data exchange."),
@@ -280,6 +293,25 @@ mod tests {
         let a = reply(&persona(), "What is the difference between the r and R commands?", &s);
         assert!(a.text.contains("`r`: Reel the rope in one turn."), "{}", a.text);
         assert!(a.text.contains("reel it in one turn. Otherwise, release the brake"), "{}", a.text);
+    }
+
+    #[test]
+    fn sides_that_differ_only_by_case_are_told_apart_by_the_entries_they_name() {
+        let s = [
+            src(
+                "winch › Reeling with r, R and B",
+                "The r, R and B commands reel rope. They are like one another, except that R checks for slack.",
+            ),
+            src(
+                "winch › Commands",
+                "These commands move the winch.\n\nr\nReel the rope in one turn.\n\nR\nIf the rope is slack, \
+                 reel it in one turn. Otherwise, release the brake.",
+            ),
+        ];
+        let a = reply(&persona(), "What is the difference between r and R?", &s);
+        assert!(a.text.contains("`R`: If the rope is slack"), "{}", a.text);
+        assert!(a.text.contains("`r`: Reel the rope in one turn."), "{}", a.text);
+        assert_eq!(a.used, vec![1]);
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //!    index), each weighted by its rarity among the candidate sentences; terms of its chunk's
 //!    heading path that the sentence lacks count half (and a sentence with none of the
 //!    question's terms still counts them when its own heading names all of the question's focus:
-//!    it is about that heading in other words). For "How do I", a sentence that
-//!    introduces a code block also counts the block's terms (the two are quoted together). A
+//!    it is about that heading in other words). A sentence that introduces a code block counts
+//!    the terms of the prose resuming it after the block (in lower case: the rest of the same
+//!    sentence), and for "How do I" the block's terms (the two are quoted together). A
 //!    definition question ("What is X?") adds the full weight of X to a sentence that says what
 //!    X is ("X is/are …" with X first, "… called X", "X, a …", an item of a list of names
 //!    after a colon ("two buffers: the pattern space and the hold space"), or a sentence opening a
@@ -23,7 +24,8 @@
 //!    [`KEEP_RATIO`] of it, in document order, within [`MAX_PROSE_CHARS`] (at most
 //!    [`MAX_SENTENCES`]); a definition keeps the sentence after the one that defines; a
 //!    comparison keeps a sentence about each side (and the one after it when it says what the
-//!    side is). A sentence that introduces a code block
+//!    side is); a sentence describing a definition-list entry brings the rest of its paragraph
+//!    (the entry's description is one answer). A sentence that introduces a code block
 //!    (ends with ":" or announces "the following") is kept only with that block (a sentence
 //!    ending its chunk with ":" only when another retrieved chunk of its section opens with a
 //!    code block, quoted right after it: the chunker cut between them); "How do I"
@@ -152,6 +154,12 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
                 continue;
             }
             let mut terms = analyze_as(lang, text);
+            // prose resuming after the block this sentence announces is the rest of the sentence
+            for t in resumed_after(blocks, bi, i).map(|r| analyze_as(lang, r)).unwrap_or_default() {
+                if !terms.contains(&t) {
+                    terms.push(t);
+                }
+            }
             let described = entry(blocks, bi, i);
             // an entry's description is about the entry's name
             for t in described.map(|l| analyze_as(lang, &l.join(" "))).unwrap_or_default() {
@@ -247,6 +255,17 @@ fn resumes(blocks: &[Block], block: usize, index: usize) -> bool {
     index == 0 && first.chars().next().is_some_and(char::is_lowercase) && !named
 }
 
+/// The prose that resumes, after the code block it announces, the sentence at `block`/`index`
+/// ("That means that by adding this code at the end of your module:" / the code / "you can make
+/// the file usable as a script …"): the [`resumes`] sentence right after that block.
+fn resumed_after(blocks: &[Block], block: usize, index: usize) -> Option<&str> {
+    let code = introduces_code(blocks, block, index)?;
+    match blocks.get(code + 1) {
+        Some(Block::Prose(next)) if resumes(blocks, code + 1, 0) => next.first().map(String::as_str),
+        _ => None,
+    }
+}
+
 /// The lines naming the definition-list entry that the sentence at `block`/`index` describes:
 /// it opens a paragraph of the entry's description, which runs from the entry's lines to the
 /// next entry (a manual may open the description with a restriction, "This command accepts
@@ -280,21 +299,31 @@ fn names(lines: &[String], words: &[String]) -> bool {
 const ARTICLES: &[&str] =
     &["a", "an", "the", "un", "une", "le", "la", "les", "el", "los", "las", "una", "der", "die", "das", "ein", "eine"];
 
-/// The words of `subject` (lowercased, from the intent) as `message` writes them, without a
-/// leading article.
-fn subject_words(message: &str, subject: &str) -> Vec<String> {
+/// The words of `subject` (lowercased, from the intent) as `message` writes them from byte
+/// `from` on, without a leading article; and where they end in `message` (`from` when not
+/// found).
+fn subject_words(message: &str, subject: &str, from: usize) -> (Vec<String>, usize) {
     let lower = message.to_lowercase();
-    let raw = lower
-        .find(subject)
-        .and_then(|i| message.get(i..i + subject.len()))
-        .filter(|r| r.to_lowercase() == subject)
-        .unwrap_or(subject);
+    // the subject as whole words ("r" is not the r of "difference")
+    let bounded = |i: usize| {
+        let before = lower[..i].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+        let after = lower[i + subject.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        before && after
+    };
+    let at =
+        lower.get(from..).and_then(|rest| rest.match_indices(subject).map(|(i, _)| from + i).find(|&i| bounded(i)));
+    let found = at.and_then(|i| message.get(i..i + subject.len())).filter(|r| r.to_lowercase() == subject);
+    let end = match (at, found) {
+        (Some(i), Some(_)) => i + subject.len(),
+        _ => from,
+    };
+    let raw = found.unwrap_or(subject);
     let mut words: Vec<String> =
         raw.split_whitespace().map(|w| w.trim_matches(|c: char| "?!.,;'\"`".contains(c)).to_string()).collect();
     if words.len() > 1 && ARTICLES.contains(&words[0].to_lowercase().as_str()) {
         words.remove(0);
     }
-    words
+    (words, end)
 }
 
 /// Characters next to a [`NAMING`] or [`APPOSITIONS`] phrase in which the subject is looked for.
@@ -303,6 +332,11 @@ const NAMING_WINDOW: usize = 80;
 /// Words after which a sentence names what it has just described ("… a format called JSON").
 const NAMING: &[&str] =
     &[" called ", " known as ", ", or ", " appelé ", " appelée ", " llamado ", " llamada ", " genannt "];
+
+/// Phrases around a subject that say how to understand it ("it is best to think of a
+/// dictionary as a set of key: value pairs"): the subject is between the two parts, within
+/// [`NAMING_WINDOW`] characters.
+const FRAMES: &[(&str, &str)] = &[("think of ", " as "), ("penser à ", " comme "), ("pensar en ", " como ")];
 
 /// Words that open an apposition defining what precedes them ("… a virtual environment, a
 /// self-contained directory tree …").
@@ -320,6 +354,8 @@ struct Definers {
     apposed: Vec<Vec<String>>,
     /// Terms before the first copula ("X is …").
     opening: Option<Vec<String>>,
+    /// Terms between the two parts of each [`FRAMES`] phrase ("think of X as …").
+    framed: Vec<Vec<String>>,
     /// Terms of each item of a list of names after a colon ("two buffers: the pattern space
     /// and the hold space").
     listed: Vec<Vec<String>>,
@@ -378,17 +414,26 @@ impl Definers {
         let copulas = if lang == Some("ja") { JA_COPULAS } else { COPULAS };
         let opening = copulas.iter().filter_map(|c| lower.find(c)).min().map(|cut| analyze_as(lang, &lower[..cut]));
         let listed = list_after_colon(&lower, lang);
-        Definers { named, apposed, opening, listed }
+        let framed = FRAMES
+            .iter()
+            .filter_map(|(open, close)| {
+                let rest = &lower[lower.find(open)? + open.len()..];
+                let inside = super::prefix(rest, NAMING_WINDOW);
+                Some(analyze_as(lang, &inside[..inside.find(close)?]))
+            })
+            .collect();
+        Definers { named, apposed, opening, framed, listed }
     }
 
     /// Heap bytes of the kept terms, `strings` giving those of one list.
     fn bytes(&self, strings: impl Fn(&[String]) -> usize) -> usize {
-        let lists = self.named.iter().chain(&self.apposed).chain(&self.opening).chain(&self.listed);
+        let lists = self.named.iter().chain(&self.apposed).chain(&self.opening).chain(&self.framed).chain(&self.listed);
         lists.map(|l| strings(l)).sum()
     }
 
     /// Whether the sentence says what the subject (`subject` terms) is: it names the subject
-    /// right after a naming phrase or right before an apposition, the subject opens it (its
+    /// right after a naming phrase or right before an apposition, a frame holds it and at most
+    /// one more term ("think of X as"), the subject opens it (its
     /// terms first, and at most one more) before a copula, or an item of a list of names after
     /// a colon is the subject (its terms last, and at most one more before them).
     fn define(&self, subject: &[String]) -> bool {
@@ -398,6 +443,7 @@ impl Definers {
         let all_in = |terms: &[String]| subject.iter().all(|t| terms.contains(t));
         self.named.iter().any(|terms| all_in(&terms[..terms.len().min(subject.len() + 1)]))
             || self.apposed.iter().any(|terms| all_in(&terms[terms.len().saturating_sub(subject.len())..]))
+            || self.framed.iter().any(|terms| terms.len() <= subject.len() + 1 && all_in(terms))
             || self.listed.iter().any(|terms| {
                 terms.len() <= subject.len() + 1 && all_in(&terms[terms.len().saturating_sub(subject.len())..])
             })
@@ -423,6 +469,9 @@ struct Scoring<'q> {
     /// Terms the heading bonus and the definition bonus look for.
     focus: Vec<String>,
     total: f32,
+    /// The two sides of a comparison differ only by case (`p` and `P`): a sentence is about a
+    /// side only when it says what that side is, and headings (case-folded terms) name neither.
+    cased: bool,
 }
 
 impl Scoring<'_> {
@@ -446,7 +495,7 @@ impl Scoring<'_> {
 
     /// Whether candidate `c` is about side `i`.
     fn about(&self, c: &Cand, i: usize) -> bool {
-        self.sides[i].terms.iter().any(|t| c.terms.contains(t)) || c.says[i]
+        (!self.cased && self.sides[i].terms.iter().any(|t| c.terms.contains(t))) || c.says[i]
     }
 
     fn sentence_score(&self, sections: &[Section], c: &Cand) -> f32 {
@@ -480,7 +529,7 @@ impl Scoring<'_> {
     /// says more ("break and continue Statements, and else Clauses on Loops"); a definition's
     /// subject is one or two terms, which every heading naming it would then carry whole.
     fn heading_bonus(&self, s: &Section) -> f32 {
-        if s.heading.is_empty() {
+        if s.heading.is_empty() || self.cased {
             return 0.0;
         }
         let named: Vec<&String> = self.focus.iter().filter(|t| s.heading.contains(t)).collect();
@@ -531,12 +580,22 @@ fn announced(sections: &[Section], c: &Cand) -> Option<(usize, usize)> {
 fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[Cand]) -> Scoring<'q> {
     let query = analyze_as(lang, message);
     let n = cands.len() as f32;
-    let side = |x: &str| Side { terms: analyze_as(lang, x), words: subject_words(message, x) };
+    let side = |x: &str, from: usize| {
+        let (words, end) = subject_words(message, x, from);
+        (Side { terms: analyze_as(lang, x), words }, end)
+    };
     let sides = match intent {
-        Intent::Definition(x) => vec![side(x)],
-        Intent::Comparison(a, b) => vec![side(a), side(b)],
+        Intent::Definition(x) => vec![side(x, 0).0],
+        Intent::Comparison(a, b) => {
+            // the second side is written after the first ("p and P": two commands)
+            let (a, end) = side(a, 0);
+            vec![a, side(b, end).0]
+        }
         _ => Vec::new(),
     };
+    // sides that differ only by case ("p and P") have the same terms: only what names them with
+    // their case kept (an entry's name) tells them apart
+    let cased = matches!(&sides[..], [a, b] if a.terms == b.terms && a.words != b.words);
     let mut weights: Vec<(String, f32)> = query
         .iter()
         .map(|t| {
@@ -555,7 +614,7 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[C
     }
     let focus = if focus.is_empty() { query } else { focus };
     let total = weights.iter().map(|(_, w)| w).sum();
-    Scoring { intent, sides, weights, focus, total }
+    Scoring { intent, sides, weights, focus, total, cased }
 }
 
 /// The passage answering `message` from `sources` (best first), or `None` when they do not
@@ -697,6 +756,15 @@ fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize
     for c in mine.iter().copied().skip(1).take_while(|c| c.score >= anchor.score * KEEP_RATIO) {
         take(c, &mut chosen);
     }
+    // an entry's description is one answer: the rest of its paragraph follows while it fits
+    let described: Vec<&Cand> =
+        chosen.iter().copied().filter(|c| entry(&sections[c.section].blocks, c.block, c.index).is_some()).collect();
+    for d in described {
+        let rest = cands.iter().filter(|c| c.section == d.section && c.block == d.block && c.index > d.index);
+        for c in rest {
+            take(c, &mut chosen);
+        }
+    }
     chosen.sort_by_key(|c| (c.section, c.block, c.index));
     chosen
 }
@@ -835,6 +903,20 @@ mod tests {
         assert!(quoted.contains(&"To start the pump, type"), "{quoted:?}");
     }
 
+    /// A sentence announcing a block counts the terms of the prose that resumes it after the
+    /// block (the rest of the sentence), which is never a candidate itself.
+    #[test]
+    fn a_sentence_counts_the_rest_of_it_that_resumes_after_its_block() {
+        let text = "The kiln fires twice. Then by adding this line at the end of the log:\n\n    \
+                    seal(kiln)\n\nyou can make the batch glazed as well as fired.";
+        let a = Analysis::of("Kilns", text, None);
+        let intro = a.sentences.iter().find(|s| s.index == 1).expect("the announcing sentence");
+        assert!(intro.terms.contains(&"glaze".to_string()), "{:?}", intro.terms);
+        assert!(!a.sentences.iter().any(|s| s.block == 2), "the resumed prose is not quoted alone");
+        let first = a.sentences.iter().find(|s| s.index == 0).expect("the first sentence");
+        assert!(!first.terms.contains(&"glaze".to_string()));
+    }
+
     /// A list of names after a colon says what each item is; a colon before clauses lists
     /// steps, and a list with no kind before it names nothing.
     #[test]
@@ -846,6 +928,16 @@ mod tests {
         let steps = "The baker works in order: first, she lights the dry oven at four, then she kneads.";
         assert!(!defines(steps, "dry oven"));
         assert!(!defines("Then: the steam oven, the dry oven.", "dry oven"));
+    }
+
+    /// "Think of X as …" says what X is; the words after "as" are not its subject.
+    #[test]
+    fn a_frame_says_how_to_think_of_its_subject() {
+        let defines = |sentence: &str, subject: &str| Definers::of(sentence, None).define(&analyze_as(None, subject));
+        let framed = "It is best to think of a ledger as a list of dated entries, each with an amount.";
+        assert!(defines(framed, "ledger"));
+        assert!(!defines(framed, "list"));
+        assert!(!defines("Think of the weather, the season and the hour as your guides.", "weather"));
     }
 
     /// Each paragraph of an entry's description opens with a sentence about the entry, up to
