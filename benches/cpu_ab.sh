@@ -28,12 +28,6 @@ measure() {
 for r in $(seq "$ROUNDS"); do
   for bin in "${BINS[@]}"; do
     demo_start "$bin" 0
-    cat > "$DIR/history.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["X-ORGANIZATION-SECRET"] = "$KEY"
-wrk.body = '{"content": "a durable history item"}'
-LUA
     read -r hrps hcpu < <(measure 64 "$DIR/history.lua" "$BASE/v1/replicas/$REPLICA/chat/history")
     read -r crps ccpu < <(measure 32 "$DIR/chat.lua" "$BASE/v1/replicas/$REPLICA/chat/completions")
     echo "round $r $bin: history c64 $hrps req/s, $hcpu µs CPU each; completions c32 $crps req/s, $ccpu µs CPU each"

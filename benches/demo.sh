@@ -1,7 +1,8 @@
 # Sourced by the benchmark scripts: `demo_start BINARY [TASKSET_CPUS]` starts BINARY's
-# `serve --demo` (with the flags in DEMO_ARGS, if set) on a fresh data directory, waits until the sample knowledge base is indexed,
-# and sets DIR, PID, BASE, KEY, REPLICA and $DIR/chat.lua (a wrk script asking five questions in
-# turn); `demo_stop` ends it and removes DIR.
+# `serve --demo` (with the flags in DEMO_ARGS, if set) on a fresh data directory, waits until the
+# sample knowledge base is indexed, and sets DIR, PID, BASE, KEY, REPLICA, $DIR/chat.lua (a wrk
+# script asking five questions in turn) and $DIR/history.lua (a wrk script storing one chat
+# history item per request); `demo_stop` ends it and removes DIR.
 demo_start() {
   local bin=$1 cpus=${2:-}
   DIR=$(mktemp -d)
@@ -15,6 +16,12 @@ demo_start() {
   # The listing is read whole before grep (a `grep -q` closing the pipe early fails under pipefail).
   until [[ $(curl -s "$BASE/v1/replicas/$REPLICA/knowledge-base?status=READY&pageSize=100" \
     -H "X-ORGANIZATION-SECRET: $KEY") == *'"total":17'* ]]; do sleep 0.2; done
+  cat > "$DIR/history.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["X-ORGANIZATION-SECRET"] = "$KEY"
+wrk.body = '{"content": "a durable history item"}'
+LUA
   cat > "$DIR/chat.lua" <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"

@@ -86,12 +86,6 @@ demo_stop
 start_with_data
 read_rows ", kept answer"
 
-cat > "$DIR/history.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["X-ORGANIZATION-SECRET"] = "$KEY"
-wrk.body = '{"content": "a durable history item"}'
-LUA
 echo
 SQLITE=$(taskset -c 0 python3 benches/sqlite_rows.py --dir "$DIR" --writers 1 --seconds "${DURATION%s}")
 echo "| durable write | rows/s | p50 ms | ratio to SQLite ($SQLITE rows/s) |"

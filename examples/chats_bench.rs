@@ -79,7 +79,7 @@ async fn fill(dir: &std::path::Path, chats: usize) -> (String, Uuid) {
                     let it = NewItem { source: "web".into(), ..item(m) };
                     let append =
                         Append { replica, user: users[chat], private: false, items: vec![it], now: at, tokens: None };
-                    append.apply(txn, &mut tables)?;
+                    append.apply(&mut tables)?;
                 }
                 Ok(())
             })

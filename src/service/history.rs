@@ -89,7 +89,7 @@ impl Grouped for Append {
         })
     }
 
-    fn apply<'t>(&self, _txn: &'t WriteTransaction, t: &mut Tables<'t>) -> Result<Vec<u64>> {
+    fn apply(&self, t: &mut Tables<'_>) -> Result<Vec<u64>> {
         if let Some(usage) = self.tokens {
             token_usage::add_to(t.tokens.get()?, self.replica, self.user, self.now, usage)?;
         }

@@ -2,7 +2,7 @@
 //! reported, or the estimate of [`crate::generate::prompt::estimate_tokens`]).
 
 use chrono::Datelike;
-use redb::{ReadableTable, Table, WriteTransaction};
+use redb::{ReadableTable, Table};
 use uuid::Uuid;
 
 use crate::error::Result;
@@ -15,12 +15,8 @@ pub fn month_of(ms: i64) -> u32 {
     d.year().max(0) as u32 * 100 + d.month()
 }
 
-/// Adds `usage` to the month of `now` for `(replica, user)` in `txn`.
-pub fn add_in(txn: &WriteTransaction, replica: Uuid, user: Uuid, now: i64, usage: Usage) -> Result<()> {
-    add_to(&mut txn.open_table(tables::REPLICAUSERMONTH_USAGE)?, replica, user, now, usage)
-}
-
-/// [`add_in`] in the open `replicausermonth_usage` table.
+/// Adds `usage` to the month of `now` for `(replica, user)` in the open
+/// `replicausermonth_usage` table (a completion's history write, `history::Append`).
 pub fn add_to(
     t: &mut Table<(u128, u128, u32), (u64, u64)>,
     replica: Uuid,
@@ -61,7 +57,12 @@ mod tests {
         let now = crate::store::now_ms();
         let usage = Usage { prompt_tokens: 10, completion_tokens: 3 };
         for _ in 0..2 {
-            store.write(move |txn| add_in(txn, replica, user, now, usage)).await.unwrap();
+            store
+                .write(move |txn| {
+                    add_to(&mut txn.open_table(tables::REPLICAUSERMONTH_USAGE)?, replica, user, now, usage)
+                })
+                .await
+                .unwrap();
         }
         let month = month_of(now);
         let total = Usage { prompt_tokens: 20, completion_tokens: 6 };

@@ -35,10 +35,11 @@ pub trait Grouped: Send + 'static {
     type Tables<'t>;
     /// Opens the shared tables in `txn`.
     fn open(txn: &WriteTransaction) -> Result<Self::Tables<'_>>;
-    /// Applies this write with the shared `tables`. It may run more than once (as
-    /// [`super::Store::write`]'s closures), and must not open through `txn` a table that
-    /// `tables` holds open (redb answers `TableAlreadyOpen`, a 500).
-    fn apply<'t>(&self, txn: &'t WriteTransaction, tables: &mut Self::Tables<'t>) -> Result<Self::Output>;
+    /// Applies this write with the shared `tables` (which keep the transaction, when the write
+    /// needs more of it). It may run more than once (as [`super::Store::write`]'s closures),
+    /// and must not open again a table that `tables` holds open (redb answers
+    /// `TableAlreadyOpen`, a 500).
+    fn apply(&self, tables: &mut Self::Tables<'_>) -> Result<Self::Output>;
 }
 
 /// One queued write: how to apply it and how to answer its caller.
@@ -144,7 +145,7 @@ fn run_group<G: Grouped>(txn: &WriteTransaction, jobs: &[Job]) -> Option<(usize,
     };
     for (i, job) in jobs.iter().enumerate() {
         let p = pending::<G>(job).expect("a run holds jobs of one kind");
-        if let Err(e) = settle(&p.slot, guarded(|| p.write.apply(txn, &mut tables))) {
+        if let Err(e) = settle(&p.slot, guarded(|| p.write.apply(&mut tables))) {
             return Some((i, e));
         }
     }
@@ -332,7 +333,7 @@ mod tests {
             Ok(txn.open_table(ROWS)?)
         }
 
-        fn apply<'t>(&self, _: &'t WriteTransaction, rows: &mut Table<'t, u64, u64>) -> Result<u64> {
+        fn apply(&self, rows: &mut Table<'_, u64, u64>) -> Result<u64> {
             rows.insert(self.key, self.key * 10)?;
             match self.fail {
                 true => Err(Error::invalid("key", "refused")),

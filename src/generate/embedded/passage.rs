@@ -155,18 +155,10 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
             }
             let mut terms = analyze_as(lang, text);
             // prose resuming after the block this sentence announces is the rest of the sentence
-            for t in resumed_after(blocks, bi, i).map(|r| analyze_as(lang, r)).unwrap_or_default() {
-                if !terms.contains(&t) {
-                    terms.push(t);
-                }
-            }
+            add_new(&mut terms, resumed_after(blocks, bi, i).map(|r| analyze_as(lang, r)));
             let described = entry(blocks, bi, i);
             // an entry's description is about the entry's name
-            for t in described.map(|l| analyze_as(lang, &l.join(" "))).unwrap_or_default() {
-                if !terms.contains(&t) {
-                    terms.push(t);
-                }
-            }
+            add_new(&mut terms, described.map(|l| analyze_as(lang, &l.join(" "))));
             // an entry's description says what the entry is by its place (`names`), not its words
             let definers = if described.is_some() { Definers::default() } else { Definers::of(text, lang) };
             let code_terms: Vec<String> = match introduces_code(blocks, bi, i).map(|b| &blocks[b]) {
@@ -253,6 +245,15 @@ fn resumes(blocks: &[Block], block: usize, index: usize) -> bool {
     let first = text.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap_or("");
     let named = code.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == first);
     index == 0 && first.chars().next().is_some_and(char::is_lowercase) && !named
+}
+
+/// Appends to `terms` those of `more` it lacks.
+fn add_new(terms: &mut Vec<String>, more: Option<Vec<String>>) {
+    for t in more.unwrap_or_default() {
+        if !terms.contains(&t) {
+            terms.push(t);
+        }
+    }
 }
 
 /// The prose that resumes, after the code block it announces, the sentence at `block`/`index`
