@@ -35,6 +35,7 @@ api() { curl -sf "$BASE$1" "${AUTH[@]}" "${@:2}"; }
 start_with_data() {
   demo_start ./target/release/replicad 0
   AUTH=(-H "X-ORGANIZATION-SECRET: $KEY")
+  sleep 6 # idle: the indexer closes the index writer after 5 s without work (search::WRITER_IDLE)
   RSS_IDLE=$(rss_mb "$PID")
   for i in $(seq 23); do
     api /v1/replicas -H 'content-type: application/json' -o /dev/null -d "{\"name\":\"Bench $i\",\"slug\":\"bench-$i\",

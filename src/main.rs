@@ -8,6 +8,7 @@ use replicad::backup::{restore, Progress};
 use replicad::cli::{Cli, Command, InvitesCommand};
 
 fn main() -> ExitCode {
+    replicad::memory::configure();
     let cli = Cli::parse();
     replicad::ops::logging::init(&cli.log, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

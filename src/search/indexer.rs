@@ -102,34 +102,46 @@ impl Search {
     /// Replaces the documents of each changed entry in the writer (not yet committed).
     pub fn stage(&self, changes: &[Change]) -> Result<()> {
         let g = self.current();
-        let w = g.writer.lock().unwrap_or_else(|p| p.into_inner());
-        for c in changes {
-            w.delete_term(Term::from_field_u64(g.fields.entry, c.entry));
-            if let Some(doc) = &c.doc {
-                g.add_entry(&w, c.entry, doc)?;
+        g.with_writer(|w| {
+            for c in changes {
+                w.delete_term(Term::from_field_u64(g.fields.entry, c.entry));
+                if let Some(doc) = &c.doc {
+                    g.add_entry(w, c.entry, doc)?;
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Commits what [`Search::stage`] added with payload `seq` and makes it visible to searches.
     pub fn commit(&self, seq: u64) -> Result<()> {
         let g = self.current();
-        let mut w = g.writer.lock().unwrap_or_else(|p| p.into_inner());
-        g.commit(&mut w, seq)?;
+        g.with_writer(|w| g.commit(w, seq))?;
         g.reload()?;
         Ok(())
     }
 
-    /// Drops what was staged since the last commit and starts a fresh tantivy writer (one that
-    /// met an I/O error, ENOSPC included, refuses further work); the outbox rows stay, so the
-    /// next attempt applies them again.
+    /// Drops what was staged since the last commit with the writer (one that met an I/O error,
+    /// ENOSPC included, refuses further work; the next step opens a fresh one); the outbox rows
+    /// stay, so the next attempt applies them again.
     pub fn rollback(&self) {
-        let g = self.current();
-        let mut w = g.writer.lock().unwrap_or_else(|p| p.into_inner());
-        if let Err(e) = w.rollback() {
-            tracing::warn!(error = %e, "rolling the index writer back failed");
-        }
+        drop(self.current().take_writer());
+    }
+
+    /// Whether the current generation's writer is open (there was indexing since it was last
+    /// closed).
+    pub fn writer_open(&self) -> bool {
+        self.current().writer.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
+
+    /// Closes the writer after waiting for its merges to finish, and gives the memory it held
+    /// back to the operating system. Blocking (merges can take a while); the next indexing
+    /// step opens a new writer (a few milliseconds).
+    pub fn close_writer(&self) -> Result<()> {
+        let Some(w) = self.current().take_writer() else { return Ok(()) };
+        w.wait_merging_threads()?;
+        crate::memory::release();
+        Ok(())
     }
 
     /// Builds a fresh generation from `all` entries, commits it with payload `seq`, points
@@ -137,16 +149,15 @@ impl Search {
     pub fn rebuild(&self, all: &[Change], seq: u64) -> Result<()> {
         let name = new_generation_name();
         let g = open_generation(&self.dir, &name, true)?;
-        {
-            let mut w = g.writer.lock().unwrap_or_else(|p| p.into_inner());
+        g.with_writer(|w| {
             for c in all {
                 if let Some(doc) = &c.doc {
-                    g.add_entry(&w, c.entry, doc)?;
+                    g.add_entry(w, c.entry, doc)?;
                 }
             }
-            g.commit(&mut w, seq)?;
-            g.reload()?;
-        }
+            g.commit(w, seq)
+        })?;
+        g.reload()?;
         write_current(&self.dir, &name)?;
         let old = std::mem::replace(&mut *self.current.write().unwrap_or_else(|p| p.into_inner()), Arc::new(g));
         let old_dir = self.dir.join(&old.name);
@@ -300,8 +311,56 @@ pub fn spawn(
                     None => break,
                 },
                 _ = stop.wait() => break,
+                _ = tokio::time::sleep(super::WRITER_IDLE), if search.writer_open() => {
+                    let s = search.clone();
+                    match tokio::task::spawn_blocking(move || s.close_writer()).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => tracing::warn!(error = %e, "closing the index writer failed"),
+                        Err(e) => tracing::warn!(error = %e, "closing the index writer panicked"),
+                    }
+                }
             }
         }
     });
     tx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(entry: u64, replica: Uuid, text: &str) -> Change {
+        let chunks = vec![Chunk { title: "Guide".into(), text: text.into() }];
+        Change { entry, doc: Some(EntryDoc { replica, revision: 1, language: Some("en".into()), chunks }) }
+    }
+
+    #[test]
+    fn the_writer_is_opened_for_indexing_and_closed_when_idle_without_losing_commits() {
+        let data = tempfile::tempdir().expect("temp dir");
+        let (search, _) = Search::open(data.path()).expect("open");
+        let replica = Uuid::now_v7();
+        assert!(!search.writer_open(), "an opened index holds no writer");
+        search.stage(&[change(1, replica, "Walruses haul out on sea ice.")]).expect("stage");
+        assert!(search.writer_open());
+        search.commit(1).expect("commit");
+        search.close_writer().expect("close");
+        assert!(!search.writer_open());
+        // a second step opens a new writer; both commits are searchable, also after a reopen
+        search.stage(&[change(2, replica, "Walruses dive for clams.")]).expect("stage again");
+        search.commit(2).expect("commit again");
+        search.close_writer().expect("close again");
+        drop(search);
+        let (search, seq) = Search::open(data.path()).expect("reopen");
+        assert_eq!(seq, Some(2));
+        let entries: Vec<u64> =
+            search.search(replica, "walruses", 5).expect("search").iter().map(|h| h.entry).collect();
+        assert_eq!(entries.len(), 2, "{entries:?}");
+        // a rollback drops what was staged with the writer
+        search.stage(&[change(3, replica, "Walruses have tusks.")]).expect("stage a third");
+        search.rollback();
+        assert!(!search.writer_open());
+        search.stage(&[]).expect("a fresh writer");
+        search.commit(3).expect("commit nothing");
+        assert_eq!(search.search(replica, "tusks", 5).expect("search").len(), 0);
+    }
 }
