@@ -183,7 +183,7 @@ impl IndexGeneration {
         d.add_text(f.replica, doc.replica.simple().to_string());
         d.add_text(title, doc.title);
         d.add_text(body, doc.body);
-        d.add_text(defines, defines::subjects(doc.body));
+        d.add_text(defines, defines::subjects(doc.body, doc.language));
         d.add_text(f.exact, doc.body);
         let doc = d;
         w.add_document(doc)?;
