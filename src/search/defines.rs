@@ -4,7 +4,7 @@
 //! program a manual is about, the language a tutorial teaches).
 
 use super::analyze_as;
-use crate::generate::embedded::blocks::{self, Block};
+use crate::text::blocks::{self, Block};
 
 /// Words that say "is" between a subject and its definition (English, French, Spanish, German);
 /// those of [`NAMING_COPULAS`] say it alone, the others only before an article ("is a",

@@ -24,7 +24,7 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Te
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
-use crate::generate::embedded::intent::{self, Intent};
+use crate::text::intent::{self, Intent};
 
 /// Identifies the schema and analyzers; an index made with another is rebuilt.
 pub const SCHEMA_ID: &str = "chunks-v5-defines";
