@@ -7,6 +7,7 @@
 
 pub mod analyzers;
 pub mod check;
+pub mod defines;
 pub mod indexer;
 pub mod statistics;
 
@@ -23,9 +24,10 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Te
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
+use crate::text::intent::{self, Intent};
 
 /// Identifies the schema and analyzers; an index made with another is rebuilt.
-pub const SCHEMA_ID: &str = "chunks-v4-exact";
+pub const SCHEMA_ID: &str = "chunks-v5-defines";
 /// Weight of a term's BM25 score in a chunk's title (document › heading path) relative to its
 /// body: titles are short, so a title hit alone would outrank the passage that explains the
 /// term. 0.7 was best on `tests/retrieval` (0.25–2.0 tried).
@@ -33,6 +35,9 @@ const TITLE_BOOST: f32 = 0.7;
 /// Weight of a term of the `body_exact` field (one-letter words and operators, case kept:
 /// [`analyzers::ExactTokenizer`]) relative to a body term.
 const EXACT_BOOST: f32 = 1.0;
+/// Weight of a term of the `defines_<analyzer>` field (the subjects of a chunk's "X is …"
+/// sentences: [`defines`]) relative to a body term.
+const DEFINES_BOOST: f32 = 1.0;
 /// Indexing memory budget of the single writer thread, in bytes.
 const WRITER_MEMORY: usize = 50_000_000;
 /// How long the indexer leaves the writer open with nothing to index before closing it: long
@@ -40,15 +45,15 @@ const WRITER_MEMORY: usize = 50_000_000;
 /// idle server does not hold it.
 const WRITER_IDLE: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Fields of a chunk document: `title_<analyzer>` and `body_<analyzer>` for every analyzer of
-/// [`analyzers::ANALYZERS`] (a chunk fills the pair of its entry's language).
+/// Fields of a chunk document: `title_<analyzer>`, `body_<analyzer>` and `defines_<analyzer>`
+/// for every analyzer of [`analyzers::ANALYZERS`] (a chunk fills those of its entry's language).
 #[derive(Clone)]
 struct Fields {
     entry: Field,
     chunk: Field,
     replica: Field,
-    /// `(title, body)` per analyzer, in the order of [`analyzers::ANALYZERS`].
-    text: Vec<(Field, Field)>,
+    /// `(title, body, defines)` per analyzer, in the order of [`analyzers::ANALYZERS`].
+    text: Vec<(Field, Field, Field)>,
     /// The body again, by [`analyzers::ExactTokenizer`] (whatever the language).
     exact: Field,
 }
@@ -112,7 +117,8 @@ fn schema() -> (Schema, Fields) {
             );
             (
                 b.add_text_field(&format!("title_{}", a.name), options.clone()),
-                b.add_text_field(&format!("body_{}", a.name), options),
+                b.add_text_field(&format!("body_{}", a.name), options.clone()),
+                b.add_text_field(&format!("defines_{}", a.name), options),
             )
         })
         .collect();
@@ -171,7 +177,7 @@ impl IndexGeneration {
         self.reader.reload()?;
         let searcher = self.reader.searcher();
         let mut in_use = Vec::with_capacity(self.fields.text.len());
-        for (_, body) in &self.fields.text {
+        for (_, body, _) in &self.fields.text {
             let mut used = false;
             for segment in searcher.segment_readers() {
                 used |= segment.inverted_index(*body)?.terms().num_terms() > 0;
@@ -192,13 +198,14 @@ impl IndexGeneration {
         let f = &self.fields;
         let analyzer = analyzers::for_language(doc.language);
         let slot = analyzers::ANALYZERS.iter().position(|a| a.name == analyzer.name).unwrap_or(0);
-        let (title, body) = f.text[slot];
+        let (title, body, defines) = f.text[slot];
         let mut d = TantivyDocument::new();
         d.add_u64(f.entry, doc.entry);
         d.add_u64(f.chunk, doc.chunk as u64);
         d.add_text(f.replica, doc.replica.simple().to_string());
         d.add_text(title, doc.title);
         d.add_text(body, doc.body);
+        d.add_text(defines, defines::subjects(doc.body, doc.language));
         d.add_text(f.exact, doc.body);
         let doc = d;
         w.add_document(doc)?;
@@ -270,10 +277,15 @@ impl Search {
         let f = &g.fields;
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         let in_use = g.in_use.read().unwrap_or_else(|p| p.into_inner()).clone();
-        for ((a, (title, body)), _) in analyzers::ANALYZERS.iter().zip(&f.text).zip(in_use).filter(|(_, used)| *used) {
+        // "What is X?" also looks for the chunks that say what X is
+        let defining = matches!(intent::of(query), Intent::Definition(_));
+        for ((a, (title, body, defines)), _) in
+            analyzers::ANALYZERS.iter().zip(&f.text).zip(in_use).filter(|(_, used)| *used)
+        {
             let Some(mut analyzer) = g.index.tokenizers().get(a.name) else { continue };
             for t in analyzers::terms(&mut analyzer, query) {
-                for (field, boost) in [(*body, 1.0), (*title, TITLE_BOOST)] {
+                let defines = defining.then_some((*defines, DEFINES_BOOST));
+                for (field, boost) in [(*body, 1.0), (*title, TITLE_BOOST)].into_iter().chain(defines) {
                     let q = TermQuery::new(Term::from_field_text(field, &t), IndexRecordOption::WithFreqs);
                     should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost))));
                 }

@@ -139,7 +139,7 @@ fn pack(paras: &mut dyn Iterator<Item = &str>, out: &mut Vec<String>) {
 }
 
 /// A chunk's text without surrounding blank lines and trailing space; the first line keeps its
-/// indentation (an indented line is code to the generator, `generate::embedded::blocks`).
+/// indentation (an indented line is code to the generator, `text::blocks`).
 fn finished(text: String) -> String {
     text.trim_end().trim_start_matches(['\n', '\r']).to_string()
 }

@@ -1,6 +1,10 @@
-//! Plain-text pieces shared by ingestion and generation: language detection, chunking and
-//! what reads as code. Below `ingest`, `search` and `generate`; uses nothing of the crate.
+//! Plain-text pieces shared by ingestion, search and generation: language detection, chunking,
+//! what reads as code, a chunk read as prose and code blocks ([`blocks`]) and what kind of
+//! answer a question asks for ([`intent`]; the index looks for definitions of "What is X?").
+//! Below `ingest`, `search` and `generate`; uses nothing of the crate.
 
+pub mod blocks;
 pub mod chunk;
 pub mod code;
+pub mod intent;
 pub mod language;

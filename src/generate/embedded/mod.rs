@@ -8,10 +8,10 @@
 //! the name of the sources. When the sources do not cover the question, the answer says so and
 //! cites no source.
 
-pub mod blocks;
 pub mod cache;
-pub mod intent;
 pub mod passage;
+
+pub use crate::text::{blocks, intent};
 
 use std::collections::VecDeque;
 

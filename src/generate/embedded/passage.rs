@@ -44,7 +44,7 @@ use std::sync::Arc;
 
 use super::blocks::{self, Block};
 use super::intent::Intent;
-use crate::search::analyze_as;
+use crate::search::{analyze_as, defines};
 use crate::store::records::SourceRef;
 
 /// Most sentences quoted from the best section.
@@ -362,40 +362,6 @@ struct Definers {
     listed: Vec<Vec<String>>,
 }
 
-/// Most terms of an item of a list of names after a colon (longer items are clauses: "first,
-/// sed reads one line from the input stream, …" lists steps, not names).
-const LIST_ITEM_TERMS: usize = 4;
-
-/// Words that join the last item of a list ("A, B and C").
-const LIST_JOINS: &[&str] = &["and ", "or ", "et ", "ou ", "y ", "o ", "und ", "oder "];
-
-/// The terms of each item of the list of names that follows a colon inside `lower` (a sentence
-/// that names a kind, then its members: "two data buffers: the active pattern space, and the
-/// auxiliary hold space"): at least two items, each of 1 to [`LIST_ITEM_TERMS`] terms, and a
-/// kind named before the colon. Empty when there is no such list.
-fn list_after_colon(lower: &str, lang: Option<&str>) -> Vec<Vec<String>> {
-    let Some((kind, list)) = lower.split_once(": ") else { return Vec::new() };
-    if analyze_as(lang, kind).is_empty() {
-        return Vec::new();
-    }
-    let list = list.trim_end_matches(['.', '!', '?', ' ']);
-    let mut items: Vec<Vec<String>> = Vec::new();
-    for part in list.split([',', ';']) {
-        let part = part.trim();
-        let part = LIST_JOINS.iter().find_map(|j| part.strip_prefix(j)).unwrap_or(part);
-        // "A and B" without a comma
-        for item in part.split(" and ").flat_map(|p| p.split(" or ")) {
-            items.push(analyze_as(lang, item));
-        }
-    }
-    let names = items.len() >= 2 && items.iter().all(|t| !t.is_empty() && t.len() <= LIST_ITEM_TERMS);
-    if names {
-        items
-    } else {
-        Vec::new()
-    }
-}
-
 impl Definers {
     fn of(text: &str, lang: Option<&str>) -> Definers {
         let lower = text.to_lowercase();
@@ -413,8 +379,12 @@ impl Definers {
             })
             .collect();
         let copulas = if lang == Some("ja") { JA_COPULAS } else { COPULAS };
-        let opening = copulas.iter().filter_map(|c| lower.find(c)).min().map(|cut| analyze_as(lang, &lower[..cut]));
-        let listed = list_after_colon(&lower, lang);
+        let opening = copulas
+            .iter()
+            .filter_map(|c| lower.find(c))
+            .min()
+            .map(|cut| analyze_as(lang, defines::without_apposition(&lower[..cut])));
+        let listed = defines::list_after_colon(&lower, lang).into_iter().map(|(_, terms)| terms).collect();
         let framed = FRAMES
             .iter()
             .filter_map(|(open, close)| {
@@ -929,6 +899,15 @@ mod tests {
         let steps = "The baker works in order: first, she lights the dry oven at four, then she kneads.";
         assert!(!defines(steps, "dry oven"));
         assert!(!defines("Then: the steam oven, the dry oven.", "dry oven"));
+    }
+
+    /// A subject named again in an apposition between commas still opens the sentence.
+    #[test]
+    fn an_apposition_before_the_copula_keeps_the_subject_first() {
+        let defines = |sentence: &str, subject: &str| Definers::of(sentence, None).define(&analyze_as(None, subject));
+        let apposed = "Kiln cracks, also known as dunting, are the commonest fault of a firing.";
+        assert!(defines(apposed, "kiln cracks"));
+        assert!(!defines("When the kiln cools, cracks are the commonest fault.", "kiln"));
     }
 
     /// "Think of X as …" says what X is; the words after "as" are not its subject.
