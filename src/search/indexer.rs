@@ -136,7 +136,8 @@ impl Search {
 
     /// Closes the writer after waiting for its merges to finish, and gives the memory it held
     /// back to the operating system. Blocking (merges can take a while); the next indexing
-    /// step opens a new writer (a few milliseconds).
+    /// step opens a new writer. Called by the indexer task only, like every writing step, so
+    /// no other writer is opened while this one still holds the index's lock.
     pub fn close_writer(&self) -> Result<()> {
         let Some(w) = self.current().take_writer() else { return Ok(()) };
         w.wait_merging_threads()?;
