@@ -10,15 +10,13 @@ use crate::text::blocks::{self, Block};
 /// those of [`NAMING_COPULAS`] say it alone, the others only before an article ("is a",
 /// "are the"): "sed is invoked like this" or "this option is specified" say how a thing is
 /// used, not what it is.
-const COPULAS: &[&str] =
+pub const COPULAS: &[&str] =
     &[" is ", " are ", " means ", " refers to ", " est ", " sont ", " désigne ", " es ", " son ", " ist ", " sind "];
 /// Copulas that define without an article after them.
 const NAMING_COPULAS: &[&str] = &[" means ", " refers to ", " désigne "];
-/// Words after a copula that open what the subject is.
-const DEFINING_ARTICLES: &[&str] = &[
-    "a", "an", "the", "one", "un", "une", "le", "la", "les", "el", "los", "las", "una", "uno", "der", "die", "das",
-    "ein", "eine",
-];
+/// Words after a copula that open what the subject is, besides the [`ARTICLES`] ("sed is one
+/// of …").
+const DEFINING_NUMERALS: &[&str] = &["one", "uno"];
 /// Words that point back to something already named ("this command is the same as …"): an
 /// opening with one names nothing new.
 const DEMONSTRATIVES: &[&str] = &[
@@ -26,8 +24,9 @@ const DEMONSTRATIVES: &[&str] = &[
     "diese", "dieses",
 ];
 
-/// Articles dropped before a subject's words are counted.
-const ARTICLES: &[&str] =
+/// Articles a subject may start with ("the d command", "a tuple"): dropped before its words are
+/// counted here, and before they are matched with an entry's name by the generator.
+pub const ARTICLES: &[&str] =
     &["a", "an", "the", "un", "une", "le", "la", "les", "el", "los", "las", "una", "der", "die", "das", "ein", "eine"];
 
 /// Most words of a subject (without its article): longer openings are clauses ("If there is
@@ -60,7 +59,8 @@ fn subject(sentence: &str) -> Option<&str> {
     let padded = format!(" {sentence}");
     let (cut, copula) = COPULAS.iter().filter_map(|c| padded.find(c).map(|i| (i, *c))).min()?;
     let next = padded[cut + copula.len()..].split_whitespace().next().unwrap_or("").to_lowercase();
-    if !NAMING_COPULAS.contains(&copula) && !DEFINING_ARTICLES.contains(&next.as_str()) {
+    let next = next.as_str();
+    if !NAMING_COPULAS.contains(&copula) && !ARTICLES.contains(&next) && !DEFINING_NUMERALS.contains(&next) {
         return None;
     }
     let before = without_apposition(sentence.get(..cut.checked_sub(1)?)?);

@@ -42,10 +42,10 @@
 
 use std::sync::Arc;
 
-use super::blocks::{self, Block};
-use super::intent::Intent;
 use crate::search::{analyze_as, defines};
 use crate::store::records::SourceRef;
+use crate::text::blocks::{self, Block};
+use crate::text::intent::Intent;
 
 /// Most sentences quoted from the best section.
 pub const MAX_SENTENCES: usize = 4;
@@ -66,27 +66,10 @@ pub const SECOND_SECTION_GAIN: f32 = 0.25;
 /// answers on `tests/answers`' dev part, 0.5 worse.
 pub const HOW_TO_HEADING_WEIGHT: f32 = 2.0;
 
-/// Words that say "is" between a subject and its definition.
-const COPULAS: &[&str] = &[
-    " is ",
-    " are ",
-    " means ",
-    " refers to ",
-    " does ",
-    " consists of ",
-    " provide ",
-    " provides ",
-    " offers ",
-    " lets ",
-    " allows ",
-    " est ",
-    " sont ",
-    " désigne ",
-    " es ",
-    " son ",
-    " ist ",
-    " sind ",
-];
+/// Verbs that say what a subject is or does, besides the copulas of [`defines::COPULAS`]: the
+/// generator reads "X provides …" as about X; the index's defined subjects need a copula.
+const DESCRIBING_VERBS: &[&str] =
+    &[" does ", " consists of ", " provide ", " provides ", " offers ", " lets ", " allows "];
 const JA_COPULAS: &[&str] = &["とは", "は"];
 /// Words announcing a code block that follows.
 const ANNOUNCES: &[&str] = &["following", "suivant", "siguiente", "folgende", "次の", "以下"];
@@ -295,11 +278,6 @@ fn names(lines: &[String], words: &[String]) -> bool {
     words.len() <= 2 && lines.iter().any(|l| words.iter().any(|w| w == entry_name(l)))
 }
 
-/// Articles a subject may start with ("the d command", "a tuple"), dropped before its words are
-/// matched with an entry's name.
-const ARTICLES: &[&str] =
-    &["a", "an", "the", "un", "une", "le", "la", "les", "el", "los", "las", "una", "der", "die", "das", "ein", "eine"];
-
 /// The words of `subject` (lowercased, from the intent) as `message` writes them from byte
 /// `from` on, without a leading article; and where they end in `message` (`from` when not
 /// found).
@@ -321,7 +299,7 @@ fn subject_words(message: &str, subject: &str, from: usize) -> (Vec<String>, usi
     let raw = found.unwrap_or(subject);
     let mut words: Vec<String> =
         raw.split_whitespace().map(|w| w.trim_matches(|c: char| "?!.,;'\"`".contains(c)).to_string()).collect();
-    if words.len() > 1 && ARTICLES.contains(&words[0].to_lowercase().as_str()) {
+    if words.len() > 1 && defines::ARTICLES.contains(&words[0].to_lowercase().as_str()) {
         words.remove(0);
     }
     (words, end)
@@ -378,12 +356,12 @@ impl Definers {
                 analyze_as(lang, &before[start..])
             })
             .collect();
-        let copulas = if lang == Some("ja") { JA_COPULAS } else { COPULAS };
-        let opening = copulas
-            .iter()
-            .filter_map(|c| lower.find(c))
-            .min()
-            .map(|cut| analyze_as(lang, defines::without_apposition(&lower[..cut])));
+        let first = |words: &[&str]| words.iter().filter_map(|c| lower.find(c)).min();
+        let cut = match lang {
+            Some("ja") => first(JA_COPULAS),
+            _ => first(defines::COPULAS).into_iter().chain(first(DESCRIBING_VERBS)).min(),
+        };
+        let opening = cut.map(|cut| analyze_as(lang, defines::without_apposition(&lower[..cut])));
         let listed = defines::list_after_colon(&lower, lang).into_iter().map(|(_, terms)| terms).collect();
         let framed = FRAMES
             .iter()
@@ -924,7 +902,7 @@ mod tests {
     /// the next entry; other sentences, and prose before any entry, describe none.
     #[test]
     fn an_entry_describes_every_paragraph_up_to_the_next_entry() {
-        let blocks = super::super::blocks::parse(
+        let blocks = blocks::parse(
             "Commands that quit.\n\nQ [EXIT-CODE]\nThis command accepts only one address.\n\n\
              This command is the same as q, but will not print. Like q, it returns a code.\n\n\
              R filename\nQueue a line of FILENAME to be read.",
