@@ -42,6 +42,7 @@
 
 use std::sync::Arc;
 
+use super::terms::Terms;
 use crate::search::{analyze_as, defines};
 use crate::store::records::SourceRef;
 use crate::text::blocks::{self, Block};
@@ -80,9 +81,9 @@ const ANNOUNCES: &[&str] = &["following", "suivant", "siguiente", "folgende", "æ
 pub struct Analysis {
     blocks: Vec<Block>,
     /// Terms of its heading path (document title â€º headings).
-    path: Vec<String>,
+    path: Terms,
     /// Terms of its own (last) heading.
-    heading: Vec<String>,
+    heading: Terms,
     sentences: Vec<Sentence>,
     bytes: usize,
 }
@@ -95,9 +96,9 @@ struct Sentence {
     /// It ends the chunk announcing a block (":"): the block opens the section's next chunk,
     /// and the sentence is quoted only when that chunk was retrieved too.
     cut: bool,
-    terms: Arc<[String]>,
+    terms: Arc<Terms>,
     /// Terms of the code block it introduces that it lacks (a how-to answer quotes both).
-    code_terms: Arc<[String]>,
+    code_terms: Terms,
     definers: Definers,
 }
 
@@ -113,7 +114,8 @@ impl Analysis {
             + name.len()
             + sentences.iter().map(|s| strings(&s.terms) + s.definers.bytes(strings) + STRING_BYTES).sum::<usize>()
             + STRING_BYTES * blocks.len();
-        Analysis { path: analyze_as(lang, name), heading: analyze_as(lang, last), blocks, sentences, bytes }
+        let (path, heading) = (analyze_as(lang, name).into(), analyze_as(lang, last).into());
+        Analysis { path, heading, blocks, sentences, bytes }
     }
 
     /// Estimated heap bytes held (the blocks' text, the terms and their headers), for the
@@ -148,7 +150,7 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
                 Some(Block::Code(code)) => analyze_as(lang, code).into_iter().filter(|t| !terms.contains(t)).collect(),
                 _ => Vec::new(),
             };
-            let (terms, code_terms) = (terms.into(), code_terms.into());
+            let (terms, code_terms) = (Arc::new(terms.into()), code_terms.into());
             out.push(Sentence { block: bi, index: i, cut, terms, code_terms, definers });
         }
     }
@@ -175,7 +177,7 @@ struct Cand {
     at: usize,
     block: usize,
     index: usize,
-    terms: Arc<[String]>,
+    terms: Arc<Terms>,
     /// Per subject of the question ([`Scoring::sides`]): whether it says what the subject is.
     says: Vec<bool>,
     score: f32,
