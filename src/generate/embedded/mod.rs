@@ -315,6 +315,17 @@ mod tests {
     }
 
     #[test]
+    fn an_instruction_opening_with_the_task_s_verb_answers_how_to_do_it() {
+        let s = [
+            src("Tea › Pots", "Tea pots are ready when you brew tea in them."),
+            src("Tea › Water", "Brew tea with water just off the boil."),
+        ];
+        let a = reply(&persona(), "How do I brew tea?", &s);
+        assert!(a.text.starts_with("Brew tea with water"), "{}", a.text);
+        assert_eq!(a.used, vec![1]);
+    }
+
+    #[test]
     fn deltas_join_back_to_the_text() {
         let text = "A module is a file\n\n(From: Modules)";
         let d = deltas(text);
