@@ -133,16 +133,12 @@ pub fn task(question: &str) -> Option<String> {
     Some(q[p.len()..].trim().to_string()).filter(|t| !t.is_empty())
 }
 
-/// The subject of a yes/no question: the word right after its opening auxiliary, with the
-/// article before it if any ("Can strings be changed?": "strings"; "Is a tuple mutable?": "a
-/// tuple").
-pub fn subject(question: &str) -> Option<String> {
+/// What follows a yes/no question's opening auxiliary, its subject first ("Can strings be
+/// changed?": "strings be changed"; "Is a tuple mutable?": "a tuple mutable").
+pub fn after_auxiliary(question: &str) -> Option<String> {
     let q = plain(question);
-    let mut words = q.split_whitespace();
-    AUXILIARIES.contains(&words.next()?).then_some(())?;
-    let first = words.next()?;
-    let article = crate::search::defines::ARTICLES.contains(&first);
-    Some(if article { format!("{first} {}", words.next()?) } else { first.to_string() })
+    let (first, rest) = q.split_once(' ')?;
+    (AUXILIARIES.contains(&first) && !rest.trim().is_empty()).then(|| rest.trim().to_string())
 }
 
 /// The intent of `question`.
@@ -197,8 +193,8 @@ mod tests {
         assert_eq!(task("How do I brew tea?").as_deref(), Some("brew tea"));
         assert_eq!(task("Comment brasser le thé ?").as_deref(), Some("brasser le thé"));
         assert_eq!(task("Why is tea bitter?"), None);
-        assert_eq!(subject("Can kettles be repaired once broken?").as_deref(), Some("kettles"));
-        assert_eq!(subject("Is a kettle safe?").as_deref(), Some("a kettle"));
-        assert_eq!(subject("Why is a kettle safe?"), None);
+        assert_eq!(after_auxiliary("Can kettles be repaired?").as_deref(), Some("kettles be repaired"));
+        assert_eq!(after_auxiliary("Is a kettle safe?").as_deref(), Some("a kettle safe"));
+        assert_eq!(after_auxiliary("Why is a kettle safe?"), None);
     }
 }

@@ -21,10 +21,10 @@
 //!    definition) that its own heading names, times the share of that heading they make up or,
 //!    when larger and the question is not a definition, the share of the question's weight
 //!    they carry ([`HOW_TO_HEADING_WEIGHT`] times that for "How do I"). A yes/no question's
-//!    focus is its subject, the word after its auxiliary ("Can strings be changed once
-//!    created?": strings; a heading naming what it asks of the subject is not its section);
-//!    another fact question's focus is all its terms. The chunks with its
-//!    heading path are chosen from together.
+//!    focus is its subject, the first word with terms after its auxiliary ("Can strings be
+//!    changed once created?": strings; a heading naming what it asks of the subject is not its
+//!    section); another fact question's focus is all its terms. The chunks with its heading
+//!    path are chosen from together.
 //! 3. The passage holds that section's best sentence and its others scoring at least
 //!    [`KEEP_RATIO`] of it, in document order, within [`MAX_PROSE_CHARS`] (at most
 //!    [`MAX_SENTENCES`]); a definition keeps the sentence after the one that defines; a
@@ -571,8 +571,11 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[C
     let focus = match intent {
         Intent::Definition(x) => analyze_as(lang, x),
         Intent::Comparison(a, b) => [analyze_as(lang, a), analyze_as(lang, b)].concat(),
-        // a yes/no question is about its subject, whatever it asks of it
-        Intent::Fact => intent::subject(message).map(|x| analyze_as(lang, &x)).unwrap_or_default(),
+        // a yes/no question is about its subject (its first word with terms after the
+        // auxiliary), whatever it asks of it
+        Intent::Fact => intent::after_auxiliary(message)
+            .and_then(|rest| rest.split_whitespace().map(|w| analyze_as(lang, w)).find(|t| !t.is_empty()))
+            .unwrap_or_default(),
         _ => Vec::new(),
     };
     // what a comparison weighs is its two sides ("difference between" says nothing of them)
@@ -911,6 +914,8 @@ mod tests {
         let (fact, how) = (Intent::Fact, Intent::HowTo);
         let sc = scoring("Can kettles be repaired once broken?", &fact, None, &[]);
         assert_eq!(sc.focus, analyze_as(None, "kettles"));
+        let sc = scoring("Is the kettle safe?", &fact, None, &[]);
+        assert_eq!(sc.focus, analyze_as(None, "kettle"));
         assert!(sc.heading_bonus(&section("Kitchen › Kettles")) > 0.0);
         assert_eq!(sc.heading_bonus(&section("Workshop › Repairs")), 0.0);
         let sc = scoring("How do I repair kettles?", &how, None, &[]);
