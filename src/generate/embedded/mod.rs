@@ -326,6 +326,18 @@ mod tests {
     }
 
     #[test]
+    fn a_second_section_is_quoted_only_about_the_question_s_subject() {
+        let s = [
+            src("Kitchen › Kettles", "Kettles cannot be repaired once they crack."),
+            src("Workshop › Moving", "Once broken, a vase is thrown away."),
+        ];
+        let a = reply(&persona(), "Can kettles be repaired once broken?", &s);
+        assert!(a.text.starts_with("Kettles cannot be repaired"), "{}", a.text);
+        assert!(!a.text.contains("vase"), "{}", a.text);
+        assert_eq!(a.used, vec![0]);
+    }
+
+    #[test]
     fn deltas_join_back_to_the_text() {
         let text = "A module is a file\n\n(From: Modules)";
         let d = deltas(text);

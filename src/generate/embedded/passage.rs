@@ -39,7 +39,9 @@
 //!    [`MAX_CODE_CHARS`]). Prose resuming after a block, in lower case, the sentence the block
 //!    interrupted is never quoted (it begins mid-sentence).
 //! 4. A second section adds one sentence only when it covers question terms of at least
-//!    [`SECOND_SECTION_GAIN`] of the question's weight that the first section does not; a
+//!    [`SECOND_SECTION_GAIN`] of the question's weight that the first section does not, and
+//!    names a term of the question's focus (a definition's or yes/no question's subject, a
+//!    comparison's sides: not what its other words describe elsewhere); a
 //!    comparison whose passage does not say what one side is takes that from another section.
 //! 5. When the best section's passage (with its heading path) covers less than
 //!    [`MIN_COVERAGE`] of the question's weight (all of it for a one-term question), there is no
@@ -745,7 +747,9 @@ fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize
     chosen
 }
 
-/// One sentence of another section when it covers enough of what the first section does not.
+/// One sentence of another section when it covers enough of what the first section does not
+/// and names a term of the question's focus (the subject of a definition or yes/no question, the
+/// sides of a comparison: not another thing the question's other words happen to describe).
 fn second_section<'c>(
     sections: &[Section],
     cands: &'c [Cand],
@@ -761,6 +765,8 @@ fn second_section<'c>(
     cands
         .iter()
         .filter(|c| sections[c.section].name != sections[best].name && gain(c) >= SECOND_SECTION_GAIN)
+        // it is about what the question is about: a term of its focus when that is narrower
+        .filter(|c| sc.focus.iter().any(|t| c.terms.contains(t)))
         .max_by(|a, b| (gain(a), a.score).partial_cmp(&(gain(b), b.score)).unwrap_or(std::cmp::Ordering::Equal))
 }
 
