@@ -10,6 +10,7 @@
 
 pub mod cache;
 pub mod passage;
+mod terms;
 
 use crate::text::intent;
 

@@ -49,6 +49,7 @@
 
 use std::sync::Arc;
 
+use super::terms::Terms;
 use crate::search::{analyze_as, defines};
 use crate::store::records::SourceRef;
 use crate::text::blocks::{self, Block};
@@ -87,9 +88,9 @@ const ANNOUNCES: &[&str] = &["following", "suivant", "siguiente", "folgende", "�
 pub struct Analysis {
     blocks: Vec<Block>,
     /// Terms of its heading path (document title › headings).
-    path: Vec<String>,
+    path: Terms,
     /// Terms of its own (last) heading.
-    heading: Vec<String>,
+    heading: Terms,
     sentences: Vec<Sentence>,
     bytes: usize,
 }
@@ -102,9 +103,9 @@ struct Sentence {
     /// It ends the chunk announcing a block (":"): the block opens the section's next chunk,
     /// and the sentence is quoted only when that chunk was retrieved too.
     cut: bool,
-    terms: Arc<[String]>,
+    terms: Arc<Terms>,
     /// Terms of the code block it introduces that it lacks (a how-to answer quotes both).
-    code_terms: Arc<[String]>,
+    code_terms: Terms,
     definers: Definers,
     /// Its first word, lowercased (an instruction opens with its verb: "Use the -E option …").
     opening: Option<String>,
@@ -122,7 +123,8 @@ impl Analysis {
             + name.len()
             + sentences.iter().map(|s| strings(&s.terms) + s.definers.bytes(strings) + STRING_BYTES).sum::<usize>()
             + STRING_BYTES * blocks.len();
-        Analysis { path: analyze_as(lang, name), heading: analyze_as(lang, last), blocks, sentences, bytes }
+        let (path, heading) = (analyze_as(lang, name).into(), analyze_as(lang, last).into());
+        Analysis { path, heading, blocks, sentences, bytes }
     }
 
     /// Estimated heap bytes held (the blocks' text, the terms and their headers), for the
@@ -157,7 +159,7 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
                 Some(Block::Code(code)) => analyze_as(lang, code).into_iter().filter(|t| !terms.contains(t)).collect(),
                 _ => Vec::new(),
             };
-            let (terms, code_terms) = (terms.into(), code_terms.into());
+            let (terms, code_terms) = (Arc::new(terms.into()), code_terms.into());
             let opening = text.split_whitespace().next().map(str::to_lowercase);
             out.push(Sentence { block: bi, index: i, cut, terms, code_terms, definers, opening });
         }
@@ -185,7 +187,7 @@ struct Cand {
     at: usize,
     block: usize,
     index: usize,
-    terms: Arc<[String]>,
+    terms: Arc<Terms>,
     /// Per subject of the question ([`Scoring::sides`]): whether it says what the subject is.
     says: Vec<bool>,
     score: f32,
