@@ -390,6 +390,7 @@ struct ChatReply {
 impl ChatReply {
     fn add(&mut self, piece: Piece) {
         match piece {
+            Piece::Text(t) if self.text.is_empty() => self.text = t,
             Piece::Text(t) => self.text.push_str(&t),
             Piece::Usage(u) => self.usage = Some(u),
             Piece::Cited(c) => self.cited = Some(c),
@@ -398,17 +399,17 @@ impl ChatReply {
 }
 
 /// Stores the exchange (unless asked not to) and the usage in one write.
-async fn finish(store: &Store, p: Prepared, reply: ChatReply, interrupted: bool) -> Result<Completion> {
-    let given = &p.generation.sources;
+async fn finish(store: &Store, mut p: Prepared, reply: ChatReply, interrupted: bool) -> Result<Completion> {
+    let usage = reply.usage.unwrap_or_else(|| p.estimate(&reply.text));
+    let given = std::mem::take(&mut p.generation.sources);
     let sources: Vec<SourceRef> = match &reply.cited {
         Some(cited) => cited.iter().take(MAX_SOURCES).filter_map(|i| given.get(*i).cloned()).collect(),
         None => given.clone(),
     };
-    let usage = reply.usage.unwrap_or_else(|| p.estimate(&reply.text));
     let mut completion = Completion {
         content: reply.text,
         sources,
-        retrieved: given.clone(),
+        retrieved: given,
         backend: p.route.backend.name().to_string(),
         message_id: None,
         usage,

@@ -25,7 +25,8 @@ use crate::store::records::SourceRef;
 pub const WORDS_PER_DELTA: usize = 3;
 
 /// The embedded backend: [`reply`] as a [`Backend`]. Its answer comes as deltas of
-/// [`WORDS_PER_DELTA`] words, then the cited sources and an estimated usage.
+/// [`WORDS_PER_DELTA`] words when streamed (else as one piece), then the cited sources and an
+/// estimated usage.
 pub struct Embedded;
 
 impl Backend for Embedded {
@@ -38,7 +39,7 @@ impl Backend for Embedded {
         g: &'a Generation,
         _model: &'a str,
         _vision: bool,
-        _stream: bool,
+        stream: bool,
     ) -> BoxFuture<'a, Result<Box<dyn Pieces>>> {
         Box::pin(async move {
             let answer = reply(&g.persona, &g.question, &g.sources);
@@ -47,7 +48,9 @@ impl Backend for Embedded {
                 prompt_tokens: (prompt::estimate_tokens(&g.question) + sent) as u64,
                 completion_tokens: prompt::estimate_tokens(&answer.text) as u64,
             };
-            let mut queue: VecDeque<Piece> = deltas(&answer.text).into_iter().map(Piece::Text).collect();
+            // a reply that is not streamed is read whole: one piece (no cutting and joining again)
+            let texts = if stream { deltas(&answer.text) } else { vec![answer.text] };
+            let mut queue: VecDeque<Piece> = texts.into_iter().map(Piece::Text).collect();
             queue.push_back(Piece::Cited(answer.used));
             queue.push_back(Piece::Usage(usage));
             Ok(Box::new(Queued(queue)) as Box<dyn Pieces>)

@@ -11,7 +11,7 @@
 use std::ops::Deref;
 
 /// Terms in the order they were found (iterated and sliced as a `[String]`), with their tags.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Terms {
     list: Box<[String]>,
     tags: Box<[u64]>,
