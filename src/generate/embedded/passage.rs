@@ -895,10 +895,10 @@ mod tests {
                     seal(kiln)\n\nyou can make the batch glazed as well as fired.";
         let a = Analysis::of("Kilns", text, None);
         let intro = a.sentences.iter().find(|s| s.index == 1).expect("the announcing sentence");
-        assert!(intro.terms.contains(&"glaze".to_string()), "{:?}", intro.terms);
+        assert!(intro.terms.contains("glaze"), "{:?}", intro.terms);
         assert!(!a.sentences.iter().any(|s| s.block == 2), "the resumed prose is not quoted alone");
         let first = a.sentences.iter().find(|s| s.index == 0).expect("the first sentence");
-        assert!(!first.terms.contains(&"glaze".to_string()));
+        assert!(!first.terms.contains("glaze"));
     }
 
     /// A list of names after a colon says what each item is; a colon before clauses lists
