@@ -318,6 +318,34 @@ mod tests {
         assert_eq!(a.used, vec![1]);
     }
 
+    /// The answer to `question` from two sections (heading path, text), checked to open with
+    /// `start` and to quote the section at `used` alone.
+    fn answered_from_one(question: &str, sections: [(&str, &str); 2], start: &str, used: usize) -> Answer {
+        let a = reply(&persona(), question, &sections.map(|(name, text)| src(name, text)));
+        assert!(a.text.starts_with(start), "{}", a.text);
+        assert_eq!(a.used, vec![used]);
+        a
+    }
+
+    #[test]
+    fn an_instruction_opening_with_the_task_s_verb_answers_how_to_do_it() {
+        let sections = [
+            ("Tea › Pots", "Tea pots are ready when you brew tea in them."),
+            ("Tea › Water", "Brew tea with water just off the boil."),
+        ];
+        answered_from_one("How do I brew tea?", sections, "Brew tea with water", 1);
+    }
+
+    #[test]
+    fn a_second_section_is_quoted_only_about_the_question_s_subject() {
+        let sections = [
+            ("Kitchen › Kettles", "Kettles cannot be repaired once they crack."),
+            ("Workshop › Moving", "Once broken, a vase is thrown away."),
+        ];
+        let a = answered_from_one("Can kettles be repaired once broken?", sections, "Kettles cannot be repaired", 0);
+        assert!(!a.text.contains("vase"), "{}", a.text);
+    }
+
     #[test]
     fn deltas_join_back_to_the_text() {
         let text = "A module is a file\n\n(From: Modules)";

@@ -7,7 +7,9 @@
 //!    question's terms still counts them when its own heading names all of the question's focus:
 //!    it is about that heading in other words). A sentence that introduces a code block counts
 //!    the terms of the prose resuming it after the block (in lower case: the rest of the same
-//!    sentence), and for "How do I" the block's terms (the two are quoted together). A
+//!    sentence), and for "How do I" the block's terms (the two are quoted together); a sentence
+//!    opening with a "How do I" question's verb as written (the imperative: "Use the -E option
+//!    …" for "How do I use …?") counts that verb twice, being the instruction itself. A
 //!    definition question ("What is X?") adds the full weight of X to a sentence that says what
 //!    X is ("X is/are …" with X first, "… called X", "X, a …", an item of a list of names
 //!    after a colon ("two buffers: the pattern space and the hold space"), or a sentence opening a
@@ -18,8 +20,11 @@
 //!    best about each side) plus a heading bonus: the weight of the question's terms (X's, for a
 //!    definition) that its own heading names, times the share of that heading they make up or,
 //!    when larger and the question is not a definition, the share of the question's weight
-//!    they carry ([`HOW_TO_HEADING_WEIGHT`] times that for "How do I"). The chunks with its
-//!    heading path are chosen from together.
+//!    they carry ([`HOW_TO_HEADING_WEIGHT`] times that for "How do I"). A yes/no question's
+//!    focus is its subject, the first word with terms after its auxiliary ("Can strings be
+//!    changed once created?": strings; a heading naming what it asks of the subject is not its
+//!    section); another fact question's focus is all its terms. The chunks with its heading
+//!    path are chosen from together.
 //! 3. The passage holds that section's best sentence and its others scoring at least
 //!    [`KEEP_RATIO`] of it, in document order, within [`MAX_PROSE_CHARS`] (at most
 //!    [`MAX_SENTENCES`]); a definition keeps the sentence after the one that defines; a
@@ -34,7 +39,9 @@
 //!    [`MAX_CODE_CHARS`]). Prose resuming after a block, in lower case, the sentence the block
 //!    interrupted is never quoted (it begins mid-sentence).
 //! 4. A second section adds one sentence only when it covers question terms of at least
-//!    [`SECOND_SECTION_GAIN`] of the question's weight that the first section does not; a
+//!    [`SECOND_SECTION_GAIN`] of the question's weight that the first section does not, and
+//!    names a term of the question's focus (a definition's or yes/no question's subject, a
+//!    comparison's sides: not what its other words describe elsewhere); a
 //!    comparison whose passage does not say what one side is takes that from another section.
 //! 5. When the best section's passage (with its heading path) covers less than
 //!    [`MIN_COVERAGE`] of the question's weight (all of it for a one-term question), there is no
@@ -46,7 +53,7 @@ use super::terms::Terms;
 use crate::search::{analyze_as, defines};
 use crate::store::records::SourceRef;
 use crate::text::blocks::{self, Block};
-use crate::text::intent::Intent;
+use crate::text::intent::{self, Intent};
 
 /// Most sentences quoted from the best section.
 pub const MAX_SENTENCES: usize = 4;
@@ -100,6 +107,8 @@ struct Sentence {
     /// Terms of the code block it introduces that it lacks (a how-to answer quotes both).
     code_terms: Terms,
     definers: Definers,
+    /// Its first word, lowercased (an instruction opens with its verb: "Use the -E option …").
+    opening: Option<String>,
 }
 
 impl Analysis {
@@ -151,7 +160,8 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
                 _ => Vec::new(),
             };
             let (terms, code_terms) = (Arc::new(terms.into()), code_terms.into());
-            out.push(Sentence { block: bi, index: i, cut, terms, code_terms, definers });
+            let opening = text.split_whitespace().next().map(str::to_lowercase);
+            out.push(Sentence { block: bi, index: i, cut, terms, code_terms, definers, opening });
         }
     }
     out
@@ -419,6 +429,9 @@ struct Scoring<'q> {
     weights: Vec<(String, f32)>,
     /// Terms the heading bonus and the definition bonus look for.
     focus: Vec<String>,
+    /// A how-to question's verb as written, lowercased, and the weight of its term ("How do I
+    /// use …": "use").
+    verb: Option<(String, f32)>,
     total: f32,
     /// The two sides of a comparison differ only by case (`p` and `P`): a sentence is about a
     /// side only when it says what that side is, and headings (case-folded terms) name neither.
@@ -456,6 +469,11 @@ impl Scoring<'_> {
         if matches!(self.intent, Intent::HowTo) {
             let code = &s.sentences[c.at].code_terms;
             body += self.weight_where(|t| code.contains(t));
+            // a sentence opening with the task's verb tells the reader to do it ("Use the -E option …")
+            match &self.verb {
+                Some((verb, weight)) if s.sentences[c.at].opening.as_ref() == Some(verb) => body += weight,
+                _ => {}
+            }
         }
         let path = self.weight_where(|t| !terms.contains(t) && s.path.contains(t));
         let bonus: f32 = self
@@ -557,6 +575,11 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[C
     let focus = match intent {
         Intent::Definition(x) => analyze_as(lang, x),
         Intent::Comparison(a, b) => [analyze_as(lang, a), analyze_as(lang, b)].concat(),
+        // a yes/no question is about its subject (its first word with terms after the
+        // auxiliary), whatever it asks of it
+        Intent::Fact => intent::after_auxiliary(message)
+            .and_then(|rest| rest.split_whitespace().map(|w| analyze_as(lang, w)).find(|t| !t.is_empty()))
+            .unwrap_or_default(),
         _ => Vec::new(),
     };
     // what a comparison weighs is its two sides ("difference between" says nothing of them)
@@ -565,7 +588,13 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[C
     }
     let focus = if focus.is_empty() { query } else { focus };
     let total = weights.iter().map(|(_, w)| w).sum();
-    Scoring { intent, sides, weights, focus, total, cased }
+    let verb = intent::task(message).and_then(|t| {
+        let word = t.split_whitespace().next()?.to_string();
+        let weight =
+            analyze_as(lang, &word).iter().map(|v| weights.iter().find(|(t, _)| t == v).map_or(0.0, |(_, w)| *w)).sum();
+        Some((word, weight))
+    });
+    Scoring { intent, sides, weights, focus, verb, total, cased }
 }
 
 /// The passage answering `message` from `sources` (best first), or `None` when they do not
@@ -720,7 +749,9 @@ fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize
     chosen
 }
 
-/// One sentence of another section when it covers enough of what the first section does not.
+/// One sentence of another section when it covers enough of what the first section does not
+/// and names a term of the question's focus (the subject of a definition or yes/no question, the
+/// sides of a comparison: not another thing the question's other words happen to describe).
 fn second_section<'c>(
     sections: &[Section],
     cands: &'c [Cand],
@@ -736,6 +767,8 @@ fn second_section<'c>(
     cands
         .iter()
         .filter(|c| sections[c.section].name != sections[best].name && gain(c) >= SECOND_SECTION_GAIN)
+        // it is about what the question is about: a term of its focus when that is narrower
+        .filter(|c| sc.focus.iter().any(|t| c.terms.contains(t)))
         .max_by(|a, b| (gain(a), a.score).partial_cmp(&(gain(b), b.score)).unwrap_or(std::cmp::Ordering::Equal))
 }
 
@@ -879,6 +912,22 @@ mod tests {
         let steps = "The baker works in order: first, she lights the dry oven at four, then she kneads.";
         assert!(!defines(steps, "dry oven"));
         assert!(!defines("Then: the steam oven, the dry oven.", "dry oven"));
+    }
+
+    /// A yes/no question is about its subject: a heading naming only its verb is not its
+    /// section; another question is about all its terms.
+    #[test]
+    fn a_yes_no_question_s_headings_are_those_naming_its_subject() {
+        let section = |name: &'static str| Section { name, analysis: Arc::new(Analysis::of(name, "Some text.", None)) };
+        let (fact, how) = (Intent::Fact, Intent::HowTo);
+        let sc = scoring("Can kettles be repaired once broken?", &fact, None, &[]);
+        assert_eq!(sc.focus, analyze_as(None, "kettles"));
+        let sc = scoring("Is the kettle safe?", &fact, None, &[]);
+        assert_eq!(sc.focus, analyze_as(None, "kettle"));
+        assert!(sc.heading_bonus(&section("Kitchen › Kettles")) > 0.0);
+        assert_eq!(sc.heading_bonus(&section("Workshop › Repairs")), 0.0);
+        let sc = scoring("How do I repair kettles?", &how, None, &[]);
+        assert!(sc.heading_bonus(&section("Workshop › Repairs")) > 0.0);
     }
 
     /// A subject named again in an apposition between commas still opens the sentence.
