@@ -113,10 +113,8 @@ pub struct Streaming {
 /// since they were indexed are dropped; see `search::indexer`). Identical chunks — the same
 /// passage uploaded twice, in one entry or several — are collapsed into the best-scored one
 /// (issue 17 point 4: re-running a setup does not degrade answers); the entries stay as the
-/// client made them. The index is asked for twice `top` hits: a chunk ranked below `top` whose
-/// own heading the question names ([`heading_named`]) takes the place of the lowest kept one
-/// whose heading it does not. When some hits were collapsed and fewer than `top` are left, the
-/// index is asked for four times as many.
+/// client made them. The index is asked for `top` hits, and only when some of them were
+/// collapsed for twice as many, so that collapsing still leaves up to `top`.
 pub async fn retrieve(
     store: &Store,
     search: &Arc<Search>,
@@ -124,49 +122,11 @@ pub async fn retrieve(
     query: &str,
     top: usize,
 ) -> Result<Vec<SourceRef>> {
-    let (found, collapsed) = retrieve_from(store, search, replica, query, top * 2, top).await?;
-    if collapsed == 0 || found.len() == top {
+    let (found, collapsed) = retrieve_from(store, search, replica, query, top, top).await?;
+    if collapsed == 0 {
         return Ok(found);
     }
-    Ok(retrieve_from(store, search, replica, query, top * 4, top).await?.0)
-}
-
-/// Whether a chunk's own heading (the last name of its ` › `-separated `title`) is made of two
-/// or more terms, all of them among the question's `terms`: the section is about what the
-/// question asks ("Counting Lines" for "How do I count the lines of a file?"), whatever the
-/// words of its body. A one-word heading names a topic, which many questions mention.
-pub fn heading_named(terms: &[String], title: &str, lang: Option<&str>) -> bool {
-    let heading = crate::search::analyze_as(lang, title.rsplit(" › ").next().unwrap_or(title));
-    heading.len() >= 2 && heading.iter().all(|t| terms.contains(t))
-}
-
-/// The best `top` of `found` (best first): the first `top`, a later one whose heading the
-/// question names taking the place of the lowest kept one whose heading it does not.
-fn promote_named(query: &str, mut found: Vec<SourceRef>, top: usize) -> Vec<SourceRef> {
-    if found.len() <= top {
-        return found;
-    }
-    let lang = crate::generate::embedded::cache::language(&found[0]);
-    let terms = crate::search::analyze_as(lang, query);
-    let named = |i: usize| heading_named(&terms, &found[i].name, lang);
-    let later: Vec<usize> = (top..found.len()).filter(|&i| named(i)).collect();
-    if later.is_empty() {
-        found.truncate(top);
-        return found;
-    }
-    let kept_named: Vec<bool> = (0..top).map(named).collect();
-    let mut keep: Vec<usize> = (0..top).collect();
-    for i in later {
-        let Some(at) = keep.iter().rposition(|&k| k < top && !kept_named[k]) else { break };
-        keep.remove(at);
-        keep.push(i);
-    }
-    let mut i = 0;
-    found.retain(|_| {
-        i += 1;
-        keep.contains(&(i - 1))
-    });
-    found
+    Ok(retrieve_from(store, search, replica, query, top * 2, top).await?.0)
 }
 
 /// Up to `top` distinct chunks among the best `hits` of the index, and how many hits were
@@ -186,7 +146,6 @@ async fn retrieve_from(
     top: usize,
 ) -> Result<(Vec<SourceRef>, usize)> {
     let hits = search.search(replica, query, hits)?;
-    let query = query.to_string();
     store
         .read(move |txn| {
             let entries = txn.open_table(tables::KBID_ENTRY)?;
@@ -203,8 +162,11 @@ async fn retrieve_from(
                     continue;
                 }
                 out.push(SourceRef { id: h.entry, score: h.score, created_at, name: c.title, content: c.text });
+                if out.len() == top {
+                    break;
+                }
             }
-            Ok((promote_named(&query, out, top), collapsed))
+            Ok((out, collapsed))
         })
         .await
 }
@@ -534,25 +496,6 @@ mod tests {
         out.push(kept("Thekettle boils at noon."));
         assert!(!seen.insert("Thekettle boils at noon.", &out));
         assert_eq!(seen.kept.len(), out.len());
-    }
-
-    #[test]
-    fn a_later_chunk_whose_heading_the_question_names_displaces_the_lowest_other() {
-        let named = |name: &str| SourceRef { name: name.into(), ..kept("Kettles are boiled on the stove every day.") };
-        let found = vec![
-            named("Kitchen › Boiling Kettles"),
-            named("Kitchen › Stoves"),
-            named("Kitchen › Cleaning"),
-            named("Kitchen › Descaling Kettles"),
-            named("Kitchen › Kettles"),
-        ];
-        let names = |v: Vec<SourceRef>| v.into_iter().map(|s| s.name).collect::<Vec<_>>();
-        let q = "How do I descale kettles?";
-        let kept = names(promote_named(q, found.clone(), 3));
-        assert_eq!(kept, ["Kitchen › Boiling Kettles", "Kitchen › Stoves", "Kitchen › Descaling Kettles"]);
-        // a one-word heading names a topic, not the question: the best three stay
-        let kept = names(promote_named("How do I boil kettles?", found[1..].to_vec(), 2));
-        assert_eq!(kept, ["Kitchen › Stoves", "Kitchen › Cleaning"]);
     }
 
     #[test]
