@@ -148,15 +148,15 @@ async fn retrieve_from(
     let hits = search.search(replica, query, hits)?;
     store
         .read(move |txn| {
-            let entries = txn.open_table(tables::KBID_ENTRY)?;
-            let chunks = txn.open_table(tables::KBCHUNK_CHUNK)?;
+            // the snapshot's tables, opened once for the reads until the next commit
+            let (entries, chunks) = (txn.table(tables::KBID_ENTRY)?, txn.table(tables::KBCHUNK_CHUNK)?);
             let mut out: Vec<SourceRef> = Vec::new();
             let mut seen = Seen::default();
             let mut collapsed = 0;
             let mut live = Live::default();
             for h in &hits {
                 let Some(created_at) = live.created_at(&entries, replica, h.entry)? else { continue };
-                let Some(c) = store::get::<(u64, u32), Chunk, _>(&chunks, (h.entry, h.chunk))? else { continue };
+                let Some(c) = store::get::<(u64, u32), Chunk, _>(&*chunks, (h.entry, h.chunk))? else { continue };
                 if !seen.insert(&c.text, &out) {
                     collapsed += 1;
                     continue;

@@ -440,7 +440,7 @@ struct Scoring<'q> {
 
 impl Scoring<'_> {
     fn weight(&self, t: &str) -> f32 {
-        self.weights.iter().find(|(x, _)| x == t).map_or(0.0, |(_, w)| *w)
+        weight_in(&self.weights, t)
     }
 
     /// Summed weight of the question's terms that `keep` accepts.
@@ -590,11 +590,15 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[C
     let total = weights.iter().map(|(_, w)| w).sum();
     let verb = intent::task(message).and_then(|t| {
         let word = t.split_whitespace().next()?.to_string();
-        let weight =
-            analyze_as(lang, &word).iter().map(|v| weights.iter().find(|(t, _)| t == v).map_or(0.0, |(_, w)| *w)).sum();
+        let weight = analyze_as(lang, &word).iter().map(|v| weight_in(&weights, v)).sum();
         Some((word, weight))
     });
     Scoring { intent, sides, weights, focus, verb, total, cased }
+}
+
+/// The weight of term `t` among the question's `weights` (0 when it is not one of its terms).
+fn weight_in(weights: &[(String, f32)], t: &str) -> f32 {
+    weights.iter().find(|(x, _)| x == t).map_or(0.0, |(_, w)| *w)
 }
 
 /// The passage answering `message` from `sources` (best first), or `None` when they do not
