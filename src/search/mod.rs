@@ -20,14 +20,17 @@ use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, Te
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED, STRING,
 };
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{
+    DocAddress, DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher, SegmentReader, TantivyDocument,
+    Term,
+};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::text::intent::{self, Intent};
 
 /// Identifies the schema and analyzers; an index made with another is rebuilt.
-pub const SCHEMA_ID: &str = "chunks-v5-defines";
+pub const SCHEMA_ID: &str = "chunks-v6-headings";
 /// Weight of a term's BM25 score in a chunk's title (document › heading path) relative to its
 /// body: titles are short, so a title hit alone would outrank the passage that explains the
 /// term. 0.7 was best on `tests/retrieval` (0.25–2.0 tried).
@@ -38,6 +41,9 @@ const EXACT_BOOST: f32 = 1.0;
 /// Weight of a term of the `defines_<analyzer>` field (the subjects of a chunk's "X is …"
 /// sentences: [`defines`]) relative to a body term.
 const DEFINES_BOOST: f32 = 1.0;
+/// Fewest terms a chunk's own heading must have to be found by the question naming all of them
+/// ([`IndexGeneration::named_heading`]): one term ("Overview", "sed") says too little.
+const NAMED_HEADING_MIN_TERMS: u32 = 2;
 /// Indexing memory budget of the single writer thread, in bytes.
 const WRITER_MEMORY: usize = 50_000_000;
 /// How long the indexer leaves the writer open with nothing to index before closing it: long
@@ -45,17 +51,32 @@ const WRITER_MEMORY: usize = 50_000_000;
 /// idle server does not hold it.
 const WRITER_IDLE: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Fields of a chunk document: `title_<analyzer>`, `body_<analyzer>` and `defines_<analyzer>`
-/// for every analyzer of [`analyzers::ANALYZERS`] (a chunk fills those of its entry's language).
+/// Fields of a chunk document: `title_<analyzer>`, `body_<analyzer>`, `defines_<analyzer>` and
+/// `heading_<analyzer>` for every analyzer of [`analyzers::ANALYZERS`] (a chunk fills those of
+/// its entry's language).
 #[derive(Clone)]
 struct Fields {
     entry: Field,
     chunk: Field,
     replica: Field,
-    /// `(title, body, defines)` per analyzer, in the order of [`analyzers::ANALYZERS`].
-    text: Vec<(Field, Field, Field)>,
+    /// Per analyzer, in the order of [`analyzers::ANALYZERS`].
+    text: Vec<TextFields>,
     /// The body again, by [`analyzers::ExactTokenizer`] (whatever the language).
     exact: Field,
+}
+
+/// The text fields of one analyzer.
+#[derive(Clone, Copy)]
+struct TextFields {
+    /// Document title › heading path (BM25, [`TITLE_BOOST`]).
+    title: Field,
+    body: Field,
+    /// Subjects of the chunk's "X is …" sentences ([`defines`], [`DEFINES_BOOST`]).
+    defines: Field,
+    /// The chunk's own (last) heading: not scored by BM25, only matched whole, its length (the
+    /// fieldnorm: its terms, stop words left out) telling when a question names all of it
+    /// ([`IndexGeneration::named_heading`]).
+    heading: Field,
 }
 
 /// What each commit records.
@@ -115,11 +136,15 @@ fn schema() -> (Schema, Fields) {
                     .set_tokenizer(a.name)
                     .set_index_option(IndexRecordOption::WithFreqsAndPositions),
             );
-            (
-                b.add_text_field(&format!("title_{}", a.name), options.clone()),
-                b.add_text_field(&format!("body_{}", a.name), options.clone()),
-                b.add_text_field(&format!("defines_{}", a.name), options),
-            )
+            let basic = TextOptions::default().set_indexing_options(
+                TextFieldIndexing::default().set_tokenizer(a.name).set_index_option(IndexRecordOption::Basic),
+            );
+            TextFields {
+                title: b.add_text_field(&format!("title_{}", a.name), options.clone()),
+                body: b.add_text_field(&format!("body_{}", a.name), options.clone()),
+                defines: b.add_text_field(&format!("defines_{}", a.name), options),
+                heading: b.add_text_field(&format!("heading_{}", a.name), basic),
+            }
         })
         .collect();
     let exact = b.add_text_field(
@@ -177,10 +202,10 @@ impl IndexGeneration {
         self.reader.reload()?;
         let searcher = self.reader.searcher();
         let mut in_use = Vec::with_capacity(self.fields.text.len());
-        for (_, body, _) in &self.fields.text {
+        for fields in &self.fields.text {
             let mut used = false;
             for segment in searcher.segment_readers() {
-                used |= segment.inverted_index(*body)?.terms().num_terms() > 0;
+                used |= segment.inverted_index(fields.body)?.terms().num_terms() > 0;
             }
             in_use.push(used);
         }
@@ -198,18 +223,47 @@ impl IndexGeneration {
         let f = &self.fields;
         let analyzer = analyzers::for_language(doc.language);
         let slot = analyzers::ANALYZERS.iter().position(|a| a.name == analyzer.name).unwrap_or(0);
-        let (title, body, defines) = f.text[slot];
+        let text = f.text[slot];
+        let heading = doc.title.rsplit(" › ").next().unwrap_or(doc.title);
         let mut d = TantivyDocument::new();
         d.add_u64(f.entry, doc.entry);
         d.add_u64(f.chunk, doc.chunk as u64);
         d.add_text(f.replica, doc.replica.simple().to_string());
-        d.add_text(title, doc.title);
-        d.add_text(body, doc.body);
-        d.add_text(defines, defines::subjects(doc.body, doc.language));
+        d.add_text(text.title, doc.title);
+        d.add_text(text.body, doc.body);
+        d.add_text(text.defines, defines::subjects(doc.body, doc.language));
+        d.add_text(text.heading, heading);
         d.add_text(f.exact, doc.body);
         let doc = d;
         w.add_document(doc)?;
         Ok(())
+    }
+
+    /// Of the chunks `query` finds (one point per question term a chunk's own heading holds, in
+    /// the `heading_<analyzer>` fields `headings`), the one whose heading's terms are all the
+    /// question's, the most of them (at least [`NAMED_HEADING_MIN_TERMS`]); `None` when there is
+    /// none. A heading's term count is its fieldnorm (a term it repeats counts twice, so such a
+    /// heading is never named whole: rare, and only a missed promotion).
+    fn named_heading(
+        &self,
+        searcher: &Searcher,
+        query: &dyn Query,
+        headings: Vec<Field>,
+    ) -> Result<Option<DocAddress>> {
+        let whole = TopDocs::with_limit(1).tweak_score(move |segment: &SegmentReader| {
+            let norms: Vec<_> = headings.iter().filter_map(|f| segment.get_fieldnorms_reader(*f).ok()).collect();
+            move |doc: DocId, named: Score| {
+                // a chunk fills the heading field of its language only
+                let terms = norms.iter().map(|n| n.fieldnorm(doc)).max().unwrap_or(0);
+                if terms >= NAMED_HEADING_MIN_TERMS && named as u32 == terms {
+                    terms
+                } else {
+                    0
+                }
+            }
+        });
+        let best = searcher.search(query, &whole)?;
+        Ok(best.into_iter().find(|(terms, _)| *terms > 0).map(|(_, addr)| addr))
     }
 
     /// Commits what the writer holds with payload `seq` (durable; not yet visible to searches).
@@ -265,6 +319,11 @@ impl Search {
     /// replica's documents. The query is analyzed by every language's analyzer and matched
     /// against that language's fields, so a question finds chunks in whatever language they
     /// were indexed.
+    ///
+    /// A chunk whose own heading has two or more terms, all of them the question's ("Counting
+    /// Lines" for "How do I count the lines of a file with sed?"), is about what the question
+    /// asks however BM25 ranks it: when none such is among the best `limit`, the one with the
+    /// most heading terms takes the last place (with that place's score).
     pub fn search(&self, replica: Uuid, query: &str, limit: usize) -> Result<Vec<Hit>> {
         self.search_scored(replica, query, limit, Scoring::Replica)
     }
@@ -276,19 +335,23 @@ impl Search {
         let g = self.current();
         let f = &g.fields;
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        // one point per question term the chunk's own heading holds (in the fields `headings`)
+        let mut heading: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let mut headings = Vec::new();
         let in_use = g.in_use.read().unwrap_or_else(|p| p.into_inner()).clone();
         // "What is X?" also looks for the chunks that say what X is
         let defining = matches!(intent::of(query), Intent::Definition(_));
-        for ((a, (title, body, defines)), _) in
-            analyzers::ANALYZERS.iter().zip(&f.text).zip(in_use).filter(|(_, used)| *used)
-        {
+        for ((a, text), _) in analyzers::ANALYZERS.iter().zip(&f.text).zip(in_use).filter(|(_, used)| *used) {
             let Some(mut analyzer) = g.index.tokenizers().get(a.name) else { continue };
+            headings.push(text.heading);
             for t in analyzers::terms(&mut analyzer, query) {
-                let defines = defining.then_some((*defines, DEFINES_BOOST));
-                for (field, boost) in [(*body, 1.0), (*title, TITLE_BOOST)].into_iter().chain(defines) {
+                let defines = defining.then_some((text.defines, DEFINES_BOOST));
+                for (field, boost) in [(text.body, 1.0), (text.title, TITLE_BOOST)].into_iter().chain(defines) {
                     let q = TermQuery::new(Term::from_field_text(field, &t), IndexRecordOption::WithFreqs);
                     should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost))));
                 }
+                let q = TermQuery::new(Term::from_field_text(text.heading, &t), IndexRecordOption::Basic);
+                heading.push((Occur::Should, Box::new(ConstScoreQuery::new(Box::new(q), 1.0))));
             }
         }
         for t in analyzers::exact_terms(query) {
@@ -300,19 +363,28 @@ impl Search {
         }
         let replica_term = Term::from_field_text(f.replica, &replica.simple().to_string());
         let replica_q = TermQuery::new(replica_term.clone(), IndexRecordOption::Basic);
-        let query = BooleanQuery::new(vec![
-            (Occur::Must, Box::new(ConstScoreQuery::new(Box::new(replica_q), 0.0)) as Box<dyn Query>),
-            (Occur::Must, Box::new(BooleanQuery::new(should))),
-        ]);
+        let within = |q: BooleanQuery| {
+            BooleanQuery::new(vec![
+                (Occur::Must, Box::new(ConstScoreQuery::new(Box::new(replica_q.clone()), 0.0)) as Box<dyn Query>),
+                (Occur::Must, Box::new(q)),
+            ])
+        };
+        let query = within(BooleanQuery::new(should));
         let searcher = g.reader.searcher();
         let collector = TopDocs::with_limit(limit).order_by_score();
-        let top = match scoring {
+        let mut top = match scoring {
             Scoring::Replica => {
                 let stats = statistics::ReplicaStatistics::new(&searcher, &replica_term)?;
                 searcher.search_with_statistics_provider(&query, &collector, &stats)?
             }
             Scoring::WholeIndex => searcher.search(&query, &collector)?,
         };
+        let named = g.named_heading(&searcher, &within(BooleanQuery::new(heading)), headings)?;
+        if let Some(named) = named.filter(|named| !top.iter().any(|(_, addr)| addr == named)) {
+            if let Some(last) = top.last_mut() {
+                last.1 = named;
+            }
+        }
         top.into_iter()
             .map(|(score, addr)| {
                 let doc: TantivyDocument = searcher.doc(addr)?;
@@ -417,6 +489,52 @@ mod tests {
         assert_eq!(analyze_as(None, "How do I handle exceptions?"), vec!["handl".to_string(), "except".to_string()]);
         let terms = analyze_as(Some("zh"), "北京大学");
         assert!(terms.contains(&"京大".to_string()) && terms.contains(&"京".to_string()), "{terms:?}");
+    }
+
+    /// An entry of `replica` whose chunks are `(heading path, text)`.
+    fn entry(entry: u64, replica: Uuid, chunks: &[(&str, &str)]) -> indexer::Change {
+        let chunks = chunks
+            .iter()
+            .map(|(title, text)| crate::store::records::Chunk {
+                title: format!("Manual › {title}"),
+                text: text.to_string(),
+            })
+            .collect();
+        let doc = indexer::EntryDoc { replica, revision: 1, language: Some("en".into()), chunks };
+        indexer::Change { entry, doc: Some(doc) }
+    }
+
+    #[test]
+    fn a_chunk_whose_heading_the_question_names_whole_takes_the_last_place() {
+        let data = tempfile::tempdir().expect("temp dir");
+        let (search, _) = Search::open(data.path()).expect("open");
+        let (replica, other) = (Uuid::now_v7(), Uuid::now_v7());
+        let wordy = "To count the words of a file, count each word of each line of the file and print the count.";
+        search
+            .stage(&[
+                entry(1, replica, &[("Counting Words", wordy), ("Counting Lines", "Print $= at the end.")]),
+                entry(2, replica, &[("Lines", "Numbers start at one."), ("Counting Chars", wordy)]),
+                entry(3, other, &[("Counting Files", "Use ls.")]),
+            ])
+            .expect("stage");
+        search.commit(1).expect("commit");
+        let chunks = |q: &str, limit: usize| -> Vec<(u64, u32)> {
+            search.search(replica, q, limit).expect("search").iter().map(|h| (h.entry, h.chunk)).collect()
+        };
+        // BM25 puts "Counting Lines" after the two wordy chunks; its heading is all the question's
+        let all = chunks("How do I count the lines of a file?", 4);
+        assert!(all.iter().position(|c| *c == (1, 1)) >= Some(2), "{all:?}");
+        let two = chunks("How do I count the lines of a file?", 2);
+        assert_eq!(two.len(), 2);
+        assert_eq!(two[0], all[0], "the best hit keeps its place");
+        assert_eq!(two[1], (1, 1), "the named heading takes the last place: {two:?}");
+        // a one-term heading ("Lines") and a heading with a term the question lacks are not promoted
+        let ranked = chunks("Which lines?", 4);
+        assert_ne!(ranked[0], (2, 0), "{ranked:?}");
+        assert_eq!(chunks("Which lines?", 1), ranked[..1]);
+        assert!(!chunks("How do I count chars?", 1).contains(&(1, 1)));
+        // nor is another replica's chunk
+        assert!(chunks("How do I count files?", 1).iter().all(|(e, _)| *e != 3));
     }
 
     #[test]

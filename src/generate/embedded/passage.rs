@@ -23,7 +23,9 @@
 //!    they carry ([`HOW_TO_HEADING_WEIGHT`] times that for "How do I"). A yes/no question's
 //!    focus is its subject, the first word with terms after its auxiliary ("Can strings be
 //!    changed once created?": strings; a heading naming what it asks of the subject is not its
-//!    section); another fact question's focus is all its terms. The chunks with its heading
+//!    section); another fact question's focus is all its terms. A how-to heading that names
+//!    none of the task's object but something else gets no bonus: it is another object's task
+//!    ("Reading and Writing Files" for "How do I write a class?"). The chunks with its heading
 //!    path are chosen from together.
 //! 3. The passage holds that section's best sentence and its others scoring at least
 //!    [`KEEP_RATIO`] of it, in document order, within [`MAX_PROSE_CHARS`] (at most
@@ -432,6 +434,9 @@ struct Scoring<'q> {
     /// A how-to question's verb as written, lowercased, and the weight of its term ("How do I
     /// use …": "use").
     verb: Option<(String, f32)>,
+    /// Terms of a how-to question's object, the task after its verb ("How do I write a class?":
+    /// class); empty for other questions.
+    object: Vec<String>,
     total: f32,
     /// The two sides of a comparison differ only by case (`p` and `P`): a sentence is about a
     /// side only when it says what that side is, and headings (case-folded terms) name neither.
@@ -502,6 +507,12 @@ impl Scoring<'_> {
             return 0.0;
         }
         let named: Vec<&String> = self.focus.iter().filter(|t| s.heading.contains(t)).collect();
+        // a how-to heading that names none of the task's object and names something else is
+        // another object's ("Reading and Writing Files" for "How do I write a class?")
+        let of_object = self.object.iter().any(|t| s.heading.contains(t));
+        if !self.object.is_empty() && !of_object && named.len() < s.heading.len() {
+            return 0.0;
+        }
         let weight: f32 = named.iter().map(|t| self.weight(t)).sum();
         let mut share = named.len() as f32 / s.heading.len() as f32;
         if !matches!(self.intent, Intent::Definition(_)) {
@@ -588,12 +599,15 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[C
     }
     let focus = if focus.is_empty() { query } else { focus };
     let total = weights.iter().map(|(_, w)| w).sum();
-    let verb = intent::task(message).and_then(|t| {
+    let task = intent::task(message);
+    let verb = task.as_deref().and_then(|t| {
         let word = t.split_whitespace().next()?.to_string();
         let weight = analyze_as(lang, &word).iter().map(|v| weight_in(&weights, v)).sum();
         Some((word, weight))
     });
-    Scoring { intent, sides, weights, focus, verb, total, cased }
+    let object =
+        task.as_deref().and_then(|t| t.split_once(' ')).map(|(_, rest)| analyze_as(lang, rest)).unwrap_or_default();
+    Scoring { intent, sides, weights, focus, verb, object, total, cased }
 }
 
 /// The weight of term `t` among the question's `weights` (0 when it is not one of its terms).
@@ -932,6 +946,16 @@ mod tests {
         assert_eq!(sc.heading_bonus(&section("Workshop › Repairs")), 0.0);
         let sc = scoring("How do I repair kettles?", &how, None, &[]);
         assert!(sc.heading_bonus(&section("Workshop › Repairs")) > 0.0);
+    }
+
+    #[test]
+    fn a_how_to_heading_naming_the_verb_and_another_object_is_another_task_s() {
+        let section = |name: &'static str| Section { name, analysis: Arc::new(Analysis::of(name, "Some text.", None)) };
+        let sc = scoring("How do I repair a kettle?", &Intent::HowTo, None, &[]);
+        assert_eq!(sc.object, analyze_as(None, "kettle"));
+        assert_eq!(sc.heading_bonus(&section("Workshop › Repairing Bicycles")), 0.0);
+        assert!(sc.heading_bonus(&section("Workshop › Kettle Parts")) > 0.0);
+        assert!(sc.heading_bonus(&section("Workshop › Repairing Kettles")) > 0.0);
     }
 
     /// A subject named again in an apposition between commas still opens the sentence.
