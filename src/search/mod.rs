@@ -224,7 +224,6 @@ impl IndexGeneration {
         let analyzer = analyzers::for_language(doc.language);
         let slot = analyzers::ANALYZERS.iter().position(|a| a.name == analyzer.name).unwrap_or(0);
         let text = f.text[slot];
-        let heading = doc.title.rsplit(" › ").next().unwrap_or(doc.title);
         let mut d = TantivyDocument::new();
         d.add_u64(f.entry, doc.entry);
         d.add_u64(f.chunk, doc.chunk as u64);
@@ -232,7 +231,7 @@ impl IndexGeneration {
         d.add_text(text.title, doc.title);
         d.add_text(text.body, doc.body);
         d.add_text(text.defines, defines::subjects(doc.body, doc.language));
-        d.add_text(text.heading, heading);
+        d.add_text(text.heading, crate::text::chunk::own_heading(doc.title));
         d.add_text(f.exact, doc.body);
         let doc = d;
         w.add_document(doc)?;

@@ -152,14 +152,24 @@ pub fn generated_title(text: &str) -> String {
     t.chars().take(80).collect()
 }
 
-/// Chunks `text` of a document titled `doc_title`.
+/// What separates the names of a chunk's title: document title › heading › subheading.
+pub const TITLE_SEPARATOR: &str = " › ";
+
+/// The chunk's own (last) heading, from its title ([`chunk`]: "Errors › Handling Exceptions":
+/// "Handling Exceptions"); the whole title when it has one name.
+pub fn own_heading(title: &str) -> &str {
+    title.rsplit(TITLE_SEPARATOR).next().unwrap_or(title)
+}
+
+/// Chunks `text` of a document titled `doc_title`; a chunk's title is its document's title and
+/// its heading path, joined by [`TITLE_SEPARATOR`].
 pub fn chunk(doc_title: &str, text: &str) -> Vec<TextChunk> {
     let (_, secs) = sections(text);
     let mut out = Vec::new();
     for (path, body) in secs {
         let mut names: Vec<&str> = vec![doc_title];
         names.extend(path.iter().map(String::as_str).filter(|h| *h != doc_title));
-        let title = names.join(" › ");
+        let title = names.join(TITLE_SEPARATOR);
         let mut texts = Vec::new();
         pack(&mut paragraphs(&body), &mut texts);
         out.extend(texts.into_iter().map(|text| TextChunk { title: title.clone(), text }));
@@ -178,6 +188,7 @@ mod tests {
         let c = chunk("Errors", doc);
         let titles: Vec<&str> = c.iter().map(|p| p.title.as_str()).collect();
         assert_eq!(titles, vec!["Errors", "Errors › Syntax Errors", "Errors › Deep"]);
+        assert_eq!((own_heading(titles[0]), own_heading(titles[1])), ("Errors", "Syntax Errors"));
         assert_eq!(c[1].text, "Parsing fails.");
         assert_eq!(generated_title(doc), "Errors");
     }

@@ -55,6 +55,7 @@ use super::terms::Terms;
 use crate::search::{analyze_as, defines};
 use crate::store::records::SourceRef;
 use crate::text::blocks::{self, Block};
+use crate::text::chunk::own_heading;
 use crate::text::intent::{self, Intent};
 
 /// Most sentences quoted from the best section.
@@ -117,7 +118,6 @@ impl Analysis {
     /// The analysis of the chunk named `name` (its heading path, `›`-separated) with text
     /// `content`, its terms in language `lang` (ISO 639-1; `None`: the default analyzer).
     pub fn of(name: &str, content: &str, lang: Option<&str>) -> Analysis {
-        let last = name.rsplit(" › ").next().unwrap_or(name);
         let blocks = blocks::parse(content);
         let sentences = sentences(&blocks, lang);
         let strings = |v: &[String]| v.iter().map(|t| t.len() + STRING_BYTES).sum::<usize>();
@@ -125,7 +125,7 @@ impl Analysis {
             + name.len()
             + sentences.iter().map(|s| strings(&s.terms) + s.definers.bytes(strings) + STRING_BYTES).sum::<usize>()
             + STRING_BYTES * blocks.len();
-        let (path, heading) = (analyze_as(lang, name).into(), analyze_as(lang, last).into());
+        let (path, heading) = (analyze_as(lang, name).into(), analyze_as(lang, own_heading(name)).into());
         Analysis { path, heading, blocks, sentences, bytes }
     }
 
@@ -599,14 +599,15 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[C
     }
     let focus = if focus.is_empty() { query } else { focus };
     let total = weights.iter().map(|(_, w)| w).sum();
+    // a how-to's task is its verb, then its object ("write a class")
     let task = intent::task(message);
-    let verb = task.as_deref().and_then(|t| {
-        let word = t.split_whitespace().next()?.to_string();
-        let weight = analyze_as(lang, &word).iter().map(|v| weight_in(&weights, v)).sum();
-        Some((word, weight))
-    });
-    let object =
-        task.as_deref().and_then(|t| t.split_once(' ')).map(|(_, rest)| analyze_as(lang, rest)).unwrap_or_default();
+    let (verb, object) = match task.as_deref().map(|t| t.split_once(' ').unwrap_or((t, ""))) {
+        Some((word, rest)) => {
+            let weight = analyze_as(lang, word).iter().map(|v| weight_in(&weights, v)).sum();
+            (Some((word.to_string(), weight)), analyze_as(lang, rest))
+        }
+        None => (None, Vec::new()),
+    };
     Scoring { intent, sides, weights, focus, verb, object, total, cased }
 }
 
