@@ -393,7 +393,8 @@ fn chat() -> Vec<Op> {
         .extra(&[429, 502])
         .describe(
             "Organization key only. A retrieval check with the body of `…/chat/completions`: answers the reply, the \
-            search `query` it ran and every retrieved source with its BM25 `score`, best first (fields of our own). \
+            search `query` it ran and every retrieved source with its BM25 `score`, best first (fields of our own; a \
+            chunk whose own heading the query names whole may take the last place, with that place's score). \
             Nothing is stored in the chat history; the token usage is counted.",
         ),
         Op {

@@ -378,9 +378,11 @@ impl Search {
             }
             Scoring::WholeIndex => searcher.search(&query, &collector)?,
         };
-        let named = g.named_heading(&searcher, &within(BooleanQuery::new(heading)), headings)?;
-        if let Some(named) = named.filter(|named| !top.iter().any(|(_, addr)| addr == named)) {
-            if let Some(last) = top.last_mut() {
+        // with fewer hits than `limit` every matching chunk is among them, a named one too (its
+        // title holds its heading): only a full list can lack it
+        if top.len() == limit {
+            let named = g.named_heading(&searcher, &within(BooleanQuery::new(heading)), headings)?;
+            if let (Some(named), Some(last)) = (named.filter(|n| top.iter().all(|(_, a)| a != n)), top.last_mut()) {
                 last.1 = named;
             }
         }

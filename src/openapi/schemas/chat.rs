@@ -231,7 +231,7 @@ fn completion_test() -> Value {
             "sources": {
                 "type": "array",
                 "items": super::reference("Source"),
-                "description": "Ours: every source retrieved for the query, best first, with its BM25 `score`.",
+                "description": "Ours: every source retrieved for the query, best first, with its BM25 `score` (a chunk whose own heading the query names whole may take the last place, with that place's score).",
             },
         }),
         false,
