@@ -94,6 +94,9 @@ pub struct Analysis {
     path: Terms,
     /// Terms of its own (last) heading.
     heading: Terms,
+    /// The term of the verb its own heading opens with, an English gerund ("Selecting lines by
+    /// text matching": select): the task the section shows, if it names one.
+    action: Option<String>,
     sentences: Vec<Sentence>,
     bytes: usize,
 }
@@ -126,7 +129,8 @@ impl Analysis {
             + sentences.iter().map(|s| strings(&s.terms) + s.definers.bytes(strings) + STRING_BYTES).sum::<usize>()
             + STRING_BYTES * blocks.len();
         let (path, heading) = (analyze_as(lang, name).into(), analyze_as(lang, own_heading(name)).into());
-        Analysis { path, heading, blocks, sentences, bytes }
+        let action = gerund(own_heading(name), lang);
+        Analysis { path, heading, action, blocks, sentences, bytes }
     }
 
     /// Estimated heap bytes held (the blocks' text, the terms and their headers), for the
@@ -134,6 +138,17 @@ impl Analysis {
     pub fn bytes(&self) -> usize {
         self.bytes
     }
+}
+
+/// The term of the English gerund `heading` opens with ("Counting Lines": count), if any: a
+/// word ending in "ing" that the stemmer shortens ("String Methods" opens with none).
+fn gerund(heading: &str, lang: Option<&str>) -> Option<String> {
+    if !matches!(lang, None | Some("en")) {
+        return None;
+    }
+    let word = heading.split_whitespace().next()?.to_lowercase();
+    let term = analyze_as(lang, &word).into_iter().next()?;
+    (word.ends_with("ing") && term.len() < word.len()).then_some(term)
 }
 
 /// Bytes a `String` or a small record costs beside its text (header and allocator rounding).
@@ -434,6 +449,8 @@ struct Scoring<'q> {
     /// A how-to question's verb as written, lowercased, and the weight of its term ("How do I
     /// use …": "use").
     verb: Option<(String, f32)>,
+    /// Terms of a how-to question's verb; empty for other questions.
+    verb_terms: Vec<String>,
     /// Terms of a how-to question's object, the task after its verb ("How do I write a class?":
     /// class); empty for other questions.
     object: Vec<String>,
@@ -511,6 +528,15 @@ impl Scoring<'_> {
         // another object's ("Reading and Writing Files" for "How do I write a class?")
         let of_object = self.object.iter().any(|t| s.heading.contains(t));
         if !self.object.is_empty() && !of_object && named.len() < s.heading.len() {
+            return 0.0;
+        }
+        // a how-to heading that opens with another verb and names part of the task's object shows
+        // another task on it ("Selecting lines by text matching" for "How do I replace only the
+        // second match on a line?"); naming all of it, its verb may be the task's in other words
+        // ("Executing modules as scripts" for "How do I run a module as a script?")
+        let of_verb = self.verb_terms.iter().any(|t| s.heading.contains(t));
+        let whole_object = self.object.iter().all(|t| s.heading.contains(t));
+        if s.action.is_some() && !self.verb_terms.is_empty() && !of_verb && !whole_object {
             return 0.0;
         }
         let weight: f32 = named.iter().map(|t| self.weight(t)).sum();
@@ -601,14 +627,15 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[C
     let total = weights.iter().map(|(_, w)| w).sum();
     // a how-to's task is its verb, then its object ("write a class")
     let task = intent::task(message);
-    let (verb, object) = match task.as_deref().map(|t| t.split_once(' ').unwrap_or((t, ""))) {
+    let (verb, verb_terms, object) = match task.as_deref().map(|t| t.split_once(' ').unwrap_or((t, ""))) {
         Some((word, rest)) => {
-            let weight = analyze_as(lang, word).iter().map(|v| weight_in(&weights, v)).sum();
-            (Some((word.to_string(), weight)), analyze_as(lang, rest))
+            let terms = analyze_as(lang, word);
+            let weight = terms.iter().map(|v| weight_in(&weights, v)).sum();
+            (Some((word.to_string(), weight)), terms, analyze_as(lang, rest))
         }
-        None => (None, Vec::new()),
+        None => (None, Vec::new(), Vec::new()),
     };
-    Scoring { intent, sides, weights, focus, verb, object, total, cased }
+    Scoring { intent, sides, weights, focus, verb, verb_terms, object, total, cased }
 }
 
 /// The weight of term `t` among the question's `weights` (0 when it is not one of its terms).
@@ -957,6 +984,18 @@ mod tests {
         assert_eq!(sc.heading_bonus(&section("Workshop › Repairing Bicycles")), 0.0);
         assert!(sc.heading_bonus(&section("Workshop › Kettle Parts")) > 0.0);
         assert!(sc.heading_bonus(&section("Workshop › Repairing Kettles")) > 0.0);
+    }
+
+    #[test]
+    fn a_how_to_heading_opening_with_another_verb_on_part_of_the_object_is_another_task_s() {
+        let section = |name: &'static str| Section { name, analysis: Arc::new(Analysis::of(name, "Some text.", None)) };
+        let sc = scoring("How do I descale the kettle lid?", &Intent::HowTo, None, &[]);
+        assert_eq!(sc.heading_bonus(&section("Kitchen › Polishing kettle spouts")), 0.0);
+        // naming the whole object, its verb may be the task's in other words
+        assert!(sc.heading_bonus(&section("Kitchen › Cleaning kettle lids")) > 0.0);
+        assert!(sc.heading_bonus(&section("Kitchen › Descaling the kettle")) > 0.0);
+        // a heading opening with a word that merely ends in "ing" opens with no verb
+        assert!(sc.heading_bonus(&section("Kitchen › String on kettle spouts")) > 0.0);
     }
 
     /// A subject named again in an apposition between commas still opens the sentence.
