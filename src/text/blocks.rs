@@ -86,11 +86,25 @@ fn reads_as_prose(lines: &[&str]) -> bool {
 }
 
 /// Re-flows prose lines and cuts them into sentences (Unicode rules end a sentence at every
-/// line break, so line breaks become spaces first), without emphasis marks ([`unemphasize`]).
+/// line break, so line breaks become spaces first), without emphasis marks ([`unemphasize`])
+/// or footnote references ([`unreferenced`]).
 fn sentences(lines: &[&str]) -> Vec<String> {
-    let words: Vec<&str> = lines.iter().flat_map(|l| l.split_whitespace()).collect();
+    let words: Vec<&str> = lines.iter().flat_map(|l| l.split_whitespace()).map(unreferenced).collect();
     let text = unemphasize(&words).join(" ");
     text.unicode_sentences().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+}
+
+/// `word` without the footnote reference a plain-text manual glues to its punctuation ("was
+/// removed.(1)": "was removed."), which would otherwise open the next sentence ("1) Then …").
+fn unreferenced(word: &str) -> &str {
+    let Some(open) = word.strip_suffix(')').and_then(|w| w.rfind('(')) else { return word };
+    let number = &word[open + 1..word.len() - 1];
+    let after_mark = word[..open].ends_with(['.', ',', ';', ':', '!', '?']);
+    if after_mark && !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()) {
+        &word[..open]
+    } else {
+        word
+    }
 }
 
 /// Characters that may stand outside an emphasis mark (`(_hold_)`, `_space_.`).
@@ -209,6 +223,13 @@ pub fn parse(text: &str) -> Vec<Block> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_footnote_reference_stays_out_of_the_next_sentence() {
+        let b = parse("The newline is added back if it was removed.(1)  Then the next\ncycle starts, as f(1) says.");
+        let want = ["The newline is added back if it was removed.", "Then the next cycle starts, as f(1) says."];
+        assert_eq!(b, [Block::Prose(want.map(String::from).to_vec())]);
+    }
 
     #[test]
     fn indented_lines_are_code_and_prose_is_cut_into_sentences() {
