@@ -27,6 +27,7 @@ use tantivy::{
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
+use crate::text::expansion;
 use crate::text::intent::{self, Intent};
 
 /// Identifies the schema and analyzers; an index made with another is rebuilt.
@@ -323,6 +324,9 @@ impl Search {
     /// Lines" for "How do I count the lines of a file with sed?"), is about what the question
     /// asks however BM25 ranks it: when none such is among the best `limit`, the one with the
     /// most heading terms takes the last place (with that place's score).
+    ///
+    /// The question's terms include the words its form implies ([`expansion`]: "How does sed
+    /// process its input?" also looks for "works", and so finds "How sed Works").
     pub fn search(&self, replica: Uuid, query: &str, limit: usize) -> Result<Vec<Hit>> {
         self.search_scored(replica, query, limit, Scoring::Replica)
     }
@@ -340,10 +344,12 @@ impl Search {
         let in_use = g.in_use.read().unwrap_or_else(|p| p.into_inner()).clone();
         // "What is X?" also looks for the chunks that say what X is
         let defining = matches!(intent::of(query), Intent::Definition(_));
+        // with the words its form implies ("second": "NUMBERth")
+        let asked = expansion::expanded(query);
         for ((a, text), _) in analyzers::ANALYZERS.iter().zip(&f.text).zip(in_use).filter(|(_, used)| *used) {
             let Some(mut analyzer) = g.index.tokenizers().get(a.name) else { continue };
             headings.push(text.heading);
-            for t in analyzers::terms(&mut analyzer, query) {
+            for t in analyzers::terms(&mut analyzer, &asked) {
                 let defines = defining.then_some((text.defines, DEFINES_BOOST));
                 for (field, boost) in [(text.body, 1.0), (text.title, TITLE_BOOST)].into_iter().chain(defines) {
                     let q = TermQuery::new(Term::from_field_text(field, &t), IndexRecordOption::WithFreqs);
@@ -536,6 +542,30 @@ mod tests {
         assert_eq!(chunks("Which lines?", 1), ranked[..1]);
         // nor is another replica's chunk
         assert!(chunks("How do I count files?", 1).iter().all(|(e, _)| *e != 3));
+    }
+
+    #[test]
+    fn a_question_is_searched_with_the_words_its_form_implies() {
+        let data = tempfile::tempdir().expect("temp dir");
+        let (search, _) = Search::open(data.path()).expect("open");
+        let replica = Uuid::now_v7();
+        let chatty = "The kettle heats the water. Heat the water in the kettle, then the kettle heats the pot.";
+        search
+            .stage(&[
+                entry(1, replica, &[("Tea", chatty), ("Pots", chatty), ("How the Kettle Works", "A coil warms it.")]),
+                entry(2, replica, &[("Options", "-k NUMBER Only keep the NUMBERth cup."), ("Cups", "Keep cups.")]),
+            ])
+            .expect("stage");
+        search.commit(1).expect("commit");
+        // the last of the best `limit` hits
+        let last = |q: &str, limit: usize| {
+            search.search(replica, q, limit).expect("search").last().map(|h| (h.entry, h.chunk))
+        };
+        // "How does the kettle …" also looks for "works", and so names "How the Kettle Works" whole
+        assert_eq!(last("How does the kettle heat the water?", 2), Some((1, 2)));
+        assert_ne!(last("Why does the kettle heat the water?", 2), Some((1, 2)));
+        // a written-out ordinal also looks for the manuals' placeholders
+        assert_eq!(last("Which cup is the third?", 1), Some((2, 0)));
     }
 
     #[test]

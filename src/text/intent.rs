@@ -83,7 +83,7 @@ const COMPARISON: &[(&str, &str)] = &[
 ];
 
 /// The question lowered, without its final punctuation and surrounding space.
-fn plain(question: &str) -> String {
+pub(crate) fn plain(question: &str) -> String {
     let q = question.trim().to_lowercase().replace('’', "'");
     q.trim_end_matches(['?', '!', '.', '？', '！', '。', ' ']).trim().to_string()
 }

@@ -256,6 +256,35 @@ mod tests {
         assert_eq!(a.used, vec![1]);
     }
 
+    /// A manual's placeholder ordinal stands for the ordinal a question writes out: it covers it.
+    #[test]
+    fn a_placeholder_ordinal_answers_for_a_written_out_one() {
+        let s = [
+            src("labeller › Sheets", "Sheets come in packs of ten."),
+            src("labeller › Options", "-k NUMBER\nOnly print the NUMBERth label."),
+        ];
+        // "third" is the question's rarest term: without it the option covers too little
+        let a = reply(&persona(), "How do I print only the third label of a sheet?", &s);
+        assert!(a.text.starts_with("`-k NUMBER`: Only print the NUMBERth label."), "{}", a.text);
+        assert_eq!(a.used, vec![1]);
+    }
+
+    /// "How does X …?" asks how X works: the section titled so answers, although the question
+    /// never says "works" and other sections share more of its words.
+    #[test]
+    fn how_a_thing_does_something_is_answered_by_how_it_works() {
+        let s = [
+            src("Kettles › Kettle Care", "Descale the kettle when scale slows how its element heats the water."),
+            src(
+                "Kettles › How the Kettle Works",
+                "The kettle heats its element until the water boils. A thermostat then switches the element off.",
+            ),
+        ];
+        let a = reply(&persona(), "How does the kettle heat the water?", &s);
+        assert!(a.text.starts_with("The kettle heats its element"), "{}", a.text);
+        assert_eq!(a.used, vec![1]);
+    }
+
     /// A section cut by the chunker between a sentence announcing a block and the block.
     const FIRST_HALF: &str = "A pump runs until its tank is full. To stop a pump before the tank is full, \
                               send it the halt signal:";

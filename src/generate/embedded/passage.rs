@@ -56,6 +56,7 @@ use crate::search::{analyze_as, defines};
 use crate::store::records::SourceRef;
 use crate::text::blocks::{self, Block};
 use crate::text::chunk::own_heading;
+use crate::text::expansion;
 use crate::text::intent::{self, Intent};
 
 /// Most sentences quoted from the best section.
@@ -454,6 +455,13 @@ struct Scoring<'q> {
     /// Terms of a how-to question's object, the task after its verb ("How do I write a class?":
     /// class); empty for other questions.
     object: Vec<String>,
+    /// Terms of the words the question's form implies but does not say ([`expansion`]: "How
+    /// does sed …": works): they weigh like its own, but an answer need not hold them.
+    unsaid: Vec<String>,
+    /// (term of the question, a term writing it another way): a text holding either holds it
+    /// ("second", "numberth").
+    alternatives: Vec<(String, String)>,
+    /// Summed weight of the question's own terms (not the implied ones).
     total: f32,
     /// The two sides of a comparison differ only by case (`p` and `P`): a sentence is about a
     /// side only when it says what that side is, and headings (case-folded terms) name neither.
@@ -465,9 +473,10 @@ impl Scoring<'_> {
         weight_in(&self.weights, t)
     }
 
-    /// Summed weight of the question's terms that `keep` accepts.
+    /// Summed weight of the question's terms that `keep` accepts (itself or an alternative).
     fn weight_where(&self, keep: impl Fn(&String) -> bool) -> f32 {
-        self.weights.iter().filter(|(t, _)| keep(t)).map(|(_, w)| w).sum()
+        let alternative = |t: &String| self.alternatives.iter().any(|(of, alt)| of == t && keep(alt));
+        self.weights.iter().filter(|(t, _)| keep(t) || alternative(t)).map(|(_, w)| w).sum()
     }
 
     /// Whether candidate `c` says what `side` is: the description of an entry that names it, or
@@ -548,9 +557,9 @@ impl Scoring<'_> {
         weight * share.min(1.0)
     }
 
-    /// Share of the question's weight found in `terms`.
-    fn coverage(&self, terms: &[&String]) -> f32 {
-        self.weight_where(|t| terms.contains(&t)) / self.total.max(f32::EPSILON)
+    /// Share of the weight of the terms the question says that `found` accepts.
+    fn coverage(&self, found: impl Fn(&String) -> bool) -> f32 {
+        self.weight_where(|t| !self.unsaid.contains(t) && found(t)) / self.total.max(f32::EPSILON)
     }
 }
 
@@ -584,7 +593,19 @@ fn announced(sections: &[Section], c: &Cand) -> Option<(usize, usize)> {
 }
 
 fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[Cand]) -> Scoring<'q> {
-    let query = analyze_as(lang, message);
+    let mut query = analyze_as(lang, message);
+    let (mut unsaid, mut alternatives) = (Vec::new(), Vec::new());
+    for implied in expansion::expansion(message) {
+        let terms: Vec<String> = analyze_as(lang, implied.word).into_iter().filter(|t| !query.contains(t)).collect();
+        match implied.of {
+            Some(of) => {
+                let of = analyze_as(lang, &of);
+                alternatives.extend(of.iter().flat_map(|o| terms.iter().map(move |t| (o.clone(), t.clone()))));
+            }
+            None => add_new(&mut unsaid, Some(terms)),
+        }
+    }
+    query.extend(unsaid.iter().cloned());
     let n = cands.len() as f32;
     let side = |x: &str, from: usize| {
         let (words, end) = subject_words(message, x, from);
@@ -624,7 +645,7 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[C
         weights.retain(|(t, _)| focus.contains(t));
     }
     let focus = if focus.is_empty() { query } else { focus };
-    let total = weights.iter().map(|(_, w)| w).sum();
+    let total = weights.iter().filter(|(t, _)| !unsaid.contains(t)).map(|(_, w)| w).sum();
     // a how-to's task is its verb, then its object ("write a class")
     let task = intent::task(message);
     let (verb, verb_terms, object) = match task.as_deref().map(|t| t.split_once(' ').unwrap_or((t, ""))) {
@@ -635,7 +656,7 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[C
         }
         None => (None, Vec::new(), Vec::new()),
     };
-    Scoring { intent, sides, weights, focus, verb, verb_terms, object, total, cased }
+    Scoring { intent, sides, weights, focus, verb, verb_terms, object, unsaid, alternatives, total, cased }
 }
 
 /// The weight of term `t` among the question's `weights` (0 when it is not one of its terms).
@@ -671,8 +692,9 @@ pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Optio
     };
     // the best section must answer on its own: a second one only completes it
     let first_terms = covered(&chosen);
-    let needed = if sc.weights.len() >= 2 { MIN_COVERAGE } else { 0.99 };
-    if sc.coverage(&first_terms.iter().collect::<Vec<_>>()) < needed {
+    let own = sc.weights.iter().filter(|(t, _)| !sc.unsaid.contains(t)).count();
+    let needed = if own >= 2 { MIN_COVERAGE } else { 0.99 };
+    if sc.coverage(|t| first_terms.contains(t)) < needed {
         return None;
     }
     if let Some(extra) = second_section(&sections, &cands, &sc, best, &first_terms) {
@@ -805,11 +827,8 @@ fn second_section<'c>(
     best: usize,
     covered: &[String],
 ) -> Option<&'c Cand> {
-    let gain = |c: &Cand| -> f32 {
-        let new: f32 =
-            sc.weights.iter().filter(|(t, _)| !covered.contains(t) && c.terms.contains(t)).map(|(_, w)| w).sum();
-        new / sc.total.max(f32::EPSILON)
-    };
+    let before = sc.coverage(|t| covered.contains(t));
+    let gain = |c: &Cand| sc.coverage(|t| covered.contains(t) || c.terms.contains(t)) - before;
     cands
         .iter()
         .filter(|c| sections[c.section].name != sections[best].name && gain(c) >= SECOND_SECTION_GAIN)
