@@ -395,7 +395,9 @@ fn chat() -> Vec<Op> {
             "Organization key only. A retrieval check with the body of `…/chat/completions`: answers the reply, the \
             search `query` it ran and every retrieved source with its BM25 `score`, best first (fields of our own; a \
             chunk whose own heading the query names whole may take the last place, with that place's score). \
-            Nothing is stored in the chat history; the token usage is counted.",
+            The query is searched with the words its form implies as well (English: a written-out ordinal also \
+            looks for `Nth` and `NUMBERth`; \"How does X …?\" for \"works\"). Nothing is stored in the chat \
+            history; the token usage is counted.",
         ),
         Op {
             ok_also: SSE,

@@ -325,8 +325,9 @@ impl Search {
     /// asks however BM25 ranks it: when none such is among the best `limit`, the one with the
     /// most heading terms takes the last place (with that place's score).
     ///
-    /// The question's terms include the words its form implies ([`expansion`]: "How does sed
-    /// process its input?" also looks for "works", and so finds "How sed Works").
+    /// The question's terms include the words its form implies ([`expansion`]): another way to
+    /// write one of its words ("second": "NUMBERth") counts like it; a word it leaves unsaid is
+    /// looked for in headings only ("How does sed process its input?" names "How sed Works").
     pub fn search(&self, replica: Uuid, query: &str, limit: usize) -> Result<Vec<Hit>> {
         self.search_scored(replica, query, limit, Scoring::Replica)
     }
@@ -343,18 +344,23 @@ impl Search {
         let mut headings = Vec::new();
         let in_use = g.in_use.read().unwrap_or_else(|p| p.into_inner()).clone();
         // "What is X?" also looks for the chunks that say what X is
-        let defining = matches!(intent::of(query), Intent::Definition(_));
-        // with the words its form implies ("second": "NUMBERth")
-        let asked = expansion::expanded(query);
+        let intent = intent::of(query);
+        let defining = matches!(intent, Intent::Definition(_));
+        // with the words its form implies: "second" also as "NUMBERth"; "works", unsaid, in headings
+        let (said, unsaid) = expansion::expanded(query, &intent);
         for ((a, text), _) in analyzers::ANALYZERS.iter().zip(&f.text).zip(in_use).filter(|(_, used)| *used) {
             let Some(mut analyzer) = g.index.tokenizers().get(a.name) else { continue };
             headings.push(text.heading);
-            for t in analyzers::terms(&mut analyzer, &asked) {
+            let terms = analyzers::terms(&mut analyzer, &said);
+            for t in &terms {
                 let defines = defining.then_some((text.defines, DEFINES_BOOST));
                 for (field, boost) in [(text.body, 1.0), (text.title, TITLE_BOOST)].into_iter().chain(defines) {
-                    let q = TermQuery::new(Term::from_field_text(field, &t), IndexRecordOption::WithFreqs);
+                    let q = TermQuery::new(Term::from_field_text(field, t), IndexRecordOption::WithFreqs);
                     should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), boost))));
                 }
+            }
+            let unsaid = analyzers::terms(&mut analyzer, &unsaid).into_iter().filter(|t| !terms.contains(t));
+            for t in terms.iter().cloned().chain(unsaid) {
                 let q = TermQuery::new(Term::from_field_text(text.heading, &t), IndexRecordOption::Basic);
                 heading.push((Occur::Should, Box::new(ConstScoreQuery::new(Box::new(q), 1.0))));
             }

@@ -1,7 +1,9 @@
-//! Query expansion by question form: the words a question implies but does not say, written the
-//! way documentation writes them. Retrieval adds them to the question's terms (BM25 and the
-//! named-heading match) and the embedded generator weighs them as question terms that an
-//! answer need not cover.
+//! Query expansion by question form: the words a question implies, written the way
+//! documentation writes them. A word writing one of the question's words another way counts
+//! like it, in retrieval (BM25 and the named-heading match) and in the embedded generator's
+//! scoring and coverage. A word the question leaves unsaid is a guess at a heading's wording:
+//! retrieval looks for it in headings only (the named-heading match), and the generator weighs
+//! it without requiring an answer to hold it.
 //!
 //! - A concrete ordinal ("replace only the *second* match") implies the placeholder ordinals of
 //!   reference manuals ("Only replace the NUMBERth match", "the Nth line"). A time unit ("a
@@ -33,25 +35,31 @@ pub struct Implied {
     pub of: Option<String>,
 }
 
-/// The words `question` implies (none for most questions).
-pub fn expansion(question: &str) -> Vec<Implied> {
+/// The words `question`, of intent `intent` ([`intent::of`]), implies (none for most questions).
+pub fn expansion(question: &str, intent: &Intent) -> Vec<Implied> {
     let q = intent::plain(question);
-    let words: Vec<&str> = q.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    // a hyphenated compound is one word ("third-party" names no ordinal)
+    let words: Vec<&str> = q.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric())).collect();
     let mut out = Vec::new();
     if let Some(ordinal) = words.iter().find(|w| ORDINALS.contains(w) || is_numbered_ordinal(w)) {
         out.extend(PLACEHOLDER_ORDINALS.iter().map(|&word| Implied { word, of: Some(ordinal.to_string()) }));
     }
     let subject = MECHANISM.iter().find_map(|m| q.strip_prefix(m)).and_then(|rest| rest.split_whitespace().next());
     let says_it = words.iter().any(|w| w.starts_with("work"));
-    if subject.is_some_and(|s| !ASKERS.contains(&s)) && intent::of(question) == Intent::Fact && !says_it {
+    if subject.is_some_and(|s| !ASKERS.contains(&s)) && *intent == Intent::Fact && !says_it {
         out.push(Implied { word: WORKS, of: None });
     }
     out
 }
 
-/// The implied words of `question` after its own, as one text (what retrieval searches for).
-pub fn expanded(question: &str) -> String {
-    [question].into_iter().chain(expansion(question).iter().map(|i| i.word)).collect::<Vec<_>>().join(" ")
+/// What retrieval searches for `question`: its text with the words writing one of its words
+/// another way, and apart the words it leaves unsaid (a guess at a heading's wording, looked for
+/// in headings only, so that BM25 ranks what the question says).
+pub fn expanded(question: &str, intent: &Intent) -> (String, String) {
+    let implied = expansion(question, intent);
+    let words = |alternative: bool| implied.iter().filter(move |i| i.of.is_some() == alternative).map(|i| i.word);
+    let said = [question].into_iter().chain(words(true)).collect::<Vec<_>>().join(" ");
+    (said, words(false).collect::<Vec<_>>().join(" "))
 }
 
 /// "2nd", "3rd", "10th": an ordinal written with digits (not "1st").
@@ -68,25 +76,37 @@ fn is_numbered_ordinal(word: &str) -> bool {
 mod tests {
     use super::*;
 
+    fn of(question: &str) -> Vec<Implied> {
+        expansion(question, &intent::of(question))
+    }
+
     fn words(question: &str) -> Vec<&'static str> {
-        expansion(question).iter().map(|i| i.word).collect()
+        of(question).iter().map(|i| i.word).collect()
     }
 
     #[test]
     fn a_concrete_ordinal_implies_the_manuals_placeholders() {
-        let second = expansion("How do I replace only the second match on a line?");
+        let second = of("How do I replace only the second match on a line?");
         let of = Some("second".to_string());
         assert_eq!(second, [Implied { word: "Nth", of: of.clone() }, Implied { word: "NUMBERth", of }]);
         assert_eq!(words("How do I print every 3rd line?"), ["Nth", "NUMBERth"]);
-        assert_eq!(expanded("Print the 3rd line"), "Print the 3rd line Nth NUMBERth");
+        assert_eq!(
+            expanded("Print the 3rd line", &Intent::Fact),
+            ("Print the 3rd line Nth NUMBERth".into(), "".into())
+        );
         assert!(words("How do I print the first line?").is_empty());
         assert!(words("What is the 1st rule?").is_empty());
+        assert!(words("Where can I find third-party libraries?").is_empty());
     }
 
     #[test]
     fn how_a_thing_does_something_asks_how_it_works() {
-        assert_eq!(expansion("How does sed process its input?"), [Implied { word: "works", of: None }]);
+        assert_eq!(of("How does sed process its input?"), [Implied { word: "works", of: None }]);
         assert_eq!(words("How do generators save their state?"), ["works"]);
+        let (said, unsaid) = expanded("How does sed work on a 3rd line?", &Intent::Fact);
+        assert_eq!((said.as_str(), unsaid.as_str()), ("How does sed work on a 3rd line? Nth NUMBERth", ""));
+        let (said, unsaid) = expanded("How does sed read?", &Intent::Fact);
+        assert_eq!((said.as_str(), unsaid.as_str()), ("How does sed read?", "works"));
         assert!(words("How does sed work?").is_empty(), "it says it already");
         assert!(words("How do I read a file?").is_empty());
         assert!(words("How does one read a file?").is_empty());

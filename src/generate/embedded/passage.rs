@@ -595,7 +595,7 @@ fn announced(sections: &[Section], c: &Cand) -> Option<(usize, usize)> {
 fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[Cand]) -> Scoring<'q> {
     let mut query = analyze_as(lang, message);
     let (mut unsaid, mut alternatives) = (Vec::new(), Vec::new());
-    for implied in expansion::expansion(message) {
+    for implied in expansion::expansion(message, intent) {
         let terms: Vec<String> = analyze_as(lang, implied.word).into_iter().filter(|t| !query.contains(t)).collect();
         match implied.of {
             Some(of) => {
