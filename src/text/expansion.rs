@@ -62,14 +62,14 @@ pub fn expanded(question: &str, intent: &Intent) -> (String, String) {
     (said, words(false).collect::<Vec<_>>().join(" "))
 }
 
-/// "2nd", "3rd", "10th": an ordinal written with digits (not "1st").
+/// "2nd", "3rd", "21st": an ordinal written with digits (not "1st", as "first" is left out).
 fn is_numbered_ordinal(word: &str) -> bool {
     let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
     let suffix = &word[digits.len()..];
     !digits.is_empty()
         && digits.bytes().all(|b| b.is_ascii_digit())
         && digits != "1"
-        && ["nd", "rd", "th"].contains(&suffix)
+        && ["st", "nd", "rd", "th"].contains(&suffix)
 }
 
 #[cfg(test)]
@@ -96,6 +96,7 @@ mod tests {
         );
         assert!(words("How do I print the first line?").is_empty());
         assert!(words("What is the 1st rule?").is_empty());
+        assert_eq!(words("Which is the 21st line?"), ["Nth", "NUMBERth"]);
         assert!(words("Where can I find third-party libraries?").is_empty());
     }
 
