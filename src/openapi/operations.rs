@@ -396,8 +396,8 @@ fn chat() -> Vec<Op> {
             search `query` it ran and every retrieved source with its BM25 `score`, best first (fields of our own; a \
             chunk whose own heading the query names whole may take the last place, with that place's score). \
             The query is searched with the words its form implies as well (English: a written-out ordinal also \
-            looks for `Nth` and `NUMBERth`; \"How does X …?\" for \"works\"). Nothing is stored in the chat \
-            history; the token usage is counted.",
+            looks for `Nth` and `NUMBERth`; \"How does X …?\" for a heading saying \"works\"). Nothing is stored \
+            in the chat history; the token usage is counted.",
         ),
         Op {
             ok_also: SSE,
