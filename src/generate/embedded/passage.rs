@@ -15,7 +15,10 @@
 //!    after a colon ("two buffers: the pattern space and the hold space"), or a sentence opening a
 //!    paragraph of the description of a definition-list entry named X, case kept:
 //!    [`Block::Term`]); a comparison does so for each side. A source's sentences are weighted by
-//!    the square root of its share of the best retrieval score.
+//!    the square root of its share of the best retrieval score. The question's terms include
+//!    the words its form implies ([`expansion`]): a placeholder ordinal counts as the ordinal
+//!    it stands for ("NUMBERth" for "second"); an unsaid word ("works" for "How does X …?")
+//!    weighs like the question's own terms but is not needed for coverage (5).
 //! 2. The best section is the chunk with the best sentence (for a comparison, the sum of the
 //!    best about each side) plus a heading bonus: the weight of the question's terms (X's, for a
 //!    definition) that its own heading names, times the share of that heading they make up or,
@@ -25,8 +28,10 @@
 //!    changed once created?": strings; a heading naming what it asks of the subject is not its
 //!    section); another fact question's focus is all its terms. A how-to heading that names
 //!    none of the task's object but something else gets no bonus: it is another object's task
-//!    ("Reading and Writing Files" for "How do I write a class?"). The chunks with its heading
-//!    path are chosen from together.
+//!    ("Reading and Writing Files" for "How do I write a class?"); nor does one opening with
+//!    another verb (an English gerund) that names only part of the object ("Selecting lines by
+//!    text matching" for "How do I replace only the second match on a line?"). The chunks with
+//!    its heading path are chosen from together.
 //! 3. The passage holds that section's best sentence and its others scoring at least
 //!    [`KEEP_RATIO`] of it, in document order, within [`MAX_PROSE_CHARS`] (at most
 //!    [`MAX_SENTENCES`]); a definition keeps the sentence after the one that defines; a
@@ -46,8 +51,8 @@
 //!    comparison's sides: not what its other words describe elsewhere); a
 //!    comparison whose passage does not say what one side is takes that from another section.
 //! 5. When the best section's passage (with its heading path) covers less than
-//!    [`MIN_COVERAGE`] of the question's weight (all of it for a one-term question), there is no
-//!    answer.
+//!    [`MIN_COVERAGE`] of the weight of the terms the question says (all of it for a one-term
+//!    question), there is no answer.
 
 use std::sync::Arc;
 
@@ -129,8 +134,8 @@ impl Analysis {
             + name.len()
             + sentences.iter().map(|s| strings(&s.terms) + s.definers.bytes(strings) + STRING_BYTES).sum::<usize>()
             + STRING_BYTES * blocks.len();
-        let (path, heading) = (analyze_as(lang, name).into(), analyze_as(lang, own_heading(name)).into());
-        let action = gerund(own_heading(name), lang);
+        let own = own_heading(name);
+        let (path, heading, action) = (analyze_as(lang, name).into(), analyze_as(lang, own).into(), gerund(own, lang));
         Analysis { path, heading, action, blocks, sentences, bytes }
     }
 
@@ -461,8 +466,9 @@ struct Scoring<'q> {
     /// (term of the question, a term writing it another way): a text holding either holds it
     /// ("second", "numberth").
     alternatives: Vec<(String, String)>,
-    /// Summed weight of the question's own terms (not the implied ones).
+    /// Summed weight of the terms the question says (not the unsaid ones), and their number.
     total: f32,
+    said: usize,
     /// The two sides of a comparison differ only by case (`p` and `P`): a sentence is about a
     /// side only when it says what that side is, and headings (case-folded terms) name neither.
     cased: bool,
@@ -645,7 +651,8 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[C
         weights.retain(|(t, _)| focus.contains(t));
     }
     let focus = if focus.is_empty() { query } else { focus };
-    let total = weights.iter().filter(|(t, _)| !unsaid.contains(t)).map(|(_, w)| w).sum();
+    let said: Vec<f32> = weights.iter().filter(|(t, _)| !unsaid.contains(t)).map(|(_, w)| *w).collect();
+    let (total, said) = (said.iter().sum(), said.len());
     // a how-to's task is its verb, then its object ("write a class")
     let task = intent::task(message);
     let (verb, verb_terms, object) = match task.as_deref().map(|t| t.split_once(' ').unwrap_or((t, ""))) {
@@ -656,7 +663,7 @@ fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[C
         }
         None => (None, Vec::new(), Vec::new()),
     };
-    Scoring { intent, sides, weights, focus, verb, verb_terms, object, unsaid, alternatives, total, cased }
+    Scoring { intent, sides, weights, focus, verb, verb_terms, object, unsaid, alternatives, total, said, cased }
 }
 
 /// The weight of term `t` among the question's `weights` (0 when it is not one of its terms).
@@ -692,8 +699,7 @@ pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Optio
     };
     // the best section must answer on its own: a second one only completes it
     let first_terms = covered(&chosen);
-    let own = sc.weights.iter().filter(|(t, _)| !sc.unsaid.contains(t)).count();
-    let needed = if own >= 2 { MIN_COVERAGE } else { 0.99 };
+    let needed = if sc.said >= 2 { MIN_COVERAGE } else { 0.99 };
     if sc.coverage(|t| first_terms.contains(t)) < needed {
         return None;
     }
