@@ -76,6 +76,14 @@ pub enum Command {
         #[command(subcommand)]
         command: OrgsCommand,
     },
+    /// Internal: extracts the text of the document on stdin (FORMAT: a short name of
+    /// `GET /v1/knowledge-base/file-types`) in a confined child of the server, and writes the
+    /// result as JSON on stdout (see `ingest::sandbox`).
+    #[command(name = "extract-sandboxed", hide = true)]
+    ExtractSandboxed {
+        /// The document's format.
+        format: String,
+    },
 }
 
 /// Subcommands of `orgs` (through a running server's admin socket, or on the store itself).

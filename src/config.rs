@@ -35,6 +35,18 @@ pub struct Config {
     /// Largest page fetched for a `url` entry, in bytes.
     #[arg(long, env = "REPLICAD_MAX_FETCH_BYTES", default_value_t = 20 * 1024 * 1024)]
     pub max_fetch_bytes: u64,
+    /// Address space of the child process that extracts one uploaded file or fetched page,
+    /// in MiB; a document needing more ends `UNPROCESSABLE`.
+    #[arg(long, env = "REPLICAD_EXTRACT_MEMORY_MIB", default_value_t = 1024)]
+    pub extract_memory_mib: u64,
+    /// CPU time of the child process that extracts one document, in seconds (its wall-clock
+    /// limit is 10 s more); a document needing more ends `UNPROCESSABLE`.
+    #[arg(long, env = "REPLICAD_EXTRACT_CPU_SECONDS", default_value_t = 120)]
+    pub extract_cpu_seconds: u64,
+    /// Ingestion jobs (fetch, extract, chunk) worked on at the same time, taken from each
+    /// organization in turn.
+    #[arg(long, env = "REPLICAD_INGEST_CONCURRENCY", default_value_t = 4)]
+    pub ingest_concurrency: usize,
     /// Let `url` entries fetch loopback, private and link-local addresses (refused by default,
     /// so that API users cannot reach the server's own network).
     #[arg(long, env = "REPLICAD_ALLOW_PRIVATE_URLS")]
@@ -138,6 +150,9 @@ impl Config {
             max_kb_entries_per_org: 10_000,
             max_upload_bytes: 50 * 1024 * 1024,
             max_fetch_bytes: 20 * 1024 * 1024,
+            extract_memory_mib: 1024,
+            extract_cpu_seconds: 120,
+            ingest_concurrency: 4,
             allow_private_urls: false,
             kb_refresh_interval: 86_400,
             public_url: None,
@@ -167,6 +182,11 @@ impl Config {
     pub fn validate(&self) -> Result<(), String> {
         if self.max_body_bytes < 1024 {
             return Err("--max-body-bytes must be at least 1024".into());
+        }
+        if self.extract_memory_mib < 64 || self.extract_cpu_seconds == 0 || self.ingest_concurrency == 0 {
+            return Err("--extract-memory-mib must be at least 64, --extract-cpu-seconds and \
+                        --ingest-concurrency at least 1"
+                .into());
         }
         if self.max_kb_entries_per_org == 0 || self.max_upload_bytes == 0 || self.max_fetch_bytes == 0 {
             return Err("--max-kb-entries-per-org, --max-upload-bytes and --max-fetch-bytes must be at least 1".into());

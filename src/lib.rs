@@ -104,8 +104,14 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let reindex = search::indexer::spawn(store.clone(), search.clone(), rebuild, ops.stopper.stop());
     let fetcher = ingest::fetch::Fetcher::new(config.allow_private_urls, config.max_fetch_bytes)?;
     let refresh_ms = (config.kb_refresh_interval as i64).saturating_mul(1000);
-    let worker = ingest::pipeline::Worker { fetcher, refresh_ms, stop: ops.stopper.stop() };
-    ops.set_ingest(ingest::pipeline::spawn(store.clone(), worker));
+    let limits = ingest::sandbox::Limits {
+        memory_mib: config.extract_memory_mib,
+        cpu_seconds: config.extract_cpu_seconds,
+    };
+    let sandbox = ingest::sandbox::Sandbox::new(limits)?;
+    let concurrency = config.ingest_concurrency;
+    let worker = ingest::pipeline::Worker { fetcher, sandbox, refresh_ms, concurrency, stop: ops.stopper.stop() };
+    ops.set_ingest(ingest::queue::spawn(store.clone(), worker));
     let secrets = secrets::Secrets::load_or_create(config.secrets_key_file.as_deref(), &config.data_dir)?;
     let channels = channels::Channels::new(secrets)?;
     let app = Arc::new(app::App { ops, ..app::App::new(config, store, search, models, backends, reindex, channels) });

@@ -10,6 +10,10 @@ use replicad::cli::{Cli, Command, InvitesCommand};
 fn main() -> ExitCode {
     replicad::memory::configure();
     let cli = Cli::parse();
+    if let Command::ExtractSandboxed { format } = &cli.command {
+        // A child of the server: no runtime, no logging set-up, nothing but the extraction.
+        return replicad::ingest::sandbox::child::run(format);
+    }
     replicad::ops::logging::init(&cli.log, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -70,6 +74,7 @@ async fn run(command: Command) -> Result<(), String> {
             Ok(())
         }
         Command::Orgs { command } => replicad::orgs_cli::run(command).await,
+        Command::ExtractSandboxed { .. } => Err("extract-sandboxed runs before the runtime".into()),
         Command::Check(dir) => {
             let report = admin::check(&dir.data_dir).await?;
             println!("{}", serde_json::to_string(&report).map_err(|e| e.to_string())?);

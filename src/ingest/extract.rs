@@ -11,10 +11,15 @@
 use std::io::Cursor;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use super::archive;
 use super::formats::Format;
 
+/// Most characters of text one entry holds: a text entry's limit, and the cap on what is
+/// extracted from a file or page (a document that inflates to more is refused, not cut).
+pub const MAX_TEXT_CHARS: usize = 2_000_000;
+
 /// Text extracted from a document: Markdown-style headings, paragraphs split by blank lines.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Extracted {
     pub text: String,
     /// The document's own title, when it states one (HTML `<title>`, EPUB metadata, …).
@@ -22,7 +27,9 @@ pub struct Extracted {
 }
 
 /// Extracts the text of `bytes` in `format`. Errors are messages for the entry's `error`
-/// (the file is corrupt, encrypted, empty, …); a panic inside a library becomes such an error.
+/// (the file is corrupt, encrypted, empty, inflates too far, holds more than
+/// [`MAX_TEXT_CHARS`], …); a panic inside a library becomes such an error. This runs the
+/// parsers in the calling process: the server calls it only through `super::sandbox`.
 pub fn extract(format: Format, bytes: &[u8]) -> Result<Extracted, String> {
     if bytes.is_empty() {
         return Err("the file is empty".into());
@@ -39,6 +46,13 @@ pub fn extract(format: Format, bytes: &[u8]) -> Result<Extracted, String> {
     }));
     let extracted = result
         .unwrap_or_else(|_| Err(format!("the {} file could not be read (it may be corrupt)", format.info().name)))?;
+    let chars = extracted.text.chars().count();
+    if chars > MAX_TEXT_CHARS {
+        return Err(format!(
+            "the document holds {chars} characters of text, more than the {MAX_TEXT_CHARS} of one entry; \
+             split it into smaller files"
+        ));
+    }
     if extracted.text.trim().is_empty() {
         return Err(format!(
             "no text found in the {} file (it may be empty, or contain only images or scans)",
@@ -78,7 +92,12 @@ pub fn markdown_to_text(md: &str) -> String {
                 in_code = true;
                 out.push_str("\n\n");
             }
-            Event::End(TagEnd::CodeBlock) => in_code = false,
+            // The block ends with its last line's newline: one more makes the blank line that
+            // keeps the next paragraph out of the code.
+            Event::End(TagEnd::CodeBlock) => {
+                in_code = false;
+                out.push('\n');
+            }
             Event::Start(Tag::Item) => out.push_str("\n- "),
             Event::End(TagEnd::Heading(_) | TagEnd::Paragraph | TagEnd::List(_) | TagEnd::BlockQuote(_)) => {
                 out.push_str("\n\n")
@@ -143,6 +162,7 @@ fn docx_to_text(bytes: &[u8]) -> Result<Extracted, String> {
     if bytes.starts_with(&[0xD0, 0xCF, 0x11, 0xE0]) {
         return Err("the document is encrypted or in the old binary .doc format; save it as .docx".into());
     }
+    archive::check_inflated(bytes)?;
     let docx = docx_rs::read_docx(bytes).map_err(|e| format!("the DOCX file could not be read: {e}"))?;
     let mut out = String::new();
     for child in &docx.document.children {
@@ -248,6 +268,7 @@ fn flatten_json(out: &mut String, path: &str, v: &serde_json::Value) {
 }
 
 fn epub_to_text(bytes: &[u8]) -> Result<Extracted, String> {
+    archive::check_inflated(bytes)?;
     let epub =
         rbook::Epub::read(Cursor::new(bytes.to_vec())).map_err(|e| format!("the EPUB file could not be read: {e}"))?;
     let title = epub.metadata().title().map(|t| t.value().to_string());
@@ -289,6 +310,19 @@ mod tests {
         let t =
             markdown_to_text("# Title\n\nSome *emphasis* and a [link](http://x.y).\n\n## Part\n\n```\ncode()\n```\n");
         assert_eq!(t, "# Title\n\nSome emphasis and a link.\n\n## Part\n\n    code()");
+    }
+
+    #[test]
+    fn a_paragraph_right_after_a_fenced_block_is_prose() {
+        let t = markdown_to_text("Run it:\n\n```sh\nmake all\n```\nThen read the log.\n");
+        assert_eq!(t, "Run it:\n\n    make all\n\nThen read the log.");
+    }
+
+    #[test]
+    fn text_past_the_entry_limit_is_refused() {
+        let long = "word ".repeat(MAX_TEXT_CHARS / 5 + 1);
+        let err = extract(Format::Text, long.as_bytes()).unwrap_err();
+        assert!(err.contains("more than the 2000000 characters of one entry"), "{err}");
     }
 
     #[test]

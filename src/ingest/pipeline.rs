@@ -1,108 +1,94 @@
-//! The ingestion job queue: `kbid_job` rows in redb, worked by one background task, a few jobs
-//! at a time.
+//! The steps of one ingestion job: `kbid_job` rows in redb, scheduled by `super::queue`.
 //!
 //! An entry's status says which step comes next: `NEW` (a `website`: fetch it), `FILE_UPLOADED`
 //! (extract the uploaded file), `RAW_TEXT` (chunk the extracted text and queue it for the
 //! index: `PROCESSED_TEXT`; the indexer then moves it to `READY` once searches see it). Each step
 //! is one write transaction that checks the entry is still at the status the step started
 //! from, so a step is never applied twice and a PATCH or DELETE in between wins. The job row is
-//! removed in the transaction of the last step. After a crash (even `kill -9`) the worker finds
-//! the rows at start and resumes each entry from its stored status. Transient fetch failures
-//! are retried with backoff ([`MAX_ATTEMPTS`]); anything else ends `UNPROCESSABLE` with the
-//! reason in `error.message`. A `website` entry with `autoRefresh` keeps its job: it is fetched
-//! again every `--kb-refresh-interval`, and re-processed only when its text changed.
-
-use std::time::Duration;
+//! removed in the transaction of the last step. After a crash (even `kill -9`) the queue finds
+//! the rows at start and resumes each entry from its stored status.
+//!
+//! Every run of a job is counted in its row before it starts ([`claim`]), and the count is
+//! kept when the run fails or is interrupted: a job whose runs were cut short
+//! [`MAX_ATTEMPTS`] times (a crash, a `kill -9`, a stop while it worked) ends `UNPROCESSABLE`
+//! instead of being tried forever, and `replicad check` lists the jobs already interrupted.
+//! Transient fetch failures are retried with backoff within the same count; anything else ends
+//! `UNPROCESSABLE` with the reason in `error.message`. Documents are parsed only in the
+//! extraction sandbox (`super::sandbox`). A `website` entry with `autoRefresh` keeps its job: it
+//! is fetched again every `--kb-refresh-interval`, and re-processed only when its text changed.
 
 use redb::ReadableTable;
 
 use super::content::{self, Naming, PreparedText};
-use super::extract::{self, Extracted};
+use super::extract::Extracted;
 use super::fetch::{FetchError, Fetcher};
 use super::formats::Format;
-use crate::error::{Error, Result};
+use super::sandbox::Sandbox;
+use crate::error::Result;
 use crate::store::kb;
 use crate::store::records::{KbEntry, KbKind, KbSource, KbStatus, KbText, WebsiteMeta};
 use crate::store::{self, now_ms, tables, Store};
 
-/// Attempts of a transiently failing fetch before the entry ends `UNPROCESSABLE`.
+/// Runs of one job (and attempts of a transiently failing fetch) before the entry ends
+/// `UNPROCESSABLE`.
 pub const MAX_ATTEMPTS: u32 = 4;
-/// Jobs read per scan of the queue.
-const SCAN: usize = 64;
-/// Jobs worked on at the same time (fetches wait on the network; extraction runs on the
-/// blocking pool).
-const CONCURRENT_JOBS: usize = 4;
 
 /// What the worker needs besides the store.
 #[derive(Clone)]
 pub struct Worker {
     pub fetcher: Fetcher,
+    /// Where documents are parsed.
+    pub sandbox: Sandbox,
     /// Time between re-fetches of `website` entries with `autoRefresh`, in milliseconds.
     pub refresh_ms: i64,
+    /// Jobs run at the same time (`--ingest-concurrency`).
+    pub concurrency: usize,
     /// Ends the worker at its next safe point: between two steps (each one write transaction;
     /// a restart resumes every job from its stored status).
     pub stop: crate::stop::Stop,
 }
 
-/// Starts the worker: it drains the queue, then waits for `Store::jobs_notify` or the next
-/// due time (a retry, or an `autoRefresh` re-fetch).
-pub fn spawn(store: Store, worker: Worker) -> tokio::task::JoinHandle<()> {
-    let mut stop = worker.stop.clone();
-    tokio::spawn(async move {
-        while !stop.requested() {
-            let wait = match run_ready(&store, &worker).await {
-                Ok(wait) => wait,
-                Err(e) => {
-                    tracing::error!(error = %e, "ingestion queue scan failed; retrying");
-                    Some(Duration::from_secs(1))
-                }
-            };
-            let wait = async {
-                match wait {
-                    Some(d) => {
-                        let _ = tokio::time::timeout(d, store.jobs_notify.notified()).await;
-                    }
-                    None => store.jobs_notify.notified().await,
-                }
-            };
-            tokio::select! {
-                _ = wait => {}
-                _ = stop.wait() => break,
+/// What [`claim`] found.
+enum Claim {
+    /// Run the job; its runs before this one.
+    Run(u32),
+    /// The row is gone (the entry was deleted or finished meanwhile).
+    Gone,
+    /// [`MAX_ATTEMPTS`] runs were already started and none finished.
+    Exhausted,
+}
+
+/// Counts a run of job `id` in its row, before the run starts (see the module doc).
+async fn claim(store: &Store, id: u64) -> Result<Claim> {
+    store
+        .write(move |txn| {
+            let mut jobs = txn.open_table(tables::KBID_JOB)?;
+            let Some((attempts, not_before)) = jobs.get(id)?.map(|v| v.value()) else { return Ok(Claim::Gone) };
+            if attempts >= MAX_ATTEMPTS {
+                return Ok(Claim::Exhausted);
             }
-        }
-    })
-}
-
-/// Runs every job due now; returns how long until the next one is due (`None`: no jobs left).
-async fn run_ready(store: &Store, worker: &Worker) -> Result<Option<Duration>> {
-    let now = now_ms();
-    let jobs: Vec<(u64, u32, i64)> = store
-        .read(|txn| {
-            txn.open_table(tables::KBID_JOB)?
-                .iter()?
-                .take(SCAN)
-                .map(|r| r.map(|(k, v)| (k.value(), v.value().0, v.value().1)).map_err(Error::from))
-                .collect()
+            jobs.insert(id, (attempts + 1, not_before))?;
+            Ok(Claim::Run(attempts))
         })
-        .await?;
-    let (due, later): (Vec<_>, Vec<_>) = jobs.into_iter().partition(|(_, _, not_before)| *not_before <= now);
-    // A few jobs at a time, so one slow page does not hold up every upload behind it.
-    for group in due.chunks(CONCURRENT_JOBS) {
-        if worker.stop.requested() {
-            return Ok(None);
-        }
-        let runs = group.iter().map(|&(entry, attempts, _)| run_or_retry(store, worker, entry, attempts));
-        futures_util::future::join_all(runs).await.into_iter().collect::<Result<Vec<()>>>()?;
-    }
-    if !due.is_empty() {
-        return Ok(Some(Duration::ZERO));
-    }
-    Ok(later.iter().map(|(_, _, nb)| Duration::from_millis((nb - now).max(1) as u64)).min())
+        .await
 }
 
-/// Runs job `entry`; an error (not an entry failure: those end `UNPROCESSABLE` inside) is
-/// retried with backoff, and ends the entry `UNPROCESSABLE` after [`MAX_ATTEMPTS`].
-async fn run_or_retry(store: &Store, worker: &Worker, entry: u64, attempts: u32) -> Result<()> {
+/// Runs job `entry` once (see [`claim`]); an error (not an entry failure: those end
+/// `UNPROCESSABLE` inside) is retried with backoff, and ends the entry `UNPROCESSABLE` after
+/// [`MAX_ATTEMPTS`].
+pub async fn run_or_retry(store: &Store, worker: &Worker, entry: u64) -> Result<()> {
+    let attempts = match claim(store, entry).await? {
+        Claim::Run(attempts) => attempts,
+        Claim::Gone => return Ok(()),
+        Claim::Exhausted => {
+            tracing::error!(entry, "ingestion job interrupted {MAX_ATTEMPTS} times; giving up");
+            let message = format!(
+                "processing was interrupted {MAX_ATTEMPTS} times (the server stopped while working on it); \
+                 delete the entry, or upload the document again"
+            );
+            return fail(store, entry, None, message).await;
+        }
+    };
     let Err(e) = run_job(store, worker, entry, attempts).await else { return Ok(()) };
     if attempts + 1 < MAX_ATTEMPTS {
         tracing::error!(entry, error = %e, "ingestion step failed; will retry");
@@ -152,14 +138,14 @@ async fn load(store: &Store, id: u64) -> Result<Option<Job>> {
 
 /// Runs entry `id`'s next steps until it is queued for the index, failed, or must wait.
 async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Result<()> {
-    let (fetcher, refresh_ms) = (&worker.fetcher, worker.refresh_ms);
+    let refresh_ms = worker.refresh_ms;
     while !worker.stop.requested() {
         let Some(job) = load(store, id).await? else {
             return store.write(move |txn| drop_job(txn, id)).await;
         };
         let status = job.entry.status;
         match (status, job.entry.kind) {
-            (KbStatus::New, KbKind::Website) => match fetch_page(fetcher, &job).await {
+            (KbStatus::New, KbKind::Website) => match fetch_page(worker, &job).await {
                 Ok((extracted, meta, format)) => save_raw(store, id, status, extracted, Some(meta), format).await?,
                 Err(e) if e.is_transient() && attempts + 1 < MAX_ATTEMPTS => {
                     let delay = 2_000i64 << attempts;
@@ -169,7 +155,7 @@ async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Resu
                 }
                 Err(e) => return fail(store, id, Some(status), e.message).await,
             },
-            (KbStatus::FileUploaded, KbKind::File) => match extract_file(job).await? {
+            (KbStatus::FileUploaded, KbKind::File) => match extract_file(&worker.sandbox, job).await {
                 Ok((extracted, format)) => save_raw(store, id, status, extracted, None, format).await?,
                 Err(message) => return fail(store, id, Some(status), message).await,
             },
@@ -182,7 +168,7 @@ async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Resu
             (KbStatus::ProcessedText | KbStatus::VectorCreated | KbStatus::Ready, KbKind::Website)
                 if job.entry.auto_refresh =>
             {
-                match fetch_page(fetcher, &job).await {
+                match fetch_page(worker, &job).await {
                     Ok((extracted, meta, format)) if job.raw.as_deref() != Some(extracted.text.as_str()) => {
                         tracing::info!(entry = id, "auto-refresh: the page changed; re-processing");
                         save_raw(store, id, status, extracted, Some(meta), format).await?
@@ -201,9 +187,9 @@ async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Resu
     Ok(())
 }
 
-async fn fetch_page(fetcher: &Fetcher, job: &Job) -> Result<(Extracted, WebsiteMeta, Format), FetchError> {
+async fn fetch_page(worker: &Worker, job: &Job) -> Result<(Extracted, WebsiteMeta, Format), FetchError> {
     let url = job.source.url.clone().unwrap_or_default();
-    let page = fetcher.fetch(&url).await?;
+    let page = worker.fetcher.fetch(&url).await?;
     let path = url::Url::parse(&page.final_url).map(|u| u.path().to_string()).unwrap_or_default();
     let Some(format) = Format::detect_fetched(&path, page.content_type.as_deref(), &page.bytes) else {
         let ct = page.content_type.unwrap_or_default();
@@ -216,36 +202,18 @@ async fn fetch_page(fetcher: &Fetcher, job: &Job) -> Result<(Extracted, WebsiteM
         page_title: None,
         fetched_at: now_ms(),
     };
-    let extracted = extract_bounded(format, page.bytes).await.map_err(FetchError::permanent)?;
+    let extracted = worker.sandbox.extract(format, page.bytes, "page").await.map_err(FetchError::permanent)?;
     Ok((extracted, meta, format))
 }
 
-/// Time one extraction may take before the entry ends `UNPROCESSABLE` (a pathological document
-/// must not stall the queue; its thread is left to finish on its own).
-const EXTRACT_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Extracts on the blocking pool, bounded by [`EXTRACT_TIMEOUT`]; errors are entry messages.
-async fn extract_bounded(format: Format, bytes: Vec<u8>) -> std::result::Result<Extracted, String> {
-    let work = tokio::task::spawn_blocking(move || extract::extract(format, &bytes));
-    match tokio::time::timeout(EXTRACT_TIMEOUT, work).await {
-        Ok(Ok(result)) => result,
-        Ok(Err(e)) => Err(format!("extraction failed: {e}")),
-        Err(_) => {
-            Err(format!("extraction took longer than {} s; the document may be malformed", EXTRACT_TIMEOUT.as_secs()))
-        }
-    }
-}
-
-async fn extract_file(job: Job) -> Result<std::result::Result<(Extracted, Format), String>> {
-    let Some(bytes) = job.file else { return Ok(Err("the uploaded file is missing".into())) };
+/// Extracts the uploaded file of `job` in the sandbox; errors are entry messages.
+async fn extract_file(sandbox: &Sandbox, job: Job) -> std::result::Result<(Extracted, Format), String> {
+    let Some(bytes) = job.file else { return Err("the uploaded file is missing".into()) };
     let file = job.source.file.unwrap_or_default();
     let Some(format) = Format::detect(&file.name, Some(&file.mime_type), &bytes) else {
-        return Ok(Err(format!(
-            "{:?} is not a supported file type (see GET /v1/knowledge-base/file-types)",
-            file.name
-        )));
+        return Err(format!("{:?} is not a supported file type (see GET /v1/knowledge-base/file-types)", file.name));
     };
-    Ok(extract_bounded(format, bytes).await.map(|e| (e, format)))
+    sandbox.extract(format, bytes, "file").await.map(|e| (e, format))
 }
 
 /// Stores the extracted text: status `from` → `RAW_TEXT`.
@@ -350,13 +318,13 @@ fn refresh_later(txn: &redb::WriteTransaction, id: u64, refresh_ms: i64) -> Resu
     Ok(())
 }
 
-/// Counts an attempt of job `id` and makes it wait `delay_ms`.
+/// Makes job `id` wait `delay_ms`, keeping the count of its runs (see [`claim`]).
 fn reschedule(txn: &redb::WriteTransaction, id: u64, delay_ms: i64) -> Result<()> {
     let mut jobs = txn.open_table(tables::KBID_JOB)?;
     let attempts = match jobs.get(id)? {
         Some(v) => v.value().0,
         None => return Ok(()),
     };
-    jobs.insert(id, (attempts + 1, now_ms() + delay_ms))?;
+    jobs.insert(id, (attempts, now_ms() + delay_ms))?;
     Ok(())
 }

@@ -38,6 +38,12 @@ pub struct Report {
     pub store_seq: u64,
     /// The uploaded files: recorded, damaged (missing or changed), unreferenced.
     pub files: Verified,
+    /// Ingestion jobs with runs that started and did not finish (a crash, a stop, a retried
+    /// fetch, or a run in progress now): `(entry, runs)`. A job reaching
+    /// `ingest::pipeline::MAX_ATTEMPTS` ends its entry `UNPROCESSABLE`. Informational: does not
+    /// make `ok` false.
+    #[serde(default)]
+    pub interrupted_jobs: Vec<(u64, u32)>,
 }
 
 fn expected_docs(e: &KbEntry) -> u64 {
@@ -65,9 +71,21 @@ impl Search {
     }
 }
 
+/// The job rows whose run count is not zero (see [`Report::interrupted_jobs`]).
+fn interrupted_jobs(txn: &redb::ReadTransaction) -> Result<Vec<(u64, u32)>> {
+    let mut jobs = Vec::new();
+    for row in txn.open_table(tables::KBID_JOB)?.iter()? {
+        let (entry, (runs, _)) = row.map(|(k, v)| (k.value(), v.value()))?;
+        if runs > 0 {
+            jobs.push((entry, runs));
+        }
+    }
+    Ok(jobs)
+}
+
 /// Compares the index with the store (see the module documentation).
 pub async fn check(store: &Store, search: &Arc<Search>) -> Result<Report> {
-    let (entries, pending, store_seq, recorded) = store
+    let (entries, pending, store_seq, recorded, interrupted_jobs) = store
         .read_scan(|txn| {
             let pending: HashSet<u64> = txn
                 .open_table(tables::SEQ_KBOUTBOX)?
@@ -80,7 +98,8 @@ pub async fn check(store: &Store, search: &Arc<Search>) -> Result<Report> {
                 .map(|r| r.map_err(Error::from).and_then(|(_, v)| store::codec::decode::<KbEntry>(v.value())))
                 .collect::<Result<Vec<_>>>()?;
             let recorded = files::recorded(&txn.open_table(tables::KBID_STOREDFILE)?)?;
-            Ok((entries, pending, current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?, recorded))
+            let seq = current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?;
+            Ok((entries, pending, seq, recorded, interrupted_jobs(txn)?))
         })
         .await?;
     let s = search.clone();
@@ -105,6 +124,7 @@ pub async fn check(store: &Store, search: &Arc<Search>) -> Result<Report> {
         index_seq,
         store_seq,
         files,
+        interrupted_jobs,
     };
     for e in &entries {
         let docs = found.remove(&e.id).unwrap_or(0);

@@ -43,8 +43,8 @@ pub const LANGUAGES: &[&str] = &[
 pub const STATUSES: &[&str] = &KbStatus::NAMES;
 /// Entry types (wire names).
 pub const TYPES: &[&str] = &KbKind::NAMES;
-/// Longest text entry, in characters.
-pub const MAX_TEXT_CHARS: usize = 2_000_000;
+/// Longest text entry, in characters (the same limit caps the text extracted from a file).
+pub use crate::ingest::extract::MAX_TEXT_CHARS;
 
 /// Checks a `language` value against the spec's list.
 pub fn check_language(lang: &str) -> Result<()> {

@@ -1,0 +1,94 @@
+//! The size of a zip archive (DOCX, EPUB) as it really inflates, measured before a library
+//! parses it.
+//!
+//! The DOCX and EPUB libraries trust the sizes a zip's directory declares: a 1 KB DOCX whose
+//! zip64 entry declares 1 TiB made one reserve that much up front. [`check_inflated`] inflates
+//! every member into nothing, counting the bytes, and refuses the archive when the members
+//! together inflate past [`MAX_INFLATED_BYTES`] or when a member's content is not the size its
+//! directory entry declares (a lying size is how such bombs work, and no honest writer makes
+//! one). It stops reading as soon as a limit is passed, so a bomb costs at most that many
+//! bytes of inflation and no memory.
+
+use std::io::{Cursor, Read};
+
+/// Most bytes the members of one archive may inflate to, together (256 MiB: a DOCX or EPUB
+/// whose text fills a whole entry, 2,000,000 characters, is a few tens of MiB of XML).
+pub const MAX_INFLATED_BYTES: u64 = 256 << 20;
+
+/// Inflates every member of the zip archive `bytes` and checks the sizes (see the module doc).
+/// Errors are messages for the entry's `error.message`: not a zip archive, a member that cannot
+/// be inflated, more than [`MAX_INFLATED_BYTES`] in all, or a member of another size than
+/// declared.
+pub fn check_inflated(bytes: &[u8]) -> Result<(), String> {
+    check_with_limit(bytes, MAX_INFLATED_BYTES)
+}
+
+fn check_with_limit(bytes: &[u8], limit: u64) -> Result<(), String> {
+    let unreadable = |e: &dyn std::fmt::Display| format!("the archive could not be read: {e}");
+    let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| unreadable(&e))?;
+    let mut total = 0u64;
+    for i in 0..zip.len() {
+        let mut member = zip.by_index(i).map_err(|e| unreadable(&e))?;
+        let declared = member.size();
+        let left = limit - total;
+        let inflated = std::io::copy(&mut (&mut member).take(left + 1), &mut std::io::sink())
+            .map_err(|e| unreadable(&e))?;
+        if inflated > left {
+            return Err(format!("the archive inflates to more than {} MiB", limit >> 20));
+        }
+        if inflated != declared {
+            return Err(format!(
+                "the archive is inconsistent: member {:?} declares {declared} bytes but holds {inflated}",
+                member.name()
+            ));
+        }
+        total += inflated;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn zip_of(members: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut w = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        for (name, body) in members {
+            w.start_file(*name, options).unwrap();
+            w.write_all(body).unwrap();
+        }
+        w.finish().unwrap().into_inner()
+    }
+
+    #[test]
+    fn an_honest_archive_passes() {
+        let bytes = zip_of(&[("a.xml", b"<a>hello</a>"), ("b.xml", &[b'x'; 10_000])]);
+        assert_eq!(check_with_limit(&bytes, 1 << 20), Ok(()));
+    }
+
+    #[test]
+    fn members_inflating_past_the_limit_are_refused_without_reading_on() {
+        let zeros = vec![0u8; 3 << 20];
+        let bytes = zip_of(&[("a.xml", &zeros[..2 << 20]), ("b.xml", &zeros)]);
+        assert!(bytes.len() < 64 << 10, "the bomb compresses well: {} bytes", bytes.len());
+        let err = check_with_limit(&bytes, 4 << 20).unwrap_err();
+        assert_eq!(err, "the archive inflates to more than 4 MiB");
+    }
+
+    #[test]
+    fn a_member_declaring_another_size_than_it_holds_is_refused() {
+        let mut bytes = zip_of(&[("word/document.xml", b"<w:document>text</w:document>")]);
+        // The central directory's uncompressed size (offset 24 of its record) now lies.
+        let central = bytes.windows(4).rposition(|w| w == b"PK\x01\x02").unwrap();
+        bytes[central + 24..central + 28].copy_from_slice(&u32::MAX.to_le_bytes());
+        let err = check_with_limit(&bytes, u64::MAX / 2).unwrap_err();
+        assert!(err.contains("inconsistent") || err.contains("could not be read"), "{err}");
+    }
+
+    #[test]
+    fn what_is_not_a_zip_is_an_error() {
+        assert!(check_inflated(b"PK\x03\x04 garbage").unwrap_err().starts_with("the archive could not be read"));
+    }
+}

@@ -1,0 +1,176 @@
+//! The ingestion queue's scheduler: which jobs run now, taken from each organization in turn.
+//!
+//! Every pass reads the whole `kbid_job` table (so a job not yet due, such as an `autoRefresh`
+//! page fetched again tomorrow, never hides one that is due), keeps the due jobs not already
+//! running, and orders them by organization in turn: the first job of each organization, then
+//! the second of each, …, starting one organization further at every pass. Jobs start while a
+//! slot is free (`--ingest-concurrency`); each holds its own slot until its run ends, so one
+//! slow page or document holds only that slot. A job that ends wakes the scheduler
+//! (`Store::jobs_notify`, as do new entries); otherwise it sleeps until the next job is due.
+//! The steps of a job are `super::pipeline`'s.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redb::ReadableTable;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use uuid::Uuid;
+
+use super::pipeline::{self, Worker};
+use crate::error::Result;
+use crate::store::records::KbEntry;
+use crate::store::{self, now_ms, tables, Store};
+
+/// A due job: the organization of its entry (nil when the entry is gone) and the entry id.
+type Due = (Uuid, u64);
+
+/// Starts the scheduler; it ends at the worker's stop, aborting the runs in progress (each is
+/// resumed from its stored status at the next start).
+pub fn spawn(store: Store, worker: Worker) -> tokio::task::JoinHandle<()> {
+    let mut stop = worker.stop.clone();
+    tokio::spawn(async move {
+        let mut scheduler = Scheduler::new(store.clone(), worker);
+        while !stop.requested() {
+            let wait = match scheduler.pass().await {
+                Ok(wait) => wait,
+                Err(e) => {
+                    tracing::error!(error = %e, "ingestion queue scan failed; retrying");
+                    Some(Duration::from_secs(1))
+                }
+            };
+            let wait = async {
+                match wait {
+                    Some(d) => {
+                        let _ = tokio::time::timeout(d, store.jobs_notify.notified()).await;
+                    }
+                    None => store.jobs_notify.notified().await,
+                }
+            };
+            tokio::select! {
+                _ = wait => {}
+                _ = stop.wait() => break,
+            }
+        }
+        scheduler.runs.shutdown().await;
+    })
+}
+
+struct Scheduler {
+    store: Store,
+    worker: Arc<Worker>,
+    slots: Arc<Semaphore>,
+    /// Entry ids of the jobs running now.
+    running: Arc<Mutex<HashSet<u64>>>,
+    runs: JoinSet<()>,
+    /// Passes so far: which organization goes first.
+    turn: usize,
+}
+
+impl Scheduler {
+    fn new(store: Store, worker: Worker) -> Scheduler {
+        let slots = Arc::new(Semaphore::new(worker.concurrency));
+        let (running, runs) = (Arc::default(), JoinSet::new());
+        Scheduler { store, worker: Arc::new(worker), slots, running, runs, turn: 0 }
+    }
+
+    /// Starts the due jobs that get a slot; answers how long until the next job is due (`None`:
+    /// wait for a wake-up, from a job that ends or a new entry).
+    async fn pass(&mut self) -> Result<Option<Duration>> {
+        while self.runs.try_join_next().is_some() {}
+        let now = now_ms();
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (due, next) = self.store.read_scan(move |txn| due_jobs(txn, now, &running)).await?;
+        self.turn = self.turn.wrapping_add(1);
+        for id in in_turn(due, self.turn) {
+            let Ok(slot) = self.slots.clone().try_acquire_owned() else { return Ok(None) };
+            self.start(id, slot);
+        }
+        Ok(next.map(|at| Duration::from_millis((at - now).max(1) as u64)))
+    }
+
+    fn start(&mut self, id: u64, slot: tokio::sync::OwnedSemaphorePermit) {
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+        let (store, worker, running) = (self.store.clone(), self.worker.clone(), self.running.clone());
+        self.runs.spawn(async move {
+            if let Err(e) = pipeline::run_or_retry(&store, &worker, id).await {
+                tracing::error!(entry = id, error = %e, "ingestion job failed; it is retried at the next pass");
+            }
+            running.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            drop(slot);
+            store.jobs_notify.notify_one();
+        });
+    }
+}
+
+/// The due jobs not in `running`, with their organizations, and when the first job not yet
+/// due is due (ms since the epoch).
+fn due_jobs(txn: &redb::ReadTransaction, now: i64, running: &HashSet<u64>) -> Result<(Vec<Due>, Option<i64>)> {
+    let (jobs, entries) = (txn.open_table(tables::KBID_JOB)?, txn.open_table(tables::KBID_ENTRY)?);
+    let (mut due, mut next) = (Vec::new(), None::<i64>);
+    for row in jobs.iter()? {
+        let (id, (_, not_before)) = row.map(|(k, v)| (k.value(), v.value()))?;
+        if not_before > now {
+            next = Some(next.map_or(not_before, |n| n.min(not_before)));
+        } else if !running.contains(&id) {
+            let org = store::get::<u64, KbEntry, _>(&entries, id)?.map_or(Uuid::nil(), |e| e.org);
+            due.push((org, id));
+        }
+    }
+    Ok((due, next))
+}
+
+/// Orders `due` (in id order) by organization in turn: the first job of each organization,
+/// then the second of each, …; the organizations taken in id order, rotated by `turn`.
+fn in_turn(due: Vec<Due>, turn: usize) -> Vec<u64> {
+    let mut by_org: BTreeMap<Uuid, VecDeque<u64>> = BTreeMap::new();
+    for (org, id) in due {
+        by_org.entry(org).or_default().push_back(id);
+    }
+    let mut queues: VecDeque<VecDeque<u64>> = by_org.into_values().collect();
+    if !queues.is_empty() {
+        let first = turn % queues.len();
+        queues.rotate_left(first);
+    }
+    let mut order = Vec::new();
+    while let Some(mut queue) = queues.pop_front() {
+        if let Some(id) = queue.pop_front() {
+            order.push(id);
+            queues.push_back(queue);
+        }
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn org(n: u128) -> Uuid {
+        Uuid::from_u128(n)
+    }
+
+    #[test]
+    fn organizations_take_turns_whatever_their_queue_length() {
+        let mut due: Vec<Due> = (1..=64).map(|id| (org(1), id)).collect();
+        due.push((org(2), 100));
+        due.push((org(2), 101));
+        let order = in_turn(due, 0);
+        assert_eq!(&order[..4], &[1, 100, 2, 101]);
+        assert_eq!(order.len(), 66);
+    }
+
+    #[test]
+    fn the_first_organization_rotates_from_pass_to_pass() {
+        let due = vec![(org(1), 1), (org(2), 2), (org(3), 3)];
+        assert_eq!(in_turn(due.clone(), 0), vec![1, 2, 3]);
+        assert_eq!(in_turn(due.clone(), 1), vec![2, 3, 1]);
+        assert_eq!(in_turn(due, 5), vec![3, 1, 2]);
+    }
+
+    #[test]
+    fn nothing_due_is_nothing_to_run() {
+        assert!(in_turn(Vec::new(), 3).is_empty());
+    }
+}
