@@ -104,10 +104,8 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let reindex = search::indexer::spawn(store.clone(), search.clone(), rebuild, ops.stopper.stop());
     let fetcher = ingest::fetch::Fetcher::new(config.allow_private_urls, config.max_fetch_bytes)?;
     let refresh_ms = (config.kb_refresh_interval as i64).saturating_mul(1000);
-    let limits = ingest::sandbox::Limits {
-        memory_mib: config.extract_memory_mib,
-        cpu_seconds: config.extract_cpu_seconds,
-    };
+    let limits =
+        ingest::sandbox::Limits { memory_mib: config.extract_memory_mib, cpu_seconds: config.extract_cpu_seconds };
     let sandbox = ingest::sandbox::Sandbox::new(limits)?;
     let concurrency = config.ingest_concurrency;
     let worker = ingest::pipeline::Worker { fetcher, sandbox, refresh_ms, concurrency, stop: ops.stopper.stop() };

@@ -29,17 +29,16 @@ fn check_with_limit(bytes: &[u8], limit: u64) -> Result<(), String> {
     let mut total = 0u64;
     for i in 0..zip.len() {
         let mut member = zip.by_index(i).map_err(|e| unreadable(&e))?;
-        let declared = member.size();
+        let (declared, name) = (member.size(), member.name().map(|n| n.into_owned()).unwrap_or_default());
         let left = limit - total;
-        let inflated = std::io::copy(&mut (&mut member).take(left + 1), &mut std::io::sink())
-            .map_err(|e| unreadable(&e))?;
+        let inflated =
+            std::io::copy(&mut (&mut member).take(left + 1), &mut std::io::sink()).map_err(|e| unreadable(&e))?;
         if inflated > left {
             return Err(format!("the archive inflates to more than {} MiB", limit >> 20));
         }
         if inflated != declared {
             return Err(format!(
-                "the archive is inconsistent: member {:?} declares {declared} bytes but holds {inflated}",
-                member.name()
+                "the archive is inconsistent: member {name:?} declares {declared} bytes but holds {inflated}"
             ));
         }
         total += inflated;

@@ -49,8 +49,8 @@ pub fn extract(format: Format, bytes: &[u8]) -> Result<Extracted, String> {
     let chars = extracted.text.chars().count();
     if chars > MAX_TEXT_CHARS {
         return Err(format!(
-            "the document holds {chars} characters of text, more than the {MAX_TEXT_CHARS} of one entry; \
-             split it into smaller files"
+            "the document holds {chars} characters of text, more than the {MAX_TEXT_CHARS} characters \
+             one entry may hold; split it into smaller files"
         ));
     }
     if extracted.text.trim().is_empty() {
@@ -322,7 +322,7 @@ mod tests {
     fn text_past_the_entry_limit_is_refused() {
         let long = "word ".repeat(MAX_TEXT_CHARS / 5 + 1);
         let err = extract(Format::Text, long.as_bytes()).unwrap_err();
-        assert!(err.contains("more than the 2000000 characters of one entry"), "{err}");
+        assert!(err.contains("more than the 2000000 characters one entry may hold"), "{err}");
     }
 
     #[test]

@@ -84,7 +84,7 @@ pub async fn run_or_retry(store: &Store, worker: &Worker, entry: u64) -> Result<
             tracing::error!(entry, "ingestion job interrupted {MAX_ATTEMPTS} times; giving up");
             let message = format!(
                 "processing was interrupted {MAX_ATTEMPTS} times (the server stopped while working on it); \
-                 delete the entry, or upload the document again"
+                 delete the entry, or add the document again"
             );
             return fail(store, entry, None, message).await;
         }

@@ -77,15 +77,24 @@ pub struct Page {
     pub content_type: &'static str,
     pub body: Vec<u8>,
     pub location: Option<String>,
+    /// Time the server waits before it answers.
+    pub delay: std::time::Duration,
 }
 
 impl Page {
     pub fn html(body: &str) -> Page {
-        Page { status: 200, content_type: "text/html; charset=utf-8", body: body.as_bytes().to_vec(), location: None }
+        let body = body.as_bytes().to_vec();
+        Page { status: 200, content_type: "text/html; charset=utf-8", body, location: None, delay: Default::default() }
     }
 
     pub fn redirect(to: &str) -> Page {
-        Page { status: 301, content_type: "text/plain", body: Vec::new(), location: Some(to.to_string()) }
+        let location = Some(to.to_string());
+        Page { status: 301, content_type: "text/plain", body: Vec::new(), location, delay: Default::default() }
+    }
+
+    /// The same page, answered only after `delay`.
+    pub fn delayed(self, delay: std::time::Duration) -> Page {
+        Page { delay, ..self }
     }
 }
 
@@ -121,7 +130,9 @@ pub async fn web_server_shared(pages: Pages) -> String {
                     content_type: "text/plain",
                     body: b"not found".to_vec(),
                     location: None,
+                    delay: Default::default(),
                 });
+                tokio::time::sleep(page.delay).await;
                 let location = page.location.map(|l| format!("Location: {l}\r\n")).unwrap_or_default();
                 let header = format!(
                     "HTTP/1.1 {} X\r\nContent-Type: {}\r\nContent-Length: {}\r\n{location}Connection: close\r\n\r\n",

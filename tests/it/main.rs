@@ -18,6 +18,7 @@ mod health;
 mod heavy_work;
 mod history;
 mod hosted_tools;
+mod hostile;
 mod ingest;
 mod insights;
 mod invites;

@@ -11,7 +11,8 @@
 //! parsing does not.
 //!
 //! The child runs under these limits:
-//! - rlimits, set between `fork` and `exec`: address space ([`Limits::memory_mib`], 1 GiB by
+//! - death with the server (`PR_SET_PDEATHSIG`), and rlimits, set between `fork` and `exec`:
+//!   address space ([`Limits::memory_mib`], 1 GiB by
 //!   default), CPU time ([`Limits::cpu_seconds`], 120 s: `SIGXCPU`, then `SIGKILL` a second
 //!   later), main-thread stack (8 MiB, whatever the server's own limit), no core files, no
 //!   files written, 16 descriptors;
@@ -78,7 +79,12 @@ impl Sandbox {
     /// be found.
     pub fn new(limits: Limits) -> Result<Sandbox, String> {
         let program = std::env::current_exe().map_err(|e| format!("cannot find the replicad binary: {e}"))?;
-        Ok(Sandbox { program, limits })
+        Ok(Sandbox::at(program, limits))
+    }
+
+    /// A sandbox running `program`, a replicad binary (benchmarks and tools that are not it).
+    pub fn at(program: PathBuf, limits: Limits) -> Sandbox {
+        Sandbox { program, limits }
     }
 
     /// Extracts the text of `bytes` in `format` in a child process. `what` names the document
@@ -123,11 +129,11 @@ impl Sandbox {
         let mut cmd = tokio::process::Command::new(&self.program);
         cmd.arg(SUBCOMMAND).arg(format.info().name);
         cmd.env_clear().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-        let limits = self.limits;
-        // SAFETY: the closure runs between fork and exec and calls only setrlimit, which is
-        // async-signal-safe; it allocates nothing.
+        let (limits, server) = (self.limits, std::process::id() as libc::pid_t);
+        // SAFETY: the closure runs between fork and exec and calls only prctl, getppid and
+        // setrlimit, which are async-signal-safe; it allocates nothing.
         unsafe {
-            cmd.pre_exec(move || set_limits(limits));
+            cmd.pre_exec(move || prepare_child(limits, server));
         }
         cmd
     }
@@ -182,8 +188,20 @@ async fn read_capped(pipe: Option<impl tokio::io::AsyncRead + Unpin>, cap: u64, 
     out
 }
 
-/// The child's rlimits (see the module doc). Runs between fork and exec.
-fn set_limits(limits: Limits) -> std::io::Result<()> {
+/// Runs in the child between fork and exec: it dies with the server (`PR_SET_PDEATHSIG`, so a
+/// `kill -9` of the server leaves no extraction running), and gets its rlimits (see the
+/// module doc).
+fn prepare_child(limits: Limits, server: libc::pid_t) -> std::io::Result<()> {
+    // SAFETY: plain system calls.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::getppid() != server {
+            // The server died between fork and prctl.
+            libc::_exit(1);
+        }
+    }
     let memory = limits.memory_mib.saturating_mul(1 << 20);
     set(libc::RLIMIT_AS, memory, memory)?;
     set(libc::RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 1)?;
