@@ -29,11 +29,23 @@ pub fn pdf(lines: &[&str]) -> Vec<u8> {
     let content = Content { operations: ops };
     let content_id = doc.add_object(Stream::new(dictionary! {}, content.encode().expect("pdf content")));
     let page_id = doc.add_object(dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => content_id });
+    finish_pdf(doc, pages_id, page_id, resources_id.into())
+}
+
+/// Saves `doc` with its one page `page_id` under the page tree `pages_id` (A4, `resources`
+/// inherited by the page).
+pub fn finish_pdf(
+    mut doc: lopdf::Document,
+    pages_id: lopdf::ObjectId,
+    page_id: lopdf::ObjectId,
+    resources: lopdf::Object,
+) -> Vec<u8> {
+    use lopdf::{dictionary, Object};
     let pages = dictionary! {
         "Type" => "Pages",
         "Kids" => vec![page_id.into()],
         "Count" => 1,
-        "Resources" => resources_id,
+        "Resources" => resources,
         "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
     };
     doc.objects.insert(pages_id, Object::Dictionary(pages));

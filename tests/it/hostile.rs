@@ -35,20 +35,9 @@ fn self_drawing_pdf() -> Vec<u8> {
     );
     doc.objects.insert(form_id, Object::Stream(form));
     let content_id = doc.add_object(Stream::new(dictionary! {}, b"/Fm0 Do".to_vec()));
+    let page_id = doc.add_object(dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => content_id });
     let resources = dictionary! { "XObject" => dictionary! { "Fm0" => form_id } };
-    let page_id = doc.add_object(
-        dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => content_id, "Resources" => resources },
-    );
-    let pages = dictionary! {
-        "Type" => "Pages", "Kids" => vec![page_id.into()], "Count" => 1,
-        "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
-    };
-    doc.objects.insert(pages_id, Object::Dictionary(pages));
-    let catalog_id = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });
-    doc.trailer.set("Root", catalog_id);
-    let mut out = Vec::new();
-    doc.save_to(&mut out).expect("pdf save");
-    out
+    fixtures::finish_pdf(doc, pages_id, page_id, resources.into())
 }
 
 /// A one-page PDF whose compressed content stream shows `mib` MiB of text.
