@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Converts a subset of the Flask 3.0.3 documentation (reStructuredText, from the PyPI sdist
-`flask-3.0.3.tar.gz`, directory `docs/`) to Markdown, one file per page, in this directory.
+`flask-3.0.3.tar.gz`, directory `docs/`) to Markdown, one file per page, in docs/ beside this script.
 See README.md for what is changed.
 
 Usage: python3 tests/answers/heldout/flask/convert.py /path/to/flask-3.0.3/docs
@@ -9,7 +9,7 @@ import os
 import re
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs")
 PAGES = [
     "installation", "quickstart", "templating", "testing", "errorhandling", "debugging",
     "logging", "config", "signals", "views", "appcontext", "reqcontext", "blueprints",

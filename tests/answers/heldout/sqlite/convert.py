@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Converts a subset of the SQLite 3.40.1 documentation (HTML, Debian package `sqlite3-doc`,
-/usr/share/doc/sqlite3/*.html) to Markdown, one file per page, in this directory.
+/usr/share/doc/sqlite3/*.html) to Markdown, one file per page, in docs/ beside this script.
 See README.md for what is changed.
 
 Usage: python3 tests/answers/heldout/sqlite/convert.py /path/to/usr/share/doc/sqlite3
@@ -10,7 +10,7 @@ import os
 import re
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "docs")
 PAGES = ["whentouse", "quirks", "datatype3", "autoinc", "foreignkeys", "lang_transaction", "wal", "cli"]
 HEADINGS = {"h1": 2, "h2": 3, "h3": 4, "h4": 5}
 SKIPPED = {"script", "style", "svg", "head"}
