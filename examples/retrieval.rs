@@ -6,6 +6,7 @@
 //! cargo run --release --example retrieval -- eval --misses   # … and the questions missed at 5
 //! cargo run --release --example retrieval -- bench 10000     # ingest MB/s; search p50/p99 at ≥10k chunks
 //! cargo run --release --example retrieval -- bench 10000 --tenants 10   # … the chunks spread over 10 replicas
+//! cargo run --release --example retrieval -- sections --set heldout  # right section: BM25 vs SQLite FTS5
 //! ```
 //!
 //! `eval` indexes `data/sample/python-tutorial` as the demo does and asks every question of
@@ -20,11 +21,27 @@
 //! own statistics) and, interleaved in the same run, of the former whole-index scoring.
 //! `--tenants T` spreads the entries round robin over T replicas of T organizations (one
 //! index, as served) and asks the first, which then holds about 1/T of the chunks.
+//!
+//! `sections` asks the answerable questions of a labelled answer set (`--set dev`, the default,
+//! or `--set heldout`; see `examples/common/labelled.rs`), each corpus indexed as `answers`
+//! does, and ranks the chunks two ways: the index as served (BM25), and SQLite FTS5 over the
+//! very same chunks (`tests/answers/fts5.py`, run with `python3`: bm25 over title and text,
+//! porter stemming, the question's words OR-ed). A chunk is relevant when its heading path ends
+//! with an expected section. recall@5: share of questions with a relevant chunk in the top 5;
+//! MRR: mean reciprocal rank of the first relevant chunk in the top 10 (0 when none). Rows as in
+//! `answers`: per corpus, split, question kind and phrasing.
 
-use std::path::{Path, PathBuf};
+#[path = "common/labelled.rs"]
+mod labelled;
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
 
+use labelled::root;
 use redb::ReadableTableMetadata as _;
 use replicad::search::{indexer, Scoring, Search};
 use replicad::service::knowledge::{self, Limits, NewEntry};
@@ -34,10 +51,6 @@ use uuid::Uuid;
 
 const CORPUS: &str = "data/sample/python-tutorial";
 const QUESTIONS: &str = "tests/retrieval/questions.json";
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn normalize(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -150,6 +163,66 @@ async fn eval(show_misses: bool) {
     );
 }
 
+/// How deep the rankings of `sections` go (MRR@10).
+const DEPTH: usize = 10;
+
+/// Per question of `questions`, the indexes in `chunks` of its best [`DEPTH`] chunks by SQLite
+/// FTS5 (`tests/answers/fts5.py`).
+fn fts5(chunks: &[Chunk], questions: &[&labelled::Question]) -> Vec<Vec<usize>> {
+    let chunks: Vec<(&str, &str)> = chunks.iter().map(|c| (c.title.as_str(), c.text.as_str())).collect();
+    let questions: Vec<&str> = questions.iter().map(|q| q.question.as_str()).collect();
+    let request = serde_json::json!({ "chunks": chunks, "questions": questions, "depth": DEPTH });
+    let mut child = Command::new("python3")
+        .arg(root().join("tests/answers/fts5.py"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    child.stdin.take().expect("stdin").write_all(request.to_string().as_bytes()).expect("write to fts5.py");
+    let out = child.wait_with_output().expect("fts5.py");
+    assert!(out.status.success(), "fts5.py failed");
+    serde_json::from_slice(&out.stdout).expect("fts5.py JSON")
+}
+
+/// recall@5 and MRR sums of one group, per ranking (BM25, FTS5).
+#[derive(Default)]
+struct Ranks {
+    questions: usize,
+    at5: [usize; 2],
+    reciprocal: [f64; 2],
+}
+
+async fn sections(args: &[String]) {
+    let labelled = labelled::load(args);
+    let mut tallies: BTreeMap<String, Ranks> = BTreeMap::new();
+    for (name, dir) in &labelled.corpora {
+        let kb = labelled::Kb::open(dir).await;
+        let chunks = kb.chunks().await;
+        let questions: Vec<&labelled::Question> =
+            labelled.questions.iter().filter(|q| &q.corpus == name && q.answerable()).collect();
+        for (q, fts) in questions.iter().zip(fts5(&chunks, &questions)) {
+            let hits = kb.search.search(kb.replica, &q.question, DEPTH).expect("search");
+            let bm25 = kb.titles(hits.iter().map(|h| (h.entry, h.chunk)).collect()).await;
+            let fts: Vec<&str> = fts.iter().map(|&i| chunks[i].title.as_str()).collect();
+            let ranks = [bm25.iter().position(|t| q.expects(t)), fts.iter().position(|t| q.expects(t))];
+            for group in q.groups() {
+                let t = tallies.entry(group).or_default();
+                t.questions += 1;
+                for (i, rank) in ranks.iter().enumerate() {
+                    t.at5[i] += usize::from(rank.is_some_and(|r| r < 5));
+                    t.reciprocal[i] += rank.map_or(0.0, |r| 1.0 / (r + 1) as f64);
+                }
+            }
+        }
+    }
+    println!("{:<20} {:>4} {:>9} {:>8} {:>9} {:>8}", "group", "ans", "BM25 r@5", "BM25 MRR", "FTS5 r@5", "FTS5 MRR");
+    for (name, t) in &tallies {
+        let n = t.questions as f64;
+        let (r, m) = (t.at5.map(|x| x as f64 / n), t.reciprocal.map(|x| x / n));
+        println!("{name:<20} {:>4} {:>9.3} {:>8.3} {:>9.3} {:>8.3}", t.questions, r[0], m[0], r[1], m[1]);
+    }
+}
+
 /// Replaces every 7th word with a numbered variant so copies grow the vocabulary like real
 /// documents would, instead of repeating one document's terms.
 fn vary(text: &str, copy: usize) -> String {
@@ -231,10 +304,13 @@ async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("eval") => eval(args.iter().any(|a| a == "--misses")).await,
+        Some("sections") => sections(&args).await,
         Some("bench") => {
             let tenants = args.iter().position(|a| a == "--tenants").and_then(|i| args.get(i + 1)?.parse().ok());
             bench(args.get(1).and_then(|n| n.parse().ok()).unwrap_or(10_000), tenants.unwrap_or(1)).await
         }
-        _ => eprintln!("usage: retrieval eval [--misses] | retrieval bench [MIN_CHUNKS] [--tenants T]"),
+        _ => eprintln!(
+            "usage: retrieval eval [--misses] | retrieval bench [MIN_CHUNKS] [--tenants T] | retrieval sections [--set dev|heldout]"
+        ),
     }
 }

@@ -1,0 +1,136 @@
+//! The labelled answer sets, shared by `examples/answers.rs` and `examples/retrieval.rs`
+//! (`#[path]`-included; each uses a part): `--set dev` (the default) is
+//! `tests/answers/questions.json`, the set the generator was tuned on; `--set heldout` is
+//! `tests/answers/heldout/questions.json`, documentation nobody tuned for (issue 36), frozen.
+//! Both are checked by `tests/answers/check.py`.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use replicad::search::{indexer, Search};
+use replicad::service::knowledge::{self, Limits, NewEntry};
+use replicad::store::records::Chunk;
+use replicad::store::{self, codec, tables, Store};
+use serde::Deserialize;
+use uuid::Uuid;
+
+#[derive(Deserialize)]
+pub struct Labelled {
+    pub corpora: BTreeMap<String, String>,
+    pub questions: Vec<Question>,
+}
+
+#[derive(Deserialize)]
+pub struct Question {
+    pub id: String,
+    pub corpus: String,
+    pub split: String,
+    pub kind: String,
+    pub question: String,
+    #[serde(default)]
+    pub sections: Vec<String>,
+    #[serde(default)]
+    pub keys: Vec<String>,
+    /// `lexical` or `paraphrase` (the held-out set only).
+    #[serde(default)]
+    pub phrasing: Option<String>,
+}
+
+impl Question {
+    pub fn answerable(&self) -> bool {
+        self.kind != "unanswerable"
+    }
+
+    /// Whether a source or chunk titled `title` (its heading path) is one of the expected sections.
+    pub fn expects(&self, title: &str) -> bool {
+        self.sections.iter().any(|s| title.ends_with(s.as_str()))
+    }
+
+    /// The groups the question is counted in: corpus and split, corpus, split, all, its kind and
+    /// its phrasing.
+    pub fn groups(&self) -> Vec<String> {
+        let (c, s) = (&self.corpus, &self.split);
+        let mut groups =
+            vec![format!("{c} {s}"), c.clone(), format!("all {s}"), "all".into(), format!("kind {}", self.kind)];
+        groups.extend(self.phrasing.iter().map(|p| format!("phrasing {p}")));
+        groups
+    }
+}
+
+/// The set named by `--set` in `args`: `dev` (default) or `heldout`.
+pub fn load(args: &[String]) -> Labelled {
+    let set = args.iter().position(|a| a == "--set").and_then(|i| args.get(i + 1)).map_or("dev", String::as_str);
+    let path = match set {
+        "dev" => "tests/answers/questions.json",
+        "heldout" => "tests/answers/heldout/questions.json",
+        other => panic!("--set {other}: expected dev or heldout"),
+    };
+    serde_json::from_str(&std::fs::read_to_string(root().join(path)).expect("questions")).expect("questions JSON")
+}
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One replica's knowledge base in a temporary directory: one entry per `.txt` or `.md` file of
+/// a corpus directory, as the demo does.
+pub struct Kb {
+    _dir: tempfile::TempDir,
+    pub store: Store,
+    pub search: Arc<Search>,
+    pub replica: Uuid,
+}
+
+impl Kb {
+    pub async fn open(corpus: &str) -> Kb {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path()).expect("store");
+        let search = Arc::new(Search::open(dir.path()).expect("index").0);
+        let (replica, org) = (Uuid::now_v7(), Uuid::now_v7());
+        let mut files: Vec<PathBuf> = std::fs::read_dir(root().join(corpus))
+            .expect("corpus")
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "txt" || x == "md"))
+            .collect();
+        files.sort();
+        for f in files {
+            let new = NewEntry::text(std::fs::read_to_string(&f).expect("read"), Some("en"));
+            knowledge::create(&store, org, replica, new, Limits::UNLIMITED).await.expect("create");
+        }
+        while indexer::apply_pending(&store, &search).await.expect("index") > 0 {}
+        Kb { _dir: dir, store, search, replica }
+    }
+
+    /// The titles (heading paths) of the chunks `keys`, in order.
+    pub async fn titles(&self, keys: Vec<(u64, u32)>) -> Vec<String> {
+        self.store
+            .read(move |txn| {
+                let chunks = txn.open_table(tables::KBCHUNK_CHUNK)?;
+                let mut out = Vec::new();
+                for &k in &keys {
+                    out.push(store::get::<(u64, u32), Chunk, _>(&chunks, k)?.map(|c| c.title).unwrap_or_default());
+                }
+                Ok(out)
+            })
+            .await
+            .expect("chunk titles")
+    }
+
+    /// Every chunk of the knowledge base (there is one replica).
+    pub async fn chunks(&self) -> Vec<Chunk> {
+        self.store
+            .read(|txn| {
+                use redb::ReadableTable as _;
+                let mut out = Vec::new();
+                for row in txn.open_table(tables::KBCHUNK_CHUNK)?.iter()? {
+                    out.push(codec::decode(row?.1.value())?);
+                }
+                Ok(out)
+            })
+            .await
+            .expect("chunks")
+    }
+}
