@@ -9,8 +9,8 @@
 //! the rows at start and resumes each entry from its stored status.
 //!
 //! Every run of a job is counted in its row before it starts ([`claim`]), and the count is
-//! kept when the run fails or is interrupted: a job whose runs were cut short
-//! [`MAX_ATTEMPTS`] times (a crash, a `kill -9`, a stop while it worked) ends `UNPROCESSABLE`
+//! kept when the run fails or is cut short: a job whose runs were cut short [`MAX_ATTEMPTS`]
+//! times (a crash, a `kill -9`; a clean stop takes its count back: [`unclaim`]) ends `UNPROCESSABLE`
 //! instead of being tried forever, and `replicad check` lists the jobs already interrupted.
 //! Transient fetch failures are retried with backoff within the same count; anything else ends
 //! `UNPROCESSABLE` with the reason in `error.message`. Documents are parsed only in the
@@ -71,6 +71,17 @@ async fn claim(store: &Store, id: u64) -> Result<Claim> {
             Ok(Claim::Run(attempts))
         })
         .await
+}
+
+/// Takes back the count of a run of each job of `ids` (runs aborted by a stop, not cut short
+/// by a crash).
+pub fn unclaim(txn: &redb::WriteTransaction, ids: &[u64]) -> Result<()> {
+    let mut jobs = txn.open_table(tables::KBID_JOB)?;
+    for &id in ids {
+        let Some((attempts, not_before)) = jobs.get(id)?.map(|v| v.value()) else { continue };
+        jobs.insert(id, (attempts.saturating_sub(1), not_before))?;
+    }
+    Ok(())
 }
 
 /// Runs job `entry` once (see [`claim`]); an error (not an entry failure: those end

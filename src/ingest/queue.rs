@@ -7,6 +7,7 @@
 //! slot is free (`--ingest-concurrency`); each holds its own slot until its run ends, so one
 //! slow page or document holds only that slot. A job that ends wakes the scheduler
 //! (`Store::jobs_notify`, as do new entries); otherwise it sleeps until the next job is due.
+//! At a stop, the runs in progress are aborted and their counts taken back.
 //! The steps of a job are `super::pipeline`'s.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -53,7 +54,7 @@ pub fn spawn(store: Store, worker: Worker) -> tokio::task::JoinHandle<()> {
                 _ = stop.wait() => break,
             }
         }
-        scheduler.runs.shutdown().await;
+        scheduler.stop().await;
     })
 }
 
@@ -88,6 +89,19 @@ impl Scheduler {
             self.start(id, slot);
         }
         Ok(next.map(|at| Duration::from_millis((at - now).max(1) as u64)))
+    }
+
+    /// Aborts the runs in progress and takes back their counts: a stop is not a crash (see
+    /// `pipeline::MAX_ATTEMPTS`). Their jobs resume at the next start.
+    async fn stop(&mut self) {
+        self.runs.shutdown().await;
+        let running: Vec<u64> = self.running.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
+        if running.is_empty() {
+            return;
+        }
+        if let Err(e) = self.store.write(move |txn| pipeline::unclaim(txn, &running)).await {
+            tracing::warn!(error = %e, "the runs stopped were not uncounted; they count as interrupted");
+        }
     }
 
     fn start(&mut self, id: u64, slot: tokio::sync::OwnedSemaphorePermit) {

@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 pub struct Ops {
     /// Stops the background tasks at shutdown ([`shutdown::finish`]).
     pub stopper: shutdown::Stopper,
-    /// The ingestion worker (`ingest::pipeline`), once started; taken at shutdown.
+    /// The ingestion queue (`ingest::queue`), once started; taken at shutdown.
     ingest: Mutex<Option<JoinHandle<()>>>,
 }
 

@@ -300,3 +300,20 @@ async fn one_organizations_queue_does_not_hold_another_organizations_upload() {
     assert_eq!(entry["status"], json!("NEW"), "the slow page settled before the other upload: {entry}");
     eprintln!("the other organization's upload was READY {:?} after the slow page was queued", started.elapsed());
 }
+
+#[tokio::test]
+async fn a_clean_stop_during_an_extraction_does_not_count_against_the_job() {
+    let flags = ["--extract-cpu-seconds", "600"];
+    let server = Server::start_with(&flags);
+    let org = server.new_org("Stop").await;
+    let replica = org.create_replica("kb").await;
+    let kb = org.upload(&replica, "slow.html", nested_html("div", 100_000).into_bytes()).await;
+    wait_child(server.pid()).await;
+    let (status, dir) = server.stop();
+    assert!(status.success(), "{status}");
+    let report: Value = serde_json::from_slice(&dir.cli(&["check"]).stdout).expect("JSON report");
+    assert_eq!(report["interrupted_jobs"], json!([]), "{report}");
+    let server = Server::start_in(dir, &flags);
+    let (s, entry) = org.at(&server).get(&format!("/v1/replicas/{replica}/knowledge-base/{kb}")).await;
+    assert_eq!((s, &entry["status"]), (StatusCode::OK, &json!("FILE_UPLOADED")), "{entry}");
+}
