@@ -41,8 +41,11 @@ error_codes! {
     InvalidQuery => 400, Some("INVALID_QUERY");
     /// A path parameter is malformed (e.g. `replicaUUID` is not a UUID).
     InvalidPath => 400, Some("INVALID_PATH_PARAMETER");
-    /// `X-USER-ID` / `X-USER-ID-TYPE` are incomplete or of an unknown type.
+    /// `X-USER-ID` / `X-USER-ID-TYPE` are incomplete, of an unknown type, sent more than once or
+    /// not visible ASCII.
     InvalidUserHeaders => 400, Some("INVALID_USER_HEADERS");
+    /// `X-ORGANIZATION-SECRET` or `Authorization` is sent more than once.
+    InvalidAuthHeaders => 400, Some("INVALID_AUTH_HEADERS");
     /// `X-API-Version` names no version this server speaks.
     UnsupportedApiVersion => 400, Some("UNSUPPORTED_API_VERSION");
     /// The invitation code has expired.
