@@ -47,7 +47,9 @@ async fn the_docs_page_renders_the_document_with_the_embedded_viewer() {
     let page = send(server.req(Method::GET, "/docs")).await;
     assert_eq!(page.status, StatusCode::OK);
     assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
-    assert!(page.text.contains("/v1/openapi.json") && page.text.contains("/docs/swagger-ui-bundle.js"));
+    assert!(page.text.contains("/docs/init.js") && page.text.contains("/docs/swagger-ui-bundle.js"));
+    let init = send(server.req(Method::GET, "/docs/init.js")).await;
+    assert!(init.text.contains("/v1/openapi.json"), "{}", init.text);
     // Raw bytes without decompression: the client asks for gzip itself.
     let raw = reqwest::Client::builder().no_gzip().build().unwrap();
     let js = raw.get(server.url("/docs/swagger-ui-bundle.js")).header("accept-encoding", "gzip").send().await.unwrap();
