@@ -69,6 +69,10 @@ pub struct Config {
     /// HTTP/2 preface, or headers too slowly is closed then; a request in flight is never cut.
     #[arg(long, env = "REPLICAD_HEADER_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub header_timeout: u64,
+    /// Longest pause in a request's body (`30s`, `1m`, seconds): a body of which nothing arrives
+    /// for this long is answered 408 `BODY_TIMEOUT` (a slow upload that keeps sending is fine).
+    #[arg(long, env = "REPLICAD_BODY_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub body_timeout: u64,
     /// Longest time a client may take to complete the TLS handshake (`10s`, seconds).
     #[arg(long, env = "REPLICAD_TLS_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub tls_handshake_timeout: u64,
@@ -157,6 +161,7 @@ impl Config {
             max_index_lag: 30,
             shutdown_grace: 10,
             header_timeout: 30,
+            body_timeout: 30,
             tls_handshake_timeout: 10,
             metrics_token: None,
             metrics_listen: None,

@@ -101,6 +101,8 @@ error_codes! {
     /// The organization key sent more requests than `--rate-limit-per-key` allows (see the
     /// `Retry-After` header).
     RateLimited => 429, Some("RATE_LIMITED");
+    /// Nothing of the request's body arrived for `--body-timeout`.
+    BodyTimeout => 408, Some("BODY_TIMEOUT");
     /// The (decompressed) body exceeds the size limit.
     PayloadTooLarge => 413, Some("PAYLOAD_TOO_LARGE");
     /// `Content-Type` is not JSON or `Content-Encoding` is not `gzip`.

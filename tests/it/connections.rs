@@ -6,6 +6,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
+use serde_json::json;
 
 use crate::common::fake_llm::{FakeLlm, Script};
 use crate::common::{Server, ZORBLAX_QUESTION};
@@ -57,8 +58,8 @@ fn frame_types(bytes: &[u8]) -> Vec<(u8, u32)> {
 fn silent_preface_only_and_idle_connections_are_closed_after_the_header_timeout() {
     let server = Server::start_with(&["--header-timeout", "1s"]);
     let opened = Instant::now();
-    let mut silent: Vec<TcpStream> = (0..50).map(|_| connect(&server, b"")).collect();
-    let mut preface: Vec<TcpStream> = (0..50).map(|_| connect(&server, H2_PREFACE)).collect();
+    let mut silent: Vec<TcpStream> = (0..100).map(|_| connect(&server, b"")).collect();
+    let mut preface: Vec<TcpStream> = (0..100).map(|_| connect(&server, H2_PREFACE)).collect();
     let mut partial = connect(&server, b"GET /healthz HTTP/1.1\r\nHost: x\r\n");
     let mut h1_idle = connect(&server, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
     let h2_stream = [H2_PREFACE, H2_GET].concat();
@@ -92,4 +93,25 @@ async fn a_request_in_flight_longer_than_the_header_timeout_is_not_cut() {
     let (status, body) = org.chat(&replica, ZORBLAX_QUESTION).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert!(body["content"].as_str().unwrap().contains("451"), "{body}");
+}
+
+#[tokio::test]
+async fn a_body_that_stalls_is_408_body_timeout_in_the_error_body() {
+    let server = Server::start_with(&["--body-timeout", "1s"]);
+    let org = server.new_org("Stall").await;
+    let head = format!(
+        "POST /v1/replicas HTTP/1.1\r\nHost: x\r\nX-ORGANIZATION-SECRET: {}\r\nContent-Type: application/json\r\n\
+         Content-Length: 100\r\n\r\n{{\"name\": ",
+        org.key
+    );
+    let sent = Instant::now();
+    let mut stream = connect(&server, head.as_bytes());
+    let answer = read_until_closed(&mut stream, sent + Duration::from_secs(15), "a stalled body");
+    let answer = String::from_utf8_lossy(&answer).to_string();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    let body: serde_json::Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap_or("")).unwrap();
+    assert_eq!((body["success"].clone(), body["error_code"].clone()), (json!(false), json!("BODY_TIMEOUT")), "{body}");
+    assert!(body["request_id"].is_string() && body["error"].as_str().unwrap().contains("--body-timeout"), "{body}");
+    assert!(sent.elapsed() >= Duration::from_millis(900), "answered before the timeout");
+    assert_eq!(org.get("/v1/replicas").await.0, StatusCode::OK);
 }
