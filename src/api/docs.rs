@@ -30,10 +30,11 @@ struct Asset {
 }
 
 /// The Content-Security-Policy of the docs page: its own scripts only (Swagger UI and
-/// `init.js`; no inline script, no eval), its own stylesheet plus the inline styles Swagger UI
-/// sets, images from itself and the `data:` icons of its stylesheet, requests to this server
-/// only (the document and "Try it out"), and never inside a frame.
-pub const DOCS_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+/// `init.js`; no inline script, no eval), its own stylesheet, images from itself and the `data:`
+/// icons of its stylesheet, requests to this server only (the document and "Try it out"), and
+/// never inside a frame. Checked in Chromium (`tests/it/openapi.rs`): the page renders and
+/// opens an operation without a violation.
+pub const DOCS_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
                             img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; \
                             frame-ancestors 'none'";
 
