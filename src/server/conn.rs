@@ -78,7 +78,7 @@ impl Drop for InFlight {
 }
 
 /// A response body that keeps its request counted in flight until it is sent or dropped.
-pub struct Tracked<B> {
+struct Tracked<B> {
     inner: B,
     _in_flight: InFlight,
 }
