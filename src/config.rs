@@ -75,6 +75,19 @@ pub struct Config {
     /// answers 503 (`30s`, `2m`, seconds).
     #[arg(long, env = "REPLICAD_MAX_INDEX_LAG", default_value = "30s", value_parser = parse_duration)]
     pub max_index_lag: u64,
+    /// Longest time a connection may go without a request in flight (`30s`, `1m`, seconds): from
+    /// its opening, or from the end of its last response, to the complete headers of its next
+    /// request (HTTP/1.1) or a new stream (HTTP/2). A connection that sends nothing, only the
+    /// HTTP/2 preface, or headers too slowly is closed then; a request in flight is never cut.
+    #[arg(long, env = "REPLICAD_HEADER_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub header_timeout: u64,
+    /// Longest pause in a request's body (`30s`, `1m`, seconds): a body of which nothing arrives
+    /// for this long is answered 408 `BODY_TIMEOUT` (a slow upload that keeps sending is fine).
+    #[arg(long, env = "REPLICAD_BODY_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub body_timeout: u64,
+    /// Longest time a client may take to complete the TLS handshake (`10s`, seconds).
+    #[arg(long, env = "REPLICAD_TLS_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub tls_handshake_timeout: u64,
     /// At SIGTERM/SIGINT, longest wait for in-flight requests, then for background tasks to
     /// reach a safe point (`10s`, `1m`, seconds). A second signal exits at once.
     #[arg(long, env = "REPLICAD_SHUTDOWN_GRACE", default_value = "10s", value_parser = parse_duration)]
@@ -162,6 +175,9 @@ impl Config {
             models: None,
             max_index_lag: 30,
             shutdown_grace: 10,
+            header_timeout: 30,
+            body_timeout: 30,
+            tls_handshake_timeout: 10,
             metrics_token: None,
             metrics_listen: None,
             rate_limit_per_key: None,

@@ -41,8 +41,11 @@ error_codes! {
     InvalidQuery => 400, Some("INVALID_QUERY");
     /// A path parameter is malformed (e.g. `replicaUUID` is not a UUID).
     InvalidPath => 400, Some("INVALID_PATH_PARAMETER");
-    /// `X-USER-ID` / `X-USER-ID-TYPE` are incomplete or of an unknown type.
+    /// `X-USER-ID` / `X-USER-ID-TYPE` are incomplete, of an unknown type, sent more than once or
+    /// not visible ASCII.
     InvalidUserHeaders => 400, Some("INVALID_USER_HEADERS");
+    /// `X-ORGANIZATION-SECRET` or `Authorization` is sent more than once.
+    InvalidAuthHeaders => 400, Some("INVALID_AUTH_HEADERS");
     /// `X-API-Version` names no version this server speaks.
     UnsupportedApiVersion => 400, Some("UNSUPPORTED_API_VERSION");
     /// The invitation code has expired.
@@ -98,6 +101,8 @@ error_codes! {
     /// The organization key sent more requests than `--rate-limit-per-key` allows (see the
     /// `Retry-After` header).
     RateLimited => 429, Some("RATE_LIMITED");
+    /// Nothing of the request's body arrived for `--body-timeout`.
+    BodyTimeout => 408, Some("BODY_TIMEOUT");
     /// The (decompressed) body exceeds the size limit.
     PayloadTooLarge => 413, Some("PAYLOAD_TOO_LARGE");
     /// `Content-Type` is not JSON or `Content-Encoding` is not `gzip`.

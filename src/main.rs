@@ -8,6 +8,7 @@ use replicad::backup::{restore, Progress};
 use replicad::cli::{Cli, Command, InvitesCommand};
 
 fn main() -> ExitCode {
+    replicad::store::private::restrict_umask();
     replicad::memory::configure();
     let cli = Cli::parse();
     if let Command::ExtractSandboxed { format } = &cli.command {

@@ -17,6 +17,7 @@ use crate::http::request::Req;
 use crate::http::response::Reply;
 
 const INDEX_HTML: &[u8] = include_bytes!("../../data/docs/index.html");
+const INIT_JS: &[u8] = include_bytes!("../../data/docs/init.js");
 const BUNDLE_JS: &[u8] = include_bytes!("../../data/docs/swagger-ui/swagger-ui-bundle.js");
 const UI_CSS: &[u8] = include_bytes!("../../data/docs/swagger-ui/swagger-ui.css");
 const LICENSE: &[u8] = include_bytes!("../../data/docs/swagger-ui/LICENSE");
@@ -28,8 +29,18 @@ struct Asset {
     gzipped: OnceLock<Bytes>,
 }
 
-static ASSETS: [(&str, Asset); 4] = [
+/// The Content-Security-Policy of the docs page: its own scripts only (Swagger UI and
+/// `init.js`; no inline script, no eval), its own stylesheet, images from itself and the `data:`
+/// icons of its stylesheet, requests to this server only (the document and "Try it out"), and
+/// never inside a frame. Checked in Chromium (`tests/it/openapi.rs`): the page renders and
+/// opens an operation without a violation.
+pub const DOCS_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+                            img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; \
+                            frame-ancestors 'none'";
+
+static ASSETS: [(&str, Asset); 5] = [
     ("index.html", Asset { bytes: INDEX_HTML, content_type: "text/html; charset=utf-8", gzipped: OnceLock::new() }),
+    ("init.js", Asset { bytes: INIT_JS, content_type: "text/javascript; charset=utf-8", gzipped: OnceLock::new() }),
     (
         "swagger-ui-bundle.js",
         Asset { bytes: BUNDLE_JS, content_type: "text/javascript; charset=utf-8", gzipped: OnceLock::new() },
@@ -95,7 +106,13 @@ fn serve(asset: &Asset, req: &Req) -> Result<Reply> {
     } else {
         Reply::raw(200, Bytes::from_static(asset.bytes), asset.content_type)
     };
-    Ok(reply.with_header("vary", "accept-encoding").with_header("cache-control", "public, max-age=3600"))
+    Ok(reply
+        .with_header("vary", "accept-encoding")
+        .with_header("cache-control", "public, max-age=3600")
+        .with_header("content-security-policy", DOCS_CSP)
+        .with_header("x-frame-options", "DENY")
+        .with_header("x-content-type-options", "nosniff")
+        .with_header("referrer-policy", "no-referrer"))
 }
 
 /// Whether one `Accept-Encoding` item (`gzip`, `gzip;q=0.5`, `*`) allows gzip.

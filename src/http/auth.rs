@@ -39,9 +39,10 @@ impl Caller {
     }
 }
 
-/// Authenticates for `access`: 401 `UNAUTHORIZED` without a valid key, 400 for incomplete user
-/// headers, 401 `USER_NOT_FOUND` for an unknown `id`/`email` user. Keys are looked up in
-/// `keys` (memory) before the store.
+/// Authenticates for `access`: 401 `UNAUTHORIZED` without a valid key, 400
+/// `INVALID_AUTH_HEADERS` for a key header sent more than once, 400 `INVALID_USER_HEADERS` for
+/// incomplete, repeated or non-ASCII user headers, 401 `USER_NOT_FOUND` for an unknown
+/// `id`/`email` user. Keys are looked up in `keys` (memory) before the store.
 pub async fn authenticate(
     store: &Store,
     keys: &orgs::KeyCache,
@@ -51,7 +52,7 @@ pub async fn authenticate(
     if access == Access::Public {
         return Ok(None);
     }
-    let key = api_key(headers)
+    let key = api_key(headers)?
         .ok_or_else(|| Error::new(Code::Unauthorized, "missing X-ORGANIZATION-SECRET (or Authorization: Bearer)"))?;
     let org = keys
         .by_api_key(store, &key)
@@ -70,21 +71,60 @@ pub async fn authenticate(
     Ok(Some(Caller { org, user }))
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|s| !s.is_empty())
+/// What a request sent for one header name.
+enum Sent<'a> {
+    /// Absent, or only whitespace.
+    Nothing,
+    /// One readable value, trimmed.
+    One(&'a str),
+    /// More than one value: which of two credentials would count is not ours to guess.
+    Repeated,
+    /// Not visible ASCII: a value the server cannot read must not read as "no value" (an
+    /// unreadable `X-USER-ID` would otherwise act as the owner, who sees every chat).
+    Unreadable,
 }
 
-fn api_key(headers: &HeaderMap) -> Option<String> {
-    if let Some(k) = header(headers, "x-organization-secret") {
-        return Some(k.to_string());
+fn sent<'a>(headers: &'a HeaderMap, name: &str) -> Sent<'a> {
+    let mut values = headers.get_all(name).iter();
+    let Some(value) = values.next() else { return Sent::Nothing };
+    if values.next().is_some() {
+        return Sent::Repeated;
     }
-    let auth = headers.get(AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = auth.trim().split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_string()).filter(|t| !t.is_empty())
+    match value.to_str().map(str::trim) {
+        Ok("") => Sent::Nothing,
+        Ok(text) => Sent::One(text),
+        Err(_) => Sent::Unreadable,
+    }
+}
+
+/// The organization key of `X-ORGANIZATION-SECRET`, else of `Authorization: Bearer`; `None`
+/// when absent or unreadable (it matches no key: 401 follows). A repeated header → 400.
+fn api_key(headers: &HeaderMap) -> Result<Option<String>> {
+    let value = |name: &str| match sent(headers, name) {
+        Sent::One(v) => Ok(Some(v)),
+        Sent::Nothing | Sent::Unreadable => Ok(None),
+        Sent::Repeated => Err(Error::new(Code::InvalidAuthHeaders, format!("{name} is sent more than once"))),
+    };
+    if let Some(k) = value("X-ORGANIZATION-SECRET")? {
+        return Ok(Some(k.to_string()));
+    }
+    let Some(auth) = value(AUTHORIZATION.as_str())? else { return Ok(None) };
+    let bearer = auth.split_once(' ').filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"));
+    Ok(bearer.map(|(_, token)| token.trim().to_string()).filter(|t| !t.is_empty()))
+}
+
+/// `X-USER-ID` / `X-USER-ID-TYPE`: absent → `None`; repeated or not visible ASCII → 400.
+fn user_header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>> {
+    match sent(headers, name) {
+        Sent::Nothing => Ok(None),
+        Sent::One(v) => Ok(Some(v)),
+        Sent::Repeated => Err(Error::new(Code::InvalidUserHeaders, format!("{name} is sent more than once"))),
+        Sent::Unreadable => Err(Error::new(Code::InvalidUserHeaders, format!("{name} is not visible ASCII"))),
+    }
 }
 
 async fn user_from_headers(store: &Store, org: &Org, headers: &HeaderMap) -> Result<Option<User>> {
-    let (id, kind) = match (header(headers, "x-user-id"), header(headers, "x-user-id-type")) {
+    let (id, kind) = match (user_header(headers, "X-USER-ID")?, user_header(headers, "X-USER-ID-TYPE")?) {
         (None, None) => return Ok(None),
         (Some(id), Some(kind)) => (id, kind),
         // DECISIONS.md "Auth": the id alone is of type `id` (what existing clients send).

@@ -120,17 +120,18 @@ async fn dispatch(
             }
         }
         // Operations without a request body ignore whatever body is sent (no 413/415 there).
+        let stall = std::time::Duration::from_secs(app.config.body_timeout);
         let body = match (&parts.method, route.body) {
             (&Method::GET | &Method::HEAD | &Method::DELETE, _) => Bytes::new(),
             (_, BodyKind::Json) => {
-                request::read_body(&parts.headers, &mut body, app.config.max_body_bytes, true).await?
+                request::read_body(&parts.headers, &mut body, app.config.max_body_bytes, true, stall).await?
             }
             (_, BodyKind::Raw) => {
                 // The signed URL's token is the credential: checked before the body is read.
                 let token = matched.params.iter().find(|(k, _)| k == "token").map_or("", |(_, v)| v.as_str());
                 let allowed = crate::service::uploads::admit(&app.store, token).await?;
                 let limit = usize::try_from(allowed).unwrap_or(usize::MAX).min(app.config.max_upload_bytes);
-                request::read_body(&parts.headers, &mut body, limit, false).await?
+                request::read_body(&parts.headers, &mut body, limit, false, stall).await?
             }
         };
         let req = Req {

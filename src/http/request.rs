@@ -111,7 +111,17 @@ pub fn parse_query(raw: Option<&str>) -> Vec<(String, String)> {
 /// compressed bytes, yielding to the runtime after a slice that inflated to more than 64 times
 /// its size: a worker is never held for more than one slice of a bomb (deflate inflates at most
 /// about 1,000:1, so 4 MiB). A panic in the decoder is answered as an internal error.
-pub async fn read_body(headers: &HeaderMap, body: &mut Incoming, limit: usize, json: bool) -> Result<Bytes> {
+///
+/// A body that stalls — nothing arrives for `stall` (`--body-timeout`) — is answered 408
+/// `BODY_TIMEOUT`: a client that sends headers and then holds its body back holds a request,
+/// and with it its connection, only that long.
+pub async fn read_body(
+    headers: &HeaderMap,
+    body: &mut Incoming,
+    limit: usize,
+    json: bool,
+    stall: std::time::Duration,
+) -> Result<Bytes> {
     let gzip = match headers.get(CONTENT_ENCODING).map(|v| v.to_str().unwrap_or("?").trim()) {
         None => false,
         Some(e) if e.eq_ignore_ascii_case("gzip") => true,
@@ -130,7 +140,11 @@ pub async fn read_body(headers: &HeaderMap, body: &mut Incoming, limit: usize, j
     let mut sink =
         if gzip { Sink::Gzip(Box::new(MultiGzDecoder::new(Capped::new(limit)))) } else { Sink::Plain(Vec::new()) };
     let mut read = 0usize;
-    while let Some(frame) = body.frame().await {
+    let stalled = || {
+        let secs = stall.as_secs();
+        Error::new(Code::BodyTimeout, format!("the body stalled: nothing of it arrived for {secs} s (--body-timeout)"))
+    };
+    while let Some(frame) = tokio::time::timeout(stall, body.frame()).await.map_err(|_| stalled())? {
         let frame = frame.map_err(|e| Error::new(Code::InvalidBody, format!("the body could not be read: {e}")))?;
         let Ok(data) = frame.into_data() else { continue }; // trailers
         if data.is_empty() {

@@ -5,7 +5,7 @@
 //! per-operation rows of [`operations`] with the body schemas of [`schemas`]. What each operation
 //! can answer is derived, not listed by hand: every operation can answer 400 (e.g. a bad
 //! `X-API-Version`) and 500; one with credentials 401; one with path parameters 404; one with a
-//! body 413 and 415; one that writes (any method but `GET`, and a `GET` taking user headers,
+//! body 408 (a stalled body), 413 and 415; one that writes (any method but `GET`, and a `GET` taking user headers,
 //! which makes a linked-account user on first contact) 507 when the server's disk is full;
 //! plus the success status and the row's extra statuses (409, 429).
 //!
@@ -122,7 +122,7 @@ pub fn statuses(route: &Route, op: &Op) -> BTreeSet<u16> {
         s.insert(404);
     }
     if op.body.is_some() {
-        s.extend([413, 415]);
+        s.extend([408, 413, 415]);
     }
     // A write, or a read whose user headers name a linked account seen for the first time
     // (the user is made then, `service::users::linked`).
@@ -196,6 +196,7 @@ fn error_description(status: u16) -> String {
         401 => "Missing or invalid credentials",
         404 => "Not found, or not accessible to the caller (never 403)",
         409 => "Conflict",
+        408 => "Nothing of the body arrived for the server's `--body-timeout` (default 30 s)",
         413 => "Body larger than the limit (measured after gzip decompression)",
         415 => "Content-Type not JSON or Content-Encoding not gzip",
         429 => {

@@ -23,8 +23,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto::Builder;
 use metrics::gauge;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use redb::ReadableTableMetadata;
@@ -159,12 +157,13 @@ pub fn spawn_listener(app: Arc<App>, listener: TcpListener) {
             };
             let app = app.clone();
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                let idle = Duration::from_secs(app.config.header_timeout);
+                let builder = crate::server::conn::builder(idle);
+                let answer = move |req: hyper::Request<hyper::body::Incoming>| {
                     let app = app.clone();
-                    async move { Ok::<_, std::convert::Infallible>(answer_listener(&app, &req).await) }
-                });
-                let builder = Builder::new(TokioExecutor::new());
-                let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+                    async move { answer_listener(&app, &req).await }
+                };
+                crate::server::conn::serve(&builder, stream, idle, None, answer).await;
             });
         }
     });

@@ -1,7 +1,7 @@
 //! HTTPS: `replicad serve --tls-cert PEM --tls-key PEM` serves TLS with rustls (ring provider),
 //! offering HTTP/2 and HTTP/1.1 by ALPN. The handshake runs inside each connection's own task
 //! (a slow or hostile client never blocks the accept loop) and is bounded by
-//! [`HANDSHAKE_TIMEOUT`].
+//! `--tls-handshake-timeout`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -12,9 +12,6 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
-
-/// Longest time a client may take to complete the TLS handshake.
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Loads the certificate chain and private key (PEM files) into an acceptor. Errors name the
 /// file at fault, for the operator.
@@ -34,10 +31,10 @@ pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, String> {
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
-/// The TLS handshake on `stream`, bounded by [`HANDSHAKE_TIMEOUT`]; `None` when it fails (logged
-/// at debug level: failed handshakes are the client's business).
-pub async fn handshake(acceptor: &TlsAcceptor, stream: TcpStream) -> Option<TlsStream<TcpStream>> {
-    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+/// The TLS handshake on `stream`, bounded by `timeout`; `None` when it fails (logged at debug
+/// level: failed handshakes are the client's business).
+pub async fn handshake(acceptor: &TlsAcceptor, stream: TcpStream, timeout: Duration) -> Option<TlsStream<TcpStream>> {
+    match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
         Ok(Ok(tls)) => Some(tls),
         Ok(Err(e)) => {
             tracing::debug!(error = %e, "TLS handshake failed");

@@ -116,8 +116,12 @@ impl MessengerBData {
 }
 
 impl MessengerAData {
-    /// `message_thread_id` > 0 and only in supergroups.
+    /// `message_id` > 0 (messengerA numbers a chat's messages from 1); `message_thread_id` > 0
+    /// and only in supergroups.
     pub fn validate(&self) -> Result<()> {
+        if self.message_id <= 0 {
+            return Err(Error::invalid("messengerA_data.message_id", "must be greater than 0"));
+        }
         if let Some(t) = self.message_thread_id {
             if t <= 0 {
                 return Err(Error::invalid("messengerA_data.message_thread_id", "must be greater than 0"));

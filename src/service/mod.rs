@@ -20,8 +20,14 @@ pub mod users;
 
 use crate::error::{Error, Result};
 
-/// Checks that `value` has between `min` and `max` characters (Unicode scalar values).
+/// Checks a text field the server stores: between `min` and `max` characters (Unicode scalar
+/// values), and no NUL character (U+0000), which no title, name or message has a use for and
+/// which many consumers of the text (C strings, PostgreSQL `text`, terminals) cut or refuse.
+/// The one check of every text field of the API (issue 31 point 9), so each refuses NUL alike.
 pub fn check_len(field: &str, value: &str, min: usize, max: usize) -> Result<()> {
+    if value.contains('\0') {
+        return Err(Error::invalid(field, "must not contain the NUL character (U+0000)"));
+    }
     let n = value.chars().count();
     if n < min {
         return Err(Error::invalid(field, format!("must have at least {min} character(s)")));
@@ -173,5 +179,7 @@ mod tests {
         assert!(check_len("n", "ééé", 1, 3).is_ok());
         assert!(check_len("n", "éééé", 1, 3).is_err());
         assert!(check_len("n", "", 1, 3).is_err());
+        let nul = check_len("title", "a\0b", 1, 3).unwrap_err();
+        assert_eq!(nul.message, "title: must not contain the NUL character (U+0000)");
     }
 }

@@ -24,6 +24,7 @@ pub mod kb;
 pub mod kb_order;
 pub mod kb_summary;
 pub mod migrate;
+pub mod private;
 pub mod records;
 pub mod replica_index;
 pub mod snapshot;
@@ -152,7 +153,7 @@ impl Store {
     /// [`Store::open`] refusing writes (507) while fewer than `min_free` bytes are free on the
     /// data directory's filesystem (`--min-free-space`).
     pub fn open_with(data_dir: &Path, min_free: u64) -> Result<Store, OpenError> {
-        std::fs::create_dir_all(data_dir).map_err(|e| OpenError::Other(e.to_string()))?;
+        private::private_dir(data_dir).map_err(|e| OpenError::Other(format!("{}: {e}", data_dir.display())))?;
         let path = data_dir.join(DB_FILE);
         let space = Arc::new(file::Space::new(data_dir, min_free));
         let handle = match handle::Handle::open(path.clone(), space) {

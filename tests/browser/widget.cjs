@@ -1,4 +1,5 @@
-// Drives Debian's headless Chromium through playwright-core for tests/it/embed.rs.
+// Drives Debian's headless Chromium through playwright-core for tests/it/embed.rs (the widget
+// and the web chat page) and tests/it/openapi.rs (the docs page).
 // Usage: node widget.cjs <config.json>; config: {chromium, modules, artifacts, scenario, ...}.
 // Prints one JSON line of observations on success; on failure prints the error, saves a
 // screenshot under `artifacts` and exits 1. Any Content-Security-Policy violation fails.
@@ -105,6 +106,18 @@ async function webPage(page, out) {
   out.page_after_reload = await messages(page);
 }
 
+// The docs page (/docs): Swagger UI renders the document's operations under the page's policy.
+async function docsPage(page, out) {
+  await page.goto(config.docs_url);
+  await page.locator(".opblock").first().waitFor({ timeout: WAIT });
+  out.docs_operations = await page.locator(".opblock").count();
+  // Open an operation with a body: its parameters, schemas and highlighted examples render too.
+  await page.locator(".opblock-post .opblock-summary").first().click();
+  await page.locator(".opblock-body .highlight-code, .opblock-body .microlight").first().waitFor({ timeout: WAIT });
+  out.docs_opened = await page.locator(".opblock.is-open").count();
+  out.docs_title = await page.locator(".info .title").first().innerText();
+}
+
 async function main() {
   const browser = await chromium.launch({ executablePath: config.chromium, args: FLAGS, headless: true });
   const context = await browser.newContext();
@@ -122,7 +135,7 @@ async function main() {
     }
   });
   const out = { violations, chat_answers };
-  const steps = { widget, refused, web_page: webPage };
+  const steps = { widget, refused, web_page: webPage, docs_page: docsPage };
   let step = "";
   try {
     for (step of config.steps) {

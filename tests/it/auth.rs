@@ -133,3 +133,44 @@ async fn the_api_version_is_checked_on_redeem_too() {
     let ok = send(server.req(Method::POST, &path).header("X-API-Version", "2025-03-25").json(&body)).await;
     assert_eq!(ok.status, StatusCode::OK, "the refused attempt did not use the code: {}", ok.text);
 }
+
+#[tokio::test]
+async fn a_non_ascii_user_id_is_400_and_never_acts_as_the_owner() {
+    let server = Server::start();
+    let org = server.new_org("Bytes").await;
+    let replica = org.create_replica("bytes").await;
+    let accented = reqwest::header::HeaderValue::from_bytes("Zoë".as_bytes()).unwrap();
+    let chats = format!("/v1/replicas/{replica}/chats");
+    for path in ["/v1/replicas", chats.as_str(), "/v1/users/me"] {
+        let r = send(org.req(Method::GET, path).header("X-USER-ID", accented.clone())).await;
+        assert_error(&r, StatusCode::BAD_REQUEST, Some("INVALID_USER_HEADERS"));
+        assert!(r.body["error"].as_str().unwrap().contains("X-USER-ID"), "{}", r.text);
+    }
+    let r = send(org.req(Method::GET, &chats).header("X-USER-ID", "x").header("X-USER-ID-TYPE", accented)).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, Some("INVALID_USER_HEADERS"));
+}
+
+#[tokio::test]
+async fn a_repeated_credential_or_user_header_is_400() {
+    let server = Server::start();
+    let org = server.new_org("Twice").await;
+    let id = org.create_user("Twice", "twice@example.org").await;
+    let twice_key = send(
+        server
+            .req(Method::GET, "/v1/replicas")
+            .header("X-ORGANIZATION-SECRET", &org.key)
+            .header("X-ORGANIZATION-SECRET", &org.key),
+    )
+    .await;
+    assert_error(&twice_key, StatusCode::BAD_REQUEST, Some("INVALID_AUTH_HEADERS"));
+    let twice_bearer = send(server.req(Method::GET, "/v1/replicas").bearer_auth(&org.key).bearer_auth(&org.key)).await;
+    assert_error(&twice_bearer, StatusCode::BAD_REQUEST, Some("INVALID_AUTH_HEADERS"));
+    for (name, value) in [("X-USER-ID", id.as_str()), ("X-USER-ID-TYPE", "id")] {
+        let rb = org.req(Method::GET, "/v1/users/me").header("X-USER-ID", &id).header("X-USER-ID-TYPE", "id");
+        let r = send(rb.header(name, value)).await;
+        assert_error(&r, StatusCode::BAD_REQUEST, Some("INVALID_USER_HEADERS"));
+        assert!(r.body["error"].as_str().unwrap().contains("more than once"), "{}", r.text);
+    }
+    let (s, v) = org.get_as("/v1/users/me", &user("id", &id)).await;
+    assert_eq!((s, v["id"].clone()), (StatusCode::OK, json!(id)));
+}

@@ -181,7 +181,7 @@ fn required_env(name: &str) -> String {
 }
 
 /// Runs `tests/browser/widget.cjs` with `config`; returns what it observed.
-fn drive_browser(mut config: Value) -> Value {
+pub(crate) fn drive_browser(mut config: Value) -> Value {
     config["chromium"] = json!(required_env("REPLICAD_TEST_CHROMIUM"));
     config["modules"] = json!(required_env("REPLICAD_TEST_BROWSER_MODULES"));
     config["artifacts"] = json!(concat!(env!("CARGO_MANIFEST_DIR"), "/target/test-artifacts"));

@@ -207,3 +207,33 @@ async fn a_success_body_carries_success_true() {
     assert!(r.header("content-type").is_some_and(|c| c.starts_with("application/json")));
     assert!(r.body["mediaGroups"].as_array().is_some_and(|g| !g.is_empty()), "{}", r.text);
 }
+
+#[tokio::test]
+async fn a_nul_character_in_a_title_a_name_or_a_message_is_400_naming_the_field() {
+    let server = Server::start();
+    let org = server.new_org("Nul").await;
+    let replica = org.create_replica("nul").await;
+    let kb = org.add_text(&replica, "Clean title", "Clean text about lighthouses.").await;
+    let mut named = replica_body("nul2", &org.owner_email);
+    named["name"] = json!("Bad\u{0}name");
+    let cases = [
+        (Method::POST, "/v1/replicas".to_string(), named, "name"),
+        (
+            Method::POST,
+            format!("/v1/replicas/{replica}/knowledge-base"),
+            json!({"text": "some text", "title": "a\u{0}b"}),
+            "title",
+        ),
+        (Method::POST, format!("/v1/replicas/{replica}/knowledge-base"), json!({"text": "te\u{0}xt"}), "text"),
+        (Method::PATCH, format!("/v1/replicas/{replica}/knowledge-base/{kb}"), json!({"title": "x\u{0}"}), "title"),
+        (Method::POST, format!("/v1/replicas/{replica}/chat/history"), json!({"content": "hi\u{0}"}), "content"),
+        (Method::POST, format!("/v1/replicas/{replica}/chat/completions"), json!({"content": "\u{0}why?"}), "content"),
+    ];
+    for (method, path, body, field) in cases {
+        let r = org.call(method.clone(), &path, Some(&body), &[]).await;
+        assert_error(&r, StatusCode::BAD_REQUEST, Some("VALIDATION_ERROR"));
+        let message = r.body["error"].as_str().unwrap();
+        assert!(message.starts_with(field) && message.contains("NUL"), "{method} {path}: {message}");
+    }
+    assert_eq!(org.history(&replica, "").await.len(), 0, "no message was stored");
+}

@@ -194,6 +194,8 @@ async fn messenger_a_data_is_validated() {
             }),
         ),
         ("extra field in data", with(&|d| d["colour"] = json!("red"))),
+        ("negative message_id", with(&|d| d["message_id"] = json!(-5))),
+        ("message_id 0", with(&|d| d["message_id"] = json!(0))),
         (
             "thread id 0",
             with(&|d| {

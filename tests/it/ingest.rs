@@ -334,3 +334,48 @@ async fn ingestion_resumes_after_kill_9_and_the_index_agrees_with_the_store() {
     assert_eq!(report["mismatched"], json!([]));
     assert_eq!(report["documents_in_index"], report["chunks_in_store"], "{report}");
 }
+
+/// A stand-in HTTP proxy on loopback that answers every request with a page; returns its URL
+/// and the number of connections it has accepted.
+async fn counting_proxy() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf).await;
+            let body = "<html><body><p>internal admin data, through the proxy</p></body></html>";
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n", body.len());
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(body.as_bytes()).await;
+        }
+    });
+    (url, accepted)
+}
+
+#[tokio::test]
+async fn environment_proxies_are_ignored_so_a_url_to_localhost_is_still_refused() {
+    let (proxy, accepted) = counting_proxy().await;
+    let dir = DataDir::new();
+    let mut cmd = std::process::Command::new(crate::common::BIN);
+    cmd.arg("serve").arg("--listen").arg("127.0.0.1:0").arg("--data-dir").arg(dir.path());
+    for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
+        cmd.env(name, &proxy);
+    }
+    cmd.env_remove("NO_PROXY").env_remove("no_proxy");
+    let server = Server::spawn(cmd, dir, &[]);
+    let org = server.new_org("Kb").await;
+    let replica = org.create_replica("kb").await;
+    for url in ["http://localhost:9/secret", "http://127.0.0.1:9/secret"] {
+        let (s, v) = org.post(&format!("/v1/replicas/{replica}/knowledge-base"), json!({ "url": url })).await;
+        assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
+        let entry = org.wait_settled(&replica, v["results"][0]["knowledgeBaseID"].as_u64().unwrap()).await;
+        assert_eq!(entry["status"], json!("UNPROCESSABLE"), "{url}: {entry}");
+        assert!(entry["error"]["message"].as_str().unwrap().contains("private or local"), "{entry}");
+    }
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0, "the fetcher went through the proxy");
+}

@@ -10,6 +10,7 @@ mod chat;
 mod chats;
 mod cli;
 mod concurrency;
+mod connections;
 mod disk_full;
 mod embed;
 mod errors;

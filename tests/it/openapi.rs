@@ -47,7 +47,9 @@ async fn the_docs_page_renders_the_document_with_the_embedded_viewer() {
     let page = send(server.req(Method::GET, "/docs")).await;
     assert_eq!(page.status, StatusCode::OK);
     assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
-    assert!(page.text.contains("/v1/openapi.json") && page.text.contains("/docs/swagger-ui-bundle.js"));
+    assert!(page.text.contains("/docs/init.js") && page.text.contains("/docs/swagger-ui-bundle.js"));
+    let init = send(server.req(Method::GET, "/docs/init.js")).await;
+    assert!(init.text.contains("/v1/openapi.json"), "{}", init.text);
     // Raw bytes without decompression: the client asks for gzip itself.
     let raw = reqwest::Client::builder().no_gzip().build().unwrap();
     let js = raw.get(server.url("/docs/swagger-ui-bundle.js")).header("accept-encoding", "gzip").send().await.unwrap();
@@ -98,4 +100,19 @@ async fn version_2024_03_01_lists_models_as_an_array() {
     assert_eq!(current["models"][id]["deprecated"], first["deprecated"]);
     let unknown = org.call(Method::GET, "/v1/replicas/models", None, &[("X-API-Version", "2023-01-01")]).await;
     assert_error(&unknown, StatusCode::BAD_REQUEST, Some("UNSUPPORTED_API_VERSION"));
+}
+
+#[tokio::test]
+async fn in_chromium_the_docs_page_renders_every_operation_under_its_policy() {
+    let server = Server::start();
+    let docs_url = server.url("/docs");
+    let seen = tokio::task::spawn_blocking(move || {
+        crate::embed::drive_browser(json!({"steps": ["docs_page"], "docs_url": docs_url}))
+    })
+    .await
+    .expect("browser task");
+    assert_eq!(seen["violations"], json!([]), "no Content-Security-Policy violation: {seen}");
+    assert!(seen["docs_operations"].as_u64().unwrap() >= 40, "{seen}");
+    assert_eq!(seen["docs_opened"], json!(1), "{seen}");
+    assert!(seen["docs_title"].as_str().unwrap().contains("replicad"), "{seen}");
 }

@@ -479,3 +479,40 @@ async fn an_anonymous_request_is_refused_before_its_body_is_read_or_inflated() {
     .await;
     assert_error(&r, StatusCode::UNAUTHORIZED, Some("UNAUTHORIZED"));
 }
+
+/// The directives of a Content-Security-Policy, name → sources.
+fn csp_directives(csp: &str) -> HashMap<String, Vec<String>> {
+    csp.split(';')
+        .filter_map(|d| {
+            let mut words = d.split_whitespace().map(str::to_string);
+            Some((words.next()?, words.collect()))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_chat_page_and_the_docs_page_load_only_their_own_resources_and_are_never_framed() {
+    let server = Server::start();
+    let org = server.new_org("Pages").await;
+    let mut body = replica_body("pages", &org.owner_email);
+    body["profileImage"] = json!("https://images.example.com/face.png");
+    org.create_replica_from(body).await;
+    let chat = send(server.req(Method::GET, &format!("/r/{}/pages", org.id))).await;
+    let docs = send(server.req(Method::GET, "/docs")).await;
+    for (page, r) in [("chat page", &chat), ("docs page", &docs)] {
+        assert_eq!(r.status, StatusCode::OK, "{page}");
+        let csp = csp_directives(r.header("content-security-policy").unwrap_or_else(|| panic!("{page}: no CSP")));
+        assert_eq!(csp["default-src"], ["'none'"], "{page}");
+        assert_eq!(csp["script-src"], ["'self'"], "{page}: only its own scripts, no inline script");
+        assert_eq!(csp["connect-src"], ["'self'"], "{page}");
+        assert_eq!(csp["frame-ancestors"], ["'none'"], "{page}");
+        assert!(csp["img-src"].iter().all(|s| s == "'self'" || s == "data:"), "{page}: images from elsewhere: {csp:?}");
+        // Nothing the page loads is outside the policy: scripts and stylesheets of its own.
+        assert!(!r.text.contains("<script>") && !r.text.contains("https://"), "{page}: {}", r.text);
+    }
+    assert_eq!(docs.header("x-frame-options"), Some("DENY"));
+    assert!(docs.text.contains("src=\"/docs/init.js\""), "{}", docs.text);
+    let init = send(server.req(Method::GET, "/docs/init.js")).await;
+    assert_eq!(init.status, StatusCode::OK);
+    assert!(init.text.contains("/v1/openapi.json") && init.text.contains("validatorUrl: null"), "{}", init.text);
+}

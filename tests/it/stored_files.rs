@@ -87,3 +87,61 @@ async fn an_uploaded_file_is_a_file_of_its_own_until_its_entry_or_replica_is_del
     assert!(!ok && report["ok"] == json!(false), "{report}");
     assert_eq!(report["files"]["damaged_files"], json!([second]), "{report}");
 }
+
+/// `cmd` run under umask 022 (the usual login default), whatever the test runner's own.
+fn under_umask_022(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: umask is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::umask(0o022);
+            Ok(())
+        })
+    }
+}
+
+/// Every path below `dir` (itself included) whose mode lets group or others in, with its mode.
+fn open_to_others(dir: &Path) -> Vec<(String, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut open = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(path) = todo.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 && !meta.file_type().is_symlink() {
+            open.push((path.display().to_string(), mode));
+        }
+        if meta.is_dir() {
+            todo.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+    open
+}
+
+#[tokio::test]
+async fn the_data_directory_its_files_and_backups_are_the_server_users_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = DataDir::new();
+    std::fs::create_dir_all(dir.path()).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = std::process::Command::new(crate::common::BIN);
+    cmd.arg("serve").arg("--listen").arg("127.0.0.1:0").arg("--data-dir").arg(dir.path());
+    under_umask_022(&mut cmd);
+    let server = Server::spawn(cmd, dir, &[]);
+    let org = server.new_org("Modes").await;
+    let replica = org.create_replica("modes").await;
+    let kb = org.upload(&replica, "notes.txt", b"The lighthouse keeper winds the clock at dusk.".to_vec()).await;
+    org.wait_settled(&replica, kb).await;
+    let data = server.dir().path();
+    assert!(server.dir().log().contains("was open to other users"), "no warning: {}", server.dir().log_tail());
+    let archive = tempfile::tempdir().unwrap();
+    let to = archive.path().join("backup.tar.gz");
+    let mut backup = std::process::Command::new(crate::common::BIN);
+    backup.args(["backup", "--data-dir", data.to_str().unwrap(), "--to", to.to_str().unwrap()]);
+    under_umask_022(&mut backup);
+    let out = crate::common::run(backup);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(open_to_others(&data), vec![], "files of the data directory open to other users");
+    assert_eq!(open_to_others(&to), vec![], "the backup is open to other users");
+    assert!(data.join("replicad.redb").exists() && stored(&data).len() == 1, "{:?}", stored(&data).keys());
+}

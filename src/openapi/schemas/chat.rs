@@ -55,7 +55,9 @@ fn messenger_a_data() -> Value {
             "username": string(),
             "message_id": {
                 "type": "integer",
-                "description": "Unique within the chat; a repeated (chat_id, message_id) stores nothing new.",
+                "minimum": 1,
+                "description": "Unique within the chat; a repeated (chat_id, message_id) stores nothing new; \
+                    0 or negative → 400.",
             },
             "message_thread_id": { "type": "integer", "minimum": 1, "description": "Supergroups only." },
         }),
