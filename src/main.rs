@@ -21,8 +21,8 @@ fn main() -> ExitCode {
         Err(e) => return fail(format!("cannot start the runtime: {e}")),
     };
     let result = runtime.block_on(run(cli.command));
-    // A blocking task still running (an extraction) does not hold the exit: its job resumes at
-    // the next start.
+    // A blocking task still running (a long scan) does not hold the exit; an extraction is a
+    // child process that dies with the server, and its job resumes at the next start.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     // With every task dropped, the writer thread ends and the store closes cleanly (a store
     // not closed is checked at the next start, which then takes longer).
