@@ -95,8 +95,8 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
     let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
     for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            lanes[i] += x[i] * y[i];
+        for ((l, a), b) in lanes.iter_mut().zip(x).zip(y) {
+            *l += a * b;
         }
     }
     lanes.iter().sum::<f32>() + tail

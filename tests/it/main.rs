@@ -12,6 +12,7 @@ mod cli;
 mod concurrency;
 mod disk_full;
 mod embed;
+mod embedding;
 mod errors;
 mod fixtures;
 mod health;
