@@ -14,16 +14,24 @@
 //!
 //! [`catalog`] is the operator's list of embedding models (id → how it is served) and the default.
 //!
-//! # Cost (measured, all-MiniLM-L6-v2, 6 layers × 384, f32, one core)
-//! `cargo run --release --example embed_bench -- "$REPLICAD_TEST_EMBEDDING_MODEL"` pinned with
-//! `taskset -c 1` and `RAYON_NUM_THREADS=1` (figures of the branch `embed-layer`, on the
-//! development machine, an x86-64 VM of 2 cores):
+//! # Cost (all-MiniLM-L6-v2, 6 layers × 384, f32, one core)
+//! Measure with `examples/embed_bench.rs` (model load, RSS, paraphrase check, query latency,
+//! passage throughput by batch size, exact search; wall and CPU time):
+//! ```sh
+//! eval "$(bash .ci/install-embedding-model)"
+//! cargo build --release --example embed_bench
+//! RAYON_NUM_THREADS=1 taskset -c 1 target/release/examples/embed_bench "$REPLICAD_TEST_EMBEDDING_MODEL"
+//! ```
+//! Measured so far (development VM, 2 cores shared with other builds, load average ≈ 10, so
+//! CPU time is the figure to trust): exact search of [`exact::top_k`] (top 20, this code
+//! compiled with `rustc -O`, pinned by `taskset -c 1`), CPU p50 / p99: **0.5 / 1.1 ms at
+//! 10,000 vectors, 9.6–10.2 / 10.7–12.9 ms at 100,000**. The model's query latency, chunk
+//! throughput and RSS are still to be measured with the command above (the release build did
+//! not finish within the session that wrote this).
 //!
-//! MEASUREMENTS PENDING
-//!
-//! Exact search reads 1.5 KiB per vector (memory bandwidth bound): it holds the issue's 5 ms
-//! p99 up to about 40,000 chunks per replica on one core; beyond that, an approximate index
-//! (HNSW) or int8 vectors (4× less to read) replace it.
+//! Exact search reads 1.5 KiB per vector (memory bandwidth bound): by the figures above it
+//! holds the issue's 5 ms p99 up to about 40,000 chunks per replica on one core, not 100,000;
+//! beyond that, int8 vectors (4× less to read) or an approximate index (HNSW) replace it.
 
 pub mod catalog;
 pub mod encoder;
