@@ -19,9 +19,9 @@ use super::pooling::pool;
 use super::{BoxFuture, Embedder, Kind};
 use crate::error::{Error, Result};
 
-/// Texts run through the encoder at once. Measured on all-MiniLM-L6-v2 with 200-word chunks
-/// (examples/embed_bench.rs): 8, 16 and 32 are within a few percent; 16 bounds the memory of
-/// one batch (16 × 256 tokens × 384 floats per layer's states) while keeping the throughput.
+/// Texts run through the encoder at once: bounds the memory of one batch (16 × 256 tokens ×
+/// 384 floats per layer's states). Batch size is not yet measured to matter in a release build
+/// (examples/embed_bench.rs prints throughput for 1, 4, 8 and 16).
 pub const BATCH: usize = 16;
 
 /// A loaded model: what [`Local`] shares with its blocking tasks.
