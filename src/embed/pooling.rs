@@ -36,7 +36,7 @@ pub fn pool(pooling: Pooling, states: &[f32], mask: &[u32], dim: usize) -> Vec<f
             }
         }
         Pooling::LastToken => {
-            if let Some((row, _)) = rows.filter(|(_, m)| **m != 0).last() {
+            if let Some((row, _)) = { rows }.rfind(|(_, m)| **m != 0) {
                 out.copy_from_slice(row);
             }
         }

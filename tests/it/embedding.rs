@@ -35,10 +35,13 @@ enum Script {
     Body(&'static str),
 }
 
+/// A request's JSON body and `Authorization` header, as the stand-in received them.
+type Seen = (Value, Option<String>);
+
 /// A loopback `/v1/embeddings` stand-in; records each request's body and `Authorization`.
 struct StandIn {
     base_url: String,
-    seen: Arc<Mutex<Vec<(Value, Option<String>)>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl StandIn {
@@ -79,7 +82,7 @@ impl StandIn {
         StandIn { base_url, seen }
     }
 
-    fn seen(&self) -> Vec<(Value, Option<String>)> {
+    fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 
