@@ -14,9 +14,11 @@
 //! 5. `service` (business rules; plain Rust types in and out);
 //! 6. `generate` (replies; it scores sentences with `search`'s analyzers) and `backup` (online
 //!    backup and restore of a data directory), then `search`
-//!    (tantivy), then `ingest` (fetch, extract, write an entry's text);
+//!    (tantivy), then `ingest` (fetch, extract, write an entry's text) and `embed` (text →
+//!    vectors, by an in-process model or an OpenAI-compatible upstream);
 //! 7. `text` (language detection, chunking);
-//! 8. `store` (redb, records, codec);
+//! 8. `store` (redb, records, codec) and `upstream` (what every OpenAI-compatible upstream
+//!    call shares: declaration, timeouts, retries, errors);
 //! 9. `error`, `models` (the model catalog), and the modules every layer may use: `clock`,
 //!    `stop`, `telemetry`, `memory` (giving freed heap back to the system).
 
@@ -29,6 +31,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod demo;
+pub mod embed;
 pub mod error;
 pub mod generate;
 pub mod http;
@@ -46,6 +49,7 @@ pub mod stop;
 pub mod store;
 pub mod telemetry;
 pub mod text;
+pub mod upstream;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -158,12 +162,14 @@ mod layering {
         ("backup", 5),
         ("search", 4),
         ("ingest", 3),
+        ("embed", 3),
         ("text", 2),
         ("store", 1),
         ("error", 0),
         ("models", 0),
         ("clock", 0),
         ("secrets", 1),
+        ("upstream", 1),
         ("stop", 0),
         ("telemetry", 0),
         ("memory", 0),

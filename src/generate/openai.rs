@@ -3,127 +3,43 @@
 //!
 //! - Requests carry `model`, `messages` (see [`super::prompt`]), `max_tokens` when asked, and
 //!   with `stream: true` also `stream_options.include_usage` so the usage arrives as a last frame.
-//! - Failures before the reply started (connect errors, 429, 5xx) are retried up to
-//!   `max_retries` times with exponential backoff and jitter (`Retry-After` in seconds is
-//!   honoured, capped at [`MAX_RETRY_AFTER`]); other failures are not retried.
-//! - Timeouts: connecting ([`Policy::connect`]), the answer's head ([`Policy::first_byte`]) and
-//!   the gap between two body chunks ([`Policy::idle`]).
-//! - Every failure is 502 `UPSTREAM_ERROR` with a message naming the upstream and the kind of
-//!   failure only: never the key, never the upstream's body (which may echo secrets).
+//! - Retries, timeouts and errors are those of every upstream call ([`crate::upstream`]); the
+//!   idle timeout ([`Policy::idle`]) is applied here, between two chunks of the body.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use super::{prompt, Backend, BoxFuture, Generation, Piece, Pieces, Usage};
-use crate::error::{Code, Error, Result};
+use crate::error::{Error, Result};
 
-/// Longest `Retry-After` honoured; a longer one is waited for this long.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+pub use crate::upstream::{backoff, upstream_error, Policy, MAX_RETRY_AFTER};
+
 /// Largest non-streamed upstream answer read, in bytes.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
-/// Timeouts and retries of upstream calls.
-#[derive(Debug, Clone, Copy)]
-pub struct Policy {
-    pub connect: Duration,
-    pub first_byte: Duration,
-    pub idle: Duration,
-    /// Retries after the first attempt.
-    pub max_retries: u32,
-    /// First backoff; doubled on every retry, then jittered by ±50 %.
-    pub backoff: Duration,
-}
-
-/// One configured upstream (`--llm-upstream NAME=BASE_URL`).
+/// One configured upstream (`--llm-upstream NAME=BASE_URL`) serving chat completions.
 pub struct Upstream {
-    name: String,
-    /// Base URL without a trailing slash, e.g. `http://127.0.0.1:8081/v1`.
-    base_url: String,
-    key: Option<String>,
-    policy: Policy,
-    client: reqwest::Client,
-}
-
-/// 502 `UPSTREAM_ERROR` about upstream `name`; `detail` is logged, not shown.
-pub fn upstream_error(name: &str, what: &str, detail: impl std::fmt::Display) -> Error {
-    tracing::warn!(upstream = name, error = %detail, "{what}");
-    crate::telemetry::upstream_failed(name);
-    Error {
-        code: Code::UpstreamError,
-        message: format!("the model server {name:?} {what}"),
-        internal: Some(detail.to_string()),
-    }
+    http: crate::upstream::Client,
 }
 
 impl Upstream {
     /// An upstream client (the process's TLS provider must be installed: `serve` does it);
     /// errors only if the TLS set-up fails.
     pub fn new(name: &str, base_url: &str, key: Option<String>, policy: Policy) -> Result<Upstream, String> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(policy.connect)
-            .build()
-            .map_err(|e| format!("HTTP client for upstream {name}: {e}"))?;
-        let base_url = base_url.trim_end_matches('/').to_string();
-        Ok(Upstream { name: name.to_string(), base_url, key, policy, client })
-    }
-
-    fn err(&self, what: &str, detail: impl std::fmt::Display) -> Error {
-        upstream_error(&self.name, what, detail)
+        Ok(Upstream { http: crate::upstream::Client::new(name, base_url, key, policy)? })
     }
 
     /// Sends `body`, retrying connect errors, 429 and 5xx; the response has a 2xx status.
     async fn send(&self, body: &Value) -> Result<reqwest::Response> {
-        let url = format!("{}/chat/completions", self.base_url);
-        let mut attempt = 0;
-        loop {
-            let mut rb = self.client.post(&url).json(body);
-            if let Some(key) = &self.key {
-                rb = rb.bearer_auth(key);
-            }
-            let (failure, retry_after) = match tokio::time::timeout(self.policy.first_byte, rb.send()).await {
-                Err(_) => return Err(self.err("did not answer in time", "first-byte timeout")),
-                Ok(Ok(resp)) if resp.status().is_success() => return Ok(resp),
-                Ok(Ok(resp)) => {
-                    let status = resp.status();
-                    if !(status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()) {
-                        return Err(self.err(&format!("refused the request (HTTP {})", status.as_u16()), status));
-                    }
-                    (format!("HTTP {}", status.as_u16()), retry_after(&resp))
-                }
-                Ok(Err(e)) if e.is_connect() => ("could not be reached".to_string(), None),
-                Ok(Err(e)) => return Err(self.err("failed", e.without_url())),
-            };
-            if attempt >= self.policy.max_retries {
-                return Err(self.err(&format!("failed after {} attempt(s) ({failure})", attempt + 1), &failure));
-            }
-            let wait = retry_after.unwrap_or_else(|| backoff(self.policy.backoff, attempt));
-            tracing::info!(upstream = %self.name, %failure, wait_ms = wait.as_millis() as u64, "retrying");
-            tokio::time::sleep(wait).await;
-            attempt += 1;
-        }
+        self.http.post("/chat/completions", body).await
     }
-}
-
-/// `Retry-After` in seconds (the HTTP-date form is not honoured), capped at [`MAX_RETRY_AFTER`].
-fn retry_after(resp: &reqwest::Response) -> Option<Duration> {
-    let secs: u64 = resp.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()?;
-    Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER))
-}
-
-/// `base · 2^attempt`, scaled by a random factor in [0.5, 1.5).
-pub fn backoff(base: Duration, attempt: u32) -> Duration {
-    let mut b = [0u8; 2];
-    let _ = getrandom::fill(&mut b);
-    let jitter = 0.5 + f64::from(u16::from_le_bytes(b)) / 65536.0;
-    base.saturating_mul(1 << attempt.min(10)).mul_f64(jitter)
 }
 
 impl Backend for Upstream {
     fn name(&self) -> &str {
-        &self.name
+        self.http.name()
     }
 
     fn start<'a>(
@@ -143,12 +59,13 @@ impl Backend for Upstream {
             }
             let started = std::time::Instant::now();
             let resp = self.send(&body).await?;
-            crate::telemetry::upstream_answered(&self.name, started.elapsed());
-            let mut reader = Reader { resp, name: self.name.clone(), idle: self.policy.idle, buf: Vec::new() };
+            crate::telemetry::upstream_answered(self.http.name(), started.elapsed());
+            let mut reader =
+                Reader { resp, name: self.http.name().to_string(), idle: self.http.policy().idle, buf: Vec::new() };
             Ok(if stream {
                 // Until the first delta, the stream may be silent as long as a first byte may take.
-                reader.idle = self.policy.first_byte;
-                let idle = self.policy.idle;
+                reader.idle = self.http.policy().first_byte;
+                let idle = self.http.policy().idle;
                 Box::new(SseReader { reader, idle, data: String::new(), pending: VecDeque::new(), done: false })
                     as Box<dyn Pieces>
             } else {
@@ -170,8 +87,9 @@ impl Backend for Upstream {
             }
             let started = std::time::Instant::now();
             let resp = self.send(&body).await?;
-            crate::telemetry::upstream_answered(&self.name, started.elapsed());
-            let reader = Reader { resp, name: self.name.clone(), idle: self.policy.idle, buf: Vec::new() };
+            crate::telemetry::upstream_answered(self.http.name(), started.elapsed());
+            let reader =
+                Reader { resp, name: self.http.name().to_string(), idle: self.http.policy().idle, buf: Vec::new() };
             let text = WholeReader::read(reader).await?.into_iter().find_map(|p| match p {
                 Piece::Text(t) => Some(t),
                 _ => None,
@@ -323,20 +241,5 @@ impl Pieces for SseReader {
                 }
             }
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_with_jitter() {
-        let base = Duration::from_millis(100);
-        for attempt in 0..4 {
-            let d = backoff(base, attempt);
-            let nominal = base * (1 << attempt);
-            assert!(d >= nominal / 2 && d < nominal * 3 / 2, "{d:?} for attempt {attempt}");
-        }
     }
 }

@@ -125,16 +125,11 @@ impl Backends {
         let policy = config.policy();
         let mut upstreams: HashMap<String, Arc<dyn Backend>> = HashMap::new();
         for spec in &config.upstreams {
-            let (name, url) = spec
-                .split_once('=')
-                .filter(|(n, u)| valid_name(n) && (u.starts_with("http://") || u.starts_with("https://")))
-                .ok_or_else(|| {
-                    format!("--llm-upstream {spec:?}: expected NAME=BASE_URL (NAME of letters, digits, - or _)")
-                })?;
+            let (name, url) = crate::upstream::parse_spec(spec)?;
             if name == EMBEDDED || upstreams.contains_key(name) {
                 return Err(format!("--llm-upstream {spec:?}: the name {name:?} is taken"));
             }
-            let key = api_key(name)?;
+            let key = crate::upstream::api_key(name)?;
             upstreams.insert(name.to_string(), Arc::new(Upstream::new(name, url, key, policy)?));
         }
         let mut out = Backends::embedded_only();
@@ -176,24 +171,6 @@ impl Backends {
         if !embedded.is_empty() {
             tracing::info!(models = %embedded.join(", "), "models served by the embedded generator");
         }
-    }
-}
-
-fn valid_name(name: &str) -> bool {
-    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-}
-
-/// The key of upstream `name` from `REPLICAD_LLM_<NAME>_API_KEY` or `..._API_KEY_FILE`.
-fn api_key(name: &str) -> Result<Option<String>, String> {
-    let var = format!("REPLICAD_LLM_{}_API_KEY", name.to_ascii_uppercase().replace('-', "_"));
-    if let Ok(key) = std::env::var(&var) {
-        return Ok(Some(key.trim().to_string()).filter(|k| !k.is_empty()));
-    }
-    match std::env::var(format!("{var}_FILE")) {
-        Ok(path) => std::fs::read_to_string(&path)
-            .map(|k| Some(k.trim().to_string()).filter(|k| !k.is_empty()))
-            .map_err(|e| format!("{var}_FILE {path}: {e}")),
-        Err(_) => Ok(None),
     }
 }
 

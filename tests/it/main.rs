@@ -13,6 +13,7 @@ mod concurrency;
 mod connections;
 mod disk_full;
 mod embed;
+mod embedding;
 mod errors;
 mod fixtures;
 mod health;

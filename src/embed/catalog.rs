@@ -1,0 +1,262 @@
+//! The catalog of embedding models (the interface's `llm.embeddingModel` values), beside the
+//! language-model catalog ([`crate::models`]): an operator's JSON file, since no weights ship in
+//! the binary.
+//!
+//! ```json
+//! {
+//!   "default": "all-minilm-l6-v2",
+//!   "models": {
+//!     "all-minilm-l6-v2": {"name": "all-MiniLM-L6-v2", "description": "…", "dir": "models/all-MiniLM-L6-v2"},
+//!     "multilingual-e5-large": {"name": "multilingual-e5-large", "description": "…",
+//!       "route": "tei/intfloat/multilingual-e5-large", "dimension": 1024,
+//!       "prompts": {"query": "query: ", "passage": "passage: "}}
+//!   }
+//! }
+//! ```
+//! An entry is served in-process from `dir` (a model directory, relative paths from the
+//! catalog file's directory; prompts and pooling come from the directory) or by an upstream:
+//! `route` is `NAME/UPSTREAM_MODEL` as in the language-model catalog, `NAME` declared by
+//! `--llm-upstream`, `dimension` the length of its vectors, `prompts` optional. `default` names
+//! the model of replicas that name none; it defaults to the first entry.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use super::local::Local;
+use super::upstream::Upstream;
+use super::Embedder;
+use crate::upstream::{Client, Policy};
+
+/// One catalog entry.
+#[derive(Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Model directory (in-process); exclusive with `route`.
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+    /// `NAME/UPSTREAM_MODEL` (upstream); exclusive with `dir`.
+    #[serde(default)]
+    pub route: Option<String>,
+    /// Length of the upstream's vectors (required with `route`).
+    #[serde(default)]
+    pub dimension: Option<usize>,
+    /// `query` / `passage` prefixes sent upstream (with `route`; a directory has its own).
+    #[serde(default)]
+    pub prompts: Prompts,
+}
+
+/// Prefixes of questions and passages.
+#[derive(Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Prompts {
+    #[serde(default)]
+    pub query: String,
+    #[serde(default)]
+    pub passage: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    default: Option<String>,
+    models: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The operator's embedding models, in file order.
+#[derive(Debug)]
+pub struct EmbeddingModels {
+    entries: Vec<(String, Entry)>,
+    default: String,
+}
+
+impl EmbeddingModels {
+    /// Parses a catalog; relative `dir`s are taken from `base`. Errors name the entry at fault
+    /// (no entry, unknown default, `dir` and `route` both or neither, a route without
+    /// `dimension`, a malformed route).
+    pub fn parse(text: &str, base: &Path) -> Result<EmbeddingModels, String> {
+        let file: File = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let mut entries = Vec::new();
+        for (id, value) in file.models {
+            let mut entry: Entry = serde_json::from_value(value).map_err(|e| format!("model {id:?}: {e}"))?;
+            check(&id, &entry)?;
+            entry.dir = entry.dir.map(|d| base.join(d));
+            entries.push((id, entry));
+        }
+        let first = entries.first().map(|(id, _)| id.clone()).ok_or("no embedding model in \"models\"")?;
+        let default = file.default.unwrap_or(first);
+        if !entries.iter().any(|(id, _)| *id == default) {
+            return Err(format!("default {default:?} is not one of the models"));
+        }
+        Ok(EmbeddingModels { entries, default })
+    }
+
+    /// The catalog in `path`; errors name the file.
+    pub fn load(path: &Path) -> Result<EmbeddingModels, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        EmbeddingModels::parse(&text, base).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// The model ids, in file order.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(id, _)| id.as_str())
+    }
+
+    /// The entry of `id`, if it is a catalog model.
+    pub fn entry(&self, id: &str) -> Option<&Entry> {
+        self.entries.iter().find(|(i, _)| i == id).map(|(_, e)| e)
+    }
+
+    /// The model of replicas that name none.
+    pub fn default_id(&self) -> &str {
+        &self.default
+    }
+
+    /// Loads every model: directories read and mapped, upstreams bound to their declared
+    /// `--llm-upstream` specs (`NAME=BASE_URL`) with `policy`. Errors name the model at fault.
+    pub fn build(&self, upstream_specs: &[String], policy: Policy) -> Result<Embedders, String> {
+        let mut declared = HashMap::new();
+        for spec in upstream_specs {
+            let (name, url) = crate::upstream::parse_spec(spec)?;
+            declared.insert(name.to_string(), url.to_string());
+        }
+        let mut clients: HashMap<String, Arc<Client>> = HashMap::new();
+        let mut models: HashMap<String, Arc<dyn Embedder>> = HashMap::new();
+        for (id, entry) in &self.entries {
+            let embedder: Arc<dyn Embedder> = match (&entry.dir, &entry.route) {
+                (Some(dir), _) => Arc::new(Local::load(id, dir).map_err(|e| format!("embedding model {id:?}: {e}"))?),
+                (None, Some(route)) => {
+                    let (name, model) = route.split_once('/').unwrap_or_default();
+                    let client = match clients.get(name) {
+                        Some(c) => c.clone(),
+                        None => {
+                            let url = declared.get(name).ok_or_else(|| {
+                                format!("embedding model {id:?}: no upstream named {name:?} (declare it with --llm-upstream {name}=BASE_URL)")
+                            })?;
+                            let key = crate::upstream::api_key(name)?;
+                            let c = Arc::new(Client::new(name, url, key, policy)?);
+                            clients.insert(name.to_string(), c.clone());
+                            c
+                        }
+                    };
+                    let prompts = (entry.prompts.query.clone(), entry.prompts.passage.clone());
+                    Arc::new(Upstream::new(id, client, model, entry.dimension.unwrap_or_default(), prompts))
+                }
+                (None, None) => unreachable!("checked by parse"),
+            };
+            models.insert(id.clone(), embedder);
+        }
+        Ok(Embedders { models, default: self.default.clone() })
+    }
+}
+
+/// Whether an entry names exactly one way of serving it, completely.
+fn check(id: &str, e: &Entry) -> Result<(), String> {
+    match (&e.dir, &e.route) {
+        (Some(_), None) => Ok(()),
+        (None, Some(route)) => {
+            let ok = route.split_once('/').is_some_and(|(n, m)| !n.is_empty() && !m.is_empty());
+            if !ok {
+                return Err(format!("model {id:?}: route {route:?} is not NAME/UPSTREAM_MODEL"));
+            }
+            match e.dimension {
+                Some(d) if d > 0 => Ok(()),
+                _ => Err(format!("model {id:?}: an upstream model needs \"dimension\" (the length of its vectors)")),
+            }
+        }
+        _ => Err(format!("model {id:?}: give exactly one of \"dir\" (in-process) or \"route\" (upstream)")),
+    }
+}
+
+/// The loaded models of a running server.
+pub struct Embedders {
+    models: HashMap<String, Arc<dyn Embedder>>,
+    default: String,
+}
+
+impl Embedders {
+    /// The model `id`, if the catalog has it.
+    pub fn get(&self, id: &str) -> Option<Arc<dyn Embedder>> {
+        self.models.get(id).cloned()
+    }
+
+    /// The default model.
+    pub fn default_model(&self) -> Arc<dyn Embedder> {
+        self.models[&self.default].clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CATALOG: &str = r#"{
+        "default": "e5",
+        "models": {
+            "minilm": {"name": "all-MiniLM-L6-v2", "dir": "models/minilm"},
+            "e5": {"name": "multilingual-e5-large", "route": "tei/intfloat/multilingual-e5-large", "dimension": 1024,
+                   "prompts": {"query": "query: ", "passage": "passage: "}}
+        }
+    }"#;
+
+    #[test]
+    fn a_catalog_lists_local_and_upstream_models_with_a_default() {
+        let c = EmbeddingModels::parse(CATALOG, Path::new("/etc/replicad")).unwrap();
+        assert_eq!(c.ids().collect::<Vec<_>>(), vec!["minilm", "e5"]);
+        assert_eq!(c.default_id(), "e5");
+        assert_eq!(c.entry("minilm").unwrap().dir.as_deref(), Some(Path::new("/etc/replicad/models/minilm")));
+        assert_eq!(c.entry("e5").unwrap().prompts.query, "query: ");
+        assert!(c.entry("nope").is_none());
+    }
+
+    #[test]
+    fn the_default_is_the_first_model_unless_named() {
+        let c = EmbeddingModels::parse(r#"{"models": {"a": {"name": "A", "dir": "/m/a"}}}"#, Path::new(".")).unwrap();
+        assert_eq!(c.default_id(), "a");
+    }
+
+    #[test]
+    fn malformed_catalogs_name_the_entry_at_fault() {
+        for (text, needle) in [
+            (r#"{"models": {}}"#, "no embedding model"),
+            (r#"{"default": "b", "models": {"a": {"name": "A", "dir": "/m"}}}"#, "default \"b\""),
+            (r#"{"models": {"a": {"name": "A"}}}"#, "exactly one of"),
+            (r#"{"models": {"a": {"name": "A", "dir": "/m", "route": "x/y", "dimension": 3}}}"#, "exactly one of"),
+            (r#"{"models": {"a": {"name": "A", "route": "x/y"}}}"#, "needs \"dimension\""),
+            (r#"{"models": {"a": {"name": "A", "route": "xy", "dimension": 3}}}"#, "NAME/UPSTREAM_MODEL"),
+            (r#"{"models": {"a": {"name": "A", "dir": "/m", "pooling": "cls"}}}"#, "unknown field"),
+        ] {
+            let err = EmbeddingModels::parse(text, Path::new(".")).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn an_upstream_model_needs_its_upstream_declared() {
+        crate::install_crypto_provider();
+        let c = EmbeddingModels::parse(
+            CATALOG.replace("\"dir\": \"models/minilm\"", "\"route\": \"tei/m\", \"dimension\": 3").as_str(),
+            Path::new("."),
+        )
+        .unwrap();
+        let policy = Policy {
+            connect: std::time::Duration::from_secs(1),
+            first_byte: std::time::Duration::from_secs(1),
+            idle: std::time::Duration::from_secs(1),
+            max_retries: 0,
+            backoff: std::time::Duration::from_millis(1),
+        };
+        let err = c.build(&[], policy).err().unwrap_or_default();
+        assert!(err.contains("no upstream named \"tei\""), "{err}");
+        let built = c.build(&["tei=http://127.0.0.1:1/v1".to_string()], policy).ok().unwrap();
+        assert_eq!((built.default_model().id(), built.default_model().dimension()), ("e5", 1024));
+        assert_eq!(built.get("minilm").map(|m| m.dimension()), Some(3));
+    }
+}

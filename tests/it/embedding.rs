@@ -1,0 +1,242 @@
+//! Embedding models (issue 36), tested on the library (`replicad::embed`) until search uses
+//! them: an OpenAI-compatible `/v1/embeddings` upstream against a loopback stand-in (answers,
+//! retries, timeouts, malformed answers), and the real all-MiniLM-L6-v2 directory installed by
+//! `.ci/install-embedding-model` (`REPLICAD_TEST_EMBEDDING_MODEL`; `bash .ci/run` sets it, and
+//! without it the real-model test fails saying so).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use replicad::embed::local::Local;
+use replicad::embed::upstream::{Upstream, MAX_INPUTS};
+use replicad::embed::{dot, Embedder};
+use replicad::error::Code;
+use replicad::upstream::{Client, Policy};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+
+use crate::common::fake_llm::{read_request, respond, UPSTREAM_SECRET};
+use crate::common::PATIENCE;
+
+const KEY: &str = "sk-embed-test-0123456789";
+const DIM: usize = 4;
+
+/// What the stand-in does with one request.
+#[derive(Clone, Debug)]
+enum Script {
+    /// One vector per input (unnormalised, listed in reverse order with their `index`).
+    Vectors,
+    /// An error status whose body holds [`UPSTREAM_SECRET`].
+    Fail(u16),
+    /// Reads the request and never answers.
+    Hang,
+    /// A 200 answer that is not an embedding list.
+    Body(&'static str),
+}
+
+/// A request's JSON body and `Authorization` header, as the stand-in received them.
+type Seen = (Value, Option<String>);
+
+/// A loopback `/v1/embeddings` stand-in; records each request's body and `Authorization`.
+struct StandIn {
+    base_url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl StandIn {
+    async fn start(script: Vec<Script>, otherwise: Script) -> StandIn {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let script = Arc::new(Mutex::new(VecDeque::from(script)));
+        let record = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let (record, script, otherwise) = (record.clone(), script.clone(), otherwise.clone());
+                tokio::spawn(async move {
+                    let Some((head, body)) = read_request(&mut stream).await else { return };
+                    assert!(head.starts_with("POST /v1/embeddings "), "{head}");
+                    let body: Value = serde_json::from_slice(&body).unwrap();
+                    let auth = head.lines().find_map(|l| {
+                        l.split_once(':')
+                            .filter(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+                            .map(|(_, v)| v.trim().to_string())
+                    });
+                    record.lock().unwrap().push((body.clone(), auth));
+                    let step = script.lock().unwrap().pop_front().unwrap_or(otherwise);
+                    let _ = match step {
+                        Script::Vectors => respond(&mut stream, 200, &[], &vectors_for(&body).to_string()).await,
+                        Script::Fail(status) => {
+                            respond(&mut stream, status, &[], &json!({"error": UPSTREAM_SECRET}).to_string()).await
+                        }
+                        Script::Hang => {
+                            std::future::pending::<()>().await;
+                            Ok(())
+                        }
+                        Script::Body(text) => respond(&mut stream, 200, &[], text).await,
+                    };
+                });
+            }
+        });
+        StandIn { base_url, seen }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// An embedding model `tiny` of this upstream, with e5-style prompts.
+    fn model(&self, policy: Policy) -> Upstream {
+        replicad::install_crypto_provider();
+        let client = Client::new("standin", &self.base_url, Some(KEY.to_string()), policy).unwrap();
+        Upstream::new("tiny-e5", Arc::new(client), "tiny", DIM, ("query: ".into(), "passage: ".into()))
+    }
+}
+
+/// `[len, 1, 0, 0] · 2` for each input (so the order and the normalisation show), last first.
+fn vectors_for(body: &Value) -> Value {
+    let inputs = body["input"].as_array().unwrap();
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": [2.0 * t.as_str().unwrap().len() as f64, 2.0, 0.0, 0.0]}))
+        .collect();
+    json!({"object": "list", "data": data, "model": "tiny", "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+}
+
+fn policy(first_byte_ms: u64) -> Policy {
+    Policy {
+        connect: Duration::from_secs(5),
+        first_byte: Duration::from_millis(first_byte_ms),
+        idle: Duration::from_secs(5),
+        max_retries: 2,
+        backoff: Duration::from_millis(10),
+    }
+}
+
+fn expected(text: &str) -> Vec<f32> {
+    let mut v = vec![text.len() as f32, 1.0, 0.0, 0.0];
+    replicad::embed::normalize(&mut v);
+    v
+}
+
+#[tokio::test]
+async fn an_upstream_answers_normalised_vectors_in_input_order_with_its_prompts_and_key() {
+    let standin = StandIn::start(vec![], Script::Vectors).await;
+    let model = standin.model(policy(5_000));
+    let texts = vec!["short".to_string(), "a longer passage".to_string()];
+    let got = model.embed_passages(texts).await.unwrap();
+    assert_eq!(got, vec![expected("passage: short"), expected("passage: a longer passage")]);
+    let q = model.embed_queries(vec!["why?".into()]).await.unwrap();
+    assert_eq!(q, vec![expected("query: why?")]);
+    let seen = standin.seen();
+    assert_eq!(
+        seen[0].0,
+        json!({"model": "tiny", "input": ["passage: short", "passage: a longer passage"], "encoding_format": "float"})
+    );
+    assert_eq!(seen[0].1.as_deref(), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!((model.id(), model.dimension()), ("tiny-e5", DIM));
+}
+
+#[tokio::test]
+async fn many_texts_go_in_several_requests_and_come_back_in_order() {
+    let standin = StandIn::start(vec![], Script::Vectors).await;
+    let model = standin.model(policy(5_000));
+    let texts: Vec<String> = (0..MAX_INPUTS + 3).map(|i| "x".repeat(i + 1)).collect();
+    let got = model.embed_passages(texts.clone()).await.unwrap();
+    let want: Vec<Vec<f32>> = texts.iter().map(|t| expected(&format!("passage: {t}"))).collect();
+    assert_eq!(got, want);
+    let sizes: Vec<usize> = standin.seen().iter().map(|(b, _)| b["input"].as_array().unwrap().len()).collect();
+    assert_eq!(sizes, vec![MAX_INPUTS, 3]);
+}
+
+#[tokio::test]
+async fn a_500_is_retried_and_the_retry_answers() {
+    let standin = StandIn::start(vec![Script::Fail(500), Script::Fail(503)], Script::Vectors).await;
+    let got = standin.model(policy(5_000)).embed_queries(vec!["hello".into()]).await.unwrap();
+    assert_eq!(got, vec![expected("query: hello")]);
+    assert_eq!(standin.seen().len(), 3);
+}
+
+#[tokio::test]
+async fn an_upstream_failing_every_time_is_an_upstream_error_without_its_body() {
+    let standin = StandIn::start(vec![], Script::Fail(500)).await;
+    let err = standin.model(policy(5_000)).embed_queries(vec!["hello".into()]).await.unwrap_err();
+    assert_eq!(err.code, Code::UpstreamError);
+    assert!(err.message.contains("\"standin\" failed after 3 attempt(s) (HTTP 500)"), "{}", err.message);
+    assert!(!err.message.contains(UPSTREAM_SECRET) && !err.message.contains(KEY), "{}", err.message);
+    assert_eq!(standin.seen().len(), 3);
+}
+
+#[tokio::test]
+async fn a_refusal_is_not_retried() {
+    let standin = StandIn::start(vec![], Script::Fail(401)).await;
+    let err = standin.model(policy(5_000)).embed_queries(vec!["hello".into()]).await.unwrap_err();
+    assert!(err.message.contains("refused the request (HTTP 401)"), "{}", err.message);
+    assert_eq!(standin.seen().len(), 1);
+}
+
+#[tokio::test]
+async fn an_upstream_that_never_answers_times_out() {
+    let standin = StandIn::start(vec![], Script::Hang).await;
+    let started = Instant::now();
+    let err = standin.model(policy(300)).embed_queries(vec!["hello".into()]).await.unwrap_err();
+    assert_eq!(err.code, Code::UpstreamError);
+    assert!(err.message.contains("did not answer in time"), "{}", err.message);
+    assert!(started.elapsed() < PATIENCE, "{:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn malformed_answers_are_clear_upstream_errors() {
+    for body in [
+        "not json at all",
+        r#"{"object": "list"}"#,
+        r#"{"data": [{"index": 0, "embedding": [1.0, 2.0]}]}"#,
+        r#"{"data": [{"index": 0, "embedding": "AAAAAA=="}]}"#,
+        r#"{"data": []}"#,
+    ] {
+        let standin = StandIn::start(vec![], Script::Body(body)).await;
+        let err = standin.model(policy(5_000)).embed_queries(vec!["hello".into()]).await.unwrap_err();
+        assert_eq!(err.code, Code::UpstreamError, "{body}");
+        let m = &err.message;
+        assert!(m.contains("\"standin\" sent an answer that is not"), "{body}: {m}");
+        assert_eq!(standin.seen().len(), 1, "{body}: a malformed answer is not retried");
+    }
+}
+
+/// The model directory of `.ci/install-embedding-model`; fails (never skips) without it.
+fn real_model_dir() -> std::path::PathBuf {
+    let dir = std::env::var_os("REPLICAD_TEST_EMBEDDING_MODEL").unwrap_or_else(|| {
+        panic!(
+            "REPLICAD_TEST_EMBEDDING_MODEL is not set: run `eval \"$(bash .ci/install-embedding-model)\"` \
+             (bash .ci/run does) and run the tests again"
+        )
+    });
+    dir.into()
+}
+
+#[tokio::test]
+async fn the_real_model_puts_a_paraphrase_closer_than_an_unrelated_sentence() {
+    let model = Local::load("all-minilm-l6-v2", &real_model_dir()).unwrap();
+    assert_eq!(model.dimension(), 384);
+    let q = model.embed_queries(vec!["How do I delete a key from a dictionary?".into()]).await.unwrap();
+    let passages = vec![
+        "Use del d[key] to remove an entry from a dict.".to_string(),
+        "The train to the coast leaves at noon every Sunday.".to_string(),
+    ];
+    let p = model.embed_passages(passages).await.unwrap();
+    let norm = dot(&q[0], &q[0]);
+    assert!((norm - 1.0).abs() < 1e-4, "not normalised: {norm}");
+    let (paraphrase, unrelated) = (dot(&q[0], &p[0]), dot(&q[0], &p[1]));
+    assert!(paraphrase > unrelated + 0.2, "paraphrase {paraphrase} vs unrelated {unrelated}");
+    // A batch gives each text the vector it gets alone (padding changes nothing).
+    let alone = model.embed_passages(vec![p_text()]).await.unwrap();
+    let batched = model.embed_passages(vec![p_text(), "a much longer text ".repeat(30)]).await.unwrap();
+    assert!(dot(&alone[0], &batched[0]) > 0.9999, "{}", dot(&alone[0], &batched[0]));
+}
+
+fn p_text() -> String {
+    "Use del d[key] to remove an entry from a dict.".to_string()
+}
