@@ -333,10 +333,7 @@ impl Prepared {
 
     /// The estimated usage of this request when the backend reports none.
     fn estimate(&self, reply: &str) -> Usage {
-        let g = &self.generation;
-        let sent = prompt::estimate_tokens(&prompt::system_message(&g.persona, &g.sources))
-            + g.history.iter().map(|t| prompt::estimate_tokens(&t.content)).sum::<usize>()
-            + prompt::estimate_tokens(&g.question);
+        let sent = prompt::estimate_prompt_tokens(&self.generation);
         Usage { prompt_tokens: sent as u64, completion_tokens: prompt::estimate_tokens(reply) as u64 }
     }
 }

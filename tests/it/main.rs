@@ -14,6 +14,7 @@ mod disk_full;
 mod embed;
 mod errors;
 mod fixtures;
+mod framing;
 mod health;
 mod heavy_work;
 mod history;
