@@ -323,7 +323,7 @@ async fn the_experimental_operation_is_openai_shaped_with_usage() {
     let (p, c) = FAKE_USAGE;
     assert_eq!(v["usage"], json!({"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}));
     let sent = &fake.seen()[0].body["messages"];
-    assert_eq!(sent.as_array().unwrap().len(), 4, "system, the client's two turns, the question");
+    assert_eq!(sent.as_array().unwrap().len(), 5, "system, the client's two turns, the sources, the question");
     assert_eq!(sent[2], json!({"role": "assistant", "content": "Hi there."}));
     assert_eq!(org.history_as(&replica, "", &as_user).await.len(), 2, "store defaults to true");
 

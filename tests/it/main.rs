@@ -12,6 +12,7 @@ mod cli;
 mod concurrency;
 mod disk_full;
 mod embed;
+mod embed_limits;
 mod errors;
 mod fixtures;
 mod framing;
