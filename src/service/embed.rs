@@ -10,6 +10,11 @@
 //!   header); others are refused with 403 `ORIGIN_NOT_ALLOWED`.
 //! - Without a key, the same operations serve the web chat page of a public replica, on the
 //!   server's own origin only, on the `web` source.
+//! - A key is revoked one at a time ([`revoke_key`]); the others stay.
+//! - Visitors are anonymous: a visitor becomes a user only at its first question, and only while
+//!   the visitors' own monthly quota has room ([`check_new_visitor`]); their conversations count
+//!   in [`Pool::Visitors`], never in the organization's quota. The request limits are the
+//!   handlers' (`api::embed::Limits`).
 
 use redb::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
