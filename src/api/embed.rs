@@ -151,7 +151,7 @@ async fn admit(app: &App, req: &Req) -> Result<Result<Admitted, Reply>> {
 
 /// Whose monthly conversations the visitors' questions count in.
 fn visitors(app: &App) -> Pool {
-    Pool::Visitors { max: app.config.embed_conversations_per_month }
+    Pool::Visitors { default: app.config.embed_conversations_per_month }
 }
 
 /// The user of the admitted visitor, made at its first question unless the replica took in

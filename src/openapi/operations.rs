@@ -553,7 +553,8 @@ fn integration_ops() -> Vec<Op> {
                 first question, at most `--embed-new-visitors-per-minute` (default 20) per replica a minute \
                 (beyond: 429 `RATE_LIMITED`), and only when the visitors may still start a conversation. The \
                 conversations visitors start count in a monthly quota of their own per organization \
-                (`--embed-conversations-per-month`, default 10000; UTC months): beyond, 429 \
+                (`--embed-conversations-per-month`, default 10000, or the operator's `replicad orgs set-quota ORG \
+                --embed-conversations-per-month N`; UTC months): beyond, 429 \
                 `EMBED_CONVERSATION_QUOTA_EXCEEDED` before anything is generated. They never count in the \
                 organization's own conversation quota, so visitors cannot starve its API use; and the \
                 organization's quota (or `--rate-limit-per-key`) does not close its public chats. A conversation \

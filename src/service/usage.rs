@@ -43,8 +43,9 @@ pub enum Pool {
     #[default]
     Organization,
     /// The anonymous visitors of the organization's public chats (embed widget and web page),
-    /// counted apart and capped at `max` a month (`--embed-conversations-per-month`).
-    Visitors { max: u64 },
+    /// counted apart and capped by the organization's `embed_conversations_per_month` quota,
+    /// else `default` a month (`--embed-conversations-per-month`).
+    Visitors { default: u64 },
 }
 
 /// Bit set on the month of the [`tables::ORGMONTH_CONVERSATIONS`] keys that count
@@ -64,7 +65,9 @@ impl Pool {
     pub fn max(self, quotas: &impl ReadableTable<u128, &'static [u8]>, org: Uuid) -> Result<Option<u64>> {
         match self {
             Pool::Organization => Ok(super::quotas::of(quotas, org)?.conversations_per_month),
-            Pool::Visitors { max } => Ok(Some(max)),
+            Pool::Visitors { default } => {
+                Ok(Some(super::quotas::of(quotas, org)?.embed_conversations_per_month.unwrap_or(default)))
+            }
         }
     }
 

@@ -124,10 +124,21 @@ async fn visitors_have_their_own_monthly_quota_and_never_use_up_the_organization
     let r = chat(&server, &replica, &key, "month-visitor-1", "And its fuel?").await;
     assert_eq!(r.status, StatusCode::OK, "a conversation under way goes on: {}", r.text);
 
+    // The operator raises this organization's visitors' quota above the server's default.
+    let set = server.dir().cli(&["orgs", "set-quota", &org.id, "--embed-conversations-per-month", "3"]);
+    assert!(set.status.success(), "{}", String::from_utf8_lossy(&set.stderr));
+    let r = chat(&server, &replica, &key, "month-visitor-3", ZORBLAX_QUESTION).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let r = chat(&server, &replica, &key, "month-visitor-4", ZORBLAX_QUESTION).await;
+    assert_error(&r, StatusCode::TOO_MANY_REQUESTS, Some("EMBED_CONVERSATION_QUOTA_EXCEEDED"));
+
     let out = server.dir().cli(&["orgs", "list", "--json"]);
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("orgs list --json");
     let mine = listed.as_array().unwrap().iter().find(|o| o["id"] == json!(org.id)).expect("listed").clone();
-    assert_eq!(mine["conversations_this_month"], json!(1), "only the organization's own: {mine}");
+    let counts = ["conversations_this_month", "conversations_per_month"].map(|f| mine[f].clone());
+    assert_eq!(counts, [json!(1), json!(1)], "the organization's own conversations only: {mine}");
+    let counts = ["embed_conversations_this_month", "embed_conversations_per_month"].map(|f| mine[f].clone());
+    assert_eq!(counts, [json!(3), json!(3)], "{mine}");
 
     advance_clock(&server, 32 * 24 * 60);
     let r = chat(&server, &replica, &key, "month-visitor-4", ZORBLAX_QUESTION).await;
