@@ -165,7 +165,7 @@ async fn execute(app: &App, req: Request) -> Result<Answer, String> {
         }
         Request::Orgs => {
             let now = crate::store::now_ms();
-            let orgs = quotas::list(&app.store, quotas::Defaults::of(&app.config), now).await;
+            let orgs = quotas::list(&app.store, app.config.quota_defaults(), now).await;
             orgs.map(|orgs| Answer::Orgs { orgs }).map_err(text)
         }
         Request::SetQuota { org, quota } => {

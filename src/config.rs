@@ -189,6 +189,15 @@ impl Config {
         }
     }
 
+    /// The quotas of an organization that the operator has not set (`replicad orgs set-quota`).
+    pub fn quota_defaults(&self) -> crate::service::quotas::Defaults {
+        crate::service::quotas::Defaults {
+            replicas: self.max_replicas_per_org,
+            knowledge_base_entries: self.max_kb_entries_per_org,
+            embed_conversations_per_month: self.embed_conversations_per_month,
+        }
+    }
+
     /// Checks values clap cannot.
     pub fn validate(&self) -> Result<(), String> {
         if self.max_body_bytes < 1024 {

@@ -55,7 +55,7 @@ async fn list(data_dir: &Path) -> Result<Vec<Value>, String> {
         Some(other) => return Err(format!("unexpected answer from the server: {other:?}")),
         None => {
             let store = Store::open(data_dir).map_err(|e| e.to_string())?;
-            let defaults = quotas::Defaults::of(&Config::new(data_dir.to_path_buf()));
+            let defaults = Config::new(data_dir.to_path_buf()).quota_defaults();
             quotas::list(&store, defaults, now_ms()).await.map_err(|e| e.to_string())?
         }
     };

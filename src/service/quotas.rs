@@ -84,17 +84,6 @@ pub struct Defaults {
     pub embed_conversations_per_month: u64,
 }
 
-impl Defaults {
-    /// The defaults `config` sets.
-    pub fn of(config: &crate::config::Config) -> Defaults {
-        Defaults {
-            replicas: config.max_replicas_per_org,
-            knowledge_base_entries: config.max_kb_entries_per_org,
-            embed_conversations_per_month: config.embed_conversations_per_month,
-        }
-    }
-}
-
 /// Every organization with its usage in the month of `now` and its quotas, the server's
 /// `defaults` filling those not set.
 pub async fn list(store: &Store, defaults: Defaults, now: i64) -> Result<Vec<OrgUsage>> {
