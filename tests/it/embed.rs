@@ -142,7 +142,7 @@ async fn the_web_page_serves_public_replicas_only_under_a_strict_policy() {
 
 /// A site on its own loopback origin serving one page that includes the widget, under a strict
 /// Content-Security-Policy naming only the replicad server.
-async fn host_site(replicad: &str, replica: &str, key: &str) -> String {
+pub async fn host_site(replicad: &str, replica: &str, key: &str) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind site");
     let origin = format!("http://{}", listener.local_addr().unwrap());
     let html = format!(
@@ -181,7 +181,7 @@ fn required_env(name: &str) -> String {
 }
 
 /// Runs `tests/browser/widget.cjs` with `config`; returns what it observed.
-fn drive_browser(mut config: Value) -> Value {
+pub fn drive_browser(mut config: Value) -> Value {
     config["chromium"] = json!(required_env("REPLICAD_TEST_CHROMIUM"));
     config["modules"] = json!(required_env("REPLICAD_TEST_BROWSER_MODULES"));
     config["artifacts"] = json!(concat!(env!("CARGO_MANIFEST_DIR"), "/target/test-artifacts"));

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::chats::advance_clock;
 use crate::common::{assert_error, send, Org, Resp, Server, ZORBLAX_QUESTION};
-use crate::embed::{embed_key, reactor, widget_req};
+use crate::embed::{drive_browser, embed_key, host_site, reactor, widget_req};
 
 const SITE: &str = "https://docs.example.com";
 
@@ -179,4 +179,34 @@ async fn a_revoked_embed_key_is_refused_while_the_replicas_other_keys_keep_worki
     let r = stranger.call(Method::DELETE, &revoke(&replica, &kept), None, &[]).await;
     assert_error(&r, StatusCode::NOT_FOUND, Some("NOT_FOUND"));
     assert_eq!(chat(&server, &replica, &kept, "revoke-visitor-1", "still here").await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn in_chromium_a_visitor_at_its_limit_is_told_the_chat_is_busy() {
+    let server = Server::start_with(&["--embed-rate-limit-per-visitor", "2"]);
+    let org = server.new_org("Busy").await;
+    let replica = reactor(&org).await;
+    let key = embed_key(&org, &replica, &["https://placeholder.example"]).await;
+    let site = host_site(&server.base_url, &replica, &key).await;
+    embed_key(&org, &replica, &[&site]).await;
+    let seen = tokio::task::spawn_blocking(move || {
+        // Opening loads the history (one request), the first question is the second: the
+        // second question is refused.
+        drive_browser(json!({
+            "steps": ["busy"],
+            "replica": replica,
+            "allowed_url": format!("{site}/"),
+            "question": ZORBLAX_QUESTION,
+            "expect": "451 kelvin",
+        }))
+    })
+    .await
+    .expect("browser task");
+    assert_eq!(seen["violations"], json!([]), "{seen}");
+    assert!(seen["busy_status"].as_str().is_some_and(|s| s.contains("busy")), "{seen}");
+    let statuses: Vec<u64> =
+        seen["chat_answers"].as_array().unwrap().iter().filter_map(|a| a["status"].as_u64()).collect();
+    assert_eq!(statuses, [200, 429], "{seen}");
+    let kept = seen["busy_messages"].as_array().unwrap();
+    assert!(kept.iter().any(|m| m.as_str().is_some_and(|m| m.contains("451 kelvin"))), "{seen}");
 }
