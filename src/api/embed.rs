@@ -20,6 +20,7 @@ use hyper::header::HOST;
 use hyper::Method;
 use serde::Deserialize;
 use serde_json::json;
+use uuid::Uuid;
 
 use super::chat::encode;
 use super::history::{source_view, view};
@@ -38,7 +39,6 @@ use crate::service::embed::{self, Credentials, Visit};
 use crate::service::history::{self as history_service, Page};
 use crate::service::usage::Pool;
 use crate::service::{check_len, users};
-use uuid::Uuid;
 
 const ALLOW_HEADERS: &str = "content-type, accept, x-embed-key, x-embed-visitor";
 

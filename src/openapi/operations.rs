@@ -525,13 +525,19 @@ fn integration_ops() -> Vec<Op> {
                 every widget request must come from an allowed origin (CORS). Shown only here (stored hashed); \
                 `DELETE …/embed-keys/{embedKey}` revokes it.",
             ),
-        op("DELETE", "/v1/replicas/{replicaUUID}/embed-keys/{embedKey}", "revokeEmbedKey", "Integrations", "Revoke an embed key")
-            .describe(
-                "Our own operation. `embedKey` is the key itself (`rpl_embed_…`; it is public, in the site's HTML, \
-                so it is no secret in a path). From this answer on, widget requests carrying it are refused with 403 \
-                `EMBED_KEY_REFUSED`; the replica's other keys and its allowed origins stay. 404 when it is not a key \
-                of this replica (unknown, already revoked, or another replica's).",
-            ),
+        op(
+            "DELETE",
+            "/v1/replicas/{replicaUUID}/embed-keys/{embedKey}",
+            "revokeEmbedKey",
+            "Integrations",
+            "Revoke an embed key",
+        )
+        .describe(
+            "Our own operation. `embedKey` is the key itself (`rpl_embed_…`; it is public, in the site's HTML, \
+            so it is no secret in a path). From this answer on, widget requests carrying it are refused with 403 \
+            `EMBED_KEY_REFUSED`; the replica's other keys and its allowed origins stay. 404 when it is not a key of \
+            this replica (unknown, already revoked, or another replica's).",
+        ),
         op("POST", "/v1/embed/{replicaUUID}/chat", "embedChat", "Integrations", "Ask as a widget or page visitor")
             .body("EmbedChatRequest")
             .query(embed_headers())

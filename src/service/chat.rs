@@ -414,8 +414,8 @@ fn exchange(ask: &Ask, c: &Completion) -> Vec<NewItem> {
 /// Answers `ask` as `replica` for `user` and stores the exchange unless asked not to.
 /// Errors: 429 `CONVERSATION_QUOTA_EXCEEDED` (or `EMBED_CONVERSATION_QUOTA_EXCEEDED` for
 /// [`Pool::Visitors`]) before anything is generated when the question would start a
-/// conversation beyond its pool's monthly quota (`service::chats::check_quota`); 502 `UPSTREAM_ERROR` when the model's upstream fails
-/// (nothing is stored then).
+/// conversation beyond its pool's monthly quota (`service::chats::check_quota`); 502
+/// `UPSTREAM_ERROR` when the model's upstream fails (nothing is stored then).
 pub async fn complete(cx: &Context, replica: &Replica, user: Uuid, ask: Ask) -> Result<Completion> {
     let p = prepare(cx, replica, user, ask).await?;
     let mut pieces = p.start(false).await?;
