@@ -77,8 +77,15 @@ async fn fill(dir: &std::path::Path, chats: usize) -> (String, Uuid) {
                     let (chat, m) = (rest / PER_CONVERSATION, rest % PER_CONVERSATION);
                     let at = start_ms + slot as i64 * 6 * day + rest as i64 * 1000;
                     let it = NewItem { source: "web".into(), ..item(m) };
-                    let append =
-                        Append { replica, user: users[chat], private: false, items: vec![it], now: at, tokens: None };
+                    let append = Append {
+                        replica,
+                        user: users[chat],
+                        private: false,
+                        items: vec![it],
+                        now: at,
+                        tokens: None,
+                        pool: Default::default(),
+                    };
                     append.apply(&mut tables)?;
                 }
                 Ok(())

@@ -8,7 +8,8 @@
 //! `{"op":"reindex"}` → `{"reindex":{"chunks":N}}`; `{"op":"check"}` → `{"check":{"report":{…}}}`
 //! (see `search::check::Report`); `{"op":"orgs"}` → `{"orgs":{"orgs":[…]}}` (see
 //! `service::quotas::OrgUsage`); `{"op":"set-quota","org":ID,"conversations_per_month"?,
-//! "replicas"?,"knowledge_base_entries"?}` → `{"quota":{"quota":{…}}}`;
+//! "replicas"?,"knowledge_base_entries"?,"embed_conversations_per_month"?}` →
+//! `{"quota":{"quota":{…}}}`;
 //! `{"op":"backup","to":"/abs/FILE"}` → zero or more `{"progress":{"progress":{…}}}` lines then
 //! `{"backup":{"summary":{…}}}` (see `crate::backup`);
 //! `{"op":"advance-clock","ms":N}` → `{"clock":{"now_ms":N}}` (only with `serve --test-clock`,
@@ -163,9 +164,8 @@ async fn execute(app: &App, req: Request) -> Result<Answer, String> {
             search::check::check(&app.store, &app.search).await.map(|report| Answer::Check { report }).map_err(text)
         }
         Request::Orgs => {
-            let c = &app.config;
             let now = crate::store::now_ms();
-            let orgs = quotas::list(&app.store, c.max_replicas_per_org, c.max_kb_entries_per_org, now).await;
+            let orgs = quotas::list(&app.store, app.config.quota_defaults(), now).await;
             orgs.map(|orgs| Answer::Orgs { orgs }).map_err(text)
         }
         Request::SetQuota { org, quota } => {

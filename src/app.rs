@@ -31,6 +31,8 @@ pub struct App {
     pub ops: crate::ops::Ops,
     /// Per-key request buckets (`--rate-limit-per-key`); `None`: no limit.
     pub rate_limiter: Option<RateLimiter>,
+    /// The public embed operations' own rate limits (`--embed-rate-limit-*`).
+    pub embed_limits: api::embed::Limits,
     /// Organizations already found by their API key (authentication's lookups).
     pub org_keys: crate::service::orgs::KeyCache,
     /// The channel bots running in this server.
@@ -59,6 +61,7 @@ impl App {
         let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
         let rate_limiter = config.rate_limit_per_key.map(RateLimiter::new);
         let read_cache = crate::http::read_cache::ReadCache::new(config.read_cache_bytes);
+        let embed_limits = api::embed::Limits::new(&config);
         App {
             config,
             store,
@@ -70,6 +73,7 @@ impl App {
             reindex,
             ops: Default::default(),
             rate_limiter,
+            embed_limits,
             org_keys: Default::default(),
             channels,
             read_cache,

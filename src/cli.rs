@@ -112,6 +112,12 @@ pub enum OrgsCommand {
         /// Knowledge-base entries (429 KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED beyond).
         #[arg(long)]
         knowledge_base_entries: Option<u64>,
+        /// Conversations the anonymous visitors of the organization's public chats (embed
+        /// widget, web page) start per UTC month, counted apart from --conversations-per-month
+        /// (429 EMBED_CONVERSATION_QUOTA_EXCEEDED beyond; default: serve's
+        /// --embed-conversations-per-month).
+        #[arg(long)]
+        embed_conversations_per_month: Option<u64>,
     },
 }
 

@@ -105,6 +105,28 @@ pub struct Config {
     /// `RATE_LIMITED` with `Retry-After` beyond); no limit when absent.
     #[arg(long, env = "REPLICAD_RATE_LIMIT_PER_KEY", value_parser = clap::value_parser!(u32).range(1..))]
     pub rate_limit_per_key: Option<u32>,
+    /// Requests per minute to the public embed operations (`POST /v1/embed/{replicaUUID}/chat`,
+    /// `GET /v1/embed/{replicaUUID}/history`) allowed to one visitor (`X-Embed-Visitor`) of one
+    /// replica, with a burst of as many (429 `RATE_LIMITED` with `Retry-After` beyond).
+    #[arg(long, env = "REPLICAD_EMBED_RATE_LIMIT_PER_VISITOR", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub embed_rate_limit_per_visitor: u32,
+    /// Requests per minute to the public embed operations allowed to one replica from all its
+    /// visitors together, with a burst of as many (429 `RATE_LIMITED` with `Retry-After`
+    /// beyond).
+    #[arg(long, env = "REPLICAD_EMBED_RATE_LIMIT_PER_REPLICA", default_value_t = 120,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub embed_rate_limit_per_replica: u32,
+    /// New visitors (linked-account users `embed:<id>`, made at their first question) one
+    /// replica takes in per minute, with a burst of as many (429 `RATE_LIMITED` beyond).
+    #[arg(long, env = "REPLICAD_EMBED_NEW_VISITORS_PER_MINUTE", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub embed_new_visitors_per_minute: u32,
+    /// Conversations the anonymous visitors of one organization's public chats (widget and web
+    /// page) may start per UTC month, counted apart from the organization's own quota (429
+    /// `EMBED_CONVERSATION_QUOTA_EXCEEDED` beyond); `0` closes them to new conversations.
+    #[arg(long, env = "REPLICAD_EMBED_CONVERSATIONS_PER_MONTH", default_value_t = 10_000)]
+    pub embed_conversations_per_month: u64,
     /// Tests only: let the admin socket move the server's clock forward (`advance-clock`), so
     /// that conversation boundaries and months can be crossed without waiting.
     #[arg(long, env = "REPLICAD_TEST_CLOCK", hide = true)]
@@ -181,6 +203,10 @@ impl Config {
             metrics_token: None,
             metrics_listen: None,
             rate_limit_per_key: None,
+            embed_rate_limit_per_visitor: 10,
+            embed_rate_limit_per_replica: 120,
+            embed_new_visitors_per_minute: 20,
+            embed_conversations_per_month: 10_000,
             test_clock: false,
             min_free_space: crate::store::file::DEFAULT_MIN_FREE_BYTES,
             test_faults: false,
@@ -191,6 +217,15 @@ impl Config {
             messenger_b_api_base: DEFAULT_MESSENGER_B_API_BASE.to_string(),
             messenger_b_gateway: DEFAULT_MESSENGER_B_GATEWAY.to_string(),
             llm: crate::generate::LlmConfig::default(),
+        }
+    }
+
+    /// The quotas of an organization that the operator has not set (`replicad orgs set-quota`).
+    pub fn quota_defaults(&self) -> crate::service::quotas::Defaults {
+        crate::service::quotas::Defaults {
+            replicas: self.max_replicas_per_org,
+            knowledge_base_entries: self.max_kb_entries_per_org,
+            embed_conversations_per_month: self.embed_conversations_per_month,
         }
     }
 

@@ -98,6 +98,9 @@ error_codes! {
     /// The organization started as many conversations this month as its quota (or the
     /// request's `usageLimits.conversationsPerMonth`) allows.
     ConversationQuotaExceeded => 429, Some("CONVERSATION_QUOTA_EXCEEDED");
+    /// The anonymous visitors of an organization's public chats (embed widget and web page)
+    /// started their monthly conversations (`--embed-conversations-per-month`).
+    EmbedConversationQuotaExceeded => 429, Some("EMBED_CONVERSATION_QUOTA_EXCEEDED");
     /// The organization key sent more requests than `--rate-limit-per-key` allows (see the
     /// `Retry-After` header).
     RateLimited => 429, Some("RATE_LIMITED");

@@ -25,8 +25,16 @@ pub async fn run(command: OrgsCommand) -> Result<(), String> {
             }
             Ok(())
         }
-        OrgsCommand::SetQuota { org, dir, conversations_per_month, replicas, knowledge_base_entries } => {
-            let quota = Quota { conversations_per_month, replicas, knowledge_base_entries };
+        OrgsCommand::SetQuota {
+            org,
+            dir,
+            conversations_per_month,
+            replicas,
+            knowledge_base_entries,
+            embed_conversations_per_month,
+        } => {
+            let quota =
+                Quota { conversations_per_month, replicas, knowledge_base_entries, embed_conversations_per_month };
             let set = match admin::request(&dir.data_dir, &Request::SetQuota { org, quota: quota.clone() }).await? {
                 Some(Answer::Quota { quota }) => quota,
                 Some(other) => return Err(format!("unexpected answer from the server: {other:?}")),
@@ -47,10 +55,8 @@ async fn list(data_dir: &Path) -> Result<Vec<Value>, String> {
         Some(other) => return Err(format!("unexpected answer from the server: {other:?}")),
         None => {
             let store = Store::open(data_dir).map_err(|e| e.to_string())?;
-            let d = Config::new(data_dir.to_path_buf());
-            quotas::list(&store, d.max_replicas_per_org, d.max_kb_entries_per_org, now_ms())
-                .await
-                .map_err(|e| e.to_string())?
+            let defaults = Config::new(data_dir.to_path_buf()).quota_defaults();
+            quotas::list(&store, defaults, now_ms()).await.map_err(|e| e.to_string())?
         }
     };
     orgs.iter().map(|o| serde_json::to_value(o).map_err(|e| e.to_string())).collect()
@@ -70,6 +76,7 @@ fn table(orgs: &[Value]) -> String {
         "CONVERSATIONS/MONTH".into(),
         "REPLICAS".into(),
         "KB ENTRIES".into(),
+        "EMBED CONVERSATIONS/MONTH".into(),
     ]];
     for o in orgs {
         rows.push([
@@ -78,9 +85,10 @@ fn table(orgs: &[Value]) -> String {
             of(o, "conversations_this_month", "conversations_per_month"),
             of(o, "replicas", "max_replicas"),
             of(o, "knowledge_base_entries", "max_knowledge_base_entries"),
+            of(o, "embed_conversations_this_month", "embed_conversations_per_month"),
         ]);
     }
-    let widths: Vec<usize> = (0..5).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..6).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for r in rows {
         let cells: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();

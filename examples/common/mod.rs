@@ -81,7 +81,8 @@ pub async fn fill_history(store: &Store, replica: Uuid, messages: usize) {
                         interrupted: false,
                     };
                     let (items, now) = (vec![it], replicad::store::now_ms());
-                    Append { replica, user, private: false, items, now, tokens: None }.apply(&mut tables)?;
+                    Append { replica, user, private: false, items, now, tokens: None, pool: Default::default() }
+                        .apply(&mut tables)?;
                 }
                 Ok(())
             })

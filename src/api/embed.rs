@@ -1,20 +1,26 @@
 //! The embeddable chat widget and the web chat page (see `service::embed` for the rules):
 //!
 //! - `POST /v1/replicas/{replicaUUID}/embed-keys` (our own operation): a public embed key and
-//!   the replica's allowed origins.
+//!   the replica's allowed origins; `DELETE /v1/replicas/{replicaUUID}/embed-keys/{embedKey}`
+//!   revokes one.
 //! - `POST /v1/embed/{replicaUUID}/chat` and `GET /v1/embed/{replicaUUID}/history`: what the
 //!   widget (key in `X-Embed-Key`) and the page (no key) call; visitor id in
 //!   `X-Embed-Visitor`. CORS: `Access-Control-Allow-Origin` is the caller's origin when allowed;
-//!   `OPTIONS` on both paths answers the preflight.
+//!   `OPTIONS` on both paths answers the preflight. Both are anonymous, so they have limits of
+//!   their own ([`Limits`], issue 31 point 5): requests per visitor and per replica, new
+//!   visitors per replica, and the visitors' own monthly conversations
+//!   (`service::usage::Pool::Visitors`), none of which touch the organization's.
 //! - `GET /embed/widget.js` (the script a site includes) and `GET /r/{organizationID}/{replicaSlug}`
 //!   (the web chat page of a public replica).
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use hyper::header::HOST;
 use hyper::Method;
 use serde::Deserialize;
 use serde_json::json;
+use uuid::Uuid;
 
 use super::chat::encode;
 use super::history::{source_view, view};
@@ -22,13 +28,16 @@ use super::path_replica;
 use super::{BodyKind, Route};
 use crate::app::App;
 use crate::channels::embed as assets;
+use crate::config::Config;
 use crate::error::{Code, Error, Result};
 use crate::http::auth::Access;
+use crate::http::rate_limit::RateLimiter;
 use crate::http::request::Req;
-use crate::http::response::Reply;
+use crate::http::response::{error_reply, Reply};
 use crate::service::chat::{self, Ask};
 use crate::service::embed::{self, Credentials, Visit};
 use crate::service::history::{self as history_service, Page};
+use crate::service::usage::Pool;
 use crate::service::{check_len, users};
 
 const ALLOW_HEADERS: &str = "content-type, accept, x-embed-key, x-embed-visitor";
@@ -39,6 +48,17 @@ const ALLOW_HEADERS: &str = "content-type, accept, x-embed-key, x-embed-visitor"
 struct EmbedKeyBody {
     #[serde(rename = "allowedOrigins")]
     allowed_origins: Vec<String>,
+}
+
+/// # `DELETE /v1/replicas/{replicaUUID}/embed-keys/{embedKey}`
+/// Revokes the embed key `embedKey` (the key itself, `rpl_embed_…`: it is public, in the site's
+/// HTML): requests carrying it are refused from this answer on (403 `EMBED_KEY_REFUSED`). The
+/// replica's other keys and allowed origins stay. 200 `{success}`. Errors: 404 (no such
+/// replica, or not a key of it).
+pub async fn revoke_key(app: Arc<App>, req: Req) -> Result<Reply> {
+    let replica = path_replica(&app, &req).await?;
+    embed::revoke_key(&app.store, replica.id, req.param("embedKey")).await?;
+    Ok(Reply::done())
 }
 
 /// # `POST /v1/replicas/{replicaUUID}/embed-keys`
@@ -66,8 +86,51 @@ fn own_origin(app: &App, req: &Req) -> String {
     }
 }
 
-/// The visit of a widget or page request and its visitor's user id.
-async fn visit(app: &App, req: &Req) -> Result<(Visit, uuid::Uuid)> {
+/// The embed operations' own request limits (`--embed-rate-limit-per-visitor`,
+/// `--embed-rate-limit-per-replica`, `--embed-new-visitors-per-minute`): token buckets of
+/// [`RateLimiter`], apart from the organization keys' (`--rate-limit-per-key`).
+pub struct Limits {
+    /// Requests of one visitor of one replica ([`embed::visitor_key`]).
+    per_visitor: RateLimiter,
+    /// Requests to one replica from all its visitors.
+    per_replica: RateLimiter,
+    /// Visitors one replica takes in (made users) per minute.
+    new_visitors: RateLimiter,
+}
+
+impl Limits {
+    /// The limits `config` sets.
+    pub fn new(config: &Config) -> Limits {
+        Limits {
+            per_visitor: RateLimiter::new(config.embed_rate_limit_per_visitor),
+            per_replica: RateLimiter::new(config.embed_rate_limit_per_replica),
+            new_visitors: RateLimiter::new(config.embed_new_visitors_per_minute),
+        }
+    }
+}
+
+/// Takes a token of `key`'s bucket in `limiter`; when there is none, the 429 `RATE_LIMITED`
+/// answer (spec §7 body, `Retry-After` and the `RateLimit` headers) for `request_id`.
+fn take(limiter: &RateLimiter, key: u128, what: &str, request_id: &str) -> Option<Reply> {
+    let d = limiter.check(key, Instant::now());
+    if d.allowed {
+        return None;
+    }
+    let message = format!("too many requests {what}; retry in {} s", d.retry_after_secs);
+    let reply = error_reply(&Error::new(Code::RateLimited, message), request_id, false);
+    Some(limiter.headers(&d).into_iter().fold(reply, |r, (name, value)| r.with_header(name, &value)))
+}
+
+/// A widget or page request past its credentials and its rate limits.
+struct Admitted {
+    visit: Visit,
+    visitor: String,
+}
+
+/// Checks the credentials of a widget or page request, then the rate limits of its visitor and
+/// of its replica. `Ok(Err(reply))`: the 429 to answer as it is (with the CORS header, so the
+/// widget can read it).
+async fn admit(app: &App, req: &Req) -> Result<Result<Admitted, Reply>> {
     let replica = req.uuid_param("replicaUUID")?;
     let credentials = Credentials {
         key: header(req, "x-embed-key").map(str::to_string),
@@ -76,8 +139,35 @@ async fn visit(app: &App, req: &Req) -> Result<(Visit, uuid::Uuid)> {
     };
     let visit = embed::authorize(&app.store, replica, credentials).await?;
     let visitor = embed::check_visitor(header(req, "x-embed-visitor"))?;
-    let user = users::linked(&app.store, visit.replica.org, "embed", &visitor).await?;
-    Ok((visit, user.id))
+    let limits = &app.embed_limits;
+    let id = &req.request_id;
+    let refused = take(&limits.per_visitor, embed::visitor_key(replica, &visitor), "from this visitor", id)
+        .or_else(|| take(&limits.per_replica, replica.as_u128(), "to this replica's public chat", id));
+    Ok(match refused {
+        Some(reply) => Err(with_cors(reply, visit.cors_origin.as_deref())),
+        None => Ok(Admitted { visit, visitor }),
+    })
+}
+
+/// Whose monthly conversations the visitors' questions count in.
+fn visitors(app: &App) -> Pool {
+    Pool::Visitors { default: app.config.embed_conversations_per_month }
+}
+
+/// The user of the admitted visitor, made at its first question unless the replica took in
+/// as many new visitors as it may this minute (429 answer in `Err`) or the visitors' monthly
+/// quota is used up (429 error): refused visitors leave no user behind.
+async fn visitor_user(app: &App, req: &Req, a: &Admitted) -> Result<Result<Uuid, Reply>> {
+    let org = a.visit.replica.org;
+    if let Some(user) = users::find_linked(&app.store, org, "embed", &a.visitor).await? {
+        return Ok(Ok(user.id));
+    }
+    let replica = a.visit.replica.id.as_u128();
+    if let Some(reply) = take(&app.embed_limits.new_visitors, replica, "from new visitors", &req.request_id) {
+        return Ok(Err(with_cors(reply, a.visit.cors_origin.as_deref())));
+    }
+    embed::check_new_visitor(&app.store, org, visitors(app)).await?;
+    Ok(Ok(users::linked(&app.store, org, "embed", &a.visitor).await?.id))
 }
 
 fn with_cors(reply: Reply, origin: Option<&str>) -> Reply {
@@ -100,9 +190,18 @@ struct ChatBody {
 pub async fn chat(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: ChatBody = req.json()?;
     check_len("content", &body.content, 1, 10_000)?;
-    let (visit, user) = visit(&app, &req).await?;
+    let admitted = match admit(&app, &req).await? {
+        Ok(a) => a,
+        Err(limited) => return Ok(limited),
+    };
+    let user = match visitor_user(&app, &req, &admitted).await? {
+        Ok(user) => user,
+        Err(limited) => return Ok(limited),
+    };
+    let visit = admitted.visit;
     let cx = super::chat::context(&app);
-    let ask = Ask { content: body.content, source: visit.source.to_string(), ..Ask::default() };
+    let source = visit.source.to_string();
+    let ask = Ask { content: body.content, source, pool: visitors(&app), ..Ask::default() };
     let streaming = header(&req, "accept").is_some_and(|a| a.contains("text/event-stream"));
     let reply = if streaming {
         let started = chat::stream(&cx, &visit.replica, user, ask).await?;
@@ -120,9 +219,18 @@ pub async fn chat(app: Arc<App>, req: Req) -> Result<Reply> {
 /// The visitor's own conversation on this channel, `{success, items}` (chat history items,
 /// oldest first, the newest 100). Errors: 400, 403 `EMBED_KEY_REFUSED` / `ORIGIN_NOT_ALLOWED`, 404.
 pub async fn history(app: Arc<App>, req: Req) -> Result<Reply> {
-    let (visit, user) = visit(&app, &req).await?;
-    let page = Page { channel: Some(visit.source.to_string()), limit: 100, before_id: None };
-    let items = history_service::list(&app.store, visit.replica.id, user, page).await?;
+    let Admitted { visit, visitor } = match admit(&app, &req).await? {
+        Ok(a) => a,
+        Err(limited) => return Ok(limited),
+    };
+    // A visitor who never asked has no history, and is not made a user by reading it.
+    let items = match users::find_linked(&app.store, visit.replica.org, "embed", &visitor).await? {
+        Some(user) => {
+            let page = Page { channel: Some(visit.source.to_string()), limit: 100, before_id: None };
+            history_service::list(&app.store, visit.replica.id, user.id, page).await?
+        }
+        None => Vec::new(),
+    };
     let items: Vec<_> = items.iter().map(view).collect();
     Ok(with_cors(Reply::ok(&json!({ "items": items })), visit.cors_origin.as_deref()))
 }

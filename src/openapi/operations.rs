@@ -522,28 +522,58 @@ fn integration_ops() -> Vec<Op> {
                 `data-replica` and `data-key`) and sets the replica's allowed origins (they replace earlier ones; \
                 earlier keys keep working). The key can only chat with this replica and read the history of the \
                 visitor that uses it (`POST /v1/embed/{replicaUUID}/chat`, `GET /v1/embed/{replicaUUID}/history`); \
-                every widget request must come from an allowed origin (CORS). Shown only here (stored hashed).",
+                every widget request must come from an allowed origin (CORS). Shown only here (stored hashed); \
+                `DELETE …/embed-keys/{embedKey}` revokes it.",
             ),
+        op(
+            "DELETE",
+            "/v1/replicas/{replicaUUID}/embed-keys/{embedKey}",
+            "revokeEmbedKey",
+            "Integrations",
+            "Revoke an embed key",
+        )
+        .describe(
+            "Our own operation. `embedKey` is the key itself (`rpl_embed_…`; it is public, in the site's HTML, \
+            so it is no secret in a path). From this answer on, widget requests carrying it are refused with 403 \
+            `EMBED_KEY_REFUSED`; the replica's other keys and its allowed origins stay. 404 when it is not a key of \
+            this replica (unknown, already revoked, or another replica's).",
+        ),
         op("POST", "/v1/embed/{replicaUUID}/chat", "embedChat", "Integrations", "Ask as a widget or page visitor")
             .body("EmbedChatRequest")
             .query(embed_headers())
             .ok(200, "EmbedChatReply")
-            .extra(&[403, 502])
+            .extra(&[403, 429, 502])
             .describe(
                 "Called by the widget (`X-Embed-Key`; source `embed`; `Origin` must be an allowed origin, else 403 \
                 `ORIGIN_NOT_ALLOWED`; a key of another replica, 403 `EMBED_KEY_REFUSED`) and by the web chat page `GET /r/{organizationID}/{replicaSlug}` of a public \
                 replica (no key; the server's own origin; source `web`). `X-Embed-Visitor` (8–100 letters, digits, \
                 `-`, `_`) names the visitor: the linked-account user `embed:<id>`. With `Accept: text/event-stream` \
                 the events of `…/chat/completions`. CORS: `Access-Control-Allow-Origin` echoes an allowed origin; \
-                `OPTIONS` answers the preflight.",
+                `OPTIONS` answers the preflight.\n\n\
+                Limits of its own, apart from the organization's (our decisions; the operator sets them by flag): \
+                requests per visitor of a replica (`--embed-rate-limit-per-visitor`, default 10 a minute) and per \
+                replica from all its visitors (`--embed-rate-limit-per-replica`, default 120 a minute), both token \
+                buckets with a burst of as many, shared with `GET /v1/embed/{replicaUUID}/history`: beyond, 429 \
+                `RATE_LIMITED` with `Retry-After` and `RateLimit-Policy` / `RateLimit` headers (and the CORS \
+                header, so the widget can read it). A visitor id seen for the first time is made a user only at its \
+                first question, at most `--embed-new-visitors-per-minute` (default 20) per replica a minute \
+                (beyond: 429 `RATE_LIMITED`), and only when the visitors may still start a conversation. The \
+                conversations visitors start count in a monthly quota of their own per organization \
+                (`--embed-conversations-per-month`, default 10000, or the operator's `replicad orgs set-quota ORG \
+                --embed-conversations-per-month N`; UTC months): beyond, 429 \
+                `EMBED_CONVERSATION_QUOTA_EXCEEDED` before anything is generated. They never count in the \
+                organization's own conversation quota, so visitors cannot starve its API use; and the \
+                organization's quota (or `--rate-limit-per-key`) does not close its public chats. A conversation \
+                under way goes on.",
             ),
         op("GET", "/v1/embed/{replicaUUID}/history", "embedHistory", "Integrations", "The visitor's conversation")
             .query(embed_headers())
             .ok(200, "EmbedHistory")
-            .extra(&[403])
+            .extra(&[403, 429])
             .describe(
-                "The visitor's own history items on the channel (newest 100, oldest first); the credentials of \
-                `POST /v1/embed/{replicaUUID}/chat`.",
+                "The visitor's own history items on the channel (newest 100, oldest first); the credentials and \
+                request limits of `POST /v1/embed/{replicaUUID}/chat`. A visitor that never asked has an empty \
+                history (reading it makes no user).",
             ),
         op(
             "DELETE",

@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::channel_data::{ChannelKey, Stamped};
 use super::history::{self, NewItem};
+use super::usage::Pool;
 use crate::error::{Error, Result};
 use crate::generate::{prompt, Backends, Generation, ModelRoute, Persona, Piece, Pieces, Turn, Usage, EMBEDDED};
 use crate::search::Search;
@@ -57,6 +58,9 @@ pub struct Ask {
     /// `(replica, user, source)` is used when `None`.
     pub turns: Option<Vec<Turn>>,
     pub max_tokens: Option<u32>,
+    /// Whose monthly conversations a conversation this question starts counts in: the
+    /// organization's own, or its public chats' visitors' (the embed operations).
+    pub pool: Pool,
 }
 
 /// An image given with a question (`imageURL`): an http(s) URL or a `data:image/` URL; 400
@@ -297,7 +301,8 @@ async fn recent_turns(store: &Store, replica: Uuid, user: Uuid, source: &str) ->
 
 async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> Result<Prepared> {
     if !ask.skip_chat_history {
-        super::chats::check_quota(&cx.store, replica, user, &ask.source, ask.channel_data.as_deref()).await?;
+        let (source, data) = (&ask.source, ask.channel_data.as_deref());
+        super::chats::check_quota(&cx.store, replica, user, source, data, ask.pool).await?;
     }
     let route = cx.backends.route(&replica.llm.model).clone();
     let embedded = route.backend.name() == EMBEDDED;
@@ -333,10 +338,7 @@ impl Prepared {
 
     /// The estimated usage of this request when the backend reports none.
     fn estimate(&self, reply: &str) -> Usage {
-        let g = &self.generation;
-        let sent = prompt::estimate_tokens(&prompt::system_message(&g.persona, &g.sources))
-            + g.history.iter().map(|t| prompt::estimate_tokens(&t.content)).sum::<usize>()
-            + prompt::estimate_tokens(&g.question);
+        let sent = prompt::estimate_prompt_tokens(&self.generation);
         Usage { prompt_tokens: sent as u64, completion_tokens: prompt::estimate_tokens(reply) as u64 }
     }
 }
@@ -379,7 +381,8 @@ async fn finish(store: &Store, mut p: Prepared, reply: ChatReply, interrupted: b
     };
     let items = if p.ask.skip_chat_history { Vec::new() } else { exchange(&p.ask, &completion) };
     let (replica, user, private, now) = (p.replica.id, p.user, p.replica.private, now_ms());
-    let ids = store.write_grouped(history::Append { replica, user, private, items, now, tokens: Some(usage) }).await?;
+    let (tokens, pool) = (Some(usage), p.ask.pool);
+    let ids = store.write_grouped(history::Append { replica, user, private, items, now, tokens, pool }).await?;
     completion.message_id = ids.last().copied();
     Ok(completion)
 }
@@ -409,10 +412,10 @@ fn exchange(ask: &Ask, c: &Completion) -> Vec<NewItem> {
 }
 
 /// Answers `ask` as `replica` for `user` and stores the exchange unless asked not to.
-/// Errors: 429 `CONVERSATION_QUOTA_EXCEEDED` before anything is generated when the question
-/// would start a conversation beyond the organization's monthly quota
-/// (`service::chats::check_quota`); 502 `UPSTREAM_ERROR` when the model's upstream fails
-/// (nothing is stored then).
+/// Errors: 429 `CONVERSATION_QUOTA_EXCEEDED` (or `EMBED_CONVERSATION_QUOTA_EXCEEDED` for
+/// [`Pool::Visitors`]) before anything is generated when the question would start a
+/// conversation beyond its pool's monthly quota (`service::chats::check_quota`); 502
+/// `UPSTREAM_ERROR` when the model's upstream fails (nothing is stored then).
 pub async fn complete(cx: &Context, replica: &Replica, user: Uuid, ask: Ask) -> Result<Completion> {
     let p = prepare(cx, replica, user, ask).await?;
     let mut pieces = p.start(false).await?;

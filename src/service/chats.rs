@@ -14,6 +14,7 @@ use redb::{ReadTransaction, ReadableTable, Table, WriteTransaction};
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::usage::Pool;
 use crate::error::{Error, Result};
 use crate::store::records::{Chat, Conversation, Counts, Message, Replica, User};
 use crate::store::{self, codec, k, migrate, tables, Store};
@@ -39,7 +40,7 @@ pub fn derive_pending_in(txn: &WriteTransaction) -> Result<bool> {
     for (id, replica, user) in keys {
         let m: Option<Message> = store::get(&messages, (replica, user, id))?;
         if let Some(m) = m {
-            recorder.record(&m)?;
+            recorder.record(&m, Pool::Organization)?;
         }
     }
     Ok(true)
@@ -183,9 +184,9 @@ impl<'t> Recorder<'t> {
     /// Files the stored item `m` under its chat and conversation, updating their counts and
     /// the usage counters (`service::usage::count_in`): the chats-and-conversations half of a
     /// history write (by `history::Append` in the same transaction, and by the migration
-    /// that derives chats from older history). Errors: 429 `CONVERSATION_QUOTA_EXCEEDED` when
-    /// `m` would start a conversation beyond the organization's monthly quota.
-    pub fn record(&mut self, m: &Message) -> Result<Placed> {
+    /// that derives chats from older history); a conversation it starts counts in `pool`.
+    /// Errors: 429 when `m` would start a conversation beyond `pool`'s monthly quota.
+    pub fn record(&mut self, m: &Message, pool: Pool) -> Result<Placed> {
         let (chat_id, new_chat, group, name) = self.chat_id(m)?;
         let replica = k(m.replica);
         let mut chat = match store::get::<(u128, u128), Chat, _>(&self.chats, (replica, k(chat_id)))? {
@@ -220,7 +221,7 @@ impl<'t> Recorder<'t> {
         self.open_conversations.insert((replica, k(chat_id), conversation), last_message_at)?;
         let placed =
             Placed { chat: chat_id, conversation: chat.conversation, new_conversation: silent, new_chat, closed };
-        super::usage::count_in(self.txn, m, &placed)?;
+        super::usage::count_in(self.txn, m, &placed, pool)?;
         Ok(placed)
     }
 
@@ -249,24 +250,25 @@ impl<'t> Recorder<'t> {
 }
 
 /// Refuses, before a reply is generated, a question from `user` on `source` (with the
-/// channel's `channel_data`) that would start a conversation of `replica` beyond its
-/// organization's monthly quota: 429 `CONVERSATION_QUOTA_EXCEEDED`. A question continuing a
-/// conversation (its chat had an item within [`SILENCE_MS`]) passes. The write that stores the
-/// question (`service::usage::count_in`) stays the authority; this check only spares generating
-/// a reply that would be thrown away.
+/// channel's `channel_data`) that would start a conversation of `replica` beyond `pool`'s
+/// monthly quota (the organization's, or its public chats' visitors'): 429 (see
+/// [`Pool::check`]). A question continuing a conversation (its chat had an item within
+/// [`SILENCE_MS`]) passes. The write that stores the question (`service::usage::count_in`)
+/// stays the authority; this check only spares generating a reply that would be thrown away.
 pub async fn check_quota(
     store: &Store,
     replica: &Replica,
     user: Uuid,
     source: &str,
     channel_data: Option<&str>,
+    pool: Pool,
 ) -> Result<()> {
     let (org, r) = (replica.org, k(replica.id));
     let identity = ChatIdentity::of(user, source, channel_data);
     let now = store::now_ms();
     store
         .read(move |txn| {
-            let max = super::quotas::of(&txn.open_table(tables::ORG_QUOTA)?, org)?.conversations_per_month;
+            let max = pool.max(&txn.open_table(tables::ORG_QUOTA)?, org)?;
             if max.is_none() {
                 return Ok(());
             }
@@ -278,8 +280,7 @@ pub async fn check_quota(
             if chat.is_some_and(|c| c.counts.message_count > 0 && now - c.counts.last_message_at <= SILENCE_MS) {
                 return Ok(());
             }
-            let started = super::usage::org_month_in(txn, org, super::token_usage::month_of(now))?;
-            super::quotas::check_conversations(started, max, "its monthly conversation quota")
+            pool.check(pool.started_in(txn, org, super::token_usage::month_of(now))?, max)
         })
         .await
 }

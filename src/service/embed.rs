@@ -10,10 +10,17 @@
 //!   header); others are refused with 403 `ORIGIN_NOT_ALLOWED`.
 //! - Without a key, the same operations serve the web chat page of a public replica, on the
 //!   server's own origin only, on the `web` source.
+//! - A key is revoked one at a time ([`revoke_key`]); the others stay.
+//! - Visitors are anonymous: a visitor becomes a user only at its first question, and only while
+//!   the visitors' own monthly quota has room ([`check_new_visitor`]); their conversations count
+//!   in [`Pool::Visitors`], never in the organization's quota. The request limits are the
+//!   handlers' (`api::embed::Limits`).
 
-use redb::WriteTransaction;
+use redb::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
+use super::token_usage::month_of;
+use super::usage::Pool;
 use crate::error::{Code, Error, Result};
 use crate::store::records::{EmbedSettings, Replica};
 use crate::store::{self, k, now_ms, tables, Store};
@@ -65,6 +72,25 @@ pub async fn create_key(store: &Store, org: Uuid, replica: Uuid, origins: &[Stri
         })
         .await?;
     Ok((key, allowed))
+}
+
+/// Revokes `key`, an embed key of `replica`: from this write on, requests carrying it are
+/// refused (403 `EMBED_KEY_REFUSED`). The replica's other keys and its allowed origins stay.
+/// Errors: 404 when `key` is not a key of `replica` (unknown, already revoked, or another
+/// replica's).
+pub async fn revoke_key(store: &Store, replica: Uuid, key: &str) -> Result<()> {
+    let hash = super::hash_secret(key);
+    store
+        .write(move |txn| {
+            let mut keys = txn.open_table(tables::KEYHASH_EMBED)?;
+            let owner = keys.get(&hash)?.map(|v| v.value());
+            if owner != Some(k(replica)) {
+                return Err(Error::not_found("embed key"));
+            }
+            keys.remove(&hash)?;
+            Ok(())
+        })
+        .await
 }
 
 /// Removes the keys and settings of `replica` (replica deletion).
@@ -161,6 +187,26 @@ pub fn check_visitor(visitor: Option<&str>) -> Result<String> {
             "X-Embed-Visitor must be 8 to 100 letters, digits, - or _ (the widget's visitor id)",
         )),
     }
+}
+
+/// The rate-limit key of `visitor` of `replica`: the first 128 bits of a SHA-256 of both, so
+/// that a visitor id chosen to collide with another visitor's bucket cannot be found.
+pub fn visitor_key(replica: Uuid, visitor: &str) -> u128 {
+    let digest = super::hash_secret(&format!("{replica}/{visitor}"));
+    u128::from_be_bytes(digest[..16].try_into().expect("16 of 32 bytes"))
+}
+
+/// Refuses, before a new visitor is made a user, a first question that would start a
+/// conversation beyond `pool`'s monthly quota (429, see [`Pool::check`]): visitors turned away
+/// by the quota leave nothing behind.
+pub async fn check_new_visitor(store: &Store, org: Uuid, pool: Pool) -> Result<()> {
+    let month = month_of(now_ms());
+    store
+        .read(move |txn| {
+            let max = pool.max(&txn.open_table(tables::ORG_QUOTA)?, org)?;
+            pool.check(pool.started_in(txn, org, month)?, max)
+        })
+        .await
 }
 
 /// The public replica of `org` with `slug` (the web chat page). 404 when missing or private.

@@ -52,6 +52,8 @@ pub struct Append {
     pub now: i64,
     /// The tokens of the completion whose exchange `items` are ([`token_usage`]).
     pub tokens: Option<Usage>,
+    /// Whose monthly conversations a conversation the items start counts in.
+    pub pool: super::usage::Pool,
 }
 
 /// The tables a run of [`Append`]s shares, open in one write transaction.
@@ -139,7 +141,7 @@ impl Append {
         if let Some(key) = &item.channel_key {
             t.channel_messages.get()?.insert(key.row(self.replica), msg.id)?;
         }
-        t.recorder.record(&msg)?;
+        t.recorder.record(&msg, self.pool)?;
         Ok(msg.id)
     }
 }
@@ -190,7 +192,8 @@ impl<'t, K: Key + 'static, V: Value + 'static> Lazy<'t, K, V> {
 
 /// Stores `items` in order in one transaction; returns their ids (see [`Append`]).
 pub async fn append(store: &Store, replica: Uuid, user: Uuid, private: bool, items: Vec<NewItem>) -> Result<Vec<u64>> {
-    store.write_grouped(Append { replica, user, private, items, now: now_ms(), tokens: None }).await
+    let pool = super::usage::Pool::Organization;
+    store.write_grouped(Append { replica, user, private, items, now: now_ms(), tokens: None, pool }).await
 }
 
 /// Which items of a history to list.

@@ -1,5 +1,7 @@
 //! The operator's quotas per organization (`replicad orgs set-quota`, `replicad orgs list`):
-//! conversations started per UTC month (429 `CONVERSATION_QUOTA_EXCEEDED`), replicas (429
+//! conversations started per UTC month (429 `CONVERSATION_QUOTA_EXCEEDED`), conversations its
+//! public chats' visitors start per UTC month (429 `EMBED_CONVERSATION_QUOTA_EXCEEDED`, counted
+//! apart: `service::usage::Pool`), replicas (429
 //! `REPLICA_QUOTA_EXCEEDED`) and knowledge-base entries (429
 //! `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED`). Each is checked in the write transaction that would
 //! exceed it, against counters kept in the same transactions, so no race lets one through.
@@ -9,6 +11,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::token_usage::month_of;
+use super::usage::Pool;
 use crate::error::{Code, Error, Result};
 use crate::store::records::{Org, Quota};
 use crate::store::{self, codec, k, tables, Store};
@@ -47,6 +50,7 @@ pub async fn set(store: &Store, org: Uuid, change: Quota) -> Result<Quota> {
             q.conversations_per_month = change.conversations_per_month.or(q.conversations_per_month);
             q.replicas = change.replicas.or(q.replicas);
             q.knowledge_base_entries = change.knowledge_base_entries.or(q.knowledge_base_entries);
+            q.embed_conversations_per_month = change.embed_conversations_per_month.or(q.embed_conversations_per_month);
             store::put(&mut t, k(org), &q)?;
             Ok(q)
         })
@@ -64,11 +68,25 @@ pub struct OrgUsage {
     pub max_replicas: u64,
     pub knowledge_base_entries: u64,
     pub max_knowledge_base_entries: u64,
+    /// Conversations the visitors of the organization's public chats started this month.
+    pub embed_conversations_this_month: u64,
+    pub embed_conversations_per_month: u64,
+}
+
+/// The server's defaults of the quotas an organization has not set.
+#[derive(Debug, Clone, Copy)]
+pub struct Defaults {
+    /// `--max-replicas-per-org`.
+    pub replicas: u64,
+    /// `--max-kb-entries-per-org`.
+    pub knowledge_base_entries: u64,
+    /// `--embed-conversations-per-month`.
+    pub embed_conversations_per_month: u64,
 }
 
 /// Every organization with its usage in the month of `now` and its quotas, the server's
-/// defaults (`max_replicas`, `max_kb_entries`) filling those not set.
-pub async fn list(store: &Store, max_replicas: u64, max_kb_entries: u64, now: i64) -> Result<Vec<OrgUsage>> {
+/// `defaults` filling those not set.
+pub async fn list(store: &Store, defaults: Defaults, now: i64) -> Result<Vec<OrgUsage>> {
     let month = month_of(now);
     store
         .read(move |txn| {
@@ -80,15 +98,18 @@ pub async fn list(store: &Store, max_replicas: u64, max_kb_entries: u64, now: i6
                 let org: Org = codec::decode(row?.1.value())?;
                 let q = of(&quotas, org.id)?;
                 let o = k(org.id);
+                let visitors = Pool::Visitors { default: defaults.embed_conversations_per_month };
                 out.push(OrgUsage {
                     id: org.id,
                     name: org.name,
                     conversations_this_month: super::usage::org_month_in(txn, org.id, month)?,
                     conversations_per_month: q.conversations_per_month,
                     replicas: store::replica_index::count(&by_org, org.id)?.0,
-                    max_replicas: q.replicas.unwrap_or(max_replicas),
+                    max_replicas: q.replicas.unwrap_or(defaults.replicas),
                     knowledge_base_entries: kb.get(o)?.map(|v| v.value()).unwrap_or(0),
-                    max_knowledge_base_entries: q.knowledge_base_entries.unwrap_or(max_kb_entries),
+                    max_knowledge_base_entries: q.knowledge_base_entries.unwrap_or(defaults.knowledge_base_entries),
+                    embed_conversations_this_month: visitors.started_in(txn, org.id, month)?,
+                    embed_conversations_per_month: visitors.max(&quotas, org.id)?.unwrap_or(0),
                 });
             }
             Ok(out)

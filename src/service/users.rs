@@ -120,18 +120,20 @@ fn linked_row<'a>(org: Uuid, kind: &'a str, account: &'a str) -> (u128, &'a str,
     (k(org), kind, account)
 }
 
+/// The linked-account user `kind:external` of `org`, if there is one (none is made).
+pub async fn find_linked(store: &Store, org: Uuid, kind: &'static str, external: &str) -> Result<Option<User>> {
+    check_len("X-USER-ID", external, 1, 200)?;
+    let external = external.to_string();
+    store
+        .read(move |txn| {
+            user_at(txn, txn.open_table(tables::LINKEDACCOUNT_USER)?.get(linked_row(org, kind, &external))?)
+        })
+        .await
+}
+
 /// The linked-account user `kind:external` of `org`, made on first contact.
 pub async fn linked(store: &Store, org: Uuid, kind: &'static str, external: &str) -> Result<User> {
-    check_len("X-USER-ID", external, 1, 200)?;
-    let found = {
-        let external = external.to_string();
-        store
-            .read(move |txn| {
-                user_at(txn, txn.open_table(tables::LINKEDACCOUNT_USER)?.get(linked_row(org, kind, &external))?)
-            })
-            .await?
-    };
-    if let Some(user) = found {
+    if let Some(user) = find_linked(store, org, kind, external).await? {
         return Ok(user);
     }
     let (new_id, now, external) = (Uuid::now_v7(), now_ms(), external.to_string());

@@ -223,4 +223,16 @@ mod tests {
         assert!(u.client_id.is_none());
         assert_eq!(encode(&u).unwrap()[0], 2);
     }
+
+    #[test]
+    fn a_version_1_quota_has_no_visitors_quota_of_its_own() {
+        use crate::store::records::Quota;
+        // Version 1: conversations per month, replicas, knowledge-base entries.
+        let v1 = (Some(5u64), None::<u64>, Some(7u64));
+        let bytes = [vec![1u8], bincode::serde::encode_to_vec(v1, config()).unwrap()].concat();
+        let q: Quota = decode(&bytes).unwrap();
+        let want = Quota { conversations_per_month: Some(5), knowledge_base_entries: Some(7), ..Quota::default() };
+        assert_eq!(q, want);
+        assert_eq!(encode(&q).unwrap()[0], 2);
+    }
 }

@@ -477,16 +477,45 @@ impl Record for Conversation {
 }
 
 /// The operator's quotas of an organization (`replicad orgs set-quota`); `None` falls back to
-/// the server's defaults (`--max-replicas-per-org`, `--max-kb-entries-per-org`; no monthly
-/// conversation limit).
+/// the server's defaults (`--max-replicas-per-org`, `--max-kb-entries-per-org`,
+/// `--embed-conversations-per-month`; no monthly conversation limit).
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq, Eq)]
 pub struct Quota {
     pub conversations_per_month: Option<u64>,
     pub replicas: Option<u64>,
     pub knowledge_base_entries: Option<u64>,
+    /// Conversations the anonymous visitors of the organization's public chats (embed widget,
+    /// web page) may start per UTC month, apart from `conversations_per_month` (version 2).
+    pub embed_conversations_per_month: Option<u64>,
 }
 impl Record for Quota {
-    const VERSION: u8 = 1;
+    const VERSION: u8 = 2;
+
+    fn upgrade(version: u8, body: &[u8]) -> crate::error::Result<Self> {
+        match version {
+            1 => Ok(codec::decode_body::<QuotaV1>(body)?.into()),
+            v => Err(crate::error::Error::internal(format!("unknown Quota record version {v}"))),
+        }
+    }
+}
+
+/// [`Quota`] as version 1 stored it (without the visitors' quota).
+#[derive(Deserialize)]
+struct QuotaV1 {
+    conversations_per_month: Option<u64>,
+    replicas: Option<u64>,
+    knowledge_base_entries: Option<u64>,
+}
+
+impl From<QuotaV1> for Quota {
+    fn from(q: QuotaV1) -> Quota {
+        Quota {
+            conversations_per_month: q.conversations_per_month,
+            replicas: q.replicas,
+            knowledge_base_entries: q.knowledge_base_entries,
+            embed_conversations_per_month: None,
+        }
+    }
 }
 
 /// A replica's messengerA bot (DECISIONS.md "Integrations"): the token sealed by

@@ -92,6 +92,21 @@ async function refused(page, out) {
   out.refused_answers = await page.locator('[data-replicad="message"][data-role="assistant"]').count();
 }
 
+// The widget of a visitor at its request limit: the 429 (readable through CORS) says the chat is
+// busy, and the answer already given stays.
+async function busy(page, out) {
+  await page.goto(config.allowed_url);
+  const input = await openWidget(page);
+  await ask(page, input, config.question);
+  await lastAnswer(page, config.expect);
+  await page.locator('button[type="submit"]:not([disabled])').waitFor({ timeout: WAIT });
+  await ask(page, input, config.question);
+  const status = page.locator('[data-replicad="status"]');
+  await status.filter({ hasText: "busy" }).waitFor({ timeout: WAIT });
+  out.busy_status = await status.innerText();
+  out.busy_messages = await messages(page);
+}
+
 // The web chat page: name, greeting, a suggested question answered, kept on reload.
 async function webPage(page, out) {
   await page.goto(config.page_url);
@@ -135,7 +150,7 @@ async function main() {
     }
   });
   const out = { violations, chat_answers };
-  const steps = { widget, refused, web_page: webPage, docs_page: docsPage };
+  const steps = { widget, refused, busy, web_page: webPage, docs_page: docsPage };
   let step = "";
   try {
     for (step of config.steps) {

@@ -18,7 +18,7 @@ use crate::common::{assert_error, replica_body, send, Org, Server, ZORBLAX, ZORB
 const VISITOR: &str = "visitor-0001-aaaa";
 
 /// A public replica that knows the Zorblax reactor, with a suggested question.
-async fn reactor(org: &Org) -> String {
+pub async fn reactor(org: &Org) -> String {
     let mut body = replica_body("reactor", &org.owner_email);
     body["name"] = json!("Quenth Reactor Desk");
     body["suggestedQuestions"] = json!([ZORBLAX_QUESTION]);
@@ -27,13 +27,13 @@ async fn reactor(org: &Org) -> String {
     replica
 }
 
-async fn embed_key(org: &Org, replica: &str, origins: &[&str]) -> String {
+pub async fn embed_key(org: &Org, replica: &str, origins: &[&str]) -> String {
     let (s, v) = org.post(&format!("/v1/replicas/{replica}/embed-keys"), json!({"allowedOrigins": origins})).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     v["key"].as_str().expect("key").to_string()
 }
 
-fn widget_req(
+pub fn widget_req(
     server: &Server,
     method: Method,
     path: &str,
@@ -142,7 +142,7 @@ async fn the_web_page_serves_public_replicas_only_under_a_strict_policy() {
 
 /// A site on its own loopback origin serving one page that includes the widget, under a strict
 /// Content-Security-Policy naming only the replicad server.
-async fn host_site(replicad: &str, replica: &str, key: &str) -> String {
+pub async fn host_site(replicad: &str, replica: &str, key: &str) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind site");
     let origin = format!("http://{}", listener.local_addr().unwrap());
     let html = format!(

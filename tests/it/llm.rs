@@ -17,7 +17,7 @@ use crate::common::{assert_error, replica_body, user, DataDir, Org, Server, BIN,
 const MODEL: &str = "llama-3.1-8b-instruct";
 /// The fake upstream's API key (given to replicad by environment).
 const KEY: &str = "sk-test-key-0123456789abcdef";
-const SYSTEM: &str = "You are the chief engineer of Quenth.";
+pub const SYSTEM: &str = "You are the chief engineer of Quenth.";
 
 /// A server routing [`MODEL`] to `fake` as upstream `fake` (model `tiny`), with `extra` flags.
 pub fn serve(fake: &FakeLlm, extra: &[&str]) -> Server {
@@ -78,7 +78,8 @@ async fn a_routed_model_answers_through_the_upstream_with_a_prompt_built_from_th
     let system = messages[0]["content"].as_str().expect("system text");
     assert!(system.starts_with(SYSTEM), "{system}");
     assert!(system.contains("Replica reactor") && system.contains("Explain the city's machines"), "{system}");
-    assert!(system.contains("[1] Zorblax reactor") && system.contains("451 kelvin"), "{system}");
+    let sources = messages[1]["content"].as_str().expect("the sources message");
+    assert!(sources.contains("id=\"1\">\nName: Zorblax reactor") && sources.contains("451 kelvin"), "{sources}");
     assert_eq!(messages.last().expect("question")["content"], json!(ZORBLAX_QUESTION));
 
     let items = org.history(&replica, "").await;
@@ -91,7 +92,7 @@ async fn a_routed_model_answers_through_the_upstream_with_a_prompt_built_from_th
     org.ask(&replica, "And its fuel?").await;
     let second = &fake.seen()[1].body["messages"];
     let roles: Vec<&str> = second.as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
-    assert_eq!(roles, ["system", "user", "assistant", "user"]);
+    assert_eq!(roles, ["system", "user", "assistant", "user", "user"], "the sources just before the question");
     assert_eq!(second[1]["content"], json!(ZORBLAX_QUESTION));
 }
 
@@ -322,7 +323,7 @@ async fn the_experimental_operation_is_openai_shaped_with_usage() {
     let (p, c) = FAKE_USAGE;
     assert_eq!(v["usage"], json!({"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}));
     let sent = &fake.seen()[0].body["messages"];
-    assert_eq!(sent.as_array().unwrap().len(), 4, "system, the client's two turns, the question");
+    assert_eq!(sent.as_array().unwrap().len(), 5, "system, the client's two turns, the sources, the question");
     assert_eq!(sent[2], json!({"role": "assistant", "content": "Hi there."}));
     assert_eq!(org.history_as(&replica, "", &as_user).await.len(), 2, "store defaults to true");
 

@@ -100,6 +100,7 @@ async fn victim(server: &Server) -> Victim {
     let user_id = org.create_user("Vera", "vera@victim.example").await;
     let mut ids = HashMap::from([("replicaUUID", replica), ("knowledgeBaseID", kb.to_string()), ("userID", user_id)]);
     chat_ids(&org, &mut ids, &[]).await;
+    embed_key_id(&org, &mut ids).await;
     Victim { org, ids }
 }
 
@@ -110,6 +111,13 @@ async fn chat_ids(org: &Org, ids: &mut HashMap<&'static str, String>, headers: &
     let conv = &v["items"][0];
     ids.insert("chatUUID", conv["chatUUID"].as_str().expect("a conversation").to_string());
     ids.insert("conversationUUID", conv["uuid"].as_str().expect("a conversation").to_string());
+}
+
+/// Adds `embedKey`, a new embed key of the replica, to `ids`.
+async fn embed_key_id(org: &Org, ids: &mut HashMap<&'static str, String>) {
+    let path = format!("/v1/replicas/{}/embed-keys", ids["replicaUUID"]);
+    let (_, v) = org.post(&path, json!({"allowedOrigins": ["https://victim.example"]})).await;
+    ids.insert("embedKey", v["key"].as_str().expect("an embed key").to_string());
 }
 
 /// Operations only the replica's owner (or the key alone) may use: 404 to other users, even
@@ -206,6 +214,7 @@ async fn a_private_replica_is_404_on_every_operation_to_users_off_its_whitelist_
         .await;
     assert_eq!(s, StatusCode::OK);
     chat_ids(&org, &mut ids, &user("email", "olga@example.org")).await;
+    embed_key_id(&org, &mut ids).await;
     let user_routes: Vec<Route> =
         routes().into_iter().filter(|r| r.access == Access::Either && r.path.contains("{replicaUUID}")).collect();
     assert!(user_routes.len() >= 10);

@@ -256,7 +256,9 @@
       })
       .then(function (res) {
         if (!res.ok || !res.body) {
-          throw new Error("HTTP " + res.status);
+          var refused = new Error("HTTP " + res.status);
+          refused.status = res.status;
+          throw refused;
         }
         var reader = res.body.getReader();
         var decoder = new TextDecoder();
@@ -275,11 +277,14 @@
         }
         return pump();
       })
-      .catch(function () {
+      .catch(function (e) {
         if (!state.text) {
           msg.box.remove();
         }
-        fail("The chat is not available on this page.");
+        // 429: this visitor, the replica or the site's monthly conversations are at their limit.
+        fail(e && e.status === 429
+          ? "The chat is busy right now; please try again later."
+          : "The chat is not available on this page.");
       })
       .then(function () {
         msg.box.removeAttribute("aria-busy");
