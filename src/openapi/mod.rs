@@ -168,7 +168,7 @@ fn operation(route: &Route, op: &Op) -> Value {
 
 fn response(op: &Op, status: u16) -> Value {
     if status == op.ok.0 && status == 204 {
-        return json!({ "description": "Success; no body." });
+        return json!({ "description": "Success; no body.", "headers": served_version_header() });
     }
     let also = op.also.iter().find(|(s, _)| *s == status);
     let (schema, description) = if status == op.ok.0 {
@@ -186,7 +186,7 @@ fn response(op: &Op, status: u16) -> Value {
             content[*media] = json!({ "schema": { "type": "string" } });
         }
     }
-    json!({ "description": description, "content": content })
+    json!({ "description": description, "headers": served_version_header(), "content": content })
 }
 
 fn error_description(status: u16) -> String {
@@ -234,15 +234,25 @@ fn version_header() -> Value {
         "name": "X-API-Version",
         "in": "header",
         "required": false,
-        "schema": {
-            "type": "string",
-            "enum": version::SUPPORTED.iter().map(|v| v.date).collect::<Vec<_>>(),
-            "default": version::CURRENT,
-        },
+        "schema": { "type": "string", "format": "date", "default": version::CURRENT },
         "description": format!(
-            "Dated API version (spec §9); any other value → 400 UNSUPPORTED_API_VERSION. {}",
+            "Dated API version (spec §9): any date `YYYY-MM-DD` selects the newest version released on \
+            or before it (a date before the oldest selects the oldest); a value that is not a date → \
+            400 UNSUPPORTED_API_VERSION. The answer names the version served in its X-API-Version \
+            header. Versions: {}",
             list.join("; ")
         ),
+    })
+}
+
+/// The `X-API-Version` response header: on every answer once the request's version is accepted.
+fn served_version_header() -> Value {
+    json!({
+        "X-API-Version": {
+            "required": false,
+            "description": "The version the answer was served with (absent when the request's X-API-Version was refused).",
+            "schema": { "type": "string", "enum": version::SUPPORTED.iter().map(|v| v.date).collect::<Vec<_>>() },
+        }
     })
 }
 
