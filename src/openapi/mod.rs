@@ -280,8 +280,9 @@ fn security_schemes() -> Value {
         ),
         "userIdType": key(
             "X-USER-ID-TYPE",
-            "`id`, `email` (unknown user → 401 USER_NOT_FOUND) or the linked-account types `messengerA`, \
-            `messengerB`, `embed` (a user is created on first contact).",
+            "`id` (alias `user_uuid`), `email` (unknown user → 401 USER_NOT_FOUND) or the linked-account \
+            types `messengerA`, `messengerB`, `embed` (a user is created on first contact); another type → \
+            400 INVALID_USER_HEADERS.",
         ),
         "bearer": {
             "type": "http",

@@ -20,13 +20,14 @@ pub enum IdType {
 }
 
 impl IdType {
-    /// Accepted header values.
-    pub const NAMES: &'static [&'static str] = &["id", "email", "messengerA", "messengerB", "embed"];
+    /// Accepted header values (`user_uuid`, sent by some clients of the hosted service, is an
+    /// alias of `id`: DECISIONS.md "Auth").
+    pub const NAMES: &'static [&'static str] = &["id", "user_uuid", "email", "messengerA", "messengerB", "embed"];
 
     /// Parses a header value (exact names as in [`IdType::NAMES`]).
     pub fn parse(s: &str) -> Option<IdType> {
         match s {
-            "id" => Some(IdType::Id),
+            "id" | "user_uuid" => Some(IdType::Id),
             "email" => Some(IdType::Email),
             "messengerA" => Some(IdType::Linked("messengerA")),
             "messengerB" => Some(IdType::Linked("messengerB")),

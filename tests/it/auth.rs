@@ -96,6 +96,27 @@ async fn a_user_can_be_named_by_id_or_email() {
 }
 
 #[tokio::test]
+async fn the_user_uuid_type_means_id_and_other_unknown_types_stay_400() {
+    let server = Server::start();
+    let org = server.new_org("Uuid Type").await;
+    let id = org.create_user("Cai", "cai@example.org").await;
+    let replica = org.create_replica("uuid-type").await;
+    // As clients of the hosted service send it: the user's id with the type `user_uuid`.
+    let (s, me) = org.get_as("/v1/users/me", &user("user_uuid", &id)).await;
+    assert_eq!(s, StatusCode::OK, "{me}");
+    assert_eq!(me["id"], json!(id));
+    let path = format!("/v1/replicas/{replica}/chat/history");
+    let (s, v) = org.post_as(&path, json!({"content": "hello"}), &user("user_uuid", &id)).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let items = org.history_as(&replica, "", &user("id", &id)).await;
+    assert_eq!(items.len(), 1, "the message is the user's own");
+    let (s, _) = org.get_as("/v1/users/me", &user("user_uuid", "no-such-user")).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let r = org.call(Method::GET, "/v1/users/me", None, &user("uuid", &id)).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, Some("INVALID_USER_HEADERS"));
+}
+
+#[tokio::test]
 async fn linked_account_users_are_created_on_first_contact_and_reused() {
     let server = Server::start();
     let org = server.new_org("Bots").await;
