@@ -309,8 +309,8 @@ fn security(access: Access) -> Value {
     match access {
         Access::Public => json!([]),
         Access::Org => json!(org),
-        Access::User => json!(users),
-        Access::Either => json!(users.into_iter().chain(org).collect::<Vec<_>>()),
+        // The key alone acts as the organization's owner user (DECISIONS.md "Auth").
+        Access::User | Access::Either => json!(users.into_iter().chain(org).collect::<Vec<_>>()),
     }
 }
 
@@ -318,7 +318,10 @@ fn access_text(access: Access) -> &'static str {
     match access {
         Access::Public => "public (no credentials)",
         Access::Org => "the organization key (user headers are ignored)",
-        Access::User => "the organization key and a user (X-USER-ID, with X-USER-ID-TYPE or alone for type `id`)",
+        Access::User => {
+            "the organization key and a user (X-USER-ID, with X-USER-ID-TYPE or alone for type `id`); the key \
+            alone acts as the organization's owner user"
+        }
         Access::Either => "the organization key, alone (acting as the organization's owner user) or with a user",
     }
 }

@@ -244,6 +244,13 @@ pub async fn get(store: &Store, org: Uuid, id: &str) -> Result<User> {
     store.read(move |txn| load(&txn.open_table(tables::USERID_USER)?, org, key)).await
 }
 
+/// The organization's owner user (the contact given at redemption): whom the key alone acts
+/// as. Every organization has one, and it cannot be deleted.
+pub async fn owner(store: &Store, org: &Org) -> Result<User> {
+    let (org_id, id) = (org.id, org.owner_user);
+    store.read(move |txn| load(&txn.open_table(tables::USERID_USER)?, org_id, id)).await
+}
+
 /// The id users see of user `key` (see [`User::public_id`]), read in `users` (`userid_user`);
 /// a missing user keeps its key.
 pub fn public_id_in(users: &impl redb::ReadableTable<u128, &'static [u8]>, key: Uuid) -> Result<String> {
