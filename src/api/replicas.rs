@@ -235,9 +235,12 @@ async fn parts(app: &App, replicas: &[std::sync::Arc<Replica>]) -> Result<Vec<re
     replicas::view_parts(&app.store, replicas.iter().map(|r| (r.id, r.owner)).collect()).await
 }
 
-/// `{items, total}` of a list.
+/// `{type, items, total}` of the replica list: `type` is always `"replicas"` (the hosted
+/// document requires a string there, as in the chat-history lists, without naming its values).
 #[derive(Serialize)]
 struct Page<T: Serialize> {
+    #[serde(rename = "type")]
+    kind: &'static str,
     items: Vec<T>,
     total: u64,
 }
@@ -284,7 +287,7 @@ pub async fn delete(app: Arc<App>, req: Req) -> Result<Reply> {
 }
 
 /// # `GET /v1/replicas`
-/// `{success, items, total}`; paging `page`/`page_size` (aliases `page_index`, `pageIndex`,
+/// `{success, type: "replicas", items, total}`; paging `page`/`page_size` (aliases `page_index`, `pageIndex`,
 /// `pageSize`), filters `ownerID`, `slug`, `tags`, `integration`, `search`, `sort`.
 pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
     let (page, page_size) = super::paging(&req, &["page", "page_index", "pageIndex"], &["page_size", "pageSize"])?;
@@ -312,5 +315,5 @@ pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
     let (items, total) = replicas::list(&app.store, caller.org.id, caller.user.clone(), q).await?;
     let p = parts(&app, &items).await?;
     let items: Vec<ReplicaView> = items.iter().zip(&p).map(|(r, p)| view(r, p)).collect();
-    Ok(Reply::ok(&Page { items, total }))
+    Ok(Reply::ok(&Page { kind: "replicas", items, total }))
 }

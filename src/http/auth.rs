@@ -18,7 +18,8 @@ pub enum Access {
     Public,
     /// The organization key; user headers are ignored.
     Org,
-    /// The organization key and a user (`X-USER-ID` + `X-USER-ID-TYPE`).
+    /// The organization key and a user (`X-USER-ID` + `X-USER-ID-TYPE`); the key alone acts as
+    /// the organization's owner user, resolved here so the handler always has a user.
     User,
     /// The organization key, with or without a user.
     Either,
@@ -62,12 +63,12 @@ pub async fn authenticate(
         Access::Org => None,
         _ => user_from_headers(store, &org, headers).await?,
     };
-    if access == Access::User && user.is_none() {
-        return Err(Error::new(
-            Code::Unauthorized,
-            "this operation requires a user (X-USER-ID, with X-USER-ID-TYPE or alone for type id)",
-        ));
-    }
+    // DECISIONS.md "Auth": the key alone acts as the organization's owner user, on the
+    // operations that need a user (`/v1/users/me*`) too.
+    let user = match user {
+        None if access == Access::User => Some(users::owner(store, &org).await?),
+        user => user,
+    };
     Ok(Some(Caller { org, user }))
 }
 

@@ -1,7 +1,8 @@
 //! From a hyper request to a hyper response: route lookup, version check, auth, then the body
 //! (read and inflated only for an authenticated caller), the handler (its panic caught, so it
 //! becomes a 500 and never takes the server down: [`run_handler`]), and the spec §7 error body
-//! for every failure. Every response carries `X-Request-Id`.
+//! for every failure. Every response carries `X-Request-Id`, and every answer of a request whose
+//! `X-API-Version` was accepted names the version served in its own `X-API-Version`.
 
 pub mod auth;
 pub mod rate_limit;
@@ -34,8 +35,9 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response:
     let route = matched.as_ref().map_or("unmatched", |m| app.routes[m.route].path);
     let mut org = None;
     let mut limit_headers = Vec::new();
+    let mut served = None;
     let result = match matched {
-        Ok(m) => dispatch(app.clone(), m, req, &request_id, &mut org, &mut limit_headers).await,
+        Ok(m) => dispatch(app.clone(), m, req, &request_id, &mut org, &mut limit_headers, &mut served).await,
         Err(e) => Err(e),
     };
     let reply = match result {
@@ -59,6 +61,10 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response:
     };
     crate::telemetry::request(method.as_str(), route, reply.status.as_u16(), in_flight.elapsed());
     let reply = limit_headers.into_iter().fold(reply, |r, (name, value)| r.with_header(name, &value));
+    let reply = match served {
+        Some(date) => reply.with_header("x-api-version", date),
+        None => reply,
+    };
     tracing::info!(
         %request_id, %method, route, %path, status = reply.status.as_u16(),
         micros = in_flight.elapsed().as_micros() as u64, org = org.as_ref().map(tracing::field::display), "request"
@@ -98,12 +104,14 @@ async fn dispatch(
     request_id: &str,
     org: &mut Option<uuid::Uuid>,
     limit_headers: &mut Vec<(&'static str, String)>,
+    served: &mut Option<&'static str>,
 ) -> Result<Reply, (Error, Option<String>)> {
     let route = &app.routes[matched.route];
     let (parts, mut body) = req.into_parts();
     let began = app.read_cache.began(&app.store, &parts.method, route.path);
     let prepared = async {
         let version = version::negotiate(&parts.headers)?;
+        *served = Some(version.date);
         // Authenticated (and rate-limited) before the body is read or inflated: an anonymous
         // client cannot make the server read or gunzip anything (issue 15 point 9).
         let caller = auth::authenticate(&app.store, &app.org_keys, &parts.headers, route.access).await?;

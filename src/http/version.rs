@@ -56,20 +56,32 @@ pub const SUPPORTED: &[Version] = &[
     },
 ];
 
-/// The version of a request: absent → current; unknown → 400 `UNSUPPORTED_API_VERSION`.
+/// The version of a request (DECISIONS.md "Common"): absent → current; a well-formed
+/// `YYYY-MM-DD` → the newest version released on or before that date, a date before the oldest
+/// → the oldest (clients send the date they were written against, or today's); anything that is
+/// not a date → 400 `UNSUPPORTED_API_VERSION`. The version served is named in the answer's
+/// `X-API-Version` header.
 pub fn negotiate(headers: &HeaderMap) -> Result<&'static Version> {
     let Some(raw) = headers.get("x-api-version") else { return Ok(&SUPPORTED[0]) };
-    SUPPORTED.iter().find(|v| v.date.as_bytes() == raw.as_bytes()).ok_or_else(|| {
-        let known: Vec<&str> = SUPPORTED.iter().map(|v| v.date).collect();
+    let date = raw.to_str().ok().filter(|s| is_date(s)).ok_or_else(|| {
         Error::new(
             Code::UnsupportedApiVersion,
             format!(
-                "X-API-Version {:?} is not supported; supported: {}",
+                "X-API-Version {:?} is not a date (YYYY-MM-DD); versions: {}",
                 String::from_utf8_lossy(raw.as_bytes()),
-                known.join(", ")
+                SUPPORTED.iter().map(|v| v.date).collect::<Vec<_>>().join(", ")
             ),
         )
-    })
+    })?;
+    // ISO dates of one width order as strings; `SUPPORTED` is newest first.
+    Ok(SUPPORTED.iter().find(|v| v.date <= date).unwrap_or(&SUPPORTED[SUPPORTED.len() - 1]))
+}
+
+/// Whether `s` is a calendar date written `YYYY-MM-DD` (`2025-02-30` is not).
+fn is_date(s: &str) -> bool {
+    let shape = s.len() == 10
+        && s.bytes().enumerate().all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() });
+    shape && chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok()
 }
 
 impl Version {
@@ -141,6 +153,25 @@ fn map_json(mut reply: Reply, f: impl FnOnce(Value) -> Value) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn served(value: &str) -> Result<&'static str> {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-api-version", value.parse().unwrap());
+        negotiate(&headers).map(|v| v.date)
+    }
+
+    #[test]
+    fn a_date_selects_the_newest_version_released_on_or_before_it() {
+        assert_eq!(served("2026-11-25").unwrap(), CURRENT);
+        assert_eq!(served("2025-03-25").unwrap(), CURRENT);
+        assert_eq!(served("2025-03-24").unwrap(), "2024-09-01");
+        assert_eq!(served("2024-09-01").unwrap(), "2024-09-01");
+        assert_eq!(served("2024-08-31").unwrap(), "2024-03-01");
+        assert_eq!(served("1999-01-01").unwrap(), "2024-03-01");
+        for bad in ["latest", "2025-3-25", "2025-02-30", "20250325", "2025-03-25T00:00:00Z", " 2025-03-25"] {
+            assert!(served(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn string_ids_become_numbers_and_an_empty_user_id_is_dropped() {

@@ -168,7 +168,7 @@ fn operation(route: &Route, op: &Op) -> Value {
 
 fn response(op: &Op, status: u16) -> Value {
     if status == op.ok.0 && status == 204 {
-        return json!({ "description": "Success; no body." });
+        return json!({ "description": "Success; no body.", "headers": served_version_header() });
     }
     let also = op.also.iter().find(|(s, _)| *s == status);
     let (schema, description) = if status == op.ok.0 {
@@ -186,7 +186,7 @@ fn response(op: &Op, status: u16) -> Value {
             content[*media] = json!({ "schema": { "type": "string" } });
         }
     }
-    json!({ "description": description, "content": content })
+    json!({ "description": description, "headers": served_version_header(), "content": content })
 }
 
 fn error_description(status: u16) -> String {
@@ -235,15 +235,25 @@ fn version_header() -> Value {
         "name": "X-API-Version",
         "in": "header",
         "required": false,
-        "schema": {
-            "type": "string",
-            "enum": version::SUPPORTED.iter().map(|v| v.date).collect::<Vec<_>>(),
-            "default": version::CURRENT,
-        },
+        "schema": { "type": "string", "format": "date", "default": version::CURRENT },
         "description": format!(
-            "Dated API version (spec §9); any other value → 400 UNSUPPORTED_API_VERSION. {}",
+            "Dated API version (spec §9): any date `YYYY-MM-DD` selects the newest version released on \
+            or before it (a date before the oldest selects the oldest); a value that is not a date → \
+            400 UNSUPPORTED_API_VERSION. The answer names the version served in its X-API-Version \
+            header. Versions: {}",
             list.join("; ")
         ),
+    })
+}
+
+/// The `X-API-Version` response header: on every answer once the request's version is accepted.
+fn served_version_header() -> Value {
+    json!({
+        "X-API-Version": {
+            "required": false,
+            "description": "The version the answer was served with (absent when the request's X-API-Version was refused).",
+            "schema": { "type": "string", "enum": version::SUPPORTED.iter().map(|v| v.date).collect::<Vec<_>>() },
+        }
     })
 }
 
@@ -271,8 +281,9 @@ fn security_schemes() -> Value {
         ),
         "userIdType": key(
             "X-USER-ID-TYPE",
-            "`id`, `email` (unknown user → 401 USER_NOT_FOUND) or the linked-account types `messengerA`, \
-            `messengerB`, `embed` (a user is created on first contact).",
+            "`id` (alias `user_uuid`), `email` (unknown user → 401 USER_NOT_FOUND) or the linked-account \
+            types `messengerA`, `messengerB`, `embed` (a user is created on first contact); another type → \
+            400 INVALID_USER_HEADERS.",
         ),
         "bearer": {
             "type": "http",
@@ -299,8 +310,8 @@ fn security(access: Access) -> Value {
     match access {
         Access::Public => json!([]),
         Access::Org => json!(org),
-        Access::User => json!(users),
-        Access::Either => json!(users.into_iter().chain(org).collect::<Vec<_>>()),
+        // The key alone acts as the organization's owner user (DECISIONS.md "Auth").
+        Access::User | Access::Either => json!(users.into_iter().chain(org).collect::<Vec<_>>()),
     }
 }
 
@@ -308,7 +319,10 @@ fn access_text(access: Access) -> &'static str {
     match access {
         Access::Public => "public (no credentials)",
         Access::Org => "the organization key (user headers are ignored)",
-        Access::User => "the organization key and a user (X-USER-ID, with X-USER-ID-TYPE or alone for type `id`)",
+        Access::User => {
+            "the organization key and a user (X-USER-ID, with X-USER-ID-TYPE or alone for type `id`); the key \
+            alone acts as the organization's owner user"
+        }
         Access::Either => "the organization key, alone (acting as the organization's owner user) or with a user",
     }
 }

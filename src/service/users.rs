@@ -20,13 +20,14 @@ pub enum IdType {
 }
 
 impl IdType {
-    /// Accepted header values.
-    pub const NAMES: &'static [&'static str] = &["id", "email", "messengerA", "messengerB", "embed"];
+    /// Accepted header values (`user_uuid`, sent by some clients of the hosted service, is an
+    /// alias of `id`: DECISIONS.md "Auth").
+    pub const NAMES: &'static [&'static str] = &["id", "user_uuid", "email", "messengerA", "messengerB", "embed"];
 
     /// Parses a header value (exact names as in [`IdType::NAMES`]).
     pub fn parse(s: &str) -> Option<IdType> {
         match s {
-            "id" => Some(IdType::Id),
+            "id" | "user_uuid" => Some(IdType::Id),
             "email" => Some(IdType::Email),
             "messengerA" => Some(IdType::Linked("messengerA")),
             "messengerB" => Some(IdType::Linked("messengerB")),
@@ -243,6 +244,13 @@ pub async fn create(store: &Store, org: Uuid, input: UserInput) -> Result<User> 
 pub async fn get(store: &Store, org: Uuid, id: &str) -> Result<User> {
     let key = key_of(org, id);
     store.read(move |txn| load(&txn.open_table(tables::USERID_USER)?, org, key)).await
+}
+
+/// The organization's owner user (the contact given at redemption): whom the key alone acts
+/// as. Every organization has one, and it cannot be deleted.
+pub async fn owner(store: &Store, org: &Org) -> Result<User> {
+    let (org_id, id) = (org.id, org.owner_user);
+    store.read(move |txn| load(&txn.open_table(tables::USERID_USER)?, org_id, id)).await
 }
 
 /// The id users see of user `key` (see [`User::public_id`]), read in `users` (`userid_user`);

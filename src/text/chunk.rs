@@ -144,13 +144,39 @@ fn finished(text: String) -> String {
     text.trim_end().trim_start_matches(['\n', '\r']).to_string()
 }
 
-/// The title a document gets when none is given: its first heading, else its first line
-/// (at most 80 characters).
+/// The title a document gets when none is given (the name its sources carry): its first
+/// heading, else its first line; one longer than [`TITLE_CHARS`] is cut to its first words at a
+/// word boundary and ends in `…` — never in the middle of a word ("The secret phrase is: RAINB").
 pub fn generated_title(text: &str) -> String {
     let (first, _) = sections(text);
     let t = first.unwrap_or_else(|| text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string());
-    t.chars().take(80).collect()
+    if t.chars().count() <= TITLE_CHARS {
+        return t;
+    }
+    let mut out = String::new();
+    let mut len = 0;
+    for word in t.split_whitespace() {
+        let added = word.chars().count() + usize::from(len > 0);
+        if len + added >= TITLE_CHARS {
+            break;
+        }
+        if len > 0 {
+            out.push(' ');
+        }
+        out.push_str(word);
+        len += added;
+    }
+    if out.is_empty() {
+        // One word longer than a title: nothing else to cut it at.
+        out = t.chars().take(TITLE_CHARS - 1).collect();
+    }
+    out.truncate(out.trim_end_matches([',', ';', ':', '-', '–', '—']).len());
+    out.push('…');
+    out
 }
+
+/// The most characters of a generated title, `…` included.
+pub const TITLE_CHARS: usize = 80;
 
 /// What separates the names of a chunk's title: document title › heading › subheading.
 pub const TITLE_SEPARATOR: &str = " › ";
@@ -213,6 +239,17 @@ mod tests {
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].title, "Notes");
         assert_eq!(generated_title("  \nfirst line\nx"), "first line");
+    }
+
+    #[test]
+    fn a_long_first_line_is_cut_at_a_word_boundary() {
+        let text = "Remember this for the quiz tomorrow morning, it matters a lot. The secret phrase is: RAINBOW-42.";
+        let title = generated_title(text);
+        assert_eq!(title, "Remember this for the quiz tomorrow morning, it matters a lot. The secret…");
+        assert!(title.chars().count() <= TITLE_CHARS);
+        let one_word = "x".repeat(200);
+        assert_eq!(generated_title(&one_word).chars().count(), TITLE_CHARS);
+        assert_eq!(generated_title("Short enough: kept whole."), "Short enough: kept whole.");
     }
 
     #[test]

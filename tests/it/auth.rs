@@ -96,6 +96,27 @@ async fn a_user_can_be_named_by_id_or_email() {
 }
 
 #[tokio::test]
+async fn the_user_uuid_type_means_id_and_other_unknown_types_stay_400() {
+    let server = Server::start();
+    let org = server.new_org("Uuid Type").await;
+    let id = org.create_user("Cai", "cai@example.org").await;
+    let replica = org.create_replica("uuid-type").await;
+    // As clients of the hosted service send it: the user's id with the type `user_uuid`.
+    let (s, me) = org.get_as("/v1/users/me", &user("user_uuid", &id)).await;
+    assert_eq!(s, StatusCode::OK, "{me}");
+    assert_eq!(me["id"], json!(id));
+    let path = format!("/v1/replicas/{replica}/chat/history");
+    let (s, v) = org.post_as(&path, json!({"content": "hello"}), &user("user_uuid", &id)).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let items = org.history_as(&replica, "", &user("id", &id)).await;
+    assert_eq!(items.len(), 1, "the message is the user's own");
+    let (s, _) = org.get_as("/v1/users/me", &user("user_uuid", "no-such-user")).await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    let r = org.call(Method::GET, "/v1/users/me", None, &user("uuid", &id)).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, Some("INVALID_USER_HEADERS"));
+}
+
+#[tokio::test]
 async fn linked_account_users_are_created_on_first_contact_and_reused() {
     let server = Server::start();
     let org = server.new_org("Bots").await;
@@ -113,13 +134,38 @@ async fn linked_account_users_are_created_on_first_contact_and_reused() {
 }
 
 #[tokio::test]
-async fn a_supported_api_version_is_accepted_and_another_is_400() {
+async fn any_date_selects_the_newest_version_on_or_before_it_and_the_answer_names_it() {
     let server = Server::start();
     let org = server.new_org("Versions").await;
-    let ok = org.call(Method::GET, "/v1/replicas", None, &[("X-API-Version", "2025-03-25")]).await;
-    assert_eq!(ok.status, StatusCode::OK, "{}", ok.text);
-    let bad = org.call(Method::GET, "/v1/replicas", None, &[("X-API-Version", "2024-01-01")]).await;
-    assert_error(&bad, StatusCode::BAD_REQUEST, Some("UNSUPPORTED_API_VERSION"));
+    // The hosted service's own bot sends 2025-04-01; others the date they were written against,
+    // or today's; old scripts a date before every version.
+    for (sent, served) in [
+        ("2025-04-01", "2025-03-25"),
+        ("2025-05-31", "2025-03-25"),
+        ("2031-12-31", "2025-03-25"),
+        ("2025-03-25", "2025-03-25"),
+        ("2024-12-01", "2024-09-01"),
+        ("2024-01-01", "2024-03-01"),
+    ] {
+        let r = org.call(Method::GET, "/v1/replicas", None, &[("X-API-Version", sent)]).await;
+        assert_eq!(r.status, StatusCode::OK, "{sent}: {}", r.text);
+        assert_eq!(r.header("x-api-version"), Some(served), "{sent}");
+    }
+    let none = org.call(Method::GET, "/v1/replicas", None, &[]).await;
+    assert_eq!(none.header("x-api-version"), Some("2025-03-25"));
+    // The version served is the one whose shape the answer has.
+    let early = org.call(Method::GET, "/v1/replicas/models", None, &[("X-API-Version", "2023-06-30")]).await;
+    assert!(early.body["models"].is_array(), "{}", early.text);
+    let late = org.call(Method::GET, "/v1/replicas/models", None, &[("X-API-Version", "2025-05-01")]).await;
+    assert!(late.body["models"].is_object(), "{}", late.text);
+    // A later error names the version too; only a value that is not a date is refused.
+    let missing = org.call(Method::GET, "/v1/users/nobody", None, &[("X-API-Version", "2025-05-01")]).await;
+    assert_eq!(missing.header("x-api-version"), Some("2025-03-25"));
+    for bad in ["latest", "2025-02-30", "2025-4-1", "v1"] {
+        let r = org.call(Method::GET, "/v1/replicas", None, &[("X-API-Version", bad)]).await;
+        assert_error(&r, StatusCode::BAD_REQUEST, Some("UNSUPPORTED_API_VERSION"));
+        assert_eq!(r.header("x-api-version"), None, "{bad}");
+    }
 }
 
 #[tokio::test]
@@ -128,7 +174,7 @@ async fn the_api_version_is_checked_on_redeem_too() {
     let code = server.invite();
     let body = json!({"organizationName": "V", "name": "V", "email": "v@example.org"});
     let path = format!("/v1/api-keys/invites/{code}/redeem");
-    let bad = send(server.req(Method::POST, &path).header("X-API-Version", "1999-01-01").json(&body)).await;
+    let bad = send(server.req(Method::POST, &path).header("X-API-Version", "1999-13-01").json(&body)).await;
     assert_error(&bad, StatusCode::BAD_REQUEST, Some("UNSUPPORTED_API_VERSION"));
     let ok = send(server.req(Method::POST, &path).header("X-API-Version", "2025-03-25").json(&body)).await;
     assert_eq!(ok.status, StatusCode::OK, "the refused attempt did not use the code: {}", ok.text);

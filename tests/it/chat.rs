@@ -222,3 +222,32 @@ async fn a_retried_channel_message_stores_one_question_and_one_answer() {
     assert_eq!(s, StatusCode::OK);
     assert_eq!(org.history(&replica, "/messengerB").await.len(), 4);
 }
+
+#[tokio::test]
+async fn a_text_entry_without_a_title_is_cited_by_its_first_words_cut_at_a_word_boundary() {
+    let server = Server::start();
+    let org = server.new_org("Names").await;
+    let replica = org.create_replica("names").await;
+    // As a hackathon app adds a note: the text alone, one long line, no title.
+    let text = "Remember this for the quiz tomorrow morning, it matters a lot. The secret phrase is: \
+        RAINBOW-42. The Zorblax reactor operates at a steady temperature of 451 kelvin.";
+    let path = format!("/v1/replicas/{replica}/knowledge-base");
+    let (s, v) = org.post(&path, json!({"text": text})).await;
+    assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
+    let untitled = v["results"][0]["knowledgeBaseID"].as_u64().expect("knowledgeBaseID");
+    let entry = org.wait_ready(&replica, untitled).await;
+    let name = "Remember this for the quiz tomorrow morning, it matters a lot. The secret…";
+    assert_eq!(entry["generatedTitle"], json!(name));
+    org.ask(&replica, ZORBLAX_QUESTION).await;
+    let items = org.history(&replica, "").await;
+    let cited = items[1]["sources"].as_array().expect("sources").clone();
+    let source = cited.iter().find(|s| s["id"] == json!(untitled)).unwrap_or_else(|| panic!("{cited:?}"));
+    assert_eq!(source["name"], json!(name), "not cut inside a word: {source}");
+    // With a title, the title is the name.
+    let titled = org.add_ready_text(&replica, "Reactor facts", &text.replace("Zorblax", "Quenth")).await;
+    org.ask(&replica, "At what temperature does the Quenth reactor operate?").await;
+    let items = org.history(&replica, "").await;
+    let cited = items[3]["sources"].as_array().expect("sources").clone();
+    let source = cited.iter().find(|s| s["id"] == json!(titled)).unwrap_or_else(|| panic!("{cited:?}"));
+    assert_eq!(source["name"], json!("Reactor facts"));
+}

@@ -294,3 +294,30 @@ async fn a_closed_conversation_gets_questions_topics_and_a_summary_even_across_a
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test]
+async fn paging_numbers_sent_as_a_generated_client_writes_them_are_accepted() {
+    let server = Server::start();
+    let org = server.new_org("Number pages").await;
+    let replica = org.create_replica("numbers").await;
+    for who in ["ann", "bob", "cyd"] {
+        ask_as(&org, &replica, who, "web", "Hello").await;
+    }
+    let chats = format!("/v1/replicas/{replica}/chats");
+    // A client generated from a document typing `page` as `number` sends `1.0`.
+    let (s, first) = org.get(&format!("{chats}?page=1.0&pageSize=2.0")).await;
+    assert_eq!(s, StatusCode::OK, "{first}");
+    assert_eq!((items(&first).len(), first["total"].clone()), (2, json!(3)));
+    let (_, second) = org.get(&format!("{chats}?page=2.00&pageSize=2")).await;
+    assert_eq!(items(&second).len(), 1);
+    let chat = items(&first)[0]["uuid"].as_str().unwrap().to_string();
+    let (s, convs) = org.get(&format!("{chats}/{chat}/conversations?page=1.0&pageSize=24.0")).await;
+    assert_eq!(s, StatusCode::OK, "{convs}");
+    assert_eq!(items(&convs).len(), 1);
+    let (s, replicas) = org.get("/v1/replicas?page=1.0&page_size=24.0").await;
+    assert_eq!((s, replicas["items"].as_array().map(Vec::len)), (StatusCode::OK, Some(1)));
+    for bad in ["page=1.5", "page=1.", "pageSize=2.50", "page=one"] {
+        let r = org.call(Method::GET, &format!("{chats}?{bad}"), None, &[]).await;
+        assert_error(&r, StatusCode::BAD_REQUEST, Some("INVALID_QUERY"));
+    }
+}

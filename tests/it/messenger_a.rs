@@ -236,3 +236,25 @@ async fn a_revoked_token_shows_in_the_state_and_tokens_stay_secret() {
     let r = send(org.req(reqwest::Method::DELETE, &format!("/v1/replicas/{replica}/integrations/messengerA"))).await;
     assert_error(&r, StatusCode::NOT_FOUND, Some("NOT_FOUND"));
 }
+
+#[tokio::test]
+async fn the_replica_list_a_hosted_bot_orchestrator_reads_names_the_bot_but_never_its_token() {
+    let api = BotApi::start().await;
+    api.add_bot(TOKEN, BOT_ID, "docs_bot");
+    let server = start(&api, &[]);
+    let org = server.new_org("Migrating").await;
+    let replica = reactor(&org, None).await;
+    // README "Moving from a hosted replica service", step 4: the bot is connected once with the
+    // integration call, and replicad runs it; the list the hosted orchestrator polled for tokens
+    // shows the bot with `token: null`, so there is nothing for that process to run.
+    let (s, v) = connect(&org, &replica, TOKEN).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    wait_integration(&org, &replica, |v| v["is_active"] == json!(true)).await;
+    let (s, list) = org.get("/v1/replicas?integration=messengerA").await;
+    assert_eq!(s, StatusCode::OK, "{list}");
+    let item = &list["items"][0];
+    assert_eq!(item["uuid"], json!(replica));
+    let bot = &item["messengerA_integration"];
+    assert_eq!((bot["token"].clone(), bot["service_name"].clone()), (Value::Null, json!("docs_bot")), "{bot}");
+    assert!(!list.to_string().contains(TOKEN), "the token is never returned");
+}

@@ -368,3 +368,19 @@ async fn the_replica_list_is_readable_as_a_user() {
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(slugs(&v), vec!["visible"]);
 }
+
+#[tokio::test]
+async fn the_replica_list_answers_type_as_the_hosted_document_requires() {
+    let server = Server::start();
+    let org = server.new_org("Strict list").await;
+    let replica = org.create_replica("strict").await;
+    // A client generated from the hosted document requires `type` beside `items` and `total`,
+    // and each item's own `type`.
+    let (s, v) = list(&org, &[("page", "1"), ("page_size", "24")]).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["type"], json!("replicas"), "{v}");
+    assert_eq!((v["total"].clone(), v["items"][0]["uuid"].clone()), (json!(1), json!(replica)));
+    assert_eq!(v["items"][0]["type"], json!("character"));
+    let (_, empty) = list(&org, &[("slug", "no-such-slug")]).await;
+    assert_eq!((empty["type"].clone(), empty["items"].clone()), (json!("replicas"), json!([])));
+}

@@ -3,7 +3,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::common::{assert_error, replica_body, user, Server};
+use crate::common::{assert_error, replica_body, send, user, Server};
 
 #[tokio::test]
 async fn a_created_user_reads_back_by_id() {
@@ -81,14 +81,29 @@ async fn a_missing_user_is_404_whatever_its_id_looks_like() {
 }
 
 #[tokio::test]
-async fn users_me_requires_the_user_headers() {
+async fn users_me_with_the_key_alone_is_the_owner_user_the_key_acts_as() {
     let server = Server::start();
     let org = server.new_org("Me").await;
-    let r = org.call(Method::GET, "/v1/users/me", None, &[]).await;
-    assert_error(&r, StatusCode::UNAUTHORIZED, Some("UNAUTHORIZED"));
-    let (s, v) = org.get_as("/v1/users/me", &user("email", &org.owner_email)).await;
+    // As the README says: with the key alone, requests act as the organization's owner user.
+    let (s, me) = org.get("/v1/users/me").await;
+    assert_eq!(s, StatusCode::OK, "{me}");
+    assert_eq!(me["email"], json!(org.owner_email));
+    let (_, named) = org.get_as("/v1/users/me", &user("email", &org.owner_email)).await;
+    assert_eq!(named, me, "the same user as named by its e-mail");
+    let replica = org.create_replica("owned").await;
+    let (_, read) = org.get(&format!("/v1/replicas/{replica}")).await;
+    assert_eq!(read["ownerID"], me["id"], "a replica made with the key alone is the owner user's");
+    let (s, v) = org.put("/v1/users/me", json!({"id": me["id"], "name": "Owner Renamed"})).await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    assert_eq!(v["email"], json!(org.owner_email));
+    let (_, again) = org.get_as("/v1/users/me", &user("id", me["id"].as_str().unwrap())).await;
+    assert_eq!(again["name"], json!("Owner Renamed"));
+    let (s, usage) = org.get("/v1/users/me/usage").await;
+    assert_eq!(s, StatusCode::OK, "{usage}");
+    // The owner user is never deleted (its replicas' heir): the key alone cannot delete it.
+    let r = org.call(Method::DELETE, "/v1/users/me", None, &[]).await;
+    assert_error(&r, StatusCode::BAD_REQUEST, Some("VALIDATION_ERROR"));
+    let r = send(server.req(Method::GET, "/v1/users/me")).await;
+    assert_error(&r, StatusCode::UNAUTHORIZED, Some("UNAUTHORIZED"));
 }
 
 #[tokio::test]

@@ -39,7 +39,7 @@ pub(super) fn add_all(add: &mut impl FnMut(&str, Value), models: &Models) {
     add(
         "ModelCatalogResponse",
         json!({
-            "description": "ModelCatalog; ModelCatalogArray with X-API-Version 2024-03-01.",
+            "description": "ModelCatalog; ModelCatalogArray with X-API-Version 2024-03-01 (dates before 2024-09-01).",
             "oneOf": [super::reference("ModelCatalog"), super::reference("ModelCatalogArray")],
         }),
     );

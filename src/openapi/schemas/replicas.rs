@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{date_time, deprecated, described, object, page_of, string, success, uuid};
+use super::{date_time, deprecated, described, object, reference, string, success, uuid};
 
 fn llm(read: bool) -> Value {
     let mode = json!({ "type": "string", "enum": ["prompt-caching", "rag-search"], "default": "rag-search" });
@@ -145,10 +145,24 @@ fn replica_read(with_success: bool) -> Value {
     object(&required, Value::Object(props), false)
 }
 
+/// `{success, type, items, total}`: the hosted document requires `type` in this answer.
+fn replica_list() -> Value {
+    object(
+        &["success", "type", "items", "total"],
+        json!({
+            "success": success(),
+            "type": { "type": "string", "const": "replicas", "description": "What the items are (always `replicas`)." },
+            "items": { "type": "array", "items": reference("Replica") },
+            "total": { "type": "integer", "minimum": 0 },
+        }),
+        false,
+    )
+}
+
 pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
     add("ReplicaWrite", replica_write());
     add("Replica", replica_read(false));
     add("ReplicaRead", replica_read(true));
     add("ReplicaCreated", object(&["success", "uuid"], json!({ "success": success(), "uuid": uuid() }), false));
-    add("ReplicaList", page_of("Replica"));
+    add("ReplicaList", replica_list());
 }
