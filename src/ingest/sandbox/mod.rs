@@ -75,10 +75,15 @@ struct Exit {
 }
 
 impl Sandbox {
-    /// A sandbox running this very binary. Errors when the path of the running binary cannot
-    /// be found.
+    /// A sandbox running this very binary: `/proc/self/exe` where there is one (it stays the
+    /// running binary when a package upgrade replaces the file), else its path. Errors when
+    /// neither can be found.
     pub fn new(limits: Limits) -> Result<Sandbox, String> {
-        let program = std::env::current_exe().map_err(|e| format!("cannot find the replicad binary: {e}"))?;
+        let own = PathBuf::from("/proc/self/exe");
+        let program = match own.exists() {
+            true => own,
+            false => std::env::current_exe().map_err(|e| format!("cannot find the replicad binary: {e}"))?,
+        };
         Ok(Sandbox::at(program, limits))
     }
 
