@@ -146,7 +146,7 @@ mod layering {
     /// Each module and its layer (see the crate documentation); a higher layer uses lower ones.
     const LAYERS: &[(&str, u8)] = &[
         ("orgs_cli", 10),
-        ("server", 9),
+        ("server", 8),
         ("admin", 9),
         ("demo", 9),
         ("cli", 9),
