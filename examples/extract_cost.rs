@@ -1,7 +1,7 @@
 //! The cost of the extraction sandbox per file (issue 31): every file below `--dir` is
 //! extracted `--rounds` times in this process (`ingest::extract::extract`, as the server did
 //! before) and in a sandboxed child of `--bin` (`ingest::sandbox::Sandbox`, as it does now),
-//! alternating; prints p50/p99 of each, and of a PDF and a DOCX made from the same text.
+//! alternating, and checks both give the same text; prints p50/p99 of each.
 //!
 //! ```text
 //! cargo build --release && cargo run --release --example extract_cost -- \
