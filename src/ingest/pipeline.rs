@@ -74,7 +74,7 @@ async fn claim(store: &Store, id: u64) -> Result<Claim> {
 }
 
 /// Takes back the count of a run of each job of `ids` (runs aborted by a stop, not cut short
-/// by a crash).
+/// by a crash). A run aborted before its count was written gives its job one more try.
 pub fn unclaim(txn: &redb::WriteTransaction, ids: &[u64]) -> Result<()> {
     let mut jobs = txn.open_table(tables::KBID_JOB)?;
     for &id in ids {

@@ -108,8 +108,15 @@ impl Scheduler {
         self.running.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
         let (store, worker, running) = (self.store.clone(), self.worker.clone(), self.running.clone());
         self.runs.spawn(async move {
-            if let Err(e) = pipeline::run_or_retry(&store, &worker, id).await {
-                tracing::error!(entry = id, error = %e, "ingestion job failed; it is retried at the next pass");
+            // A panic in a step ends this run only: the job is freed below and, its run counted,
+            // is given up after `pipeline::MAX_ATTEMPTS` like a crash.
+            let run = std::panic::AssertUnwindSafe(pipeline::run_or_retry(&store, &worker, id));
+            match futures_util::FutureExt::catch_unwind(run).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::error!(entry = id, error = %e, "ingestion job failed; it is retried at the next pass")
+                }
+                Err(_) => tracing::error!(entry = id, "ingestion job panicked; it is retried at the next pass"),
             }
             running.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
             drop(slot);
