@@ -7,7 +7,7 @@
 //!   widget (key in `X-Embed-Key`) and the page (no key) call; visitor id in
 //!   `X-Embed-Visitor`. CORS: `Access-Control-Allow-Origin` is the caller's origin when allowed;
 //!   `OPTIONS` on both paths answers the preflight. Both are anonymous, so they have limits of
-//!   their own ([`Limits`], issue 31 point 5): requests per visitor and per replica, new
+//!   their own ([`Limits`]; README "Channels: the chat widget"): requests per visitor and per replica, new
 //!   visitors per replica, and the visitors' own monthly conversations
 //!   (`service::usage::Pool::Visitors`), none of which touch the organization's.
 //! - `GET /embed/widget.js` (the script a site includes) and `GET /r/{organizationID}/{replicaSlug}`

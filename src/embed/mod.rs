@@ -1,4 +1,4 @@
-//! Text → vectors: the embedding models a replica's `llm.embeddingModel` names (issue 36).
+//! Text → vectors: the embedding models a replica's `llm.embeddingModel` names.
 //!
 //! An [`Embedder`] turns questions ([`Kind::Query`]) and knowledge-base chunks
 //! ([`Kind::Passage`]) into L2-normalised `f32` vectors of one [`Embedder::dimension`], so the
@@ -31,8 +31,9 @@
 //! - exact search ([`exact::top_k`], top 20), CPU p50 / p99: 0.43 / 0.72 ms at 10,000 vectors,
 //!   8.7 / 9.9 ms at 100,000.
 //!
-//! By a rough count f32 MiniLM spends some 5 GFLOP on a 256-token chunk: issue 36's 50 chunks/s per
-//! core and its 10 ms completion (query embedding included) are not reachable this way. Shorter
+//! By a rough count f32 MiniLM spends some 5 GFLOP on a 256-token chunk: the aims of 50
+//! chunks/s per core and a 10 ms completion (query embedding included) are not reachable this
+//! way. Shorter
 //! chunks for the vectors, int8 weights, or a cache of recent questions are what to try next.
 //!
 //! Exact search reads 1.5 KiB per vector (memory bandwidth bound): by the figures above it

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::{prompt, Backend, BoxFuture, Generation, Piece, Pieces, Usage};
 use crate::error::{Error, Result};
 
-pub use crate::upstream::{backoff, upstream_error, Policy, MAX_RETRY_AFTER};
+use crate::upstream::{upstream_error, Policy};
 
 /// Largest non-streamed upstream answer read, in bytes.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;

@@ -13,9 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::embedded::Embedded;
-use super::openai::{Policy, Upstream};
+use super::openai::Upstream;
 use super::{Backend, EMBEDDED};
 use crate::models::Models;
+use crate::upstream::Policy;
 
 /// Flags of the generation backends (part of `replicad serve`, each also read from the
 /// environment as `REPLICAD_<FLAG>`; repeatable flags take comma-separated lists there).

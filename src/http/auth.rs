@@ -63,8 +63,8 @@ pub async fn authenticate(
         Access::Org => None,
         _ => user_from_headers(store, &org, headers).await?,
     };
-    // DECISIONS.md "Auth": the key alone acts as the organization's owner user, on the
-    // operations that need a user (`/v1/users/me*`) too.
+    // The key alone acts as the organization's owner user, on the operations that need a user
+    // (`/v1/users/me*`) too: clients of the hosted service read their own user that way.
     let user = match user {
         None if access == Access::User => Some(users::owner(store, &org).await?),
         user => user,

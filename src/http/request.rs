@@ -85,8 +85,8 @@ impl Req {
 
     /// Query parameter `name` as an integer in `min..=max`, or `default` when absent. An
     /// integral number written with a fractional part (`1.0`, `24.00`) is that integer: clients
-    /// generated from a document typing the parameter `number` send it so (DECISIONS.md
-    /// "Common"); `1.5` is refused like any other non-integer.
+    /// generated from a document typing the parameter `number` send it so (the OpenAPI
+    /// description says so); `1.5` is refused like any other non-integer.
     pub fn query_int(&self, names: &[&str], default: u64, min: u64, max: u64) -> Result<u64> {
         let Some((name, raw)) = names.iter().find_map(|n| self.query(n).map(|v| (*n, v))) else {
             return Ok(default);

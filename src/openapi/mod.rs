@@ -310,7 +310,7 @@ fn security(access: Access) -> Value {
     match access {
         Access::Public => json!([]),
         Access::Org => json!(org),
-        // The key alone acts as the organization's owner user (DECISIONS.md "Auth").
+        // The key alone acts as the organization's owner user (`http::auth`).
         Access::User | Access::Either => json!(users.into_iter().chain(org).collect::<Vec<_>>()),
     }
 }

@@ -1,4 +1,4 @@
-//! One connection's limits (issue 31 point 6): a connection with no request in flight is closed
+//! One connection's limits: a connection with no request in flight is closed
 //! after `--header-timeout`.
 //!
 //! hyper's own HTTP/1 header timeout cuts a request whose headers come too slowly, but nothing

@@ -209,7 +209,7 @@ async fn analyze(store: &Store, backends: &Backends, key: Key, local_only: bool)
                 let answer = route.backend.complete_messages(&sent, &route.upstream_model, Some(ANSWER_MAX_TOKENS));
                 let text = answer.await?.unwrap_or_default();
                 Some(parse_answer(&text).ok_or_else(|| {
-                    crate::generate::openai::upstream_error(
+                    crate::upstream::upstream_error(
                         route.backend.name(),
                         "answered the insights request without a JSON object",
                         "no JSON object",

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 /// Checks a text field the server stores: between `min` and `max` characters (Unicode scalar
 /// values), and no NUL character (U+0000), which no title, name or message has a use for and
 /// which many consumers of the text (C strings, PostgreSQL `text`, terminals) cut or refuse.
-/// The one check of every text field of the API (issue 31 point 9), so each refuses NUL alike.
+/// The one check of every text field of the API, so each refuses NUL alike.
 pub fn check_len(field: &str, value: &str, min: usize, max: usize) -> Result<()> {
     if value.contains('\0') {
         return Err(Error::invalid(field, "must not contain the NUL character (U+0000)"));

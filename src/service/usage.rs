@@ -35,8 +35,8 @@ fn add(table: &mut redb::Table<(u128, u32), u64>, key: (u128, u32)) -> Result<()
     Ok(())
 }
 
-/// Whose monthly conversation count a conversation goes to, and whose quota caps it (issue 31
-/// point 5): the visitors of the public chats never use up the organization's own.
+/// Whose monthly conversation count a conversation goes to, and whose quota caps it: the
+/// visitors of the public chats never use up the organization's own.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Pool {
     /// The organization's own API use, capped by the operator's quota (`orgs set-quota`).

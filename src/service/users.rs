@@ -21,7 +21,7 @@ pub enum IdType {
 
 impl IdType {
     /// Accepted header values (`user_uuid`, sent by some clients of the hosted service, is an
-    /// alias of `id`: DECISIONS.md "Auth").
+    /// alias of `id`, as the OpenAPI description says).
     pub const NAMES: &'static [&'static str] = &["id", "user_uuid", "email", "messengerA", "messengerB", "embed"];
 
     /// Parses a header value (exact names as in [`IdType::NAMES`]).

@@ -1,4 +1,4 @@
-//! Files at rest are the server's OS user's alone (issue 31 point 9): every tenant's data, the
+//! Files at rest are the server's OS user's alone: every tenant's data, the
 //! uploads and the key sealing channel tokens live in the data directory, so other local users
 //! must not read them, whatever the umask the server was started with.
 //!
