@@ -46,18 +46,16 @@ fn inflating_pdf(mib: usize) -> Vec<u8> {
     let mut content = b"BT /F1 11 Tf 16 TL 50 780 Td\n".to_vec();
     content.extend(line.as_bytes().repeat((mib << 20) / line.len()));
     content.extend_from_slice(b"ET");
-    let mut pdf = fixtures::pdf(&["placeholder"]);
     let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
     z.write_all(&content).expect("deflate");
     let compressed = z.finish().expect("deflate");
-    // Swap the fixture's content stream for the compressed one.
-    let doc = lopdf::Document::load_mem(&pdf).expect("pdf");
-    let mut doc = doc;
+    // The fixture's one page, its content stream swapped for the compressed one.
+    let mut doc = lopdf::Document::load_mem(&fixtures::pdf(&["placeholder"])).expect("pdf");
     let page = *doc.get_pages().values().next().expect("a page");
     let contents = doc.get_dictionary(page).expect("page").get(b"Contents").expect("contents").as_reference().unwrap();
     let dict = lopdf::dictionary! { "Filter" => "FlateDecode" };
     doc.objects.insert(contents, lopdf::Object::Stream(lopdf::Stream::new(dict, compressed).with_compression(false)));
-    pdf.clear();
+    let mut pdf = Vec::new();
     doc.save_to(&mut pdf).expect("pdf save");
     pdf
 }
