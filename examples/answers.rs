@@ -90,7 +90,12 @@ async fn ask(from: Retrieval<'_>, q: &Question, show: bool) -> (Outcome, Vec<Sou
     let sources = match from {
         Retrieval::Live(kb) => {
             let top = chat::EMBEDDED_TOP_K;
-            chat::retrieve(&kb.store, &kb.search, kb.replica, &q.question, top).await.expect("retrieve")
+            let how = match std::env::var("FUSION_BM25_WEIGHT") {
+                Ok(w) => replicad::search::fusion::Fusion::Convex { bm25_weight: w.parse().expect("weight") },
+                Err(_) => chat::FUSION,
+            };
+            let found = chat::retrieve(&kb.store, &kb.search, kb.replica, None, &q.question, top, how).await;
+            found.expect("retrieve").into_iter().map(|r| r.source).collect()
         }
         Retrieval::Replay(kept) => kept.to_vec(),
     };
@@ -190,7 +195,7 @@ async fn main() {
     let labelled = labelled::load(&args);
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
     for (name, dir) in &labelled.corpora {
-        let kb = if replay.is_none() { Some(Kb::open(dir).await) } else { None };
+        let kb = if replay.is_none() { Some(Kb::open(dir, labelled::embedders(&args)).await) } else { None };
         for q in labelled.questions.iter().filter(|q| &q.corpus == name) {
             let listed = |s: &Option<String>| s.as_deref().is_some_and(|s| s == q.split || s == "all");
             if only.is_some() && !listed(&only) {

@@ -66,7 +66,7 @@ async fn fill(store: &Store, org: Uuid, replica: Uuid, from: usize, to: usize) {
                 slug: format!("r{n}"),
                 ..Default::default()
             };
-            replicas::create(&store, org, &body, &models, u64::MAX).await.expect("replica");
+            replicas::create(&store, org, &body, &models, None, u64::MAX).await.expect("replica");
             let limits = Limits { max_entries_per_org: u64::MAX, max_file_bytes: 1 << 20, upload_ttl_ms: 86_400_000 };
             let new = NewEntry { title: Some(format!("Entry {n}")), ..NewEntry::text(String::new(), None) };
             let new = NewEntry { content: Content::Filename(format!("file-{n}.pdf")), ..new };

@@ -7,6 +7,7 @@
 //! cargo run --release --example retrieval -- bench 10000     # ingest MB/s; search p50/p99 at ≥10k chunks
 //! cargo run --release --example retrieval -- bench 10000 --tenants 10   # … the chunks spread over 10 replicas
 //! cargo run --release --example retrieval -- sections --set heldout  # right section: BM25 vs SQLite FTS5
+//! cargo run --release --example retrieval -- sections --embeddings DIR  # … and vectors, RRF, convex
 //! ```
 //!
 //! `eval` indexes `data/sample/python-tutorial` as the demo does and asks every question of
@@ -43,6 +44,8 @@ use std::time::Instant;
 
 use labelled::root;
 use redb::ReadableTableMetadata as _;
+use replicad::search::fusion::Fusion;
+use replicad::service::chat;
 use replicad::search::{indexer, Scoring, Search};
 use replicad::service::knowledge::{self, Limits, NewEntry};
 use replicad::store::{self, records::Chunk, tables, Store};
@@ -184,30 +187,64 @@ fn fts5(chunks: &[Chunk], questions: &[&labelled::Question]) -> Vec<Vec<usize>> 
     serde_json::from_slice(&out.stdout).expect("fts5.py JSON")
 }
 
-/// recall@5 and MRR sums of one group, per ranking (BM25, FTS5).
+/// recall@5 and MRR sums of one group, per ranking (the columns of [`sections`]).
 #[derive(Default)]
 struct Ranks {
     questions: usize,
-    at5: [usize; 2],
-    reciprocal: [f64; 2],
+    at5: Vec<usize>,
+    reciprocal: Vec<f64>,
+}
+
+/// The rankings `sections` compares: BM25 and FTS5, and with `--embeddings` the vectors alone,
+/// reciprocal rank fusion and the fusion the server uses (`chat::FUSION`).
+fn columns(hybrid: bool) -> Vec<&'static str> {
+    let mut c = vec!["BM25", "FTS5"];
+    if hybrid {
+        c.extend(["vector", "RRF", "served"]);
+    }
+    c
+}
+
+/// The titles of `replica`'s best `DEPTH` chunks for `q` by each ranking of [`columns`] but FTS5.
+async fn ranked(kb: &labelled::Kb, q: &str) -> Vec<Vec<String>> {
+    let hits = kb.search.search(kb.replica, q, DEPTH).expect("search");
+    let mut out = vec![kb.titles(hits.iter().map(|h| (h.entry, h.chunk)).collect()).await];
+    if kb.search.embedders.is_none() {
+        return out;
+    }
+    let vector = kb.search.hybrid(kb.replica, None, q, DEPTH, Fusion::Rrf).await.expect("hybrid");
+    let only: Vec<(u64, u32)> = {
+        let mut v: Vec<_> = vector.iter().filter(|f| f.ranks.vector.is_some()).collect();
+        v.sort_by_key(|f| f.ranks.vector);
+        v.iter().map(|f| (f.entry, f.chunk)).collect()
+    };
+    out.push(kb.titles(only).await);
+    for how in [Fusion::Rrf, chat::FUSION] {
+        let fused = kb.search.hybrid(kb.replica, None, q, DEPTH, how).await.expect("hybrid");
+        out.push(kb.titles(fused.iter().map(|f| (f.entry, f.chunk)).collect()).await);
+    }
+    out
 }
 
 async fn sections(args: &[String]) {
     let labelled = labelled::load(args);
+    let embedders = labelled::embedders(args);
+    let names = columns(embedders.is_some());
     let mut tallies: BTreeMap<String, Ranks> = BTreeMap::new();
     for (name, dir) in &labelled.corpora {
-        let kb = labelled::Kb::open(dir).await;
+        let kb = labelled::Kb::open(dir, embedders.clone()).await;
         let chunks = kb.chunks().await;
         let questions: Vec<&labelled::Question> =
             labelled.questions.iter().filter(|q| &q.corpus == name && q.answerable()).collect();
         for (q, fts) in questions.iter().zip(fts5(&chunks, &questions)) {
-            let hits = kb.search.search(kb.replica, &q.question, DEPTH).expect("search");
-            let bm25 = kb.titles(hits.iter().map(|h| (h.entry, h.chunk)).collect()).await;
-            let fts: Vec<&str> = fts.iter().map(|&i| chunks[i].title.as_str()).collect();
-            let ranks = [bm25.iter().position(|t| q.expects(t)), fts.iter().position(|t| q.expects(t))];
+            let mut lists = ranked(&kb, &q.question).await;
+            lists.insert(1, fts.iter().map(|&i| chunks[i].title.clone()).collect());
+            let ranks: Vec<Option<usize>> = lists.iter().map(|l| l.iter().position(|t| q.expects(t))).collect();
             for group in q.groups() {
                 let t = tallies.entry(group).or_default();
                 t.questions += 1;
+                t.at5.resize(ranks.len(), 0);
+                t.reciprocal.resize(ranks.len(), 0.0);
                 for (i, rank) in ranks.iter().enumerate() {
                     t.at5[i] += usize::from(rank.is_some_and(|r| r < 5));
                     t.reciprocal[i] += rank.map_or(0.0, |r| 1.0 / (r + 1) as f64);
@@ -215,11 +252,16 @@ async fn sections(args: &[String]) {
             }
         }
     }
-    println!("{:<20} {:>4} {:>9} {:>8} {:>9} {:>8}", "group", "ans", "BM25 r@5", "BM25 MRR", "FTS5 r@5", "FTS5 MRR");
+    print!("{:<22} {:>4}", "group", "ans");
+    names.iter().for_each(|c| print!(" {:>10} {:>10}", format!("{c} r@5"), format!("{c} MRR")));
+    println!();
     for (name, t) in &tallies {
         let n = t.questions as f64;
-        let (r, m) = (t.at5.map(|x| x as f64 / n), t.reciprocal.map(|x| x / n));
-        println!("{name:<20} {:>4} {:>9.3} {:>8.3} {:>9.3} {:>8.3}", t.questions, r[0], m[0], r[1], m[1]);
+        print!("{name:<22} {:>4}", t.questions);
+        for i in 0..names.len() {
+            print!(" {:>10.3} {:>10.3}", t.at5[i] as f64 / n, t.reciprocal[i] / n);
+        }
+        println!();
     }
 }
 

@@ -71,6 +71,11 @@ pub struct Config {
     /// and `vision`); the shipped catalog when absent.
     #[arg(long, env = "REPLICAD_MODELS")]
     pub models: Option<PathBuf>,
+    /// The embedding models (`llm.embeddingModel`): a catalog file (`src/embed/catalog.rs`
+    /// gives its shape) or one model directory in the Hugging Face / sentence-transformers
+    /// layout. Absent: retrieval is BM25 alone.
+    #[arg(long, env = "REPLICAD_EMBEDDING_MODELS")]
+    pub embedding_models: Option<PathBuf>,
     /// Longest time knowledge-base changes may wait for the search index before `GET /readyz`
     /// answers 503 (`30s`, `2m`, seconds).
     #[arg(long, env = "REPLICAD_MAX_INDEX_LAG", default_value = "30s", value_parser = parse_duration)]
@@ -195,6 +200,7 @@ impl Config {
             tls_cert: None,
             tls_key: None,
             models: None,
+            embedding_models: None,
             max_index_lag: 30,
             shutdown_grace: 10,
             header_timeout: 30,

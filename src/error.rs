@@ -90,6 +90,9 @@ error_codes! {
     InviteAlreadyRedeemed => 409, Some("INVITE_ALREADY_REDEEMED");
     /// The channel bot is connected to another replica.
     IntegrationConflict => 409, Some("INTEGRATION_CONFLICT");
+    /// A replacement names another `llm.embeddingModel` than the replica's (fixed once set: its
+    /// knowledge base is embedded with it).
+    EmbeddingModelFixed => 409, Some("EMBEDDING_MODEL_FIXED");
     /// The organization has as many replicas as its quota allows.
     ReplicaQuotaExceeded => 429, Some("REPLICA_QUOTA_EXCEEDED");
     /// The organization has as many knowledge-base entries as the operator's quota allows

@@ -65,6 +65,19 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// The embedding models of `--embedding-models`, loaded (`None`, and said in the log, when
+/// there are none: retrieval is then BM25 alone). Errors name the catalog entry at fault.
+fn load_embedders(config: &Config) -> Result<Option<Arc<embed::catalog::Embedders>>, String> {
+    let Some(path) = &config.embedding_models else {
+        tracing::info!("no embedding model configured (--embedding-models): retrieval is BM25 alone");
+        return Ok(None);
+    };
+    let catalog = embed::catalog::EmbeddingModels::load(path)?;
+    let built = catalog.build(&config.llm.upstreams, config.llm.policy())?;
+    tracing::info!(models = ?built.ids(), default = built.default_id(), "hybrid retrieval: BM25 and embeddings");
+    Ok(Some(Arc::new(built)))
+}
+
 /// Binds `config.listen` and [`serve`]s until SIGINT or SIGTERM (`replicad serve`).
 pub async fn serve_until_signal(config: Config) -> Result<(), String> {
     let listener =
@@ -101,11 +114,13 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
         }
         Err(e) => return Err(e.to_string()),
     }
+    let embedders = load_embedders(&config)?;
     let (search, index_seq) = search::Search::open(&config.data_dir).map_err(|e| e.to_string())?;
-    let search = Arc::new(search);
+    let search = Arc::new(search.with_embedders(embedders));
     let rebuild = search::indexer::needs_rebuild(&store, index_seq).await.map_err(|e| e.to_string())?;
     let ops = ops::Ops::default();
     let reindex = search::indexer::spawn(store.clone(), search.clone(), rebuild, ops.stopper.stop());
+    search::embedding::spawn(store.clone(), search.clone(), ops.stopper.stop());
     let fetcher = ingest::fetch::Fetcher::new(config.allow_private_urls, config.max_fetch_bytes)?;
     let refresh_ms = (config.kb_refresh_interval as i64).saturating_mul(1000);
     let limits =

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use replicad::search::{indexer, Search};
+use replicad::embed::catalog::{Embedders, EmbeddingModels};
+use replicad::search::{embedding, indexer, Search};
 use replicad::service::knowledge::{self, Limits, NewEntry};
 use replicad::store::records::Chunk;
 use replicad::store::{self, codec, tables, Store};
@@ -83,11 +84,22 @@ pub struct Kb {
     pub replica: Uuid,
 }
 
+/// The embedding models of `--embeddings PATH` in `args` (a catalog file or a model directory,
+/// as `replicad serve --embedding-models`); `None` (BM25 alone) without the flag.
+pub fn embedders(args: &[String]) -> Option<Arc<Embedders>> {
+    let path = args.iter().position(|a| a == "--embeddings").and_then(|i| args.get(i + 1))?;
+    let catalog = EmbeddingModels::load(std::path::Path::new(path)).expect("embedding models");
+    let policy = replicad::generate::LlmConfig::default().policy();
+    Some(Arc::new(catalog.build(&[], policy).expect("embedding models load")))
+}
+
 impl Kb {
-    pub async fn open(corpus: &str) -> Kb {
+    /// Indexes `corpus` as one replica; with `embedders`, also embeds every chunk (hybrid
+    /// retrieval, as the server does).
+    pub async fn open(corpus: &str, embedders: Option<Arc<Embedders>>) -> Kb {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = Store::open(dir.path()).expect("store");
-        let search = Arc::new(Search::open(dir.path()).expect("index").0);
+        let search = Arc::new(Search::open(dir.path()).expect("index").0.with_embedders(embedders));
         let (replica, org) = (Uuid::now_v7(), Uuid::now_v7());
         let mut files: Vec<PathBuf> = std::fs::read_dir(root().join(corpus))
             .expect("corpus")
@@ -100,6 +112,8 @@ impl Kb {
             let new = NewEntry::text(std::fs::read_to_string(&f).expect("read"), Some("en"));
             knowledge::create(&store, org, replica, new, Limits::UNLIMITED).await.expect("create");
         }
+        while indexer::apply_pending(&store, &search).await.expect("index") > 0 {}
+        while embedding::step(&store, &search).await.expect("embed") {}
         while indexer::apply_pending(&store, &search).await.expect("index") > 0 {}
         Kb { _dir: dir, store, search, replica }
     }

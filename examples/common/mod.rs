@@ -37,7 +37,7 @@ pub async fn bench_org_with_id(store: &Store) -> (Uuid, String, Uuid) {
         ..Default::default()
     };
     let models = replicad::models::Models::parse(replicad::models::SHIPPED).expect("models");
-    let replica = replicas::create(store, org.id, &body, &models, 10).await.expect("replica");
+    let replica = replicas::create(store, org.id, &body, &models, None, 10).await.expect("replica");
     (org.id, key, replica)
 }
 

@@ -19,7 +19,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::history::source_view;
+use super::history::{retrieved_view, source_view};
 use super::path_replica;
 use crate::app::App;
 use crate::error::{Error, Result};
@@ -159,7 +159,8 @@ pub async fn complete(app: Arc<App>, req: Req) -> Result<Reply> {
 /// # `POST /v1/replicas/{replicaUUID}/chat/completions/test`
 /// A retrieval check (DECISIONS.md "Knowledge base"), organization key only: the body of
 /// `…/chat/completions`; 200 `{success, content, query, sources}` — the reply, the search query
-/// it used, and every source retrieved for it with its BM25 score, best first — with
+/// it used, and every source retrieved for it, best first, with its fused score and its BM25
+/// and vector ranks (`bm25Rank`, `vectorRank`) — with
 /// `X-Replica-Backend`. Nothing is stored in the history (token usage is counted). Errors: 400,
 /// 404, 502.
 pub async fn complete_test(app: Arc<App>, req: Req) -> Result<Reply> {
@@ -170,7 +171,7 @@ pub async fn complete_test(app: Arc<App>, req: Req) -> Result<Reply> {
     let ask = Ask { content: body.content.clone(), skip_chat_history: true, ..Ask::on(channel) };
     let user = req.caller()?.acting_user();
     let done = chat::complete(&context(&app), &replica, user, ask).await?;
-    let sources: Vec<_> = done.retrieved.iter().map(source_view).collect();
+    let sources: Vec<_> = done.retrieved.iter().zip(&done.ranks).map(|(s, r)| retrieved_view(s, r)).collect();
     let reply = Reply::ok(&json!({ "content": done.content, "query": body.content, "sources": sources }));
     Ok(reply.with_header("x-replica-backend", &done.backend))
 }

@@ -27,6 +27,22 @@ pub struct SourceView<'a> {
     content: &'a str,
 }
 
+/// A source of the retrieval check (`…/chat/completions/test`): its view and where its chunk
+/// ranked by BM25 and by its vector (1 = first).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RetrievedView<'a> {
+    #[serde(flatten)]
+    source: SourceView<'a>,
+    bm25_rank: Option<u32>,
+    vector_rank: Option<u32>,
+}
+
+/// The wire view of retrieved source `s`, ranked `ranks`.
+pub fn retrieved_view<'a>(s: &'a SourceRef, ranks: &crate::search::fusion::Ranks) -> RetrievedView<'a> {
+    RetrievedView { source: source_view(s), bm25_rank: ranks.bm25, vector_rank: ranks.vector }
+}
+
 /// The wire view of source `s`.
 pub fn source_view(s: &SourceRef) -> SourceView<'_> {
     SourceView {

@@ -255,7 +255,8 @@ struct Created {
 pub async fn create(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: replicas::ReplicaInput = req.json::<ReplicaBody>()?.into();
     let org = req.caller()?.org.id;
-    let uuid = replicas::create(&app.store, org, &body, &app.models, app.config.max_replicas_per_org).await?;
+    let uuid = replicas::create(&app.store, org, &body, &app.models, app.search.embedders.as_deref(), app.config.max_replicas_per_org)
+            .await?;
     Ok(Reply::success(201, &Created { uuid }))
 }
 
@@ -273,7 +274,8 @@ pub async fn read(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn update(app: Arc<App>, req: Req) -> Result<Reply> {
     let id = req.uuid_param("replicaUUID")?;
     let body: replicas::ReplicaInput = req.json::<ReplicaBody>()?.into();
-    replicas::update(&app.store, req.caller()?.org.id, id, &body, &app.models).await?;
+    let embedders = app.search.embedders.as_deref();
+    replicas::update(&app.store, req.caller()?.org.id, id, &body, &app.models, embedders).await?;
     Ok(Reply::done())
 }
 

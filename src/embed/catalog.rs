@@ -97,8 +97,22 @@ impl EmbeddingModels {
         Ok(EmbeddingModels { entries, default })
     }
 
-    /// The catalog in `path`; errors name the file.
+    /// The catalog in `path`: a catalog file, or a model directory, which is then the one
+    /// model, its id the directory's name in lower case (`…/all-MiniLM-L6-v2` →
+    /// `all-minilm-l6-v2`). Errors name the file.
     pub fn load(path: &Path) -> Result<EmbeddingModels, String> {
+        if path.is_dir() {
+            let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+            let entry = Entry {
+                name: name.clone(),
+                description: String::new(),
+                dir: Some(path.to_path_buf()),
+                route: None,
+                dimension: None,
+                prompts: Prompts::default(),
+            };
+            return Ok(EmbeddingModels { entries: vec![(name.clone(), entry)], default: name });
+        }
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("."));
         EmbeddingModels::parse(&text, base).map_err(|e| format!("{}: {e}", path.display()))
@@ -190,6 +204,25 @@ impl Embedders {
     /// The default model.
     pub fn default_model(&self) -> Arc<dyn Embedder> {
         self.models[&self.default].clone()
+    }
+
+    /// The model of a replica whose `llm.embeddingModel` is `named`: that model when the
+    /// catalog has it, else the default (a replica stored before the catalog had its model,
+    /// or made with no catalog configured).
+    pub fn of_replica(&self, named: Option<&str>) -> Arc<dyn Embedder> {
+        named.and_then(|id| self.get(id)).unwrap_or_else(|| self.default_model())
+    }
+
+    /// The catalog ids, sorted.
+    pub fn ids(&self) -> Vec<&str> {
+        let mut ids: Vec<&str> = self.models.keys().map(String::as_str).collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// The catalog id of the default model.
+    pub fn default_id(&self) -> &str {
+        &self.default
     }
 }
 

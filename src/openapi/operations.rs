@@ -267,7 +267,11 @@ fn replicas() -> Vec<Op> {
         op("PUT", "/v1/replicas/{replicaUUID}", "updateReplica", "Replicas", "Update a replica")
             .body("ReplicaWrite")
             .extra(&[409])
-            .describe("Replaces the fields (the create body); 200 `{success}`."),
+            .describe(
+                "Replaces the fields (the create body); 200 `{success}`. 409 `SLUG_TAKEN` when the slug is used in \
+                the organization; 409 `EMBEDDING_MODEL_FIXED` when `llm.embeddingModel` names another model than \
+                the replica's (it cannot be changed once set; absent, it is kept).",
+            ),
         op("DELETE", "/v1/replicas/{replicaUUID}", "deleteReplica", "Replicas", "Delete a replica")
             .describe("Deletes the replica, its knowledge base and its chat history; 200 `{success}`."),
     ]
@@ -393,8 +397,11 @@ fn chat() -> Vec<Op> {
         .extra(&[429, 502])
         .describe(
             "Organization key only. A retrieval check with the body of `…/chat/completions`: answers the reply, the \
-            search `query` it ran and every retrieved source with its BM25 `score`, best first (fields of our own; a \
-            chunk whose own heading the query names whole may take the last place, with that place's score). \
+            search `query` it ran and every retrieved source, best first, with its `bm25Rank`, its `vectorRank` \
+            and its fused `score` (fields of our own; a chunk whose own heading the query names whole may take \
+            BM25's last place). With an embedding model configured the question is searched both ways (BM25 and \
+            the replica's `llm.embeddingModel`) and the rankings are fused by reciprocal rank fusion; without one, \
+            by BM25 alone (`vectorRank` null). \
             The query is searched with the words its form implies as well (English: a written-out ordinal also \
             looks for `Nth` and `NUMBERth`; \"How does X …?\" for a heading saying \"works\"). Nothing is stored \
             in the chat history; the token usage is counted.",

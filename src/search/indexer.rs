@@ -31,7 +31,9 @@ use tantivy::Term;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
+use super::vectors::{self, EntryVectors};
 use super::{new_generation_name, open_generation, write_current, ChunkDoc, IndexGeneration, Search};
+use crate::embed::catalog::Embedders;
 use crate::error::{Error, Result};
 use crate::store::kb;
 use crate::store::records::{Chunk, KbEntry, KbSource, KbStatus};
@@ -84,6 +86,34 @@ pub struct EntryDoc {
     /// The entry's `language`, else the detected one (ISO 639-1); picks the analyzer.
     pub language: Option<String>,
     pub chunks: Vec<Chunk>,
+    /// The catalog id of the replica's embedding model and the chunks' stored vectors of it
+    /// (those of the chunks' current text: [`vectors::stored`]); `None` with no embedding model.
+    pub vectors: Option<(String, Vec<(u32, Vec<f32>)>)>,
+}
+
+impl EntryDoc {
+    /// Whether every chunk has its vector (or no embedding model is configured): only then is
+    /// the entry `READY`.
+    pub fn complete(&self) -> bool {
+        self.vectors.as_ref().is_none_or(|(_, v)| v.len() == self.chunks.len())
+    }
+
+    /// The entry's rows for the in-memory vector search.
+    fn vector_update(&self, entry: u64) -> Option<EntryVectors> {
+        let (model, vectors) = self.vectors.as_ref()?;
+        Some(EntryVectors { entry, replica: Some(self.replica), model: model.clone(), vectors: vectors.clone() })
+    }
+}
+
+/// The in-memory vector rows of `changes` (gone entries remove theirs).
+fn vector_updates(changes: &[Change]) -> Vec<EntryVectors> {
+    changes
+        .iter()
+        .filter_map(|c| match &c.doc {
+            Some(d) => d.vector_update(c.entry),
+            None => Some(EntryVectors { entry: c.entry, replica: None, model: String::new(), vectors: Vec::new() }),
+        })
+        .collect()
 }
 
 impl IndexGeneration {
@@ -170,28 +200,47 @@ impl Search {
     }
 }
 
-fn entry_doc(txn: &ReadTransaction, id: u64) -> Result<Option<EntryDoc>> {
+fn entry_doc(txn: &ReadTransaction, id: u64, embedders: Option<&Embedders>) -> Result<Option<EntryDoc>> {
     let Some(e) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)? else {
         return Ok(None);
     };
     let source: Option<KbSource> = store::get(&txn.open_table(tables::KBID_SOURCE)?, id)?;
     let language = e.language.clone().or_else(|| source.and_then(|s| s.detected_language));
-    let mut doc = EntryDoc { replica: e.replica, revision: e.revision, language, chunks: Vec::new() };
+    let model = match embedders {
+        Some(m) => Some(vectors::model_of(txn, m, e.replica)?),
+        None => None,
+    };
+    let vectors = model.map(|m| (m, Vec::new()));
+    let mut doc = EntryDoc { replica: e.replica, revision: e.revision, language, chunks: Vec::new(), vectors };
     if e.chunk_count == 0 || e.status == KbStatus::Unprocessable {
         return Ok(Some(doc));
     }
     doc.chunks = kb::chunks_of(&txn.open_table(tables::KBCHUNK_CHUNK)?, id)?;
+    if let Some((model, found)) = &mut doc.vectors {
+        *found = vectors::stored(txn, id, &doc.chunks, model)?;
+    }
     Ok(Some(doc))
 }
 
+/// The `(entry, revision)` of the changes to mark `READY`: those whose vectors are all in.
 fn indexed_revisions(changes: &[Change]) -> Vec<(u64, u64)> {
-    changes.iter().filter_map(|c| c.doc.as_ref().map(|d| (c.entry, d.revision))).collect()
+    changes.iter().filter_map(|c| c.doc.as_ref().filter(|d| d.complete()).map(|d| (c.entry, d.revision))).collect()
+}
+
+/// Hands the entries of `changes` still lacking vectors to the embedding queue.
+fn queue_incomplete(search: &Search, changes: &[Change]) {
+    for c in changes {
+        if let Some(d) = c.doc.as_ref().filter(|d| !d.complete()) {
+            search.embedding.push(d.replica, c.entry);
+        }
+    }
 }
 
 /// Applies up to one batch of outbox rows; returns how many rows it applied.
 pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize> {
+    let embedders = search.embedders.clone();
     let (seqs, changes) = store
-        .read_scan(|txn| {
+        .read_scan(move |txn| {
             let outbox = txn.open_table(tables::SEQ_KBOUTBOX)?;
             let mut seqs = Vec::new();
             let mut entries: Vec<u64> = Vec::new();
@@ -205,7 +254,7 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
             }
             let changes = entries
                 .into_iter()
-                .map(|entry| Ok(Change { entry, doc: entry_doc(txn, entry)? }))
+                .map(|entry| Ok(Change { entry, doc: entry_doc(txn, entry, embedders.as_deref())? }))
                 .collect::<Result<Vec<_>>>()?;
             Ok((seqs, changes))
         })
@@ -217,6 +266,8 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
     let indexed = indexed_revisions(&changes);
     let s = search.clone();
     tokio::task::spawn_blocking(move || s.commit(last)).await.map_err(Error::internal)??;
+    search.vectors.apply(vector_updates(&changes));
+    queue_incomplete(search, &changes);
     let n = seqs.len();
     store
         .write(move |txn| {
@@ -232,25 +283,14 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
 
 /// Rebuilds the index from every entry in the store; returns the number of chunks indexed.
 pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<usize> {
-    let (all, seq) = store
-        .read_scan(|txn| {
-            let seq = current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?;
-            let ids: Vec<u64> = txn
-                .open_table(tables::KBID_ENTRY)?
-                .iter()?
-                .map(|r| r.map(|(k, _)| k.value()))
-                .collect::<Result<_, _>>()?;
-            let all = ids
-                .into_iter()
-                .map(|entry| Ok(Change { entry, doc: entry_doc(txn, entry)? }))
-                .collect::<Result<Vec<_>>>()?;
-            Ok((all, seq))
-        })
-        .await?;
+    let (all, seq) = all_entries(store, search).await?;
     let chunks = all.iter().filter_map(|c| c.doc.as_ref()).map(|d| d.chunks.len()).sum();
     let s = search.clone();
     let all =
         tokio::task::spawn_blocking(move || s.rebuild(&all, seq).map(|_| all)).await.map_err(Error::internal)??;
+    search.vectors.clear();
+    search.vectors.apply(vector_updates(&all));
+    queue_incomplete(search, &all);
     let ready = indexed_revisions(&all);
     store
         .write(move |txn| {
@@ -259,6 +299,40 @@ pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<u
         })
         .await?;
     Ok(chunks)
+}
+
+/// Loads the stored vectors of every entry into the vector search (the index itself is
+/// already up to date), and queues the entries that lack some for embedding: those stored
+/// before an embedding model was configured, or under another default model, or left
+/// unfinished by the last stop.
+pub async fn load_vectors(store: &Store, search: &Arc<Search>) -> Result<usize> {
+    if search.embedders.is_none() {
+        return Ok(0);
+    }
+    let (all, _) = all_entries(store, search).await?;
+    search.vectors.apply(vector_updates(&all));
+    queue_incomplete(search, &all);
+    Ok(search.embedding.len())
+}
+
+/// Every entry of the store as the index holds it, and the outbox's last seq.
+async fn all_entries(store: &Store, search: &Search) -> Result<(Vec<Change>, u64)> {
+    let embedders = search.embedders.clone();
+    store
+        .read_scan(move |txn| {
+            let seq = current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?;
+            let ids: Vec<u64> = txn
+                .open_table(tables::KBID_ENTRY)?
+                .iter()?
+                .map(|r| r.map(|(k, _)| k.value()))
+                .collect::<Result<_, _>>()?;
+            let all = ids
+                .into_iter()
+                .map(|entry| Ok(Change { entry, doc: entry_doc(txn, entry, embedders.as_deref())? }))
+                .collect::<Result<Vec<_>>>()?;
+            Ok((all, seq))
+        })
+        .await
 }
 
 /// Whether the index must be rebuilt at start: unknown payload, or ahead of the store.
@@ -286,6 +360,12 @@ pub fn spawn(
             match rebuild_from_store(&store, &search).await {
                 Ok(n) => tracing::info!(chunks = n, "search index rebuilt from the store"),
                 Err(e) => tracing::error!(error = %e, "search index rebuild failed"),
+            }
+        } else {
+            match load_vectors(&store, &search).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(entries = n, "entries queued for embedding"),
+                Err(e) => tracing::error!(error = %e, "loading the chunks' vectors failed"),
             }
         }
         while !stop.requested() {
@@ -332,7 +412,7 @@ mod tests {
 
     fn change(entry: u64, replica: Uuid, text: &str) -> Change {
         let chunks = vec![Chunk { title: "Guide".into(), text: text.into() }];
-        Change { entry, doc: Some(EntryDoc { replica, revision: 1, language: Some("en".into()), chunks }) }
+        Change { entry, doc: Some(EntryDoc { replica, revision: 1, language: Some("en".into()), chunks, vectors: None }) }
     }
 
     #[test]

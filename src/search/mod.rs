@@ -8,8 +8,11 @@
 pub mod analyzers;
 pub mod check;
 pub mod defines;
+pub mod embedding;
+pub mod fusion;
 pub mod indexer;
 pub mod statistics;
+pub mod vectors;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -26,6 +29,7 @@ use tantivy::{
 };
 use uuid::Uuid;
 
+use crate::embed::catalog::Embedders;
 use crate::error::{Error, Result};
 use crate::text::expansion;
 use crate::text::intent::{self, Intent};
@@ -122,7 +126,19 @@ pub struct Search {
     current: RwLock<Arc<IndexGeneration>>,
     /// How far the index is behind the store (kept by the indexer task).
     pub progress: indexer::Progress,
+    /// The embedding models; `None`: retrieval is BM25 alone.
+    pub embedders: Option<Arc<Embedders>>,
+    /// The chunks' vectors, per replica (kept by the indexer task).
+    pub vectors: vectors::Vectors,
+    /// Entries whose chunks wait for vectors ([`embedding`]).
+    pub embedding: embedding::Queue,
+    /// Vectors of recent questions, by `(model, question)`: a question asked again (a
+    /// suggested question, a retried one) is not embedded again.
+    query_vectors: Mutex<lru::LruCache<(String, String), Arc<[f32]>>>,
 }
+
+/// Questions whose vectors [`Search`] keeps (384 floats each for MiniLM: 1.5 MiB in all).
+const QUERY_VECTORS: usize = 1024;
 
 fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
@@ -307,7 +323,23 @@ impl Search {
         };
         remove_other_generations(&dir, &generation.name);
         let progress = indexer::Progress::default();
-        Ok((Search { dir, current: RwLock::new(Arc::new(generation)), progress }, seq))
+        let search = Search {
+            dir,
+            current: RwLock::new(Arc::new(generation)),
+            progress,
+            embedders: None,
+            vectors: Default::default(),
+            embedding: Default::default(),
+            query_vectors: Mutex::new(lru::LruCache::new(
+                std::num::NonZeroUsize::new(QUERY_VECTORS).unwrap_or(std::num::NonZeroUsize::MIN),
+            )),
+        };
+        Ok((search, seq))
+    }
+
+    /// This search with the embedding models `embedders` (hybrid retrieval: BM25 and vectors).
+    pub fn with_embedders(self, embedders: Option<Arc<Embedders>>) -> Search {
+        Search { embedders, ..self }
     }
 
     fn current(&self) -> Arc<IndexGeneration> {
@@ -405,6 +437,45 @@ impl Search {
                 Ok(Hit { entry: get(f.entry), chunk: get(f.chunk) as u32, score })
             })
             .collect()
+    }
+
+    /// The best `limit` chunks of `replica` for `query`, best first: its BM25 hits
+    /// ([`Search::search`]) and, with an embedding model, its nearest chunk vectors under the
+    /// replica's model (`model`: its `llm.embeddingModel`), fused by `how`
+    /// ([`fusion::fuse`]). Without an embedding model, or when embedding the question fails
+    /// (an upstream down: logged), the BM25 hits alone, as fused hits of BM25 ranks only.
+    pub async fn hybrid(
+        &self,
+        replica: Uuid,
+        model: Option<&str>,
+        query: &str,
+        limit: usize,
+        how: fusion::Fusion,
+    ) -> Result<Vec<fusion::Fused>> {
+        let bm25 = self.search(replica, query, limit)?;
+        let vector = match self.query_vector(model, query).await {
+            Ok(Some((model, v))) => self.vectors.search(replica, &model, &v, limit),
+            Ok(None) => Vec::new(),
+            Err(e) => {
+                tracing::warn!(error = %e, "embedding the question failed; retrieval is BM25 alone");
+                Vec::new()
+            }
+        };
+        Ok(fusion::fuse(&bm25, &vector, how, limit))
+    }
+
+    /// The model id and vector of `query` under the model a replica naming `model` uses;
+    /// `None` with no embedding model.
+    async fn query_vector(&self, model: Option<&str>, query: &str) -> Result<Option<(String, Arc<[f32]>)>> {
+        let Some(embedders) = &self.embedders else { return Ok(None) };
+        let embedder = embedders.of_replica(model);
+        let key = (embedder.id().to_string(), query.to_string());
+        if let Some(v) = self.query_vectors.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(Some((key.0, v.clone())));
+        }
+        let v: Arc<[f32]> = embedder.embed_queries(vec![query.to_string()]).await?.pop().unwrap_or_default().into();
+        self.query_vectors.lock().unwrap_or_else(|p| p.into_inner()).put(key.clone(), v.clone());
+        Ok(Some((key.0, v)))
     }
 
     /// Number of documents (chunks) in the current generation.
@@ -513,7 +584,7 @@ mod tests {
                 text: text.to_string(),
             })
             .collect();
-        let doc = indexer::EntryDoc { replica, revision: 1, language: Some("en".into()), chunks };
+        let doc = indexer::EntryDoc { replica, revision: 1, language: Some("en".into()), chunks, vectors: None };
         indexer::Change { entry, doc: Some(doc) }
     }
 

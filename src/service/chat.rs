@@ -18,6 +18,7 @@ use super::history::{self, NewItem};
 use super::usage::Pool;
 use crate::error::{Error, Result};
 use crate::generate::{prompt, Backends, Generation, ModelRoute, Persona, Piece, Pieces, Turn, Usage, EMBEDDED};
+use crate::search::fusion::{Fusion, Ranks};
 use crate::search::Search;
 use crate::store::records::{Chunk, KbEntry, Message, Replica, SourceRef};
 use crate::store::{self, codec, k, now_ms, tables, Store};
@@ -31,6 +32,12 @@ pub const TOP_K: usize = 5;
 /// (`examples/answers`: 5, 8, 10 and 15 tried; the expected section was among the first 5
 /// chunks for 90 % of the questions, the first 10 for 94 %).
 pub const EMBEDDED_TOP_K: usize = 10;
+/// How the BM25 and the vector rankings are fused (`search::fusion`): a convex combination
+/// weighing BM25 0.6, chosen on the dev set's retrieval (`examples/retrieval sections
+/// --embeddings`, all-MiniLM-L6-v2, recall@5 / MRR@10 of the right section: BM25 alone
+/// 0.948 / 0.853, vectors alone 0.914 / 0.775, RRF 0.957 / 0.846, convex with BM25 weighing 0.3
+/// to 0.7: 0.931 / 0.826, 0.957 / 0.841, 0.974 / 0.864, **0.991 / 0.870**, 0.983 / 0.865).
+pub const FUSION: Fusion = Fusion::Convex { bm25_weight: 0.7 };
 /// Sources kept with an answer that cites some of them (the embedded generator) at most.
 pub const MAX_SOURCES: usize = 3;
 
@@ -88,6 +95,8 @@ pub struct Completion {
     pub sources: Vec<SourceRef>,
     /// Every source retrieved for the question and handed to the model, best first, scored.
     pub retrieved: Vec<SourceRef>,
+    /// Where each of `retrieved` ranked by BM25 and by its vector.
+    pub ranks: Vec<Ranks>,
     /// The `X-Replica-Backend` value.
     pub backend: String,
     /// Id of the stored assistant item (`None` with `skip_chat_history`).
@@ -112,25 +121,36 @@ pub struct Streaming {
     pub events: mpsc::Receiver<Event>,
 }
 
+/// A retrieved source and where its chunk ranked by BM25 and by its vector.
+#[derive(Debug, Clone)]
+pub struct Retrieved {
+    pub source: SourceRef,
+    pub ranks: Ranks,
+}
+
 /// The best `top` chunks of `replica` for `query` ([`TOP_K`] for a model, [`EMBEDDED_TOP_K`]
-/// for the embedded generator), best first, re-read from the store (chunks of entries deleted
-/// since they were indexed are dropped; see `search::indexer`). Identical chunks — the same
-/// passage uploaded twice, in one entry or several — are collapsed into the best-scored one
-/// (issue 17 point 4: re-running a setup does not degrade answers); the entries stay as the
-/// client made them. The index is asked for `top` hits, and only when some of them were
-/// collapsed for twice as many, so that collapsing still leaves up to `top`.
+/// for the embedded generator), best first: BM25 and, with an embedding model, the chunks'
+/// vectors under the replica's `llm.embeddingModel` (`model`), fused ([`Search::hybrid`]);
+/// re-read from the store (chunks of entries deleted since they were indexed are dropped; see
+/// `search::indexer`); `how`: [`FUSION`] but to measure others. Identical chunks — the same passage uploaded twice, in one entry or
+/// several — are collapsed into the best-scored one (re-running a setup does not degrade
+/// answers); the entries stay as the client made them. The index is asked for `top` hits, and
+/// only when some of them were collapsed for twice as many, so that collapsing still leaves up
+/// to `top`.
 pub async fn retrieve(
     store: &Store,
     search: &Arc<Search>,
     replica: Uuid,
+    model: Option<&str>,
     query: &str,
     top: usize,
-) -> Result<Vec<SourceRef>> {
-    let (found, collapsed) = retrieve_from(store, search, replica, query, top, top).await?;
+    how: Fusion,
+) -> Result<Vec<Retrieved>> {
+    let (found, collapsed) = retrieve_from(store, search, (replica, model, how), query, top, top).await?;
     if collapsed == 0 {
         return Ok(found);
     }
-    Ok(retrieve_from(store, search, replica, query, top * 2, top).await?.0)
+    Ok(retrieve_from(store, search, (replica, model, how), query, top * 2, top).await?.0)
 }
 
 /// Up to `top` distinct chunks among the best `hits` of the index, and how many hits were
@@ -140,21 +160,21 @@ pub async fn retrieve(
 /// module docs): a top-k search over one replica's chunks takes tens of microseconds (the
 /// collector skips blocks that cannot enter the top k), less than the hop to the blocking pool
 /// and back that it used to take (a wake-up of a pool thread and of the worker: 10 % of a
-/// completion's CPU in a profile of the completions benchmark, issue 15 point 3).
+/// completion's CPU in a profile of the completions benchmark).
 async fn retrieve_from(
     store: &Store,
     search: &Search,
-    replica: Uuid,
+    (replica, model, how): (Uuid, Option<&str>, Fusion),
     query: &str,
     hits: usize,
     top: usize,
-) -> Result<(Vec<SourceRef>, usize)> {
-    let hits = search.search(replica, query, hits)?;
+) -> Result<(Vec<Retrieved>, usize)> {
+    let hits = search.hybrid(replica, model, query, hits, how).await?;
     store
         .read(move |txn| {
             // the snapshot's tables, opened once for the reads until the next commit
             let (entries, chunks) = (txn.table(tables::KBID_ENTRY)?, txn.table(tables::KBCHUNK_CHUNK)?);
-            let mut out: Vec<SourceRef> = Vec::new();
+            let mut out: Vec<Retrieved> = Vec::new();
             let mut seen = Seen::default();
             let mut collapsed = 0;
             let mut live = Live::default();
@@ -165,7 +185,8 @@ async fn retrieve_from(
                     collapsed += 1;
                     continue;
                 }
-                out.push(SourceRef { id: h.entry, score: h.score, created_at, name: c.title, content: c.text });
+                let source = SourceRef { id: h.entry, score: h.score, created_at, name: c.title, content: c.text };
+                out.push(Retrieved { source, ranks: h.ranks });
                 if out.len() == top {
                     break;
                 }
@@ -213,13 +234,13 @@ struct Seen {
 impl Seen {
     /// `false` when `text` repeats a passage of `out` (the kept ones); else records it as the
     /// next one kept (the caller pushes it to `out`).
-    fn insert(&mut self, text: &str, out: &[SourceRef]) -> bool {
+    fn insert(&mut self, text: &str, out: &[Retrieved]) -> bool {
         let len = solid_len(text);
         let mut key = None;
         for (i, (kept_len, kept_key)) in self.kept.iter_mut().enumerate() {
             if *kept_len == len
                 && *key.get_or_insert_with(|| passage_key(text))
-                    == *kept_key.get_or_insert_with(|| passage_key(&out[i].content))
+                    == *kept_key.get_or_insert_with(|| passage_key(&out[i].source.content))
             {
                 return false;
             }
@@ -254,6 +275,8 @@ fn passage_key(text: &str) -> u64 {
 /// A request ready for its backend.
 struct Prepared {
     generation: Generation,
+    /// Where each of `generation.sources` ranked by BM25 and by its vector.
+    ranks: Vec<Ranks>,
     route: ModelRoute,
     replica: Replica,
     user: Uuid,
@@ -307,7 +330,9 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
     let route = cx.backends.route(&replica.llm.model).clone();
     let embedded = route.backend.name() == EMBEDDED;
     let top = if embedded { EMBEDDED_TOP_K } else { TOP_K };
-    let sources = retrieve(&cx.store, &cx.search, replica.id, &ask.content, top).await?;
+    let model = replica.llm.embedding_model.as_deref();
+    let (sources, ranks): (Vec<SourceRef>, Vec<Ranks>) =
+        retrieve(&cx.store, &cx.search, replica.id, model, &ask.content, top, FUSION).await?.into_iter().map(|r| (r.source, r.ranks)).unzip();
     tracing::debug!(
         replica = %replica.id,
         retrieved = ?sources.iter().map(|s| (s.name.as_str(), s.score)).collect::<Vec<_>>(),
@@ -327,7 +352,7 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
         image_url: ask.image_url.clone(),
         max_tokens: ask.max_tokens.or(cx.max_tokens),
     };
-    Ok(Prepared { generation, route, replica: replica.clone(), user, ask })
+    Ok(Prepared { generation, ranks, route, replica: replica.clone(), user, ask })
 }
 
 impl Prepared {
@@ -374,6 +399,7 @@ async fn finish(store: &Store, mut p: Prepared, reply: ChatReply, interrupted: b
         content: reply.text,
         sources,
         retrieved: given,
+        ranks: std::mem::take(&mut p.ranks),
         backend: p.route.backend.name().to_string(),
         message_id: None,
         usage,
@@ -478,8 +504,9 @@ async fn drive(store: Store, p: Prepared, mut pieces: Box<dyn Pieces>, first: Op
 mod tests {
     use super::*;
 
-    fn kept(content: &str) -> SourceRef {
-        SourceRef { id: 1, score: 1.0, created_at: 0, name: String::new(), content: content.into() }
+    fn kept(content: &str) -> Retrieved {
+        let source = SourceRef { id: 1, score: 1.0, created_at: 0, name: String::new(), content: content.into() };
+        Retrieved { source, ranks: Ranks::default() }
     }
 
     #[test]

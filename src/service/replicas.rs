@@ -11,6 +11,7 @@ use super::knowledge::{distilled_in, Distilled};
 use super::users::public_id_in;
 use super::{check_http_url, check_len, normalize_email};
 use crate::error::{Code, Error, Result};
+use crate::embed::catalog::Embedders;
 use crate::models::Models;
 use crate::store::records::{Llm, MessengerABot, MessengerBBot, Replica};
 use crate::store::{self, k, now_ms, replica_index, tables, Store};
@@ -75,7 +76,48 @@ fn check_slug(slug: &str) -> Result<()> {
     }
 }
 
-fn llm(body: &LlmInput, legacy_system_message: Option<&String>, models: &Models) -> Result<Llm> {
+/// The `llm.embeddingModel` of a new replica: the one asked for, which must be in the embedding
+/// catalog when one is configured (400 naming its ids), else the catalog's default; with no
+/// catalog (BM25 alone) the value is kept as given, unused.
+fn embedding_model(asked: Option<&String>, embedders: Option<&Embedders>) -> Result<Option<String>> {
+    let Some(catalog) = embedders else { return Ok(asked.cloned()) };
+    match asked {
+        None => Ok(Some(catalog.default_id().to_string())),
+        Some(id) if catalog.get(id).is_some() => Ok(Some(id.clone())),
+        Some(id) => Err(Error::invalid(
+            "llm.embeddingModel",
+            format!(
+                "{id:?} is not in this server's embedding-model catalog ({}; the operator sets it with \
+                 `replicad serve --embedding-models`)",
+                catalog.ids().join(", ")
+            ),
+        )),
+    }
+}
+
+/// The embedding model a replacement keeps: the stored one, which cannot be changed once set (a
+/// replica's knowledge base is embedded with it). 409 `EMBEDDING_MODEL_FIXED` when `new` names
+/// another; `new` when none was stored.
+fn kept_embedding_model(old: &Replica, new: &Replica, asked: bool) -> Result<Option<String>> {
+    match (&old.llm.embedding_model, &new.llm.embedding_model) {
+        (Some(o), Some(n)) if o != n && asked => Err(Error::new(
+            Code::EmbeddingModelFixed,
+            format!(
+                "llm.embeddingModel cannot be changed once set: this replica's knowledge base is embedded with \
+                 {o:?}; create a replica with {n:?} and add its knowledge base there"
+            ),
+        )),
+        (Some(o), _) => Ok(Some(o.clone())),
+        (None, n) => Ok(n.clone()),
+    }
+}
+
+fn llm(
+    body: &LlmInput,
+    legacy_system_message: Option<&String>,
+    models: &Models,
+    embedders: Option<&Embedders>,
+) -> Result<Llm> {
     let model = body.model.clone().unwrap_or_else(|| models.default_id().to_string());
     if !models.contains(&model) {
         return Err(Error::invalid(
@@ -95,11 +137,12 @@ fn llm(body: &LlmInput, legacy_system_message: Option<&String>, models: &Models)
     if let Some(s) = &system_message {
         check_len("llm.systemMessage", s, 0, 30_000)?;
     }
-    Ok(Llm { model, memory_mode, system_message, embedding_model: body.embedding_model.clone() })
+    let embedding_model = embedding_model(body.embedding_model.as_ref(), embedders)?;
+    Ok(Llm { model, memory_mode, system_message, embedding_model })
 }
 
 /// Validates a create/update body into a record (owner still unresolved: `Uuid::nil()`).
-pub fn from_body(body: &ReplicaInput, models: &Models) -> Result<Replica> {
+pub fn from_body(body: &ReplicaInput, models: &Models, embedders: Option<&Embedders>) -> Result<Replica> {
     check_len("name", body.name.trim(), 1, 50)?;
     check_len("shortDescription", &body.short_description, 0, 50)?;
     check_len("greeting", &body.greeting, 0, 600)?;
@@ -139,7 +182,7 @@ pub fn from_body(body: &ReplicaInput, models: &Models) -> Result<Replica> {
         every_conversation_accessible_by_support: body.is_every_conversation_accessible_by_support.unwrap_or(false),
         private_conversations_enabled: body.is_private_conversations_enabled.unwrap_or(true),
         voice_vendor_id: body.voice_vendor_id.clone(),
-        llm: llm(&body.llm, body.system_message.as_ref(), models)?,
+        llm: llm(&body.llm, body.system_message.as_ref(), models, embedders)?,
         ..Replica::default()
     })
 }
@@ -163,10 +206,18 @@ fn claim_slug(txn: &WriteTransaction, org: Uuid, slug: &str, id: Uuid) -> Result
     Ok(())
 }
 
-/// Creates a replica. Errors: 400 invalid body or owner, 409 `SLUG_TAKEN`,
-/// 429 `REPLICA_QUOTA_EXCEEDED` beyond `max_replicas` per organization.
-pub async fn create(store: &Store, org: Uuid, body: &ReplicaInput, models: &Models, max_replicas: u64) -> Result<Uuid> {
-    let mut replica = from_body(body, models)?;
+/// Creates a replica. Errors: 400 invalid body or owner (or an embedding model not in
+/// `embedders`), 409 `SLUG_TAKEN`, 429 `REPLICA_QUOTA_EXCEEDED` beyond `max_replicas` per
+/// organization.
+pub async fn create(
+    store: &Store,
+    org: Uuid,
+    body: &ReplicaInput,
+    models: &Models,
+    embedders: Option<&Embedders>,
+    max_replicas: u64,
+) -> Result<Uuid> {
+    let mut replica = from_body(body, models, embedders)?;
     let owner = body.owner_id.clone();
     let (id, now) = (Uuid::now_v7(), now_ms());
     replica.id = id;
@@ -192,15 +243,26 @@ pub async fn create(store: &Store, org: Uuid, body: &ReplicaInput, models: &Mode
         .await
 }
 
-/// Replaces a replica's fields (same body as create). Errors: 400, 404, 409 `SLUG_TAKEN`.
-pub async fn update(store: &Store, org: Uuid, id: Uuid, body: &ReplicaInput, models: &Models) -> Result<()> {
-    let new = from_body(body, models)?;
+/// Replaces a replica's fields (same body as create; an absent `llm.embeddingModel` keeps the
+/// stored one). Errors: 400, 404, 409 `SLUG_TAKEN`, 409 `EMBEDDING_MODEL_FIXED` (another
+/// embedding model than the stored one).
+pub async fn update(
+    store: &Store,
+    org: Uuid,
+    id: Uuid,
+    body: &ReplicaInput,
+    models: &Models,
+    embedders: Option<&Embedders>,
+) -> Result<()> {
+    let new = from_body(body, models, embedders)?;
+    let asked = body.llm.embedding_model.is_some();
     let owner = body.owner_id.clone();
     let now = now_ms();
     store
         .write(move |txn| {
             let old = load_in(txn, org, id)?;
             let mut r = new.clone();
+            r.llm.embedding_model = kept_embedding_model(&old, &new, asked)?;
             r.owner = owner_in(txn, org, &owner)?;
             if old.slug != r.slug {
                 claim_slug(txn, org, &r.slug, id)?;

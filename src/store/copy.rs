@@ -52,6 +52,7 @@ pub static EVERY_TABLE: &[&dyn AnyTable] = &[
     &Typed(KBID_TEXT),
     &Typed(REPLICA_KB),
     &Typed(KBCHUNK_CHUNK),
+    &Typed(KBCHUNK_VECTOR),
     &Typed(SEQ_KBOUTBOX),
     &Typed(REPLICAUSERMSG_MESSAGE),
     &Typed(REPLICAPASSAGE_TEXT),

@@ -10,7 +10,7 @@ use super::tables;
 use crate::error::{Error, Result};
 
 /// The store layout this binary writes.
-pub const SCHEMA_VERSION: u32 = 8;
+pub const SCHEMA_VERSION: u32 = 9;
 
 const KEY: &str = "schema_version";
 
@@ -128,6 +128,9 @@ fn migrate_from(db: &Database, from: u32, files: &Arc<Files>) -> Result<()> {
         // 7 → 8: the texts of the sources cited by history replies, kept once per replica
         // (`service::passages`); items stored before keep their sources' texts inline.
         7 => create_tables(&txn)?,
+        // 8 → 9: the chunks' embeddings; the indexer computes those of entries stored before
+        // when it starts (`search::indexer::backfill`).
+        8 => create_tables(&txn)?,
         _ => return Err(Error::internal(format!("no migration from schema version {from}"))),
     }
     write_version(&txn, from + 1)?;
@@ -269,6 +272,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::KBID_TEXT)?;
         txn.open_table(tables::REPLICA_KB)?;
         txn.open_table(tables::KBCHUNK_CHUNK)?;
+        txn.open_table(tables::KBCHUNK_VECTOR)?;
         txn.open_table(tables::SEQ_KBOUTBOX)?;
         txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
         txn.open_table(tables::REPLICAPASSAGE_TEXT)?;

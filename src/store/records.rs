@@ -323,6 +323,21 @@ pub struct SourceRef {
     pub content: String,
 }
 
+/// The embedding of a chunk (`kbchunk_vector`), with what it was computed from, so that a
+/// vector is reused only for the same text under the same model.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct ChunkVector {
+    /// Embedding-model catalog id (`llm.embeddingModel`).
+    pub model: String,
+    /// XXH3-64 of the text embedded (the chunk's title, a newline, its text).
+    pub text_key: u64,
+    /// L2-normalised, of the model's dimension.
+    pub vector: Vec<f32>,
+}
+impl Record for ChunkVector {
+    const VERSION: u8 = 1;
+}
+
 /// A chat history item (spec §2.1). Version 2 added `interrupted`; version 3 `passages`.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Message {

@@ -37,6 +37,9 @@ pub const KBID_TEXT: TableDefinition<u64, &[u8]> = TableDefinition::new("kbid_te
 pub const REPLICA_KB: TableDefinition<(u128, u64), ()> = TableDefinition::new("replica_kb");
 /// `(entry id, chunk index) → Chunk`.
 pub const KBCHUNK_CHUNK: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("kbchunk_chunk");
+/// `(entry id, chunk index) → ChunkVector`: the chunk's embedding (the search index's vectors
+/// are loaded from here; written by the indexer only, see `search::indexer`).
+pub const KBCHUNK_VECTOR: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("kbchunk_vector");
 /// `outbox seq → (entry id, entry revision)`: index work not yet committed to tantivy.
 pub const SEQ_KBOUTBOX: TableDefinition<u64, (u64, u64)> = TableDefinition::new("seq_kboutbox");
 /// `(replica id, user id, message id) → Message`: chat history, oldest first.

@@ -18,6 +18,7 @@ pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
     add("HistorySaveMessengerA", history_save_messenger_a());
     add("HistorySaved", history_saved());
     add("Source", source_item());
+    add("RetrievedSource", retrieved_source());
     add("ChatHistoryItem", chat_history_item());
     add("ChatHistory", chat_history());
 }
@@ -185,6 +186,26 @@ fn source_item() -> Value {
     )
 }
 
+/// A source of the retrieval check: a [`source_item`] with where its chunk ranked each way.
+fn retrieved_source() -> Value {
+    let mut v = source_item();
+    let rank = |way: &str| {
+        json!({
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "description": format!("Ours: the chunk's place (1 = first) in the {way} ranking; null when that ranking did not find it."),
+        })
+    };
+    v["properties"]["bm25Rank"] = rank("BM25");
+    v["properties"]["vectorRank"] = rank("vector (embedding) ranking; always null with no embedding model configured:");
+    v["required"].as_array_mut().map(|r| r.extend([json!("bm25Rank"), json!("vectorRank")]));
+    v["properties"]["score"]["description"] = json!(
+        "Ours: the fused score: reciprocal rank fusion of the BM25 and the vector rankings, Σ 1/(60 + rank) \
+         over the rankings that found the chunk."
+    );
+    v
+}
+
 fn chat_history_item() -> Value {
     object(
         &["content", "created_at", "id", "is_private", "role", "source", "sources", "user_uuid", "original_message_id"],
@@ -232,8 +253,8 @@ fn completion_test() -> Value {
             "query": { "type": "string", "description": "Ours: the search query the retrieval ran." },
             "sources": {
                 "type": "array",
-                "items": super::reference("Source"),
-                "description": "Ours: every source retrieved for the query, best first, with its BM25 `score` (a chunk whose own heading the query names whole may take the last place, with that place's score).",
+                "items": super::reference("RetrievedSource"),
+                "description": "Ours: every source retrieved for the query, best first, with its fused `score` and its BM25 and vector ranks (a chunk whose own heading the query names whole may take BM25's last place).",
             },
         }),
         false,

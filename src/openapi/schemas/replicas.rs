@@ -10,7 +10,15 @@ fn llm(read: bool) -> Value {
         "model": { "type": "string", "description": "A key of the model catalog (GET /v1/replicas/models)." },
         "memoryMode": deprecated(mode, "Deprecated (spec §9); stored and returned, no effect."),
         "systemMessage": if read { string() } else { json!({ "type": "string", "maxLength": 30000 }) },
-        "embeddingModel": string(),
+        "embeddingModel": described(
+            string(),
+            "The embedding model the replica's knowledge base is searched with (hybrid retrieval: BM25 and \
+             vectors). Ours: an id of the operator's embedding-model catalog (`replicad serve --embedding-models`); \
+             absent on create → the catalog's default, stored; an id not in the catalog → 400 naming its ids. As \
+             the hosted service, it cannot be changed once set: a replacement naming another → 409 \
+             EMBEDDING_MODEL_FIXED (absent → kept). With no catalog configured, retrieval is BM25 alone and the \
+             value is stored as given.",
+        ),
     });
     if read {
         object(&["model", "memoryMode"], props, false)

@@ -225,6 +225,7 @@ fn remove_in(txn: &WriteTransaction, e: &KbEntry) -> Result<()> {
     txn.open_table(tables::KBID_JOB)?.remove(id)?;
     txn.open_table(tables::REPLICA_KB)?.remove((k(e.replica), id))?;
     txn.open_table(tables::KBCHUNK_CHUNK)?.retain_in((id, 0)..=(id, u32::MAX), |_, _| false)?;
+    txn.open_table(tables::KBCHUNK_VECTOR)?.retain_in((id, 0)..=(id, u32::MAX), |_, _| false)?;
     enqueue(txn, id, 0)
 }
 
