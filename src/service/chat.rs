@@ -21,6 +21,7 @@ use crate::generate::{prompt, Backends, Generation, ModelRoute, Persona, Piece, 
 use crate::search::Search;
 use crate::store::records::{Chunk, KbEntry, Message, Replica, SourceRef};
 use crate::store::{self, codec, k, now_ms, tables, Store};
+use crate::text::question;
 
 /// Chunks retrieved per question.
 pub const TOP_K: usize = 5;
@@ -307,7 +308,7 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
     let route = cx.backends.route(&replica.llm.model).clone();
     let embedded = route.backend.name() == EMBEDDED;
     let top = if embedded { EMBEDDED_TOP_K } else { TOP_K };
-    let sources = retrieve(&cx.store, &cx.search, replica.id, &ask.content, top).await?;
+    let sources = retrieve(&cx.store, &cx.search, replica.id, question::asked(&ask.content), top).await?;
     tracing::debug!(
         replica = %replica.id,
         retrieved = ?sources.iter().map(|s| (s.name.as_str(), s.score)).collect::<Vec<_>>(),
@@ -321,7 +322,7 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
     };
     let generation = Generation {
         persona: persona(replica),
-        question: ask.content.clone(),
+        question: if embedded { question::asked(&ask.content).to_string() } else { ask.content.clone() },
         sources,
         history,
         image_url: ask.image_url.clone(),
