@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::operations::{op, page, param, Op};
-use super::schemas::{object, reference};
+use super::schemas::{object, reference, sparse_id};
 use crate::service::chats::SortBy;
 use crate::service::history::SOURCES;
 
@@ -229,7 +229,7 @@ fn message() -> Value {
         &["uuid", "id", "createdAt", "content", "role", "source", "replicaUUID"],
         json!({
             "uuid": { "type": "string", "format": "uuid", "description": "Cursor for beforeUUID / afterUUID." },
-            "id": { "type": "integer", "minimum": 1, "description": "The chat-history id of the item (ours)." },
+            "id": sparse_id("The chat-history id of the item (ours)."),
             "createdAt": time(),
             "content": { "type": "string" },
             "role": { "type": "string", "enum": ["user", "assistant"] },

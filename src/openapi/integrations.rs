@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::schemas::{nullable, object, reference};
+use super::schemas::{nullable, object, reference, sparse_id};
 
 /// The `messengerA_integration` / `messengerB_integration` object of a replica read: `null`
 /// when the channel is not connected.
@@ -126,7 +126,7 @@ fn embed_schemas(add: &mut impl FnMut(&str, Value)) {
                 "success": { "type": "boolean", "const": true },
                 "content": { "type": "string" },
                 "sources": { "type": "array", "items": reference("Source") },
-                "id": nullable(json!({ "type": "integer", "minimum": 1 })),
+                "id": nullable(sparse_id("The chat-history id of the reply.")),
             }),
             false,
         ),

@@ -221,7 +221,7 @@ fn path_params(path: &str) -> Vec<Value> {
                 "replicaUUID" | "chatUUID" | "conversationUUID" => {
                     json!({ "type": "string", "format": "uuid" })
                 }
-                "knowledgeBaseID" => json!({ "type": "integer", "minimum": 1 }),
+                "knowledgeBaseID" => schemas::sparse_id(""),
                 _ => json!({ "type": "string" }),
             };
             json!({ "name": name, "in": "path", "required": true, "schema": schema })

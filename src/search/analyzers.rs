@@ -1,19 +1,22 @@
 //! Text analyzers per language (spec §2.5 `language`): which tokenizer, stop words and stemmer
 //! a chunk is indexed with, and a query analyzed with.
 //!
-//! - the 18 languages tantivy has a Snowball stemmer for: simple tokenizer, lower case, the
+//! - words are found by [`WordTokenizer`] in every analyzer: an identifier (`snake_case`,
+//!   `camelCase`, `kebab-case`, `dotted.names`, `--long-options`) is a term whole and a term
+//!   per part, so a question naming its parts finds it and one naming it whole finds it best;
+//! - the 18 languages tantivy has a Snowball stemmer for: word tokenizer, lower case, the
 //!   language's stop words where tantivy has a list, the stemmer (English adds the function
 //!   words of questions to Lucene's stop words);
 //! - Chinese, Japanese, Korean and the other scripts written without spaces (Thai, Lao, Khmer,
 //!   Burmese): overlapping character bigrams of those scripts ([`BigramTokenizer`]) — the
 //!   standard dictionary-free CJK indexing (as Lucene's CJKBigramFilter), words of other scripts
 //!   stay whole;
-//! - every other language: simple tokenizer and lower case;
+//! - every other language: word tokenizer and lower case;
 //! - besides the language's, every chunk's body is indexed by [`ExactTokenizer`]: the one-letter
 //!   words and operators the language analyzers lose or conflate (`p` and `P`, `==`), case kept.
 
 use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, Token, TokenStream,
+    Language, LowerCaser, RemoveLongFilter, Stemmer, StopWordFilter, TextAnalyzer, Token, TokenFilter, TokenStream,
     Tokenizer,
 };
 
@@ -85,8 +88,7 @@ impl Analyzer {
                 .filter(LowerCaser)
                 .build();
         }
-        let base =
-            TextAnalyzer::builder(SimpleTokenizer::default()).filter(RemoveLongFilter::limit(40)).filter(LowerCaser);
+        let base = TextAnalyzer::builder(WordTokenizer).filter(RemoveLongFilter::limit(40)).filter(LowerCaser);
         let Some(lang) = self.stemmer else { return base.build() };
         let stop = if lang == Language::English {
             Some(StopWordFilter::remove(ENGLISH_STOP_WORDS.iter().map(|w| w.to_string())))
@@ -94,7 +96,7 @@ impl Analyzer {
             StopWordFilter::new(lang)
         };
         match stop {
-            Some(stop) => base.filter(stop).filter(Stemmer::new(lang)).build(),
+            Some(stop) => base.filter(stop).filter(WholeOfPartsFilter).filter(Stemmer::new(lang)).build(),
             None => base.filter(Stemmer::new(lang)).build(),
         }
     }
@@ -126,6 +128,32 @@ pub fn terms(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
     out
 }
 
+/// The identifiers of `text` (words of two or more parts, [`WordTokenizer`]) as the terms of
+/// their parts in order, under the analyzer of `language` (ISO 639-1; English when `None`, as
+/// `search::analyze_as`): `["rainbow", "unicorn", "abc123"]` for `RAINBOW_UNICORN_abc123`.
+/// Parts the analyzer drops (stop words) are left out; an identifier left with fewer than two
+/// parts is none.
+pub fn identifiers(language: Option<&str>, text: &str) -> Vec<Vec<String>> {
+    let mut analyzer = for_language(language.or(Some("en"))).built();
+    let mut stream = analyzer.token_stream(text);
+    let mut out: Vec<Vec<String>> = Vec::new();
+    // the positions the identifier being read spans (its parts'), and its parts so far
+    let mut open: Option<(std::ops::Range<usize>, Vec<String>)> = None;
+    while let Some(t) = stream.next() {
+        let inside = open.as_ref().is_some_and(|(span, _)| span.contains(&t.position));
+        if t.position_length > 1 || !inside {
+            out.extend(open.take().map(|(_, parts)| parts).filter(|p| p.len() >= 2));
+        }
+        if t.position_length > 1 {
+            open = Some((t.position..t.position + t.position_length, Vec::new()));
+        } else if let Some((_, parts)) = open.as_mut().filter(|_| inside) {
+            parts.push(t.text.clone());
+        }
+    }
+    out.extend(open.map(|(_, parts)| parts).filter(|p| p.len() >= 2));
+    out
+}
+
 /// Whether `text` holds a character of a script written without spaces.
 pub fn has_dense(text: &str) -> bool {
     text.chars().any(is_dense)
@@ -150,7 +178,7 @@ pub fn is_dense(c: char) -> bool {
 }
 
 /// Tokenizer for dense scripts: every two adjacent dense characters form a token (a lone one
-/// is a token itself); runs of other letters and digits are whole tokens.
+/// is a token itself); the words of other scripts are tokens as [`WordTokenizer`] makes them.
 #[derive(Clone, Default)]
 pub struct BigramTokenizer;
 
@@ -167,8 +195,8 @@ impl Tokenizer for BigramTokenizer {
         let mut tokens = Vec::new();
         let chars: Vec<(usize, char)> = text.char_indices().collect();
         let end_of = |i: usize| chars.get(i + 1).map_or(text.len(), |(o, _)| *o);
-        let mut push = |from: usize, to: usize| {
-            let position = tokens.len();
+        let push = |tokens: &mut Vec<Token>, from: usize, to: usize| {
+            let position = next_position(tokens);
             tokens.push(Token {
                 offset_from: from,
                 offset_to: to,
@@ -177,6 +205,7 @@ impl Tokenizer for BigramTokenizer {
                 position_length: 1,
             });
         };
+        let word_char = |c: char| c.is_alphanumeric() && !is_dense(c);
         let mut i = 0;
         while i < chars.len() {
             let (start, c) = chars[i];
@@ -186,25 +215,207 @@ impl Tokenizer for BigramTokenizer {
                     j += 1;
                 }
                 if i == j {
-                    push(start, end_of(i));
+                    push(&mut tokens, start, end_of(i));
                 }
                 for (k, (offset, _)) in chars.iter().enumerate().take(j).skip(i) {
-                    push(*offset, end_of(k + 1));
+                    push(&mut tokens, *offset, end_of(k + 1));
                 }
                 i = j + 1;
-            } else if c.is_alphanumeric() {
-                let mut j = i;
-                while j + 1 < chars.len() && chars[j + 1].1.is_alphanumeric() && !is_dense(chars[j + 1].1) {
-                    j += 1;
+            } else if let Some(end) = word_at(text, start, word_char) {
+                push_word(&mut tokens, text, start, end, word_char);
+                while i < chars.len() && chars[i].0 < end {
+                    i += 1;
                 }
-                push(start, end_of(j));
-                i = j + 1;
             } else {
                 i += 1;
             }
         }
         Tokens { tokens, next: 0 }
     }
+}
+
+/// Tokenizer of words, identifiers whole and by their parts (as Elasticsearch's word delimiter
+/// graph filter with `preserve_original`): a word is a run of letters and digits, and runs
+/// joined by `_` (one or more), or by one `-` or `.` between two of them, make one identifier,
+/// with one or two leading dashes before a letter (a command-line option). An identifier is a
+/// token whole, then one per part, split at its joiners and at changes of case (`camelCase`:
+/// `camel`, `Case`; `HTTPServer`: `HTTP`, `Server`); a word that is a single part is one token.
+/// A number's `.` does not split it (`3.14`, `1.2.3` are one word and one token), nor do digits
+/// after letters (`mp3`, `utf8`, `abc123` are parts of their own).
+///
+/// The whole token and the first part share a position, the parts follow one another, and the
+/// next word comes after the last part, so phrase positions count parts. Text that is neither
+/// letters nor digits (spaces, punctuation, other joiners) only separates words, as in
+/// tantivy's `SimpleTokenizer`.
+#[derive(Clone, Default)]
+pub struct WordTokenizer;
+
+impl Tokenizer for WordTokenizer {
+    type TokenStream<'a> = Tokens;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Tokens {
+        let mut tokens = Vec::new();
+        let mut at = 0;
+        while let Some(c) = text[at..].chars().next() {
+            match word_at(text, at, char::is_alphanumeric) {
+                Some(end) => {
+                    push_word(&mut tokens, text, at, end, char::is_alphanumeric);
+                    at = end;
+                }
+                None => at += c.len_utf8(),
+            }
+        }
+        Tokens { tokens, next: 0 }
+    }
+}
+
+/// The end (byte offset) of the word of [`WordTokenizer`] starting at byte `start` of `text`,
+/// whose letters and digits satisfy `word_char`; `None` when no word starts there (one that
+/// starts earlier does not count: callers scan from the left).
+fn word_at(text: &str, start: usize, word_char: impl Fn(char) -> bool) -> Option<usize> {
+    let rest = &text[start..];
+    let before = text[..start].chars().next_back();
+    let dashes = rest.len() - rest.trim_start_matches('-').len();
+    let opens = match dashes {
+        0 => rest.chars().next().is_some_and(&word_char),
+        // an option's dashes open a word only where no word or dash comes just before them
+        1 | 2 => {
+            rest[dashes..].chars().next().is_some_and(|c| c.is_alphabetic() && word_char(c))
+                && !before.is_some_and(|b| b == '-' || word_char(b))
+        }
+        _ => false,
+    };
+    if !opens {
+        return None;
+    }
+    let mut end = start + dashes;
+    loop {
+        let run = text[end..].find(|c: char| !word_char(c)).map_or(text.len(), |n| end + n);
+        end = run;
+        let after = &text[run..];
+        let joiner = match after.chars().next() {
+            Some('_') => after.len() - after.trim_start_matches('_').len(),
+            Some('-' | '.') => 1,
+            _ => 0,
+        };
+        if joiner == 0 || !after[joiner..].chars().next().is_some_and(&word_char) {
+            return Some(end);
+        }
+        end = run + joiner;
+    }
+}
+
+/// The parts of `word` (byte ranges into it): its runs of letters and digits, split at changes
+/// of case, a `.` between two numbers keeping them one part.
+fn parts(word: &str, word_char: &impl Fn(char) -> bool) -> Vec<(usize, usize)> {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut from = None;
+    for (i, c) in word.char_indices().chain([(word.len(), ' ')]) {
+        match (word_char(c) && i < word.len(), from) {
+            (true, None) => from = Some(i),
+            (false, Some(f)) => {
+                let numeric = |r: &str| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+                match runs.last_mut() {
+                    // `3.14`: the previous run ends just before a `.` and both sides are numbers
+                    Some(last)
+                        if last.1 + 1 == f
+                            && &word[last.1..f] == "."
+                            && numeric(&word[last.0..last.1])
+                            && numeric(&word[f..i]) =>
+                    {
+                        last.1 = i
+                    }
+                    _ => runs.push((f, i)),
+                }
+                from = None;
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (from, to) in runs {
+        let run: Vec<(usize, char)> = word[from..to].char_indices().map(|(i, c)| (from + i, c)).collect();
+        let mut start = from;
+        for k in 1..run.len() {
+            let (prev, (at, c), next) = (run[k - 1].1, run[k], run.get(k + 1).map(|x| x.1));
+            let lower_upper = prev.is_lowercase() && c.is_uppercase();
+            let acronym_end = prev.is_uppercase() && c.is_uppercase() && next.is_some_and(char::is_lowercase);
+            if lower_upper || acronym_end {
+                out.push((start, at));
+                start = at;
+            }
+        }
+        out.push((start, to));
+    }
+    out
+}
+
+/// Pushes the tokens of the word `text[from..to]` ([`WordTokenizer`]): the word, then its
+/// parts when it has more than itself.
+fn push_word(tokens: &mut Vec<Token>, text: &str, from: usize, to: usize, word_char: impl Fn(char) -> bool) {
+    let word = &text[from..to];
+    let parts = parts(word, &word_char);
+    let position = next_position(tokens);
+    let token = |(a, b): (usize, usize), position: usize, position_length: usize| Token {
+        offset_from: from + a,
+        offset_to: from + b,
+        position,
+        text: word[a..b].to_string(),
+        position_length,
+    };
+    if parts != [(0, word.len())] {
+        tokens.push(token((0, word.len()), position, parts.len()));
+    }
+    for (i, part) in parts.into_iter().enumerate() {
+        tokens.push(token(part, position + i, 1));
+    }
+}
+
+/// Keeps the whole of a word of [`WordTokenizer`] only while two or more of its parts remain
+/// after the filters before it (stop words). The whole stands for its parts together; with one
+/// part left it says no more than that part, but a question writing it otherwise would miss
+/// it: French `est-ce` ("Qu'est-ce que …", `ce` a stop word) is `est`, English `is_dirty` is
+/// `dirty`.
+#[derive(Clone, Default)]
+pub struct WholeOfPartsFilter;
+
+impl TokenFilter for WholeOfPartsFilter {
+    type Tokenizer<T: Tokenizer> = WholeOfParts<T>;
+
+    fn transform<T: Tokenizer>(self, tokenizer: T) -> WholeOfParts<T> {
+        WholeOfParts(tokenizer)
+    }
+}
+
+/// A tokenizer followed by [`WholeOfPartsFilter`].
+#[derive(Clone)]
+pub struct WholeOfParts<T>(T);
+
+impl<T: Tokenizer> Tokenizer for WholeOfParts<T> {
+    type TokenStream<'a> = Tokens;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Tokens {
+        let mut inner = self.0.token_stream(text);
+        let mut all = Vec::new();
+        while inner.advance() {
+            all.push(inner.token().clone());
+        }
+        // a whole comes right before its parts, which lie within the positions it spans
+        let keep: Vec<bool> = (0..all.len())
+            .map(|i| {
+                let w = &all[i];
+                let span = w.position..w.position + w.position_length;
+                w.position_length <= 1 || all[i + 1..].iter().take_while(|t| span.contains(&t.position)).count() >= 2
+            })
+            .collect();
+        let tokens = all.into_iter().zip(keep).filter(|(_, k)| *k).map(|(t, _)| t).collect();
+        Tokens { tokens, next: 0 }
+    }
+}
+
+/// The position after the last of `tokens` (0 for none).
+fn next_position(tokens: &[Token]) -> usize {
+    tokens.last().map_or(0, |t| t.position + 1)
 }
 
 impl TokenStream for Tokens {
@@ -293,6 +504,86 @@ mod tests {
         assert_eq!(for_language(Some("nb")).name, "no");
         assert_eq!(for_language(Some("sw")).name, "simple");
         assert_eq!(for_language(None).name, "en");
+    }
+
+    /// The tokens of `text` under [`WordTokenizer`] alone: (text, position, position length).
+    fn words(text: &str) -> Vec<(String, usize, usize)> {
+        let mut analyzer = TextAnalyzer::from(WordTokenizer);
+        let mut stream = analyzer.token_stream(text);
+        let mut out = Vec::new();
+        while let Some(t) = stream.next() {
+            out.push((t.text.clone(), t.position, t.position_length));
+        }
+        out
+    }
+
+    fn texts(text: &str) -> Vec<String> {
+        words(text).into_iter().map(|(t, ..)| t).collect()
+    }
+
+    #[test]
+    fn identifiers_are_tokens_whole_and_by_their_parts() {
+        assert_eq!(texts("RAINBOW_UNICORN_42"), ["RAINBOW_UNICORN_42", "RAINBOW", "UNICORN", "42"]);
+        assert_eq!(texts("a snake_case name"), ["a", "snake_case", "snake", "case", "name"]);
+        assert_eq!(texts("camelCase"), ["camelCase", "camel", "Case"]);
+        assert_eq!(texts("HTTPServer"), ["HTTPServer", "HTTP", "Server"]);
+        assert_eq!(texts("kebab-case"), ["kebab-case", "kebab", "case"]);
+        assert_eq!(texts("see os.path.join."), ["see", "os.path.join", "os", "path", "join"]);
+        assert_eq!(texts("use --long-options or -n"), ["use", "--long-options", "long", "options", "or", "-n", "n"]);
+        assert_eq!(texts("__init__ and a__b"), ["init", "and", "a__b", "a", "b"]);
+    }
+
+    #[test]
+    fn numbers_stay_whole_and_digits_stay_with_their_letters() {
+        assert_eq!(texts("0.1 and 3.14, version 1.2.3."), ["0.1", "and", "3.14", "version", "1.2.3"]);
+        assert_eq!(texts("mp3 utf8 abc123"), ["mp3", "utf8", "abc123"]);
+        assert_eq!(texts("python3.11"), ["python3.11", "python3", "11"]);
+        assert_eq!(texts("pi_3.14"), ["pi_3.14", "pi", "3.14"]);
+    }
+
+    #[test]
+    fn dashes_and_dots_that_join_nothing_only_separate() {
+        assert_eq!(texts("well -- said... a-- -5 x - y"), ["well", "said", "a", "5", "x", "y"]);
+        assert_eq!(texts("end.Next"), ["end.Next", "end", "Next"]);
+        assert_eq!(texts("naïve café_crème"), ["naïve", "café_crème", "café", "crème"]);
+    }
+
+    #[test]
+    fn parts_follow_one_another_and_the_whole_spans_them() {
+        assert_eq!(
+            words("one snake_case_word two"),
+            vec![
+                ("one".into(), 0, 1),
+                ("snake_case_word".into(), 1, 3),
+                ("snake".into(), 1, 1),
+                ("case".into(), 2, 1),
+                ("word".into(), 3, 1),
+                ("two".into(), 4, 1),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_analyzer_indexes_identifiers_whole_and_by_their_parts() {
+        let en = for_language(Some("en"));
+        assert_eq!(en.terms("The RAINBOW_UNICORN_42 flag"), ["rainbow_unicorn_42", "rainbow", "unicorn", "42", "flag"]);
+        assert_eq!(en.terms("call parseConfigFile"), ["call", "parseconfigfil", "pars", "config", "file"]);
+        assert_eq!(en.terms("pi is 3.14"), ["pi", "3.14"]);
+        assert_eq!(for_language(Some("sw")).terms("kebab-case"), ["kebab-case", "kebab", "case"]);
+        assert_eq!(for_language(Some("fr")).terms("le fichier my_config"), ["fichi", "my_config", "my", "config"]);
+        // a word left with one part by the stop words is that part
+        assert_eq!(for_language(Some("fr")).terms("Qu'est-ce qu'une liste ?"), ["est", "list"]);
+        assert_eq!(en.terms("a built-in, as-is, is_dirty"), ["built", "dirti"]);
+        let cjk = for_language(Some("ja"));
+        assert_eq!(cjk.terms("設定 max_size"), ["設定", "max_size", "max", "size"]);
+    }
+
+    #[test]
+    fn identifiers_list_their_analyzed_parts() {
+        let text = "Set RAINBOW_UNICORN_abc123 in parseConfigFile, not in plain words or is_a or 3.14.";
+        let found = identifiers(None, text);
+        assert_eq!(found, vec![vec!["rainbow", "unicorn", "abc123"], vec!["pars", "config", "file"]]);
+        assert!(identifiers(Some("ja"), "設定 max_size").contains(&vec!["max".to_string(), "size".to_string()]));
     }
 
     #[test]

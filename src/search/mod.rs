@@ -35,7 +35,7 @@ use crate::text::expansion;
 use crate::text::intent::{self, Intent};
 
 /// Identifies the schema and analyzers; an index made with another is rebuilt.
-pub const SCHEMA_ID: &str = "chunks-v6-headings";
+pub const SCHEMA_ID: &str = "chunks-v7-identifiers";
 /// Weight of a term's BM25 score in a chunk's title (document › heading path) relative to its
 /// body: titles are short, so a title hit alone would outrank the passage that explains the
 /// term. 0.7 was best on `tests/retrieval` (0.25–2.0 tried).

@@ -22,6 +22,7 @@ use crate::search::fusion::{Fusion, Ranks};
 use crate::search::Search;
 use crate::store::records::{Chunk, KbEntry, Message, Replica, SourceRef};
 use crate::store::{self, codec, k, now_ms, tables, Store};
+use crate::text::question;
 
 /// Chunks retrieved per question.
 pub const TOP_K: usize = 5;
@@ -330,9 +331,9 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
     let route = cx.backends.route(&replica.llm.model).clone();
     let embedded = route.backend.name() == EMBEDDED;
     let top = if embedded { EMBEDDED_TOP_K } else { TOP_K };
-    let model = replica.llm.embedding_model.as_deref();
-    let (sources, ranks): (Vec<SourceRef>, Vec<Ranks>) =
-        retrieve(&cx.store, &cx.search, replica.id, model, &ask.content, top, FUSION).await?.into_iter().map(|r| (r.source, r.ranks)).unzip();
+    let (model, asked) = (replica.llm.embedding_model.as_deref(), question::asked(&ask.content));
+    let found = retrieve(&cx.store, &cx.search, replica.id, model, asked, top, FUSION).await?;
+    let (sources, ranks): (Vec<SourceRef>, Vec<Ranks>) = found.into_iter().map(|r| (r.source, r.ranks)).unzip();
     tracing::debug!(
         replica = %replica.id,
         retrieved = ?sources.iter().map(|s| (s.name.as_str(), s.score)).collect::<Vec<_>>(),
@@ -346,7 +347,7 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
     };
     let generation = Generation {
         persona: persona(replica),
-        question: ask.content.clone(),
+        question: if embedded { question::asked(&ask.content).to_string() } else { ask.content.clone() },
         sources,
         history,
         image_url: ask.image_url.clone(),

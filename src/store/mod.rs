@@ -323,12 +323,12 @@ where
     })
 }
 
-/// A sequence of the `sequences` table: ids and positions issued in order, first value 1.
+/// A sequence of the `sequences` table: ids and positions issued in strictly increasing order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sequence {
-    /// Knowledge-base entry ids (`knowledgeBaseID`).
+    /// Knowledge-base entry ids (`knowledgeBaseID`): sparse and time-ordered (see [`next_seq`]).
     KbEntry,
-    /// Chat history item ids.
+    /// Chat history item ids: sparse and time-ordered (see [`next_seq`]).
     Message,
     /// Positions in the knowledge-base outbox (`seq_kboutbox`; the index's commit payload).
     Outbox,
@@ -345,16 +345,47 @@ impl Sequence {
     }
 }
 
-/// Issues the next value of sequence `seq` (first value 1).
+/// Issues the next value of sequence `seq`, strictly greater than every value it issued before.
+///
+/// [`Sequence::Outbox`] counts 1, 2, 3, …: it never leaves the server.
+///
+/// [`Sequence::KbEntry`] and [`Sequence::Message`] ids are shown to clients, and every
+/// organization draws from the same sequence, so consecutive numbers would tell a tenant how
+/// many entries or messages all the others wrote in between. They are sparse instead:
+/// `max(last + 1, (now_ms << 10) | r)` with `r` random in `0..1024` ([`sparse_id`]). They stay
+/// increasing (lists ordered by id keep their order; the small ids issued before this scheme
+/// sort below every new one, so no migration), time-ordered, and below 2^53 until about the
+/// year 2248, so JavaScript clients read them exactly. They are not counts.
 pub fn next_seq(txn: &WriteTransaction, seq: Sequence) -> Result<u64> {
     next_seq_in(&mut txn.open_table(tables::SEQUENCES)?, seq)
 }
 
 /// [`next_seq`] in the open `sequences` table.
 pub fn next_seq_in(table: &mut redb::Table<&'static str, u64>, seq: Sequence) -> Result<u64> {
-    let next = table.get(seq.key())?.map(|v| v.value()).unwrap_or(0) + 1;
+    let last = table.get(seq.key())?.map(|v| v.value()).unwrap_or(0);
+    let next = match seq {
+        Sequence::Outbox => last + 1,
+        Sequence::KbEntry | Sequence::Message => {
+            // A failed read of the system's random source leaves `r` at 0: the id is still
+            // unique and increasing, only less sparse, which is no reason to refuse a write.
+            let mut r = [0u8; 2];
+            let _ = getrandom::fill(&mut r);
+            sparse_id(last, now_ms(), u16::from_le_bytes(r))
+        }
+    };
     table.insert(seq.key(), next)?;
     Ok(next)
+}
+
+/// Bits of a sparse id below the millisecond timestamp.
+const SPARSE_RANDOM_BITS: u32 = 10;
+
+/// The sparse id after `last` at `now_ms` (milliseconds since the Unix epoch; a reading before
+/// the epoch counts as 0): `max(last + 1, (now_ms << 10) | (random % 1024))`.
+fn sparse_id(last: u64, now_ms: i64, random: u16) -> u64 {
+    let stamp = u64::try_from(now_ms).unwrap_or(0) << SPARSE_RANDOM_BITS;
+    let low = u64::from(random) & ((1 << SPARSE_RANDOM_BITS) - 1);
+    (stamp | low).max(last + 1)
 }
 
 /// Current value of sequence `seq` (0 if none was issued).
@@ -370,4 +401,35 @@ pub fn k(id: Uuid) -> u128 {
 /// Milliseconds since the Unix epoch, now (the server's [`crate::clock`]).
 pub fn now_ms() -> i64 {
     crate::clock::now_ms()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparse_ids_carry_the_time_and_a_random_low_part() {
+        let now = 1_700_000_000_000;
+        assert_eq!(sparse_id(0, now, 5), (now as u64) << 10 | 5);
+        assert_eq!(sparse_id(0, now, 1024 + 7), (now as u64) << 10 | 7, "r is taken in 0..1024");
+        assert!(sparse_id(0, now, 0) > 1 << 40);
+    }
+
+    #[test]
+    fn sparse_ids_never_go_back() {
+        let now = 1_700_000_000_000;
+        let first = sparse_id(0, now, 1023);
+        // The same millisecond with a smaller random part, and a clock that stepped back.
+        assert_eq!(sparse_id(first, now, 0), first + 1);
+        assert_eq!(sparse_id(first, now - 60_000, 500), first + 1);
+        // Small ids of earlier versions sort below every sparse id.
+        assert!(sparse_id(41, now, 0) > 41);
+    }
+
+    #[test]
+    fn sparse_ids_fit_53_bits_until_2248() {
+        let year_2248 = chrono::NaiveDate::from_ymd_opt(2248, 1, 1).unwrap().and_hms_opt(0, 0, 0).unwrap();
+        let ms = year_2248.and_utc().timestamp_millis();
+        assert!(sparse_id(0, ms, 1023) < 1 << 53);
+    }
 }

@@ -237,3 +237,39 @@ async fn a_section_whose_heading_names_the_question_answers_it() {
     assert!(sources[0].ends_with("break and continue Statements, and else Clauses on Loops"), "{sources:?}");
     assert!(answer.contains("The break statement, like in C, breaks out"), "{answer}");
 }
+
+/// An identifier (here upper snake case with a mixed part) is a word of the text: a question
+/// naming some of its parts finds the sentence that holds it, and the answer quotes it whole.
+#[tokio::test]
+async fn a_question_naming_parts_of_an_identifier_is_answered_with_the_identifier() {
+    let server = Server::start();
+    let org = server.new_org("Answers").await;
+    let replica = org.create_replica("phrases").await;
+    org.add_ready_text(&replica, "Secret", "The secret phrase is: RAINBOW_UNICORN_abc123").await;
+    let (answer, _) = ask(&org, &replica, "What is the rainbow unicorn phrase mentioned in the text?").await;
+    assert!(answer.contains("RAINBOW_UNICORN_abc123"), "{answer}");
+}
+
+/// A client that wraps the user's question in context of its own gets the answer to the bare
+/// question; the history keeps what the client sent.
+#[tokio::test]
+async fn a_question_wrapped_in_a_client_s_context_is_answered_as_the_bare_question() {
+    let server = Server::start();
+    let org = server.new_org("Answers").await;
+    let replica = org.create_replica("gear").await;
+    let text = "Lumora is the brand that makes the Glowmax headlamp. The Glowmax headlamp runs for nine hours on \
+                one charge.";
+    org.add_ready_text(&replica, "Headlamps", text).await;
+    let bare = "Which brand makes the Glowmax headlamp?";
+    let wrapped = format!("Context about the user: Name: Ann, plan: pro.\n\nUser's query: \"{bare}\"");
+    let (answer, sources) = ask(&org, &replica, &wrapped).await;
+    assert!(answer.contains("Lumora"), "{answer}");
+    assert!(sources.iter().any(|s| s.contains("Headlamps")), "{sources:?}");
+    let items = org.history(&replica, "").await;
+    assert_eq!(items[items.len() - 2]["content"], json!(wrapped), "the client's message is stored whole");
+    assert_eq!(ask(&org, &replica, bare).await.0, answer, "answered as the bare question");
+
+    let wrapped = "Name: Ann, plan: pro.\nQuestion: How long does the Glowmax headlamp run on one charge?";
+    let (answer, _) = ask(&org, &replica, wrapped).await;
+    assert!(answer.contains("nine hours"), "{answer}");
+}

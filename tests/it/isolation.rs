@@ -207,3 +207,53 @@ async fn another_organizations_entries_do_not_change_a_replicas_scores() {
     let after = scores(&a, &ra, ZORBLAX_QUESTION).await;
     assert_eq!(after, before, "A's scores and ranking do not depend on B's entries");
 }
+
+/// Checks that `later` follows `earlier` as a sparse id does: increasing, in 2^40..2^53, and
+/// further apart than the `others` ids another organization took in between (plus one).
+fn assert_sparse_after(earlier: u64, later: u64, others: u64, what: &str) {
+    for id in [earlier, later] {
+        assert!((1 << 40..1 << 53).contains(&id), "{what} {id} is time-ordered and exact in JavaScript");
+    }
+    assert!(later > earlier, "{what}: {later} follows {earlier}");
+    assert!(
+        later - earlier > others + 1,
+        "{what}: {earlier} → {later} counts the other organization's {others} writes"
+    );
+}
+
+#[tokio::test]
+async fn ids_do_not_reveal_how_much_another_organization_wrote() {
+    let server = Server::start();
+    let a = server.new_org("Alpha").await;
+    let b = server.new_org("Beta").await;
+    let ra = a.create_replica("alpha").await;
+    let rb = b.create_replica("beta").await;
+    let save = |org: &Org, replica: &str| {
+        let (org, path) = (org.clone(), format!("/v1/replicas/{replica}/chat/history"));
+        async move {
+            let (s, v) = org.post(&path, json!({"content": "a note"})).await;
+            assert_eq!(s, StatusCode::OK, "{v}");
+            v["id"].as_u64().expect("id")
+        }
+    };
+    const OTHERS: u64 = 5;
+
+    let first_entry = a.add_text(&ra, "first", "One.").await;
+    let first_message = save(&a, &ra).await;
+    for i in 0..OTHERS {
+        b.add_text(&rb, &format!("other {i}"), "Other.").await;
+        save(&b, &rb).await;
+    }
+    let second_entry = a.add_text(&ra, "second", "Two.").await;
+    let second_message = save(&a, &ra).await;
+
+    assert_sparse_after(first_entry, second_entry, OTHERS, "knowledgeBaseID");
+    assert_sparse_after(first_message, second_message, OTHERS, "history id");
+    // The entries list in the order of their ids, and each id reads back.
+    let (_, list) = a.get(&format!("/v1/replicas/{ra}/knowledge-base")).await;
+    let mut ids: Vec<u64> = list["items"].as_array().unwrap().iter().map(|e| e["id"].as_u64().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, vec![first_entry, second_entry], "{list}");
+    let (s, entry) = a.get(&format!("/v1/replicas/{ra}/knowledge-base/{second_entry}")).await;
+    assert_eq!((s, entry["id"].as_u64()), (StatusCode::OK, Some(second_entry)), "{entry}");
+}

@@ -375,6 +375,20 @@ mod tests {
         assert!(!a.text.contains("vase"), "{}", a.text);
     }
 
+    /// A question that writes an identifier apart, by its parts in order, names it: the
+    /// sentence holding it answers although the question's other words are found nowhere.
+    #[test]
+    fn an_identifier_named_by_its_parts_answers_the_question() {
+        let s = [src("Secret", "The secret phrase is: RAINBOW_UNICORN_abc123")];
+        let a = reply(&persona(), "What is the rainbow unicorn phrase mentioned in the text?", &s);
+        assert!(a.text.starts_with("The secret phrase is: RAINBOW_UNICORN_abc123"), "{}", a.text);
+        assert_eq!(a.used, vec![0]);
+        // its words apart or out of order name nothing: too little of the question is covered
+        for question in ["What is the unicorn rainbow phrase mentioned in the text?", "What food do unicorns eat?"] {
+            assert!(reply(&persona(), question, &s).text.starts_with("I don't know"), "{question}");
+        }
+    }
+
     #[test]
     fn deltas_join_back_to_the_text() {
         let text = "A module is a file\n\n(From: Modules)";

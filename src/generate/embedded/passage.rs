@@ -52,12 +52,16 @@
 //!    comparison whose passage does not say what one side is takes that from another section.
 //! 5. When the best section's passage (with its heading path) covers less than
 //!    [`MIN_COVERAGE`] of the weight of the terms the question says (all of it for a one-term
-//!    question), there is no answer.
+//!    question), there is no answer. Terms that name an identifier of the passage by two or
+//!    more of its parts, in order ("rainbow unicorn" for `RAINBOW_UNICORN_abc123`), count twice:
+//!    the question names that very identifier, which is stronger evidence than its words found
+//!    apart, and it lets the question's words about something else ("… mentioned in the text")
+//!    go unmatched as they could beside a whole phrase.
 
 use std::sync::Arc;
 
 use super::terms::Terms;
-use crate::search::{analyze_as, defines};
+use crate::search::{analyze_as, analyzers, defines};
 use crate::store::records::SourceRef;
 use crate::text::blocks::{self, Block};
 use crate::text::chunk::own_heading;
@@ -121,6 +125,8 @@ struct Sentence {
     definers: Definers,
     /// Its first word, lowercased (an instruction opens with its verb: "Use the -E option …").
     opening: Option<String>,
+    /// The terms of the parts of each of its identifiers ([`analyzers::identifiers`]).
+    identifiers: Vec<Vec<String>>,
 }
 
 impl Analysis {
@@ -132,7 +138,13 @@ impl Analysis {
         let strings = |v: &[String]| v.iter().map(|t| t.len() + STRING_BYTES).sum::<usize>();
         let bytes = content.len() * 2
             + name.len()
-            + sentences.iter().map(|s| strings(&s.terms) + s.definers.bytes(strings) + STRING_BYTES).sum::<usize>()
+            + sentences
+                .iter()
+                .map(|s| {
+                    let identifiers: usize = s.identifiers.iter().map(|i| strings(i) + STRING_BYTES).sum();
+                    strings(&s.terms) + s.definers.bytes(strings) + identifiers + STRING_BYTES
+                })
+                .sum::<usize>()
             + STRING_BYTES * blocks.len();
         let own = own_heading(name);
         let (path, heading, action) = (analyze_as(lang, name).into(), analyze_as(lang, own).into(), gerund(own, lang));
@@ -184,7 +196,8 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
             };
             let (terms, code_terms) = (Arc::new(terms.into()), code_terms.into());
             let opening = text.split_whitespace().next().map(str::to_lowercase);
-            out.push(Sentence { block: bi, index: i, cut, terms, code_terms, definers, opening });
+            let identifiers = analyzers::identifiers(lang, text);
+            out.push(Sentence { block: bi, index: i, cut, terms, code_terms, definers, opening, identifiers });
         }
     }
     out
@@ -567,6 +580,26 @@ impl Scoring<'_> {
     fn coverage(&self, found: impl Fn(&String) -> bool) -> f32 {
         self.weight_where(|t| !self.unsaid.contains(t) && found(t)) / self.total.max(f32::EPSILON)
     }
+
+    /// Share of the weight of the terms the question says that name one of `identifiers` (the
+    /// terms of each one's parts) by two or more of its consecutive parts, written one after
+    /// the other in the question (its stop words aside): "rainbow unicorn" names
+    /// `RAINBOW_UNICORN_abc123`, "unicorn rainbow" does not.
+    fn naming(&self, identifiers: &[&[String]]) -> f32 {
+        let said: Vec<&(String, f32)> = self.weights.iter().filter(|(t, _)| !self.unsaid.contains(t)).collect();
+        let mut named = vec![false; said.len()];
+        for parts in identifiers {
+            for (i, j) in (0..said.len()).flat_map(|i| (0..parts.len()).map(move |j| (i, j))) {
+                let run = (0..).take_while(|k| said.get(i + k).zip(parts.get(j + k)).is_some_and(|(q, p)| q.0 == *p));
+                let run = run.count();
+                if run >= 2 {
+                    named[i..i + run].iter_mut().for_each(|n| *n = true);
+                }
+            }
+        }
+        let weight: f32 = said.iter().zip(named).filter(|(_, n)| *n).map(|((_, w), _)| w).sum();
+        weight / self.total.max(f32::EPSILON)
+    }
 }
 
 /// The sentences of every section; one that ends its chunk announcing a block only when
@@ -700,7 +733,9 @@ pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Optio
     // the best section must answer on its own: a second one only completes it
     let first_terms = covered(&chosen);
     let needed = if sc.said >= 2 { MIN_COVERAGE } else { 0.99 };
-    if sc.coverage(|t| first_terms.contains(t)) < needed {
+    let identifiers: Vec<&[String]> =
+        chosen.iter().flat_map(|c| sections[c.section].sentences[c.at].identifiers.iter().map(Vec::as_slice)).collect();
+    if sc.coverage(|t| first_terms.contains(t)) + sc.naming(&identifiers) < needed {
         return None;
     }
     if let Some(extra) = second_section(&sections, &cands, &sc, best, &first_terms) {

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{date_time, deprecated, nullable, object, reference, string, success, uuid};
+use super::{date_time, deprecated, nullable, object, reference, sparse_id, string, success, uuid};
 use crate::service::history::SOURCES;
 
 pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
@@ -169,7 +169,7 @@ fn history_save_messenger_a() -> Value {
 fn history_saved() -> Value {
     object(
         &["success", "id"],
-        json!({ "success": success(), "id": nullable(json!({ "type": "integer", "minimum": 1 })) }),
+        json!({ "success": success(), "id": nullable(sparse_id("The chat-history id of the saved item.")) }),
         false,
     )
 }
@@ -178,7 +178,7 @@ fn source_item() -> Value {
     object(
         &["id", "score", "status", "created_at", "name", "content"],
         json!({
-            "id": { "type": "integer" }, "score": { "type": "number" },
+            "id": sparse_id("The knowledge-base entry's id."), "score": { "type": "number" },
             "status": { "type": "string", "enum": ["scored", "unscored"] },
             "created_at": date_time(), "name": string(), "content": string(),
         }),
@@ -211,7 +211,7 @@ fn chat_history_item() -> Value {
         &["content", "created_at", "id", "is_private", "role", "source", "sources", "user_uuid", "original_message_id"],
         json!({
             "content": string(), "created_at": date_time(),
-            "id": { "type": "integer", "minimum": 1, "description": "Increasing in time." },
+            "id": sparse_id(""),
             "is_private": { "type": "boolean" },
             "role": { "type": "string", "enum": ["user", "assistant"] },
             "source": source(),

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::{date_time, described, object, page_of, string, success, uuid};
+use super::{date_time, described, object, page_of, sparse_id, string, success, uuid};
 use crate::ingest::formats::MEDIA_TYPES;
 use crate::service::knowledge;
 
@@ -58,7 +58,7 @@ fn kb_entry(full: bool) -> Value {
     let mut required =
         vec!["id", "replicaUUID", "type", "status", "summary", "autoRefresh", "chunkCount", "createdAt", "updatedAt"];
     let mut props = json!({
-        "id": { "type": "integer", "minimum": 1 },
+        "id": sparse_id(""),
         "replicaUUID": uuid(),
         "type": { "type": "string", "enum": knowledge::TYPES },
         "status": {
@@ -157,7 +157,7 @@ fn created() -> Value {
         json!({
             "type": { "type": "string", "enum": knowledge::TYPES },
             "enqueued": { "const": true },
-            "knowledgeBaseID": { "type": "integer", "minimum": 1 },
+            "knowledgeBaseID": sparse_id(""),
             "signedURL": {
                 "type": "string",
                 "description": "For `filename`: PUT the file's bytes here (single use, one hour).",
@@ -183,7 +183,7 @@ fn upload_done() -> Value {
         &["success", "knowledgeBaseID", "size", "mimeType", "status"],
         json!({
             "success": success(),
-            "knowledgeBaseID": { "type": "integer", "minimum": 1 },
+            "knowledgeBaseID": sparse_id(""),
             "size": { "type": "integer", "minimum": 1 },
             "mimeType": string(),
             "status": { "const": "FILE_UPLOADED" },

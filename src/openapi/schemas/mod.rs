@@ -37,6 +37,20 @@ pub fn reference(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
 }
 
+/// What every schema of a knowledge-base entry id or chat-history item id says about its values.
+pub const SPARSE_ID_NOTE: &str = "Ids are increasing and time-ordered (a later one is greater), \
+    and sparse: they are not counts and their differences say nothing about how many were issued in \
+    between (a millisecond timestamp shifted left 10 bits plus a random part; ids from earlier \
+    versions are small numbers, below every newer one). They fit 53 bits, so JavaScript numbers \
+    hold them exactly.";
+
+/// The schema of a knowledge-base entry id (`knowledgeBaseID`) or a chat-history item id:
+/// a positive 64-bit integer described by [`SPARSE_ID_NOTE`], preceded by `what` when given.
+pub fn sparse_id(what: &str) -> Value {
+    let note = if what.is_empty() { SPARSE_ID_NOTE.to_string() } else { format!("{what} {SPARSE_ID_NOTE}") };
+    json!({ "type": "integer", "format": "int64", "minimum": 1, "description": note })
+}
+
 fn string() -> Value {
     json!({ "type": "string" })
 }
