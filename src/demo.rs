@@ -34,7 +34,8 @@ pub async fn ensure(app: &App) -> Result<()> {
         email: OWNER_EMAIL.into(),
     };
     let (org, key) = orgs::create_direct(&app.store, new).await?;
-    let replica = replicas::create(&app.store, org.id, &body(), &app.models, app.search.embedders.as_deref(), u64::MAX).await?;
+    let replica =
+        replicas::create(&app.store, org.id, &body(), &app.models, app.search.embedders.as_deref(), u64::MAX).await?;
     for path in &files {
         let text = std::fs::read_to_string(path).map_err(|e| Error::internal(format!("{}: {e}", path.display())))?;
         knowledge::create(&app.store, org.id, replica, NewEntry::text(text, Some("en")), Limits::UNLIMITED).await?;

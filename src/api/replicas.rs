@@ -255,8 +255,15 @@ struct Created {
 pub async fn create(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: replicas::ReplicaInput = req.json::<ReplicaBody>()?.into();
     let org = req.caller()?.org.id;
-    let uuid = replicas::create(&app.store, org, &body, &app.models, app.search.embedders.as_deref(), app.config.max_replicas_per_org)
-            .await?;
+    let uuid = replicas::create(
+        &app.store,
+        org,
+        &body,
+        &app.models,
+        app.search.embedders.as_deref(),
+        app.config.max_replicas_per_org,
+    )
+    .await?;
     Ok(Reply::success(201, &Created { uuid }))
 }
 

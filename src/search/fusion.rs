@@ -18,7 +18,9 @@ const RRF_K: f32 = 60.0;
 pub enum Fusion {
     Rrf,
     /// `bm25_weight` in 0..=1; the vectors weigh the rest.
-    Convex { bm25_weight: f32 },
+    Convex {
+        bm25_weight: f32,
+    },
 }
 
 /// Where a chunk ranked in each ranking (1 = first); `None`: not in that ranking's hits.

@@ -412,7 +412,10 @@ mod tests {
 
     fn change(entry: u64, replica: Uuid, text: &str) -> Change {
         let chunks = vec![Chunk { title: "Guide".into(), text: text.into() }];
-        Change { entry, doc: Some(EntryDoc { replica, revision: 1, language: Some("en".into()), chunks, vectors: None }) }
+        Change {
+            entry,
+            doc: Some(EntryDoc { replica, revision: 1, language: Some("en".into()), chunks, vectors: None }),
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Embedding models (issue 36), tested on the library (`replicad::embed`) until search uses
-//! them: an OpenAI-compatible `/v1/embeddings` upstream against a loopback stand-in (answers,
-//! retries, timeouts, malformed answers), and the real all-MiniLM-L6-v2 directory installed by
+//! Embedding models, tested on the library (`replicad::embed`; the server's hybrid retrieval is
+//! tested in `hybrid.rs`): an OpenAI-compatible `/v1/embeddings` upstream against a loopback
+//! stand-in (answers, retries, timeouts, malformed answers), and the real all-MiniLM-L6-v2
+//! directory installed by
 //! `.ci/install-embedding-model` (`REPLICAD_TEST_EMBEDDING_MODEL`; `bash .ci/run` sets it, and
 //! without it the real-model test fails saying so).
 
@@ -24,7 +25,7 @@ const DIM: usize = 4;
 
 /// What the stand-in does with one request.
 #[derive(Clone, Debug)]
-enum Script {
+pub enum Script {
     /// One vector per input (unnormalised, listed in reverse order with their `index`).
     Vectors,
     /// An error status whose body holds [`UPSTREAM_SECRET`].
@@ -39,13 +40,13 @@ enum Script {
 type Seen = (Value, Option<String>);
 
 /// A loopback `/v1/embeddings` stand-in; records each request's body and `Authorization`.
-struct StandIn {
-    base_url: String,
+pub struct StandIn {
+    pub base_url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl StandIn {
-    async fn start(script: Vec<Script>, otherwise: Script) -> StandIn {
+    pub async fn start(script: Vec<Script>, otherwise: Script) -> StandIn {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -82,7 +83,7 @@ impl StandIn {
         StandIn { base_url, seen }
     }
 
-    fn seen(&self) -> Vec<Seen> {
+    pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 
@@ -207,7 +208,7 @@ async fn malformed_answers_are_clear_upstream_errors() {
 }
 
 /// The model directory of `.ci/install-embedding-model`; fails (never skips) without it.
-fn real_model_dir() -> std::path::PathBuf {
+pub fn real_model_dir() -> std::path::PathBuf {
     let dir = std::env::var_os("REPLICAD_TEST_EMBEDDING_MODEL").unwrap_or_else(|| {
         panic!(
             "REPLICAD_TEST_EMBEDDING_MODEL is not set: run `eval \"$(bash .ci/install-embedding-model)\"` \

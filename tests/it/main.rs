@@ -23,6 +23,7 @@ mod heavy_work;
 mod history;
 mod hosted_tools;
 mod hostile;
+mod hybrid;
 mod ingest;
 mod insights;
 mod invites;

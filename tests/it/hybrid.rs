@@ -1,0 +1,205 @@
+//! Hybrid retrieval through the server (`--embedding-models`): a question in other words than
+//! the text finds its passage by meaning; `llm.embeddingModel` is validated and fixed once set;
+//! an upstream `/v1/embeddings` model (a loopback stand-in) embeds the chunks, and its failures
+//! hold an entry short of `READY` while BM25 keeps answering; the vectors survive `kill -9`,
+//! `reindex` and `backup`/`restore` without being computed again; another organization's
+//! entries never change a replica's ranking. The real all-MiniLM-L6-v2 comes from
+//! `.ci/install-embedding-model` (see `embedding.rs`).
+
+use std::path::{Path, PathBuf};
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::common::{replica_body, DataDir, Org, Server};
+use crate::embedding::{real_model_dir, Script, StandIn};
+
+/// Writes an embedding catalog to `dir` and returns its path.
+fn catalog(dir: &Path, models: Value) -> PathBuf {
+    let path = dir.join("embedding-models.json");
+    std::fs::write(&path, json!({ "models": models }).to_string()).unwrap();
+    path
+}
+
+/// A catalog of the real model under the id `minilm`.
+fn minilm_catalog(dir: &Path) -> PathBuf {
+    catalog(dir, json!({ "minilm": { "name": "all-MiniLM-L6-v2", "dir": real_model_dir() } }))
+}
+
+/// A catalog of the real model under two ids, `minilm` (the default) and `minilm-again`.
+fn two_model_catalog(dir: &Path) -> PathBuf {
+    let model = json!({ "name": "all-MiniLM-L6-v2", "dir": real_model_dir() });
+    catalog(dir, json!({ "minilm": model, "minilm-again": model }))
+}
+
+/// Flags serving a catalog of one model `tiny` of `standin`, with e5-style prompts.
+fn standin_flags(dir: &Path, standin: &StandIn) -> Vec<String> {
+    let prompts = json!({ "query": "query: ", "passage": "passage: " });
+    let model = json!({ "tiny": { "name": "tiny", "route": "standin/tiny", "dimension": 4, "prompts": prompts } });
+    let path = catalog(dir, model);
+    let upstream = format!("standin={}", standin.base_url);
+    vec!["--embedding-models".into(), path.display().to_string(), "--llm-upstream".into(), upstream]
+}
+
+fn strs(flags: &[String]) -> Vec<&str> {
+    flags.iter().map(String::as_str).collect()
+}
+
+/// The sources of the retrieval check for `question`.
+async fn retrieved(org: &Org, replica: &str, question: &str) -> Vec<Value> {
+    let path = format!("/v1/replicas/{replica}/chat/completions/test");
+    let (s, v) = org.post(&path, json!({ "content": question })).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    v["sources"].as_array().expect("sources").clone()
+}
+
+/// How many passages the stand-in was asked to embed (its queries left out).
+fn passages_embedded(standin: &StandIn) -> usize {
+    let inputs = standin.seen().into_iter().flat_map(|(body, _)| body["input"].as_array().cloned().unwrap_or_default());
+    inputs.filter(|i| i.as_str().is_some_and(|t| t.starts_with("passage: "))).count()
+}
+
+const FELINES: &str = "Felines sleep for most of the day, often twelve to sixteen hours.";
+const ENGINES: &str = "Automobiles need fresh engine oil every ten thousand kilometres.";
+const PARAPHRASE: &str = "How long do cats nap?";
+
+#[tokio::test]
+async fn a_question_in_other_words_finds_its_passage_by_meaning_where_bm25_finds_nothing() {
+    let files = tempfile::tempdir().unwrap();
+    let path = minilm_catalog(files.path());
+    let hybrid = Server::start_with(&["--embedding-models", path.to_str().unwrap()]);
+    let plain = Server::start();
+    for (server, by_meaning) in [(&hybrid, true), (&plain, false)] {
+        let org = server.new_org("Meaning").await;
+        let replica = org.create_replica("pets").await;
+        org.add_ready_text(&replica, "Felines", FELINES).await;
+        org.add_ready_text(&replica, "Automobiles", ENGINES).await;
+        let sources = retrieved(&org, &replica, PARAPHRASE).await;
+        if !by_meaning {
+            assert!(sources.is_empty(), "BM25 alone shares no word with the question: {sources:?}");
+            continue;
+        }
+        let first = &sources[0];
+        assert!(first["name"].as_str().unwrap().contains("Felines"), "{sources:?}");
+        assert_eq!((&first["bm25Rank"], &first["vectorRank"]), (&json!(null), &json!(1)), "{first}");
+        assert!(first["score"].as_f64().unwrap() > 0.0, "{first}");
+    }
+}
+
+#[tokio::test]
+async fn the_embedding_model_defaults_to_the_catalog_s_is_checked_and_cannot_change_once_set() {
+    let files = tempfile::tempdir().unwrap();
+    let path = two_model_catalog(files.path());
+    let server = Server::start_with(&["--embedding-models", path.to_str().unwrap()]);
+    let org = server.new_org("Models").await;
+    let replica = org.create_replica("default-model").await;
+    let (_, v) = org.get(&format!("/v1/replicas/{replica}")).await;
+    assert_eq!(v["llm"]["embeddingModel"], "minilm", "{v}");
+
+    let mut body = replica_body("hosted-model", &org.owner_email);
+    body["llm"]["embeddingModel"] = json!("qwen3-embedding-8b");
+    let (s, v) = org.post("/v1/replicas", body.clone()).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("minilm"), "the message names the catalog: {v}");
+
+    let path = format!("/v1/replicas/{replica}");
+    let mut same = replica_body("default-model", &org.owner_email);
+    let (s, v) = org.put(&path, same.clone()).await;
+    assert_eq!(s, StatusCode::OK, "an absent model keeps the stored one: {v}");
+    same["llm"]["embeddingModel"] = json!("minilm");
+    assert_eq!(org.put(&path, same.clone()).await.0, StatusCode::OK);
+    same["llm"]["embeddingModel"] = json!("minilm-again");
+    let (s, v) = org.put(&path, same).await;
+    assert_eq!(s, StatusCode::CONFLICT, "{v}");
+    assert_eq!(v["error_code"], "EMBEDDING_MODEL_FIXED", "{v}");
+    let (_, v) = org.get(&path).await;
+    assert_eq!(v["llm"]["embeddingModel"], "minilm", "{v}");
+}
+
+#[tokio::test]
+async fn an_upstream_model_embeds_the_chunks_and_its_failure_holds_the_entry_short_of_ready() {
+    let standin = StandIn::start(vec![Script::Fail(503)], Script::Vectors).await;
+    let files = tempfile::tempdir().unwrap();
+    let mut flags = standin_flags(files.path(), &standin);
+    flags.extend(["--llm-max-retries".into(), "0".into()]);
+    let server = Server::start_with(&strs(&flags));
+    let org = server.new_org("Upstream").await;
+    let replica = org.create_replica("upstream").await;
+    let kb = org.add_text(&replica, "Felines", FELINES).await;
+    // The first passage request fails; until the retry (after a pause) the entry is searchable
+    // by BM25, not READY
+    let deadline = std::time::Instant::now() + crate::common::PATIENCE;
+    while passages_embedded(&standin) == 0 {
+        assert!(std::time::Instant::now() < deadline, "the chunk was never sent to be embedded");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let first = retrieved(&org, &replica, "How long do felines sleep?").await[0].clone();
+    assert_eq!((&first["bm25Rank"], &first["vectorRank"]), (&json!(1), &json!(null)), "{first}");
+    let (_, entry) = org.get(&format!("/v1/replicas/{replica}/knowledge-base/{kb}")).await;
+    assert_ne!(entry["status"], "READY", "READY before its vectors are in: {entry}");
+    // … and the retry (after a pause) brings the vectors in
+    org.wait_ready(&replica, kb).await;
+    let first = retrieved(&org, &replica, "How long do felines sleep?").await[0].clone();
+    assert_eq!((&first["bm25Rank"], &first["vectorRank"]), (&json!(1), &json!(1)), "{first}");
+    let seen = standin.seen();
+    assert!(seen.len() >= 3, "a failed passage request, its retry, a question: {seen:?}");
+    assert!(seen.iter().all(|(body, _)| body["model"] == "tiny"), "{seen:?}");
+    assert!(server.dir().log().contains("embedding chunks failed"), "the failure is logged");
+}
+
+#[tokio::test]
+async fn vectors_survive_kill_9_reindex_and_backup_without_being_computed_again() {
+    let standin = StandIn::start(vec![], Script::Vectors).await;
+    let files = tempfile::tempdir().unwrap();
+    let flags = standin_flags(files.path(), &standin);
+    let server = Server::start_with(&strs(&flags));
+    let org = server.new_org("Durable").await;
+    let replica = org.create_replica("durable").await;
+    org.add_ready_text(&replica, "Felines", FELINES).await;
+    org.add_ready_text(&replica, "Automobiles", ENGINES).await;
+    let embedded = passages_embedded(&standin);
+    assert_eq!(embedded, 2, "one passage per chunk");
+    let has_vectors = |sources: &[Value]| !sources.is_empty() && sources.iter().all(|s| s["vectorRank"].is_number());
+
+    let dir = server.kill9();
+    let server = Server::start_in(dir, &strs(&flags));
+    let org = org.at(&server);
+    assert!(has_vectors(&retrieved(&org, &replica, "felines sleep").await), "after kill -9");
+
+    let out = server.dir().cli(&["reindex"]);
+    assert!(out.status.success(), "reindex: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(has_vectors(&retrieved(&org, &replica, "engine oil").await), "after reindex");
+
+    let archive = files.path().join("backup.tar.gz");
+    let out = server.dir().cli(&["backup", "--to", archive.to_str().unwrap()]);
+    assert!(out.status.success(), "backup: {}", String::from_utf8_lossy(&out.stderr));
+    let restored = DataDir::new();
+    let out = restored.cli(&["restore", "--from", archive.to_str().unwrap()]);
+    assert!(out.status.success(), "restore: {}", String::from_utf8_lossy(&out.stderr));
+    let again = Server::start_in(restored, &strs(&flags));
+    let org = org.at(&again);
+    assert!(has_vectors(&retrieved(&org, &replica, "felines sleep").await), "after restore");
+    assert_eq!(passages_embedded(&standin), embedded, "no passage was embedded again");
+}
+
+#[tokio::test]
+async fn another_organization_s_entries_never_change_a_replica_s_hybrid_ranking() {
+    let files = tempfile::tempdir().unwrap();
+    let path = minilm_catalog(files.path());
+    let server = Server::start_with(&["--embedding-models", path.to_str().unwrap()]);
+    let mine = server.new_org("Mine").await;
+    let replica = mine.create_replica("mine").await;
+    mine.add_ready_text(&replica, "Felines", FELINES).await;
+    mine.add_ready_text(&replica, "Automobiles", ENGINES).await;
+    mine.add_ready_text(&replica, "Dogs", "Dogs sleep about half of the day and nap after meals.").await;
+    let before = retrieved(&mine, &replica, "How long do cats sleep?").await;
+
+    let other = server.new_org("Other").await;
+    let theirs = other.create_replica("theirs").await;
+    for i in 0..6 {
+        let text = format!("Cats sleep {i} hours; a sleeping cat naps in the sun, cats sleep long.");
+        other.add_ready_text(&theirs, &format!("Cats {i}"), &text).await;
+    }
+    let after = retrieved(&mine, &replica, "How long do cats sleep?").await;
+    assert_eq!(after, before, "the same sources, scores and ranks");
+}
