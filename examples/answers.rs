@@ -9,7 +9,9 @@
 //! cargo run --release --example answers -- --save /tmp/sources.json  # … keeping what was retrieved
 //! cargo run --example answers -- --replay /tmp/sources.json   # answers only, from kept sources
 //! cargo run --release --example answers -- --ranks    # … and where the expected section ranks
-//! cargo run --release --example answers -- --set heldout  # the held-out set (issue 36) instead
+//! cargo run --release --example answers -- --set heldout  # the held-out set instead
+//! cargo run --release --example answers -- --embeddings DIR # hybrid retrieval (BM25 + vectors), as served
+//! cargo run --release --example answers -- --embeddings DIR --floors tests/answers/floors.json  # CI's gate
 //! ```
 //!
 //! `--replay` skips indexing and retrieval (the generator alone, fast even in a debug build, for
@@ -228,4 +230,35 @@ async fn main() {
     for (name, t) in &mut tallies {
         t.row(name);
     }
+    if let Some(f) = flag(&args, "--floors") {
+        check_floors(&f, &args, &tallies["all"]);
+    }
+}
+
+/// The regression gate of CI: exits 1, naming each measure below its floor, when the `all` row
+/// falls under the floors of this set (`--set`) in `file` (`{"dev": {"source": 0.9, …}, …}`;
+/// measures `top5`, `source`, `keys`, `idk`).
+fn check_floors(file: &str, args: &[String], all: &Tally) {
+    let floors: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).expect("floors file")).expect("floors JSON");
+    let set = flag(args, "--set").unwrap_or_else(|| "dev".into());
+    let share = |n: usize, of: usize| if of == 0 { 0.0 } else { n as f64 / of as f64 };
+    let measured = [
+        ("top5", share(all.in_top5, all.answerable)),
+        ("source", share(all.source, all.answerable)),
+        ("keys", share(all.keys, all.answerable)),
+        ("idk", share(all.idk, all.unanswerable)),
+    ];
+    let mut below = Vec::new();
+    for (name, value) in measured {
+        let floor = floors[&set][name].as_f64().unwrap_or_else(|| panic!("{file}: no floor {set}.{name}"));
+        if value < floor {
+            below.push(format!("{name} {value:.3} < floor {floor:.3}"));
+        }
+    }
+    if !below.is_empty() {
+        eprintln!("answers on the {set} set fell below their floors ({file}): {}", below.join("; "));
+        std::process::exit(1);
+    }
+    println!("answers on the {set} set hold their floors ({file})");
 }

@@ -1,4 +1,6 @@
-//! Full-text retrieval over knowledge-base chunks with tantivy (BM25).
+//! Retrieval over knowledge-base chunks: full text with tantivy (BM25) and, with an embedding
+//! model, the chunks' vectors ([`vectors`], computed by [`embedding`]), the two rankings fused
+//! ([`fusion`], [`Search::hybrid`]).
 //!
 //! The index lives in `DATA_DIR/search/<generation>/`, named by the file `DATA_DIR/search/CURRENT`
 //! (replaced by rename, so a rebuild swaps atomically). Each commit carries the payload
