@@ -116,6 +116,22 @@ impl Analyzer {
     }
 }
 
+/// Distinct terms of `text` under this analyzer's parts alone: an identifier by its parts, not
+/// whole ([`WordTokenizer`] gives both; the whole is for the index).
+impl Analyzer {
+    pub fn part_terms(&self, text: &str) -> Vec<String> {
+        let mut analyzer = self.built();
+        let mut stream = analyzer.token_stream(text);
+        let mut out = Vec::new();
+        while let Some(t) = stream.next() {
+            if t.position_length == 1 && !out.contains(&t.text) {
+                out.push(t.text.clone());
+            }
+        }
+        out
+    }
+}
+
 /// Distinct terms of `text` under `analyzer`, in order of first appearance.
 pub fn terms(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
     let mut stream = analyzer.token_stream(text);

@@ -516,9 +516,9 @@ pub fn analyze_as(language: Option<&str>, text: &str) -> Vec<String> {
     let analyzer = analyzers::for_language(language.or(Some("en")));
     let cjk = analyzers::for_language(Some("zh"));
     let mut out: Vec<String> = if analyzer.name == cjk.name {
-        cjk.terms(text).into_iter().filter(|t| !analyzers::has_dense(t)).collect()
+        cjk.part_terms(text).into_iter().filter(|t| !analyzers::has_dense(t)).collect()
     } else {
-        analyzer.terms(text)
+        analyzer.part_terms(text)
     };
     if !analyzers::has_dense(text) {
         return out;
