@@ -31,7 +31,7 @@ use tantivy::Term;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use super::vectors::{self, EntryVectors};
+use super::vectors::{self, ChunkVectors, EntryVectors};
 use super::{new_generation_name, open_generation, write_current, ChunkDoc, IndexGeneration, Search};
 use crate::embed::catalog::Embedders;
 use crate::error::{Error, Result};
@@ -88,7 +88,7 @@ pub struct EntryDoc {
     pub chunks: Vec<Chunk>,
     /// The catalog id of the replica's embedding model and the chunks' stored vectors of it
     /// (those of the chunks' current text: [`vectors::stored`]); `None` with no embedding model.
-    pub vectors: Option<(String, Vec<(u32, Vec<f32>)>)>,
+    pub vectors: Option<(String, ChunkVectors)>,
 }
 
 impl EntryDoc {

@@ -136,8 +136,11 @@ pub struct Search {
     pub embedding: embedding::Queue,
     /// Vectors of recent questions, by `(model, question)`: a question asked again (a
     /// suggested question, a retried one) is not embedded again.
-    query_vectors: Mutex<lru::LruCache<(String, String), Arc<[f32]>>>,
+    query_vectors: Mutex<lru::LruCache<QueryKey, Arc<[f32]>>>,
 }
+
+/// `(model id, question)`.
+type QueryKey = (String, String);
 
 /// Questions whose vectors [`Search`] keeps (384 floats each for MiniLM: 1.5 MiB in all).
 const QUERY_VECTORS: usize = 1024;

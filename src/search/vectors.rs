@@ -42,7 +42,7 @@ pub fn model_of(txn: &ReadTransaction, embedders: &Embedders, replica: Uuid) -> 
 
 /// The stored vectors of `entry`'s `chunks` under `model`, `(chunk index, vector)`, of those
 /// whose vector was computed from their current text.
-pub fn stored(txn: &ReadTransaction, entry: u64, chunks: &[Chunk], model: &str) -> Result<Vec<(u32, Vec<f32>)>> {
+pub fn stored(txn: &ReadTransaction, entry: u64, chunks: &[Chunk], model: &str) -> Result<ChunkVectors> {
     let table = txn.open_table(tables::KBCHUNK_VECTOR)?;
     let mut out = Vec::new();
     for row in table.range((entry, 0)..=(entry, u32::MAX))? {
@@ -76,6 +76,9 @@ pub struct VectorHit {
     pub score: f32,
 }
 
+/// `(chunk index, vector)` of an entry's chunks that have one.
+pub type ChunkVectors = Vec<(u32, Vec<f32>)>;
+
 /// The vectors of one entry, as the indexer found them in the store.
 pub struct EntryVectors {
     pub entry: u64,
@@ -83,8 +86,8 @@ pub struct EntryVectors {
     pub replica: Option<Uuid>,
     /// Catalog id of the model the vectors are of.
     pub model: String,
-    /// `(chunk index, vector)`; the chunks without one are left out.
-    pub vectors: Vec<(u32, Vec<f32>)>,
+    /// The chunks without one are left out.
+    pub vectors: ChunkVectors,
 }
 
 /// The vectors of every replica.

@@ -198,7 +198,9 @@ fn retrieved_source() -> Value {
     };
     v["properties"]["bm25Rank"] = rank("BM25");
     v["properties"]["vectorRank"] = rank("vector (embedding) ranking; always null with no embedding model configured:");
-    v["required"].as_array_mut().map(|r| r.extend([json!("bm25Rank"), json!("vectorRank")]));
+    if let Some(required) = v["required"].as_array_mut() {
+        required.extend([json!("bm25Rank"), json!("vectorRank")]);
+    }
     v["properties"]["score"]["description"] = json!(
         "Ours: the fused score: reciprocal rank fusion of the BM25 and the vector rankings, Σ 1/(60 + rank) \
          over the rankings that found the chunk."
