@@ -77,7 +77,7 @@ async fn fill(client: &reqwest::Client, base: &str, key: &str, replica: &str) {
     }
 }
 
-async fn run(bin: &PathBuf, core: &str, embeddings: Option<&str>) {
+async fn run(bin: &std::path::Path, core: &str, embeddings: Option<&str>) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (key, replica) = {
         let store = Store::open(dir.path()).expect("store");
