@@ -15,9 +15,11 @@
 //! — the status after the commit, a completion that waits until the index has applied the
 //! replica's last write, or a search that also reads what is not yet committed — the first puts
 //! no cost on the completion path (nothing is waited for or merged per question) and only
-//! delays the status by one commit; the figures are in issue 17's note. This server therefore
-//! moves an entry from `PROCESSED_TEXT` straight to `READY`; `VECTOR_CREATED` is only seen on
-//! entries stored by older versions. The other direction needs nothing here: a `DELETE` or a
+//! delays the status by one commit. This server therefore moves an entry from `PROCESSED_TEXT`
+//! straight to `READY`; `VECTOR_CREATED` is only seen on entries stored by older versions. With
+//! an embedding model, `READY` also waits for every chunk's vector: an entry lacking some is
+//! searchable by BM25 at once and handed to [`super::embedding`], whose last write for it appends
+//! the outbox row that brings its vectors into the vector search and the entry to `READY`. The other direction needs nothing here: a `DELETE` or a
 //! text `PATCH` removes or replaces the entry's chunks in the store in its own write, and
 //! [`crate::service::chat::retrieve`] re-reads every hit's chunk from the store, so a hit on
 //! old index documents never brings back old text.
