@@ -28,13 +28,15 @@ pub struct SourceView<'a> {
 }
 
 /// A source of the retrieval check (`…/chat/completions/test`): its view and where its chunk
-/// ranked by BM25 and by its vector (1 = first).
+/// ranked by BM25 and by its vector (1 = first; absent when that ranking did not find it).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RetrievedView<'a> {
     #[serde(flatten)]
     source: SourceView<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     bm25_rank: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     vector_rank: Option<u32>,
 }
 

@@ -37,7 +37,7 @@
 //! chunks for the vectors, int8 weights, or a cache of recent questions are what to try next.
 //!
 //! Exact search reads 1.5 KiB per vector (memory bandwidth bound): by the figures above it
-//! holds the 5 ms p99 up to about 40,000 chunks per replica on one core, not 100,000;
+//! holds a 5 ms p99 up to about 40,000 chunks per replica on one core, not 100,000;
 //! beyond that, int8 vectors (4× less to read) or an approximate index (HNSW) replace it.
 
 pub mod catalog;

@@ -186,24 +186,23 @@ fn source_item() -> Value {
     )
 }
 
-/// A source of the retrieval check: a [`source_item`] with where its chunk ranked each way.
+/// A source of the retrieval check: a [`source_item`] with where its chunk ranked each way
+/// (each rank absent when that ranking did not find the chunk).
 fn retrieved_source() -> Value {
     let mut v = source_item();
     let rank = |way: &str| {
         json!({
-            "type": ["integer", "null"],
+            "type": "integer",
             "minimum": 1,
-            "description": format!("Ours: the chunk's place (1 = first) in the {way} ranking; null when that ranking did not find it."),
+            "description": format!("Ours: the chunk's place (1 = first) in the {way} ranking; absent when that ranking did not find it."),
         })
     };
     v["properties"]["bm25Rank"] = rank("BM25");
-    v["properties"]["vectorRank"] = rank("vector (embedding) ranking; always null with no embedding model configured:");
-    if let Some(required) = v["required"].as_array_mut() {
-        required.extend([json!("bm25Rank"), json!("vectorRank")]);
-    }
+    v["properties"]["vectorRank"] = rank("vector (embedding)");
     v["properties"]["score"]["description"] = json!(
-        "Ours: the fused score: reciprocal rank fusion of the BM25 and the vector rankings, Σ 1/(60 + rank) \
-         over the rankings that found the chunk."
+        "Ours: the fused score, 0.7 · bm25 / bm25_max + 0.3 · cosine' (the cosine scaled between the last and \
+         the first vector hit) over the rankings that found the chunk; with no embedding model configured \
+         (no `vectorRank` ever), 0.7 · bm25 / bm25_max."
     );
     v
 }
