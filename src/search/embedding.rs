@@ -25,7 +25,7 @@ use super::vectors::{self, passage_text, text_key};
 use super::Search;
 use crate::embed::catalog::Embedders;
 use crate::error::Result;
-use crate::store::records::{ChunkVector, KbEntry, KbStatus};
+use crate::store::records::{Chunk, ChunkVector, KbEntry, KbStatus};
 use crate::store::{self, kb, tables, Store};
 
 /// Most chunks embedded in one step (one store write): ~1.5 s of one core for MiniLM.
@@ -42,43 +42,53 @@ pub struct Queue {
 
 #[derive(Default)]
 struct Waiting {
-    by_replica: BTreeMap<Uuid, VecDeque<u64>>,
+    by_replica: BTreeMap<Uuid, VecDeque<Waiter>>,
     /// The replica served last.
     last: Option<Uuid>,
 }
 
+/// A waiting entry and, once a slice of it was embedded, what is left of it (read from the
+/// store once per entry, not once per slice).
+struct Waiter {
+    entry: u64,
+    rest: Option<Work>,
+}
+
 impl Queue {
-    /// Queues `entry` of `replica` (once).
+    /// Queues `entry` of `replica` (once); an entry already waiting is read from the store
+    /// again when its turn comes (its text may have changed).
     pub fn push(&self, replica: Uuid, entry: u64) {
         let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
         let q = w.by_replica.entry(replica).or_default();
-        if !q.contains(&entry) {
-            q.push_back(entry);
+        match q.iter_mut().find(|x| x.entry == entry) {
+            Some(waiting) => waiting.rest = None,
+            None => q.push_back(Waiter { entry, rest: None }),
         }
         drop(w);
         self.notify.notify_one();
     }
 
     /// The next entry, of the replica after the one served last.
-    fn next(&self) -> Option<(Uuid, u64)> {
+    fn next(&self) -> Option<(Uuid, Waiter)> {
         let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
         let after = w.last.and_then(|l| w.by_replica.range(l..).map(|(r, _)| *r).find(|r| *r != l));
         let replica = after.or_else(|| w.by_replica.keys().next().copied())?;
         let q = w.by_replica.get_mut(&replica)?;
-        let entry = q.pop_front()?;
+        let waiter = q.pop_front()?;
         if q.is_empty() {
             w.by_replica.remove(&replica);
         }
         w.last = Some(replica);
-        Some((replica, entry))
+        Some((replica, waiter))
     }
 
-    /// Puts `entry` back at the head of its replica's turn (a slice of it is left).
-    fn put_back(&self, replica: Uuid, entry: u64) {
+    /// Puts `entry` back at the head of its replica's turn with what is left of it, unless it
+    /// was queued again meanwhile (then it is read again).
+    fn put_back(&self, replica: Uuid, entry: u64, rest: Work) {
         let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
         let q = w.by_replica.entry(replica).or_default();
-        if !q.contains(&entry) {
-            q.push_front(entry);
+        if !q.iter().any(|x| x.entry == entry) {
+            q.push_front(Waiter { entry, rest: Some(rest) });
         }
     }
 
@@ -94,6 +104,7 @@ impl Queue {
 }
 
 /// The chunks of an entry still to embed.
+#[derive(Debug, PartialEq)]
 struct Work {
     revision: u64,
     model: String,
@@ -127,24 +138,24 @@ fn work_of(txn: &redb::ReadTransaction, embedders: &Embedders, entry: u64) -> Re
 fn store_slice(
     txn: &redb::WriteTransaction,
     entry: u64,
-    work: &Work,
+    (revision, model): (u64, &str),
     computed: &[(u32, u64, Vec<f32>)],
     last: bool,
 ) -> Result<()> {
     let Some(e) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, entry)? else {
         return Ok(());
     };
-    let chunks = kb::chunks_of(&txn.open_table(tables::KBCHUNK_CHUNK)?, entry)?;
+    let chunks = txn.open_table(tables::KBCHUNK_CHUNK)?;
     let mut table = txn.open_table(tables::KBCHUNK_VECTOR)?;
     for (chunk, key, vector) in computed {
-        let current = chunks.get(*chunk as usize).map(|c| text_key(&passage_text(c)));
-        if current == Some(*key) {
-            let v = ChunkVector { model: work.model.clone(), text_key: *key, vector: vector.clone() };
+        let current: Option<Chunk> = store::get(&chunks, (entry, *chunk))?;
+        if current.is_some_and(|c| text_key(&passage_text(&c)) == *key) {
+            let v = ChunkVector { model: model.to_string(), text_key: *key, vector: vector.clone() };
             table.insert((entry, *chunk), store::codec::encode(&v)?.as_slice())?;
         }
     }
     table.retain_in((entry, e.chunk_count)..=(entry, u32::MAX), |_, _| false)?;
-    if last && e.revision == work.revision {
+    if last && e.revision == revision {
         kb::enqueue(txn, entry, e.revision)?;
     }
     Ok(())
@@ -153,27 +164,33 @@ fn store_slice(
 /// Embeds and stores one slice of the next waiting entry; `false` when none waits.
 pub async fn step(store: &Store, search: &Search) -> Result<bool> {
     let Some(embedders) = search.embedders.clone() else { return Ok(false) };
-    let Some((replica, entry)) = search.embedding.next() else { return Ok(false) };
-    let e = embedders.clone();
-    let Some(work) = store.read(move |txn| work_of(txn, &e, entry)).await? else { return Ok(true) };
-    let slice: Vec<(u32, String)> = work.missing.iter().take(SLICE).cloned().collect();
-    let last = slice.len() == work.missing.len();
-    let model = embedders.of_replica(Some(&work.model));
+    let Some((replica, Waiter { entry, rest })) = search.embedding.next() else { return Ok(false) };
+    let mut work = match rest {
+        Some(work) => work,
+        None => {
+            let e = embedders.clone();
+            let Some(work) = store.read(move |txn| work_of(txn, &e, entry)).await? else { return Ok(true) };
+            work
+        }
+    };
+    let take = work.missing.len().min(SLICE);
+    let slice: Vec<(u32, String)> = work.missing.drain(..take).collect();
+    let last = work.missing.is_empty();
     let texts: Vec<String> = slice.iter().map(|(_, t)| t.clone()).collect();
-    let embedded = match model.embed_passages(texts).await {
+    let embedded = match embedders.of_replica(Some(&work.model)).embed_passages(texts).await {
         Ok(v) => v,
         Err(err) => {
-            search.embedding.put_back(replica, entry);
+            work.missing.splice(0..0, slice);
+            search.embedding.put_back(replica, entry, work);
             return Err(err);
         }
     };
-    let computed: Vec<(u32, u64, Vec<f32>)> =
-        slice.iter().zip(embedded).map(|((c, t), v)| (*c, text_key(t), v)).collect();
-    let work = Arc::new(work);
-    let computed = Arc::new(computed);
-    store.write_kb(move |txn| store_slice(txn, entry, &work, &computed, last)).await?;
+    let computed: Arc<Vec<(u32, u64, Vec<f32>)>> =
+        Arc::new(slice.iter().zip(embedded).map(|((c, t), v)| (*c, text_key(t), v)).collect());
+    let (revision, model) = (work.revision, Arc::<str>::from(work.model.as_str()));
+    store.write_kb(move |txn| store_slice(txn, entry, (revision, &model), &computed, last)).await?;
     if !last {
-        search.embedding.put_back(replica, entry);
+        search.embedding.put_back(replica, entry, work);
     }
     Ok(true)
 }
@@ -218,12 +235,18 @@ mod tests {
         q.push(a, 1);
         q.push(b, 9);
         assert_eq!(q.len(), 3);
-        assert_eq!(q.next(), Some((a, 1)));
-        q.put_back(a, 1);
-        assert_eq!(q.next(), Some((b, 9)), "the other replica's turn");
-        assert_eq!(q.next(), Some((a, 1)), "the entry put back comes first in its replica's turn");
-        assert_eq!(q.next(), Some((a, 2)));
-        assert_eq!(q.next(), None);
+        let taken = |q: &Queue| q.next().map(|(r, w)| (r, w.entry, w.rest));
+        assert_eq!(taken(&q), Some((a, 1, None)));
+        let rest = || Work { revision: 1, model: "m".into(), missing: vec![(3, "text".into())] };
+        q.put_back(a, 1, rest());
+        assert_eq!(taken(&q), Some((b, 9, None)), "the other replica's turn");
+        assert_eq!(taken(&q), Some((a, 1, Some(rest()))), "put back first in its replica's turn, with its rest");
+        // queued again after it was put back: read again from the store
+        q.put_back(a, 1, rest());
+        q.push(a, 1);
+        assert_eq!(taken(&q), Some((a, 1, None)));
+        assert_eq!(taken(&q), Some((a, 2, None)));
+        assert!(taken(&q).is_none());
         assert!(q.is_empty());
     }
 }
