@@ -50,6 +50,8 @@
 //! question) was only measured while tuning, so it is not held out from the tuner's eyes as the
 //! held-out set is.
 
+#[path = "common/reader_fit.rs"]
+mod fit;
 #[path = "common/labelled.rs"]
 mod labelled;
 
@@ -57,10 +59,11 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use labelled::{Kb, Question};
-use replicad::generate::embedded::reply;
-use replicad::generate::Persona;
+use replicad::generate::embedded::{reply_with, Signals, Weights};
+use replicad::generate::{Closeness, Persona};
 use replicad::service::chat;
 use replicad::store::records::SourceRef;
+use serde::{Deserialize, Serialize};
 
 const IDK: &str = "I don't know";
 
@@ -80,28 +83,43 @@ struct Outcome {
     millis: f64,
 }
 
-/// Where the sources of a question come from: a knowledge base, or sources kept by `--save`.
-enum Retrieval<'a> {
-    Live(&'a Kb),
-    Replay(&'a [SourceRef]),
+/// What a question retrieved: its sources, best first, and how close the question is to each
+/// by meaning (the cosine to its chunk and to each sentence; empty with BM25 alone).
+#[derive(Clone, Default, Serialize, Deserialize)]
+struct Kept {
+    sources: Vec<SourceRef>,
+    #[serde(default)]
+    closeness: Vec<(Option<f32>, Vec<f32>)>,
 }
 
-async fn ask(from: Retrieval<'_>, q: &Question, show: bool) -> (Outcome, Vec<SourceRef>) {
+impl Kept {
+    fn closeness(&self) -> Vec<Closeness> {
+        self.closeness
+            .iter()
+            .map(|(chunk, sentences)| Closeness { chunk: *chunk, sentences: sentences.clone() })
+            .collect()
+    }
+}
+
+/// The sources of `q` from `kb`, as the server retrieves them for the embedded generator.
+async fn retrieve(kb: &Kb, q: &Question) -> Kept {
+    let top = chat::EMBEDDED_TOP_K;
+    let how = match std::env::var("FUSION_BM25_WEIGHT") {
+        Ok(w) => replicad::search::fusion::Fusion::Convex { bm25_weight: w.parse().expect("weight") },
+        Err(_) => chat::FUSION,
+    };
+    let asked = replicad::text::question::asked(&q.question);
+    let found = chat::retrieve(&kb.store, &kb.search, kb.replica, None, asked, top, how).await.expect("retrieve");
+    let closeness = found.iter().map(|r| (r.ranks.cosine, r.sentences.clone())).collect();
+    Kept { closeness, sources: found.into_iter().map(|r| r.source).collect() }
+}
+
+/// The answer to `q` from `kept` read with weights `w`, judged; the reader's signals.
+fn judge(q: &Question, kept: &Kept, w: &Weights) -> (Outcome, String, Option<Signals>) {
     let persona = Persona { name: "Tutor".into(), greeting: "Hello!".into(), ..Persona::default() };
     let started = Instant::now();
-    let sources = match from {
-        Retrieval::Live(kb) => {
-            let top = chat::EMBEDDED_TOP_K;
-            let how = match std::env::var("FUSION_BM25_WEIGHT") {
-                Ok(w) => replicad::search::fusion::Fusion::Convex { bm25_weight: w.parse().expect("weight") },
-                Err(_) => chat::FUSION,
-            };
-            let found = chat::retrieve(&kb.store, &kb.search, kb.replica, None, &q.question, top, how).await;
-            found.expect("retrieve").into_iter().map(|r| r.source).collect()
-        }
-        Retrieval::Replay(kept) => kept.to_vec(),
-    };
-    let answer = reply(&persona, &q.question, &sources);
+    let sources = &kept.sources;
+    let (answer, signals) = reply_with(&persona, &q.question, sources, &kept.closeness(), w);
     let millis = started.elapsed().as_secs_f64() * 1e3;
     let answered = !answer.text.starts_with(IDK) || !answer.used.is_empty();
     let expected_source = answered && answer.used.iter().any(|i| q.expects(&sources[*i].name));
@@ -109,12 +127,17 @@ async fn ask(from: Retrieval<'_>, q: &Question, show: bool) -> (Outcome, Vec<Sou
     let keys = answered && q.keys.iter().all(|k| text.contains(&normalize(k)));
     let expected = |s: &SourceRef| q.expects(&s.name);
     let (in_top5, retrieved) = (sources.iter().take(5).any(expected), sources.iter().any(expected));
-    let outcome = Outcome { answered, in_top5, retrieved, expected_source, keys, millis };
-    let ok = if q.answerable() { expected_source && keys } else { !answered };
-    if show || (std::env::args().any(|a| a == "--misses") && !ok) {
-        println!("--- {} [{}] {} → {}\n{}\n", q.id, q.kind, q.question, if ok { "ok" } else { "MISS" }, answer.text);
+    (Outcome { answered, in_top5, retrieved, expected_source, keys, millis }, answer.text, signals)
+}
+
+/// Whether outcome `o` of `q` is right: an answerable question answered from an expected
+/// section with every key, an unanswerable one not answered.
+fn right(q: &Question, o: &Outcome) -> bool {
+    if q.answerable() {
+        o.expected_source && o.keys
+    } else {
+        !o.answered
     }
-    (outcome, sources)
 }
 
 /// Prints where the first chunk of an expected section of `q` ranks among the index's best 30
@@ -191,37 +214,48 @@ fn flag(args: &[String], name: &str) -> Option<String> {
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (show, only) = (flag(&args, "--show"), flag(&args, "--misses"));
-    let replay: Option<BTreeMap<String, Vec<SourceRef>>> = flag(&args, "--replay")
+    let replay: Option<BTreeMap<String, Kept>> = flag(&args, "--replay")
         .map(|f| serde_json::from_str(&std::fs::read_to_string(f).expect("kept sources")).expect("sources JSON"));
-    let mut kept: BTreeMap<String, Vec<SourceRef>> = BTreeMap::new();
+    let mut kept: BTreeMap<String, Kept> = BTreeMap::new();
     let labelled = labelled::load(&args);
-    let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+    let listed = |s: &Option<String>, q: &Question| s.as_deref().is_some_and(|s| s == q.split || s == "all");
     for (name, dir) in &labelled.corpora {
         let kb = if replay.is_none() { Some(Kb::open(dir, labelled::embedders(&args)).await) } else { None };
         for q in labelled.questions.iter().filter(|q| &q.corpus == name) {
-            let listed = |s: &Option<String>| s.as_deref().is_some_and(|s| s == q.split || s == "all");
-            if only.is_some() && !listed(&only) {
+            if only.is_some() && !listed(&only, q) {
                 continue;
             }
-            let from = match (&kb, &replay) {
-                (Some(kb), _) => Retrieval::Live(kb),
-                (None, Some(r)) => Retrieval::Replay(r.get(&q.id).map_or(&[], Vec::as_slice)),
+            let found = match (&kb, &replay) {
+                (Some(kb), _) => retrieve(kb, q).await,
+                (None, Some(r)) => r.get(&q.id).cloned().unwrap_or_default(),
                 (None, None) => unreachable!("a knowledge base is opened unless replaying"),
             };
-            let (o, sources) = ask(from, q, listed(&show)).await;
             if let (Some(kb), true) = (&kb, args.iter().any(|a| a == "--ranks")) {
-                if q.answerable() && !o.retrieved {
+                if q.answerable() && !found.sources.iter().any(|s| q.expects(&s.name)) {
                     ranks(kb, q).await;
                 }
             }
-            kept.insert(q.id.clone(), sources);
-            for group in q.groups() {
-                tallies.entry(group).or_default().add(q, &o);
-            }
+            kept.insert(q.id.clone(), found);
         }
     }
     if let Some(f) = flag(&args, "--save") {
         std::fs::write(f, serde_json::to_string(&kept).expect("JSON")).expect("write kept sources");
+    }
+    let mut w = if args.iter().any(|a| a == "--fit") { fit::fit(&labelled.questions, &kept) } else { Weights::FITTED };
+    if let Some(g) = flag(&args, "--always") {
+        let (s, c) = g.split_once(',').expect("--always SENTENCE,SECTION");
+        w = fit::always((s.parse().expect("sentence_cosine"), c.parse().expect("section_cosine")));
+    }
+    let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+    for q in labelled.questions.iter().filter(|q| kept.contains_key(&q.id)) {
+        let (o, text, signals) = judge(q, &kept[&q.id], &w);
+        if listed(&show, q) || (only.is_some() && !right(q, &o)) {
+            let verdict = if right(q, &o) { "ok" } else { "MISS" };
+            println!("--- {} [{}] {} → {verdict} {signals:?}\n{text}\n", q.id, q.kind, q.question);
+        }
+        for group in q.groups() {
+            tallies.entry(group).or_default().add(q, &o);
+        }
     }
     println!(
         "{:<20} {:>4} {:>6} {:>6} {:>6} {:>6} {:>6} {:>5} {:>5} {:>6} {:>8}",

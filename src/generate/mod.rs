@@ -67,6 +67,16 @@ pub struct Turn {
     pub content: String,
 }
 
+/// How close a question is to a retrieved chunk by meaning, under the replica's embedding
+/// model: the cosine similarity of the question's embedding to the chunk's vector (`None`: it
+/// has none yet) and to each of its prose sentences' vectors, in the order of
+/// `search::vectors::sentence_texts` (empty: none yet). Cosines are in −1..=1.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Closeness {
+    pub chunk: Option<f32>,
+    pub sentences: Vec<f32>,
+}
+
 /// Everything a backend may use to answer.
 #[derive(Debug, Clone)]
 pub struct Generation {
@@ -75,6 +85,9 @@ pub struct Generation {
     pub question: String,
     /// Retrieved sources, best first; an answer's sources are the ones given to the model.
     pub sources: Vec<SourceRef>,
+    /// How close the question is to each source by meaning, in order (empty without an
+    /// embedding model).
+    pub closeness: Vec<Closeness>,
     /// Earlier turns of the conversation, oldest first (already bounded by the token budget).
     pub history: Vec<Turn>,
     /// An image attached to the question (`imageURL`), sent only to vision routes.

@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use uuid::Uuid;
 
-use super::vectors::{self, passage_text, text_key};
+use super::vectors::{self, passage_text, sentence_texts, text_key};
 use super::Search;
 use crate::embed::catalog::Embedders;
 use crate::error::Result;
@@ -108,9 +108,15 @@ impl Queue {
 struct Work {
     revision: u64,
     model: String,
-    /// `(chunk index, text to embed)`.
-    missing: Vec<(u32, String)>,
+    missing: Vec<Missing>,
 }
+
+/// A chunk to embed: its index, its text ([`passage_text`]) and its sentences'
+/// ([`sentence_texts`]).
+type Missing = (u32, String, Vec<String>);
+
+/// The vectors of a chunk: its index, the key of its text, its vector and its sentences'.
+type Computed = (u32, u64, Vec<f32>, Vec<Vec<f32>>);
 
 /// What is left to embed of `entry`; `None` when the entry is gone or has nothing to embed.
 fn work_of(txn: &redb::ReadTransaction, embedders: &Embedders, entry: u64) -> Result<Option<Work>> {
@@ -127,7 +133,7 @@ fn work_of(txn: &redb::ReadTransaction, embedders: &Embedders, entry: u64) -> Re
         .iter()
         .enumerate()
         .filter(|(i, _)| !have.contains(&(*i as u32)))
-        .map(|(i, c)| (i as u32, passage_text(c)))
+        .map(|(i, c)| (i as u32, passage_text(c), sentence_texts(c)))
         .collect();
     Ok(Some(Work { revision: e.revision, model, missing }))
 }
@@ -139,7 +145,7 @@ fn store_slice(
     txn: &redb::WriteTransaction,
     entry: u64,
     (revision, model): (u64, &str),
-    computed: &[(u32, u64, Vec<f32>)],
+    computed: &[Computed],
     last: bool,
 ) -> Result<()> {
     let Some(e) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, entry)? else {
@@ -147,10 +153,11 @@ fn store_slice(
     };
     let chunks = txn.open_table(tables::KBCHUNK_CHUNK)?;
     let mut table = txn.open_table(tables::KBCHUNK_VECTOR)?;
-    for (chunk, key, vector) in computed {
+    for (chunk, key, vector, sentences) in computed {
         let current: Option<Chunk> = store::get(&chunks, (entry, *chunk))?;
         if current.is_some_and(|c| text_key(&passage_text(&c)) == *key) {
-            let v = ChunkVector { model: model.to_string(), text_key: *key, vector: vector.clone() };
+            let (vector, sentences) = (vector.clone(), Some(sentences.clone()));
+            let v = ChunkVector { model: model.to_string(), text_key: *key, vector, sentences };
             table.insert((entry, *chunk), store::codec::encode(&v)?.as_slice())?;
         }
     }
@@ -174,9 +181,11 @@ pub async fn step(store: &Store, search: &Search) -> Result<bool> {
         }
     };
     let take = work.missing.len().min(SLICE);
-    let slice: Vec<(u32, String)> = work.missing.drain(..take).collect();
+    let slice: Vec<Missing> = work.missing.drain(..take).collect();
     let last = work.missing.is_empty();
-    let texts: Vec<String> = slice.iter().map(|(_, t)| t.clone()).collect();
+    // the chunks' texts, then their sentences': one call
+    let mut texts: Vec<String> = slice.iter().map(|(_, t, _)| t.clone()).collect();
+    texts.extend(slice.iter().flat_map(|(_, _, s)| s.iter().cloned()));
     let embedded = match embedders.of_replica(Some(&work.model)).embed_passages(texts).await {
         Ok(v) => v,
         Err(err) => {
@@ -185,14 +194,22 @@ pub async fn step(store: &Store, search: &Search) -> Result<bool> {
             return Err(err);
         }
     };
-    let computed: Arc<Vec<(u32, u64, Vec<f32>)>> =
-        Arc::new(slice.iter().zip(embedded).map(|((c, t), v)| (*c, text_key(t), v)).collect());
+    let computed: Arc<Vec<Computed>> = Arc::new(split(&slice, embedded));
     let (revision, model) = (work.revision, Arc::<str>::from(work.model.as_str()));
     store.write_kb(move |txn| store_slice(txn, entry, (revision, &model), &computed, last)).await?;
     if !last {
         search.embedding.put_back(replica, entry, work);
     }
     Ok(true)
+}
+
+/// The vectors of `slice` from `embedded`: its chunks', then its sentences', in order.
+fn split(slice: &[Missing], embedded: Vec<Vec<f32>>) -> Vec<Computed> {
+    let mut rest = embedded.into_iter();
+    let chunks: Vec<Vec<f32>> = rest.by_ref().take(slice.len()).collect();
+    let sentences = slice.iter().map(|(_, _, s)| rest.by_ref().take(s.len()).collect::<Vec<_>>());
+    let keys = slice.iter().map(|(c, t, _)| (*c, text_key(t)));
+    keys.zip(chunks).zip(sentences).map(|(((c, key), v), s)| (c, key, v, s)).collect()
 }
 
 /// Starts the embedding task (nothing to do without an embedding model); it ends at its next
@@ -237,7 +254,7 @@ mod tests {
         assert_eq!(q.len(), 3);
         let taken = |q: &Queue| q.next().map(|(r, w)| (r, w.entry, w.rest));
         assert_eq!(taken(&q), Some((a, 1, None)));
-        let rest = || Work { revision: 1, model: "m".into(), missing: vec![(3, "text".into())] };
+        let rest = || Work { revision: 1, model: "m".into(), missing: vec![(3, "text".into(), Vec::new())] };
         q.put_back(a, 1, rest());
         assert_eq!(taken(&q), Some((b, 9, None)), "the other replica's turn");
         assert_eq!(taken(&q), Some((a, 1, Some(rest()))), "put back first in its replica's turn, with its rest");
@@ -248,5 +265,14 @@ mod tests {
         assert_eq!(taken(&q), Some((a, 2, None)));
         assert!(taken(&q).is_none());
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn a_slice_s_vectors_are_its_chunks_then_its_sentences() {
+        let slice = vec![(0, "a".into(), vec!["a1".into(), "a2".into()]), (4, "b".into(), vec!["b1".into()])];
+        let embedded = [[1.0], [2.0], [3.0], [4.0], [5.0]].map(|v: [f32; 1]| v.to_vec()).to_vec();
+        let computed = split(&slice, embedded);
+        assert_eq!(computed[0], (0, text_key("a"), vec![1.0], vec![vec![3.0], vec![4.0]]));
+        assert_eq!(computed[1], (4, text_key("b"), vec![2.0], vec![vec![5.0]]));
     }
 }

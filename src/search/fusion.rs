@@ -23,11 +23,14 @@ pub enum Fusion {
     },
 }
 
-/// Where a chunk ranked in each ranking (1 = first); `None`: not in that ranking's hits.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Where a chunk ranked in each ranking (1 = first; `None`: not in that ranking's hits), and
+/// the question's cosine similarity to the chunk's vector (in −1..=1; `None`: no vector of the
+/// replica's model), whether or not it made the vector ranking.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Ranks {
     pub bm25: Option<u32>,
     pub vector: Option<u32>,
+    pub cosine: Option<f32>,
 }
 
 /// A chunk of the fused ranking, with its fused score and where it ranked each way.
@@ -50,7 +53,7 @@ pub fn fuse(bm25: &[Hit], vector: &[VectorHit], how: Fusion, limit: usize) -> Ve
             Fusion::Convex { bm25_weight } if bm25_max > 0.0 => bm25_weight * h.score / bm25_max,
             Fusion::Convex { .. } => 0.0,
         };
-        let ranks = Ranks { bm25: Some(i as u32 + 1), vector: None };
+        let ranks = Ranks { bm25: Some(i as u32 + 1), ..Ranks::default() };
         out.push(Fused { entry: h.entry, chunk: h.chunk, score, ranks });
     }
     let (top, bottom) = (vector.first().map_or(0.0, |v| v.score), vector.last().map_or(0.0, |v| v.score));
@@ -64,9 +67,10 @@ pub fn fuse(bm25: &[Hit], vector: &[VectorHit], how: Fusion, limit: usize) -> Ve
             Some(f) => {
                 f.score += score;
                 f.ranks.vector = Some(i as u32 + 1);
+                f.ranks.cosine = Some(v.score);
             }
             None => {
-                let ranks = Ranks { bm25: None, vector: Some(i as u32 + 1) };
+                let ranks = Ranks { bm25: None, vector: Some(i as u32 + 1), cosine: Some(v.score) };
                 out.push(Fused { entry: v.entry, chunk: v.chunk, score, ranks });
             }
         }
@@ -96,10 +100,10 @@ mod tests {
         for how in [Fusion::Rrf, Fusion::Convex { bm25_weight: 0.5 }] {
             let fused = fuse(&bm25, &vector, how, 10);
             assert_eq!(fused[0].entry, 2, "{how:?}: {fused:?}");
-            assert_eq!(fused[0].ranks, Ranks { bm25: Some(2), vector: Some(2) });
+            assert_eq!(fused[0].ranks, Ranks { bm25: Some(2), vector: Some(2), cosine: Some(0.8) });
             assert_eq!(fused.len(), 4);
             let only_vector = fused.iter().find(|f| f.entry == 3).expect("a chunk found by its vector only");
-            assert_eq!(only_vector.ranks, Ranks { bm25: None, vector: Some(1) });
+            assert_eq!(only_vector.ranks, Ranks { bm25: None, vector: Some(1), cosine: Some(0.9) });
             assert_eq!(fuse(&bm25, &vector, how, 2).len(), 2);
         }
     }

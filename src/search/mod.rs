@@ -447,8 +447,9 @@ impl Search {
     /// The best `limit` chunks of `replica` for `query`, best first: its BM25 hits
     /// ([`Search::search`]) and, with an embedding model, its nearest chunk vectors under the
     /// replica's model (`model`: its `llm.embeddingModel`), fused by `how`
-    /// ([`fusion::fuse`]). Without an embedding model, or when embedding the question fails
-    /// (an upstream down: logged), the BM25 hits alone, as fused hits of BM25 ranks only.
+    /// ([`fusion::fuse`]); each hit with its cosine to the question, the BM25-only ones
+    /// included. Without an embedding model, or when embedding the question fails (an upstream
+    /// down: logged), the BM25 hits alone, as fused hits of BM25 ranks only.
     pub async fn hybrid(
         &self,
         replica: Uuid,
@@ -456,17 +457,27 @@ impl Search {
         query: &str,
         limit: usize,
         how: fusion::Fusion,
-    ) -> Result<Vec<fusion::Fused>> {
+    ) -> Result<Hybrid> {
         let bm25 = self.search(replica, query, limit)?;
-        let vector = match self.query_vector(model, query).await {
-            Ok(Some((model, v))) => self.vectors.search(replica, &model, &v, limit),
-            Ok(None) => Vec::new(),
+        let question = match self.query_vector(model, query).await {
+            Ok(q) => q,
             Err(e) => {
                 tracing::warn!(error = %e, "embedding the question failed; retrieval is BM25 alone");
-                Vec::new()
+                None
             }
         };
-        Ok(fusion::fuse(&bm25, &vector, how, limit))
+        let Some((model, v)) = question else {
+            return Ok(Hybrid { hits: fusion::fuse(&bm25, &[], how, limit), question: None });
+        };
+        let mut hits = fusion::fuse(&bm25, &self.vectors.search(replica, &model, &v, limit), how, limit);
+        // the BM25 hits the vector ranking missed get their cosine too (the reader weighs it)
+        let missing: Vec<(u64, u32)> =
+            hits.iter().filter(|f| f.ranks.cosine.is_none()).map(|f| (f.entry, f.chunk)).collect();
+        let mut cosines = self.vectors.cosines(replica, &model, &v, &missing).into_iter();
+        for f in hits.iter_mut().filter(|f| f.ranks.cosine.is_none()) {
+            f.ranks.cosine = cosines.next().flatten();
+        }
+        Ok(Hybrid { hits, question: Some(QuestionVector { model, vector: v }) })
     }
 
     /// The model id and vector of `query` under the model a replica naming `model` uses;
@@ -487,6 +498,20 @@ impl Search {
     pub fn num_docs(&self) -> u64 {
         self.current().reader.searcher().num_docs()
     }
+}
+
+/// What [`Search::hybrid`] found: the fused hits, best first, and the question's embedding
+/// (`None` without an embedding model or when embedding it failed).
+pub struct Hybrid {
+    pub hits: Vec<fusion::Fused>,
+    pub question: Option<QuestionVector>,
+}
+
+/// A question's embedding: the catalog id of the model and the (normalised) vector.
+#[derive(Clone)]
+pub struct QuestionVector {
+    pub model: String,
+    pub vector: Arc<[f32]>,
 }
 
 /// Which BM25 statistics a search scores with.

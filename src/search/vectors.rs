@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use redb::ReadTransaction;
+use redb::{ReadTransaction, ReadableTable};
 use uuid::Uuid;
 
 use crate::embed::catalog::Embedders;
@@ -19,12 +19,26 @@ use crate::embed::exact;
 use crate::error::Result;
 use crate::store::records::{Chunk, ChunkVector, Replica};
 use crate::store::{self, tables};
+use crate::text::blocks::{self, Block};
+use crate::text::chunk::own_heading;
 
 /// The text a chunk's vector is computed from: its title (document › heading path), a newline,
 /// its text. Models cut what passes their window (256 tokens for MiniLM), so the heading path
 /// always counts.
 pub fn passage_text(c: &Chunk) -> String {
     format!("{}\n{}", c.title, c.text)
+}
+
+/// The texts a chunk's sentence vectors are computed from ([`ChunkVector::sentences`]): each
+/// prose sentence of its text ([`blocks::parse`], in order, as the embedded reader reads it),
+/// after its own heading and a newline (the sentence's context, shorter than the whole path).
+pub fn sentence_texts(c: &Chunk) -> Vec<String> {
+    let heading = own_heading(&c.title);
+    let prose = blocks::parse(&c.text).into_iter().filter_map(|b| match b {
+        Block::Prose(sentences) => Some(sentences),
+        _ => None,
+    });
+    prose.flatten().map(|s| format!("{heading}\n{s}")).collect()
 }
 
 /// Key of a text embedded ([`ChunkVector::text_key`]): its XXH3-64.
@@ -41,7 +55,7 @@ pub fn model_of(txn: &ReadTransaction, embedders: &Embedders, replica: Uuid) -> 
 }
 
 /// The stored vectors of `entry`'s `chunks` under `model`, `(chunk index, vector)`, of those
-/// whose vector was computed from their current text.
+/// whose vectors (the chunk's and its sentences') were computed from their current text.
 pub fn stored(txn: &ReadTransaction, entry: u64, chunks: &[Chunk], model: &str) -> Result<ChunkVectors> {
     let table = txn.open_table(tables::KBCHUNK_VECTOR)?;
     let mut out = Vec::new();
@@ -50,11 +64,28 @@ pub fn stored(txn: &ReadTransaction, entry: u64, chunks: &[Chunk], model: &str) 
         let chunk = key.value().1;
         let Some(c) = chunks.get(chunk as usize) else { continue };
         let v: ChunkVector = store::codec::decode(value.value())?;
-        if v.model == model && v.text_key == text_key(&passage_text(c)) {
+        if current(&v, c, model) && v.sentences.is_some() {
             out.push((chunk, v.vector));
         }
     }
     Ok(out)
+}
+
+/// Whether `v` was computed from chunk `c`'s current text under `model`.
+fn current(v: &ChunkVector, c: &Chunk, model: &str) -> bool {
+    v.model == model && v.text_key == text_key(&passage_text(c))
+}
+
+/// The sentence vectors of chunk `(entry, index)`, whose current text is `c`, under `model`
+/// ([`sentence_texts`]' order); `None` when they are missing or of another text or model.
+pub fn sentences_of(
+    table: &impl ReadableTable<(u64, u32), &'static [u8]>,
+    (entry, index): (u64, u32),
+    c: &Chunk,
+    model: &str,
+) -> Result<Option<Vec<Vec<f32>>>> {
+    let Some(v) = store::get::<(u64, u32), ChunkVector, _>(table, (entry, index))? else { return Ok(None) };
+    Ok(if current(&v, c, model) { v.sentences } else { None })
 }
 
 /// One replica's vectors, all of one model.
@@ -66,6 +97,8 @@ struct Matrix {
     rows: Vec<f32>,
     /// `(entry, chunk)` of each row.
     chunks: Vec<(u64, u32)>,
+    /// The row of each `(entry, chunk)` (~24 bytes per row beside its 1.5 KiB of values).
+    row_of: HashMap<(u64, u32), usize>,
 }
 
 /// A chunk found by its vector: cosine similarity to the question, in −1..=1.
@@ -157,6 +190,16 @@ impl Vectors {
             .collect()
     }
 
+    /// The cosine similarity of `query` (normalised, of `model`'s dimension) to each of
+    /// `chunks` (`(entry, chunk)`) of `replica`, in order; `None` for a chunk with no vector of
+    /// `model`.
+    pub fn cosines(&self, replica: Uuid, model: &str, query: &[f32], chunks: &[(u64, u32)]) -> Vec<Option<f32>> {
+        let m = self.replicas.read().unwrap_or_else(|p| p.into_inner()).get(&replica).cloned();
+        let m = m.filter(|m| m.model == model && m.dim == query.len());
+        let row = |c: &(u64, u32)| m.as_ref().and_then(|m| Some(&m.rows[m.row_of.get(c)? * m.dim..][..m.dim]));
+        chunks.iter().map(|c| row(c).map(|r| crate::embed::dot(query, r))).collect()
+    }
+
     /// How many chunk vectors `replica` has.
     pub fn count(&self, replica: Uuid) -> usize {
         self.replicas.read().unwrap_or_else(|p| p.into_inner()).get(&replica).map_or(0, |m| m.chunks.len())
@@ -199,6 +242,7 @@ fn rebuilt(old: &Matrix, dropped: &[u64], adds: Vec<EntryVectors>) -> Matrix {
             }
         }
     }
+    next.row_of = next.chunks.iter().enumerate().map(|(i, c)| (*c, i)).collect();
     next
 }
 
@@ -218,6 +262,7 @@ mod tests {
         v.apply(vec![update(1, a, "m", &[[1.0, 0.0], [0.0, 1.0]]), update(2, b, "m", &[[1.0, 0.0]])]);
         let hits = v.search(a, "m", &[0.0, 1.0], 5);
         assert_eq!(hits.iter().map(|h| (h.entry, h.chunk)).collect::<Vec<_>>(), vec![(1, 1), (1, 0)]);
+        assert_eq!(v.cosines(a, "m", &[0.0, 1.0], &[(1, 0), (1, 1), (2, 0)]), vec![Some(0.0), Some(1.0), None]);
         assert_eq!(v.count(b), 1);
         assert!(v.search(a, "other", &[0.0, 1.0], 5).is_empty(), "another model's question finds nothing");
         // a new revision of entry 1 replaces its rows

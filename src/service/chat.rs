@@ -17,9 +17,11 @@ use super::channel_data::{ChannelKey, Stamped};
 use super::history::{self, NewItem};
 use super::usage::Pool;
 use crate::error::{Error, Result};
-use crate::generate::{prompt, Backends, Generation, ModelRoute, Persona, Piece, Pieces, Turn, Usage, EMBEDDED};
+use crate::generate::{
+    prompt, Backends, Closeness, Generation, ModelRoute, Persona, Piece, Pieces, Turn, Usage, EMBEDDED,
+};
 use crate::search::fusion::{Fusion, Ranks};
-use crate::search::Search;
+use crate::search::{vectors, Hybrid, QuestionVector, Search};
 use crate::store::records::{Chunk, KbEntry, Message, Replica, SourceRef};
 use crate::store::{self, codec, k, now_ms, tables, Store};
 use crate::text::question;
@@ -122,11 +124,20 @@ pub struct Streaming {
     pub events: mpsc::Receiver<Event>,
 }
 
-/// A retrieved source and where its chunk ranked by BM25 and by its vector.
+/// A retrieved source, where its chunk ranked by BM25 and by its vector (with its cosine),
+/// and the question's cosine to each of its sentences' vectors ([`Closeness::sentences`]).
 #[derive(Debug, Clone)]
 pub struct Retrieved {
     pub source: SourceRef,
     pub ranks: Ranks,
+    pub sentences: Vec<f32>,
+}
+
+impl Retrieved {
+    /// How close the question is to this source by meaning.
+    pub fn closeness(&self) -> Closeness {
+        Closeness { chunk: self.ranks.cosine, sentences: self.sentences.clone() }
+    }
 }
 
 /// The best `top` chunks of `replica` for `query` ([`TOP_K`] for a model, [`EMBEDDED_TOP_K`]
@@ -170,11 +181,15 @@ async fn retrieve_from(
     hits: usize,
     top: usize,
 ) -> Result<(Vec<Retrieved>, usize)> {
-    let hits = search.hybrid(replica, model, query, hits, how).await?;
+    let Hybrid { hits, question } = search.hybrid(replica, model, query, hits, how).await?;
     store
         .read(move |txn| {
             // the snapshot's tables, opened once for the reads until the next commit
             let (entries, chunks) = (txn.table(tables::KBID_ENTRY)?, txn.table(tables::KBCHUNK_CHUNK)?);
+            let vectors = match question {
+                Some(_) => Some(txn.table(tables::KBCHUNK_VECTOR)?),
+                None => None,
+            };
             let mut out: Vec<Retrieved> = Vec::new();
             let mut seen = Seen::default();
             let mut collapsed = 0;
@@ -186,8 +201,12 @@ async fn retrieve_from(
                     collapsed += 1;
                     continue;
                 }
+                let sentences = match (&vectors, &question) {
+                    (Some(table), Some(q)) => sentence_cosines(&**table, (h.entry, h.chunk), &c, q)?,
+                    _ => Vec::new(),
+                };
                 let source = SourceRef { id: h.entry, score: h.score, created_at, name: c.title, content: c.text };
-                out.push(Retrieved { source, ranks: h.ranks });
+                out.push(Retrieved { source, ranks: h.ranks, sentences });
                 if out.len() == top {
                     break;
                 }
@@ -195,6 +214,21 @@ async fn retrieve_from(
             Ok((out, collapsed))
         })
         .await
+}
+
+/// The question's cosine to each stored sentence vector of chunk `at` (current text `c`);
+/// empty when they are missing or stale.
+fn sentence_cosines(
+    table: &impl redb::ReadableTable<(u64, u32), &'static [u8]>,
+    at: (u64, u32),
+    c: &Chunk,
+    q: &QuestionVector,
+) -> Result<Vec<f32>> {
+    let sentences = vectors::sentences_of(table, at, c, &q.model)?.unwrap_or_default();
+    if sentences.iter().any(|v| v.len() != q.vector.len()) {
+        return Ok(Vec::new());
+    }
+    Ok(sentences.iter().map(|v| crate::embed::dot(&q.vector, v)).collect())
 }
 
 /// The entries one retrieval has read: each is read once however many of its chunks were hit
@@ -333,6 +367,7 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
     let top = if embedded { EMBEDDED_TOP_K } else { TOP_K };
     let (model, asked) = (replica.llm.embedding_model.as_deref(), question::asked(&ask.content));
     let found = retrieve(&cx.store, &cx.search, replica.id, model, asked, top, FUSION).await?;
+    let closeness: Vec<Closeness> = found.iter().map(Retrieved::closeness).collect();
     let (sources, ranks): (Vec<SourceRef>, Vec<Ranks>) = found.into_iter().map(|r| (r.source, r.ranks)).unzip();
     tracing::debug!(
         replica = %replica.id,
@@ -347,6 +382,7 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
     };
     let generation = Generation {
         persona: persona(replica),
+        closeness,
         question: if embedded { question::asked(&ask.content).to_string() } else { ask.content.clone() },
         sources,
         history,
@@ -507,7 +543,7 @@ mod tests {
 
     fn kept(content: &str) -> Retrieved {
         let source = SourceRef { id: 1, score: 1.0, created_at: 0, name: String::new(), content: content.into() };
-        Retrieved { source, ranks: Ranks::default() }
+        Retrieved { source, ranks: Ranks::default(), sentences: Vec::new() }
     }
 
     #[test]

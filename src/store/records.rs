@@ -323,8 +323,9 @@ pub struct SourceRef {
     pub content: String,
 }
 
-/// The embedding of a chunk (`kbchunk_vector`), with what it was computed from, so that a
-/// vector is reused only for the same text under the same model.
+/// The embeddings of a chunk (`kbchunk_vector`): the chunk's and its prose sentences', with
+/// what they were computed from, so that they are reused only for the same text under the
+/// same model. Version 2 added `sentences`.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct ChunkVector {
     /// Embedding-model catalog id (`llm.embeddingModel`).
@@ -333,9 +334,22 @@ pub struct ChunkVector {
     pub text_key: u64,
     /// L2-normalised, of the model's dimension.
     pub vector: Vec<f32>,
+    /// One vector per prose sentence of the chunk, in order (`search::vectors::sentence_texts`),
+    /// for the embedded reader; `None` in a version 1 record (to be computed).
+    pub sentences: Option<Vec<Vec<f32>>>,
 }
 impl Record for ChunkVector {
-    const VERSION: u8 = 1;
+    const VERSION: u8 = 2;
+
+    fn upgrade(version: u8, body: &[u8]) -> crate::error::Result<Self> {
+        match version {
+            1 => {
+                let (model, text_key, vector) = codec::decode_body::<(String, u64, Vec<f32>)>(body)?;
+                Ok(ChunkVector { model, text_key, vector, sentences: None })
+            }
+            v => Err(crate::error::Error::internal(format!("unknown ChunkVector record version {v}"))),
+        }
+    }
 }
 
 /// A chat history item (spec §2.1). Version 2 added `interrupted`; version 3 `passages`.

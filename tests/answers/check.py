@@ -7,8 +7,9 @@ the shape, unique ids and questions, and for every answerable question that each
 key span occurs (case-insensitive, whitespace-normalised) in its corpus and that
 every part of each expected section ("A › B") is a heading of the corpus
 (underlined in .txt files, `#` outside code fences in .md files). A question
-with a `phrasing` must say "lexical" or "paraphrase"; in the held-out set every
-question has one and the split "heldout".
+with a `phrasing` must say "lexical" or "paraphrase"; in the held-out set (a
+file in a directory named `heldout`) every question has one and the split
+"heldout".
 """
 import json
 import os
@@ -48,7 +49,8 @@ def load(corpus):
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "questions.json")
     data = json.load(open(path, encoding="utf-8"))
-    heldout = any("phrasing" in q for q in data["questions"])
+    # the held-out set is the file under heldout/: the dev set also has questions with a phrasing
+    heldout = os.path.basename(os.path.dirname(os.path.abspath(path))) == "heldout"
     corpora = {k: load(v) for k, v in data["corpora"].items()}
     failures, ids, texts = [], set(), set()
     for q in data["questions"]:
@@ -62,6 +64,8 @@ def main():
             failures.append(f"{q['id']}: bad kind")
         if heldout and (q.get("phrasing") not in ("lexical", "paraphrase") or q["split"] != "heldout"):
             failures.append(f"{q['id']}: held-out questions need a phrasing and the split heldout")
+        elif "phrasing" in q and q["phrasing"] not in ("lexical", "paraphrase"):
+            failures.append(f"{q['id']}: a phrasing is lexical or paraphrase")
         if q["kind"] == "unanswerable":
             continue
         if not q["sections"] or not 1 <= len(q["keys"]) <= 3:

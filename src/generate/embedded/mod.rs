@@ -13,10 +13,11 @@ pub mod passage;
 mod terms;
 
 use crate::text::intent;
+pub use passage::{Confidence, Signals, Weights};
 
 use std::collections::VecDeque;
 
-use super::{prompt, Backend, BoxFuture, Generation, Persona, Piece, Pieces, Usage};
+use super::{prompt, Backend, BoxFuture, Closeness, Generation, Persona, Piece, Pieces, Usage};
 use crate::error::Result;
 use crate::search::analyze_as;
 use crate::store::records::SourceRef;
@@ -42,7 +43,7 @@ impl Backend for Embedded {
         stream: bool,
     ) -> BoxFuture<'a, Result<Box<dyn Pieces>>> {
         Box::pin(async move {
-            let answer = reply(&g.persona, &g.question, &g.sources);
+            let answer = reply_with(&g.persona, &g.question, &g.sources, &g.closeness, &Weights::FITTED).0;
             let sent: usize = g.sources.iter().map(|s| prompt::estimate_tokens(&s.content)).sum();
             let usage = Usage {
                 prompt_tokens: (prompt::estimate_tokens(&g.question) + sent) as u64,
@@ -102,20 +103,43 @@ const GREETINGS: &[&str] =
 const THANKS: &[&str] = &["thanks", "thank you", "thx", "cheers", "much appreciated"];
 const FAREWELLS: &[&str] = &["bye", "goodbye", "see you", "good night", "farewell"];
 
-/// The reply to `message` given the retrieved `sources` (best first); of the persona, the
-/// `name` (in "I don't know") and the `greeting` (answering a greeting) are used.
+/// The reply to `message` given the retrieved `sources` (best first) alone, as without an
+/// embedding model ([`reply_with`]).
 pub fn reply(persona: &Persona, message: &str, sources: &[SourceRef]) -> Answer {
+    reply_with(persona, message, sources, &[], &Weights::FITTED).0
+}
+
+/// The reply to `message` given the retrieved `sources` (best first) and how close the
+/// question is to each by meaning (`closeness`, in order; empty without an embedding model),
+/// read with weights `w`; of
+/// the persona, the `name` (in "I don't know") and the `greeting` (answering a greeting) are
+/// used. With it, the reader's signals on the best section, when it weighed one.
+pub fn reply_with(
+    persona: &Persona,
+    message: &str,
+    sources: &[SourceRef],
+    closeness: &[Closeness],
+    w: &Weights,
+) -> (Answer, Option<Signals>) {
     if let Some(text) = small_talk(persona, message) {
-        return Answer { text, used: Vec::new() };
+        return (Answer { text, used: Vec::new() }, None);
     }
-    extract(message, sources).unwrap_or_else(|| Answer {
-        text: format!(
-            "I don't know that yet: nothing in {}'s knowledge base answers it. \
-             Try rephrasing, or ask about something the knowledge base covers.",
-            persona.name
-        ),
-        used: Vec::new(),
-    })
+    // One language for the question and every sentence, detected on the best source (longer and
+    // more reliable than a question), so that both sides are analyzed alike.
+    let lang = sources.first().and_then(cache::language);
+    let reading = passage::answer(message, &intent::of(message), sources, closeness, lang, w);
+    let answer = match reading.passage {
+        Some(found) => Answer { text: found.text, used: found.used },
+        None => Answer {
+            text: format!(
+                "I don't know that yet: nothing in {}'s knowledge base answers it. \
+                 Try rephrasing, or ask about something the knowledge base covers.",
+                persona.name
+            ),
+            used: Vec::new(),
+        },
+    };
+    (answer, reading.signals)
 }
 
 fn normalized(message: &str) -> String {
@@ -152,14 +176,6 @@ fn small_talk(persona: &Persona, message: &str) -> Option<String> {
 /// The first `chars` characters of `text`.
 fn prefix(text: &str, chars: usize) -> &str {
     text.char_indices().nth(chars).map_or(text, |(i, _)| &text[..i])
-}
-
-fn extract(message: &str, sources: &[SourceRef]) -> Option<Answer> {
-    // One language for the question and every sentence, detected on the best source (longer and
-    // more reliable than a question), so that both sides are analyzed alike.
-    let lang = sources.first().and_then(cache::language);
-    let found = passage::answer(message, &intent::of(message), sources, lang)?;
-    Some(Answer { text: found.text, used: found.used })
 }
 
 #[cfg(test)]

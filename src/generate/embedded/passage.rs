@@ -61,6 +61,7 @@
 use std::sync::Arc;
 
 use super::terms::Terms;
+use crate::generate::Closeness;
 use crate::search::{analyze_as, analyzers, defines};
 use crate::store::records::SourceRef;
 use crate::text::blocks::{self, Block};
@@ -116,6 +117,9 @@ pub struct Analysis {
 struct Sentence {
     block: usize,
     index: usize,
+    /// Its place among all the chunk's prose sentences (that of its vector in
+    /// [`Closeness::sentences`]).
+    ordinal: usize,
     /// It ends the chunk announcing a block (":"): the block opens the section's next chunk,
     /// and the sentence is quoted only when that chunk was retrieved too.
     cut: bool,
@@ -174,9 +178,11 @@ const STRING_BYTES: usize = 32;
 
 fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
     let mut out = Vec::new();
+    let mut ordinal = 0;
     for (bi, b) in blocks.iter().enumerate() {
         let Block::Prose(sentences) = b else { continue };
         for (i, text) in sentences.iter().enumerate() {
+            ordinal += 1;
             let letters = text.chars().filter(|c| c.is_alphabetic()).count();
             let cut = dangling(blocks, bi, i);
             if letters < 8 || (cut && bi + 1 < blocks.len()) || resumes(blocks, bi, i) {
@@ -197,16 +203,28 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
             let (terms, code_terms) = (Arc::new(terms.into()), code_terms.into());
             let opening = text.split_whitespace().next().map(str::to_lowercase);
             let identifiers = analyzers::identifiers(lang, text);
-            out.push(Sentence { block: bi, index: i, cut, terms, code_terms, definers, opening, identifiers });
+            let ordinal = ordinal - 1;
+            out.push(Sentence { block: bi, index: i, ordinal, cut, terms, code_terms, definers, opening, identifiers });
         }
     }
     out
 }
 
-/// A retrieved chunk read for answering: its name and its (cached) analysis.
+/// A retrieved chunk read for answering: its name, its (cached) analysis and how close the
+/// question is to it by meaning (default: no embedding model).
 struct Section<'a> {
     name: &'a str,
     analysis: Arc<Analysis>,
+    closeness: Closeness,
+}
+
+impl Section<'_> {
+    /// The question's cosine to the sentence at `at` of its analysis, when its vector is known
+    /// (all of the chunk's, or none, are).
+    fn sentence_cosine(&self, at: usize) -> Option<f32> {
+        let ordinal = self.sentences[at].ordinal;
+        self.closeness.sentences.get(ordinal).copied()
+    }
 }
 
 impl std::ops::Deref for Section<'_> {
@@ -236,6 +254,79 @@ struct Cand {
 pub struct Passage {
     pub text: String,
     pub used: Vec<usize>,
+}
+
+/// The reader's weights: how its signals combine, fitted on the labelled dev set
+/// (`tests/answers/questions.json`) by `cargo run --release --example answers -- --fit
+/// --embeddings DIR`, which prints them; [`Weights::FITTED`] holds the printed values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Weights {
+    /// What a sentence's cosine to the question adds to its lexical score, in shares of the
+    /// question's weight (1: as much as holding every term of the question).
+    pub sentence_cosine: f32,
+    /// What a section's cosine to the question adds to its lexical score (the score of its
+    /// best sentence plus its heading bonus, as a share of the question's weight) when the
+    /// best section is chosen.
+    pub section_cosine: f32,
+    /// The confidence that the best section answers, from its signals ([`Signals`]): an
+    /// answer when it is at least 0, else "I don't know".
+    pub confidence: Confidence,
+}
+
+/// `coverage · c + cosine · x + sentence · s + bias` of the best section's signals
+/// ([`Signals`]: coverage `c`, chunk cosine `x`, best quoted sentence's cosine `s`, which is
+/// `x` when the sentences have no vectors yet); without a cosine (no embedding model),
+/// `c − 1`: the passage must cover [`MIN_COVERAGE`] of the question's weight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Confidence {
+    pub coverage: f32,
+    pub cosine: f32,
+    pub sentence: f32,
+    pub bias: f32,
+}
+
+impl Confidence {
+    /// The confidence of `signals`.
+    pub fn of(&self, signals: &Signals) -> f32 {
+        match signals.cosine {
+            Some(x) => {
+                let s = signals.sentence.unwrap_or(x);
+                self.coverage * signals.coverage + self.cosine * x + self.sentence * s + self.bias
+            }
+            None => signals.coverage - 1.0,
+        }
+    }
+}
+
+impl Weights {
+    /// The weights [`answer`] uses (see [`Weights`] for how they were fitted).
+    pub const FITTED: Weights = Weights {
+        sentence_cosine: 0.5,
+        section_cosine: 0.0,
+        confidence: Confidence { coverage: 3.214, cosine: 1.417, sentence: 3.792, bias: -5.643 },
+    };
+}
+
+/// What the reader knew of the best section when it decided whether it answers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Signals {
+    /// Share of the question's weight its passage (with its heading path) covers, naming
+    /// included (5. in the module docs), over the share needed without embeddings
+    /// ([`MIN_COVERAGE`]; all of it for a one-term question): 1 is that bar.
+    pub coverage: f32,
+    /// The question's cosine similarity to its chunk's vector.
+    pub cosine: Option<f32>,
+    /// The largest cosine of the question to a sentence its passage quotes.
+    pub sentence: Option<f32>,
+    /// [`Confidence::of`] the signals.
+    pub confidence: f32,
+}
+
+/// What the reader made of a question: the passage that answers it (`None`: "I don't know"),
+/// and the signals of the best section when there was one.
+pub struct Reading {
+    pub passage: Option<Passage>,
+    pub signals: Option<Signals>,
 }
 
 fn sentence<'s>(sections: &'s [Section], c: &Cand) -> &'s str {
@@ -704,27 +795,57 @@ fn weight_in(weights: &[(String, f32)], t: &str) -> f32 {
     weights.iter().find(|(x, _)| x == t).map_or(0.0, |(_, w)| *w)
 }
 
-/// The passage answering `message` from `sources` (best first), or `None` when they do not
-/// answer it.
-pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Option<&'static str>) -> Option<Passage> {
-    let sections: Vec<Section> =
-        sources.iter().map(|s| Section { name: &s.name, analysis: super::cache::analysis(s, lang) }).collect();
-    let mut cands = candidates(&sections);
+/// The passage answering `message` from `sources` (best first; `closeness`: how close the
+/// question is to each by meaning, empty without an embedding model) read with weights `w`,
+/// and the signals it was decided on.
+pub fn answer(
+    message: &str,
+    intent: &Intent,
+    sources: &[SourceRef],
+    closeness: &[Closeness],
+    lang: Option<&'static str>,
+    w: &Weights,
+) -> Reading {
+    let sections: Vec<Section> = sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let closeness = closeness.get(i).cloned().unwrap_or_default();
+            Section { name: &s.name, analysis: super::cache::analysis(s, lang), closeness }
+        })
+        .collect();
+    let (passage, signals) = read(message, intent, &sections, &retrieval_priors(sources), lang, w);
+    Reading { passage, signals }
+}
+
+fn read(
+    message: &str,
+    intent: &Intent,
+    sections: &[Section],
+    priors: &[f32],
+    lang: Option<&'static str>,
+    w: &Weights,
+) -> (Option<Passage>, Option<Signals>) {
+    let mut cands = candidates(sections);
     let sc = scoring(message, intent, lang, &cands);
     if sc.weights.is_empty() || cands.is_empty() {
-        return None;
+        return (None, None);
     }
     let says: Vec<Vec<bool>> =
-        cands.iter().map(|c| sc.sides.iter().map(|side| sc.says(&sections, c, side)).collect()).collect();
+        cands.iter().map(|c| sc.sides.iter().map(|side| sc.says(sections, c, side)).collect()).collect();
     for (c, says) in cands.iter_mut().zip(says) {
         c.says = says;
     }
-    let priors = retrieval_priors(sources);
+    let semantic = closeness_scale(sections, &cands);
     for c in &mut cands {
-        c.score = sc.sentence_score(&sections, c) * priors[c.section];
+        // meaning counts in the question's weight: the candidate closest to the question weighs
+        // `sentence_cosine` times all of its terms, the farthest nothing
+        let semantic = sections[c.section].sentence_cosine(c.at).map_or(0.0, &semantic);
+        let lexical = sc.sentence_score(sections, c);
+        c.score = (lexical + w.sentence_cosine * semantic * sc.total) * priors[c.section];
     }
-    let best = best_section(&sections, &cands, &sc)?;
-    let mut chosen = choose(&sections, &cands, &sc, best);
+    let Some(best) = best_section(sections, &cands, &sc, w) else { return (None, None) };
+    let mut chosen = choose(sections, &cands, &sc, best);
     let covered = |chosen: &[&Cand]| -> Vec<String> {
         let mut t: Vec<String> = chosen.iter().flat_map(|c| c.terms.iter().cloned()).collect();
         t.extend(sections[best].path.iter().cloned());
@@ -735,10 +856,14 @@ pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Optio
     let needed = if sc.said >= 2 { MIN_COVERAGE } else { 0.99 };
     let identifiers: Vec<&[String]> =
         chosen.iter().flat_map(|c| sections[c.section].sentences[c.at].identifiers.iter().map(Vec::as_slice)).collect();
-    if sc.coverage(|t| first_terms.contains(t)) + sc.naming(&identifiers) < needed {
-        return None;
+    let coverage = (sc.coverage(|t| first_terms.contains(t)) + sc.naming(&identifiers)) / needed;
+    let sentence = chosen.iter().filter_map(|c| sections[c.section].sentence_cosine(c.at)).reduce(f32::max);
+    let mut signals = Signals { coverage, cosine: sections[best].closeness.chunk, sentence, confidence: 0.0 };
+    signals.confidence = w.confidence.of(&signals);
+    if signals.confidence < 0.0 || chosen.is_empty() {
+        return (None, Some(signals));
     }
-    if let Some(extra) = second_section(&sections, &cands, &sc, best, &first_terms) {
+    if let Some(extra) = second_section(sections, &cands, &sc, best, &first_terms) {
         chosen.push(extra);
     }
     // a comparison says what each side is: a side the passage does not define is taken from
@@ -751,7 +876,16 @@ pub fn answer(message: &str, intent: &Intent, sources: &[SourceRef], lang: Optio
             chosen.extend(best_saying);
         }
     }
-    Some(render(&sections, &chosen, matches!(intent, Intent::HowTo)))
+    (Some(render(sections, &chosen, matches!(intent, Intent::HowTo))), Some(signals))
+}
+
+/// The candidates' sentence cosines mapped onto 0..=1 between the lowest and the highest
+/// (as the vector scores are in [`crate::search::fusion`]): what sets sentences apart is how
+/// much closer one is than the others, not the model's baseline for text of the same domain.
+fn closeness_scale(sections: &[Section], cands: &[Cand]) -> impl Fn(f32) -> f32 {
+    let cosines = cands.iter().filter_map(|c| sections[c.section].sentence_cosine(c.at));
+    let (low, high) = cosines.fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), x| (l.min(x), h.max(x)));
+    move |x| if high > low { (x - low) / (high - low) } else { 0.0 }
 }
 
 /// How much each source's sentences count, from its retrieval score: the square root of its
@@ -772,7 +906,11 @@ fn retrieval_priors(sources: &[SourceRef]) -> Vec<f32> {
         .collect()
 }
 
-fn best_section(sections: &[Section], cands: &[Cand], sc: &Scoring) -> Option<usize> {
+/// The section whose best sentence (for a comparison, the sum of the best about each side)
+/// and heading bonus, as a share of the question's weight, plus its cosine times
+/// `w.section_cosine`, score highest; a section scoring nothing lexically is chosen only by its
+/// cosine.
+fn best_section(sections: &[Section], cands: &[Cand], sc: &Scoring, w: &Weights) -> Option<usize> {
     let mut best: Option<(f32, usize)> = None;
     for (si, s) in sections.iter().enumerate() {
         let mine = || cands.iter().filter(move |c| c.section == si);
@@ -786,12 +924,14 @@ fn best_section(sections: &[Section], cands: &[Cand], sc: &Scoring) -> Option<us
                 .sum(),
             _ => mine().map(|c| c.score).fold(0.0, f32::max),
         };
-        if top <= 0.0 {
+        let semantic = w.section_cosine * s.closeness.chunk.unwrap_or(0.0);
+        if top <= 0.0 && semantic <= 0.0 {
             continue;
         }
         // the heading of a how-to section names its task ("Numbering Lines"): it counts more
         let weight = if matches!(sc.intent, Intent::HowTo) { HOW_TO_HEADING_WEIGHT } else { 1.0 };
-        let score = top + weight * sc.heading_bonus(s);
+        let lexical = if top > 0.0 { top + weight * sc.heading_bonus(s) } else { 0.0 };
+        let score = lexical / sc.total.max(f32::EPSILON) + semantic;
         if best.is_none_or(|(b, _)| score > b) {
             best = Some((score, si));
         }
@@ -804,6 +944,11 @@ fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize
     // the chunks of one section (same heading path) are one passage to choose from
     let same = |si: usize| sections[si].name == sections[best].name;
     let mut mine: Vec<&Cand> = cands.iter().filter(|c| same(c.section) && c.score > 0.0).collect();
+    // a section chosen for its meaning alone, none of its sentences holding the question's
+    // words, is quoted from its start
+    if mine.is_empty() {
+        mine = cands.iter().filter(|c| c.section == best).collect();
+    }
     mine.sort_by(|a, b| b.score.total_cmp(&a.score).then((a.block, a.index).cmp(&(b.block, b.index))));
     let Some(anchor) = mine.first().copied() else { return Vec::new() };
     let mut chosen = vec![anchor];
@@ -1024,7 +1169,11 @@ mod tests {
     /// section; another question is about all its terms.
     #[test]
     fn a_yes_no_question_s_headings_are_those_naming_its_subject() {
-        let section = |name: &'static str| Section { name, analysis: Arc::new(Analysis::of(name, "Some text.", None)) };
+        let section = |name: &'static str| Section {
+            name,
+            analysis: Arc::new(Analysis::of(name, "Some text.", None)),
+            closeness: Closeness::default(),
+        };
         let (fact, how) = (Intent::Fact, Intent::HowTo);
         let sc = scoring("Can kettles be repaired once broken?", &fact, None, &[]);
         assert_eq!(sc.focus, analyze_as(None, "kettles"));
@@ -1038,7 +1187,11 @@ mod tests {
 
     #[test]
     fn a_how_to_heading_naming_the_verb_and_another_object_is_another_task_s() {
-        let section = |name: &'static str| Section { name, analysis: Arc::new(Analysis::of(name, "Some text.", None)) };
+        let section = |name: &'static str| Section {
+            name,
+            analysis: Arc::new(Analysis::of(name, "Some text.", None)),
+            closeness: Closeness::default(),
+        };
         let sc = scoring("How do I repair a kettle?", &Intent::HowTo, None, &[]);
         assert_eq!(sc.object, analyze_as(None, "kettle"));
         assert_eq!(sc.heading_bonus(&section("Workshop › Repairing Bicycles")), 0.0);
@@ -1048,7 +1201,11 @@ mod tests {
 
     #[test]
     fn a_how_to_heading_opening_with_another_verb_on_part_of_the_object_is_another_task_s() {
-        let section = |name: &'static str| Section { name, analysis: Arc::new(Analysis::of(name, "Some text.", None)) };
+        let section = |name: &'static str| Section {
+            name,
+            analysis: Arc::new(Analysis::of(name, "Some text.", None)),
+            closeness: Closeness::default(),
+        };
         let sc = scoring("How do I descale the kettle lid?", &Intent::HowTo, None, &[]);
         assert_eq!(sc.heading_bonus(&section("Kitchen › Polishing kettle spouts")), 0.0);
         // naming the whole object, its verb may be the task's in other words
