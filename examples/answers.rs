@@ -119,7 +119,8 @@ fn judge(q: &Question, kept: &Kept, w: &Weights) -> (Outcome, String, Option<Sig
     let persona = Persona { name: "Tutor".into(), greeting: "Hello!".into(), ..Persona::default() };
     let started = Instant::now();
     let sources = &kept.sources;
-    let (answer, signals) = reply_with(&persona, &q.question, sources, &kept.closeness(), w);
+    let (answer, explanation) = reply_with(&persona, &q.question, sources, &kept.closeness(), w);
+    let signals = explanation.signals;
     let millis = started.elapsed().as_secs_f64() * 1e3;
     let answered = !answer.text.starts_with(IDK) || !answer.used.is_empty();
     let expected_source = answered && answer.used.iter().any(|i| q.expects(&sources[*i].name));

@@ -214,14 +214,14 @@ async fn ranked(kb: &labelled::Kb, q: &str) -> Vec<Vec<String>> {
     }
     let vector = kb.search.hybrid(kb.replica, None, q, DEPTH, Fusion::Rrf).await.expect("hybrid");
     let only: Vec<(u64, u32)> = {
-        let mut v: Vec<_> = vector.iter().filter(|f| f.ranks.vector.is_some()).collect();
+        let mut v: Vec<_> = vector.hits.iter().filter(|f| f.ranks.vector.is_some()).collect();
         v.sort_by_key(|f| f.ranks.vector);
         v.iter().map(|f| (f.entry, f.chunk)).collect()
     };
     out.push(kb.titles(only).await);
     for how in [Fusion::Rrf, chat::FUSION] {
         let fused = kb.search.hybrid(kb.replica, None, q, DEPTH, how).await.expect("hybrid");
-        out.push(kb.titles(fused.iter().map(|f| (f.entry, f.chunk)).collect()).await);
+        out.push(kb.titles(fused.hits.iter().map(|f| (f.entry, f.chunk)).collect()).await);
     }
     out
 }

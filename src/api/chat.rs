@@ -16,13 +16,14 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::history::{retrieved_view, source_view};
 use super::path_replica;
 use crate::app::App;
 use crate::error::{Error, Result};
+use crate::generate::embedded::Explanation;
 use crate::generate::Turn;
 use crate::http::request::Req;
 use crate::http::response::{error_body, sse_event, Reply};
@@ -159,8 +160,9 @@ pub async fn complete(app: Arc<App>, req: Req) -> Result<Reply> {
 /// # `POST /v1/replicas/{replicaUUID}/chat/completions/test`
 /// A retrieval check (DECISIONS.md "Knowledge base"), organization key only: the body of
 /// `…/chat/completions`; 200 `{success, content, query, sources}` — the reply, the search query
-/// it used, and every source retrieved for it, best first, with its fused score and its BM25
-/// and vector ranks (`bm25Rank`, `vectorRank`) — with
+/// it used, every source retrieved for it, best first, with its fused score, its BM25 and
+/// vector ranks (`bm25Rank`, `vectorRank`) and its cosine to the question, and, from the
+/// embedded generator, `reader`: why it answered so ([`ReaderView`]) — with
 /// `X-Replica-Backend`. Nothing is stored in the history (token usage is counted). Errors: 400,
 /// 404, 502.
 pub async fn complete_test(app: Arc<App>, req: Req) -> Result<Reply> {
@@ -172,8 +174,65 @@ pub async fn complete_test(app: Arc<App>, req: Req) -> Result<Reply> {
     let user = req.caller()?.acting_user();
     let done = chat::complete(&context(&app), &replica, user, ask).await?;
     let sources: Vec<_> = done.retrieved.iter().zip(&done.ranks).map(|(s, r)| retrieved_view(s, r)).collect();
-    let reply = Reply::ok(&json!({ "content": done.content, "query": body.content, "sources": sources }));
-    Ok(reply.with_header("x-replica-backend", &done.backend))
+    let mut view = json!({ "content": done.content, "query": body.content, "sources": sources });
+    if let Some(e) = &done.explanation {
+        view["reader"] = serde_json::to_value(reader_view(e)).map_err(Error::internal)?;
+    }
+    Ok(Reply::ok(&view).with_header("x-replica-backend", &done.backend))
+}
+
+/// Why the embedded reader answered as it did (the retrieval check's `reader`): the best
+/// section's signals and decision, and its best-scored candidate sentences.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReaderView<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    coverage: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cosine: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sentence_cosine: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confidence: Option<f32>,
+    answered: bool,
+    sentences: Vec<SentenceView<'a>>,
+}
+
+/// A candidate sentence of [`ReaderView`]; `source` is its source's 1-based place in `sources`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SentenceView<'a> {
+    source: usize,
+    text: &'a str,
+    lexical: f32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cosine: Option<f32>,
+    score: f32,
+    quoted: bool,
+}
+
+fn reader_view(e: &Explanation) -> ReaderView<'_> {
+    let s = e.signals.as_ref();
+    let sentences = e
+        .sentences
+        .iter()
+        .map(|x| SentenceView {
+            source: x.source + 1,
+            text: &x.text,
+            lexical: x.lexical,
+            cosine: x.cosine,
+            score: x.score,
+            quoted: x.quoted,
+        })
+        .collect();
+    ReaderView {
+        coverage: s.map(|s| s.coverage),
+        cosine: s.and_then(|s| s.cosine),
+        sentence_cosine: s.and_then(|s| s.sentence),
+        confidence: s.map(|s| s.confidence),
+        answered: e.answered,
+        sentences,
+    }
 }
 
 /// # `POST /v1/replicas/{replicaUUID}/chat/completions/messengerA`

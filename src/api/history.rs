@@ -27,8 +27,9 @@ pub struct SourceView<'a> {
     content: &'a str,
 }
 
-/// A source of the retrieval check (`…/chat/completions/test`): its view and where its chunk
-/// ranked by BM25 and by its vector (1 = first; absent when that ranking did not find it).
+/// A source of the retrieval check (`…/chat/completions/test`): its view, where its chunk
+/// ranked by BM25 and by its vector (1 = first; absent when that ranking did not find it) and
+/// the question's cosine to its vector (absent without one).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RetrievedView<'a> {
@@ -38,11 +39,13 @@ pub struct RetrievedView<'a> {
     bm25_rank: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     vector_rank: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cosine: Option<f32>,
 }
 
 /// The wire view of retrieved source `s`, ranked `ranks`.
 pub fn retrieved_view<'a>(s: &'a SourceRef, ranks: &crate::search::fusion::Ranks) -> RetrievedView<'a> {
-    RetrievedView { source: source_view(s), bm25_rank: ranks.bm25, vector_rank: ranks.vector }
+    RetrievedView { source: source_view(s), bm25_rank: ranks.bm25, vector_rank: ranks.vector, cosine: ranks.cosine }
 }
 
 /// The wire view of source `s`.

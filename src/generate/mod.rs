@@ -45,6 +45,8 @@ pub enum Piece {
     /// Indexes (into [`Generation::sources`]) of the sources the reply quotes. Without it,
     /// every source given to the model counts as used.
     Cited(Vec<usize>),
+    /// Why the embedded reader answered as it did (that backend only).
+    Explained(Box<embedded::Explanation>),
 }
 
 /// The replica facts a reply is made for.

@@ -17,6 +17,7 @@ use super::channel_data::{ChannelKey, Stamped};
 use super::history::{self, NewItem};
 use super::usage::Pool;
 use crate::error::{Error, Result};
+use crate::generate::embedded::Explanation;
 use crate::generate::{
     prompt, Backends, Closeness, Generation, ModelRoute, Persona, Piece, Pieces, Turn, Usage, EMBEDDED,
 };
@@ -107,6 +108,8 @@ pub struct Completion {
     pub usage: Usage,
     /// The reply was cut short (see [`crate::store::records::Message::interrupted`]).
     pub interrupted: bool,
+    /// Why the embedded reader answered as it did (`None` from an upstream model).
+    pub explanation: Option<Explanation>,
 }
 
 /// What a stream reports, in order: deltas, then at most one `Failed`, then `Done` (unless the
@@ -411,6 +414,7 @@ struct ChatReply {
     text: String,
     usage: Option<Usage>,
     cited: Option<Vec<usize>>,
+    explanation: Option<Explanation>,
 }
 
 impl ChatReply {
@@ -420,6 +424,7 @@ impl ChatReply {
             Piece::Text(t) => self.text.push_str(&t),
             Piece::Usage(u) => self.usage = Some(u),
             Piece::Cited(c) => self.cited = Some(c),
+            Piece::Explained(e) => self.explanation = Some(*e),
         }
     }
 }
@@ -441,6 +446,7 @@ async fn finish(store: &Store, mut p: Prepared, reply: ChatReply, interrupted: b
         message_id: None,
         usage,
         interrupted,
+        explanation: reply.explanation,
     };
     let items = if p.ask.skip_chat_history { Vec::new() } else { exchange(&p.ask, &completion) };
     let (replica, user, private, now) = (p.replica.id, p.user, p.replica.private, now_ms());

@@ -86,6 +86,55 @@ async fn a_question_in_other_words_finds_its_passage_by_meaning_where_bm25_finds
     }
 }
 
+const DICTIONARIES: &str = "A dictionary maps keys to values, and any key is looked up in constant time. \
+    Iterating over a dictionary yields each of its keys in insertion order. \
+    You can get rid of a key and its value with the del statement, as in del d['jack']. \
+    Keys must be immutable, such as strings and numbers.";
+
+/// The retrieval check of `question` whole.
+async fn checked(org: &Org, replica: &str, question: &str) -> Value {
+    let path = format!("/v1/replicas/{replica}/chat/completions/test");
+    let (s, v) = org.post(&path, json!({ "content": question })).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    v
+}
+
+#[tokio::test]
+async fn the_reader_quotes_the_sentence_closest_in_meaning_and_shows_its_scores() {
+    let files = tempfile::tempdir().unwrap();
+    let path = minilm_catalog(files.path());
+    let hybrid = Server::start_with(&["--embedding-models", path.to_str().unwrap()]);
+    let plain = Server::start();
+    let question = "How do I remove a key from a dictionary?";
+    for (server, by_meaning) in [(&hybrid, true), (&plain, false)] {
+        let org = server.new_org("Reader").await;
+        let replica = org.create_replica("reader").await;
+        org.add_ready_text(&replica, "Dictionaries", DICTIONARIES).await;
+        org.add_ready_text(&replica, "Automobiles", ENGINES).await;
+        let v = checked(&org, &replica, question).await;
+        let reader = &v["reader"];
+        let sentences = reader["sentences"].as_array().expect("the reader's sentences");
+        assert!(!sentences.is_empty() && sentences.iter().all(|s| s["source"] == 1), "{reader}");
+        let has_cosine = |s: &Value| s["cosine"].is_number();
+        if !by_meaning {
+            assert!(sentences.iter().all(|s| !has_cosine(s)) && reader.get("cosine").is_none(), "{reader}");
+            continue;
+        }
+        // every sentence has its cosine; the closest one in meaning is the best scored and quoted
+        assert!(sentences.iter().all(has_cosine), "{reader}");
+        let closest = sentences.iter().max_by(|a, b| a["cosine"].as_f64().partial_cmp(&b["cosine"].as_f64()).unwrap());
+        let closest = closest.unwrap();
+        assert!(closest["text"].as_str().unwrap().contains("del statement"), "{reader}");
+        assert_eq!(&sentences[0], closest, "the best scored: {reader}");
+        assert_eq!(closest["quoted"], true, "{reader}");
+        assert!(v["content"].as_str().unwrap().contains("with the del statement"), "{v}");
+        assert_eq!(reader["answered"], true, "{reader}");
+        assert!(reader["confidence"].as_f64().unwrap() >= 0.0, "{reader}");
+        assert_eq!(reader["sentenceCosine"], closest["cosine"], "the closest quoted sentence's: {reader}");
+        assert!(reader["cosine"].is_number() && reader["coverage"].is_number(), "{reader}");
+    }
+}
+
 #[tokio::test]
 async fn the_embedding_model_defaults_to_the_catalog_s_is_checked_and_cannot_change_once_set() {
     let files = tempfile::tempdir().unwrap();
@@ -158,7 +207,7 @@ async fn vectors_survive_kill_9_reindex_and_backup_without_being_computed_again(
     org.add_ready_text(&replica, "Felines", FELINES).await;
     org.add_ready_text(&replica, "Automobiles", ENGINES).await;
     let embedded = passages_embedded(&standin);
-    assert_eq!(embedded, 2, "one passage per chunk");
+    assert_eq!(embedded, 4, "one passage per chunk and one per sentence (each text has one)");
     let has_vectors = |sources: &[Value]| !sources.is_empty() && sources.iter().all(|s| s["vectorRank"].is_number());
 
     let dir = server.kill9();

@@ -13,7 +13,7 @@ pub mod passage;
 mod terms;
 
 use crate::text::intent;
-pub use passage::{Confidence, Signals, Weights};
+pub use passage::{Confidence, Explanation, ScoredSentence, Signals, Weights};
 
 use std::collections::VecDeque;
 
@@ -43,7 +43,7 @@ impl Backend for Embedded {
         stream: bool,
     ) -> BoxFuture<'a, Result<Box<dyn Pieces>>> {
         Box::pin(async move {
-            let answer = reply_with(&g.persona, &g.question, &g.sources, &g.closeness, &Weights::FITTED).0;
+            let (answer, explanation) = reply_with(&g.persona, &g.question, &g.sources, &g.closeness, &Weights::FITTED);
             let sent: usize = g.sources.iter().map(|s| prompt::estimate_tokens(&s.content)).sum();
             let usage = Usage {
                 prompt_tokens: (prompt::estimate_tokens(&g.question) + sent) as u64,
@@ -53,6 +53,7 @@ impl Backend for Embedded {
             let texts = if stream { deltas(&answer.text) } else { vec![answer.text] };
             let mut queue: VecDeque<Piece> = texts.into_iter().map(Piece::Text).collect();
             queue.push_back(Piece::Cited(answer.used));
+            queue.push_back(Piece::Explained(Box::new(explanation)));
             queue.push_back(Piece::Usage(usage));
             Ok(Box::new(Queued(queue)) as Box<dyn Pieces>)
         })
@@ -113,16 +114,16 @@ pub fn reply(persona: &Persona, message: &str, sources: &[SourceRef]) -> Answer 
 /// question is to each by meaning (`closeness`, in order; empty without an embedding model),
 /// read with weights `w`; of
 /// the persona, the `name` (in "I don't know") and the `greeting` (answering a greeting) are
-/// used. With it, the reader's signals on the best section, when it weighed one.
+/// used. With it, why the reader answered so (empty for small talk).
 pub fn reply_with(
     persona: &Persona,
     message: &str,
     sources: &[SourceRef],
     closeness: &[Closeness],
     w: &Weights,
-) -> (Answer, Option<Signals>) {
+) -> (Answer, Explanation) {
     if let Some(text) = small_talk(persona, message) {
-        return (Answer { text, used: Vec::new() }, None);
+        return (Answer { text, used: Vec::new() }, Explanation::default());
     }
     // One language for the question and every sentence, detected on the best source (longer and
     // more reliable than a question), so that both sides are analyzed alike.
@@ -139,7 +140,7 @@ pub fn reply_with(
             used: Vec::new(),
         },
     };
-    (answer, reading.signals)
+    (answer, reading.explanation)
 }
 
 fn normalized(message: &str) -> String {

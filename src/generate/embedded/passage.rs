@@ -323,10 +323,42 @@ pub struct Signals {
 }
 
 /// What the reader made of a question: the passage that answers it (`None`: "I don't know"),
-/// and the signals of the best section when there was one.
+/// and why.
 pub struct Reading {
     pub passage: Option<Passage>,
+    pub explanation: Explanation,
+}
+
+/// Why the reader answered as it did: the signals of the best section (`None` when no section
+/// held anything of the question) and its best-scored candidate sentences, best first (at
+/// most [`EXPLAINED_SENTENCES`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Explanation {
     pub signals: Option<Signals>,
+    pub sentences: Vec<ScoredSentence>,
+    /// Whether it answered (else "I don't know").
+    pub answered: bool,
+}
+
+/// Most candidate sentences an [`Explanation`] lists.
+pub const EXPLAINED_SENTENCES: usize = 10;
+
+/// A candidate sentence as the reader scored it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoredSentence {
+    /// Index of its source (into the sources read).
+    pub source: usize,
+    pub text: String,
+    /// Its lexical score (terms, heading path, definition and how-to signals) as a share of
+    /// the question's weight.
+    pub lexical: f32,
+    /// The question's cosine to its vector (`None`: no vector).
+    pub cosine: Option<f32>,
+    /// Its score: lexical plus `sentence_cosine` times its scaled cosine, times its source's
+    /// retrieval prior.
+    pub score: f32,
+    /// Whether the answer quotes it.
+    pub quoted: bool,
 }
 
 fn sentence<'s>(sections: &'s [Section], c: &Cand) -> &'s str {
@@ -814,8 +846,8 @@ pub fn answer(
             Section { name: &s.name, analysis: super::cache::analysis(s, lang), closeness }
         })
         .collect();
-    let (passage, signals) = read(message, intent, &sections, &retrieval_priors(sources), lang, w);
-    Reading { passage, signals }
+    let (passage, explanation) = read(message, intent, &sections, &retrieval_priors(sources), lang, w);
+    Reading { passage, explanation }
 }
 
 fn read(
@@ -825,11 +857,11 @@ fn read(
     priors: &[f32],
     lang: Option<&'static str>,
     w: &Weights,
-) -> (Option<Passage>, Option<Signals>) {
+) -> (Option<Passage>, Explanation) {
     let mut cands = candidates(sections);
     let sc = scoring(message, intent, lang, &cands);
     if sc.weights.is_empty() || cands.is_empty() {
-        return (None, None);
+        return (None, Explanation::default());
     }
     let says: Vec<Vec<bool>> =
         cands.iter().map(|c| sc.sides.iter().map(|side| sc.says(sections, c, side)).collect()).collect();
@@ -837,14 +869,19 @@ fn read(
         c.says = says;
     }
     let semantic = closeness_scale(sections, &cands);
+    let mut lexical = Vec::with_capacity(cands.len());
     for c in &mut cands {
         // meaning counts in the question's weight: the candidate closest to the question weighs
         // `sentence_cosine` times all of its terms, the farthest nothing
         let semantic = sections[c.section].sentence_cosine(c.at).map_or(0.0, &semantic);
-        let lexical = sc.sentence_score(sections, c);
-        c.score = (lexical + w.sentence_cosine * semantic * sc.total) * priors[c.section];
+        lexical.push(sc.sentence_score(sections, c));
+        c.score = (lexical[lexical.len() - 1] + w.sentence_cosine * semantic * sc.total) * priors[c.section];
     }
-    let Some(best) = best_section(sections, &cands, &sc, w) else { return (None, None) };
+    let explain = |chosen: &[&Cand], signals| {
+        let sentences = explained(sections, &cands, &lexical, sc.total, chosen);
+        Explanation { signals, sentences, answered: !chosen.is_empty() }
+    };
+    let Some(best) = best_section(sections, &cands, &sc, w) else { return (None, explain(&[], None)) };
     let mut chosen = choose(sections, &cands, &sc, best);
     let covered = |chosen: &[&Cand]| -> Vec<String> {
         let mut t: Vec<String> = chosen.iter().flat_map(|c| c.terms.iter().cloned()).collect();
@@ -861,7 +898,7 @@ fn read(
     let mut signals = Signals { coverage, cosine: sections[best].closeness.chunk, sentence, confidence: 0.0 };
     signals.confidence = w.confidence.of(&signals);
     if signals.confidence < 0.0 || chosen.is_empty() {
-        return (None, Some(signals));
+        return (None, explain(&[], Some(signals)));
     }
     if let Some(extra) = second_section(sections, &cands, &sc, best, &first_terms) {
         chosen.push(extra);
@@ -876,7 +913,36 @@ fn read(
             chosen.extend(best_saying);
         }
     }
-    (Some(render(sections, &chosen, matches!(intent, Intent::HowTo))), Some(signals))
+    (Some(render(sections, &chosen, matches!(intent, Intent::HowTo))), explain(&chosen, Some(signals)))
+}
+
+/// The best-scored [`EXPLAINED_SENTENCES`] of `cands` (whose lexical scores, in the question's
+/// weight `total`, are `lexical`), best first, those of `chosen` marked quoted.
+fn explained(
+    sections: &[Section],
+    cands: &[Cand],
+    lexical: &[f32],
+    total: f32,
+    chosen: &[&Cand],
+) -> Vec<ScoredSentence> {
+    let mut order: Vec<usize> = (0..cands.len()).filter(|&i| cands[i].score > 0.0).collect();
+    order.sort_by(|&a, &b| cands[b].score.total_cmp(&cands[a].score));
+    order.truncate(EXPLAINED_SENTENCES);
+    let total = total.max(f32::EPSILON);
+    order
+        .into_iter()
+        .map(|i| {
+            let c = &cands[i];
+            ScoredSentence {
+                source: c.section,
+                text: sentence(sections, c).to_string(),
+                lexical: lexical[i] / total,
+                cosine: sections[c.section].sentence_cosine(c.at),
+                score: c.score / total,
+                quoted: chosen.iter().any(|x| std::ptr::eq(*x, c)),
+            }
+        })
+        .collect()
 }
 
 /// The candidates' sentence cosines mapped onto 0..=1 between the lowest and the highest

@@ -199,6 +199,7 @@ fn retrieved_source() -> Value {
     };
     v["properties"]["bm25Rank"] = rank("BM25");
     v["properties"]["vectorRank"] = rank("vector (embedding)");
+    v["properties"]["cosine"] = cosine("the question's embedding to the chunk's vector (absent without one)");
     v["properties"]["score"]["description"] = json!(
         "Ours: the fused score, 0.7 · bm25 / bm25_max + 0.3 · cosine' (the cosine scaled between the last and \
          the first vector hit) over the rankings that found the chunk; with no embedding model configured \
@@ -257,7 +258,44 @@ fn completion_test() -> Value {
                 "items": super::reference("RetrievedSource"),
                 "description": "Ours: every source retrieved for the query, best first, with its fused `score` and its BM25 and vector ranks (a chunk whose own heading the query names whole may take BM25's last place).",
             },
+            "reader": reader(),
         }),
         false,
     )
+}
+
+/// A cosine similarity of the question's embedding, described as to `what`.
+fn cosine(what: &str) -> Value {
+    json!({ "type": "number", "minimum": -1, "maximum": 1, "description": format!("Ours: the cosine similarity of {what}.") })
+}
+
+/// Why the embedded generator answered as it did (the retrieval check's `reader`).
+fn reader() -> Value {
+    let share = |what: &str| json!({ "type": "number", "description": format!("Ours: {what}") });
+    let sentence = object(
+        &["source", "text", "lexical", "score", "quoted"],
+        json!({
+            "source": { "type": "integer", "minimum": 1, "description": "Ours: the sentence's source, its place (1 = first) in `sources`." },
+            "text": string(),
+            "lexical": share("the sentence's lexical score (the question's terms it holds, weighted by their rarity, its heading path, definition and how-to signals) as a share of the question's weight."),
+            "cosine": cosine("the question's embedding to the sentence's vector (with its heading; absent without one)"),
+            "score": share("the sentence's score: lexical plus a fitted weight times its cosine scaled between the candidates' lowest and highest, times its source's retrieval prior."),
+            "quoted": { "type": "boolean", "description": "Ours: whether the answer quotes it." },
+        }),
+        false,
+    );
+    let mut v = object(
+        &["answered", "sentences"],
+        json!({
+            "coverage": share("the share of the question's weight the best section's passage covers, over the share needed without embeddings (1 is that bar)."),
+            "cosine": cosine("the question's embedding to the best section's chunk"),
+            "sentenceCosine": cosine("the question's embedding to the closest sentence the answer quotes"),
+            "confidence": share("the reader's confidence that the best section answers: a combination of coverage and the two cosines with weights fitted on labelled questions (without an embedding model, coverage − 1). It answers when this is at least 0, else says it does not know."),
+            "answered": { "type": "boolean", "description": "Ours: whether the reader answered (else it said it does not know)." },
+            "sentences": { "type": "array", "items": sentence, "description": "Ours: the best-scored candidate sentences (at most 10), best first." },
+        }),
+        false,
+    );
+    v["description"] = json!("Ours, from the embedded generator only (absent for upstream models): why it answered as it did. The signals are absent when no retrieved section held anything of the question.");
+    v
 }
