@@ -12,10 +12,17 @@
 //! cargo run --release --example answers -- --set heldout  # the held-out set instead
 //! cargo run --release --example answers -- --embeddings DIR # hybrid retrieval (BM25 + vectors), as served
 //! cargo run --release --example answers -- --embeddings DIR --floors tests/answers/floors.json  # CI's gate
+//! cargo run --release --example answers -- --embeddings DIR --fit   # fits the reader's weights on dev
+//! cargo run --example answers -- --replay /tmp/sources.json --always 0.5,0  # never "I don't know"
 //! ```
 //!
+//! `--fit` fits the embedded reader's `Weights` on the `dev` split of the dev set
+//! (`common/reader_fit.rs`), prints them and answers with them; `--always S,C` answers every
+//! question with `sentence_cosine` S and `section_cosine` C, "I don't know" set aside (to see
+//! what the reader would quote).
+//!
 //! `--replay` skips indexing and retrieval (the generator alone, fast even in a debug build, for
-//! iterating on it); its p50 is the generator's time only.
+//! iterating on it).
 //!
 //! Questions: `--set dev` (the default), `tests/answers/questions.json` over two corpora, the
 //! Python tutorial (`data/sample/python-tutorial`) and the GNU sed manual (`data/sed-manual`);
@@ -39,13 +46,14 @@
 //!   section (the part of the sources a routed model would get);
 //! - **topk**: the same of all the chunks handed to the generator (the ceiling retrieval sets
 //!   on **source**);
-//! - **p50**: median time of retrieval + answer, in milliseconds.
+//! - **p50**: median time of the reader's answer (retrieval left out), in milliseconds.
 //!
 //! `--ranks` prints, for each answerable question whose sources lack an expected section, the
 //! rank of the first chunk of one among the index's best 30 hits, and the titles of the best 5.
 //!
 //! Rows: per corpus and split, per corpus, per split, all, per question kind (`kind howto`, …)
-//! and, in the held-out set, per phrasing (`phrasing lexical`, `phrasing paraphrase`). In the dev
+//! and per phrasing (`phrasing lexical`, `phrasing paraphrase`: every held-out question, and the
+//! dev set's paraphrased and near-domain unanswerable ones). In the dev
 //! set the `dev` split is what the generator was tuned on; its `heldout` split (every third
 //! question) was only measured while tuning, so it is not held out from the tuner's eyes as the
 //! held-out set is.

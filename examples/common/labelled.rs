@@ -34,7 +34,7 @@ pub struct Question {
     pub sections: Vec<String>,
     #[serde(default)]
     pub keys: Vec<String>,
-    /// `lexical` or `paraphrase` (the held-out set only).
+    /// `lexical` or `paraphrase` (every held-out question; the dev set's newer ones).
     #[serde(default)]
     pub phrasing: Option<String>,
 }

@@ -3,7 +3,10 @@
 //!
 //! The indexer makes a changed entry searchable by BM25 at once and hands it here when some of
 //! its chunks have no vector of the replica's model yet ([`Queue::push`]); the entry reports
-//! `READY` only once all are in. This task embeds [`SLICE`] chunks at a time, taking the
+//! `READY` only once all are in. A chunk's vectors are its own and one per prose sentence
+//! ([`sentence_texts`], for the embedded reader: about as many tokens again as the chunk, so
+//! embedding takes about twice as long as the chunks' alone). This task embeds [`SLICE`]
+//! chunks at a time, taking the
 //! replicas in turn (one upload of thousands of chunks does not hold back another replica's
 //! small one), and stores each slice's vectors in one write. The write that completes an entry
 //! appends an outbox row for it, so the indexer loads its vectors and marks it `READY` (the
@@ -28,7 +31,8 @@ use crate::error::Result;
 use crate::store::records::{Chunk, ChunkVector, KbEntry, KbStatus};
 use crate::store::{self, kb, tables, Store};
 
-/// Most chunks embedded in one step (one store write): ~1.5 s of one core for MiniLM.
+/// Most chunks embedded in one step (one store write), with their sentences: ~3 s of one core
+/// for MiniLM.
 pub const SLICE: usize = 16;
 /// Wait before trying again after an embedding failure.
 const RETRY: Duration = Duration::from_secs(5);

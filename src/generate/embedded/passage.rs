@@ -18,7 +18,7 @@
 //!    the square root of its share of the best retrieval score. The question's terms include
 //!    the words its form implies ([`expansion`]): a placeholder ordinal counts as the ordinal
 //!    it stands for ("NUMBERth" for "second"); an unsaid word ("works" for "How does X …?")
-//!    weighs like the question's own terms but is not needed for coverage (5).
+//!    weighs like the question's own terms but is not needed for coverage (6).
 //! 2. The best section is the chunk with the best sentence (for a comparison, the sum of the
 //!    best about each side) plus a heading bonus: the weight of the question's terms (X's, for a
 //!    definition) that its own heading names, times the share of that heading they make up or,
@@ -50,9 +50,17 @@
 //!    names a term of the question's focus (a definition's or yes/no question's subject, a
 //!    comparison's sides: not what its other words describe elsewhere); a
 //!    comparison whose passage does not say what one side is takes that from another section.
-//! 5. When the best section's passage (with its heading path) covers less than
-//!    [`MIN_COVERAGE`] of the weight of the terms the question says (all of it for a one-term
-//!    question), there is no answer. Terms that name an identifier of the passage by two or
+//! 5. With an embedding model, meaning counts beside the words: each candidate sentence's
+//!    cosine to the question (its vector computed with its chunk's when the chunk was indexed,
+//!    never per question; [`Closeness`]), scaled between the candidates' lowest and highest,
+//!    adds [`Weights::sentence_cosine`] times the question's weight to its score (1.), and
+//!    "I don't know" is decided by one [`Confidence`] that combines the best section's coverage
+//!    (below), its chunk's cosine and its closest quoted sentence's, against one threshold
+//!    calibrated on unanswerable questions. The weights are fitted on the labelled dev set
+//!    ([`Weights`]), not set by hand.
+//! 6. Without an embedding model, when the best section's passage (with its heading path)
+//!    covers less than [`MIN_COVERAGE`] of the weight of the terms the question says (all of
+//!    it for a one-term question), there is no answer. Terms that name an identifier of the passage by two or
 //!    more of its parts, in order ("rainbow unicorn" for `RAINBOW_UNICORN_abc123`), count twice:
 //!    the question names that very identifier, which is stronger evidence than its words found
 //!    apart, and it lets the question's words about something else ("… mentioned in the text")
@@ -311,7 +319,7 @@ impl Weights {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Signals {
     /// Share of the question's weight its passage (with its heading path) covers, naming
-    /// included (5. in the module docs), over the share needed without embeddings
+    /// included (6. in the module docs), over the share needed without embeddings
     /// ([`MIN_COVERAGE`]; all of it for a one-term question): 1 is that bar.
     pub coverage: f32,
     /// The question's cosine similarity to its chunk's vector.
