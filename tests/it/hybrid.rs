@@ -59,17 +59,21 @@ fn passages_embedded(standin: &StandIn) -> usize {
     inputs.filter(|i| i.as_str().is_some_and(|t| t.starts_with("passage: "))).count()
 }
 
+/// A server with the real MiniLM model (`true`: retrieval by meaning too) and one without.
+fn hybrid_and_plain() -> [(Server, bool); 2] {
+    let files = tempfile::tempdir().unwrap();
+    let path = minilm_catalog(files.path());
+    let hybrid = Server::start_with(&["--embedding-models", path.to_str().unwrap()]);
+    [(hybrid, true), (Server::start(), false)]
+}
+
 const FELINES: &str = "Felines sleep for most of the day, often twelve to sixteen hours.";
 const ENGINES: &str = "Automobiles need fresh engine oil every ten thousand kilometres.";
 const PARAPHRASE: &str = "How long do cats nap?";
 
 #[tokio::test]
 async fn a_question_in_other_words_finds_its_passage_by_meaning_where_bm25_finds_nothing() {
-    let files = tempfile::tempdir().unwrap();
-    let path = minilm_catalog(files.path());
-    let hybrid = Server::start_with(&["--embedding-models", path.to_str().unwrap()]);
-    let plain = Server::start();
-    for (server, by_meaning) in [(&hybrid, true), (&plain, false)] {
+    for (server, by_meaning) in &hybrid_and_plain() {
         let org = server.new_org("Meaning").await;
         let replica = org.create_replica("pets").await;
         org.add_ready_text(&replica, "Felines", FELINES).await;
@@ -101,12 +105,8 @@ async fn checked(org: &Org, replica: &str, question: &str) -> Value {
 
 #[tokio::test]
 async fn the_reader_quotes_the_sentence_closest_in_meaning_and_shows_its_scores() {
-    let files = tempfile::tempdir().unwrap();
-    let path = minilm_catalog(files.path());
-    let hybrid = Server::start_with(&["--embedding-models", path.to_str().unwrap()]);
-    let plain = Server::start();
     let question = "How do I remove a key from a dictionary?";
-    for (server, by_meaning) in [(&hybrid, true), (&plain, false)] {
+    for (server, by_meaning) in &hybrid_and_plain() {
         let org = server.new_org("Reader").await;
         let replica = org.create_replica("reader").await;
         org.add_ready_text(&replica, "Dictionaries", DICTIONARIES).await;
