@@ -8,6 +8,7 @@
 //! cargo run --release --example retrieval -- bench 10000 --tenants 10   # … the chunks spread over 10 replicas
 //! cargo run --release --example retrieval -- sections --set heldout  # right section: BM25 vs SQLite FTS5
 //! cargo run --release --example retrieval -- sections --embeddings DIR  # … and vectors, RRF, convex
+//! FUSION_BM25_WEIGHTS=0.3,0.5 cargo run --release --example retrieval -- sections --embeddings DIR  # … and other convex weights
 //! ```
 //!
 //! `eval` indexes `data/sample/python-tutorial` as the demo does and asks every question of
@@ -197,12 +198,20 @@ struct Ranks {
 
 /// The rankings `sections` compares: BM25 and FTS5, and with `--embeddings` the vectors alone,
 /// reciprocal rank fusion and the fusion the server uses (`chat::FUSION`).
-fn columns(hybrid: bool) -> Vec<&'static str> {
-    let mut c = vec!["BM25", "FTS5"];
+fn columns(hybrid: bool) -> Vec<String> {
+    let mut c: Vec<String> = ["BM25", "FTS5"].map(String::from).to_vec();
     if hybrid {
-        c.extend(["vector", "RRF", "served"]);
+        c.extend(["vector", "RRF", "served"].map(String::from));
+        c.extend(tried_weights().iter().map(|w| format!("w{w}")));
     }
     c
+}
+
+/// BM25 weights of convex fusions to rank by besides the served one, from
+/// `FUSION_BM25_WEIGHTS` (comma-separated, e.g. `0.3,0.5`; columns `w0.3`, `w0.5`).
+fn tried_weights() -> Vec<f32> {
+    let listed = std::env::var("FUSION_BM25_WEIGHTS").unwrap_or_default();
+    listed.split(',').filter(|w| !w.is_empty()).map(|w| w.trim().parse().expect("a BM25 weight")).collect()
 }
 
 /// The titles of `replica`'s best `DEPTH` chunks for `q` by each ranking of [`columns`] but FTS5.
@@ -219,7 +228,8 @@ async fn ranked(kb: &labelled::Kb, q: &str) -> Vec<Vec<String>> {
         v.iter().map(|f| (f.entry, f.chunk)).collect()
     };
     out.push(kb.titles(only).await);
-    for how in [Fusion::Rrf, chat::FUSION] {
+    let tried = tried_weights().into_iter().map(|w| Fusion::Convex { bm25_weight: w });
+    for how in [Fusion::Rrf, chat::FUSION].into_iter().chain(tried) {
         let fused = kb.search.hybrid(kb.replica, None, q, DEPTH, how).await.expect("hybrid");
         out.push(kb.titles(fused.hits.iter().map(|f| (f.entry, f.chunk)).collect()).await);
     }

@@ -311,7 +311,7 @@ impl Weights {
     pub const FITTED: Weights = Weights {
         sentence_cosine: 0.5,
         section_cosine: 0.0,
-        confidence: Confidence { coverage: 3.214, cosine: 1.417, sentence: 3.792, bias: -5.643 },
+        confidence: Confidence { coverage: 3.220, cosine: 1.296, sentence: 3.811, bias: -5.610 },
     };
 }
 

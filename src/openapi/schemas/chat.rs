@@ -201,9 +201,9 @@ fn retrieved_source() -> Value {
     v["properties"]["vectorRank"] = rank("vector (embedding)");
     v["properties"]["cosine"] = cosine("the question's embedding to the chunk's vector (absent without one)");
     v["properties"]["score"]["description"] = json!(
-        "Ours: the fused score, 0.7 · bm25 / bm25_max + 0.3 · cosine' (the cosine scaled between the last and \
+        "Ours: the fused score, 0.6 · bm25 / bm25_max + 0.4 · cosine' (the cosine scaled between the last and \
          the first vector hit) over the rankings that found the chunk; with no embedding model configured \
-         (no `vectorRank` ever), 0.7 · bm25 / bm25_max."
+         (no `vectorRank` ever), 0.6 · bm25 / bm25_max."
     );
     v
 }
