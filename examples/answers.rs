@@ -73,8 +73,6 @@ use replicad::service::chat;
 use replicad::store::records::SourceRef;
 use serde::{Deserialize, Serialize};
 
-const IDK: &str = "I don't know";
-
 fn normalize(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
@@ -128,9 +126,8 @@ fn judge(q: &Question, kept: &Kept, w: &Weights) -> (Outcome, String, Option<Sig
     let started = Instant::now();
     let sources = &kept.sources;
     let (answer, explanation) = reply_with(&persona, &q.question, sources, &kept.closeness(), w);
-    let signals = explanation.signals;
+    let (signals, answered) = (explanation.signals, explanation.answered);
     let millis = started.elapsed().as_secs_f64() * 1e3;
-    let answered = !answer.text.starts_with(IDK) || !answer.used.is_empty();
     let expected_source = answered && answer.used.iter().any(|i| q.expects(&sources[*i].name));
     let text = normalize(&answer.text);
     let keys = answered && q.keys.iter().all(|k| text.contains(&normalize(k)));

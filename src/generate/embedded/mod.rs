@@ -131,16 +131,56 @@ pub fn reply_with(
     let reading = passage::answer(message, &intent::of(message), sources, closeness, lang, w);
     let answer = match reading.passage {
         Some(found) => Answer { text: found.text, used: found.used },
-        None => Answer {
-            text: format!(
-                "I don't know that yet: nothing in {}'s knowledge base answers it. \
-                 Try rephrasing, or ask about something the knowledge base covers.",
-                persona.name
-            ),
-            used: Vec::new(),
-        },
+        None => Answer { text: dont_know(message, &persona.name), used: Vec::new() },
     };
     (answer, reading.explanation)
+}
+
+/// "I don't know" about `message`, naming the replica `name`, in the question's language
+/// ([`question_language`]).
+fn dont_know(message: &str, name: &str) -> String {
+    match question_language(message) {
+        "fr" => format!(
+            "Je ne le sais pas encore : rien dans la base de connaissances de {name} n'y répond. \
+             Reformulez la question, ou posez-en une sur ce que couvre la base de connaissances."
+        ),
+        "es" => format!(
+            "Todavía no lo sé: nada en la base de conocimientos de {name} lo responde. \
+             Reformule la pregunta o pregunte por algo que cubra la base de conocimientos."
+        ),
+        "de" => format!(
+            "Das weiß ich noch nicht: Nichts in der Wissensdatenbank von {name} beantwortet das. \
+             Formulieren Sie die Frage anders, oder fragen Sie nach etwas, das die Wissensdatenbank abdeckt."
+        ),
+        "ja" => format!(
+            "まだわかりません。{name}のナレッジベースには、その答えがありません。\
+             言い換えるか、ナレッジベースが扱う内容について質問してください。"
+        ),
+        _ => format!(
+            "I don't know that yet: nothing in {name}'s knowledge base answers it. \
+             Try rephrasing, or ask about something the knowledge base covers."
+        ),
+    }
+}
+
+/// Languages whose questions the generator reads ([`intent`]) and whose analyzers drop stop
+/// words, ISO 639-1; English first (it wins ties).
+const STOP_WORD_LANGUAGES: &[&str] = &["en", "fr", "es", "de"];
+
+/// The language of a question among those whose phrasings the generator reads: Japanese when it
+/// holds kana, else the one of [`STOP_WORD_LANGUAGES`] whose analyzer finds the most stop words
+/// among its words (a sentence's function words tell its language where trigram statistics of
+/// a few words do not); English when none has any.
+fn question_language(message: &str) -> &'static str {
+    if message.chars().any(|c| matches!(c, '\u{3040}'..='\u{30ff}')) {
+        return "ja";
+    }
+    let words: Vec<String> =
+        message.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+    let stop_words = |lang: &str| words.iter().filter(|w| analyze_as(Some(lang), w).is_empty()).count();
+    // `max_by_key` keeps the last of equals: reversed, English wins ties
+    let best = STOP_WORD_LANGUAGES.iter().rev().copied().max_by_key(|l| stop_words(l));
+    best.filter(|l| stop_words(l) > 0).unwrap_or("en")
 }
 
 fn normalized(message: &str) -> String {
@@ -404,6 +444,21 @@ mod tests {
         for question in ["What is the unicorn rainbow phrase mentioned in the text?", "What food do unicorns eat?"] {
             assert!(reply(&persona(), question, &s).text.starts_with("I don't know"), "{question}");
         }
+    }
+
+    #[test]
+    fn i_don_t_know_is_said_in_the_question_s_language() {
+        let asked = |q: &str| reply(&persona(), q, &[]).text;
+        assert!(asked("Comment ouvrir une connexion réseau avec un serveur distant ?").starts_with("Je ne le sais pas"));
+        assert!(asked("¿Cómo abro una conexión de red con un servidor remoto?").starts_with("Todavía no lo sé"));
+        assert!(asked("Wie öffne ich eine Netzwerkverbindung zu einem entfernten Server?").starts_with("Das weiß ich"));
+        assert!(asked("リモートサーバーへのネットワーク接続はどうやって開きますか？").starts_with("まだわかりません"));
+        assert!(asked("How do I open a network connection to a remote server?").starts_with("I don't know"));
+        // a short question, by its function words
+        assert!(asked("Comment ouvrir une connexion ?").starts_with("Je ne le sais pas"));
+        assert!(asked("¿Cómo abro una conexión?").starts_with("Todavía no lo sé"));
+        assert!(asked("Wie öffne ich eine Verbindung?").starts_with("Das weiß ich"));
+        assert!(asked("How do I open a socket connection?").starts_with("I don't know"));
     }
 
     #[test]
