@@ -76,6 +76,11 @@ pub struct Config {
     /// layout. Absent: retrieval is BM25 alone.
     #[arg(long, env = "REPLICAD_EMBEDDING_MODELS")]
     pub embedding_models: Option<PathBuf>,
+    /// A Hugging Face–compatible hub (`https://huggingface.co`) from which catalog entries naming
+    /// a `hub` repository are fetched once into `DATA_DIR/models/ID` when missing. Absent:
+    /// nothing is ever downloaded.
+    #[arg(long, env = "REPLICAD_MODEL_HUB")]
+    pub model_hub: Option<String>,
     /// Longest time knowledge-base changes may wait for the search index before `GET /readyz`
     /// answers 503 (`30s`, `2m`, seconds).
     #[arg(long, env = "REPLICAD_MAX_INDEX_LAG", default_value = "30s", value_parser = parse_duration)]
@@ -201,6 +206,7 @@ impl Config {
             tls_key: None,
             models: None,
             embedding_models: None,
+            model_hub: None,
             max_index_lag: 30,
             shutdown_grace: 10,
             header_timeout: 30,

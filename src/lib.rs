@@ -65,14 +65,16 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// The embedding models of `--embedding-models`, loaded (`None`, and said in the log, when
-/// there are none: retrieval is then BM25 alone). Errors name the catalog entry at fault.
-fn load_embedders(config: &Config) -> Result<Option<Arc<embed::catalog::Embedders>>, String> {
+/// The embedding models of `--embedding-models`, fetched from `--model-hub` when missing and
+/// allowed, and loaded (`None`, and said in the log, when there are none: retrieval is then
+/// BM25 alone). Errors name the catalog entry at fault.
+async fn load_embedders(config: &Config) -> Result<Option<Arc<embed::catalog::Embedders>>, String> {
     let Some(path) = &config.embedding_models else {
         tracing::info!("no embedding model configured (--embedding-models): retrieval is BM25 alone");
         return Ok(None);
     };
-    let catalog = embed::catalog::EmbeddingModels::load(path)?;
+    let mut catalog = embed::catalog::EmbeddingModels::load(path)?;
+    catalog.fetch_hub(&config.data_dir.join("models"), config.model_hub.as_deref()).await?;
     let built = catalog.build(&config.llm.upstreams, config.llm.policy())?;
     tracing::info!(models = ?built.ids(), default = built.default_id(), "hybrid retrieval: BM25 and embeddings");
     Ok(Some(Arc::new(built)))
@@ -114,7 +116,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
         }
         Err(e) => return Err(e.to_string()),
     }
-    let embedders = load_embedders(&config)?;
+    let embedders = load_embedders(&config).await?;
     let (search, index_seq) = search::Search::open(&config.data_dir).map_err(|e| e.to_string())?;
     let search = Arc::new(search.with_embedders(embedders));
     let rebuild = search::indexer::needs_rebuild(&store, index_seq).await.map_err(|e| e.to_string())?;

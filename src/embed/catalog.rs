@@ -14,7 +14,9 @@
 //! }
 //! ```
 //! An entry is served in-process from `dir` (a model directory, relative paths from the
-//! catalog file's directory; prompts and pooling come from the directory) or by an upstream:
+//! catalog file's directory; prompts and pooling come from the directory), in-process from
+//! `hub` (`"sentence-transformers/all-MiniLM-L6-v2"`: its directory `DATA_DIR/models/ID`,
+//! fetched once from `--model-hub` when the operator allows it, [`super::hub`]) or by an upstream:
 //! `route` is `NAME/UPSTREAM_MODEL` as in the language-model catalog, `NAME` declared by
 //! `--llm-upstream`, `dimension` the length of its vectors, `prompts` optional. `default` names
 //! the model of replicas that name none; it defaults to the first entry.
@@ -37,9 +39,14 @@ pub struct Entry {
     pub name: String,
     #[serde(default)]
     pub description: String,
-    /// Model directory (in-process); exclusive with `route`.
+    /// Model directory (in-process); exclusive with `route` and `hub`.
     #[serde(default)]
     pub dir: Option<PathBuf>,
+    /// Hub repository `OWNER/NAME[@REVISION]` (in-process, from `DATA_DIR/models/ID`, fetched
+    /// there once when the operator allows it: [`super::hub`]); exclusive with `dir` and
+    /// `route`.
+    #[serde(default)]
+    pub hub: Option<String>,
     /// `NAME/UPSTREAM_MODEL` (upstream); exclusive with `dir`.
     #[serde(default)]
     pub route: Option<String>,
@@ -107,6 +114,7 @@ impl EmbeddingModels {
                 name: name.clone(),
                 description: String::new(),
                 dir: Some(path.to_path_buf()),
+                hub: None,
                 route: None,
                 dimension: None,
                 prompts: Prompts::default(),
@@ -131,6 +139,18 @@ impl EmbeddingModels {
     /// The model of replicas that name none.
     pub fn default_id(&self) -> &str {
         &self.default
+    }
+
+    /// Gives every hub entry its directory, `models/ID`, fetching the missing ones from `hub`
+    /// (`--model-hub`; `None`: a missing directory is an error saying where to put it).
+    pub async fn fetch_hub(&mut self, models: &Path, hub: Option<&str>) -> Result<(), String> {
+        for (id, entry) in &mut self.entries {
+            let Some(repo) = &entry.hub else { continue };
+            let dir = super::hub::dir_of(models, id);
+            super::hub::ensure(hub, repo, &dir).await.map_err(|e| format!("embedding model {id:?}: {e}"))?;
+            entry.dir = Some(dir);
+        }
+        Ok(())
     }
 
     /// Loads every model: directories read and mapped, upstreams bound to their declared
@@ -163,7 +183,7 @@ impl EmbeddingModels {
                     let prompts = (entry.prompts.query.clone(), entry.prompts.passage.clone());
                     Arc::new(Upstream::new(id, client, model, entry.dimension.unwrap_or_default(), prompts))
                 }
-                (None, None) => unreachable!("checked by parse"),
+                (None, None) => unreachable!("checked by parse; a hub entry has its directory"),
             };
             models.insert(id.clone(), embedder);
         }
@@ -173,9 +193,19 @@ impl EmbeddingModels {
 
 /// Whether an entry names exactly one way of serving it, completely.
 fn check(id: &str, e: &Entry) -> Result<(), String> {
-    match (&e.dir, &e.route) {
-        (Some(_), None) => Ok(()),
-        (None, Some(route)) => {
+    match (&e.dir, &e.route, &e.hub) {
+        (Some(_), None, None) => Ok(()),
+        (None, None, Some(repo)) => {
+            let (name, revision) = repo.split_once('@').unwrap_or((repo, "main"));
+            let ok = name.split_once('/').is_some_and(|(o, n)| !o.is_empty() && !n.is_empty() && !n.contains('/'));
+            let safe = |s: &str| !s.is_empty() && !s.contains("..") && !s.starts_with('/');
+            if ok && safe(name) && safe(revision) {
+                Ok(())
+            } else {
+                Err(format!("model {id:?}: hub {repo:?} is not OWNER/NAME or OWNER/NAME@REVISION"))
+            }
+        }
+        (None, Some(route), None) => {
             let ok = route.split_once('/').is_some_and(|(n, m)| !n.is_empty() && !m.is_empty());
             if !ok {
                 return Err(format!("model {id:?}: route {route:?} is not NAME/UPSTREAM_MODEL"));
@@ -185,7 +215,7 @@ fn check(id: &str, e: &Entry) -> Result<(), String> {
                 _ => Err(format!("model {id:?}: an upstream model needs \"dimension\" (the length of its vectors)")),
             }
         }
-        _ => Err(format!("model {id:?}: give exactly one of \"dir\" (in-process) or \"route\" (upstream)")),
+        _ => Err(format!("model {id:?}: give exactly one of \"dir\" or \"hub\" (in-process) or \"route\" (upstream)")),
     }
 }
 

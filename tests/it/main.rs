@@ -37,6 +37,7 @@ mod logs;
 mod messenger_a;
 mod messenger_b;
 mod metrics;
+mod model_hub;
 mod openapi;
 mod quotas;
 mod rate_limit;
