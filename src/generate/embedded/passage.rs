@@ -60,11 +60,12 @@
 //!    ([`Weights`]), not set by hand.
 //! 6. Without an embedding model, when the best section's passage (with its heading path)
 //!    covers less than [`MIN_COVERAGE`] of the weight of the terms the question says (all of
-//!    it for a one-term question), there is no answer. Terms that name an identifier of the passage by two or
-//!    more of its parts, in order ("rainbow unicorn" for `RAINBOW_UNICORN_abc123`), count twice:
-//!    the question names that very identifier, which is stronger evidence than its words found
-//!    apart, and it lets the question's words about something else ("… mentioned in the text")
-//!    go unmatched as they could beside a whole phrase.
+//!    it for a one-term question), there is no answer. In both modes, terms that name an
+//!    identifier of the passage by two or more of its parts, in order ("rainbow unicorn" for
+//!    `RAINBOW_UNICORN_abc123`), count twice in the coverage: the question names that very
+//!    identifier, which is stronger evidence than its words found apart, and it lets the
+//!    question's words about something else ("… mentioned in the text") go unmatched as they
+//!    could beside a whole phrase.
 
 use std::sync::Arc;
 
@@ -117,6 +118,8 @@ pub struct Analysis {
     /// text matching": select): the task the section shows, if it names one.
     action: Option<String>,
     sentences: Vec<Sentence>,
+    /// How many prose sentences it has (its sentence vectors are one per prose sentence).
+    prose: usize,
     bytes: usize,
 }
 
@@ -160,7 +163,8 @@ impl Analysis {
             + STRING_BYTES * blocks.len();
         let own = own_heading(name);
         let (path, heading, action) = (analyze_as(lang, name).into(), analyze_as(lang, own).into(), gerund(own, lang));
-        Analysis { path, heading, action, blocks, sentences, bytes }
+        let prose = blocks.iter().map(|b| if let Block::Prose(s) = b { s.len() } else { 0 }).sum();
+        Analysis { path, heading, action, blocks, sentences, prose, bytes }
     }
 
     /// Estimated heap bytes held (the blocks' text, the terms and their headers), for the
@@ -228,10 +232,11 @@ struct Section<'a> {
 
 impl Section<'_> {
     /// The question's cosine to the sentence at `at` of its analysis, when its vector is known
-    /// (all of the chunk's, or none, are).
+    /// (all of the chunk's, or none: vectors that do not match its sentences one to one count
+    /// as none).
     fn sentence_cosine(&self, at: usize) -> Option<f32> {
-        let ordinal = self.sentences[at].ordinal;
-        self.closeness.sentences.get(ordinal).copied()
+        let known = self.closeness.sentences.len() == self.prose;
+        known.then(|| self.closeness.sentences[self.sentences[at].ordinal])
     }
 }
 
@@ -1257,6 +1262,20 @@ mod tests {
         assert_eq!(sc.heading_bonus(&section("Workshop › Repairs")), 0.0);
         let sc = scoring("How do I repair kettles?", &how, None, &[]);
         assert!(sc.heading_bonus(&section("Workshop › Repairs")) > 0.0);
+    }
+
+    #[test]
+    fn sentence_vectors_count_only_when_they_match_the_sentences_one_to_one() {
+        let text = "Ab. The kettle boils water quickly. It switches itself off.";
+        let with = |sentences: Vec<f32>| Section {
+            name: "Kettles",
+            analysis: Arc::new(Analysis::of("Kettles", text, None)),
+            closeness: Closeness { chunk: Some(0.5), sentences },
+        };
+        let s = with(vec![0.1, 0.2, 0.3]);
+        // "Ab." is too short to quote, but has its vector: the candidates are the 2nd and 3rd
+        assert_eq!((0..s.sentences.len()).map(|i| s.sentence_cosine(i)).collect::<Vec<_>>(), [Some(0.2), Some(0.3)]);
+        assert_eq!(with(vec![0.1, 0.2]).sentence_cosine(0), None, "stale vectors of other sentences");
     }
 
     #[test]
