@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use replicad::generate::embedded::{Confidence, Signals, Weights};
 
 use super::labelled::Question;
-use super::{judge, Kept};
+use super::{judge, Kept, Outcome};
 
 /// Values of `sentence_cosine` and of `section_cosine` tried.
 const SENTENCE_GRID: &[f32] = &[0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0];
@@ -72,18 +72,25 @@ pub fn fit(questions: &[Question], kept: &BTreeMap<String, Kept>) -> Weights {
         }
     }
     let pair = best.1;
-    // (features, label) of every dev question the reader weighed a section for
-    let samples: Vec<([f64; 3], f64)> = dev
+    // every dev question read once with those weights: (question, outcome, signals)
+    let read: Vec<(&Question, Outcome, Option<Signals>)> = dev
         .iter()
-        .filter_map(|(q, k)| {
+        .map(|(q, k)| {
             let (o, _, signals) = judge(q, k, &always(pair));
+            (*q, o, signals)
+        })
+        .collect();
+    // (features, label) of every dev question the reader weighed a section for
+    let samples: Vec<([f64; 3], f64)> = read
+        .iter()
+        .filter_map(|(q, o, signals)| {
             let label = q.answerable() && o.expected_source;
-            Some((features(&signals?)?, f64::from(u8::from(label))))
+            Some((features(signals.as_ref()?)?, f64::from(u8::from(label))))
         })
         .collect();
     let (w, c) = logistic(&samples);
     println!("fit: logistic over {} questions: {w:.3?}·(coverage, cosine, sentence) + {c:.3}", samples.len());
-    let threshold = calibrated(&dev, pair, (w, c));
+    let threshold = calibrated(&read, (w, c));
     let confidence =
         Confidence { coverage: w[0] as f32, cosine: w[1] as f32, sentence: w[2] as f32, bias: (c - threshold) as f32 };
     let fitted = Weights { sentence_cosine: pair.0, section_cosine: pair.1, confidence };
@@ -111,14 +118,13 @@ fn logistic(samples: &[([f64; 3], f64)]) -> ([f64; 3], f64) {
 }
 
 /// The lowest threshold on `w·features + c` under which [`IDK_TARGET`] of the unanswerable
-/// `dev` questions fall, with the trade-off printed: each candidate's share of unanswerable
-/// questions refused and of answerable ones answered right.
-fn calibrated(dev: &[(&Question, &Kept)], pair: (f32, f32), (w, c): ([f64; 3], f64)) -> f64 {
+/// `dev` questions (as `read`) fall, with the trade-off printed: each candidate's share of
+/// unanswerable questions refused and of answerable ones answered right.
+fn calibrated(read: &[(&Question, Outcome, Option<Signals>)], (w, c): ([f64; 3], f64)) -> f64 {
     let z = |s: &Signals| features(s).map(|x| w.iter().zip(x).map(|(a, b)| a * b).sum::<f64>() + c);
-    let scored: Vec<(bool, bool, Option<f64>)> = dev
+    let scored: Vec<(bool, bool, Option<f64>)> = read
         .iter()
-        .map(|(q, k)| {
-            let (o, _, signals) = judge(q, k, &always(pair));
+        .map(|(q, o, signals)| {
             (q.answerable(), q.answerable() && o.expected_source && o.keys, signals.as_ref().and_then(z))
         })
         .collect();

@@ -146,7 +146,7 @@ impl EmbeddingModels {
     pub async fn fetch_hub(&mut self, models: &Path, hub: Option<&str>) -> Result<(), String> {
         for (id, entry) in &mut self.entries {
             let Some(repo) = &entry.hub else { continue };
-            let dir = super::hub::dir_of(models, id);
+            let dir = models.join(&*id);
             super::hub::ensure(hub, repo, &dir).await.map_err(|e| format!("embedding model {id:?}: {e}"))?;
             entry.dir = Some(dir);
         }

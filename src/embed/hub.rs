@@ -9,7 +9,7 @@
 //! later start would take for a model. Without `--model-hub` nothing is downloaded, ever, and
 //! a missing directory is a start-up error that says where to put the model.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tokio::io::AsyncWriteExt;
 
@@ -27,12 +27,6 @@ pub const FILES: &[(&str, bool)] = &[
 
 /// Longest wait for a hub's answer to one file's request (the download itself may take longer).
 const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// The directory of catalog model `id` fetched from a hub: `models/ID` (`models` being
-/// `DATA_DIR/models`).
-pub fn dir_of(models: &Path, id: &str) -> PathBuf {
-    models.join(id)
-}
 
 /// Fetches repository `repo` (`OWNER/NAME[@REVISION]`) from `hub` (a base URL) into `dir`,
 /// unless `dir` holds a `config.json` already. Errors name the URL and status at fault.

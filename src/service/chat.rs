@@ -138,13 +138,6 @@ pub struct Retrieved {
     pub sentences: Vec<f32>,
 }
 
-impl Retrieved {
-    /// How close the question is to this source by meaning.
-    pub fn closeness(&self) -> Closeness {
-        Closeness { chunk: self.ranks.cosine, sentences: self.sentences.clone() }
-    }
-}
-
 /// The best `top` chunks of `replica` for `query` ([`TOP_K`] for a model, [`EMBEDDED_TOP_K`]
 /// for the embedded generator), best first: BM25 and, with an embedding model, the chunks'
 /// vectors under the replica's `llm.embeddingModel` (`model`), fused ([`Search::hybrid`]);
@@ -372,8 +365,12 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
     let top = if embedded { EMBEDDED_TOP_K } else { TOP_K };
     let (model, asked) = (replica.llm.embedding_model.as_deref(), question::asked(&ask.content));
     let found = retrieve(&cx.store, &cx.search, replica.id, model, asked, top, FUSION).await?;
-    let closeness: Vec<Closeness> = found.iter().map(Retrieved::closeness).collect();
-    let (sources, ranks): (Vec<SourceRef>, Vec<Ranks>) = found.into_iter().map(|r| (r.source, r.ranks)).unzip();
+    let (mut sources, mut ranks, mut closeness) = (Vec::new(), Vec::new(), Vec::new());
+    for r in found {
+        closeness.push(Closeness { chunk: r.ranks.cosine, sentences: r.sentences });
+        sources.push(r.source);
+        ranks.push(r.ranks);
+    }
     tracing::debug!(
         replica = %replica.id,
         retrieved = ?sources.iter().map(|s| (s.name.as_str(), s.score)).collect::<Vec<_>>(),

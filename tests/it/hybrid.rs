@@ -59,12 +59,16 @@ fn passages_embedded(standin: &StandIn) -> usize {
     inputs.filter(|i| i.as_str().is_some_and(|t| t.starts_with("passage: "))).count()
 }
 
+/// A server of the embedding catalog `catalog` writes into a temporary directory.
+fn serving(catalog: fn(&Path) -> PathBuf) -> Server {
+    let files = tempfile::tempdir().unwrap();
+    let path = catalog(files.path());
+    Server::start_with(&["--embedding-models", path.to_str().unwrap()])
+}
+
 /// A server with the real MiniLM model (`true`: retrieval by meaning too) and one without.
 fn hybrid_and_plain() -> [(Server, bool); 2] {
-    let files = tempfile::tempdir().unwrap();
-    let path = minilm_catalog(files.path());
-    let hybrid = Server::start_with(&["--embedding-models", path.to_str().unwrap()]);
-    [(hybrid, true), (Server::start(), false)]
+    [(serving(minilm_catalog), true), (Server::start(), false)]
 }
 
 const FELINES: &str = "Felines sleep for most of the day, often twelve to sixteen hours.";
@@ -137,9 +141,7 @@ async fn the_reader_quotes_the_sentence_closest_in_meaning_and_shows_its_scores(
 
 #[tokio::test]
 async fn the_embedding_model_defaults_to_the_catalog_s_is_checked_and_cannot_change_once_set() {
-    let files = tempfile::tempdir().unwrap();
-    let path = two_model_catalog(files.path());
-    let server = Server::start_with(&["--embedding-models", path.to_str().unwrap()]);
+    let server = serving(two_model_catalog);
     let org = server.new_org("Models").await;
     let replica = org.create_replica("default-model").await;
     let (_, v) = org.get(&format!("/v1/replicas/{replica}")).await;
@@ -233,9 +235,7 @@ async fn vectors_survive_kill_9_reindex_and_backup_without_being_computed_again(
 
 #[tokio::test]
 async fn another_organization_s_entries_never_change_a_replica_s_hybrid_ranking() {
-    let files = tempfile::tempdir().unwrap();
-    let path = minilm_catalog(files.path());
-    let server = Server::start_with(&["--embedding-models", path.to_str().unwrap()]);
+    let server = serving(minilm_catalog);
     let mine = server.new_org("Mine").await;
     let replica = mine.create_replica("mine").await;
     mine.add_ready_text(&replica, "Felines", FELINES).await;

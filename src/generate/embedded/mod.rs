@@ -179,8 +179,8 @@ fn question_language(message: &str) -> &'static str {
         message.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
     let stop_words = |lang: &str| words.iter().filter(|w| analyze_as(Some(lang), w).is_empty()).count();
     // `max_by_key` keeps the last of equals: reversed, English wins ties
-    let best = STOP_WORD_LANGUAGES.iter().rev().copied().max_by_key(|l| stop_words(l));
-    best.filter(|l| stop_words(l) > 0).unwrap_or("en")
+    let counted = STOP_WORD_LANGUAGES.iter().rev().map(|l| (*l, stop_words(l)));
+    counted.max_by_key(|(_, n)| *n).filter(|(_, n)| *n > 0).map_or("en", |(l, _)| l)
 }
 
 fn normalized(message: &str) -> String {

@@ -227,8 +227,11 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
 struct Section<'a> {
     name: &'a str,
     analysis: Arc<Analysis>,
-    closeness: Closeness,
+    closeness: &'a Closeness,
 }
+
+/// The closeness of a source without vectors.
+static FAR: Closeness = Closeness { chunk: None, sentences: Vec::new() };
 
 impl Section<'_> {
     /// The question's cosine to the sentence at `at` of its analysis, when its vector is known
@@ -855,7 +858,7 @@ pub fn answer(
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let closeness = closeness.get(i).cloned().unwrap_or_default();
+            let closeness = closeness.get(i).unwrap_or(&FAR);
             Section { name: &s.name, analysis: super::cache::analysis(s, lang), closeness }
         })
         .collect();
@@ -882,13 +885,12 @@ fn read(
         c.says = says;
     }
     let semantic = closeness_scale(sections, &cands);
-    let mut lexical = Vec::with_capacity(cands.len());
-    for c in &mut cands {
+    let lexical: Vec<f32> = cands.iter().map(|c| sc.sentence_score(sections, c)).collect();
+    for (c, lexical) in cands.iter_mut().zip(&lexical) {
         // meaning counts in the question's weight: the candidate closest to the question weighs
         // `sentence_cosine` times all of its terms, the farthest nothing
         let semantic = sections[c.section].sentence_cosine(c.at).map_or(0.0, &semantic);
-        lexical.push(sc.sentence_score(sections, c));
-        c.score = (lexical[lexical.len() - 1] + w.sentence_cosine * semantic * sc.total) * priors[c.section];
+        c.score = (lexical + w.sentence_cosine * semantic * sc.total) * priors[c.section];
     }
     let explain = |chosen: &[&Cand], signals| {
         let sentences = explained(sections, &cands, &lexical, sc.total, chosen);
@@ -1251,7 +1253,7 @@ mod tests {
         let section = |name: &'static str| Section {
             name,
             analysis: Arc::new(Analysis::of(name, "Some text.", None)),
-            closeness: Closeness::default(),
+            closeness: &FAR,
         };
         let (fact, how) = (Intent::Fact, Intent::HowTo);
         let sc = scoring("Can kettles be repaired once broken?", &fact, None, &[]);
@@ -1267,15 +1269,16 @@ mod tests {
     #[test]
     fn sentence_vectors_count_only_when_they_match_the_sentences_one_to_one() {
         let text = "Ab. The kettle boils water quickly. It switches itself off.";
-        let with = |sentences: Vec<f32>| Section {
-            name: "Kettles",
-            analysis: Arc::new(Analysis::of("Kettles", text, None)),
-            closeness: Closeness { chunk: Some(0.5), sentences },
-        };
-        let s = with(vec![0.1, 0.2, 0.3]);
+        let (all, stale) = (
+            Closeness { chunk: Some(0.5), sentences: vec![0.1, 0.2, 0.3] },
+            Closeness { chunk: Some(0.5), sentences: vec![0.1, 0.2] },
+        );
+        let with =
+            |closeness| Section { name: "Kettles", analysis: Arc::new(Analysis::of("Kettles", text, None)), closeness };
+        let s = with(&all);
         // "Ab." is too short to quote, but has its vector: the candidates are the 2nd and 3rd
         assert_eq!((0..s.sentences.len()).map(|i| s.sentence_cosine(i)).collect::<Vec<_>>(), [Some(0.2), Some(0.3)]);
-        assert_eq!(with(vec![0.1, 0.2]).sentence_cosine(0), None, "stale vectors of other sentences");
+        assert_eq!(with(&stale).sentence_cosine(0), None, "stale vectors of other sentences");
     }
 
     #[test]
@@ -1283,7 +1286,7 @@ mod tests {
         let section = |name: &'static str| Section {
             name,
             analysis: Arc::new(Analysis::of(name, "Some text.", None)),
-            closeness: Closeness::default(),
+            closeness: &FAR,
         };
         let sc = scoring("How do I repair a kettle?", &Intent::HowTo, None, &[]);
         assert_eq!(sc.object, analyze_as(None, "kettle"));
@@ -1297,7 +1300,7 @@ mod tests {
         let section = |name: &'static str| Section {
             name,
             analysis: Arc::new(Analysis::of(name, "Some text.", None)),
-            closeness: Closeness::default(),
+            closeness: &FAR,
         };
         let sc = scoring("How do I descale the kettle lid?", &Intent::HowTo, None, &[]);
         assert_eq!(sc.heading_bonus(&section("Kitchen › Polishing kettle spouts")), 0.0);
