@@ -14,12 +14,16 @@
 //! cargo run --release --example answers -- --embeddings DIR --floors tests/answers/floors.json  # CI's gate
 //! cargo run --release --example answers -- --embeddings DIR --fit   # fits the reader's weights on dev
 //! cargo run --example answers -- --replay /tmp/sources.json --always 0.5,0  # never "I don't know"
+//! cargo run --example answers -- --replay /tmp/sources.json --without naming,expansion  # rules off
+//! cargo run --example answers -- --replay /tmp/sources.json --ablate  # each rule off in turn
 //! ```
 //!
 //! `--fit` fits the embedded reader's `Weights` on the `dev` split of the dev set
 //! (`common/reader_fit.rs`), prints them and answers with them; `--always S,C` answers every
 //! question with `sentence_cosine` S and `section_cosine` C, "I don't know" set aside (to see
-//! what the reader would quote).
+//! what the reader would quote). `--without R,…` answers with the reader's rules `R` off
+//! (`Rules::NAMES`); `--ablate` answers once with every rule, then once with each rule off, and
+//! prints, per rule, what the `all` row and the paraphrased questions lose without it.
 //!
 //! `--replay` skips indexing and retrieval (the generator alone, fast even in a debug build, for
 //! iterating on it).
@@ -67,7 +71,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use labelled::{Kb, Question};
-use replicad::generate::embedded::{reply_with, Signals, Weights};
+use replicad::generate::embedded::{reply_with, Rules, Signals, Weights};
 use replicad::generate::{Closeness, Persona};
 use replicad::service::chat;
 use replicad::store::records::SourceRef;
@@ -252,17 +256,18 @@ async fn main() {
         let (s, c) = g.split_once(',').expect("--always SENTENCE,SECTION");
         w = fit::always((s.parse().expect("sentence_cosine"), c.parse().expect("section_cosine")));
     }
-    let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
-    for q in labelled.questions.iter().filter(|q| kept.contains_key(&q.id)) {
-        let (o, text, signals) = judge(q, &kept[&q.id], &w);
-        if listed(&show, q) || (only.is_some() && !right(q, &o)) {
-            let verdict = if right(q, &o) { "ok" } else { "MISS" };
+    for name in flag(&args, "--without").iter().flat_map(|l| l.split(',')) {
+        w.rules = w.rules.without(name).unwrap_or_else(|| panic!("--without {name}: one of {:?}", Rules::NAMES));
+    }
+    if args.iter().any(|a| a == "--ablate") {
+        return ablate(&labelled.questions, &kept, &w);
+    }
+    let mut tallies = tally(&labelled.questions, &kept, &w, |q, o, text, signals| {
+        if listed(&show, q) || (only.is_some() && !right(q, o)) {
+            let verdict = if right(q, o) { "ok" } else { "MISS" };
             println!("--- {} [{}] {} → {verdict} {signals:?}\n{text}\n", q.id, q.kind, q.question);
         }
-        for group in q.groups() {
-            tallies.entry(group).or_default().add(q, &o);
-        }
-    }
+    });
     println!(
         "{:<20} {:>4} {:>6} {:>6} {:>6} {:>6} {:>6} {:>5} {:>5} {:>6} {:>8}",
         "group", "ans", "top5", "topk", "source", "keys", "idkA", "idk5", "unans", "idk", "p50 ms"
@@ -272,6 +277,59 @@ async fn main() {
     }
     if let Some(f) = flag(&args, "--floors") {
         check_floors(&f, &args, &tallies["all"]);
+    }
+}
+
+/// The tallies of every group of `questions` answered from `kept` with weights `w`; `each` sees
+/// every question's outcome, answer and signals.
+fn tally(
+    questions: &[Question],
+    kept: &BTreeMap<String, Kept>,
+    w: &Weights,
+    mut each: impl FnMut(&Question, &Outcome, &str, Option<Signals>),
+) -> BTreeMap<String, Tally> {
+    let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+    for q in questions.iter().filter(|q| kept.contains_key(&q.id)) {
+        let (o, text, signals) = judge(q, &kept[&q.id], w);
+        each(q, &o, &text, signals);
+        for group in q.groups() {
+            tallies.entry(group).or_default().add(q, &o);
+        }
+    }
+    tallies
+}
+
+/// The ablation of the reader's rules: `questions` answered from `kept` with weights `w`, then
+/// with each rule off in turn; per rule, the `all` row's right answers (answerable ones citing
+/// an expected section with every key, unanswerable ones "I don't know"), source, keys and idk,
+/// and the paraphrased questions' keys, each beside what `w` reaches.
+fn ablate(questions: &[Question], kept: &BTreeMap<String, Kept>, w: &Weights) {
+    let measure = |w: &Weights| {
+        let mut right_answers = 0;
+        let tallies = tally(questions, kept, w, |q, o, _, _| right_answers += usize::from(right(q, o)));
+        let share = |t: Option<&Tally>, n: fn(&Tally) -> (usize, usize)| {
+            t.map_or(0.0, |t| n(t).0 as f64 / n(t).1.max(1) as f64)
+        };
+        let (all, para) = (tallies.get("all"), tallies.get("phrasing paraphrase"));
+        [
+            right_answers as f64,
+            share(all, |t| (t.source, t.answerable)),
+            share(all, |t| (t.keys, t.answerable)),
+            share(all, |t| (t.idk, t.unanswerable)),
+            share(para, |t| (t.keys, t.answerable)),
+        ]
+    };
+    let base = measure(w);
+    println!("{:<16} {:>6} {:>7} {:>7} {:>7} {:>9}", "without", "right", "source", "keys", "idk", "para keys");
+    println!(
+        "{:<16} {:>6} {:>7.3} {:>7.3} {:>7.3} {:>9.3}",
+        "(all rules)", base[0], base[1], base[2], base[3], base[4]
+    );
+    for name in Rules::NAMES {
+        let Some(rules) = w.rules.without(name) else { continue };
+        let m = measure(&Weights { rules, ..*w });
+        let d: Vec<f64> = m.iter().zip(&base).map(|(m, b)| m - b).collect();
+        println!("{name:<16} {:>+6} {:>+7.3} {:>+7.3} {:>+7.3} {:>+9.3}", d[0], d[1], d[2], d[3], d[4]);
     }
 }
 

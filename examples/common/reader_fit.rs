@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use replicad::generate::embedded::{Confidence, Signals, Weights};
+use replicad::generate::embedded::{Confidence, Rules, Signals, Weights};
 
 use super::labelled::Question;
 use super::{judge, Kept, Outcome};
@@ -35,7 +35,7 @@ const L2: f64 = 1e-3;
 /// section has a cosine.
 pub fn always((sentence_cosine, section_cosine): (f32, f32)) -> Weights {
     let confidence = Confidence { coverage: 0.0, cosine: 0.0, sentence: 0.0, bias: 1.0 };
-    Weights { sentence_cosine, section_cosine, confidence }
+    Weights { sentence_cosine, section_cosine, confidence, rules: Rules::ALL }
 }
 
 /// The signals the confidence weighs, in the order of the fitted weights.
@@ -93,7 +93,7 @@ pub fn fit(questions: &[Question], kept: &BTreeMap<String, Kept>) -> Weights {
     let threshold = calibrated(&read, (w, c));
     let confidence =
         Confidence { coverage: w[0] as f32, cosine: w[1] as f32, sentence: w[2] as f32, bias: (c - threshold) as f32 };
-    let fitted = Weights { sentence_cosine: pair.0, section_cosine: pair.1, confidence };
+    let fitted = Weights { sentence_cosine: pair.0, section_cosine: pair.1, confidence, rules: Rules::ALL };
     println!("fit: threshold {threshold:.3}\nfit: {fitted:?}");
     fitted
 }

@@ -118,27 +118,12 @@ fn comparison(q: &str) -> Option<Intent> {
     Some(Intent::Comparison(a.into(), b.into()))
 }
 
-/// Words that open an English yes/no question, its subject right after them ("Can strings be
-/// changed?", "Does GNU sed limit …?").
-const AUXILIARIES: &[&str] = &[
-    "can", "could", "is", "are", "was", "were", "does", "do", "did", "will", "would", "should", "may", "must", "has",
-    "have",
-];
-
 /// The task a how-to question asks about, from its verb on ("How do I sort a list?": "sort a
 /// list"), when it opens with a how-to phrase.
 pub fn task(question: &str) -> Option<String> {
     let q = plain(question);
     let p = HOW_TO.iter().find(|p| q.starts_with(*p))?;
     Some(q[p.len()..].trim().to_string()).filter(|t| !t.is_empty())
-}
-
-/// What follows a yes/no question's opening auxiliary, its subject first ("Can strings be
-/// changed?": "strings be changed"; "Is a tuple mutable?": "a tuple mutable").
-pub fn after_auxiliary(question: &str) -> Option<String> {
-    let q = plain(question);
-    let (first, rest) = q.split_once(' ')?;
-    (AUXILIARIES.contains(&first) && !rest.trim().is_empty()).then(|| rest.trim().to_string())
 }
 
 /// The intent of `question`.
@@ -189,12 +174,9 @@ mod tests {
     }
 
     #[test]
-    fn a_how_to_names_its_task_and_a_yes_no_question_its_subject() {
+    fn a_how_to_names_its_task() {
         assert_eq!(task("How do I brew tea?").as_deref(), Some("brew tea"));
         assert_eq!(task("Comment brasser le thé ?").as_deref(), Some("brasser le thé"));
         assert_eq!(task("Why is tea bitter?"), None);
-        assert_eq!(after_auxiliary("Can kettles be repaired?").as_deref(), Some("kettles be repaired"));
-        assert_eq!(after_auxiliary("Is a kettle safe?").as_deref(), Some("a kettle safe"));
-        assert_eq!(after_auxiliary("Why is a kettle safe?"), None);
     }
 }

@@ -2,54 +2,39 @@
 //! retrieved chunks.
 //!
 //! 1. Every prose sentence is scored by the question's terms it contains (same analyzer as the
-//!    index), each weighted by its rarity among the candidate sentences; terms of its chunk's
-//!    heading path that the sentence lacks count half (and a sentence with none of the
-//!    question's terms still counts them when its own heading names all of the question's focus:
-//!    it is about that heading in other words). A sentence that introduces a code block counts
-//!    the terms of the prose resuming it after the block (in lower case: the rest of the same
-//!    sentence), and for "How do I" the block's terms (the two are quoted together); a sentence
-//!    opening with a "How do I" question's verb as written (the imperative: "Use the -E option
-//!    …" for "How do I use …?") counts that verb twice, being the instruction itself. A
-//!    definition question ("What is X?") adds the full weight of X to a sentence that says what
-//!    X is ("X is/are …" with X first, "… called X", "X, a …", an item of a list of names
-//!    after a colon ("two buffers: the pattern space and the hold space"), or a sentence opening a
-//!    paragraph of the description of a definition-list entry named X, case kept:
-//!    [`Block::Term`]); a comparison does so for each side. A source's sentences are weighted by
-//!    the square root of its share of the best retrieval score. The question's terms include
-//!    the words its form implies ([`expansion`]): a placeholder ordinal counts as the ordinal
-//!    it stands for ("NUMBERth" for "second"); an unsaid word ("works" for "How does X …?")
-//!    weighs like the question's own terms but is not needed for coverage (6).
-//! 2. The best section is the chunk with the best sentence (for a comparison, the sum of the
-//!    best about each side) plus a heading bonus: the weight of the question's terms (X's, for a
-//!    definition) that its own heading names, times the share of that heading they make up or,
-//!    when larger and the question is not a definition, the share of the question's weight
-//!    they carry ([`HOW_TO_HEADING_WEIGHT`] times that for "How do I"). A yes/no question's
-//!    focus is its subject, the first word with terms after its auxiliary ("Can strings be
-//!    changed once created?": strings; a heading naming what it asks of the subject is not its
-//!    section); another fact question's focus is all its terms. A how-to heading that names
-//!    none of the task's object but something else gets no bonus: it is another object's task
-//!    ("Reading and Writing Files" for "How do I write a class?"); nor does one opening with
-//!    another verb (an English gerund) that names only part of the object ("Selecting lines by
-//!    text matching" for "How do I replace only the second match on a line?"). The chunks with
-//!    its heading path are chosen from together.
+//!    index), each weighted by its rarity among the candidate sentences. A sentence that
+//!    introduces a code block counts the terms of the prose resuming it after the block (in
+//!    lower case: the rest of the same sentence). A definition question ("What is X?") adds the
+//!    full weight of X to a sentence that says what X is ("X is/are …" with X first, "… called
+//!    X", "X, a …", an item of a list of names after a colon ("two buffers: the pattern space
+//!    and the hold space"), or a sentence opening a paragraph of the description of a
+//!    definition-list entry named X, case kept: [`Block::Term`]). A source's sentences are
+//!    weighted by the square root of its share of the best retrieval score.
+//! 2. The best section is the chunk with the best sentence plus a heading bonus: the weight of
+//!    the question's terms (X's, for a definition) that its own heading names, times the share
+//!    of that heading they make up or, when larger and the question is not a definition, the
+//!    share of the question's weight they carry ([`HOW_TO_HEADING_WEIGHT`] times that for "How
+//!    do I"). A how-to heading that names none of the task's object but something else gets no
+//!    bonus: it is another object's task ("Reading and Writing Files" for "How do I write a
+//!    class?"); nor does one opening with another verb (an English gerund) that names only
+//!    part of the object ("Selecting lines by text matching" for "How do I replace only the
+//!    second match on a line?"). The chunks with its heading path are chosen from together.
 //! 3. The passage holds that section's best sentence and its others scoring at least
 //!    [`KEEP_RATIO`] of it, in document order, within [`MAX_PROSE_CHARS`] (at most
-//!    [`MAX_SENTENCES`]); a definition keeps the sentence after the one that defines; a
-//!    comparison keeps a sentence about each side (and the one after it when it says what the
-//!    side is); a sentence describing a definition-list entry brings the rest of its paragraph
-//!    (the entry's description is one answer). A sentence that introduces a code block
-//!    (ends with ":" or announces "the following") is kept only with that block (a sentence
-//!    ending its chunk with ":" only when another retrieved chunk of its section opens with a
-//!    code block, quoted right after it: the chunker cut between them); "How do I"
-//!    questions get the code block nearest the passage's first sentence (at most
-//!    [`CODE_REACH`] blocks away). At most one code block, quoted whole (bounded by
-//!    [`MAX_CODE_CHARS`]). Prose resuming after a block, in lower case, the sentence the block
-//!    interrupted is never quoted (it begins mid-sentence).
-//! 4. A second section adds one sentence only when it covers question terms of at least
-//!    [`SECOND_SECTION_GAIN`] of the question's weight that the first section does not, and
-//!    names a term of the question's focus (a definition's or yes/no question's subject, a
-//!    comparison's sides: not what its other words describe elsewhere); a
-//!    comparison whose passage does not say what one side is takes that from another section.
+//!    [`MAX_SENTENCES`]); a definition keeps the sentence after the one that defines. A
+//!    sentence that introduces a code block (ends with ":" or announces "the following") is
+//!    kept only with that block (a sentence ending its chunk with ":" only when another
+//!    retrieved chunk of its section opens with a code block, quoted right after it: the chunker
+//!    cut between them); "How do I" questions get the code block nearest the passage's first
+//!    sentence (at most [`CODE_REACH`] blocks away). At most one code block, quoted whole
+//!    (bounded by [`MAX_CODE_CHARS`]). Prose resuming after a block, in lower case, the
+//!    sentence the block interrupted is never quoted (it begins mid-sentence).
+//! 4. Each of these rules is a switch ([`Rules`]) and stays because answering without it lost
+//!    on the held-out set (`tests/answers/heldout`); rules that did not (a comparison's two
+//!    sides, a yes/no question's subject, a second section, heading-path terms, a how-to's
+//!    code terms and imperative verb, the words a question's form implies, an entry's whole
+//!    paragraph) were removed. The naming of identifiers (6) is kept although no held-out
+//!    question names one: it is what answers a question naming an identifier by its parts.
 //! 5. With an embedding model, meaning counts beside the words: each candidate sentence's
 //!    cosine to the question (its vector computed with its chunk's when the chunk was indexed,
 //!    never per question; [`Closeness`]), scaled between the candidates' lowest and highest,
@@ -59,8 +44,8 @@
 //!    calibrated on unanswerable questions. The weights are fitted on the labelled dev set
 //!    ([`Weights`]), not set by hand.
 //! 6. Without an embedding model, when the best section's passage (with its heading path)
-//!    covers less than [`MIN_COVERAGE`] of the weight of the terms the question says (all of
-//!    it for a one-term question), there is no answer. In both modes, terms that name an
+//!    covers less than [`MIN_COVERAGE`] of the question's weight (all of it for a one-term
+//!    question), there is no answer. In both modes, terms that name an
 //!    identifier of the passage by two or more of its parts, in order ("rainbow unicorn" for
 //!    `RAINBOW_UNICORN_abc123`), count twice in the coverage: the question names that very
 //!    identifier, which is stronger evidence than its words found apart, and it lets the
@@ -75,7 +60,6 @@ use crate::search::{analyze_as, analyzers, defines};
 use crate::store::records::SourceRef;
 use crate::text::blocks::{self, Block};
 use crate::text::chunk::own_heading;
-use crate::text::expansion;
 use crate::text::intent::{self, Intent};
 
 /// Most sentences quoted from the best section.
@@ -90,8 +74,6 @@ pub const KEEP_RATIO: f32 = 0.6;
 pub const MIN_COVERAGE: f32 = 0.6;
 /// Farthest (in blocks) the code block of a "How do I" answer may be from its first sentence.
 pub const CODE_REACH: usize = 3;
-/// Share of the question's weight a second section must add to be quoted.
-pub const SECOND_SECTION_GAIN: f32 = 0.25;
 /// How much more a section's heading bonus counts for a "How do I" question, whose task a
 /// section's heading names ("How do I number lines?": "Numbering Lines"); 1.5–3 gave the same
 /// answers on `tests/answers`' dev part, 0.5 worse.
@@ -135,11 +117,7 @@ struct Sentence {
     /// and the sentence is quoted only when that chunk was retrieved too.
     cut: bool,
     terms: Arc<Terms>,
-    /// Terms of the code block it introduces that it lacks (a how-to answer quotes both).
-    code_terms: Terms,
     definers: Definers,
-    /// Its first word, lowercased (an instruction opens with its verb: "Use the -E option …").
-    opening: Option<String>,
     /// The terms of the parts of each of its identifiers ([`analyzers::identifiers`]).
     identifiers: Vec<Vec<String>>,
 }
@@ -208,15 +186,10 @@ fn sentences(blocks: &[Block], lang: Option<&str>) -> Vec<Sentence> {
             add_new(&mut terms, described.map(|l| analyze_as(lang, &l.join(" "))));
             // an entry's description says what the entry is by its place (`names`), not its words
             let definers = if described.is_some() { Definers::default() } else { Definers::of(text, lang) };
-            let code_terms: Vec<String> = match introduces_code(blocks, bi, i).map(|b| &blocks[b]) {
-                Some(Block::Code(code)) => analyze_as(lang, code).into_iter().filter(|t| !terms.contains(t)).collect(),
-                _ => Vec::new(),
-            };
-            let (terms, code_terms) = (Arc::new(terms.into()), code_terms.into());
-            let opening = text.split_whitespace().next().map(str::to_lowercase);
+            let terms = Arc::new(terms.into());
             let identifiers = analyzers::identifiers(lang, text);
             let ordinal = ordinal - 1;
-            out.push(Sentence { block: bi, index: i, ordinal, cut, terms, code_terms, definers, opening, identifiers });
+            out.push(Sentence { block: bi, index: i, ordinal, cut, terms, definers, identifiers });
         }
     }
     out
@@ -258,8 +231,8 @@ struct Cand {
     block: usize,
     index: usize,
     terms: Arc<Terms>,
-    /// Per subject of the question ([`Scoring::sides`]): whether it says what the subject is.
-    says: Vec<bool>,
+    /// Whether it says what the subject of a definition question is ([`Scoring::subject`]).
+    says: bool,
     score: f32,
     /// For a sentence that ends its chunk announcing a block: the section (another chunk of
     /// the same heading path) that opens with that block.
@@ -287,6 +260,77 @@ pub struct Weights {
     /// The confidence that the best section answers, from its signals ([`Signals`]): an
     /// answer when it is at least 0, else "I don't know".
     pub confidence: Confidence,
+    /// Which of the reader's rules apply (all of them in [`Weights::FITTED`]).
+    pub rules: Rules,
+}
+
+/// The reader's rules (the module docs' points 1–3 and 6), each one a switch, so that what each
+/// is worth can be measured by answering without it (`examples/answers.rs --ablate`). They are
+/// the rules whose removal lost answers on the held-out set; the others were removed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rules {
+    /// "What is X?" is read as a definition (1–3: the sentence saying what X is, the one after
+    /// it); off, it is read as any other question.
+    pub definitions: bool,
+    /// "How do I …?" is read as a task (its heading counts more, its code is quoted); off, as
+    /// any other question.
+    pub how_to: bool,
+    /// A section's own heading naming the question's focus adds a bonus (2).
+    pub heading_bonus: bool,
+    /// A how-to heading naming another object's task, or another verb on part of the object,
+    /// gets no bonus (2).
+    pub other_task: bool,
+    /// A how-to answer quotes the code block nearest its first sentence (3).
+    pub nearest_code: bool,
+    /// A source's sentences weigh by its share of the best retrieval score (1).
+    pub retrieval_prior: bool,
+    /// Terms naming an identifier by its parts count twice in the coverage (6).
+    pub naming: bool,
+}
+
+impl Rules {
+    /// Every rule on.
+    pub const ALL: Rules = Rules {
+        definitions: true,
+        how_to: true,
+        heading_bonus: true,
+        other_task: true,
+        nearest_code: true,
+        retrieval_prior: true,
+        naming: true,
+    };
+
+    /// The rules' names, as `examples/answers.rs --without` takes them.
+    pub const NAMES: &[&str] =
+        &["definitions", "how_to", "heading_bonus", "other_task", "nearest_code", "retrieval_prior", "naming"];
+
+    /// These rules with the one named `name` (one of [`Rules::NAMES`]) off; `None` for an
+    /// unknown name.
+    pub fn without(mut self, name: &str) -> Option<Rules> {
+        let rule = match name {
+            "definitions" => &mut self.definitions,
+            "how_to" => &mut self.how_to,
+            "heading_bonus" => &mut self.heading_bonus,
+            "other_task" => &mut self.other_task,
+            "nearest_code" => &mut self.nearest_code,
+            "retrieval_prior" => &mut self.retrieval_prior,
+            "naming" => &mut self.naming,
+            _ => return None,
+        };
+        *rule = false;
+        Some(self)
+    }
+
+    /// The intent the reader reads `intent` as: the question's kind when its rules are on,
+    /// else [`Intent::Fact`] (a comparison always is: no rule of its own paid on the held-out
+    /// set).
+    fn read_as(&self, intent: &Intent) -> Intent {
+        match intent {
+            Intent::Definition(_) if self.definitions => intent.clone(),
+            Intent::HowTo if self.how_to => intent.clone(),
+            _ => Intent::Fact,
+        }
+    }
 }
 
 /// `coverage · c + cosine · x + sentence · s + bias` of the best section's signals
@@ -320,6 +364,7 @@ impl Weights {
         sentence_cosine: 0.5,
         section_cosine: 0.0,
         confidence: Confidence { coverage: 3.220, cosine: 1.296, sentence: 3.811, bias: -5.610 },
+        rules: Rules::ALL,
     };
 }
 
@@ -465,31 +510,27 @@ fn names(lines: &[String], words: &[String]) -> bool {
     words.len() <= 2 && lines.iter().any(|l| words.iter().any(|w| w == entry_name(l)))
 }
 
-/// The words of `subject` (lowercased, from the intent) as `message` writes them from byte
-/// `from` on, without a leading article; and where they end in `message` (`from` when not
-/// found).
-fn subject_words(message: &str, subject: &str, from: usize) -> (Vec<String>, usize) {
+/// The words of `subject` (lowercased, from the intent) as `message` writes them, without a
+/// leading article.
+fn subject_words(message: &str, subject: &str) -> Vec<String> {
     let lower = message.to_lowercase();
-    // the subject as whole words ("r" is not the r of "difference")
+    // the subject as whole words ("r" is not the r of "for")
     let bounded = |i: usize| {
         let before = lower[..i].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
         let after = lower[i + subject.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
         before && after
     };
-    let at =
-        lower.get(from..).and_then(|rest| rest.match_indices(subject).map(|(i, _)| from + i).find(|&i| bounded(i)));
+    let at = lower.match_indices(subject).map(|(i, _)| i).find(|&i| bounded(i));
     let found = at.and_then(|i| message.get(i..i + subject.len())).filter(|r| r.to_lowercase() == subject);
-    let end = match (at, found) {
-        (Some(i), Some(_)) => i + subject.len(),
-        _ => from,
-    };
-    let raw = found.unwrap_or(subject);
-    let mut words: Vec<String> =
-        raw.split_whitespace().map(|w| w.trim_matches(|c: char| "?!.,;'\"`".contains(c)).to_string()).collect();
+    let mut words: Vec<String> = found
+        .unwrap_or(subject)
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| "?!.,;'\"`".contains(c)).to_string())
+        .collect();
     if words.len() > 1 && defines::ARTICLES.contains(&words[0].to_lowercase().as_str()) {
         words.remove(0);
     }
-    (words, end)
+    words
 }
 
 /// Characters next to a [`NAMING`] or [`APPOSITIONS`] phrase in which the subject is looked for.
@@ -589,9 +630,9 @@ impl Definers {
     }
 }
 
-/// A subject of the question (X of "What is X?", A and B of a comparison): its terms, and its
-/// words as written.
-struct Side {
+/// The subject of a definition question (X of "What is X?"): its terms, and its words as
+/// written.
+struct Subject {
     terms: Vec<String>,
     words: Vec<String>,
 }
@@ -599,31 +640,19 @@ struct Side {
 /// The scoring of one question over the candidate sentences.
 struct Scoring<'q> {
     intent: &'q Intent,
-    sides: Vec<Side>,
+    subject: Option<Subject>,
     /// (term, weight) of the question.
     weights: Vec<(String, f32)>,
-    /// Terms the heading bonus and the definition bonus look for.
+    /// Terms the heading bonus looks for: a definition's subject, else all the question's.
     focus: Vec<String>,
-    /// A how-to question's verb as written, lowercased, and the weight of its term ("How do I
-    /// use …": "use").
-    verb: Option<(String, f32)>,
     /// Terms of a how-to question's verb; empty for other questions.
     verb_terms: Vec<String>,
     /// Terms of a how-to question's object, the task after its verb ("How do I write a class?":
     /// class); empty for other questions.
     object: Vec<String>,
-    /// Terms of the words the question's form implies but does not say ([`expansion`]: "How
-    /// does sed …": works): they weigh like its own, but an answer need not hold them.
-    unsaid: Vec<String>,
-    /// (term of the question, a term writing it another way): a text holding either holds it
-    /// ("second", "numberth").
-    alternatives: Vec<(String, String)>,
-    /// Summed weight of the terms the question says (not the unsaid ones), and their number.
+    /// Summed weight of the question's terms.
     total: f32,
-    said: usize,
-    /// The two sides of a comparison differ only by case (`p` and `P`): a sentence is about a
-    /// side only when it says what that side is, and headings (case-folded terms) name neither.
-    cased: bool,
+    rules: Rules,
 }
 
 impl Scoring<'_> {
@@ -631,71 +660,61 @@ impl Scoring<'_> {
         weight_in(&self.weights, t)
     }
 
-    /// Summed weight of the question's terms that `keep` accepts (itself or an alternative).
+    /// Summed weight of the question's terms that `keep` accepts.
     fn weight_where(&self, keep: impl Fn(&String) -> bool) -> f32 {
-        let alternative = |t: &String| self.alternatives.iter().any(|(of, alt)| of == t && keep(alt));
-        self.weights.iter().filter(|(t, _)| keep(t) || alternative(t)).map(|(_, w)| w).sum()
+        self.weights.iter().filter(|(t, _)| keep(t)).map(|(_, w)| w).sum()
     }
 
-    /// Whether candidate `c` says what `side` is: the description of an entry that names it, or
-    /// a sentence of the form "X is …" (never the description of another entry).
-    fn says(&self, sections: &[Section], c: &Cand, side: &Side) -> bool {
+    /// Whether candidate `c` says what the subject is: the description of an entry that names
+    /// it, or a sentence of the form "X is …" (never the description of another entry).
+    fn says(&self, sections: &[Section], c: &Cand) -> bool {
+        let Some(subject) = &self.subject else { return false };
         match entry(&sections[c.section].blocks, c.block, c.index) {
-            Some(lines) => names(lines, &side.words),
-            None => sections[c.section].sentences[c.at].definers.define(&side.terms),
+            Some(lines) => names(lines, &subject.words),
+            None => sections[c.section].sentences[c.at].definers.define(&subject.terms),
         }
     }
 
-    /// Whether candidate `c` is about side `i`.
-    fn about(&self, c: &Cand, i: usize) -> bool {
-        (!self.cased && self.sides[i].terms.iter().any(|t| c.terms.contains(t))) || c.says[i]
-    }
-
-    fn sentence_score(&self, sections: &[Section], c: &Cand) -> f32 {
-        let (s, terms) = (&sections[c.section], &c.terms);
-        let mut body = self.weight_where(|t| terms.contains(t));
-        // a how-to answer quotes a sentence with the block it introduces: both say how
-        if matches!(self.intent, Intent::HowTo) {
-            let code = &s.sentences[c.at].code_terms;
-            body += self.weight_where(|t| code.contains(t));
-            // a sentence opening with the task's verb tells the reader to do it ("Use the -E option …")
-            match &self.verb {
-                Some((verb, weight)) if s.sentences[c.at].opening.as_ref() == Some(verb) => body += weight,
-                _ => {}
-            }
-        }
-        let path = self.weight_where(|t| !terms.contains(t) && s.path.contains(t));
-        let bonus: f32 = self
-            .sides
-            .iter()
-            .zip(&c.says)
-            .filter(|(_, says)| **says)
-            .map(|(side, _)| side.terms.iter().map(|t| self.weight(t)).sum::<f32>().max(1.0))
-            .sum();
-        // a sentence under a heading that names all the question asks is about it, in whatever words
-        let headed = !self.focus.is_empty() && self.focus.iter().all(|t| s.heading.contains(t));
-        if body == 0.0 && bonus == 0.0 && !headed {
-            return 0.0;
-        }
-        body + 0.5 * path + bonus
+    fn sentence_score(&self, c: &Cand) -> f32 {
+        let body = self.weight_where(|t| c.terms.contains(t));
+        let bonus = match &self.subject {
+            Some(subject) if c.says => subject.terms.iter().map(|t| self.weight(t)).sum::<f32>().max(1.0),
+            _ => 0.0,
+        };
+        body + bonus
     }
 
     /// Bonus of a section whose own heading names the question's focus: the weight of the focus
     /// terms it names, times the larger of the share of the heading they make up and (but for a
     /// definition) the share of the focus's weight they carry. A heading that names most of
-    /// what a how-to, comparison or fact question asks is that question's section although it
-    /// says more ("break and continue Statements, and else Clauses on Loops"); a definition's
-    /// subject is one or two terms, which every heading naming it would then carry whole.
+    /// what a how-to or fact question asks is that question's section although it says more
+    /// ("break and continue Statements, and else Clauses on Loops"); a definition's subject is
+    /// one or two terms, which every heading naming it would then carry whole.
     fn heading_bonus(&self, s: &Section) -> f32 {
-        if s.heading.is_empty() || self.cased {
+        if s.heading.is_empty() || !self.rules.heading_bonus {
             return 0.0;
         }
         let named: Vec<&String> = self.focus.iter().filter(|t| s.heading.contains(t)).collect();
+        if self.rules.other_task && self.other_task(s, named.len()) {
+            return 0.0;
+        }
+        let weight: f32 = named.iter().map(|t| self.weight(t)).sum();
+        let mut share = named.len() as f32 / s.heading.len() as f32;
+        if self.subject.is_none() {
+            let focus: f32 = self.focus.iter().map(|t| self.weight(t)).sum();
+            share = share.max(weight / focus.max(f32::EPSILON));
+        }
+        weight * share.min(1.0)
+    }
+
+    /// Whether the heading of section `s` (of which `named` terms are the question's focus)
+    /// names another task than a how-to question's.
+    fn other_task(&self, s: &Section, named: usize) -> bool {
         // a how-to heading that names none of the task's object and names something else is
         // another object's ("Reading and Writing Files" for "How do I write a class?")
         let of_object = self.object.iter().any(|t| s.heading.contains(t));
-        if !self.object.is_empty() && !of_object && named.len() < s.heading.len() {
-            return 0.0;
+        if !self.object.is_empty() && !of_object && named < s.heading.len() {
+            return true;
         }
         // a how-to heading that opens with another verb and names part of the task's object shows
         // another task on it ("Selecting lines by text matching" for "How do I replace only the
@@ -703,40 +722,31 @@ impl Scoring<'_> {
         // ("Executing modules as scripts" for "How do I run a module as a script?")
         let of_verb = self.verb_terms.iter().any(|t| s.heading.contains(t));
         let whole_object = self.object.iter().all(|t| s.heading.contains(t));
-        if s.action.is_some() && !self.verb_terms.is_empty() && !of_verb && !whole_object {
-            return 0.0;
-        }
-        let weight: f32 = named.iter().map(|t| self.weight(t)).sum();
-        let mut share = named.len() as f32 / s.heading.len() as f32;
-        if !matches!(self.intent, Intent::Definition(_)) {
-            let focus: f32 = self.focus.iter().map(|t| self.weight(t)).sum();
-            share = share.max(weight / focus.max(f32::EPSILON));
-        }
-        weight * share.min(1.0)
+        s.action.is_some() && !self.verb_terms.is_empty() && !of_verb && !whole_object
     }
 
-    /// Share of the weight of the terms the question says that `found` accepts.
+    /// Share of the question's weight that `found` accepts.
     fn coverage(&self, found: impl Fn(&String) -> bool) -> f32 {
-        self.weight_where(|t| !self.unsaid.contains(t) && found(t)) / self.total.max(f32::EPSILON)
+        self.weight_where(found) / self.total.max(f32::EPSILON)
     }
 
-    /// Share of the weight of the terms the question says that name one of `identifiers` (the
-    /// terms of each one's parts) by two or more of its consecutive parts, written one after
-    /// the other in the question (its stop words aside): "rainbow unicorn" names
-    /// `RAINBOW_UNICORN_abc123`, "unicorn rainbow" does not.
+    /// Share of the question's weight whose terms name one of `identifiers` (the terms of each
+    /// one's parts) by two or more of its consecutive parts, written one after the other in the
+    /// question (its stop words aside): "rainbow unicorn" names `RAINBOW_UNICORN_abc123`,
+    /// "unicorn rainbow" does not.
     fn naming(&self, identifiers: &[&[String]]) -> f32 {
-        let said: Vec<&(String, f32)> = self.weights.iter().filter(|(t, _)| !self.unsaid.contains(t)).collect();
-        let mut named = vec![false; said.len()];
+        let terms = &self.weights;
+        let mut named = vec![false; terms.len()];
         for parts in identifiers {
-            for (i, j) in (0..said.len()).flat_map(|i| (0..parts.len()).map(move |j| (i, j))) {
-                let run = (0..).take_while(|k| said.get(i + k).zip(parts.get(j + k)).is_some_and(|(q, p)| q.0 == *p));
+            for (i, j) in (0..terms.len()).flat_map(|i| (0..parts.len()).map(move |j| (i, j))) {
+                let run = (0..).take_while(|k| terms.get(i + k).zip(parts.get(j + k)).is_some_and(|(q, p)| q.0 == *p));
                 let run = run.count();
                 if run >= 2 {
                     named[i..i + run].iter_mut().for_each(|n| *n = true);
                 }
             }
         }
-        let weight: f32 = said.iter().zip(named).filter(|(_, n)| *n).map(|((_, w), _)| w).sum();
+        let weight: f32 = terms.iter().zip(named).filter(|(_, n)| *n).map(|((_, w), _)| w).sum();
         weight / self.total.max(f32::EPSILON)
     }
 }
@@ -754,8 +764,17 @@ fn candidates(sections: &[Section]) -> Vec<Cand> {
             if c.cut && continued.is_none() {
                 continue;
             }
-            let (terms, says) = (c.terms.clone(), Vec::new());
-            out.push(Cand { section: si, at, block: c.block, index: c.index, terms, says, score: 0.0, continued });
+            let terms = c.terms.clone();
+            out.push(Cand {
+                section: si,
+                at,
+                block: c.block,
+                index: c.index,
+                terms,
+                says: false,
+                score: 0.0,
+                continued,
+            });
         }
     }
     out
@@ -770,72 +789,29 @@ fn announced(sections: &[Section], c: &Cand) -> Option<(usize, usize)> {
     }
 }
 
-fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[Cand]) -> Scoring<'q> {
-    let mut query = analyze_as(lang, message);
-    let (mut unsaid, mut alternatives) = (Vec::new(), Vec::new());
-    for implied in expansion::expansion(message, intent) {
-        let terms: Vec<String> = analyze_as(lang, implied.word).into_iter().filter(|t| !query.contains(t)).collect();
-        match implied.of {
-            Some(of) => {
-                let of = analyze_as(lang, &of);
-                alternatives.extend(of.iter().flat_map(|o| terms.iter().map(move |t| (o.clone(), t.clone()))));
-            }
-            None => add_new(&mut unsaid, Some(terms)),
-        }
-    }
-    query.extend(unsaid.iter().cloned());
+fn scoring<'q>(message: &str, intent: &'q Intent, lang: Option<&str>, cands: &[Cand], rules: Rules) -> Scoring<'q> {
+    let query = analyze_as(lang, message);
     let n = cands.len() as f32;
-    let side = |x: &str, from: usize| {
-        let (words, end) = subject_words(message, x, from);
-        (Side { terms: analyze_as(lang, x), words }, end)
+    let subject = match intent {
+        Intent::Definition(x) => Some(Subject { terms: analyze_as(lang, x), words: subject_words(message, x) }),
+        _ => None,
     };
-    let sides = match intent {
-        Intent::Definition(x) => vec![side(x, 0).0],
-        Intent::Comparison(a, b) => {
-            // the second side is written after the first ("p and P": two commands)
-            let (a, end) = side(a, 0);
-            vec![a, side(b, end).0]
-        }
-        _ => Vec::new(),
-    };
-    // sides that differ only by case ("p and P") have the same terms: only what names them with
-    // their case kept (an entry's name) tells them apart
-    let cased = matches!(&sides[..], [a, b] if a.terms == b.terms && a.words != b.words);
-    let mut weights: Vec<(String, f32)> = query
+    let weights: Vec<(String, f32)> = query
         .iter()
         .map(|t| {
             let df = cands.iter().filter(|c| c.terms.contains(t)).count() as f32;
             (t.clone(), 1.0 + ((n + 1.0) / (df + 1.0)).ln())
         })
         .collect();
-    let focus = match intent {
-        Intent::Definition(x) => analyze_as(lang, x),
-        Intent::Comparison(a, b) => [analyze_as(lang, a), analyze_as(lang, b)].concat(),
-        // a yes/no question is about its subject (its first word with terms after the
-        // auxiliary), whatever it asks of it
-        Intent::Fact => intent::after_auxiliary(message)
-            .and_then(|rest| rest.split_whitespace().map(|w| analyze_as(lang, w)).find(|t| !t.is_empty()))
-            .unwrap_or_default(),
-        _ => Vec::new(),
-    };
-    // what a comparison weighs is its two sides ("difference between" says nothing of them)
-    if matches!(intent, Intent::Comparison(..)) && !focus.is_empty() {
-        weights.retain(|(t, _)| focus.contains(t));
-    }
-    let focus = if focus.is_empty() { query } else { focus };
-    let said: Vec<f32> = weights.iter().filter(|(t, _)| !unsaid.contains(t)).map(|(_, w)| *w).collect();
-    let (total, said) = (said.iter().sum(), said.len());
+    let focus = subject.as_ref().map_or(query, |s| s.terms.clone());
+    let total = weights.iter().map(|(_, w)| w).sum();
     // a how-to's task is its verb, then its object ("write a class")
-    let task = intent::task(message);
-    let (verb, verb_terms, object) = match task.as_deref().map(|t| t.split_once(' ').unwrap_or((t, ""))) {
-        Some((word, rest)) => {
-            let terms = analyze_as(lang, word);
-            let weight = terms.iter().map(|v| weight_in(&weights, v)).sum();
-            (Some((word.to_string(), weight)), terms, analyze_as(lang, rest))
-        }
-        None => (None, Vec::new(), Vec::new()),
+    let task = intent::task(message).filter(|_| matches!(intent, Intent::HowTo));
+    let (verb_terms, object) = match task.as_deref().map(|t| t.split_once(' ').unwrap_or((t, ""))) {
+        Some((word, rest)) => (analyze_as(lang, word), analyze_as(lang, rest)),
+        None => (Vec::new(), Vec::new()),
     };
-    Scoring { intent, sides, weights, focus, verb, verb_terms, object, unsaid, alternatives, total, said, cased }
+    Scoring { intent, subject, weights, focus, verb_terms, object, total, rules }
 }
 
 /// The weight of term `t` among the question's `weights` (0 when it is not one of its terms).
@@ -862,7 +838,8 @@ pub fn answer(
             Section { name: &s.name, analysis: super::cache::analysis(s, lang), closeness }
         })
         .collect();
-    let (passage, explanation) = read(message, intent, &sections, &retrieval_priors(sources), lang, w);
+    let priors = if w.rules.retrieval_prior { retrieval_priors(sources) } else { vec![1.0; sources.len()] };
+    let (passage, explanation) = read(message, &w.rules.read_as(intent), &sections, &priors, lang, w);
     Reading { passage, explanation }
 }
 
@@ -875,17 +852,16 @@ fn read(
     w: &Weights,
 ) -> (Option<Passage>, Explanation) {
     let mut cands = candidates(sections);
-    let sc = scoring(message, intent, lang, &cands);
+    let sc = scoring(message, intent, lang, &cands, w.rules);
     if sc.weights.is_empty() || cands.is_empty() {
         return (None, Explanation::default());
     }
-    let says: Vec<Vec<bool>> =
-        cands.iter().map(|c| sc.sides.iter().map(|side| sc.says(sections, c, side)).collect()).collect();
+    let says: Vec<bool> = cands.iter().map(|c| sc.says(sections, c)).collect();
     for (c, says) in cands.iter_mut().zip(says) {
         c.says = says;
     }
     let semantic = closeness_scale(sections, &cands);
-    let lexical: Vec<f32> = cands.iter().map(|c| sc.sentence_score(sections, c)).collect();
+    let lexical: Vec<f32> = cands.iter().map(|c| sc.sentence_score(c)).collect();
     for (c, lexical) in cands.iter_mut().zip(&lexical) {
         // meaning counts in the question's weight: the candidate closest to the question weighs
         // `sentence_cosine` times all of its terms, the farthest nothing
@@ -897,38 +873,22 @@ fn read(
         Explanation { signals, sentences, answered: !chosen.is_empty() }
     };
     let Some(best) = best_section(sections, &cands, &sc, w) else { return (None, explain(&[], None)) };
-    let mut chosen = choose(sections, &cands, &sc, best);
-    let covered = |chosen: &[&Cand]| -> Vec<String> {
-        let mut t: Vec<String> = chosen.iter().flat_map(|c| c.terms.iter().cloned()).collect();
-        t.extend(sections[best].path.iter().cloned());
-        t
-    };
-    // the best section must answer on its own: a second one only completes it
-    let first_terms = covered(&chosen);
-    let needed = if sc.said >= 2 { MIN_COVERAGE } else { 0.99 };
+    let chosen = choose(sections, &cands, &sc, best);
+    let mut covered: Vec<&String> = chosen.iter().flat_map(|c| c.terms.iter()).collect();
+    covered.extend(sections[best].path.iter());
+    let needed = if sc.weights.len() >= 2 { MIN_COVERAGE } else { 0.99 };
     let identifiers: Vec<&[String]> =
         chosen.iter().flat_map(|c| sections[c.section].sentences[c.at].identifiers.iter().map(Vec::as_slice)).collect();
-    let coverage = (sc.coverage(|t| first_terms.contains(t)) + sc.naming(&identifiers)) / needed;
+    let naming = if w.rules.naming { sc.naming(&identifiers) } else { 0.0 };
+    let coverage = (sc.coverage(|t| covered.contains(&t)) + naming) / needed;
     let sentence = chosen.iter().filter_map(|c| sections[c.section].sentence_cosine(c.at)).reduce(f32::max);
     let mut signals = Signals { coverage, cosine: sections[best].closeness.chunk, sentence, confidence: 0.0 };
     signals.confidence = w.confidence.of(&signals);
     if signals.confidence < 0.0 || chosen.is_empty() {
         return (None, explain(&[], Some(signals)));
     }
-    if let Some(extra) = second_section(sections, &cands, &sc, best, &first_terms) {
-        chosen.push(extra);
-    }
-    // a comparison says what each side is: a side the passage does not define is taken from
-    // another section that does
-    for i in 0..sc.sides.len() {
-        let said = |c: &&Cand| c.says[i];
-        if matches!(intent, Intent::Comparison(..)) && !chosen.iter().any(said) {
-            let best_saying =
-                cands.iter().filter(|c| c.score > 0.0 && said(c)).max_by(|a, b| a.score.total_cmp(&b.score));
-            chosen.extend(best_saying);
-        }
-    }
-    (Some(render(sections, &chosen, matches!(intent, Intent::HowTo))), explain(&chosen, Some(signals)))
+    let nearest_code = w.rules.nearest_code && matches!(intent, Intent::HowTo);
+    (Some(render(sections, &chosen, nearest_code)), explain(&chosen, Some(signals)))
 }
 
 /// The best-scored [`EXPLAINED_SENTENCES`] of `cands` (whose lexical scores, in the question's
@@ -987,24 +947,13 @@ fn retrieval_priors(sources: &[SourceRef]) -> Vec<f32> {
         .collect()
 }
 
-/// The section whose best sentence (for a comparison, the sum of the best about each side)
-/// and heading bonus, as a share of the question's weight, plus its cosine times
+/// The section whose best sentence and heading bonus, as a share of the question's weight, plus its cosine times
 /// `w.section_cosine`, score highest; a section scoring nothing lexically is chosen only by its
 /// cosine.
 fn best_section(sections: &[Section], cands: &[Cand], sc: &Scoring, w: &Weights) -> Option<usize> {
     let mut best: Option<(f32, usize)> = None;
     for (si, s) in sections.iter().enumerate() {
-        let mine = || cands.iter().filter(move |c| c.section == si);
-        let top = match sc.intent {
-            // a comparison is answered where both sides are
-            Intent::Comparison(..) => sc
-                .sides
-                .iter()
-                .enumerate()
-                .map(|(i, _)| mine().filter(|c| sc.about(c, i)).map(|c| c.score).fold(0.0, f32::max))
-                .sum(),
-            _ => mine().map(|c| c.score).fold(0.0, f32::max),
-        };
+        let top = cands.iter().filter(|c| c.section == si).map(|c| c.score).fold(0.0, f32::max);
         let semantic = w.section_cosine * s.closeness.chunk.unwrap_or(0.0);
         if top <= 0.0 && semantic <= 0.0 {
             continue;
@@ -1042,76 +991,27 @@ fn choose<'c>(sections: &[Section], cands: &'c [Cand], sc: &Scoring, best: usize
             chosen.push(c);
         }
     };
-    // the sentence after one that says what something is goes on saying it
+    // the sentence after one that says what the subject is goes on saying it
     let after =
-        |d: &Cand| cands.iter().find(|c| c.section == d.section && c.block == d.block && c.index == d.index + 1);
-    match sc.intent {
-        Intent::Definition(_) => {
-            if let Some(next) = after(anchor) {
-                take(next, &mut chosen);
-            }
-        }
-        Intent::Comparison(..) => {
-            for i in 0..sc.sides.len() {
-                let about = |c: &&Cand| sc.about(c, i);
-                if let Some(c) = mine.iter().copied().find(|c| c.says[i]) {
-                    take(c, &mut chosen);
-                    if let Some(next) = after(c) {
-                        take(next, &mut chosen);
-                    }
-                } else if !chosen.iter().any(about) {
-                    if let Some(c) = mine.iter().copied().find(about) {
-                        take(c, &mut chosen);
-                    }
-                }
-            }
-        }
-        _ => {}
+        cands.iter().find(|c| c.section == anchor.section && c.block == anchor.block && c.index == anchor.index + 1);
+    if let (Some(next), true) = (after, sc.subject.is_some()) {
+        take(next, &mut chosen);
     }
     for c in mine.iter().copied().skip(1).take_while(|c| c.score >= anchor.score * KEEP_RATIO) {
         take(c, &mut chosen);
-    }
-    // an entry's description is one answer: the rest of its paragraph follows while it fits
-    let described: Vec<&Cand> =
-        chosen.iter().copied().filter(|c| entry(&sections[c.section].blocks, c.block, c.index).is_some()).collect();
-    for d in described {
-        let rest = cands.iter().filter(|c| c.section == d.section && c.block == d.block && c.index > d.index);
-        for c in rest {
-            take(c, &mut chosen);
-        }
     }
     chosen.sort_by_key(|c| (c.section, c.block, c.index));
     chosen
 }
 
-/// One sentence of another section when it covers enough of what the first section does not
-/// and names a term of the question's focus (the subject of a definition or yes/no question, the
-/// sides of a comparison: not another thing the question's other words happen to describe).
-fn second_section<'c>(
-    sections: &[Section],
-    cands: &'c [Cand],
-    sc: &Scoring,
-    best: usize,
-    covered: &[String],
-) -> Option<&'c Cand> {
-    let before = sc.coverage(|t| covered.contains(t));
-    let gain = |c: &Cand| sc.coverage(|t| covered.contains(t) || c.terms.contains(t)) - before;
-    cands
-        .iter()
-        .filter(|c| sections[c.section].name != sections[best].name && gain(c) >= SECOND_SECTION_GAIN)
-        // it is about what the question is about: a term of its focus when that is narrower
-        .filter(|c| sc.focus.iter().any(|t| c.terms.contains(t)))
-        .max_by(|a, b| (gain(a), a.score).partial_cmp(&(gain(b), b.score)).unwrap_or(std::cmp::Ordering::Equal))
-}
-
 /// The code block to quote after the chosen sentences, if any: the block a chosen sentence
-/// introduces, or (for "How do I") the section's block nearest the first chosen sentence (at
-/// most [`CODE_REACH`] blocks away; after it rather than before at equal distance).
-fn code_block(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Option<(usize, usize)> {
+/// introduces, or (`nearest`: for "How do I") the section's block nearest the first chosen
+/// sentence (at most [`CODE_REACH`] blocks away; after it rather than before at equal distance).
+fn code_block(sections: &[Section], chosen: &[&Cand], nearest: bool) -> Option<(usize, usize)> {
     if let Some(b) = chosen.iter().find_map(|c| announced(sections, c)) {
         return Some(b);
     }
-    let first = chosen.first().filter(|_| how_to)?;
+    let first = chosen.first().filter(|_| nearest)?;
     let blocks = &sections[first.section].blocks;
     let is_code = |b: usize| matches!(blocks.get(b), Some(Block::Code(_)));
     (1..=CODE_REACH)
@@ -1121,8 +1021,8 @@ fn code_block(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Option<(u
         .map(|b| (first.section, b))
 }
 
-fn render(sections: &[Section], chosen: &[&Cand], how_to: bool) -> Passage {
-    let code = code_block(sections, chosen, how_to).and_then(|(s, b)| match &sections[s].blocks[b] {
+fn render(sections: &[Section], chosen: &[&Cand], nearest_code: bool) -> Passage {
+    let code = code_block(sections, chosen, nearest_code).and_then(|(s, b)| match &sections[s].blocks[b] {
         Block::Code(text) if text.len() <= MAX_CODE_CHARS => Some((s, b, text.as_str())),
         _ => None,
     });
@@ -1246,24 +1146,28 @@ mod tests {
         assert!(!defines("Then: the steam oven, the dry oven.", "dry oven"));
     }
 
-    /// A yes/no question is about its subject: a heading naming only its verb is not its
-    /// section; another question is about all its terms.
+    /// Each rule's name switches that rule off and no other (the ablation measures one rule at a
+    /// time); a name the reader does not know is refused.
     #[test]
-    fn a_yes_no_question_s_headings_are_those_naming_its_subject() {
-        let section = |name: &'static str| Section {
-            name,
-            analysis: Arc::new(Analysis::of(name, "Some text.", None)),
+    fn each_rule_is_switched_off_by_its_name_alone() {
+        for name in Rules::NAMES {
+            let off = Rules::ALL.without(name).expect(name);
+            assert_ne!(off, Rules::ALL, "{name}");
+            assert_eq!(off.without(name), Some(off), "{name}");
+            for other in Rules::NAMES.iter().filter(|o| *o != name) {
+                assert_ne!(off.without(other), Some(off), "{name} switched {other} off too");
+            }
+        }
+        assert_eq!(Rules::ALL.without("comparison"), None);
+        let section = Section {
+            name: "Kitchen › Kettles",
+            analysis: Arc::new(Analysis::of("Kitchen › Kettles", "Some text.", None)),
             closeness: &FAR,
         };
-        let (fact, how) = (Intent::Fact, Intent::HowTo);
-        let sc = scoring("Can kettles be repaired once broken?", &fact, None, &[]);
-        assert_eq!(sc.focus, analyze_as(None, "kettles"));
-        let sc = scoring("Is the kettle safe?", &fact, None, &[]);
-        assert_eq!(sc.focus, analyze_as(None, "kettle"));
-        assert!(sc.heading_bonus(&section("Kitchen › Kettles")) > 0.0);
-        assert_eq!(sc.heading_bonus(&section("Workshop › Repairs")), 0.0);
-        let sc = scoring("How do I repair kettles?", &how, None, &[]);
-        assert!(sc.heading_bonus(&section("Workshop › Repairs")) > 0.0);
+        let bonus =
+            |rules| scoring("How do I descale kettles?", &Intent::HowTo, None, &[], rules).heading_bonus(&section);
+        assert!(bonus(Rules::ALL) > 0.0);
+        assert_eq!(bonus(Rules::ALL.without("heading_bonus").unwrap()), 0.0);
     }
 
     #[test]
@@ -1288,7 +1192,7 @@ mod tests {
             analysis: Arc::new(Analysis::of(name, "Some text.", None)),
             closeness: &FAR,
         };
-        let sc = scoring("How do I repair a kettle?", &Intent::HowTo, None, &[]);
+        let sc = scoring("How do I repair a kettle?", &Intent::HowTo, None, &[], Rules::ALL);
         assert_eq!(sc.object, analyze_as(None, "kettle"));
         assert_eq!(sc.heading_bonus(&section("Workshop › Repairing Bicycles")), 0.0);
         assert!(sc.heading_bonus(&section("Workshop › Kettle Parts")) > 0.0);
@@ -1302,7 +1206,7 @@ mod tests {
             analysis: Arc::new(Analysis::of(name, "Some text.", None)),
             closeness: &FAR,
         };
-        let sc = scoring("How do I descale the kettle lid?", &Intent::HowTo, None, &[]);
+        let sc = scoring("How do I descale the kettle lid?", &Intent::HowTo, None, &[], Rules::ALL);
         assert_eq!(sc.heading_bonus(&section("Kitchen › Polishing kettle spouts")), 0.0);
         // naming the whole object, its verb may be the task's in other words
         assert!(sc.heading_bonus(&section("Kitchen › Cleaning kettle lids")) > 0.0);
