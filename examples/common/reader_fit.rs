@@ -4,7 +4,7 @@
 //!
 //! 1. `sentence_cosine` and `section_cosine`, by grid search: the pair whose answers, "I don't
 //!    know" set aside (every question answered from its best section), cite an expected section
-//!    and hold the keys most often; the smaller on a tie.
+//!    and hold the keys most often; the smallest within [`GRID_TOLERANCE`] of the best.
 //! 2. The confidence's weights, by logistic regression of "the answer cites an expected
 //!    section" on the best section's signals (coverage, chunk cosine, sentence cosine):
 //!    answers to answerable questions labelled by whether they are right, every unanswerable
@@ -22,8 +22,11 @@ use super::labelled::Question;
 use super::{judge, Kept, Outcome};
 
 /// Values of `sentence_cosine` and of `section_cosine` tried.
-const SENTENCE_GRID: &[f32] = &[0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0];
+const SENTENCE_GRID: &[f32] = &[0.0, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
 const SECTION_GRID: &[f32] = &[0.0, 0.25, 0.5, 1.0];
+/// How many fewer right sources and keys than the best the chosen pair may have (about 1 % of
+/// them): beyond a point the grid is flat, and the smallest weights in it are chosen.
+const GRID_TOLERANCE: usize = 2;
 /// Share of the unanswerable `dev` questions the threshold must answer "I don't know".
 const IDK_TARGET: f64 = 0.97;
 /// Logistic regression: gradient steps, step size, L2 penalty.
@@ -53,7 +56,7 @@ pub fn fit(questions: &[Question], kept: &BTreeMap<String, Kept>) -> Weights {
         "--fit needs the cosines of an embedding model (--embeddings DIR)"
     );
     let answerable = dev.iter().filter(|(q, _)| q.answerable()).count();
-    let mut best = (0, (0.0, 0.0));
+    let mut tried = Vec::new();
     for pair in SENTENCE_GRID.iter().flat_map(|&s| SECTION_GRID.iter().map(move |&c| (s, c))) {
         let right = dev
             .iter()
@@ -67,11 +70,11 @@ pub fn fit(questions: &[Question], kept: &BTreeMap<String, Kept>) -> Weights {
             pair.1,
             2 * answerable
         );
-        if right > best.0 {
-            best = (right, pair);
-        }
+        tried.push((right, pair));
     }
-    let pair = best.1;
+    // the smallest weights within the tolerance of the best: the grid's top is flat
+    let most = tried.iter().map(|(right, _)| *right).max().unwrap_or(0);
+    let pair = tried.iter().find(|(right, _)| right + GRID_TOLERANCE >= most).map_or((0.0, 0.0), |(_, pair)| *pair);
     // every dev question read once with those weights: (question, outcome, signals)
     let read: Vec<(&Question, Outcome, Option<Signals>)> = dev
         .iter()

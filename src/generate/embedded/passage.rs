@@ -361,9 +361,9 @@ impl Confidence {
 impl Weights {
     /// The weights [`answer`] uses (see [`Weights`] for how they were fitted).
     pub const FITTED: Weights = Weights {
-        sentence_cosine: 0.5,
+        sentence_cosine: 2.0,
         section_cosine: 0.0,
-        confidence: Confidence { coverage: 3.220, cosine: 1.296, sentence: 3.811, bias: -5.610 },
+        confidence: Confidence { coverage: 2.199, cosine: 1.748, sentence: 6.124, bias: -5.890 },
         rules: Rules::ALL,
     };
 }
