@@ -227,18 +227,6 @@ async fn a_section_whose_heading_names_the_question_answers_it() {
     assert!(answer.contains("The break statement, like in C, breaks out"), "{answer}");
 }
 
-/// An identifier (here upper snake case with a mixed part) is a word of the text: a question
-/// naming some of its parts finds the sentence that holds it, and the answer quotes it whole.
-#[tokio::test]
-async fn a_question_naming_parts_of_an_identifier_is_answered_with_the_identifier() {
-    let server = Server::start();
-    let org = server.new_org("Answers").await;
-    let replica = org.create_replica("phrases").await;
-    org.add_ready_text(&replica, "Secret", "The secret phrase is: RAINBOW_UNICORN_abc123").await;
-    let (answer, _) = ask(&org, &replica, "What is the rainbow unicorn phrase mentioned in the text?").await;
-    assert!(answer.contains("RAINBOW_UNICORN_abc123"), "{answer}");
-}
-
 /// A client that wraps the user's question in context of its own gets the answer to the bare
 /// question; the history keeps what the client sent.
 #[tokio::test]

@@ -139,6 +139,20 @@ async fn the_reader_quotes_the_sentence_closest_in_meaning_and_shows_its_scores(
     }
 }
 
+/// An identifier (here upper snake case with a mixed part) is a word of the text: a question
+/// naming some of its parts finds the sentence that holds it, and the answer quotes it whole,
+/// by meaning as by words alone (where the question naming the identifier counts twice).
+#[tokio::test]
+async fn a_question_naming_parts_of_an_identifier_is_answered_with_the_identifier() {
+    for (server, by_meaning) in &hybrid_and_plain() {
+        let org = server.new_org("Phrases").await;
+        let replica = org.create_replica("phrases").await;
+        org.add_ready_text(&replica, "Secret", "The secret phrase is: RAINBOW_UNICORN_abc123").await;
+        let answer = org.ask(&replica, "What is the rainbow unicorn phrase mentioned in the text?").await;
+        assert!(answer.contains("RAINBOW_UNICORN_abc123"), "by meaning {by_meaning}: {answer}");
+    }
+}
+
 #[tokio::test]
 async fn the_embedding_model_defaults_to_the_catalog_s_is_checked_and_cannot_change_once_set() {
     let server = serving(two_model_catalog);

