@@ -374,9 +374,9 @@ impl Weights {
 /// What the reader knew of the best section when it decided whether it answers.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Signals {
-    /// Share of the question's weight its passage (with its heading path) covers (without an
-    /// embedding model, naming included: 6. in the module docs), over the share needed without embeddings
-    /// ([`MIN_COVERAGE`]; all of it for a one-term question): 1 is that bar.
+    /// Share of the question's weight its passage (with its heading path) covers (naming
+    /// included without an embedding model: 6. in the module docs), over the share needed
+    /// without embeddings ([`MIN_COVERAGE`]; all of it for a one-term question): 1 is that bar.
     pub coverage: f32,
     /// The question's cosine similarity to its chunk's vector.
     pub cosine: Option<f32>,
