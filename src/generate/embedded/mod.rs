@@ -1,12 +1,12 @@
 //! The embedded, offline generator: extractive answers from the retrieved chunks.
 //!
 //! Small talk (greetings, thanks, farewells, or a message with no content words) gets the
-//! replica's greeting or a short courtesy. Otherwise the question's [`intent`] (definition,
-//! how-to, comparison, fact) decides what a good answer holds, and [`passage`] picks it from the
-//! chunks read as prose and code ([`crate::text::blocks`]): sentences of the best section in
-//! document order, the code block that goes with them as a fenced Markdown block, at most one
-//! more section, and the name of the sources. When the sources do not cover the question, the answer says so and
-//! cites no source.
+//! replica's greeting or a short courtesy. Otherwise the question's [`intent`] (a definition, a
+//! how-to, or any other question) decides what a good answer holds, and [`passage`] picks it
+//! from the chunks read as prose and code ([`crate::text::blocks`]): sentences of the best
+//! section in document order, the code block that goes with them as a fenced Markdown block,
+//! and the name of the sources. When the sources do not cover the question, the answer says so
+//! and cites no source.
 
 pub mod cache;
 pub mod passage;
