@@ -14,7 +14,7 @@
 //! cargo run --release --example answers -- --embeddings DIR --floors tests/answers/floors.json  # CI's gate
 //! cargo run --release --example answers -- --embeddings DIR --fit   # fits the reader's weights on dev
 //! cargo run --example answers -- --replay /tmp/sources.json --always 0.5,0  # never "I don't know"
-//! cargo run --example answers -- --replay /tmp/sources.json --without naming,expansion  # rules off
+//! cargo run --example answers -- --replay /tmp/sources.json --without naming,heading_bonus  # rules off
 //! cargo run --example answers -- --replay /tmp/sources.json --ablate  # each rule off in turn
 //! ```
 //!
