@@ -67,7 +67,8 @@ pub fn rescored(k: usize) -> usize {
 
 /// The `k` best `(row, cosine)` of `query` among the rows of `vectors` (`n × query.len()`
 /// values) whose codes are `codes`, best first, the cosines exact; ties keep the lower row
-/// first. Fewer than `k` when there are fewer rows.
+/// first. Fewer than `k` when there are fewer rows. Codes that are not those of `n` rows
+/// (`Codes::default()`) score every row exactly.
 pub fn top_k(query: &[f32], vectors: &[f32], codes: &Codes, k: usize) -> Vec<(usize, f32)> {
     let dim = query.len();
     if dim == 0 || k == 0 {

@@ -6,9 +6,8 @@
 //! `READY` only once all are in. A chunk's vectors are its own and one per prose sentence
 //! ([`sentence_texts`], for the embedded reader: about as many tokens again as the chunk, so
 //! embedding takes about twice as long as the chunks' alone). This task embeds [`SLICE`]
-//! chunks at a time, taking the
-//! replicas in turn (one upload of thousands of chunks does not hold back another replica's
-//! small one), and stores each slice's vectors in one write. The write that completes an entry
+//! chunks at a time, taking the replicas in turn (one upload of thousands of chunks does not
+//! hold back another replica's small one), and stores each slice's vectors in one write. The write that completes an entry
 //! appends an outbox row for it, so the indexer loads its vectors and marks it `READY` (the
 //! status is still written only after searches see what it promises).
 //!

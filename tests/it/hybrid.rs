@@ -53,6 +53,17 @@ async fn retrieved(org: &Org, replica: &str, question: &str) -> Vec<Value> {
     v["sources"].as_array().expect("sources").clone()
 }
 
+/// A new organization `name` of `server` with one replica whose knowledge base holds `texts`
+/// (title, text), each `READY`.
+async fn replica_with(server: &Server, name: &str, texts: &[(&str, &str)]) -> (Org, String) {
+    let org = server.new_org(name).await;
+    let replica = org.create_replica(&name.to_lowercase()).await;
+    for (title, text) in texts {
+        org.add_ready_text(&replica, title, text).await;
+    }
+    (org, replica)
+}
+
 /// How many passages the stand-in was asked to embed (its queries left out).
 fn passages_embedded(standin: &StandIn) -> usize {
     let inputs = standin.seen().into_iter().flat_map(|(body, _)| body["input"].as_array().cloned().unwrap_or_default());
@@ -78,10 +89,7 @@ const PARAPHRASE: &str = "How long do cats nap?";
 #[tokio::test]
 async fn a_question_in_other_words_finds_its_passage_by_meaning_where_bm25_finds_nothing() {
     for (server, by_meaning) in &hybrid_and_plain() {
-        let org = server.new_org("Meaning").await;
-        let replica = org.create_replica("pets").await;
-        org.add_ready_text(&replica, "Felines", FELINES).await;
-        org.add_ready_text(&replica, "Automobiles", ENGINES).await;
+        let (org, replica) = replica_with(server, "Meaning", &[("Felines", FELINES), ("Automobiles", ENGINES)]).await;
         let sources = retrieved(&org, &replica, PARAPHRASE).await;
         if !by_meaning {
             assert!(sources.is_empty(), "BM25 alone shares no word with the question: {sources:?}");
@@ -111,10 +119,8 @@ async fn checked(org: &Org, replica: &str, question: &str) -> Value {
 async fn the_reader_quotes_the_sentence_closest_in_meaning_and_shows_its_scores() {
     let question = "How do I remove a key from a dictionary?";
     for (server, by_meaning) in &hybrid_and_plain() {
-        let org = server.new_org("Reader").await;
-        let replica = org.create_replica("reader").await;
-        org.add_ready_text(&replica, "Dictionaries", DICTIONARIES).await;
-        org.add_ready_text(&replica, "Automobiles", ENGINES).await;
+        let texts = [("Dictionaries", DICTIONARIES), ("Automobiles", ENGINES)];
+        let (org, replica) = replica_with(server, "Reader", &texts).await;
         let v = checked(&org, &replica, question).await;
         let reader = &v["reader"];
         let sentences = reader["sentences"].as_array().expect("the reader's sentences");
@@ -145,9 +151,8 @@ async fn the_reader_quotes_the_sentence_closest_in_meaning_and_shows_its_scores(
 #[tokio::test]
 async fn a_question_naming_parts_of_an_identifier_is_answered_with_the_identifier() {
     for (server, by_meaning) in &hybrid_and_plain() {
-        let org = server.new_org("Phrases").await;
-        let replica = org.create_replica("phrases").await;
-        org.add_ready_text(&replica, "Secret", "The secret phrase is: RAINBOW_UNICORN_abc123").await;
+        let secret = ("Secret", "The secret phrase is: RAINBOW_UNICORN_abc123");
+        let (org, replica) = replica_with(server, "Phrases", &[secret]).await;
         let answer = org.ask(&replica, "What is the rainbow unicorn phrase mentioned in the text?").await;
         assert!(answer.contains("RAINBOW_UNICORN_abc123"), "by meaning {by_meaning}: {answer}");
     }
@@ -218,10 +223,7 @@ async fn vectors_survive_kill_9_reindex_and_backup_without_being_computed_again(
     let files = tempfile::tempdir().unwrap();
     let flags = standin_flags(files.path(), &standin);
     let server = Server::start_with(&strs(&flags));
-    let org = server.new_org("Durable").await;
-    let replica = org.create_replica("durable").await;
-    org.add_ready_text(&replica, "Felines", FELINES).await;
-    org.add_ready_text(&replica, "Automobiles", ENGINES).await;
+    let (org, replica) = replica_with(&server, "Durable", &[("Felines", FELINES), ("Automobiles", ENGINES)]).await;
     let embedded = passages_embedded(&standin);
     assert_eq!(embedded, 4, "one passage per chunk and one per sentence (each text has one)");
     let has_vectors = |sources: &[Value]| !sources.is_empty() && sources.iter().all(|s| s["vectorRank"].is_number());
@@ -250,11 +252,8 @@ async fn vectors_survive_kill_9_reindex_and_backup_without_being_computed_again(
 #[tokio::test]
 async fn another_organization_s_entries_never_change_a_replica_s_hybrid_ranking() {
     let server = serving(minilm_catalog);
-    let mine = server.new_org("Mine").await;
-    let replica = mine.create_replica("mine").await;
-    mine.add_ready_text(&replica, "Felines", FELINES).await;
-    mine.add_ready_text(&replica, "Automobiles", ENGINES).await;
-    mine.add_ready_text(&replica, "Dogs", "Dogs sleep about half of the day and nap after meals.").await;
+    let dogs = ("Dogs", "Dogs sleep about half of the day and nap after meals.");
+    let (mine, replica) = replica_with(&server, "Mine", &[("Felines", FELINES), ("Automobiles", ENGINES), dogs]).await;
     let before = retrieved(&mine, &replica, "How long do cats sleep?").await;
 
     let other = server.new_org("Other").await;

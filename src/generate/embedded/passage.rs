@@ -291,6 +291,20 @@ pub struct Rules {
     pub naming: bool,
 }
 
+/// A rule's switch in [`Rules`].
+type Switch = fn(&mut Rules) -> &mut bool;
+
+/// Each rule's name and its switch.
+const SWITCHES: [(&str, Switch); 7] = [
+    ("definitions", |r| &mut r.definitions),
+    ("how_to", |r| &mut r.how_to),
+    ("heading_bonus", |r| &mut r.heading_bonus),
+    ("other_task", |r| &mut r.other_task),
+    ("nearest_code", |r| &mut r.nearest_code),
+    ("retrieval_prior", |r| &mut r.retrieval_prior),
+    ("naming", |r| &mut r.naming),
+];
+
 impl Rules {
     /// Every rule on.
     pub const ALL: Rules = Rules {
@@ -303,24 +317,22 @@ impl Rules {
         naming: true,
     };
 
-    /// The rules' names, as `examples/answers.rs --without` takes them.
-    pub const NAMES: &[&str] =
-        &["definitions", "how_to", "heading_bonus", "other_task", "nearest_code", "retrieval_prior", "naming"];
+    /// The rules' names, as `examples/answers.rs --without` takes them ([`SWITCHES`]' order).
+    pub const NAMES: [&'static str; SWITCHES.len()] = {
+        let mut names = [""; SWITCHES.len()];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = SWITCHES[i].0;
+            i += 1;
+        }
+        names
+    };
 
     /// These rules with the one named `name` (one of [`Rules::NAMES`]) off; `None` for an
     /// unknown name.
     pub fn without(mut self, name: &str) -> Option<Rules> {
-        let rule = match name {
-            "definitions" => &mut self.definitions,
-            "how_to" => &mut self.how_to,
-            "heading_bonus" => &mut self.heading_bonus,
-            "other_task" => &mut self.other_task,
-            "nearest_code" => &mut self.nearest_code,
-            "retrieval_prior" => &mut self.retrieval_prior,
-            "naming" => &mut self.naming,
-            _ => return None,
-        };
-        *rule = false;
+        let (_, switch) = SWITCHES.iter().find(|(n, _)| *n == name)?;
+        *switch(&mut self) = false;
         Some(self)
     }
 
@@ -1158,7 +1170,7 @@ mod tests {
             let off = Rules::ALL.without(name).expect(name);
             assert_ne!(off, Rules::ALL, "{name}");
             assert_eq!(off.without(name), Some(off), "{name}");
-            for other in Rules::NAMES.iter().filter(|o| *o != name) {
+            for other in Rules::NAMES.iter().filter(|o| **o != name) {
                 assert_ne!(off.without(other), Some(off), "{name} switched {other} off too");
             }
         }
