@@ -64,6 +64,9 @@ error_codes! {
     UserNotFound => 401, Some("USER_NOT_FOUND");
     /// `X-Embed-Key` is not an embed key of the replica of the path.
     EmbedKeyRefused => 403, Some("EMBED_KEY_REFUSED");
+    /// `X-Embed-Identity` is malformed, not signed with the replica's identity secret, expired,
+    /// expires too far ahead, or sent where none is accepted (no secret, or the web chat page).
+    EmbedIdentityRefused => 403, Some("EMBED_IDENTITY_REFUSED");
     /// The page's origin is not among the replica's allowed origins (embed widget).
     OriginNotAllowed => 403, Some("ORIGIN_NOT_ALLOWED");
     /// The resource does not exist or is not accessible to the caller.

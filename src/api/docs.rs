@@ -3,7 +3,6 @@
 //! vendored under `data/docs/swagger-ui/`, Apache-2.0). The docs page and its assets are not API
 //! operations: [`pages`] adds them to the router but not to `api::routes()` or the document.
 
-use std::io::Write;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -12,6 +11,7 @@ use hyper::Method;
 use super::{BodyKind, Route};
 use crate::app::App;
 use crate::error::{Error, Result};
+use crate::http::asset::Asset;
 use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
@@ -21,13 +21,6 @@ const INIT_JS: &[u8] = include_bytes!("../../data/docs/init.js");
 const BUNDLE_JS: &[u8] = include_bytes!("../../data/docs/swagger-ui/swagger-ui-bundle.js");
 const UI_CSS: &[u8] = include_bytes!("../../data/docs/swagger-ui/swagger-ui.css");
 const LICENSE: &[u8] = include_bytes!("../../data/docs/swagger-ui/LICENSE");
-
-/// One file of the docs page: its bytes, content type, and gzip form made on first use.
-struct Asset {
-    bytes: &'static [u8],
-    content_type: &'static str,
-    gzipped: OnceLock<Bytes>,
-}
 
 /// The Content-Security-Policy of the docs page: its own scripts only (Swagger UI and
 /// `init.js`; no inline script, no eval), its own stylesheet, images from itself and the `data:`
@@ -39,14 +32,11 @@ pub const DOCS_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'se
                             frame-ancestors 'none'";
 
 static ASSETS: [(&str, Asset); 5] = [
-    ("index.html", Asset { bytes: INDEX_HTML, content_type: "text/html; charset=utf-8", gzipped: OnceLock::new() }),
-    ("init.js", Asset { bytes: INIT_JS, content_type: "text/javascript; charset=utf-8", gzipped: OnceLock::new() }),
-    (
-        "swagger-ui-bundle.js",
-        Asset { bytes: BUNDLE_JS, content_type: "text/javascript; charset=utf-8", gzipped: OnceLock::new() },
-    ),
-    ("swagger-ui.css", Asset { bytes: UI_CSS, content_type: "text/css; charset=utf-8", gzipped: OnceLock::new() }),
-    ("LICENSE", Asset { bytes: LICENSE, content_type: "text/plain; charset=utf-8", gzipped: OnceLock::new() }),
+    ("index.html", Asset::new(INDEX_HTML, "text/html; charset=utf-8")),
+    ("init.js", Asset::new(INIT_JS, "text/javascript; charset=utf-8")),
+    ("swagger-ui-bundle.js", Asset::new(BUNDLE_JS, "text/javascript; charset=utf-8")),
+    ("swagger-ui.css", Asset::new(UI_CSS, "text/css; charset=utf-8")),
+    ("LICENSE", Asset::new(LICENSE, "text/plain; charset=utf-8")),
 ];
 
 /// The routes of the docs page (public; not part of the OpenAPI document).
@@ -93,38 +83,11 @@ async fn asset(_app: Arc<App>, req: Req) -> Result<Reply> {
 }
 
 fn serve(asset: &Asset, req: &Req) -> Result<Reply> {
-    let accepts_gzip = req
-        .headers
-        .get_all(hyper::header::ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(accepts_gzip_item);
-    let reply = if accepts_gzip {
-        let body = asset.gzipped.get_or_init(|| gzip(asset.bytes));
-        Reply::raw(200, body.clone(), asset.content_type).with_header("content-encoding", "gzip")
-    } else {
-        Reply::raw(200, Bytes::from_static(asset.bytes), asset.content_type)
-    };
-    Ok(reply
-        .with_header("vary", "accept-encoding")
+    Ok(asset
+        .reply(req)
         .with_header("cache-control", "public, max-age=3600")
         .with_header("content-security-policy", DOCS_CSP)
         .with_header("x-frame-options", "DENY")
         .with_header("x-content-type-options", "nosniff")
         .with_header("referrer-policy", "no-referrer"))
-}
-
-/// Whether one `Accept-Encoding` item (`gzip`, `gzip;q=0.5`, `*`) allows gzip.
-fn accepts_gzip_item(item: &str) -> bool {
-    let mut parts = item.split(';').map(str::trim);
-    let name = parts.next().unwrap_or("");
-    let q = parts.find_map(|p| p.strip_prefix("q=")).map(|q| q.parse::<f32>().unwrap_or(0.0)).unwrap_or(1.0);
-    (name.eq_ignore_ascii_case("gzip") || name == "*") && q > 0.0
-}
-
-fn gzip(bytes: &[u8]) -> Bytes {
-    let mut e = flate2::write::GzEncoder::new(Vec::with_capacity(bytes.len() / 3), flate2::Compression::default());
-    let _ = e.write_all(bytes);
-    Bytes::from(e.finish().unwrap_or_default())
 }

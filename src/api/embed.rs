@@ -3,10 +3,14 @@
 //! - `POST /v1/replicas/{replicaUUID}/embed-keys` (our own operation): a public embed key and
 //!   the replica's allowed origins; `DELETE /v1/replicas/{replicaUUID}/embed-keys/{embedKey}`
 //!   revokes one.
+//! - `POST /v1/replicas/{replicaUUID}/embed-identity-secret` (our own operation): a new secret
+//!   the site's backend signs its users' ids with (shown once; it replaces the earlier one);
+//!   `DELETE` on the same path turns signed identities off.
 //! - `POST /v1/embed/{replicaUUID}/chat` and `GET /v1/embed/{replicaUUID}/history`: what the
 //!   widget (key in `X-Embed-Key`) and the page (no key) call; visitor id in
-//!   `X-Embed-Visitor`. CORS: `Access-Control-Allow-Origin` is the caller's origin when allowed;
-//!   `OPTIONS` on both paths answers the preflight. Both are anonymous, so they have limits of
+//!   `X-Embed-Visitor`, or, for a site's logged-in user, a signed `X-Embed-Identity` (the widget
+//!   only; `service::embed::verify_identity`). CORS: `Access-Control-Allow-Origin` is the
+//!   caller's origin when allowed; `OPTIONS` on both paths answers the preflight. Both are anonymous, so they have limits of
 //!   their own ([`Limits`]; README "Channels: the chat widget"): requests per visitor and per replica, new
 //!   visitors per replica, and the visitors' own monthly conversations
 //!   (`service::usage::Pool::Visitors`), none of which touch the organization's.
@@ -30,6 +34,7 @@ use crate::app::App;
 use crate::channels::embed as assets;
 use crate::config::Config;
 use crate::error::{Code, Error, Result};
+use crate::http::asset::Asset;
 use crate::http::auth::Access;
 use crate::http::rate_limit::RateLimiter;
 use crate::http::request::Req;
@@ -40,7 +45,7 @@ use crate::service::history::{self as history_service, Page};
 use crate::service::usage::Pool;
 use crate::service::{check_len, users};
 
-const ALLOW_HEADERS: &str = "content-type, accept, x-embed-key, x-embed-visitor";
+const ALLOW_HEADERS: &str = "content-type, accept, x-embed-key, x-embed-visitor, x-embed-identity";
 
 /// Body of `POST …/embed-keys`.
 #[derive(Deserialize)]
@@ -70,6 +75,34 @@ pub async fn create_key(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: EmbedKeyBody = req.json()?;
     let (key, origins) = embed::create_key(&app.store, replica.org, replica.id, &body.allowed_origins).await?;
     Ok(Reply::ok(&json!({ "key": key, "replicaUUID": replica.id, "allowedOrigins": origins })))
+}
+
+/// Body of `POST …/embed-identity-secret`: none, or `{}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdentitySecretBody {}
+
+/// # `POST /v1/replicas/{replicaUUID}/embed-identity-secret`
+/// No body, or `{}`. Makes the replica's identity secret, replacing an earlier one (identities
+/// signed with that are refused from this answer on). 200 `{success, replicaUUID,
+/// identitySecret}`: the secret (`rpl_idsec_<64 hex>`) is shown only here. Errors: 400, 404.
+pub async fn create_identity_secret(app: Arc<App>, req: Req) -> Result<Reply> {
+    let replica = path_replica(&app, &req).await?;
+    if !req.body.is_empty() {
+        req.json::<IdentitySecretBody>()?;
+    }
+    let secret = embed::create_identity_secret(&app.store, replica.org, replica.id).await?;
+    Ok(Reply::ok(&json!({ "replicaUUID": replica.id, "identitySecret": secret })))
+}
+
+/// # `DELETE /v1/replicas/{replicaUUID}/embed-identity-secret`
+/// Forgets the replica's identity secret: signed identities are refused from this answer on
+/// (403 `EMBED_IDENTITY_REFUSED`). 200 `{success}`. Errors: 404 (no such replica, or it has no
+/// identity secret).
+pub async fn delete_identity_secret(app: Arc<App>, req: Req) -> Result<Reply> {
+    let replica = path_replica(&app, &req).await?;
+    embed::delete_identity_secret(&app.store, replica.id).await?;
+    Ok(Reply::done())
 }
 
 fn header<'a>(req: &'a Req, name: &str) -> Option<&'a str> {
@@ -124,21 +157,30 @@ fn take(limiter: &RateLimiter, key: u128, what: &str, request_id: &str) -> Optio
 /// A widget or page request past its credentials and its rate limits.
 struct Admitted {
     visit: Visit,
+    /// The visitor's `embed` linked-account id: the anonymous visitor id, or `user:<id>` for a
+    /// signed site user ([`embed::visitor_account`]).
     visitor: String,
 }
 
 /// Checks the credentials of a widget or page request, then the rate limits of its visitor and
-/// of its replica. `Ok(Err(reply))`: the 429 to answer as it is (with the CORS header, so the
-/// widget can read it).
+/// of its replica. `Ok(Err(reply))`: the 429, or the 403 `EMBED_IDENTITY_REFUSED` (checked once
+/// the origin passed), to answer as it is (with the CORS header, so the widget can read it).
 async fn admit(app: &App, req: &Req) -> Result<Result<Admitted, Reply>> {
     let replica = req.uuid_param("replicaUUID")?;
     let credentials = Credentials {
         key: header(req, "x-embed-key").map(str::to_string),
         origin: header(req, "origin").map(str::to_string),
         own_origin: own_origin(app, req),
+        identity: header(req, "x-embed-identity").map(str::to_string),
     };
-    let visit = embed::authorize(&app.store, replica, credentials).await?;
-    let visitor = embed::check_visitor(header(req, "x-embed-visitor"))?;
+    let origin = credentials.origin.clone();
+    let visit = match embed::authorize(&app.store, replica, credentials).await {
+        Err(e) if e.code == Code::EmbedIdentityRefused => {
+            return Ok(Err(with_cors(error_reply(&e, &req.request_id, false), origin.as_deref())));
+        }
+        visit => visit?,
+    };
+    let visitor = embed::visitor_account(&visit, header(req, "x-embed-visitor"))?;
     let limits = &app.embed_limits;
     let id = &req.request_id;
     let refused = take(&limits.per_visitor, embed::visitor_key(replica, &visitor), "from this visitor", id)
@@ -164,7 +206,7 @@ async fn visitor_user(app: &App, req: &Req, a: &Admitted) -> Result<Result<Uuid,
     }
     let replica = a.visit.replica.id.as_u128();
     if let Some(reply) = take(&app.embed_limits.new_visitors, replica, "from new visitors", &req.request_id) {
-        return Ok(Err(with_cors(reply, a.visit.cors_origin.as_deref())));
+        return Ok(Err(reply));
     }
     embed::check_new_visitor(&app.store, org, visitors(app)).await?;
     Ok(Ok(users::linked(&app.store, org, "embed", &a.visitor).await?.id))
@@ -186,24 +228,42 @@ struct ChatBody {
 /// Body `{content}`. Asks the replica as the visitor (`embed` source with a key, `web` on the
 /// page) and stores the exchange. With `Accept: text/event-stream` the events of
 /// `…/chat/completions`; else `{success, content, sources, id}`. Errors: 400, 403
-/// `EMBED_KEY_REFUSED` / `ORIGIN_NOT_ALLOWED`, 404, 502.
+/// `EMBED_KEY_REFUSED` / `ORIGIN_NOT_ALLOWED` / `EMBED_IDENTITY_REFUSED`, 404, 502.
 pub async fn chat(app: Arc<App>, req: Req) -> Result<Reply> {
-    let body: ChatBody = req.json()?;
-    check_len("content", &body.content, 1, 10_000)?;
     let admitted = match admit(&app, &req).await? {
         Ok(a) => a,
         Err(limited) => return Ok(limited),
     };
-    let user = match visitor_user(&app, &req, &admitted).await? {
+    let cors = admitted.visit.cors_origin.clone();
+    readable(&app, &req, cors, answer(&app, &req, admitted).await)
+}
+
+/// The answer of an admitted widget request, with the CORS header of its origin whether it
+/// succeeded or not, so that the widget can show the error body's text; an internal error is
+/// left to the server's own handling (logged, its message generic).
+fn readable(app: &App, req: &Req, cors: Option<String>, result: Result<Reply>) -> Result<Reply> {
+    let reply = match result {
+        Ok(reply) => reply,
+        Err(e) if e.code == Code::Internal => return Err(e),
+        Err(e) => error_reply(&e, &req.request_id, app.config.expose_internal_errors),
+    };
+    Ok(with_cors(reply, cors.as_deref()))
+}
+
+/// Asks the replica the question of `req`'s body as the admitted visitor.
+async fn answer(app: &Arc<App>, req: &Req, admitted: Admitted) -> Result<Reply> {
+    let body: ChatBody = req.json()?;
+    check_len("content", &body.content, 1, 10_000)?;
+    let user = match visitor_user(app, req, &admitted).await? {
         Ok(user) => user,
         Err(limited) => return Ok(limited),
     };
     let visit = admitted.visit;
-    let cx = super::chat::context(&app);
+    let cx = super::chat::context(app);
     let source = visit.source.to_string();
-    let ask = Ask { content: body.content, source, pool: visitors(&app), ..Ask::default() };
-    let streaming = header(&req, "accept").is_some_and(|a| a.contains("text/event-stream"));
-    let reply = if streaming {
+    let ask = Ask { content: body.content, source, pool: visitors(app), ..Ask::default() };
+    let streaming = header(req, "accept").is_some_and(|a| a.contains("text/event-stream"));
+    Ok(if streaming {
         let started = chat::stream(&cx, &visit.replica, user, ask).await?;
         let (request_id, expose) = (req.request_id.clone(), app.config.expose_internal_errors);
         Reply::event_stream(started.events, move |ev| encode(ev, &request_id, expose))
@@ -211,18 +271,24 @@ pub async fn chat(app: Arc<App>, req: Req) -> Result<Reply> {
         let c = chat::complete(&cx, &visit.replica, user, ask).await?;
         let sources: Vec<_> = c.sources.iter().map(source_view).collect();
         Reply::ok(&json!({ "content": c.content, "sources": sources, "id": c.message_id }))
-    };
-    Ok(with_cors(reply, visit.cors_origin.as_deref()))
+    })
 }
 
 /// # `GET /v1/embed/{replicaUUID}/history`
 /// The visitor's own conversation on this channel, `{success, items}` (chat history items,
-/// oldest first, the newest 100). Errors: 400, 403 `EMBED_KEY_REFUSED` / `ORIGIN_NOT_ALLOWED`, 404.
+/// oldest first, the newest 100). Errors: 400, 403 `EMBED_KEY_REFUSED` / `ORIGIN_NOT_ALLOWED` /
+/// `EMBED_IDENTITY_REFUSED`, 404.
 pub async fn history(app: Arc<App>, req: Req) -> Result<Reply> {
-    let Admitted { visit, visitor } = match admit(&app, &req).await? {
+    let admitted = match admit(&app, &req).await? {
         Ok(a) => a,
         Err(limited) => return Ok(limited),
     };
+    let cors = admitted.visit.cors_origin.clone();
+    readable(&app, &req, cors, visitor_history(&app, admitted).await)
+}
+
+/// The admitted visitor's own conversation on its channel (the newest 100 items).
+async fn visitor_history(app: &App, Admitted { visit, visitor }: Admitted) -> Result<Reply> {
     // A visitor who never asked has no history, and is not made a user by reading it.
     let items = match users::find_linked(&app.store, visit.replica.org, "embed", &visitor).await? {
         Some(user) => {
@@ -232,7 +298,7 @@ pub async fn history(app: Arc<App>, req: Req) -> Result<Reply> {
         None => Vec::new(),
     };
     let items: Vec<_> = items.iter().map(view).collect();
-    Ok(with_cors(Reply::ok(&json!({ "items": items })), visit.cors_origin.as_deref()))
+    Ok(Reply::ok(&json!({ "items": items })))
 }
 
 /// `OPTIONS` of the widget operations: the CORS preflight. 204 with the allowed methods and
@@ -253,8 +319,12 @@ async fn preflight(app: Arc<App>, req: Req) -> Result<Reply> {
 }
 
 /// # `GET /embed/widget.js`
-async fn widget(_app: Arc<App>, _req: Req) -> Result<Reply> {
-    Ok(Reply::raw(200, bytes::Bytes::from_static(assets::WIDGET_JS.as_bytes()), "text/javascript; charset=utf-8")
+/// The widget script (`channels::embed::WIDGET_JS`), gzipped when the client accepts it; any
+/// site may load it (`Access-Control-Allow-Origin: *`): what it may do is the embed key's.
+async fn widget(_app: Arc<App>, req: Req) -> Result<Reply> {
+    static WIDGET: Asset = Asset::new(assets::WIDGET_JS.as_bytes(), "text/javascript; charset=utf-8");
+    Ok(WIDGET
+        .reply(&req)
         .with_header("cache-control", "public, max-age=300")
         .with_header("access-control-allow-origin", "*")
         .with_header("x-content-type-options", "nosniff"))
@@ -267,7 +337,7 @@ async fn page(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = embed::public_by_slug(&app.store, org, req.param("replicaSlug").to_string()).await?;
     let html = assets::page(&replica);
     Ok(Reply::raw(200, html.into(), "text/html; charset=utf-8")
-        .with_header("content-security-policy", assets::PAGE_CSP)
+        .with_header("content-security-policy", &assets::page_csp(assets::image_origin(&replica).as_deref()))
         .with_header("x-content-type-options", "nosniff")
         .with_header("referrer-policy", "no-referrer"))
 }

@@ -125,6 +125,8 @@ pub fn routes() -> Vec<Route> {
         DELETE "/v1/replicas/{replicaUUID}/integrations/messengerB" Either => integrations::disconnect_messenger_b;
         POST "/v1/replicas/{replicaUUID}/embed-keys" Either => embed::create_key;
         DELETE "/v1/replicas/{replicaUUID}/embed-keys/{embedKey}" Either => embed::revoke_key;
+        POST "/v1/replicas/{replicaUUID}/embed-identity-secret" Either => embed::create_identity_secret;
+        DELETE "/v1/replicas/{replicaUUID}/embed-identity-secret" Either => embed::delete_identity_secret;
         POST "/v1/embed/{replicaUUID}/chat" Public => embed::chat;
         GET "/v1/embed/{replicaUUID}/history" Public => embed::history;
         POST "/v1/users" Org => users::create;

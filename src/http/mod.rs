@@ -4,6 +4,7 @@
 //! for every failure. Every response carries `X-Request-Id`, and every answer of a request whose
 //! `X-API-Version` was accepted names the version served in its own `X-API-Version`.
 
+pub mod asset;
 pub mod auth;
 pub mod rate_limit;
 pub mod read_cache;

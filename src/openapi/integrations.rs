@@ -92,7 +92,7 @@ pub fn schemas(add: &mut impl FnMut(&str, Value)) {
     );
 }
 
-/// The embed-key and widget operations.
+/// The embed-key, identity-secret and widget operations.
 fn embed_schemas(add: &mut impl FnMut(&str, Value)) {
     let origins = json!({
         "type": "array",
@@ -110,6 +110,23 @@ fn embed_schemas(add: &mut impl FnMut(&str, Value)) {
                 "key": { "type": "string", "description": "The public embed key (`data-key` of the widget)." },
                 "replicaUUID": { "type": "string", "format": "uuid" },
                 "allowedOrigins": { "type": "array", "items": { "type": "string" } },
+            }),
+            false,
+        ),
+    );
+    add("EmbedIdentitySecretCreate", object(&[], json!({}), false));
+    add(
+        "EmbedIdentitySecretCreated",
+        object(
+            &["success", "replicaUUID", "identitySecret"],
+            json!({
+                "success": { "type": "boolean", "const": true },
+                "replicaUUID": { "type": "string", "format": "uuid" },
+                "identitySecret": {
+                    "type": "string",
+                    "pattern": "^rpl_idsec_[0-9a-f]{64}$",
+                    "description": "The secret the site's backend signs `X-Embed-Identity` with (shown only here).",
+                },
             }),
             false,
         ),

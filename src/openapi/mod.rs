@@ -159,7 +159,7 @@ fn operation(route: &Route, op: &Op) -> Value {
     }
     if let Some(body) = op.body {
         o["requestBody"] = json!({
-            "required": true,
+            "required": !op.body_optional,
             "content": { op.body_media: { "schema": reference(body) } },
         });
     }

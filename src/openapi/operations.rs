@@ -22,6 +22,8 @@ pub struct Op {
     pub body: Option<&'static str>,
     /// Media type of the request body.
     pub body_media: &'static str,
+    /// The body may be left out (`requestBody.required` false).
+    pub body_optional: bool,
     /// Success status and schema name of its JSON body.
     pub ok: (u16, &'static str),
     /// Other media types the success answer may come in (e.g. `text/event-stream`), as text.
@@ -60,6 +62,7 @@ pub(super) fn op(
         query: Vec::new(),
         body: None,
         body_media: "application/json",
+        body_optional: false,
         ok: (200, "Done"),
         ok_also: &[],
         plain_404: false,
@@ -78,6 +81,10 @@ impl Op {
     pub(super) fn body(mut self, schema: &'static str) -> Op {
         self.body = Some(schema);
         self
+    }
+    fn optional_body(mut self, schema: &'static str) -> Op {
+        self.body_optional = true;
+        self.body(schema)
     }
     fn creates(mut self, param: &'static str, pointer: &'static str) -> Op {
         self.creates = Some((param, pointer));
@@ -492,9 +499,25 @@ fn embed_headers() -> Vec<Value> {
     vec![
         json!({ "name": "X-Embed-Key", "in": "header", "required": false, "schema": { "type": "string" },
             "description": "The public embed key (widget). Absent: the web chat page of a public replica." }),
-        json!({ "name": "X-Embed-Visitor", "in": "header", "required": true,
+        json!({ "name": "X-Embed-Visitor", "in": "header", "required": false,
             "schema": { "type": "string", "pattern": "^[A-Za-z0-9_-]{8,100}$" },
-            "description": "The visitor's id (kept by the widget in localStorage): the linked account `embed:<id>`." }),
+            "description": "The visitor's id (kept by the widget in localStorage): the linked account `embed:<id>`. \
+                Required (400 `INVALID_USER_HEADERS` without it) unless a valid `X-Embed-Identity` is sent, which \
+                makes it ignored." }),
+        json!({ "name": "X-Embed-Identity", "in": "header", "required": false,
+            "schema": {
+                "type": "string",
+                "pattern": "^[0-9]{1,18}\\.[0-9a-f]{64}\\.[A-Za-z0-9_@.+-]{1,128}$",
+            },
+            "description": "A logged-in user of the site, signed by the site's backend (widget only, with \
+                `X-Embed-Key`): `<expires>.<signature>.<userId>`. `expires`: unix seconds, in the future and at \
+                most 31 days ahead; `userId`: 1–128 of `A-Z a-z 0-9 _ @ . + -`; `signature`: the lowercase hex \
+                HMAC-SHA256 keyed with the UTF-8 bytes of the replica's whole identity secret (`rpl_idsec_…`, \
+                `createEmbedIdentitySecret`) over `{replicaUUID}\\n{userId}\\n{expires}` (the replica's UUID \
+                lowercase and hyphenated, `\\n` a newline, `expires` as written in the token). The visitor is \
+                then the linked account `embed:user:<userId>`, the same on every device, and `X-Embed-Visitor` \
+                is ignored. Malformed, a bad signature, expired, too far ahead, a replica without an identity \
+                secret, or sent by the web chat page (no key): 403 `EMBED_IDENTITY_REFUSED`, naming which." }),
     ]
 }
 
@@ -534,6 +557,34 @@ fn integration_ops() -> Vec<Op> {
                 `DELETE …/embed-keys/{embedKey}` revokes it.",
             ),
         op(
+            "POST",
+            "/v1/replicas/{replicaUUID}/embed-identity-secret",
+            "createEmbedIdentitySecret",
+            "Integrations",
+            "Create the identity secret",
+        )
+        .optional_body("EmbedIdentitySecretCreate")
+        .ok(200, "EmbedIdentitySecretCreated")
+        .describe(
+            "Our own operation. No body, or `{}`. Makes the secret with which the site's backend signs its \
+            logged-in users' ids for the widget (`X-Embed-Identity` of `POST /v1/embed/{replicaUUID}/chat` and \
+            `GET /v1/embed/{replicaUUID}/history`), so that a user keeps their conversation across devices. \
+            Shown only in this answer, never again; a new call replaces the earlier secret (identities signed \
+            with it are refused from this answer on). The replica's embed keys and allowed origins stay.",
+        ),
+        op(
+            "DELETE",
+            "/v1/replicas/{replicaUUID}/embed-identity-secret",
+            "deleteEmbedIdentitySecret",
+            "Integrations",
+            "Delete the identity secret",
+        )
+        .describe(
+            "Our own operation. Turns signed identities off: from this answer on, widget requests carrying \
+            `X-Embed-Identity` are refused with 403 `EMBED_IDENTITY_REFUSED` (anonymous visitors keep \
+            chatting). 404 when the replica has no identity secret.",
+        ),
+        op(
             "DELETE",
             "/v1/replicas/{replicaUUID}/embed-keys/{embedKey}",
             "revokeEmbedKey",
@@ -555,7 +606,9 @@ fn integration_ops() -> Vec<Op> {
                 "Called by the widget (`X-Embed-Key`; source `embed`; `Origin` must be an allowed origin, else 403 \
                 `ORIGIN_NOT_ALLOWED`; a key of another replica, 403 `EMBED_KEY_REFUSED`) and by the web chat page `GET /r/{organizationID}/{replicaSlug}` of a public \
                 replica (no key; the server's own origin; source `web`). `X-Embed-Visitor` (8–100 letters, digits, \
-                `-`, `_`) names the visitor: the linked-account user `embed:<id>`. With `Accept: text/event-stream` \
+                `-`, `_`) names the visitor: the linked-account user `embed:<id>`; or, for a user logged in on the \
+                site, `X-Embed-Identity` signed by the site's backend (the widget only; an invalid one, 403 \
+                `EMBED_IDENTITY_REFUSED`): the user `embed:user:<userId>`. With `Accept: text/event-stream` \
                 the events of `…/chat/completions`. CORS: `Access-Control-Allow-Origin` echoes an allowed origin; \
                 `OPTIONS` answers the preflight.\n\n\
                 Limits of its own, apart from the organization's (our decisions; the operator sets them by flag): \

@@ -1,22 +1,32 @@
-//! The embeddable widget and the web chat page (issue "Channels", DECISIONS.md "Auth":
-//! `embed` linked accounts): public embed keys, the origins allowed per replica, and who a
-//! widget or page request is.
+//! The embeddable widget and the web chat page (`embed` linked accounts): public embed keys,
+//! the origins allowed per replica, signed visitor identities, and who a widget or page request
+//! is.
 //!
 //! - An embed key (`rpl_embed_…`) is public: it sits in the site's HTML. It can only chat with
 //!   its replica and read the history of the visitor that sends it (`X-Embed-Visitor`, a random
 //!   id the widget keeps in localStorage; the visitor is the linked-account user
 //!   `embed:<visitor id>`). Keys are stored hashed.
+//! - A site whose visitors are logged in can name them itself: its backend signs the site's user
+//!   id with the replica's identity secret (`rpl_idsec_…`, [`create_identity_secret`]; never
+//!   shown again, kept in the replica's [`EmbedSettings`]) and the widget sends the token as
+//!   `X-Embed-Identity` ([`verify_identity`] gives the format and the signing recipe). The
+//!   visitor is then the linked-account user `embed:user:<user id>` on every device, and
+//!   `X-Embed-Visitor` is ignored. A user id from the browser is never trusted without the
+//!   signature: a refused token is 403 `EMBED_IDENTITY_REFUSED`, never an anonymous visit.
+//!   Anonymous visitor ids cannot hold `:`, so the two never collide.
 //! - Every widget request must come from one of the replica's allowed origins (its `Origin`
 //!   header); others are refused with 403 `ORIGIN_NOT_ALLOWED`.
 //! - Without a key, the same operations serve the web chat page of a public replica, on the
-//!   server's own origin only, on the `web` source.
+//!   server's own origin only, on the `web` source (anonymous visitors only).
 //! - A key is revoked one at a time ([`revoke_key`]); the others stay.
-//! - Visitors are anonymous: a visitor becomes a user only at its first question, and only while
-//!   the visitors' own monthly quota has room ([`check_new_visitor`]); their conversations count
-//!   in [`Pool::Visitors`], never in the organization's quota. The request limits are the
+//! - Visitors become users only at their first question, and only while the visitors' own
+//!   monthly quota has room ([`check_new_visitor`]); their conversations count in
+//!   [`Pool::Visitors`], never in the organization's quota. The request limits are the
 //!   handlers' (`api::embed::Limits`).
 
+use hmac::{Hmac, Mac};
 use redb::{ReadableTable, WriteTransaction};
+use sha2::Sha256;
 use uuid::Uuid;
 
 use super::token_usage::month_of;
@@ -64,14 +74,134 @@ pub async fn create_key(store: &Store, org: Uuid, replica: Uuid, origins: &[Stri
     getrandom::fill(&mut raw).map_err(Error::internal)?;
     let key = format!("rpl_embed_{}", hex::encode(raw));
     let hash = super::hash_secret(&key);
-    let settings = EmbedSettings { replica, org, allowed_origins: allowed.clone(), updated_at: now_ms() };
+    let origins = allowed.clone();
     store
         .write(move |txn| {
             txn.open_table(tables::KEYHASH_EMBED)?.insert(&hash, k(replica))?;
-            store::put(&mut txn.open_table(tables::REPLICA_EMBED)?, k(replica), &settings)
+            let mut table = txn.open_table(tables::REPLICA_EMBED)?;
+            let mut settings = settings_or_new(&table, org, replica)?;
+            settings.allowed_origins = origins.clone();
+            settings.updated_at = now_ms();
+            store::put(&mut table, k(replica), &settings)
         })
         .await?;
     Ok((key, allowed))
+}
+
+/// The embed settings of `replica` in `table`, or new ones (no origins, no identity secret).
+fn settings_or_new<T: ReadableTable<u128, &'static [u8]>>(
+    table: &T,
+    org: Uuid,
+    replica: Uuid,
+) -> Result<EmbedSettings> {
+    let settings = store::get::<u128, EmbedSettings, _>(table, k(replica))?;
+    Ok(settings.unwrap_or(EmbedSettings {
+        replica,
+        org,
+        allowed_origins: Vec::new(),
+        updated_at: now_ms(),
+        identity_secret: None,
+    }))
+}
+
+/// Prefix of an identity secret.
+const IDENTITY_SECRET_PREFIX: &str = "rpl_idsec_";
+
+/// How far ahead a signed identity may expire: 31 days, in seconds.
+pub const MAX_IDENTITY_LIFETIME_SECS: i64 = 31 * 24 * 3600;
+
+/// The identity secret as shown to the operator and used as the HMAC key:
+/// `rpl_idsec_<64 lowercase hex of raw>`.
+pub fn identity_secret_text(raw: &[u8; 32]) -> String {
+    format!("{IDENTITY_SECRET_PREFIX}{}", hex::encode(raw))
+}
+
+/// Makes a new identity secret for `replica` of `org` (32 random bytes), replacing any earlier
+/// one: identities signed with that are refused from this write on. Creates the replica's embed
+/// settings (no allowed origins) when it has none. Returns the secret (shown once, never again).
+pub async fn create_identity_secret(store: &Store, org: Uuid, replica: Uuid) -> Result<String> {
+    let mut raw = [0u8; 32];
+    getrandom::fill(&mut raw).map_err(Error::internal)?;
+    store
+        .write(move |txn| {
+            let mut table = txn.open_table(tables::REPLICA_EMBED)?;
+            let mut settings = settings_or_new(&table, org, replica)?;
+            settings.identity_secret = Some(raw);
+            settings.updated_at = now_ms();
+            store::put(&mut table, k(replica), &settings)
+        })
+        .await?;
+    Ok(identity_secret_text(&raw))
+}
+
+/// Forgets the identity secret of `replica`: signed identities are refused from this write on
+/// (the allowed origins and keys stay). Errors: 404 when the replica has none.
+pub async fn delete_identity_secret(store: &Store, replica: Uuid) -> Result<()> {
+    store
+        .write(move |txn| {
+            let mut table = txn.open_table(tables::REPLICA_EMBED)?;
+            let settings = store::get::<u128, EmbedSettings, _>(&table, k(replica))?;
+            let Some(mut settings) = settings.filter(|s| s.identity_secret.is_some()) else {
+                return Err(Error::not_found("identity secret"));
+            };
+            settings.identity_secret = None;
+            settings.updated_at = now_ms();
+            store::put(&mut table, k(replica), &settings)
+        })
+        .await
+}
+
+fn identity_refused(why: &str) -> Error {
+    Error::new(Code::EmbedIdentityRefused, format!("X-Embed-Identity refused: {why}"))
+}
+
+/// The site's user id in `token` (`X-Embed-Identity`), once checked against `secret`, the
+/// identity secret of `replica` (`rpl_idsec_…`; `None` when it has none), at `now_secs` (unix
+/// seconds).
+///
+/// `token` is `<expires>.<signature>.<userId>`: `expires` unix seconds (decimal digits),
+/// `signature` the 64 lowercase hex digits of HMAC-SHA256 with the UTF-8 bytes of the whole
+/// secret string as key over `"{replica}\n{userId}\n{expires}"` (the replica's UUID lowercase and
+/// hyphenated, `expires` as written in the token), `userId` 1 to 128 of `A-Z a-z 0-9 _ @ . + -`
+/// (the token is split on its first two dots). The signature is compared in constant time.
+/// Errors: 403 `EMBED_IDENTITY_REFUSED`, saying which of these failed: malformed, no secret,
+/// bad signature, expired (`expires` ≤ now), too far ahead (more than
+/// [`MAX_IDENTITY_LIFETIME_SECS`] from now).
+pub fn verify_identity(secret: Option<&str>, replica: Uuid, token: &str, now_secs: i64) -> Result<String> {
+    let (expires_text, signature, user) = parse_identity(token).ok_or_else(|| {
+        identity_refused(
+            "malformed; expected <expires>.<signature>.<userId> (unix seconds, 64 lowercase hex digits, \
+             1 to 128 of A-Z a-z 0-9 _ @ . + -)",
+        )
+    })?;
+    let secret = secret.ok_or_else(|| identity_refused("this replica has no identity secret"))?;
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes a key of any length");
+    mac.update(format!("{replica}\n{user}\n{expires_text}").as_bytes());
+    if mac.verify_slice(&signature).is_err() {
+        return Err(identity_refused("bad signature (not signed with this replica's current identity secret)"));
+    }
+    let expires: i64 = expires_text.parse().map_err(|_| identity_refused("malformed expiry"))?;
+    if expires <= now_secs {
+        return Err(identity_refused("expired"));
+    }
+    if expires - now_secs > MAX_IDENTITY_LIFETIME_SECS {
+        return Err(identity_refused("expires more than 31 days ahead"));
+    }
+    Ok(user.to_string())
+}
+
+/// `(expires as written, signature bytes, user id)` of a well-formed identity token.
+fn parse_identity(token: &str) -> Option<(&str, Vec<u8>, &str)> {
+    let mut parts = token.splitn(3, '.');
+    let (expires, signature, user) = (parts.next()?, parts.next()?, parts.next()?);
+    let expires_ok = (1..=18).contains(&expires.len()) && expires.bytes().all(|b| b.is_ascii_digit());
+    let signature_ok = signature.len() == 64 && signature.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let user_ok = (1..=128).contains(&user.len())
+        && user.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'@' | b'.' | b'+' | b'-'));
+    if !(expires_ok && signature_ok && user_ok) {
+        return None;
+    }
+    Some((expires, hex::decode(signature).ok()?, user))
 }
 
 /// Revokes `key`, an embed key of `replica`: from this write on, requests carrying it are
@@ -108,6 +238,8 @@ pub struct Visit {
     pub source: &'static str,
     /// The origin to answer in `Access-Control-Allow-Origin` (widget requests).
     pub cors_origin: Option<String>,
+    /// The site's user id of a verified `X-Embed-Identity` (widget requests).
+    pub site_user: Option<String>,
 }
 
 /// What a widget or page request carries.
@@ -119,16 +251,20 @@ pub struct Credentials {
     /// The server's own origin as the request reached it (`http://` + `Host`, or
     /// `--public-url`).
     pub own_origin: String,
+    /// The `X-Embed-Identity` header (a signed site user id, [`verify_identity`]).
+    pub identity: Option<String>,
 }
 
 fn not_allowed() -> Error {
     Error::new(Code::OriginNotAllowed, "this page's origin may not use this replica's chat")
 }
 
-/// Checks a request for `replica`: with a key, the key must be the replica's and `origin` one
-/// of its allowed origins; without one, the replica must be public and the request come from
-/// the server's own origin. Errors: 403 `EMBED_KEY_REFUSED` (unknown key or another
-/// replica's), 403 `ORIGIN_NOT_ALLOWED`, 404 (no such replica, or private without a key).
+/// Checks a request for `replica`: with a key, the key must be the replica's, `origin` one of
+/// its allowed origins and an identity, when sent, valid ([`verify_identity`]); without one, the
+/// replica must be public, the request come from the server's own origin and carry no identity.
+/// Errors: 403 `EMBED_KEY_REFUSED` (unknown key or another replica's), 403
+/// `ORIGIN_NOT_ALLOWED`, 403 `EMBED_IDENTITY_REFUSED`, 404 (no such replica, or private without
+/// a key).
 pub async fn authorize(store: &Store, replica: Uuid, c: Credentials) -> Result<Visit> {
     let hash = c.key.as_deref().map(super::hash_secret);
     let (r, key_replica, settings) = store
@@ -150,15 +286,29 @@ pub async fn authorize(store: &Store, replica: Uuid, c: Credentials) -> Result<V
         if c.origin.as_ref().is_some_and(|o| o != &c.own_origin) {
             return Err(not_allowed());
         }
-        return Ok(Visit { replica: r, source: "web", cors_origin: None });
+        if c.identity.is_some() {
+            return Err(identity_refused("only the widget (with an embed key) sends one, not the web chat page"));
+        }
+        return Ok(Visit { replica: r, source: "web", cors_origin: None, site_user: None });
     }
     if key_replica != Some(k(replica)) {
         return Err(Error::new(Code::EmbedKeyRefused, "X-Embed-Key is not an embed key of this replica"));
     }
-    let allowed = settings.map(|s| s.allowed_origins).unwrap_or_default();
-    match c.origin {
-        Some(o) if allowed.contains(&o) => Ok(Visit { replica: r, source: "embed", cors_origin: Some(o) }),
-        _ => Err(not_allowed()),
+    let (allowed, secret) = settings.map(|s| (s.allowed_origins, s.identity_secret)).unwrap_or_default();
+    let origin = c.origin.filter(|o| allowed.contains(o)).ok_or_else(not_allowed)?;
+    let secret = secret.as_ref().map(identity_secret_text);
+    let now_secs = now_ms().div_euclid(1000);
+    let site_user = c.identity.map(|t| verify_identity(secret.as_deref(), replica, &t, now_secs)).transpose()?;
+    Ok(Visit { replica: r, source: "embed", cors_origin: Some(origin), site_user })
+}
+
+/// The linked-account id (type `embed`) of the visitor of `visit`: `user:<id>` for a site user
+/// ([`Visit::site_user`]; `visitor` is then ignored), else the anonymous `visitor` id
+/// (`X-Embed-Visitor`, [`check_visitor`]). Errors: 400 `INVALID_USER_HEADERS`.
+pub fn visitor_account(visit: &Visit, visitor: Option<&str>) -> Result<String> {
+    match &visit.site_user {
+        Some(user) => Ok(format!("user:{user}")),
+        None => check_visitor(visitor),
     }
 }
 
@@ -234,6 +384,74 @@ mod tests {
         assert_eq!(normalize_origin("https://example.com:443").unwrap(), "https://example.com");
         for bad in ["example.com", "https://example.com/page", "ftp://x.org", "https://u:p@x.org", "*"] {
             assert!(normalize_origin(bad).is_err(), "{bad}");
+        }
+    }
+
+    const SECRET: &str = "rpl_idsec_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    const NOW: i64 = 1_700_000_000;
+
+    /// A token for `user` expiring at `expires`, signed as a site's backend does.
+    fn token(replica: Uuid, user: &str, expires: i64) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
+        mac.update(format!("{replica}\n{user}\n{expires}").as_bytes());
+        format!("{expires}.{}.{user}", hex::encode(mac.finalize().into_bytes()))
+    }
+
+    fn refusal(r: Result<String>) -> String {
+        let e = r.expect_err("refused");
+        assert_eq!(e.code, Code::EmbedIdentityRefused, "{e}");
+        e.to_string()
+    }
+
+    #[test]
+    fn a_signed_identity_names_the_sites_user() {
+        let replica = Uuid::from_u128(0xABCD);
+        let t = token(replica, "ann@example.com", NOW + 3600);
+        assert_eq!(verify_identity(Some(SECRET), replica, &t, NOW).unwrap(), "ann@example.com");
+        let dotted = token(replica, "a.b+c_d-e", NOW + MAX_IDENTITY_LIFETIME_SECS);
+        assert_eq!(verify_identity(Some(SECRET), replica, &dotted, NOW).unwrap(), "a.b+c_d-e");
+        // As the README's Node.js and Python examples sign it (the replica lowercase, hyphenated).
+        let by_hand = "1700003600.4561e6f64b65ec8c6b3e87537309cec500a2e32c5fdc16b96fe6bbf6c58e6edf.ann";
+        assert_eq!(verify_identity(Some(SECRET), replica, by_hand, NOW).unwrap(), "ann");
+    }
+
+    #[test]
+    fn tampered_expired_too_far_and_unsigned_identities_are_refused() {
+        let replica = Uuid::from_u128(7);
+        let t = token(replica, "ann", NOW + 60);
+        let tampered = t.replace(".ann", ".bob");
+        assert!(refusal(verify_identity(Some(SECRET), replica, &tampered, NOW)).contains("bad signature"));
+        let other_secret = SECRET.replace("_0", "_1");
+        assert!(refusal(verify_identity(Some(&other_secret), replica, &t, NOW)).contains("bad signature"));
+        let elsewhere = Uuid::from_u128(8);
+        assert!(refusal(verify_identity(Some(SECRET), elsewhere, &t, NOW)).contains("bad signature"));
+        let expired = token(replica, "ann", NOW);
+        assert!(refusal(verify_identity(Some(SECRET), replica, &expired, NOW)).contains("expired"));
+        let far = token(replica, "ann", NOW + MAX_IDENTITY_LIFETIME_SECS + 1);
+        assert!(refusal(verify_identity(Some(SECRET), replica, &far, NOW)).contains("31 days"));
+        assert!(refusal(verify_identity(None, replica, &t, NOW)).contains("no identity secret"));
+    }
+
+    #[test]
+    fn malformed_identities_are_refused() {
+        let replica = Uuid::from_u128(7);
+        let t = token(replica, "ann", NOW + 60);
+        let sig = t.split('.').nth(1).unwrap();
+        let long_user = "u".repeat(129);
+        for bad in [
+            String::new(),
+            "ann".to_string(),
+            format!("{}.{sig}", NOW + 60),
+            format!("{}.{sig}.", NOW + 60),
+            format!("-1.{sig}.ann"),
+            format!("soon.{sig}.ann"),
+            format!("{}.{}.ann", NOW + 60, sig.to_uppercase()),
+            format!("{}.{}.ann", NOW + 60, &sig[..62]),
+            format!("{}.{sig}.ann:x", NOW + 60),
+            format!("{}.{sig}.ann x", NOW + 60),
+            format!("{}.{sig}.{long_user}", NOW + 60),
+        ] {
+            assert!(refusal(verify_identity(Some(SECRET), replica, &bad, NOW)).contains("malformed"), "{bad}");
         }
     }
 

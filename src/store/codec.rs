@@ -177,6 +177,28 @@ mod tests {
     }
 
     #[test]
+    fn a_version_1_embed_settings_has_no_identity_secret() {
+        use crate::store::records::EmbedSettings;
+        #[derive(Serialize)]
+        struct EmbedSettingsV1 {
+            replica: uuid::Uuid,
+            org: uuid::Uuid,
+            allowed_origins: Vec<String>,
+            updated_at: i64,
+        }
+        let v1 = EmbedSettingsV1 {
+            replica: uuid::Uuid::from_u128(5),
+            org: uuid::Uuid::nil(),
+            allowed_origins: vec!["https://example.com".into()],
+            updated_at: 9,
+        };
+        let bytes = [vec![1u8], bincode::serde::encode_to_vec(&v1, config()).unwrap()].concat();
+        let s: EmbedSettings = decode(&bytes).unwrap();
+        assert_eq!((s.replica, s.allowed_origins.len(), s.updated_at), (v1.replica, 1, 9));
+        assert!(s.identity_secret.is_none());
+    }
+
+    #[test]
     fn a_version_1_kb_entry_gets_typed_kind_and_status() {
         use crate::store::records::{KbEntry, KbEntryV1, KbKind, KbStatus};
         let v1 = |kind: &str, status: &str| KbEntryV1 {

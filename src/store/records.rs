@@ -603,7 +603,8 @@ impl Record for MessengerBBot {
     const VERSION: u8 = 1;
 }
 
-/// The embeddable widget of a replica (`service::embed`): the origins whose pages may use it.
+/// The embeddable widget of a replica (`service::embed`): the origins whose pages may use it
+/// and the secret its site signs visitor identities with. Version 2 added `identity_secret`.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct EmbedSettings {
     pub replica: Uuid,
@@ -611,9 +612,23 @@ pub struct EmbedSettings {
     /// Serialized origins (`scheme://host[:port]`).
     pub allowed_origins: Vec<String>,
     pub updated_at: i64,
+    /// The random bytes of the identity secret (`rpl_idsec_<their hex>`,
+    /// `service::embed::identity_secret_text`); `None` when signed identities are off.
+    pub identity_secret: Option<[u8; 32]>,
 }
 impl Record for EmbedSettings {
-    const VERSION: u8 = 1;
+    const VERSION: u8 = 2;
+
+    fn upgrade(version: u8, body: &[u8]) -> crate::error::Result<Self> {
+        match version {
+            1 => {
+                let (replica, org, allowed_origins, updated_at) =
+                    codec::decode_body::<(Uuid, Uuid, Vec<String>, i64)>(body)?;
+                Ok(EmbedSettings { replica, org, allowed_origins, updated_at, identity_secret: None })
+            }
+            v => Err(crate::error::Error::internal(format!("unknown EmbedSettings record version {v}"))),
+        }
+    }
 }
 
 /// What a replica's knowledge base holds, kept in step by every write that adds or removes an

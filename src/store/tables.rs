@@ -131,7 +131,8 @@ pub const REPLICA_MESSENGERA: TableDefinition<u128, &[u8]> = TableDefinition::ne
 pub const REPLICA_MESSENGERB: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_messengerbbot");
 /// `sha256(embed key) → replica id`: public keys of the embeddable widget (`service::embed`).
 pub const KEYHASH_EMBED: TableDefinition<&[u8; 32], u128> = TableDefinition::new("keyhash_embed");
-/// `replica id → EmbedSettings`: the origins allowed to use the replica's widget.
+/// `replica id → EmbedSettings`: the origins allowed to use the replica's widget and its
+/// identity secret.
 pub const REPLICA_EMBED: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_embedsettings");
 /// `(org id, sort, sort key, replica id) → ()`: the replicas of an organization in the orders
 /// `GET /v1/replicas` offers besides creation order (sort [`REPLICA_SORT_NAME`]: lower-cased name

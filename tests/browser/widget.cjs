@@ -34,10 +34,10 @@ async function ask(page, input, question) {
 async function lastAnswer(page, expect) {
   const answer = page.locator('[data-replicad="message"][data-role="assistant"]').last();
   await answer.locator('[data-replicad="text"]').filter({ hasText: expect }).waitFor({ timeout: WAIT });
-  await answer.locator('[data-replicad="sources"] li').first().waitFor({ timeout: WAIT });
+  await answer.locator('[data-replicad="source-name"]').first().waitFor({ timeout: WAIT });
   return {
     text: await answer.locator('[data-replicad="text"]').innerText(),
-    sources: await answer.locator('[data-replicad="sources"] li').allInnerTexts(),
+    sources: await answer.locator('[data-replicad="source-name"]').allInnerTexts(),
   };
 }
 
@@ -65,7 +65,7 @@ async function widget(page, out) {
   await page.goto(config.allowed_url);
   out.hidden_before_opening = await page.getByRole("dialog").isHidden();
   let input = await openWidget(page);
-  out.focused_input = await input.evaluate((e) => e === document.activeElement);
+  out.focused_input = await input.evaluate((e) => e.getRootNode().activeElement === e);
   await ask(page, input, config.question);
   await page.locator('[data-replicad="message"][data-role="user"]').first().waitFor({ timeout: WAIT });
   release();
@@ -102,7 +102,7 @@ async function busy(page, out) {
   await page.locator('button[type="submit"]:not([disabled])').waitFor({ timeout: WAIT });
   await ask(page, input, config.question);
   const status = page.locator('[data-replicad="status"]');
-  await status.filter({ hasText: "busy" }).waitFor({ timeout: WAIT });
+  await status.filter({ hasText: "too many requests" }).waitFor({ timeout: WAIT });
   out.busy_status = await status.innerText();
   out.busy_messages = await messages(page);
 }
@@ -114,11 +114,190 @@ async function webPage(page, out) {
   out.page_heading = await page.getByRole("heading", { level: 1 }).innerText();
   await page.locator('[data-replicad="message"]').first().waitFor({ timeout: WAIT });
   out.page_greeting = (await messages(page))[0];
+  out.page_description = await page.locator(".desc").innerText();
+  out.page_avatar = await page.locator(".avatar").innerText();
   await page.getByRole("button", { name: config.suggested }).click();
   out.page_answer = await lastAnswer(page, config.expect);
+  out.page_chips_after_asking = await page.locator(".chips").isVisible();
   await page.reload();
   await page.locator('[data-replicad="message"][data-role="user"]').first().waitFor({ timeout: WAIT });
   out.page_after_reload = await messages(page);
+}
+
+// The answer of the Markdown question (the fake model's reply): rendered as DOM, raw HTML shown
+// as text, no image loaded; the code block copied with its button.
+async function markdown(page, out) {
+  await page.goto(config.allowed_url);
+  const input = await openWidget(page);
+  await ask(page, input, config.markdown_question);
+  const answer = page.locator('[data-replicad="message"][data-role="assistant"]').last();
+  await answer.locator("pre code").waitFor({ timeout: WAIT });
+  await answer.locator('[data-replicad="source-name"]').first().waitFor({ timeout: WAIT });
+  const text = answer.locator('[data-replicad="text"]');
+  out.md = {
+    code: await text.locator("pre code").innerText(),
+    text: await text.innerText(),
+    list_items: await text.locator("ol li").count(),
+    inline_code: await text.locator("p code, li code").count(),
+    table_cells: await text.locator("table td").allInnerTexts(),
+    links: await text.locator("a").evaluateAll((as) => as.map((a) => ({
+      href: a.getAttribute("href"), target: a.getAttribute("target"), rel: a.getAttribute("rel"), text: a.textContent,
+    }))),
+    images: await page.locator("img").count(),
+    scripts_in_answer: await text.locator("script").count(),
+    pwned: await page.evaluate(() => window.__pwned === 1),
+  };
+  await page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(config.allowed_url).origin });
+  const copy = answer.locator('[data-replicad="copy"]');
+  await copy.click();
+  await copy.filter({ hasText: "Copied" }).waitFor({ timeout: WAIT });
+  out.md.copied = await page.evaluate(() => navigator.clipboard.readText());
+  // a citation chip opens the passage it stands for
+  const chip = answer.locator(".sources .chip").first();
+  await chip.click();
+  const passage = answer.locator('[data-replicad="passage"]');
+  await passage.waitFor({ state: "visible", timeout: WAIT });
+  out.citation = {
+    expanded: await chip.getAttribute("aria-expanded"),
+    name: await passage.locator('[data-replicad="passage-name"]').innerText(),
+    text: await passage.locator('[data-replicad="passage-text"]').innerText(),
+    label: await chip.getAttribute("aria-label"),
+  };
+  fs.mkdirSync(config.artifacts, { recursive: true });
+  await page.screenshot({ path: path.join(config.artifacts, "widget-markdown-answer.png") });
+}
+
+// A long answer stopped after its first words: the words stay, marked stopped.
+async function stop(page, out) {
+  const input = page.getByLabel("Your message");
+  await ask(page, input, config.stop_question);
+  const answer = page.locator('[data-replicad="message"][data-role="assistant"]').last();
+  out.typing_shown = await answer.locator('[data-replicad="typing"]').count() > 0 || await answer.locator("p").count() > 0;
+  await answer.locator("p").first().waitFor({ timeout: WAIT });
+  await page.locator('[data-replicad="stop"]').click();
+  await page.locator('[data-replicad="message"][data-interrupted="true"]').waitFor({ timeout: WAIT });
+  out.stopped = {
+    text: await answer.locator('[data-replicad="text"]').innerText(),
+    note: await answer.locator(".note").innerText(),
+    stop_hidden: await page.locator('[data-replicad="stop"]').isHidden(),
+  };
+}
+
+// An answer the model fails: the API's error text, then Retry asks again and is answered.
+async function retry(page, out) {
+  const input = page.getByLabel("Your message");
+  const asked = await page.locator('[data-replicad="message"][data-role="user"]').count();
+  await ask(page, input, config.retry_question);
+  const status = page.locator('[data-replicad="status"]');
+  await page.locator('[data-replicad="retry"]').waitFor({ timeout: WAIT });
+  out.retry_status = await status.innerText();
+  await page.locator('[data-replicad="retry"]').click();
+  const answer = page.locator('[data-replicad="message"][data-role="assistant"]').last();
+  await answer.locator('[data-replicad="text"]').filter({ hasText: config.recovered }).waitFor({ timeout: WAIT });
+  out.retried = {
+    questions_added: await page.locator('[data-replicad="message"][data-role="user"]').count() - asked,
+    status: await status.innerText(),
+  };
+}
+
+// A site that sets colour, position, language and labels with data- attributes, and drives the
+// widget through its JavaScript API.
+async function custom(page, out) {
+  await page.goto(config.custom_url);
+  const launcher = page.locator(".launcher");
+  await launcher.waitFor({ timeout: WAIT });
+  const box = await launcher.boundingBox();
+  out.custom = {
+    launcher: await launcher.innerText(),
+    launcher_left: box.x < page.viewportSize().width / 2,
+    launcher_background: await launcher.evaluate((e) => getComputedStyle(e).backgroundColor),
+  };
+  await page.evaluate(() => window.replicad.open());
+  out.custom.title = await page.locator(".title").innerText();
+  out.custom.placeholder = await page.locator("textarea").getAttribute("placeholder");
+  out.custom.send = await page.locator(".send").innerText();
+  out.custom.label = await page.locator("label").innerText();
+  await page.evaluate((q) => window.replicad.ask(q), config.api_question);
+  const answer = page.locator('[data-replicad="message"][data-role="assistant"]').last();
+  await answer.locator('[data-replicad="text"]').filter({ hasText: config.recovered }).waitFor({ timeout: WAIT });
+  out.custom.api_answer = await answer.locator('[data-replicad="text"]').innerText();
+  await page.evaluate(() => window.replicad.close());
+  out.custom.closed = await page.locator(".panel").isHidden();
+}
+
+// A logged-in visitor: the site's signed token makes the conversation the site user's, on a
+// second device (another browser context, its own localStorage) too.
+async function identity(page, out, browser) {
+  await page.goto(config.allowed_url);
+  await page.evaluate((token) => window.replicad.identify(token), config.identity);
+  await page.evaluate((q) => window.replicad.ask(q), config.identity_question);
+  const answer = page.locator('[data-replicad="message"][data-role="assistant"]').last();
+  await answer.locator('[data-replicad="text"]').filter({ hasText: config.recovered }).waitFor({ timeout: WAIT });
+  const other = await browser.newContext();
+  const device = await other.newPage();
+  await device.goto(config.allowed_url);
+  await device.evaluate((token) => window.replicad.identify(token), config.identity);
+  await device.evaluate(() => window.replicad.open());
+  await device.locator('[data-replicad="message"][data-role="user"]').first().waitFor({ timeout: WAIT });
+  out.other_device = await messages(device);
+  out.devices = await Promise.all([page, device].map((p) => p.evaluate((k) => localStorage.getItem(k), "replicad-visitor-" + config.replica)));
+  await other.close();
+}
+
+// axe-core's violations of impact serious or critical on the page as it is now.
+async function axeScan(page) {
+  await page.evaluate(fs.readFileSync(path.join(config.modules, "axe-core", "axe.min.js"), "utf8"));
+  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
+  return result.violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")) }));
+}
+
+// The page and the open widget in light and dark, at a phone's and a desktop's width:
+// screenshots kept, colours read, axe-core's scan.
+async function looks(page, out) {
+  fs.mkdirSync(config.artifacts, { recursive: true });
+  out.looks = {};
+  for (const scheme of ["light", "dark"]) {
+    await page.emulateMedia({ colorScheme: scheme });
+    for (const [width, height] of [[390, 844], [1280, 800]]) {
+      await page.setViewportSize({ width, height });
+      await page.goto(config.page_url);
+      await page.locator('[data-replicad="message"][data-role="assistant"]').first().waitFor({ timeout: WAIT });
+      await page.screenshot({ path: path.join(config.artifacts, `page-${scheme}-${width}.png`) });
+      const panel = page.locator(".panel");
+      const form = await page.locator(".form").boundingBox();
+      out.looks[`page-${scheme}-${width}`] = {
+        background: await panel.evaluate((e) => getComputedStyle(e).backgroundColor),
+        form_at_bottom: Math.abs(form.y + form.height - height) <= 2,
+        column_width: (await page.locator(".column").boundingBox()).width,
+      };
+      await page.goto(config.allowed_url);
+      await openWidget(page);
+      await page.screenshot({ path: path.join(config.artifacts, `widget-${scheme}-${width}.png`) });
+      const open = await page.locator(".panel").boundingBox();
+      out.looks[`widget-${scheme}-${width}`] = {
+        background: await page.locator(".panel").evaluate((e) => getComputedStyle(e).backgroundColor),
+        panel_width: open.width,
+      };
+    }
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.goto(config.page_url);
+  await page.locator('[data-replicad="message"]').first().waitFor({ timeout: WAIT });
+  out.axe_page = await axeScan(page);
+  await page.goto(config.allowed_url);
+  await openWidget(page);
+  await page.locator('[data-replicad="message"]').first().waitFor({ timeout: WAIT });
+  out.axe_widget = await axeScan(page);
+  const started = Date.now();
+  await page.goto(config.page_url, { waitUntil: "load" });
+  out.first_paint_ms = await page.evaluate(() => {
+    const p = performance.getEntriesByType("paint").find((e) => e.name === "first-contentful-paint");
+    return p ? p.startTime : null;
+  });
+  out.load_ms = Date.now() - started;
 }
 
 // The docs page (/docs): Swagger UI renders the document's operations under the page's policy.
@@ -149,12 +328,21 @@ async function main() {
       chat_answers.push({ status: r.status(), type: r.headers()["content-type"] || "" });
     }
   });
-  const out = { violations, chat_answers };
-  const steps = { widget, refused, busy, web_page: webPage, docs_page: docsPage };
+  const foreign = [];
+  const own = [config.replicad, config.allowed_url, config.refused_url, config.page_url, config.custom_url, config.docs_url]
+    .filter(Boolean).map((u) => new URL(u).origin);
+  context.on("request", (r) => {
+    const url = new URL(r.url());
+    if (/^https?:$/.test(url.protocol) && !own.includes(url.origin)) {
+      foreign.push(r.url());
+    }
+  });
+  const out = { violations, chat_answers, foreign };
+  const steps = { widget, refused, busy, web_page: webPage, docs_page: docsPage, markdown, stop, retry, custom, identity, looks };
   let step = "";
   try {
     for (step of config.steps) {
-      await steps[step](page, out);
+      await steps[step](page, out, browser);
     }
   } catch (e) {
     fs.mkdirSync(config.artifacts, { recursive: true });

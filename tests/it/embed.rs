@@ -6,13 +6,14 @@
 //! browser step saves a screenshot under `target/test-artifacts/`.
 
 use std::process::Command;
+use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
-use crate::common::fake_llm::read_request;
+use crate::common::fake_llm::{read_request, FakeLlm, Script};
 use crate::common::{assert_error, replica_body, send, Org, Server, ZORBLAX, ZORBLAX_QUESTION};
 
 const VISITOR: &str = "visitor-0001-aaaa";
@@ -21,6 +22,7 @@ const VISITOR: &str = "visitor-0001-aaaa";
 pub async fn reactor(org: &Org) -> String {
     let mut body = replica_body("reactor", &org.owner_email);
     body["name"] = json!("Quenth Reactor Desk");
+    body["shortDescription"] = json!("Answers about the Zorblax reactor.");
     body["suggestedQuestions"] = json!([ZORBLAX_QUESTION]);
     let replica = org.create_replica_from(body).await;
     org.add_ready_text(&replica, "Zorblax reactor", ZORBLAX).await;
@@ -143,13 +145,20 @@ async fn the_web_page_serves_public_replicas_only_under_a_strict_policy() {
 /// A site on its own loopback origin serving one page that includes the widget, under a strict
 /// Content-Security-Policy naming only the replicad server.
 pub async fn host_site(replicad: &str, replica: &str, key: &str) -> String {
+    host_site_with(replicad, replica, key, "data-name=\"Reactor Desk\" data-greeting=\"Ask me about the reactor.\"")
+        .await
+}
+
+/// [`host_site`] whose script tag carries the `data-` attributes `attrs` besides the replica
+/// and the key.
+pub async fn host_site_with(replicad: &str, replica: &str, key: &str, attrs: &str) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind site");
     let origin = format!("http://{}", listener.local_addr().unwrap());
     let html = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Quenth docs</title></head><body>\
          <h1>Quenth documentation</h1><p>Welcome.</p>\
-         <script src=\"{replicad}/embed/widget.js\" data-replica=\"{replica}\" data-key=\"{key}\" \
-         data-name=\"Reactor Desk\" data-greeting=\"Ask me about the reactor.\" defer></script></body></html>"
+         <script src=\"{replicad}/embed/widget.js\" data-replica=\"{replica}\" data-key=\"{key}\" {attrs} \
+         defer></script></body></html>"
     );
     let csp =
         format!("default-src 'none'; script-src {replicad}; connect-src {replicad}; style-src 'none'; base-uri 'none'");
@@ -211,6 +220,7 @@ async fn in_chromium_the_widget_streams_answers_with_sources_keeps_the_conversat
         drive_browser(json!({
             "steps": ["widget", "refused", "web_page"],
             "replica": replica,
+            "replicad": server.base_url,
             "allowed_url": format!("{allowed}/"),
             "refused_url": format!("{refused}/"),
             "page_url": format!("{}/r/{}/reactor", server.base_url, org.id),
@@ -241,11 +251,159 @@ async fn in_chromium_the_widget_streams_answers_with_sources_keeps_the_conversat
     let kept: Vec<&str> = seen["after_reload"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert!(kept.contains(&ZORBLAX_QUESTION) && kept.iter().any(|m| m.contains("451 kelvin")), "{kept:?}");
     assert!(seen["visitor"].as_str().is_some_and(|v| v.len() >= 8), "{seen}");
-    assert!(seen["refused_status"].as_str().unwrap().contains("not available"), "{seen}");
+    assert!(
+        seen["refused_status"].as_str().unwrap().contains("not available"),
+        "a refused origin cannot read why: {seen}"
+    );
     assert_eq!(seen["refused_answers"], json!(0), "nothing answered on a refused site");
     assert_eq!(seen["page_heading"], "Quenth Reactor Desk");
+    assert_eq!(seen["page_description"], "Answers about the Zorblax reactor.");
+    assert_eq!(seen["page_avatar"], "QR", "initials without a profile image");
+    assert_eq!(seen["page_chips_after_asking"], json!(false), "the suggested questions go once asked");
+    assert_eq!(seen["foreign"], json!([]), "no request to any other origin: {seen}");
     assert!(seen["page_greeting"].as_str().unwrap().starts_with("Hi, I am reactor"), "{seen}");
     assert!(seen["page_answer"]["text"].as_str().unwrap().contains("451 kelvin"), "{seen}");
     let page_kept = seen["page_after_reload"].as_array().unwrap();
     assert!(page_kept.iter().any(|m| m == ZORBLAX_QUESTION), "{seen}");
+}
+
+/// The fake model's Markdown answer: a numbered list with inline code, a fenced block, a table,
+/// links (one of them `javascript:`), raw HTML and images that must not load.
+const MARKDOWN: &str = "Start the reactor in two steps:\n\n1. Check `zorb --status`\n2. Run the start command\n\n\
+                        ```sh\nzorb --start --kelvin 451\n```\n\n| Part | Temperature |\n|---|---|\n| core | 451 K |\n\n";
+const MARKDOWN_END: &str = "See [the manual](https://manual.example/zorblax) or [this](javascript:alert(1)).\n\n\
+                            <img src=\"https://leak.example/a.png\"> <script>window.__pwned = 1</script>\n\n\
+                            ![diagram](https://leak.example/diagram.png)";
+
+#[tokio::test]
+async fn in_chromium_answers_are_rendered_markdown_with_citations_and_can_be_stopped_retried_and_driven_by_the_site() {
+    let script = vec![
+        Script::Reply(vec![MARKDOWN, MARKDOWN_END]),
+        Script::Endless(Duration::from_millis(100)),
+        Script::Fail { status: 400, retry_after: None },
+    ];
+    let fake = FakeLlm::start(script, Script::Reply(vec!["Recovered ", "answer."])).await;
+    let server = crate::llm::serve(&fake, &[]);
+    let org = server.new_org("Markdown").await;
+    let (replica, _) = crate::llm::reactor(&org).await;
+    let key = embed_key(&org, &replica, &["https://placeholder.example"]).await;
+    let site = host_site(&server.base_url, &replica, &key).await;
+    let attrs = "data-name=\"Reactor Desk\" data-color=\"#0a7d32\" data-position=\"left\" data-lang=\"fr\" \
+                 data-launcher-label=\"Besoin d'aide ?\" data-title=\"Aide Quenth\" data-placeholder=\"Votre question\"";
+    let custom = host_site_with(&server.base_url, &replica, &key, attrs).await;
+    embed_key(&org, &replica, &[&site, &custom]).await;
+    let secret = crate::embed_identity::new_secret(&org, &replica).await;
+    let identity =
+        crate::embed_identity::sign(&secret, &replica, "ada@site.example", crate::embed_identity::unix_now() + 3600);
+    assert!(fake.seen().is_empty(), "nothing asked the model before the browser");
+
+    let seen = tokio::task::spawn_blocking(move || {
+        drive_browser(json!({
+            "steps": ["markdown", "stop", "retry", "custom", "identity"],
+            "replica": replica,
+            "replicad": server.base_url,
+            "allowed_url": format!("{site}/"),
+            "custom_url": format!("{custom}/"),
+            "markdown_question": "How do I start the reactor?",
+            "stop_question": "Tell me everything.",
+            "retry_question": "And the fuel?",
+            "recovered": "Recovered answer.",
+            "api_question": "Asked by the site",
+            "identity": identity,
+            "identity_question": "Asked by Ada on her laptop",
+        }))
+    })
+    .await
+    .expect("browser task");
+    assert_eq!(seen["violations"], json!([]), "{seen}");
+    assert_eq!(seen["foreign"], json!([]), "nothing requested from another origin (no image loaded): {seen}");
+
+    let md = &seen["md"];
+    assert_eq!(md["code"], "zorb --start --kelvin 451", "a fenced block is <pre><code>: {seen}");
+    assert!(!md["text"].as_str().unwrap().contains("```"), "no literal backticks: {seen}");
+    assert_eq!(md["list_items"], json!(2));
+    assert!(md["inline_code"].as_u64().unwrap() >= 1, "{seen}");
+    assert_eq!(md["table_cells"], json!(["core", "451 K"]));
+    let links = md["links"].as_array().unwrap();
+    let manual = links.iter().find(|l| l["text"] == "the manual").expect("the manual link");
+    assert_eq!(manual["href"], "https://manual.example/zorblax");
+    assert_eq!((&manual["target"], &manual["rel"]), (&json!("_blank"), &json!("noopener noreferrer")));
+    assert!(links.iter().all(|l| !l["href"].as_str().unwrap_or("").starts_with("javascript")), "{seen}");
+    assert!(links.iter().any(|l| l["href"] == "https://leak.example/diagram.png"), "an image is a link: {seen}");
+    let text = md["text"].as_str().unwrap();
+    assert!(text.contains("<img src=") && text.contains("<script>window.__pwned"), "raw HTML shown as text: {text}");
+    assert_eq!((&md["images"], &md["scripts_in_answer"], &md["pwned"]), (&json!(0), &json!(0), &json!(false)));
+    assert_eq!(md["copied"], "zorb --start --kelvin 451", "the copy button copies the block");
+
+    let citation = &seen["citation"];
+    assert_eq!(citation["expanded"], "true");
+    assert_eq!(citation["name"], "Zorblax reactor");
+    assert!(citation["text"].as_str().unwrap().contains("451 kelvin"), "the passage the chip stands for: {seen}");
+    assert!(citation["label"].as_str().unwrap().starts_with("Source 1: Zorblax reactor"), "{seen}");
+
+    let stopped = &seen["stopped"];
+    assert!(stopped["text"].as_str().unwrap().starts_with("word"), "what was said stays: {seen}");
+    assert_eq!((&stopped["note"], &stopped["stop_hidden"]), (&json!("Stopped"), &json!(true)));
+    fake.wait_closed().await;
+
+    assert!(seen["retry_status"].as_str().unwrap().contains("model server"), "the API's error text: {seen}");
+    assert_eq!(seen["retried"]["questions_added"], json!(1), "Retry asks the same question again: {seen}");
+    assert_eq!(seen["retried"]["status"], "");
+
+    let custom = &seen["custom"];
+    assert_eq!(custom["launcher"], "Besoin d'aide ?");
+    assert_eq!(custom["launcher_left"], json!(true));
+    assert_eq!(custom["launcher_background"], "rgb(10, 125, 50)");
+    assert_eq!((&custom["title"], &custom["placeholder"]), (&json!("Aide Quenth"), &json!("Votre question")));
+    assert_eq!((&custom["send"], &custom["label"]), (&json!("Envoyer"), &json!("Votre message")));
+    assert_eq!(custom["api_answer"], "Recovered answer.");
+    assert_eq!(custom["closed"], json!(true));
+
+    let devices = seen["devices"].as_array().unwrap();
+    assert_ne!(devices[0], devices[1], "two devices, two anonymous visitor ids: {seen}");
+    let other = seen["other_device"].as_array().unwrap();
+    assert!(
+        other.iter().any(|m| m == "Asked by Ada on her laptop"),
+        "the signed user's history on the second device: {seen}"
+    );
+}
+
+#[tokio::test]
+async fn in_chromium_the_page_and_the_widget_fit_phones_and_desktops_in_light_and_dark_and_pass_axe() {
+    let server = Server::start();
+    let org = server.new_org("Looks").await;
+    let replica = reactor(&org).await;
+    let key = embed_key(&org, &replica, &["https://placeholder.example"]).await;
+    let site = host_site(&server.base_url, &replica, &key).await;
+    embed_key(&org, &replica, &[&site]).await;
+    let seen = tokio::task::spawn_blocking(move || {
+        drive_browser(json!({
+            "steps": ["looks"],
+            "replica": replica,
+            "replicad": server.base_url,
+            "allowed_url": format!("{site}/"),
+            "page_url": format!("{}/r/{}/reactor", server.base_url, org.id),
+        }))
+    })
+    .await
+    .expect("browser task");
+    assert_eq!(seen["violations"], json!([]), "{seen}");
+    assert_eq!(seen["foreign"], json!([]), "{seen}");
+    assert_eq!(seen["axe_page"], json!([]), "no serious or critical accessibility violation on the page");
+    assert_eq!(seen["axe_widget"], json!([]), "nor in the open widget");
+    let looks = &seen["looks"];
+    for width in [390, 1280] {
+        assert_eq!(looks[format!("page-light-{width}")]["background"], "rgb(255, 255, 255)", "{looks}");
+        assert_eq!(looks[format!("page-dark-{width}")]["background"], "rgb(22, 24, 29)", "{looks}");
+        assert_eq!(looks[format!("widget-dark-{width}")]["background"], "rgb(22, 24, 29)", "{looks}");
+        assert_eq!(looks[format!("page-light-{width}")]["form_at_bottom"], json!(true), "{looks}");
+    }
+    assert_eq!(looks["widget-light-390"]["panel_width"], json!(390), "the open widget fills a phone: {looks}");
+    assert_eq!(looks["widget-light-1280"]["panel_width"], json!(380), "{looks}");
+    assert_eq!(looks["page-light-1280"]["column_width"], json!(760), "a centred column on a desktop: {looks}");
+    let artifacts = concat!(env!("CARGO_MANIFEST_DIR"), "/target/test-artifacts");
+    for shot in ["page-light-390", "page-dark-1280", "widget-dark-390", "widget-light-1280"] {
+        assert!(std::path::Path::new(&format!("{artifacts}/{shot}.png")).exists(), "{shot} kept");
+    }
+    println!("page first contentful paint {} ms, loaded in {} ms", seen["first_paint_ms"], seen["load_ms"]);
 }

@@ -195,6 +195,7 @@ async fn in_chromium_a_visitor_at_its_limit_is_told_the_chat_is_busy() {
         drive_browser(json!({
             "steps": ["busy"],
             "replica": replica,
+            "replicad": server.base_url,
             "allowed_url": format!("{site}/"),
             "question": ZORBLAX_QUESTION,
             "expect": "451 kelvin",
@@ -203,7 +204,10 @@ async fn in_chromium_a_visitor_at_its_limit_is_told_the_chat_is_busy() {
     .await
     .expect("browser task");
     assert_eq!(seen["violations"], json!([]), "{seen}");
-    assert!(seen["busy_status"].as_str().is_some_and(|s| s.contains("busy")), "{seen}");
+    assert!(
+        seen["busy_status"].as_str().is_some_and(|s| s.contains("too many requests")),
+        "the API's error text: {seen}"
+    );
     let statuses: Vec<u64> =
         seen["chat_answers"].as_array().unwrap().iter().filter_map(|a| a["status"].as_u64()).collect();
     assert_eq!(statuses, [200, 429], "{seen}");

@@ -13,6 +13,7 @@ mod concurrency;
 mod connections;
 mod disk_full;
 mod embed;
+mod embed_identity;
 mod embed_limits;
 mod embedding;
 mod errors;

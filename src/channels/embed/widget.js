@@ -1,11 +1,17 @@
 /* replicad chat widget. Include on a page:
  *   <script src="https://YOUR-REPLICAD/embed/widget.js" data-replica="REPLICA-UUID"
  *           data-key="rpl_embed_..." data-name="Docs helper" defer></script>
- * Options (data-*): replica (required), key (the public embed key), name, greeting,
- * api (the server's base URL; default: where this script comes from), mode ("page": inline in
- * the element whose id is data-target instead of a floating button).
- * No inline script, no eval, styles only through the CSSOM: it runs under a strict
- * Content-Security-Policy (script-src and connect-src naming the replicad server). */
+ * Options (data-*): replica (required), key (the public embed key), name, title, greeting,
+ * placeholder, launcher-label, color (the accent, any CSS colour), position ("left" or "right"),
+ * lang (en, fr, es, de, ja; default: the page's), identity (a token signed by the site's backend,
+ * see the README), api (the server's base URL; default: where this script comes from), mode
+ * ("page": the whole page is the chat, in the element whose id is data-target), and for the page:
+ * description, image, questions (a JSON array of suggested questions).
+ * JavaScript API: window.replicad.open(), .close(), .ask(text), .identify(token).
+ * No inline script, no eval, no HTML parsing: answers are Markdown turned into DOM nodes from the
+ * tokens of the vendored `marked` lexer, raw HTML in them shown as text, images never loaded.
+ * Styles are one constructed stylesheet adopted by the widget's shadow root, so the page's CSS
+ * does not reach the widget and a strict Content-Security-Policy (no 'unsafe-inline') holds. */
 (function () {
   "use strict";
   var script = document.currentScript;
@@ -18,7 +24,62 @@
   var pageMode = cfg.mode === "page";
   var name = cfg.name || "Assistant";
   var visitorKey = "replicad-visitor-" + replica;
-  var uid = "replicad-" + Math.random().toString(36).slice(2, 8);
+  var identity = cfg.identity || null;
+
+  var STRINGS = {
+    en: {
+      message: "Your message", placeholder: "Ask a question…", send: "Send", stop: "Stop", retry: "Retry",
+      open: "Open chat with {name}", close: "Close chat", chatWith: "Chat with {name}", log: "Conversation",
+      you: "You", typing: "{name} is writing…", sources: "Sources", source: "Source {n}: {name}", copy: "Copy",
+      copied: "Copied", stopped: "Stopped", failed: "The answer could not be completed.",
+      unavailable: "The chat is not available right now.", suggested: "Suggested questions", image: "Image",
+      launcher: "Chat", closePassage: "Close source",
+    },
+    fr: {
+      message: "Votre message", placeholder: "Posez une question…", send: "Envoyer", stop: "Arrêter",
+      retry: "Réessayer", open: "Ouvrir la discussion avec {name}", close: "Fermer la discussion",
+      chatWith: "Discussion avec {name}", log: "Conversation", you: "Vous", typing: "{name} écrit…",
+      sources: "Sources", source: "Source {n} : {name}", copy: "Copier", copied: "Copié", stopped: "Arrêté",
+      failed: "La réponse n’a pas pu être terminée.", unavailable: "La discussion n’est pas disponible pour le moment.",
+      suggested: "Questions suggérées", image: "Image", launcher: "Discuter", closePassage: "Fermer la source",
+    },
+    es: {
+      message: "Tu mensaje", placeholder: "Haz una pregunta…", send: "Enviar", stop: "Detener", retry: "Reintentar",
+      open: "Abrir el chat con {name}", close: "Cerrar el chat", chatWith: "Chat con {name}", log: "Conversación",
+      you: "Tú", typing: "{name} está escribiendo…", sources: "Fuentes", source: "Fuente {n}: {name}",
+      copy: "Copiar", copied: "Copiado", stopped: "Detenido", failed: "No se pudo completar la respuesta.",
+      unavailable: "El chat no está disponible en este momento.", suggested: "Preguntas sugeridas",
+      image: "Imagen", launcher: "Chat", closePassage: "Cerrar la fuente",
+    },
+    de: {
+      message: "Ihre Nachricht", placeholder: "Stellen Sie eine Frage…", send: "Senden", stop: "Stopp",
+      retry: "Erneut versuchen", open: "Chat mit {name} öffnen", close: "Chat schließen", chatWith: "Chat mit {name}",
+      log: "Unterhaltung", you: "Sie", typing: "{name} schreibt…", sources: "Quellen", source: "Quelle {n}: {name}",
+      copy: "Kopieren", copied: "Kopiert", stopped: "Angehalten", failed: "Die Antwort konnte nicht abgeschlossen werden.",
+      unavailable: "Der Chat ist gerade nicht verfügbar.", suggested: "Vorgeschlagene Fragen", image: "Bild",
+      launcher: "Chat", closePassage: "Quelle schließen",
+    },
+    ja: {
+      message: "メッセージ", placeholder: "質問を入力…", send: "送信", stop: "停止", retry: "再試行",
+      open: "{name}とのチャットを開く", close: "チャットを閉じる", chatWith: "{name}とのチャット", log: "会話",
+      you: "あなた", typing: "{name}が入力中…", sources: "出典", source: "出典 {n}: {name}", copy: "コピー",
+      copied: "コピーしました", stopped: "停止しました", failed: "回答を完了できませんでした。",
+      unavailable: "現在チャットは利用できません。", suggested: "おすすめの質問", image: "画像", launcher: "チャット",
+      closePassage: "出典を閉じる",
+    },
+  };
+  // The site's language, or on the chat page (which is ours) the visitor's.
+  var pageLang = pageMode ? null : document.documentElement.lang;
+  var lang = (cfg.lang || pageLang || navigator.language || "en").slice(0, 2).toLowerCase();
+  var strings = STRINGS[lang] || STRINGS.en;
+  lang = strings === STRINGS.en ? "en" : lang;
+  if (pageMode) {
+    document.documentElement.lang = lang;
+  }
+  // `strings[key]` with {name}, {n} filled in; a data- attribute overrides the ones a site names.
+  function t(key, values) {
+    return strings[key].replace(/\{(\w+)\}/g, function (_, k) { return values && k in values ? values[k] : name; });
+  }
 
   function visitorId() {
     var v = null;
@@ -47,80 +108,227 @@
     if (cfg.key) {
       h["x-embed-key"] = cfg.key;
     }
+    if (identity) {
+      h["x-embed-identity"] = identity;
+    }
     for (var k in extra) {
       h[k] = extra[k];
     }
     return h;
   }
 
-  function el(tag, attrs, style) {
+  function el(tag, attrs, children) {
     var e = document.createElement(tag);
     for (var k in attrs || {}) {
       if (k === "text") {
         e.textContent = attrs[k];
-      } else {
+      } else if (attrs[k] !== null && attrs[k] !== undefined) {
         e.setAttribute(k, attrs[k]);
       }
     }
-    for (var s in style || {}) {
-      e.style[s] = style[s];
-    }
+    (children || []).forEach(function (c) { e.appendChild(c); });
     return e;
   }
 
-  var font = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif";
-  var root = el("div", { "data-replicad": "widget" }, { fontFamily: font, fontSize: "15px", color: "#1a1a1a" });
-  var panel = el("div", { id: uid + "-panel", role: pageMode ? "region" : "dialog", "aria-label": "Chat with " + name }, {
-    background: "#fff", border: "1px solid #ccc", borderRadius: "10px", display: "flex", flexDirection: "column",
-    width: pageMode ? "100%" : "360px", maxWidth: "100%", height: pageMode ? "480px" : "520px", maxHeight: "80vh",
-    boxShadow: pageMode ? "none" : "0 6px 24px rgba(0,0,0,.2)",
-  });
-  var head = el("div", {}, { display: "flex", alignItems: "center", padding: "10px 12px", borderBottom: "1px solid #eee" });
-  head.appendChild(el("h2", { text: name }, { fontSize: "16px", margin: "0", flex: "1" }));
-  var log = el("div", { role: "log", "aria-live": "polite", "aria-label": "Conversation", tabindex: "0" }, {
-    flex: "1", overflowY: "auto", padding: "12px",
-  });
-  var form = el("form", {}, { display: "flex", gap: "6px", padding: "10px", borderTop: "1px solid #eee", flexWrap: "wrap" });
-  var label = el("label", { for: uid + "-input", text: "Your message" }, { width: "100%", fontSize: "13px", color: "#444" });
-  var input = el("input", { id: uid + "-input", type: "text", autocomplete: "off", maxlength: "10000" }, {
-    flex: "1", padding: "8px", border: "1px solid #888", borderRadius: "6px", font: "inherit",
-  });
-  var send = el("button", { type: "submit", text: "Send" }, {
-    padding: "8px 14px", border: "0", borderRadius: "6px", background: "#1f4fd1", color: "#fff", font: "inherit",
-  });
-  var status = el("p", { role: "status", "data-replicad": "status" }, { margin: "0 10px 8px", color: "#a40000", fontSize: "13px" });
+  // ---- Markdown: marked's tokens to DOM nodes -------------------------------------------------
+
+  // An http(s) or mailto URL for a link; null for anything else (javascript:, data:, …).
+  function safeUrl(href) {
+    try {
+      var u = new URL(href, api + "/");
+      return /^(https?|mailto):$/.test(u.protocol) ? u.href : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  function link(href, title, children) {
+    var url = safeUrl(href);
+    if (!url) {
+      return el("span", {}, children);
+    }
+    return el("a", { href: url, title: title || null, target: "_blank", rel: "noopener noreferrer" }, children);
+  }
+
+  function inline(tokens) {
+    var out = [];
+    (tokens || []).forEach(function (tk) {
+      switch (tk.type) {
+        case "strong": out.push(el("strong", {}, inline(tk.tokens))); break;
+        case "em": out.push(el("em", {}, inline(tk.tokens))); break;
+        case "del": out.push(el("del", {}, inline(tk.tokens))); break;
+        case "codespan": out.push(el("code", { text: tk.text })); break;
+        case "br": out.push(el("br")); break;
+        case "link": out.push(link(tk.href, tk.title, inline(tk.tokens))); break;
+        // never loaded: an answer must not send the conversation to another host in an image URL
+        case "image": out.push(link(tk.href, tk.title, [document.createTextNode(t("image") + ": " + (tk.text || tk.href))])); break;
+        case "text": out.push.apply(out, tk.tokens ? inline(tk.tokens) : [document.createTextNode(tk.text)]); break;
+        default: out.push(document.createTextNode(tk.text !== undefined ? tk.text : tk.raw || ""));
+      }
+    });
+    return out;
+  }
+
+  function codeBlock(tk) {
+    var code = el("code", { text: tk.text, class: tk.lang ? "language-" + tk.lang.split(/\s/)[0] : null });
+    var copy = el("button", { type: "button", class: "copy", "data-replicad": "copy", text: t("copy") });
+    copy.addEventListener("click", function () {
+      copyText(tk.text).then(function () {
+        copy.textContent = t("copied");
+        setTimeout(function () { copy.textContent = t("copy"); }, 1500);
+      });
+    });
+    return el("div", { class: "code" }, [el("pre", { tabindex: "0" }, [code]), copy]);
+  }
+
+  function copyText(text) {
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      return navigator.clipboard.writeText(text);
+    }
+    return Promise.reject(new Error("no clipboard"));
+  }
+
+  function table(tk) {
+    function row(cells, tag) {
+      return el("tr", {}, cells.map(function (c, i) {
+        return el(tag, { class: tk.align[i] ? "align-" + tk.align[i] : null }, inline(c.tokens));
+      }));
+    }
+    var head = el("thead", {}, [row(tk.header, "th")]);
+    var body = el("tbody", {}, tk.rows.map(function (r) { return row(r, "td"); }));
+    return el("div", { class: "table" }, [el("table", {}, [head, body])]);
+  }
+
+  function blocks(tokens) {
+    var out = [];
+    (tokens || []).forEach(function (tk) {
+      switch (tk.type) {
+        case "space": case "def": break;
+        case "paragraph": out.push(el("p", {}, inline(tk.tokens))); break;
+        case "heading": out.push(el("h" + Math.min(6, tk.depth + 2), { class: "md-h" }, inline(tk.tokens))); break;
+        case "code": out.push(codeBlock(tk)); break;
+        case "blockquote": out.push(el("blockquote", {}, blocks(tk.tokens))); break;
+        case "hr": out.push(el("hr")); break;
+        case "table": out.push(table(tk)); break;
+        case "list":
+          out.push(el(tk.ordered ? "ol" : "ul", { start: tk.ordered && tk.start !== 1 ? String(tk.start) : null },
+            tk.items.map(function (item) { return el("li", {}, blocks(item.tokens)); })));
+          break;
+        case "text": out.push.apply(out, tk.tokens ? inline(tk.tokens) : [document.createTextNode(tk.text)]); break;
+        // raw HTML is shown as the text it is
+        default: out.push(el("p", { text: tk.raw || tk.text || "" }));
+      }
+    });
+    return out;
+  }
+
+  function markdown(text) {
+    try {
+      return blocks(marked.lexer(text, { gfm: true }));
+    } catch (e) {
+      return [el("p", { text: text })];
+    }
+  }
+
+  // The embedded generator ends a reply with "(From: section; section)"; the chips show the
+  // same sources, so a last paragraph naming only them is not repeated.
+  function withoutSourceLine(text, sources) {
+    var m = /\n*\(From: ([^\n]*)\)\s*$/.exec(text);
+    if (!m || !sources || !sources.length) {
+      return text;
+    }
+    var names = sources.map(function (s) { return s.name; });
+    var named = m[1].split("; ").every(function (n) { return names.indexOf(n) >= 0; });
+    return named ? text.slice(0, m.index) : text;
+  }
+
+  // ---- Layout ---------------------------------------------------------------------------------
+
+  var host = el("div", { "data-replicad": "host" });
+  var shadow = host.attachShadow({ mode: "open" });
+  var sheet = new CSSStyleSheet();
+  sheet.replaceSync(STYLE);
+  shadow.adoptedStyleSheets = [sheet];
+
+  var uid = "rc-" + Math.random().toString(36).slice(2, 8);
+  var root = el("div", { class: "rc " + (pageMode ? "page" : "floating") + (cfg.position === "left" ? " left" : ""), "data-replicad": "widget", lang: lang });
+  setAccent(root, cfg.color);
+
+  var title = cfg.title || name;
+  var panel = el("section", { id: uid + "-panel", class: "panel", role: pageMode ? "region" : "dialog", "aria-label": t("chatWith") });
+  var head = el("header", { class: "head" }, [avatar()]);
+  var heading = el(pageMode ? "h1" : "h2", { class: "title", text: title });
+  var headText = el("div", { class: "head-text" }, [heading]);
+  if (cfg.description) {
+    headText.appendChild(el("p", { class: "desc", text: cfg.description }));
+  }
+  head.appendChild(headText);
+  var log = el("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": t("log"), tabindex: "0" });
+  var chips = el("div", { class: "chips", role: "group", "aria-label": t("suggested") });
+  var status = el("p", { class: "status", role: "status", "data-replicad": "status" });
+  var form = el("form", { class: "form" });
+  var label = el("label", { for: uid + "-input", class: "sr", text: t("message") });
+  var input = el("textarea", { id: uid + "-input", rows: "1", autocomplete: "off", maxlength: "10000", placeholder: cfg.placeholder || t("placeholder") });
+  var send = el("button", { type: "submit", class: "send", text: t("send") });
+  var stop = el("button", { type: "button", class: "stop", "data-replicad": "stop", text: t("stop") });
+  stop.hidden = true;
   form.appendChild(label);
   form.appendChild(input);
   form.appendChild(send);
+  form.appendChild(stop);
+  var column = el("div", { class: "column" }, [log, chips, status, form]);
   panel.appendChild(head);
-  panel.appendChild(log);
-  panel.appendChild(status);
-  panel.appendChild(form);
+  panel.appendChild(column);
+
+  function avatar() {
+    var box = el("div", { class: "avatar", "aria-hidden": "true" });
+    var src = cfg.image && safeUrl(cfg.image);
+    if (src && /^https?:/.test(src)) {
+      var img = el("img", { src: src, alt: "" });
+      img.addEventListener("error", function () { img.replaceWith(document.createTextNode(initials())); });
+      box.appendChild(img);
+    } else {
+      box.textContent = initials();
+    }
+    return box;
+  }
+
+  function initials() {
+    return name.split(/\s+/).filter(Boolean).slice(0, 2).map(function (w) { return w.charAt(0).toUpperCase(); }).join("") || "?";
+  }
+
+  // The accent colour a site chose (any CSS colour), with a text colour that stays readable on it.
+  function setAccent(node, color) {
+    if (!color || !window.CSS || !CSS.supports("color", color)) {
+      return;
+    }
+    var probe = el("span");
+    probe.style.color = color;
+    (document.body || document.documentElement).appendChild(probe);
+    var rgb = (getComputedStyle(probe).color.match(/\d+(\.\d+)?/g) || [0, 0, 0]).map(Number);
+    probe.remove();
+    var lum = [0, 1, 2].map(function (i) {
+      var c = rgb[i] / 255;
+      return c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
+    });
+    var l = 0.2126 * lum[0] + 0.7152 * lum[1] + 0.0722 * lum[2];
+    node.style.setProperty("--accent", color);
+    node.style.setProperty("--on-accent", l > 0.18 ? "#111" : "#fff");
+  }
 
   var launcher = null;
   if (pageMode) {
     var target = (cfg.target && document.getElementById(cfg.target)) || document.body;
     root.appendChild(panel);
-    target.appendChild(root);
+    target.appendChild(host);
   } else {
-    root.style.position = "fixed";
-    root.style.right = "20px";
-    root.style.bottom = "20px";
-    root.style.zIndex = "2147483000";
-    launcher = el("button", { type: "button", "aria-expanded": "false", "aria-controls": panel.id, "aria-label": "Open chat with " + name, text: "Chat" }, {
-      padding: "12px 18px", borderRadius: "24px", border: "0", background: "#1f4fd1", color: "#fff", font: "inherit",
-      boxShadow: "0 4px 12px rgba(0,0,0,.25)", cursor: "pointer",
-    });
-    var close = el("button", { type: "button", "aria-label": "Close chat", text: "\u00d7" }, {
-      border: "0", background: "transparent", fontSize: "22px", cursor: "pointer", padding: "0 4px",
-    });
+    launcher = el("button", { type: "button", class: "launcher", "aria-expanded": "false", "aria-controls": panel.id, "aria-label": t("open"), text: cfg.launcherLabel || t("launcher") });
+    var close = el("button", { type: "button", class: "close", "aria-label": t("close"), text: "\u00d7" });
     head.appendChild(close);
     panel.hidden = true;
-    panel.style.display = "none";
-    panel.style.marginBottom = "10px";
     root.appendChild(panel);
     root.appendChild(launcher);
-    document.body.appendChild(root);
+    document.body.appendChild(host);
     launcher.addEventListener("click", function () { setOpen(panel.hidden); });
     close.addEventListener("click", function () { setOpen(false); });
     panel.addEventListener("keydown", function (e) {
@@ -129,60 +337,100 @@
       }
     });
   }
+  shadow.appendChild(root);
 
   var loaded = false;
   function setOpen(open) {
-    panel.hidden = !open;
-    panel.style.display = open ? "flex" : "none";
-    if (launcher) {
-      launcher.setAttribute("aria-expanded", String(open));
-      launcher.setAttribute("aria-label", (open ? "Close chat with " : "Open chat with ") + name);
+    if (pageMode) {
+      return;
     }
+    panel.hidden = !open;
+    launcher.setAttribute("aria-expanded", String(open));
+    launcher.setAttribute("aria-label", open ? t("close") : t("open"));
     if (open) {
       input.focus();
       if (!loaded) {
         loaded = true;
         loadHistory();
       }
-    } else if (launcher) {
+    } else {
       launcher.focus();
     }
   }
 
+  // ---- Messages -------------------------------------------------------------------------------
+
   // Appends a message to the log, or to `into` (a fragment of earlier messages) when given.
   function addMessage(role, text, into) {
-    var box = el("div", { "data-replicad": "message", "data-role": role }, {
-      margin: "0 0 10px", padding: "8px 10px", borderRadius: "8px", whiteSpace: "pre-wrap",
-      background: role === "user" ? "#e8eefc" : "#f3f3f3", alignSelf: role === "user" ? "flex-end" : "flex-start",
-    });
-    box.appendChild(el("span", { class: "replicad-sr", text: role === "user" ? "You: " : name + ": " }, {
-      position: "absolute", width: "1px", height: "1px", overflow: "hidden", clip: "rect(0 0 0 0)",
-    }));
-    var body = el("span", { "data-replicad": "text", text: text || "" });
+    var box = el("div", { class: "msg " + role, "data-replicad": "message", "data-role": role });
+    box.appendChild(el("span", { class: "sr", text: (role === "user" ? t("you") : name) + ": " }));
+    var body = el("div", { class: "text", "data-replicad": "text" });
     box.appendChild(body);
+    var msg = { box: box, body: body, role: role };
+    setText(msg, text || "");
     (into || log).appendChild(box);
-    log.scrollTop = log.scrollHeight;
-    return { box: box, body: body };
+    if (role === "user") {
+      chips.hidden = true;
+    }
+    scroll();
+    return msg;
   }
 
+  function setText(msg, text) {
+    msg.text = text;
+    msg.body.replaceChildren.apply(msg.body, msg.role === "user" ? [document.createTextNode(text)] : markdown(text));
+  }
+
+  function scroll() {
+    log.scrollTop = log.scrollHeight;
+  }
+
+  // Numbered chips under an answer; a chip opens the passage it stands for.
   function showSources(msg, sources) {
     if (!sources || !sources.length) {
       return;
     }
-    var seen = {};
-    var list = el("ul", { "aria-label": "Sources", "data-replicad": "sources" }, { margin: "6px 0 0", paddingLeft: "18px", fontSize: "13px", color: "#444" });
-    sources.forEach(function (s) {
-      if (!seen[s.name]) {
-        seen[s.name] = true;
-        list.appendChild(el("li", { text: s.name }));
-      }
+    var list = el("ol", { class: "sources", "aria-label": t("sources"), "data-replicad": "sources" });
+    var passage = el("div", { class: "passage", "data-replicad": "passage", role: "region" });
+    passage.hidden = true;
+    sources.forEach(function (s, i) {
+      var chip = el("button", { type: "button", class: "chip", "aria-expanded": "false", "aria-label": t("source", { n: i + 1, name: s.name }) }, [
+        el("span", { class: "n", "aria-hidden": "true", text: String(i + 1) }),
+        el("span", { "data-replicad": "source-name", text: s.name }),
+      ]);
+      chip.addEventListener("click", function () { togglePassage(list, passage, chip, s, i); });
+      list.appendChild(el("li", {}, [chip]));
     });
     msg.box.appendChild(list);
+    msg.box.appendChild(passage);
+  }
+
+  function togglePassage(list, passage, chip, source, i) {
+    var opening = chip.getAttribute("aria-expanded") !== "true";
+    Array.prototype.forEach.call(list.querySelectorAll(".chip"), function (c) { c.setAttribute("aria-expanded", "false"); });
+    passage.hidden = !opening;
+    if (opening) {
+      chip.setAttribute("aria-expanded", "true");
+      passage.setAttribute("aria-label", t("source", { n: i + 1, name: source.name }));
+      var shut = el("button", { type: "button", class: "close", "aria-label": t("closePassage"), text: "\u00d7" });
+      shut.addEventListener("click", function () { togglePassage(list, passage, chip, source, i); chip.focus(); });
+      passage.replaceChildren(
+        el("div", { class: "passage-head" }, [el("strong", { "data-replicad": "passage-name", text: source.name }), shut]),
+        el("div", { class: "passage-text", "data-replicad": "passage-text", text: source.content || "" })
+      );
+    }
   }
 
   function fail(text) {
     status.textContent = text;
   }
+
+  // The API's error text (spec error body `{success: false, error}`), else a general one.
+  function errorOf(res) {
+    return res.json().then(function (b) { return (b && b.error) || t("unavailable"); }, function () { return t("unavailable"); });
+  }
+
+  // ---- History --------------------------------------------------------------------------------
 
   // Earlier messages, loaded once when the chat first opens; a question asked meanwhile is sent
   // once they are in (so they never include it) and shown below them.
@@ -191,28 +439,36 @@
     history = fetch(api + "/v1/embed/" + replica + "/history", { headers: headers({ accept: "application/json" }) })
       .then(function (res) {
         if (!res.ok) {
-          throw new Error("HTTP " + res.status);
+          return errorOf(res).then(function (text) { throw { api: text }; });
         }
         return res.json();
       })
       .then(function (body) {
-        // Earlier messages go above anything asked while they were loading.
         var earlier = document.createDocumentFragment();
         if (!body.items.length && cfg.greeting) {
           addMessage("assistant", cfg.greeting, earlier);
         }
         body.items.forEach(function (item) {
-          var m = addMessage(item.role, item.content, earlier);
+          var m = addMessage(item.role, withoutSourceLine(item.content, item.sources), earlier);
           showSources(m, item.sources);
+          if (item.interrupted) {
+            markStopped(m);
+          }
         });
         log.insertBefore(earlier, log.firstChild);
+        scroll();
       })
-      .catch(function () {
-        fail("The chat is not available on this page.");
+      .catch(function (e) {
+        // a refused origin or no network: the browser does not let the page read why
+        fail(e && e.api ? e.api : t("unavailable"));
       });
   }
 
-  function handleEvent(raw, msg, state) {
+  // ---- Asking ---------------------------------------------------------------------------------
+
+  var asking = null;
+
+  function parseEvent(raw) {
     var event = "message";
     var data = "";
     raw.split(/\r?\n/).forEach(function (line) {
@@ -222,94 +478,209 @@
         data += line.slice(5).replace(/^ /, "");
       }
     });
-    if (!data || data === "[DONE]") {
-      return;
-    }
-    var value = JSON.parse(data);
-    if (event === "delta") {
-      state.text += value.delta;
-      msg.body.textContent = state.text;
-    } else if (event === "message") {
-      msg.body.textContent = value.content;
-      showSources(msg, value.sources);
-      state.done = true;
-    } else if (event === "error") {
-      fail(value.error || "The reply was cut short.");
-    }
-    log.scrollTop = log.scrollHeight;
+    return !data || data === "[DONE]" ? null : { event: event, value: JSON.parse(data) };
   }
 
-  function ask(question) {
+  function handleEvent(ev, msg, state) {
+    if (ev.event === "delta") {
+      state.text += ev.value.delta;
+      typing(msg, false);
+      render(msg, state.text);
+    } else if (ev.event === "message") {
+      typing(msg, false);
+      setText(msg, withoutSourceLine(ev.value.content, ev.value.sources));
+      showSources(msg, ev.value.sources);
+      state.done = true;
+    } else if (ev.event === "error") {
+      state.error = ev.value.error || t("failed");
+    }
+    scroll();
+  }
+
+  // Re-renders a streamed answer at most once a frame.
+  function render(msg, text) {
+    msg.pending = text;
+    if (!msg.frame) {
+      msg.frame = requestAnimationFrame(function () {
+        msg.frame = 0;
+        setText(msg, msg.pending);
+        scroll();
+      });
+    }
+  }
+
+  function typing(msg, on) {
+    if (on) {
+      msg.body.replaceChildren(el("span", { class: "typing", "data-replicad": "typing", role: "img", "aria-label": t("typing") }, [el("i"), el("i"), el("i")]));
+    } else if (msg.body.querySelector(".typing")) {
+      msg.body.replaceChildren();
+    }
+  }
+
+  function markStopped(msg) {
+    msg.box.setAttribute("data-interrupted", "true");
+    msg.box.appendChild(el("p", { class: "note", text: t("stopped") }));
+  }
+
+  function busy(on) {
+    send.hidden = on;
+    send.disabled = on;
+    stop.hidden = !on;
+  }
+
+  // Reads the event stream of `res` into `msg`.
+  function pump(res, msg, state) {
+    var reader = res.body.getReader();
+    var decoder = new TextDecoder();
+    var buffer = "";
+    function next() {
+      return reader.read().then(function (chunk) {
+        if (chunk.done) {
+          return;
+        }
+        buffer += decoder.decode(chunk.value, { stream: true });
+        var parts = buffer.split(/\r?\n\r?\n/);
+        buffer = parts.pop();
+        parts.map(parseEvent).forEach(function (ev) {
+          if (ev) {
+            handleEvent(ev, msg, state);
+          }
+        });
+        return next();
+      });
+    }
+    return next();
+  }
+
+  function ask(question, userMsg) {
+    if (asking) {
+      return;
+    }
     status.textContent = "";
-    addMessage("user", question);
+    userMsg = userMsg || addMessage("user", question);
     var msg = addMessage("assistant", "");
+    typing(msg, true);
     msg.box.setAttribute("aria-busy", "true");
-    send.disabled = true;
-    var state = { text: "", done: false };
+    busy(true);
+    var controller = window.AbortController ? new AbortController() : null;
+    var state = { text: "", done: false, error: null };
+    asking = { controller: controller, msg: msg, state: state };
     history
       .then(function () {
         return fetch(api + "/v1/embed/" + replica + "/chat", {
           method: "POST",
           headers: headers({ "content-type": "application/json", accept: "text/event-stream" }),
           body: JSON.stringify({ content: question }),
+          signal: controller ? controller.signal : undefined,
         });
       })
       .then(function (res) {
         if (!res.ok || !res.body) {
-          var refused = new Error("HTTP " + res.status);
-          refused.status = res.status;
-          throw refused;
+          return errorOf(res).then(function (text) { state.error = text; });
         }
-        var reader = res.body.getReader();
-        var decoder = new TextDecoder();
-        var buffer = "";
-        function pump() {
-          return reader.read().then(function (chunk) {
-            if (chunk.done) {
-              return;
-            }
-            buffer += decoder.decode(chunk.value, { stream: true });
-            var parts = buffer.split(/\r?\n\r?\n/);
-            buffer = parts.pop();
-            parts.forEach(function (p) { handleEvent(p, msg, state); });
-            return pump();
-          });
-        }
-        return pump();
+        return pump(res, msg, state);
       })
       .catch(function (e) {
-        if (!state.text) {
-          msg.box.remove();
+        // a stream cut after its error event keeps that event's text
+        if (!(e && e.name === "AbortError")) {
+          state.error = state.error || t("unavailable");
         }
-        // 429: this visitor, the replica or the site's monthly conversations are at their limit.
-        fail(e && e.status === 429
-          ? "The chat is busy right now; please try again later."
-          : "The chat is not available on this page.");
       })
       .then(function () {
-        msg.box.removeAttribute("aria-busy");
-        send.disabled = false;
-        input.focus();
+        finish(question, userMsg, msg, state, controller && controller.signal.aborted);
       });
   }
 
-  form.addEventListener("submit", function (e) {
-    e.preventDefault();
-    var q = input.value.trim();
-    if (q && !send.disabled) {
-      input.value = "";
-      ask(q);
+  function finish(question, userMsg, msg, state, stopped) {
+    asking = null;
+    msg.box.removeAttribute("aria-busy");
+    typing(msg, false);
+    busy(false);
+    if (stopped) {
+      setText(msg, state.text);
+      markStopped(msg);
+    } else if (state.error || !state.done) {
+      fail(state.error || t("failed"));
+      if (!state.text) {
+        msg.box.remove();
+      }
+      offerRetry(question, userMsg);
+    }
+    input.focus();
+  }
+
+  function offerRetry(question, userMsg) {
+    var retry = el("button", { type: "button", class: "retry", "data-replicad": "retry", text: t("retry") });
+    retry.addEventListener("click", function () {
+      retry.remove();
+      ask(question, userMsg);
+    });
+    userMsg.box.appendChild(retry);
+  }
+
+  stop.addEventListener("click", function () {
+    if (asking && asking.controller) {
+      asking.controller.abort();
     }
   });
 
-  if (pageMode) {
-    Array.prototype.forEach.call(document.querySelectorAll("[data-replicad-question]"), function (b) {
-      b.addEventListener("click", function () {
-        if (!send.disabled) {
-          ask(b.getAttribute("data-replicad-question"));
-        }
-      });
+  form.addEventListener("submit", function (e) {
+    e.preventDefault();
+    submit();
+  });
+  input.addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      submit();
+    }
+  });
+  function submit() {
+    var q = input.value.trim();
+    if (q && !asking) {
+      input.value = "";
+      ask(q);
+    }
+  }
+
+  function suggestedQuestions() {
+    var list = [];
+    try {
+      list = JSON.parse(cfg.questions || "[]");
+    } catch (e) {
+      list = [];
+    }
+    list.filter(function (q) { return typeof q === "string" && q; }).forEach(function (q) {
+      var b = el("button", { type: "button", class: "chip", text: q });
+      b.addEventListener("click", function () { ask(q); });
+      chips.appendChild(b);
     });
+    chips.hidden = !chips.children.length;
+  }
+
+  // ---- The JavaScript API ---------------------------------------------------------------------
+
+  window.replicad = {
+    open: function () { setOpen(true); },
+    close: function () { setOpen(false); },
+    ask: function (text) {
+      setOpen(true);
+      if (typeof text === "string" && text.trim()) {
+        ask(text.trim());
+      }
+    },
+    // A token the site's backend signed for its logged-in user: the conversation becomes that
+    // user's, on every device.
+    identify: function (token) {
+      identity = token || null;
+      log.replaceChildren();
+      if (loaded) {
+        loadHistory();
+      }
+    },
+  };
+
+  suggestedQuestions();
+  if (pageMode) {
     loaded = true;
     loadHistory();
   }
