@@ -189,8 +189,22 @@ fn required_env(name: &str) -> String {
     })
 }
 
+/// A site on its own origin including the widget of `replica` with a fresh embed key, its origin
+/// the replica's only allowed one; returns the site's origin.
+pub async fn allowed_site(server: &Server, org: &Org, replica: &str) -> String {
+    let key = embed_key(org, replica, &["https://placeholder.example"]).await;
+    let site = host_site(&server.base_url, replica, &key).await;
+    embed_key(org, replica, &[&site]).await;
+    site
+}
+
+/// [`drive_browser`] on a blocking thread, for the async tests.
+pub async fn in_browser(config: Value) -> Value {
+    tokio::task::spawn_blocking(move || drive_browser(config)).await.expect("browser task")
+}
+
 /// Runs `tests/browser/widget.cjs` with `config`; returns what it observed.
-pub(crate) fn drive_browser(mut config: Value) -> Value {
+fn drive_browser(mut config: Value) -> Value {
     config["chromium"] = json!(required_env("REPLICAD_TEST_CHROMIUM"));
     config["modules"] = json!(required_env("REPLICAD_TEST_BROWSER_MODULES"));
     config["artifacts"] = json!(concat!(env!("CARGO_MANIFEST_DIR"), "/target/test-artifacts"));
@@ -216,21 +230,18 @@ async fn in_chromium_the_widget_streams_answers_with_sources_keeps_the_conversat
     let key_again = embed_key(&org, &replica, &[&allowed]).await;
     assert_ne!(key, key_again, "each call mints a new key");
 
-    let seen = tokio::task::spawn_blocking(move || {
-        drive_browser(json!({
-            "steps": ["widget", "refused", "web_page"],
-            "replica": replica,
-            "replicad": server.base_url,
-            "allowed_url": format!("{allowed}/"),
-            "refused_url": format!("{refused}/"),
-            "page_url": format!("{}/r/{}/reactor", server.base_url, org.id),
-            "question": ZORBLAX_QUESTION,
-            "suggested": ZORBLAX_QUESTION,
-            "expect": "451 kelvin",
-        }))
-    })
-    .await
-    .expect("browser task");
+    let seen = in_browser(json!({
+        "steps": ["widget", "refused", "web_page"],
+        "replica": replica,
+        "replicad": server.base_url,
+        "allowed_url": format!("{allowed}/"),
+        "refused_url": format!("{refused}/"),
+        "page_url": format!("{}/r/{}/reactor", server.base_url, org.id),
+        "question": ZORBLAX_QUESTION,
+        "suggested": ZORBLAX_QUESTION,
+        "expect": "451 kelvin",
+    }))
+    .await;
 
     assert_eq!(seen["violations"], json!([]), "no Content-Security-Policy violation: {seen}");
     assert_eq!(seen["hidden_before_opening"], json!(true), "the panel starts closed: {seen}");
@@ -298,24 +309,21 @@ async fn in_chromium_answers_are_rendered_markdown_with_citations_and_can_be_sto
         crate::embed_identity::sign(&secret, &replica, "ada@site.example", crate::embed_identity::unix_now() + 3600);
     assert!(fake.seen().is_empty(), "nothing asked the model before the browser");
 
-    let seen = tokio::task::spawn_blocking(move || {
-        drive_browser(json!({
-            "steps": ["markdown", "stop", "retry", "custom", "identity"],
-            "replica": replica,
-            "replicad": server.base_url,
-            "allowed_url": format!("{site}/"),
-            "custom_url": format!("{custom}/"),
-            "markdown_question": "How do I start the reactor?",
-            "stop_question": "Tell me everything.",
-            "retry_question": "And the fuel?",
-            "recovered": "Recovered answer.",
-            "api_question": "Asked by the site",
-            "identity": identity,
-            "identity_question": "Asked by Ada on her laptop",
-        }))
-    })
-    .await
-    .expect("browser task");
+    let seen = in_browser(json!({
+        "steps": ["markdown", "stop", "retry", "custom", "identity"],
+        "replica": replica,
+        "replicad": server.base_url,
+        "allowed_url": format!("{site}/"),
+        "custom_url": format!("{custom}/"),
+        "markdown_question": "How do I start the reactor?",
+        "stop_question": "Tell me everything.",
+        "retry_question": "And the fuel?",
+        "recovered": "Recovered answer.",
+        "api_question": "Asked by the site",
+        "identity": identity,
+        "identity_question": "Asked by Ada on her laptop",
+    }))
+    .await;
     assert_eq!(seen["violations"], json!([]), "{seen}");
     assert_eq!(seen["foreign"], json!([]), "nothing requested from another origin (no image loaded): {seen}");
 
@@ -374,20 +382,15 @@ async fn in_chromium_the_page_and_the_widget_fit_phones_and_desktops_in_light_an
     let server = Server::start();
     let org = server.new_org("Looks").await;
     let replica = reactor(&org).await;
-    let key = embed_key(&org, &replica, &["https://placeholder.example"]).await;
-    let site = host_site(&server.base_url, &replica, &key).await;
-    embed_key(&org, &replica, &[&site]).await;
-    let seen = tokio::task::spawn_blocking(move || {
-        drive_browser(json!({
-            "steps": ["looks"],
-            "replica": replica,
-            "replicad": server.base_url,
-            "allowed_url": format!("{site}/"),
-            "page_url": format!("{}/r/{}/reactor", server.base_url, org.id),
-        }))
-    })
-    .await
-    .expect("browser task");
+    let site = allowed_site(&server, &org, &replica).await;
+    let seen = in_browser(json!({
+        "steps": ["looks"],
+        "replica": replica,
+        "replicad": server.base_url,
+        "allowed_url": format!("{site}/"),
+        "page_url": format!("{}/r/{}/reactor", server.base_url, org.id),
+    }))
+    .await;
     assert_eq!(seen["violations"], json!([]), "{seen}");
     assert_eq!(seen["foreign"], json!([]), "{seen}");
     assert_eq!(seen["axe_page"], json!([]), "no serious or critical accessibility violation on the page");

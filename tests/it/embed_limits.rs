@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::chats::advance_clock;
 use crate::common::{assert_error, send, Org, Resp, Server, ZORBLAX_QUESTION};
-use crate::embed::{drive_browser, embed_key, host_site, reactor, widget_req};
+use crate::embed::{allowed_site, embed_key, in_browser, reactor, widget_req};
 
 const SITE: &str = "https://docs.example.com";
 
@@ -186,23 +186,18 @@ async fn in_chromium_a_visitor_at_its_limit_is_told_the_chat_is_busy() {
     let server = Server::start_with(&["--embed-rate-limit-per-visitor", "2"]);
     let org = server.new_org("Busy").await;
     let replica = reactor(&org).await;
-    let key = embed_key(&org, &replica, &["https://placeholder.example"]).await;
-    let site = host_site(&server.base_url, &replica, &key).await;
-    embed_key(&org, &replica, &[&site]).await;
-    let seen = tokio::task::spawn_blocking(move || {
-        // Opening loads the history (one request), the first question is the second: the
-        // second question is refused.
-        drive_browser(json!({
-            "steps": ["busy"],
-            "replica": replica,
-            "replicad": server.base_url,
-            "allowed_url": format!("{site}/"),
-            "question": ZORBLAX_QUESTION,
-            "expect": "451 kelvin",
-        }))
-    })
-    .await
-    .expect("browser task");
+    let site = allowed_site(&server, &org, &replica).await;
+    // Opening loads the history (one request), the first question is the second: the second
+    // question is refused.
+    let seen = in_browser(json!({
+        "steps": ["busy"],
+        "replica": replica,
+        "replicad": server.base_url,
+        "allowed_url": format!("{site}/"),
+        "question": ZORBLAX_QUESTION,
+        "expect": "451 kelvin",
+    }))
+    .await;
     assert_eq!(seen["violations"], json!([]), "{seen}");
     assert!(
         seen["busy_status"].as_str().is_some_and(|s| s.contains("too many requests")),

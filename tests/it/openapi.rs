@@ -107,11 +107,7 @@ async fn version_2024_03_01_lists_models_as_an_array() {
 async fn in_chromium_the_docs_page_renders_every_operation_under_its_policy() {
     let server = Server::start();
     let docs_url = server.url("/docs");
-    let seen = tokio::task::spawn_blocking(move || {
-        crate::embed::drive_browser(json!({"steps": ["docs_page"], "docs_url": docs_url}))
-    })
-    .await
-    .expect("browser task");
+    let seen = crate::embed::in_browser(json!({"steps": ["docs_page"], "docs_url": docs_url})).await;
     assert_eq!(seen["violations"], json!([]), "no Content-Security-Policy violation: {seen}");
     assert!(seen["docs_operations"].as_u64().unwrap() >= 40, "{seen}");
     assert_eq!(seen["docs_opened"], json!(1), "{seen}");

@@ -376,7 +376,12 @@
     return msg;
   }
 
+  // Shows `text` in `msg` now; a streamed render still waiting for its frame is dropped.
   function setText(msg, text) {
+    if (msg.frame) {
+      cancelAnimationFrame(msg.frame);
+      msg.frame = 0;
+    }
     msg.text = text;
     msg.body.replaceChildren.apply(msg.body, msg.role === "user" ? [document.createTextNode(text)] : markdown(text));
   }
