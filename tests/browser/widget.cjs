@@ -244,6 +244,19 @@ async function identity(page, out, browser) {
   await other.close();
 }
 
+// The page of a replica with a profileImage (on its own host): the image is in the header.
+async function profile(page, out) {
+  await page.goto(config.profile_url);
+  const img = page.locator(".avatar img");
+  await img.waitFor({ timeout: WAIT });
+  await page.waitForFunction(() => {
+    const host = document.querySelector('[data-replicad="host"]');
+    const i = host && host.shadowRoot.querySelector(".avatar img");
+    return i && i.complete;
+  }, null, { timeout: WAIT });
+  out.profile_image_width = await img.evaluate((i) => i.naturalWidth);
+}
+
 // axe-core's violations of impact serious or critical on the page as it is now.
 async function axeScan(page) {
   await page.evaluate(fs.readFileSync(path.join(config.modules, "axe-core", "axe.min.js"), "utf8"));
@@ -334,7 +347,7 @@ async function main() {
     }
   });
   const foreign = [];
-  const own = [config.replicad, config.allowed_url, config.refused_url, config.page_url, config.custom_url, config.docs_url]
+  const own = [config.replicad, config.images, config.allowed_url, config.refused_url, config.page_url, config.custom_url, config.docs_url]
     .filter(Boolean).map((u) => new URL(u).origin);
   context.on("request", (r) => {
     const url = new URL(r.url());
@@ -343,7 +356,7 @@ async function main() {
     }
   });
   const out = { violations, chat_answers, foreign };
-  const steps = { widget, refused, busy, web_page: webPage, docs_page: docsPage, markdown, stop, retry, custom, identity, looks };
+  const steps = { widget, refused, busy, web_page: webPage, docs_page: docsPage, markdown, stop, retry, custom, identity, profile, looks };
   let step = "";
   try {
     for (step of config.steps) {

@@ -152,8 +152,6 @@ pub async fn host_site(replicad: &str, replica: &str, key: &str) -> String {
 /// [`host_site`] whose script tag carries the `data-` attributes `attrs` besides the replica
 /// and the key.
 pub async fn host_site_with(replicad: &str, replica: &str, key: &str, attrs: &str) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind site");
-    let origin = format!("http://{}", listener.local_addr().unwrap());
     let html = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Quenth docs</title></head><body>\
          <h1>Quenth documentation</h1><p>Welcome.</p>\
@@ -162,17 +160,33 @@ pub async fn host_site_with(replicad: &str, replica: &str, key: &str, attrs: &st
     );
     let csp =
         format!("default-src 'none'; script-src {replicad}; connect-src {replicad}; style-src 'none'; base-uri 'none'");
+    let head = format!("content-type: text/html; charset=utf-8\r\ncontent-security-policy: {csp}");
+    static_host(head, html.into_bytes()).await
+}
+
+/// A 2 × 2 red PNG.
+const PNG: &[u8] = &[
+    137, 80, 78, 71, 13, 10, 26, 10, 0, 0, 0, 13, 73, 72, 68, 82, 0, 0, 0, 2, 0, 0, 0, 2, 8, 2, 0, 0, 0, 253, 212, 154,
+    115, 0, 0, 0, 16, 73, 68, 65, 84, 120, 156, 99, 248, 207, 192, 0, 68, 12, 16, 10, 0, 31, 238, 3, 253, 139, 95, 20,
+    212, 0, 0, 0, 0, 73, 69, 78, 68, 174, 66, 96, 130,
+];
+
+/// A server on its own loopback origin answering every request with `body` under the header
+/// lines `head` (`name: value` lines joined by CRLF); returns its origin.
+async fn static_host(head: String, body: Vec<u8>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind site");
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let mut answer =
+        format!("HTTP/1.1 200 OK\r\n{head}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len())
+            .into_bytes();
+    answer.extend_from_slice(&body);
+    let answer = std::sync::Arc::new(answer);
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
-            let (html, csp) = (html.clone(), csp.clone());
+            let answer = answer.clone();
             tokio::spawn(async move {
                 if read_request(&mut stream).await.is_some() {
-                    let head = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\n\
-                         content-security-policy: {csp}\r\nconnection: close\r\n\r\n",
-                        html.len()
-                    );
-                    let _ = stream.write_all(format!("{head}{html}").as_bytes()).await;
+                    let _ = stream.write_all(&answer).await;
                 }
             });
         }
@@ -383,16 +397,23 @@ async fn in_chromium_the_page_and_the_widget_fit_phones_and_desktops_in_light_an
     let org = server.new_org("Looks").await;
     let replica = reactor(&org).await;
     let site = allowed_site(&server, &org, &replica).await;
+    let images = static_host("content-type: image/png".into(), PNG.to_vec()).await;
+    let mut profile = replica_body("profiled", &org.owner_email);
+    profile["profileImage"] = json!(format!("{images}/face.png"));
+    org.create_replica_from(profile).await;
     let seen = in_browser(json!({
-        "steps": ["looks"],
+        "steps": ["profile", "looks"],
+        "profile_url": format!("{}/r/{}/profiled", server.base_url, org.id),
+        "images": images,
         "replica": replica,
         "replicad": server.base_url,
         "allowed_url": format!("{site}/"),
         "page_url": format!("{}/r/{}/reactor", server.base_url, org.id),
     }))
     .await;
-    assert_eq!(seen["violations"], json!([]), "{seen}");
+    assert_eq!(seen["violations"], json!([]), "the profile image's origin is allowed, and only it: {seen}");
     assert_eq!(seen["foreign"], json!([]), "{seen}");
+    assert_eq!(seen["profile_image_width"], json!(2), "the profileImage shown in the header: {seen}");
     assert_eq!(seen["axe_page"], json!([]), "no serious or critical accessibility violation on the page");
     assert_eq!(seen["axe_widget"], json!([]), "nor in the open widget");
     let looks = &seen["looks"];
