@@ -91,7 +91,7 @@ pub async fn create_identity_secret(app: Arc<App>, req: Req) -> Result<Reply> {
     if !req.body.is_empty() {
         req.json::<IdentitySecretBody>()?;
     }
-    let secret = embed::create_identity_secret(&app.store, replica.org, replica.id).await?;
+    let secret = embed::create_identity_secret(&app.store, &app.channels.secrets, replica.org, replica.id).await?;
     Ok(Reply::ok(&json!({ "replicaUUID": replica.id, "identitySecret": secret })))
 }
 
@@ -174,7 +174,7 @@ async fn admit(app: &App, req: &Req) -> Result<Result<Admitted, Reply>> {
         identity: header(req, "x-embed-identity").map(str::to_string),
     };
     let origin = credentials.origin.clone();
-    let visit = match embed::authorize(&app.store, replica, credentials).await {
+    let visit = match embed::authorize(&app.store, &app.channels.secrets, replica, credentials).await {
         Err(e) if e.code == Code::EmbedIdentityRefused => {
             return Ok(Err(with_cors(error_reply(&e, &req.request_id, false), origin.as_deref())));
         }

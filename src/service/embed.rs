@@ -32,6 +32,7 @@ use uuid::Uuid;
 use super::token_usage::month_of;
 use super::usage::Pool;
 use crate::error::{Code, Error, Result};
+use crate::secrets::Secrets;
 use crate::store::records::{EmbedSettings, Replica};
 use crate::store::{self, k, now_ms, tables, Store};
 
@@ -110,28 +111,31 @@ const IDENTITY_SECRET_PREFIX: &str = "rpl_idsec_";
 /// How far ahead a signed identity may expire: 31 days, in seconds.
 pub const MAX_IDENTITY_LIFETIME_SECS: i64 = 31 * 24 * 3600;
 
-/// The identity secret as shown to the operator and used as the HMAC key:
-/// `rpl_idsec_<64 lowercase hex of raw>`.
-pub fn identity_secret_text(raw: &[u8; 32]) -> String {
-    format!("{IDENTITY_SECRET_PREFIX}{}", hex::encode(raw))
+/// What an identity secret is sealed for: its replica.
+fn seal_context(replica: Uuid) -> Vec<u8> {
+    [b"embed-identity".as_slice(), replica.as_bytes()].concat()
 }
 
-/// Makes a new identity secret for `replica` of `org` (32 random bytes), replacing any earlier
-/// one: identities signed with that are refused from this write on. Creates the replica's embed
-/// settings (no allowed origins) when it has none. Returns the secret (shown once, never again).
-pub async fn create_identity_secret(store: &Store, org: Uuid, replica: Uuid) -> Result<String> {
+/// Makes a new identity secret for `replica` of `org` (`rpl_idsec_` and 64 hex digits of 32
+/// random bytes), replacing any earlier one: identities signed with that are refused from this
+/// write on. It is stored sealed with `secrets` (the bots' tokens' key). Creates the replica's
+/// embed settings (no allowed origins) when it has none. Returns the secret (shown once, never
+/// again).
+pub async fn create_identity_secret(store: &Store, secrets: &Secrets, org: Uuid, replica: Uuid) -> Result<String> {
     let mut raw = [0u8; 32];
     getrandom::fill(&mut raw).map_err(Error::internal)?;
+    let text = format!("{IDENTITY_SECRET_PREFIX}{}", hex::encode(raw));
+    let sealed = secrets.seal(text.as_bytes(), &seal_context(replica))?;
     store
         .write(move |txn| {
             let mut table = txn.open_table(tables::REPLICA_EMBED)?;
             let mut settings = settings_or_new(&table, org, replica)?;
-            settings.identity_secret = Some(raw);
+            settings.identity_secret = Some(sealed.clone());
             settings.updated_at = now_ms();
             store::put(&mut table, k(replica), &settings)
         })
         .await?;
-    Ok(identity_secret_text(&raw))
+    Ok(text)
 }
 
 /// Forgets the identity secret of `replica`: signed identities are refused from this write on
@@ -265,7 +269,7 @@ fn not_allowed() -> Error {
 /// Errors: 403 `EMBED_KEY_REFUSED` (unknown key or another replica's), 403
 /// `ORIGIN_NOT_ALLOWED`, 403 `EMBED_IDENTITY_REFUSED`, 404 (no such replica, or private without
 /// a key).
-pub async fn authorize(store: &Store, replica: Uuid, c: Credentials) -> Result<Visit> {
+pub async fn authorize(store: &Store, secrets: &Secrets, replica: Uuid, c: Credentials) -> Result<Visit> {
     let hash = c.key.as_deref().map(super::hash_secret);
     let (r, key_replica, settings) = store
         .read(move |txn| {
@@ -294,12 +298,29 @@ pub async fn authorize(store: &Store, replica: Uuid, c: Credentials) -> Result<V
     if key_replica != Some(k(replica)) {
         return Err(Error::new(Code::EmbedKeyRefused, "X-Embed-Key is not an embed key of this replica"));
     }
-    let (allowed, secret) = settings.map(|s| (s.allowed_origins, s.identity_secret)).unwrap_or_default();
+    let (allowed, sealed) = settings.map(|s| (s.allowed_origins, s.identity_secret)).unwrap_or_default();
     let origin = c.origin.filter(|o| allowed.contains(o)).ok_or_else(not_allowed)?;
-    let secret = secret.as_ref().map(identity_secret_text);
-    let now_secs = now_ms().div_euclid(1000);
-    let site_user = c.identity.map(|t| verify_identity(secret.as_deref(), replica, &t, now_secs)).transpose()?;
+    let site_user = match c.identity {
+        Some(token) => {
+            Some(verify_identity(open_secret(secrets, replica, sealed)?.as_deref(), replica, &token, now_secs())?)
+        }
+        None => None,
+    };
     Ok(Visit { replica: r, source: "embed", cors_origin: Some(origin), site_user })
+}
+
+/// The identity secret of `replica` from its sealed form. Errors: 403 `EMBED_IDENTITY_REFUSED`
+/// when the secrets key can no longer open it (the key file was replaced: make a new secret).
+fn open_secret(secrets: &Secrets, replica: Uuid, sealed: Option<Vec<u8>>) -> Result<Option<String>> {
+    let Some(sealed) = sealed else { return Ok(None) };
+    let plain = secrets.open(&sealed, &seal_context(replica)).map_err(|_| {
+        identity_refused("this replica's identity secret cannot be read with the server's secrets key; make a new one")
+    })?;
+    Ok(Some(String::from_utf8_lossy(&plain).into_owned()))
+}
+
+fn now_secs() -> i64 {
+    now_ms().div_euclid(1000)
 }
 
 /// The linked-account id (type `embed`) of the visitor of `visit`: `user:<id>` for a site user

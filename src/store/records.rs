@@ -612,9 +612,9 @@ pub struct EmbedSettings {
     /// Serialized origins (`scheme://host[:port]`).
     pub allowed_origins: Vec<String>,
     pub updated_at: i64,
-    /// The random bytes of the identity secret (`rpl_idsec_<their hex>`,
-    /// `service::embed::identity_secret_text`); `None` when signed identities are off.
-    pub identity_secret: Option<[u8; 32]>,
+    /// The identity secret (`rpl_idsec_…`) sealed with the secrets key, as the bots' tokens are
+    /// (`service::embed::create_identity_secret`); `None` when signed identities are off.
+    pub identity_secret: Option<Vec<u8>>,
 }
 impl Record for EmbedSettings {
     const VERSION: u8 = 2;

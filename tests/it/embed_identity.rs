@@ -267,3 +267,39 @@ async fn deleting_the_secret_turns_identities_off_and_a_second_delete_is_404() {
     let missing = format!("/v1/replicas/{}/embed-identity-secret", uuid::Uuid::new_v4());
     assert_error(&org.call(Method::DELETE, &missing, None, &[]).await, StatusCode::NOT_FOUND, Some("NOT_FOUND"));
 }
+
+#[tokio::test]
+async fn the_identity_secret_is_stored_sealed_and_a_replaced_secrets_key_refuses_identities_clearly() {
+    let server = Server::start();
+    let org = server.new_org("Sealed").await;
+    let replica = reactor(&org).await;
+    let key = embed_key(&org, &replica, &[SITE]).await;
+    let secret = new_secret(&org, &replica).await;
+    let token = sign(&secret, &replica, "ann", unix_now() + 600);
+    let (_, dir) = server.stop();
+    let hex = secret.strip_prefix("rpl_idsec_").unwrap();
+    for entry in walk(&dir.path()) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        assert!(!bytes.windows(hex.len()).any(|w| w == hex.as_bytes()), "the secret in clear in {entry:?}");
+    }
+    // Another secrets key: the sealed secret cannot be opened, and the refusal says what to do.
+    std::fs::write(dir.path().join("secrets.key"), format!("{}\n", "ab".repeat(32))).unwrap();
+    let server = Server::start_in(dir, &[]);
+    let history = format!("/v1/embed/{replica}/history");
+    let r = send(widget(&server, Method::GET, &history, &key, "device-eeee-0005", Some(&token))).await;
+    assert_refused(&r, "make a new one");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files.extend(walk(&p));
+        } else {
+            files.push(p);
+        }
+    }
+    files
+}
