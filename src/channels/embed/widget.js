@@ -639,10 +639,17 @@
       submit();
     }
   });
+  // The input grows with its text, up to the stylesheet's max-height.
+  function fit() {
+    input.style.height = "auto";
+    input.style.height = input.scrollHeight + 2 + "px";
+  }
+  input.addEventListener("input", fit);
   function submit() {
     var q = input.value.trim();
     if (q && !asking) {
       input.value = "";
+      fit();
       ask(q);
     }
   }
