@@ -423,6 +423,7 @@
         el("div", { class: "passage-head" }, [el("strong", { "data-replicad": "passage-name", text: source.name }), shut]),
         el("div", { class: "passage-text", "data-replicad": "passage-text", text: source.content || "" })
       );
+      passage.scrollIntoView({ block: "nearest" });
     }
   }
 
