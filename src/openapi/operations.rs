@@ -609,8 +609,9 @@ fn integration_ops() -> Vec<Op> {
                 `-`, `_`) names the visitor: the linked-account user `embed:<id>`; or, for a user logged in on the \
                 site, `X-Embed-Identity` signed by the site's backend (the widget only; an invalid one, 403 \
                 `EMBED_IDENTITY_REFUSED`): the user `embed:user:<userId>`. With `Accept: text/event-stream` \
-                the events of `…/chat/completions`. CORS: `Access-Control-Allow-Origin` echoes an allowed origin; \
-                `OPTIONS` answers the preflight.\n\n\
+                the events of `…/chat/completions`. CORS: `Access-Control-Allow-Origin` echoes an allowed origin on \
+                every answer past the origin check, errors included (but a 500), so the widget can show the error \
+                body's `error`; `OPTIONS` answers the preflight.\n\n\
                 Limits of its own, apart from the organization's (our decisions; the operator sets them by flag): \
                 requests per visitor of a replica (`--embed-rate-limit-per-visitor`, default 10 a minute) and per \
                 replica from all its visitors (`--embed-rate-limit-per-replica`, default 120 a minute), both token \
