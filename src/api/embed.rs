@@ -230,12 +230,14 @@ struct ChatBody {
 /// `…/chat/completions`; else `{success, content, sources, id}`. Errors: 400, 403
 /// `EMBED_KEY_REFUSED` / `ORIGIN_NOT_ALLOWED` / `EMBED_IDENTITY_REFUSED`, 404, 502.
 pub async fn chat(app: Arc<App>, req: Req) -> Result<Reply> {
+    let body: ChatBody = req.json()?;
+    check_len("content", &body.content, 1, 10_000)?;
     let admitted = match admit(&app, &req).await? {
         Ok(a) => a,
         Err(limited) => return Ok(limited),
     };
     let cors = admitted.visit.cors_origin.clone();
-    readable(&app, &req, cors, answer(&app, &req, admitted).await)
+    readable(&app, &req, cors, answer(&app, &req, admitted, body.content).await)
 }
 
 /// The answer of an admitted widget request, with the CORS header of its origin whether it
@@ -250,10 +252,8 @@ fn readable(app: &App, req: &Req, cors: Option<String>, result: Result<Reply>) -
     Ok(with_cors(reply, cors.as_deref()))
 }
 
-/// Asks the replica the question of `req`'s body as the admitted visitor.
-async fn answer(app: &Arc<App>, req: &Req, admitted: Admitted) -> Result<Reply> {
-    let body: ChatBody = req.json()?;
-    check_len("content", &body.content, 1, 10_000)?;
+/// Asks the replica `content` as the admitted visitor.
+async fn answer(app: &Arc<App>, req: &Req, admitted: Admitted, content: String) -> Result<Reply> {
     let user = match visitor_user(app, req, &admitted).await? {
         Ok(user) => user,
         Err(limited) => return Ok(limited),
@@ -261,7 +261,7 @@ async fn answer(app: &Arc<App>, req: &Req, admitted: Admitted) -> Result<Reply> 
     let visit = admitted.visit;
     let cx = super::chat::context(app);
     let source = visit.source.to_string();
-    let ask = Ask { content: body.content, source, pool: visitors(app), ..Ask::default() };
+    let ask = Ask { content, source, pool: visitors(app), ..Ask::default() };
     let streaming = header(req, "accept").is_some_and(|a| a.contains("text/event-stream"));
     Ok(if streaming {
         let started = chat::stream(&cx, &visit.replica, user, ask).await?;

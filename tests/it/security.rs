@@ -58,6 +58,7 @@ fn sample_body(route: &Route, owner: &str) -> Option<Value> {
         "MessengerAConnect" => json!({"messengerA_token": "1:not-a-real-token"}),
         "MessengerBConnect" => json!({"messengerBToken": "not-a-real-token-".repeat(3)}),
         "EmbedKeyCreate" => json!({"allowedOrigins": ["https://mallory.example"]}),
+        "EmbedIdentitySecretCreate" => json!({}),
         "EmbedChatRequest" => json!({"content": "What is the Zorblax reactor?"}),
         other => panic!("security tests: add a sample body for {other}"),
     };
@@ -511,9 +512,13 @@ async fn the_chat_page_and_the_docs_page_load_only_their_own_resources_and_are_n
         assert_eq!(csp["script-src"], ["'self'"], "{page}: only its own scripts, no inline script");
         assert_eq!(csp["connect-src"], ["'self'"], "{page}");
         assert_eq!(csp["frame-ancestors"], ["'none'"], "{page}");
-        assert!(csp["img-src"].iter().all(|s| s == "'self'" || s == "data:"), "{page}: images from elsewhere: {csp:?}");
+        // Images of its own, and on the chat page the replica's profileImage from its host only.
+        let images =
+            if page == "chat page" { &["'self'", "https://images.example.com"][..] } else { &["'self'", "data:"] };
+        assert_eq!(csp["img-src"], images, "{page}: images from elsewhere: {csp:?}");
         // Nothing the page loads is outside the policy: scripts and stylesheets of its own.
-        assert!(!r.text.contains("<script>") && !r.text.contains("https://"), "{page}: {}", r.text);
+        let elsewhere = r.text.replace("https://images.example.com/face.png", "");
+        assert!(!r.text.contains("<script>") && !elsewhere.contains("https://"), "{page}: {}", r.text);
     }
     assert_eq!(docs.header("x-frame-options"), Some("DENY"));
     assert!(docs.text.contains("src=\"/docs/init.js\""), "{}", docs.text);
