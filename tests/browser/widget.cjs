@@ -257,10 +257,15 @@ async function profile(page, out) {
   out.profile_image_width = await img.evaluate((i) => i.naturalWidth);
 }
 
+// How many axe-core rules passed on nodes inside the widget's shadow root, per scan.
+const axeRulesInShadow = [];
+
 // axe-core's violations of impact serious or critical on the page as it is now.
 async function axeScan(page) {
   await page.evaluate(fs.readFileSync(path.join(config.modules, "axe-core", "axe.min.js"), "utf8"));
-  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
+  const result = await page.evaluate(() => window.axe.run(document));
+  // the rules that found something to check inside the widget's shadow root: proof it was scanned
+  axeRulesInShadow.push(result.passes.filter((r) => r.nodes.some((n) => Array.isArray(n.target[0]))).length);
   return result.violations
     .filter((v) => v.impact === "serious" || v.impact === "critical")
     .map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")) }));
@@ -304,6 +309,13 @@ async function looks(page, out) {
   await openWidget(page);
   await page.locator('[data-replicad="message"]').first().waitFor({ timeout: WAIT });
   out.axe_widget = await axeScan(page);
+  await page.emulateMedia({ colorScheme: "dark" });
+  out.axe_widget_dark = await axeScan(page);
+  await page.goto(config.page_url);
+  await page.locator('[data-replicad="message"]').first().waitFor({ timeout: WAIT });
+  out.axe_page_dark = await axeScan(page);
+  out.axe_rules_in_shadow = axeRulesInShadow;
+  await page.emulateMedia({ colorScheme: "light" });
   // the page's first paint: its first contentful paint as Chromium reports it, and (an upper
   // bound) the time from navigation until the replica's name is on screen
   await page.goto(config.page_url);

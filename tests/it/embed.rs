@@ -416,6 +416,10 @@ async fn in_chromium_the_page_and_the_widget_fit_phones_and_desktops_in_light_an
     assert_eq!(seen["profile_image_width"], json!(2), "the profileImage shown in the header: {seen}");
     assert_eq!(seen["axe_page"], json!([]), "no serious or critical accessibility violation on the page");
     assert_eq!(seen["axe_widget"], json!([]), "nor in the open widget");
+    assert_eq!(seen["axe_page_dark"], json!([]), "nor on the page in the dark theme");
+    assert_eq!(seen["axe_widget_dark"], json!([]), "nor in the widget in the dark theme");
+    let scanned = seen["axe_rules_in_shadow"].as_array().unwrap();
+    assert!(scanned.len() == 4 && scanned.iter().all(|n| n.as_u64() > Some(5)), "axe checked the widget: {seen}");
     let looks = &seen["looks"];
     for width in [390, 1280] {
         assert_eq!(looks[format!("page-light-{width}")]["background"], "rgb(255, 255, 255)", "{looks}");
@@ -431,7 +435,7 @@ async fn in_chromium_the_page_and_the_widget_fit_phones_and_desktops_in_light_an
         assert!(std::path::Path::new(&format!("{artifacts}/{shot}.png")).exists(), "{shot} kept");
     }
     println!(
-        "page: first contentful paint {} ms, name on screen {} ms",
-        seen["first_paint_ms"], seen["header_shown_ms"]
+        "page: first contentful paint {} ms, name on screen {} ms; axe rules passed in the widget per scan {}",
+        seen["first_paint_ms"], seen["header_shown_ms"], seen["axe_rules_in_shadow"]
     );
 }
