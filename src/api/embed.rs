@@ -10,10 +10,12 @@
 //!   widget (key in `X-Embed-Key`) and the page (no key) call; visitor id in
 //!   `X-Embed-Visitor`, or, for a site's logged-in user, a signed `X-Embed-Identity` (the widget
 //!   only; `service::embed::verify_identity`). CORS: `Access-Control-Allow-Origin` is the
-//!   caller's origin when allowed; `OPTIONS` on both paths answers the preflight. Both are anonymous, so they have limits of
-//!   their own ([`Limits`]; README "Channels: the chat widget"): requests per visitor and per replica, new
-//!   visitors per replica, and the visitors' own monthly conversations
-//!   (`service::usage::Pool::Visitors`), none of which touch the organization's.
+//!   caller's origin when allowed, on every answer past the origin check (errors included, but a
+//!   500, so the widget can show why); `OPTIONS` on both paths answers the preflight. Both are
+//!   anonymous, so they have limits of their own ([`Limits`]; README "Channels: the chat
+//!   widget"): requests per visitor and per replica, new visitors per replica, and the visitors'
+//!   own monthly conversations (`service::usage::Pool::Visitors`), none of which touch the
+//!   organization's.
 //! - `GET /embed/widget.js` (the script a site includes) and `GET /r/{organizationID}/{replicaSlug}`
 //!   (the web chat page of a public replica).
 

@@ -76,7 +76,7 @@
   if (pageMode) {
     document.documentElement.lang = lang;
   }
-  // `strings[key]` with {name}, {n} filled in; a data- attribute overrides the ones a site names.
+  // `strings[key]` with its {placeholders} filled from `values`, {name} by default the replica's.
   function t(key, values) {
     return strings[key].replace(/\{(\w+)\}/g, function (_, k) { return values && k in values ? values[k] : name; });
   }
