@@ -181,6 +181,18 @@ async function stop(page, out) {
     note: await answer.locator(".note").innerText(),
     stop_hidden: await page.locator('[data-replicad="stop"]').isHidden(),
   };
+  // the server keeps the stopped reply as interrupted: after a reload it is still marked
+  // (the server stores it once it sees the reader gone, so look again a few times)
+  out.stopped.after_reload = false;
+  for (let i = 0; i < 20 && !out.stopped.after_reload; i++) {
+    await page.reload();
+    await openWidget(page);
+    await page.locator('[data-replicad="message"][data-role="user"]').first().waitFor({ timeout: WAIT });
+    out.stopped.after_reload = await page.locator('[data-replicad="message"][data-interrupted="true"]').count() > 0;
+    if (!out.stopped.after_reload) {
+      await page.waitForTimeout(250);
+    }
+  }
 }
 
 // An answer the model fails: the API's error text, then Retry asks again and is answered.

@@ -367,6 +367,7 @@ async fn in_chromium_answers_are_rendered_markdown_with_citations_and_can_be_sto
     let stopped = &seen["stopped"];
     assert!(stopped["text"].as_str().unwrap().starts_with("word"), "what was said stays: {seen}");
     assert_eq!((&stopped["note"], &stopped["stop_hidden"]), (&json!("Stopped"), &json!(true)));
+    assert_eq!(stopped["after_reload"], json!(true), "kept as interrupted by the server: {seen}");
     fake.wait_closed().await;
 
     assert!(seen["retry_status"].as_str().unwrap().contains("model server"), "the API's error text: {seen}");
