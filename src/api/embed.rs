@@ -164,31 +164,27 @@ struct Admitted {
     visitor: String,
 }
 
-/// Checks the credentials of a widget or page request, then the rate limits of its visitor and
-/// of its replica. `Ok(Err(reply))`: the 429, or the 403 `EMBED_IDENTITY_REFUSED` (checked once
-/// the origin passed), to answer as it is (with the CORS header, so the widget can read it).
-async fn admit(app: &App, req: &Req) -> Result<Result<Admitted, Reply>> {
-    let replica = req.uuid_param("replicaUUID")?;
+/// Checks the key and the origin of a widget or page request. Its errors carry no CORS header:
+/// a page whose origin is refused may not read why.
+async fn visit(app: &App, req: &Req) -> Result<Visit> {
     let credentials = Credentials {
         key: header(req, "x-embed-key").map(str::to_string),
         origin: header(req, "origin").map(str::to_string),
         own_origin: own_origin(app, req),
-        identity: header(req, "x-embed-identity").map(str::to_string),
     };
-    let origin = credentials.origin.clone();
-    let visit = match embed::authorize(&app.store, &app.channels.secrets, replica, credentials).await {
-        Err(e) if e.code == Code::EmbedIdentityRefused => {
-            return Ok(Err(with_cors(error_reply(&e, &req.request_id, false), origin.as_deref())));
-        }
-        visit => visit?,
-    };
-    let visitor = embed::visitor_account(&visit, header(req, "x-embed-visitor"))?;
-    let limits = &app.embed_limits;
-    let id = &req.request_id;
+    embed::authorize(&app.store, req.uuid_param("replicaUUID")?, credentials).await
+}
+
+/// Who the visitor of `visit` is (a signed site user or an anonymous visitor id), then the rate
+/// limits of that visitor and of its replica. `Ok(Err(reply))`: the 429 to answer as it is.
+async fn admit(app: &App, req: &Req, visit: Visit) -> Result<Result<Admitted, Reply>> {
+    let identity = header(req, "x-embed-identity");
+    let visitor = embed::visitor_account(&app.channels.secrets, &visit, identity, header(req, "x-embed-visitor"))?;
+    let (limits, id, replica) = (&app.embed_limits, &req.request_id, visit.replica.id);
     let refused = take(&limits.per_visitor, embed::visitor_key(replica, &visitor), "from this visitor", id)
         .or_else(|| take(&limits.per_replica, replica.as_u128(), "to this replica's public chat", id));
     Ok(match refused {
-        Some(reply) => Err(with_cors(reply, visit.cors_origin.as_deref())),
+        Some(reply) => Err(reply),
         None => Ok(Admitted { visit, visitor }),
     })
 }
@@ -234,17 +230,15 @@ struct ChatBody {
 pub async fn chat(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: ChatBody = req.json()?;
     check_len("content", &body.content, 1, 10_000)?;
-    let admitted = match admit(&app, &req).await? {
-        Ok(a) => a,
-        Err(limited) => return Ok(limited),
-    };
-    let cors = admitted.visit.cors_origin.clone();
-    readable(&app, &req, cors, answer(&app, &req, admitted, body.content).await)
+    let visit = visit(&app, &req).await?;
+    let cors = visit.cors_origin.clone();
+    readable(&app, &req, cors, answer(&app, &req, visit, body.content).await)
 }
 
-/// The answer of an admitted widget request, with the CORS header of its origin whether it
-/// succeeded or not, so that the widget can show the error body's text; an internal error is
-/// left to the server's own handling (logged, its message generic).
+/// The answer to a request whose origin passed, with the CORS header of that origin whether it
+/// succeeded or not (a refused identity, a 429, a 502), so that the widget can show the error
+/// body's text; an internal error is left to the server's own handling (logged, its message
+/// generic).
 fn readable(app: &App, req: &Req, cors: Option<String>, result: Result<Reply>) -> Result<Reply> {
     let reply = match result {
         Ok(reply) => reply,
@@ -254,8 +248,12 @@ fn readable(app: &App, req: &Req, cors: Option<String>, result: Result<Reply>) -
     Ok(with_cors(reply, cors.as_deref()))
 }
 
-/// Asks the replica `content` as the admitted visitor.
-async fn answer(app: &Arc<App>, req: &Req, admitted: Admitted, content: String) -> Result<Reply> {
+/// Asks the replica `content` as the visitor of `visit`.
+async fn answer(app: &Arc<App>, req: &Req, visit: Visit, content: String) -> Result<Reply> {
+    let admitted = match admit(app, req, visit).await? {
+        Ok(a) => a,
+        Err(limited) => return Ok(limited),
+    };
     let user = match visitor_user(app, req, &admitted).await? {
         Ok(user) => user,
         Err(limited) => return Ok(limited),
@@ -281,16 +279,17 @@ async fn answer(app: &Arc<App>, req: &Req, admitted: Admitted, content: String) 
 /// oldest first, the newest 100). Errors: 400, 403 `EMBED_KEY_REFUSED` / `ORIGIN_NOT_ALLOWED` /
 /// `EMBED_IDENTITY_REFUSED`, 404.
 pub async fn history(app: Arc<App>, req: Req) -> Result<Reply> {
-    let admitted = match admit(&app, &req).await? {
+    let visit = visit(&app, &req).await?;
+    let cors = visit.cors_origin.clone();
+    readable(&app, &req, cors, visitor_history(&app, &req, visit).await)
+}
+
+/// The own conversation of the visitor of `visit` on its channel (the newest 100 items).
+async fn visitor_history(app: &App, req: &Req, visit: Visit) -> Result<Reply> {
+    let Admitted { visit, visitor } = match admit(app, req, visit).await? {
         Ok(a) => a,
         Err(limited) => return Ok(limited),
     };
-    let cors = admitted.visit.cors_origin.clone();
-    readable(&app, &req, cors, visitor_history(&app, admitted).await)
-}
-
-/// The admitted visitor's own conversation on its channel (the newest 100 items).
-async fn visitor_history(app: &App, Admitted { visit, visitor }: Admitted) -> Result<Reply> {
     // A visitor who never asked has no history, and is not made a user by reading it.
     let items = match users::find_linked(&app.store, visit.replica.org, "embed", &visitor).await? {
         Some(user) => {

@@ -242,8 +242,9 @@ pub struct Visit {
     pub source: &'static str,
     /// The origin to answer in `Access-Control-Allow-Origin` (widget requests).
     pub cors_origin: Option<String>,
-    /// The site's user id of a verified `X-Embed-Identity` (widget requests).
-    pub site_user: Option<String>,
+    /// The replica's identity secret, sealed ([`visitor_account`] opens it when an identity is
+    /// sent); `None` on the page or when the replica has none.
+    pub identity_secret: Option<Vec<u8>>,
 }
 
 /// What a widget or page request carries.
@@ -255,21 +256,18 @@ pub struct Credentials {
     /// The server's own origin as the request reached it (`http://` + `Host`, or
     /// `--public-url`).
     pub own_origin: String,
-    /// The `X-Embed-Identity` header (a signed site user id, [`verify_identity`]).
-    pub identity: Option<String>,
 }
 
 fn not_allowed() -> Error {
     Error::new(Code::OriginNotAllowed, "this page's origin may not use this replica's chat")
 }
 
-/// Checks a request for `replica`: with a key, the key must be the replica's, `origin` one of
-/// its allowed origins and an identity, when sent, valid ([`verify_identity`]); without one, the
-/// replica must be public, the request come from the server's own origin and carry no identity.
-/// Errors: 403 `EMBED_KEY_REFUSED` (unknown key or another replica's), 403
-/// `ORIGIN_NOT_ALLOWED`, 403 `EMBED_IDENTITY_REFUSED`, 404 (no such replica, or private without
-/// a key).
-pub async fn authorize(store: &Store, secrets: &Secrets, replica: Uuid, c: Credentials) -> Result<Visit> {
+/// Checks a request for `replica`: with a key, the key must be the replica's and `origin` one of
+/// its allowed origins; without one, the replica must be public and the request come from the
+/// server's own origin. Who the visitor is comes after ([`visitor_account`]). Errors: 403
+/// `EMBED_KEY_REFUSED` (unknown key or another replica's), 403 `ORIGIN_NOT_ALLOWED`, 404 (no
+/// such replica, or private without a key).
+pub async fn authorize(store: &Store, replica: Uuid, c: Credentials) -> Result<Visit> {
     let hash = c.key.as_deref().map(super::hash_secret);
     let (r, key_replica, settings) = store
         .read(move |txn| {
@@ -290,30 +288,21 @@ pub async fn authorize(store: &Store, secrets: &Secrets, replica: Uuid, c: Crede
         if c.origin.as_ref().is_some_and(|o| o != &c.own_origin) {
             return Err(not_allowed());
         }
-        if c.identity.is_some() {
-            return Err(identity_refused("only the widget (with an embed key) sends one, not the web chat page"));
-        }
-        return Ok(Visit { replica: r, source: "web", cors_origin: None, site_user: None });
+        return Ok(Visit { replica: r, source: "web", cors_origin: None, identity_secret: None });
     }
     if key_replica != Some(k(replica)) {
         return Err(Error::new(Code::EmbedKeyRefused, "X-Embed-Key is not an embed key of this replica"));
     }
-    let (allowed, sealed) = settings.map(|s| (s.allowed_origins, s.identity_secret)).unwrap_or_default();
+    let (allowed, identity_secret) = settings.map(|s| (s.allowed_origins, s.identity_secret)).unwrap_or_default();
     let origin = c.origin.filter(|o| allowed.contains(o)).ok_or_else(not_allowed)?;
-    let site_user = match c.identity {
-        Some(token) => {
-            Some(verify_identity(open_secret(secrets, replica, sealed)?.as_deref(), replica, &token, now_secs())?)
-        }
-        None => None,
-    };
-    Ok(Visit { replica: r, source: "embed", cors_origin: Some(origin), site_user })
+    Ok(Visit { replica: r, source: "embed", cors_origin: Some(origin), identity_secret })
 }
 
 /// The identity secret of `replica` from its sealed form. Errors: 403 `EMBED_IDENTITY_REFUSED`
 /// when the secrets key can no longer open it (the key file was replaced: make a new secret).
-fn open_secret(secrets: &Secrets, replica: Uuid, sealed: Option<Vec<u8>>) -> Result<Option<String>> {
+fn open_secret(secrets: &Secrets, replica: Uuid, sealed: Option<&[u8]>) -> Result<Option<String>> {
     let Some(sealed) = sealed else { return Ok(None) };
-    let plain = secrets.open(&sealed, &seal_context(replica)).map_err(|_| {
+    let plain = secrets.open(sealed, &seal_context(replica)).map_err(|_| {
         identity_refused("this replica's identity secret cannot be read with the server's secrets key; make a new one")
     })?;
     Ok(Some(String::from_utf8_lossy(&plain).into_owned()))
@@ -324,13 +313,23 @@ fn now_secs() -> i64 {
 }
 
 /// The linked-account id (type `embed`) of the visitor of `visit`: `user:<id>` for a site user
-/// ([`Visit::site_user`]; `visitor` is then ignored), else the anonymous `visitor` id
-/// (`X-Embed-Visitor`, [`check_visitor`]). Errors: 400 `INVALID_USER_HEADERS`.
-pub fn visitor_account(visit: &Visit, visitor: Option<&str>) -> Result<String> {
-    match &visit.site_user {
-        Some(user) => Ok(format!("user:{user}")),
-        None => check_visitor(visitor),
+/// whose `identity` (`X-Embed-Identity`, [`verify_identity`] against the replica's secret opened
+/// with `secrets`) holds; else the anonymous `visitor` id (`X-Embed-Visitor`, [`check_visitor`]),
+/// which an identity makes ignored. Errors: 403 `EMBED_IDENTITY_REFUSED` (a refused identity, or
+/// one sent by the web chat page), 400 `INVALID_USER_HEADERS`.
+pub fn visitor_account(
+    secrets: &Secrets,
+    visit: &Visit,
+    identity: Option<&str>,
+    visitor: Option<&str>,
+) -> Result<String> {
+    let Some(token) = identity else { return check_visitor(visitor) };
+    if visit.source == "web" {
+        return Err(identity_refused("only the widget (with an embed key) sends one, not the web chat page"));
     }
+    let replica = visit.replica.id;
+    let secret = open_secret(secrets, replica, visit.identity_secret.as_deref())?;
+    Ok(format!("user:{}", verify_identity(secret.as_deref(), replica, token, now_secs())?))
 }
 
 /// Whether `origin` may send widget requests to `replica` (CORS preflight, which carries no
