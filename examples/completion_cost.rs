@@ -8,7 +8,8 @@
 //!     --embeddings "$REPLICAD_TEST_EMBEDDING_MODEL" --core 1
 //! ```
 //!
-//! For each mode (alternated: BM25, hybrid, BM25, hybrid) a server starts on a fresh data
+//! `--bin` may be given several times (an older build beside this one): the binaries are
+//! alternated, each in both modes, twice. For each mode (alternated: BM25, hybrid) a server starts on a fresh data
 //! directory holding one replica whose knowledge base is the Python tutorial
 //! (`data/sample/python-tutorial`, one entry per file, waited for until `READY`, vectors
 //! included); then every question of the Python corpus of `tests/answers/questions.json` is asked
@@ -83,6 +84,8 @@ async fn run(bin: &std::path::Path, core: &str, embeddings: Option<&str>) {
         let store = Store::open(dir.path()).expect("store");
         common::bench_org(&store).await
     };
+    // the store's writer thread closes the file after the last handle is dropped
+    assert!(replicad::store::wait_closed(Duration::from_secs(5)), "the bench's store closed");
     let mut extra = Vec::new();
     if let Some(e) = embeddings {
         extra.extend(["--embedding-models", e]);
@@ -123,11 +126,17 @@ async fn run(bin: &std::path::Path, core: &str, embeddings: Option<&str>) {
 async fn main() {
     replicad::install_crypto_provider();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let bin = PathBuf::from(flag(&args, "--bin").unwrap_or_else(|| "target/release/replicad".into()));
+    let mut bins: Vec<PathBuf> = args.windows(2).filter(|w| w[0] == "--bin").map(|w| PathBuf::from(&w[1])).collect();
+    if bins.is_empty() {
+        bins.push("target/release/replicad".into());
+    }
     let embeddings = flag(&args, "--embeddings").expect("--embeddings DIR (a model directory or catalog)");
     let core = flag(&args, "--core").unwrap_or_else(|| "1".into());
     for _ in 0..2 {
-        run(&bin, &core, None).await;
-        run(&bin, &core, Some(&embeddings)).await;
+        for bin in &bins {
+            println!("{}", bin.display());
+            run(bin, &core, None).await;
+            run(bin, &core, Some(&embeddings)).await;
+        }
     }
 }

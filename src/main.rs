@@ -10,6 +10,7 @@ use replicad::cli::{Cli, Command, InvitesCommand};
 fn main() -> ExitCode {
     replicad::store::private::restrict_umask();
     replicad::memory::configure();
+    replicad::embed::local::one_thread_per_product();
     let cli = Cli::parse();
     if let Command::ExtractSandboxed { format } = &cli.command {
         // A child of the server: no runtime, no logging set-up, nothing but the extraction.

@@ -2,14 +2,18 @@
 //! by the `tokenizers` crate), encoder ([`super::encoder`]), pooling ([`super::pooling`]).
 //!
 //! Texts get the directory's prompt for their [`Kind`], are cut at the model's window
-//! ([`Layout::max_tokens`]), sorted by length and run in batches of [`BATCH`] padded to their
-//! longest text (so a short question never pays for a long chunk's padding). Inference is CPU
-//! work of milliseconds to seconds: [`Local`] runs it on tokio's blocking pool, never on the
-//! runtime's workers; [`Model::embed_blocking`] is the same work for callers already on a
-//! thread of their own (indexer, benches).
+//! ([`Layout::max_tokens`]), sorted by length and run in batches of up to [`BATCH_TOKENS`]
+//! token positions, padded to their longest text (so a short question never pays for a long
+//! chunk's padding); the batches of one call run side by side ([`batch_pool`]), each matrix
+//! product on one thread ([`one_thread_per_product`]). Inference is CPU work of milliseconds to
+//! seconds: [`Local`] runs it on tokio's blocking pool, never on the runtime's workers;
+//! [`Model::embed_blocking`] is the same work for callers already on a thread of their own
+//! (indexer, benches).
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use rayon::prelude::*;
 
 use tokenizers::{Tokenizer, TruncationParams};
 
@@ -19,13 +23,16 @@ use super::pooling::pool;
 use super::{BoxFuture, Embedder, Kind};
 use crate::error::{Error, Result};
 
-/// Texts run through the encoder at once; bounds the memory of one batch (16 × 256 tokens ×
-/// 384 floats per layer's states). Measured on the indexing path (release build, one core,
-/// `examples/completion_cost.rs`): the sample tutorial's chunks, nearly all cut at the 256-token
-/// window, are all embedded in 55 s in batches of 16 and in 65 s one at a time (on 200-word
-/// passages of varied length `examples/embed_bench.rs` found the opposite: 9.5 chunks/s one at
-/// a time, 7.5–8.0 in batches, padding to the longest being wasted work).
-pub const BATCH: usize = 16;
+/// Most token positions (texts × the longest of them, padding included) run through the
+/// encoder at once. A forward pass reads all the weights whatever its length (~6 ms for MiniLM
+/// on one core, as long as ~20 tokens of arithmetic), so short texts (sentences) are worth
+/// batching; long ones are not, their attention scores growing past the caches. Measured with
+/// `examples/embed_bench.rs` (64 chunks of 256 tokens in one call, one core, one run): 12.6
+/// chunks per CPU second one chunk per batch, 11.7 four per batch, 11.2 sixteen per batch. On
+/// the indexing path (`examples/completion_cost.rs`, one core) the sample tutorial's chunks and
+/// their sentences are embedded, and `READY`, in 39 s (114–120 s with batches of 16 texts and
+/// candle's BERT).
+pub const BATCH_TOKENS: usize = 256;
 
 /// A loaded model: what [`Local`] shares with its blocking tasks.
 pub struct Model {
@@ -65,10 +72,17 @@ impl Model {
         let tokens: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
         let mut order: Vec<usize> = (0..tokens.len()).collect();
         order.sort_by_key(|&i| tokens[i].len());
-        let mut out = vec![Vec::new(); tokens.len()];
-        for group in order.chunks(BATCH) {
+        let groups = batches(&order, |i| tokens[i].len());
+        let run = |group: &&[usize]| {
             let rows: Vec<&[u32]> = group.iter().map(|&i| tokens[i]).collect();
-            let vectors = self.run(&rows).map_err(|e| Error::internal(format!("embedding inference: {e}")))?;
+            self.run(&rows).map_err(|e| Error::internal(format!("embedding inference: {e}")))
+        };
+        let batches: Vec<Vec<Vec<f32>>> = match batch_pool() {
+            Some(pool) if groups.len() > 1 => pool.install(|| groups.par_iter().map(run).collect::<Result<_>>())?,
+            _ => groups.iter().map(run).collect::<Result<_>>()?,
+        };
+        let mut out = vec![Vec::new(); tokens.len()];
+        for (group, vectors) in groups.iter().zip(batches) {
             for (&i, v) in group.iter().zip(vectors) {
                 out[i] = v;
             }
@@ -89,6 +103,57 @@ impl Model {
             })
             .collect())
     }
+}
+
+/// Makes each matrix product of the in-process models run on the thread that asks for it
+/// (candle splits a product across threads when `RAYON_NUM_THREADS` says more than one, its
+/// default being the number of cores). Measured with MiniLM on this project's 2-core machine
+/// (`examples/embed_bench.rs`, not pinned): split in two, a question's embedding took the same
+/// wall time (11.6 against 11.4 ms) for 50 % more CPU (17.0 against 11.4 ms), and passages ran
+/// 30 % faster for 25–60 % more CPU per chunk. Questions of concurrent requests run on
+/// concurrent threads, and the batches of one call on [`batch_pool`]'s threads, which uses the
+/// cores without that cost. An operator's own `RAYON_NUM_THREADS` is kept.
+///
+/// Call it first thing in `main`, before any thread is started (it sets an environment variable).
+pub fn one_thread_per_product() {
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        std::env::set_var("RAYON_NUM_THREADS", "1");
+    }
+}
+
+/// Most batches of one call run side by side: indexing is background work, and on a machine of
+/// many cores the others stay with the requests.
+const PARALLEL_BATCHES: usize = 4;
+
+/// The threads that run the batches of one call to [`Model::embed_blocking`] (chunks being
+/// indexed) side by side: one per core, at most [`PARALLEL_BATCHES`]; `None` if they could
+/// not be started (the batches then run one after the other on the caller's thread).
+fn batch_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = cores.min(PARALLEL_BATCHES);
+        rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("embed-{i}")).build().ok()
+    })
+    .as_ref()
+}
+
+/// `order` (text indices sorted by length) cut into runs of at most [`BATCH_TOKENS`] padded
+/// token positions (one text at least).
+fn batches(order: &[usize], len: impl Fn(usize) -> usize) -> Vec<&[usize]> {
+    let mut groups = Vec::new();
+    let mut start = 0;
+    for (end, &i) in order.iter().enumerate() {
+        // sorted by length: text i is the longest of its run so far
+        if end > start && (end - start + 1) * len(i) > BATCH_TOKENS {
+            groups.push(&order[start..end]);
+            start = end;
+        }
+    }
+    if start < order.len() {
+        groups.push(&order[start..]);
+    }
+    groups
 }
 
 /// Right-pads `rows` with `pad_id` to the longest of them (at least 1 token).
@@ -144,6 +209,15 @@ impl Embedder for Local {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_texts_share_a_batch_and_long_ones_run_alone() {
+        let lens = [3, 3, 40, 100, 120, 256, 256];
+        let order: Vec<usize> = (0..lens.len()).collect();
+        let groups = batches(&order, |i| lens[i]);
+        assert_eq!(groups, vec![&[0, 1, 2][..], &[3, 4], &[5], &[6]]);
+        assert!(batches(&[], |_| 1).is_empty());
+    }
 
     #[test]
     fn rows_are_right_padded_to_the_longest_with_a_mask() {

@@ -16,31 +16,36 @@
 //!
 //! # Cost (all-MiniLM-L6-v2, 6 layers × 384, f32, one core)
 //! Measure with `examples/embed_bench.rs` (model load, RSS, paraphrase check, query latency,
-//! passage throughput by batch size, exact search; wall and CPU time):
+//! passage throughput by batch size and as the indexer calls it, exact search; wall and CPU
+//! time):
 //! ```sh
 //! eval "$(bash .ci/install-embedding-model)"
 //! cargo build --release --example embed_bench
-//! RAYON_NUM_THREADS=1 taskset -c 1 target/release/examples/embed_bench "$REPLICAD_TEST_EMBEDDING_MODEL"
+//! taskset -c 1 target/release/examples/embed_bench "$REPLICAD_TEST_EMBEDDING_MODEL"
 //! ```
-//! Measured with that command (release build, one core, machine otherwise idle, 2026-11-25):
-//! - model load 287 ms; RSS 3 MiB before, 99 MiB with the model loaded, 107 MiB after
-//!   embedding passages (the weights are memory-mapped);
-//! - a 10-word query: CPU p50 **11.0 ms**, p99 13.1 ms;
-//! - 200-word passages (cut at the 256-token window): **9.5 chunks per CPU second** in batches
-//!   of 1, 7.5–8.0 in batches of 4–16 (batching does not help on one core);
-//! - search ([`exact::top_k`], top 20), CPU p50 / p99, measured again on 2026-11-26: every row
-//!   scored, 0.43 / 0.49 ms at 10,000 vectors and 8.5 / 9.4 ms at 100,000; 8-bit codes first,
-//!   then the best 112 rescored, 0.40 / 0.43 ms and **3.8 / 3.9 ms**, with the same 20 hits as
-//!   every row scored for 200 of 200 random questions (random vectors: many near ties).
+//! Measured with that command (release build, one core, machine otherwise idle, 2026-11-26):
+//! - model load 95 ms; RSS 3 MiB before, 103 MiB with the model loaded (the weights are copied
+//!   out of the file, the linear layers' transposed), 122 MiB after embedding passages;
+//! - a 10-word query: CPU p50 **6.4 ms**, p99 7.0 ms (11.0 / 13.1 ms with candle's BERT and
+//!   candle's default threads, [`encoder`] and [`local::one_thread_per_product`] say why);
+//! - 200-word passages (cut at the 256-token window): **15.0 chunks per CPU second** as the
+//!   indexer calls it (9.5 before), 29.0 chunks/s of wall time on two cores ([`local`]'s
+//!   batches side by side);
+//! - search ([`exact::top_k`], top 20), CPU p50 / p99: every row scored, 0.43 / 0.49 ms at
+//!   10,000 vectors and 8.5 / 9.4 ms at 100,000; 8-bit codes first, then the best 112
+//!   rescored, 0.40 / 0.43 ms and **3.8 / 3.9 ms**, with the same 20 hits as every row scored
+//!   for 200 of 200 random questions (random vectors: many near ties).
 //!
-//! By a rough count f32 MiniLM spends some 5 GFLOP on a 256-token chunk: the aims of 50
-//! chunks/s per core and a 10 ms completion (query embedding included) are not reachable this
-//! way. A 3-token question still takes ~7 ms (the weights are read from memory once per
-//! question); candle's 8-bit and 4-bit matrix products (`QMatMul`, Q8_0 / Q4_0) were measured on
-//! MiniLM's shapes (36 products of 384 × 1536 weights, twice a forward pass's) and are faster
-//! only for questions of a few tokens (3 tokens: 7.0 ms against 16.3 in f32) and slower at 16
-//! tokens (37.0 against 20.8 ms; 29.1 with AVX2 compiled in), and f16 / bf16 weights are no faster and give NaN. A smaller model, or a cache
-//! of recent questions (there is one), are what is left.
+//! A question's embedding is bound by memory: each forward pass reads the 42 MB of the linear
+//! layers' weights (74 % of its time is in the matrix products' inner loops, `perf`), so it
+//! costs about as much for 3 tokens as for 20. A passage is bound by arithmetic: f32 MiniLM
+//! spends some 5 GFLOP on a 256-token chunk, so 50 chunks per second on one core (250 GFLOP/s)
+//! is beyond an f32 model of this size on a CPU core. What was tried besides: candle's 8-bit
+//! and 4-bit matrix products (`QMatMul`, Q8_0 / Q4_0) on MiniLM's shapes were faster only for
+//! questions of a few tokens (3 tokens: 7.0 ms against 16.3 in f32) and slower at 16 tokens
+//! (37.0 against 20.8 ms; 29.1 with AVX2 compiled in); f16 / bf16 weights were no faster and
+//! gave NaN; stacking the query, key and value products into one changed nothing measurable.
+//! A smaller model, or the cache of recent questions (there is one), are what is left.
 //!
 //! Search reads the 8-bit codes first (0.4 KiB per 384-dim vector, memory bandwidth bound;
 //! they are held beside the `f32` rows, which the rescoring and the reader's cosines read):

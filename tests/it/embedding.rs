@@ -9,6 +9,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use replicad::embed::encoder::{Batch, Encoder};
+use replicad::embed::layout::Layout;
 use replicad::embed::local::Local;
 use replicad::embed::upstream::{Upstream, MAX_INPUTS};
 use replicad::embed::{dot, Embedder};
@@ -216,6 +218,50 @@ pub fn real_model_dir() -> std::path::PathBuf {
         )
     });
     dir.into()
+}
+
+/// The hidden states of `candle_transformers`' BERT for `batch` (the reference implementation).
+fn reference_states(dir: &std::path::Path, batch: &Batch) -> Vec<f32> {
+    use candle_core::{DType, Device, Tensor};
+    use candle_transformers::models::bert::{BertModel, Config};
+    let config: Config = serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
+    let vb = unsafe {
+        candle_nn::VarBuilder::from_mmaped_safetensors(&[dir.join("model.safetensors")], DType::F32, &Device::Cpu)
+    }
+    .unwrap();
+    let model = BertModel::load(vb, &config).unwrap();
+    let shape = (batch.rows, batch.len);
+    let ids = Tensor::from_slice(&batch.ids, shape, &Device::Cpu).unwrap();
+    let mask = Tensor::from_slice(&batch.mask, shape, &Device::Cpu).unwrap();
+    let states = model.forward(&ids, &ids.zeros_like().unwrap(), Some(&mask)).unwrap();
+    states.flatten_all().unwrap().to_vec1().unwrap()
+}
+
+#[test]
+fn the_encoder_computes_what_the_reference_bert_computes() {
+    let dir = real_model_dir();
+    let encoder = Encoder::load(&Layout::read(&dir).unwrap()).unwrap();
+    // one question (few rows: the transposed product) and a padded batch of three (many rows)
+    let question: Vec<u32> = vec![101, 2129, 2079, 1045, 3972, 1037, 3145, 2013, 1037, 9206, 1029, 102];
+    let long: Vec<u32> = (0..40).map(|i| 1000 + 37 * i).collect();
+    let batches = [
+        Batch { rows: 1, len: question.len(), mask: vec![1; question.len()], ids: question.clone() },
+        Batch {
+            rows: 3,
+            len: long.len(),
+            ids: [&long[..], &question[..], &[0; 28][..], &long[..20], &[0; 20][..]].concat(),
+            mask: [vec![1; 40], vec![1; 12], vec![0; 28], vec![1; 20], vec![0; 20]].concat(),
+        },
+    ];
+    for batch in &batches {
+        let ours = encoder.forward(batch).unwrap();
+        let reference = reference_states(&dir, batch);
+        assert_eq!(ours.len(), batch.rows * batch.len * 384);
+        assert_eq!(ours.len(), reference.len());
+        for (i, (a, b)) in ours.iter().zip(&reference).enumerate() {
+            assert!((a - b).abs() < 1e-4, "rows {}: state {i}: {a} against {b}", batch.rows);
+        }
+    }
 }
 
 #[tokio::test]
