@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The read cache under writes (issue 15 point 1): GET history (20) of the demo replica under wrk
+# The read cache under writes: GET history (20) of the demo replica under wrk
 # (1 thread, 32 connections, 8 s, core 1) while another user's history is written WRITES_PER_S
 # times a second by a curl loop, on a release server (core 0) with `--read-cache-bytes
 # CACHE_BYTES` (0: off); prints req/s and the cache's hit and miss counts from /metrics.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# RSS under a write load (issue 15 point 4): the demo server (core 0) takes SECONDS of c64
+# RSS under a write load: the demo server (core 0) takes SECONDS of c64
 # history writes of ~100 B from wrk (core 1); prints RSS idle, after the writes (with the
 # store's size) and after a few reads.
 # Usage: bash benches/rss_load.sh BINARY SECONDS

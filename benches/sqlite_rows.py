@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The reference of the durable-write benchmark (issue 15): SQLite in WAL mode with
+"""The reference of the durable-write benchmark (benches/table.sh): SQLite in WAL mode with
 synchronous=FULL, one row per transaction (each commit is on disk before the next), from
 WRITERS threads, each with its own connection, for SECONDS. Prints rows per second.
 

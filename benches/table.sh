@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Issue 15's benchmark table, in one run: replicad (`serve --demo`, release) pinned to core 0,
-# wrk (1 thread) pinned to core 1; each read is measured beside the minimal hyper server
-# (examples/hyper_ceiling.rs, same core) answering the same bytes, and its ratio printed.
+# The benchmark table (README, section "Benchmarks"), in one run: replicad (`serve --demo`,
+# release) pinned to core 0, wrk (1 thread) pinned to core 1; each read is measured beside the
+# minimal hyper server (examples/hyper_ceiling.rs, same core) answering the same bytes, and its
+# ratio printed.
 #   reads:  replica read, replica list (24 items), history list (20 items), knowledge-base entry,
 #           each with the read cache off (the handler) and on (the answer kept until a commit)
 #   writes: POST …/chat/history at c1 and c64, beside SQLite (WAL, synchronous=FULL, one row

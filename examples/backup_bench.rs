@@ -1,4 +1,4 @@
-//! Backup and restore at scale (issue 15 point 7): writes `--messages` chat history items (100
+//! Backup and restore at scale: writes `--messages` chat history items (100
 //! per user, through `service::history::Append`, the code of every history write) and the
 //! demo organization's replica into a store, then times `backup::write` (the snapshot copy and
 //! the archive) and `backup::restore::restore` (unpack, open, index rebuild, check), printing

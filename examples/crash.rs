@@ -1,4 +1,4 @@
-//! Crash safety (issue 15 point 5), run by `.ci/run`: the real binary serves a data directory
+//! Crash safety, run by `.ci/run`: the real binary serves a data directory
 //! while writers of every kind (chat history, replicas, knowledge-base text entries, file
 //! uploads) run concurrently over HTTP; it is killed with SIGKILL at a random moment, started
 //! again, and checked. Every round:

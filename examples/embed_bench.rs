@@ -1,4 +1,4 @@
-//! What the in-process embedding model costs, and whether it embeds right (issue 36).
+//! What the in-process embedding model costs, and whether it embeds right.
 //!
 //! ```sh
 //! eval "$(bash .ci/install-embedding-model)"

@@ -1,4 +1,4 @@
-//! The cost of the extraction sandbox per file (issue 31): every file below `--dir` is
+//! The cost of the extraction sandbox per file: every file below `--dir` is
 //! extracted `--rounds` times in this process (`ingest::extract::extract`, as the server did
 //! before) and in a sandboxed child of `--bin` (`ingest::sandbox::Sandbox`, as it does now),
 //! alternating, and checks both give the same text; prints p50/p99 of each.

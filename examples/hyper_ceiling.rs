@@ -1,4 +1,4 @@
-//! The ceiling of the read benchmarks (issue 15): a minimal hyper 1 server that answers every
+//! The ceiling of the read benchmarks: a minimal hyper 1 server that answers every
 //! request with the same bytes (a file given on the command line, e.g. a replica JSON fetched
 //! from replicad), `Content-Type: application/json`. It runs on the same runtime and connection
 //! builder as replicad (tokio multi-thread, hyper-util `auto::Builder`), so the difference to

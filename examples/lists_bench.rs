@@ -1,4 +1,4 @@
-//! What a page of a list costs as the organization grows (issue 15 point 10): one organization
+//! What a page of a list costs as the organization grows: one organization
 //! with `--small` and then `--large` replicas and knowledge-base entries (file entries waiting for
 //! their bytes, so nothing is processed or indexed meanwhile), each time served by the release
 //! binary and asked, one request at a time over one connection, for the first, the middle and

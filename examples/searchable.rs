@@ -1,4 +1,4 @@
-//! Time from `POST …/knowledge-base` to searchable (issue 17 point 2): a client creates a text
+//! Time from `POST …/knowledge-base` to searchable: a client creates a text
 //! entry, polls it every millisecond until it reports `VECTOR_CREATED` or `READY` (the moment
 //! every completion sees its chunks), and the time is recorded; `--rounds` of them, one after
 //! the other, against replicad serving in this process on loopback. Prints p50, p99 and max.

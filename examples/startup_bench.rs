@@ -1,4 +1,4 @@
-//! Start-up time and idle memory on a large data directory (issue 15 point 4): one organization
+//! Start-up time and idle memory on a large data directory: one organization
 //! with `--messages` chat history items and `--entries` knowledge-base text entries (eight
 //! chunks each: 10,000 chunks by default), then `--starts` starts of the release binary, timed
 //! from spawn to its `listening on` line, with the RSS a second later.

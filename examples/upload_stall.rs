@@ -1,4 +1,4 @@
-//! How long small writes wait behind large ones (issue 15 point 9): `--writers` tasks append
+//! How long small writes wait behind large ones: `--writers` tasks append
 //! one small chat history item at a time (`service::history::append`, a durable write each)
 //! while the main task, after a quiet second, uploads `--uploads` files of `--upload-mib` MiB
 //! (`service::uploads::upload`) one after another, then creates `--texts` text entries of

@@ -51,7 +51,7 @@ error_codes! {
     /// The invitation code has expired.
     InviteExpired => 400, Some("INVITE_EXPIRED");
     /// The caller's own `usageLimits.knowledgeBaseEntries` is reached (spec §7 rule 3). The
-    /// spec has one code for this and for [`Code::KnowledgeBaseQuotaExceeded`] (DECISIONS.md
+    /// spec has one code for this and for [`Code::KnowledgeBaseQuotaExceeded`] (docs/decisions.md
     /// "Knowledge base"); the status tells them apart.
     KnowledgeBaseUsageLimitReached => 400, Some("KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED");
     /// The signed upload URL has expired.

@@ -1,4 +1,4 @@
-//! Secrets at rest (DECISIONS.md "Integrations"): channel tokens are stored sealed with
+//! Secrets at rest (docs/decisions.md "Integrations"): channel tokens are stored sealed with
 //! XChaCha20-Poly1305 under a 256-bit key read from `--secrets-key-file`.
 //!
 //! The key file holds the key as 64 hex characters (a trailing newline is allowed). When the

@@ -1,7 +1,7 @@
 //! The labelled answer sets, shared by `examples/answers.rs` and `examples/retrieval.rs`
 //! (`#[path]`-included; each uses a part): `--set dev` (the default) is
 //! `tests/answers/questions.json`, the set the generator was tuned on; `--set heldout` is
-//! `tests/answers/heldout/questions.json`, documentation nobody tuned for (issue 36), frozen.
+//! `tests/answers/heldout/questions.json`, documentation nobody tuned for, frozen.
 //! Both are checked by `tests/answers/check.py`.
 #![allow(dead_code)]
 

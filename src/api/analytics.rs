@@ -1,4 +1,4 @@
-//! Conversation analytics of a replica (spec §4.2, DECISIONS.md "Usage and analytics"), from
+//! Conversation analytics of a replica (spec §4.2, docs/decisions.md "Usage and analytics"), from
 //! the counters kept with every conversation start.
 
 use std::sync::Arc;

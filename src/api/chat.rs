@@ -1,4 +1,4 @@
-//! Chat completions (spec §4.2, DECISIONS.md "Chat"):
+//! Chat completions (spec §4.2, docs/decisions.md "Chat"):
 //! `POST /v1/replicas/{replicaUUID}/chat/completions`, `…/chat/completions/messengerA` and the
 //! OpenAI-shaped `POST /v1/experimental/replicas/{replicaUUID}/chat/completions`.
 //!
@@ -158,7 +158,7 @@ pub async fn complete(app: Arc<App>, req: Req) -> Result<Reply> {
 }
 
 /// # `POST /v1/replicas/{replicaUUID}/chat/completions/test`
-/// A retrieval check (DECISIONS.md "Knowledge base"), organization key only: the body of
+/// A retrieval check (docs/decisions.md "Knowledge base"), organization key only: the body of
 /// `…/chat/completions`; 200 `{success, content, query, sources}` — the reply, the search query
 /// it used, every source retrieved for it, best first, with its fused score, its BM25 and
 /// vector ranks (`bm25Rank`, `vectorRank`) and its cosine to the question, and, from the

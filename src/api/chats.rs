@@ -1,4 +1,4 @@
-//! Chats (spec §4.2 chats rows, DECISIONS.md "Chat"): list, read, and a chat's messages.
+//! Chats (spec §4.2 chats rows, docs/decisions.md "Chat"): list, read, and a chat's messages.
 //! Also the query parsing and message view shared with `api::conversations`.
 
 use std::sync::Arc;
@@ -69,7 +69,7 @@ pub fn kind(group: bool) -> &'static str {
     }
 }
 
-/// A chat on the wire (DECISIONS.md "Chat"); absent optional fields are omitted.
+/// A chat on the wire (docs/decisions.md "Chat"); absent optional fields are omitted.
 pub fn view(c: &Labeled<Chat>) -> Value {
     let chat = &c.item;
     let mut v = json!({ "uuid": chat.id, "source": chat.source, "chatType": kind(chat.group) });
@@ -83,7 +83,8 @@ pub fn view(c: &Labeled<Chat>) -> Value {
     v
 }
 
-/// A message item on the wire (DECISIONS.md "Chat"), with the history `id` as a field of our own.
+/// A message item on the wire (docs/decisions.md "Chat"), with the history `id` as a field of
+/// our own.
 pub fn message_view(it: &Item) -> Value {
     let m = &it.message;
     let mut v = json!({

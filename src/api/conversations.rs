@@ -1,4 +1,4 @@
-//! Conversations (spec §4.2 conversation rows, DECISIONS.md "Chat"): below a chat, and the
+//! Conversations (spec §4.2 conversation rows, docs/decisions.md "Chat"): below a chat, and the
 //! deprecated operations below the replica (same data), an owner's `PATCH`, and mentions.
 
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use crate::service::check_len;
 use crate::service::conversations::{self as service, Insights, Mention, MentionQuery};
 use crate::store::records::Conversation;
 
-/// A conversation on the wire (DECISIONS.md "Chat"); absent optional fields are omitted.
+/// A conversation on the wire (docs/decisions.md "Chat"); absent optional fields are omitted.
 pub fn view(c: &Labeled<Conversation>) -> Value {
     let conv = &c.item;
     let mut v = json!({

@@ -1,4 +1,4 @@
-//! Liveness and readiness (operability; DECISIONS.md "Operations"): public, no credentials,
+//! Liveness and readiness (operability; docs/decisions.md "Operations"): public, no credentials,
 //! cheap enough to poll every second. The checks are in `ops::health`.
 
 use std::sync::Arc;
@@ -30,7 +30,7 @@ pub async fn readyz(app: Arc<App>, _req: Req) -> Result<Reply> {
 }
 
 /// # `GET /v1/healthcheck`
-/// The hosted service's liveness operation (DECISIONS.md "Operations"): `{success, time,
+/// The hosted service's liveness operation (docs/decisions.md "Operations"): `{success, time,
 /// services: {store, search, ingestion: {status: "healthy"|"unhealthy", message}}}`; 503 with
 /// the same body (`success: false`) when a service is unhealthy.
 pub async fn healthcheck(app: Arc<App>, _req: Req) -> Result<Reply> {

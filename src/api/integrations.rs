@@ -1,4 +1,4 @@
-//! Channel integrations (spec §4.2, DECISIONS.md "Integrations"):
+//! Channel integrations (spec §4.2, docs/decisions.md "Integrations"):
 //! `POST` and `DELETE /v1/replicas/{replicaUUID}/integrations/messengerA` and
 //! `…/integrations/messengerB`.
 //!

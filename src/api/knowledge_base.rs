@@ -1,4 +1,4 @@
-//! Knowledge-base operations (spec §2.5, §4.2; DECISIONS.md "Knowledge base").
+//! Knowledge-base operations (spec §2.5, §4.2; docs/decisions.md "Knowledge base").
 
 use std::sync::Arc;
 
@@ -42,7 +42,7 @@ pub struct UsageLimits {
 }
 
 /// PATCH body. Fields it does not change (a client may send the whole entry back) are ignored
-/// (DECISIONS.md "Common": bodies are closed only where the interface says so).
+/// (docs/decisions.md "Common": bodies are closed only where the interface says so).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PatchBody {
@@ -53,7 +53,7 @@ pub struct PatchBody {
 }
 
 /// An entry on the wire (list form); absent optional values are omitted, never `null`
-/// (DECISIONS.md "Knowledge base").
+/// (docs/decisions.md "Knowledge base").
 pub fn view(v: &EntryView) -> Value {
     let (e, s) = (&v.entry, &v.source);
     let mut out = json!({
@@ -99,7 +99,8 @@ pub fn view(v: &EntryView) -> Value {
 
 /// An entry on the wire with its texts and chunks (`GET …/knowledge-base/{knowledgeBaseID}`):
 /// the list form, then `rawText`, `processedText`, `rawTextChunks`. The texts are serialized
-/// from the stored records as they are, without a copy into a `Value` (issue 15 point 1).
+/// from the stored records as they are, without a copy into a `Value`: they are the bulk of the
+/// answer, and a copy would allocate each of them again on every read.
 #[derive(Serialize)]
 struct FullView<'a> {
     #[serde(flatten)]
@@ -218,7 +219,7 @@ fn all_of<T>(req: &Req, name: &str, allowed: &[&str], parse: fn(&str) -> Option<
         .collect()
 }
 
-/// Shortest `search` of the entry lists (DECISIONS.md "Knowledge base").
+/// Shortest `search` of the entry lists (docs/decisions.md "Knowledge base").
 const MIN_SEARCH_CHARS: usize = 3;
 
 /// The query of both entry lists: `page`, `pageSize` (0–100, default 24), `status` and `type`

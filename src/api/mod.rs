@@ -163,7 +163,7 @@ pub async fn path_replica(app: &App, req: &Req) -> Result<std::sync::Arc<crate::
 }
 
 /// Sets `v[key]` to `value` when there is one: an absent optional value is omitted, never
-/// `null` (DECISIONS.md "Common").
+/// `null` (docs/decisions.md "Common").
 pub fn set_some<T: serde::Serialize>(v: &mut serde_json::Value, key: &str, value: Option<T>) {
     if let Some(value) = value {
         v[key] = serde_json::json!(value);

@@ -1,4 +1,4 @@
-//! Replica operations (spec §2.3, §4.2; DECISIONS.md "Replicas").
+//! Replica operations (spec §2.3, §4.2; docs/decisions.md "Replicas").
 
 use std::sync::Arc;
 
@@ -116,14 +116,14 @@ struct KbCounts<'a> {
     titles: &'a [String],
 }
 
-/// A replica on the wire (DECISIONS.md "Replicas"), read and list alike: current names, the
+/// A replica on the wire (docs/decisions.md "Replicas"), read and list alike: current names, the
 /// older snake_case block, `distilledKnowledge` (a string) and, of our own, `knowledgeBase
 /// {entries, titles}`. Absent optional values are omitted. `messengerA_integration` /
 /// `messengerB_integration` are `null` or the bot's view (`integrations::integration_view`);
 /// `ownerID` / `owner_uuid` are the owner's id as users see it (`User::public_id`).
 ///
 /// Serialized straight from the record's fields (no intermediate JSON tree): a replica list is
-/// 24 of these per request (issue 15 point 1).
+/// 24 of these per request, and lists are among the most frequent reads.
 #[derive(Serialize)]
 pub struct ReplicaView<'a> {
     uuid: uuid::Uuid,

@@ -1,4 +1,4 @@
-//! `GET /v1/users/me/usage` (spec §4.2, DECISIONS.md "Usage and analytics").
+//! `GET /v1/users/me/usage` (spec §4.2, docs/decisions.md "Usage and analytics").
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -22,7 +22,7 @@ pub struct LinkedAccount {
     pub account_type: String,
 }
 
-/// Create and update body (DECISIONS.md "Users"): every field optional; unknown fields are
+/// Create and update body (docs/decisions.md "Users"): every field optional; unknown fields are
 /// ignored (the interface does not close this body).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -46,7 +46,7 @@ impl From<UserBody> for UserInput {
     }
 }
 
-/// A user on the wire, flat (DECISIONS.md "Users"): `{id, name, email?, linkedAccounts:
+/// A user on the wire, flat (docs/decisions.md "Users"): `{id, name, email?, linkedAccounts:
 /// [{accountID, accountType}], profileImage?, createdAt, updatedAt}`; absent values omitted.
 pub fn view(u: &User) -> Value {
     let linked: Vec<Value> =
@@ -72,8 +72,10 @@ fn me(req: &Req) -> Result<&User> {
 }
 
 /// # `POST /v1/users`
-/// 200 `{success, id, name, email?, linkedAccounts, ...}` (DECISIONS.md "Common": the hosted
-/// document's code). Errors: 400, 409 `USER_ID_TAKEN`, `EMAIL_TAKEN`, `LINKED_ACCOUNT_TAKEN`.
+/// 200 `{success, id, name, email?, linkedAccounts, ...}`: the code of the hosted service's
+/// document, as strict generated clients parse only the codes documented there
+/// (docs/decisions.md "Common"). Errors: 400, 409 `USER_ID_TAKEN`, `EMAIL_TAKEN`,
+/// `LINKED_ACCOUNT_TAKEN`.
 pub async fn create(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: UserBody = req.json()?;
     let user = users::create(&app.store, req.caller()?.org.id, body.into()).await?;
@@ -106,7 +108,8 @@ pub async fn update_me(app: Arc<App>, req: Req) -> Result<Reply> {
 
 /// # `DELETE /v1/users/me`
 /// Deletes the user (its replicas pass to the organization's owner); 204, no body
-/// (DECISIONS.md "Common"). The owner user itself cannot be deleted (400).
+/// (the hosted document's code; docs/decisions.md "Common"). The owner user itself cannot be
+/// deleted (400).
 pub async fn delete_me(app: Arc<App>, req: Req) -> Result<Reply> {
     let caller = req.caller()?;
     users::delete(&app.store, &caller.org, me(&req)?.id).await?;

@@ -1,4 +1,4 @@
-//! Online backup (issue 15, point 7): `replicad backup --to FILE` writes one archive holding
+//! Online backup: `replicad backup --to FILE` writes one archive holding
 //! everything a data directory needs to be brought back by `replicad restore` ([`restore`]).
 //!
 //! The archive is a gzip-compressed tar with, in this order:

@@ -1,4 +1,4 @@
-//! Channel connections run by the server itself (ARCHITECTURE.md "channels"): one supervised
+//! Channel connections run by the server itself: one supervised
 //! task per connected bot. A runner that fails backs off and retries; one that panics is
 //! restarted after a pause; none can take the server down. The runners talk to the rest only
 //! through the services (store) and the chat service.

@@ -1,4 +1,4 @@
-//! Reply generation (ARCHITECTURE.md `generate/`, DECISIONS.md "Model catalog").
+//! Reply generation (docs/decisions.md "Model catalog").
 //!
 //! Every model of the catalog is served by a [`Backend`]: the embedded extractive generator
 //! ([`embedded`], needs no model server) or an OpenAI-compatible upstream ([`openai`]: llama.cpp's

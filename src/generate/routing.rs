@@ -1,4 +1,4 @@
-//! Which backend serves which catalog model (DECISIONS.md "Model catalog").
+//! Which backend serves which catalog model (docs/decisions.md "Model catalog").
 //!
 //! Upstreams are named by `--llm-upstream NAME=BASE_URL` (repeatable); the key of upstream
 //! `NAME` is read from `REPLICAD_LLM_<NAME>_API_KEY` or from the file named by

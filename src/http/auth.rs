@@ -1,4 +1,4 @@
-//! Resolves credentials once per request into a [`Caller`] (spec §5, DECISIONS.md "Auth").
+//! Resolves credentials once per request into a [`Caller`] (spec §5, docs/decisions.md "Auth").
 //!
 //! The organization key comes in `X-ORGANIZATION-SECRET` or `Authorization: Bearer`; it is
 //! looked up by its SHA-256, so neither the key nor a comparison of it is ever in the store.
@@ -128,7 +128,8 @@ async fn user_from_headers(store: &Store, org: &Org, headers: &HeaderMap) -> Res
     let (id, kind) = match (user_header(headers, "X-USER-ID")?, user_header(headers, "X-USER-ID-TYPE")?) {
         (None, None) => return Ok(None),
         (Some(id), Some(kind)) => (id, kind),
-        // DECISIONS.md "Auth": the id alone is of type `id` (what existing clients send).
+        // The id alone is of type `id`: existing clients send the user's id alone after creating
+        // their user (docs/decisions.md "Auth").
         (Some(id), None) => (id, "id"),
         (None, Some(_)) => return Err(Error::new(Code::InvalidUserHeaders, "X-USER-ID-TYPE requires X-USER-ID")),
     };

@@ -75,7 +75,8 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response:
 
 /// A new request id: 32 hex digits, like the simple form of the UUID it replaced, made of a
 /// random 64-bit prefix drawn once per process and a counter — unique across the server's life
-/// and across restarts without a random-number call per request (issue 15 point 1).
+/// and across restarts without a random-number call per request (every request gets one, so
+/// it must cost next to nothing).
 fn next_request_id() -> String {
     static PREFIX: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -114,7 +115,7 @@ async fn dispatch(
         let version = version::negotiate(&parts.headers)?;
         *served = Some(version.date);
         // Authenticated (and rate-limited) before the body is read or inflated: an anonymous
-        // client cannot make the server read or gunzip anything (issue 15 point 9).
+        // client cannot make the server read or gunzip anything.
         let caller = auth::authenticate(&app.store, &app.org_keys, &parts.headers, route.access).await?;
         *org = caller.as_ref().map(|c| c.org.id);
         if let (Some(limiter), Some(c)) = (&app.rate_limiter, &caller) {
@@ -190,7 +191,7 @@ fn cache_key(route: usize, uri: &hyper::Uri, version: &version::Version, req: &R
 ///
 /// Reads (`GET`, `HEAD`) run inline in the connection's task, with the panic caught around the
 /// future: a task of their own cost an allocation, a trip through the scheduler and a wake-up
-/// of the connection per request (issue 15 point 1). Other methods run in a task of their own,
+/// of the connection per request. Other methods run in a task of their own,
 /// so a write whose client goes away mid-request still completes all of its steps (a chat
 /// completion stores its reply after its question) instead of stopping between them.
 async fn run_handler(

@@ -1,4 +1,4 @@
-//! Answers of the hot reads kept until the next commit (issue 15 point 1, the read path).
+//! Answers of the hot reads kept until the next commit.
 //!
 //! Why: after the shared snapshot ([`crate::store::snapshot`]) a read's cost is the JSON of its
 //! body — a list of 24 replicas is 22 KB, escaped byte by byte — and the records it decodes.

@@ -57,7 +57,7 @@ impl Reply {
     /// `status` with `{success: true}` merged into the JSON object `value`: every success body
     /// carries `success`. `value` is written once, after `{"success":true` (its own opening
     /// brace becomes the comma), instead of through serde's `flatten`, which wraps every field
-    /// in a map serializer (issue 15 point 1). A value that is not a JSON object gives
+    /// in a map serializer, a cost paid on every answer. A value that is not a JSON object gives
     /// `{"success":true}`.
     pub fn success<T: Serialize>(status: u16, value: &T) -> Reply {
         const HEAD: &[u8] = br#"{"success":true"#;

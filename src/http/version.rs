@@ -10,7 +10,7 @@
 //!   `{id, name, description, deprecated}`.
 //!
 //! The older paging names of `GET /v1/replicas` (`page_index`, `pageIndex`, `pageSize`) are
-//! accepted in every version (DECISIONS.md "Common"), so they need no adapter.
+//! accepted in every version (docs/decisions.md "Common"), so they need no adapter.
 
 use bytes::Bytes;
 use hyper::header::HeaderMap;

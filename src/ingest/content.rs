@@ -2,7 +2,8 @@
 //! it for the index. Used by the knowledge-base service (text entries, PATCH) and the pipeline
 //! (fetched and extracted text).
 //!
-//! The work is split in two (issue 15 point 9: nothing heavy inside the writer's transaction).
+//! The work is split in two so that nothing heavy runs inside the writer's transaction, where
+//! every other write would wait behind it.
 //! [`PreparedText::prepare`] does everything that costs CPU — the generated title, chunking
 //! (up to 2,000,000 characters), language detection, the summary, encoding every record — off
 //! the single writer, on the blocking pool. [`write_content`] then only puts those finished

@@ -1,4 +1,4 @@
-//! Text extraction from uploaded files and fetched pages (DECISIONS.md "Knowledge base"; the
+//! Text extraction from uploaded files and fetched pages (docs/decisions.md "Knowledge base"; the
 //! formats listed by `GET /v1/knowledge-base/file-types` are exactly `formats::FORMATS`).
 //!
 //! Every extractor is a maintained library: `pdf-extract` (PDF), `docx-rs` (DOCX), `rbook`

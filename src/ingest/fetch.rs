@@ -1,4 +1,4 @@
-//! Fetching the page of a `website` entry (DECISIONS.md "Knowledge base": `url`).
+//! Fetching the page of a `website` entry (docs/decisions.md "Knowledge base": `url`).
 //!
 //! One `reqwest` client with: a connect timeout and an overall timeout, at most
 //! [`MAX_REDIRECTS`] redirects, a body cap (the download stops past `max_bytes`), and — unless

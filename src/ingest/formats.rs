@@ -21,7 +21,7 @@ pub struct FormatInfo {
     pub name: &'static str,
     /// `mediaGroups[].label` of `GET /v1/knowledge-base/file-types`.
     pub group: &'static str,
-    /// `mediaGroups[].mediaType`: one of [`MEDIA_TYPES`] (DECISIONS.md "Knowledge base").
+    /// `mediaGroups[].mediaType`: one of [`MEDIA_TYPES`] (docs/decisions.md "Knowledge base").
     pub media_type: &'static str,
     pub mime_types: &'static [&'static str],
     pub extensions: &'static [&'static str],
@@ -29,7 +29,7 @@ pub struct FormatInfo {
     pub support: &'static str,
 }
 
-/// The values of `mediaGroups[].mediaType` (DECISIONS.md "Knowledge base").
+/// The values of `mediaGroups[].mediaType` (docs/decisions.md "Knowledge base").
 pub const MEDIA_TYPES: &[&str] = &["document", "data", "image", "audio", "video", "ebook"];
 
 /// Every extractable format, in the order `file-types` lists them.

@@ -1,4 +1,4 @@
-//! The OpenAPI rows and schemas of chats, conversations, messages and mentions (DECISIONS.md
+//! The OpenAPI rows and schemas of chats, conversations, messages and mentions (docs/decisions.md
 //! "Chat"; `api::chats`, `api::conversations`).
 
 use serde_json::{json, Value};

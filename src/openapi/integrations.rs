@@ -1,4 +1,4 @@
-//! Schemas of the channel integrations (spec §4.2, DECISIONS.md "Integrations" and
+//! Schemas of the channel integrations (spec §4.2, docs/decisions.md "Integrations" and
 //! "Replicas"): the connect bodies and answers, and the integration object of replica reads.
 
 use serde_json::{json, Value};

@@ -33,7 +33,8 @@ use crate::models::Models;
 use operations::Op;
 use schemas::{object, reference};
 
-/// Decisions of DECISIONS.md and notes for clients: the document's `info.description`.
+/// The decisions that concern clients (see docs/decisions.md) and notes for them: the document's
+/// `info.description`.
 const DESCRIPTION: &str = include_str!("description.md");
 
 /// The whole document for `routes`.
@@ -277,7 +278,7 @@ fn security_schemes() -> Value {
         "userId": key(
             "X-USER-ID",
             "Acts as this user of the organization. Without X-USER-ID-TYPE the type is `id` (the user's own \
-            id), as existing clients send it after creating their user (DECISIONS.md \"Auth\").",
+            id), as existing clients send it after creating their user.",
         ),
         "userIdType": key(
             "X-USER-ID-TYPE",
@@ -293,7 +294,7 @@ fn security_schemes() -> Value {
     })
 }
 
-/// The security alternatives of spec §5 for `access` (DECISIONS.md "Auth").
+/// The security alternatives of spec §5 for `access` (docs/decisions.md "Auth").
 fn security(access: Access) -> Value {
     let org = [json!({ "organizationSecret": [] }), json!({ "bearer": [] })];
     // A user is named by X-USER-ID with its type, or by X-USER-ID alone (type `id`).

@@ -462,7 +462,7 @@ fn history() -> Vec<Op> {
     ]
 }
 
-/// Users (DECISIONS.md "Users").
+/// Users (docs/decisions.md "Users").
 fn users() -> Vec<Op> {
     vec![
         op("POST", "/v1/users", "createUser", "Users", "Create a user")
@@ -521,7 +521,7 @@ fn embed_headers() -> Vec<Value> {
     ]
 }
 
-/// The channel integrations (DECISIONS.md "Integrations").
+/// The channel integrations (docs/decisions.md "Integrations").
 fn integration_ops() -> Vec<Op> {
     vec![
         op(
@@ -648,7 +648,7 @@ fn integration_ops() -> Vec<Op> {
     ]
 }
 
-/// The messengerB integration (DECISIONS.md "Integrations"; `DELETE` is our own).
+/// The messengerB integration (docs/decisions.md "Integrations"; `DELETE` is our own).
 fn messenger_b_ops() -> Vec<Op> {
     let path = "/v1/replicas/{replicaUUID}/integrations/messengerB";
     vec![

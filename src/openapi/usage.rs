@@ -1,4 +1,4 @@
-//! The OpenAPI rows and schemas of usage and analytics (DECISIONS.md "Usage and analytics";
+//! The OpenAPI rows and schemas of usage and analytics (docs/decisions.md "Usage and analytics";
 //! `api::usage`, `api::analytics`).
 
 use serde_json::{json, Value};

@@ -1,4 +1,4 @@
-//! The checks behind `GET /readyz` and `GET /v1/healthcheck` (DECISIONS.md "Operations"):
+//! The checks behind `GET /readyz` and `GET /v1/healthcheck` (docs/decisions.md "Operations"):
 //! the store is open and writable, the search index is caught up with the store's outbox
 //! within `--max-index-lag`, and the background tasks run. Cheap enough to poll every second:
 //! no scan, and a probe write only when the writer has not committed for [`FRESH`].

@@ -7,7 +7,7 @@
 //! store write, removes the rows and marks the revisions `READY`. A crash anywhere in between
 //! only makes it apply rows again.
 //!
-//! **Searchable means searchable** (DECISIONS.md "Knowledge base", status meaning). Clients poll
+//! **Searchable means searchable** (docs/decisions.md "Knowledge base", status meaning). Clients poll
 //! an entry until it reports `VECTOR_CREATED` or `READY` and then ask at once, so an entry
 //! reports either only once a searcher sees its chunks: the status is written after the commit
 //! and the reload, never before (an earlier version marked `VECTOR_CREATED` before the commit,

@@ -520,7 +520,8 @@ pub struct QuestionVector {
 pub enum Scoring {
     /// The asking replica's documents only (what [`Search::search`] uses).
     Replica,
-    /// Every document in the index (all tenants): the behaviour before issue 15 point 8.
+    /// Every document in the index (all tenants): the former scoring, under which one tenant's
+    /// documents changed another's scores.
     WholeIndex,
 }
 

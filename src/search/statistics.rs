@@ -1,4 +1,4 @@
-//! BM25 statistics of one replica's documents (issue 15 point 8, tenant isolation).
+//! BM25 statistics of one replica's documents (tenant isolation).
 //!
 //! All replicas' chunks share one tantivy index, and tantivy's default statistics (document
 //! count, a term's document frequency, a field's token count for the average length) are the

@@ -1,4 +1,4 @@
-//! Chat completions (spec §4.2 `POST …/chat/completions`, DECISIONS.md "Chat"): retrieve the
+//! Chat completions (spec §4.2 `POST …/chat/completions`, docs/decisions.md "Chat"): retrieve the
 //! replica's best chunks, build the [`Generation`] (persona, sources, this user's recent turns
 //! within the token budget), ask the model's backend, and store both history items (the reply
 //! with the sources given to the model) together with the token usage, in one write.
@@ -257,7 +257,7 @@ impl Live {
 /// Most retrievals repeat nothing, so a passage is first compared by its count of bytes above
 /// the space character ([`solid_len`], one pass the compiler vectorizes): passages with the
 /// same words have the same count. The words' hash is computed only when the counts agree (it
-/// was 6 % of a completion's CPU when computed for every passage, issue 15 point 3).
+/// was 6 % of a completion's CPU when computed for every passage).
 #[derive(Default)]
 struct Seen {
     /// Per kept passage: its solid length and, once computed, its key.
@@ -289,7 +289,7 @@ impl Seen {
 /// Counted in runs of 255 bytes into a `u8` (which cannot overflow), so the compiler compares
 /// and adds whole vector registers of bytes. Summed straight into a `usize` it widened every
 /// byte to 64 bits and handled two bytes per step: 2.7 % of a completion's CPU in a profile of
-/// the completions benchmark (issue 15 point 3), 0.3 % counted this way.
+/// the completions benchmark, 0.3 % counted this way.
 fn solid_len(text: &str) -> usize {
     let run = |bytes: &[u8]| bytes.iter().fold(0u8, |n, &b| n + u8::from(b > b' '));
     text.as_bytes().chunks(usize::from(u8::MAX)).map(|c| usize::from(run(c))).sum()
@@ -297,7 +297,7 @@ fn solid_len(text: &str) -> usize {
 
 /// What makes two passages the same: their words, whatever the (ASCII) spacing, as a 64-bit
 /// hash of the words in order. A byte scan without a copy: it ran on every retrieval and took 8 %
-/// of a completion's CPU when it joined the words into a new string (issue 15 point 3).
+/// of a completion's CPU when it joined the words into a new string.
 fn passage_key(text: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = rustc_hash::FxHasher::default();

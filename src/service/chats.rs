@@ -1,4 +1,4 @@
-//! Chats (DECISIONS.md "Chat"): every history item belongs to one chat, kept at write time in
+//! Chats (docs/decisions.md "Chat"): every history item belongs to one chat, kept at write time in
 //! the transaction that stores the item ([`Recorder::record`]).
 //!
 //! A chat is one (replica, user, source) thread, or, for messengerA / messengerB group chats,
@@ -127,8 +127,7 @@ fn v7_at(ms: i64) -> Uuid {
 /// The tables a history write files its items under (chats, conversations and their indexes),
 /// opened once per write rather than once per item: a redb `open_table` looks the table up in
 /// the transaction's table tree (checking the key and value type names) and writes its new
-/// root back when dropped; a completion's two items opened each of these tables twice (issue
-/// 15 point 3).
+/// root back when dropped; a completion's two items opened each of these tables twice.
 pub struct Recorder<'t> {
     txn: &'t WriteTransaction,
     latest: Table<'t, (u128, u128, &'static str), u128>,

@@ -1,4 +1,4 @@
-//! Conversations (DECISIONS.md "Chat"): the runs of a chat's items with no silence longer than
+//! Conversations (docs/decisions.md "Chat"): the runs of a chat's items with no silence longer than
 //! 30 minutes, kept at write time by `service::chats::Recorder::record`; their lists, their items,
 //! an owner's correction of `summary` / `commonQuestions` / `commonTopics`, and the mentions of
 //! the replica in a group conversation.

@@ -1,5 +1,5 @@
 //! Channel integrations of a replica (spec §4.2 `…/integrations/messengerA` and
-//! `…/integrations/messengerB`, DECISIONS.md "Integrations"): the stored bot (token sealed at
+//! `…/integrations/messengerB`, docs/decisions.md "Integrations"): the stored bot (token sealed at
 //! rest), the state its runner reports, the messengerA `getUpdates` offset, and the
 //! integration objects of replica reads.
 //!
@@ -297,7 +297,7 @@ pub async fn stored_reply(
 }
 
 /// The `messengerA_integration` / `messengerB_integration` object of a replica read
-/// (DECISIONS.md "Replicas"): `null` when no bot is connected, else `{token: null,
+/// (docs/decisions.md "Replicas"): `null` when no bot is connected, else `{token: null,
 /// service_name, is_active}` plus, as fields of our own, `last_error` and `last_error_at`
 /// (RFC 3339) when the runner met an error, and messengerA's `mention`.
 pub fn integration_view<R: BotRecord>(bot: Option<&R>) -> Value {

@@ -80,8 +80,8 @@ pub fn page_of<T>(all: Vec<T>, page: u64, page_size: u64) -> (Vec<T>, u64) {
 }
 
 /// Page `page` (from 1) of `page_size` items of an order of `total` items, read from an index
-/// walked from the nearer end (the list operations kept by write-time indexes, issue 15 point
-/// 10): `walk(from_end)` gives the order forwards, or backwards when `from_end`. The walk skips
+/// walked from the nearer end (the list operations kept by write-time indexes):
+/// `walk(from_end)` gives the order forwards, or backwards when `from_end`. The walk skips
 /// keys, not records: a page reads its own records only, and skips at most half the order.
 pub fn page_from_nearer_end<T, I>(
     page: u64,
@@ -122,8 +122,8 @@ pub fn random_hex(len: usize) -> Result<String> {
 
 /// RFC 3339 text (UTC, milliseconds: `2024-05-01T12:00:00.000Z`) of a store timestamp (ms
 /// since the Unix epoch; out of chrono's range: the epoch). The digits are written directly:
-/// chrono's formatter cost 3–5 % of a list read, which writes two or three per item (issue 15
-/// point 1). Years outside 0–9999 are written by chrono.
+/// chrono's formatter cost 3–5 % of a list read, which writes two or three per item. Years
+/// outside 0–9999 are written by chrono.
 pub fn rfc3339(ms: i64) -> String {
     use chrono::{Datelike, Timelike};
     let t = chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default();

@@ -1,4 +1,4 @@
-//! Organizations, their API keys and invitation codes (spec §4.1 redeem, DECISIONS.md "Auth").
+//! Organizations, their API keys and invitation codes (spec §4.1 redeem, docs/decisions.md "Auth").
 //!
 //! Keys and codes are 32 random bytes, hex; only their SHA-256 is stored.
 

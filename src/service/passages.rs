@@ -1,5 +1,5 @@
 //! The texts of the sources a history reply cites (spec §2.2 `content`), kept once per replica
-//! in `tables::REPLICAPASSAGE_TEXT` rather than in every reply (issue 15 point 3).
+//! in `tables::REPLICAPASSAGE_TEXT` rather than in every reply.
 //!
 //! A reply cites up to five chunks of its replica's knowledge base, and the same chunks are
 //! cited again and again: kept inline, every completion wrote and fsynced their text again. On

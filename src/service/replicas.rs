@@ -1,4 +1,4 @@
-//! Replicas (spec §2.3, §4.2; DECISIONS.md "Replicas"): validation, slug uniqueness per
+//! Replicas (spec §2.3, §4.2; docs/decisions.md "Replicas"): validation, slug uniqueness per
 //! organization, listing with filters and paging, cascade delete.
 
 use std::sync::Arc;
@@ -485,7 +485,7 @@ fn matches(r: &Replica, q: &ListQuery, owner: Option<Option<Uuid>>, integrations
     true
 }
 
-/// What a replica's wire view shows besides the record (DECISIONS.md "Replicas").
+/// What a replica's wire view shows besides the record (docs/decisions.md "Replicas").
 pub struct ViewParts {
     /// `distilledKnowledge` and its counts.
     pub distilled: Distilled,

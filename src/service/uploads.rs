@@ -1,4 +1,4 @@
-//! Signed upload URLs of `file` entries (DECISIONS.md "Knowledge base": `filename` →
+//! Signed upload URLs of `file` entries (docs/decisions.md "Knowledge base": `filename` →
 //! `signedURL`). The URL carries a random token (only its SHA-256 is stored); `PUT`ting the
 //! file's bytes to it once, before it expires, stores the file and queues its extraction.
 
@@ -29,7 +29,7 @@ pub struct Uploaded {
 /// The file's type is found first (from the name the entry was created with, which never
 /// changes, the request's `Content-Type` and the first bytes). The bytes are then written and
 /// fsynced as a file of their own (`store::files`), on the blocking pool and outside the
-/// writer: the other writes never wait for them (issue 15 point 9). Only then does a write
+/// writer: the other writes never wait for them. Only then does a write
 /// check the URL and the entry again and put the records naming the file; when it fails, the
 /// file is removed.
 pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_type: Option<String>) -> Result<Uploaded> {

@@ -1,4 +1,4 @@
-//! Usage and analytics (DECISIONS.md "Usage and analytics"): counters of conversations started,
+//! Usage and analytics (docs/decisions.md "Usage and analytics"): counters of conversations started,
 //! per replica and month, day and source, and per organization and month, kept in the write
 //! transaction that starts each conversation ([`count_in`]); reads answer from them (and from
 //! the per-month token counters of `service::token_usage`), never by scanning history.

@@ -1,4 +1,4 @@
-//! Users of an organization (spec §4.2 `/v1/users*`, DECISIONS.md "Auth").
+//! Users of an organization (spec §4.2 `/v1/users*`, docs/decisions.md "Auth").
 
 use redb::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
@@ -40,7 +40,7 @@ impl IdType {
 /// The linked-account types a user may carry (`linkedAccounts[].accountType`).
 pub const ACCOUNT_TYPES: [&str; 3] = ["messengerA", "messengerB", "embed"];
 
-/// Fields a caller sets on a user (`POST /v1/users`, `PUT /v1/users/me`; DECISIONS.md
+/// Fields a caller sets on a user (`POST /v1/users`, `PUT /v1/users/me`; docs/decisions.md
 /// "Users"). `None`: not given — a new user gets the default (a fresh id, an empty name, none),
 /// an update keeps the current value.
 #[derive(Clone, Debug, Default)]

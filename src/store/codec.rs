@@ -59,8 +59,8 @@ thread_local! {
 /// Calls `f` with the bytes of [`encode`]`(value)`, written into a buffer the thread keeps
 /// (up to [`KEPT_BUFFER_BYTES`]): storing a record costs no allocation, and no regrowth of a
 /// fresh vector for the large ones (that regrowth was 4 % of a completion's CPU in a profile
-/// of the completions benchmark while history replies held their sources' texts, issue 15
-/// point 3). A nested call (`f` encoding again) works, with a buffer of its own.
+/// of the completions benchmark while history replies held their sources' texts). A nested
+/// call (`f` encoding again) works, with a buffer of its own.
 pub fn with_encoded<R: Record, T>(value: &R, f: impl FnOnce(&[u8]) -> Result<T>) -> Result<T> {
     BUFFER.with(|cell| {
         let mut out = cell.take();

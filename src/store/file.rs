@@ -1,5 +1,6 @@
 //! The store's file: redb's own file backend ([`redb::backends::FileBackend`]) behind a thin
-//! layer that knows the free space of the data directory's filesystem (issue 15, disk full).
+//! layer that knows the free space of the data directory's filesystem, so that the writer can
+//! answer a full disk before redb meets it.
 //!
 //! **Why the writer checks free space before it writes.** redb latches an I/O error: once a
 //! write, `set_len` or fsync of its file fails (ENOSPC included), every later operation of that
@@ -113,7 +114,7 @@ impl fmt::Debug for StoreFile {
 /// database, kept for the life of the process once read: a server that walked a large store
 /// (a filtered list, the insights job, `check`) would hold up to that much. The file's pages
 /// beyond it are still in the kernel's page cache, one `pread` away. Part of what bounds RSS
-/// under load (issue 15 point 4).
+/// under load.
 pub const PAGE_CACHE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Opens (or creates) the redb database at `path` on a [`StoreFile`], with a page cache of

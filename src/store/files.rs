@@ -1,4 +1,4 @@
-//! Uploaded files, kept as files of their own beside the store's file (issue 15 point 9), in
+//! Uploaded files, kept as files of their own beside the store's file, in
 //! `DATA_DIR/files/`; the store records each one ([`StoredFile`], table `kbid_storedfile`).
 //!
 //! **Why outside redb.** The store has one writer: a 50 MiB upload put into redb held every

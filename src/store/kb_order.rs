@@ -1,6 +1,6 @@
 //! The knowledge-base list's orders, kept in step at write time so that a page of the entry
 //! lists (`GET /v1/replicas/{replicaUUID}/knowledge-base`, `GET /v1/knowledge-base`) reads the
-//! page's records, not the replica's or the organization's (issue 15 point 10).
+//! page's records, not the replica's or the organization's.
 //!
 //! `scope_kborder` holds each entry once per order the lists offer (`createdAt`, `updatedAt`,
 //! `title`, `status`: [`SortKey`]) and per scope (its replica, and its organization), under the

@@ -1,11 +1,12 @@
 //! A replica's knowledge-base summary ([`KbSummary`]: the entry count and the first titles),
 //! kept in step at write time so that a replica read (`distilledKnowledge`, `knowledgeBase`)
-//! costs one lookup instead of a scan of the replica's entries (issue 15 point 1).
+//! costs one lookup instead of a scan of the replica's entries.
 //!
 //! Every write of an entry record goes through [`put_entry`] or [`remove_entry`], which also keep
-//! the entry lists' orders in step (`store::kb_order`). The invariant: `titles` holds the first `min(MAX_TITLES, titled entries)`
-//! titled entries in id order, so a change outside a full window needs no scan, and a title
-//! leaving a full window is replaced by scanning forward from the window's last id.
+//! the entry lists' orders in step (`store::kb_order`). The invariant: `titles` holds the first
+//! `min(MAX_TITLES, titled entries)` titled entries in id order, so a change outside a full
+//! window needs no scan, and a title leaving a full window is replaced by scanning forward from
+//! the window's last id.
 
 use redb::{ReadableTable, WriteTransaction};
 use uuid::Uuid;

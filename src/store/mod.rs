@@ -10,7 +10,7 @@
 //! write is durable. Writes of one [`Grouped`] kind queued together (chat history writes) share
 //! the tables they open ([`Store::write_grouped`]).
 //!
-//! Disk full (issue 15): writes answer `507 INSUFFICIENT_STORAGE` and leave nothing behind
+//! Disk full: writes answer `507 INSUFFICIENT_STORAGE` and leave nothing behind
 //! while the data directory's filesystem is full, reads keep working, and writes succeed again
 //! once space returns, without a restart (`file`: the free-space check and why it comes before
 //! the commit; `handle`: the reopen after a commit that met ENOSPC anyway).
@@ -192,12 +192,12 @@ impl Store {
     }
 
     /// Runs `f` in the shared read snapshot ([`snapshot`]: the last commit, as a fresh read
-    /// transaction would see it), inline on the calling task (issue 15, the read path).
+    /// transaction would see it), inline on the calling task.
     ///
     /// Why inline: a request's reads are a few point lookups or a short range in redb's page
     /// cache — microseconds — while the hop to the blocking pool cost more than the read (thread
-    /// wake-ups, futex and mutex contention of a pool that grew to 139 threads under load; the
-    /// profile of issue 15). A panic in `f` is caught and answered as an internal error, as the
+    /// wake-ups, futex and mutex contention of a pool that grew to 139 threads under load, as a
+    /// profile showed). A panic in `f` is caught and answered as an internal error, as the
     /// pool's join error was. Reads whose size grows with the data (scans over every chat, the
     /// whole knowledge base, the index rebuild) use [`Store::read_scan`] instead, so they never
     /// hold a runtime worker for long.

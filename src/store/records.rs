@@ -32,7 +32,7 @@ impl Record for Invite {
     const VERSION: u8 = 1;
 }
 
-/// A user of an organization (spec §4.2 `/v1/users*`, DECISIONS.md "Users").
+/// A user of an organization (spec §4.2 `/v1/users*`, docs/decisions.md "Users").
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct User {
     /// The store key: the client's id when it is a UUID, else a UUID v5 of it (see
@@ -107,7 +107,7 @@ pub struct Llm {
     pub embedding_model: Option<String>,
 }
 
-/// A replica (spec §2.3) with the decisions of DECISIONS.md "Replicas".
+/// A replica (spec §2.3) with the decisions of docs/decisions.md "Replicas".
 #[derive(Serialize, Deserialize, Debug, Clone, Default)]
 pub struct Replica {
     pub id: Uuid,
@@ -465,7 +465,7 @@ pub struct Counts {
     pub last_replica_reply_at: Option<i64>,
 }
 
-/// A chat (DECISIONS.md "Chat"): one (replica, user, source) thread, or one messengerA /
+/// A chat (docs/decisions.md "Chat"): one (replica, user, source) thread, or one messengerA /
 /// messengerB group chat.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Chat {
@@ -547,7 +547,7 @@ impl From<QuotaV1> for Quota {
     }
 }
 
-/// A replica's messengerA bot (DECISIONS.md "Integrations"): the token sealed by
+/// A replica's messengerA bot (docs/decisions.md "Integrations"): the token sealed by
 /// [`crate::secrets::Secrets`], what `getMe` said, the connection state the runner reports and
 /// the `getUpdates` offset (the next update id to fetch; updates below it were handled).
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -576,7 +576,7 @@ impl Record for MessengerABot {
     const VERSION: u8 = 1;
 }
 
-/// A replica's messengerB bot (DECISIONS.md "Integrations"): the token sealed by
+/// A replica's messengerB bot (docs/decisions.md "Integrations"): the token sealed by
 /// [`crate::secrets::Secrets`], who the platform said the bot is (REST "get current user"), and
 /// the connection state the runner reports. No offset: the gateway's own session resume covers
 /// short disconnections, and messages are de-duplicated by their channel key.

@@ -1,5 +1,5 @@
 //! The replica list's indexes, kept in step at write time so that a page of `GET /v1/replicas`
-//! reads the page's records, not the organization's (issue 15 point 10):
+//! reads the page's records, not the organization's:
 //!
 //! - `org_replicaorder`: each replica under its name (lower-cased) and its popularity (chat
 //!   history items, most first); creation order is `org_replica` itself (UUID v7 ids);

@@ -1,4 +1,4 @@
-//! The read snapshot that reads share until the next commit (issue 15 point 1, the read path).
+//! The read snapshot that reads share until the next commit (the read path).
 //!
 //! Why share: a read of a replica took six table opens and a read transaction of its own, and
 //! beginning, opening and dropping them cost more than its lookups (each open walks redb's
@@ -72,7 +72,7 @@ impl Snapshot {
     /// Record `key` of table `def` (a `u128`-keyed table of `R` records), decoded once per
     /// snapshot and then shared by its reads: the replica of a request's path is read by most
     /// operations under `/v1/replicas/{replicaUUID}`, and decoding it was the largest part of
-    /// a history read (issue 15 point 1). `None` when there is no such record (not kept).
+    /// a history read. `None` when there is no such record (not kept).
     /// Errors as [`crate::store::get`].
     pub fn record<R>(&self, def: TableDefinition<u128, &'static [u8]>, key: u128) -> Result<Option<Arc<R>>>
     where

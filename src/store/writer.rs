@@ -24,7 +24,7 @@ pub type WriteFn = Box<dyn FnMut(&WriteTransaction) -> Result<()> + Send>;
 /// each other in a batch share the tables they write, opened once for the run instead of once
 /// per write.
 ///
-/// Why (issue 15, point 2): redb's `open_table` looks the table up in the transaction's table
+/// Why: redb's `open_table` looks the table up in the transaction's table
 /// tree and compares its key and value type names, and dropping the table writes its root back
 /// into that tree. A history write touches 14 tables; at 64 concurrent writers, opening and
 /// closing them was a fifth of the process's time, more than the fsync.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""SQLite FTS5 rankings, the reference `examples/retrieval.rs sections` compares BM25 with
-(issue 36). Standard library only (Python's sqlite3 with FTS5).
+"""SQLite FTS5 rankings, the reference `examples/retrieval.rs sections` compares BM25 with.
+Standard library only (Python's sqlite3 with FTS5).
 
 Reads {"chunks": [[title, text], ...], "questions": [...], "depth": N} on stdin and writes
 to stdout a JSON list holding, per question, the indexes of its best N chunks: the chunks go

@@ -1,4 +1,4 @@
-//! Credentials (spec §5; DECISIONS.md "Auth").
+//! Credentials (spec §5; docs/decisions.md "Auth").
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;

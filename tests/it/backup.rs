@@ -1,4 +1,4 @@
-//! Online backup and restore (issue 15 point 7): `replicad backup` while writes go on, then
+//! Online backup and restore: `replicad backup` while writes go on, then
 //! `replicad restore` into a fresh directory and a server on it.
 
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
 //! Chat completions answered by the embedded generator from the knowledge base (spec §4.2;
-//! DECISIONS.md "Chat").
+//! docs/decisions.md "Chat").
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;

@@ -1,4 +1,4 @@
-//! Chats, conversations, their messages and mentions (DECISIONS.md "Chat"), driven across
+//! Chats, conversations, their messages and mentions (docs/decisions.md "Chat"), driven across
 //! conversation boundaries by moving the server's clock (`serve --test-clock`), never by sleeping.
 
 use std::io::{BufRead, BufReader, Write};

@@ -1,5 +1,6 @@
-//! Connection limits (issue 31 point 6): a connection with no request in flight is closed after
-//! `--header-timeout`, whatever it sends or does not send; a request in flight is never cut.
+//! Connection limits, so that a client cannot hold a socket and a task for as long as it likes:
+//! a connection with no request in flight is closed after `--header-timeout`, whatever it sends
+//! or does not send; a request in flight is never cut.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

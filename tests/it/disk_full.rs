@@ -1,4 +1,4 @@
-//! Disk full (issue 15 point 6): while the data directory's filesystem is full, every kind of
+//! Disk full: while the data directory's filesystem is full, every kind of
 //! write answers 507 `INSUFFICIENT_STORAGE` with the spec's error body and stores nothing,
 //! reads keep working, writes succeed again once space returns (no restart), `replicad check`
 //! finds the index in agreement with the store, and nothing acknowledged is lost.

@@ -1,6 +1,7 @@
-//! The public embed operations' own limits (issue 31 point 5): rate limits per visitor and per
-//! replica, bounded visitor-user creation, the visitors' own monthly conversation quota apart
-//! from the organization's, and the revocation of an embed key.
+//! The public embed operations' own limits, since anyone may call them (an embed key sits in a
+//! site's HTML): rate limits per visitor and per replica, bounded visitor-user creation, the
+//! visitors' own monthly conversation quota apart from the organization's, and the revocation
+//! of an embed key.
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;

@@ -1,7 +1,7 @@
-//! Prompt framing for upstream models (issue 31 point 7), against the fake upstream of
-//! `common::fake_llm`: retrieved text goes in a message of its own, fenced by tags carrying a
-//! nonce drawn per request, and the system message holds only the replica's and the server's
-//! text.
+//! Prompt framing for upstream models, so that a retrieved document cannot pass for
+//! instructions, against the fake upstream of `common::fake_llm`: retrieved text goes in a
+//! message of its own, fenced by tags carrying a nonce drawn per request, and the system message
+//! holds only the replica's and the server's text.
 
 use serde_json::Value;
 

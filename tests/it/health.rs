@@ -1,5 +1,5 @@
 //! Operability: liveness, readiness and the service health operation, as a load balancer and
-//! an operator see them (DECISIONS.md "Operations").
+//! an operator see them (docs/decisions.md "Operations").
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -1,7 +1,8 @@
-//! Nothing heavy before authentication or inside the writer's transaction (issue 15 point 9):
-//! a body is neither read nor inflated for a caller without credentials, a gzip bomb is cut at
-//! the size limit, a large text entry is prepared outside the single writer (small writes issued
-//! meanwhile succeed), and a title changed while an entry is processed names its chunks.
+//! Nothing heavy before authentication (an anonymous client must not make the server work) or
+//! inside the writer's transaction (every other write would wait behind it): a body is neither
+//! read nor inflated for a caller without credentials, a gzip bomb is cut at the size limit, a
+//! large text entry is prepared outside the single writer (small writes issued meanwhile
+//! succeed), and a title changed while an entry is processed names its chunks.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};

@@ -1,4 +1,4 @@
-//! A whole session of the hosted service's own tools (issue 17), played as they do it: only the
+//! A whole session of the hosted service's own tools, played as they do it: only the
 //! organization key plus `X-USER-ID` after the user exists, an operator catalog (`--models`)
 //! carrying the model ids the tools send, training through a file's signed URL, polling until
 //! searchable, asking, listing the training data organization-wide, cleaning it up, deleting the

@@ -1,4 +1,4 @@
-//! Redeeming invitation codes (spec §4.1, rule §7.2; DECISIONS.md "Auth").
+//! Redeeming invitation codes (spec §4.1, rule §7.2; docs/decisions.md "Auth").
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};

@@ -1,5 +1,5 @@
 //! Organizations see nothing of each other; private replicas are visible only to their owner
-//! and whitelisted users (DECISIONS.md "Auth").
+//! and whitelisted users (docs/decisions.md "Auth").
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -173,9 +173,9 @@ async fn scores(org: &Org, replica: &str, question: &str) -> Vec<(u64, f64)> {
     sources.iter().map(|s| (s["id"].as_u64().expect("id"), s["score"].as_f64().expect("score"))).collect()
 }
 
-/// Issue 15 point 8: BM25 statistics are the asking replica's own, so another organization's
-/// documents — here 40 entries full of the question's terms, in the same index — change
-/// neither the scores nor the ranking of a replica's sources.
+/// BM25 statistics are the asking replica's own, so another organization's documents — here
+/// 40 entries full of the question's terms, in the same index — change neither the scores nor
+/// the ranking of a replica's sources.
 #[tokio::test]
 async fn another_organizations_entries_do_not_change_a_replicas_scores() {
     let server = Server::start();

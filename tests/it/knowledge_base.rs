@@ -1,4 +1,4 @@
-//! Knowledge-base entries (spec §2.5, §4.2; DECISIONS.md "Knowledge base").
+//! Knowledge-base entries (spec §2.5, §4.2; docs/decisions.md "Knowledge base").
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};

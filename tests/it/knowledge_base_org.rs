@@ -1,5 +1,5 @@
-//! The organization-wide knowledge-base operations the hosted service's tools use (issue 17
-//! point 3; DECISIONS.md "Knowledge base"): `GET /v1/knowledge-base` over every replica the
+//! The organization-wide knowledge-base operations the hosted service's tools use
+//! (docs/decisions.md "Knowledge base"): `GET /v1/knowledge-base` over every replica the
 //! caller may see, `GET`/`PATCH`/`DELETE /v1/knowledge-base/{knowledgeBaseID}`, and the
 //! retrieval check `POST …/chat/completions/test`.
 

@@ -1,6 +1,6 @@
-//! The hot reads' answers kept until the next commit (`http::read_cache`, issue 15 point 1): a
-//! kept answer is sent again (counted in `/metrics`), never after a write it does not show, and
-//! never to another organization or user.
+//! The hot reads' answers, read far more often than they change, kept until the next commit
+//! (`http::read_cache`): a kept answer is sent again (counted in `/metrics`), never after a
+//! write it does not show, and never to another organization or user.
 
 use reqwest::StatusCode;
 use serde_json::json;

@@ -1,4 +1,4 @@
-//! Replicas and the model catalog (spec §2.3, §2.4, §4.2; DECISIONS.md "Replicas",
+//! Replicas and the model catalog (spec §2.3, §2.4, §4.2; docs/decisions.md "Replicas",
 //! "Model catalog").
 
 use reqwest::{Method, StatusCode};

@@ -1,8 +1,9 @@
-//! "Searchable means searchable" (issue 17 point 2; DECISIONS.md "Knowledge base", status
-//! meaning), tried the way the hosted service's tools work: create an entry, poll it with no
-//! pause beyond 10 ms until it reports `VECTOR_CREATED` or `READY`, and ask at once for a phrase
-//! only it holds — 100 rounds for each kind (text, file through its signed URL, website on
-//! loopback) with no miss. Then the other direction: once a `DELETE` or a `PATCH` of the text
+//! "Searchable means searchable": from the moment an entry reports `VECTOR_CREATED` or `READY`,
+//! every completion and retrieval sees it (docs/decisions.md "Knowledge base", status meaning).
+//! Tried the way the hosted service's tools work: create an entry, poll it with no pause beyond
+//! 10 ms until it reports `VECTOR_CREATED` or `READY`, and ask at once for a phrase only it
+//! holds — 100 rounds for each kind (text, file through its signed URL, website on loopback)
+//! with no miss. Then the other direction: once a `DELETE` or a `PATCH` of the text
 //! has answered, the old phrase never comes back.
 
 use std::collections::HashMap;

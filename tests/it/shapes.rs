@@ -1,7 +1,8 @@
-//! The shapes a typed client generated from the hosted service's document reads (issue 14;
-//! DECISIONS.md "Common", "Users", "Replicas", "Knowledge base"): required fields present and
-//! typed, no `null` where none is allowed. (`.ci/typed-client` parses one answer of every
-//! operation with a client generated from our own document.)
+//! The shapes a typed client generated from the hosted service's document reads, as existing
+//! clients parse answers with such generated models (docs/decisions.md "Common", "Users",
+//! "Replicas", "Knowledge base"): required fields present and typed, no `null` where none is
+//! allowed. (`.ci/typed-client` parses one answer of every operation with a client generated
+//! from our own document.)
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
-//! Uploaded files are files of their own in `DATA_DIR/files/` (issue 15 point 9): written and
-//! fsynced before the record that names them is committed, removed with their entry or
-//! replica, the files a crash left unrecorded removed at the next start, and checked whole by
-//! `replicad check`.
+//! Uploaded files are files of their own in `DATA_DIR/files/`, so that a large upload does not
+//! hold up the store's single writer: written and fsynced before the record that names them is
+//! committed, removed with their entry or replica, the files a crash left unrecorded removed at
+//! the next start, and checked whole by `replicad check`.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! Usage and analytics (DECISIONS.md "Usage and analytics"): counters kept with the messages,
+//! Usage and analytics (docs/decisions.md "Usage and analytics"): counters kept with the messages,
 //! read across UTC days and a restart, with the server's clock moved instead of waiting.
 
 use chrono::{Datelike, TimeZone, Utc};

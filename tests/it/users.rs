@@ -1,4 +1,4 @@
-//! Users of an organization (spec §4.2 `/v1/users*`; DECISIONS.md "Auth").
+//! Users of an organization (spec §4.2 `/v1/users*`; docs/decisions.md "Auth").
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;
@@ -144,7 +144,11 @@ async fn a_deleted_user_no_longer_authenticates_and_its_replicas_pass_to_the_own
     let bea = org.create_user("Bea", "bea@example.org").await;
     let replica = org.create_replica_from(replica_body("beas", &bea)).await;
     let r = org.call(Method::DELETE, "/v1/users/me", None, &user("email", "bea@example.org")).await;
-    assert_eq!((r.status, r.text.as_str()), (StatusCode::NO_CONTENT, ""), "204, no body (DECISIONS.md Common)");
+    assert_eq!(
+        (r.status, r.text.as_str()),
+        (StatusCode::NO_CONTENT, ""),
+        "204, no body (docs/decisions.md \"Common\")"
+    );
     assert!(r.header("content-type").is_none());
 
     let r = org.call(Method::GET, "/v1/users/me", None, &user("email", "bea@example.org")).await;

@@ -1,4 +1,4 @@
-//! The messengerA bot of a replica (spec §4.2 `…/integrations/messengerA`, DECISIONS.md
+//! The messengerA bot of a replica (spec §4.2 `…/integrations/messengerA`, docs/decisions.md
 //! "Integrations"): long polling with `getUpdates`, replies with `sendMessage`.
 //!
 //! - Private chats: every text message is answered. Groups and supergroups: messages that

@@ -1,4 +1,4 @@
-//! The messengerB bot of a replica (spec §4.2 `…/integrations/messengerB`, DECISIONS.md
+//! The messengerB bot of a replica (spec §4.2 `…/integrations/messengerB`, docs/decisions.md
 //! "Integrations"): one gateway session (twilight-gateway, WebSocket, `--messenger-b-gateway`)
 //! receives the messages, the REST API (twilight-http, `--messenger-b-api-base`) sends the
 //! replies.

@@ -4,7 +4,7 @@
 //! holds each of the question's terms, again for its heading path and code block, and again
 //! per selection step. With the terms in a `Vec<String>`, each test compared the term with
 //! every string of equal length byte by byte: `memcmp` alone was 5.5 % of a completion's CPU in
-//! a profile of the completions benchmark (issue 15 point 3), 1.4 % since. [`Terms::contains`]
+//! a profile of the completions benchmark, 1.4 % since. [`Terms::contains`]
 //! compares a 64-bit tag per term first (its length and first seven bytes), which decides alone
 //! for terms of up to seven bytes, most stems.
 

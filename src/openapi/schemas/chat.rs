@@ -1,4 +1,4 @@
-//! Chat and chat-history schemas (spec §2.1, §4.1; DECISIONS.md "Chat"), one function each.
+//! Chat and chat-history schemas (spec §2.1, §4.1; docs/decisions.md "Chat"), one function each.
 
 use serde_json::{json, Value};
 

@@ -1,5 +1,5 @@
-//! Knowledge-base schemas (spec §2.5; DECISIONS.md "Knowledge base"). Absent optional values of
-//! an entry are omitted, never `null`.
+//! Knowledge-base schemas (spec §2.5; docs/decisions.md "Knowledge base"). Absent optional
+//! values of an entry are omitted, never `null`.
 
 use serde_json::{json, Value};
 

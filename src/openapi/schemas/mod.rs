@@ -4,7 +4,7 @@
 //!
 //! Response objects are closed (`additionalProperties: false`): the document lists every field
 //! the server sends. Request objects are closed where the server rejects unknown fields (spec
-//! "no extra fields"), open where it ignores them (DECISIONS.md "Common").
+//! "no extra fields"), open where it ignores them (docs/decisions.md "Common").
 
 mod chat;
 mod invites;
@@ -69,7 +69,7 @@ fn deprecated(mut schema: Value, note: &str) -> Value {
     schema
 }
 
-/// A page of a list (DECISIONS.md "Common"): `{success, items: [<item>], total}`.
+/// A page of a list (docs/decisions.md "Common"): `{success, items: [<item>], total}`.
 fn page_of(item: &str) -> Value {
     object(
         &["success", "items", "total"],

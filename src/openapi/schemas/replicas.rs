@@ -1,4 +1,4 @@
-//! Replica schemas (spec §2.3; DECISIONS.md "Replicas").
+//! Replica schemas (spec §2.3; docs/decisions.md "Replicas").
 
 use serde_json::{json, Value};
 

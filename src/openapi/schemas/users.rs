@@ -1,4 +1,4 @@
-//! User schemas (`/v1/users*`; DECISIONS.md "Users").
+//! User schemas (`/v1/users*`; docs/decisions.md "Users").
 
 use serde_json::{json, Value};
 
@@ -52,7 +52,7 @@ fn linked_account() -> Value {
     )
 }
 
-/// The user, flat (DECISIONS.md "Users"): `{success, id, name, email?, linkedAccounts}` plus
+/// The user, flat (docs/decisions.md "Users"): `{success, id, name, email?, linkedAccounts}` plus
 /// fields of our own.
 fn user_response() -> Value {
     object(

@@ -1,4 +1,4 @@
-//! Creating knowledge-base entries (DECISIONS.md "Knowledge base": create body, 409
+//! Creating knowledge-base entries (docs/decisions.md "Knowledge base": create body, 409
 //! `URL_ALREADY_EXISTS`, 429/400 `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED`).
 
 use redb::{ReadableTable, WriteTransaction};

@@ -1,4 +1,4 @@
-//! `distilledKnowledge` of a replica (DECISIONS.md "Replicas"): a short text saying what its
+//! `distilledKnowledge` of a replica (docs/decisions.md "Replicas"): a short text saying what its
 //! knowledge base covers, and the counts behind it. Read from the summary kept at write time
 //! (`store::kb_summary`), in the read transaction of the replica views
 //! (`service::replicas::view_parts`).

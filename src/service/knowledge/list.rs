@@ -1,5 +1,5 @@
 //! Listing and reading knowledge-base entries: filters, sort order, and the entry with its
-//! source record (DECISIONS.md "Knowledge base": entry fields, list filters).
+//! source record (docs/decisions.md "Knowledge base": entry fields, list filters).
 
 use redb::ReadOnlyTable;
 use uuid::Uuid;

@@ -1,4 +1,4 @@
-//! Knowledge-base entries (spec §2.5, §4.2; DECISIONS.md "Knowledge base").
+//! Knowledge-base entries (spec §2.5, §4.2; docs/decisions.md "Knowledge base").
 //!
 //! A text entry is chunked at creation; a `url` entry becomes an ingestion job (fetched and
 //! extracted by `ingest::pipeline`); a `filename` entry waits for its bytes on a signed upload
