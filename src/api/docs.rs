@@ -47,6 +47,7 @@ pub fn pages() -> Vec<Route> {
             path: "/docs",
             access: Access::Public,
             body: BodyKind::Json,
+            cached: false,
             handler: |a, r| Box::pin(page(a, r)),
         },
         Route {
@@ -54,6 +55,7 @@ pub fn pages() -> Vec<Route> {
             path: "/docs/{file}",
             access: Access::Public,
             body: BodyKind::Json,
+            cached: false,
             handler: |a, r| Box::pin(asset(a, r)),
         },
     ]

@@ -344,7 +344,7 @@ async fn page(app: Arc<App>, req: Req) -> Result<Reply> {
 }
 
 fn route(method: Method, path: &'static str, handler: super::Handler) -> Route {
-    Route { method, path, access: Access::Public, body: BodyKind::Json, handler }
+    Route { method, path, access: Access::Public, body: BodyKind::Json, cached: false, handler }
 }
 
 /// The routes that are not API operations (assets, the page, CORS preflights).

@@ -51,21 +51,43 @@ pub struct Route {
     pub path: &'static str,
     pub access: Access,
     pub body: BodyKind,
+    /// Whether the read cache ([`crate::http::read_cache`]) may keep its answers: marked
+    /// `Cached` in [`routes`], only on a `GET` whose handler's answer is a function of the store,
+    /// the request target, the API version and the caller alone (no clock, no randomness, no
+    /// other header, no search index).
+    pub cached: bool,
     pub handler: Handler,
 }
 
+/// What a row of [`routes`] may say after its access: `Raw` (the body, else JSON) and
+/// `Cached` ([`Route::cached`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mark {
+    Raw,
+    Cached,
+}
+
+impl Mark {
+    fn body(marks: &[Mark]) -> BodyKind {
+        if marks.contains(&Mark::Raw) {
+            BodyKind::Raw
+        } else {
+            BodyKind::Json
+        }
+    }
+}
+
 macro_rules! routes {
-    ($($method:ident $path:literal $access:ident $($body:ident)? => $handler:path;)*) => {
+    ($($method:ident $path:literal $access:ident $($mark:ident)* => $handler:path;)*) => {
         vec![$(Route {
             method: Method::$method,
             path: $path,
             access: Access::$access,
-            body: routes!(@body $($body)?),
+            body: Mark::body(&[$(Mark::$mark),*]),
+            cached: [$(Mark::$mark),*].contains(&Mark::Cached),
             handler: |app, req| Box::pin($handler(app, req)),
         },)*]
     };
-    (@body) => { BodyKind::Json };
-    (@body $body:ident) => { BodyKind::$body };
 }
 
 /// Every operation the server answers.
@@ -77,18 +99,18 @@ pub fn routes() -> Vec<Route> {
         GET "/v1/healthcheck" Public => health::healthcheck;
         POST "/v1/api-keys/invites/{code}/redeem" Public => invites::redeem;
         GET "/v1/replicas/models" Either => models::list;
-        GET "/v1/replicas" Either => replicas::list;
+        GET "/v1/replicas" Either Cached => replicas::list;
         POST "/v1/replicas" Org => replicas::create;
-        GET "/v1/replicas/{replicaUUID}" Org => replicas::read;
+        GET "/v1/replicas/{replicaUUID}" Org Cached => replicas::read;
         PUT "/v1/replicas/{replicaUUID}" Org => replicas::update;
         DELETE "/v1/replicas/{replicaUUID}" Org => replicas::delete;
         GET "/v1/replicas/{replicaUUID}/knowledge-base" Either => knowledge_base::list;
         POST "/v1/replicas/{replicaUUID}/knowledge-base" Either => knowledge_base::create;
-        GET "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::read;
+        GET "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}" Either Cached => knowledge_base::read;
         PATCH "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::patch;
         DELETE "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::delete;
         GET "/v1/knowledge-base" Either => knowledge_base::list;
-        GET "/v1/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::read;
+        GET "/v1/knowledge-base/{knowledgeBaseID}" Either Cached => knowledge_base::read;
         PATCH "/v1/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::patch;
         DELETE "/v1/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::delete;
         GET "/v1/knowledge-base/file-types" Either => knowledge_base::file_types;
@@ -97,13 +119,13 @@ pub fn routes() -> Vec<Route> {
         POST "/v1/replicas/{replicaUUID}/chat/completions/messengerA" Either => chat::complete_messenger_a;
         POST "/v1/replicas/{replicaUUID}/chat/completions/test" Org => chat::complete_test;
         POST "/v1/experimental/replicas/{replicaUUID}/chat/completions" User => chat::complete_experimental;
-        GET "/v1/replicas/{replicaUUID}/chat/history" Either => history::list_all;
+        GET "/v1/replicas/{replicaUUID}/chat/history" Either Cached => history::list_all;
         POST "/v1/replicas/{replicaUUID}/chat/history" Either => history::save;
-        GET "/v1/replicas/{replicaUUID}/chat/history/web" Either => history::list_web;
-        GET "/v1/replicas/{replicaUUID}/chat/history/embed" Either => history::list_embed;
-        GET "/v1/replicas/{replicaUUID}/chat/history/messengerA" Either => history::list_messenger_a;
+        GET "/v1/replicas/{replicaUUID}/chat/history/web" Either Cached => history::list_web;
+        GET "/v1/replicas/{replicaUUID}/chat/history/embed" Either Cached => history::list_embed;
+        GET "/v1/replicas/{replicaUUID}/chat/history/messengerA" Either Cached => history::list_messenger_a;
         POST "/v1/replicas/{replicaUUID}/chat/history/messengerA" Either => history::save_messenger_a;
-        GET "/v1/replicas/{replicaUUID}/chat/history/messengerB" Either => history::list_messenger_b;
+        GET "/v1/replicas/{replicaUUID}/chat/history/messengerB" Either Cached => history::list_messenger_b;
         GET "/v1/replicas/{replicaUUID}/chats" Either => chats::list;
         GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}" Either => chats::read;
         GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}/messages" Either => chats::messages;
@@ -167,5 +189,20 @@ pub async fn path_replica(app: &App, req: &Req) -> Result<std::sync::Arc<crate::
 pub fn set_some<T: serde::Serialize>(v: &mut serde_json::Value, key: &str, value: Option<T>) {
     if let Some(value) = value {
         v[key] = serde_json::json!(value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_reads_are_marked_cached_and_raw_is_a_body_kind() {
+        let all = routes();
+        assert!(all.iter().filter(|r| r.cached).all(|r| r.method == Method::GET));
+        assert_eq!(all.iter().filter(|r| r.cached).count(), 9);
+        let upload = all.iter().find(|r| r.path == "/v1/knowledge-base/uploads/{token}").unwrap();
+        assert_eq!((upload.body, upload.cached), (BodyKind::Raw, false));
+        assert!(all.iter().find(|r| r.path == "/v1/replicas" && r.method == Method::GET).unwrap().cached);
     }
 }

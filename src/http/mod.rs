@@ -110,7 +110,7 @@ async fn dispatch(
 ) -> Result<Reply, (Error, Option<String>)> {
     let route = &app.routes[matched.route];
     let (parts, mut body) = req.into_parts();
-    let began = app.read_cache.began(&app.store, &parts.method, route.path);
+    let began = app.read_cache.began(&app.store, &parts.method, route.cached);
     let prepared = async {
         let version = version::negotiate(&parts.headers)?;
         *served = Some(version.date);

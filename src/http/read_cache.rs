@@ -7,7 +7,8 @@
 //! until the store's next commit, and a read that finds one sends it as the minimal server
 //! sends its bytes.
 //!
-//! Why it stays correct: the answers of [`CACHED_ROUTES`] are a function of the store, the
+//! Why it stays correct: the answers of the routes marked `Cached` in the route table
+//! ([`crate::api::routes`], [`crate::api::Route::cached`]) are a function of the store, the
 //! request target (path and query), the API version and the caller (organization and user)
 //! only: no clock, no randomness, no other header, no search index. An answer is kept under
 //! those and under the store's commit generation ([`Store::commit_generation`]) read *before*
@@ -31,20 +32,6 @@ use uuid::Uuid;
 
 use super::response::{Body, Reply};
 use crate::store::Store;
-
-/// The `GET` operations whose answers are kept (see the module documentation for why each is
-/// a function of the store, the target and the caller only).
-pub const CACHED_ROUTES: &[&str] = &[
-    "/v1/replicas",
-    "/v1/replicas/{replicaUUID}",
-    "/v1/replicas/{replicaUUID}/chat/history",
-    "/v1/replicas/{replicaUUID}/chat/history/web",
-    "/v1/replicas/{replicaUUID}/chat/history/embed",
-    "/v1/replicas/{replicaUUID}/chat/history/messengerA",
-    "/v1/replicas/{replicaUUID}/chat/history/messengerB",
-    "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}",
-    "/v1/knowledge-base/{knowledgeBaseID}",
-];
 
 /// What an answer is kept under, besides the commit generation.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -98,15 +85,10 @@ impl ReadCache {
         ReadCache { max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX), kept: Mutex::default() }
     }
 
-    /// Whether answers of `route_path` (a route template) to `GET` are kept.
-    pub fn covers(&self, route_path: &str) -> bool {
-        self.max_bytes > 0 && CACHED_ROUTES.contains(&route_path)
-    }
-
-    /// The store's generation when a `GET` of `route_path` begins (before its caller is
-    /// authenticated), if its answer may be kept.
-    pub fn began(&self, store: &Store, method: &hyper::Method, route_path: &str) -> Option<u64> {
-        (method == hyper::Method::GET && self.covers(route_path)).then(|| store.commit_generation()).flatten()
+    /// The store's generation when a `GET` of a route marked `Cached` (`cached`) begins (before
+    /// its caller is authenticated), if its answer may be kept (not with a cache of 0 bytes).
+    pub fn began(&self, store: &Store, method: &hyper::Method, cached: bool) -> Option<u64> {
+        (self.max_bytes > 0 && cached && method == hyper::Method::GET).then(|| store.commit_generation()).flatten()
     }
 
     /// The answer kept under `key` for `generation` (read when the request began).
@@ -192,6 +174,5 @@ mod tests {
         cache.put(key("/older"), 6, Some(6), &ok(b""));
         assert!(cache.get(&key("/older"), 6).is_none());
         assert_eq!(body(&cache.get(&key("/fits"), 7).unwrap()), "1234");
-        assert!(!ReadCache::new(0).covers("/v1/replicas") && cache.covers("/v1/replicas"));
     }
 }

@@ -125,6 +125,7 @@ pub fn route() -> Route {
         path: "/metrics",
         access: Access::Public,
         body: BodyKind::Json,
+        cached: false,
         handler: |app, req| Box::pin(scrape(app, req)),
     }
 }
