@@ -79,4 +79,14 @@ impl App {
             read_cache,
         }
     }
+
+    /// What the chat service needs of the server (the API's completions and the channels' bots).
+    pub fn chat_context(&self) -> crate::service::chat::Context {
+        crate::service::chat::Context {
+            store: self.store.clone(),
+            search: self.search.clone(),
+            backends: self.backends.clone(),
+            max_tokens: self.config.llm.llm_max_tokens,
+        }
+    }
 }

@@ -198,12 +198,21 @@ mod layering {
         LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
     }
 
-    /// `crate::NAME` paths in the non-test code of `text` (comments skipped).
+    /// `crate::NAME` paths in the non-test code of `text`, and the doc links to them (rustdoc
+    /// resolves a link as the compiler resolves an import); plain `//` comments are skipped.
     fn crate_paths(text: &str) -> Vec<String> {
         let code = text.split("#[cfg(test)]").next().unwrap_or("");
         let mut found = Vec::new();
-        for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
-            for (i, _) in line.match_indices("crate::") {
+        for line in code.lines() {
+            let l = line.trim_start();
+            let doc = l.starts_with("///") || l.starts_with("//!");
+            if l.starts_with("//") && !doc {
+                continue;
+            }
+            // in docs, links only: a path in plain backticks names a thing, it does not link it
+            let pattern = if doc { "[`crate::" } else { "crate::" };
+            for (i, _) in line.match_indices(pattern) {
+                let i = i + pattern.len() - "crate::".len();
                 let rest = &line[i + "crate::".len()..];
                 let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
                 found.push(name);

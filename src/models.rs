@@ -1,6 +1,6 @@
 //! The model catalog (spec §2.4): exactly 19 model ids, loaded from `data/models.json`
 //! (compiled into the binary, so it always starts) or from an operator's copy (`--models FILE`)
-//! whose entries may also carry `route` (`NAME/UPSTREAM_MODEL`, see [`crate::generate::routing`])
+//! whose entries may also carry `route` (`NAME/UPSTREAM_MODEL`, see `generate::routing`)
 //! and `vision` (the model accepts images); those two are never shown on the wire.
 
 use serde::{Deserialize, Serialize};

@@ -1,5 +1,5 @@
 //! What every OpenAI-compatible upstream call shares, whatever it asks for (chat completions in
-//! [`crate::generate::openai`], embeddings in [`crate::embed::upstream`]): how an upstream is
+//! `generate::openai`, embeddings in `embed::upstream`): how an upstream is
 //! declared (`--llm-upstream NAME=BASE_URL`, its key from the environment), the timeouts and
 //! retries of a call, and the one error a failure becomes.
 //!

@@ -28,7 +28,7 @@ use crate::generate::Turn;
 use crate::http::request::Req;
 use crate::http::response::{error_body, sse_event, Reply};
 use crate::service::channel_data::{self, MessengerAData, MessengerBData};
-use crate::service::chat::{self, Ask, Completion, Context, Event};
+use crate::service::chat::{self, Ask, Completion, Event};
 use crate::service::check_len;
 use crate::store::records::Replica;
 
@@ -86,16 +86,6 @@ fn yes() -> bool {
     true
 }
 
-/// What the chat service needs of the server (shared by the channels).
-pub fn context(app: &App) -> Context {
-    Context {
-        store: app.store.clone(),
-        search: app.search.clone(),
-        backends: app.backends.clone(),
-        max_tokens: app.config.llm.llm_max_tokens,
-    }
-}
-
 fn wants_stream(req: &Req) -> bool {
     req.headers.get_all("accept").iter().any(|v| v.to_str().is_ok_and(|s| s.contains("text/event-stream")))
 }
@@ -109,7 +99,7 @@ async fn answer(
     render: fn(&Completion, &Replica) -> Reply,
 ) -> Result<Reply> {
     let user = req.caller()?.acting_user();
-    let cx = context(app);
+    let cx = app.chat_context();
     if wants_stream(req) {
         let started = chat::stream(&cx, replica, user, ask).await?;
         let (request_id, expose) = (req.request_id.clone(), app.config.expose_internal_errors);
@@ -172,7 +162,7 @@ pub async fn complete_test(app: Arc<App>, req: Req) -> Result<Reply> {
     let channel = channel_data::of_source(body.source, body.messenger_b_data.as_ref())?;
     let ask = Ask { content: body.content.clone(), skip_chat_history: true, ..Ask::on(channel) };
     let user = req.caller()?.acting_user();
-    let done = chat::complete(&context(&app), &replica, user, ask).await?;
+    let done = chat::complete(&app.chat_context(), &replica, user, ask).await?;
     let sources: Vec<_> = done.retrieved.iter().zip(&done.ranks).map(|(s, r)| retrieved_view(s, r)).collect();
     let mut view = json!({ "content": done.content, "query": body.content, "sources": sources });
     if let Some(e) = &done.explanation {

@@ -259,7 +259,7 @@ async fn answer(app: &Arc<App>, req: &Req, visit: Visit, content: String) -> Res
         Err(limited) => return Ok(limited),
     };
     let visit = admitted.visit;
-    let cx = super::chat::context(app);
+    let cx = app.chat_context();
     let source = visit.source.to_string();
     let ask = Ask { content, source, pool: visitors(app), ..Ask::default() };
     let streaming = header(req, "accept").is_some_and(|a| a.contains("text/event-stream"));

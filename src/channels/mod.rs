@@ -152,7 +152,7 @@ where
             typing().await;
         }
     }));
-    let cx = crate::api::chat::context(app);
+    let cx = app.chat_context();
     let (_, done) = tokio::join!(first, crate::service::chat::complete(&cx, replica, user, ask));
     drop(renewals);
     match done {

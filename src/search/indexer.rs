@@ -21,7 +21,7 @@
 //! searchable by BM25 at once and handed to [`super::embedding`], whose last write for it appends
 //! the outbox row that brings its vectors into the vector search and the entry to `READY`. The other direction needs nothing here: a `DELETE` or a
 //! text `PATCH` removes or replaces the entry's chunks in the store in its own write, and
-//! [`crate::service::chat::retrieve`] re-reads every hit's chunk from the store, so a hit on
+//! the chat service (`service::chat::retrieve`) re-reads every hit's chunk from the store, so a hit on
 //! old index documents never brings back old text.
 
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -181,7 +181,7 @@ impl Store {
     /// A number that changes at every commit and is never seen twice in the process: a read
     /// that begins after a write was acknowledged finds a newer one than any read that began
     /// before that write's commit. `None` while the file is being reopened after a failed
-    /// write. What [`crate::http::read_cache`] keys its answers on.
+    /// write. What the read cache (`http::read_cache`) keys its answers on.
     pub fn commit_generation(&self) -> Option<u64> {
         self.handle.commit_generation()
     }

@@ -548,7 +548,7 @@ impl From<QuotaV1> for Quota {
 }
 
 /// A replica's messengerA bot (docs/decisions.md "Integrations"): the token sealed by
-/// [`crate::secrets::Secrets`], what `getMe` said, the connection state the runner reports and
+/// `secrets::Secrets`, what `getMe` said, the connection state the runner reports and
 /// the `getUpdates` offset (the next update id to fetch; updates below it were handled).
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct MessengerABot {
@@ -577,7 +577,7 @@ impl Record for MessengerABot {
 }
 
 /// A replica's messengerB bot (docs/decisions.md "Integrations"): the token sealed by
-/// [`crate::secrets::Secrets`], who the platform said the bot is (REST "get current user"), and
+/// `secrets::Secrets`, who the platform said the bot is (REST "get current user"), and
 /// the connection state the runner reports. No offset: the gateway's own session resume covers
 /// short disconnections, and messages are de-duplicated by their channel key.
 #[derive(Serialize, Deserialize, Debug, Clone)]
