@@ -4,12 +4,14 @@
 //! lower layers; the test `layering` below reads every `crate::` path to hold it):
 //!
 //! 1. `main` (the binary) and this crate root (`serve`, `install_crypto_provider`);
-//! 2. `server` (accept loop, TLS), `admin` (admin socket), `demo` (demo data), `cli`;
-//! 3. the request path: `http` (route lookup, decode, auth, errors), `api` (one row per
+//! 2. `orgs_cli`, then `admin` (admin socket), `demo` (demo data), `cli`;
+//! 3. the request path: `http` (route rows and lookup, decode, auth, errors), `api` (one row per
 //!    operation: parse → authorize → service → DTO), `openapi` (the published document), `app`
 //!    (the state handlers get). These four name each other's types (a route row names an `api`
 //!    handler taking `http`'s `Req` and `app`'s `App`; the `App` holds the router) and nothing
-//!    below names them;
+//!    below names them. Beside them `server` (accept loop, TLS), `ops` (metrics, health, shutdown)
+//!    and `channels` (the bots) may name the state (`app`), `http` and `server`'s connection code,
+//!    never an operation's handler (`api`) or `openapi`;
 //! 4. `config` (flags and defaults);
 //! 5. `service` (business rules; plain Rust types in and out);
 //! 6. `generate` (replies; it scores sentences with `search`'s analyzers) and `backup` (online
@@ -17,8 +19,8 @@
 //!    (tantivy), then `ingest` (fetch, extract, write an entry's text) and `embed` (text →
 //!    vectors, by an in-process model or an OpenAI-compatible upstream);
 //! 7. `text` (language detection, chunking);
-//! 8. `store` (redb, records, codec) and `upstream` (what every OpenAI-compatible upstream
-//!    call shares: declaration, timeouts, retries, errors);
+//! 8. `store` (redb, records, codec), `secrets` (sealing channel tokens) and `upstream` (what
+//!    every OpenAI-compatible upstream call shares: declaration, timeouts, retries, errors);
 //! 9. `error`, `models` (the model catalog), and the modules every layer may use: `clock`,
 //!    `stop`, `telemetry`, `memory` (giving freed heap back to the system).
 
@@ -191,8 +193,19 @@ mod layering {
         ("telemetry", 0),
         ("memory", 0),
     ];
-    /// The layer whose modules may name each other (the request path).
+    /// The layer whose modules may name each other, as far as [`may_share`] allows.
     const SHARED: u8 = 8;
+    /// The request path: at [`SHARED`]'s layer these four name each other freely.
+    const REQUEST_PATH: &[&str] = &["http", "api", "openapi", "app"];
+    /// What the other modules of [`SHARED`]'s layer (`ops`, `channels`, `server`) may name in it:
+    /// the state (`app`), the request types and route rows (`http`), the connection code
+    /// (`server`); never an operation's handler (`api`) or the published document (`openapi`).
+    const SHARED_BASE: &[&str] = &["app", "http", "server"];
+
+    /// Whether `top` may name `used`, both of [`SHARED`]'s layer.
+    fn may_share(top: &str, used: &str) -> bool {
+        REQUEST_PATH.contains(&top) || SHARED_BASE.contains(&used)
+    }
 
     fn layer(module: &str) -> Option<u8> {
         LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
@@ -248,7 +261,7 @@ mod layering {
             for used in crate_paths(&std::fs::read_to_string(&path).unwrap()) {
                 let ok = match layer(&used) {
                     _ if used == top => true,
-                    Some(l) => l < own || (l == own && own == SHARED),
+                    Some(l) => l < own || (l == own && own == SHARED && may_share(&top, &used)),
                     None => false, // the crate root (`serve`, `install_crypto_provider`) is the top
                 };
                 if !ok {

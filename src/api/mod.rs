@@ -17,47 +17,13 @@ pub mod replicas;
 pub mod usage;
 pub mod users;
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
-
 use hyper::Method;
 
 use crate::app::App;
 use crate::error::Result;
 use crate::http::auth::Access;
 use crate::http::request::Req;
-use crate::http::response::Reply;
-
-/// A handler's future.
-pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Reply>> + Send>>;
-/// Every handler has this one shape.
-pub type Handler = fn(Arc<App>, Req) -> HandlerFuture;
-
-/// What an operation's body is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BodyKind {
-    /// JSON (`Content-Type` must be JSON when given), at most `--max-body-bytes`.
-    Json,
-    /// Bytes of any type sent to a signed upload URL, at most `--max-upload-bytes` and what the
-    /// URL allows. The URL's `{token}` is its credential: the request path checks it
-    /// (`service::uploads::admit`) before the body is read.
-    Raw,
-}
-
-/// One operation.
-pub struct Route {
-    pub method: Method,
-    pub path: &'static str,
-    pub access: Access,
-    pub body: BodyKind,
-    /// Whether the read cache ([`crate::http::read_cache`]) may keep its answers: marked
-    /// `Cached` in [`routes`], only on a `GET` whose handler's answer is a function of the store,
-    /// the request target, the API version and the caller alone (no clock, no randomness, no
-    /// other header, no search index).
-    pub cached: bool,
-    pub handler: Handler,
-}
+pub use crate::http::route::{BodyKind, Handler, HandlerFuture, Route};
 
 /// What a row of [`routes`] may say after its access: `Raw` (the body, else JSON) and
 /// `Cached` ([`Route::cached`]).

@@ -10,6 +10,7 @@ pub mod rate_limit;
 pub mod read_cache;
 pub mod request;
 pub mod response;
+pub mod route;
 pub mod router;
 pub mod version;
 
@@ -19,11 +20,11 @@ use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
 
-use crate::api::BodyKind;
 use crate::app::App;
 use crate::error::{Error, Result};
 use request::Req;
 use response::{error_reply, Reply};
+use route::BodyKind;
 use router::Matched;
 
 /// Serves one request. Never fails: errors become spec §7 bodies.
@@ -195,7 +196,7 @@ fn cache_key(route: usize, uri: &hyper::Uri, version: &version::Version, req: &R
 /// so a write whose client goes away mid-request still completes all of its steps (a chat
 /// completion stores its reply after its question) instead of stopping between them.
 async fn run_handler(
-    handler: crate::api::Handler,
+    handler: route::Handler,
     app: Arc<App>,
     req: Req,
     method: &Method,

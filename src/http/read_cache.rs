@@ -19,7 +19,8 @@
 //! version check still run for every request; only the handler is skipped.
 //!
 //! What it costs: at most `--read-cache-bytes` of bodies (8 MiB by default; `0` turns it off),
-//! all dropped at the next commit. Under a steady stream of writes every commit empties it, and
+//! all dropped by the first access after the next commit (a kept answer of an older generation
+//! is never sent). Under a steady stream of writes every commit empties it, and
 //! reads cost what they cost without it (the first read after a commit renders and keeps).
 
 use std::collections::HashMap;

@@ -6,7 +6,8 @@
 //! every other write would wait behind it.
 //! [`PreparedText::prepare`] does everything that costs CPU — the generated title, chunking
 //! (up to 2,000,000 characters), language detection, the summary, encoding every record — off
-//! the single writer, on the blocking pool. [`write_content`] then only puts those finished
+//! the single writer, on the blocking pool (a text of up to 16 KiB on the calling task, where
+//! that costs less than the hop). [`write_content`] then only puts those finished
 //! records in the write transaction, so it is cheap to run again when the writer re-applies its
 //! batch after another write failed. The caller's write closure checks, before it writes
 //! anything, that what the text was prepared from still holds (the entry exists, is at the

@@ -29,12 +29,12 @@ use redb::ReadableTableMetadata;
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 
-use crate::api::{BodyKind, Route};
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
+use crate::http::route::{BodyKind, Route};
 use crate::store::tables;
 
 /// Buckets of latency histograms, in seconds.

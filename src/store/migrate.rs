@@ -129,7 +129,7 @@ fn migrate_from(db: &Database, from: u32, files: &Arc<Files>) -> Result<()> {
         // (`service::passages`); items stored before keep their sources' texts inline.
         7 => create_tables(&txn)?,
         // 8 → 9: the chunks' embeddings; the indexer computes those of entries stored before
-        // when it starts (`search::indexer::backfill`).
+        // when it starts (`search::indexer::load_vectors` queues the entries lacking them).
         8 => create_tables(&txn)?,
         _ => return Err(Error::internal(format!("no migration from schema version {from}"))),
     }

@@ -38,7 +38,8 @@ pub const REPLICA_KB: TableDefinition<(u128, u64), ()> = TableDefinition::new("r
 /// `(entry id, chunk index) → Chunk`.
 pub const KBCHUNK_CHUNK: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("kbchunk_chunk");
 /// `(entry id, chunk index) → ChunkVector`: the chunk's embedding (the search index's vectors
-/// are loaded from here; written by the indexer only, see `search::indexer`).
+/// are loaded from here by `search::indexer`; written by the embedding queue,
+/// `search::embedding`, and deleted with the entry's chunks by `service::knowledge`).
 pub const KBCHUNK_VECTOR: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("kbchunk_vector");
 /// `outbox seq → (entry id, entry revision)`: index work not yet committed to tantivy.
 pub const SEQ_KBOUTBOX: TableDefinition<u64, (u64, u64)> = TableDefinition::new("seq_kboutbox");
