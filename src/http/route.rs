@@ -37,10 +37,10 @@ pub struct Route {
     pub path: &'static str,
     pub access: Access,
     pub body: BodyKind,
-    /// Whether the read cache ([`crate::http::read_cache`]) may keep its answers: marked
-    /// `Cached` in [`crate::api::routes`], only on a `GET` whose handler's answer is a function of the store,
-    /// the request target, the API version and the caller alone (no clock, no randomness, no
-    /// other header, no search index).
+    /// Whether the read cache ([`super::read_cache`]) may keep its answers: marked `Cached` in
+    /// [`crate::api::routes`], only on a `GET` whose handler's answer is a function of the
+    /// store, the request target, the API version and the caller alone (no clock, no
+    /// randomness, no other header, no search index).
     pub cached: bool,
     pub handler: Handler,
 }
