@@ -119,6 +119,7 @@ fn query_latency(model: &Model) {
 fn throughput(model: &Model) {
     let texts = chunks(64);
     let tokens = model.layout().max_tokens;
+    // texts per call; within a call the model batches them by its token budget
     for batch in [1, 4, 8, 16] {
         let (t, c) = (Instant::now(), cpu_ms());
         for group in texts.chunks(batch) {
@@ -126,7 +127,7 @@ fn throughput(model: &Model) {
         }
         let per_s = texts.len() as f64 / t.elapsed().as_secs_f64();
         let per_cpu_s = texts.len() as f64 / ((cpu_ms() - c) / 1e3);
-        println!("passages (200 words, cut at {tokens} tokens), batches of {batch:>2}: {per_s:.1} chunks/s wall, {per_cpu_s:.1} per CPU second");
+        println!("passages (200 words, cut at {tokens} tokens), {batch:>2} per call: {per_s:.1} chunks/s wall, {per_cpu_s:.1} per CPU second");
     }
     let (t, c) = (Instant::now(), cpu_ms());
     model.embed_blocking(Kind::Passage, &texts).unwrap();

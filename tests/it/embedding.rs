@@ -220,16 +220,21 @@ pub fn real_model_dir() -> std::path::PathBuf {
     dir.into()
 }
 
-/// The hidden states of `candle_transformers`' BERT for `batch` (the reference implementation).
-fn reference_states(dir: &std::path::Path, batch: &Batch) -> Vec<f32> {
-    use candle_core::{DType, Device, Tensor};
+/// `candle_transformers`' BERT of the model directory `dir` (the reference implementation).
+fn reference_model(dir: &std::path::Path) -> candle_transformers::models::bert::BertModel {
+    use candle_core::{DType, Device};
     use candle_transformers::models::bert::{BertModel, Config};
     let config: Config = serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
     let vb = unsafe {
         candle_nn::VarBuilder::from_mmaped_safetensors(&[dir.join("model.safetensors")], DType::F32, &Device::Cpu)
     }
     .unwrap();
-    let model = BertModel::load(vb, &config).unwrap();
+    BertModel::load(vb, &config).unwrap()
+}
+
+/// The hidden states of the reference `model` for `batch`.
+fn reference_states(model: &candle_transformers::models::bert::BertModel, batch: &Batch) -> Vec<f32> {
+    use candle_core::{Device, Tensor};
     let shape = (batch.rows, batch.len);
     let ids = Tensor::from_slice(&batch.ids, shape, &Device::Cpu).unwrap();
     let mask = Tensor::from_slice(&batch.mask, shape, &Device::Cpu).unwrap();
@@ -241,6 +246,7 @@ fn reference_states(dir: &std::path::Path, batch: &Batch) -> Vec<f32> {
 fn the_encoder_computes_what_the_reference_bert_computes() {
     let dir = real_model_dir();
     let encoder = Encoder::load(&Layout::read(&dir).unwrap()).unwrap();
+    let reference_model = reference_model(&dir);
     // one question (few rows: the transposed product) and a padded batch of three (many rows)
     let question: Vec<u32> = vec![101, 2129, 2079, 1045, 3972, 1037, 3145, 2013, 1037, 9206, 1029, 102];
     let long: Vec<u32> = (0..40).map(|i| 1000 + 37 * i).collect();
@@ -255,7 +261,7 @@ fn the_encoder_computes_what_the_reference_bert_computes() {
     ];
     for batch in &batches {
         let ours = encoder.forward(batch).unwrap();
-        let reference = reference_states(&dir, batch);
+        let reference = reference_states(&reference_model, batch);
         assert_eq!(ours.len(), batch.rows * batch.len * 384);
         assert_eq!(ours.len(), reference.len());
         for (i, (a, b)) in ours.iter().zip(&reference).enumerate() {
