@@ -183,7 +183,7 @@ pub fn error_body(err: &Error, request_id: &str, expose_internal: bool) -> serde
     if err.code == Code::Internal && expose_internal {
         body["inner_exception"] = json!({
             "name": "InternalError",
-            "message": err.internal.clone().unwrap_or_default(),
+            "message": err.cause_text().unwrap_or_default(),
         });
     }
     body

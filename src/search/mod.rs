@@ -11,6 +11,7 @@ pub mod analyzers;
 pub mod check;
 pub mod defines;
 pub mod embedding;
+pub mod error;
 pub mod fusion;
 pub mod indexer;
 pub mod statistics;

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwapOption;
 use redb::{Database, ReadTransaction, ReadableDatabase, StorageError, TransactionError};
 
+use super::error::StoreError;
 use super::file::{self, Space};
 use super::{Open, Snapshot};
 use crate::error::{Error, Result};
@@ -106,7 +107,7 @@ impl Handle {
         };
         drop(guard);
         match first {
-            Err(e) if e.is_store_latched() => f(&*self.reopened_since(generation + 1, READ_WAIT)?.snapshot()?),
+            Err(e) if cured_by_reopen(&e) => f(&*self.reopened_since(generation + 1, READ_WAIT)?.snapshot()?),
             other => other,
         }
     }
@@ -166,9 +167,40 @@ impl Handle {
     }
 }
 
+/// Whether `e` is a store error that a reopened handle cures ([`StoreError::Latched`]: redb's
+/// `PreviousIo` or `DatabaseClosed`), told by the type of its cause.
+fn cured_by_reopen(e: &Error) -> bool {
+    matches!(e.cause::<StoreError>(), Some(StoreError::Latched(_)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Code;
+    use crate::store::error::LATCHED_MESSAGE;
+
+    /// redb's `PreviousIo` and `DatabaseClosed`, whichever redb type brings them, are
+    /// [`StoreError::Latched`] and cured by a reopen, with today's message on the wire; an
+    /// error that merely reads the same is not.
+    #[test]
+    fn a_latched_handle_is_told_by_type_not_text() {
+        let kinds: [fn() -> StorageError; 2] = [|| StorageError::PreviousIo, || StorageError::DatabaseClosed];
+        for latched in kinds {
+            let text = latched().to_string();
+            for e in [Error::from(latched()), Error::from(TransactionError::Storage(latched()))] {
+                assert!(matches!(e.cause::<StoreError>(), Some(StoreError::Latched(_))), "{e}");
+                assert!(cured_by_reopen(&e));
+                assert_eq!((e.code, e.message.as_str()), (Code::Internal, LATCHED_MESSAGE));
+                assert_eq!(e.cause_text(), Some(text.clone()));
+            }
+        }
+        assert!(cured_by_reopen(&Error::from(redb::Error::DatabaseClosed)));
+        let lookalike = Error::new(Code::Internal, LATCHED_MESSAGE)
+            .with_cause_text(StorageError::PreviousIo);
+        assert!(!cured_by_reopen(&lookalike));
+        assert!(!cured_by_reopen(&Error::internal("the store is being reopened after a failed write")));
+        assert!(!cured_by_reopen(&Error::from(StorageError::Corrupted("bad page".into()))));
+    }
 
     /// A reopen that cannot close the old handle (a holder that does not let go) gives up
     /// within its bound, and the next write's [`Handle::for_write`] opens the file once the

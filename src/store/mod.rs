@@ -17,6 +17,7 @@
 
 pub mod codec;
 pub mod copy;
+pub mod error;
 pub mod file;
 pub mod files;
 mod handle;
