@@ -6,6 +6,7 @@
 //! (replaced by rename, so a rebuild swaps atomically). Each commit carries the payload
 //! `{"seq": <last outbox seq applied>, "schema": SCHEMA_ID}`. The store is the source of truth:
 //! see [`indexer`] for how the outbox keeps the index in step, and [`Search::rebuild`].
+//! Tantivy's errors become the crate's `Error` with the tantivy error as its cause ([`error`]).
 
 pub mod analyzers;
 pub mod check;

@@ -2,7 +2,7 @@
 //! conversion into the crate's [`Error`].
 //!
 //! Every redb error a store operation meets (`?` on redb's `StorageError`, `DatabaseError`,
-//! `TransactionError`, `TableError`, `CommitError` or `redb::Error`) becomes a [`StoreError`]
+//! `TransactionError`, `TableError`, `CommitError`, `SetDurabilityError` or `redb::Error`) becomes a [`StoreError`]
 //! that keeps it (as a [`redb::Error`], whose text is the original's) and says which of three
 //! cases it is: the filesystem is full ([`StoreError::Full`], a 507), the handle is latched
 //! ([`StoreError::Latched`], a 500 that a reopened handle cures: `handle` retries a read that
@@ -60,7 +60,14 @@ macro_rules! from_redb {
     )*};
 }
 
-from_redb!(redb::StorageError, redb::DatabaseError, redb::TransactionError, redb::TableError, redb::CommitError);
+from_redb!(
+    redb::StorageError,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::CommitError,
+    redb::SetDurabilityError
+);
 
 impl From<redb::Error> for Error {
     fn from(e: redb::Error) -> Self {

@@ -10,7 +10,8 @@
 //! to the last durable commit. The repair writes only pages the file already has (its header),
 //! so it succeeds on a full disk too. Reads arriving meanwhile wait for the new handle (at most
 //! [`READ_WAIT`]); a read that met the latched handle before the writer took it out (its page
-//! reads answer `PreviousIo`) runs again on the new one. The open-database count of
+//! reads answer `PreviousIo`) runs again on the new one — told by its error's cause,
+//! [`StoreError::Latched`], not by its text. The open-database count of
 //! [`super::wait_closed`] stays right: the old [`Open`] counts its close when dropped, the new
 //! one its open.
 
@@ -211,7 +212,7 @@ mod tests {
         let handle = Handle::open(dir.path().join("db.redb"), Arc::new(Space::new(dir.path(), 0))).unwrap();
         let stuck = handle.for_write().unwrap();
         let e = handle.reopen_within(Duration::from_millis(300)).unwrap_err();
-        assert!(e.to_string().to_lowercase().contains("already open"), "{e}");
+        assert!(matches!(e.cause::<StoreError>(), Some(StoreError::Redb(redb::Error::DatabaseAlreadyOpen))), "{e}");
         assert!(handle.db.load().is_none(), "no handle until the file is reopened");
         drop(stuck);
         let db = handle.for_write().unwrap();
