@@ -108,7 +108,9 @@ mod tests {
     fn another_redb_error_is_a_plain_500() {
         let e = Error::from(redb::TableError::TableDoesNotExist("rows".into()));
         assert_eq!((e.code, e.message.as_str()), (Code::Internal, "internal error"));
-        assert!(matches!(e.cause::<StoreError>(), Some(StoreError::Redb(redb::Error::TableDoesNotExist(t))) if t == "rows"));
+        assert!(
+            matches!(e.cause::<StoreError>(), Some(StoreError::Redb(redb::Error::TableDoesNotExist(t))) if t == "rows")
+        );
         assert_eq!(e.cause_text().as_deref(), Some("Table 'rows' does not exist"));
 
         let denied = Error::from(StorageError::Io(io::Error::new(io::ErrorKind::PermissionDenied, "denied")));

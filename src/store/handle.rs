@@ -196,8 +196,7 @@ mod tests {
             }
         }
         assert!(cured_by_reopen(&Error::from(redb::Error::DatabaseClosed)));
-        let lookalike = Error::new(Code::Internal, LATCHED_MESSAGE)
-            .with_cause_text(StorageError::PreviousIo);
+        let lookalike = Error::new(Code::Internal, LATCHED_MESSAGE).with_cause_text(StorageError::PreviousIo);
         assert!(!cured_by_reopen(&lookalike));
         assert!(!cured_by_reopen(&Error::internal("the store is being reopened after a failed write")));
         assert!(!cured_by_reopen(&Error::from(StorageError::Corrupted("bad page".into()))));
