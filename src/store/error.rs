@@ -2,12 +2,12 @@
 //! conversion into the crate's [`Error`].
 //!
 //! Every redb error a store operation meets (`?` on redb's `StorageError`, `DatabaseError`,
-//! `TransactionError`, `TableError`, `CommitError`, `SetDurabilityError` or `redb::Error`) becomes a [`StoreError`]
-//! that keeps it (as a [`redb::Error`], whose text is the original's) and says which of three
-//! cases it is: the filesystem is full ([`StoreError::Full`], a 507), the handle is latched
-//! ([`StoreError::Latched`], a 500 that a reopened handle cures: `handle` retries a read that
-//! met it), or anything else ([`StoreError::Redb`], a 500). The [`Error`] made of it carries the
-//! [`StoreError`] as its cause, so code tells these apart by type
+//! `TransactionError`, `TableError`, `CommitError`, `SetDurabilityError` or `redb::Error`) becomes
+//! a [`StoreError`] that keeps it (as a [`redb::Error`], whose text is the original's) and says
+//! which of three cases it is: the filesystem is full ([`StoreError::Full`], a 507), the handle is
+//! latched ([`StoreError::Latched`], a 500 that a reopened handle cures: `handle` retries a read
+//! that met it), or anything else ([`StoreError::Redb`], a 500). The [`Error`] made of it carries
+//! the [`StoreError`] as its cause, so code tells these apart by type
 //! (`Error::cause::<StoreError>()`), not by text.
 
 use std::io;
