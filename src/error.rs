@@ -1,11 +1,22 @@
 //! The one error type of replicad and its table of codes.
 //!
 //! Every failure a request can meet is an [`Error`]: a [`Code`] (which fixes the HTTP status and
-//! the machine-readable `error_code` of spec §7) plus a human-readable message. Internal details
-//! (I/O, storage, index errors) travel in `internal` and are logged, never sent, unless the
-//! operator enables `--expose-internal-errors` (then they appear in `inner_exception` of a 500).
+//! the machine-readable `error_code` of spec §7) plus a human-readable message, and optionally
+//! its cause: the error value the failure came from (an [`std::io::Error`], the store's
+//! `store::error::StoreError`, tantivy's `TantivyError`, …), kept typed so that code which must
+//! tell failures apart matches the cause's type ([`Error::cause`]) rather than its text. Code
+//! that has only a message gives a cause as text ([`Error::internal`],
+//! [`Error::with_cause_text`]). The cause is logged, never sent, unless the operator enables
+//! `--expose-internal-errors` (then its text, [`Error::cause_text`], appears in
+//! `inner_exception` of a 500).
+//!
+//! This module knows no store or index: each owns the conversion of its errors into [`Error`]
+//! (`store::error` for redb's, `search::error` for tantivy's); the conversion of
+//! [`std::io::Error`] (file I/O anywhere, ENOSPC as 507) is here.
 
+use std::error::Error as StdError;
 use std::fmt;
+use std::sync::Arc;
 
 macro_rules! error_codes {
     ($($(#[$doc:meta])* $variant:ident => $status:literal, $code:expr;)*) => {
@@ -127,29 +138,44 @@ error_codes! {
     InsufficientStorage => 507, Some("INSUFFICIENT_STORAGE");
 }
 
-/// A failed operation: what to answer (code, message) and what to log (internal).
+/// The cause of an [`Error`]: any error value, shared (an [`Error`] is cloned to answer every
+/// write of a failed group commit).
+pub type Cause = Arc<dyn StdError + Send + Sync + 'static>;
+
+/// A failed operation: what to answer (code, message) and what to log (its cause).
 #[derive(Debug, Clone)]
 pub struct Error {
     /// Selects the status and `error_code`.
     pub code: Code,
     /// Text for the `error` field of the body; safe to show to the caller.
     pub message: String,
-    /// Cause for the log (and `inner_exception` when enabled); never shown by default.
-    pub internal: Option<String>,
+    /// What the failure came from, for the log (and `inner_exception` when enabled); never
+    /// shown by default.
+    cause: Option<Cause>,
 }
 
 /// Result alias used across the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// A cause known only as text (code that failed without an error value to keep).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Message(String);
+
 impl Error {
     /// An error with a caller-facing message.
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Error { code, message: message.into(), internal: None }
+        Error { code, message: message.into(), cause: None }
     }
 
-    /// A 500 whose cause is logged but not shown.
+    /// A 500 whose cause, `cause`, is logged but not shown.
+    pub fn caused_by(cause: impl StdError + Send + Sync + 'static) -> Self {
+        Error::new(Code::Internal, "internal error").with_cause(cause)
+    }
+
+    /// A 500 whose cause, known only as text, is logged but not shown.
     pub fn internal(cause: impl fmt::Display) -> Self {
-        Error { code: Code::Internal, message: "internal error".into(), internal: Some(cause.to_string()) }
+        Error::caused_by(Message(cause.to_string()))
     }
 
     /// 400 `VALIDATION_ERROR` naming the field at fault.
@@ -158,98 +184,129 @@ impl Error {
     }
 
     /// 507 `INSUFFICIENT_STORAGE`: the write was refused or rolled back because the data
-    /// directory's filesystem is full; `cause` goes to the log.
-    pub fn insufficient_storage(cause: impl fmt::Display) -> Self {
-        Error {
-            code: Code::InsufficientStorage,
-            message: "the server's storage is full; the write was not made (reads still work, retry later)".into(),
-            internal: Some(cause.to_string()),
-        }
+    /// directory's filesystem is full (give what met it with [`Error::with_cause`] or
+    /// [`Error::with_cause_text`]: it goes to the log).
+    pub fn insufficient_storage() -> Self {
+        Error::new(
+            Code::InsufficientStorage,
+            "the server's storage is full; the write was not made (reads still work, retry later)",
+        )
     }
 
     /// 404 `NOT_FOUND` for a resource kind (e.g. "replica").
     pub fn not_found(what: &str) -> Self {
         Error::new(Code::NotFound, format!("{what} not found"))
     }
+
+    /// This error with `cause` as its cause (replacing any).
+    pub fn with_cause(self, cause: impl StdError + Send + Sync + 'static) -> Self {
+        Error { cause: Some(Arc::new(cause)), ..self }
+    }
+
+    /// This error with a cause known only as text (replacing any).
+    pub fn with_cause_text(self, cause: impl fmt::Display) -> Self {
+        self.with_cause(Message(cause.to_string()))
+    }
+
+    /// The first error of type `E` in the cause and its [`StdError::source`] chain, if any:
+    /// how code tells failures apart (e.g. a store error a reopened handle cures).
+    pub fn cause<E: StdError + 'static>(&self) -> Option<&E> {
+        self.cause_chain().find_map(|e| e.downcast_ref::<E>())
+    }
+
+    /// The cause as text for the log and `inner_exception`: its message, followed by those of
+    /// its sources that add to it (`": "`-separated); `None` without a cause.
+    pub fn cause_text(&self) -> Option<String> {
+        let mut chain = self.cause_chain();
+        let mut text = chain.next()?.to_string();
+        for source in chain {
+            let more = source.to_string();
+            if !text.contains(&more) {
+                text = format!("{text}: {more}");
+            }
+        }
+        Some(text)
+    }
+
+    /// The cause, then its sources.
+    fn cause_chain(&self) -> impl Iterator<Item = &(dyn StdError + 'static)> {
+        let first = self.cause.as_deref().map(|c| c as &(dyn StdError + 'static));
+        std::iter::successors(first, |&e| e.source())
+    }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:?}: {}", self.code, self.message)?;
-        if let Some(inner) = &self.internal {
-            write!(f, " ({inner})")?;
+        if let Some(cause) = self.cause_text() {
+            write!(f, " ({cause})")?;
         }
         Ok(())
     }
 }
 
-impl std::error::Error for Error {}
-
-macro_rules! internal_from {
-    ($($t:ty),*) => {$(
-        impl From<$t> for Error {
-            fn from(e: $t) -> Self { Error::internal(e) }
-        }
-    )*};
-}
-
-/// The message of a 500 that a reopened store handle cures: redb's `PreviousIo` (the handle
-/// latched by a failed write) or `DatabaseClosed` (a read begun on the handle a reopen closed).
-/// `store::handle` retries such a read on the new handle ([`Error::is_store_latched`]).
-const STORE_LATCHED: &str = "the store is being reopened after a failed write";
-
-impl Error {
-    /// Whether this is a store error that a reopened handle cures (see [`STORE_LATCHED`]).
-    pub fn is_store_latched(&self) -> bool {
-        self.code == Code::Internal && self.message == STORE_LATCHED
+impl StdError for Error {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.cause.as_deref().map(|c| c as &(dyn StdError + 'static))
     }
 }
 
-/// Store errors: an I/O error of kind `StorageFull` (ENOSPC) is a 507, any other a 500.
-macro_rules! storage_from {
-    ($($t:ty => |$e:ident| $storage:expr),* $(,)?) => {$(
-        impl From<$t> for Error {
-            fn from($e: $t) -> Self {
-                match $storage {
-                    Some(redb::StorageError::Io(io)) if io.kind() == std::io::ErrorKind::StorageFull => {
-                        Error::insufficient_storage($e)
-                    }
-                    Some(redb::StorageError::PreviousIo | redb::StorageError::DatabaseClosed) => {
-                        Error { code: Code::Internal, message: STORE_LATCHED.into(), internal: Some($e.to_string()) }
-                    }
-                    _ => Error::internal($e),
-                }
-            }
-        }
-    )*};
-}
-
-storage_from!(
-    redb::StorageError => |e| Some(&e),
-    redb::DatabaseError => |e| match &e { redb::DatabaseError::Storage(s) => Some(s), _ => None },
-    redb::TransactionError => |e| match &e { redb::TransactionError::Storage(s) => Some(s), _ => None },
-    redb::TableError => |e| match &e { redb::TableError::Storage(s) => Some(s), _ => None },
-    redb::CommitError => |e| match &e { redb::CommitError::Storage(s) => Some(s), _ => None },
-);
-
-impl From<redb::Error> for Error {
-    fn from(e: redb::Error) -> Self {
-        match e {
-            redb::Error::Io(io) => Error::from(io),
-            redb::Error::PreviousIo | redb::Error::DatabaseClosed => Error::from(redb::StorageError::PreviousIo),
-            e => Error::internal(e),
-        }
-    }
-}
-
+/// File I/O: a full filesystem (ENOSPC, [`std::io::ErrorKind::StorageFull`]) is a 507, any
+/// other failure a 500; the I/O error is the cause.
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
         if e.kind() == std::io::ErrorKind::StorageFull {
-            Error::insufficient_storage(e)
+            Error::insufficient_storage().with_cause(e)
         } else {
-            Error::internal(e)
+            Error::caused_by(e)
         }
     }
 }
 
-internal_from!(tantivy::TantivyError);
+#[cfg(test)]
+mod tests {
+    use std::io;
+
+    use super::*;
+
+    /// A full disk met by file I/O is a 507 whose cause is the I/O error itself.
+    #[test]
+    fn a_full_disk_is_507_with_the_io_error_as_cause() {
+        let e = Error::from(io::Error::new(io::ErrorKind::StorageFull, "no space left on device"));
+        assert_eq!(e.code, Code::InsufficientStorage);
+        assert_eq!(e.cause::<io::Error>().map(io::Error::kind), Some(io::ErrorKind::StorageFull));
+        assert_eq!(e.cause_text().as_deref(), Some("no space left on device"));
+
+        let other = Error::from(io::Error::new(io::ErrorKind::PermissionDenied, "denied"));
+        assert_eq!((other.code, other.message.as_str()), (Code::Internal, "internal error"));
+        assert_eq!(other.cause::<io::Error>().map(io::Error::kind), Some(io::ErrorKind::PermissionDenied));
+    }
+
+    /// A cause given as text is text: it reads as given and matches no error type.
+    #[test]
+    fn a_text_cause_is_only_text() {
+        let e = Error::internal("sealed secret too short");
+        assert_eq!(e.cause_text().as_deref(), Some("sealed secret too short"));
+        assert!(e.cause::<io::Error>().is_none());
+        assert_eq!(e.to_string(), "Internal: internal error (sealed secret too short)");
+        assert_eq!(Error::not_found("replica").cause_text(), None);
+    }
+
+    /// The text of a cause adds the sources that say more than it, once each; the typed
+    /// look-up finds an error anywhere in the chain.
+    #[test]
+    fn the_cause_text_adds_sources_that_say_more() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("reading the key file")]
+        struct Wrapping(#[source] io::Error);
+        #[derive(Debug, thiserror::Error)]
+        #[error("reading the key file: {0}")]
+        struct Quoting(#[source] io::Error);
+
+        let denied = || io::Error::new(io::ErrorKind::PermissionDenied, "denied");
+        let wrapped = Error::caused_by(Wrapping(denied()));
+        assert_eq!(wrapped.cause_text().as_deref(), Some("reading the key file: denied"));
+        assert_eq!(wrapped.cause::<io::Error>().map(io::Error::kind), Some(io::ErrorKind::PermissionDenied));
+        assert_eq!(Error::caused_by(Quoting(denied())).cause_text().as_deref(), Some("reading the key file: denied"));
+    }
+}

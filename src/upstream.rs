@@ -47,11 +47,7 @@ pub struct Client {
 pub fn upstream_error(name: &str, what: &str, detail: impl std::fmt::Display) -> Error {
     tracing::warn!(upstream = name, error = %detail, "{what}");
     crate::telemetry::upstream_failed(name);
-    Error {
-        code: Code::UpstreamError,
-        message: format!("the model server {name:?} {what}"),
-        internal: Some(detail.to_string()),
-    }
+    Error::new(Code::UpstreamError, format!("the model server {name:?} {what}")).with_cause_text(detail)
 }
 
 impl Client {

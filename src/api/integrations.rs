@@ -64,10 +64,7 @@ fn token_refused(channel: &str, detail: &str) -> Error {
 
 /// 502 `UPSTREAM_ERROR`: `channel` could not be asked about the token (`cause` is logged only).
 fn platform_unreachable(channel: &str, cause: String) -> Error {
-    Error {
-        internal: Some(cause),
-        ..Error::new(Code::UpstreamError, format!("{channel} could not be reached to check the token"))
-    }
+    Error::new(Code::UpstreamError, format!("{channel} could not be reached to check the token")).with_cause_text(cause)
 }
 
 /// Asks `getMe` who the bot of `token` is. 400 `INVALID_CHANNEL_TOKEN` when the platform

@@ -193,7 +193,7 @@ pub fn spawn(
         write(&store, &key_file, &to, &mut |p| {
             let _ = tx.send(p);
         })
-        .map_err(|e| e.internal.unwrap_or(e.message))
+        .map_err(|e| e.cause_text().unwrap_or(e.message))
     });
     (rx, job)
 }

@@ -167,7 +167,7 @@ where
 
 /// An error as one line for the integration's `last_error` (its internal detail included).
 fn error_text(e: &crate::error::Error) -> String {
-    e.internal.clone().map_or(e.message.clone(), |i| format!("{}: {i}", e.message))
+    e.cause_text().map_or(e.message.clone(), |i| format!("{}: {i}", e.message))
 }
 
 /// Aborts its task when dropped (so aborting the supervisor aborts the runner).

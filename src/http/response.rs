@@ -183,7 +183,7 @@ pub fn error_body(err: &Error, request_id: &str, expose_internal: bool) -> serde
     if err.code == Code::Internal && expose_internal {
         body["inner_exception"] = json!({
             "name": "InternalError",
-            "message": err.internal.clone().unwrap_or_default(),
+            "message": err.cause_text().unwrap_or_default(),
         });
     }
     body
@@ -213,5 +213,17 @@ mod tests {
         assert_eq!(body_of(Reply::done()), r#"{"success":true}"#);
         assert_eq!(body_of(Reply::ok(&json!([1, 2]))), r#"{"success":true}"#);
         assert_eq!(body_of(Reply::ok(&"text")), r#"{"success":true}"#);
+    }
+
+    /// A 500's cause reaches the body as text in `inner_exception`, and only when exposed.
+    #[test]
+    fn the_cause_of_a_500_is_its_inner_exception_when_exposed() {
+        let err = Error::from(std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied"));
+        let body = error_body(&err, "r1", true);
+        assert_eq!(body["error"], "internal error");
+        assert_eq!(body["inner_exception"], json!({"name": "InternalError", "message": "denied"}));
+        assert!(error_body(&err, "r1", false).get("inner_exception").is_none());
+        let full = Error::from(std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left on device"));
+        assert!(error_body(&full, "r1", true).get("inner_exception").is_none(), "only a 500 shows its cause");
     }
 }

@@ -6,11 +6,13 @@
 //! (replaced by rename, so a rebuild swaps atomically). Each commit carries the payload
 //! `{"seq": <last outbox seq applied>, "schema": SCHEMA_ID}`. The store is the source of truth:
 //! see [`indexer`] for how the outbox keeps the index in step, and [`Search::rebuild`].
+//! Tantivy's errors become the crate's `Error` with the tantivy error as its cause ([`error`]).
 
 pub mod analyzers;
 pub mod check;
 pub mod defines;
 pub mod embedding;
+pub mod error;
 pub mod fusion;
 pub mod indexer;
 pub mod statistics;

@@ -146,7 +146,7 @@ mod tests {
 
         let lost = message(other, vec![source("")], keys[..1].to_vec());
         let err = store.read(move |snap| fill(snap, &mut lost.clone())).await.unwrap_err();
-        assert!(err.internal.unwrap_or(err.message).contains("not stored"));
+        assert!(err.cause_text().unwrap_or(err.message).contains("not stored"));
         store.write(move |txn| delete_all_in(txn, replica)).await.unwrap();
         let left = store.read(move |snap| Ok(snap.table(tables::REPLICAPASSAGE_TEXT)?.len()?)).await.unwrap();
         assert_eq!(left, 0);

@@ -122,7 +122,7 @@ impl<K: Key + Sync + 'static, V: Value + Sync + 'static> AnyTable for Typed<K, V
         let mut rows = redb::ReadableTable::iter(&table)?;
         loop {
             let mut txn = out.db.begin_write()?;
-            txn.set_durability(Durability::None).map_err(Error::internal)?;
+            txn.set_durability(Durability::None)?;
             let mut n = 0;
             {
                 let mut dst = txn.open_table(self.0)?;
@@ -174,7 +174,7 @@ pub fn copy_store(src: &ReadTransaction, to: &Path, progress: &mut dyn FnMut(u64
     let records = out.done;
     // The last commit is durable and makes every earlier one durable with it.
     let mut txn = db.begin_write()?;
-    txn.set_durability(Durability::Immediate).map_err(Error::internal)?;
+    txn.set_durability(Durability::Immediate)?;
     txn.commit()?;
     let schema_version = super::migrate::stored_version(src)?;
     Ok(Copied { records, schema_version })

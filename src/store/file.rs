@@ -64,11 +64,12 @@ impl Space {
     pub fn check_room(&self, bytes: u64) -> Result<()> {
         let free = if self.injected_full() { Ok(0) } else { fs4::available_space(&self.dir) };
         match free {
-            Ok(free) if free < self.min_free.saturating_add(bytes) => Err(Error::insufficient_storage(format!(
-                "{free} bytes free on the data directory's filesystem, fewer than {bytes} to write \
+            Ok(free) if free < self.min_free.saturating_add(bytes) => Err(Error::insufficient_storage()
+                .with_cause_text(format!(
+                    "{free} bytes free on the data directory's filesystem, fewer than {bytes} to write \
                  and --min-free-space {}",
-                self.min_free
-            ))),
+                    self.min_free
+                ))),
             _ => Ok(()),
         }
     }

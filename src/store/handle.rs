@@ -10,7 +10,8 @@
 //! to the last durable commit. The repair writes only pages the file already has (its header),
 //! so it succeeds on a full disk too. Reads arriving meanwhile wait for the new handle (at most
 //! [`READ_WAIT`]); a read that met the latched handle before the writer took it out (its page
-//! reads answer `PreviousIo`) runs again on the new one. The open-database count of
+//! reads answer `PreviousIo`) runs again on the new one — told by its error's cause,
+//! [`StoreError::Latched`], not by its text. The open-database count of
 //! [`super::wait_closed`] stays right: the old [`Open`] counts its close when dropped, the new
 //! one its open.
 
@@ -22,6 +23,7 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwapOption;
 use redb::{Database, ReadTransaction, ReadableDatabase, StorageError, TransactionError};
 
+use super::error::StoreError;
 use super::file::{self, Space};
 use super::{Open, Snapshot};
 use crate::error::{Error, Result};
@@ -106,7 +108,7 @@ impl Handle {
         };
         drop(guard);
         match first {
-            Err(e) if e.is_store_latched() => f(&*self.reopened_since(generation + 1, READ_WAIT)?.snapshot()?),
+            Err(e) if cured_by_reopen(&e) => f(&*self.reopened_since(generation + 1, READ_WAIT)?.snapshot()?),
             other => other,
         }
     }
@@ -166,9 +168,39 @@ impl Handle {
     }
 }
 
+/// Whether `e` is a store error that a reopened handle cures ([`StoreError::Latched`]: redb's
+/// `PreviousIo` or `DatabaseClosed`), told by the type of its cause.
+fn cured_by_reopen(e: &Error) -> bool {
+    matches!(e.cause::<StoreError>(), Some(StoreError::Latched(_)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Code;
+    use crate::store::error::LATCHED_MESSAGE;
+
+    /// redb's `PreviousIo` and `DatabaseClosed`, whichever redb type brings them, are
+    /// [`StoreError::Latched`] and cured by a reopen, with today's message on the wire; an
+    /// error that merely reads the same is not.
+    #[test]
+    fn a_latched_handle_is_told_by_type_not_text() {
+        let kinds: [fn() -> StorageError; 2] = [|| StorageError::PreviousIo, || StorageError::DatabaseClosed];
+        for latched in kinds {
+            let text = latched().to_string();
+            for e in [Error::from(latched()), Error::from(TransactionError::Storage(latched()))] {
+                assert!(matches!(e.cause::<StoreError>(), Some(StoreError::Latched(_))), "{e}");
+                assert!(cured_by_reopen(&e));
+                assert_eq!((e.code, e.message.as_str()), (Code::Internal, LATCHED_MESSAGE));
+                assert_eq!(e.cause_text(), Some(text.clone()));
+            }
+        }
+        assert!(cured_by_reopen(&Error::from(redb::Error::DatabaseClosed)));
+        let lookalike = Error::new(Code::Internal, LATCHED_MESSAGE).with_cause_text(StorageError::PreviousIo);
+        assert!(!cured_by_reopen(&lookalike));
+        assert!(!cured_by_reopen(&Error::internal("the store is being reopened after a failed write")));
+        assert!(!cured_by_reopen(&Error::from(StorageError::Corrupted("bad page".into()))));
+    }
 
     /// A reopen that cannot close the old handle (a holder that does not let go) gives up
     /// within its bound, and the next write's [`Handle::for_write`] opens the file once the
@@ -179,7 +211,7 @@ mod tests {
         let handle = Handle::open(dir.path().join("db.redb"), Arc::new(Space::new(dir.path(), 0))).unwrap();
         let stuck = handle.for_write().unwrap();
         let e = handle.reopen_within(Duration::from_millis(300)).unwrap_err();
-        assert!(e.to_string().to_lowercase().contains("already open"), "{e}");
+        assert!(matches!(e.cause::<StoreError>(), Some(StoreError::Redb(redb::Error::DatabaseAlreadyOpen))), "{e}");
         assert!(handle.db.load().is_none(), "no handle until the file is reopened");
         drop(stuck);
         let db = handle.for_write().unwrap();

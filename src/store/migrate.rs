@@ -38,7 +38,7 @@ fn explain(e: Error, from: u32) -> Error {
     if e.code != crate::error::Code::InsufficientStorage {
         return e;
     }
-    let cause = e.internal.unwrap_or(e.message);
+    let cause = e.cause_text().unwrap_or(e.message);
     Error::internal(format!(
         "migrating the store from schema {from} to {} needs disk space: {cause}; the store is unchanged, \
          free space on the data directory's filesystem (or lower --min-free-space) and start again",

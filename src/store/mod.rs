@@ -14,9 +14,14 @@
 //! while the data directory's filesystem is full, reads keep working, and writes succeed again
 //! once space returns, without a restart (`file`: the free-space check and why it comes before
 //! the commit; `handle`: the reopen after a commit that met ENOSPC anyway).
+//!
+//! Errors: redb's errors become the crate's `Error` through [`error::StoreError`], which says
+//! whether the disk is full (507), the handle is latched (a 500 that a reopen cures) or
+//! something else failed (500), and is kept as the error's typed cause.
 
 pub mod codec;
 pub mod copy;
+pub mod error;
 pub mod file;
 pub mod files;
 mod handle;
