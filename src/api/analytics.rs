@@ -34,11 +34,23 @@ pub struct DayView<'a> {
     cumulative_conversations: u64,
 }
 
+impl<'a> From<&'a (String, u64)> for DayView<'a> {
+    fn from((date, n): &'a (String, u64)) -> Self {
+        DayView { date, cumulative_conversations: *n }
+    }
+}
+
 /// A source with its conversations (an item of the `ConversationSources` schema).
 #[derive(Serialize)]
 pub struct SourceCountView {
     source: &'static str,
     conversations: u64,
+}
+
+impl From<&(&'static str, u64)> for SourceCountView {
+    fn from(&(source, conversations): &(&'static str, u64)) -> Self {
+        SourceCountView { source, conversations }
+    }
 }
 
 /// # `GET /v1/replicas/{replicaUUID}/analytics/conversations/historical`
@@ -47,8 +59,7 @@ pub struct SourceCountView {
 pub async fn historical(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = owned(&app, &req).await?;
     let days = usage::cumulative(&app.store, replica, now_ms(), HISTORY_DAYS).await?;
-    let items = days.iter().map(|(d, n)| DayView { date: d, cumulative_conversations: *n }).collect();
-    Ok(Reply::ok(&Items::<DayView> { items }))
+    Ok(Reply::ok(&Items { items: days.iter().map(DayView::from).collect() }))
 }
 
 /// # `GET /v1/replicas/{replicaUUID}/analytics/conversations/sources`
@@ -56,6 +67,5 @@ pub async fn historical(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn sources(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = owned(&app, &req).await?;
     let counts = usage::by_source(&app.store, replica).await?;
-    let items = counts.iter().map(|&(source, conversations)| SourceCountView { source, conversations }).collect();
-    Ok(Reply::ok(&Items::<SourceCountView> { items }))
+    Ok(Reply::ok(&Items { items: counts.iter().map(SourceCountView::from).collect() }))
 }

@@ -131,7 +131,7 @@ pub fn view(c: &Labeled<Chat>) -> ChatView<'_> {
 /// `{chat}` of `GET …/chats/{chatUUID}` (the `ChatRead` schema).
 #[derive(Serialize)]
 pub struct ChatRead<'a> {
-    chat: ChatView<'a>,
+    pub chat: ChatView<'a>,
 }
 
 /// A message item on the wire (the `Message` schema; docs/decisions.md "Chat"), with the history

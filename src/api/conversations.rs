@@ -79,8 +79,8 @@ impl<'a> From<&'a Mention> for MentionView<'a> {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MentionList<'a> {
-    items: Vec<MentionView<'a>>,
-    has_more: bool,
+    pub items: Vec<MentionView<'a>>,
+    pub has_more: bool,
 }
 
 fn chat_param(req: &Req) -> Result<Option<uuid::Uuid>> {

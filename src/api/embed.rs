@@ -73,10 +73,10 @@ pub async fn revoke_key(app: Arc<App>, req: Req) -> Result<Reply> {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EmbedKeyView {
-    key: String,
+    pub key: String,
     #[serde(rename = "replicaUUID")]
-    replica_uuid: Uuid,
-    allowed_origins: Vec<String>,
+    pub replica_uuid: Uuid,
+    pub allowed_origins: Vec<String>,
 }
 
 /// # `POST /v1/replicas/{replicaUUID}/embed-keys`
@@ -101,8 +101,8 @@ struct IdentitySecretBody {}
 #[serde(rename_all = "camelCase")]
 pub struct IdentitySecretView {
     #[serde(rename = "replicaUUID")]
-    replica_uuid: Uuid,
-    identity_secret: String,
+    pub replica_uuid: Uuid,
+    pub identity_secret: String,
 }
 
 /// # `POST /v1/replicas/{replicaUUID}/embed-identity-secret`
@@ -243,9 +243,9 @@ fn with_cors(reply: Reply, origin: Option<&str>) -> Reply {
 /// schema says so).
 #[derive(Serialize)]
 pub struct EmbedReplyView<'a> {
-    content: &'a str,
-    sources: Vec<SourceView<'a>>,
-    id: Option<u64>,
+    pub content: &'a str,
+    pub sources: Vec<SourceView<'a>>,
+    pub id: Option<u64>,
 }
 
 #[derive(Deserialize)]

@@ -58,15 +58,25 @@ pub struct HealthCheckView<'a> {
     services: ChecksView<'a>,
 }
 
+/// The readiness answer of `report`.
+pub fn readiness(report: &Report) -> ReadinessView<'_> {
+    let status = if report.ready() { "ready" } else { "not ready" };
+    ReadinessView { status, checks: ChecksView { report, ok: "ok", failing: "failing" } }
+}
+
+/// The health-check answer of `report` at `time` (RFC 3339).
+pub fn health_check(report: &Report, time: String) -> HealthCheckView<'_> {
+    let services = ChecksView { report, ok: "healthy", failing: "unhealthy" };
+    HealthCheckView { success: report.ready(), time, services }
+}
+
 /// # `GET /readyz`
 /// 200 `{status: "ready", checks: {store, search, ingestion: {status: "ok", message}}}` when
 /// every check of `ops::health` passes; 503 with `status: "not ready"` and the failing checks'
 /// `status: "failing"` otherwise.
 pub async fn readyz(app: Arc<App>, _req: Req) -> Result<Reply> {
     let report = health::check(&app).await;
-    let checks = ChecksView { report: &report, ok: "ok", failing: "failing" };
-    let status = if report.ready() { "ready" } else { "not ready" };
-    Ok(answer(&report, &ReadinessView { status, checks }))
+    Ok(answer(&report, &readiness(&report)))
 }
 
 /// # `GET /v1/healthcheck`
@@ -76,8 +86,7 @@ pub async fn readyz(app: Arc<App>, _req: Req) -> Result<Reply> {
 pub async fn healthcheck(app: Arc<App>, _req: Req) -> Result<Reply> {
     let report = health::check(&app).await;
     let time = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    let services = ChecksView { report: &report, ok: "healthy", failing: "unhealthy" };
-    Ok(answer(&report, &HealthCheckView { success: report.ready(), time, services }))
+    Ok(answer(&report, &health_check(&report, time)))
 }
 
 fn answer(report: &Report, body: &impl Serialize) -> Reply {

@@ -13,7 +13,7 @@ use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::ingest::formats::FORMATS;
 use crate::service::knowledge::{
-    self, Content, EntryView, Limits, NewEntry, Patch, Sort, SortKey, SORTS, STATUSES, TYPES,
+    self, Content, Created, EntryView, Limits, NewEntry, Patch, Sort, SortKey, SORTS, STATUSES, TYPES,
 };
 use crate::service::{replicas, rfc3339, uploads};
 use crate::store::records::{Chunk, KbKind, KbStatus, KbText, Replica};
@@ -199,10 +199,22 @@ pub struct CreatedView {
     signed_url_expires_at: Option<String>,
 }
 
+/// The wire view of entry `created`, with the absolute `signed_url` of its upload (for a
+/// `filename`).
+pub fn created_view(created: &Created, signed_url: Option<String>) -> CreatedView {
+    CreatedView {
+        kind: created.kind,
+        enqueued: true,
+        id: created.id,
+        signed_url,
+        signed_url_expires_at: created.upload.as_ref().map(|(_, expires_at)| rfc3339(*expires_at)),
+    }
+}
+
 /// `{results}` of the create (207; the `KnowledgeBaseCreated` schema).
 #[derive(Serialize)]
 pub struct Results<T> {
-    results: Vec<T>,
+    pub results: Vec<T>,
 }
 
 /// `{knowledgeBaseID, size, mimeType, status: "FILE_UPLOADED"}` of an upload (the `UploadDone`
@@ -253,12 +265,8 @@ pub async fn create(app: Arc<App>, req: Req) -> Result<Reply> {
         upload_ttl_ms: UPLOAD_TTL_MS,
     };
     let created = knowledge::create(&app.store, replica.org, replica.id, new, limits).await?;
-    let (signed_url, signed_url_expires_at) = match &created.upload {
-        Some((token, expires_at)) => (Some(signed_url(&app, &req, token)), Some(rfc3339(*expires_at))),
-        None => (None, None),
-    };
-    let result = CreatedView { kind: created.kind, enqueued: true, id: created.id, signed_url, signed_url_expires_at };
-    Ok(Reply::success(207, &Results { results: vec![result] }))
+    let url = created.upload.as_ref().map(|(token, _)| signed_url(&app, &req, token));
+    Ok(Reply::success(207, &Results { results: vec![created_view(&created, url)] }))
 }
 
 /// Lifetime of a signed upload URL: one hour, in milliseconds.
@@ -432,7 +440,7 @@ pub struct FileTypesView<'a> {
 
 /// [`FORMATS`] grouped by their group label, in order of first appearance; each group says
 /// `limitation`.
-fn media_groups(limitation: &str) -> Vec<MediaGroupView<'_>> {
+pub fn file_types_view(limitation: &str) -> FileTypesView<'_> {
     let mut groups: Vec<MediaGroupView> = Vec::new();
     for f in FORMATS {
         let row = FileTypeView { mime_types: f.mime_types, extensions: f.extensions, support_level: f.support };
@@ -446,12 +454,12 @@ fn media_groups(limitation: &str) -> Vec<MediaGroupView<'_>> {
             }),
         }
     }
-    groups
+    FileTypesView { media_groups: groups }
 }
 
 /// # `GET /v1/knowledge-base/file-types`
 /// Exactly the formats `ingest::extract` reads, grouped by `mediaGroups[].label`.
 pub async fn file_types(app: Arc<App>, _req: Req) -> Result<Reply> {
     let limit = format!("at most {} bytes per file", app.config.max_upload_bytes);
-    Ok(Reply::ok(&FileTypesView { media_groups: media_groups(&limit) }))
+    Ok(Reply::ok(&file_types_view(&limit)))
 }

@@ -14,7 +14,7 @@ use crate::http::response::Reply;
 /// order, each a `models::ModelInfo` as loaded (its wire fields only).
 #[derive(Serialize)]
 pub struct CatalogView<'a> {
-    models: &'a Map<String, Value>,
+    pub models: &'a Map<String, Value>,
 }
 
 /// # `GET /v1/replicas/models`

@@ -12,6 +12,8 @@ mod knowledge_base;
 mod models;
 mod replicas;
 mod users;
+#[cfg(test)]
+mod views;
 
 use serde_json::{json, Map, Value};
 
