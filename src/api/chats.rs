@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use uuid::Uuid;
 
 use super::path_replica;
@@ -90,6 +90,27 @@ impl From<&Counts> for CountsView {
     }
 }
 
+/// The name and picture of a chat, a conversation or a message's sender on the wire, under the
+/// keys of its schema (`chatName` / `chatImageURL`, `conversationName` / `conversationImageURL`,
+/// `senderName` / `senderProfileImageURL`); each omitted when absent. Flattened into its view.
+pub struct LabelView<'a> {
+    keys: [&'static str; 2],
+    values: [Option<&'a str>; 2],
+}
+
+impl<'a> LabelView<'a> {
+    /// `name` under `keys[0]`, `image` under `keys[1]`.
+    pub fn new(keys: [&'static str; 2], name: Option<&'a str>, image: Option<&'a str>) -> Self {
+        LabelView { keys, values: [name, image] }
+    }
+}
+
+impl Serialize for LabelView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_map(self.keys.iter().zip(self.values).filter_map(|(k, v)| Some((k, v?))))
+    }
+}
+
 /// `individual` or `group`.
 pub fn kind(group: bool) -> &'static str {
     if group {
@@ -106,13 +127,11 @@ pub fn kind(group: bool) -> &'static str {
 pub struct ChatView<'a> {
     uuid: Uuid,
     source: &'a str,
+    #[serde(flatten)]
+    label: LabelView<'a>,
     chat_type: &'static str,
     #[serde(flatten)]
     counts: CountsView,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    chat_name: Option<&'a str>,
-    #[serde(rename = "chatImageURL", skip_serializing_if = "Option::is_none")]
-    chat_image_url: Option<&'a str>,
 }
 
 /// The wire view of chat `c`.
@@ -121,10 +140,9 @@ pub fn view(c: &Labeled<Chat>) -> ChatView<'_> {
     ChatView {
         uuid: chat.id,
         source: &chat.source,
+        label: LabelView::new(["chatName", "chatImageURL"], c.name.as_deref(), c.image.as_deref()),
         chat_type: kind(chat.group),
         counts: (&chat.counts).into(),
-        chat_name: c.name.as_deref(),
-        chat_image_url: c.image.as_deref(),
     }
 }
 
@@ -144,13 +162,11 @@ pub struct MessageView<'a> {
     created_at: String,
     content: &'a str,
     role: &'a str,
+    #[serde(flatten)]
+    sender: LabelView<'a>,
     source: &'a str,
     #[serde(rename = "replicaUUID")]
     replica_uuid: Uuid,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sender_name: Option<&'a str>,
-    #[serde(rename = "senderProfileImageURL", skip_serializing_if = "Option::is_none")]
-    sender_profile_image_url: Option<&'a str>,
 }
 
 /// The wire view of message item `it`.
@@ -162,10 +178,13 @@ pub fn message_view(it: &Item) -> MessageView<'_> {
         created_at: rfc3339(m.created_at),
         content: &m.content,
         role: &m.role,
+        sender: LabelView::new(
+            ["senderName", "senderProfileImageURL"],
+            it.sender_name.as_deref(),
+            it.sender_image.as_deref(),
+        ),
         source: &m.source,
         replica_uuid: m.replica,
-        sender_name: it.sender_name.as_deref(),
-        sender_profile_image_url: it.sender_image.as_deref(),
     }
 }
 

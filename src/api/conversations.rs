@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::chats::{
-    cursor, kind, list_query, message_view, messages_reply, replica_and_viewer, CountsView, MessageView, Page,
+    cursor, kind, list_query, message_view, messages_reply, replica_and_viewer, CountsView, LabelView, MessageView,
+    Page,
 };
 use crate::app::App;
 use crate::error::{Error, Result};
@@ -27,17 +28,15 @@ pub struct ConversationView<'a> {
     #[serde(rename = "chatUUID")]
     chat_uuid: Uuid,
     source: &'a str,
-    conversation_type: &'static str,
-    common_questions: &'a [String],
-    common_topics: &'a [String],
     #[serde(flatten)]
-    counts: CountsView,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    conversation_name: Option<&'a str>,
-    #[serde(rename = "conversationImageURL", skip_serializing_if = "Option::is_none")]
-    conversation_image_url: Option<&'a str>,
+    label: LabelView<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     summary: Option<&'a str>,
+    common_questions: &'a [String],
+    common_topics: &'a [String],
+    conversation_type: &'static str,
+    #[serde(flatten)]
+    counts: CountsView,
 }
 
 /// The wire view of conversation `c`.
@@ -47,13 +46,12 @@ pub fn view(c: &Labeled<Conversation>) -> ConversationView<'_> {
         uuid: conv.id,
         chat_uuid: conv.chat,
         source: &conv.source,
-        conversation_type: kind(conv.group),
+        label: LabelView::new(["conversationName", "conversationImageURL"], c.name.as_deref(), c.image.as_deref()),
+        summary: conv.summary.as_deref(),
         common_questions: &conv.common_questions,
         common_topics: &conv.common_topics,
+        conversation_type: kind(conv.group),
         counts: (&conv.counts).into(),
-        conversation_name: c.name.as_deref(),
-        conversation_image_url: c.image.as_deref(),
-        summary: conv.summary.as_deref(),
     }
 }
 

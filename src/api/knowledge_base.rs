@@ -64,29 +64,29 @@ pub struct KbEntryView<'a> {
     #[serde(rename = "type")]
     kind: KbKind,
     status: KbStatus,
-    summary: &'a str,
-    auto_refresh: bool,
-    chunk_count: u32,
-    created_at: String,
-    updated_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     title: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     generated_title: Option<&'a str>,
+    summary: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     language: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     detected_language: Option<&'a str>,
+    auto_refresh: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     url: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    format: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     file: Option<FileView<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     website: Option<WebsiteView<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<&'a str>,
+    chunk_count: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<ErrorView<'a>>,
+    created_at: String,
+    updated_at: String,
 }
 
 /// `file` of an entry: `{name, size, mimeType}`.
@@ -106,9 +106,9 @@ pub struct WebsiteView<'a> {
     final_url: &'a str,
     http_status: u16,
     content_type: &'a str,
-    fetched_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     page_title: Option<&'a str>,
+    fetched_at: String,
 }
 
 /// `error` of an `UNPROCESSABLE` entry: `{message, fingerprint}` (`kb-<id>-<revision>`).
@@ -126,29 +126,29 @@ pub fn view(v: &EntryView) -> KbEntryView<'_> {
         replica_uuid: e.replica,
         kind: e.kind,
         status: e.status,
-        summary: &e.summary,
-        auto_refresh: e.auto_refresh,
-        chunk_count: e.chunk_count,
-        created_at: rfc3339(e.created_at),
-        updated_at: rfc3339(e.updated_at),
         title: e.title.as_deref(),
         generated_title: e.generated_title.as_deref(),
+        summary: &e.summary,
         language: e.language.as_deref(),
         detected_language: s.detected_language.as_deref(),
+        auto_refresh: e.auto_refresh,
         url: s.url.as_deref(),
-        format: s.format.as_deref(),
         file: s.file.as_ref().map(|f| FileView { name: &f.name, size: f.size, mime_type: &f.mime_type }),
         website: s.website.as_ref().map(|w| WebsiteView {
             final_url: &w.final_url,
             http_status: w.status,
             content_type: &w.content_type,
-            fetched_at: rfc3339(w.fetched_at),
             page_title: w.page_title.as_deref(),
+            fetched_at: rfc3339(w.fetched_at),
         }),
+        format: s.format.as_deref(),
+        chunk_count: e.chunk_count,
         error: e
             .error
             .as_deref()
             .map(|message| ErrorView { message, fingerprint: format!("kb-{}-{}", e.id, e.revision) }),
+        created_at: rfc3339(e.created_at),
+        updated_at: rfc3339(e.updated_at),
     }
 }
 

@@ -53,13 +53,13 @@ impl From<UserBody> for UserInput {
 pub struct UserView<'a> {
     id: String,
     name: &'a str,
-    linked_accounts: Vec<LinkedAccountView<'a>>,
-    created_at: String,
-    updated_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     email: Option<&'a str>,
+    linked_accounts: Vec<LinkedAccountView<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     profile_image: Option<&'a str>,
+    created_at: String,
+    updated_at: String,
 }
 
 /// A linked account of [`UserView`] (the `LinkedAccount` schema): `{accountID, accountType}`.
@@ -77,11 +77,11 @@ pub fn view(u: &User) -> UserView<'_> {
     UserView {
         id: u.public_id(),
         name: &u.name,
+        email: u.email.as_deref(),
         linked_accounts: linked.collect(),
+        profile_image: u.profile_image.as_deref(),
         created_at: rfc3339(u.created_at),
         updated_at: rfc3339(u.updated_at),
-        email: u.email.as_deref(),
-        profile_image: u.profile_image.as_deref(),
     }
 }
 
