@@ -1,5 +1,6 @@
 //! Chats (spec §4.2 chats rows, docs/decisions.md "Chat"): list, read, and a chat's messages.
-//! Also the query parsing and message view shared with `api::conversations`.
+//! Also what the other lists share: the query parsing and message view of `api::conversations`,
+//! and the list envelopes [`Page`] and [`Items`].
 
 use std::sync::Arc;
 
@@ -50,9 +51,9 @@ pub async fn replica_and_viewer(app: &App, req: &Req) -> Result<(std::sync::Arc<
     Ok((replica, viewer))
 }
 
-/// A page of a list on the wire (docs/decisions.md "Common"): `{items, total}`, the page
-/// `service::page_of` cut and the number of items of the whole list; [`Reply::ok`] adds
-/// `success`.
+/// A page of a list on the wire (docs/decisions.md "Common"): `{items, total}`, `items` the
+/// page (as `service::page_of` cuts it) and `total` the items of the whole list; [`Reply::ok`]
+/// adds `success`.
 #[derive(Serialize)]
 pub struct Page<T> {
     pub items: Vec<T>,

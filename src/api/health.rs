@@ -19,8 +19,9 @@ pub async fn healthz(_app: Arc<App>, _req: Req) -> Result<Reply> {
 }
 
 /// The checks of a [`Report`] on the wire (the `checks` / `services` of the `Readiness` and
-/// `HealthCheck` schemas): `{<name>: {status, message}}` in the report's order, `status` being
-/// `ok` for a passing check and `failing` for the others.
+/// `HealthCheck` schemas): `{<name>: {status, message}}` in the report's order, `status` the
+/// word `ok` for a passing check (`ok` or `healthy`), `failing` for the others (`failing` or
+/// `unhealthy`).
 pub struct ChecksView<'a> {
     report: &'a Report,
     ok: &'static str,
