@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
+use serde::Serialize;
 
-use super::chats::replica_and_viewer;
+use super::chats::{replica_and_viewer, Items};
 use crate::app::App;
 use crate::error::{Error, Result};
 use crate::http::request::Req;
@@ -25,14 +25,41 @@ async fn owned(app: &App, req: &Req) -> Result<uuid::Uuid> {
     }
 }
 
+/// A day of the historical series (an item of the `ConversationHistory` schema): `{date:
+/// YYYY-MM-DD, cumulativeConversations}`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DayView<'a> {
+    date: &'a str,
+    cumulative_conversations: u64,
+}
+
+impl<'a> From<&'a (String, u64)> for DayView<'a> {
+    fn from((date, n): &'a (String, u64)) -> Self {
+        DayView { date, cumulative_conversations: *n }
+    }
+}
+
+/// A source with its conversations (an item of the `ConversationSources` schema).
+#[derive(Serialize)]
+pub struct SourceCountView {
+    source: &'static str,
+    conversations: u64,
+}
+
+impl From<&(&'static str, u64)> for SourceCountView {
+    fn from(&(source, conversations): &(&'static str, u64)) -> Self {
+        SourceCountView { source, conversations }
+    }
+}
+
 /// # `GET /v1/replicas/{replicaUUID}/analytics/conversations/historical`
 /// `{success, items: [{date: YYYY-MM-DD, cumulativeConversations}]}`: the last 30 UTC days,
 /// oldest first, each with the conversations started up to its end.
 pub async fn historical(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = owned(&app, &req).await?;
     let days = usage::cumulative(&app.store, replica, now_ms(), HISTORY_DAYS).await?;
-    let items: Vec<_> = days.iter().map(|(d, n)| json!({ "date": d, "cumulativeConversations": n })).collect();
-    Ok(Reply::ok(&json!({ "items": items })))
+    Ok(Reply::ok(&Items { items: days.iter().map(DayView::from).collect() }))
 }
 
 /// # `GET /v1/replicas/{replicaUUID}/analytics/conversations/sources`
@@ -40,6 +67,5 @@ pub async fn historical(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn sources(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = owned(&app, &req).await?;
     let counts = usage::by_source(&app.store, replica).await?;
-    let items: Vec<_> = counts.iter().map(|(s, n)| json!({ "source": s, "conversations": n })).collect();
-    Ok(Reply::ok(&json!({ "items": items })))
+    Ok(Reply::ok(&Items { items: counts.iter().map(SourceCountView::from).collect() }))
 }

@@ -1,9 +1,11 @@
 //! Chats (spec §4.2 chats rows, docs/decisions.md "Chat"): list, read, and a chat's messages.
-//! Also the query parsing and message view shared with `api::conversations`.
+//! Also what the other lists share: the query parsing and message view of `api::conversations`,
+//! and the list envelopes [`Page`] and [`Items`].
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde::{Serialize, Serializer};
+use uuid::Uuid;
 
 use super::path_replica;
 use crate::app::App;
@@ -49,14 +51,64 @@ pub async fn replica_and_viewer(app: &App, req: &Req) -> Result<(std::sync::Arc<
     Ok((replica, viewer))
 }
 
-/// The counts of a chat or conversation on the wire, into `v`.
-pub fn put_counts(v: &mut Value, c: &Counts) {
-    v["messageCount"] = json!(c.message_count);
-    v["replicaReplyCount"] = json!(c.replica_reply_count);
-    v["firstMessageAt"] = json!(rfc3339(c.first_message_at));
-    v["lastMessageAt"] = json!(rfc3339(c.last_message_at));
-    if let Some(t) = c.last_replica_reply_at {
-        v["lastReplicaReplyAt"] = json!(rfc3339(t));
+/// A page of a list on the wire (docs/decisions.md "Common"): `{items, total}`, `items` the
+/// page (as `service::page_of` cuts it) and `total` the items of the whole list; [`Reply::ok`]
+/// adds `success`.
+#[derive(Serialize)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub total: u64,
+}
+
+/// A list that is not paged on the wire: `{items}` ([`Reply::ok`] adds `success`).
+#[derive(Serialize)]
+pub struct Items<T> {
+    pub items: Vec<T>,
+}
+
+/// The counts of a chat or conversation on the wire (the `counts` of the `Chat` and
+/// `Conversation` schemas): `lastReplicaReplyAt` is absent before the first reply.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CountsView {
+    message_count: u64,
+    replica_reply_count: u64,
+    first_message_at: String,
+    last_message_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_replica_reply_at: Option<String>,
+}
+
+impl From<&Counts> for CountsView {
+    fn from(c: &Counts) -> Self {
+        CountsView {
+            message_count: c.message_count,
+            replica_reply_count: c.replica_reply_count,
+            first_message_at: rfc3339(c.first_message_at),
+            last_message_at: rfc3339(c.last_message_at),
+            last_replica_reply_at: c.last_replica_reply_at.map(rfc3339),
+        }
+    }
+}
+
+/// The name and picture of a chat, a conversation or a message's sender on the wire, under the
+/// keys of its schema (`chatName` / `chatImageURL`, `conversationName` / `conversationImageURL`,
+/// `senderName` / `senderProfileImageURL`); each omitted when absent. Flattened into its view.
+pub struct LabelView<'a> {
+    keys: [&'static str; 2],
+    values: [Option<&'a str>; 2],
+}
+
+impl<'a> LabelView<'a> {
+    /// `name` under `keys[0]`, `image` under `keys[1]`.
+    pub fn new(keys: [&'static str; 2], name: Option<&'a str>, image: Option<&'a str>) -> Self {
+        LabelView { keys, values: [name, image] }
+    }
+}
+
+impl Serialize for LabelView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_map(self.keys.iter().zip(self.values).filter_map(|(k, v)| Some((k, v?))))
     }
 }
 
@@ -69,45 +121,77 @@ pub fn kind(group: bool) -> &'static str {
     }
 }
 
-/// A chat on the wire (docs/decisions.md "Chat"); absent optional fields are omitted.
-pub fn view(c: &Labeled<Chat>) -> Value {
+/// A chat on the wire (the `Chat` schema; docs/decisions.md "Chat"); absent optional fields are
+/// omitted.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatView<'a> {
+    uuid: Uuid,
+    source: &'a str,
+    #[serde(flatten)]
+    label: LabelView<'a>,
+    chat_type: &'static str,
+    #[serde(flatten)]
+    counts: CountsView,
+}
+
+/// The wire view of chat `c`.
+pub fn view(c: &Labeled<Chat>) -> ChatView<'_> {
     let chat = &c.item;
-    let mut v = json!({ "uuid": chat.id, "source": chat.source, "chatType": kind(chat.group) });
-    put_counts(&mut v, &chat.counts);
-    if let Some(n) = &c.name {
-        v["chatName"] = json!(n);
+    ChatView {
+        uuid: chat.id,
+        source: &chat.source,
+        label: LabelView::new(["chatName", "chatImageURL"], c.name.as_deref(), c.image.as_deref()),
+        chat_type: kind(chat.group),
+        counts: (&chat.counts).into(),
     }
-    if let Some(i) = &c.image {
-        v["chatImageURL"] = json!(i);
-    }
-    v
 }
 
-/// A message item on the wire (docs/decisions.md "Chat"), with the history `id` as a field of
-/// our own.
-pub fn message_view(it: &Item) -> Value {
+/// `{chat}` of `GET …/chats/{chatUUID}` (the `ChatRead` schema).
+#[derive(Serialize)]
+pub struct ChatRead<'a> {
+    pub chat: ChatView<'a>,
+}
+
+/// A message item on the wire (the `Message` schema; docs/decisions.md "Chat"), with the history
+/// `id` as a field of our own.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageView<'a> {
+    uuid: Uuid,
+    id: u64,
+    created_at: String,
+    content: &'a str,
+    role: &'a str,
+    #[serde(flatten)]
+    sender: LabelView<'a>,
+    source: &'a str,
+    #[serde(rename = "replicaUUID")]
+    replica_uuid: Uuid,
+}
+
+/// The wire view of message item `it`.
+pub fn message_view(it: &Item) -> MessageView<'_> {
     let m = &it.message;
-    let mut v = json!({
-        "uuid": chats::message_uuid(m.id),
-        "id": m.id,
-        "createdAt": rfc3339(m.created_at),
-        "content": m.content,
-        "role": m.role,
-        "source": m.source,
-        "replicaUUID": m.replica,
-    });
-    if let Some(n) = &it.sender_name {
-        v["senderName"] = json!(n);
+    MessageView {
+        uuid: chats::message_uuid(m.id),
+        id: m.id,
+        created_at: rfc3339(m.created_at),
+        content: &m.content,
+        role: &m.role,
+        sender: LabelView::new(
+            ["senderName", "senderProfileImageURL"],
+            it.sender_name.as_deref(),
+            it.sender_image.as_deref(),
+        ),
+        source: &m.source,
+        replica_uuid: m.replica,
     }
-    if let Some(i) = &it.sender_image {
-        v["senderProfileImageURL"] = json!(i);
-    }
-    v
 }
 
-/// `{success, items}` of message items.
+/// `{success, items}` of message items (the `MessageList` schema).
 pub fn messages_reply(items: &[Item]) -> Reply {
-    Reply::ok(&json!({ "items": items.iter().map(message_view).collect::<Vec<_>>() }))
+    Reply::ok(&Items { items: items.iter().map(message_view).collect() })
 }
 
 /// # `GET /v1/replicas/{replicaUUID}/chats`
@@ -116,7 +200,7 @@ pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
     let (replica, viewer) = replica_and_viewer(&app, &req).await?;
     let q = list_query(&req, SortBy::ReplicaReplies)?;
     let (items, total) = chats::list(&app.store, replica.id, viewer, q).await?;
-    Ok(Reply::ok(&json!({ "items": items.iter().map(view).collect::<Vec<_>>(), "total": total })))
+    Ok(Reply::ok(&Page { items: items.iter().map(view).collect(), total }))
 }
 
 /// # `GET /v1/replicas/{replicaUUID}/chats/{chatUUID}`
@@ -124,7 +208,7 @@ pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn read(app: Arc<App>, req: Req) -> Result<Reply> {
     let (replica, viewer) = replica_and_viewer(&app, &req).await?;
     let chat = chats::get(&app.store, replica.id, req.uuid_param("chatUUID")?, viewer).await?;
-    Ok(Reply::ok(&json!({ "chat": view(&chat) })))
+    Ok(Reply::ok(&ChatRead { chat: view(&chat) }))
 }
 
 /// # `GET /v1/replicas/{replicaUUID}/chats/{chatUUID}/messages`

@@ -3,10 +3,13 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
-use super::chats::{cursor, kind, list_query, message_view, messages_reply, put_counts, replica_and_viewer};
+use super::chats::{
+    cursor, kind, list_query, message_view, messages_reply, replica_and_viewer, CountsView, LabelView, MessageView,
+    Page,
+};
 use crate::app::App;
 use crate::error::{Error, Result};
 use crate::http::request::Req;
@@ -16,28 +19,66 @@ use crate::service::check_len;
 use crate::service::conversations::{self as service, Insights, Mention, MentionQuery};
 use crate::store::records::Conversation;
 
-/// A conversation on the wire (docs/decisions.md "Chat"); absent optional fields are omitted.
-pub fn view(c: &Labeled<Conversation>) -> Value {
+/// A conversation on the wire (the `Conversation` schema; docs/decisions.md "Chat"); absent
+/// optional fields are omitted. Read alone it is the answer itself, flat (`ConversationRead`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationView<'a> {
+    uuid: Uuid,
+    #[serde(rename = "chatUUID")]
+    chat_uuid: Uuid,
+    source: &'a str,
+    #[serde(flatten)]
+    label: LabelView<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'a str>,
+    common_questions: &'a [String],
+    common_topics: &'a [String],
+    conversation_type: &'static str,
+    #[serde(flatten)]
+    counts: CountsView,
+}
+
+/// The wire view of conversation `c`.
+pub fn view(c: &Labeled<Conversation>) -> ConversationView<'_> {
     let conv = &c.item;
-    let mut v = json!({
-        "uuid": conv.id,
-        "chatUUID": conv.chat,
-        "source": conv.source,
-        "conversationType": kind(conv.group),
-        "commonQuestions": conv.common_questions,
-        "commonTopics": conv.common_topics,
-    });
-    put_counts(&mut v, &conv.counts);
-    if let Some(n) = &c.name {
-        v["conversationName"] = json!(n);
+    ConversationView {
+        uuid: conv.id,
+        chat_uuid: conv.chat,
+        source: &conv.source,
+        label: LabelView::new(["conversationName", "conversationImageURL"], c.name.as_deref(), c.image.as_deref()),
+        summary: conv.summary.as_deref(),
+        common_questions: &conv.common_questions,
+        common_topics: &conv.common_topics,
+        conversation_type: kind(conv.group),
+        counts: (&conv.counts).into(),
     }
-    if let Some(i) = &c.image {
-        v["conversationImageURL"] = json!(i);
+}
+
+/// An item of a mention list (the `Mention` schema): `{type: "mention", messages}` or
+/// `{type: "placeholder", count}`.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum MentionView<'a> {
+    Mention { messages: Vec<MessageView<'a>> },
+    Placeholder { count: usize },
+}
+
+impl<'a> From<&'a Mention> for MentionView<'a> {
+    fn from(m: &'a Mention) -> Self {
+        match m {
+            Mention::Messages(items) => MentionView::Mention { messages: items.iter().map(message_view).collect() },
+            Mention::Placeholder(count) => MentionView::Placeholder { count: *count },
+        }
     }
-    if let Some(s) = &conv.summary {
-        v["summary"] = json!(s);
-    }
-    v
+}
+
+/// `{items, hasMore}` of the mention list (the `MentionList` schema).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MentionList<'a> {
+    pub items: Vec<MentionView<'a>>,
+    pub has_more: bool,
 }
 
 fn chat_param(req: &Req) -> Result<Option<uuid::Uuid>> {
@@ -55,7 +96,7 @@ pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
     let (replica, viewer) = replica_and_viewer(&app, &req).await?;
     let q = list_query(&req, SortBy::LastReplicaReplyAt)?;
     let (items, total) = service::list(&app.store, replica.id, chat_param(&req)?, viewer, q).await?;
-    Ok(Reply::ok(&json!({ "items": items.iter().map(view).collect::<Vec<_>>(), "total": total })))
+    Ok(Reply::ok(&Page { items: items.iter().map(view).collect(), total }))
 }
 
 /// # `GET /v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}`
@@ -116,6 +157,11 @@ pub async fn patch(app: Arc<App>, req: Req) -> Result<Reply> {
     Ok(Reply::done())
 }
 
+/// The 202 of [`recompute`]: no field but the `success` [`Reply::success`] adds (the `Done`
+/// schema).
+#[derive(Serialize)]
+struct Queued {}
+
 /// # `POST /v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}/insights`
 /// Ours: asks for `summary`, `commonQuestions` and `commonTopics` to be computed again
 /// (replacing an owner's `PATCH`); 202 `{success}` once queued (see
@@ -125,7 +171,7 @@ pub async fn recompute(app: Arc<App>, req: Req) -> Result<Reply> {
     let (replica, viewer) = replica_and_viewer(&app, &req).await?;
     let (chat, id) = (req.uuid_param("chatUUID")?, req.uuid_param("conversationUUID")?);
     service::recompute(&app.store, replica.id, chat, id, viewer).await?;
-    Ok(Reply::success(202, &json!({})))
+    Ok(Reply::success(202, &Queued {}))
 }
 
 /// # `GET /v1/replicas/{replicaUUID}/conversations/{conversationUUID}/mentions` (deprecated)
@@ -143,14 +189,5 @@ pub async fn mentions(app: Arc<App>, req: Req) -> Result<Reply> {
         min_placeholder: req.query_int(&["minimumMessagesInPlaceholder"], 3, 1, 100)? as usize,
     };
     let (found, has_more) = service::mentions_of(&app.store, replica, id, viewer, q).await?;
-    let items: Vec<Value> = found
-        .iter()
-        .map(|m| match m {
-            Mention::Messages(items) => {
-                json!({ "type": "mention", "messages": items.iter().map(message_view).collect::<Vec<_>>() })
-            }
-            Mention::Placeholder(count) => json!({ "type": "placeholder", "count": count }),
-        })
-        .collect();
-    Ok(Reply::ok(&json!({ "items": items, "hasMore": has_more })))
+    Ok(Reply::ok(&MentionList { items: found.iter().map(MentionView::from).collect(), has_more }))
 }

@@ -24,12 +24,12 @@ use std::time::Instant;
 
 use hyper::header::HOST;
 use hyper::Method;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::chat::encode;
-use super::history::{source_view, view};
+use super::chats::Items;
+use super::history::{source_view, view, SourceView};
 use super::path_replica;
 use super::{BodyKind, Route};
 use crate::app::App;
@@ -68,6 +68,17 @@ pub async fn revoke_key(app: Arc<App>, req: Req) -> Result<Reply> {
     Ok(Reply::done())
 }
 
+/// A new embed key on the wire (the `EmbedKeyCreated` schema): `{key, replicaUUID,
+/// allowedOrigins}`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbedKeyView {
+    pub key: String,
+    #[serde(rename = "replicaUUID")]
+    pub replica_uuid: Uuid,
+    pub allowed_origins: Vec<String>,
+}
+
 /// # `POST /v1/replicas/{replicaUUID}/embed-keys`
 /// Body `{allowedOrigins: ["https://example.com", …]}` (1–50 origins; they replace the
 /// replica's allowed origins). 200 `{success, key, replicaUUID, allowedOrigins}`: the key is
@@ -76,13 +87,23 @@ pub async fn create_key(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let body: EmbedKeyBody = req.json()?;
     let (key, origins) = embed::create_key(&app.store, replica.org, replica.id, &body.allowed_origins).await?;
-    Ok(Reply::ok(&json!({ "key": key, "replicaUUID": replica.id, "allowedOrigins": origins })))
+    Ok(Reply::ok(&EmbedKeyView { key, replica_uuid: replica.id, allowed_origins: origins }))
 }
 
 /// Body of `POST …/embed-identity-secret`: none, or `{}`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct IdentitySecretBody {}
+
+/// A new identity secret on the wire (the `EmbedIdentitySecretCreated` schema): `{replicaUUID,
+/// identitySecret}`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdentitySecretView {
+    #[serde(rename = "replicaUUID")]
+    pub replica_uuid: Uuid,
+    pub identity_secret: String,
+}
 
 /// # `POST /v1/replicas/{replicaUUID}/embed-identity-secret`
 /// No body, or `{}`. Makes the replica's identity secret, replacing an earlier one (identities
@@ -94,7 +115,7 @@ pub async fn create_identity_secret(app: Arc<App>, req: Req) -> Result<Reply> {
         req.json::<IdentitySecretBody>()?;
     }
     let secret = embed::create_identity_secret(&app.store, &app.channels.secrets, replica.org, replica.id).await?;
-    Ok(Reply::ok(&json!({ "replicaUUID": replica.id, "identitySecret": secret })))
+    Ok(Reply::ok(&IdentitySecretView { replica_uuid: replica.id, identity_secret: secret }))
 }
 
 /// # `DELETE /v1/replicas/{replicaUUID}/embed-identity-secret`
@@ -217,6 +238,16 @@ fn with_cors(reply: Reply, origin: Option<&str>) -> Reply {
     }
 }
 
+/// The answer of the widget's chat without streaming (the `EmbedChatReply` schema): `{content,
+/// sources, id}`; `id`, the history id of the reply, is `null` when none was stored (the
+/// schema says so).
+#[derive(Serialize)]
+pub struct EmbedReplyView<'a> {
+    pub content: &'a str,
+    pub sources: Vec<SourceView<'a>>,
+    pub id: Option<u64>,
+}
+
 #[derive(Deserialize)]
 struct ChatBody {
     content: String,
@@ -269,8 +300,8 @@ async fn answer(app: &Arc<App>, req: &Req, visit: Visit, content: String) -> Res
         Reply::event_stream(started.events, move |ev| encode(ev, &request_id, expose))
     } else {
         let c = chat::complete(&cx, &visit.replica, user, ask).await?;
-        let sources: Vec<_> = c.sources.iter().map(source_view).collect();
-        Reply::ok(&json!({ "content": c.content, "sources": sources, "id": c.message_id }))
+        let sources = c.sources.iter().map(source_view).collect();
+        Reply::ok(&EmbedReplyView { content: &c.content, sources, id: c.message_id })
     })
 }
 
@@ -298,8 +329,7 @@ async fn visitor_history(app: &App, req: &Req, visit: Visit) -> Result<Reply> {
         }
         None => Vec::new(),
     };
-    let items: Vec<_> = items.iter().map(view).collect();
-    Ok(Reply::ok(&json!({ "items": items })))
+    Ok(Reply::ok(&Items { items: items.iter().map(view).collect() }))
 }
 
 /// `OPTIONS` of the widget operations: the CORS preflight. 204 with the allowed methods and

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde_json::{json, Map, Value};
+use serde::{Serialize, Serializer};
 
 use crate::app::App;
 use crate::error::Result;
@@ -18,15 +18,66 @@ pub async fn healthz(_app: Arc<App>, _req: Req) -> Result<Reply> {
     Ok(Reply::raw(200, Bytes::from_static(br#"{"status":"ok"}"#), "application/json"))
 }
 
+/// The checks of a [`Report`] on the wire (the `checks` / `services` of the `Readiness` and
+/// `HealthCheck` schemas): `{<name>: {status, message}}` in the report's order, `status` the
+/// word `ok` for a passing check (`ok` or `healthy`), `failing` for the others (`failing` or
+/// `unhealthy`).
+pub struct ChecksView<'a> {
+    report: &'a Report,
+    ok: &'static str,
+    failing: &'static str,
+}
+
+/// A check of [`ChecksView`]: `{status, message}`.
+#[derive(Serialize)]
+pub struct CheckView<'a> {
+    status: &'static str,
+    message: &'a str,
+}
+
+impl Serialize for ChecksView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_map(self.report.checks.iter().map(|(name, check)| {
+            let status = if check.ok { self.ok } else { self.failing };
+            (name, CheckView { status, message: &check.message })
+        }))
+    }
+}
+
+/// `/readyz`'s answer (the `Readiness` schema): `{status: "ready"|"not ready", checks}`.
+#[derive(Serialize)]
+pub struct ReadinessView<'a> {
+    status: &'static str,
+    checks: ChecksView<'a>,
+}
+
+/// `/v1/healthcheck`'s answer (the `HealthCheck` schema): `{success, time, services}`.
+#[derive(Serialize)]
+pub struct HealthCheckView<'a> {
+    success: bool,
+    time: String,
+    services: ChecksView<'a>,
+}
+
+/// The readiness answer of `report`.
+pub fn readiness(report: &Report) -> ReadinessView<'_> {
+    let status = if report.ready() { "ready" } else { "not ready" };
+    ReadinessView { status, checks: ChecksView { report, ok: "ok", failing: "failing" } }
+}
+
+/// The health-check answer of `report` at `time` (RFC 3339).
+pub fn health_check(report: &Report, time: String) -> HealthCheckView<'_> {
+    let services = ChecksView { report, ok: "healthy", failing: "unhealthy" };
+    HealthCheckView { success: report.ready(), time, services }
+}
+
 /// # `GET /readyz`
 /// 200 `{status: "ready", checks: {store, search, ingestion: {status: "ok", message}}}` when
 /// every check of `ops::health` passes; 503 with `status: "not ready"` and the failing checks'
 /// `status: "failing"` otherwise.
 pub async fn readyz(app: Arc<App>, _req: Req) -> Result<Reply> {
     let report = health::check(&app).await;
-    let checks = services(&report, "ok", "failing");
-    let status = if report.ready() { "ready" } else { "not ready" };
-    Ok(answer(&report, json!({ "status": status, "checks": checks })))
+    Ok(answer(&report, &readiness(&report)))
 }
 
 /// # `GET /v1/healthcheck`
@@ -36,21 +87,11 @@ pub async fn readyz(app: Arc<App>, _req: Req) -> Result<Reply> {
 pub async fn healthcheck(app: Arc<App>, _req: Req) -> Result<Reply> {
     let report = health::check(&app).await;
     let time = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    let services = services(&report, "healthy", "unhealthy");
-    Ok(answer(&report, json!({ "success": report.ready(), "time": time, "services": services })))
+    Ok(answer(&report, &health_check(&report, time)))
 }
 
-fn services(report: &Report, ok: &str, failing: &str) -> Value {
-    let mut map = Map::new();
-    for (name, check) in &report.checks {
-        let status = if check.ok { ok } else { failing };
-        map.insert(name.to_string(), json!({ "status": status, "message": check.message }));
-    }
-    Value::Object(map)
-}
-
-fn answer(report: &Report, body: Value) -> Reply {
+fn answer(report: &Report, body: &impl Serialize) -> Reply {
     let status = if report.ready() { 200 } else { 503 };
-    let bytes = serde_json::to_vec(&body).unwrap_or_default();
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
     Reply::raw(status, bytes.into(), "application/json").with_header("cache-control", "no-store")
 }

@@ -3,16 +3,17 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use uuid::Uuid;
 
-use super::{path_replica, set_some};
+use super::chats::Page;
+use super::path_replica;
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::ingest::formats::FORMATS;
 use crate::service::knowledge::{
-    self, Content, EntryView, Limits, NewEntry, Patch, Sort, SortKey, SORTS, STATUSES, TYPES,
+    self, Content, Created, EntryView, Limits, NewEntry, Patch, Sort, SortKey, SORTS, STATUSES, TYPES,
 };
 use crate::service::{replicas, rfc3339, uploads};
 use crate::store::records::{Chunk, KbKind, KbStatus, KbText, Replica};
@@ -52,59 +53,114 @@ pub struct PatchBody {
     pub auto_refresh: Option<bool>,
 }
 
-/// An entry on the wire (list form); absent optional values are omitted, never `null`
-/// (docs/decisions.md "Knowledge base").
-pub fn view(v: &EntryView) -> Value {
-    let (e, s) = (&v.entry, &v.source);
-    let mut out = json!({
-        "id": e.id,
-        "replicaUUID": e.replica,
-        "type": e.kind,
-        "status": e.status,
-        "summary": e.summary,
-        "autoRefresh": e.auto_refresh,
-        "chunkCount": e.chunk_count,
-        "createdAt": rfc3339(e.created_at),
-        "updatedAt": rfc3339(e.updated_at),
-    });
-    set_some(&mut out, "title", e.title.as_ref());
-    set_some(&mut out, "generatedTitle", e.generated_title.as_ref());
-    set_some(&mut out, "language", e.language.as_ref());
-    set_some(&mut out, "detectedLanguage", s.detected_language.as_ref());
-    set_some(&mut out, "url", s.url.as_ref());
-    set_some(&mut out, "format", s.format.as_ref());
-    set_some(
-        &mut out,
-        "file",
-        s.file.as_ref().map(|f| json!({ "name": f.name, "size": f.size, "mimeType": f.mime_type })),
-    );
-    set_some(
-        &mut out,
-        "website",
-        s.website.as_ref().map(|w| {
-            let mut site = json!({
-                "finalURL": w.final_url,
-                "httpStatus": w.status,
-                "contentType": w.content_type,
-                "fetchedAt": rfc3339(w.fetched_at),
-            });
-            set_some(&mut site, "pageTitle", w.page_title.as_ref());
-            site
-        }),
-    );
-    let fingerprint = format!("kb-{}-{}", e.id, e.revision);
-    set_some(&mut out, "error", e.error.as_ref().map(|m| json!({ "message": m, "fingerprint": fingerprint })));
-    out
+/// An entry on the wire (list form; the `KnowledgeBaseEntry` schema); absent optional values
+/// are omitted, never `null` (docs/decisions.md "Knowledge base").
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KbEntryView<'a> {
+    id: u64,
+    #[serde(rename = "replicaUUID")]
+    replica_uuid: Uuid,
+    #[serde(rename = "type")]
+    kind: KbKind,
+    status: KbStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    title: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generated_title: Option<&'a str>,
+    summary: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    language: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detected_language: Option<&'a str>,
+    auto_refresh: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<FileView<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    website: Option<WebsiteView<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<&'a str>,
+    chunk_count: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ErrorView<'a>>,
+    created_at: String,
+    updated_at: String,
 }
 
-/// An entry on the wire with its texts and chunks (`GET …/knowledge-base/{knowledgeBaseID}`):
-/// the list form, then `rawText`, `processedText`, `rawTextChunks`. The texts are serialized
-/// from the stored records as they are, without a copy into a `Value`: they are the bulk of the
-/// answer, and a copy would allocate each of them again on every read.
+/// `file` of an entry: `{name, size, mimeType}`.
 #[derive(Serialize)]
-struct FullView<'a> {
+#[serde(rename_all = "camelCase")]
+pub struct FileView<'a> {
+    name: &'a str,
+    size: u64,
+    mime_type: &'a str,
+}
+
+/// `website` of a fetched entry: `{finalURL, httpStatus, contentType, fetchedAt, pageTitle?}`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebsiteView<'a> {
+    #[serde(rename = "finalURL")]
+    final_url: &'a str,
+    http_status: u16,
+    content_type: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    page_title: Option<&'a str>,
+    fetched_at: String,
+}
+
+/// `error` of an `UNPROCESSABLE` entry: `{message, fingerprint}` (`kb-<id>-<revision>`).
+#[derive(Serialize)]
+pub struct ErrorView<'a> {
+    message: &'a str,
+    fingerprint: String,
+}
+
+/// The wire view of entry `v` (list form).
+pub fn view(v: &EntryView) -> KbEntryView<'_> {
+    let (e, s) = (&v.entry, &v.source);
+    KbEntryView {
+        id: e.id,
+        replica_uuid: e.replica,
+        kind: e.kind,
+        status: e.status,
+        title: e.title.as_deref(),
+        generated_title: e.generated_title.as_deref(),
+        summary: &e.summary,
+        language: e.language.as_deref(),
+        detected_language: s.detected_language.as_deref(),
+        auto_refresh: e.auto_refresh,
+        url: s.url.as_deref(),
+        file: s.file.as_ref().map(|f| FileView { name: &f.name, size: f.size, mime_type: &f.mime_type }),
+        website: s.website.as_ref().map(|w| WebsiteView {
+            final_url: &w.final_url,
+            http_status: w.status,
+            content_type: &w.content_type,
+            page_title: w.page_title.as_deref(),
+            fetched_at: rfc3339(w.fetched_at),
+        }),
+        format: s.format.as_deref(),
+        chunk_count: e.chunk_count,
+        error: e
+            .error
+            .as_deref()
+            .map(|message| ErrorView { message, fingerprint: format!("kb-{}-{}", e.id, e.revision) }),
+        created_at: rfc3339(e.created_at),
+        updated_at: rfc3339(e.updated_at),
+    }
+}
+
+/// An entry on the wire with its texts and chunks (`GET …/knowledge-base/{knowledgeBaseID}`;
+/// the `KnowledgeBaseEntryFull` schema): the list form, then `rawText`, `processedText`,
+/// `rawTextChunks`. The texts are serialized from the stored records as they are, without a
+/// copy: they are the bulk of the answer, and a copy would allocate each of them again on every
+/// read.
+#[derive(Serialize)]
+pub struct FullView<'a> {
     #[serde(flatten)]
-    entry: Value,
+    entry: KbEntryView<'a>,
     #[serde(rename = "rawText")]
     raw_text: &'a str,
     #[serde(rename = "processedText")]
@@ -115,15 +171,68 @@ struct FullView<'a> {
 
 /// A chunk of [`FullView`]: `{index, title, content}`.
 #[derive(Serialize)]
-struct ChunkView<'a> {
+pub struct ChunkView<'a> {
     index: usize,
     title: &'a str,
     content: &'a str,
 }
 
-fn full_view<'a>(v: &EntryView, text: &'a KbText, chunks: &'a [Chunk]) -> FullView<'a> {
+/// The wire view of entry `v` with its text and chunks.
+pub fn full_view<'a>(v: &'a EntryView, text: &'a KbText, chunks: &'a [Chunk]) -> FullView<'a> {
     let chunks = chunks.iter().enumerate().map(|(index, c)| ChunkView { index, title: &c.title, content: &c.text });
     FullView { entry: view(v), raw_text: &text.raw, processed_text: &text.processed, chunks: chunks.collect() }
+}
+
+/// An entry the create queued (an item of `results` of the `KnowledgeBaseCreated` schema):
+/// `{type, enqueued: true, knowledgeBaseID}`, with `signedURL` and `signedURLExpiresAt` for a
+/// `filename`.
+#[derive(Serialize)]
+pub struct CreatedView {
+    #[serde(rename = "type")]
+    kind: KbKind,
+    enqueued: bool,
+    #[serde(rename = "knowledgeBaseID")]
+    id: u64,
+    #[serde(rename = "signedURL", skip_serializing_if = "Option::is_none")]
+    signed_url: Option<String>,
+    #[serde(rename = "signedURLExpiresAt", skip_serializing_if = "Option::is_none")]
+    signed_url_expires_at: Option<String>,
+}
+
+/// The wire view of entry `created`, with the absolute `signed_url` of its upload (for a
+/// `filename`).
+pub fn created_view(created: &Created, signed_url: Option<String>) -> CreatedView {
+    CreatedView {
+        kind: created.kind,
+        enqueued: true,
+        id: created.id,
+        signed_url,
+        signed_url_expires_at: created.upload.as_ref().map(|(_, expires_at)| rfc3339(*expires_at)),
+    }
+}
+
+/// `{results}` of the create (207; the `KnowledgeBaseCreated` schema).
+#[derive(Serialize)]
+pub struct Results<T> {
+    pub results: Vec<T>,
+}
+
+/// `{knowledgeBaseID, size, mimeType, status: "FILE_UPLOADED"}` of an upload (the `UploadDone`
+/// schema).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadedView<'a> {
+    #[serde(rename = "knowledgeBaseID")]
+    id: u64,
+    size: u64,
+    mime_type: &'a str,
+    status: KbStatus,
+}
+
+impl<'a> From<&'a uploads::Uploaded> for UploadedView<'a> {
+    fn from(up: &'a uploads::Uploaded) -> Self {
+        UploadedView { id: up.entry, size: up.size, mime_type: &up.mime_type, status: KbStatus::FileUploaded }
+    }
 }
 
 /// The absolute signed URL of upload `token`: `--public-url`, else `http://` + `Host`.
@@ -156,12 +265,8 @@ pub async fn create(app: Arc<App>, req: Req) -> Result<Reply> {
         upload_ttl_ms: UPLOAD_TTL_MS,
     };
     let created = knowledge::create(&app.store, replica.org, replica.id, new, limits).await?;
-    let mut result = json!({ "type": created.kind, "enqueued": true, "knowledgeBaseID": created.id });
-    if let Some((token, expires_at)) = &created.upload {
-        result["signedURL"] = json!(signed_url(&app, &req, token));
-        result["signedURLExpiresAt"] = json!(rfc3339(*expires_at));
-    }
-    Ok(Reply::success(207, &json!({ "results": [result] })))
+    let url = created.upload.as_ref().map(|(token, _)| signed_url(&app, &req, token));
+    Ok(Reply::success(207, &Results { results: vec![created_view(&created, url)] }))
 }
 
 /// Lifetime of a signed upload URL: one hour, in milliseconds.
@@ -176,12 +281,7 @@ pub async fn upload(app: Arc<App>, req: Req) -> Result<Reply> {
     let token = req.param("token").to_string();
     let ct = req.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_string);
     let up = uploads::upload(&app.store, &token, req.body.clone(), ct).await?;
-    Ok(Reply::ok(&json!({
-        "knowledgeBaseID": up.entry,
-        "size": up.size,
-        "mimeType": up.mime_type,
-        "status": KbStatus::FileUploaded,
-    })))
+    Ok(Reply::ok(&UploadedView::from(&up)))
 }
 
 /// The order of an entry list: our `sort` (a `-` prefix sorts descending), else `sortBy`
@@ -279,8 +379,7 @@ pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
         knowledge::Scope::Organization { org: caller.org.id, user: caller.user.clone() }
     };
     let (items, total) = knowledge::list(&app.store, scope, q).await?;
-    let items: Vec<Value> = items.iter().map(view).collect();
-    Ok(Reply::ok(&json!({ "items": items, "total": total })))
+    Ok(Reply::ok(&Page { items: items.iter().map(view).collect(), total }))
 }
 
 /// # `GET …/knowledge-base/{knowledgeBaseID}` (per replica and organization-wide)
@@ -312,22 +411,55 @@ pub async fn delete(app: Arc<App>, req: Req) -> Result<Reply> {
     Ok(Reply::done())
 }
 
+/// A file type of [`MediaGroupView`]: `{mimeTypes, extensions, supportLevel}`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileTypeView {
+    mime_types: &'static [&'static str],
+    extensions: &'static [&'static str],
+    support_level: &'static str,
+}
+
+/// A group of file types (an item of `mediaGroups` of the `FileTypes` schema): `{label,
+/// mediaType, limitation, fileTypes}`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MediaGroupView<'a> {
+    label: &'static str,
+    media_type: &'static str,
+    limitation: &'a str,
+    file_types: Vec<FileTypeView>,
+}
+
+/// `{mediaGroups}` of `GET /v1/knowledge-base/file-types` (the `FileTypes` schema).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileTypesView<'a> {
+    media_groups: Vec<MediaGroupView<'a>>,
+}
+
+/// [`FORMATS`] grouped by their group label, in order of first appearance; each group says
+/// `limitation`.
+pub fn file_types_view(limitation: &str) -> FileTypesView<'_> {
+    let mut groups: Vec<MediaGroupView> = Vec::new();
+    for f in FORMATS {
+        let row = FileTypeView { mime_types: f.mime_types, extensions: f.extensions, support_level: f.support };
+        match groups.iter_mut().find(|g| g.label == f.group) {
+            Some(g) => g.file_types.push(row),
+            None => groups.push(MediaGroupView {
+                label: f.group,
+                media_type: f.media_type,
+                limitation,
+                file_types: vec![row],
+            }),
+        }
+    }
+    FileTypesView { media_groups: groups }
+}
+
 /// # `GET /v1/knowledge-base/file-types`
 /// Exactly the formats `ingest::extract` reads, grouped by `mediaGroups[].label`.
 pub async fn file_types(app: Arc<App>, _req: Req) -> Result<Reply> {
     let limit = format!("at most {} bytes per file", app.config.max_upload_bytes);
-    let mut groups: Vec<Value> = Vec::new();
-    for f in FORMATS {
-        let row = json!({ "mimeTypes": f.mime_types, "extensions": f.extensions, "supportLevel": f.support });
-        match groups.iter_mut().find(|g| g["label"] == f.group) {
-            Some(g) => g["fileTypes"].as_array_mut().into_iter().for_each(|a| a.push(row.clone())),
-            None => groups.push(json!({
-                "label": f.group,
-                "mediaType": f.media_type,
-                "limitation": limit,
-                "fileTypes": [row],
-            })),
-        }
-    }
-    Ok(Reply::ok(&json!({ "mediaGroups": groups })))
+    Ok(Reply::ok(&file_types_view(&limit)))
 }

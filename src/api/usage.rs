@@ -3,22 +3,90 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use uuid::Uuid;
 
 use crate::app::App;
 use crate::error::Result;
 use crate::generate::Usage;
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::service::usage;
+use crate::service::usage::{self, MyUsage};
 use crate::store::now_ms;
 
-fn tokens(u: &Usage) -> Value {
-    json!({ "promptTokens": u.prompt_tokens, "completionTokens": u.completion_tokens })
+/// Prompt and completion tokens on the wire (the `Tokens` schema).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokensView {
+    prompt_tokens: u64,
+    completion_tokens: u64,
 }
 
-fn by_replica<T>(m: &BTreeMap<uuid::Uuid, T>, f: impl Fn(&T) -> Value) -> Value {
-    Value::Object(m.iter().map(|(id, v)| (id.to_string(), f(v))).collect())
+impl From<&Usage> for TokensView {
+    fn from(u: &Usage) -> Self {
+        TokensView { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens }
+    }
+}
+
+/// `tokens` of [`UsageView`]: the month's totals, the month (`YYYY-MM`) and the totals per
+/// replica.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MonthTokensView<'a> {
+    #[serde(flatten)]
+    total: TokensView,
+    month: String,
+    by_replica: BTreeMap<&'a Uuid, TokensView>,
+}
+
+/// `conversations` of [`UsageView`]: started this UTC month, in all and per replica.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationsView<'a> {
+    current_month_total: u64,
+    current_month_by_replica: &'a BTreeMap<Uuid, u64>,
+}
+
+/// `knowledgeBaseEntries` of [`UsageView`]: in all and per replica.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EntriesView<'a> {
+    total: u64,
+    by_replica: &'a BTreeMap<Uuid, u64>,
+}
+
+/// The usage of a user on the wire (the `UserUsage` schema).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageView<'a> {
+    conversations: ConversationsView<'a>,
+    knowledge_base_entries: EntriesView<'a>,
+    tokens: MonthTokensView<'a>,
+}
+
+/// The wire view of usage `u`.
+pub fn view(u: &MyUsage) -> UsageView<'_> {
+    let total = |m: &BTreeMap<Uuid, u64>| m.values().sum::<u64>();
+    let all_tokens = u.tokens_by_replica.values().fold(Usage::default(), |a, t| Usage {
+        prompt_tokens: a.prompt_tokens + t.prompt_tokens,
+        completion_tokens: a.completion_tokens + t.completion_tokens,
+    });
+    let conversations = &u.conversations_by_replica;
+    UsageView {
+        conversations: ConversationsView {
+            current_month_total: total(conversations),
+            current_month_by_replica: conversations,
+        },
+        knowledge_base_entries: EntriesView {
+            total: total(&u.kb_entries_by_replica),
+            by_replica: &u.kb_entries_by_replica,
+        },
+        tokens: MonthTokensView {
+            total: (&all_tokens).into(),
+            month: format!("{}-{:02}", u.month / 100, u.month % 100),
+            by_replica: u.tokens_by_replica.iter().map(|(id, t)| (id, t.into())).collect(),
+        },
+    }
 }
 
 /// # `GET /v1/users/me/usage`
@@ -29,23 +97,5 @@ fn by_replica<T>(m: &BTreeMap<uuid::Uuid, T>, f: impl Fn(&T) -> Value) -> Value 
 pub async fn me(app: Arc<App>, req: Req) -> Result<Reply> {
     let caller = req.caller()?;
     let u = usage::of_user(&app.store, caller.org.id, caller.acting_user(), now_ms()).await?;
-    let total = |m: &BTreeMap<uuid::Uuid, u64>| m.values().sum::<u64>();
-    let all_tokens = u.tokens_by_replica.values().fold(Usage::default(), |a, t| Usage {
-        prompt_tokens: a.prompt_tokens + t.prompt_tokens,
-        completion_tokens: a.completion_tokens + t.completion_tokens,
-    });
-    let mut tokens_v = tokens(&all_tokens);
-    tokens_v["month"] = json!(format!("{}-{:02}", u.month / 100, u.month % 100));
-    tokens_v["byReplica"] = by_replica(&u.tokens_by_replica, tokens);
-    Ok(Reply::ok(&json!({
-        "conversations": {
-            "currentMonthTotal": total(&u.conversations_by_replica),
-            "currentMonthByReplica": by_replica(&u.conversations_by_replica, |n| json!(n)),
-        },
-        "knowledgeBaseEntries": {
-            "total": total(&u.kb_entries_by_replica),
-            "byReplica": by_replica(&u.kb_entries_by_replica, |n| json!(n)),
-        },
-        "tokens": tokens_v,
-    })))
+    Ok(Reply::ok(&view(&u)))
 }

@@ -2,8 +2,7 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
 use crate::app::App;
 use crate::error::{Code, Error, Result};
@@ -46,25 +45,44 @@ impl From<UserBody> for UserInput {
     }
 }
 
-/// A user on the wire, flat (docs/decisions.md "Users"): `{id, name, email?, linkedAccounts:
-/// [{accountID, accountType}], profileImage?, createdAt, updatedAt}`; absent values omitted.
-pub fn view(u: &User) -> Value {
-    let linked: Vec<Value> =
-        u.linked.iter().map(|(kind, id)| json!({ "accountID": id, "accountType": kind })).collect();
-    let mut v = json!({
-        "id": u.public_id(),
-        "name": u.name,
-        "linkedAccounts": linked,
-        "createdAt": rfc3339(u.created_at),
-        "updatedAt": rfc3339(u.updated_at),
-    });
-    if let Some(email) = &u.email {
-        v["email"] = json!(email);
+/// A user on the wire, flat (the `UserResponse` schema; docs/decisions.md "Users"): `{id, name,
+/// email?, linkedAccounts: [{accountID, accountType}], profileImage?, createdAt, updatedAt}`;
+/// absent values omitted.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserView<'a> {
+    id: String,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    email: Option<&'a str>,
+    linked_accounts: Vec<LinkedAccountView<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    profile_image: Option<&'a str>,
+    created_at: String,
+    updated_at: String,
+}
+
+/// A linked account of [`UserView`] (the `LinkedAccount` schema): `{accountID, accountType}`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LinkedAccountView<'a> {
+    #[serde(rename = "accountID")]
+    account_id: &'a str,
+    account_type: &'a str,
+}
+
+/// The wire view of user `u`.
+pub fn view(u: &User) -> UserView<'_> {
+    let linked = u.linked.iter().map(|(kind, id)| LinkedAccountView { account_id: id, account_type: kind });
+    UserView {
+        id: u.public_id(),
+        name: &u.name,
+        email: u.email.as_deref(),
+        linked_accounts: linked.collect(),
+        profile_image: u.profile_image.as_deref(),
+        created_at: rfc3339(u.created_at),
+        updated_at: rfc3339(u.updated_at),
     }
-    if let Some(image) = &u.profile_image {
-        v["profileImage"] = json!(image);
-    }
-    v
 }
 
 fn me(req: &Req) -> Result<&User> {

@@ -42,9 +42,18 @@ pub fn operations() -> Vec<Op> {
     ]
 }
 
+/// An object keyed by replicaUUID whose values are `values`.
+fn by_replica(values: Value) -> Value {
+    json!({
+        "type": "object",
+        "propertyNames": { "type": "string", "format": "uuid" },
+        "additionalProperties": values,
+        "description": "Keyed by replicaUUID.",
+    })
+}
+
 fn counts_by_replica() -> Value {
-    json!({ "type": "object", "additionalProperties": { "type": "integer", "minimum": 0 },
-        "description": "Keyed by replicaUUID." })
+    by_replica(json!({ "type": "integer", "minimum": 0 }))
 }
 
 fn tokens(extra: Value) -> Value {
@@ -95,7 +104,7 @@ pub fn schemas(add: &mut impl FnMut(&str, Value)) {
                 }), false),
                 "tokens": tokens(json!({
                     "month": { "type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$", "description": "The UTC month counted." },
-                    "byReplica": { "type": "object", "additionalProperties": reference("Tokens") },
+                    "byReplica": by_replica(reference("Tokens")),
                 })),
             }),
             false,

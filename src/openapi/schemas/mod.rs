@@ -1,6 +1,7 @@
 //! `components.schemas` of the OpenAPI document: every request and response body, written from
 //! the wire DTOs of `src/api` (the integration tests validate every JSON response they receive
-//! against these, so a field added to a view without its schema fails a test).
+//! against these, so a field added to a view without its schema fails a test; the `views` test
+//! does the same for one value of each typed view with every optional field present).
 //!
 //! Response objects are closed (`additionalProperties: false`): the document lists every field
 //! the server sends. Request objects are closed where the server rejects unknown fields (spec
@@ -12,6 +13,8 @@ mod knowledge_base;
 mod models;
 mod replicas;
 mod users;
+#[cfg(test)]
+mod views;
 
 use serde_json::{json, Map, Value};
 
