@@ -170,9 +170,12 @@ impl Bot {
         }
     }
 
-    /// The field of its integration object in replica reads (`messengerA_integration`).
-    pub fn integration_field(self) -> String {
-        format!("{}_integration", self.name())
+    /// The field of its integration object in replica reads (`<name>_integration`).
+    pub const fn integration_field(self) -> &'static str {
+        match self {
+            Bot::MessengerA => "messengerA_integration",
+            Bot::MessengerB => "messengerB_integration",
+        }
     }
 }
 
@@ -186,10 +189,14 @@ mod tests {
             assert_eq!(Channel::parse(c.name()), Some(c));
             assert_eq!(serde_json::to_value(c).unwrap(), Value::from(c.name()));
             assert_eq!(c.bot().map(Bot::channel), c.bot().map(|_| c));
+            if let Some(field) = c.data_field() {
+                assert_eq!(field, format!("{}_data", c.name()));
+            }
         }
         for b in Bot::ALL {
             assert_eq!(b.channel().bot(), Some(b), "{b:?} is its channel's bot");
             assert_eq!(Bot::parse(b.name()), Some(b));
+            assert_eq!(b.integration_field(), format!("{}_integration", b.name()));
         }
         assert_eq!(Channel::ALL.into_iter().filter(|c| c.bot().is_some()).count(), Bot::ALL.len());
     }

@@ -6,14 +6,15 @@ use std::sync::Arc;
 use redb::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
-use super::integrations::{bot_in, BotRecord};
+use super::channel::Bot;
+use super::integrations::IntegrationView;
 use super::knowledge::{distilled_in, Distilled};
 use super::users::public_id_in;
 use super::{check_http_url, check_len, normalize_email};
 use crate::embed::catalog::Embedders;
 use crate::error::{Code, Error, Result};
 use crate::models::Models;
-use crate::store::records::{Llm, MessengerABot, MessengerBBot, Replica};
+use crate::store::records::{Llm, Replica};
 use crate::store::{self, k, now_ms, replica_index, tables, Store};
 
 /// Replica kinds accepted in `type`.
@@ -491,8 +492,8 @@ pub struct ViewParts {
     pub distilled: Distilled,
     /// Chat history items (`chat_history_count`).
     pub messages: u64,
-    pub messenger_a: Option<MessengerABot>,
-    pub messenger_b: Option<MessengerBBot>,
+    /// Each bot's integration object (`None`: not connected), in [`Bot::ALL`]'s order.
+    pub integrations: Vec<(Bot, Option<IntegrationView>)>,
     /// The owner's id as users see it (`ownerID`).
     pub owner_id: String,
 }
@@ -530,8 +531,7 @@ pub async fn get_with_parts(
 struct ViewTables {
     summaries: Arc<redb::ReadOnlyTable<u128, &'static [u8]>>,
     counts: Arc<redb::ReadOnlyTable<u128, u64>>,
-    messenger_a: Arc<redb::ReadOnlyTable<u128, &'static [u8]>>,
-    messenger_b: Arc<redb::ReadOnlyTable<u128, &'static [u8]>>,
+    bots: Vec<(Bot, Arc<redb::ReadOnlyTable<u128, &'static [u8]>>)>,
     users: Arc<redb::ReadOnlyTable<u128, &'static [u8]>>,
 }
 
@@ -540,8 +540,7 @@ impl ViewTables {
         Ok(ViewTables {
             summaries: txn.table(tables::REPLICA_KBSUMMARY)?,
             counts: txn.table(tables::REPLICA_MESSAGECOUNT)?,
-            messenger_a: txn.table(<MessengerABot as BotRecord>::TABLE)?,
-            messenger_b: txn.table(<MessengerBBot as BotRecord>::TABLE)?,
+            bots: Bot::ALL.into_iter().map(|b| Ok((b, txn.table(b.table())?))).collect::<Result<_>>()?,
             users: txn.table(tables::USERID_USER)?,
         })
     }
@@ -551,8 +550,11 @@ impl ViewTables {
         Ok(ViewParts {
             distilled: distilled_in(&*self.summaries, id)?,
             messages: self.counts.get(k(id))?.map(|v| v.value()).unwrap_or(0),
-            messenger_a: bot_in(&*self.messenger_a, id)?,
-            messenger_b: bot_in(&*self.messenger_b, id)?,
+            integrations: self
+                .bots
+                .iter()
+                .map(|(b, t)| Ok((*b, super::integrations::view_in(*b, &**t, id)?)))
+                .collect::<Result<_>>()?,
             owner_id: public_id_in(&*self.users, owner)?,
         })
     }

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::{date_time, deprecated, nullable, object, reference, sparse_id, string, success, uuid};
-use crate::service::channel::sources;
+use crate::service::channel::{sources, Channel};
 
 pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
     add("MessengerBData", messenger_b_data());
@@ -233,12 +233,17 @@ fn chat_history_item() -> Value {
     )
 }
 
+/// The `type` of a history list: `all`, or the channel listed.
+fn history_types() -> Vec<&'static str> {
+    std::iter::once("all").chain(Channel::ALL.map(Channel::name)).collect()
+}
+
 fn chat_history() -> Value {
     object(
         &["success", "type", "items"],
         json!({
             "success": success(),
-            "type": { "type": "string", "enum": ["all", "web", "embed", "messengerA", "messengerB"] },
+            "type": { "type": "string", "enum": history_types() },
             "items": { "type": "array", "items": reference("ChatHistoryItem") },
         }),
         false,
