@@ -14,11 +14,11 @@ use serde_json::json;
 use super::path_replica;
 use crate::app::App;
 use crate::channels::messenger_a::api::{ApiError, Client};
-use crate::service::channel::Bot;
 use crate::channels::messenger_b::rest::{self as b_rest, RestError};
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
+use crate::service::channel::Bot;
 use crate::service::integrations::{self, BotIdentity};
 use crate::store::records::{MessengerABot, MessengerBBot};
 
@@ -75,9 +75,10 @@ async fn verify(app: &App, token: &str) -> Result<BotIdentity> {
     let client = Client::new(app.channels.http.clone(), &app.config.messenger_a_api_base, token);
     match client.get_me().await {
         Ok(me) => Ok(BotIdentity { id: me.id, username: me.username.unwrap_or(me.first_name) }),
-        Err(ApiError::Unauthorized(d)) => {
-            Err(token_refused(Bot::MessengerA.name(), &format!("getMe: {}", if d.is_empty() { "Unauthorized" } else { &d })))
-        }
+        Err(ApiError::Unauthorized(d)) => Err(token_refused(
+            Bot::MessengerA.name(),
+            &format!("getMe: {}", if d.is_empty() { "Unauthorized" } else { &d }),
+        )),
         Err(e) => Err(platform_unreachable(Bot::MessengerA.name(), e.to_string())),
     }
 }
@@ -140,7 +141,9 @@ fn check_b_token(token: &str) -> Result<()> {
 async fn verify_b(app: &App, token: &str) -> Result<(u64, String)> {
     match b_rest::current_user(&b_rest::client(&app.config, token)).await {
         Ok(me) => Ok((me.id.get(), me.name)),
-        Err(RestError::Unauthorized) => Err(token_refused(Bot::MessengerB.name(), "get current user: 401 Unauthorized")),
+        Err(RestError::Unauthorized) => {
+            Err(token_refused(Bot::MessengerB.name(), "get current user: 401 Unauthorized"))
+        }
         Err(e) => Err(platform_unreachable(Bot::MessengerB.name(), e.to_string())),
     }
 }

@@ -5,8 +5,8 @@ use serde_json::{json, Value};
 
 use super::operations::{op, page, param, Op};
 use super::schemas::{object, reference, sparse_id};
-use crate::service::chats::SortBy;
 use crate::service::channel::sources;
+use crate::service::chats::SortBy;
 
 const CHATS: &str = "Chats and conversations";
 

@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::check_len;
 use super::channel::{check_source, Channel};
+use super::check_len;
 use crate::error::{Error, Result};
 
 /// Where a message is stored and with which channel data: `source`, the data as stored (JSON

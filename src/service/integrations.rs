@@ -166,7 +166,10 @@ pub async fn connect<R: BotRecord>(
                 if key.value() != k(replica) && other.platform_id() == bot.platform_id() {
                     return Err(Error::new(
                         Code::IntegrationConflict,
-                        format!("this {} bot is connected to another replica; disconnect it there first", R::BOT.name()),
+                        format!(
+                            "this {} bot is connected to another replica; disconnect it there first",
+                            R::BOT.name()
+                        ),
                     ));
                 }
             }

@@ -18,6 +18,7 @@ pub mod token_usage;
 pub mod uploads;
 pub mod usage;
 pub mod users;
+pub mod visibility;
 
 use crate::error::{Error, Result};
 

@@ -68,9 +68,7 @@ impl Pool {
     pub fn max(self, quotas: &impl ReadableTable<u128, &'static [u8]>, org: Uuid) -> Result<Option<u64>> {
         match self {
             Pool::Organization => Ok(of(quotas, org)?.conversations_per_month),
-            Pool::Visitors { default } => {
-                Ok(Some(of(quotas, org)?.embed_conversations_per_month.unwrap_or(default)))
-            }
+            Pool::Visitors { default } => Ok(Some(of(quotas, org)?.embed_conversations_per_month.unwrap_or(default))),
         }
     }
 
@@ -79,9 +77,7 @@ impl Pool {
     /// `EMBED_CONVERSATION_QUOTA_EXCEEDED` (the visitors').
     pub fn check(self, started: u64, max: Option<u64>) -> Result<()> {
         match (self, max) {
-            (Pool::Organization, _) => {
-                check_conversations(started, max, "its monthly conversation quota")
-            }
+            (Pool::Organization, _) => check_conversations(started, max, "its monthly conversation quota"),
             (Pool::Visitors { .. }, Some(max)) if started >= max => Err(Error::new(
                 Code::EmbedConversationQuotaExceeded,
                 format!(

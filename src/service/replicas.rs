@@ -10,6 +10,7 @@ use super::channel::Bot;
 use super::integrations::IntegrationView;
 use super::knowledge::{distilled_in, Distilled};
 use super::users::public_id_in;
+use super::visibility::{hidden_in, visible_to};
 use super::{check_http_url, check_len, normalize_email};
 use crate::embed::catalog::Embedders;
 use crate::error::{Code, Error, Result};
@@ -306,20 +307,6 @@ pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
     Ok(())
 }
 
-/// Whether `caller_user` may see `replica`: public replicas always; private ones only by the
-/// organization (no user), their owner, and users whose e-mail is whitelisted.
-pub fn visible_to(replica: &Replica, user: Option<&crate::store::records::User>) -> bool {
-    if !replica.private {
-        return true;
-    }
-    match user {
-        None => true,
-        Some(u) => {
-            u.id == replica.owner || u.email.as_ref().is_some_and(|e| replica.whitelist_emails.iter().any(|w| w == e))
-        }
-    }
-}
-
 /// The replica `id` of `org` as seen by `user`; 404 when missing or not visible.
 /// The record is shared by the reads of one store snapshot ([`store::Snapshot::record`]).
 pub async fn get(
@@ -411,27 +398,6 @@ pub async fn list(
             Ok((page, total))
         })
         .await
-}
-
-/// Ids of the private replicas of `org` that `user` may not see (none for the organization; see
-/// [`visible_to`]): a read of the organization's private replicas only.
-pub fn hidden_in(
-    txn: &redb::ReadTransaction,
-    org: Uuid,
-    user: Option<&crate::store::records::User>,
-) -> Result<std::collections::HashSet<u128>> {
-    let mut hidden = std::collections::HashSet::new();
-    if user.is_none() {
-        return Ok(hidden);
-    }
-    let table = txn.open_table(tables::REPLICAID_REPLICA)?;
-    for row in txn.open_table(tables::ORG_PRIVATEREPLICA)?.range((k(org), 0)..=(k(org), u128::MAX))? {
-        let id = row?.0.value().1;
-        if store::get::<u128, Replica, _>(&table, id)?.is_some_and(|r| !visible_to(&r, user)) {
-            hidden.insert(id);
-        }
-    }
-    Ok(hidden)
 }
 
 type Ids<'a> = Box<dyn Iterator<Item = Result<u128>> + 'a>;

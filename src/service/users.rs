@@ -355,7 +355,8 @@ mod tests {
 
     #[test]
     fn the_header_names_are_the_own_ids_and_the_linked_channels() {
-        let mut linked: Vec<&str> = IdType::NAMES.iter().copied().filter(|n| !["id", "user_uuid", "email"].contains(n)).collect();
+        let mut linked: Vec<&str> =
+            IdType::NAMES.iter().copied().filter(|n| !["id", "user_uuid", "email"].contains(n)).collect();
         let mut channels = linked_account_types();
         linked.sort_unstable();
         channels.sort_unstable();
