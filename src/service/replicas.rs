@@ -492,13 +492,16 @@ pub async fn get_with_parts(
         .await
 }
 
+/// A read-only `id → record` table of a store snapshot.
+type RecordTable = Arc<redb::ReadOnlyTable<u128, &'static [u8]>>;
+
 /// The tables a replica's [`ViewParts`] come from, opened once per store snapshot
 /// ([`store::Snapshot::table`]; a list of 24 replicas opened each of them 24 times).
 struct ViewTables {
-    summaries: Arc<redb::ReadOnlyTable<u128, &'static [u8]>>,
+    summaries: RecordTable,
     counts: Arc<redb::ReadOnlyTable<u128, u64>>,
-    bots: Vec<(Bot, Arc<redb::ReadOnlyTable<u128, &'static [u8]>>)>,
-    users: Arc<redb::ReadOnlyTable<u128, &'static [u8]>>,
+    bots: Vec<(Bot, RecordTable)>,
+    users: RecordTable,
 }
 
 impl ViewTables {
