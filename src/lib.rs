@@ -207,13 +207,45 @@ mod layering {
         REQUEST_PATH.contains(&top) || SHARED_BASE.contains(&used)
     }
 
+    /// The modules of `service` from the bottom up: each names only modules before it (test
+    /// `service_modules_point_one_way`), so no two of them name each other, however indirectly.
+    const SERVICE_ORDER: &[&str] = &[
+        "token_usage",
+        "channel",
+        "visibility",
+        "passages",
+        "users",
+        "orgs",
+        "quotas",
+        "usage",
+        "channel_data",
+        "chats",
+        "conversations",
+        "insights",
+        "history",
+        "integrations",
+        "embed",
+        "knowledge",
+        "uploads",
+        "replicas",
+        "chat",
+    ];
+
     fn layer(module: &str) -> Option<u8> {
         LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
     }
 
-    /// `crate::NAME` paths in the non-test code of `text`, and the doc links to them (rustdoc
-    /// resolves a link as the compiler resolves an import); plain `//` comments are skipped.
+    /// `crate::NAME` paths in the non-test code of `text`, and the doc links to them (see
+    /// [`named_after`]).
     fn crate_paths(text: &str) -> Vec<String> {
+        named_after(text, "crate::")
+    }
+
+    /// The names following `prefix` (`crate::`, `super::`…) in the non-test code of `text`,
+    /// each name of a `prefix{a, b::c}` group counted, and in docs the links (rustdoc resolves a
+    /// link as the compiler resolves an import); plain `//` comments are skipped, and so is a
+    /// `prefix` inside a longer path (`super::super::x` has no `super::x`).
+    fn named_after(text: &str, prefix: &str) -> Vec<String> {
         let code = text.split("#[cfg(test)]").next().unwrap_or("");
         let mut found = Vec::new();
         for line in code.lines() {
@@ -223,15 +255,38 @@ mod layering {
                 continue;
             }
             // in docs, links only: a path in plain backticks names a thing, it does not link it
-            let pattern = if doc { "[`crate::" } else { "crate::" };
-            for (i, _) in line.match_indices(pattern) {
-                let i = i + pattern.len() - "crate::".len();
-                let rest = &line[i + "crate::".len()..];
-                let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-                found.push(name);
+            let pattern = if doc { format!("[`{prefix}") } else { prefix.to_string() };
+            for (i, _) in line.match_indices(&pattern) {
+                if line[..i].ends_with("::") {
+                    continue;
+                }
+                found.extend(names(&line[i + pattern.len()..]).into_iter().filter(|n| n != "super"));
             }
         }
         found
+    }
+
+    /// The leading name of `rest`, or each top-level name of a leading `{…}` group.
+    fn names(rest: &str) -> Vec<String> {
+        let ident = |s: &str| s.trim_start().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        let Some(group) = rest.strip_prefix('{') else { return vec![ident(rest)] };
+        let (mut depth, mut start, mut out) = (0, 0, Vec::new());
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    out.push(ident(&group[start..i]));
+                    break;
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    out.push(ident(&group[start..i]));
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        out
     }
 
     fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -270,5 +325,91 @@ mod layering {
             }
         }
         assert!(wrong.is_empty(), "dependencies against the layering of src/lib.rs:\n{}", wrong.join("\n"));
+    }
+
+    /// `(file, module, used)` for each name of another module of `service` (a file or a folder
+    /// of `src/service`) in its files: `crate::service::used`, and `super::used` in a file of
+    /// `service` itself or a folder's `mod.rs` (`super::super::used` deeper in a folder). The
+    /// service root (`service/mod.rs`, shared helpers) is no node.
+    fn service_edges(src: &Path) -> Vec<(String, String, String)> {
+        let service = src.join("service");
+        let mut all = Vec::new();
+        files(&service, &mut all);
+        let mut edges = Vec::new();
+        for path in all {
+            let rel: Vec<String> =
+                path.strip_prefix(&service).unwrap().iter().map(|p| p.to_string_lossy().into()).collect();
+            if rel == ["mod.rs"] {
+                continue;
+            }
+            let module = rel[0].trim_end_matches(".rs").to_string();
+            let up = if rel.len() == 1 || rel[1] == "mod.rs" { "super::" } else { "super::super::" };
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut used = named_after(&text, "crate::service::");
+            used.extend(named_after(&text, up));
+            for u in used {
+                let is_module = service.join(format!("{u}.rs")).exists() || service.join(&u).is_dir();
+                if u != module && is_module {
+                    edges.push((rel.join("/"), module.clone(), u));
+                }
+            }
+        }
+        edges
+    }
+
+    /// A cycle among `edges` (`from → to`), as the modules along it, if there is one.
+    fn cycle(edges: &[(String, String)]) -> Option<Vec<String>> {
+        fn visit<'a>(
+            at: &'a str,
+            edges: &'a [(String, String)],
+            path: &mut Vec<&'a str>,
+            done: &mut Vec<&'a str>,
+        ) -> Option<Vec<String>> {
+            if let Some(i) = path.iter().position(|m| *m == at) {
+                return Some(path[i..].iter().chain([&at]).map(|m| m.to_string()).collect());
+            }
+            if done.contains(&at) {
+                return None;
+            }
+            path.push(at);
+            for (_, to) in edges.iter().filter(|(from, _)| from == at) {
+                if let Some(c) = visit(to, edges, path, done) {
+                    return Some(c);
+                }
+            }
+            path.pop();
+            done.push(at);
+            None
+        }
+        let mut done = Vec::new();
+        edges.iter().find_map(|(from, _)| visit(from, edges, &mut Vec::new(), &mut done))
+    }
+
+    #[test]
+    fn service_modules_point_one_way() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let edges = service_edges(&src);
+        let pairs: Vec<(String, String)> = edges.iter().map(|(_, m, u)| (m.clone(), u.clone())).collect();
+        assert_eq!(cycle(&pairs), None, "the modules of service name each other in a circle");
+        let place = |m: &str| SERVICE_ORDER.iter().position(|o| *o == m);
+        let mut wrong = Vec::new();
+        for (file, module, used) in &edges {
+            let (Some(own), Some(other)) = (place(module), place(used)) else {
+                panic!("service::{module} or service::{used} has no place in SERVICE_ORDER");
+            };
+            if other > own {
+                wrong.push(format!("service/{file} uses service::{used}, which comes after it in SERVICE_ORDER"));
+            }
+        }
+        assert!(wrong.is_empty(), "upward imports in service:\n{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn the_cycle_finder_finds_a_circle_and_only_one() {
+        let e = |pairs: &[(&str, &str)]| pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>();
+        assert_eq!(cycle(&e(&[("a", "b"), ("b", "c"), ("a", "c")])), None);
+        assert_eq!(cycle(&e(&[("a", "b"), ("b", "c"), ("c", "a")])).map(|c| c.len()), Some(4));
+        assert_eq!(names("{a, b::{c, d}, e}"), ["a", "b", "e"]);
+        assert_eq!(named_after("use super::super::x;\nuse super::y;", "super::"), ["y"]);
     }
 }

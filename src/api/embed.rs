@@ -14,7 +14,7 @@
 //!   500, so the widget can show why); `OPTIONS` on both paths answers the preflight. Both are
 //!   anonymous, so they have limits of their own ([`Limits`]; README "Channels: the chat
 //!   widget"): requests per visitor and per replica, new visitors per replica, and the visitors'
-//!   own monthly conversations (`service::usage::Pool::Visitors`), none of which touch the
+//!   own monthly conversations (`service::quotas::Pool::Visitors`), none of which touch the
 //!   organization's.
 //! - `GET /embed/widget.js` (the script a site includes) and `GET /r/{organizationID}/{replicaSlug}`
 //!   (the web chat page of a public replica).
@@ -44,7 +44,7 @@ use crate::http::response::{error_reply, Reply};
 use crate::service::chat::{self, Ask};
 use crate::service::embed::{self, Credentials, Visit};
 use crate::service::history::{self as history_service, Page};
-use crate::service::usage::Pool;
+use crate::service::quotas::Pool;
 use crate::service::{check_len, users};
 
 const ALLOW_HEADERS: &str = "content-type, accept, x-embed-key, x-embed-visitor, x-embed-identity";

@@ -11,6 +11,7 @@ use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
+use crate::service::channel::Channel;
 use crate::service::channel_data::{self, MessengerAData, MessengerBData};
 use crate::service::history::{self, NewItem, Page};
 use crate::service::{check_len, rfc3339};
@@ -77,10 +78,19 @@ pub struct MessageView<'a> {
     original_message_id: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     interrupted: bool,
-    #[serde(rename = "messengerA_data", skip_serializing_if = "Option::is_none")]
-    messenger_a_data: Option<&'a RawValue>,
-    #[serde(rename = "messengerB_data", skip_serializing_if = "Option::is_none")]
-    messenger_b_data: Option<&'a RawValue>,
+    #[serde(flatten)]
+    channel_data: ChannelData<'a>,
+}
+
+/// The channel data of an item, as its channel's field (`Channel::data_field`:
+/// `messengerA_data`, `messengerB_data`); nothing for a channel without one or an item without
+/// data.
+pub struct ChannelData<'a>(Option<(&'static str, &'a RawValue)>);
+
+impl Serialize for ChannelData<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_map(self.0)
+    }
 }
 
 /// The wire view of item `m`.
@@ -97,8 +107,7 @@ pub fn view(m: &Message) -> MessageView<'_> {
         user_uuid: m.user,
         original_message_id: (m.role == "assistant").then(|| format!("replicad-{}", m.id)),
         interrupted: m.interrupted,
-        messenger_a_data: data.filter(|_| m.source == "messengerA"),
-        messenger_b_data: data.filter(|_| m.source == "messengerB"),
+        channel_data: ChannelData(Channel::parse(&m.source).and_then(Channel::data_field).zip(data)),
     }
 }
 
@@ -131,22 +140,22 @@ pub async fn list_all(app: Arc<App>, req: Req) -> Result<Reply> {
 
 /// # `GET /v1/replicas/{replicaUUID}/chat/history/web`
 pub async fn list_web(app: Arc<App>, req: Req) -> Result<Reply> {
-    list(app, req, Some("web")).await
+    list(app, req, Some(Channel::Web.name())).await
 }
 
 /// # `GET /v1/replicas/{replicaUUID}/chat/history/embed`
 pub async fn list_embed(app: Arc<App>, req: Req) -> Result<Reply> {
-    list(app, req, Some("embed")).await
+    list(app, req, Some(Channel::Embed.name())).await
 }
 
 /// # `GET /v1/replicas/{replicaUUID}/chat/history/messengerA`
 pub async fn list_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
-    list(app, req, Some("messengerA")).await
+    list(app, req, Some(Channel::MessengerA.name())).await
 }
 
 /// # `GET /v1/replicas/{replicaUUID}/chat/history/messengerB`
 pub async fn list_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
-    list(app, req, Some("messengerB")).await
+    list(app, req, Some(Channel::MessengerB.name())).await
 }
 
 #[derive(Deserialize)]

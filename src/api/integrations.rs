@@ -14,12 +14,11 @@ use serde_json::json;
 use super::path_replica;
 use crate::app::App;
 use crate::channels::messenger_a::api::{ApiError, Client};
-use crate::channels::messenger_a::CHANNEL;
 use crate::channels::messenger_b::rest::{self as b_rest, RestError};
-use crate::channels::messenger_b::CHANNEL as CHANNEL_B;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
+use crate::service::channel::Bot;
 use crate::service::integrations::{self, BotIdentity};
 use crate::store::records::{MessengerABot, MessengerBBot};
 
@@ -73,10 +72,11 @@ async fn verify(app: &App, token: &str) -> Result<BotIdentity> {
     let client = Client::new(app.channels.http.clone(), &app.config.messenger_a_api_base, token);
     match client.get_me().await {
         Ok(me) => Ok(BotIdentity { id: me.id, username: me.username.unwrap_or(me.first_name) }),
-        Err(ApiError::Unauthorized(d)) => {
-            Err(token_refused(CHANNEL, &format!("getMe: {}", if d.is_empty() { "Unauthorized" } else { &d })))
-        }
-        Err(e) => Err(platform_unreachable(CHANNEL, e.to_string())),
+        Err(ApiError::Unauthorized(d)) => Err(token_refused(
+            Bot::MessengerA.name(),
+            &format!("getMe: {}", if d.is_empty() { "Unauthorized" } else { &d }),
+        )),
+        Err(e) => Err(platform_unreachable(Bot::MessengerA.name(), e.to_string())),
     }
 }
 
@@ -100,7 +100,7 @@ pub async fn connect_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
     let secrets = &app.channels.secrets;
     let bot =
         integrations::connect_messenger_a(&app.store, secrets, replica.org, replica.id, token, mention, me).await?;
-    app.channels.start_messenger_a(app.clone(), replica.id);
+    app.channels.start(app.clone(), Bot::MessengerA, replica.id);
     Ok(Reply::ok(&json!({ "id": bot.bot_id.to_string() })))
 }
 
@@ -110,7 +110,7 @@ pub async fn connect_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn disconnect_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     integrations::disconnect::<MessengerABot>(&app.store, replica.id).await?;
-    app.channels.stop(replica.id, CHANNEL);
+    app.channels.stop(replica.id, Bot::MessengerA);
     Ok(Reply::done())
 }
 
@@ -138,8 +138,10 @@ fn check_b_token(token: &str) -> Result<()> {
 async fn verify_b(app: &App, token: &str) -> Result<(u64, String)> {
     match b_rest::current_user(&b_rest::client(&app.config, token)).await {
         Ok(me) => Ok((me.id.get(), me.name)),
-        Err(RestError::Unauthorized) => Err(token_refused(CHANNEL_B, "get current user: 401 Unauthorized")),
-        Err(e) => Err(platform_unreachable(CHANNEL_B, e.to_string())),
+        Err(RestError::Unauthorized) => {
+            Err(token_refused(Bot::MessengerB.name(), "get current user: 401 Unauthorized"))
+        }
+        Err(e) => Err(platform_unreachable(Bot::MessengerB.name(), e.to_string())),
     }
 }
 
@@ -155,7 +157,7 @@ pub async fn connect_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
     let token = body.token.trim();
     check_b_token(token)?;
     let (bot_id, username) = verify_b(&app, token).await?;
-    let sealed_token = integrations::seal(&app.channels.secrets, CHANNEL_B, replica.id, token)?;
+    let sealed_token = integrations::seal(&app.channels.secrets, Bot::MessengerB.name(), replica.id, token)?;
     let now = crate::store::now_ms();
     let (org, id) = (replica.org, replica.id);
     let bot = integrations::connect(&app.store, id, move |_: Option<MessengerBBot>| MessengerBBot {
@@ -171,7 +173,7 @@ pub async fn connect_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
         updated_at: now,
     })
     .await?;
-    app.channels.start_messenger_b(app.clone(), replica.id);
+    app.channels.start(app.clone(), Bot::MessengerB, replica.id);
     Ok(Reply::ok(&json!({ "id": bot.bot_id.to_string() })))
 }
 
@@ -181,6 +183,6 @@ pub async fn connect_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn disconnect_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     integrations::disconnect::<MessengerBBot>(&app.store, replica.id).await?;
-    app.channels.stop(replica.id, CHANNEL_B);
+    app.channels.stop(replica.id, Bot::MessengerB);
     Ok(Reply::done())
 }

@@ -171,4 +171,28 @@ mod tests {
         assert_eq!((upload.body, upload.cached), (BodyKind::Raw, false));
         assert!(all.iter().find(|r| r.path == "/v1/replicas" && r.method == Method::GET).unwrap().cached);
     }
+
+    /// The per-channel rows of the route table agree with `service::channel`: a history list
+    /// per channel, a connect and a disconnect per bot, and no such row for anything else (the
+    /// OpenAPI rows follow the route table, tested in `openapi`).
+    #[test]
+    fn the_channel_routes_are_the_channels() {
+        use crate::service::channel::{Bot, Channel};
+        let all = routes();
+        let named = |method: Method, prefix: &str| -> Vec<&str> {
+            let rows = all.iter().filter(|r| r.method == method);
+            let mut names: Vec<&str> = rows.filter_map(|r| r.path.strip_prefix(prefix)).collect();
+            names.sort_unstable();
+            names
+        };
+        let sorted = |mut v: Vec<&'static str>| {
+            v.sort_unstable();
+            v
+        };
+        let channels = sorted(Channel::ALL.map(Channel::name).to_vec());
+        let bots = sorted(Bot::ALL.map(Bot::name).to_vec());
+        assert_eq!(named(Method::GET, "/v1/replicas/{replicaUUID}/chat/history/"), channels);
+        assert_eq!(named(Method::POST, "/v1/replicas/{replicaUUID}/integrations/"), bots);
+        assert_eq!(named(Method::DELETE, "/v1/replicas/{replicaUUID}/integrations/"), bots);
+    }
 }

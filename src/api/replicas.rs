@@ -3,13 +3,13 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::service::integrations;
+use crate::service::channel::Bot;
+use crate::service::integrations::IntegrationView;
 use crate::service::{replicas, rfc3339};
 use crate::store::records::Replica;
 
@@ -119,7 +119,7 @@ struct KbCounts<'a> {
 /// A replica on the wire (docs/decisions.md "Replicas"), read and list alike: current names, the
 /// older snake_case block, `distilledKnowledge` (a string) and, of our own, `knowledgeBase
 /// {entries, titles}`. Absent optional values are omitted. `messengerA_integration` /
-/// `messengerB_integration` are `null` or the bot's view (`integrations::integration_view`);
+/// `messengerB_integration` (one per bot, [`Integrations`]) are `null` or the bot's view;
 /// `ownerID` / `owner_uuid` are the owner's id as users see it (`User::public_id`).
 ///
 /// Serialized straight from the record's fields (no intermediate JSON tree): a replica list is
@@ -145,10 +145,8 @@ pub struct ReplicaView<'a> {
     voice_enabled: bool,
     video_enabled: bool,
     llm: LlmView<'a>,
-    #[serde(rename = "messengerA_integration")]
-    messenger_a_integration: Value,
-    #[serde(rename = "messengerB_integration")]
-    messenger_b_integration: Value,
+    #[serde(flatten)]
+    integrations: Integrations<'a>,
     #[serde(rename = "isAccessibleByCustomerSupport")]
     accessible_by_support: bool,
     #[serde(rename = "isEveryConversationAccessibleBySupport")]
@@ -184,6 +182,16 @@ pub struct ReplicaView<'a> {
     system_message_legacy: Option<&'a str>,
 }
 
+/// The `<bot>_integration` fields of a replica (`Bot::integration_field`), one per bot, each
+/// `null` or its [`IntegrationView`](crate::service::integrations::IntegrationView).
+pub struct Integrations<'a>(&'a [(Bot, Option<IntegrationView>)]);
+
+impl Serialize for Integrations<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(bot, view)| (bot.integration_field(), view)))
+    }
+}
+
 /// The wire view of replica `r` with its [`replicas::ViewParts`].
 pub fn view<'a>(r: &'a Replica, p: &'a replicas::ViewParts) -> ReplicaView<'a> {
     let created_at = rfc3339(r.created_at);
@@ -207,8 +215,7 @@ pub fn view<'a>(r: &'a Replica, p: &'a replicas::ViewParts) -> ReplicaView<'a> {
             system_message: r.llm.system_message.as_deref(),
             embedding_model: r.llm.embedding_model.as_deref(),
         },
-        messenger_a_integration: integrations::integration_view(p.messenger_a.as_ref()),
-        messenger_b_integration: integrations::integration_view(p.messenger_b.as_ref()),
+        integrations: Integrations(&p.integrations),
         accessible_by_support: r.every_conversation_accessible_by_support,
         every_conversation_accessible_by_support: r.every_conversation_accessible_by_support,
         private_conversations_enabled: r.private_conversations_enabled,
@@ -302,8 +309,9 @@ pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
     let (page, page_size) = super::paging(&req, &["page", "page_index", "pageIndex"], &["page_size", "pageSize"])?;
     let integration = req.query("integration").map(str::to_string);
     if let Some(i) = &integration {
-        if i != "messengerA" && i != "messengerB" {
-            return Err(Error::new(Code::InvalidQuery, "integration must be messengerA or messengerB"));
+        if Bot::parse(i).is_none() {
+            let names: Vec<_> = Bot::ALL.iter().map(|b| b.name()).collect();
+            return Err(Error::new(Code::InvalidQuery, format!("integration must be one of {}", names.join(", "))));
         }
     }
     let sort = req.query("sort").map(str::to_string);

@@ -1,5 +1,6 @@
 //! Channel connections run by the server itself: one supervised
-//! task per connected bot. A runner that fails backs off and retries; one that panics is
+//! task per connected bot, its runner chosen by [`runner`] (the one row per
+//! `service::channel::Bot` here). A runner that fails backs off and retries; one that panics is
 //! restarted after a pause; none can take the server down. The runners talk to the rest only
 //! through the services (store) and the chat service.
 
@@ -8,6 +9,8 @@ pub mod messenger_a;
 pub mod messenger_b;
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,6 +19,7 @@ use uuid::Uuid;
 
 use crate::app::App;
 use crate::secrets::Secrets;
+use crate::service::channel::Bot;
 use crate::service::integrations::{self, BotRecord};
 
 /// The running bots of the server and what they share.
@@ -24,7 +28,7 @@ pub struct Channels {
     pub secrets: Secrets,
     /// The HTTP client of every bot (connection pool shared).
     pub http: reqwest::Client,
-    running: Mutex<HashMap<(Uuid, &'static str), JoinHandle<()>>>,
+    running: Mutex<HashMap<(Uuid, Bot), JoinHandle<()>>>,
 }
 
 impl Channels {
@@ -38,42 +42,29 @@ impl Channels {
         Ok(Channels { secrets, http, running: Mutex::new(HashMap::new()) })
     }
 
-    /// (Re)starts the messengerA runner of `replica` (an earlier one is stopped first).
-    pub fn start_messenger_a(&self, app: Arc<App>, replica: Uuid) {
-        self.start(replica, messenger_a::CHANNEL, move || messenger_a::run(app.clone(), replica));
-    }
-
-    /// (Re)starts the messengerB runner of `replica` (an earlier one is stopped first).
-    pub fn start_messenger_b(&self, app: Arc<App>, replica: Uuid) {
-        self.start(replica, messenger_b::CHANNEL, move || messenger_b::run(app.clone(), replica));
-    }
-
-    fn start<F, Fut>(&self, replica: Uuid, channel: &'static str, make: F)
-    where
-        F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = ()> + Send + 'static,
-    {
-        let task = tokio::spawn(supervise(replica, make));
-        if let Some(old) = self.lock().insert((replica, channel), task) {
+    /// (Re)starts the runner of `bot` for `replica` (an earlier one is stopped first).
+    pub fn start(&self, app: Arc<App>, bot: Bot, replica: Uuid) {
+        let task = tokio::spawn(supervise(replica, move || runner(bot, app.clone(), replica)));
+        if let Some(old) = self.lock().insert((replica, bot), task) {
             old.abort();
         }
     }
 
     /// Stops every runner of `replica` (it is being deleted).
     pub fn stop_all(&self, replica: Uuid) {
-        for channel in [messenger_a::CHANNEL, messenger_b::CHANNEL] {
-            self.stop(replica, channel);
+        for bot in Bot::ALL {
+            self.stop(replica, bot);
         }
     }
 
-    /// Stops the runner of `channel` for `replica`, if one runs.
-    pub fn stop(&self, replica: Uuid, channel: &'static str) {
-        if let Some(task) = self.lock().remove(&(replica, channel)) {
+    /// Stops the runner of `bot` for `replica`, if one runs.
+    pub fn stop(&self, replica: Uuid, bot: Bot) {
+        if let Some(task) = self.lock().remove(&(replica, bot)) {
             task.abort();
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Uuid, &'static str), JoinHandle<()>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Uuid, Bot), JoinHandle<()>>> {
         self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
@@ -86,15 +77,20 @@ impl Drop for Channels {
     }
 }
 
+/// The runner of `bot` for `replica`: the one place a [`Bot`] names its module.
+fn runner(bot: Bot, app: Arc<App>, replica: Uuid) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    match bot {
+        Bot::MessengerA => Box::pin(messenger_a::run(app, replica)),
+        Bot::MessengerB => Box::pin(messenger_b::run(app, replica)),
+    }
+}
+
 /// Starts the runner of every stored bot.
 pub async fn start_all(app: &Arc<App>) -> crate::error::Result<()> {
-    use crate::service::integrations::all;
-    use crate::store::records::{MessengerABot, MessengerBBot};
-    for id in all::<MessengerABot>(&app.store).await? {
-        app.channels.start_messenger_a(app.clone(), id);
-    }
-    for id in all::<MessengerBBot>(&app.store).await? {
-        app.channels.start_messenger_b(app.clone(), id);
+    for bot in Bot::ALL {
+        for id in integrations::all(&app.store, bot).await? {
+            app.channels.start(app.clone(), bot, id);
+        }
     }
     Ok(())
 }
@@ -106,7 +102,7 @@ async fn stored_bot<R: BotRecord>(app: &App, replica: Uuid, backoff: &mut Backof
         match integrations::bot::<R>(&app.store, replica).await {
             Ok(bot) => return bot,
             Err(e) => {
-                tracing::warn!(%replica, channel = R::CHANNEL, error = %e, "reading the bot failed");
+                tracing::warn!(%replica, channel = R::BOT.name(), error = %e, "reading the bot failed");
                 tokio::time::sleep(backoff.next_delay()).await;
             }
         }
@@ -116,7 +112,7 @@ async fn stored_bot<R: BotRecord>(app: &App, replica: Uuid, backoff: &mut Backof
 /// Records the state of `bot`'s runner (`error` `None`: active) in its integration object.
 async fn report<R: BotRecord>(app: &App, bot: &R, error: Option<String>) {
     if let Err(e) = integrations::report::<R>(&app.store, bot.replica(), bot.connected_at(), error).await {
-        tracing::warn!(replica = %bot.replica(), channel = R::CHANNEL, error = %e, "storing the bot state failed");
+        tracing::warn!(replica = %bot.replica(), channel = R::BOT.name(), error = %e, "storing the bot state failed");
     }
 }
 

@@ -5,8 +5,8 @@ use serde_json::{json, Value};
 
 use super::operations::{op, page, param, Op};
 use super::schemas::{object, reference, sparse_id};
+use crate::service::channel::sources;
 use crate::service::chats::SortBy;
-use crate::service::history::SOURCES;
 
 const CHATS: &str = "Chats and conversations";
 
@@ -190,7 +190,7 @@ const COUNTS: [&str; 4] = ["messageCount", "replicaReplyCount", "firstMessageAt"
 fn chat() -> Value {
     let mut p = json!({
         "uuid": { "type": "string", "format": "uuid" },
-        "source": { "type": "string", "enum": SOURCES },
+        "source": { "type": "string", "enum": sources() },
         "chatName": { "type": "string", "description": "The group's name, or the user's name of an individual chat." },
         "chatImageURL": { "type": "string", "description": "The user's profile image of an individual chat." },
         "chatType": { "type": "string", "enum": ["individual", "group"] },
@@ -206,7 +206,7 @@ fn conversation(with_success: bool) -> Value {
     let mut p = json!({
         "uuid": { "type": "string", "format": "uuid" },
         "chatUUID": { "type": "string", "format": "uuid" },
-        "source": { "type": "string", "enum": SOURCES },
+        "source": { "type": "string", "enum": sources() },
         "conversationName": { "type": "string", "description": "The name of its chat." },
         "conversationImageURL": { "type": "string", "description": "The image of its chat." },
         "summary": { "type": "string", "description": "Absent until computed (once the conversation has closed: 30 minutes without messages) or set by the owner." },
@@ -235,7 +235,7 @@ fn message() -> Value {
             "role": { "type": "string", "enum": ["user", "assistant"] },
             "senderName": { "type": "string", "description": "Where known: the channel's sender name, the user's name, or the replica's name for assistant messages." },
             "senderProfileImageURL": { "type": "string" },
-            "source": { "type": "string", "enum": SOURCES },
+            "source": { "type": "string", "enum": sources() },
             "replicaUUID": { "type": "string", "format": "uuid" },
         }),
         false,

@@ -282,9 +282,11 @@ fn security_schemes() -> Value {
         ),
         "userIdType": key(
             "X-USER-ID-TYPE",
-            "`id` (alias `user_uuid`), `email` (unknown user → 401 USER_NOT_FOUND) or the linked-account \
-            types `messengerA`, `messengerB`, `embed` (a user is created on first contact); another type → \
-            400 INVALID_USER_HEADERS.",
+            &format!(
+                "`id` (alias `user_uuid`), `email` (unknown user → 401 USER_NOT_FOUND) or the linked-account \
+                types `{}` (a user is created on first contact); another type → 400 INVALID_USER_HEADERS.",
+                crate::service::channel::linked_account_types().join("`, `")
+            ),
         ),
         "bearer": {
             "type": "http",

@@ -8,6 +8,8 @@
 
 use serde_json::{json, Value};
 
+use crate::service::channel::Bot;
+
 /// One operation's documentation.
 pub struct Op {
     pub method: &'static str,
@@ -157,7 +159,7 @@ fn replica_list_query() -> Vec<Value> {
                 commas)." }),
         param(
             "integration",
-            json!({ "type": "string", "enum": ["messengerA", "messengerB"] }),
+            json!({ "type": "string", "enum": Bot::ALL.map(Bot::name) }),
             "Only replicas with this channel connected.",
         ),
         param("search", text, "Text searched in name and descriptions."),

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::operations::{op, Op};
 use super::schemas::{object, reference};
-use crate::service::history::SOURCES;
+use crate::service::channel::sources;
 
 const TAG: &str = "Usage and analytics";
 
@@ -117,7 +117,7 @@ pub fn schemas(add: &mut impl FnMut(&str, Value)) {
     );
     let source = object(
         &["source", "conversations"],
-        json!({ "source": { "type": "string", "enum": SOURCES }, "conversations": { "type": "integer", "minimum": 0 } }),
+        json!({ "source": { "type": "string", "enum": sources() }, "conversations": { "type": "integer", "minimum": 0 } }),
         false,
     );
     for (name, item) in [("ConversationHistory", day), ("ConversationSources", source)] {

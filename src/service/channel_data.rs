@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::channel::{check_source, Channel};
 use super::check_len;
-use super::history::check_source;
 use crate::error::{Error, Result};
 
 /// Where a message is stored and with which channel data: `source`, the data as stored (JSON
@@ -33,8 +33,8 @@ pub struct ChannelKey {
 }
 
 impl ChannelKey {
-    fn of(channel: &'static str, place: impl ToString, message: impl ToString) -> ChannelKey {
-        ChannelKey { channel, place: place.to_string(), message: message.to_string(), reply: false }
+    fn of(channel: Channel, place: impl ToString, message: impl ToString) -> ChannelKey {
+        ChannelKey { channel: channel.name(), place: place.to_string(), message: message.to_string(), reply: false }
     }
 
     /// The key of the reply stored for this message.
@@ -105,7 +105,7 @@ impl MessengerBData {
 
     /// The de-duplication key: `(channel_id, message_id)`.
     pub fn key(&self) -> ChannelKey {
-        ChannelKey::of("messengerB", &self.channel_id, &self.message_id)
+        ChannelKey::of(Channel::MessengerB, &self.channel_id, &self.message_id)
     }
 
     /// Checked, keyed and serialized, on source `messengerB`.
@@ -135,7 +135,7 @@ impl MessengerAData {
 
     /// The de-duplication key: `(chat_id, message_id)`.
     pub fn key(&self) -> ChannelKey {
-        ChannelKey::of("messengerA", self.chat_id, self.message_id)
+        ChannelKey::of(Channel::MessengerA, self.chat_id, self.message_id)
     }
 
     /// Checked, keyed and serialized, on source `messengerA`.
@@ -155,11 +155,11 @@ fn stamp(key: ChannelKey, data: &impl Serialize) -> Result<Stamped> {
 /// `POST …/chat/history` and of the completions): `source` defaults to `messengerB` when the
 /// data is given, else `web`; the data is only allowed with `messengerB`. 400 otherwise.
 pub fn of_source(source: Option<String>, data: Option<&MessengerBData>) -> Result<Stamped> {
-    let default = if data.is_some() { "messengerB" } else { "web" };
-    let source = source.unwrap_or_else(|| default.to_string());
+    let default = if data.is_some() { Channel::MessengerB } else { Channel::Web };
+    let source = source.unwrap_or_else(|| default.name().to_string());
     check_source(&source)?;
     match data {
-        Some(_) if source != "messengerB" => {
+        Some(_) if source != Channel::MessengerB.name() => {
             Err(Error::invalid("messengerB_data", "is only allowed with source messengerB"))
         }
         Some(d) => d.stamped(),

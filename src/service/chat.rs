@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::channel_data::{ChannelKey, Stamped};
 use super::history::{self, NewItem};
-use super::usage::Pool;
+use super::quotas::Pool;
 use crate::error::{Error, Result};
 use crate::generate::embedded::Explanation;
 use crate::generate::{
@@ -357,8 +357,11 @@ async fn recent_turns(store: &Store, replica: Uuid, user: Uuid, source: &str) ->
 
 async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> Result<Prepared> {
     if !ask.skip_chat_history {
-        let (source, data) = (&ask.source, ask.channel_data.as_deref());
-        super::chats::check_quota(&cx.store, replica, user, source, data, ask.pool).await?;
+        let (id, source, data) = (replica.id, ask.source.clone(), ask.channel_data.clone());
+        let continues = move |txn: &redb::ReadTransaction, now| {
+            super::chats::continues_in(txn, id, user, &source, data.as_deref(), now)
+        };
+        super::quotas::check_new_conversation(&cx.store, replica.org, ask.pool, continues).await?;
     }
     let route = cx.backends.route(&replica.llm.model).clone();
     let embedded = route.backend.name() == EMBEDDED;
@@ -482,7 +485,7 @@ fn exchange(ask: &Ask, c: &Completion) -> Vec<NewItem> {
 /// Answers `ask` as `replica` for `user` and stores the exchange unless asked not to.
 /// Errors: 429 `CONVERSATION_QUOTA_EXCEEDED` (or `EMBED_CONVERSATION_QUOTA_EXCEEDED` for
 /// [`Pool::Visitors`]) before anything is generated when the question would start a
-/// conversation beyond its pool's monthly quota (`service::chats::check_quota`); 502
+/// conversation beyond its pool's monthly quota (`service::quotas::check_new_conversation`); 502
 /// `UPSTREAM_ERROR` when the model's upstream fails (nothing is stored then).
 pub async fn complete(cx: &Context, replica: &Replica, user: Uuid, ask: Ask) -> Result<Completion> {
     let p = prepare(cx, replica, user, ask).await?;

@@ -14,7 +14,8 @@ use redb::{ReadTransaction, ReadableTable, Table, WriteTransaction};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::usage::Pool;
+use super::channel::Channel;
+use super::quotas::Pool;
 use crate::error::{Error, Result};
 use crate::store::records::{Chat, Conversation, Counts, Message, Replica, User};
 use crate::store::{self, codec, k, migrate, tables, Store};
@@ -76,20 +77,9 @@ impl ChatIdentity {
     /// The identity of the chat of a user item on `source` with `channel_data`.
     fn of(user: Uuid, source: &str, channel_data: Option<&str>) -> ChatIdentity {
         let data: Option<Value> = channel_data.and_then(|d| serde_json::from_str(d).ok());
-        let group = |place: String, name: &str| {
-            let name = data.as_ref().and_then(|d| d[name].as_str()).map(str::to_string);
-            ChatIdentity { source: source.to_string(), place, user: None, name }
-        };
-        if let Some(d) = &data {
-            match source {
-                "messengerA" if d["chat_type"].as_str().is_some_and(|t| t != "private") => {
-                    return group(d["chat_id"].to_string(), "chat_name");
-                }
-                "messengerB" if d.get("server_id").is_some_and(|s| s.is_string()) => {
-                    return group(d["channel_id"].as_str().unwrap_or_default().to_string(), "channel_name");
-                }
-                _ => {}
-            }
+        let group = Channel::parse(source).zip(data).and_then(|(c, d)| c.group(&d));
+        if let Some((place, name)) = group {
+            return ChatIdentity { source: source.to_string(), place, user: None, name };
         }
         ChatIdentity { source: source.to_string(), place: String::new(), user: Some(user), name: None }
     }
@@ -180,11 +170,12 @@ impl<'t> Recorder<'t> {
         Ok((id, new, identity.is_group(), identity.name))
     }
 
-    /// Files the stored item `m` under its chat and conversation, updating their counts and
-    /// the usage counters (`service::usage::count_in`): the chats-and-conversations half of a
-    /// history write (by `history::Append` in the same transaction, and by the migration
-    /// that derives chats from older history); a conversation it starts counts in `pool`.
-    /// Errors: 429 when `m` would start a conversation beyond `pool`'s monthly quota.
+    /// Files the stored item `m` under its chat and conversation, updating their counts and,
+    /// when it starts a conversation, the usage counters (`service::usage::count_in`, in
+    /// `pool`) once the quota admits it (`service::quotas::admit_conversation_in`): the
+    /// chats-and-conversations half of a history write (by `history::Append` in the same
+    /// transaction, and by the migration that derives chats from older history). Errors: 429
+    /// when `m` would start a conversation beyond `pool`'s monthly quota.
     pub fn record(&mut self, m: &Message, pool: Pool) -> Result<Placed> {
         let (chat_id, new_chat, group, name) = self.chat_id(m)?;
         let replica = k(m.replica);
@@ -218,9 +209,12 @@ impl<'t> Recorder<'t> {
         self.conversation_messages.insert((replica, conversation, m.id), user)?;
         self.user_chats.insert((replica, user, k(chat_id)), ())?;
         self.open_conversations.insert((replica, k(chat_id), conversation), last_message_at)?;
+        if silent {
+            super::quotas::admit_conversation_in(self.txn, m, pool)?;
+            super::usage::count_in(self.txn, m, pool)?;
+        }
         let placed =
             Placed { chat: chat_id, conversation: chat.conversation, new_conversation: silent, new_chat, closed };
-        super::usage::count_in(self.txn, m, &placed, pool)?;
         Ok(placed)
     }
 
@@ -248,40 +242,24 @@ impl<'t> Recorder<'t> {
     }
 }
 
-/// Refuses, before a reply is generated, a question from `user` on `source` (with the
-/// channel's `channel_data`) that would start a conversation of `replica` beyond `pool`'s
-/// monthly quota (the organization's, or its public chats' visitors'): 429 (see
-/// [`Pool::check`]). A question continuing a conversation (its chat had an item within
-/// [`SILENCE_MS`]) passes. The write that stores the question (`service::usage::count_in`)
-/// stays the authority; this check only spares generating a reply that would be thrown away.
-pub async fn check_quota(
-    store: &Store,
-    replica: &Replica,
+/// Whether a question from `user` on `source` (with the channel's `channel_data`) at `now`
+/// continues a conversation of `replica` (its chat had an item within [`SILENCE_MS`]) rather
+/// than starting one (what the quota check before a reply asks, `service::quotas`).
+pub fn continues_in(
+    txn: &ReadTransaction,
+    replica: Uuid,
     user: Uuid,
     source: &str,
     channel_data: Option<&str>,
-    pool: Pool,
-) -> Result<()> {
-    let (org, r) = (replica.org, k(replica.id));
-    let identity = ChatIdentity::of(user, source, channel_data);
-    let now = store::now_ms();
-    store
-        .read(move |txn| {
-            let max = pool.max(&txn.open_table(tables::ORG_QUOTA)?, org)?;
-            if max.is_none() {
-                return Ok(());
-            }
-            let chat = txn.open_table(tables::REPLICACHATKEY_CHAT)?.get(identity.row(r))?.map(|v| v.value());
-            let chat = match chat {
-                Some(id) => store::get::<(u128, u128), Chat, _>(&txn.open_table(tables::CHATS)?, (r, id))?,
-                None => None,
-            };
-            if chat.is_some_and(|c| c.counts.message_count > 0 && now - c.counts.last_message_at <= SILENCE_MS) {
-                return Ok(());
-            }
-            pool.check(pool.started_in(txn, org, super::token_usage::month_of(now))?, max)
-        })
-        .await
+    now: i64,
+) -> Result<bool> {
+    let (identity, r) = (ChatIdentity::of(user, source, channel_data), k(replica));
+    let chat = txn.open_table(tables::REPLICACHATKEY_CHAT)?.get(identity.row(r))?.map(|v| v.value());
+    let chat = match chat {
+        Some(id) => store::get::<(u128, u128), Chat, _>(&txn.open_table(tables::CHATS)?, (r, id))?,
+        None => None,
+    };
+    Ok(chat.is_some_and(|c| c.counts.message_count > 0 && now - c.counts.last_message_at <= SILENCE_MS))
 }
 
 /// Removes every chat and conversation of `replica` (the replica is being deleted).
@@ -539,11 +517,12 @@ pub fn items_in(txn: &ReadTransaction, replica: &Replica, ids: &[(u64, u128)]) -
     Ok(out)
 }
 
-/// The sender's name a channel reported with an item (messengerA `username`, messengerB
-/// `author_name`).
+/// The sender's name a channel reported with an item (its [`Channel::sender_field`]: messengerA
+/// `username`, messengerB `author_name`).
 fn channel_sender(m: &Message) -> Option<String> {
     let d: Value = serde_json::from_str(m.channel_data.as_deref()?).ok()?;
-    d["username"].as_str().or_else(|| d["author_name"].as_str()).map(str::to_string)
+    let mut fields = Channel::ALL.into_iter().filter_map(Channel::sender_field);
+    fields.find_map(|f| d[f].as_str()).map(str::to_string)
 }
 
 /// The items of chat `chat` chosen by `cursor`; 404 when `viewer` does not see the chat.

@@ -29,8 +29,7 @@ use redb::{ReadableTable, WriteTransaction};
 use sha2::Sha256;
 use uuid::Uuid;
 
-use super::token_usage::month_of;
-use super::usage::Pool;
+use super::quotas::Pool;
 use crate::error::{Code, Error, Result};
 use crate::secrets::Secrets;
 use crate::store::records::{EmbedSettings, Replica};
@@ -370,13 +369,7 @@ pub fn visitor_key(replica: Uuid, visitor: &str) -> u128 {
 /// conversation beyond `pool`'s monthly quota (429, see [`Pool::check`]): visitors turned away
 /// by the quota leave nothing behind.
 pub async fn check_new_visitor(store: &Store, org: Uuid, pool: Pool) -> Result<()> {
-    let month = month_of(now_ms());
-    store
-        .read(move |txn| {
-            let max = pool.max(&txn.open_table(tables::ORG_QUOTA)?, org)?;
-            pool.check(pool.started_in(txn, org, month)?, max)
-        })
-        .await
+    super::quotas::check_new_conversation(store, org, pool, |_, _| Ok(false)).await
 }
 
 /// The public replica of `org` with `slug` (the web chat page). 404 when missing or private.

@@ -8,16 +8,13 @@ use uuid::Uuid;
 
 use super::channel_data::ChannelKey;
 use super::token_usage;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::generate::Usage;
 use crate::store::records::{Message, SourceRef};
 use crate::store::{self, k, now_ms, replica_index, tables, Grouped, Sequence, Store};
 
 /// Longest `content` of a chat message or history item, in characters (spec §2.1, §4.2).
 pub const MAX_CONTENT_CHARS: usize = 100_000;
-
-/// Message-source values (spec §2.6).
-pub const SOURCES: &[&str] = &["messengerB", "messengerA", "embed", "web", "messengerA_autopilot"];
 
 /// A history item to store.
 #[derive(Debug, Clone)]
@@ -53,7 +50,7 @@ pub struct Append {
     /// The tokens of the completion whose exchange `items` are ([`token_usage`]).
     pub tokens: Option<Usage>,
     /// Whose monthly conversations a conversation the items start counts in.
-    pub pool: super::usage::Pool,
+    pub pool: super::quotas::Pool,
 }
 
 /// The tables a run of [`Append`]s shares, open in one write transaction.
@@ -192,7 +189,7 @@ impl<'t, K: Key + 'static, V: Value + 'static> Lazy<'t, K, V> {
 
 /// Stores `items` in order in one transaction; returns their ids (see [`Append`]).
 pub async fn append(store: &Store, replica: Uuid, user: Uuid, private: bool, items: Vec<NewItem>) -> Result<Vec<u64>> {
-    let pool = super::usage::Pool::Organization;
+    let pool = super::quotas::Pool::Organization;
     store.write_grouped(Append { replica, user, private, items, now: now_ms(), tokens: None, pool }).await
 }
 
@@ -229,13 +226,4 @@ pub async fn list(store: &Store, replica: Uuid, user: Uuid, page: Page) -> Resul
             Ok(out)
         })
         .await
-}
-
-/// Checks a `source` value.
-pub fn check_source(source: &str) -> Result<()> {
-    if SOURCES.contains(&source) {
-        Ok(())
-    } else {
-        Err(Error::invalid("source", format!("must be one of {}", SOURCES.join(", "))))
-    }
 }

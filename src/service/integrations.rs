@@ -9,10 +9,11 @@
 //! (`connected_at`), so a bot connected again or disconnected meanwhile is never overwritten by
 //! a stale runner.
 
-use redb::{ReadableTable, TableDefinition};
-use serde_json::{json, Value};
+use redb::ReadableTable;
+use serde::Serialize;
 use uuid::Uuid;
 
+use super::channel::Bot;
 use super::channel_data::ChannelKey;
 use crate::error::{Code, Error, Result};
 use crate::secrets::Secrets;
@@ -20,17 +21,10 @@ use crate::store::codec::Record;
 use crate::store::records::{Message, MessengerABot, MessengerBBot};
 use crate::store::{self, k, now_ms, tables, Store};
 
-/// The messengerA channel name (sealing context, messages).
-pub const MESSENGER_A: &str = "messengerA";
-/// The messengerB channel name (sealing context, messages).
-pub const MESSENGER_B: &str = "messengerB";
-
 /// A stored bot of one channel: what the shared operations of this module need of it.
 pub trait BotRecord: Record + Clone + Send + Sync + 'static {
-    /// The channel name (`messengerA`, `messengerB`).
-    const CHANNEL: &'static str;
-    /// `replica id → record`.
-    const TABLE: TableDefinition<'static, u128, &'static [u8]>;
+    /// The bot this is the record of (its channel name and table: [`Bot::name`], [`Bot::table`]).
+    const BOT: Bot;
     /// The replica the bot serves.
     fn replica(&self) -> Uuid;
     /// The platform's id of the bot (one bot serves one replica).
@@ -41,8 +35,8 @@ pub trait BotRecord: Record + Clone + Send + Sync + 'static {
     fn sealed_token(&self) -> &[u8];
     /// `is_active`, `last_error`, `last_error_at`, `updated_at`, to report the runner's state.
     fn state_mut(&mut self) -> (&mut bool, &mut Option<String>, &mut Option<i64>, &mut i64);
-    /// The integration object of replica reads (see [`integration_view`]).
-    fn view(&self) -> Value;
+    /// The integration object of replica reads (see [`IntegrationView`]).
+    fn view(&self) -> IntegrationView;
 }
 
 /// The accessors every bot record has alike (fields `replica`, `bot_id`, `connected_at`,
@@ -67,24 +61,68 @@ macro_rules! bot_record_fields {
     };
 }
 
+/// The `messengerA_integration` / `messengerB_integration` object of a replica read
+/// (docs/decisions.md "Replicas"; `null` when no bot is connected): `{token: null,
+/// service_name, is_active}` plus, as fields of our own, `last_error` and `last_error_at`
+/// (RFC 3339) when the runner met an error, and messengerA's `mention`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IntegrationView {
+    /// Never shown (always `null`).
+    pub token: Option<String>,
+    /// The bot's name on the platform.
+    pub service_name: String,
+    pub is_active: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error_at: Option<String>,
+    /// The handle the bot answers to in groups (messengerA).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mention: Option<String>,
+}
+
+/// The [`IntegrationView`] fields every bot record has alike (`username`, `is_active`,
+/// `last_error`, `last_error_at`).
+macro_rules! state_view {
+    ($bot:expr) => {
+        IntegrationView {
+            token: None,
+            service_name: $bot.username.clone(),
+            is_active: $bot.is_active,
+            last_error: $bot.last_error.clone(),
+            last_error_at: $bot.last_error_at.map(super::rfc3339),
+            mention: None,
+        }
+    };
+}
+
 impl BotRecord for MessengerABot {
-    const CHANNEL: &'static str = MESSENGER_A;
-    const TABLE: TableDefinition<'static, u128, &'static [u8]> = tables::REPLICA_MESSENGERA;
+    const BOT: Bot = Bot::MessengerA;
     bot_record_fields!();
-    fn view(&self) -> Value {
-        let mut v = state_view(&self.username, self.is_active, self.last_error.as_deref(), self.last_error_at);
-        v["mention"] = json!(self.mention);
-        v
+    fn view(&self) -> IntegrationView {
+        IntegrationView { mention: Some(self.mention.clone()), ..state_view!(self) }
     }
 }
 
 impl BotRecord for MessengerBBot {
-    const CHANNEL: &'static str = MESSENGER_B;
-    const TABLE: TableDefinition<'static, u128, &'static [u8]> = tables::REPLICA_MESSENGERB;
+    const BOT: Bot = Bot::MessengerB;
     bot_record_fields!();
-    fn view(&self) -> Value {
-        state_view(&self.username, self.is_active, self.last_error.as_deref(), self.last_error_at)
+    fn view(&self) -> IntegrationView {
+        state_view!(self)
     }
+}
+
+/// The integration object of `bot` of `replica`, if one is connected, read in `table`
+/// (`bot.table()`, opened by the caller): the one place a [`Bot`] names its record type.
+pub fn view_in(
+    bot: Bot,
+    table: &impl ReadableTable<u128, &'static [u8]>,
+    replica: Uuid,
+) -> Result<Option<IntegrationView>> {
+    Ok(match bot {
+        Bot::MessengerA => bot_in::<MessengerABot>(table, replica)?.map(|b| b.view()),
+        Bot::MessengerB => bot_in::<MessengerBBot>(table, replica)?.map(|b| b.view()),
+    })
 }
 
 /// What the platform said about the bot being connected.
@@ -105,7 +143,7 @@ pub fn seal(secrets: &Secrets, channel: &str, replica: Uuid, token: &str) -> Res
 
 /// The plain token of `bot` of `replica`.
 pub fn token<R: BotRecord>(secrets: &Secrets, replica: Uuid, bot: &R) -> Result<String> {
-    let plain = secrets.open(bot.sealed_token(), &seal_context(R::CHANNEL, replica))?;
+    let plain = secrets.open(bot.sealed_token(), &seal_context(R::BOT.name(), replica))?;
     String::from_utf8(plain).map_err(Error::internal)
 }
 
@@ -119,7 +157,7 @@ pub async fn connect<R: BotRecord>(
 ) -> Result<R> {
     store
         .write(move |txn| {
-            let mut table = txn.open_table(R::TABLE)?;
+            let mut table = txn.open_table(R::BOT.table())?;
             let previous = store::get::<u128, R, _>(&table, k(replica))?;
             let bot = make(previous);
             for row in table.iter()? {
@@ -128,7 +166,10 @@ pub async fn connect<R: BotRecord>(
                 if key.value() != k(replica) && other.platform_id() == bot.platform_id() {
                     return Err(Error::new(
                         Code::IntegrationConflict,
-                        format!("this {} bot is connected to another replica; disconnect it there first", R::CHANNEL),
+                        format!(
+                            "this {} bot is connected to another replica; disconnect it there first",
+                            R::BOT.name()
+                        ),
                     ));
                 }
             }
@@ -149,7 +190,7 @@ pub async fn connect_messenger_a(
     mention: String,
     me: BotIdentity,
 ) -> Result<MessengerABot> {
-    let sealed_token = seal(secrets, MESSENGER_A, replica, token)?;
+    let sealed_token = seal(secrets, Bot::MessengerA.name(), replica, token)?;
     let now = now_ms();
     connect(store, replica, move |previous: Option<MessengerABot>| MessengerABot {
         replica,
@@ -172,11 +213,11 @@ pub async fn connect_messenger_a(
 pub async fn disconnect<R: BotRecord>(store: &Store, replica: Uuid) -> Result<()> {
     store
         .write(move |txn| {
-            let removed = txn.open_table(R::TABLE)?.remove(k(replica))?.is_some();
+            let removed = txn.open_table(R::BOT.table())?.remove(k(replica))?.is_some();
             if removed {
                 Ok(())
             } else {
-                Err(Error::not_found(&format!("{} integration", R::CHANNEL)))
+                Err(Error::not_found(&format!("{} integration", R::BOT.name())))
             }
         })
         .await
@@ -184,19 +225,19 @@ pub async fn disconnect<R: BotRecord>(store: &Store, replica: Uuid) -> Result<()
 
 /// The `R` bot of `replica`, if one is connected.
 pub async fn bot<R: BotRecord>(store: &Store, replica: Uuid) -> Result<Option<R>> {
-    store.read(move |txn| store::get::<u128, R, _>(&txn.open_table(R::TABLE)?, k(replica))).await
+    store.read(move |txn| store::get::<u128, R, _>(&txn.open_table(R::BOT.table())?, k(replica))).await
 }
 
-/// The `R` bot of `replica`, if any, read in `bots` (`R::TABLE`, opened by the caller).
+/// The `R` bot of `replica`, if any, read in `bots` (`R::BOT.table()`, opened by the caller).
 pub fn bot_in<R: BotRecord>(bots: &impl ReadableTable<u128, &'static [u8]>, replica: Uuid) -> Result<Option<R>> {
     store::get::<u128, R, _>(bots, k(replica))
 }
 
-/// Every replica with an `R` bot (started at server start).
-pub async fn all<R: BotRecord>(store: &Store) -> Result<Vec<Uuid>> {
+/// Every replica with a `bot` connected (started at server start).
+pub async fn all(store: &Store, bot: Bot) -> Result<Vec<Uuid>> {
     store
-        .read(|txn| {
-            let table = txn.open_table(R::TABLE)?;
+        .read(move |txn| {
+            let table = txn.open_table(bot.table())?;
             let mut ids = Vec::new();
             for row in table.iter()? {
                 ids.push(Uuid::from_u128(row?.0.value()));
@@ -210,19 +251,19 @@ pub async fn all<R: BotRecord>(store: &Store) -> Result<Vec<Uuid>> {
 /// filter of `GET /v1/replicas`).
 pub fn connected_in(txn: &redb::ReadTransaction, replica: Uuid) -> Result<Vec<&'static str>> {
     let mut out = Vec::new();
-    if txn.open_table(tables::REPLICA_MESSENGERA)?.get(k(replica))?.is_some() {
-        out.push(MESSENGER_A);
-    }
-    if txn.open_table(tables::REPLICA_MESSENGERB)?.get(k(replica))?.is_some() {
-        out.push(MESSENGER_B);
+    for bot in Bot::ALL {
+        if txn.open_table(bot.table())?.get(k(replica))?.is_some() {
+            out.push(bot.name());
+        }
     }
     Ok(out)
 }
 
 /// Removes every bot of `replica` (the replica is being deleted).
 pub fn delete_all_in(txn: &redb::WriteTransaction, replica: Uuid) -> Result<()> {
-    txn.open_table(tables::REPLICA_MESSENGERA)?.remove(k(replica))?;
-    txn.open_table(tables::REPLICA_MESSENGERB)?.remove(k(replica))?;
+    for bot in Bot::ALL {
+        txn.open_table(bot.table())?.remove(k(replica))?;
+    }
     Ok(())
 }
 
@@ -236,7 +277,7 @@ pub async fn update<R: BotRecord>(
 ) -> Result<bool> {
     store
         .write(move |txn| {
-            let mut table = txn.open_table(R::TABLE)?;
+            let mut table = txn.open_table(R::BOT.table())?;
             let Some(mut bot) = store::get::<u128, R, _>(&table, k(replica))? else { return Ok(false) };
             if bot.connected_at() != connected_at {
                 return Ok(false);
@@ -294,23 +335,4 @@ pub async fn stored_reply(
             )
         })
         .await
-}
-
-/// The `messengerA_integration` / `messengerB_integration` object of a replica read
-/// (docs/decisions.md "Replicas"): `null` when no bot is connected, else `{token: null,
-/// service_name, is_active}` plus, as fields of our own, `last_error` and `last_error_at`
-/// (RFC 3339) when the runner met an error, and messengerA's `mention`.
-pub fn integration_view<R: BotRecord>(bot: Option<&R>) -> Value {
-    bot.map_or(Value::Null, R::view)
-}
-
-fn state_view(service_name: &str, is_active: bool, last_error: Option<&str>, last_error_at: Option<i64>) -> Value {
-    let mut v = json!({ "token": null, "service_name": service_name, "is_active": is_active });
-    if let Some(e) = last_error {
-        v["last_error"] = json!(e);
-    }
-    if let Some(at) = last_error_at {
-        v["last_error_at"] = json!(super::rfc3339(at));
-    }
-    v
 }

@@ -1,5 +1,6 @@
 //! Business rules per resource: plain Rust types in, plain Rust types out; no hyper types.
 
+pub mod channel;
 pub mod channel_data;
 pub mod chat;
 pub mod chats;
@@ -17,6 +18,7 @@ pub mod token_usage;
 pub mod uploads;
 pub mod usage;
 pub mod users;
+pub mod visibility;
 
 use crate::error::{Error, Result};
 

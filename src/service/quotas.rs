@@ -1,19 +1,19 @@
 //! The operator's quotas per organization (`replicad orgs set-quota`, `replicad orgs list`):
 //! conversations started per UTC month (429 `CONVERSATION_QUOTA_EXCEEDED`), conversations its
 //! public chats' visitors start per UTC month (429 `EMBED_CONVERSATION_QUOTA_EXCEEDED`, counted
-//! apart: `service::usage::Pool`), replicas (429
+//! apart: [`Pool`]), replicas (429
 //! `REPLICA_QUOTA_EXCEEDED`) and knowledge-base entries (429
 //! `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED`). Each is checked in the write transaction that would
-//! exceed it, against counters kept in the same transactions, so no race lets one through.
+//! exceed it, against counters kept in the same transactions (`service::usage`), so no race lets
+//! one through. Every conversation quota check is here, called by the paths that need one.
 
-use redb::{ReadableTable, WriteTransaction};
+use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 use serde::Serialize;
 use uuid::Uuid;
 
 use super::token_usage::month_of;
-use super::usage::Pool;
 use crate::error::{Code, Error, Result};
-use crate::store::records::{Org, Quota};
+use crate::store::records::{Message, Org, Quota};
 use crate::store::{self, codec, k, tables, Store};
 
 /// The quotas set for `org` (fields `None` where the server's defaults apply).
@@ -35,6 +35,107 @@ pub fn check_conversations(started: u64, max: Option<u64>, what: &str) -> Result
         )),
         _ => Ok(()),
     }
+}
+
+/// Whose monthly conversation count a conversation goes to, and whose quota caps it: the
+/// visitors of the public chats never use up the organization's own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Pool {
+    /// The organization's own API use, capped by the operator's quota (`orgs set-quota`).
+    #[default]
+    Organization,
+    /// The anonymous visitors of the organization's public chats (embed widget and web page),
+    /// counted apart and capped by the organization's `embed_conversations_per_month` quota,
+    /// else `default` a month (`--embed-conversations-per-month`).
+    Visitors { default: u64 },
+}
+
+/// Bit set on the month of the [`tables::ORGMONTH_CONVERSATIONS`] keys that count
+/// [`Pool::Visitors`] (months are `YYYYMM`, far below it).
+const VISITORS_MONTH: u32 = 1 << 31;
+
+impl Pool {
+    /// The month of the counter key of this pool for `month` (`YYYYMM`), in
+    /// [`tables::ORGMONTH_CONVERSATIONS`] (where `service::usage` counts).
+    pub fn month_key(self, month: u32) -> u32 {
+        match self {
+            Pool::Organization => month,
+            Pool::Visitors { .. } => month | VISITORS_MONTH,
+        }
+    }
+
+    /// The most conversations this pool of `org` may start a month (`None`: no cap).
+    pub fn max(self, quotas: &impl ReadableTable<u128, &'static [u8]>, org: Uuid) -> Result<Option<u64>> {
+        match self {
+            Pool::Organization => Ok(of(quotas, org)?.conversations_per_month),
+            Pool::Visitors { default } => Ok(Some(of(quotas, org)?.embed_conversations_per_month.unwrap_or(default))),
+        }
+    }
+
+    /// Refuses a conversation beyond `max` when this pool already started `started` this month:
+    /// 429 `CONVERSATION_QUOTA_EXCEEDED` (the organization's) or
+    /// `EMBED_CONVERSATION_QUOTA_EXCEEDED` (the visitors').
+    pub fn check(self, started: u64, max: Option<u64>) -> Result<()> {
+        match (self, max) {
+            (Pool::Organization, _) => check_conversations(started, max, "its monthly conversation quota"),
+            (Pool::Visitors { .. }, Some(max)) if started >= max => Err(Error::new(
+                Code::EmbedConversationQuotaExceeded,
+                format!(
+                    "the visitors of this organization's public chats started {started} conversations this month; \
+                     their monthly quota is {max}"
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Conversations this pool of `org` started in `month` (`YYYYMM`).
+    pub fn started_in(self, txn: &ReadTransaction, org: Uuid, month: u32) -> Result<u64> {
+        self.started(&txn.open_table(tables::ORGMONTH_CONVERSATIONS)?, org, month)
+    }
+
+    /// [`Pool::started_in`], read in `counts` ([`tables::ORGMONTH_CONVERSATIONS`]).
+    fn started(self, counts: &impl ReadableTable<(u128, u32), u64>, org: Uuid, month: u32) -> Result<u64> {
+        Ok(counts.get((k(org), self.month_key(month)))?.map(|v| v.value()).unwrap_or(0))
+    }
+}
+
+/// Conversations `org` started in `month` (`YYYYMM`) for its own use ([`Pool::Organization`]).
+pub fn org_month_in(txn: &ReadTransaction, org: Uuid, month: u32) -> Result<u64> {
+    Pool::Organization.started_in(txn, org, month)
+}
+
+/// Refuses, in the write transaction that stores it, item `m` starting a conversation beyond
+/// `pool`'s monthly quota: 429 ([`Pool::check`]; the whole write is then refused). Called by the
+/// chats' recorder (`service::chats`) for an item that starts a conversation, before
+/// `service::usage` counts it: the counter and the check share the transaction, so no race
+/// lets one through.
+pub fn admit_conversation_in(txn: &WriteTransaction, m: &Message, pool: Pool) -> Result<()> {
+    let Some(org) = store::replica_index::org_of(txn, m.replica)? else { return Ok(()) };
+    let counts = txn.open_table(tables::ORGMONTH_CONVERSATIONS)?;
+    let started = pool.started(&counts, org, month_of(m.created_at))?;
+    pool.check(started, pool.max(&txn.open_table(tables::ORG_QUOTA)?, org)?)
+}
+
+/// Refuses, before anything is generated or made, a question that would start a conversation
+/// of `org` beyond `pool`'s monthly quota: 429 ([`Pool::check`]). `continues(txn, now)` says
+/// whether the question continues a conversation (it then passes; asked only when `pool` has
+/// a cap). The write that stores the question ([`admit_conversation_in`]) stays the authority;
+/// this check spares generating a reply (or making a visitor) that would be thrown away.
+pub async fn check_new_conversation<F>(store: &Store, org: Uuid, pool: Pool, continues: F) -> Result<()>
+where
+    F: Fn(&ReadTransaction, i64) -> Result<bool> + Send + 'static,
+{
+    let now = store::now_ms();
+    store
+        .read(move |txn| {
+            let max = pool.max(&txn.open_table(tables::ORG_QUOTA)?, org)?;
+            if max.is_none() || continues(txn, now)? {
+                return Ok(());
+            }
+            pool.check(pool.started_in(txn, org, month_of(now))?, max)
+        })
+        .await
 }
 
 /// Sets the quotas given in `change` (the others stay) of organization `org`; returns them all.
@@ -102,7 +203,7 @@ pub async fn list(store: &Store, defaults: Defaults, now: i64) -> Result<Vec<Org
                 out.push(OrgUsage {
                     id: org.id,
                     name: org.name,
-                    conversations_this_month: super::usage::org_month_in(txn, org.id, month)?,
+                    conversations_this_month: org_month_in(txn, org.id, month)?,
                     conversations_per_month: q.conversations_per_month,
                     replicas: store::replica_index::count(&by_org, org.id)?.0,
                     max_replicas: q.replicas.unwrap_or(defaults.replicas),
@@ -126,6 +227,6 @@ pub async fn check_usage_limits(store: &Store, org: Uuid, usage_limits: Option<&
     let max =
         v.as_u64().ok_or_else(|| Error::invalid("usageLimits.conversationsPerMonth", "must be an integer ≥ 0"))?;
     let month = month_of(store::now_ms());
-    let started = store.read(move |txn| super::usage::org_month_in(txn, org, month)).await?;
+    let started = store.read(move |txn| org_month_in(txn, org, month)).await?;
     check_conversations(started, Some(max), "usageLimits.conversationsPerMonth")
 }

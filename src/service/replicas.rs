@@ -6,14 +6,16 @@ use std::sync::Arc;
 use redb::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
-use super::integrations::{bot_in, BotRecord};
+use super::channel::Bot;
+use super::integrations::IntegrationView;
 use super::knowledge::{distilled_in, Distilled};
 use super::users::public_id_in;
+use super::visibility::{hidden_in, visible_to};
 use super::{check_http_url, check_len, normalize_email};
 use crate::embed::catalog::Embedders;
 use crate::error::{Code, Error, Result};
 use crate::models::Models;
-use crate::store::records::{Llm, MessengerABot, MessengerBBot, Replica};
+use crate::store::records::{Llm, Replica};
 use crate::store::{self, k, now_ms, replica_index, tables, Store};
 
 /// Replica kinds accepted in `type`.
@@ -305,20 +307,6 @@ pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
     Ok(())
 }
 
-/// Whether `caller_user` may see `replica`: public replicas always; private ones only by the
-/// organization (no user), their owner, and users whose e-mail is whitelisted.
-pub fn visible_to(replica: &Replica, user: Option<&crate::store::records::User>) -> bool {
-    if !replica.private {
-        return true;
-    }
-    match user {
-        None => true,
-        Some(u) => {
-            u.id == replica.owner || u.email.as_ref().is_some_and(|e| replica.whitelist_emails.iter().any(|w| w == e))
-        }
-    }
-}
-
 /// The replica `id` of `org` as seen by `user`; 404 when missing or not visible.
 /// The record is shared by the reads of one store snapshot ([`store::Snapshot::record`]).
 pub async fn get(
@@ -412,27 +400,6 @@ pub async fn list(
         .await
 }
 
-/// Ids of the private replicas of `org` that `user` may not see (none for the organization; see
-/// [`visible_to`]): a read of the organization's private replicas only.
-pub fn hidden_in(
-    txn: &redb::ReadTransaction,
-    org: Uuid,
-    user: Option<&crate::store::records::User>,
-) -> Result<std::collections::HashSet<u128>> {
-    let mut hidden = std::collections::HashSet::new();
-    if user.is_none() {
-        return Ok(hidden);
-    }
-    let table = txn.open_table(tables::REPLICAID_REPLICA)?;
-    for row in txn.open_table(tables::ORG_PRIVATEREPLICA)?.range((k(org), 0)..=(k(org), u128::MAX))? {
-        let id = row?.0.value().1;
-        if store::get::<u128, Replica, _>(&table, id)?.is_some_and(|r| !visible_to(&r, user)) {
-            hidden.insert(id);
-        }
-    }
-    Ok(hidden)
-}
-
 type Ids<'a> = Box<dyn Iterator<Item = Result<u128>> + 'a>;
 
 /// The replica ids of `org` in the order `sort` (`None`/unknown: creation), from the end when
@@ -491,8 +458,8 @@ pub struct ViewParts {
     pub distilled: Distilled,
     /// Chat history items (`chat_history_count`).
     pub messages: u64,
-    pub messenger_a: Option<MessengerABot>,
-    pub messenger_b: Option<MessengerBBot>,
+    /// Each bot's integration object (`None`: not connected), in [`Bot::ALL`]'s order.
+    pub integrations: Vec<(Bot, Option<IntegrationView>)>,
     /// The owner's id as users see it (`ownerID`).
     pub owner_id: String,
 }
@@ -525,14 +492,16 @@ pub async fn get_with_parts(
         .await
 }
 
+/// A read-only `id → record` table of a store snapshot.
+type RecordTable = Arc<redb::ReadOnlyTable<u128, &'static [u8]>>;
+
 /// The tables a replica's [`ViewParts`] come from, opened once per store snapshot
 /// ([`store::Snapshot::table`]; a list of 24 replicas opened each of them 24 times).
 struct ViewTables {
-    summaries: Arc<redb::ReadOnlyTable<u128, &'static [u8]>>,
+    summaries: RecordTable,
     counts: Arc<redb::ReadOnlyTable<u128, u64>>,
-    messenger_a: Arc<redb::ReadOnlyTable<u128, &'static [u8]>>,
-    messenger_b: Arc<redb::ReadOnlyTable<u128, &'static [u8]>>,
-    users: Arc<redb::ReadOnlyTable<u128, &'static [u8]>>,
+    bots: Vec<(Bot, RecordTable)>,
+    users: RecordTable,
 }
 
 impl ViewTables {
@@ -540,8 +509,7 @@ impl ViewTables {
         Ok(ViewTables {
             summaries: txn.table(tables::REPLICA_KBSUMMARY)?,
             counts: txn.table(tables::REPLICA_MESSAGECOUNT)?,
-            messenger_a: txn.table(<MessengerABot as BotRecord>::TABLE)?,
-            messenger_b: txn.table(<MessengerBBot as BotRecord>::TABLE)?,
+            bots: Bot::ALL.into_iter().map(|b| Ok((b, txn.table(b.table())?))).collect::<Result<_>>()?,
             users: txn.table(tables::USERID_USER)?,
         })
     }
@@ -551,8 +519,11 @@ impl ViewTables {
         Ok(ViewParts {
             distilled: distilled_in(&*self.summaries, id)?,
             messages: self.counts.get(k(id))?.map(|v| v.value()).unwrap_or(0),
-            messenger_a: bot_in(&*self.messenger_a, id)?,
-            messenger_b: bot_in(&*self.messenger_b, id)?,
+            integrations: self
+                .bots
+                .iter()
+                .map(|(b, t)| Ok((*b, super::integrations::view_in(*b, &**t, id)?)))
+                .collect::<Result<_>>()?,
             owner_id: public_id_in(&*self.users, owner)?,
         })
     }

@@ -6,12 +6,12 @@
 
 use std::collections::BTreeMap;
 
-use redb::{ReadTransaction, ReadableTable, WriteTransaction};
+use redb::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
-use super::chats::Placed;
+use super::quotas::Pool;
 use super::token_usage::month_of;
-use crate::error::{Code, Error, Result};
+use crate::error::Result;
 use crate::generate::Usage;
 use crate::store::records::{Message, Replica};
 use crate::store::{self, k, tables, Store};
@@ -35,87 +35,20 @@ fn add(table: &mut redb::Table<(u128, u32), u64>, key: (u128, u32)) -> Result<()
     Ok(())
 }
 
-/// Whose monthly conversation count a conversation goes to, and whose quota caps it: the
-/// visitors of the public chats never use up the organization's own.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Pool {
-    /// The organization's own API use, capped by the operator's quota (`orgs set-quota`).
-    #[default]
-    Organization,
-    /// The anonymous visitors of the organization's public chats (embed widget and web page),
-    /// counted apart and capped by the organization's `embed_conversations_per_month` quota,
-    /// else `default` a month (`--embed-conversations-per-month`).
-    Visitors { default: u64 },
-}
-
-/// Bit set on the month of the [`tables::ORGMONTH_CONVERSATIONS`] keys that count
-/// [`Pool::Visitors`] (months are `YYYYMM`, far below it).
-const VISITORS_MONTH: u32 = 1 << 31;
-
-impl Pool {
-    /// The month of the counter key of this pool for `month` (`YYYYMM`).
-    fn month_key(self, month: u32) -> u32 {
-        match self {
-            Pool::Organization => month,
-            Pool::Visitors { .. } => month | VISITORS_MONTH,
-        }
-    }
-
-    /// The most conversations this pool of `org` may start a month (`None`: no cap).
-    pub fn max(self, quotas: &impl ReadableTable<u128, &'static [u8]>, org: Uuid) -> Result<Option<u64>> {
-        match self {
-            Pool::Organization => Ok(super::quotas::of(quotas, org)?.conversations_per_month),
-            Pool::Visitors { default } => {
-                Ok(Some(super::quotas::of(quotas, org)?.embed_conversations_per_month.unwrap_or(default)))
-            }
-        }
-    }
-
-    /// Refuses a conversation beyond `max` when this pool already started `started` this month:
-    /// 429 `CONVERSATION_QUOTA_EXCEEDED` (the organization's) or
-    /// `EMBED_CONVERSATION_QUOTA_EXCEEDED` (the visitors').
-    pub fn check(self, started: u64, max: Option<u64>) -> Result<()> {
-        match (self, max) {
-            (Pool::Organization, _) => {
-                super::quotas::check_conversations(started, max, "its monthly conversation quota")
-            }
-            (Pool::Visitors { .. }, Some(max)) if started >= max => Err(Error::new(
-                Code::EmbedConversationQuotaExceeded,
-                format!(
-                    "the visitors of this organization's public chats started {started} conversations this month; \
-                     their monthly quota is {max}"
-                ),
-            )),
-            _ => Ok(()),
-        }
-    }
-
-    /// Conversations this pool of `org` started in `month` (`YYYYMM`).
-    pub fn started_in(self, txn: &ReadTransaction, org: Uuid, month: u32) -> Result<u64> {
-        let t = txn.open_table(tables::ORGMONTH_CONVERSATIONS)?;
-        Ok(t.get((k(org), self.month_key(month)))?.map(|v| v.value()).unwrap_or(0))
-    }
-}
-
-/// Counts the conversation item `m` started (nothing when it continued one) in the counters of
-/// its replica and in `pool`'s count of its organization. Errors: 429 when `pool`'s monthly
-/// quota is reached ([`Pool::check`]; the whole write is then refused).
-pub fn count_in(txn: &WriteTransaction, m: &Message, placed: &Placed, pool: Pool) -> Result<()> {
-    if !placed.new_conversation {
-        return Ok(());
-    }
+/// Counts the conversation item `m` starts in the counters of its replica and in `pool`'s count
+/// of its organization. A pure counter: whether the conversation may start at all is
+/// `service::quotas`' to say, before this is called ([`super::quotas::admit_conversation_in`]).
+pub fn count_in(txn: &WriteTransaction, m: &Message, pool: Pool) -> Result<()> {
     let (replica, month) = (k(m.replica), month_of(m.created_at));
     add(&mut txn.open_table(tables::REPLICAMONTH_CONVERSATIONS)?, (replica, month))?;
     add(&mut txn.open_table(tables::REPLICADAY_CONVERSATIONS)?, (replica, day_of(m.created_at)))?;
     let mut by_source = txn.open_table(tables::REPLICASOURCE_CONVERSATIONS)?;
     let n = by_source.get((replica, m.source.as_str()))?.map(|v| v.value()).unwrap_or(0);
     by_source.insert((replica, m.source.as_str()), n + 1)?;
-    let org = store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAID_REPLICA)?, replica)?.map(|r| r.org);
-    if let Some(org) = org {
+    if let Some(org) = store::replica_index::org_of(txn, m.replica)? {
         let mut t = txn.open_table(tables::ORGMONTH_CONVERSATIONS)?;
         let key = (k(org), pool.month_key(month));
         let started = t.get(key)?.map(|v| v.value()).unwrap_or(0);
-        pool.check(started, pool.max(&txn.open_table(tables::ORG_QUOTA)?, org)?)?;
         t.insert(key, started + 1)?;
     }
     Ok(())
@@ -128,11 +61,6 @@ pub fn delete_all_in(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
     txn.open_table(tables::REPLICADAY_CONVERSATIONS)?.retain_in((r, 0)..=(r, u32::MAX), |_, _| false)?;
     txn.open_table(tables::REPLICASOURCE_CONVERSATIONS)?.retain_in((r, "")..=(r, "\u{10FFFF}"), |_, _| false)?;
     Ok(())
-}
-
-/// Conversations `org` started in `month` (`YYYYMM`) for its own use ([`Pool::Organization`]).
-pub fn org_month_in(txn: &ReadTransaction, org: Uuid, month: u32) -> Result<u64> {
-    Pool::Organization.started_in(txn, org, month)
 }
 
 /// What `GET /v1/users/me/usage` answers, for the replicas the user owns (and the tokens the
@@ -211,9 +139,9 @@ pub async fn by_source(store: &Store, replica: Uuid) -> Result<Vec<(&'static str
     store
         .read(move |txn| {
             let t = txn.open_table(tables::REPLICASOURCE_CONVERSATIONS)?;
-            super::history::SOURCES
-                .iter()
-                .map(|s| Ok((*s, t.get((k(replica), *s))?.map(|v| v.value()).unwrap_or(0))))
+            super::channel::sources()
+                .into_iter()
+                .map(|s| Ok((s, t.get((k(replica), s))?.map(|v| v.value()).unwrap_or(0))))
                 .collect()
         })
         .await

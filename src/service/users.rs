@@ -3,6 +3,7 @@
 use redb::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
+use super::channel::{linked_account_types, Channel};
 use super::{check_len, normalize_email};
 use crate::error::{Code, Error, Result};
 use crate::store::records::{Org, Replica, User};
@@ -24,21 +25,16 @@ impl IdType {
     /// alias of `id`, as the OpenAPI description says).
     pub const NAMES: &'static [&'static str] = &["id", "user_uuid", "email", "messengerA", "messengerB", "embed"];
 
-    /// Parses a header value (exact names as in [`IdType::NAMES`]).
+    /// Parses a header value (exact names as in [`IdType::NAMES`]; the linked types are the
+    /// channels that link their users, [`Channel::links_users`]).
     pub fn parse(s: &str) -> Option<IdType> {
         match s {
             "id" | "user_uuid" => Some(IdType::Id),
             "email" => Some(IdType::Email),
-            "messengerA" => Some(IdType::Linked("messengerA")),
-            "messengerB" => Some(IdType::Linked("messengerB")),
-            "embed" => Some(IdType::Linked("embed")),
-            _ => None,
+            _ => Channel::parse(s).filter(|c| c.links_users()).map(|c| IdType::Linked(c.name())),
         }
     }
 }
-
-/// The linked-account types a user may carry (`linkedAccounts[].accountType`).
-pub const ACCOUNT_TYPES: [&str; 3] = ["messengerA", "messengerB", "embed"];
 
 /// Fields a caller sets on a user (`POST /v1/users`, `PUT /v1/users/me`; docs/decisions.md
 /// "Users"). `None`: not given — a new user gets the default (a fresh id, an empty name, none),
@@ -72,8 +68,9 @@ impl UserInput {
             super::check_http_url("profileImage", url)?;
         }
         for (i, (kind, account)) in self.linked.iter().flatten().enumerate() {
-            if !ACCOUNT_TYPES.contains(&kind.as_str()) {
-                let allowed = ACCOUNT_TYPES.join(", ");
+            let types = linked_account_types();
+            if !types.contains(&kind.as_str()) {
+                let allowed = types.join(", ");
                 return Err(Error::invalid(
                     &format!("linkedAccounts[{i}].accountType"),
                     format!("must be one of {allowed}"),
@@ -350,4 +347,22 @@ pub fn find_owner(
     }
     let email = owner.trim().to_lowercase();
     Ok(emails.get((k(org), email.as_str()))?.map(|v| Uuid::from_u128(v.value())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_names_are_the_own_ids_and_the_linked_channels() {
+        let mut linked: Vec<&str> =
+            IdType::NAMES.iter().copied().filter(|n| !["id", "user_uuid", "email"].contains(n)).collect();
+        let mut channels = linked_account_types();
+        linked.sort_unstable();
+        channels.sort_unstable();
+        assert_eq!(linked, channels, "IdType::NAMES lists every linked channel (service::channel)");
+        for n in IdType::NAMES {
+            assert!(IdType::parse(n).is_some(), "{n} parses");
+        }
+    }
 }

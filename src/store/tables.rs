@@ -112,7 +112,7 @@ pub const REPLICASOURCE_CONVERSATIONS: TableDefinition<(u128, &str), u64> =
     TableDefinition::new("replicasource_conversations");
 /// `(org id, month as YYYYMM in UTC) → conversations started` (the monthly conversation quota);
 /// with bit 31 of the month set, those started by the anonymous visitors of the organization's
-/// public chats, counted apart (`service::usage::Pool`).
+/// public chats, counted apart (`service::quotas::Pool`).
 pub const ORGMONTH_CONVERSATIONS: TableDefinition<(u128, u32), u64> = TableDefinition::new("orgmonth_conversations");
 /// `org id → Quota`: the operator's quotas of an organization.
 pub const ORG_QUOTA: TableDefinition<u128, &[u8]> = TableDefinition::new("org_quota");

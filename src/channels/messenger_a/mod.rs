@@ -36,7 +36,7 @@ use crate::service::integrations as store_bot;
 use crate::store::records::{MessengerABot, Replica};
 
 /// The channel name (runner key, history `source`, linked-account type).
-pub const CHANNEL: &str = "messengerA";
+pub const CHANNEL: &str = crate::service::channel::Bot::MessengerA.name();
 /// The public Bot API.
 pub const DEFAULT_API_BASE: &str = crate::config::DEFAULT_MESSENGER_A_API_BASE;
 /// How many times a `sendMessage` refused with 429 is tried again.

@@ -47,7 +47,7 @@ use crate::service::integrations as store_bot;
 use crate::store::records::MessengerBBot;
 
 /// The channel name (runner key, history `source`, linked-account type).
-pub const CHANNEL: &str = "messengerB";
+pub const CHANNEL: &str = crate::service::channel::Bot::MessengerB.name();
 /// Longest message the platform accepts, in characters (counted here in UTF-16 units, which
 /// is never fewer).
 pub const MESSAGE_LIMIT: usize = 2000;

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::{date_time, deprecated, nullable, object, reference, sparse_id, string, success, uuid};
-use crate::service::history::SOURCES;
+use crate::service::channel::{sources, Channel};
 
 pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
     add("MessengerBData", messenger_b_data());
@@ -24,7 +24,7 @@ pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
 }
 
 fn source() -> Value {
-    json!({ "type": "string", "enum": SOURCES })
+    json!({ "type": "string", "enum": sources() })
 }
 
 fn content() -> Value {
@@ -72,7 +72,7 @@ fn completion_request() -> Value {
         json!({
             "content": content(),
             "skip_chat_history": { "type": "boolean", "default": false },
-            "source": { "type": "string", "enum": SOURCES, "default": "web" },
+            "source": { "type": "string", "enum": sources(), "default": "web" },
             "messengerB_data": reference("MessengerBData"),
             "usageLimits": reference("CompletionUsageLimits"),
         }),
@@ -109,7 +109,7 @@ fn experimental_completion_request() -> Value {
             "messages": { "type": "array", "minItems": 1, "items": message, "description": "The last one, of \
                 role `user`, is the question; earlier ones are the conversation given to the model." },
             "store": { "type": "boolean", "default": true, "description": "Store the question and the reply." },
-            "source": { "type": "string", "enum": SOURCES, "default": "web" },
+            "source": { "type": "string", "enum": sources(), "default": "web" },
             "messengerB_data": reference("MessengerBData"),
             "max_tokens": { "type": "integer", "minimum": 1 },
         }),
@@ -233,12 +233,17 @@ fn chat_history_item() -> Value {
     )
 }
 
+/// The `type` of a history list: `all`, or the channel listed.
+fn history_types() -> Vec<&'static str> {
+    std::iter::once("all").chain(Channel::ALL.map(Channel::name)).collect()
+}
+
 fn chat_history() -> Value {
     object(
         &["success", "type", "items"],
         json!({
             "success": success(),
-            "type": { "type": "string", "enum": ["all", "web", "embed", "messengerA", "messengerB"] },
+            "type": { "type": "string", "enum": history_types() },
             "items": { "type": "array", "items": reference("ChatHistoryItem") },
         }),
         false,

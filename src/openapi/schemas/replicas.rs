@@ -2,6 +2,8 @@
 
 use serde_json::{json, Value};
 
+use crate::service::channel::Bot;
+
 use super::{date_time, deprecated, described, object, reference, string, success, uuid};
 
 fn llm(read: bool) -> Value {
@@ -84,7 +86,7 @@ fn replica_fields() -> Vec<(&'static str, Value, bool)> {
     let legacy = |s: Value, current: &str| deprecated(s, &format!("Legacy copy of `{current}`."));
     let count = json!({ "type": "integer", "minimum": 0 });
     let kb = object(&["entries", "titles"], json!({ "entries": count, "titles": strings }), false);
-    vec![
+    let mut fields = vec![
         ("uuid", uuid(), true),
         ("name", string(), true),
         ("slug", string(), true),
@@ -102,8 +104,6 @@ fn replica_fields() -> Vec<(&'static str, Value, bool)> {
         ("voice_enabled", json!({ "type": "boolean" }), true),
         ("video_enabled", json!({ "type": "boolean" }), true),
         ("llm", llm(true), true),
-        ("messengerA_integration", super::super::integrations::integration_object(), true),
-        ("messengerB_integration", super::super::integrations::integration_object(), true),
         ("voiceVendorID", string(), false),
         (
             "isAccessibleByCustomerSupport",
@@ -139,7 +139,11 @@ fn replica_fields() -> Vec<(&'static str, Value, bool)> {
         ("owner_uuid", legacy(string(), "ownerID"), true),
         ("chat_history_count", json!({ "type": "integer", "minimum": 0, "description": "Chat history items." }), true),
         ("system_message", legacy(string(), "llm.systemMessage"), false),
-    ]
+    ];
+    let at = fields.iter().position(|f| f.0 == "llm").map_or(fields.len(), |i| i + 1);
+    let bots = Bot::ALL.map(|b| (b.integration_field(), super::super::integrations::integration_object(), true));
+    fields.splice(at..at, bots);
+    fields
 }
 
 /// A replica as read; with `success` for the read-one answer.

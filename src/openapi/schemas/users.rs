@@ -2,6 +2,8 @@
 
 use serde_json::{json, Value};
 
+use crate::service::channel::linked_account_types;
+
 use super::{date_time, object, string, success};
 
 pub(super) fn add_all(add: &mut impl FnMut(&str, Value)) {
@@ -46,7 +48,7 @@ fn linked_account() -> Value {
         &["accountID", "accountType"],
         json!({
             "accountID": { "type": "string", "description": "The id on that channel (the X-USER-ID it sent)." },
-            "accountType": { "type": "string", "enum": ["messengerA", "messengerB", "embed"] },
+            "accountType": { "type": "string", "enum": linked_account_types() },
         }),
         false,
     )

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::store::records::{Chunk, KbEntry, KbKind, KbSource, KbStatus, KbText};
 use std::collections::HashSet;
 
-use crate::service::replicas;
+use crate::service::visibility;
 use crate::store::kb_order;
 use crate::store::records::User;
 use crate::store::{self, k, tables, Store};
@@ -108,7 +108,7 @@ pub async fn list(store: &Store, scope: Scope, q: ListQuery) -> Result<(Vec<Entr
         .read_scan(move |txn| {
             let (id, hidden) = match &scope {
                 Scope::Replica(r) => (*r, HashSet::new()),
-                Scope::Organization { org, user } => (*org, replicas::hidden_in(txn, *org, user.as_ref())?),
+                Scope::Organization { org, user } => (*org, visibility::hidden_in(txn, *org, user.as_ref())?),
             };
             let entries = txn.open_table(tables::KBID_ENTRY)?;
             let sources = txn.open_table(tables::KBID_SOURCE)?;

@@ -2,7 +2,7 @@
 //!
 //! A text entry is chunked at creation; a `url` entry becomes an ingestion job (fetched and
 //! extracted by `ingest::pipeline`); a `filename` entry waits for its bytes on a signed upload
-//! URL (see [`super::uploads`]). Whatever writes an entry's text writes, in the same
+//! URL (see `service::uploads`). Whatever writes an entry's text writes, in the same
 //! transaction, its chunks and an outbox row; the indexer (see `search`) applies the outbox to
 //! tantivy and, once searches see the chunks, marks the entry `READY`. Deleting writes an outbox row
 //! too, so index documents go with the entry.

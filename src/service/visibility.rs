@@ -1,0 +1,43 @@
+//! Who may see a replica: a public one everyone of its organization, a private one only the
+//! organization (no user), its owner and the users whose e-mail it whitelists. Replica reads
+//! (`service::replicas`) and organization-wide knowledge-base lists (`service::knowledge`) ask
+//! here.
+
+use std::collections::HashSet;
+
+use uuid::Uuid;
+
+use crate::error::Result;
+use crate::store::records::{Replica, User};
+use crate::store::{self, k, tables};
+
+/// Whether `user` may see `replica`: public replicas always; private ones only by the
+/// organization (no user), their owner, and users whose e-mail is whitelisted.
+pub fn visible_to(replica: &Replica, user: Option<&User>) -> bool {
+    if !replica.private {
+        return true;
+    }
+    match user {
+        None => true,
+        Some(u) => {
+            u.id == replica.owner || u.email.as_ref().is_some_and(|e| replica.whitelist_emails.iter().any(|w| w == e))
+        }
+    }
+}
+
+/// Ids of the private replicas of `org` that `user` may not see (none for the organization; see
+/// [`visible_to`]): a read of the organization's private replicas only.
+pub fn hidden_in(txn: &redb::ReadTransaction, org: Uuid, user: Option<&User>) -> Result<HashSet<u128>> {
+    let mut hidden = HashSet::new();
+    if user.is_none() {
+        return Ok(hidden);
+    }
+    let table = txn.open_table(tables::REPLICAID_REPLICA)?;
+    for row in txn.open_table(tables::ORG_PRIVATEREPLICA)?.range((k(org), 0)..=(k(org), u128::MAX))? {
+        let id = row?.0.value().1;
+        if store::get::<u128, Replica, _>(&table, id)?.is_some_and(|r| !visible_to(&r, user)) {
+            hidden.insert(id);
+        }
+    }
+    Ok(hidden)
+}
