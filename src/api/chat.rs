@@ -17,9 +17,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::history::{retrieved_view, source_view};
+use super::history::{retrieved_view, source_view, RetrievedView, SourceView};
 use super::path_replica;
 use crate::app::App;
 use crate::error::{Error, Result};
@@ -113,25 +113,54 @@ async fn answer(
 /// The SSE frames of one stream event (see the module docs).
 pub fn encode(ev: Event, request_id: &str, expose_internal: bool) -> Bytes {
     match ev {
-        Event::Delta(text) => sse_event(Some("delta"), &json!({ "delta": text }).to_string()),
-        Event::Failed(e) => sse_event(Some("error"), &error_body(&e, request_id, expose_internal).to_string()),
+        Event::Delta(text) => sse_event(Some("delta"), &to_json(&DeltaEvent { delta: &text })),
+        Event::Failed(e) => sse_event(Some("error"), &to_json(&error_body(&e, request_id, expose_internal))),
         Event::Done(c) => {
-            let message = json!({
-                "success": true,
-                "content": c.content,
-                "sources": c.sources.iter().map(source_view).collect::<Vec<_>>(),
-                "id": c.message_id,
-                "interrupted": c.interrupted,
-            });
-            let mut out = sse_event(Some("message"), &message.to_string()).to_vec();
+            let message = MessageEvent {
+                success: true,
+                content: &c.content,
+                sources: c.sources.iter().map(source_view).collect(),
+                id: c.message_id,
+                interrupted: c.interrupted,
+            };
+            let mut out = sse_event(Some("message"), &to_json(&message)).to_vec();
             out.extend_from_slice(&sse_event(None, "[DONE]"));
             Bytes::from(out)
         }
     }
 }
 
+/// `data` of an `event: delta` (see the module docs).
+#[derive(Serialize)]
+struct DeltaEvent<'a> {
+    delta: &'a str,
+}
+
+/// `data` of the stream's `event: message` (see the module docs): `id` is `null` when nothing
+/// was stored in the history.
+#[derive(Serialize)]
+struct MessageEvent<'a> {
+    success: bool,
+    content: &'a str,
+    sources: Vec<SourceView<'a>>,
+    id: Option<u64>,
+    interrupted: bool,
+}
+
+/// An event's data as JSON text (these views always serialize).
+fn to_json(view: &impl Serialize) -> String {
+    serde_json::to_string(view).unwrap_or_default()
+}
+
+/// `{content}` of `…/chat/completions` and `…/chat/completions/messengerA` ([`Reply::ok`] adds
+/// `success`).
+#[derive(Serialize)]
+struct ContentView<'a> {
+    content: &'a str,
+}
+
 fn content_reply(c: &Completion, _: &Replica) -> Reply {
-    Reply::ok(&json!({ "content": c.content }))
+    Reply::ok(&ContentView { content: &c.content })
 }
 
 /// # `POST /v1/replicas/{replicaUUID}/chat/completions`
@@ -163,12 +192,24 @@ pub async fn complete_test(app: Arc<App>, req: Req) -> Result<Reply> {
     let ask = Ask { content: body.content.clone(), skip_chat_history: true, ..Ask::on(channel) };
     let user = req.caller()?.acting_user();
     let done = chat::complete(&app.chat_context(), &replica, user, ask).await?;
-    let sources: Vec<_> = done.retrieved.iter().zip(&done.ranks).map(|(s, r)| retrieved_view(s, r)).collect();
-    let mut view = json!({ "content": done.content, "query": body.content, "sources": sources });
-    if let Some(e) = &done.explanation {
-        view["reader"] = serde_json::to_value(reader_view(e)).map_err(Error::internal)?;
-    }
+    let view = TestView {
+        content: &done.content,
+        query: &body.content,
+        sources: done.retrieved.iter().zip(&done.ranks).map(|(s, r)| retrieved_view(s, r)).collect(),
+        reader: done.explanation.as_ref().map(reader_view),
+    };
     Ok(Reply::ok(&view).with_header("x-replica-backend", &done.backend))
+}
+
+/// `{content, query, sources, reader?}` of `…/chat/completions/test` ([`Reply::ok`] adds
+/// `success`); `reader` only from the embedded generator.
+#[derive(Serialize)]
+struct TestView<'a> {
+    content: &'a str,
+    query: &'a str,
+    sources: Vec<RetrievedView<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reader: Option<ReaderView<'a>>,
 }
 
 /// Why the embedded reader answered as it did (the retrieval check's `reader`): the best
@@ -267,23 +308,58 @@ fn split_messages(messages: Vec<OpenAiMessage>) -> Result<(String, Vec<Turn>)> {
 
 fn openai_reply(c: &Completion, replica: &Replica) -> Reply {
     let id = c.message_id.map_or_else(|| uuid::Uuid::now_v7().simple().to_string(), |i| i.to_string());
-    let body = json!({
-        "id": format!("chatcmpl-{id}"),
-        "created": chrono::Utc::now().timestamp(),
-        "object": "chat.completion",
-        "model": replica.llm.model,
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": c.content},
-            "finish_reason": "stop",
+    let body = OpenAiCompletion {
+        id: format!("chatcmpl-{id}"),
+        created: chrono::Utc::now().timestamp(),
+        object: "chat.completion",
+        model: &replica.llm.model,
+        choices: [OpenAiChoice {
+            index: 0,
+            message: AnswerMessage { role: "assistant", content: &c.content },
+            finish_reason: "stop",
         }],
-        "usage": {
-            "prompt_tokens": c.usage.prompt_tokens,
-            "completion_tokens": c.usage.completion_tokens,
-            "total_tokens": c.usage.prompt_tokens + c.usage.completion_tokens,
+        usage: OpenAiUsage {
+            prompt_tokens: c.usage.prompt_tokens,
+            completion_tokens: c.usage.completion_tokens,
+            total_tokens: c.usage.prompt_tokens + c.usage.completion_tokens,
         },
-    });
-    Reply::raw(200, body.to_string().into(), "application/json")
+    };
+    Reply::raw(200, to_json(&body).into(), "application/json")
+}
+
+/// The OpenAI-shaped answer of the experimental completion: one choice, the whole reply.
+#[derive(Serialize)]
+struct OpenAiCompletion<'a> {
+    id: String,
+    /// Unix seconds.
+    created: i64,
+    object: &'static str,
+    model: &'a str,
+    choices: [OpenAiChoice<'a>; 1],
+    usage: OpenAiUsage,
+}
+
+/// A choice of [`OpenAiCompletion`].
+#[derive(Serialize)]
+struct OpenAiChoice<'a> {
+    index: u32,
+    message: AnswerMessage<'a>,
+    finish_reason: &'static str,
+}
+
+/// The message of an [`OpenAiChoice`]: the replica's whole reply.
+#[derive(Serialize)]
+struct AnswerMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+/// The token counts of an [`OpenAiCompletion`].
+#[derive(Serialize)]
+struct OpenAiUsage {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    total_tokens: u64,
 }
 
 /// # `POST /v1/experimental/replicas/{replicaUUID}/chat/completions`

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+
 use serde_json::value::RawValue;
 
-use super::path_replica;
+use super::{path_replica, IdView};
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
@@ -180,7 +180,7 @@ async fn save_item(app: &App, req: &Req, item: NewItem) -> Result<Reply> {
     check_len("content", &item.content, 1, crate::service::history::MAX_CONTENT_CHARS)?;
     let user = req.caller()?.acting_user();
     let ids = history::append(&app.store, replica.id, user, replica.private, vec![item]).await?;
-    Ok(Reply::ok(&json!({ "id": ids.first() })))
+    Ok(Reply::ok(&IdView { id: ids.first() }))
 }
 
 /// # `POST /v1/replicas/{replicaUUID}/chat/history`

@@ -9,9 +9,8 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::json;
 
-use super::path_replica;
+use super::{path_replica, IdView};
 use crate::app::App;
 use crate::channels::messenger_a::api::{ApiError, Client};
 use crate::channels::messenger_b::rest::{self as b_rest, RestError};
@@ -101,7 +100,7 @@ pub async fn connect_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
     let bot =
         integrations::connect_messenger_a(&app.store, secrets, replica.org, replica.id, token, mention, me).await?;
     app.channels.start(app.clone(), Bot::MessengerA, replica.id);
-    Ok(Reply::ok(&json!({ "id": bot.bot_id.to_string() })))
+    Ok(Reply::ok(&IdView { id: bot.bot_id.to_string() }))
 }
 
 /// # `DELETE /v1/replicas/{replicaUUID}/integrations/messengerA`
@@ -174,7 +173,7 @@ pub async fn connect_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
     })
     .await?;
     app.channels.start(app.clone(), Bot::MessengerB, replica.id);
-    Ok(Reply::ok(&json!({ "id": bot.bot_id.to_string() })))
+    Ok(Reply::ok(&IdView { id: bot.bot_id.to_string() }))
 }
 
 /// # `DELETE /v1/replicas/{replicaUUID}/integrations/messengerB`

@@ -150,12 +150,12 @@ pub async fn path_replica(app: &App, req: &Req) -> Result<std::sync::Arc<crate::
     crate::service::replicas::get(&app.store, caller.org.id, id, caller.user.as_ref()).await
 }
 
-/// Sets `v[key]` to `value` when there is one: an absent optional value is omitted, never
-/// `null` (docs/decisions.md "Common").
-pub fn set_some<T: serde::Serialize>(v: &mut serde_json::Value, key: &str, value: Option<T>) {
-    if let Some(value) = value {
-        v[key] = serde_json::json!(value);
-    }
+/// `{id}` of an answer that names what it stored: a history item's id (`null` when a repeated
+/// message stored nothing new), a connected bot's id ([`crate::http::response::Reply::ok`] adds
+/// `success`).
+#[derive(serde::Serialize)]
+pub struct IdView<T> {
+    pub id: T,
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@ use http_body_util::{BodyExt, Either, Full};
 use hyper::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use hyper::{Response, StatusCode};
 use serde::Serialize;
-use serde_json::json;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
@@ -80,7 +79,7 @@ impl Reply {
 
     /// 200 `{success: true}`.
     pub fn done() -> Reply {
-        Reply::success(200, &json!({}))
+        Reply::success(200, &Empty {})
     }
 
     /// 204, no body and no `Content-Type` (`DELETE /v1/users/me`, CORS preflights).
@@ -172,21 +171,44 @@ pub fn error_reply(err: &Error, request_id: &str, expose_internal: bool) -> Repl
     Reply::raw(err.code.status(), body.into(), "application/json")
 }
 
-/// The spec §7 body for `err`: `success:false, error, error_code?, fingerprint?, request_id`,
-/// and `inner_exception` for a 500 when `expose_internal` is set.
-pub fn error_body(err: &Error, request_id: &str, expose_internal: bool) -> serde_json::Value {
-    let mut body = json!({ "success": false, "error": err.message, "request_id": request_id });
-    if let Some(code) = err.code.as_str() {
-        body["error_code"] = json!(code);
-        body["fingerprint"] = json!(fingerprint(code, &err.message));
+/// The spec §7 error body (the `Error` schema): `success: false`, `error`, `request_id`,
+/// `error_code` and `fingerprint` where the code has one, and `inner_exception` for a 500 when
+/// the operator exposes internal errors; absent fields are omitted.
+#[derive(Serialize)]
+pub struct ErrorBody<'a> {
+    success: bool,
+    error: &'a str,
+    request_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error_code: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fingerprint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inner_exception: Option<InnerException>,
+}
+
+/// `inner_exception` of an exposed 500: `{name: "InternalError", message}`, the message the
+/// cause's text ([`Error::cause_text`]).
+#[derive(Serialize)]
+pub struct InnerException {
+    name: &'static str,
+    message: String,
+}
+
+/// The spec §7 body for `err` ([`ErrorBody`]); `inner_exception` only for a 500 and only when
+/// `expose_internal` is set.
+pub fn error_body<'a>(err: &'a Error, request_id: &'a str, expose_internal: bool) -> ErrorBody<'a> {
+    let code = err.code.as_str();
+    let exposed = err.code == Code::Internal && expose_internal;
+    ErrorBody {
+        success: false,
+        error: &err.message,
+        request_id,
+        error_code: code,
+        fingerprint: code.map(|c| fingerprint(c, &err.message)),
+        inner_exception: exposed
+            .then(|| InnerException { name: "InternalError", message: err.cause_text().unwrap_or_default() }),
     }
-    if err.code == Code::Internal && expose_internal {
-        body["inner_exception"] = json!({
-            "name": "InternalError",
-            "message": err.cause_text().unwrap_or_default(),
-        });
-    }
-    body
 }
 
 /// Stable identifier of an error kind: the same code and message give the same fingerprint.
@@ -195,9 +217,20 @@ fn fingerprint(code: &str, message: &str) -> String {
     hex::encode(&digest[..8])
 }
 
+/// An empty JSON object: the body of [`Reply::done`] before `success` is merged in.
+#[derive(Serialize)]
+struct Empty {}
+
 #[cfg(test)]
 mod tests {
+    use serde_json::{json, Value};
+
     use super::*;
+
+    /// The error body of `err` as JSON.
+    fn error_json(err: &Error, expose_internal: bool) -> Value {
+        serde_json::to_value(error_body(err, "r1", expose_internal)).unwrap()
+    }
 
     fn body_of(reply: Reply) -> String {
         match reply.body {
@@ -219,11 +252,14 @@ mod tests {
     #[test]
     fn the_cause_of_a_500_is_its_inner_exception_when_exposed() {
         let err = Error::from(std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied"));
-        let body = error_body(&err, "r1", true);
+        let body = error_json(&err, true);
         assert_eq!(body["error"], "internal error");
         assert_eq!(body["inner_exception"], json!({"name": "InternalError", "message": "denied"}));
-        assert!(error_body(&err, "r1", false).get("inner_exception").is_none());
+        assert!(error_json(&err, false).get("inner_exception").is_none());
         let full = Error::from(std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left on device"));
-        assert!(error_body(&full, "r1", true).get("inner_exception").is_none(), "only a 500 shows its cause");
+        assert!(error_json(&full, true).get("inner_exception").is_none(), "only a 500 shows its cause");
+        let keys: Vec<String> = error_json(&full, false).as_object().unwrap().keys().cloned().collect();
+        assert_eq!(keys, ["success", "error", "request_id", "error_code", "fingerprint"]);
+        assert!(error_json(&Error::new(Code::InviteNotFound, "no such code"), false).get("error_code").is_none());
     }
 }
