@@ -33,6 +33,7 @@ pub mod private;
 pub mod records;
 pub mod replica_index;
 pub mod snapshot;
+pub mod sort_key;
 pub mod states;
 pub mod tables;
 mod writer;
