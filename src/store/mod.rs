@@ -29,6 +29,7 @@ pub mod kb;
 pub mod kb_order;
 pub mod kb_summary;
 pub mod migrate;
+pub mod pg;
 pub mod private;
 pub mod records;
 pub mod replica_index;

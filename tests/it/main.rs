@@ -40,6 +40,7 @@ mod messenger_b;
 mod metrics;
 mod model_hub;
 mod openapi;
+mod postgres;
 mod quotas;
 mod rate_limit;
 mod read_cache;
