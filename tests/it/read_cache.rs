@@ -56,14 +56,17 @@ async fn kept_answers_show_every_acknowledged_write_and_only_to_their_caller() {
     assert_eq!(org.post_as(&history, json!({"content": "again"}), &ann).await.0, StatusCode::OK);
     assert_eq!(contents(org.get_as(&history, &ann).await.1), [json!("from ann"), json!("again")]);
 
-    // A knowledge-base entry, under both of its paths, after a new title.
-    let kb = org.add_text(&replica, "First title", "Zorblax lives in the north.").await;
+    // A knowledge-base entry, under both of its paths, after a new title. Each pair of reads
+    // comes after the entry settled: a commit of its background indexing between the two
+    // reads would rightly leave the second one uncached.
+    let kb = org.add_ready_text(&replica, "First title", "Zorblax lives in the north.").await;
     for entry in [format!("{path}/knowledge-base/{kb}"), format!("/v1/knowledge-base/{kb}")] {
         let before = org.get(&entry).await.1["title"].clone();
         assert_eq!(org.get(&entry).await.1["title"], before);
         let title = format!("Title for {entry}");
         assert_eq!(org.patch(&entry, json!({"title": title})).await.0, StatusCode::OK);
         assert_eq!(org.get(&entry).await.1["title"], json!(title));
+        org.wait_ready(&replica, kb).await;
     }
     assert!(count(&server, "hit").await >= hits + 5.0, "reads were answered from the cache");
 }
