@@ -16,13 +16,14 @@
 //! migrated in one transaction under an advisory lock, and a database whose schema is newer
 //! than this build is refused.
 
+use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::ops::Bound;
 use std::time::Duration;
 
 use postgres::error::SqlState;
 use postgres::types::ToSql;
-use postgres::{Client, IsolationLevel, NoTls};
+use postgres::{Client, IsolationLevel, NoTls, Row, Statement};
 use redb::{Key, TableDefinition, TableHandle, Value};
 
 use super::sort_key::SortKey;
@@ -41,9 +42,12 @@ const MAX_BACKOFF: Duration = Duration::from_millis(50);
 /// Key of the advisory lock held while the schema is created or migrated.
 const MIGRATION_LOCK: i64 = 0x7265_706c_6963_6164; // "replicad"
 
-/// A connection to the database holding the tables (one per thread that uses it).
+/// A connection to the database holding the tables (one per thread that uses it), with the
+/// statements it prepared (each SQL text is prepared once per connection, so a query is one
+/// round trip).
 pub struct PgTables {
     client: Client,
+    statements: HashMap<String, Statement>,
 }
 
 /// A value or key as stored: redb's encoding of a `T`; [`Stored::value`] decodes it.
@@ -62,6 +66,7 @@ impl<T: Value> Stored<T> {
 /// One transaction of [`PgTables::transaction`]: redb-like typed tables over the SQL rows.
 pub struct PgTxn<'c> {
     tx: postgres::Transaction<'c>,
+    statements: &'c mut HashMap<String, Statement>,
 }
 
 impl PgTables {
@@ -71,7 +76,7 @@ impl PgTables {
     /// [`SCHEMA_VERSION`].
     pub fn connect(url: &str) -> Result<PgTables> {
         let client = Client::connect(url, NoTls).map_err(Error::caused_by)?;
-        let mut tables = PgTables { client };
+        let mut tables = PgTables { client, statements: HashMap::new() };
         tables.migrate()?;
         Ok(tables)
     }
@@ -96,7 +101,7 @@ impl PgTables {
 
     fn attempt<R>(&mut self, f: &mut impl FnMut(&mut PgTxn<'_>) -> Result<R>) -> Result<R> {
         let tx = self.client.build_transaction().isolation_level(IsolationLevel::Serializable).start();
-        let mut txn = PgTxn { tx: tx.map_err(Error::caused_by)? };
+        let mut txn = PgTxn { tx: tx.map_err(Error::caused_by)?, statements: &mut self.statements };
         let out = f(&mut txn)?;
         txn.tx.commit().map_err(Error::caused_by)?;
         Ok(out)
@@ -159,11 +164,9 @@ impl PgTxn<'_> {
         V: Value + 'static,
         for<'a> K::SelfType<'a>: SortKey,
     {
-        let row = self
-            .tx
-            .query_opt("SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2", &[&table.name(), &key.sort_key()])
-            .map_err(Error::caused_by)?;
-        Ok(row.map(|r| stored(r.get(0))))
+        let sql = "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2";
+        let rows = self.query(sql, &[&table.name(), &key.sort_key()])?;
+        Ok(rows.into_iter().next().map(|r| stored(r.get(0))))
     }
 
     /// Puts `value` under `key` in `table` (replacing the value there).
@@ -179,14 +182,9 @@ impl PgTxn<'_> {
         for<'a> K::SelfType<'a>: SortKey,
     {
         let (k, v) = (K::as_bytes(key).as_ref().to_vec(), V::as_bytes(value).as_ref().to_vec());
-        self.tx
-            .execute(
-                "INSERT INTO replicad_rows (tbl, sk, k, v) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v",
-                &[&table.name(), &key.sort_key(), &k, &v],
-            )
-            .map_err(Error::caused_by)?;
-        Ok(())
+        let sql = "INSERT INTO replicad_rows (tbl, sk, k, v) VALUES ($1, $2, $3, $4)
+                   ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v";
+        self.execute(sql, &[&table.name(), &key.sort_key(), &k, &v]).map(drop)
     }
 
     /// Removes `key` from `table`; whether it was there.
@@ -197,8 +195,7 @@ impl PgTxn<'_> {
         for<'a> K::SelfType<'a>: SortKey,
     {
         let sql = "DELETE FROM replicad_rows WHERE tbl = $1 AND sk = $2";
-        let removed = self.tx.execute(sql, &[&table.name(), &key.sort_key()]).map_err(Error::caused_by)?;
-        Ok(removed > 0)
+        Ok(self.execute(sql, &[&table.name(), &key.sort_key()])? > 0)
     }
 
     /// The entries of `table` with keys within `(from, to)`, in key order (redb's `range`).
@@ -227,8 +224,29 @@ impl PgTxn<'_> {
             sql.push_str(&format!(" AND sk {op} ${}", params.len()));
         }
         sql.push_str(" ORDER BY sk");
-        let rows = self.tx.query(&sql, &params).map_err(Error::caused_by)?;
+        let rows = self.query(&sql, &params)?;
         Ok(rows.into_iter().map(|r| (stored(r.get(0)), stored(r.get(1)))).collect())
+    }
+
+    /// The rows of `sql` (prepared on first use on this connection).
+    fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let statement = self.statement(sql)?;
+        self.tx.query(&statement, params).map_err(Error::caused_by)
+    }
+
+    /// Runs `sql` (prepared on first use on this connection); the rows it changed.
+    fn execute(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        let statement = self.statement(sql)?;
+        self.tx.execute(&statement, params).map_err(Error::caused_by)
+    }
+
+    fn statement(&mut self, sql: &str) -> Result<Statement> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let prepared = self.tx.prepare(sql).map_err(Error::caused_by)?;
+        self.statements.insert(sql.to_string(), prepared.clone());
+        Ok(prepared)
     }
 }
 
