@@ -81,11 +81,10 @@ impl PgTables {
         Ok(tables)
     }
 
-    /// Runs `f` in a `SERIALIZABLE` transaction and commits; runs it again from the start
-    /// (up to 50 times, after a growing random pause: [`MAX_BACKOFF`]) while the transaction fails
-    /// on a serialization failure or a deadlock.
-    /// `f` must therefore have no effect outside the transaction. Errors: `f`'s, or the
-    /// database's.
+    /// Runs `f` in a `SERIALIZABLE` transaction and commits; runs it again from the start (up
+    /// to 50 times, after a growing random pause: [`MAX_BACKOFF`]) while the transaction fails
+    /// on a serialization failure or a deadlock. `f` must therefore have no effect outside the
+    /// transaction. Errors: `f`'s, or the database's.
     pub fn transaction<R>(&mut self, mut f: impl FnMut(&mut PgTxn<'_>) -> Result<R>) -> Result<R> {
         let mut attempt = 1;
         loop {
