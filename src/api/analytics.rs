@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::chats::{replica_and_viewer, Items};
+use super::chats::replica_and_viewer;
+use super::Items;
 use crate::app::App;
 use crate::error::{Error, Result};
 use crate::http::request::Req;

@@ -1,13 +1,12 @@
 //! Chats (spec §4.2 chats rows, docs/decisions.md "Chat"): list, read, and a chat's messages.
-//! Also what the other lists share: the query parsing and message view of `api::conversations`,
-//! and the list envelopes [`Page`] and [`Items`].
+//! Also the query parsing and message view shared with `api::conversations`.
 
 use std::sync::Arc;
 
 use serde::{Serialize, Serializer};
 use uuid::Uuid;
 
-use super::path_replica;
+use super::{path_replica, Items, Page};
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
@@ -49,21 +48,6 @@ pub async fn replica_and_viewer(app: &App, req: &Req) -> Result<(std::sync::Arc<
     let replica = path_replica(app, req).await?;
     let viewer = Viewer::of(&replica, req.caller()?.user.as_ref());
     Ok((replica, viewer))
-}
-
-/// A page of a list on the wire (docs/decisions.md "Common"): `{items, total}`, `items` the
-/// page (as `service::page_of` cuts it) and `total` the items of the whole list; [`Reply::ok`]
-/// adds `success`.
-#[derive(Serialize)]
-pub struct Page<T> {
-    pub items: Vec<T>,
-    pub total: u64,
-}
-
-/// A list that is not paged on the wire: `{items}` ([`Reply::ok`] adds `success`).
-#[derive(Serialize)]
-pub struct Items<T> {
-    pub items: Vec<T>,
 }
 
 /// The counts of a chat or conversation on the wire (the `counts` of the `Chat` and

@@ -8,8 +8,8 @@ use uuid::Uuid;
 
 use super::chats::{
     cursor, kind, list_query, message_view, messages_reply, replica_and_viewer, CountsView, LabelView, MessageView,
-    Page,
 };
+use super::Page;
 use crate::app::App;
 use crate::error::{Error, Result};
 use crate::http::request::Req;

@@ -28,9 +28,9 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::chat::encode;
-use super::chats::Items;
 use super::history::{source_view, view, SourceView};
 use super::path_replica;
+use super::Items;
 use super::{BodyKind, Route};
 use crate::app::App;
 use crate::channels::embed as assets;

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::chats::Page;
 use super::path_replica;
+use super::Page;
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;

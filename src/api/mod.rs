@@ -150,6 +150,21 @@ pub async fn path_replica(app: &App, req: &Req) -> Result<std::sync::Arc<crate::
     crate::service::replicas::get(&app.store, caller.org.id, id, caller.user.as_ref()).await
 }
 
+/// A page of a list on the wire (docs/decisions.md "Common"): `{items, total}`, `items` the
+/// page (as `service::page_of` cuts it) and `total` the items of the whole list; [`Reply::ok`](crate::http::response::Reply::ok)
+/// adds `success`.
+#[derive(serde::Serialize)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub total: u64,
+}
+
+/// A list that is not paged on the wire: `{items}` ([`Reply::ok`](crate::http::response::Reply::ok) adds `success`).
+#[derive(serde::Serialize)]
+pub struct Items<T> {
+    pub items: Vec<T>,
+}
+
 /// `{id}` of an answer that names what it stored: a history item's id (`null` when a repeated
 /// message stored nothing new), a connected bot's id ([`crate::http::response::Reply::ok`] adds
 /// `success`).

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::api::{analytics, chats, conversations, embed, health, history, knowledge_base, models, usage, users};
+use crate::api::{self, analytics, chats, conversations, embed, health, history, knowledge_base, models, usage, users};
 use crate::generate::Usage;
 use crate::http::response::{Body, Reply};
 use crate::ops::health::{Check, Report};
@@ -249,12 +249,12 @@ fn the_chat_and_conversation_views_match_their_schemas() {
     let (chat, conv, item) = (chat(), conversation(), item());
     check("Chat", json(chats::view(&chat)));
     check("ChatRead", body(Reply::ok(&chats::ChatRead { chat: chats::view(&chat) })));
-    check("ChatList", body(Reply::ok(&chats::Page { items: vec![chats::view(&chat)], total: 1 })));
+    check("ChatList", body(Reply::ok(&api::Page { items: vec![chats::view(&chat)], total: 1 })));
     check("Message", json(chats::message_view(&item)));
     check("MessageList", body(chats::messages_reply(std::slice::from_ref(&item))));
     check("Conversation", json(conversations::view(&conv)));
     check("ConversationRead", body(Reply::ok(&conversations::view(&conv))));
-    check("ConversationList", body(Reply::ok(&chats::Page { items: vec![conversations::view(&conv)], total: 1 })));
+    check("ConversationList", body(Reply::ok(&api::Page { items: vec![conversations::view(&conv)], total: 1 })));
     let found = [Mention::Messages(vec![item.clone()]), Mention::Placeholder(3)];
     let items = found.iter().map(conversations::MentionView::from).collect();
     check("MentionList", body(Reply::ok(&conversations::MentionList { items, has_more: true })));
@@ -264,7 +264,7 @@ fn the_chat_and_conversation_views_match_their_schemas() {
 fn the_knowledge_base_views_match_their_schemas() {
     let e = entry();
     check("KnowledgeBaseEntry", json(knowledge_base::view(&e)));
-    check("KnowledgeBaseList", body(Reply::ok(&chats::Page { items: vec![knowledge_base::view(&e)], total: 1 })));
+    check("KnowledgeBaseList", body(Reply::ok(&api::Page { items: vec![knowledge_base::view(&e)], total: 1 })));
     let text = KbText { raw: "Green tea.".into(), processed: "Green tea.".into() };
     let chunks = [Chunk { title: "Tea".into(), text: "Green tea.".into() }];
     check("KnowledgeBaseEntryFull", body(Reply::ok(&knowledge_base::full_view(&e, &text, &chunks))));
@@ -282,9 +282,9 @@ fn the_user_usage_and_analytics_views_match_their_schemas() {
     check("UserUsage", body(Reply::ok(&usage::view(&my_usage()))));
     let days = [("2026-11-26".to_string(), 3)];
     let items = days.iter().map(analytics::DayView::from).collect();
-    check("ConversationHistory", body(Reply::ok(&chats::Items::<analytics::DayView> { items })));
+    check("ConversationHistory", body(Reply::ok(&api::Items::<analytics::DayView> { items })));
     let items = [("web", 3)].iter().map(analytics::SourceCountView::from).collect();
-    check("ConversationSources", body(Reply::ok(&chats::Items::<analytics::SourceCountView> { items })));
+    check("ConversationSources", body(Reply::ok(&api::Items::<analytics::SourceCountView> { items })));
 }
 
 #[test]
@@ -305,7 +305,7 @@ fn the_health_embed_and_model_views_match_their_schemas() {
     let reply = embed::EmbedReplyView { content: "Green.", sources: vec![history::source_view(&s)], id: Some(7 << 10) };
     check("EmbedChatReply", body(Reply::ok(&reply)));
     let m = message();
-    check("EmbedHistory", body(Reply::ok(&chats::Items { items: vec![history::view(&m)] })));
+    check("EmbedHistory", body(Reply::ok(&api::Items { items: vec![history::view(&m)] })));
     let catalog = crate::models::Models::parse(crate::models::SHIPPED).expect("shipped models");
     check("ModelCatalog", body(Reply::ok(&models::CatalogView { models: &catalog.entries })));
 }
