@@ -28,6 +28,7 @@ mod handle;
 pub mod kb;
 pub mod kb_order;
 pub mod kb_summary;
+pub mod kv;
 pub mod migrate;
 pub mod pg;
 pub mod private;

@@ -16,17 +16,18 @@
 //! migrated in one transaction under an advisory lock, and a database whose schema is newer
 //! than this build is refused.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::marker::PhantomData;
 use std::ops::Bound;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use postgres::error::SqlState;
 use postgres::types::ToSql;
-use postgres::{Client, IsolationLevel, NoTls, Row, Statement};
-use redb::{Key, TableDefinition, TableHandle, Value};
+use postgres::{Client, NoTls, Row, Statement};
+use redb::Value;
 
-use super::sort_key::SortKey;
+use super::kv::{self, AccessGuard, Entry, StoreKey};
 use crate::error::{Error, Result};
 
 /// The version of the SQL schema this build writes and reads.
@@ -42,31 +43,60 @@ const MAX_BACKOFF: Duration = Duration::from_millis(50);
 /// Key of the advisory lock held while the schema is created or migrated.
 const MIGRATION_LOCK: i64 = 0x7265_706c_6963_6164; // "replicad"
 
-/// A connection to the database holding the tables (one per thread that uses it), with the
-/// statements it prepared (each SQL text is prepared once per connection, so a query is one
-/// round trip).
+
+/// Rows a range scan fetches first from one end; each further fetch from that end doubles, up
+/// to [`MAX_PAGE`] (a listing that takes 20 rows reads one small page; a full scan reads few).
+const FIRST_PAGE: i64 = 64;
+const MAX_PAGE: i64 = 4096;
+
+/// Rows (sort key, key, value) fetched from one end of a range, before it hands them out.
+type Buffered = VecDeque<(Vec<u8>, Vec<u8>, Vec<u8>)>;
+
+/// Marks a type as holding `K` and `V` only by name (so tables are `Send` and `Sync` whatever
+/// the key and value types borrow).
+type Types<K, V> = PhantomData<fn() -> (K, V)>;
+
+/// A connection to the database holding the tables (one per thread that uses it). Its
+/// transactions are [`PgTables::write`] and [`PgTables::read`]; the tables they open are
+/// [`kv`]'s, the same the services use on redb.
 pub struct PgTables {
+    conn: Arc<Mutex<Conn>>,
+}
+
+/// The connection and the statements it prepared (each SQL text is prepared once per
+/// connection, so a query is one round trip).
+struct Conn {
     client: Client,
     statements: HashMap<String, Statement>,
 }
 
-/// A value or key as stored: redb's encoding of a `T`; [`Stored::value`] decodes it.
-pub struct Stored<T: Value> {
-    bytes: Vec<u8>,
-    kind: PhantomData<T>,
+/// The connection of a transaction in progress, as [`kv::WriteTransaction::Pg`] and
+/// [`kv::ReadTransaction::Pg`] hold it.
+pub struct Txn {
+    conn: Arc<Mutex<Conn>>,
 }
 
-impl<T: Value> Stored<T> {
-    /// The decoded value, borrowing from the stored bytes.
-    pub fn value(&self) -> T::SelfType<'_> {
-        T::from_bytes(&self.bytes)
-    }
+/// A table of a PostgreSQL transaction: its rows of `replicad_rows`.
+pub struct PgTable<K, V> {
+    conn: Arc<Mutex<Conn>>,
+    name: String,
+    types: Types<K, V>,
 }
 
-/// One transaction of [`PgTables::transaction`]: redb-like typed tables over the SQL rows.
-pub struct PgTxn<'c> {
-    tx: postgres::Transaction<'c>,
-    statements: &'c mut HashMap<String, Statement>,
+/// A range scan of a [`PgTable`], fetched a page at a time from whichever end is iterated.
+pub struct PgRange<K, V> {
+    conn: Arc<Mutex<Conn>>,
+    name: String,
+    /// The bounds of the rows not fetched yet (sort keys).
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    /// Rows fetched from the low end (ascending) and from the high end (ascending too).
+    front: Buffered,
+    back: Buffered,
+    /// Every row within the bounds has been fetched (or a fetch failed).
+    done: bool,
+    page: i64,
+    types: Types<K, V>,
 }
 
 impl PgTables {
@@ -76,19 +106,20 @@ impl PgTables {
     /// [`SCHEMA_VERSION`].
     pub fn connect(url: &str) -> Result<PgTables> {
         let client = Client::connect(url, NoTls).map_err(Error::caused_by)?;
-        let mut tables = PgTables { client, statements: HashMap::new() };
-        tables.migrate()?;
-        Ok(tables)
+        let mut conn = Conn { client, statements: HashMap::new() };
+        conn.migrate()?;
+        Ok(PgTables { conn: Arc::new(Mutex::new(conn)) })
     }
 
     /// Runs `f` in a `SERIALIZABLE` transaction and commits; runs it again from the start (up
     /// to 50 times, after a growing random pause: [`MAX_BACKOFF`]) while the transaction fails
     /// on a serialization failure or a deadlock. `f` must therefore have no effect outside the
     /// transaction. Errors: `f`'s, or the database's.
-    pub fn transaction<R>(&mut self, mut f: impl FnMut(&mut PgTxn<'_>) -> Result<R>) -> Result<R> {
+    pub fn write<R>(&mut self, mut f: impl FnMut(&kv::WriteTransaction) -> Result<R>) -> Result<R> {
         let mut attempt = 1;
         loop {
-            match self.attempt(&mut f) {
+            let run = self.attempt("BEGIN ISOLATION LEVEL SERIALIZABLE", |txn| f(&kv::WriteTransaction::Pg(txn)));
+            match run {
                 Err(e) if attempt < ATTEMPTS && must_retry(&e) => {
                     std::thread::sleep(backoff(attempt));
                     attempt += 1;
@@ -98,14 +129,34 @@ impl PgTables {
         }
     }
 
-    fn attempt<R>(&mut self, f: &mut impl FnMut(&mut PgTxn<'_>) -> Result<R>) -> Result<R> {
-        let tx = self.client.build_transaction().isolation_level(IsolationLevel::Serializable).start();
-        let mut txn = PgTxn { tx: tx.map_err(Error::caused_by)?, statements: &mut self.statements };
-        let out = f(&mut txn)?;
-        txn.tx.commit().map_err(Error::caused_by)?;
-        Ok(out)
+    /// Runs `f` in a read-only `REPEATABLE READ` transaction: one snapshot of the database,
+    /// which never fails on a conflict. Errors: `f`'s, or the database's.
+    pub fn read<R>(&mut self, f: impl FnOnce(&kv::ReadTransaction) -> Result<R>) -> Result<R> {
+        self.attempt("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", |txn| f(&kv::ReadTransaction::Pg(txn)))
     }
 
+    /// Begins a transaction with `begin`, runs `f` and commits, or rolls back when either
+    /// failed.
+    fn attempt<R>(&mut self, begin: &str, f: impl FnOnce(Txn) -> Result<R>) -> Result<R> {
+        lock(&self.conn).client.batch_execute(begin).map_err(Error::caused_by)?;
+        let out = f(Txn { conn: self.conn.clone() });
+        let mut conn = lock(&self.conn);
+        match out {
+            Ok(out) => conn.client.batch_execute("COMMIT").map_err(Error::caused_by).map(|()| out),
+            Err(e) => {
+                // A failed rollback leaves the connection broken, and its next statement says so.
+                let _ = conn.client.batch_execute("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+}
+
+fn lock(conn: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
+    conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Conn {
     /// Creates the schema, or checks its version, in one transaction under an advisory lock
     /// (nodes starting together do it once).
     fn migrate(&mut self) -> Result<()> {
@@ -135,6 +186,21 @@ impl PgTables {
         }
         tx.commit().map_err(Error::caused_by)
     }
+
+    /// The rows of `sql` (prepared on first use on this connection).
+    fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let statement = self.statement(sql)?;
+        self.client.query(&statement, params).map_err(Error::caused_by)
+    }
+
+    fn statement(&mut self, sql: &str) -> Result<Statement> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let prepared = self.client.prepare(sql).map_err(Error::caused_by)?;
+        self.statements.insert(sql.to_string(), prepared.clone());
+        Ok(prepared)
+    }
 }
 
 /// The pause after the `attempt`-th failed run: a random part ("full jitter") of 100 µs doubled
@@ -155,65 +221,118 @@ fn must_retry(e: &Error) -> bool {
     code.is_some_and(|c| *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED)
 }
 
-impl PgTxn<'_> {
-    /// The value under `key` in `table`, if any.
-    pub fn get<K, V>(&mut self, table: TableDefinition<K, V>, key: &K::SelfType<'_>) -> Result<Option<Stored<V>>>
-    where
-        K: Key + 'static,
-        V: Value + 'static,
-        for<'a> K::SelfType<'a>: SortKey,
-    {
-        let sql = "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2";
-        let rows = self.query(sql, &[&table.name(), &key.sort_key()])?;
-        Ok(rows.into_iter().next().map(|r| stored(r.get(0))))
+impl Txn {
+    /// Table `name` of this transaction.
+    pub(super) fn table<K, V>(&self, name: &str) -> PgTable<K, V> {
+        PgTable { conn: self.conn.clone(), name: name.to_string(), types: Types::default() }
+    }
+}
+
+impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
-    /// Puts `value` under `key` in `table` (replacing the value there).
-    pub fn insert<K, V>(
-        &mut self,
-        table: TableDefinition<K, V>,
+    /// The value under the key whose sort key is `sk`, if any.
+    pub(super) fn get(&self, sk: &[u8]) -> Result<Option<AccessGuard<'static, V>>> {
+        let sql = "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2";
+        let rows = lock(&self.conn).query(sql, &[&self.name, &sk])?;
+        Ok(rows.into_iter().next().map(|r| AccessGuard::owned(r.get(0))))
+    }
+
+    /// Puts `value` under `key`; the value it replaced, if any (one statement: the CTE reads
+    /// the row as it was before the upsert).
+    pub(super) fn insert(
+        &self,
         key: &K::SelfType<'_>,
         value: &V::SelfType<'_>,
-    ) -> Result<()>
-    where
-        K: Key + 'static,
-        V: Value + 'static,
-        for<'a> K::SelfType<'a>: SortKey,
-    {
+    ) -> Result<Option<AccessGuard<'static, V>>> {
         let (k, v) = (K::as_bytes(key).as_ref().to_vec(), V::as_bytes(value).as_ref().to_vec());
-        let sql = "INSERT INTO replicad_rows (tbl, sk, k, v) VALUES ($1, $2, $3, $4)
-                   ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v";
-        self.execute(sql, &[&table.name(), &key.sort_key(), &k, &v]).map(drop)
+        let sql = "WITH old AS (SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2),
+                        put AS (INSERT INTO replicad_rows (tbl, sk, k, v) VALUES ($1, $2, $3, $4)
+                                ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v)
+                   SELECT v FROM old";
+        let rows = lock(&self.conn).query(sql, &[&self.name, &K::sort_key_of(key), &k, &v])?;
+        Ok(rows.into_iter().next().map(|r| AccessGuard::owned(r.get(0))))
     }
 
-    /// Removes `key` from `table`; whether it was there.
-    pub fn remove<K, V>(&mut self, table: TableDefinition<K, V>, key: &K::SelfType<'_>) -> Result<bool>
-    where
-        K: Key + 'static,
-        V: Value + 'static,
-        for<'a> K::SelfType<'a>: SortKey,
-    {
-        let sql = "DELETE FROM replicad_rows WHERE tbl = $1 AND sk = $2";
-        Ok(self.execute(sql, &[&table.name(), &key.sort_key()])? > 0)
+    /// Removes the key whose sort key is `sk`; the value it had, if any.
+    pub(super) fn remove(&self, sk: &[u8]) -> Result<Option<AccessGuard<'static, V>>> {
+        let sql = "DELETE FROM replicad_rows WHERE tbl = $1 AND sk = $2 RETURNING v";
+        let rows = lock(&self.conn).query(sql, &[&self.name, &sk])?;
+        Ok(rows.into_iter().next().map(|r| AccessGuard::owned(r.get(0))))
     }
 
-    /// The entries of `table` with keys within `(from, to)`, in key order (redb's `range`).
-    pub fn range<K, V>(
-        &mut self,
-        table: TableDefinition<K, V>,
-        from: Bound<&K::SelfType<'_>>,
-        to: Bound<&K::SelfType<'_>>,
-    ) -> Result<Vec<(Stored<K>, Stored<V>)>>
+    /// The rows within the sort-key bounds `(lo, hi)`, in key order.
+    pub(super) fn range(&self, (lo, hi): (Bound<Vec<u8>>, Bound<Vec<u8>>)) -> PgRange<K, V> {
+        PgRange {
+            conn: self.conn.clone(),
+            name: self.name.clone(),
+            lo,
+            hi,
+            front: Buffered::new(),
+            back: Buffered::new(),
+            done: false,
+            page: FIRST_PAGE,
+            types: Types::default(),
+        }
+    }
+
+    /// Removes the rows within `bounds` for which `predicate` is false (one statement for the
+    /// removal, after the scan).
+    pub(super) fn retain_in<F>(&self, bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>), mut predicate: F) -> Result<()>
     where
-        K: Key + 'static,
-        V: Value + 'static,
-        for<'a> K::SelfType<'a>: SortKey,
+        F: for<'f> FnMut(K::SelfType<'f>, V::SelfType<'f>) -> bool,
     {
-        let (lo, hi) = (from.map(SortKey::sort_key), to.map(SortKey::sort_key));
-        let name = table.name();
-        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&name];
-        let mut sql = String::from("SELECT k, v FROM replicad_rows WHERE tbl = $1");
-        for (bound, [inclusive, exclusive]) in [(&lo, [">=", ">"]), (&hi, ["<=", "<"])] {
+        let mut range = self.range(bounds);
+        let mut dropped: Vec<Vec<u8>> = Vec::new();
+        while let Some(row) = range.next_row(false) {
+            let (sk, k, v) = row?;
+            if !predicate(K::from_bytes(&k), V::from_bytes(&v)) {
+                dropped.push(sk);
+            }
+        }
+        if !dropped.is_empty() {
+            let sql = "DELETE FROM replicad_rows WHERE tbl = $1 AND sk = ANY($2)";
+            lock(&self.conn).query(sql, &[&self.name, &dropped])?;
+        }
+        Ok(())
+    }
+
+    /// The number of rows.
+    pub(super) fn len(&self) -> Result<u64> {
+        let sql = "SELECT count(*) FROM replicad_rows WHERE tbl = $1";
+        let rows = lock(&self.conn).query(sql, &[&self.name])?;
+        let n: i64 = rows.first().map_or(0, |r| r.get(0));
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+}
+
+impl<K: StoreKey, V: Value + 'static> PgRange<K, V> {
+    /// The next row (sort key, key, value) from the low end, or from the high end when
+    /// `from_high`: from that end's buffer, else a fetch, else the other end's buffer.
+    fn next_row(&mut self, from_high: bool) -> Option<Result<(Vec<u8>, Vec<u8>, Vec<u8>)>> {
+        let own = if from_high { &self.back } else { &self.front };
+        if own.is_empty() && !self.done {
+            if let Err(e) = self.fetch(from_high) {
+                self.done = true;
+                return Some(Err(e));
+            }
+        }
+        let row = match from_high {
+            false => self.front.pop_front().or_else(|| self.back.pop_front()),
+            true => self.back.pop_back().or_else(|| self.front.pop_back()),
+        };
+        row.map(Ok)
+    }
+
+    /// Fetches the next page of unfetched rows nearest the low (or high) end into that end's
+    /// buffer, and narrows the unfetched bounds past them.
+    fn fetch(&mut self, from_high: bool) -> Result<()> {
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&self.name];
+        let mut sql = String::from("SELECT sk, k, v FROM replicad_rows WHERE tbl = $1");
+        for (bound, [inclusive, exclusive]) in [(&self.lo, [">=", ">"]), (&self.hi, ["<=", "<"])] {
             let (op, bytes) = match bound {
                 Bound::Included(b) => (inclusive, b),
                 Bound::Excluded(b) => (exclusive, b),
@@ -222,33 +341,41 @@ impl PgTxn<'_> {
             params.push(bytes);
             sql.push_str(&format!(" AND sk {op} ${}", params.len()));
         }
-        sql.push_str(" ORDER BY sk");
-        let rows = self.query(&sql, &params)?;
-        Ok(rows.into_iter().map(|r| (stored(r.get(0)), stored(r.get(1)))).collect())
-    }
-
-    /// The rows of `sql` (prepared on first use on this connection).
-    fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
-        let statement = self.statement(sql)?;
-        self.tx.query(&statement, params).map_err(Error::caused_by)
-    }
-
-    /// Runs `sql` (prepared on first use on this connection); the rows it changed.
-    fn execute(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
-        let statement = self.statement(sql)?;
-        self.tx.execute(&statement, params).map_err(Error::caused_by)
-    }
-
-    fn statement(&mut self, sql: &str) -> Result<Statement> {
-        if let Some(s) = self.statements.get(sql) {
-            return Ok(s.clone());
+        sql.push_str(if from_high { " ORDER BY sk DESC LIMIT $" } else { " ORDER BY sk LIMIT $" });
+        params.push(&self.page);
+        sql.push_str(&params.len().to_string());
+        let rows = lock(&self.conn).query(&sql, &params)?;
+        self.done = (rows.len() as i64) < self.page;
+        self.page = (self.page * 2).min(MAX_PAGE);
+        let rows = rows.into_iter().map(|r| (r.get::<_, Vec<u8>>(0), r.get(1), r.get(2)));
+        for row in rows {
+            if from_high {
+                self.hi = Bound::Excluded(row.0.clone());
+                self.back.push_front(row);
+            } else {
+                self.lo = Bound::Excluded(row.0.clone());
+                self.front.push_back(row);
+            }
         }
-        let prepared = self.tx.prepare(sql).map_err(Error::caused_by)?;
-        self.statements.insert(sql.to_string(), prepared.clone());
-        Ok(prepared)
+        Ok(())
     }
 }
 
-fn stored<T: Value>(bytes: Vec<u8>) -> Stored<T> {
-    Stored { bytes, kind: PhantomData }
+fn entry<K: StoreKey, V: Value + 'static>(row: Result<(Vec<u8>, Vec<u8>, Vec<u8>)>) -> Result<Entry<'static, K, V>> {
+    let (_, k, v) = row?;
+    Ok((AccessGuard::owned(k), AccessGuard::owned(v)))
+}
+
+impl<K: StoreKey, V: Value + 'static> Iterator for PgRange<K, V> {
+    type Item = Result<Entry<'static, K, V>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_row(false).map(entry)
+    }
+}
+
+impl<K: StoreKey, V: Value + 'static> DoubleEndedIterator for PgRange<K, V> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.next_row(true).map(entry)
+    }
 }

@@ -1,0 +1,319 @@
+//! The table API the services use, over either storage engine: redb (the default, one process)
+//! or PostgreSQL ([`super::pg`], several nodes over one database).
+//!
+//! Why at this level: the services talk to the store through typed tables (`open_table`, point
+//! reads, range scans, inserts and removals in a transaction) in some 370 places over 54 tables.
+//! Putting the seam under that API keeps every business rule written once, with the same code
+//! running on either engine; repositories per resource would have written each rule's storage
+//! twice. The types here mirror redb's names and signatures ([`ReadTransaction`],
+//! [`WriteTransaction`], [`Table`], [`ReadOnlyTable`], [`ReadableTable`], [`AccessGuard`],
+//! [`Range`]), so code written against redb reads the same; tables are still declared as
+//! `redb::TableDefinition`s, and keys and values keep redb's encodings ([`redb::Key`],
+//! [`redb::Value`]) on both engines.
+//!
+//! On redb each call is the redb call (one `match` on the engine). On PostgreSQL each call is a
+//! statement on the transaction's connection; a range is read lazily, a page at a time from
+//! whichever end is iterated, so `range(..).rev().take(20)` reads one page.
+//!
+//! Errors: the crate's `Error`, from redb's (`store::error`) or from PostgreSQL's (a 500 whose
+//! cause is the `postgres::Error`).
+
+use std::borrow::Borrow;
+use std::ops::{Bound, RangeBounds};
+
+use redb::{Key, ReadableTable as _, ReadableTableMetadata as _, TableDefinition, TableHandle, Value};
+
+use super::pg;
+use super::sort_key::SortKey;
+use crate::error::Result;
+
+/// A key type of the store's tables: redb's encoding plus an order-preserving sort key
+/// ([`super::sort_key`]), which the PostgreSQL engine orders rows by.
+pub trait StoreKey: Key + 'static {
+    /// The sort bytes of `key`.
+    fn sort_key_of(key: &Self::SelfType<'_>) -> Vec<u8>;
+}
+
+impl<K> StoreKey for K
+where
+    K: Key + 'static,
+    for<'a> K::SelfType<'a>: SortKey,
+{
+    fn sort_key_of(key: &Self::SelfType<'_>) -> Vec<u8> {
+        key.sort_key()
+    }
+}
+
+/// A write transaction on either engine: the tables it opens see its own writes, and all of
+/// them commit together or not at all.
+pub enum WriteTransaction {
+    /// A redb write transaction (committed by the store's writer thread).
+    Redb(redb::WriteTransaction),
+    /// A transaction on a PostgreSQL connection ([`pg::PgTables::write`]).
+    Pg(pg::Txn),
+}
+
+/// A read transaction on either engine: a consistent snapshot.
+pub enum ReadTransaction {
+    /// A redb read transaction.
+    Redb(redb::ReadTransaction),
+    /// A read-only `REPEATABLE READ` transaction on a PostgreSQL connection
+    /// ([`pg::PgTables::read`]).
+    Pg(pg::Txn),
+}
+
+impl WriteTransaction {
+    /// Opens table `def` for reading and writing (creating it on redb when missing). Errors
+    /// as redb's `open_table` (a table opened twice, a type mismatch, a storage error).
+    pub fn open_table<K: StoreKey, V: Value + 'static>(&self, def: TableDefinition<K, V>) -> Result<Table<'_, K, V>> {
+        Ok(match self {
+            WriteTransaction::Redb(txn) => Table::Redb(txn.open_table(def)?),
+            WriteTransaction::Pg(txn) => Table::Pg(txn.table(def.name())),
+        })
+    }
+
+    /// The redb transaction, for code that only runs on redb (migrations, copies); `None` on
+    /// PostgreSQL.
+    pub fn redb(&self) -> Option<&redb::WriteTransaction> {
+        match self {
+            WriteTransaction::Redb(txn) => Some(txn),
+            WriteTransaction::Pg(_) => None,
+        }
+    }
+}
+
+impl ReadTransaction {
+    /// Opens table `def` for reading. Errors as redb's `open_table` (on redb a table never
+    /// written is `TableDoesNotExist`; on PostgreSQL it is an empty table).
+    pub fn open_table<K: StoreKey, V: Value + 'static>(&self, def: TableDefinition<K, V>) -> Result<ReadOnlyTable<K, V>> {
+        Ok(match self {
+            ReadTransaction::Redb(txn) => ReadOnlyTable::Redb(txn.open_table(def)?),
+            ReadTransaction::Pg(txn) => ReadOnlyTable::Pg(txn.table(def.name())),
+        })
+    }
+
+    /// The redb transaction, for code that only runs on redb; `None` on PostgreSQL.
+    pub fn redb(&self) -> Option<&redb::ReadTransaction> {
+        match self {
+            ReadTransaction::Redb(txn) => Some(txn),
+            ReadTransaction::Pg(_) => None,
+        }
+    }
+}
+
+/// A table open in a [`WriteTransaction`].
+pub enum Table<'t, K: StoreKey, V: Value + 'static> {
+    Redb(redb::Table<'t, K, V>),
+    Pg(pg::PgTable<K, V>),
+}
+
+/// A table open in a [`ReadTransaction`].
+pub enum ReadOnlyTable<K: StoreKey, V: Value + 'static> {
+    Redb(redb::ReadOnlyTable<K, V>),
+    Pg(pg::PgTable<K, V>),
+}
+
+/// A key or value read from a table; [`AccessGuard::value`] decodes it.
+pub struct AccessGuard<'a, V: Value + 'static>(Guarded<'a, V>);
+
+enum Guarded<'a, V: Value + 'static> {
+    Redb(redb::AccessGuard<'a, V>),
+    Owned(Vec<u8>),
+}
+
+impl<'a, V: Value + 'static> AccessGuard<'a, V> {
+    /// The decoded value, borrowing from the guard.
+    pub fn value(&self) -> V::SelfType<'_> {
+        match &self.0 {
+            Guarded::Redb(g) => g.value(),
+            Guarded::Owned(bytes) => V::from_bytes(bytes),
+        }
+    }
+
+    fn redb(guard: redb::AccessGuard<'a, V>) -> Self {
+        AccessGuard(Guarded::Redb(guard))
+    }
+
+    pub(super) fn owned(bytes: Vec<u8>) -> Self {
+        AccessGuard(Guarded::Owned(bytes))
+    }
+}
+
+/// A key and its value, as a range yields them.
+pub type Entry<'a, K, V> = (AccessGuard<'a, K>, AccessGuard<'a, V>);
+
+/// The entries of a key range, in key order, from either end.
+pub struct Range<'a, K: StoreKey, V: Value + 'static>(Ranged<'a, K, V>);
+
+enum Ranged<'a, K: StoreKey, V: Value + 'static> {
+    Redb(redb::Range<'a, K, V>),
+    Pg(pg::PgRange<K, V>),
+}
+
+impl<'a, K: StoreKey, V: Value + 'static> Iterator for Range<'a, K, V> {
+    type Item = Result<Entry<'a, K, V>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.0 {
+            Ranged::Redb(r) => r.next().map(from_redb),
+            Ranged::Pg(r) => r.next(),
+        }
+    }
+}
+
+impl<K: StoreKey, V: Value + 'static> DoubleEndedIterator for Range<'_, K, V> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match &mut self.0 {
+            Ranged::Redb(r) => r.next_back().map(from_redb),
+            Ranged::Pg(r) => r.next_back(),
+        }
+    }
+}
+
+type RedbEntry<'a, K, V> = std::result::Result<(redb::AccessGuard<'a, K>, redb::AccessGuard<'a, V>), redb::StorageError>;
+
+fn from_redb<'a, K: StoreKey, V: Value + 'static>(row: RedbEntry<'a, K, V>) -> Result<Entry<'a, K, V>> {
+    let (k, v) = row?;
+    Ok((AccessGuard::redb(k), AccessGuard::redb(v)))
+}
+
+fn first_of<'a, K: StoreKey, V: Value + 'static>(
+    found: std::result::Result<Option<(redb::AccessGuard<'a, K>, redb::AccessGuard<'a, V>)>, redb::StorageError>,
+) -> Result<Option<Entry<'a, K, V>>> {
+    found?.map(Ok).map(from_redb).transpose()
+}
+
+/// The sort-key bounds of `range` (what the PostgreSQL engine scans).
+pub(super) fn sort_bounds<'a, K: StoreKey, KR: Borrow<K::SelfType<'a>> + 'a>(
+    range: &impl RangeBounds<KR>,
+) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let bound = |b: Bound<&KR>| b.map(|k| K::sort_key_of(k.borrow()));
+    (bound(range.start_bound()), bound(range.end_bound()))
+}
+
+/// Reading a table, open in either kind of transaction (redb's `ReadableTable`).
+pub trait ReadableTable<K: StoreKey, V: Value + 'static> {
+    /// The value under `key`, if any.
+    fn get<'a>(&self, key: impl Borrow<K::SelfType<'a>>) -> Result<Option<AccessGuard<'_, V>>>;
+
+    /// The entries whose keys are within `range`, in key order (double-ended).
+    fn range<'a, KR>(&self, range: impl RangeBounds<KR> + 'a) -> Result<Range<'_, K, V>>
+    where
+        KR: Borrow<K::SelfType<'a>> + 'a;
+
+    /// Every entry, in key order.
+    fn iter(&self) -> Result<Range<'_, K, V>> {
+        self.range::<K::SelfType<'_>>(..)
+    }
+
+    /// The entry with the smallest key, if any.
+    fn first(&self) -> Result<Option<Entry<'_, K, V>>>;
+
+    /// The entry with the largest key, if any.
+    fn last(&self) -> Result<Option<Entry<'_, K, V>>>;
+
+    /// The number of entries.
+    fn len(&self) -> Result<u64>;
+
+    /// Whether the table has no entry.
+    fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+}
+
+/// Implements [`ReadableTable`] for a table enum whose `Redb` variant implements redb's.
+macro_rules! readable {
+    ($table:ident $(<$t:lifetime>)?) => {
+        impl<$($t,)? K: StoreKey, V: Value + 'static> ReadableTable<K, V> for $table<$($t,)? K, V> {
+            fn get<'a>(&self, key: impl Borrow<K::SelfType<'a>>) -> Result<Option<AccessGuard<'_, V>>> {
+                match self {
+                    $table::Redb(t) => Ok(t.get(key)?.map(AccessGuard::redb)),
+                    $table::Pg(t) => t.get(&K::sort_key_of(key.borrow())),
+                }
+            }
+
+            fn range<'a, KR>(&self, range: impl RangeBounds<KR> + 'a) -> Result<Range<'_, K, V>>
+            where
+                KR: Borrow<K::SelfType<'a>> + 'a,
+            {
+                Ok(Range(match self {
+                    $table::Redb(t) => Ranged::Redb(t.range(range)?),
+                    $table::Pg(t) => Ranged::Pg(t.range(sort_bounds::<K, KR>(&range))),
+                }))
+            }
+
+            fn first(&self) -> Result<Option<Entry<'_, K, V>>> {
+                match self {
+                    $table::Redb(t) => first_of(t.first()),
+                    $table::Pg(t) => t.range((Bound::Unbounded, Bound::Unbounded)).next().transpose(),
+                }
+            }
+
+            fn last(&self) -> Result<Option<Entry<'_, K, V>>> {
+                match self {
+                    $table::Redb(t) => first_of(t.last()),
+                    $table::Pg(t) => t.range((Bound::Unbounded, Bound::Unbounded)).next_back().transpose(),
+                }
+            }
+
+            fn len(&self) -> Result<u64> {
+                match self {
+                    $table::Redb(t) => Ok(t.len()?),
+                    $table::Pg(t) => t.len(),
+                }
+            }
+        }
+    };
+}
+
+readable!(Table<'t>);
+readable!(ReadOnlyTable);
+
+impl<K: StoreKey, V: Value + 'static> Table<'_, K, V> {
+    /// Puts `value` under `key`; the value it replaced, if any.
+    pub fn insert<'k, 'v>(
+        &mut self,
+        key: impl Borrow<K::SelfType<'k>>,
+        value: impl Borrow<V::SelfType<'v>>,
+    ) -> Result<Option<AccessGuard<'_, V>>> {
+        match self {
+            Table::Redb(t) => Ok(t.insert(key, value)?.map(AccessGuard::redb)),
+            Table::Pg(t) => t.insert(key.borrow(), value.borrow()),
+        }
+    }
+
+    /// Removes `key`; the value it had, if any.
+    pub fn remove<'a>(&mut self, key: impl Borrow<K::SelfType<'a>>) -> Result<Option<AccessGuard<'_, V>>> {
+        match self {
+            Table::Redb(t) => Ok(t.remove(key)?.map(AccessGuard::redb)),
+            Table::Pg(t) => t.remove(&K::sort_key_of(key.borrow())),
+        }
+    }
+
+    /// Removes every entry for which `predicate` is false.
+    pub fn retain<F: for<'f> FnMut(K::SelfType<'f>, V::SelfType<'f>) -> bool>(&mut self, predicate: F) -> Result<()> {
+        self.retain_in::<K::SelfType<'_>, F>(.., predicate)
+    }
+
+    /// Removes every entry within `range` for which `predicate` is false.
+    pub fn retain_in<'a, KR, F>(&mut self, range: impl RangeBounds<KR> + 'a, predicate: F) -> Result<()>
+    where
+        KR: Borrow<K::SelfType<'a>> + 'a,
+        F: for<'f> FnMut(K::SelfType<'f>, V::SelfType<'f>) -> bool,
+    {
+        match self {
+            Table::Redb(t) => Ok(t.retain_in(range, predicate)?),
+            Table::Pg(t) => t.retain_in(sort_bounds::<K, KR>(&range), predicate),
+        }
+    }
+}
+
+impl<K: StoreKey, V: Value + 'static> Table<'_, K, V> {
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Table::Redb(t) => t.name(),
+            Table::Pg(t) => t.name(),
+        }
+    }
+}
