@@ -44,7 +44,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use labelled::root;
-use redb::ReadableTableMetadata as _;
+use replicad::store::kv::ReadableTable as _;
 use replicad::search::fusion::Fusion;
 use replicad::search::{indexer, Scoring, Search};
 use replicad::service::chat;

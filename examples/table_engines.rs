@@ -16,11 +16,12 @@
 //! - a write transaction of one row, committed durably (redb: fsync; PostgreSQL: per its
 //!   `fsync` setting, said in the output), and 64 rows in one transaction (a group commit).
 
-use std::ops::Bound;
 use std::time::Instant;
 
 use postgres::{Client, NoTls};
-use redb::{Database, ReadableDatabase, TableDefinition};
+use redb::{Database, TableDefinition};
+use replicad::error::Result;
+use replicad::store::kv::{self, ReadTransaction, WriteTransaction};
 use replicad::store::pg::PgTables;
 
 const ROWS: TableDefinition<(u128, u64), &[u8]> = TableDefinition::new("bench_rows");
@@ -86,46 +87,47 @@ fn row(name: &str, times: u64, mut redb: impl FnMut(u64), mut pg: impl FnMut(u64
 }
 
 fn redb_get(db: &Database, keys: &[(u128, u64)]) {
-    let t = db.begin_read().unwrap().open_table(ROWS).unwrap();
-    for k in keys {
-        assert!(t.get(*k).unwrap().is_some());
-    }
+    get_all(&kv::begin_read(db).unwrap(), keys).unwrap();
 }
 
 fn pg_get(pg: &mut PgTables, keys: &[(u128, u64)]) {
-    pg.transaction(|txn| {
-        for k in keys {
-            assert!(txn.get(ROWS, k)?.is_some());
-        }
-        Ok(())
-    })
-    .unwrap();
+    pg.read(|txn| get_all(txn, keys)).unwrap();
+}
+
+/// The same code for both engines: the table API of `store::kv`.
+fn get_all(txn: &ReadTransaction, keys: &[(u128, u64)]) -> Result<()> {
+    let t = txn.open_table(ROWS)?;
+    for k in keys {
+        assert!(t.get(*k)?.is_some());
+    }
+    Ok(())
 }
 
 fn redb_range(db: &Database, i: u64) {
-    let t = db.begin_read().unwrap().open_table(ROWS).unwrap();
-    let from = (u128::from(i % 7), i % 9000);
-    assert_eq!(t.range(from..(from.0, from.1 + 350)).unwrap().count(), 50);
+    range_of(&kv::begin_read(db).unwrap(), i).unwrap();
 }
 
 fn pg_range(pg: &mut PgTables, i: u64) {
+    pg.read(|txn| range_of(txn, i)).unwrap();
+}
+
+fn range_of(txn: &ReadTransaction, i: u64) -> Result<()> {
     let from = (u128::from(i % 7), i % 9000);
-    let to = (from.0, from.1 + 350);
-    let n = pg.transaction(|txn| Ok(txn.range(ROWS, Bound::Included(&from), Bound::Excluded(&to))?.len())).unwrap();
-    assert_eq!(n, 50);
+    assert_eq!(txn.open_table(ROWS)?.range(from..(from.0, from.1 + 350))?.count(), 50);
+    Ok(())
 }
 
 fn redb_put(db: &Database, keys: impl Iterator<Item = (u128, u64)>, value: &[u8]) {
-    let w = db.begin_write().unwrap();
-    {
-        let mut t = w.open_table(ROWS).unwrap();
-        for k in keys {
-            t.insert(k, value).unwrap();
-        }
-    }
+    let w = kv::begin_write(db).unwrap();
+    put_all(&w, keys, value).unwrap();
     w.commit().unwrap();
 }
 
 fn pg_put(pg: &mut PgTables, keys: impl Iterator<Item = (u128, u64)> + Clone, value: &[u8]) {
-    pg.transaction(|txn| keys.clone().try_for_each(|k| txn.insert(ROWS, &k, &value))).unwrap();
+    pg.write(|txn| put_all(txn, keys.clone(), value)).unwrap();
+}
+
+fn put_all(txn: &WriteTransaction, keys: impl Iterator<Item = (u128, u64)>, value: &[u8]) -> Result<()> {
+    let mut t = txn.open_table(ROWS)?;
+    keys.into_iter().try_for_each(|k| t.insert(k, value).map(drop))
 }

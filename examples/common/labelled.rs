@@ -137,7 +137,7 @@ impl Kb {
     pub async fn chunks(&self) -> Vec<Chunk> {
         self.store
             .read(|txn| {
-                use redb::ReadableTable as _;
+                use replicad::store::kv::ReadableTable as _;
                 let mut out = Vec::new();
                 for row in txn.open_table(tables::KBCHUNK_CHUNK)?.iter()? {
                     out.push(codec::decode(row?.1.value())?);

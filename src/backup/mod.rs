@@ -144,7 +144,7 @@ pub fn write(store: &Store, key_file: &Path, to: &Path, progress: &mut dyn FnMut
             progress(Progress { step: Step::Copy, done, total });
         }
     })?;
-    let files = files::recorded(&snapshot.open_table(tables::KBID_STOREDFILE)?)?;
+    let files = files::recorded(&crate::store::kv::ReadOnlyTable::Redb(snapshot.open_table(tables::KBID_STOREDFILE)?))?;
     drop(snapshot);
     let key = read_key(key_file)?;
     let manifest = Manifest {

@@ -14,7 +14,7 @@
 //! revision and status it was read at, and its chunks are still named as prepared, see
 //! [`PreparedText::fits`]); when not, it writes nothing and the caller reads and prepares again.
 
-use redb::WriteTransaction;
+use crate::store::kv::WriteTransaction;
 
 use crate::error::{Error, Result};
 use crate::store::kb::{enqueue, put_source, source_in};

@@ -17,7 +17,6 @@
 //! extraction sandbox (`super::sandbox`). A `website` entry with `autoRefresh` keeps its job: it
 //! is fetched again every `--kb-refresh-interval`, and re-processed only when its text changed.
 
-use redb::ReadableTable;
 
 use super::content::{self, Naming, PreparedText};
 use super::extract::Extracted;
@@ -75,7 +74,7 @@ async fn claim(store: &Store, id: u64) -> Result<Claim> {
 
 /// Takes back the count of a run of each job of `ids` (runs aborted by a stop, not cut short
 /// by a crash). A run aborted before its count was written gives its job one more try.
-pub fn unclaim(txn: &redb::WriteTransaction, ids: &[u64]) -> Result<()> {
+pub fn unclaim(txn: &crate::store::kv::WriteTransaction, ids: &[u64]) -> Result<()> {
     let mut jobs = txn.open_table(tables::KBID_JOB)?;
     for &id in ids {
         let Some((attempts, not_before)) = jobs.get(id)?.map(|v| v.value()) else { continue };
@@ -318,19 +317,19 @@ async fn fail(store: &Store, id: u64, from: Option<KbStatus>, message: String) -
         .await
 }
 
-fn drop_job(txn: &redb::WriteTransaction, id: u64) -> Result<()> {
+fn drop_job(txn: &crate::store::kv::WriteTransaction, id: u64) -> Result<()> {
     txn.open_table(tables::KBID_JOB)?.remove(id)?;
     Ok(())
 }
 
 /// Makes job `id` a fresh one due in `refresh_ms` (the next `autoRefresh` re-fetch).
-fn refresh_later(txn: &redb::WriteTransaction, id: u64, refresh_ms: i64) -> Result<()> {
+fn refresh_later(txn: &crate::store::kv::WriteTransaction, id: u64, refresh_ms: i64) -> Result<()> {
     txn.open_table(tables::KBID_JOB)?.insert(id, (0u32, now_ms() + refresh_ms))?;
     Ok(())
 }
 
 /// Makes job `id` wait `delay_ms`, keeping the count of its runs (see [`claim`]).
-fn reschedule(txn: &redb::WriteTransaction, id: u64, delay_ms: i64) -> Result<()> {
+fn reschedule(txn: &crate::store::kv::WriteTransaction, id: u64, delay_ms: i64) -> Result<()> {
     let mut jobs = txn.open_table(tables::KBID_JOB)?;
     let attempts = match jobs.get(id)? {
         Some(v) => v.value().0,

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redb::ReadableTable;
+use crate::store::kv::ReadableTable;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use uuid::Uuid;
@@ -127,7 +127,7 @@ impl Scheduler {
 
 /// The due jobs not in `running`, with their organizations, and when the first job not yet
 /// due is due (ms since the epoch).
-fn due_jobs(txn: &redb::ReadTransaction, now: i64, running: &HashSet<u64>) -> Result<(Vec<Due>, Option<i64>)> {
+fn due_jobs(txn: &crate::store::kv::ReadTransaction, now: i64, running: &HashSet<u64>) -> Result<(Vec<Due>, Option<i64>)> {
     let (jobs, entries) = (txn.open_table(tables::KBID_JOB)?, txn.open_table(tables::KBID_ENTRY)?);
     let (mut due, mut next) = (Vec::new(), None::<i64>);
     for row in jobs.iter()? {

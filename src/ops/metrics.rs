@@ -25,7 +25,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use metrics::gauge;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use redb::ReadableTableMetadata;
+use crate::store::kv::ReadableTable;
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 

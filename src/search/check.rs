@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use redb::ReadableTable;
+use crate::store::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::Search;
@@ -72,7 +72,7 @@ impl Search {
 }
 
 /// The job rows whose run count is not zero (see [`Report::interrupted_jobs`]).
-fn interrupted_jobs(txn: &redb::ReadTransaction) -> Result<Vec<(u64, u32)>> {
+fn interrupted_jobs(txn: &crate::store::kv::ReadTransaction) -> Result<Vec<(u64, u32)>> {
     let mut jobs = Vec::new();
     for row in txn.open_table(tables::KBID_JOB)?.iter()? {
         let (entry, (runs, _)) = row.map(|(k, v)| (k.value(), v.value()))?;

@@ -122,7 +122,7 @@ type Missing = (u32, String, Vec<String>);
 type Computed = (u32, u64, Vec<f32>, Vec<Vec<f32>>);
 
 /// What is left to embed of `entry`; `None` when the entry is gone or has nothing to embed.
-fn work_of(txn: &redb::ReadTransaction, embedders: &Embedders, entry: u64) -> Result<Option<Work>> {
+fn work_of(txn: &crate::store::kv::ReadTransaction, embedders: &Embedders, entry: u64) -> Result<Option<Work>> {
     let Some(e) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, entry)? else {
         return Ok(None);
     };
@@ -145,7 +145,7 @@ fn work_of(txn: &redb::ReadTransaction, embedders: &Embedders, entry: u64) -> Re
 /// and drops those of chunks past its end; when `last`, appends the outbox row that lets the
 /// indexer mark the entry `READY`.
 fn store_slice(
-    txn: &redb::WriteTransaction,
+    txn: &crate::store::kv::WriteTransaction,
     entry: u64,
     (revision, model): (u64, &str),
     computed: &[Computed],

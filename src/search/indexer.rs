@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use redb::{ReadTransaction, ReadableTable};
+use crate::store::kv::{ReadTransaction, ReadableTable};
 use tantivy::Term;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use redb::{ReadTransaction, ReadableTable};
+use crate::store::kv::{ReadTransaction, ReadableTable};
 use uuid::Uuid;
 
 use crate::embed::catalog::Embedders;

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use redb::ReadOnlyTable;
+use crate::store::kv::ReadOnlyTable;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
@@ -217,7 +217,7 @@ async fn retrieve_from(
 /// The question's cosine to each stored sentence vector of chunk `at` (current text `c`);
 /// empty when they are missing or stale.
 fn sentence_cosines(
-    table: &impl redb::ReadableTable<(u64, u32), &'static [u8]>,
+    table: &impl crate::store::kv::ReadableTable<(u64, u32), &'static [u8]>,
     at: (u64, u32),
     c: &Chunk,
     q: &QuestionVector,
@@ -358,7 +358,7 @@ async fn recent_turns(store: &Store, replica: Uuid, user: Uuid, source: &str) ->
 async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> Result<Prepared> {
     if !ask.skip_chat_history {
         let (id, source, data) = (replica.id, ask.source.clone(), ask.channel_data.clone());
-        let continues = move |txn: &redb::ReadTransaction, now| {
+        let continues = move |txn: &crate::store::kv::ReadTransaction, now| {
             super::chats::continues_in(txn, id, user, &source, data.as_deref(), now)
         };
         super::quotas::check_new_conversation(&cx.store, replica.org, ask.pool, continues).await?;

@@ -10,7 +10,7 @@
 //! Message items are addressed by UUIDs made from the numeric history id ([`message_uuid`]),
 //! so `beforeUUID` / `afterUUID` are cursors over the id order (which is time order).
 
-use redb::{ReadTransaction, ReadableTable, Table, WriteTransaction};
+use crate::store::kv::{ReadTransaction, ReadableTable, Table, WriteTransaction};
 use serde_json::Value;
 use uuid::Uuid;
 

@@ -3,7 +3,7 @@
 //! an owner's correction of `summary` / `commonQuestions` / `commonTopics`, and the mentions of
 //! the replica in a group conversation.
 
-use redb::{ReadTransaction, ReadableTable, WriteTransaction};
+use crate::store::kv::{ReadTransaction, WriteTransaction};
 use uuid::Uuid;
 
 use super::chats::{self, Cursor, Item, Labeled, ListQuery, Viewer};

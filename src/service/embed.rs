@@ -25,7 +25,7 @@
 //!   handlers' (`api::embed::Limits`).
 
 use hmac::{Hmac, Mac};
-use redb::{ReadableTable, WriteTransaction};
+use crate::store::kv::{ReadableTable, WriteTransaction};
 use sha2::Sha256;
 use uuid::Uuid;
 

@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 
-use redb::{Key, ReadableTable, Table, TableDefinition, Value, WriteTransaction};
+use crate::store::kv::{StoreKey, Table, WriteTransaction};
+use redb::{TableDefinition, Value};
 use uuid::Uuid;
 
 use super::channel_data::ChannelKey;
@@ -168,13 +169,13 @@ impl Tables<'_> {
 
 /// A table of a write transaction opened the first time it is needed (most history writes
 /// need neither the channel-message table nor the cited texts).
-struct Lazy<'t, K: Key + 'static, V: Value + 'static> {
+struct Lazy<'t, K: StoreKey, V: Value + 'static> {
     txn: &'t WriteTransaction,
     def: TableDefinition<'static, K, V>,
     table: Option<Table<'t, K, V>>,
 }
 
-impl<'t, K: Key + 'static, V: Value + 'static> Lazy<'t, K, V> {
+impl<'t, K: StoreKey, V: Value + 'static> Lazy<'t, K, V> {
     fn new(txn: &'t WriteTransaction, def: TableDefinition<'static, K, V>) -> Self {
         Lazy { txn, def, table: None }
     }

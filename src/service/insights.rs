@@ -35,7 +35,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redb::{ReadableTable, WriteTransaction};
+use crate::store::kv::{ReadableTable, WriteTransaction};
 use serde_json::{json, Value};
 use uuid::Uuid;
 

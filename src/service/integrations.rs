@@ -9,7 +9,7 @@
 //! (`connected_at`), so a bot connected again or disconnected meanwhile is never overwritten by
 //! a stale runner.
 
-use redb::ReadableTable;
+use crate::store::kv::ReadableTable;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -249,7 +249,7 @@ pub async fn all(store: &Store, bot: Bot) -> Result<Vec<Uuid>> {
 
 /// The channels with a bot connected to `replica`, in a read transaction (the `integration`
 /// filter of `GET /v1/replicas`).
-pub fn connected_in(txn: &redb::ReadTransaction, replica: Uuid) -> Result<Vec<&'static str>> {
+pub fn connected_in(txn: &crate::store::kv::ReadTransaction, replica: Uuid) -> Result<Vec<&'static str>> {
     let mut out = Vec::new();
     for bot in Bot::ALL {
         if txn.open_table(bot.table())?.get(k(replica))?.is_some() {
@@ -260,7 +260,7 @@ pub fn connected_in(txn: &redb::ReadTransaction, replica: Uuid) -> Result<Vec<&'
 }
 
 /// Removes every bot of `replica` (the replica is being deleted).
-pub fn delete_all_in(txn: &redb::WriteTransaction, replica: Uuid) -> Result<()> {
+pub fn delete_all_in(txn: &crate::store::kv::WriteTransaction, replica: Uuid) -> Result<()> {
     for bot in Bot::ALL {
         txn.open_table(bot.table())?.remove(k(replica))?;
     }

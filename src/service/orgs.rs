@@ -2,7 +2,7 @@
 //!
 //! Keys and codes are 32 random bytes, hex; only their SHA-256 is stored.
 
-use redb::WriteTransaction;
+use crate::store::kv::WriteTransaction;
 use uuid::Uuid;
 
 use super::{hash_secret, random_hex};

@@ -11,7 +11,7 @@
 //! with it): a text cited once stays even when the chunk it came from is edited or deleted, as
 //! the history shows what was cited.
 
-use redb::{ReadableTable, Table, WriteTransaction};
+use crate::store::kv::{Table, WriteTransaction};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
@@ -80,7 +80,7 @@ pub fn delete_all_in(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
 mod tests {
     use super::*;
     use crate::store::Store;
-    use redb::ReadableTableMetadata;
+    use crate::store::kv::ReadableTable;
 
     fn source(content: &str) -> SourceRef {
         SourceRef { id: 1, score: 2.0, created_at: 3, name: "Doc › Part".into(), content: content.into() }

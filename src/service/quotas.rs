@@ -7,7 +7,7 @@
 //! exceed it, against counters kept in the same transactions (`service::usage`), so no race lets
 //! one through. Every conversation quota check is here, called by the paths that need one.
 
-use redb::{ReadTransaction, ReadableTable, WriteTransaction};
+use crate::store::kv::{ReadTransaction, ReadableTable, WriteTransaction};
 use serde::Serialize;
 use uuid::Uuid;
 

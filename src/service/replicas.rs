@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use redb::{ReadableTable, WriteTransaction};
+use crate::store::kv::WriteTransaction;
 use uuid::Uuid;
 
 use super::channel::Bot;
@@ -404,7 +404,7 @@ type Ids<'a> = Box<dyn Iterator<Item = Result<u128>> + 'a>;
 
 /// The replica ids of `org` in the order `sort` (`None`/unknown: creation), from the end when
 /// `reverse`.
-fn ordered_ids(txn: &redb::ReadTransaction, org: Uuid, sort: Option<&str>, reverse: bool) -> Result<Ids<'static>> {
+fn ordered_ids(txn: &crate::store::kv::ReadTransaction, org: Uuid, sort: Option<&str>, reverse: bool) -> Result<Ids<'static>> {
     let o = k(org);
     let by = match sort {
         Some("name") => tables::REPLICA_SORT_NAME,
@@ -421,7 +421,7 @@ fn ordered_ids(txn: &redb::ReadTransaction, org: Uuid, sort: Option<&str>, rever
     Ok(if reverse { Box::new(ids.rev()) } else { Box::new(ids) })
 }
 
-fn owner_filter(txn: &redb::ReadTransaction, org: Uuid, owner: &str) -> Result<Option<Uuid>> {
+fn owner_filter(txn: &crate::store::kv::ReadTransaction, org: Uuid, owner: &str) -> Result<Option<Uuid>> {
     let users = txn.open_table(tables::USERID_USER)?;
     let emails = txn.open_table(tables::EMAIL_USER)?;
     super::users::find_owner(&users, &emails, org, owner)
@@ -493,13 +493,13 @@ pub async fn get_with_parts(
 }
 
 /// A read-only `id → record` table of a store snapshot.
-type RecordTable = Arc<redb::ReadOnlyTable<u128, &'static [u8]>>;
+type RecordTable = Arc<crate::store::kv::ReadOnlyTable<u128, &'static [u8]>>;
 
 /// The tables a replica's [`ViewParts`] come from, opened once per store snapshot
 /// ([`store::Snapshot::table`]; a list of 24 replicas opened each of them 24 times).
 struct ViewTables {
     summaries: RecordTable,
-    counts: Arc<redb::ReadOnlyTable<u128, u64>>,
+    counts: Arc<crate::store::kv::ReadOnlyTable<u128, u64>>,
     bots: Vec<(Bot, RecordTable)>,
     users: RecordTable,
 }

@@ -2,7 +2,7 @@
 //! reported, or the estimate of [`crate::generate::prompt::estimate_tokens`]).
 
 use chrono::Datelike;
-use redb::{ReadableTable, Table};
+use crate::store::kv::Table;
 use uuid::Uuid;
 
 use crate::error::Result;
@@ -34,10 +34,8 @@ pub fn add_to(
 pub async fn of_month(store: &Store, replica: Uuid, user: Uuid, month: u32) -> Result<Usage> {
     store
         .read(move |txn| {
-            let t = match txn.open_table(tables::REPLICAUSERMONTH_USAGE) {
-                Ok(t) => t,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Usage::default()),
-                Err(e) => return Err(e.into()),
+            let Some(t) = txn.open_existing_table(tables::REPLICAUSERMONTH_USAGE)? else {
+                return Ok(Usage::default());
             };
             let (p, c) = t.get((k(replica), k(user), month))?.map(|v| v.value()).unwrap_or((0, 0));
             Ok(Usage { prompt_tokens: p, completion_tokens: c })

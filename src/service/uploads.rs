@@ -2,7 +2,7 @@
 //! `signedURL`). The URL carries a random token (only its SHA-256 is stored); `PUT`ting the
 //! file's bytes to it once, before it expires, stores the file and queues its extraction.
 
-use redb::{ReadTransaction, WriteTransaction};
+use crate::store::kv::{ReadTransaction, WriteTransaction};
 
 use crate::error::{Code, Error, Result};
 use crate::ingest::formats::Format;

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use redb::{ReadableTable, WriteTransaction};
+use crate::store::kv::WriteTransaction;
 use uuid::Uuid;
 
 use super::quotas::Pool;
@@ -29,7 +29,7 @@ pub fn date_of(day: u32) -> String {
     chrono::DateTime::from_timestamp_millis(day as i64 * DAY_MS).unwrap_or_default().format("%Y-%m-%d").to_string()
 }
 
-fn add(table: &mut redb::Table<(u128, u32), u64>, key: (u128, u32)) -> Result<()> {
+fn add(table: &mut crate::store::kv::Table<(u128, u32), u64>, key: (u128, u32)) -> Result<()> {
     let n = table.get(key)?.map(|v| v.value()).unwrap_or(0);
     table.insert(key, n + 1)?;
     Ok(())

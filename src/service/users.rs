@@ -1,6 +1,6 @@
 //! Users of an organization (spec §4.2 `/v1/users*`, docs/decisions.md "Auth").
 
-use redb::{ReadableTable, WriteTransaction};
+use crate::store::kv::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
 use super::channel::{linked_account_types, Channel};
@@ -108,7 +108,7 @@ pub async fn resolve(store: &Store, org: &Org, kind: IdType, id: &str) -> Result
 }
 
 /// The user an index row names (`row`: the row's user id), if any.
-fn user_at(txn: &redb::ReadTransaction, row: Option<redb::AccessGuard<'_, u128>>) -> Result<Option<User>> {
+fn user_at(txn: &crate::store::kv::ReadTransaction, row: Option<crate::store::kv::AccessGuard<'_, u128>>) -> Result<Option<User>> {
     let Some(uid) = row.map(|v| v.value()) else { return Ok(None) };
     store::get::<u128, User, _>(&txn.open_table(tables::USERID_USER)?, uid)
 }
@@ -252,7 +252,7 @@ pub async fn owner(store: &Store, org: &Org) -> Result<User> {
 
 /// The id users see of user `key` (see [`User::public_id`]), read in `users` (`userid_user`);
 /// a missing user keeps its key.
-pub fn public_id_in(users: &impl redb::ReadableTable<u128, &'static [u8]>, key: Uuid) -> Result<String> {
+pub fn public_id_in(users: &impl crate::store::kv::ReadableTable<u128, &'static [u8]>, key: Uuid) -> Result<String> {
     let user = store::get::<u128, User, _>(users, k(key))?;
     Ok(user.map_or_else(|| key.to_string(), |u| u.public_id()))
 }

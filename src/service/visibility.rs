@@ -27,7 +27,7 @@ pub fn visible_to(replica: &Replica, user: Option<&User>) -> bool {
 
 /// Ids of the private replicas of `org` that `user` may not see (none for the organization; see
 /// [`visible_to`]): a read of the organization's private replicas only.
-pub fn hidden_in(txn: &redb::ReadTransaction, org: Uuid, user: Option<&User>) -> Result<HashSet<u128>> {
+pub fn hidden_in(txn: &crate::store::kv::ReadTransaction, org: Uuid, user: Option<&User>) -> Result<HashSet<u128>> {
     let mut hidden = HashSet::new();
     if user.is_none() {
         return Ok(hidden);

@@ -35,7 +35,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use redb::{ReadTransaction, ReadableTable};
+use crate::store::kv::{ReadTransaction, ReadableTable};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 

@@ -1,7 +1,7 @@
 //! Knowledge-base rows written beside an entry: its source record, its outbox rows, its
 //! ingestion job, and the indexer's status marks (see `search::indexer`, `ingest::pipeline`).
 
-use redb::{ReadableTable, WriteTransaction};
+use crate::store::kv::{ReadableTable, WriteTransaction};
 
 use super::records::{Chunk, KbEntry, KbSource, KbStatus};
 use super::{get, next_seq, put, tables, Sequence};

@@ -11,7 +11,7 @@
 //! `total` without a filter comes from the counts kept beside (`KbSummary` per replica,
 //! `org_kbcount` per organization).
 
-use redb::{ReadTransaction, ReadableTable, WriteTransaction};
+use crate::store::kv::{ReadTransaction, ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
 use super::records::KbEntry;
@@ -109,7 +109,7 @@ pub fn rebuild_all_in(txn: &WriteTransaction) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use redb::{Database, ReadableDatabase};
+    use redb::Database;
 
     use super::*;
 
@@ -125,14 +125,14 @@ mod tests {
         let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
         let entries =
             [entry(1, a, "pear", 30), entry(2, b, "Apple", -10), entry(3, a, "apple", 20), entry(4, b, "fig", 10)];
-        let txn = db.begin_write().unwrap();
+        let txn = crate::store::kv::begin_write(&db).unwrap();
         entries.iter().try_for_each(|e| changed(&txn, None, Some(e))).unwrap();
         let renamed = KbEntry { title: Some("Zucchini".into()), updated_at: 40, ..entries[2].clone() };
         changed(&txn, Some(&entries[2]), Some(&renamed)).unwrap();
         changed(&txn, Some(&entries[3]), None).unwrap();
         txn.commit().unwrap();
 
-        let read = db.begin_read().unwrap();
+        let read = crate::store::kv::begin_read(&db).unwrap();
         let ids = |scope, sort, reverse| -> Vec<Listed> {
             walk(&read, scope, sort, reverse).unwrap().collect::<Result<_>>().unwrap()
         };

@@ -8,7 +8,7 @@
 //! window needs no scan, and a title leaving a full window is replaced by scanning forward from
 //! the window's last id.
 
-use redb::{ReadableTable, WriteTransaction};
+use crate::store::kv::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
 use super::records::{KbEntry, KbSummary};
@@ -117,7 +117,7 @@ pub fn rebuild_all_in(txn: &WriteTransaction) -> Result<()> {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use redb::{Database, ReadableDatabase};
+    use redb::Database;
 
     use super::*;
     use crate::store::records::{KbKind, KbStatus};
@@ -150,7 +150,7 @@ pub(crate) mod tests {
     }
 
     fn summary(db: &Database, replica: Uuid) -> KbSummary {
-        of(&db.begin_read().unwrap().open_table(tables::REPLICA_KBSUMMARY).unwrap(), replica).unwrap()
+        of(&crate::store::kv::begin_read(&db).unwrap().open_table(tables::REPLICA_KBSUMMARY).unwrap(), replica).unwrap()
     }
 
     #[test]
@@ -158,7 +158,7 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::create(dir.path().join("s.redb")).unwrap();
         let (r, other) = (Uuid::now_v7(), Uuid::now_v7());
-        let txn = db.begin_write().unwrap();
+        let txn = crate::store::kv::begin_write(&db).unwrap();
         // 180 entries, every third untitled: 120 titled, so the window fills before the end.
         let titled = |id: u64| (id % 3 != 0).then(|| format!("T{id}"));
         for id in 1..=180 {
@@ -171,7 +171,7 @@ pub(crate) mod tests {
         assert_eq!(s.titles.len(), MAX_TITLES);
         assert_eq!(s.titles[0], (1, "T1".into()));
 
-        let txn = db.begin_write().unwrap();
+        let txn = crate::store::kv::begin_write(&db).unwrap();
         let last = s.titles.last().unwrap().0;
         put_entry(&txn, &entry(3, r, Some("now titled"))).unwrap(); // enters the full window
         put_entry(&txn, &entry(1, r, None)).unwrap(); // leaves it: the next titled one comes in
@@ -186,7 +186,7 @@ pub(crate) mod tests {
         assert!(s.titles.last().unwrap().0 > last, "the window moved forward");
 
         let incremental = (summary(&db, r), summary(&db, other));
-        let txn = db.begin_write().unwrap();
+        let txn = crate::store::kv::begin_write(&db).unwrap();
         txn.delete_table(tables::REPLICA_KBSUMMARY).unwrap();
         rebuild_all_in(&txn).unwrap();
         txn.commit().unwrap();

@@ -62,6 +62,18 @@ pub enum ReadTransaction {
     Pg(pg::Txn),
 }
 
+/// A redb write transaction on `db`, as this API's. Errors: redb's (a latched handle, a
+/// storage error).
+pub fn begin_write(db: &redb::Database) -> Result<WriteTransaction> {
+    Ok(WriteTransaction::Redb(db.begin_write()?))
+}
+
+/// A redb read transaction on `db`, as this API's. Errors: redb's.
+pub fn begin_read(db: &redb::Database) -> Result<ReadTransaction> {
+    use redb::ReadableDatabase as _;
+    Ok(ReadTransaction::Redb(db.begin_read()?))
+}
+
 impl WriteTransaction {
     /// Opens table `def` for reading and writing (creating it on redb when missing). Errors
     /// as redb's `open_table` (a table opened twice, a type mismatch, a storage error).
@@ -72,12 +84,29 @@ impl WriteTransaction {
         })
     }
 
-    /// The redb transaction, for code that only runs on redb (migrations, copies); `None` on
-    /// PostgreSQL.
-    pub fn redb(&self) -> Option<&redb::WriteTransaction> {
+    /// Deletes table `def` and its entries; whether it existed (on PostgreSQL, whether it had
+    /// an entry).
+    pub fn delete_table<K: StoreKey, V: Value + 'static>(&self, def: TableDefinition<K, V>) -> Result<bool> {
         match self {
-            WriteTransaction::Redb(txn) => Some(txn),
-            WriteTransaction::Pg(_) => None,
+            WriteTransaction::Redb(txn) => Ok(txn.delete_table(def)?),
+            WriteTransaction::Pg(txn) => txn.delete_table(def.name()),
+        }
+    }
+
+    /// Commits every write of the transaction, durably. Errors: the engine's (a full disk, a
+    /// serialization failure on PostgreSQL, which the caller may run again).
+    pub fn commit(self) -> Result<()> {
+        match self {
+            WriteTransaction::Redb(txn) => Ok(txn.commit()?),
+            WriteTransaction::Pg(txn) => txn.end("COMMIT"),
+        }
+    }
+
+    /// Drops every write of the transaction.
+    pub fn abort(self) -> Result<()> {
+        match self {
+            WriteTransaction::Redb(txn) => Ok(txn.abort()?),
+            WriteTransaction::Pg(txn) => txn.end("ROLLBACK"),
         }
     }
 }
@@ -92,11 +121,19 @@ impl ReadTransaction {
         })
     }
 
-    /// The redb transaction, for code that only runs on redb; `None` on PostgreSQL.
-    pub fn redb(&self) -> Option<&redb::ReadTransaction> {
+    /// Opens table `def` for reading, or `None` when redb has never created it (a store older
+    /// than the table; on PostgreSQL every table exists). Errors as [`Self::open_table`].
+    pub fn open_existing_table<K: StoreKey, V: Value + 'static>(
+        &self,
+        def: TableDefinition<K, V>,
+    ) -> Result<Option<ReadOnlyTable<K, V>>> {
         match self {
-            ReadTransaction::Redb(txn) => Some(txn),
-            ReadTransaction::Pg(_) => None,
+            ReadTransaction::Redb(txn) => match txn.open_table(def) {
+                Ok(table) => Ok(Some(ReadOnlyTable::Redb(table))),
+                Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+                Err(e) => Err(e.into()),
+            },
+            ReadTransaction::Pg(_) => self.open_table(def).map(Some),
         }
     }
 }
@@ -221,18 +258,21 @@ pub trait ReadableTable<K: StoreKey, V: Value + 'static> {
     }
 }
 
-/// Implements [`ReadableTable`] for a table enum whose `Redb` variant implements redb's.
+/// Implements [`ReadableTable`] for a table enum whose `Redb` variant implements redb's, and
+/// its `get` and `range` as inherent methods (whose guards live as long as `$guard`).
 macro_rules! readable {
-    ($table:ident $(<$t:lifetime>)?) => {
-        impl<$($t,)? K: StoreKey, V: Value + 'static> ReadableTable<K, V> for $table<$($t,)? K, V> {
-            fn get<'a>(&self, key: impl Borrow<K::SelfType<'a>>) -> Result<Option<AccessGuard<'_, V>>> {
+    ($table:ident $(<$t:lifetime>)?, $guard:lifetime) => {
+        impl<$($t,)? K: StoreKey, V: Value + 'static> $table<$($t,)? K, V> {
+            /// The value under `key`, if any.
+            pub fn get<'a>(&self, key: impl Borrow<K::SelfType<'a>>) -> Result<Option<AccessGuard<$guard, V>>> {
                 match self {
                     $table::Redb(t) => Ok(t.get(key)?.map(AccessGuard::redb)),
                     $table::Pg(t) => t.get(&K::sort_key_of(key.borrow())),
                 }
             }
 
-            fn range<'a, KR>(&self, range: impl RangeBounds<KR> + 'a) -> Result<Range<'_, K, V>>
+            /// The entries whose keys are within `range`, in key order (double-ended).
+            pub fn range<'a, KR>(&self, range: impl RangeBounds<KR> + 'a) -> Result<Range<$guard, K, V>>
             where
                 KR: Borrow<K::SelfType<'a>> + 'a,
             {
@@ -240,6 +280,19 @@ macro_rules! readable {
                     $table::Redb(t) => Ranged::Redb(t.range(range)?),
                     $table::Pg(t) => Ranged::Pg(t.range(sort_bounds::<K, KR>(&range))),
                 }))
+            }
+        }
+
+        impl<$($t,)? K: StoreKey, V: Value + 'static> ReadableTable<K, V> for $table<$($t,)? K, V> {
+            fn get<'a>(&self, key: impl Borrow<K::SelfType<'a>>) -> Result<Option<AccessGuard<'_, V>>> {
+                $table::get(self, key)
+            }
+
+            fn range<'a, KR>(&self, range: impl RangeBounds<KR> + 'a) -> Result<Range<'_, K, V>>
+            where
+                KR: Borrow<K::SelfType<'a>> + 'a,
+            {
+                $table::range(self, range)
             }
 
             fn first(&self) -> Result<Option<Entry<'_, K, V>>> {
@@ -266,8 +319,8 @@ macro_rules! readable {
     };
 }
 
-readable!(Table<'t>);
-readable!(ReadOnlyTable);
+readable!(Table<'t>, '_);
+readable!(ReadOnlyTable, 'static);
 
 impl<K: StoreKey, V: Value + 'static> Table<'_, K, V> {
     /// Puts `value` under `key`; the value it replaced, if any.

@@ -1,7 +1,8 @@
 //! Schema version of the store: stamp a fresh store, refuse one newer than this binary,
 //! migrate an older one (one transaction per step, which also writes the new version).
 
-use redb::{Database, ReadableTable, TableDefinition, WriteTransaction};
+use crate::store::kv::{ReadableTable, WriteTransaction};
+use redb::{Database, TableDefinition};
 
 use std::sync::Arc;
 
@@ -47,7 +48,7 @@ fn explain(e: Error, from: u32) -> Error {
 }
 
 fn read_version(db: &Database) -> Result<Option<u32>> {
-    let txn = db.begin_write()?;
+    let txn = super::kv::begin_write(db)?;
     let v = {
         let meta = txn.open_table(tables::META)?;
         let v = meta.get(KEY)?.map(|b| b.value().to_vec());
@@ -67,7 +68,8 @@ fn decode_version(v: Option<Vec<u8>>) -> Result<Option<u32>> {
     }
 }
 
-/// The schema version of the store as `txn` sees it (0 when none is written: an empty store).
+/// The schema version of the redb store as `txn` sees it (0 when none is written: an empty
+/// store).
 pub fn stored_version(txn: &redb::ReadTransaction) -> Result<u32> {
     let v = match txn.open_table(tables::META) {
         Ok(meta) => meta.get(KEY)?.map(|b| b.value().to_vec()),
@@ -78,7 +80,7 @@ pub fn stored_version(txn: &redb::ReadTransaction) -> Result<u32> {
 }
 
 fn fresh(db: &Database) -> Result<()> {
-    let txn = db.begin_write()?;
+    let txn = super::kv::begin_write(db)?;
     create_tables(&txn)?;
     write_version(&txn, SCHEMA_VERSION)?;
     txn.commit()?;
@@ -87,7 +89,7 @@ fn fresh(db: &Database) -> Result<()> {
 
 /// One step from `from` to `from + 1`, in its own transaction that also writes the version.
 fn migrate_from(db: &Database, from: u32, files: &Arc<Files>) -> Result<()> {
-    let txn = db.begin_write()?;
+    let txn = super::kv::begin_write(db)?;
     let mut moved = Vec::new();
     match from {
         // 1 → 2: knowledge-base sources, files, jobs, uploads, URLs and per-org entry counts.
@@ -317,7 +319,8 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use redb::{ReadableDatabase, ReadableTableMetadata, TableHandle};
+    use crate::store::kv::ReadableTable;
+use redb::TableHandle;
     use uuid::Uuid;
 
     use super::*;
@@ -348,7 +351,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::create(dir.path().join("v1.redb")).unwrap();
         let org = Uuid::now_v7();
-        let txn = db.begin_write().unwrap();
+        let txn = crate::store::kv::begin_write(&db).unwrap();
         {
             let mut entries = txn.open_table(tables::KBID_ENTRY).unwrap();
             for id in 1..=3 {
@@ -360,7 +363,7 @@ mod tests {
 
         run(&db, &files(dir.path())).unwrap();
         assert_eq!(read_version(&db).unwrap(), Some(SCHEMA_VERSION));
-        let read = db.begin_read().unwrap();
+        let read = crate::store::kv::begin_read(&db).unwrap();
         assert_eq!(read.open_table(tables::ORG_KBCOUNT).unwrap().get(org.as_u128()).unwrap().unwrap().value(), 3);
         assert!(read.open_table(tables::KBID_JOB).is_ok() && read.open_table(tables::KBID_SOURCE).is_ok());
     }
@@ -373,7 +376,7 @@ mod tests {
     fn a_version_6_store_moves_its_uploaded_files_out_of_the_store() {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::create(dir.path().join("v6.redb")).unwrap();
-        let txn = db.begin_write().unwrap();
+        let txn = crate::store::kv::begin_write(&db).unwrap();
         {
             let mut old = txn.open_table(FILE_V6).unwrap();
             old.insert(4, b"four".as_slice()).unwrap();
@@ -384,11 +387,11 @@ mod tests {
 
         let files = files(dir.path());
         run(&db, &files).unwrap();
-        let read = db.begin_read().unwrap();
+        let read = crate::store::kv::begin_read(&db).unwrap();
         let recorded = crate::store::files::recorded(&read.open_table(tables::KBID_STOREDFILE).unwrap()).unwrap();
         let bytes: Vec<(u64, Vec<u8>)> = recorded.iter().map(|(id, s)| (*id, files.read(s).unwrap())).collect();
         assert_eq!(bytes, vec![(4, b"four".to_vec()), (9, vec![9u8; 100_000])]);
-        let names: Vec<String> = read.list_tables().unwrap().map(|t| t.name().to_string()).collect();
+        let names: Vec<String> = redb::ReadableDatabase::begin_read(&db).unwrap().list_tables().unwrap().map(|t| t.name().to_string()).collect();
         assert!(!names.iter().any(|n| n == FILE_V6.name()), "schema 6's table is dropped: {names:?}");
         let report = files.verify(&recorded).unwrap();
         assert_eq!((report.damaged_files.len(), report.unreferenced_files), (0, 0), "{report:?}");
@@ -398,7 +401,7 @@ mod tests {
     fn a_migration_that_meets_a_full_disk_leaves_the_store_as_it_was() {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::create(dir.path().join("v6.redb")).unwrap();
-        let txn = db.begin_write().unwrap();
+        let txn = crate::store::kv::begin_write(&db).unwrap();
         txn.open_table(FILE_V6).unwrap().insert(4, b"four".as_slice()).unwrap();
         write_version(&txn, 6).unwrap();
         txn.commit().unwrap();
@@ -408,14 +411,14 @@ mod tests {
         assert!(e.to_string().contains("schema 6 to 7 needs disk space"), "{e}");
         assert_eq!(read_version(&db).unwrap(), Some(6));
         assert_eq!(std::fs::read_dir(dir.path().join(crate::store::files::DIR)).unwrap().count(), 0);
-        let read = db.begin_read().unwrap();
+        let read = crate::store::kv::begin_read(&db).unwrap();
         assert_eq!(read.open_table(FILE_V6).unwrap().get(4).unwrap().unwrap().value(), b"four");
         drop(read);
         run(&db, &files(dir.path())).unwrap();
         assert_eq!(read_version(&db).unwrap(), Some(SCHEMA_VERSION));
     }
 
-    fn values<K: redb::Key + 'static, R: crate::store::codec::Record>(
+    fn values<K: crate::store::kv::StoreKey, R: crate::store::codec::Record>(
         t: &impl ReadableTable<K, &'static [u8]>,
     ) -> Vec<R> {
         t.iter().unwrap().map(|r| crate::store::codec::decode(r.unwrap().1.value()).unwrap()).collect()
@@ -445,7 +448,7 @@ mod tests {
         let db = Database::create(dir.path().join("v2.redb")).unwrap();
         let (replica, ann, bob) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
         let hour = 3_600_000;
-        let txn = db.begin_write().unwrap();
+        let txn = crate::store::kv::begin_write(&db).unwrap();
         {
             let mut t = txn.open_table(tables::REPLICAUSERMSG_MESSAGE).unwrap();
             let rows = [(1, ann, "user", 0), (2, ann, "assistant", 1), (3, bob, "user", 2), (4, ann, "user", hour)];
@@ -462,11 +465,11 @@ mod tests {
         txn.commit().unwrap();
 
         run(&db, &files(dir.path())).unwrap();
-        let txn = db.begin_write().unwrap();
+        let txn = crate::store::kv::begin_write(&db).unwrap();
         assert!(crate::service::chats::derive_pending_in(&txn).unwrap(), "the history is derived once");
         assert!(!crate::service::chats::derive_pending_in(&txn).unwrap());
         txn.commit().unwrap();
-        let read = db.begin_read().unwrap();
+        let read = crate::store::kv::begin_read(&db).unwrap();
         let chats: Vec<Chat> = values(&read.open_table(tables::CHATS).unwrap());
         assert_eq!(chats.len(), 2, "one chat per user on web");
         let anns = chats.iter().find(|c| c.user == Some(ann)).unwrap();
@@ -481,7 +484,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::create(dir.path().join("v4.redb")).unwrap();
         let (org, replica, user) = (Uuid::now_v7().as_u128(), Uuid::now_v7().as_u128(), Uuid::now_v7().as_u128());
-        let txn = db.begin_write().unwrap();
+        let txn = crate::store::kv::begin_write(&db).unwrap();
         {
             let mut linked = txn.open_table(LINKED_USER_V4).unwrap();
             linked.insert((org, "messengerA:4711"), user).unwrap();
@@ -498,7 +501,7 @@ mod tests {
         txn.commit().unwrap();
 
         run(&db, &files(dir.path())).unwrap();
-        let read = db.begin_read().unwrap();
+        let read = crate::store::kv::begin_read(&db).unwrap();
         let linked = read.open_table(tables::LINKEDACCOUNT_USER).unwrap();
         assert_eq!(linked.get((org, "messengerA", "4711")).unwrap().unwrap().value(), user);
         assert_eq!(linked.get((org, "email", "ann@x.example")).unwrap().unwrap().value(), user);
@@ -509,7 +512,7 @@ mod tests {
         assert_eq!(id((replica, "messengerB", "general:chat", "99", false)), Some(3));
         assert_eq!(channel.len().unwrap(), 3);
         let gone = [LINKED_USER_V4.name(), CHANNELMSG_MESSAGE_V4.name(), CHATKEY_CHAT_V4.name()];
-        let names: Vec<String> = read.list_tables().unwrap().map(|t| t.name().to_string()).collect();
+        let names: Vec<String> = redb::ReadableDatabase::begin_read(&db).unwrap().list_tables().unwrap().map(|t| t.name().to_string()).collect();
         assert!(gone.iter().all(|g| !names.iter().any(|n| n == g)), "schema 4's tables are dropped: {names:?}");
         let chats = read.open_table(tables::REPLICACHATKEY_CHAT).unwrap();
         assert_eq!(chats.get((replica, "web", "", user)).unwrap().unwrap().value(), 10);
@@ -523,7 +526,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::create(dir.path().join("v5.redb")).unwrap();
         let org = Uuid::now_v7();
-        let txn = db.begin_write().unwrap();
+        let txn = crate::store::kv::begin_write(&db).unwrap();
         for (name, private) in [("Zed", false), ("amy", true), ("Bob", false)] {
             let r = Replica { id: Uuid::now_v7(), org, name: name.into(), private, ..Replica::default() };
             crate::store::put(&mut txn.open_table(tables::REPLICAID_REPLICA).unwrap(), r.id.as_u128(), &r).unwrap();
@@ -538,7 +541,7 @@ mod tests {
         txn.commit().unwrap();
 
         run(&db, &files(dir.path())).unwrap();
-        let read = db.begin_read().unwrap();
+        let read = crate::store::kv::begin_read(&db).unwrap();
         let rows = read.open_table(tables::SCOPE_KBORDER).unwrap().len().unwrap();
         assert_eq!(rows, 16, "a row per entry, scope (replica, organization) and entry order");
         let created: Vec<u64> = crate::store::kb_order::walk(&read, replica, Default::default(), false)

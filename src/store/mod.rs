@@ -43,7 +43,8 @@ mod writer;
 use std::path::Path;
 use std::sync::Arc;
 
-use redb::{Database, ReadTransaction, ReadableTable, WriteTransaction};
+use kv::{ReadTransaction, ReadableTable, WriteTransaction};
+use redb::Database;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
@@ -174,7 +175,7 @@ impl Store {
         let db = handle.for_write().map_err(other)?;
         migrate::run(&db, &files).map_err(other)?;
         let swept =
-            files.sweep(|| files::recorded_names(&redb::ReadableDatabase::begin_read(&**db)?)).map_err(other)?;
+            files.sweep(|| files::recorded_names(&ReadTransaction::Redb(redb::ReadableDatabase::begin_read(&**db)?))).map_err(other)?;
         if swept > 0 {
             tracing::info!(files = swept, "removed uploaded files that no record names (left by a crash)");
         }
@@ -223,7 +224,7 @@ impl Store {
     /// A read transaction for one long read on the caller's thread (the online backup's
     /// snapshot, `crate::backup`): it sees the store as of the last commit for as long as it
     /// lives, while the writer keeps committing. Call it off the runtime's workers.
-    pub fn snapshot(&self) -> Result<ReadTransaction> {
+    pub fn snapshot(&self) -> Result<redb::ReadTransaction> {
         self.handle.begin_read()
     }
 
@@ -305,7 +306,7 @@ impl Store {
 /// Reads and decodes the record under `key`, if any.
 pub fn get<'k, K, R, T>(table: &T, key: impl std::borrow::Borrow<K::SelfType<'k>>) -> Result<Option<R>>
 where
-    K: redb::Key + 'static,
+    K: kv::StoreKey,
     R: Record,
     T: ReadableTable<K, &'static [u8]>,
 {
@@ -317,12 +318,12 @@ where
 
 /// Encodes `record` and inserts it under `key`.
 pub fn put<'k, K, R>(
-    table: &mut redb::Table<K, &'static [u8]>,
+    table: &mut kv::Table<K, &'static [u8]>,
     key: impl std::borrow::Borrow<K::SelfType<'k>>,
     record: &R,
 ) -> Result<()>
 where
-    K: redb::Key + 'static,
+    K: kv::StoreKey,
     R: Record,
 {
     codec::with_encoded(record, |bytes| {
@@ -369,7 +370,7 @@ pub fn next_seq(txn: &WriteTransaction, seq: Sequence) -> Result<u64> {
 }
 
 /// [`next_seq`] in the open `sequences` table.
-pub fn next_seq_in(table: &mut redb::Table<&'static str, u64>, seq: Sequence) -> Result<u64> {
+pub fn next_seq_in(table: &mut crate::store::kv::Table<&'static str, u64>, seq: Sequence) -> Result<u64> {
     let last = table.get(seq.key())?.map(|v| v.value()).unwrap_or(0);
     let next = match seq {
         Sequence::Outbox => last + 1,

@@ -72,6 +72,7 @@ struct Conn {
 
 /// The connection of a transaction in progress, as [`kv::WriteTransaction::Pg`] and
 /// [`kv::ReadTransaction::Pg`] hold it.
+#[derive(Clone)]
 pub struct Txn {
     conn: Arc<Mutex<Conn>>,
 }
@@ -118,7 +119,7 @@ impl PgTables {
     pub fn write<R>(&mut self, mut f: impl FnMut(&kv::WriteTransaction) -> Result<R>) -> Result<R> {
         let mut attempt = 1;
         loop {
-            let run = self.attempt("BEGIN ISOLATION LEVEL SERIALIZABLE", |txn| f(&kv::WriteTransaction::Pg(txn)));
+            let run = self.attempt("BEGIN ISOLATION LEVEL SERIALIZABLE", |txn| f(&kv::WriteTransaction::Pg(txn.clone())));
             match run {
                 Err(e) if attempt < ATTEMPTS && must_retry(&e) => {
                     std::thread::sleep(backoff(attempt));
@@ -132,20 +133,18 @@ impl PgTables {
     /// Runs `f` in a read-only `REPEATABLE READ` transaction: one snapshot of the database,
     /// which never fails on a conflict. Errors: `f`'s, or the database's.
     pub fn read<R>(&mut self, f: impl FnOnce(&kv::ReadTransaction) -> Result<R>) -> Result<R> {
-        self.attempt("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", |txn| f(&kv::ReadTransaction::Pg(txn)))
+        self.attempt("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", |txn| f(&kv::ReadTransaction::Pg(txn.clone())))
     }
 
-    /// Begins a transaction with `begin`, runs `f` and commits, or rolls back when either
-    /// failed.
-    fn attempt<R>(&mut self, begin: &str, f: impl FnOnce(Txn) -> Result<R>) -> Result<R> {
+    /// Begins a transaction with `begin`, runs `f` and commits, or rolls back when `f` failed.
+    fn attempt<R>(&mut self, begin: &str, f: impl FnOnce(&Txn) -> Result<R>) -> Result<R> {
         lock(&self.conn).client.batch_execute(begin).map_err(Error::caused_by)?;
-        let out = f(Txn { conn: self.conn.clone() });
-        let mut conn = lock(&self.conn);
-        match out {
-            Ok(out) => conn.client.batch_execute("COMMIT").map_err(Error::caused_by).map(|()| out),
+        let txn = Txn { conn: self.conn.clone() };
+        match f(&txn) {
+            Ok(out) => txn.end("COMMIT").map(|()| out),
             Err(e) => {
                 // A failed rollback leaves the connection broken, and its next statement says so.
-                let _ = conn.client.batch_execute("ROLLBACK");
+                let _ = txn.end("ROLLBACK");
                 Err(e)
             }
         }
@@ -222,6 +221,18 @@ fn must_retry(e: &Error) -> bool {
 }
 
 impl Txn {
+    /// Ends the transaction with `statement` (`COMMIT` or `ROLLBACK`).
+    pub(super) fn end(&self, statement: &str) -> Result<()> {
+        lock(&self.conn).client.batch_execute(statement).map_err(Error::caused_by)
+    }
+
+    /// Deletes every row of table `name`; whether it had one.
+    pub(super) fn delete_table(&self, name: &str) -> Result<bool> {
+        let sql = "DELETE FROM replicad_rows WHERE tbl = $1";
+        let statement = lock(&self.conn).statement(sql)?;
+        Ok(lock(&self.conn).client.execute(&statement, &[&name]).map_err(Error::caused_by)? > 0)
+    }
+
     /// Table `name` of this transaction.
     pub(super) fn table<K, V>(&self, name: &str) -> PgTable<K, V> {
         PgTable { conn: self.conn.clone(), name: name.to_string(), types: Types::default() }

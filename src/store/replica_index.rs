@@ -13,7 +13,7 @@
 //! through [`popularity_changed`]. Ties in an order fall to the replica id (creation order), as
 //! the list sorted before.
 
-use redb::{ReadableTable, WriteTransaction};
+use crate::store::kv::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
 use super::records::Replica;
@@ -97,7 +97,7 @@ pub fn remove_replica(txn: &WriteTransaction, r: &Replica) -> Result<()> {
 }
 
 /// The replica order's table (`org_replicaorder`), open in a write transaction.
-pub type Order<'t> = redb::Table<'t, (u128, u8, &'static [u8], u128), ()>;
+pub type Order<'t> = crate::store::kv::Table<'t, (u128, u8, &'static [u8], u128), ()>;
 
 /// Moves `replica` of `org` in the popularity order (the open `order` table) after its chat
 /// history count went from `from` to `to`.
@@ -140,7 +140,7 @@ pub fn rebuild_all_in(txn: &WriteTransaction) -> Result<()> {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use redb::{Database, ReadableDatabase};
+    use redb::Database;
 
     use super::*;
 
@@ -152,7 +152,7 @@ pub(crate) mod tests {
     pub(crate) type Rows = (Vec<(u128, u8, Vec<u8>, u128)>, Vec<(u128, u128)>, Vec<(u128, (u64, u64))>);
 
     pub(crate) fn rows(db: &Database) -> Rows {
-        let read = db.begin_read().unwrap();
+        let read = crate::store::kv::begin_read(&db).unwrap();
         let order = read.open_table(tables::ORG_REPLICAORDER).unwrap();
         let order = order.iter().unwrap().map(|r| {
             let guard = r.unwrap().0;
@@ -179,7 +179,7 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::create(dir.path().join("r.redb")).unwrap();
         let (org, other) = (Uuid::now_v7(), Uuid::now_v7());
-        let txn = db.begin_write().unwrap();
+        let txn = crate::store::kv::begin_write(&db).unwrap();
         let mut all: Vec<Replica> = (0..20).map(|i| replica(org, &format!("R{}", 20 - i), i % 4 == 0)).collect();
         all.push(replica(other, "elsewhere", true));
         all.iter().for_each(|r| put_replica(&txn, None, r).unwrap());
@@ -197,7 +197,7 @@ pub(crate) mod tests {
             order.iter().filter(|(o, s, ..)| *o == k(org) && *s == REPLICA_SORT_POPULARITY).map(|r| r.3).collect();
         assert_eq!(&popular[..3], &[k(all[7].id), k(all[2].id), k(all[0].id)], "most messages first, then by id");
 
-        let txn = db.begin_write().unwrap();
+        let txn = crate::store::kv::begin_write(&db).unwrap();
         let before = all[3].clone();
         all[3].name = "aardvark".into();
         all[3].private = true;
@@ -216,7 +216,7 @@ pub(crate) mod tests {
         assert_eq!(names[0], k(all[3].id), "renamed to the front");
         assert_eq!(incremental.2, vec![(k(org), (19, 5))]);
 
-        let txn = db.begin_write().unwrap();
+        let txn = crate::store::kv::begin_write(&db).unwrap();
         rebuild_all_in(&txn).unwrap();
         txn.commit().unwrap();
         assert_eq!(rows(&db), incremental, "kept in step = computed afresh");

@@ -21,7 +21,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwapOption;
-use redb::{Database, Key, ReadOnlyTable, ReadTransaction, ReadableDatabase, TableDefinition, TableHandle, Value};
+use redb::{Database, ReadableDatabase, TableDefinition, TableHandle, Value};
+
+use super::kv::{ReadOnlyTable, ReadTransaction, StoreKey};
 
 use super::codec::Record;
 use crate::error::Result;
@@ -54,14 +56,14 @@ impl std::ops::Deref for Snapshot {
 
 impl Snapshot {
     fn begin(db: &Database, generation: u64) -> Result<Snapshot> {
-        Ok(Snapshot { txn: db.begin_read()?, generation, tables: Memo::default(), records: Memo::default() })
+        Ok(Snapshot { txn: ReadTransaction::Redb(db.begin_read()?), generation, tables: Memo::default(), records: Memo::default() })
     }
 
     /// Table `def`, opened once per snapshot and then shared by its reads. Errors as
     /// [`ReadTransaction::open_table`] (a missing table, a type mismatch, a storage error).
     pub fn table<K, V>(&self, def: TableDefinition<K, V>) -> Result<Arc<ReadOnlyTable<K, V>>>
     where
-        K: Key + Send + Sync + 'static,
+        K: StoreKey + Send + Sync,
         V: Value + Send + Sync + 'static,
         ReadOnlyTable<K, V>: Send + Sync,
     {
@@ -162,7 +164,7 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use redb::ReadableTableMetadata;
+    use crate::store::kv::ReadableTable;
 
     const T: TableDefinition<u64, u64> = TableDefinition::new("t");
 
@@ -175,7 +177,7 @@ mod tests {
     }
 
     fn put(db: &Database, shared: &Shared, k: u64) {
-        let txn = db.begin_write().unwrap();
+        let txn = crate::store::kv::begin_write(&db).unwrap();
         txn.open_table(T).unwrap().insert(k, k).unwrap();
         txn.commit().unwrap();
         shared.committed();
@@ -224,7 +226,7 @@ mod tests {
     fn records_are_decoded_once_per_snapshot() {
         let (_dir, db, shared) = fresh();
         let write = |text: &str| {
-            let txn = db.begin_write().unwrap();
+            let txn = crate::store::kv::begin_write(&db).unwrap();
             crate::store::put(&mut txn.open_table(NOTES).unwrap(), 7u128, &Note(text.into())).unwrap();
             txn.commit().unwrap();
             shared.committed();

@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use redb::WriteTransaction;
 use tokio::sync::{mpsc, oneshot};
 
 use super::handle::Handle;
+use super::kv::WriteTransaction;
 use crate::error::{Code, Error, Result};
 
 /// A write closure as queued: re-runnable, reporting its error (a copy; the caller gets the
@@ -267,7 +267,7 @@ fn apply_batch(db: &super::Open, mut batch: Vec<Job>, state: &CommitState) -> bo
     let mut full: Option<Error> = None;
     while !batch.is_empty() {
         let txn = match db.begin_write() {
-            Ok(t) => t,
+            Ok(t) => WriteTransaction::Redb(t),
             Err(e) => {
                 fail_batch(batch, full.take().unwrap_or_else(|| Error::from(e)), state);
                 return true;
@@ -287,7 +287,7 @@ fn apply_batch(db: &super::Open, mut batch: Vec<Job>, state: &CommitState) -> bo
             }
             None => {
                 let started = Instant::now();
-                let err = txn.commit().err().map(Error::from);
+                let err = txn.commit().err();
                 db.committed(); // before any write of the batch is answered (`store::snapshot`)
                 crate::telemetry::store_commit(batch.len(), started.elapsed());
                 state.record(err.as_ref().map_or(Ok(()), Err));
@@ -311,7 +311,8 @@ fn fail_all(batch: Vec<Job>, e: Error) {
 mod tests {
     use std::sync::atomic::AtomicUsize;
 
-    use redb::{Database, ReadableDatabase, ReadableTable, Table, TableDefinition};
+    use crate::store::kv::{ReadableTable, Table};
+use redb::{Database, TableDefinition};
 
     use super::*;
 
@@ -367,7 +368,7 @@ mod tests {
                 _ => assert_eq!(answer.as_ref().ok(), Some(&key)),
             }
         }
-        let read = db.begin_read().unwrap();
+        let read = crate::store::kv::begin_read(&db).unwrap();
         let keys: Vec<u64> = read.open_table(ROWS).unwrap().iter().unwrap().map(|r| r.unwrap().0.value()).collect();
         assert_eq!(keys, [1, 2, 3, 5, 6, 7], "the failed write's insert is gone, every other write is there");
         // First try: the run 2–5 (failed at 4). Then: the run 2, 3, 5 and the run 7.

@@ -11,7 +11,9 @@ use std::ops::Bound;
 use std::thread;
 
 use postgres::{Client, NoTls};
-use redb::{Database, ReadableDatabase, TableDefinition};
+use redb::{Database, TableDefinition};
+use replicad::error::Result;
+use replicad::store::kv::{self, AccessGuard, ReadTransaction, ReadableTable, WriteTransaction};
 use replicad::store::pg::{PgTables, SCHEMA_VERSION};
 
 const NAMED: TableDefinition<(u128, &str), u64> = TableDefinition::new("t_named");
@@ -53,52 +55,42 @@ impl Rng {
 /// Names that sort differently as bytes and by length, with a NUL byte among them.
 const NAMES: [&str; 7] = ["", "a", "a\0", "a\0b", "ab", "b", "é"];
 
-#[test]
-fn the_engine_keeps_what_redb_keeps_in_redb_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let redb = Database::create(dir.path().join("reference.redb")).unwrap();
-    let mut pg = PgTables::connect(&fresh_database()).unwrap();
-    let mut rng = Rng(0x2545_F491);
-    for round in 0..40 {
-        let ops: Vec<(u128, &str, Option<u64>)> = (0..10)
-            .map(|_| {
-                let value = (rng.below(4) > 0).then(|| rng.below(1000));
-                (u128::from(rng.below(3)) << 100 | u128::from(rng.below(2)), NAMES[rng.below(7) as usize], value)
-            })
-            .collect();
-        let w = redb.begin_write().unwrap();
-        {
-            let mut t = w.open_table(NAMED).unwrap();
-            for (org, name, value) in &ops {
-                match value {
-                    Some(v) => drop(t.insert((*org, *name), v).unwrap()),
-                    None => drop(t.remove((*org, *name)).unwrap()),
-                }
-            }
-        }
-        w.commit().unwrap();
-        pg.transaction(|txn| {
-            for (org, name, value) in &ops {
-                match value {
-                    Some(v) => txn.insert(NAMED, &(*org, *name), v)?,
-                    None => drop(txn.remove(NAMED, &(*org, *name))?),
-                }
-            }
-            Ok(())
+/// One random round of changes over [`NAMED`]: organization, name, and the value to put (or
+/// `None`: remove).
+type Ops = Vec<(u128, &'static str, Option<u64>)>;
+
+fn random_ops(rng: &mut Rng) -> Ops {
+    (0..10)
+        .map(|_| {
+            let value = (rng.below(4) > 0).then(|| rng.below(1000));
+            (u128::from(rng.below(3)) << 100 | u128::from(rng.below(2)), NAMES[rng.below(7) as usize], value)
         })
-        .unwrap();
-        compare_named(&redb, &mut pg, round);
-    }
+        .collect()
 }
 
-/// Every range redb answers over [`NAMED`] (whole, by organization, from a name on) and every
-/// point read, answered the same by the engine.
-fn compare_named(redb: &Database, pg: &mut PgTables, round: usize) {
-    let r = redb.begin_read().unwrap();
-    let t = r.open_table(NAMED).unwrap();
-    let want = |from: Bound<(u128, &str)>, to: Bound<(u128, &str)>| -> Vec<(u128, String, u64)> {
-        let range = t.range::<(u128, &str)>((from, to)).unwrap();
-        range.map(|e| e.unwrap()).map(|(k, v)| (k.value().0, k.value().1.to_string(), v.value())).collect()
+/// Applies `ops` (the same code on both engines); what each insert and removal answered (the
+/// value replaced or removed).
+fn apply(txn: &WriteTransaction, ops: &Ops) -> Result<Vec<Option<u64>>> {
+    let mut t = txn.open_table(NAMED)?;
+    let mut answers = Vec::new();
+    for (org, name, value) in ops {
+        let old = match value {
+            Some(v) => t.insert((*org, *name), v)?.map(|g| g.value()),
+            None => t.remove((*org, *name))?.map(|g| g.value()),
+        };
+        answers.push(old);
+    }
+    Ok(answers)
+}
+
+type Row = (u128, String, u64);
+
+/// What a reader sees of [`NAMED`] (the same code on both engines): every range, forwards and
+/// backwards, every point read, the first and last entries and the count.
+fn observe(txn: &ReadTransaction) -> Result<Vec<Vec<Row>>> {
+    let t = txn.open_table(NAMED)?;
+    let row = |e: Result<(AccessGuard<(u128, &str)>, AccessGuard<u64>)>| {
+        e.map(|(k, v)| (k.value().0, k.value().1.to_string(), v.value()))
     };
     let orgs = [0u128, 1, 1 << 100, (1 << 100) | 1, 2 << 100, (2 << 100) | 1];
     let mut ranges = vec![(Bound::Unbounded, Bound::Unbounded)];
@@ -106,47 +98,114 @@ fn compare_named(redb: &Database, pg: &mut PgTables, round: usize) {
         ranges.push((Bound::Included((org, "")), Bound::Excluded((org + 1, ""))));
         ranges.push((Bound::Excluded((org, "a")), Bound::Included((org, "ab"))));
     }
-    pg.transaction(|txn| {
-        for (from, to) in &ranges {
-            let got: Vec<(u128, String, u64)> = txn
-                .range(NAMED, from.as_ref(), to.as_ref())?
-                .iter()
-                .map(|(k, v)| (k.value().0, k.value().1.to_string(), v.value()))
-                .collect();
-            assert_eq!(got, want(*from, *to), "round {round}: range {from:?}..{to:?}");
-        }
-        for org in orgs {
-            for name in NAMES {
-                let got = txn.get(NAMED, &(org, name))?.map(|v| v.value());
-                assert_eq!(got, t.get((org, name)).unwrap().map(|v| v.value()), "round {round}: {org} {name:?}");
+    let mut seen = Vec::new();
+    for (from, to) in &ranges {
+        seen.push(t.range::<(u128, &str)>((*from, *to))?.map(row).collect::<Result<_>>()?);
+        seen.push(t.range::<(u128, &str)>((*from, *to))?.rev().map(row).collect::<Result<_>>()?);
+    }
+    for org in orgs {
+        let got = NAMES.iter().map(|name| Ok(t.get((org, *name))?.map(|v| (org, name.to_string(), v.value()))));
+        seen.push(got.collect::<Result<Vec<_>>>()?.into_iter().flatten().collect());
+    }
+    let ends = [t.first()?, t.last()?].into_iter().flatten().map(Ok).map(row);
+    seen.push(ends.collect::<Result<_>>()?);
+    seen.push(vec![(u128::from(t.len()?), String::new(), 0)]);
+    Ok(seen)
+}
+
+/// The same random changes through `store::kv` on redb and on the PostgreSQL engine answer the
+/// same and leave the same entries, read back in the same order (the sort keys order rows as
+/// redb orders keys), whole and by range, forwards and backwards.
+#[test]
+fn the_engine_keeps_what_redb_keeps_in_redb_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let redb = Database::create(dir.path().join("reference.redb")).unwrap();
+    let mut pg = PgTables::connect(&fresh_database()).unwrap();
+    let mut rng = Rng(0x2545_F491);
+    for round in 0..40 {
+        let ops = random_ops(&mut rng);
+        let w = kv::begin_write(&redb).unwrap();
+        let want = apply(&w, &ops).unwrap();
+        w.commit().unwrap();
+        assert_eq!(pg.write(|txn| apply(txn, &ops)).unwrap(), want, "round {round}: answers of insert and remove");
+        let want = observe(&kv::begin_read(&redb).unwrap()).unwrap();
+        assert_eq!(pg.read(observe).unwrap(), want, "round {round}");
+    }
+}
+
+const MANY: TableDefinition<u64, u64> = TableDefinition::new("t_many");
+
+/// A range longer than several pages, iterated from both ends at once in a random pattern,
+/// yields every row once, in order, as on redb; and `retain_in` removes what it should.
+#[test]
+fn long_ranges_are_read_from_both_ends_and_retained_as_on_redb() {
+    let dir = tempfile::tempdir().unwrap();
+    let redb = Database::create(dir.path().join("reference.redb")).unwrap();
+    let mut pg = PgTables::connect(&fresh_database()).unwrap();
+    let fill = |txn: &WriteTransaction| -> Result<()> {
+        let mut t = txn.open_table(MANY)?;
+        (0..3000u64).try_for_each(|i| t.insert(i * 3, i).map(drop))
+    };
+    let w = kv::begin_write(&redb).unwrap();
+    fill(&w).unwrap();
+    w.commit().unwrap();
+    pg.write(fill).unwrap();
+    let mut rng = Rng(77);
+    let pattern: Vec<bool> = (0..2500).map(|_| rng.below(3) == 0).collect();
+    let zigzag = |txn: &ReadTransaction| -> Result<Vec<u64>> {
+        let t = txn.open_table(MANY)?;
+        let mut range = t.range(10u64..=8000)?;
+        let mut out = Vec::new();
+        for back in &pattern {
+            let next = if *back { range.next_back() } else { range.next() };
+            match next {
+                Some(row) => out.push(row?.0.value()),
+                None => out.push(u64::MAX),
             }
         }
-        Ok(())
-    })
-    .unwrap();
+        Ok(out)
+    };
+    let want = zigzag(&kv::begin_read(&redb).unwrap()).unwrap();
+    assert_eq!(want.iter().filter(|k| **k != u64::MAX).count(), 2664, "the range holds 2664 keys");
+    assert_eq!(pg.read(zigzag).unwrap(), want);
+    let retain = |txn: &WriteTransaction| txn.open_table(MANY)?.retain_in(100u64..7000, |k, v| k % 2 == 0 || v % 5 == 0);
+    let w = kv::begin_write(&redb).unwrap();
+    retain(&w).unwrap();
+    w.commit().unwrap();
+    pg.write(retain).unwrap();
+    let all = |txn: &ReadTransaction| -> Result<Vec<(u64, u64)>> {
+        txn.open_table(MANY)?.iter()?.map(|r| r.map(|(k, v)| (k.value(), v.value()))).collect()
+    };
+    let want = all(&kv::begin_read(&redb).unwrap()).unwrap();
+    assert!(want.len() < 3000 && want.len() > 2000, "retain_in removed some: {}", want.len());
+    assert_eq!(pg.read(all).unwrap(), want);
 }
 
 #[test]
 fn values_are_stored_as_redb_encodes_them_and_replaced_in_place() {
     let mut pg = PgTables::connect(&fresh_database()).unwrap();
     let blob: Vec<u8> = (0..=255).collect();
-    pg.transaction(|txn| {
-        txn.insert(BLOBS, &7, &blob.as_slice())?;
-        txn.insert(BLOBS, &7, &&blob[..3])?;
-        txn.insert(BLOBS, &u128::MAX, &&b""[..])?;
+    pg.write(|txn| {
+        let mut t = txn.open_table(BLOBS)?;
+        t.insert(7, blob.as_slice())?;
+        t.insert(7, &blob[..3])?;
+        t.insert(u128::MAX, &b""[..])?;
         Ok(())
     })
     .unwrap();
     let (seven, max, removed, gone) = pg
-        .transaction(|txn| {
-            let seven = txn.get(BLOBS, &7)?.map(|v| v.value().to_vec());
-            let max = txn.get(BLOBS, &u128::MAX)?.map(|v| v.value().to_vec());
-            let removed = txn.remove(BLOBS, &7)?;
-            Ok((seven, max, removed, txn.get(BLOBS, &7)?.is_none()))
+        .write(|txn| {
+            let mut t = txn.open_table(BLOBS)?;
+            let seven = t.get(7)?.map(|v| v.value().to_vec());
+            let max = t.get(u128::MAX)?.map(|v| v.value().to_vec());
+            let removed = t.remove(7)?.map(|v| v.value().to_vec());
+            let gone = t.get(7)?.is_none();
+            Ok((seven, max, removed, gone))
         })
         .unwrap();
     assert_eq!((seven, max), (Some(vec![0, 1, 2]), Some(vec![])));
-    assert!(removed && gone);
+    assert_eq!(removed, Some(vec![0, 1, 2]));
+    assert!(gone);
 }
 
 /// Eight connections each add 1 to one counter 25 times, every time reading it first: with
@@ -161,9 +220,10 @@ fn concurrent_read_then_write_transactions_lose_no_update() {
             thread::spawn(move || {
                 let mut pg = PgTables::connect(&url).unwrap();
                 for _ in 0..25 {
-                    pg.transaction(|txn| {
-                        let now = txn.get(COUNTERS, &"conversations")?.map_or(0, |v| v.value());
-                        txn.insert(COUNTERS, &"conversations", &(now + 1))
+                    pg.write(|txn| {
+                        let mut t = txn.open_table(COUNTERS)?;
+                        let now = t.get("conversations")?.map_or(0, |v| v.value());
+                        t.insert("conversations", now + 1).map(drop)
                     })
                     .unwrap();
                 }
@@ -174,7 +234,7 @@ fn concurrent_read_then_write_transactions_lose_no_update() {
         w.join().unwrap();
     }
     let mut pg = PgTables::connect(&url).unwrap();
-    let total = pg.transaction(|txn| Ok(txn.get(COUNTERS, &"conversations")?.map(|v| v.value()))).unwrap();
+    let total = pg.read(|txn| Ok(txn.open_table(COUNTERS)?.get("conversations")?.map(|v| v.value()))).unwrap();
     assert_eq!(total, Some(200));
 }
 

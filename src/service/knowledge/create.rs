@@ -1,7 +1,7 @@
 //! Creating knowledge-base entries (docs/decisions.md "Knowledge base": create body, 409
 //! `URL_ALREADY_EXISTS`, 429/400 `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED`).
 
-use redb::{ReadableTable, WriteTransaction};
+use crate::store::kv::WriteTransaction;
 use uuid::Uuid;
 
 use super::{add_job, put_source, validate_meta, validate_text, write_content, Naming, PreparedText};

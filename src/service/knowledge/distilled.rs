@@ -3,7 +3,7 @@
 //! (`store::kb_summary`), in the read transaction of the replica views
 //! (`service::replicas::view_parts`).
 
-use redb::ReadableTable;
+use crate::store::kv::ReadableTable;
 use uuid::Uuid;
 
 use crate::error::Result;

@@ -1,7 +1,7 @@
 //! Listing and reading knowledge-base entries: filters, sort order, and the entry with its
 //! source record (docs/decisions.md "Knowledge base": entry fields, list filters).
 
-use redb::ReadOnlyTable;
+use crate::store::kv::ReadOnlyTable;
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
@@ -148,7 +148,7 @@ pub async fn list(store: &Store, scope: Scope, q: ListQuery) -> Result<(Vec<Entr
 
 /// The entries of `scope` from the counts kept at write time, less those of the `hidden`
 /// replicas.
-fn total_in(txn: &redb::ReadTransaction, scope: &Scope, hidden: &HashSet<u128>) -> Result<u64> {
+fn total_in(txn: &crate::store::kv::ReadTransaction, scope: &Scope, hidden: &HashSet<u128>) -> Result<u64> {
     let summaries = txn.open_table(tables::REPLICA_KBSUMMARY)?;
     let entries_of = |r: Uuid| -> Result<u64> { Ok(store::kb_summary::of(&summaries, r)?.entries) };
     match scope {

@@ -7,7 +7,7 @@
 //! tantivy and, once searches see the chunks, marks the entry `READY`. Deleting writes an outbox row
 //! too, so index documents go with the entry.
 
-use redb::{ReadableTable, WriteTransaction};
+use crate::store::kv::WriteTransaction;
 use uuid::Uuid;
 
 mod create;
