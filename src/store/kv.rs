@@ -207,15 +207,19 @@ impl<K: StoreKey, V: Value + 'static> DoubleEndedIterator for Range<'_, K, V> {
     }
 }
 
-type RedbEntry<'a, K, V> = std::result::Result<(redb::AccessGuard<'a, K>, redb::AccessGuard<'a, V>), redb::StorageError>;
+/// An entry as redb answers it.
+type RedbEntry<'a, K, V> = (redb::AccessGuard<'a, K>, redb::AccessGuard<'a, V>);
 
-fn from_redb<'a, K: StoreKey, V: Value + 'static>(row: RedbEntry<'a, K, V>) -> Result<Entry<'a, K, V>> {
+fn from_redb<'a, K: StoreKey, V: Value + 'static>(
+    row: std::result::Result<RedbEntry<'a, K, V>, redb::StorageError>,
+) -> Result<Entry<'a, K, V>> {
     let (k, v) = row?;
     Ok((AccessGuard::redb(k), AccessGuard::redb(v)))
 }
 
-fn first_of<'a, K: StoreKey, V: Value + 'static>(
-    found: std::result::Result<Option<(redb::AccessGuard<'a, K>, redb::AccessGuard<'a, V>)>, redb::StorageError>,
+/// redb's answer to `first` or `last`, as this API's.
+fn end_of<'a, K: StoreKey, V: Value + 'static>(
+    found: std::result::Result<Option<RedbEntry<'a, K, V>>, redb::StorageError>,
 ) -> Result<Option<Entry<'a, K, V>>> {
     found?.map(Ok).map(from_redb).transpose()
 }
@@ -297,14 +301,14 @@ macro_rules! readable {
 
             fn first(&self) -> Result<Option<Entry<'_, K, V>>> {
                 match self {
-                    $table::Redb(t) => first_of(t.first()),
+                    $table::Redb(t) => end_of(t.first()),
                     $table::Pg(t) => t.range((Bound::Unbounded, Bound::Unbounded)).next().transpose(),
                 }
             }
 
             fn last(&self) -> Result<Option<Entry<'_, K, V>>> {
                 match self {
-                    $table::Redb(t) => first_of(t.last()),
+                    $table::Redb(t) => end_of(t.last()),
                     $table::Pg(t) => t.range((Bound::Unbounded, Bound::Unbounded)).next_back().transpose(),
                 }
             }
