@@ -147,6 +147,12 @@ pub struct Config {
     /// (a full disk is then met mid-commit, which costs a reopen of the store).
     #[arg(long, env = "REPLICAD_MIN_FREE_SPACE", default_value = "64MiB", value_parser = parse_bytes)]
     pub min_free_space: u64,
+    /// Where the tables live: unset, the redb file in the data directory (the default); or a
+    /// PostgreSQL database, `postgres://user:password@host:port/database` (no TLS), whose
+    /// schema replicad creates and migrates. Uploaded files and the search index stay in the
+    /// data directory.
+    #[arg(long, env = "REPLICAD_STORE", value_parser = parse_store)]
+    pub store: Option<String>,
     /// Bytes of answers kept for the hot reads (a replica, the replica list, a chat history
     /// page, a knowledge-base entry) until the next commit (`8MiB`, `0` turns it off); see
     /// `http::read_cache`.
@@ -221,6 +227,7 @@ impl Config {
             embed_conversations_per_month: 10_000,
             test_clock: false,
             min_free_space: crate::store::file::DEFAULT_MIN_FREE_BYTES,
+            store: None,
             test_faults: false,
             read_cache_bytes: 8 * 1024 * 1024,
             secrets_key_file: None,
@@ -324,6 +331,14 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
         _ => return Err(format!("unknown unit {unit:?} in {s:?}; use s, m, h, d or w")),
     };
     n.checked_mul(mult).filter(|v| *v > 0).ok_or_else(|| format!("{s:?} is out of range"))
+}
+
+/// A `--store` value: a `postgres://` (or `postgresql://`) URL.
+fn parse_store(url: &str) -> Result<String, String> {
+    match url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        true => Ok(url.to_string()),
+        false => Err("expected a PostgreSQL URL, postgres://user:password@host:port/database".into()),
+    }
 }
 
 /// Parses a size: bytes, or a number with `KiB`, `MiB` or `GiB`.

@@ -43,7 +43,7 @@ mod writer;
 use std::path::Path;
 use std::sync::Arc;
 
-use kv::{ReadTransaction, ReadableTable, WriteTransaction};
+use kv::{ReadableTable, WriteTransaction};
 use redb::Database;
 use tokio::sync::mpsc;
 use uuid::Uuid;
@@ -61,7 +61,9 @@ pub const DB_FILE: &str = "replicad.redb";
 /// Handle to the database; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    handle: Arc<handle::Handle>,
+    engine: Arc<Engine>,
+    /// The free-space check of the data directory (the redb file's, the uploaded files').
+    space: Arc<file::Space>,
     writer: mpsc::Sender<writer::Job>,
     /// Woken after every commit made by [`Store::write_kb`] (the indexer waits on it).
     pub outbox_notify: Arc<tokio::sync::Notify>,
@@ -71,6 +73,24 @@ pub struct Store {
     pub commits: Arc<CommitState>,
     /// The uploaded files, kept beside the store's file ([`files`]).
     pub files: Arc<files::Files>,
+}
+
+/// The engine holding the tables ([`kv`]).
+enum Engine {
+    /// The redb file in the data directory (the default).
+    Redb(Arc<handle::Handle>),
+    /// A PostgreSQL database, which several nodes may share.
+    Pg(pg::PgPool),
+}
+
+impl Engine {
+    /// Runs `f` in a read snapshot, on the calling thread.
+    fn read<T>(&self, f: impl Fn(&Snapshot) -> Result<T>) -> Result<T> {
+        match self {
+            Engine::Redb(handle) => handle.read(f),
+            Engine::Pg(pool) => pool.read(|txn| f(&Snapshot::of(txn))),
+        }
+    }
 }
 
 /// Why the store could not be opened.
@@ -141,6 +161,11 @@ impl Drop for Closing {
 /// Databases open in this process, and a signal when one closes.
 static OPEN: (std::sync::Mutex<usize>, std::sync::Condvar) = (std::sync::Mutex::new(0), std::sync::Condvar::new());
 
+/// An error that keeps the store from opening, as [`OpenError::Other`].
+fn other(e: Error) -> OpenError {
+    OpenError::Other(e.to_string())
+}
+
 /// Waits up to `timeout` until every store opened by this process is closed (every [`Store`]
 /// dropped and the writer thread ended); `false` if one is still open then (it is repaired at
 /// the next open, as after a crash: slower, nothing lost).
@@ -165,39 +190,68 @@ impl Store {
         private::private_dir(data_dir).map_err(|e| OpenError::Other(format!("{}: {e}", data_dir.display())))?;
         let path = data_dir.join(DB_FILE);
         let space = Arc::new(file::Space::new(data_dir, min_free));
-        let handle = match handle::Handle::open(path.clone(), space) {
+        let handle = match handle::Handle::open(path.clone(), space.clone()) {
             Ok(h) => Arc::new(h),
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(OpenError::InUse(path.display().to_string())),
             Err(e) => return Err(OpenError::Other(format!("{}: {e}", path.display()))),
         };
-        let other = |e: Error| OpenError::Other(e.to_string());
-        let files = files::Files::open(data_dir, handle.space.clone()).map_err(|e| OpenError::Other(e.to_string()))?;
+        let files = files::Files::open(data_dir, space.clone()).map_err(|e| OpenError::Other(e.to_string()))?;
         let db = handle.for_write().map_err(other)?;
         migrate::run(&db, &files).map_err(other)?;
-        let swept =
-            files.sweep(|| files::recorded_names(&ReadTransaction::Redb(redb::ReadableDatabase::begin_read(&**db)?))).map_err(other)?;
+        drop(db);
+        let target = writer::Target::Redb(handle.clone());
+        Store::assemble(Engine::Redb(handle), space, files, target)
+    }
+
+    /// Opens the tables in the PostgreSQL database at `url` (`postgres://user@host:port/db`),
+    /// creating or migrating its schema (`store::pg`); uploaded files stay in `data_dir`, whose
+    /// filesystem `min_free` guards as in [`Store::open_with`]. Errors: the database cannot be
+    /// reached, or its schema is newer than this build.
+    pub fn open_postgres(data_dir: &Path, url: &str, min_free: u64) -> Result<Store, OpenError> {
+        private::private_dir(data_dir).map_err(|e| OpenError::Other(format!("{}: {e}", data_dir.display())))?;
+        let space = Arc::new(file::Space::new(data_dir, min_free));
+        let files = files::Files::open(data_dir, space.clone()).map_err(|e| OpenError::Other(e.to_string()))?;
+        let pool = pg::PgPool::connect(url).map_err(other)?;
+        let target = writer::Target::Pg(pool.dedicated().map_err(other)?);
+        Store::assemble(Engine::Pg(pool), space, files, target)
+    }
+
+    /// The store over `engine`, once its files no record names are removed, with its writer
+    /// committing to `target`.
+    fn assemble(
+        engine: Engine,
+        space: Arc<file::Space>,
+        files: Arc<files::Files>,
+        target: writer::Target,
+    ) -> Result<Store, OpenError> {
+        let swept = files.sweep(|| engine.read(|snapshot| files::recorded_names(snapshot))).map_err(other)?;
         if swept > 0 {
             tracing::info!(files = swept, "removed uploaded files that no record names (left by a crash)");
         }
-        drop(db);
         let outbox_notify = Arc::new(tokio::sync::Notify::new());
         let jobs_notify = Arc::new(tokio::sync::Notify::new());
         let commits = Arc::new(CommitState::default());
-        let writer = writer::spawn(handle.clone(), commits.clone());
-        Ok(Store { handle, writer, outbox_notify, jobs_notify, commits, files })
+        let writer = writer::spawn(target, commits.clone());
+        Ok(Store { engine: Arc::new(engine), space, writer, outbox_notify, jobs_notify, commits, files })
     }
 
     /// A number that changes at every commit and is never seen twice in the process: a read
     /// that begins after a write was acknowledged finds a newer one than any read that began
     /// before that write's commit. `None` while the file is being reopened after a failed
     /// write. What the read cache (`http::read_cache`) keys its answers on.
+    ///
+    /// On PostgreSQL, `None` always: another node's commit would not change it, so nothing is
+    /// kept on it.
     pub fn commit_generation(&self) -> Option<u64> {
-        self.handle.commit_generation()
+        match &*self.engine {
+            Engine::Redb(handle) => handle.commit_generation(),
+            Engine::Pg(_) => None,
+        }
     }
 
-    /// The free-space check and fault switch of the store's file (`serve --test-faults`).
+    /// The free-space check and fault switch of the data directory (`serve --test-faults`).
     pub fn space(&self) -> &file::Space {
-        &self.handle.space
+        &self.space
     }
 
     /// Runs `f` in the shared read snapshot ([`snapshot`]: the last commit, as a fresh read
@@ -210,22 +264,36 @@ impl Store {
     /// pool's join error was. Reads whose size grows with the data (scans over every chat, the
     /// whole knowledge base, the index rebuild) use [`Store::read_scan`] instead, so they never
     /// hold a runtime worker for long.
+    ///
+    /// On PostgreSQL every read waits on the network, so it runs on the blocking pool, in a
+    /// read-only `REPEATABLE READ` transaction of its own.
     pub async fn read<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: Fn(&Snapshot) -> Result<T> + Send + 'static,
     {
-        self.handle.read(|txn| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(txn)))
-                .map_err(|_| Error::internal("a store read panicked"))?
-        })
+        match &*self.engine {
+            Engine::Redb(handle) => handle.read(|txn| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(txn)))
+                    .map_err(|_| Error::internal("a store read panicked"))?
+            }),
+            Engine::Pg(_) => self.read_scan(f).await,
+        }
     }
 
     /// A read transaction for one long read on the caller's thread (the online backup's
     /// snapshot, `crate::backup`): it sees the store as of the last commit for as long as it
     /// lives, while the writer keeps committing. Call it off the runtime's workers.
+    ///
+    /// Errors: on PostgreSQL, one that says to use `pg_dump` (the database is the operator's).
     pub fn snapshot(&self) -> Result<redb::ReadTransaction> {
-        self.handle.begin_read()
+        match &*self.engine {
+            Engine::Redb(handle) => handle.begin_read(),
+            Engine::Pg(_) => Err(Error::internal(
+                "this server keeps its tables in PostgreSQL: back them up with pg_dump (the uploaded files \
+                 and the search index are in the data directory; the index is rebuilt from the tables)",
+            )),
+        }
     }
 
     /// Runs `f` in the shared read snapshot on the blocking pool: for reads whose cost grows
@@ -235,8 +303,8 @@ impl Store {
         T: Send + 'static,
         F: Fn(&Snapshot) -> Result<T> + Send + 'static,
     {
-        let handle = self.handle.clone();
-        tokio::task::spawn_blocking(move || handle.read(f)).await.map_err(Error::internal)?
+        let engine = self.engine.clone();
+        tokio::task::spawn_blocking(move || engine.read(f)).await.map_err(Error::internal)?
     }
 
     /// Applies `f` in the writer's next group commit and returns its result once durable.
@@ -291,7 +359,7 @@ impl Store {
     /// [`Store::sweep_files`] on the calling thread (off the runtime's workers); returns how
     /// many files were removed.
     pub fn sweep_files_blocking(&self) -> Result<usize> {
-        self.files.sweep(|| self.handle.read(|snapshot| files::recorded_names(snapshot)))
+        self.files.sweep(|| self.engine.read(|snapshot| files::recorded_names(snapshot)))
     }
 
     /// Wakes the indexer and the ingestion worker after a knowledge-base write that succeeded.

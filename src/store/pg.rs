@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 pub const SCHEMA_VERSION: i32 = 1;
 
 /// How many times a transaction is run before a serialization failure is given up on.
-const ATTEMPTS: u32 = 50;
+pub const ATTEMPTS: u32 = 50;
 
 /// The longest pause before a transaction is run again (the pause doubles from 100 µs up to it,
 /// and a random part of it is taken, so that transactions that collided do not collide again).
@@ -106,10 +106,16 @@ impl PgTables {
     /// database cannot be reached, or whose text says so when its schema is newer than
     /// [`SCHEMA_VERSION`].
     pub fn connect(url: &str) -> Result<PgTables> {
+        let tables = PgTables::open(url)?;
+        lock(&tables.conn).migrate()?;
+        Ok(tables)
+    }
+
+    /// Connects to `url` without looking at the schema (a further connection of a
+    /// [`PgPool`]).
+    fn open(url: &str) -> Result<PgTables> {
         let client = Client::connect(url, NoTls).map_err(Error::caused_by)?;
-        let mut conn = Conn { client, statements: HashMap::new() };
-        conn.migrate()?;
-        Ok(PgTables { conn: Arc::new(Mutex::new(conn)) })
+        Ok(PgTables { conn: Arc::new(Mutex::new(Conn { client, statements: HashMap::new() })) })
     }
 
     /// Runs `f` in a `SERIALIZABLE` transaction and commits; runs it again from the start (up
@@ -119,7 +125,15 @@ impl PgTables {
     pub fn write<R>(&mut self, mut f: impl FnMut(&kv::WriteTransaction) -> Result<R>) -> Result<R> {
         let mut attempt = 1;
         loop {
-            let run = self.attempt("BEGIN ISOLATION LEVEL SERIALIZABLE", |txn| f(&kv::WriteTransaction::Pg(txn.clone())));
+            let txn = self.begin_write()?;
+            let run = match f(&txn) {
+                Ok(out) => txn.commit().map(|()| out),
+                Err(e) => {
+                    // A failed rollback leaves the connection broken, and its next statement says so.
+                    let _ = txn.abort();
+                    Err(e)
+                }
+            };
             match run {
                 Err(e) if attempt < ATTEMPTS && must_retry(&e) => {
                     std::thread::sleep(backoff(attempt));
@@ -130,24 +144,69 @@ impl PgTables {
         }
     }
 
+    /// Begins a `SERIALIZABLE` transaction; the caller commits or aborts it
+    /// ([`kv::WriteTransaction::commit`]), and runs it again when [`must_retry`] says so.
+    pub fn begin_write(&mut self) -> Result<kv::WriteTransaction> {
+        lock(&self.conn).client.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE").map_err(Error::caused_by)?;
+        Ok(kv::WriteTransaction::Pg(Txn { conn: self.conn.clone() }))
+    }
+
     /// Runs `f` in a read-only `REPEATABLE READ` transaction: one snapshot of the database,
     /// which never fails on a conflict. Errors: `f`'s, or the database's.
     pub fn read<R>(&mut self, f: impl FnOnce(&kv::ReadTransaction) -> Result<R>) -> Result<R> {
-        self.attempt("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", |txn| f(&kv::ReadTransaction::Pg(txn.clone())))
+        self.read_owned(|txn| f(&txn))
     }
 
-    /// Begins a transaction with `begin`, runs `f` and commits, or rolls back when `f` failed.
-    fn attempt<R>(&mut self, begin: &str, f: impl FnOnce(&Txn) -> Result<R>) -> Result<R> {
+    /// [`PgTables::read`], handing `f` the transaction itself (a [`super::Snapshot`] owns it).
+    fn read_owned<R>(&mut self, f: impl FnOnce(kv::ReadTransaction) -> Result<R>) -> Result<R> {
+        let begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
         lock(&self.conn).client.batch_execute(begin).map_err(Error::caused_by)?;
         let txn = Txn { conn: self.conn.clone() };
-        match f(&txn) {
-            Ok(out) => txn.end("COMMIT").map(|()| out),
-            Err(e) => {
-                // A failed rollback leaves the connection broken, and its next statement says so.
-                let _ = txn.end("ROLLBACK");
-                Err(e)
+        let out = f(kv::ReadTransaction::Pg(txn.clone()));
+        let end = txn.end(if out.is_ok() { "COMMIT" } else { "ROLLBACK" });
+        let out = out?;
+        end.map(|()| out)
+    }
+}
+
+/// Connections to one database, kept between reads: each read takes one for its transaction
+/// and gives it back (at most [`MAX_IDLE`] are kept).
+pub struct PgPool {
+    url: String,
+    idle: Mutex<Vec<PgTables>>,
+}
+
+/// Most idle connections a [`PgPool`] keeps.
+const MAX_IDLE: usize = 32;
+
+impl PgPool {
+    /// Connects to `url`, creating or migrating the schema ([`PgTables::connect`]).
+    pub fn connect(url: &str) -> Result<PgPool> {
+        let first = PgTables::connect(url)?;
+        Ok(PgPool { url: url.to_string(), idle: Mutex::new(vec![first]) })
+    }
+
+    /// A connection of its own (not pooled: the store's writer keeps one for its life).
+    pub fn dedicated(&self) -> Result<PgTables> {
+        PgTables::open(&self.url)
+    }
+
+    /// Runs `f` in a read-only `REPEATABLE READ` transaction on an idle connection (or a new
+    /// one). Blocks on the network: call it off the runtime's workers.
+    pub fn read<R>(&self, f: impl FnOnce(kv::ReadTransaction) -> Result<R>) -> Result<R> {
+        let idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
+        let mut conn = match idle {
+            Some(c) => c,
+            None => PgTables::open(&self.url)?,
+        };
+        let out = conn.read_owned(f);
+        if !lock(&conn.conn).client.is_closed() {
+            let mut idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if idle.len() < MAX_IDLE {
+                idle.push(conn);
             }
         }
+        out
     }
 }
 
@@ -204,7 +263,7 @@ impl Conn {
 
 /// The pause after the `attempt`-th failed run: a random part ("full jitter") of 100 µs doubled
 /// per attempt, at most [`MAX_BACKOFF`].
-fn backoff(attempt: u32) -> Duration {
+pub fn backoff(attempt: u32) -> Duration {
     let ceiling = Duration::from_micros(100).saturating_mul(1 << attempt.min(16)).min(MAX_BACKOFF);
     let mut random = [0u8; 4];
     let fraction = match getrandom::fill(&mut random) {
@@ -215,7 +274,7 @@ fn backoff(attempt: u32) -> Duration {
 }
 
 /// Whether `e` is a serialization failure or a deadlock: the transaction may succeed if run again.
-fn must_retry(e: &Error) -> bool {
+pub fn must_retry(e: &Error) -> bool {
     let code = e.cause::<postgres::Error>().and_then(postgres::Error::code);
     code.is_some_and(|c| *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED)
 }

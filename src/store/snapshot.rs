@@ -55,6 +55,12 @@ impl std::ops::Deref for Snapshot {
 }
 
 impl Snapshot {
+    /// A snapshot of its own over `txn` (a PostgreSQL read: shared by nothing, so its
+    /// generation is never compared).
+    pub fn of(txn: ReadTransaction) -> Snapshot {
+        Snapshot { txn, generation: 0, tables: Memo::default(), records: Memo::default() }
+    }
+
     fn begin(db: &Database, generation: u64) -> Result<Snapshot> {
         Ok(Snapshot { txn: ReadTransaction::Redb(db.begin_read()?), generation, tables: Memo::default(), records: Memo::default() })
     }

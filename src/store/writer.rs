@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::handle::Handle;
 use super::kv::WriteTransaction;
+use super::pg::{self, PgTables};
 use crate::error::{Code, Error, Result};
 
 /// A write closure as queued: re-runnable, reporting its error (a copy; the caller gets the
@@ -215,8 +216,16 @@ impl CommitState {
     }
 }
 
+/// Where the writer commits.
+pub enum Target {
+    /// The redb file (see `file` and `handle` for a full disk).
+    Redb(Arc<Handle>),
+    /// A PostgreSQL connection of the writer's own.
+    Pg(PgTables),
+}
+
 /// Starts the writer thread; it ends when every [`super::Store`] is dropped.
-pub fn spawn(handle: Arc<Handle>, state: Arc<CommitState>) -> mpsc::Sender<Job> {
+pub fn spawn(mut target: Target, state: Arc<CommitState>) -> mpsc::Sender<Job> {
     let (tx, mut rx) = mpsc::channel::<Job>(1024);
     std::thread::Builder::new()
         .name("store-writer".into())
@@ -229,7 +238,12 @@ pub fn spawn(handle: Arc<Handle>, state: Arc<CommitState>) -> mpsc::Sender<Job> 
                         Err(_) => break,
                     }
                 }
-                commit_batch(&handle, batch, &state);
+                match &mut target {
+                    Target::Redb(handle) => commit_batch(handle, batch, &state),
+                    Target::Pg(tables) => {
+                        apply_batch(&mut || tables.begin_write(), &|| (), batch, &state);
+                    }
+                }
             }
         })
         .expect("spawn store writer thread");
@@ -246,7 +260,10 @@ fn commit_batch(handle: &Handle, batch: Vec<Job>, state: &CommitState) {
         Ok(db) => db,
         Err(e) => return fail_batch(batch, e, state),
     };
-    if apply_batch(&db, batch, state) && Handle::latched(&db) {
+    let begin = &mut || super::kv::begin_write(&db);
+    // Before any write of the batch is answered (`store::snapshot`).
+    let committed = &|| db.committed();
+    if apply_batch(begin, committed, batch, state) && Handle::latched(&db) {
         drop(db);
         // A failed reopen is logged and retried by the next batch (`Handle::for_write`).
         let _ = handle.reopen();
@@ -258,23 +275,37 @@ fn fail_batch(batch: Vec<Job>, e: Error, state: &CommitState) {
     fail_all(batch, e);
 }
 
-/// Applies `batch` in one transaction, dropping (and answering) writes that fail; returns
-/// whether the store itself failed (a transaction that would not begin or commit, or a write
-/// that met a full disk) rather than a write's own rule. After an ENOSPC the handle is
-/// latched: the writes left are answered with that `507` rather than redb's `PreviousIo`.
-fn apply_batch(db: &super::Open, mut batch: Vec<Job>, state: &CommitState) -> bool {
+/// Applies `batch` in one transaction begun by `begin`, dropping (and answering) writes that
+/// fail; returns whether the store itself failed (a transaction that would not begin or
+/// commit, or a write that met a full disk) rather than a write's own rule. After an ENOSPC the
+/// handle is latched: the writes left are answered with that `507` rather than redb's
+/// `PreviousIo`. A serialization failure (PostgreSQL, [`pg::must_retry`]) is no write's fault:
+/// the whole batch runs again, after a pause, up to [`pg::ATTEMPTS`] times. `committed` runs
+/// after each commit, before any write is answered.
+fn apply_batch(
+    begin: &mut dyn FnMut() -> Result<WriteTransaction>,
+    committed: &dyn Fn(),
+    mut batch: Vec<Job>,
+    state: &CommitState,
+) -> bool {
     let mut store_failed = false;
     let mut full: Option<Error> = None;
+    let mut attempt = 1;
     while !batch.is_empty() {
-        let txn = match db.begin_write() {
-            Ok(t) => WriteTransaction::Redb(t),
+        let txn = match begin() {
+            Ok(t) => t,
             Err(e) => {
-                fail_batch(batch, full.take().unwrap_or_else(|| Error::from(e)), state);
+                fail_batch(batch, full.take().unwrap_or(e), state);
                 return true;
             }
         };
         let failure = apply_jobs(&txn, &mut batch);
         match failure {
+            Some((_, e)) if attempt < pg::ATTEMPTS && pg::must_retry(&e) => {
+                let _ = txn.abort();
+                std::thread::sleep(pg::backoff(attempt));
+                attempt += 1;
+            }
             Some((i, e)) => {
                 // A 500 may be a store error too (redb's `PreviousIo`): the caller checks.
                 store_failed |= matches!(e.code, Code::InsufficientStorage | Code::Internal);
@@ -288,7 +319,12 @@ fn apply_batch(db: &super::Open, mut batch: Vec<Job>, state: &CommitState) -> bo
             None => {
                 let started = Instant::now();
                 let err = txn.commit().err();
-                db.committed(); // before any write of the batch is answered (`store::snapshot`)
+                if err.as_ref().is_some_and(pg::must_retry) && attempt < pg::ATTEMPTS {
+                    std::thread::sleep(pg::backoff(attempt));
+                    attempt += 1;
+                    continue;
+                }
+                committed();
                 crate::telemetry::store_commit(batch.len(), started.elapsed());
                 state.record(err.as_ref().map_or(Ok(()), Err));
                 store_failed |= err.is_some();
