@@ -26,6 +26,7 @@ use tokio::net::{UnixListener, UnixStream};
 
 use crate::app::App;
 use crate::backup;
+use crate::cli::DataDir;
 use crate::search::check::Report;
 use crate::search::{self, Search};
 use crate::secrets::key_path;
@@ -215,8 +216,15 @@ fn unexpected(answer: Answer) -> String {
     format!("unexpected answer from the server: {answer:?}")
 }
 
-fn open_store(data_dir: &Path) -> Result<Store, String> {
-    Store::open(data_dir).map_err(|e| e.to_string())
+/// The store of `dir` (its `--store` database, else the redb file in its data directory),
+/// opened by this process because no server runs on it.
+pub fn open_store(dir: &DataDir) -> Result<Store, String> {
+    let min_free = crate::store::file::DEFAULT_MIN_FREE_BYTES;
+    let store = match &dir.store {
+        None => Store::open(&dir.data_dir),
+        Some(url) => Store::open_postgres(&dir.data_dir, url, min_free),
+    };
+    store.map_err(|e| e.to_string())
 }
 
 fn open_index(data_dir: &Path) -> Result<Arc<Search>, String> {
@@ -224,33 +232,33 @@ fn open_index(data_dir: &Path) -> Result<Arc<Search>, String> {
 }
 
 /// `replicad invites create`: a new invitation code, minted by the running server or in the
-/// store of `data_dir` when none runs.
-pub async fn create_invite(data_dir: &Path, expires_in_secs: Option<u64>) -> Result<String, String> {
-    match request(data_dir, &Request::Invite { expires_in_secs }).await? {
+/// store of `dir` when none runs.
+pub async fn create_invite(dir: &DataDir, expires_in_secs: Option<u64>) -> Result<String, String> {
+    match request(&dir.data_dir, &Request::Invite { expires_in_secs }).await? {
         Some(Answer::Invite { code }) => Ok(code),
         Some(other) => Err(unexpected(other)),
-        None => orgs::create_invite(&open_store(data_dir)?, expires_in_secs).await.map_err(|e| e.to_string()),
+        None => orgs::create_invite(&open_store(dir)?, expires_in_secs).await.map_err(|e| e.to_string()),
     }
 }
 
 /// `replicad reindex`: rebuilds the search index (by the running server, or here); returns the
 /// number of chunks indexed.
-pub async fn reindex(data_dir: &Path) -> Result<usize, String> {
-    match request(data_dir, &Request::Reindex).await? {
+pub async fn reindex(dir: &DataDir) -> Result<usize, String> {
+    match request(&dir.data_dir, &Request::Reindex).await? {
         Some(Answer::Reindex { chunks }) => Ok(chunks),
         Some(other) => Err(unexpected(other)),
-        None => search::indexer::rebuild_from_store(&open_store(data_dir)?, &open_index(data_dir)?)
+        None => search::indexer::rebuild_from_store(&open_store(dir)?, &open_index(&dir.data_dir)?)
             .await
             .map_err(|e| e.to_string()),
     }
 }
 
 /// `replicad check`: compares the search index with the store (by the running server, or here).
-pub async fn check(data_dir: &Path) -> Result<Report, String> {
-    match request(data_dir, &Request::Check).await? {
+pub async fn check(dir: &DataDir) -> Result<Report, String> {
+    match request(&dir.data_dir, &Request::Check).await? {
         Some(Answer::Check { report }) => Ok(report),
         Some(other) => Err(unexpected(other)),
-        None => search::check::check(&open_store(data_dir)?, &open_index(data_dir)?).await.map_err(|e| e.to_string()),
+        None => search::check::check(&open_store(dir)?, &open_index(&dir.data_dir)?).await.map_err(|e| e.to_string()),
     }
 }
 
@@ -258,17 +266,18 @@ pub async fn check(data_dir: &Path) -> Result<Report, String> {
 /// running server from its live store, or here from the store of `data_dir`. `on_progress`
 /// sees each step's progress.
 pub async fn backup(
-    data_dir: &Path,
+    dir: &DataDir,
     secrets_key_file: Option<&Path>,
     to: &Path,
     on_progress: &mut (dyn FnMut(backup::Progress) + Send),
 ) -> Result<backup::Summary, String> {
     let to = std::path::absolute(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    let data_dir = &dir.data_dir;
     match request_with_progress(data_dir, &Request::Backup { to: to.clone() }, on_progress).await? {
         Some(Answer::Backup { summary }) => Ok(summary),
         Some(other) => Err(unexpected(other)),
         None => {
-            let store = open_store(data_dir)?;
+            let store = open_store(dir)?;
             let (mut rx, job) = backup::spawn(store, key_path(secrets_key_file, data_dir), to);
             while let Some(p) = rx.recv().await {
                 on_progress(p);

@@ -141,4 +141,8 @@ pub struct DataDir {
     /// Directory of the runtime state.
     #[arg(long, env = "REPLICAD_DATA_DIR", default_value = "replicad-data")]
     pub data_dir: PathBuf,
+    /// The PostgreSQL database holding the tables, as `serve --store` (unset: the redb file
+    /// in the data directory).
+    #[arg(long, env = "REPLICAD_STORE", value_parser = crate::config::parse_store)]
+    pub store: Option<String>,
 }

@@ -334,7 +334,7 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
 }
 
 /// A `--store` value: a `postgres://` (or `postgresql://`) URL.
-fn parse_store(url: &str) -> Result<String, String> {
+pub fn parse_store(url: &str) -> Result<String, String> {
     match url.starts_with("postgres://") || url.starts_with("postgresql://") {
         true => Ok(url.to_string()),
         false => Err("expected a PostgreSQL URL, postgres://user:password@host:port/database".into()),

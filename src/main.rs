@@ -45,15 +45,15 @@ async fn run(command: Command) -> Result<(), String> {
     match command {
         Command::Serve(config) => replicad::serve_until_signal(*config).await,
         Command::Invites { command: InvitesCommand::Create { dir, expires_in } } => {
-            println!("{}", admin::create_invite(&dir.data_dir, expires_in).await?);
+            println!("{}", admin::create_invite(&dir, expires_in).await?);
             Ok(())
         }
         Command::Reindex(dir) => {
-            eprintln!("reindexed {} chunks", admin::reindex(&dir.data_dir).await?);
+            eprintln!("reindexed {} chunks", admin::reindex(&dir).await?);
             Ok(())
         }
         Command::Backup { dir, to, secrets_key_file } => {
-            let summary = admin::backup(&dir.data_dir, secrets_key_file.as_deref(), &to, &mut progress_lines()).await?;
+            let summary = admin::backup(&dir, secrets_key_file.as_deref(), &to, &mut progress_lines()).await?;
             let mib = summary.bytes as f64 / 1_048_576.0;
             eprintln!(
                 "backup: {} records, {mib:.1} MiB written to {} in {:.1} s",
@@ -65,6 +65,11 @@ async fn run(command: Command) -> Result<(), String> {
             Ok(())
         }
         Command::Restore { from, dir, secrets_key_file } => {
+            if dir.store.is_some() {
+                return Err("restore writes a redb store from a replicad backup; a PostgreSQL store is \
+                            restored with pg_restore (then `replicad reindex` rebuilds the search index)"
+                    .into());
+            }
             let restored = restore::restore(&from, &dir.data_dir, secrets_key_file.as_deref()).await?;
             eprintln!(
                 "restore: {} records and {} indexed chunks in {}",
@@ -78,7 +83,7 @@ async fn run(command: Command) -> Result<(), String> {
         Command::Orgs { command } => replicad::orgs_cli::run(command).await,
         Command::ExtractSandboxed { .. } => Err("extract-sandboxed runs before the runtime".into()),
         Command::Check(dir) => {
-            let report = admin::check(&dir.data_dir).await?;
+            let report = admin::check(&dir).await?;
             println!("{}", serde_json::to_string(&report).map_err(|e| e.to_string())?);
             if report.ok {
                 Ok(())

@@ -1,7 +1,6 @@
 //! `replicad orgs list|set-quota`: through a running server's admin socket, or on the store
 //! itself when no server holds it.
 
-use std::path::Path;
 
 use serde_json::Value;
 
@@ -11,13 +10,14 @@ use crate::cli::OrgsCommand;
 use crate::config::Config;
 use crate::service::quotas::{self, OrgUsage};
 use crate::store::records::Quota;
-use crate::store::{now_ms, Store};
+use crate::cli::DataDir;
+use crate::store::now_ms;
 
 /// Runs an `orgs` subcommand; the text of an error is for the operator.
 pub async fn run(command: OrgsCommand) -> Result<(), String> {
     match command {
         OrgsCommand::List { dir, json } => {
-            let orgs = list(&dir.data_dir).await?;
+            let orgs = list(&dir).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&orgs).map_err(|e| e.to_string())?);
             } else {
@@ -39,7 +39,7 @@ pub async fn run(command: OrgsCommand) -> Result<(), String> {
                 Some(Answer::Quota { quota }) => quota,
                 Some(other) => return Err(format!("unexpected answer from the server: {other:?}")),
                 None => {
-                    let store = Store::open(&dir.data_dir).map_err(|e| e.to_string())?;
+                    let store = crate::admin::open_store(&dir)?;
                     quotas::set(&store, org, quota).await.map_err(|e| e.to_string())?
                 }
             };
@@ -49,12 +49,13 @@ pub async fn run(command: OrgsCommand) -> Result<(), String> {
     }
 }
 
-async fn list(data_dir: &Path) -> Result<Vec<Value>, String> {
+async fn list(dir: &DataDir) -> Result<Vec<Value>, String> {
+    let data_dir = &dir.data_dir;
     let orgs: Vec<OrgUsage> = match admin::request(data_dir, &Request::Orgs).await? {
         Some(Answer::Orgs { orgs }) => orgs,
         Some(other) => return Err(format!("unexpected answer from the server: {other:?}")),
         None => {
-            let store = Store::open(data_dir).map_err(|e| e.to_string())?;
+            let store = crate::admin::open_store(dir)?;
             let defaults = Config::new(data_dir.to_path_buf()).quota_defaults();
             quotas::list(&store, defaults, now_ms()).await.map_err(|e| e.to_string())?
         }
