@@ -395,7 +395,8 @@ use redb::{Database, TableDefinition};
             [alone(1), row(2, false), row(3, false), row(4, true), row(5, false), alone(6), row(7, false)]
                 .into_iter()
                 .unzip();
-        assert!(!apply_batch(&db, jobs, &CommitState::default()), "a write's own error is not the store's");
+        let begin = &mut || crate::store::kv::begin_write(&db);
+        assert!(!apply_batch(begin, &|| (), jobs, &CommitState::default()), "a write's own error is not the store's");
 
         let answers: Vec<Result<u64>> = receivers.into_iter().map(|rx| rx.blocking_recv().unwrap()).collect();
         for (answer, key) in answers.iter().zip(1..) {

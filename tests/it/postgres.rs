@@ -11,6 +11,8 @@ use std::ops::Bound;
 use std::thread;
 
 use postgres::{Client, NoTls};
+
+use crate::common::pg::fresh_database;
 use redb::{Database, TableDefinition};
 use replicad::error::Result;
 use replicad::store::kv::{self, AccessGuard, ReadTransaction, ReadableTable, WriteTransaction};
@@ -19,26 +21,6 @@ use replicad::store::pg::{PgTables, SCHEMA_VERSION};
 const NAMED: TableDefinition<(u128, &str), u64> = TableDefinition::new("t_named");
 const BLOBS: TableDefinition<u128, &[u8]> = TableDefinition::new("t_blobs");
 const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("t_counters");
-
-/// The server of `.ci/install-postgres`; fails (never skips) without it.
-fn server_url() -> String {
-    std::env::var("REPLICAD_TEST_POSTGRES").unwrap_or_else(|_| {
-        panic!(
-            "REPLICAD_TEST_POSTGRES is not set: run `eval \"$(bash .ci/install-postgres)\"` \
-             (bash .ci/run does) and run the tests again"
-        )
-    })
-}
-
-/// A new, empty database on the test server; its URL.
-fn fresh_database() -> String {
-    let url = server_url();
-    let name = format!("t_{}", uuid::Uuid::new_v4().simple());
-    let mut admin = Client::connect(&url, NoTls).expect("the test server answers");
-    admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-    let (base, _) = url.rsplit_once('/').unwrap();
-    format!("{base}/{name}")
-}
 
 /// A small deterministic generator (xorshift64*).
 struct Rng(u64);

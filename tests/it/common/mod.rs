@@ -15,6 +15,7 @@ pub mod channels;
 pub mod contract;
 pub mod fake_llm;
 pub mod messenger_b_api;
+pub mod pg;
 pub mod sse;
 
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
@@ -36,11 +37,39 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 /// A temporary directory holding a server's state (`data/`) and its log (`server.log`).
 pub struct DataDir {
     root: TempDir,
+    /// The PostgreSQL database of its tables (`--store`), when this run uses one
+    /// ([`pg::store_for_new_dir`]).
+    store: Option<String>,
 }
 
 impl DataDir {
+    /// A fresh directory, its tables on this run's engine ([`pg::store_for_new_dir`]).
     pub fn new() -> DataDir {
-        DataDir { root: tempfile::Builder::new().prefix("replicad-it-").tempdir().expect("temp dir") }
+        DataDir::with_store(pg::store_for_new_dir())
+    }
+
+    /// A fresh directory keeping its tables in the redb file, whatever this run's engine: for
+    /// what only the redb file has (its disk-full handling, its backup, its repair after a
+    /// crash).
+    pub fn redb() -> DataDir {
+        DataDir::with_store(None)
+    }
+
+    fn with_store(store: Option<String>) -> DataDir {
+        DataDir { root: tempfile::Builder::new().prefix("replicad-it-").tempdir().expect("temp dir"), store }
+    }
+
+    /// Points `cmd` (a command of the binary on this directory) at the directory's tables.
+    pub fn apply_store(&self, cmd: &mut Command) {
+        match &self.store {
+            Some(url) => cmd.env("REPLICAD_STORE", url),
+            None => cmd.env_remove("REPLICAD_STORE"),
+        };
+    }
+
+    /// Whether the tables are in PostgreSQL.
+    pub fn on_postgres(&self) -> bool {
+        self.store.is_some()
     }
 
     /// The directory given to `--data-dir`.
@@ -72,6 +101,7 @@ impl DataDir {
     pub fn cli(&self, args: &[&str]) -> Output {
         let mut cmd = Command::new(BIN);
         cmd.args(args).arg("--data-dir").arg(self.path());
+        self.apply_store(&mut cmd);
         run(cmd)
     }
 
@@ -138,6 +168,7 @@ impl Server {
     pub fn spawn(mut cmd: Command, dir: DataDir, extra: &[&str]) -> Server {
         std::fs::create_dir_all(dir.path()).expect("data dir");
         let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.log_path()).expect("log file");
+        dir.apply_store(&mut cmd);
         cmd.args(extra)
             .env("REPLICAD_LOG", "info")
             .env("NO_COLOR", "1")
