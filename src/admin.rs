@@ -26,7 +26,7 @@ use tokio::net::{UnixListener, UnixStream};
 
 use crate::app::App;
 use crate::backup;
-use crate::cli::DataDir;
+use crate::config::DataDir;
 use crate::search::check::Report;
 use crate::search::{self, Search};
 use crate::secrets::key_path;

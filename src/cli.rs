@@ -135,14 +135,4 @@ pub enum InvitesCommand {
     },
 }
 
-/// The data directory flag shared by admin commands.
-#[derive(clap::Args, Debug, Clone)]
-pub struct DataDir {
-    /// Directory of the runtime state.
-    #[arg(long, env = "REPLICAD_DATA_DIR", default_value = "replicad-data")]
-    pub data_dir: PathBuf,
-    /// The PostgreSQL database holding the tables, as `serve --store` (unset: the redb file
-    /// in the data directory).
-    #[arg(long, env = "REPLICAD_STORE", value_parser = crate::config::parse_store)]
-    pub store: Option<String>,
-}
+pub use crate::config::DataDir;

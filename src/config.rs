@@ -333,6 +333,18 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
     n.checked_mul(mult).filter(|v| *v > 0).ok_or_else(|| format!("{s:?} is out of range"))
 }
 
+/// The data directory flag shared by admin commands.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DataDir {
+    /// Directory of the runtime state.
+    #[arg(long, env = "REPLICAD_DATA_DIR", default_value = "replicad-data")]
+    pub data_dir: PathBuf,
+    /// The PostgreSQL database holding the tables, as `serve --store` (unset: the redb file
+    /// in the data directory).
+    #[arg(long, env = "REPLICAD_STORE", value_parser = parse_store)]
+    pub store: Option<String>,
+}
+
 /// A `--store` value: a `postgres://` (or `postgresql://`) URL.
 pub fn parse_store(url: &str) -> Result<String, String> {
     match url.starts_with("postgres://") || url.starts_with("postgresql://") {

@@ -10,7 +10,7 @@ use crate::cli::OrgsCommand;
 use crate::config::Config;
 use crate::service::quotas::{self, OrgUsage};
 use crate::store::records::Quota;
-use crate::cli::DataDir;
+use crate::config::DataDir;
 use crate::store::now_ms;
 
 /// Runs an `orgs` subcommand; the text of an error is for the operator.

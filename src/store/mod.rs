@@ -73,6 +73,8 @@ pub struct Store {
     pub commits: Arc<CommitState>,
     /// The uploaded files, kept beside the store's file ([`files`]).
     pub files: Arc<files::Files>,
+    /// The exclusive lock on the data directory's [`NODE_LOCK`].
+    _node: Arc<std::fs::File>,
 }
 
 /// The engine holding the tables ([`kv`]).
@@ -161,6 +163,33 @@ impl Drop for Closing {
 /// Databases open in this process, and a signal when one closes.
 static OPEN: (std::sync::Mutex<usize>, std::sync::Condvar) = (std::sync::Mutex::new(0), std::sync::Condvar::new());
 
+/// File in the data directory that the process using it holds an exclusive lock on.
+pub const NODE_LOCK: &str = "node.lock";
+
+/// Takes the exclusive lock on `data_dir`'s [`NODE_LOCK`]; [`OpenError::InUse`] when another
+/// process holds it.
+fn lock_node(data_dir: &Path) -> Result<std::fs::File, OpenError> {
+    let path = data_dir.join(NODE_LOCK);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| OpenError::Other(format!("{}: {e}", path.display())))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(OpenError::InUse(data_dir.display().to_string())),
+        Err(std::fs::TryLockError::Error(e)) => Err(OpenError::Other(format!("{}: {e}", path.display()))),
+    }
+}
+
+/// Logs how many uploaded files no record named (a crash left them) and were removed at open.
+fn report_swept(swept: usize) {
+    if swept > 0 {
+        tracing::info!(files = swept, "removed uploaded files that no record names (left by a crash)");
+    }
+}
+
 /// An error that keeps the store from opening, as [`OpenError::Other`].
 fn other(e: Error) -> OpenError {
     OpenError::Other(e.to_string())
@@ -186,8 +215,13 @@ impl Store {
 
     /// [`Store::open`] refusing writes (507) while fewer than `min_free` bytes are free on the
     /// data directory's filesystem (`--min-free-space`).
+    ///
+    /// The data directory is one process's: a second process that opens it (on either engine)
+    /// is refused ([`OpenError::InUse`]) by an exclusive lock on [`NODE_LOCK`], held as long as
+    /// the store.
     pub fn open_with(data_dir: &Path, min_free: u64) -> Result<Store, OpenError> {
         private::private_dir(data_dir).map_err(|e| OpenError::Other(format!("{}: {e}", data_dir.display())))?;
+        let lock = lock_node(data_dir)?;
         let path = data_dir.join(DB_FILE);
         let space = Arc::new(file::Space::new(data_dir, min_free));
         let handle = match handle::Handle::open(path.clone(), space.clone()) {
@@ -199,8 +233,8 @@ impl Store {
         let db = handle.for_write().map_err(other)?;
         migrate::run(&db, &files).map_err(other)?;
         drop(db);
-        let target = writer::Target::Redb(handle.clone());
-        Store::assemble(Engine::Redb(handle), space, files, target)
+        report_swept(files.sweep(|| handle.read(|snapshot| files::recorded_names(snapshot))).map_err(other)?);
+        Store::assemble(lock, Engine::Redb(handle.clone()), space, files, writer::Target::Redb(handle))
     }
 
     /// Opens the tables in the PostgreSQL database at `url` (`postgres://user@host:port/db`),
@@ -209,30 +243,38 @@ impl Store {
     /// reached, or its schema is newer than this build.
     pub fn open_postgres(data_dir: &Path, url: &str, min_free: u64) -> Result<Store, OpenError> {
         private::private_dir(data_dir).map_err(|e| OpenError::Other(format!("{}: {e}", data_dir.display())))?;
+        let lock = lock_node(data_dir)?;
         let space = Arc::new(file::Space::new(data_dir, min_free));
         let files = files::Files::open(data_dir, space.clone()).map_err(|e| OpenError::Other(e.to_string()))?;
-        let pool = pg::PgPool::connect(url).map_err(other)?;
-        let target = writer::Target::Pg(pool.dedicated().map_err(other)?);
-        Store::assemble(Engine::Pg(pool), space, files, target)
+        // On a thread of its own: the synchronous client runs a runtime of its own, which cannot
+        // start on a thread of the server's.
+        let connect = || -> Result<_> {
+            let pool = pg::PgPool::connect(url)?;
+            let writer = pool.dedicated()?;
+            let swept = files.sweep(|| pool.read(|txn| files::recorded_names(&Snapshot::of(txn))))?;
+            Ok((pool, writer, swept))
+        };
+        let (pool, writer, swept) = std::thread::scope(|s| s.spawn(connect).join())
+            .map_err(|_| OpenError::Other("connecting to PostgreSQL panicked".into()))?
+            .map_err(other)?;
+        report_swept(swept);
+        Store::assemble(lock, Engine::Pg(pool), space, files, writer::Target::Pg(writer))
     }
 
-    /// The store over `engine`, once its files no record names are removed, with its writer
-    /// committing to `target`.
+    /// The store over `engine`, with its writer committing to `target`, holding `lock`.
     fn assemble(
+        lock: std::fs::File,
         engine: Engine,
         space: Arc<file::Space>,
         files: Arc<files::Files>,
         target: writer::Target,
     ) -> Result<Store, OpenError> {
-        let swept = files.sweep(|| engine.read(|snapshot| files::recorded_names(snapshot))).map_err(other)?;
-        if swept > 0 {
-            tracing::info!(files = swept, "removed uploaded files that no record names (left by a crash)");
-        }
         let outbox_notify = Arc::new(tokio::sync::Notify::new());
         let jobs_notify = Arc::new(tokio::sync::Notify::new());
         let commits = Arc::new(CommitState::default());
         let writer = writer::spawn(target, commits.clone());
-        Ok(Store { engine: Arc::new(engine), space, writer, outbox_notify, jobs_notify, commits, files })
+        let engine = Arc::new(engine);
+        Ok(Store { engine, space, writer, outbox_notify, jobs_notify, commits, files, _node: Arc::new(lock) })
     }
 
     /// A number that changes at every commit and is never seen twice in the process: a read

@@ -176,6 +176,16 @@ pub struct PgPool {
     idle: Mutex<Vec<PgTables>>,
 }
 
+impl Drop for PgPool {
+    /// Closes the idle connections on a thread of its own: the synchronous client closes a
+    /// connection by running a runtime of its own, which cannot start on a runtime's thread
+    /// (where the last `Store` is often dropped).
+    fn drop(&mut self) {
+        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        let _ = std::thread::spawn(move || drop(idle)).join();
+    }
+}
+
 /// Most idle connections a [`PgPool`] keeps.
 const MAX_IDLE: usize = 32;
 

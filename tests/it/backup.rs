@@ -1,5 +1,8 @@
 //! Online backup and restore: `replicad backup` while writes go on, then
 //! `replicad restore` into a fresh directory and a server on it.
+//!
+//! The backup copies the redb file, so these servers keep their tables in it whatever the run's
+//! engine (a PostgreSQL store is backed up with `pg_dump`).
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -50,7 +53,7 @@ fn cli(args: &[&str]) -> std::process::Output {
 
 #[tokio::test]
 async fn a_backup_taken_under_write_load_restores_every_acknowledged_record() {
-    let server = Server::start();
+    let server = Server::start_in(DataDir::redb(), &[]);
     let org = server.new_org("Backup").await;
     let replica = org.create_replica("b").await;
     let text = org.add_ready_text(&replica, "Zorblax", crate::common::ZORBLAX).await;
@@ -66,7 +69,7 @@ async fn a_backup_taken_under_write_load_restores_every_acknowledged_record() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let before_backup = acked.lock().unwrap().clone();
-    let archive = DataDir::new();
+    let archive = DataDir::redb();
     let to = archive.path().with_extension("tar.gz");
     let data = server.dir().path();
     let args: Vec<String> =
@@ -84,7 +87,7 @@ async fn a_backup_taken_under_write_load_restores_every_acknowledged_record() {
     }
     let original = all_history(&org, &replica).await;
 
-    let restored_dir = DataDir::new();
+    let restored_dir = DataDir::redb();
     let dir = restored_dir.path();
     let out = cli(&["restore", "--from", to.to_str().unwrap(), "--data-dir", dir.to_str().unwrap()]);
     assert!(out.status.success(), "restore failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -124,12 +127,12 @@ async fn a_backup_taken_under_write_load_restores_every_acknowledged_record() {
 
 #[tokio::test]
 async fn restore_refuses_a_non_empty_directory_and_a_file_that_is_no_backup() {
-    let server = Server::start();
+    let server = Server::start_in(DataDir::redb(), &[]);
     let archive = server.dir().path().join("backup.tar.gz");
     let out = server.dir().cli(&["backup", "--to", archive.to_str().unwrap()]);
     assert!(out.status.success(), "backup: {}", String::from_utf8_lossy(&out.stderr));
 
-    let occupied = DataDir::new();
+    let occupied = DataDir::redb();
     std::fs::create_dir_all(occupied.path()).unwrap();
     std::fs::write(occupied.path().join("keep.txt"), "mine").unwrap();
     let out = occupied.cli(&["restore", "--from", archive.to_str().unwrap()]);
@@ -139,7 +142,7 @@ async fn restore_refuses_a_non_empty_directory_and_a_file_that_is_no_backup() {
 
     let not_backup = server.dir().path().join("not-a-backup.tar.gz");
     std::fs::write(&not_backup, crate::common::gzip(b"hello")).unwrap();
-    let fresh = DataDir::new();
+    let fresh = DataDir::redb();
     let out = fresh.cli(&["restore", "--from", not_backup.to_str().unwrap()]);
     assert!(!out.status.success(), "{out:?}");
     assert!(!fresh.path().exists(), "a failed restore leaves no directory behind");

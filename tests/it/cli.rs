@@ -33,7 +33,8 @@ async fn the_data_dir_can_be_given_by_replicad_data_dir() {
 
 #[tokio::test]
 async fn serve_takes_its_data_dir_from_the_environment() {
-    let dir = DataDir::new();
+    // Finds the redb file in the directory.
+    let dir = DataDir::redb();
     let mut cmd = Command::new(BIN);
     cmd.args(["serve", "--listen", "127.0.0.1:0"]).env("REPLICAD_DATA_DIR", dir.path());
     let data = dir.path();

@@ -8,6 +8,9 @@
 //! `--min-free-space 0` the write that needs new space fails mid-transaction and the store is
 //! reopened. With `REPLICAD_TMPFS_TEST=1` (set by `.ci/run` where this machine can mount a
 //! tmpfs, as on the machines this project runs CI on) the same runs on a real 8 MiB tmpfs.
+//!
+//! The full disk is the redb file's, so these servers keep their tables in it whatever the
+//! run's engine.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -166,7 +169,7 @@ async fn check_and_find_everything(
 
 #[tokio::test]
 async fn a_full_disk_refuses_every_kind_of_write_with_507_keeps_reads_and_recovers() {
-    let server = Server::start_with(&["--test-faults"]);
+    let server = Server::start_in(DataDir::redb(), &["--test-faults"]);
     let org = server.new_org("Full").await;
     let replica = org.create_replica("main").await;
     let mut ack = Acknowledged::default();
@@ -206,7 +209,7 @@ async fn a_full_disk_refuses_every_kind_of_write_with_507_keeps_reads_and_recove
 #[tokio::test]
 async fn a_disk_that_fills_mid_write_answers_507_and_the_store_is_reopened() {
     let flags = ["--test-faults", "--min-free-space", "0"];
-    let server = Server::start_with(&flags);
+    let server = Server::start_in(DataDir::redb(), &flags);
     let org = server.new_org("Filling").await;
     let replica = org.create_replica("main").await;
     let mut ack = Acknowledged::default();
@@ -284,7 +287,7 @@ async fn on_a_small_tmpfs_writes_answer_507_until_space_returns() {
         return;
     }
     for reserve in ["1MiB", "0"] {
-        let dir = DataDir::new();
+        let dir = DataDir::redb();
         let mount = Tmpfs::mount(&dir.path(), "8m");
         let flags = ["--min-free-space", reserve];
         let server = Server::start_in(dir, &flags);

@@ -70,7 +70,8 @@ async fn a_fresh_server_is_alive_ready_and_healthy() {
 
 #[tokio::test]
 async fn a_store_that_cannot_be_written_makes_the_server_not_ready() {
-    let server = Server::start();
+    // Makes the redb file immutable.
+    let server = Server::start_in(crate::common::DataDir::redb(), &[]);
     let org = server.new_org("Readonly").await;
     wait_for(&server, "/readyz", StatusCode::OK).await;
     let _guard = Immutable::set(server.dir().path().join("replicad.redb"));

@@ -222,7 +222,8 @@ async fn vectors_survive_kill_9_reindex_and_backup_without_being_computed_again(
     let standin = StandIn::start(vec![], Script::Vectors).await;
     let files = tempfile::tempdir().unwrap();
     let flags = standin_flags(files.path(), &standin);
-    let server = Server::start_with(&strs(&flags));
+    // Takes a backup, which copies the redb file.
+    let server = Server::start_in(DataDir::redb(), &strs(&flags));
     let (org, replica) = replica_with(&server, "Durable", &[("Felines", FELINES), ("Automobiles", ENGINES)]).await;
     let embedded = passages_embedded(&standin);
     assert_eq!(embedded, 4, "one passage per chunk and one per sentence (each text has one)");

@@ -187,7 +187,8 @@ async fn a_restart_in_the_middle_neither_loses_nor_repeats_a_message() {
 async fn a_revoked_token_shows_in_the_state_and_tokens_stay_secret() {
     let api = BotApi::start().await;
     api.add_bot(TOKEN, BOT_ID, "docs_bot");
-    let server = start(&api, &[]);
+    // Reads the redb file to show the token is not in it.
+    let server = start_in(&api, DataDir::redb(), &[]);
     let org = server.new_org("Revoked").await;
     let replica = reactor(&org, None).await;
 

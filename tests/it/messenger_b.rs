@@ -167,7 +167,8 @@ async fn the_bot_resumes_after_a_gateway_reconnect() {
 async fn bad_and_revoked_tokens_show_and_the_integration_filter_works() {
     let api = MessengerBApi::start().await;
     api.add_bot(TOKEN, BOT_ID, "docs_bot");
-    let server = start(&api, &[]);
+    // Reads the redb file to show the token is not in it.
+    let server = channels::start_with(api.flags(), DataDir::redb(), &[]);
     let org = server.new_org("RevokedB").await;
     let replica = reactor(&org, None).await;
     let path = format!("/v1/replicas/{replica}/integrations/messengerB");

@@ -19,7 +19,8 @@ async fn count(server: &Server, outcome: &str) -> f64 {
 
 #[tokio::test]
 async fn kept_answers_show_every_acknowledged_write_and_only_to_their_caller() {
-    let server = Server::start_with(&["--metrics-token", TOKEN]);
+    // Counts cache hits: the read cache keeps answers on redb only (`Store::commit_generation`).
+    let server = Server::start_in(crate::common::DataDir::redb(), &["--metrics-token", TOKEN]);
     let org = server.new_org("Cache").await;
     let other = server.new_org("Other").await;
     let replica = org.create_replica("cached").await;

@@ -14,8 +14,13 @@ pub fn server_url() -> String {
     })
 }
 
-/// A new, empty database on the test server; its URL.
+/// A new, empty database on the test server; its URL. (On a thread of its own: the
+/// synchronous client runs a runtime of its own, which cannot start inside a test's.)
 pub fn fresh_database() -> String {
+    std::thread::spawn(create_database).join().expect("creating a test database")
+}
+
+fn create_database() -> String {
     let url = server_url();
     let name = format!("t_{}", uuid::Uuid::new_v4().simple());
     let mut admin = Client::connect(&url, NoTls).expect("the test server answers");
