@@ -241,7 +241,7 @@ async fn vectors_survive_kill_9_reindex_and_backup_without_being_computed_again(
     let archive = files.path().join("backup.tar.gz");
     let out = server.dir().cli(&["backup", "--to", archive.to_str().unwrap()]);
     assert!(out.status.success(), "backup: {}", String::from_utf8_lossy(&out.stderr));
-    let restored = DataDir::new();
+    let restored = DataDir::redb();
     let out = restored.cli(&["restore", "--from", archive.to_str().unwrap()]);
     assert!(out.status.success(), "restore: {}", String::from_utf8_lossy(&out.stderr));
     let again = Server::start_in(restored, &strs(&flags));
