@@ -39,6 +39,7 @@ mod messenger_a;
 mod messenger_b;
 mod metrics;
 mod model_hub;
+mod nodes;
 mod openapi;
 mod postgres;
 mod quotas;

@@ -55,6 +55,12 @@ impl DataDir {
         DataDir::with_store(None)
     }
 
+    /// A fresh directory of a node whose tables are in the PostgreSQL database `url` (several
+    /// nodes may share one).
+    pub fn on_store(url: &str) -> DataDir {
+        DataDir::with_store(Some(url.to_string()))
+    }
+
     fn with_store(store: Option<String>) -> DataDir {
         DataDir { root: tempfile::Builder::new().prefix("replicad-it-").tempdir().expect("temp dir"), store }
     }
