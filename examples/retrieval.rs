@@ -44,11 +44,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use labelled::root;
-use replicad::store::kv::ReadableTable as _;
 use replicad::search::fusion::Fusion;
 use replicad::search::{indexer, Scoring, Search};
 use replicad::service::chat;
 use replicad::service::knowledge::{self, Limits, NewEntry};
+use replicad::store::kv::ReadableTable as _;
 use replicad::store::{self, records::Chunk, tables, Store};
 use serde_json::Value;
 use uuid::Uuid;

@@ -1,17 +1,16 @@
 //! `replicad orgs list|set-quota`: through a running server's admin socket, or on the store
 //! itself when no server holds it.
 
-
 use serde_json::Value;
 
 use crate::admin::{self, Answer, Request};
 
 use crate::cli::OrgsCommand;
 use crate::config::Config;
-use crate::service::quotas::{self, OrgUsage};
-use crate::store::records::Quota;
 use crate::config::DataDir;
+use crate::service::quotas::{self, OrgUsage};
 use crate::store::now_ms;
+use crate::store::records::Quota;
 
 /// Runs an `orgs` subcommand; the text of an error is for the operator.
 pub async fn run(command: OrgsCommand) -> Result<(), String> {

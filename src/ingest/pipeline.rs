@@ -17,7 +17,6 @@
 //! extraction sandbox (`super::sandbox`). A `website` entry with `autoRefresh` keeps its job: it
 //! is fetched again every `--kb-refresh-interval`, and re-processed only when its text changed.
 
-
 use super::content::{self, Naming, PreparedText};
 use super::extract::Extracted;
 use super::fetch::{FetchError, Fetcher};

@@ -127,7 +127,11 @@ impl Scheduler {
 
 /// The due jobs not in `running`, with their organizations, and when the first job not yet
 /// due is due (ms since the epoch).
-fn due_jobs(txn: &crate::store::kv::ReadTransaction, now: i64, running: &HashSet<u64>) -> Result<(Vec<Due>, Option<i64>)> {
+fn due_jobs(
+    txn: &crate::store::kv::ReadTransaction,
+    now: i64,
+    running: &HashSet<u64>,
+) -> Result<(Vec<Due>, Option<i64>)> {
     let (jobs, entries) = (txn.open_table(tables::KBID_JOB)?, txn.open_table(tables::KBID_ENTRY)?);
     let (mut due, mut next) = (Vec::new(), None::<i64>);
     for row in jobs.iter()? {

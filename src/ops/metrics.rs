@@ -21,11 +21,11 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use crate::store::kv::ReadableTable;
 use bytes::Bytes;
 use http_body_util::Full;
 use metrics::gauge;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use crate::store::kv::ReadableTable;
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 

@@ -44,6 +44,10 @@ use crate::store::{self, current_seq, tables, Sequence, Store};
 /// Most outbox rows applied in one index commit.
 const BATCH: usize = 512;
 
+/// How often the indexer looks at a store that other nodes write too (PostgreSQL) for outbox
+/// rows they appended: their commits wake no task of this process.
+const SHARED_POLL: Duration = Duration::from_millis(250);
+
 /// How far the index is behind the store's outbox, as the indexer task last saw it
 /// (readiness and metrics read it; see `ops::health`).
 pub struct Progress {
@@ -150,6 +154,7 @@ impl Search {
         let g = self.current();
         g.with_writer(|w| g.commit(w, seq))?;
         g.reload()?;
+        self.set_applied(seq);
         Ok(())
     }
 
@@ -198,6 +203,7 @@ impl Search {
         if let Err(e) = std::fs::remove_dir_all(&old_dir) {
             tracing::warn!(error = %e, dir = %old_dir.display(), "could not remove the old index generation");
         }
+        self.set_applied(seq);
         Ok(())
     }
 }
@@ -241,12 +247,15 @@ fn queue_incomplete(search: &Search, changes: &[Change]) {
 /// Applies up to one batch of outbox rows; returns how many rows it applied.
 pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize> {
     let embedders = search.embedders.clone();
+    // On redb every row not yet applied is still in the outbox (applied rows are removed); on
+    // a shared store the rows stay for the other nodes, and this node reads past its position.
+    let after = if store.is_shared() { search.applied_seq() } else { 0 };
     let (seqs, changes) = store
         .read_scan(move |txn| {
             let outbox = txn.open_table(tables::SEQ_KBOUTBOX)?;
             let mut seqs = Vec::new();
             let mut entries: Vec<u64> = Vec::new();
-            for row in outbox.iter()?.take(BATCH) {
+            for row in outbox.range(after + 1..)?.take(BATCH) {
                 let (seq, v) = row?;
                 seqs.push(seq.value());
                 let entry = v.value().0;
@@ -271,11 +280,14 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
     search.vectors.apply(vector_updates(&changes));
     queue_incomplete(search, &changes);
     let n = seqs.len();
+    let shared = store.is_shared();
     store
         .write(move |txn| {
-            let mut outbox = txn.open_table(tables::SEQ_KBOUTBOX)?;
-            for s in &seqs {
-                outbox.remove(s)?;
+            if !shared {
+                let mut outbox = txn.open_table(tables::SEQ_KBOUTBOX)?;
+                for s in &seqs {
+                    outbox.remove(s)?;
+                }
             }
             kb::mark_indexed_in(txn, &indexed, KbStatus::Ready)
         })
@@ -294,9 +306,12 @@ pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<u
     search.vectors.apply(vector_updates(&all));
     queue_incomplete(search, &all);
     let ready = indexed_revisions(&all);
+    let shared = store.is_shared();
     store
         .write(move |txn| {
-            txn.open_table(tables::SEQ_KBOUTBOX)?.retain_in(0..=seq, |_, _| false)?;
+            if !shared {
+                txn.open_table(tables::SEQ_KBOUTBOX)?.retain_in(0..=seq, |_, _| false)?;
+            }
             kb::mark_indexed_in(txn, &ready, KbStatus::Ready)
         })
         .await?;
@@ -357,6 +372,11 @@ pub fn spawn(
     mut stop: crate::stop::Stop,
 ) -> mpsc::Sender<RebuildRequest> {
     let (tx, mut rx) = mpsc::channel::<RebuildRequest>(4);
+    if store.is_shared() {
+        // The batch of the last commit may have been applied to the index but not marked
+        // `READY` (a crash in between); applying it again marks it.
+        search.rewind(BATCH as u64);
+    }
     tokio::spawn(async move {
         if rebuild_first {
             match rebuild_from_store(&store, &search).await {
@@ -394,6 +414,7 @@ pub fn spawn(
                     None => break,
                 },
                 _ = stop.wait() => break,
+                _ = tokio::time::sleep(SHARED_POLL), if store.is_shared() => {}
                 _ = tokio::time::sleep(super::WRITER_IDLE), if search.writer_open() => {
                     let s = search.clone();
                     match tokio::task::spawn_blocking(move || s.close_writer()).await {

@@ -139,6 +139,8 @@ pub struct Search {
     /// Vectors of recent questions, by `(model, question)`: a question asked again (a
     /// suggested question, a retried one) is not embedded again.
     query_vectors: Mutex<lru::LruCache<QueryKey, Arc<[f32]>>>,
+    /// The last outbox seq the searchers see (the current commit's payload).
+    applied: tokio::sync::watch::Sender<u64>,
 }
 
 /// `(model id, question)`.
@@ -340,8 +342,32 @@ impl Search {
             query_vectors: Mutex::new(lru::LruCache::new(
                 std::num::NonZeroUsize::new(QUERY_VECTORS).unwrap_or(std::num::NonZeroUsize::MIN),
             )),
+            applied: tokio::sync::watch::Sender::new(seq.unwrap_or(0)),
         };
         Ok((search, seq))
+    }
+
+    /// The last outbox seq whose change the searchers see.
+    pub fn applied_seq(&self) -> u64 {
+        *self.applied.borrow()
+    }
+
+    /// Waits until the searchers see every outbox row up to `seq`, at most `timeout`; whether
+    /// they do.
+    pub async fn wait_applied(&self, seq: u64, timeout: std::time::Duration) -> bool {
+        let mut rx = self.applied.subscribe();
+        let waited = tokio::time::timeout(timeout, rx.wait_for(|applied| *applied >= seq)).await;
+        matches!(waited, Ok(Ok(_)))
+    }
+
+    /// Moves the outbox position back by `rows` (the indexer applies them again: idempotent).
+    pub fn rewind(&self, rows: u64) {
+        self.applied.send_modify(|seq| *seq = seq.saturating_sub(rows));
+    }
+
+    /// Records that the searchers now see the outbox up to `seq`.
+    fn set_applied(&self, seq: u64) {
+        self.applied.send_replace(seq);
     }
 
     /// This search with the embedding models `embedders` (hybrid retrieval: BM25 and vectors).

@@ -156,11 +156,34 @@ pub async fn retrieve(
     top: usize,
     how: Fusion,
 ) -> Result<Vec<Retrieved>> {
+    catch_up(store, search).await?;
     let (found, collapsed) = retrieve_from(store, search, (replica, model, how), query, top, top).await?;
     if collapsed == 0 {
         return Ok(found);
     }
     Ok(retrieve_from(store, search, (replica, model, how), query, top * 2, top).await?.0)
+}
+
+/// Longest a retrieval waits for this node's index to apply what other nodes wrote.
+const CATCH_UP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// On a store other nodes write too (PostgreSQL), waits until this node's index has applied
+/// every knowledge-base change committed before the question (the outbox's last seq), at most
+/// [`CATCH_UP_WAIT`]: an entry another node reported `READY` is then searchable here too. On
+/// redb the index is this process's own and `READY` already means searchable here.
+async fn catch_up(store: &Store, search: &Search) -> Result<()> {
+    if !store.is_shared() {
+        return Ok(());
+    }
+    let head = store.read(|txn| store::current_seq(&*txn.table(tables::SEQUENCES)?, store::Sequence::Outbox)).await?;
+    if search.applied_seq() >= head {
+        return Ok(());
+    }
+    store.outbox_notify.notify_one();
+    if !search.wait_applied(head, CATCH_UP_WAIT).await {
+        tracing::warn!(head, applied = search.applied_seq(), "the search index is behind the store; answering from it");
+    }
+    Ok(())
 }
 
 /// Up to `top` distinct chunks among the best `hits` of the index, and how many hits were

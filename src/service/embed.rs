@@ -24,8 +24,8 @@
 //!   [`Pool::Visitors`], never in the organization's quota. The request limits are the
 //!   handlers' (`api::embed::Limits`).
 
-use hmac::{Hmac, Mac};
 use crate::store::kv::{ReadableTable, WriteTransaction};
+use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use uuid::Uuid;
 

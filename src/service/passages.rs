@@ -79,8 +79,8 @@ pub fn delete_all_in(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Store;
     use crate::store::kv::ReadableTable;
+    use crate::store::Store;
 
     fn source(content: &str) -> SourceRef {
         SourceRef { id: 1, score: 2.0, created_at: 3, name: "Doc › Part".into(), content: content.into() }

@@ -404,7 +404,12 @@ type Ids<'a> = Box<dyn Iterator<Item = Result<u128>> + 'a>;
 
 /// The replica ids of `org` in the order `sort` (`None`/unknown: creation), from the end when
 /// `reverse`.
-fn ordered_ids(txn: &crate::store::kv::ReadTransaction, org: Uuid, sort: Option<&str>, reverse: bool) -> Result<Ids<'static>> {
+fn ordered_ids(
+    txn: &crate::store::kv::ReadTransaction,
+    org: Uuid,
+    sort: Option<&str>,
+    reverse: bool,
+) -> Result<Ids<'static>> {
     let o = k(org);
     let by = match sort {
         Some("name") => tables::REPLICA_SORT_NAME,

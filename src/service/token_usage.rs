@@ -1,8 +1,8 @@
 //! Token usage of chat completions per replica, user and month (the `usage` the upstream
 //! reported, or the estimate of [`crate::generate::prompt::estimate_tokens`]).
 
-use chrono::Datelike;
 use crate::store::kv::Table;
+use chrono::Datelike;
 use uuid::Uuid;
 
 use crate::error::Result;

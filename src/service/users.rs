@@ -108,7 +108,10 @@ pub async fn resolve(store: &Store, org: &Org, kind: IdType, id: &str) -> Result
 }
 
 /// The user an index row names (`row`: the row's user id), if any.
-fn user_at(txn: &crate::store::kv::ReadTransaction, row: Option<crate::store::kv::AccessGuard<'_, u128>>) -> Result<Option<User>> {
+fn user_at(
+    txn: &crate::store::kv::ReadTransaction,
+    row: Option<crate::store::kv::AccessGuard<'_, u128>>,
+) -> Result<Option<User>> {
     let Some(uid) = row.map(|v| v.value()) else { return Ok(None) };
     store::get::<u128, User, _>(&txn.open_table(tables::USERID_USER)?, uid)
 }

@@ -114,7 +114,10 @@ impl WriteTransaction {
 impl ReadTransaction {
     /// Opens table `def` for reading. Errors as redb's `open_table` (on redb a table never
     /// written is `TableDoesNotExist`; on PostgreSQL it is an empty table).
-    pub fn open_table<K: StoreKey, V: Value + 'static>(&self, def: TableDefinition<K, V>) -> Result<ReadOnlyTable<K, V>> {
+    pub fn open_table<K: StoreKey, V: Value + 'static>(
+        &self,
+        def: TableDefinition<K, V>,
+    ) -> Result<ReadOnlyTable<K, V>> {
         Ok(match self {
             ReadTransaction::Redb(txn) => ReadOnlyTable::Redb(txn.open_table(def)?),
             ReadTransaction::Pg(txn) => ReadOnlyTable::Pg(txn.table(def.name())),

@@ -320,7 +320,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use crate::store::kv::ReadableTable;
-use redb::TableHandle;
+    use redb::TableHandle;
     use uuid::Uuid;
 
     use super::*;
@@ -391,7 +391,12 @@ use redb::TableHandle;
         let recorded = crate::store::files::recorded(&read.open_table(tables::KBID_STOREDFILE).unwrap()).unwrap();
         let bytes: Vec<(u64, Vec<u8>)> = recorded.iter().map(|(id, s)| (*id, files.read(s).unwrap())).collect();
         assert_eq!(bytes, vec![(4, b"four".to_vec()), (9, vec![9u8; 100_000])]);
-        let names: Vec<String> = redb::ReadableDatabase::begin_read(&db).unwrap().list_tables().unwrap().map(|t| t.name().to_string()).collect();
+        let names: Vec<String> = redb::ReadableDatabase::begin_read(&db)
+            .unwrap()
+            .list_tables()
+            .unwrap()
+            .map(|t| t.name().to_string())
+            .collect();
         assert!(!names.iter().any(|n| n == FILE_V6.name()), "schema 6's table is dropped: {names:?}");
         let report = files.verify(&recorded).unwrap();
         assert_eq!((report.damaged_files.len(), report.unreferenced_files), (0, 0), "{report:?}");
@@ -512,7 +517,12 @@ use redb::TableHandle;
         assert_eq!(id((replica, "messengerB", "general:chat", "99", false)), Some(3));
         assert_eq!(channel.len().unwrap(), 3);
         let gone = [LINKED_USER_V4.name(), CHANNELMSG_MESSAGE_V4.name(), CHATKEY_CHAT_V4.name()];
-        let names: Vec<String> = redb::ReadableDatabase::begin_read(&db).unwrap().list_tables().unwrap().map(|t| t.name().to_string()).collect();
+        let names: Vec<String> = redb::ReadableDatabase::begin_read(&db)
+            .unwrap()
+            .list_tables()
+            .unwrap()
+            .map(|t| t.name().to_string())
+            .collect();
         assert!(gone.iter().all(|g| !names.iter().any(|n| n == g)), "schema 4's tables are dropped: {names:?}");
         let chats = read.open_table(tables::REPLICACHATKEY_CHAT).unwrap();
         assert_eq!(chats.get((replica, "web", "", user)).unwrap().unwrap().value(), 10);

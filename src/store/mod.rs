@@ -291,6 +291,12 @@ impl Store {
         }
     }
 
+    /// Whether other processes may write these tables too (PostgreSQL): their commits wake
+    /// nothing here, and rows that every node reads (the knowledge-base outbox) are kept.
+    pub fn is_shared(&self) -> bool {
+        matches!(*self.engine, Engine::Pg(_))
+    }
+
     /// The free-space check and fault switch of the data directory (`serve --test-faults`).
     pub fn space(&self) -> &file::Space {
         &self.space

@@ -43,7 +43,6 @@ const MAX_BACKOFF: Duration = Duration::from_millis(50);
 /// Key of the advisory lock held while the schema is created or migrated.
 const MIGRATION_LOCK: i64 = 0x7265_706c_6963_6164; // "replicad"
 
-
 /// Rows a range scan fetches first from one end; each further fetch from that end doubles, up
 /// to [`MAX_PAGE`] (a listing that takes 20 rows reads one small page; a full scan reads few).
 const FIRST_PAGE: i64 = 64;
@@ -61,6 +60,7 @@ type Types<K, V> = PhantomData<fn() -> (K, V)>;
 /// [`kv`]'s, the same the services use on redb.
 pub struct PgTables {
     conn: Arc<Mutex<Conn>>,
+    url: String,
 }
 
 /// The connection and the statements it prepared (each SQL text is prepared once per
@@ -115,7 +115,8 @@ impl PgTables {
     /// [`PgPool`]).
     fn open(url: &str) -> Result<PgTables> {
         let client = Client::connect(url, NoTls).map_err(Error::caused_by)?;
-        Ok(PgTables { conn: Arc::new(Mutex::new(Conn { client, statements: HashMap::new() })) })
+        let conn = Arc::new(Mutex::new(Conn { client, statements: HashMap::new() }));
+        Ok(PgTables { conn, url: url.to_string() })
     }
 
     /// Runs `f` in a `SERIALIZABLE` transaction and commits; runs it again from the start (up
@@ -146,7 +147,13 @@ impl PgTables {
 
     /// Begins a `SERIALIZABLE` transaction; the caller commits or aborts it
     /// ([`kv::WriteTransaction::commit`]), and runs it again when [`must_retry`] says so.
+    ///
+    /// A connection the server closed (a restart of PostgreSQL, a dropped link) is replaced by
+    /// a new one first, so a long-lived writer recovers by itself.
     pub fn begin_write(&mut self) -> Result<kv::WriteTransaction> {
+        if lock(&self.conn).client.is_closed() {
+            *self = PgTables::open(&self.url)?;
+        }
         lock(&self.conn).client.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE").map_err(Error::caused_by)?;
         Ok(kv::WriteTransaction::Pg(Txn { conn: self.conn.clone() }))
     }

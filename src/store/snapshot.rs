@@ -62,7 +62,12 @@ impl Snapshot {
     }
 
     fn begin(db: &Database, generation: u64) -> Result<Snapshot> {
-        Ok(Snapshot { txn: ReadTransaction::Redb(db.begin_read()?), generation, tables: Memo::default(), records: Memo::default() })
+        Ok(Snapshot {
+            txn: ReadTransaction::Redb(db.begin_read()?),
+            generation,
+            tables: Memo::default(),
+            records: Memo::default(),
+        })
     }
 
     /// Table `def`, opened once per snapshot and then shared by its reads. Errors as

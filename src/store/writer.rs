@@ -348,7 +348,7 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
 
     use crate::store::kv::{ReadableTable, Table};
-use redb::{Database, TableDefinition};
+    use redb::{Database, TableDefinition};
 
     use super::*;
 

@@ -150,7 +150,8 @@ fn long_ranges_are_read_from_both_ends_and_retained_as_on_redb() {
     let want = zigzag(&kv::begin_read(&redb).unwrap()).unwrap();
     assert_eq!(want.iter().filter(|k| **k != u64::MAX).count(), 2663, "the range holds 2663 keys");
     assert_eq!(pg.read(zigzag).unwrap(), want);
-    let retain = |txn: &WriteTransaction| txn.open_table(MANY)?.retain_in(100u64..7000, |k, v| k % 2 == 0 || v % 5 == 0);
+    let retain =
+        |txn: &WriteTransaction| txn.open_table(MANY)?.retain_in(100u64..7000, |k, v| k % 2 == 0 || v % 5 == 0);
     let w = kv::begin_write(&redb).unwrap();
     retain(&w).unwrap();
     w.commit().unwrap();
