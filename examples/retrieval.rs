@@ -348,7 +348,7 @@ async fn bench(min_chunks: u64, tenants: usize) {
 
 /// Chunks in the store.
 async fn chunks(kb: &Kb) -> u64 {
-    kb.store.read(|txn| Ok(txn.open_table(tables::KBCHUNK_CHUNK)?.len()?)).await.expect("count")
+    kb.store.read(|txn| txn.open_table(tables::KBCHUNK_CHUNK)?.len()).await.expect("count")
 }
 
 #[tokio::main]

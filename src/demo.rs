@@ -41,7 +41,7 @@ pub async fn ensure(app: &App) -> Result<()> {
         knowledge::create(&app.store, org.id, replica, NewEntry::text(text, Some("en")), Limits::UNLIMITED).await?;
     }
     let org_id = org.id;
-    app.store.write(move |txn| Ok(txn.open_table(tables::ONCE)?.insert("demo", k(org_id)).map(|_| ())?)).await?;
+    app.store.write(move |txn| txn.open_table(tables::ONCE)?.insert("demo", k(org_id)).map(|_| ())).await?;
     eprintln!(
         "\ndemo: organization {} created. Its API key (shown only now):\n\n    {key}\n\n\
          demo: replica {replica} (slug {SLUG}) with {} documents from {}\n",

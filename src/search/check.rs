@@ -95,7 +95,7 @@ pub async fn check(store: &Store, search: &Arc<Search>) -> Result<Report> {
             let entries = txn
                 .open_table(tables::KBID_ENTRY)?
                 .iter()?
-                .map(|r| r.map_err(Error::from).and_then(|(_, v)| store::codec::decode::<KbEntry>(v.value())))
+                .map(|r| r.and_then(|(_, v)| store::codec::decode::<KbEntry>(v.value())))
                 .collect::<Result<Vec<_>>>()?;
             let recorded = files::recorded(&txn.open_table(tables::KBID_STOREDFILE)?)?;
             let seq = current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?;

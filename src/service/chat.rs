@@ -361,13 +361,11 @@ async fn recent_turns(store: &Store, replica: Uuid, user: Uuid, source: &str) ->
             let newest_first = table
                 .range((k(replica), k(user), 0)..=(k(replica), k(user), u64::MAX))?
                 .rev()
-                .map_while(|row| {
-                    match row.map_err(Error::from).and_then(|(_, v)| codec::decode::<Message>(v.value())) {
-                        Ok(m) => Some(m),
-                        Err(e) => {
-                            failed = Some(e);
-                            None
-                        }
+                .map_while(|row| match row.and_then(|(_, v)| codec::decode::<Message>(v.value())) {
+                    Ok(m) => Some(m),
+                    Err(e) => {
+                        failed = Some(e);
+                        None
                     }
                 })
                 .filter(|m| m.source == source)

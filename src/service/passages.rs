@@ -127,7 +127,7 @@ mod tests {
         assert_eq!(keys, keys_again, "a text cited again has the same key");
         assert!(keys.iter().all(|&key| key != 0));
         assert_eq!((inline[0].content.as_str(), inline_keys.as_slice()), (collide.content.as_str(), &[0u64][..]));
-        let texts = store.read(move |snap| Ok(snap.table(tables::REPLICAPASSAGE_TEXT)?.len()?)).await.unwrap();
+        let texts = store.read(move |snap| snap.table(tables::REPLICAPASSAGE_TEXT)?.len()).await.unwrap();
         assert_eq!(texts, 3, "two texts once each, and the one put there first");
 
         let (m, cut) = (message(replica, stored, keys.clone()), message(replica, inline, inline_keys));
@@ -148,7 +148,7 @@ mod tests {
         let err = store.read(move |snap| fill(snap, &mut lost.clone())).await.unwrap_err();
         assert!(err.cause_text().unwrap_or(err.message).contains("not stored"));
         store.write(move |txn| delete_all_in(txn, replica)).await.unwrap();
-        let left = store.read(move |snap| Ok(snap.table(tables::REPLICAPASSAGE_TEXT)?.len()?)).await.unwrap();
+        let left = store.read(move |snap| snap.table(tables::REPLICAPASSAGE_TEXT)?.len()).await.unwrap();
         assert_eq!(left, 0);
     }
 }

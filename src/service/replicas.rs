@@ -416,13 +416,13 @@ fn ordered_ids(
         Some("popularity") => tables::REPLICA_SORT_POPULARITY,
         _ => {
             let rows = txn.open_table(tables::ORG_REPLICA)?.range((o, 0)..=(o, u128::MAX))?;
-            let ids = rows.map(|r| r.map(|(key, _)| key.value().1).map_err(Into::into));
+            let ids = rows.map(|r| r.map(|(key, _)| key.value().1));
             return Ok(if reverse { Box::new(ids.rev()) } else { Box::new(ids) });
         }
     };
     let (from, to): (&[u8], &[u8]) = (&[], &[0xff; 9]);
     let rows = txn.open_table(tables::ORG_REPLICAORDER)?.range((o, by, from, 0)..=(o, by, to, u128::MAX))?;
-    let ids = rows.map(|r| r.map(|(key, _)| key.value().3).map_err(Into::into));
+    let ids = rows.map(|r| r.map(|(key, _)| key.value().3));
     Ok(if reverse { Box::new(ids.rev()) } else { Box::new(ids) })
 }
 

@@ -197,9 +197,7 @@ mod tests {
 
     /// Stores `len` bytes under `key` in `meta`.
     async fn put(store: &Store, key: &'static str, len: usize) -> Result<()> {
-        store
-            .write(move |txn| Ok(txn.open_table(tables::META)?.insert(key, vec![7u8; len].as_slice()).map(|_| ())?))
-            .await
+        store.write(move |txn| txn.open_table(tables::META)?.insert(key, vec![7u8; len].as_slice()).map(|_| ())).await
     }
 
     async fn has(store: &Store, key: &'static str) -> bool {

@@ -5,14 +5,11 @@ use crate::store::kv::{ReadableTable, WriteTransaction};
 
 use super::records::{Chunk, KbEntry, KbSource, KbStatus};
 use super::{get, next_seq, put, tables, Sequence};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The chunks of entry `id`, in order, from the open `kbchunk_chunk` table.
 pub fn chunks_of(table: &impl ReadableTable<(u64, u32), &'static [u8]>, id: u64) -> Result<Vec<Chunk>> {
-    table
-        .range((id, 0)..=(id, u32::MAX))?
-        .map(|r| r.map_err(Error::from).and_then(|(_, v)| super::codec::decode(v.value())))
-        .collect()
+    table.range((id, 0)..=(id, u32::MAX))?.map(|r| r.and_then(|(_, v)| super::codec::decode(v.value()))).collect()
 }
 
 /// The source record of entry `id` (empty when none was written).

@@ -102,7 +102,7 @@ pub fn rebuild_all_in(txn: &WriteTransaction) -> Result<()> {
     let entries: Vec<KbEntry> = txn
         .open_table(tables::KBID_ENTRY)?
         .iter()?
-        .map(|row| row.map_err(Into::into).and_then(|(_, v)| super::codec::decode(v.value())))
+        .map(|row| row.and_then(|(_, v)| super::codec::decode(v.value())))
         .collect::<Result<_>>()?;
     entries.iter().try_for_each(|e| changed(txn, None, Some(e)))
 }

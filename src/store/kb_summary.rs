@@ -150,7 +150,7 @@ pub(crate) mod tests {
     }
 
     fn summary(db: &Database, replica: Uuid) -> KbSummary {
-        of(&crate::store::kv::begin_read(&db).unwrap().open_table(tables::REPLICA_KBSUMMARY).unwrap(), replica).unwrap()
+        of(&crate::store::kv::begin_read(db).unwrap().open_table(tables::REPLICA_KBSUMMARY).unwrap(), replica).unwrap()
     }
 
     #[test]

@@ -47,8 +47,9 @@ where
 /// A write transaction on either engine: the tables it opens see its own writes, and all of
 /// them commit together or not at all.
 pub enum WriteTransaction {
-    /// A redb write transaction (committed by the store's writer thread).
-    Redb(redb::WriteTransaction),
+    /// A redb write transaction (committed by the store's writer thread; boxed: it is 720
+    /// bytes, and one is made per batch).
+    Redb(Box<redb::WriteTransaction>),
     /// A transaction on a PostgreSQL connection ([`pg::PgTables::write`]).
     Pg(pg::Txn),
 }
@@ -65,7 +66,7 @@ pub enum ReadTransaction {
 /// A redb write transaction on `db`, as this API's. Errors: redb's (a latched handle, a
 /// storage error).
 pub fn begin_write(db: &redb::Database) -> Result<WriteTransaction> {
-    Ok(WriteTransaction::Redb(db.begin_write()?))
+    Ok(WriteTransaction::Redb(Box::new(db.begin_write()?)))
 }
 
 /// A redb read transaction on `db`, as this API's. Errors: redb's.

@@ -176,10 +176,15 @@ fn lock_node(data_dir: &Path) -> Result<std::fs::File, OpenError> {
         .write(true)
         .open(&path)
         .map_err(|e| OpenError::Other(format!("{}: {e}", path.display())))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(OpenError::InUse(data_dir.display().to_string())),
-        Err(std::fs::TryLockError::Error(e)) => Err(OpenError::Other(format!("{}: {e}", path.display()))),
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this function owns (open for as long as `file`); no memory
+    // is passed.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(file);
+    }
+    match std::io::Error::last_os_error() {
+        e if e.kind() == std::io::ErrorKind::WouldBlock => Err(OpenError::InUse(data_dir.display().to_string())),
+        e => Err(OpenError::Other(format!("{}: {e}", path.display()))),
     }
 }
 

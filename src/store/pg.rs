@@ -48,8 +48,11 @@ const MIGRATION_LOCK: i64 = 0x7265_706c_6963_6164; // "replicad"
 const FIRST_PAGE: i64 = 64;
 const MAX_PAGE: i64 = 4096;
 
-/// Rows (sort key, key, value) fetched from one end of a range, before it hands them out.
-type Buffered = VecDeque<(Vec<u8>, Vec<u8>, Vec<u8>)>;
+/// A row as a range fetches it: its sort key, key and value bytes.
+type RawRow = (Vec<u8>, Vec<u8>, Vec<u8>);
+
+/// Rows fetched from one end of a range, before it hands them out.
+type Buffered = VecDeque<RawRow>;
 
 /// Marks a type as holding `K` and `V` only by name (so tables are `Send` and `Sync` whatever
 /// the key and value types borrow).
@@ -399,7 +402,7 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
 impl<K: StoreKey, V: Value + 'static> PgRange<K, V> {
     /// The next row (sort key, key, value) from the low end, or from the high end when
     /// `from_high`: from that end's buffer, else a fetch, else the other end's buffer.
-    fn next_row(&mut self, from_high: bool) -> Option<Result<(Vec<u8>, Vec<u8>, Vec<u8>)>> {
+    fn next_row(&mut self, from_high: bool) -> Option<Result<RawRow>> {
         let own = if from_high { &self.back } else { &self.front };
         if own.is_empty() && !self.done {
             if let Err(e) = self.fetch(from_high) {
@@ -448,7 +451,7 @@ impl<K: StoreKey, V: Value + 'static> PgRange<K, V> {
     }
 }
 
-fn entry<K: StoreKey, V: Value + 'static>(row: Result<(Vec<u8>, Vec<u8>, Vec<u8>)>) -> Result<Entry<'static, K, V>> {
+fn entry<K: StoreKey, V: Value + 'static>(row: Result<RawRow>) -> Result<Entry<'static, K, V>> {
     let (_, k, v) = row?;
     Ok((AccessGuard::owned(k), AccessGuard::owned(v)))
 }

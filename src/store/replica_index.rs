@@ -121,7 +121,7 @@ pub fn rebuild_all_in(txn: &WriteTransaction) -> Result<()> {
     let all: Vec<Replica> = txn
         .open_table(tables::REPLICAID_REPLICA)?
         .iter()?
-        .map(|row| row.map_err(Into::into).and_then(|(_, v)| super::codec::decode(v.value())))
+        .map(|row| row.and_then(|(_, v)| super::codec::decode(v.value())))
         .collect::<Result<_>>()?;
     let mut order = txn.open_table(tables::ORG_REPLICAORDER)?;
     let mut private = txn.open_table(tables::ORG_PRIVATEREPLICA)?;
@@ -152,7 +152,7 @@ pub(crate) mod tests {
     pub(crate) type Rows = (Vec<(u128, u8, Vec<u8>, u128)>, Vec<(u128, u128)>, Vec<(u128, (u64, u64))>);
 
     pub(crate) fn rows(db: &Database) -> Rows {
-        let read = crate::store::kv::begin_read(&db).unwrap();
+        let read = crate::store::kv::begin_read(db).unwrap();
         let order = read.open_table(tables::ORG_REPLICAORDER).unwrap();
         let order = order.iter().unwrap().map(|r| {
             let guard = r.unwrap().0;

@@ -188,7 +188,7 @@ mod tests {
     }
 
     fn put(db: &Database, shared: &Shared, k: u64) {
-        let txn = crate::store::kv::begin_write(&db).unwrap();
+        let txn = crate::store::kv::begin_write(db).unwrap();
         txn.open_table(T).unwrap().insert(k, k).unwrap();
         txn.commit().unwrap();
         shared.committed();

@@ -15,7 +15,7 @@ use postgres::{Client, NoTls};
 use crate::common::pg::fresh_database;
 use redb::{Database, TableDefinition};
 use replicad::error::Result;
-use replicad::store::kv::{self, AccessGuard, ReadTransaction, ReadableTable, WriteTransaction};
+use replicad::store::kv::{self, Entry, ReadTransaction, ReadableTable, WriteTransaction};
 use replicad::store::pg::{PgTables, SCHEMA_VERSION};
 
 const NAMED: TableDefinition<(u128, &str), u64> = TableDefinition::new("t_named");
@@ -71,9 +71,7 @@ type Row = (u128, String, u64);
 /// backwards, every point read, the first and last entries and the count.
 fn observe(txn: &ReadTransaction) -> Result<Vec<Vec<Row>>> {
     let t = txn.open_table(NAMED)?;
-    let row = |e: Result<(AccessGuard<(u128, &str)>, AccessGuard<u64>)>| {
-        e.map(|(k, v)| (k.value().0, k.value().1.to_string(), v.value()))
-    };
+    let row = |e: Result<Entry<(u128, &str), u64>>| e.map(|(k, v)| (k.value().0, k.value().1.to_string(), v.value()));
     let orgs = [0u128, 1, 1 << 100, (1 << 100) | 1, 2 << 100, (2 << 100) | 1];
     let mut ranges = vec![(Bound::Unbounded, Bound::Unbounded)];
     for org in orgs {
