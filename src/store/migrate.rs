@@ -326,6 +326,12 @@ mod tests {
     use super::*;
     use crate::store::records::KbEntry;
 
+    /// The names of the tables of the redb file `db`.
+    fn table_names(db: &redb::Database) -> Vec<String> {
+        let read = redb::ReadableDatabase::begin_read(db).unwrap();
+        read.list_tables().unwrap().map(|t| t.name().to_string()).collect()
+    }
+
     fn entry(id: u64, org: Uuid) -> KbEntry {
         KbEntry {
             id,
@@ -391,12 +397,7 @@ mod tests {
         let recorded = crate::store::files::recorded(&read.open_table(tables::KBID_STOREDFILE).unwrap()).unwrap();
         let bytes: Vec<(u64, Vec<u8>)> = recorded.iter().map(|(id, s)| (*id, files.read(s).unwrap())).collect();
         assert_eq!(bytes, vec![(4, b"four".to_vec()), (9, vec![9u8; 100_000])]);
-        let names: Vec<String> = redb::ReadableDatabase::begin_read(&db)
-            .unwrap()
-            .list_tables()
-            .unwrap()
-            .map(|t| t.name().to_string())
-            .collect();
+        let names = table_names(&db);
         assert!(!names.iter().any(|n| n == FILE_V6.name()), "schema 6's table is dropped: {names:?}");
         let report = files.verify(&recorded).unwrap();
         assert_eq!((report.damaged_files.len(), report.unreferenced_files), (0, 0), "{report:?}");
@@ -517,12 +518,7 @@ mod tests {
         assert_eq!(id((replica, "messengerB", "general:chat", "99", false)), Some(3));
         assert_eq!(channel.len().unwrap(), 3);
         let gone = [LINKED_USER_V4.name(), CHANNELMSG_MESSAGE_V4.name(), CHATKEY_CHAT_V4.name()];
-        let names: Vec<String> = redb::ReadableDatabase::begin_read(&db)
-            .unwrap()
-            .list_tables()
-            .unwrap()
-            .map(|t| t.name().to_string())
-            .collect();
+        let names = table_names(&db);
         assert!(gone.iter().all(|g| !names.iter().any(|n| n == g)), "schema 4's tables are dropped: {names:?}");
         let chats = read.open_table(tables::REPLICACHATKEY_CHAT).unwrap();
         assert_eq!(chats.get((replica, "web", "", user)).unwrap().unwrap().value(), 10);
