@@ -14,13 +14,13 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::store::kv::ReadableTable;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use uuid::Uuid;
 
 use super::pipeline::{self, Worker};
 use crate::error::Result;
+use crate::store::kv::ReadableTable;
 use crate::store::records::KbEntry;
 use crate::store::{self, now_ms, tables, Store};
 

@@ -21,7 +21,6 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::store::kv::ReadableTable;
 use bytes::Bytes;
 use http_body_util::Full;
 use metrics::gauge;
@@ -35,6 +34,7 @@ use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::http::route::{BodyKind, Route};
+use crate::store::kv::ReadableTable;
 use crate::store::tables;
 
 /// Buckets of latency histograms, in seconds.

@@ -11,12 +11,12 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use crate::store::kv::ReadableTable;
 use serde::{Deserialize, Serialize};
 
 use super::Search;
 use crate::error::{Error, Result};
 use crate::store::files::{self, Verified};
+use crate::store::kv::ReadableTable;
 use crate::store::records::KbEntry;
 use crate::store::{self, current_seq, tables, Sequence, Store};
 

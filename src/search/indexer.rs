@@ -28,7 +28,6 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::store::kv::{ReadTransaction, ReadableTable};
 use tantivy::Term;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
@@ -38,6 +37,7 @@ use super::{new_generation_name, open_generation, write_current, ChunkDoc, Index
 use crate::embed::catalog::Embedders;
 use crate::error::{Error, Result};
 use crate::store::kb;
+use crate::store::kv::{ReadTransaction, ReadableTable};
 use crate::store::records::{Chunk, KbEntry, KbSource, KbStatus};
 use crate::store::{self, current_seq, tables, Sequence, Store};
 

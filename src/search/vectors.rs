@@ -11,12 +11,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use crate::store::kv::{ReadTransaction, ReadableTable};
 use uuid::Uuid;
 
 use crate::embed::catalog::Embedders;
 use crate::embed::exact;
 use crate::error::Result;
+use crate::store::kv::{ReadTransaction, ReadableTable};
 use crate::store::records::{Chunk, ChunkVector, Replica};
 use crate::store::{self, tables};
 use crate::text::blocks::{self, Block};

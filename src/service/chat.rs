@@ -9,7 +9,6 @@
 
 use std::sync::Arc;
 
-use crate::store::kv::ReadOnlyTable;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
@@ -23,6 +22,7 @@ use crate::generate::{
 };
 use crate::search::fusion::{Fusion, Ranks};
 use crate::search::{vectors, Hybrid, QuestionVector, Search};
+use crate::store::kv::ReadOnlyTable;
 use crate::store::records::{Chunk, KbEntry, Message, Replica, SourceRef};
 use crate::store::{self, codec, k, now_ms, tables, Store};
 use crate::text::question;

@@ -10,13 +10,13 @@
 //! Message items are addressed by UUIDs made from the numeric history id ([`message_uuid`]),
 //! so `beforeUUID` / `afterUUID` are cursors over the id order (which is time order).
 
-use crate::store::kv::{ReadTransaction, ReadableTable, Table, WriteTransaction};
 use serde_json::Value;
 use uuid::Uuid;
 
 use super::channel::Channel;
 use super::quotas::Pool;
 use crate::error::{Error, Result};
+use crate::store::kv::{ReadTransaction, ReadableTable, Table, WriteTransaction};
 use crate::store::records::{Chat, Conversation, Counts, Message, Replica, User};
 use crate::store::{self, codec, k, migrate, tables, Store};
 

@@ -3,11 +3,11 @@
 //! an owner's correction of `summary` / `commonQuestions` / `commonTopics`, and the mentions of
 //! the replica in a group conversation.
 
-use crate::store::kv::{ReadTransaction, WriteTransaction};
 use uuid::Uuid;
 
 use super::chats::{self, Cursor, Item, Labeled, ListQuery, Viewer};
 use crate::error::{Error, Result};
+use crate::store::kv::{ReadTransaction, WriteTransaction};
 use crate::store::records::{Chat, Conversation, Replica};
 use crate::store::{self, codec, k, tables, Store};
 

@@ -24,7 +24,6 @@
 //!   [`Pool::Visitors`], never in the organization's quota. The request limits are the
 //!   handlers' (`api::embed::Limits`).
 
-use crate::store::kv::{ReadableTable, WriteTransaction};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use uuid::Uuid;
@@ -32,6 +31,7 @@ use uuid::Uuid;
 use super::quotas::Pool;
 use crate::error::{Code, Error, Result};
 use crate::secrets::Secrets;
+use crate::store::kv::{ReadableTable, WriteTransaction};
 use crate::store::records::{EmbedSettings, Replica};
 use crate::store::{self, k, now_ms, tables, Store};
 

@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 
-use crate::store::kv::{StoreKey, Table, WriteTransaction};
 use redb::{TableDefinition, Value};
 use uuid::Uuid;
 
@@ -11,6 +10,7 @@ use super::channel_data::ChannelKey;
 use super::token_usage;
 use crate::error::Result;
 use crate::generate::Usage;
+use crate::store::kv::{StoreKey, Table, WriteTransaction};
 use crate::store::records::{Message, SourceRef};
 use crate::store::{self, k, now_ms, replica_index, tables, Grouped, Sequence, Store};
 

@@ -35,7 +35,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::store::kv::{ReadableTable, WriteTransaction};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -43,6 +42,7 @@ use super::chats::SILENCE_MS;
 use crate::error::{Code, Error, Result};
 use crate::generate::{prompt, Backends, Turn, EMBEDDED};
 use crate::search::analyzers;
+use crate::store::kv::{ReadableTable, WriteTransaction};
 use crate::store::records::{Conversation, Message, Replica};
 use crate::store::{self, k, now_ms, tables, Store};
 

@@ -9,7 +9,6 @@
 //! (`connected_at`), so a bot connected again or disconnected meanwhile is never overwritten by
 //! a stale runner.
 
-use crate::store::kv::ReadableTable;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -18,6 +17,7 @@ use super::channel_data::ChannelKey;
 use crate::error::{Code, Error, Result};
 use crate::secrets::Secrets;
 use crate::store::codec::Record;
+use crate::store::kv::ReadableTable;
 use crate::store::records::{Message, MessengerABot, MessengerBBot};
 use crate::store::{self, k, now_ms, tables, Store};
 

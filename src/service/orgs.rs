@@ -2,11 +2,11 @@
 //!
 //! Keys and codes are 32 random bytes, hex; only their SHA-256 is stored.
 
-use crate::store::kv::WriteTransaction;
 use uuid::Uuid;
 
 use super::{hash_secret, random_hex};
 use crate::error::{Code, Error, Result};
+use crate::store::kv::WriteTransaction;
 use crate::store::records::{Invite, Org, User};
 use crate::store::{self, k, now_ms, tables, Store};
 

@@ -11,10 +11,10 @@
 //! with it): a text cited once stays even when the chunk it came from is edited or deleted, as
 //! the history shows what was cited.
 
-use crate::store::kv::{Table, WriteTransaction};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
+use crate::store::kv::{Table, WriteTransaction};
 use crate::store::records::{Message, SourceRef};
 use crate::store::snapshot::Snapshot;
 use crate::store::{k, tables};

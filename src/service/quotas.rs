@@ -7,12 +7,12 @@
 //! exceed it, against counters kept in the same transactions (`service::usage`), so no race lets
 //! one through. Every conversation quota check is here, called by the paths that need one.
 
-use crate::store::kv::{ReadTransaction, ReadableTable, WriteTransaction};
 use serde::Serialize;
 use uuid::Uuid;
 
 use super::token_usage::month_of;
 use crate::error::{Code, Error, Result};
+use crate::store::kv::{ReadTransaction, ReadableTable, WriteTransaction};
 use crate::store::records::{Message, Org, Quota};
 use crate::store::{self, codec, k, tables, Store};
 

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use crate::store::kv::WriteTransaction;
 use uuid::Uuid;
 
 use super::channel::Bot;
@@ -15,6 +14,7 @@ use super::{check_http_url, check_len, normalize_email};
 use crate::embed::catalog::Embedders;
 use crate::error::{Code, Error, Result};
 use crate::models::Models;
+use crate::store::kv::WriteTransaction;
 use crate::store::records::{Llm, Replica};
 use crate::store::{self, k, now_ms, replica_index, tables, Store};
 

@@ -1,12 +1,12 @@
 //! Token usage of chat completions per replica, user and month (the `usage` the upstream
 //! reported, or the estimate of [`crate::generate::prompt::estimate_tokens`]).
 
-use crate::store::kv::Table;
 use chrono::Datelike;
 use uuid::Uuid;
 
 use crate::error::Result;
 use crate::generate::Usage;
+use crate::store::kv::Table;
 use crate::store::{k, tables, Store};
 
 /// `YYYYMM` (UTC) of a store timestamp in milliseconds.

@@ -6,13 +6,13 @@
 
 use std::collections::BTreeMap;
 
-use crate::store::kv::WriteTransaction;
 use uuid::Uuid;
 
 use super::quotas::Pool;
 use super::token_usage::month_of;
 use crate::error::Result;
 use crate::generate::Usage;
+use crate::store::kv::WriteTransaction;
 use crate::store::records::{Message, Replica};
 use crate::store::{self, k, tables, Store};
 

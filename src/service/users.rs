@@ -1,11 +1,11 @@
 //! Users of an organization (spec §4.2 `/v1/users*`, docs/decisions.md "Auth").
 
-use crate::store::kv::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
 use super::channel::{linked_account_types, Channel};
 use super::{check_len, normalize_email};
 use crate::error::{Code, Error, Result};
+use crate::store::kv::{ReadableTable, WriteTransaction};
 use crate::store::records::{Org, Replica, User};
 use crate::store::{self, k, now_ms, tables, Store};
 

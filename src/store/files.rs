@@ -35,7 +35,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::store::kv::{ReadTransaction, ReadableTable};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
@@ -43,6 +42,7 @@ use super::file::Space;
 use super::records::StoredFile;
 use super::tables;
 use crate::error::{Error, Result};
+use crate::store::kv::{ReadTransaction, ReadableTable};
 
 /// Directory of the uploaded files inside the data directory.
 pub const DIR: &str = "files";

@@ -11,12 +11,12 @@
 //! `total` without a filter comes from the counts kept beside (`KbSummary` per replica,
 //! `org_kbcount` per organization).
 
-use crate::store::kv::{ReadTransaction, ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
 use super::records::KbEntry;
 use super::{k, tables};
 use crate::error::Result;
+use crate::store::kv::{ReadTransaction, ReadableTable, WriteTransaction};
 
 /// The orders of the entry lists; the number is the order's `sort` in `replica_kborder`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

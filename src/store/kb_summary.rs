@@ -8,12 +8,12 @@
 //! window needs no scan, and a title leaving a full window is replaced by scanning forward from
 //! the window's last id.
 
-use crate::store::kv::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
 use super::records::{KbEntry, KbSummary};
 use super::{get, k, put, tables};
 use crate::error::Result;
+use crate::store::kv::{ReadableTable, WriteTransaction};
 
 /// Titles kept per replica.
 pub const MAX_TITLES: usize = 100;

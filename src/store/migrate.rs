@@ -1,7 +1,6 @@
 //! Schema version of the store: stamp a fresh store, refuse one newer than this binary,
 //! migrate an older one (one transaction per step, which also writes the new version).
 
-use crate::store::kv::{ReadableTable, WriteTransaction};
 use redb::{Database, TableDefinition};
 
 use std::sync::Arc;
@@ -9,6 +8,7 @@ use std::sync::Arc;
 use super::files::{Files, Written};
 use super::tables;
 use crate::error::{Error, Result};
+use crate::store::kv::{ReadableTable, WriteTransaction};
 
 /// The store layout this binary writes.
 pub const SCHEMA_VERSION: u32 = 9;
@@ -319,11 +319,11 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use crate::store::kv::ReadableTable;
     use redb::TableHandle;
     use uuid::Uuid;
 
     use super::*;
+    use crate::store::kv::ReadableTable;
     use crate::store::records::KbEntry;
 
     /// The names of the tables of the redb file `db`.

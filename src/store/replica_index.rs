@@ -13,13 +13,13 @@
 //! through [`popularity_changed`]. Ties in an order fall to the replica id (creation order), as
 //! the list sorted before.
 
-use crate::store::kv::{ReadableTable, WriteTransaction};
 use uuid::Uuid;
 
 use super::records::Replica;
 use super::tables::{self, REPLICA_SORT_NAME, REPLICA_SORT_POPULARITY};
 use super::{get, k};
 use crate::error::Result;
+use crate::store::kv::{ReadableTable, WriteTransaction};
 
 /// The key bytes of `r` in the name order.
 pub fn name_key(r: &Replica) -> Vec<u8> {

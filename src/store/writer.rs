@@ -347,10 +347,10 @@ fn fail_all(batch: Vec<Job>, e: Error) {
 mod tests {
     use std::sync::atomic::AtomicUsize;
 
-    use crate::store::kv::{ReadableTable, Table};
     use redb::{Database, TableDefinition};
 
     use super::*;
+    use crate::store::kv::{ReadableTable, Table};
 
     const ROWS: TableDefinition<u64, u64> = TableDefinition::new("rows");
     static OPENS: AtomicUsize = AtomicUsize::new(0);

@@ -1,13 +1,13 @@
 //! Creating knowledge-base entries (docs/decisions.md "Knowledge base": create body, 409
 //! `URL_ALREADY_EXISTS`, 429/400 `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED`).
 
-use crate::store::kv::WriteTransaction;
 use uuid::Uuid;
 
 use super::{add_job, put_source, validate_meta, validate_text, write_content, Naming, PreparedText};
 use crate::error::{Code, Error, Result};
 use crate::ingest::formats::Format;
 use crate::service::check_len;
+use crate::store::kv::WriteTransaction;
 use crate::store::records::{FileMeta, KbEntry, KbKind, KbSource, KbStatus, Upload};
 use crate::store::{self, k, next_seq, now_ms, tables, Sequence, Store};
 

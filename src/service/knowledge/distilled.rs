@@ -3,11 +3,11 @@
 //! (`store::kb_summary`), in the read transaction of the replica views
 //! (`service::replicas::view_parts`).
 
-use crate::store::kv::ReadableTable;
 use uuid::Uuid;
 
 use crate::error::Result;
 use crate::store::kb_summary;
+use crate::store::kv::ReadableTable;
 
 /// Titles named in the text; the rest are counted ("… and 7 more").
 const TEXT_TITLES: usize = 10;

@@ -1,10 +1,10 @@
 //! Listing and reading knowledge-base entries: filters, sort order, and the entry with its
 //! source record (docs/decisions.md "Knowledge base": entry fields, list filters).
 
-use crate::store::kv::ReadOnlyTable;
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
+use crate::store::kv::ReadOnlyTable;
 use crate::store::records::{Chunk, KbEntry, KbKind, KbSource, KbStatus, KbText};
 use std::collections::HashSet;
 

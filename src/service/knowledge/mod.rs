@@ -7,8 +7,9 @@
 //! tantivy and, once searches see the chunks, marks the entry `READY`. Deleting writes an outbox row
 //! too, so index documents go with the entry.
 
-use crate::store::kv::WriteTransaction;
 use uuid::Uuid;
+
+use crate::store::kv::WriteTransaction;
 
 mod create;
 mod distilled;
