@@ -414,7 +414,7 @@ pub fn spawn(
                     None => break,
                 },
                 _ = stop.wait() => break,
-                _ = tokio::time::sleep(SHARED_POLL), if store.is_shared() => {}
+                _ = tokio::time::sleep(SHARED_POLL), if store.is_shared() => search.progress.woken(),
                 _ = tokio::time::sleep(super::WRITER_IDLE), if search.writer_open() => {
                     let s = search.clone();
                     match tokio::task::spawn_blocking(move || s.close_writer()).await {
