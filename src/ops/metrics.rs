@@ -35,7 +35,7 @@ use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::http::route::{BodyKind, Route};
 use crate::store::kv::ReadableTable;
-use crate::store::tables;
+use crate::store::{current_seq, tables, Sequence};
 
 /// Buckets of latency histograms, in seconds.
 const SECONDS: &[f64] = &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
@@ -85,12 +85,16 @@ pub async fn render(app: &App) -> String {
     let handle = install();
     let depths = app
         .store
-        .read(|txn| Ok((txn.open_table(tables::KBID_JOB)?.len()?, txn.open_table(tables::SEQ_KBOUTBOX)?.len()?)))
+        .read(|txn| {
+            let head = current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?;
+            Ok((txn.open_table(tables::KBID_JOB)?.len()?, head))
+        })
         .await;
     match depths {
-        Ok((jobs, outbox)) => {
+        Ok((jobs, head)) => {
             gauge!("replicad_ingest_queue_depth").set(jobs as f64);
-            gauge!("replicad_index_outbox_rows").set(outbox as f64);
+            // Outbox seqs count 1, 2, 3, …: the rows past the index's position are the rest.
+            gauge!("replicad_index_outbox_rows").set(head.saturating_sub(app.search.applied_seq()) as f64);
         }
         Err(e) => tracing::warn!(error = %e, "metrics: cannot read the queue depths"),
     }
