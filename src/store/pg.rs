@@ -1,6 +1,7 @@
-//! PostgreSQL as an engine for the store's tables: the first piece of the mode in which several
-//! nodes share one database (docs/architecture.md, "Beyond one machine"). Not yet behind
-//! [`crate::store::Store`]: the services still run on redb alone.
+//! PostgreSQL as an engine for the store's tables (`serve --store postgres://…`): the mode in
+//! which several nodes share one database (docs/architecture.md, "Beyond one machine"). The
+//! services reach it through [`super::kv`], the same table API as on redb; [`super::Store`]
+//! commits its writer's batches through [`PgTables::begin_write`] and reads through [`PgPool`].
 //!
 //! Every table of `store::tables` is a set of rows of one SQL table, `replicad_rows`: the
 //! table's name (`tbl`), the key's sort bytes (`sk`, [`crate::store::sort_key`]: PostgreSQL
@@ -9,10 +10,11 @@
 //! (`v`, the same bytes redb stores: `store::codec` records stay as they are). The primary key
 //! is `(tbl, sk)`, so a point read is an index lookup and a range scan an index range scan.
 //!
-//! Transactions are `SERIALIZABLE`; [`PgTables::transaction`] runs its closure again, from the
-//! start, when PostgreSQL reports a serialization failure (SQLSTATE 40001) or a deadlock (40P01),
-//! so two nodes that read and then write the same rows (a counter, a unique name) never both
-//! commit on a stale read. The schema is versioned ([`SCHEMA_VERSION`]); it is created or
+//! Write transactions are `SERIALIZABLE` and run again, from the start, when PostgreSQL reports
+//! a serialization failure (SQLSTATE 40001) or a deadlock (40P01) ([`PgTables::write`], and the
+//! store's writer for a whole batch), so two nodes that read and then write the same rows (a
+//! counter, a unique name) never both commit on a stale read. Reads are `REPEATABLE READ READ
+//! ONLY`: one snapshot, which never fails on a conflict. The schema is versioned ([`SCHEMA_VERSION`]); it is created or
 //! migrated in one transaction under an advisory lock, and a database whose schema is newer
 //! than this build is refused.
 
@@ -58,7 +60,7 @@ type Buffered = VecDeque<RawRow>;
 /// the key and value types borrow).
 type Types<K, V> = PhantomData<fn() -> (K, V)>;
 
-/// A connection to the database holding the tables (one per thread that uses it). Its
+/// A connection to the database holding the tables, used by one thread at a time. Its
 /// transactions are [`PgTables::write`] and [`PgTables::read`]; the tables they open are
 /// [`kv`]'s, the same the services use on redb.
 pub struct PgTables {
@@ -271,6 +273,12 @@ impl Conn {
         self.client.query(&statement, params).map_err(Error::caused_by)
     }
 
+    /// Runs `sql` (prepared on first use on this connection); the rows it changed.
+    fn execute(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        let statement = self.statement(sql)?;
+        self.client.execute(&statement, params).map_err(Error::caused_by)
+    }
+
     fn statement(&mut self, sql: &str) -> Result<Statement> {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
@@ -308,8 +316,7 @@ impl Txn {
     /// Deletes every row of table `name`; whether it had one.
     pub(super) fn delete_table(&self, name: &str) -> Result<bool> {
         let sql = "DELETE FROM replicad_rows WHERE tbl = $1";
-        let statement = lock(&self.conn).statement(sql)?;
-        Ok(lock(&self.conn).client.execute(&statement, &[&name]).map_err(Error::caused_by)? > 0)
+        Ok(lock(&self.conn).execute(sql, &[&name])? > 0)
     }
 
     /// Table `name` of this transaction.
@@ -385,7 +392,7 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
         }
         if !dropped.is_empty() {
             let sql = "DELETE FROM replicad_rows WHERE tbl = $1 AND sk = ANY($2)";
-            lock(&self.conn).query(sql, &[&self.name, &dropped])?;
+            lock(&self.conn).execute(sql, &[&self.name, &dropped])?;
         }
         Ok(())
     }

@@ -187,6 +187,9 @@ fn values_are_stored_as_redb_encodes_them_and_replaced_in_place() {
     assert_eq!((seven, max), (Some(vec![0, 1, 2]), Some(vec![])));
     assert_eq!(removed, Some(vec![0, 1, 2]));
     assert!(gone);
+    let deleted = pg.write(|txn| Ok((txn.delete_table(BLOBS)?, txn.delete_table(BLOBS)?))).unwrap();
+    assert_eq!(deleted, (true, false), "a table with a row, then none");
+    assert_eq!(pg.read(|txn| txn.open_table(BLOBS)?.len()).unwrap(), 0);
 }
 
 /// Eight connections each add 1 to one counter 25 times, every time reading it first: with
