@@ -7,6 +7,13 @@
 //! store write, removes the rows and marks the revisions `READY`. A crash anywhere in between
 //! only makes it apply rows again.
 //!
+//! **On a store several nodes share** (PostgreSQL, `Store::is_shared`) every node keeps its own
+//! index from the same outbox: the rows stay (the other nodes read them too), each node reads
+//! past its own position (the seq of its last index commit), looks for rows every
+//! [`SHARED_POLL`] (other nodes' commits wake nothing here), and after a start applies its last
+//! batch again, in case the crash came between its index commit and the `READY` write. A
+//! retrieval on a node that is behind waits for it (`service::chat::catch_up`).
+//!
 //! **Searchable means searchable** (docs/decisions.md "Knowledge base", status meaning). Clients poll
 //! an entry until it reports `VECTOR_CREATED` or `READY` and then ask at once, so an entry
 //! reports either only once a searcher sees its chunks: the status is written after the commit
