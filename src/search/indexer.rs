@@ -10,7 +10,7 @@
 //! **On a store several nodes share** (PostgreSQL, `Store::is_shared`) every node keeps its own
 //! index from the same outbox: the rows stay (the other nodes read them too), each node reads
 //! past its own position (the seq of its last index commit), looks for rows every
-//! [`SHARED_POLL`] (other nodes' commits wake nothing here), and after a start applies its last
+//! `SHARED_POLL` (250 ms) (other nodes' commits wake nothing here), and after a start applies its last
 //! batch again, in case the crash came between its index commit and the `READY` write. A
 //! retrieval on a node that is behind waits for it (`service::chat::catch_up`).
 //!

@@ -182,7 +182,7 @@ impl PgTables {
 }
 
 /// Connections to one database, kept between reads: each read takes one for its transaction
-/// and gives it back (at most [`MAX_IDLE`] are kept).
+/// and gives it back (at most 32 are kept).
 pub struct PgPool {
     url: String,
     idle: Mutex<Vec<PgTables>>,
