@@ -220,11 +220,7 @@ fn unexpected(answer: Answer) -> String {
 /// opened by this process because no server runs on it.
 pub fn open_store(dir: &DataDir) -> Result<Store, String> {
     let min_free = crate::store::file::DEFAULT_MIN_FREE_BYTES;
-    let store = match &dir.store {
-        None => Store::open(&dir.data_dir),
-        Some(url) => Store::open_postgres(&dir.data_dir, url, min_free),
-    };
-    store.map_err(|e| e.to_string())
+    Store::open_on(&dir.data_dir, dir.store.as_deref(), min_free).map_err(|e| e.to_string())
 }
 
 fn open_index(data_dir: &Path) -> Result<Arc<Search>, String> {

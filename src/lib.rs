@@ -108,11 +108,8 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let models = models::Models::load(config.models.as_deref())?;
     let backends = generate::Backends::build(&config.llm, &models)?;
     backends.log(&models);
-    let store = match &config.store {
-        None => store::Store::open_with(&config.data_dir, config.min_free_space),
-        Some(url) => store::Store::open_postgres(&config.data_dir, url, config.min_free_space),
-    };
-    let store = store.map_err(|e| e.to_string())?;
+    let store = store::Store::open_on(&config.data_dir, config.store.as_deref(), config.min_free_space)
+        .map_err(|e| e.to_string())?;
     match store.write(service::chats::derive_pending_in).await {
         Ok(true) => tracing::info!("the history stored before schema 3 is filed under its chats"),
         Ok(false) => {}

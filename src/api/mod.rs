@@ -150,9 +150,9 @@ pub async fn path_replica(app: &App, req: &Req) -> Result<std::sync::Arc<crate::
     crate::service::replicas::get(&app.store, caller.org.id, id, caller.user.as_ref()).await
 }
 
-/// A page of a list on the wire (docs/decisions.md "Common"): `{items, total}`, `items` the
-/// page (as `service::page_of` cuts it) and `total` the items of the whole list; [`Reply::ok`](crate::http::response::Reply::ok)
-/// adds `success`.
+/// A page of a list on the wire, the one envelope every paged list answers: `{items, total}`,
+/// `items` the page (as `service::page_of` cuts it) and `total` the items of the whole list;
+/// [`Reply::ok`](crate::http::response::Reply::ok) adds `success`.
 #[derive(serde::Serialize)]
 pub struct Page<T> {
     pub items: Vec<T>,

@@ -229,7 +229,7 @@ fn end_of<'a, K: StoreKey, V: Value + 'static>(
 }
 
 /// The sort-key bounds of `range` (what the PostgreSQL engine scans).
-pub(super) fn sort_bounds<'a, K: StoreKey, KR: Borrow<K::SelfType<'a>> + 'a>(
+fn sort_bounds<'a, K: StoreKey, KR: Borrow<K::SelfType<'a>> + 'a>(
     range: &impl RangeBounds<KR>,
 ) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
     let bound = |b: Bound<&KR>| b.map(|k| K::sort_key_of(k.borrow()));
@@ -365,16 +365,6 @@ impl<K: StoreKey, V: Value + 'static> Table<'_, K, V> {
         match self {
             Table::Redb(t) => Ok(t.retain_in(range, predicate)?),
             Table::Pg(t) => t.retain_in(sort_bounds::<K, KR>(&range), predicate),
-        }
-    }
-}
-
-impl<K: StoreKey, V: Value + 'static> Table<'_, K, V> {
-    /// The table's name.
-    pub fn name(&self) -> &str {
-        match self {
-            Table::Redb(t) => t.name(),
-            Table::Pg(t) => t.name(),
         }
     }
 }

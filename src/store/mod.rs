@@ -163,6 +163,16 @@ impl Drop for Closing {
 /// Databases open in this process, and a signal when one closes.
 static OPEN: (std::sync::Mutex<usize>, std::sync::Condvar) = (std::sync::Mutex::new(0), std::sync::Condvar::new());
 
+/// Makes `data_dir` ready for this process on either engine: private, locked ([`lock_node`]),
+/// its free space guarded by `min_free` and its uploaded files opened.
+fn node_dir(data_dir: &Path, min_free: u64) -> Result<(std::fs::File, Arc<file::Space>, Arc<files::Files>), OpenError> {
+    private::private_dir(data_dir).map_err(|e| OpenError::Other(format!("{}: {e}", data_dir.display())))?;
+    let lock = lock_node(data_dir)?;
+    let space = Arc::new(file::Space::new(data_dir, min_free));
+    let files = files::Files::open(data_dir, space.clone()).map_err(|e| OpenError::Other(e.to_string()))?;
+    Ok((lock, space, files))
+}
+
 /// File in the data directory that the process using it holds an exclusive lock on.
 pub const NODE_LOCK: &str = "node.lock";
 
@@ -218,6 +228,15 @@ impl Store {
         Store::open_with(data_dir, file::DEFAULT_MIN_FREE_BYTES)
     }
 
+    /// The store of `data_dir` on the engine `--store` names: the PostgreSQL database at
+    /// `url` ([`Store::open_postgres`]), else the redb file ([`Store::open_with`]).
+    pub fn open_on(data_dir: &Path, url: Option<&str>, min_free: u64) -> Result<Store, OpenError> {
+        match url {
+            None => Store::open_with(data_dir, min_free),
+            Some(url) => Store::open_postgres(data_dir, url, min_free),
+        }
+    }
+
     /// [`Store::open`] refusing writes (507) while fewer than `min_free` bytes are free on the
     /// data directory's filesystem (`--min-free-space`).
     ///
@@ -225,16 +244,13 @@ impl Store {
     /// is refused ([`OpenError::InUse`]) by an exclusive lock on [`NODE_LOCK`], held as long as
     /// the store.
     pub fn open_with(data_dir: &Path, min_free: u64) -> Result<Store, OpenError> {
-        private::private_dir(data_dir).map_err(|e| OpenError::Other(format!("{}: {e}", data_dir.display())))?;
-        let lock = lock_node(data_dir)?;
+        let (lock, space, files) = node_dir(data_dir, min_free)?;
         let path = data_dir.join(DB_FILE);
-        let space = Arc::new(file::Space::new(data_dir, min_free));
         let handle = match handle::Handle::open(path.clone(), space.clone()) {
             Ok(h) => Arc::new(h),
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(OpenError::InUse(path.display().to_string())),
             Err(e) => return Err(OpenError::Other(format!("{}: {e}", path.display()))),
         };
-        let files = files::Files::open(data_dir, space.clone()).map_err(|e| OpenError::Other(e.to_string()))?;
         let db = handle.for_write().map_err(other)?;
         migrate::run(&db, &files).map_err(other)?;
         drop(db);
@@ -247,10 +263,7 @@ impl Store {
     /// filesystem `min_free` guards as in [`Store::open_with`]. Errors: the database cannot be
     /// reached, or its schema is newer than this build.
     pub fn open_postgres(data_dir: &Path, url: &str, min_free: u64) -> Result<Store, OpenError> {
-        private::private_dir(data_dir).map_err(|e| OpenError::Other(format!("{}: {e}", data_dir.display())))?;
-        let lock = lock_node(data_dir)?;
-        let space = Arc::new(file::Space::new(data_dir, min_free));
-        let files = files::Files::open(data_dir, space.clone()).map_err(|e| OpenError::Other(e.to_string()))?;
+        let (lock, space, files) = node_dir(data_dir, min_free)?;
         // On a thread of its own: the synchronous client runs a runtime of its own, which cannot
         // start on a thread of the server's.
         let connect = || -> Result<_> {

@@ -326,11 +326,6 @@ impl Txn {
 }
 
 impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
-    /// The table's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// The value under the key whose sort key is `sk`, if any.
     pub(super) fn get(&self, sk: &[u8]) -> Result<Option<AccessGuard<'static, V>>> {
         let sql = "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2";

@@ -73,11 +73,6 @@ impl DataDir {
         };
     }
 
-    /// Whether the tables are in PostgreSQL.
-    pub fn on_postgres(&self) -> bool {
-        self.store.is_some()
-    }
-
     /// The directory given to `--data-dir`.
     pub fn path(&self) -> PathBuf {
         self.root.path().join("data")
