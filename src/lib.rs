@@ -61,6 +61,26 @@ use tokio::net::TcpListener;
 
 pub use config::Config;
 
+/// Refuses to start a node of a shared store whose secrets key is not the one the stored tokens
+/// were sealed with (every node must be given the same `--secrets-key-file`); on redb, warns
+/// (the bots report the error in their state and must be connected again).
+async fn check_secrets_key(
+    store: &store::Store,
+    secrets: &secrets::Secrets,
+    config: &config::Config,
+) -> Result<(), String> {
+    if service::integrations::secrets_key_matches(store, secrets).await.map_err(|e| e.to_string())? {
+        return Ok(());
+    }
+    let path = secrets::key_path(config.secrets_key_file.as_deref(), &config.data_dir);
+    let what = format!("the stored channel tokens were sealed with another key than {}", path.display());
+    if store.is_shared() {
+        return Err(format!("{what}: give every node of this database the same --secrets-key-file"));
+    }
+    tracing::warn!("{what}; the bots must be connected again");
+    Ok(())
+}
+
 /// Installs rustls' ring crypto provider as the process default (TLS serving and HTTPS clients
 /// need one; [`serve`] calls it before building either); later calls do nothing.
 pub fn install_crypto_provider() {
@@ -135,6 +155,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let worker = ingest::pipeline::Worker { fetcher, sandbox, refresh_ms, concurrency, stop: ops.stopper.stop() };
     ops.set_ingest(ingest::queue::spawn(store.clone(), worker));
     let secrets = secrets::Secrets::load_or_create(config.secrets_key_file.as_deref(), &config.data_dir)?;
+    check_secrets_key(&store, &secrets, &config).await?;
     let channels = channels::Channels::new(secrets)?;
     let app = Arc::new(app::App { ops, ..app::App::new(config, store, search, models, backends, reindex, channels) });
     service::insights::spawn(app.store.clone(), app.backends.clone());

@@ -3,6 +3,16 @@
 //! `service::channel::Bot` here). A runner that fails backs off and retries; one that panics is
 //! restarted after a pause; none can take the server down. The runners talk to the rest only
 //! through the services (store) and the chat service.
+//!
+//! **Several nodes** (a shared store): each bot runs on one node at a time, the one holding its
+//! lease (`store::lease`, named `bot <channel> <replica>`). Every node follows the stored bots
+//! ([`follow`], every [`FOLLOW_EVERY`] and at once after a change made through this node): it
+//! starts a runner for a bot connected through any node, which waits for the lease, trying every
+//! [`LEASE_RETRY`]; restarts it when the bot was connected again (a new token); stops it when
+//! the bot is gone. A node that dies releases its leases with its database session, so a
+//! survivor's runner takes the bot over within [`LEASE_RETRY`] and resumes from the stored
+//! state (the update offset, the replies stored), answering each message once. A runner whose
+//! lease is lost (its own session ended) stops and waits for the lease again.
 
 pub mod embed;
 pub mod messenger_a;
@@ -21,6 +31,7 @@ use crate::app::App;
 use crate::secrets::Secrets;
 use crate::service::channel::Bot;
 use crate::service::integrations::{self, BotRecord};
+use crate::store::lease::Lease;
 
 /// The running bots of the server and what they share.
 pub struct Channels {
@@ -29,7 +40,14 @@ pub struct Channels {
     /// The HTTP client of every bot (connection pool shared).
     pub http: reqwest::Client,
     running: Mutex<HashMap<(Uuid, Bot), JoinHandle<()>>>,
+    /// Wakes [`follow`] after a bot was connected or disconnected through this node.
+    changed: tokio::sync::Notify,
 }
+
+/// How often each node reads the stored bots on a shared store.
+pub const FOLLOW_EVERY: Duration = Duration::from_secs(2);
+/// How often a runner waiting for its bot's lease tries again.
+pub const LEASE_RETRY: Duration = Duration::from_secs(2);
 
 impl Channels {
     /// No bot running yet; [`start_all`] starts the stored ones.
@@ -39,14 +57,15 @@ impl Channels {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| format!("HTTP client of the channels: {e}"))?;
-        Ok(Channels { secrets, http, running: Mutex::new(HashMap::new()) })
+        Ok(Channels { secrets, http, running: Mutex::new(HashMap::new()), changed: tokio::sync::Notify::new() })
     }
 
-    /// (Re)starts the runner of `bot` for `replica` (an earlier one is stopped first).
+    /// (Re)starts the runner of `bot` for `replica` (an earlier one is stopped first); on a
+    /// shared store, has [`follow`] do it.
     pub fn start(&self, app: Arc<App>, bot: Bot, replica: Uuid) {
-        let task = tokio::spawn(supervise(replica, move || runner(bot, app.clone(), replica)));
-        if let Some(old) = self.lock().insert((replica, bot), task) {
-            old.abort();
+        match app.store.is_shared() {
+            true => self.changed.notify_one(),
+            false => self.run(app, bot, replica),
         }
     }
 
@@ -57,10 +76,30 @@ impl Channels {
         }
     }
 
-    /// Stops the runner of `bot` for `replica`, if one runs.
+    /// Stops the runner of `bot` for `replica`, if one runs (on a shared store, [`follow`]
+    /// also stops the runners of other nodes within [`FOLLOW_EVERY`]).
     pub fn stop(&self, replica: Uuid, bot: Bot) {
         if let Some(task) = self.lock().remove(&(replica, bot)) {
             task.abort();
+        }
+        self.changed.notify_one();
+    }
+
+    /// (Re)starts the runner of `bot` for `replica` under its lease.
+    fn run(&self, app: Arc<App>, bot: Bot, replica: Uuid) {
+        let task = tokio::spawn(async move {
+            let name = format!("bot {} {replica}", bot.name());
+            loop {
+                let mut lease = Lease::wait(&app.store.leases, &name, LEASE_RETRY).await;
+                let app = app.clone();
+                tokio::select! {
+                    () = supervise(replica, move || runner(bot, app.clone(), replica)) => return,
+                    () = lease.lost() => tracing::warn!(%replica, channel = bot.name(), "the bot's lease was lost; waiting for it again"),
+                }
+            }
+        });
+        if let Some(old) = self.lock().insert((replica, bot), task) {
+            old.abort();
         }
     }
 
@@ -85,14 +124,52 @@ fn runner(bot: Bot, app: Arc<App>, replica: Uuid) -> Pin<Box<dyn Future<Output =
     }
 }
 
-/// Starts the runner of every stored bot.
+/// Starts the runner of every stored bot; on a shared store, starts [`follow`] instead.
 pub async fn start_all(app: &Arc<App>) -> crate::error::Result<()> {
+    if app.store.is_shared() {
+        tokio::spawn(follow(app.clone()));
+        return Ok(());
+    }
     for bot in Bot::ALL {
-        for id in integrations::all(&app.store, bot).await? {
-            app.channels.start(app.clone(), bot, id);
+        for (id, _) in integrations::connections(&app.store, bot).await? {
+            app.channels.run(app.clone(), bot, id);
         }
     }
     Ok(())
+}
+
+/// Keeps this node's runners those of the stored bots, for the life of the process (a shared
+/// store): reads them every [`FOLLOW_EVERY`], or at once after a change through this node.
+async fn follow(app: Arc<App>) {
+    let mut started: HashMap<(Uuid, Bot), i64> = HashMap::new();
+    loop {
+        for bot in Bot::ALL {
+            match integrations::connections(&app.store, bot).await {
+                Ok(stored) => follow_bot(&app, bot, &stored, &mut started),
+                Err(e) => tracing::warn!(channel = bot.name(), error = %e, "reading the bots failed; trying again"),
+            }
+        }
+        let _ = tokio::time::timeout(FOLLOW_EVERY, app.channels.changed.notified()).await;
+    }
+}
+
+/// Starts the runners of `stored` (replica, connected at) not started for that connection, and
+/// stops those of `bot` no longer stored.
+fn follow_bot(app: &Arc<App>, bot: Bot, stored: &[(Uuid, i64)], started: &mut HashMap<(Uuid, Bot), i64>) {
+    for &(replica, connected_at) in stored {
+        if started.insert((replica, bot), connected_at) != Some(connected_at) {
+            app.channels.run(app.clone(), bot, replica);
+        }
+    }
+    started.retain(|&(replica, b), _| {
+        let keep = b != bot || stored.iter().any(|&(r, _)| r == replica);
+        if !keep {
+            if let Some(task) = app.channels.lock().remove(&(replica, bot)) {
+                task.abort();
+            }
+        }
+        keep
+    });
 }
 
 /// The stored `R` bot of `replica`, `None` once it is disconnected; a failing read is retried

@@ -9,6 +9,13 @@
 //! (`Store::jobs_notify`, as do new entries); otherwise it sleeps until the next job is due.
 //! At a stop, the runs in progress are aborted and their counts taken back.
 //! The steps of a job are `super::pipeline`'s.
+//!
+//! **Several nodes** (a shared store): every node's scheduler sees every job, and a job runs
+//! on the node that takes its lease (`store::lease`, named `ingest <entry id>`) for as long as
+//! the run lasts; a node that does not get it leaves the job alone. A run whose lease is lost
+//! (its node's database session ended) is aborted, since another node may take the job over.
+//! Jobs added through other nodes, and jobs whose node died, wake nothing here, so the
+//! scheduler also looks every [`SHARED_POLL`].
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -21,8 +28,12 @@ use uuid::Uuid;
 use super::pipeline::{self, Worker};
 use crate::error::Result;
 use crate::store::kv::ReadableTable;
+use crate::store::lease::Lease;
 use crate::store::records::KbEntry;
 use crate::store::{self, now_ms, tables, Store};
+
+/// The longest sleep of the scheduler on a shared store.
+pub const SHARED_POLL: Duration = Duration::from_secs(2);
 
 /// A due job: the organization of its entry (nil when the entry is gone) and the entry id.
 type Due = (Uuid, u64);
@@ -86,9 +97,15 @@ impl Scheduler {
         self.turn = self.turn.wrapping_add(1);
         for id in in_turn(due, self.turn) {
             let Ok(slot) = self.slots.clone().try_acquire_owned() else { return Ok(None) };
-            self.start(id, slot);
+            if let Some(lease) = lease(&self.store, id).await {
+                self.start(id, slot, lease);
+            }
         }
-        Ok(next.map(|at| Duration::from_millis((at - now).max(1) as u64)))
+        let next = next.map(|at| Duration::from_millis((at - now).max(1) as u64));
+        Ok(match self.store.is_shared() {
+            true => Some(next.map_or(SHARED_POLL, |d| d.min(SHARED_POLL))),
+            false => next,
+        })
     }
 
     /// Aborts the runs in progress and takes back their counts: a stop is not a crash (see
@@ -104,24 +121,39 @@ impl Scheduler {
         }
     }
 
-    fn start(&mut self, id: u64, slot: tokio::sync::OwnedSemaphorePermit) {
+    fn start(&mut self, id: u64, slot: tokio::sync::OwnedSemaphorePermit, mut lease: Lease) {
         self.running.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
         let (store, worker, running) = (self.store.clone(), self.worker.clone(), self.running.clone());
         self.runs.spawn(async move {
             // A panic in a step ends this run only: the job is freed below and, its run counted,
             // is given up after `pipeline::MAX_ATTEMPTS` like a crash.
             let run = std::panic::AssertUnwindSafe(pipeline::run_or_retry(&store, &worker, id));
-            match futures_util::FutureExt::catch_unwind(run).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    tracing::error!(entry = id, error = %e, "ingestion job failed; it is retried at the next pass")
-                }
-                Err(_) => tracing::error!(entry = id, "ingestion job panicked; it is retried at the next pass"),
+            tokio::select! {
+                ran = futures_util::FutureExt::catch_unwind(run) => match ran {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        tracing::error!(entry = id, error = %e, "ingestion job failed; it is retried at the next pass")
+                    }
+                    Err(_) => tracing::error!(entry = id, "ingestion job panicked; it is retried at the next pass"),
+                },
+                () = lease.lost() => tracing::warn!(entry = id, "the ingestion job's lease was lost; its run is stopped"),
             }
             running.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-            drop(slot);
+            drop((slot, lease));
             store.jobs_notify.notify_one();
         });
+    }
+}
+
+/// The lease of job `id` if this node takes it (`None`: another node runs it; an error is
+/// logged and counts as `None`, the job is tried again at a later pass).
+async fn lease(store: &Store, id: u64) -> Option<Lease> {
+    match store.leases.try_acquire(&format!("ingest {id}")).await {
+        Ok(lease) => lease,
+        Err(e) => {
+            tracing::warn!(entry = id, error = %e, "taking an ingestion job's lease failed");
+            None
+        }
     }
 }
 

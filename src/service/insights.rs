@@ -43,6 +43,7 @@ use crate::error::{Code, Error, Result};
 use crate::generate::{prompt, Backends, Turn, EMBEDDED};
 use crate::search::analyzers;
 use crate::store::kv::{ReadableTable, WriteTransaction};
+use crate::store::lease::Lease;
 use crate::store::records::{Conversation, Message, Replica};
 use crate::store::{self, k, now_ms, tables, Store};
 
@@ -79,13 +80,18 @@ pub struct Job {
     failing: Mutex<HashMap<Key, Failures>>,
 }
 
-/// Runs the job for the life of the process: a pass every second.
+/// Runs the job for the life of the process: a pass every second, on the one node that holds
+/// the `insights` lease when several share the store (`store::lease`).
 pub fn spawn(store: Store, backends: Arc<Backends>) {
     let job = Job { store, backends, failing: Mutex::new(HashMap::new()) };
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let mut lease = None;
         loop {
             tick.tick().await;
+            if !Lease::keep(&mut lease, &job.store.leases, "insights").await {
+                continue;
+            }
             if let Err(e) = job.pass().await {
                 tracing::warn!(error = %e, "conversation insights pass failed");
             }

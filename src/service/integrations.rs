@@ -233,16 +233,44 @@ pub fn bot_in<R: BotRecord>(bots: &impl ReadableTable<u128, &'static [u8]>, repl
     store::get::<u128, R, _>(bots, k(replica))
 }
 
-/// Every replica with a `bot` connected (started at server start).
-pub async fn all(store: &Store, bot: Bot) -> Result<Vec<Uuid>> {
+/// Key of the sealed value in `meta` that tells whether the key in use is the one the stored
+/// tokens were sealed with.
+const KEY_CHECK: &str = "secrets_key_check";
+
+/// Whether `secrets` opens what the store's tokens were sealed with: a value sealed at the first
+/// start (`meta` `secrets_key_check`) must open. `true` when there was none (it is written
+/// now). Errors: the store's.
+pub async fn secrets_key_matches(store: &Store, secrets: &Secrets) -> Result<bool> {
+    let sealed = secrets.seal(b"replicad", KEY_CHECK.as_bytes())?;
+    let stored = store
+        .write(move |txn| {
+            let mut meta = txn.open_table(tables::META)?;
+            if let Some(found) = meta.get(KEY_CHECK)?.map(|v| v.value().to_vec()) {
+                return Ok(Some(found));
+            }
+            meta.insert(KEY_CHECK, sealed.as_slice())?;
+            Ok(None)
+        })
+        .await?;
+    Ok(stored.is_none_or(|s| secrets.open(&s, KEY_CHECK.as_bytes()).is_ok()))
+}
+
+/// Every replica with a `bot` connected, with when it was connected (ms since the epoch): the
+/// bots the channels run.
+pub async fn connections(store: &Store, bot: Bot) -> Result<Vec<(Uuid, i64)>> {
     store
         .read(move |txn| {
             let table = txn.open_table(bot.table())?;
-            let mut ids = Vec::new();
+            let mut out = Vec::new();
             for row in table.iter()? {
-                ids.push(Uuid::from_u128(row?.0.value()));
+                let (id, value) = row?;
+                let connected_at = match bot {
+                    Bot::MessengerA => store::codec::decode::<MessengerABot>(value.value())?.connected_at,
+                    Bot::MessengerB => store::codec::decode::<MessengerBBot>(value.value())?.connected_at,
+                };
+                out.push((Uuid::from_u128(id.value()), connected_at));
             }
-            Ok(ids)
+            Ok(out)
         })
         .await
 }

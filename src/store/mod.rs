@@ -29,6 +29,7 @@ pub mod kb;
 pub mod kb_order;
 pub mod kb_summary;
 pub mod kv;
+pub mod lease;
 pub mod migrate;
 pub mod pg;
 pub mod private;
@@ -73,6 +74,8 @@ pub struct Store {
     pub commits: Arc<CommitState>,
     /// The uploaded files, kept beside the store's file ([`files`]).
     pub files: Arc<files::Files>,
+    /// Which node does the work only one may do at a time ([`lease`]).
+    pub leases: lease::Leases,
     /// The exclusive lock on the data directory's [`NODE_LOCK`].
     _node: Arc<std::fs::File>,
 }
@@ -255,7 +258,8 @@ impl Store {
         migrate::run(&db, &files).map_err(other)?;
         drop(db);
         report_swept(files.sweep(|| handle.read(|snapshot| files::recorded_names(snapshot))).map_err(other)?);
-        Store::assemble(lock, Engine::Redb(handle.clone()), space, files, writer::Target::Redb(handle))
+        let engine = Engine::Redb(handle.clone());
+        Store::assemble(lock, engine, lease::Leases::local(), space, files, writer::Target::Redb(handle))
     }
 
     /// Opens the tables in the PostgreSQL database at `url` (`postgres://user@host:port/db`),
@@ -276,13 +280,15 @@ impl Store {
             .map_err(|_| OpenError::Other("connecting to PostgreSQL panicked".into()))?
             .map_err(other)?;
         report_swept(swept);
-        Store::assemble(lock, Engine::Pg(pool), space, files, writer::Target::Pg(writer))
+        let leases = lease::Leases::postgres(url);
+        Store::assemble(lock, Engine::Pg(pool), leases, space, files, writer::Target::Pg(writer))
     }
 
     /// The store over `engine`, with its writer committing to `target`, holding `lock`.
     fn assemble(
         lock: std::fs::File,
         engine: Engine,
+        leases: lease::Leases,
         space: Arc<file::Space>,
         files: Arc<files::Files>,
         target: writer::Target,
@@ -292,7 +298,8 @@ impl Store {
         let commits = Arc::new(CommitState::default());
         let writer = writer::spawn(target, commits.clone());
         let engine = Arc::new(engine);
-        Ok(Store { engine, space, writer, outbox_notify, jobs_notify, commits, files, _node: Arc::new(lock) })
+        let _node = Arc::new(lock);
+        Ok(Store { engine, space, writer, outbox_notify, jobs_notify, commits, files, leases, _node })
     }
 
     /// A number that changes at every commit and is never seen twice in the process: a read

@@ -121,11 +121,18 @@ pub async fn web_server(pages: HashMap<&'static str, Page>) -> String {
 /// Serves `pages` by path on 127.0.0.1 (HTTP/1.1, one request per connection; unknown paths
 /// 404); returns the base URL. Runs until the test's runtime ends.
 pub async fn web_server_shared(pages: Pages) -> String {
+    web_server_logged(pages).await.0
+}
+
+/// [`web_server_shared`], with the path of every request it was asked, in order.
+pub async fn web_server_logged(pages: Pages) -> (String, Arc<Mutex<Vec<String>>>) {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let log = asked.clone();
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
-            let pages = pages.clone();
+            let (pages, log) = (pages.clone(), log.clone());
             tokio::spawn(async move {
                 let mut buf = Vec::new();
                 let mut chunk = [0u8; 4096];
@@ -137,6 +144,7 @@ pub async fn web_server_shared(pages: Pages) -> String {
                 }
                 let head = String::from_utf8_lossy(&buf);
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+                log.lock().unwrap().push(path.clone());
                 let page = pages.lock().unwrap().get(path.as_str()).cloned().unwrap_or(Page {
                     status: 404,
                     content_type: "text/plain",
@@ -157,5 +165,5 @@ pub async fn web_server_shared(pages: Pages) -> String {
             });
         }
     });
-    base
+    (base, asked)
 }

@@ -5,20 +5,47 @@
 //! What is checked: a write on one node is read on the other; knowledge added through one node
 //! is answered, with its source, by the other as soon as it is `READY`; two nodes racing for one slug
 //! create it once (the other answers 409); an organization's replica quota holds across nodes
-//! (no count read stale by one of them); entries added on both nodes are all counted. These run
-//! on the server of `.ci/install-postgres` whatever the run's engine (`REPLICAD_TEST_STORE`).
+//! (no count read stale by one of them); entries added on both nodes are all counted; of three
+//! nodes, one runs a bot and one runs an ingestion job, and a survivor takes the bot over when
+//! its node is killed. These run on the server of `.ci/install-postgres` whatever the run's
+//! engine (`REPLICAD_TEST_STORE`).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use reqwest::StatusCode;
-use serde_json::json;
+use serde_json::{json, Value};
 
+use crate::common::bot_api::BotApi;
+use crate::common::channels::reactor;
 use crate::common::pg::fresh_database;
-use crate::common::{replica_body, DataDir, Org, Server};
+use crate::common::{replica_body, DataDir, Org, Server, ZORBLAX_QUESTION};
+use crate::fixtures::{self, Page};
 
 /// `n` nodes on one fresh database, and an organization made on the first.
 async fn nodes(n: usize) -> (Vec<Server>, Vec<Org>) {
+    nodes_with(n, |_| Vec::new()).await
+}
+
+/// A secrets key file (`--secrets-key-file`), as every node of one database is given the same.
+fn key_file(key: &str) -> tempfile::NamedTempFile {
+    let file = tempfile::NamedTempFile::new().expect("key file");
+    std::fs::write(file.path(), format!("{key}\n")).expect("write key");
+    file
+}
+
+/// [`nodes`], node `i` started with the flags `flags(i)` (and the one key file of all nodes).
+async fn nodes_with(n: usize, flags: impl Fn(usize) -> Vec<String>) -> (Vec<Server>, Vec<Org>) {
     let url = fresh_database();
-    let servers: Vec<Server> = (0..n).map(|_| Server::start_in(DataDir::on_store(&url), &[])).collect();
+    let key = key_file(&"5a".repeat(32));
+    let start = |i| {
+        let mut flags = flags(i);
+        flags.extend(["--secrets-key-file".to_string(), key.path().display().to_string()]);
+        Server::start_in(DataDir::on_store(&url), &flags.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let servers: Vec<Server> = (0..n).map(start).collect();
     let org = servers[0].new_org("Nodes").await;
     let orgs = servers.iter().map(|s| org.at(s)).collect();
     (servers, orgs)
@@ -120,4 +147,88 @@ async fn knowledge_added_through_one_node_is_answered_by_the_other_once_ready() 
         let answer = v["content"].as_str().unwrap_or("");
         assert!(answer.contains(holds) && answer.contains(title), "round {round}: {v}");
     }
+}
+
+#[tokio::test]
+async fn a_node_given_another_secrets_key_refuses_to_start() {
+    let url = fresh_database();
+    let first = Server::start_in(DataDir::on_store(&url), &[]);
+    drop(first.new_org("Sealed").await);
+    let other = key_file(&"c3".repeat(32));
+    let dir = DataDir::on_store(&url);
+    std::fs::create_dir_all(dir.path()).expect("data dir");
+    let mut cmd = std::process::Command::new(crate::common::BIN);
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(dir.path());
+    cmd.arg("--secrets-key-file").arg(other.path());
+    dir.apply_store(&mut cmd);
+    let out = cmd.output().expect("run replicad");
+    assert!(!out.status.success(), "a node with another key started");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("same --secrets-key-file"), "{stderr}");
+}
+
+/// A private messengerA message of chat `chat`.
+fn private(chat: i64, message_id: i64, text: &str) -> Value {
+    json!({
+        "message_id": message_id, "date": 1_700_000_000,
+        "chat": {"id": chat, "type": "private", "first_name": "Ada"},
+        "from": {"id": 77, "is_bot": false, "first_name": "Ada"},
+        "text": text,
+    })
+}
+
+fn sent_to(api: &BotApi, chat: i64) -> usize {
+    api.sent().iter().filter(|m| m["chat_id"] == json!(chat)).count()
+}
+
+#[tokio::test]
+async fn a_bot_runs_on_one_node_and_a_survivor_takes_it_over_when_that_node_dies() {
+    const TOKEN: &str = "4343:AAE-nodes_bot_secret_token_0123456789";
+    let api = BotApi::start().await;
+    api.add_bot(TOKEN, 4343, "docs_bot");
+    let (mut servers, orgs) = nodes_with(3, |i| api.flags_for(&i.to_string())).await;
+    let replica = reactor(&orgs[0], None).await;
+    let path = format!("/v1/replicas/{replica}/integrations/messengerA");
+    let (s, v) = orgs[1].post(&path, json!({"messengerA_token": TOKEN, "mention": "@docs_bot"})).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    api.push_message(private(2001, 1, ZORBLAX_QUESTION));
+    api.wait_for("the first reply", |a| sent_to(a, 2001) == 1).await;
+    // Every node has seen the bot (2 s) and its runner has tried the lease again (2 s) by now.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let pollers: HashSet<String> = api.pollers().into_iter().collect();
+    assert_eq!(pollers.len(), 1, "one node polls: {:?}", api.pollers());
+    let leader = pollers.into_iter().next().unwrap();
+
+    let killed_at = Instant::now();
+    servers.remove(leader.parse().unwrap()).kill9();
+    let polled_before = api.pollers().len();
+    api.push_message(private(2002, 2, "What is the fuel of the Zorblax reactor?"));
+    api.wait_for("a survivor's reply", |a| sent_to(a, 2002) == 1).await;
+    let failover = killed_at.elapsed();
+    eprintln!("bot failover: {failover:?} from kill -9 to the next reply delivered");
+    assert!(failover < Duration::from_secs(30), "{failover:?}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let survivors: HashSet<String> = api.pollers()[polled_before..].iter().cloned().collect();
+    assert_eq!(survivors.len(), 1, "one survivor polls: {survivors:?}");
+    assert!(!survivors.contains(&leader), "{survivors:?}");
+    assert_eq!((sent_to(&api, 2001), sent_to(&api, 2002)), (1, 1), "each message answered once: {:?}", api.sent());
+}
+
+#[tokio::test]
+async fn an_ingestion_job_runs_on_one_node_of_three() {
+    let html = "<html><head><title>Slow page</title></head><body><article><p>The Vellum archive \
+        opens at dawn and closes at dusk, every day of the year.</p></article></body></html>";
+    // Long enough for every node's scheduler to look at the job while it runs.
+    let page = Page::html(html).delayed(Duration::from_secs(5));
+    let (base, asked) = fixtures::web_server_logged(Arc::new(Mutex::new(HashMap::from([("/slow", page)])))).await;
+    let (_servers, orgs) = nodes_with(3, |_| vec!["--allow-private-urls".into()]).await;
+    let replica = orgs[0].create_replica("slow").await;
+    let (s, v) =
+        orgs[0].post(&format!("/v1/replicas/{replica}/knowledge-base"), json!({"url": format!("{base}/slow")})).await;
+    assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
+    let kb = v["results"][0]["knowledgeBaseID"].as_u64().unwrap();
+    let entry = orgs[2].wait_settled(&replica, kb).await;
+    assert_eq!(entry["status"], "READY", "{entry}");
+    let fetches = asked.lock().unwrap().iter().filter(|p| *p == "/slow").count();
+    assert_eq!(fetches, 1, "the page was fetched by one node");
 }

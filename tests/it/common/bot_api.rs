@@ -6,7 +6,8 @@
 //! an update is queued), `sendMessage`, `sendChatAction`. A token not (or no longer) known
 //! answers 401; [`BotApi::rate_limit_sends`] makes the next `sendMessage` calls answer 429 with
 //! `retry_after: 1`; [`BotApi::hold_sends`] makes `sendMessage` never answer (a server killed
-//! meanwhile has not delivered the message).
+//! meanwhile has not delivered the message). A base URL from [`BotApi::flags_for`] names a node
+//! (`/node-<name>` before `/bot…`), so a test sees which node polled ([`BotApi::pollers`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -38,6 +39,8 @@ struct State {
     actions: Vec<Value>,
     /// `offset` of every `getUpdates`.
     offsets: Vec<i64>,
+    /// The node named in the path of every `getUpdates` ("" when none).
+    pollers: Vec<String>,
     rate_limited: u32,
     throttled: usize,
     hold: bool,
@@ -77,6 +80,18 @@ impl BotApi {
     /// The server flags that point replicad at this stand-in.
     pub fn flags(&self) -> Vec<String> {
         vec!["--messenger-a-api-base".into(), self.base_url.clone(), "--messenger-a-poll-timeout".into(), "5".into()]
+    }
+
+    /// [`BotApi::flags`] for the node `name` (its polls are told apart in [`BotApi::pollers`]).
+    pub fn flags_for(&self, name: &str) -> Vec<String> {
+        let mut flags = self.flags();
+        flags[1] = format!("{}/node-{name}", self.base_url);
+        flags
+    }
+
+    /// The node of every `getUpdates` so far, in order.
+    pub fn pollers(&self) -> Vec<String> {
+        self.state.lock().unwrap().pollers.clone()
     }
 
     /// Makes `token` valid for a bot `id` named `username`.
@@ -154,6 +169,10 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>, changed: Arc<Not
     let Some((head, body)) = read_request(&mut stream).await else { return };
     let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
     let body: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
+    let (node, path) = match path.strip_prefix("/node-").and_then(|p| p.split_once('/')) {
+        Some((node, rest)) => (node.to_string(), format!("/{rest}")),
+        None => (String::new(), path),
+    };
     let Some((token, method)) = path.strip_prefix("/bot").and_then(|p| p.split_once('/')) else {
         let _ = respond(&mut stream, 404, &[], &error(404, "Not Found", None)).await;
         return;
@@ -165,7 +184,10 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>, changed: Arc<Not
     };
     let answer = match method {
         "getMe" => ok(json!({"id": bot.id, "is_bot": true, "first_name": "Docs", "username": bot.username})),
-        "getUpdates" => get_updates(&state, &changed, &body).await,
+        "getUpdates" => {
+            state.lock().unwrap().pollers.push(node);
+            get_updates(&state, &changed, &body).await
+        }
         "sendChatAction" => {
             state.lock().unwrap().actions.push(body);
             ok(json!(true))
