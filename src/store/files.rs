@@ -1,6 +1,18 @@
 //! Uploaded files, kept as files of their own beside the store's file, in
 //! `DATA_DIR/files/`; the store records each one ([`StoredFile`], table `kbid_storedfile`).
 //!
+//! **On PostgreSQL** (several nodes) the files are in the database instead (`replicad_files`,
+//! `store::pg`), so that a file uploaded through one node is read by the node that runs its
+//! ingestion job, and a node keeps nothing the others need. The database rather than a
+//! directory all nodes share: nothing more to set up, run or back up than the database the
+//! tables are in already, and the same durability. A file is written in a transaction of its
+//! own on a pooled connection (not the writer's: the reason below holds there too), before its
+//! record is committed, as on disk, and marked `kept` after that commit. A sweep cannot know
+//! which files other nodes are writing, so there it removes the unrecorded files that were kept
+//! (their record was deleted since) or whose writing began more than [`DB_SWEEP_AGE`] ago (left
+//! by a crash).
+//! The rest of this documentation is about the directory.
+//!
 //! **Why outside redb.** The store has one writer: a 50 MiB upload put into redb held every
 //! other write behind its insert and fsync (history writes waited 80–220 ms at p99 during
 //! 20 MiB uploads, `examples/upload_stall.rs`). A file of its own is written and fsynced by the
@@ -39,6 +51,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 use super::file::Space;
+use super::pg::PgPool;
 use super::records::StoredFile;
 use super::tables;
 use crate::error::{Error, Result};
@@ -47,14 +60,26 @@ use crate::store::kv::{ReadTransaction, ReadableTable};
 /// Directory of the uploaded files inside the data directory.
 pub const DIR: &str = "files";
 
-/// The files directory and what is being written to it.
+/// How old an unrecorded file in the database must be before a sweep removes it (an upload
+/// records its file within seconds of writing it; another node may be writing it now).
+pub const DB_SWEEP_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// The uploaded files and what is being written to them.
 pub struct Files {
-    dir: PathBuf,
+    place: Place,
     space: Arc<Space>,
     /// Names of the files written and not yet recorded or given up ([`Written`]).
     in_flight: Mutex<HashSet<String>>,
     /// Backups reading files ([`Pin`]); held by a sweep for its whole run.
     pins: Mutex<usize>,
+}
+
+/// Where the files are kept.
+enum Place {
+    /// `DATA_DIR/files/`, one file each.
+    Dir(PathBuf),
+    /// The shared database (`replicad_files`).
+    Db(Arc<PgPool>),
 }
 
 /// A file written and fsynced, not yet known to be recorded: removed when dropped unless
@@ -67,16 +92,25 @@ pub struct Written {
 }
 
 impl Written {
-    /// The record naming the file was committed: the file stays.
+    /// The record naming the file was committed: the file stays. In the database the file is
+    /// marked so (not waited for: until then only a sweep after [`DB_SWEEP_AGE`] sees it).
     pub fn keep(mut self) {
         self.kept = true;
+        if let Place::Db(pool) = &self.files.place {
+            let (pool, name) = (pool.clone(), self.stored.name.clone());
+            super::pg::off_runtime(move || {
+                if let Err(e) = pool.keep_file(&name) {
+                    tracing::warn!(file = name, error = %e, "marking an uploaded file as recorded failed");
+                }
+            });
+        }
     }
 }
 
 impl Drop for Written {
     fn drop(&mut self) {
         if !self.kept {
-            let _ = std::fs::remove_file(self.files.path(&self.stored.name));
+            self.files.remove(&self.stored.name);
         }
         self.files.in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.stored.name);
     }
@@ -111,29 +145,66 @@ impl Files {
             std::fs::create_dir_all(&dir)?;
             std::fs::File::open(data_dir)?.sync_all()?;
         }
-        Ok(Arc::new(Files { dir, space, in_flight: Mutex::default(), pins: Mutex::new(0) }))
+        Ok(Files::new(Place::Dir(dir), space))
     }
 
-    /// Where the file `name` is.
+    /// The files kept in the database of `pool` (several nodes share them).
+    pub fn in_database(pool: Arc<PgPool>, space: Arc<Space>) -> Arc<Files> {
+        Files::new(Place::Db(pool), space)
+    }
+
+    fn new(place: Place, space: Arc<Space>) -> Arc<Files> {
+        Arc::new(Files { place, space, in_flight: Mutex::default(), pins: Mutex::new(0) })
+    }
+
+    /// The files directory; an error when the files are in the database.
+    fn dir(&self) -> Result<&Path> {
+        match &self.place {
+            Place::Dir(dir) => Ok(dir),
+            Place::Db(_) => Err(Error::internal("the uploaded files are in the database, not in a directory")),
+        }
+    }
+
+    /// Where the file `name` is (on the database: a path that names nothing).
     pub fn path(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
+        self.dir().map_or_else(|_| PathBuf::from(name), |d| d.join(name))
+    }
+
+    /// Removes file `name`, a file not recorded (errors are left to a later sweep). The
+    /// database is not waited for on a runtime's thread.
+    fn remove(&self, name: &str) {
+        match &self.place {
+            Place::Dir(dir) => drop(std::fs::remove_file(dir.join(name))),
+            Place::Db(pool) => {
+                let (pool, names) = (pool.clone(), vec![name.to_string()]);
+                super::pg::off_runtime(move || drop(pool.remove_files(&names)));
+            }
+        }
     }
 
     /// Writes `bytes` as a new file of `entry`, durable when this returns (see the module
     /// documentation); the caller records [`Written::stored`] and then calls [`Written::keep`].
-    /// Blocking. Errors: 507 when the disk is (or gets) full, 500 for other I/O errors.
+    /// Blocking. Errors: 507 when the disk (the directory's, or the database's) is or gets full,
+    /// 500 for other I/O or database errors.
     pub fn write(self: &Arc<Files>, entry: u64, bytes: &[u8]) -> Result<Written> {
-        self.space.check_room(bytes.len() as u64)?;
+        if let Place::Dir(_) = self.place {
+            self.space.check_room(bytes.len() as u64)?;
+        }
         let name = format!("{entry}-{:016x}", random_u64()?);
         self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).insert(name.clone());
         let stored = StoredFile { name, size: bytes.len() as u64, sha256: sha2::Sha256::digest(bytes).into() };
         let written = Written { files: self.clone(), stored, kept: false };
-        let part = self.dir.join(format!(".{}.part", written.stored.name));
-        let result = self.write_durably(&part, &self.path(&written.stored.name), bytes);
-        if result.is_err() {
-            let _ = std::fs::remove_file(&part);
+        match &self.place {
+            Place::Dir(dir) => {
+                let part = dir.join(format!(".{}.part", written.stored.name));
+                let result = self.write_durably(&part, &self.path(&written.stored.name), bytes);
+                if result.is_err() {
+                    let _ = std::fs::remove_file(&part);
+                }
+                result.map(|()| written)
+            }
+            Place::Db(pool) => pool.put_file(&written.stored.name, bytes).map(|()| written),
         }
-        result.map(|()| written)
     }
 
     fn write_durably(&self, part: &Path, to: &Path, bytes: &[u8]) -> Result<()> {
@@ -141,14 +212,15 @@ impl Files {
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::rename(part, to)?;
-        std::fs::File::open(&self.dir)?.sync_all()?;
+        std::fs::File::open(self.dir()?)?.sync_all()?;
         Ok(())
     }
 
     /// The recorded file `stored`, opened for reading; 500 when it is missing or not the size
-    /// recorded (what `replicad check` reports as damaged).
+    /// recorded (what `replicad check` reports as damaged), or when the files are in the
+    /// database.
     pub fn open_recorded(&self, stored: &StoredFile) -> Result<std::fs::File> {
-        let path = self.path(&stored.name);
+        let path = self.dir()?.join(&stored.name);
         let at = |e: std::io::Error| Error::internal(format!("{}: {e}", path.display()));
         let file = std::fs::File::open(&path).map_err(at)?;
         let size = file.metadata().map_err(at)?.len();
@@ -158,10 +230,20 @@ impl Files {
         Ok(file)
     }
 
-    /// The bytes of the recorded file `stored` (errors as [`Files::open_recorded`]).
+    /// The bytes of the recorded file `stored`; 500 when it is missing or not the size recorded.
+    /// Blocking.
     pub fn read(&self, stored: &StoredFile) -> Result<Vec<u8>> {
-        let mut bytes = Vec::with_capacity(stored.size as usize);
-        std::io::Read::read_to_end(&mut self.open_recorded(stored)?, &mut bytes)?;
+        let Place::Db(pool) = &self.place else {
+            let mut bytes = Vec::with_capacity(stored.size as usize);
+            std::io::Read::read_to_end(&mut self.open_recorded(stored)?, &mut bytes)?;
+            return Ok(bytes);
+        };
+        let bytes =
+            pool.get_file(&stored.name)?.ok_or_else(|| Error::internal(format!("file {} is missing", stored.name)))?;
+        if bytes.len() as u64 != stored.size {
+            let found = bytes.len();
+            return Err(Error::internal(format!("file {}: {found} bytes, {} recorded", stored.name, stored.size)));
+        }
         Ok(bytes)
     }
 
@@ -181,25 +263,33 @@ impl Files {
         if *pins > 0 {
             return Ok(0);
         }
-        let listed = self.list()?;
+        let listed = match &self.place {
+            Place::Dir(_) => self.list()?,
+            Place::Db(pool) => pool.file_names(DB_SWEEP_AGE)?,
+        };
         let in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let recorded = recorded()?;
-        let mut removed = 0;
-        for file in listed {
-            let name = file.strip_prefix('.').and_then(|f| f.strip_suffix(".part")).unwrap_or(&file);
-            if !in_flight.contains(name) && !recorded.contains(&file) && std::fs::remove_file(self.path(&file)).is_ok()
-            {
-                removed += 1;
-            }
-        }
+        let unnamed = |file: &String| {
+            let name = file.strip_prefix('.').and_then(|f| f.strip_suffix(".part")).unwrap_or(file);
+            !in_flight.contains(name) && !recorded.contains(file)
+        };
+        let gone: Vec<String> = listed.into_iter().filter(unnamed).collect();
+        let removed = match &self.place {
+            Place::Dir(dir) => gone.iter().filter(|f| std::fs::remove_file(dir.join(f)).is_ok()).count(),
+            Place::Db(pool) => pool.remove_files(&gone).map(|()| gone.len())?,
+        };
         drop(pins);
         Ok(removed)
     }
 
-    /// The names of the files in the directory.
+    /// The names of the files (in the database: every file, however recent).
     fn list(&self) -> Result<Vec<String>> {
+        let dir = match &self.place {
+            Place::Dir(dir) => dir,
+            Place::Db(pool) => return pool.file_names(std::time::Duration::ZERO),
+        };
         let mut names = Vec::new();
-        for entry in std::fs::read_dir(&self.dir)? {
+        for entry in std::fs::read_dir(dir)? {
             let entry = entry?;
             if entry.file_type()?.is_file() {
                 names.extend(entry.file_name().to_str().map(str::to_string));
@@ -214,8 +304,7 @@ impl Files {
         let names: HashSet<&str> = recorded.iter().map(|(_, s)| s.name.as_str()).collect();
         let mut report = Verified { stored_files: recorded.len() as u64, ..Verified::default() };
         for (entry, stored) in recorded {
-            let whole = std::fs::read(self.path(&stored.name))
-                .is_ok_and(|b| b.len() as u64 == stored.size && sha2::Sha256::digest(&b)[..] == stored.sha256);
+            let whole = self.read(stored).is_ok_and(|b| sha2::Sha256::digest(&b)[..] == stored.sha256);
             if !whole {
                 report.damaged_files.push(*entry);
             }

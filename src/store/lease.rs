@@ -141,7 +141,7 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         if let Some((shared, key, epoch)) = self.held.take() {
-            off_runtime(move || shared.unlock(key, epoch));
+            super::pg::off_runtime(move || shared.unlock(key, epoch));
         }
     }
 }
@@ -150,15 +150,6 @@ impl Drop for Lease {
 fn key_of(name: &str) -> i64 {
     let digest = sha2::Sha256::digest(name.as_bytes());
     i64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))
-}
-
-/// Runs `f` where the synchronous client may block: the blocking pool, or a thread of its own
-/// outside a runtime.
-fn off_runtime(f: impl FnOnce() + Send + 'static) {
-    match tokio::runtime::Handle::try_current() {
-        Ok(rt) => drop(rt.spawn_blocking(f)),
-        Err(_) => drop(std::thread::spawn(f)),
-    }
 }
 
 impl Shared {

@@ -85,7 +85,7 @@ enum Engine {
     /// The redb file in the data directory (the default).
     Redb(Arc<handle::Handle>),
     /// A PostgreSQL database, which several nodes may share.
-    Pg(pg::PgPool),
+    Pg(Arc<pg::PgPool>),
 }
 
 impl Engine {
@@ -167,13 +167,11 @@ impl Drop for Closing {
 static OPEN: (std::sync::Mutex<usize>, std::sync::Condvar) = (std::sync::Mutex::new(0), std::sync::Condvar::new());
 
 /// Makes `data_dir` ready for this process on either engine: private, locked ([`lock_node`]),
-/// its free space guarded by `min_free` and its uploaded files opened.
-fn node_dir(data_dir: &Path, min_free: u64) -> Result<(std::fs::File, Arc<file::Space>, Arc<files::Files>), OpenError> {
+/// its free space guarded by `min_free`.
+fn node_dir(data_dir: &Path, min_free: u64) -> Result<(std::fs::File, Arc<file::Space>), OpenError> {
     private::private_dir(data_dir).map_err(|e| OpenError::Other(format!("{}: {e}", data_dir.display())))?;
     let lock = lock_node(data_dir)?;
-    let space = Arc::new(file::Space::new(data_dir, min_free));
-    let files = files::Files::open(data_dir, space.clone()).map_err(|e| OpenError::Other(e.to_string()))?;
-    Ok((lock, space, files))
+    Ok((lock, Arc::new(file::Space::new(data_dir, min_free))))
 }
 
 /// File in the data directory that the process using it holds an exclusive lock on.
@@ -247,7 +245,8 @@ impl Store {
     /// is refused ([`OpenError::InUse`]) by an exclusive lock on [`NODE_LOCK`], held as long as
     /// the store.
     pub fn open_with(data_dir: &Path, min_free: u64) -> Result<Store, OpenError> {
-        let (lock, space, files) = node_dir(data_dir, min_free)?;
+        let (lock, space) = node_dir(data_dir, min_free)?;
+        let files = files::Files::open(data_dir, space.clone()).map_err(|e| OpenError::Other(e.to_string()))?;
         let path = data_dir.join(DB_FILE);
         let handle = match handle::Handle::open(path.clone(), space.clone()) {
             Ok(h) => Arc::new(h),
@@ -263,20 +262,22 @@ impl Store {
     }
 
     /// Opens the tables in the PostgreSQL database at `url` (`postgres://user@host:port/db`),
-    /// creating or migrating its schema (`store::pg`); uploaded files stay in `data_dir`, whose
-    /// filesystem `min_free` guards as in [`Store::open_with`]. Errors: the database cannot be
-    /// reached, or its schema is newer than this build.
+    /// creating or migrating its schema (`store::pg`), with the uploaded files in it too
+    /// ([`files`]); `data_dir` holds this node's search index, whose filesystem `min_free`
+    /// guards as in [`Store::open_with`]. Errors: the database cannot be reached, or its schema
+    /// is newer than this build.
     pub fn open_postgres(data_dir: &Path, url: &str, min_free: u64) -> Result<Store, OpenError> {
-        let (lock, space, files) = node_dir(data_dir, min_free)?;
+        let (lock, space) = node_dir(data_dir, min_free)?;
         // On a thread of its own: the synchronous client runs a runtime of its own, which cannot
         // start on a thread of the server's.
         let connect = || -> Result<_> {
-            let pool = pg::PgPool::connect(url)?;
+            let pool = Arc::new(pg::PgPool::connect(url)?);
             let writer = pool.dedicated()?;
+            let files = files::Files::in_database(pool.clone(), space.clone());
             let swept = files.sweep(|| pool.read(|txn| files::recorded_names(&Snapshot::of(txn))))?;
-            Ok((pool, writer, swept))
+            Ok((pool, writer, files, swept))
         };
-        let (pool, writer, swept) = std::thread::scope(|s| s.spawn(connect).join())
+        let (pool, writer, files, swept) = std::thread::scope(|s| s.spawn(connect).join())
             .map_err(|_| OpenError::Other("connecting to PostgreSQL panicked".into()))?
             .map_err(other)?;
         report_swept(swept);
@@ -363,8 +364,8 @@ impl Store {
         match &*self.engine {
             Engine::Redb(handle) => handle.begin_read(),
             Engine::Pg(_) => Err(Error::internal(
-                "this server keeps its tables in PostgreSQL: back them up with pg_dump (the uploaded files \
-                 and the search index are in the data directory; the index is rebuilt from the tables)",
+                "this server keeps its tables and uploaded files in PostgreSQL: back them up with pg_dump \
+                 (the search index in the data directory is rebuilt from the tables)",
             )),
         }
     }

@@ -33,7 +33,24 @@ use super::kv::{self, AccessGuard, Entry, StoreKey};
 use crate::error::{Error, Result};
 
 /// The version of the SQL schema this build writes and reads.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = SCHEMA_STEPS.len() as i32;
+
+/// The schema's steps: step `i` brings version `i` to `i + 1`.
+const SCHEMA_STEPS: [&str; 2] = [
+    // 1: the rows of every table.
+    "CREATE TABLE IF NOT EXISTS replicad_rows (
+         tbl text NOT NULL, sk bytea NOT NULL, k bytea NOT NULL, v bytea NOT NULL,
+         PRIMARY KEY (tbl, sk))",
+    // 2: the uploaded files, in parts of `FILE_PART` bytes; `kept` once the record naming the
+    // file was committed.
+    "CREATE TABLE IF NOT EXISTS replicad_files (
+         name text NOT NULL, part integer NOT NULL, data bytea NOT NULL,
+         written_at timestamptz NOT NULL DEFAULT now(), kept boolean NOT NULL DEFAULT false,
+         PRIMARY KEY (name, part))",
+];
+
+/// The size of a part of an uploaded file (`replicad_files`): the most bytes one row holds.
+const FILE_PART: usize = 1 << 20;
 
 /// How many times a transaction is run before a serialization failure is given up on.
 pub const ATTEMPTS: u32 = 50;
@@ -222,13 +239,100 @@ impl PgPool {
             None => PgTables::open(&self.url)?,
         };
         let out = conn.read_owned(f);
+        self.give_back(conn);
+        out
+    }
+
+    /// Keeps `conn` for later use, unless it is closed or enough are kept.
+    fn give_back(&self, conn: PgTables) {
         if !lock(&conn.conn).client.is_closed() {
             let mut idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if idle.len() < MAX_IDLE {
                 idle.push(conn);
             }
         }
+    }
+}
+
+/// The uploaded files kept in the database (`replicad_files`, `store::files`): each file is
+/// written once, in one transaction of its own on a pooled connection (never the writer's, so a
+/// large upload holds no other write back), read whole, and removed by name.
+impl PgPool {
+    /// Runs `f` on an idle connection (or a new one), outside any transaction of the store's.
+    fn with_conn<R>(&self, f: impl FnOnce(&mut Conn) -> Result<R>) -> Result<R> {
+        let idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
+        let conn = match idle {
+            Some(c) => c,
+            None => PgTables::open(&self.url)?,
+        };
+        let out = f(&mut lock(&conn.conn));
+        self.give_back(conn);
         out
+    }
+
+    /// Writes file `name` (its parts in one transaction), durable when this returns.
+    /// Errors: 507 when the database's disk is full, else the database's.
+    pub fn put_file(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        self.with_conn(|conn| {
+            let mut tx = conn.client.transaction().map_err(Error::caused_by)?;
+            // An empty file is one empty part (so that it exists).
+            let parts: Vec<&[u8]> = if bytes.is_empty() { vec![bytes] } else { bytes.chunks(FILE_PART).collect() };
+            for (part, data) in parts.into_iter().enumerate() {
+                let part = part as i32;
+                tx.execute("INSERT INTO replicad_files (name, part, data) VALUES ($1, $2, $3)", &[&name, &part, &data])
+                    .map_err(disk_full_or)?;
+            }
+            tx.commit().map_err(disk_full_or)
+        })
+    }
+
+    /// The bytes of file `name`; `None` when it has no part.
+    pub fn get_file(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        self.with_conn(|conn| {
+            let rows = conn.query("SELECT data FROM replicad_files WHERE name = $1 ORDER BY part", &[&name])?;
+            if rows.is_empty() {
+                return Ok(None);
+            }
+            Ok(Some(rows.iter().flat_map(|r| r.get::<_, &[u8]>(0).to_vec()).collect()))
+        })
+    }
+
+    /// Removes the files `names`.
+    pub fn remove_files(&self, names: &[String]) -> Result<()> {
+        self.with_conn(|conn| conn.execute("DELETE FROM replicad_files WHERE name = ANY($1)", &[&names]).map(drop))
+    }
+
+    /// Marks file `name` as named by a committed record.
+    pub fn keep_file(&self, name: &str) -> Result<()> {
+        self.with_conn(|conn| conn.execute("UPDATE replicad_files SET kept = true WHERE name = $1", &[&name]).map(drop))
+    }
+
+    /// The names of the files that were kept ([`PgPool::keep_file`]) or whose writing began more
+    /// than `age` ago.
+    pub fn file_names(&self, age: Duration) -> Result<Vec<String>> {
+        let seconds = age.as_secs_f64();
+        self.with_conn(|conn| {
+            let sql = "SELECT DISTINCT name FROM replicad_files \
+                       WHERE kept OR written_at < now() - make_interval(secs => $1)";
+            Ok(conn.query(sql, &[&seconds])?.iter().map(|r| r.get(0)).collect())
+        })
+    }
+}
+
+/// Runs `f` where the synchronous client may block: the blocking pool, or a thread of its own
+/// outside a runtime (never a runtime's worker, where the client's own runtime cannot start).
+pub fn off_runtime(f: impl FnOnce() + Send + 'static) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => drop(rt.spawn_blocking(f)),
+        Err(_) => drop(std::thread::spawn(f)),
+    }
+}
+
+/// A database error, as 507 when it says the disk is full.
+fn disk_full_or(e: postgres::Error) -> Error {
+    match e.code() {
+        Some(c) if *c == SqlState::DISK_FULL => Error::insufficient_storage(),
+        _ => Error::caused_by(e),
     }
 }
 
@@ -237,33 +341,31 @@ fn lock(conn: &Mutex<Conn>) -> MutexGuard<'_, Conn> {
 }
 
 impl Conn {
-    /// Creates the schema, or checks its version, in one transaction under an advisory lock
-    /// (nodes starting together do it once).
+    /// Creates the schema, or brings it to [`SCHEMA_VERSION`] ([`SCHEMA_STEPS`]), in one
+    /// transaction under an advisory lock (nodes starting together do it once). Errors: the
+    /// database's, or a schema newer than this build.
     fn migrate(&mut self) -> Result<()> {
         let mut tx = self.client.transaction().map_err(Error::caused_by)?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).map_err(Error::caused_by)?;
-        tx.batch_execute(
-            "CREATE TABLE IF NOT EXISTS replicad_schema (version integer NOT NULL);
-             CREATE TABLE IF NOT EXISTS replicad_rows (
-                 tbl text NOT NULL, sk bytea NOT NULL, k bytea NOT NULL, v bytea NOT NULL,
-                 PRIMARY KEY (tbl, sk));",
-        )
-        .map_err(Error::caused_by)?;
+        tx.batch_execute("CREATE TABLE IF NOT EXISTS replicad_schema (version integer NOT NULL)")
+            .map_err(Error::caused_by)?;
         let found: Option<i32> =
             tx.query_opt("SELECT version FROM replicad_schema", &[]).map_err(Error::caused_by)?.map(|r| r.get(0));
-        match found {
-            None => {
-                tx.execute("INSERT INTO replicad_schema (version) VALUES ($1)", &[&SCHEMA_VERSION])
-                    .map_err(Error::caused_by)?;
-            }
-            Some(v) if v > SCHEMA_VERSION => {
-                return Err(Error::internal(format!(
-                    "the database's schema is version {v}, newer than this build's {SCHEMA_VERSION}: \
-                     run the newer replicad"
-                )));
-            }
-            Some(_) => {}
+        let from = found.unwrap_or(0);
+        if from > SCHEMA_VERSION {
+            return Err(Error::internal(format!(
+                "the database's schema is version {from}, newer than this build's {SCHEMA_VERSION}: \
+                 run the newer replicad"
+            )));
         }
+        for step in &SCHEMA_STEPS[from as usize..] {
+            tx.batch_execute(step).map_err(Error::caused_by)?;
+        }
+        let set = match found {
+            None => "INSERT INTO replicad_schema (version) VALUES ($1)",
+            Some(_) => "UPDATE replicad_schema SET version = $1",
+        };
+        tx.execute(set, &[&SCHEMA_VERSION]).map_err(Error::caused_by)?;
         tx.commit().map_err(Error::caused_by)
     }
 

@@ -232,3 +232,31 @@ async fn an_ingestion_job_runs_on_one_node_of_three() {
     let fetches = asked.lock().unwrap().iter().filter(|p| *p == "/slow").count();
     assert_eq!(fetches, 1, "the page was fetched by one node");
 }
+
+#[tokio::test]
+async fn a_file_uploaded_through_one_node_is_processed_by_another() {
+    let html =
+        "<html><head><title>Slow page</title></head><body><p>The Vellum archive opens at dawn.</p></body></html>";
+    let page = Page::html(html).delayed(Duration::from_secs(12));
+    let (base, _) = fixtures::web_server_logged(Arc::new(Mutex::new(HashMap::from([("/slow", page)])))).await;
+    // Node 0 has one ingestion slot, which the slow page holds: the file's job can run on node 1
+    // only, which has to read the file that node 0 stored.
+    let (_servers, orgs) = nodes_with(2, |i| {
+        let slots = if i == 0 { "1" } else { "2" };
+        ["--allow-private-urls", "--ingest-concurrency", slots].map(String::from).to_vec()
+    })
+    .await;
+    let replica = orgs[0].create_replica("files").await;
+    let path = format!("/v1/replicas/{replica}/knowledge-base");
+    let (s, v) = orgs[0].post(&path, json!({"url": format!("{base}/slow")})).await;
+    assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
+    let slow = v["results"][0]["knowledgeBaseID"].as_u64().unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let text = "The Ostrel lighthouse keeps its lamp lit with whale oil from the northern harbour.";
+    let file = orgs[0].upload(&replica, "lighthouse.txt", text.as_bytes().to_vec()).await;
+    let entry = orgs[1].wait_settled(&replica, file).await;
+    assert_eq!(entry["status"], "READY", "{entry}");
+    assert!(entry["rawText"].as_str().unwrap_or("").contains("whale oil"), "{entry}");
+    let (_, page_entry) = orgs[0].get(&format!("{path}/{slow}")).await;
+    assert_ne!(page_entry["status"], "READY", "node 0 was still fetching the page: {page_entry}");
+}

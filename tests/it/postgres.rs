@@ -236,3 +236,25 @@ fn the_schema_is_made_once_and_a_newer_one_is_refused() {
     let text = refused.cause_text().unwrap_or_default();
     assert!(text.contains("newer than this build"), "{text}");
 }
+
+#[test]
+fn a_version_1_schema_is_brought_to_the_current_one_keeping_its_rows() {
+    let url = fresh_database();
+    let mut admin = Client::connect(&url, NoTls).unwrap();
+    admin
+        .batch_execute(
+            "CREATE TABLE replicad_schema (version integer NOT NULL);
+             INSERT INTO replicad_schema VALUES (1);
+             CREATE TABLE replicad_rows (tbl text NOT NULL, sk bytea NOT NULL, k bytea NOT NULL,
+                 v bytea NOT NULL, PRIMARY KEY (tbl, sk));
+             INSERT INTO replicad_rows VALUES ('t', '\x01', '\x01', '\x02');",
+        )
+        .unwrap();
+    PgTables::connect(&url).unwrap();
+    let version: i32 = admin.query_one("SELECT version FROM replicad_schema", &[]).unwrap().get(0);
+    assert_eq!(version, SCHEMA_VERSION);
+    let rows: i64 = admin.query_one("SELECT count(*) FROM replicad_rows", &[]).unwrap().get(0);
+    assert_eq!(rows, 1, "the rows stay");
+    let files: i64 = admin.query_one("SELECT count(*) FROM replicad_files", &[]).unwrap().get(0);
+    assert_eq!(files, 0, "the files' table exists");
+}

@@ -1,7 +1,8 @@
-//! Uploaded files are files of their own in `DATA_DIR/files/`, so that a large upload does not
-//! hold up the store's single writer: written and fsynced before the record that names them is
-//! committed, removed with their entry or replica, the files a crash left unrecorded removed at
-//! the next start, and checked whole by `replicad check`.
+//! Uploaded files are files of their own in `DATA_DIR/files/` (on PostgreSQL, rows of
+//! `replicad_files`), so that a large upload does not hold up the store's single writer: written
+//! and made durable before the record that names them is committed, removed with their entry or
+//! replica, the files a crash left unrecorded removed at the next start, and checked whole by
+//! `replicad check`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -9,17 +10,45 @@ use std::path::Path;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
+use crate::common::pg::with_client;
 use crate::common::{DataDir, Server};
 
-/// The files of the files directory under `dir`, name → bytes (hidden partial files too).
-fn stored(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    std::fs::read_dir(dir.join("files"))
-        .expect("the files directory")
-        .map(|e| {
-            let e = e.unwrap();
-            (e.file_name().to_string_lossy().to_string(), std::fs::read(e.path()).unwrap())
-        })
-        .collect()
+/// The uploaded files of the server of `dir`, name → bytes: the files directory's (hidden
+/// partial files too), or the database's.
+fn stored(dir: &DataDir) -> BTreeMap<String, Vec<u8>> {
+    let Some(url) = dir.store() else {
+        return std::fs::read_dir(dir.path().join("files"))
+            .expect("the files directory")
+            .map(|e| {
+                let e = e.unwrap();
+                (e.file_name().to_string_lossy().to_string(), std::fs::read(e.path()).unwrap())
+            })
+            .collect();
+    };
+    with_client(url, |db| {
+        let mut files = BTreeMap::<String, Vec<u8>>::new();
+        for row in db.query("SELECT name, data FROM replicad_files ORDER BY name, part", &[]).unwrap() {
+            files.entry(row.get(0)).or_default().extend_from_slice(row.get::<_, &[u8]>(1));
+        }
+        files
+    })
+}
+
+/// Stores `bytes` as file `name` behind the server's back, as a crash can leave it (in the
+/// database, written `age_hours` ago).
+fn plant(dir: &DataDir, name: &str, bytes: &[u8], age_hours: f64) {
+    let Some(url) = dir.store() else { return std::fs::write(dir.path().join("files").join(name), bytes).unwrap() };
+    with_client(url, |db| {
+        let sql = "INSERT INTO replicad_files (name, part, data, written_at) \
+                   VALUES ($1, 0, $2, now() - make_interval(secs => $3))";
+        db.execute(sql, &[&name, &bytes, &(age_hours * 3600.0)]).unwrap();
+    });
+}
+
+/// Replaces the bytes of file `name` behind the server's back.
+fn alter(dir: &DataDir, name: &str, bytes: &[u8]) {
+    let Some(url) = dir.store() else { return std::fs::write(dir.path().join("files").join(name), bytes).unwrap() };
+    with_client(url, |db| db.execute("UPDATE replicad_files SET data = $2 WHERE name = $1", &[&name, &bytes]).unwrap());
 }
 
 /// `replicad check` on a stopped server's directory: its JSON report.
@@ -41,7 +70,7 @@ async fn an_uploaded_file_is_a_file_of_its_own_until_its_entry_or_replica_is_del
     for (replica, entry) in [(&a, first), (&a, second), (&b, third)] {
         org.wait_ready(replica, entry).await;
     }
-    let files = stored(&server.dir().path());
+    let files = stored(server.dir());
     let contents: Vec<&[u8]> = files.values().map(Vec::as_slice).collect();
     assert_eq!(files.len(), 3, "{:?}", files.keys());
     for bytes in
@@ -53,12 +82,12 @@ async fn an_uploaded_file_is_a_file_of_its_own_until_its_entry_or_replica_is_del
 
     let (s, v) = org.delete(&format!("/v1/replicas/{a}/knowledge-base/{first}")).await;
     assert!(s.is_success(), "{s} {v}");
-    let files = stored(&server.dir().path());
+    let files = stored(server.dir());
     assert_eq!(files.len(), 2, "the deleted entry's file is removed: {:?}", files.keys());
     assert!(!files.keys().any(|n| n.starts_with(&format!("{first}-"))));
     let (s, v) = org.delete(&format!("/v1/replicas/{b}")).await;
     assert!(s.is_success(), "{s} {v}");
-    let files = stored(&server.dir().path());
+    let files = stored(server.dir());
     assert_eq!(files.len(), 1, "the deleted replica's file is removed: {:?}", files.keys());
     assert!(files.keys().all(|n| n.starts_with(&format!("{second}-"))));
 
@@ -69,11 +98,18 @@ async fn an_uploaded_file_is_a_file_of_its_own_until_its_entry_or_replica_is_del
     assert_eq!(report["files"], json!({"stored_files": 1, "damaged_files": [], "unreferenced_files": 0}), "{report}");
 
     // What a crash between a file's rename and its record's commit, or mid-write, leaves.
-    let files_dir = dir.path().join("files");
-    std::fs::write(files_dir.join("77-0123456789abcdef"), b"never acknowledged").unwrap();
-    std::fs::write(files_dir.join(".78-0123456789abcdef.part"), b"half writ").unwrap();
+    plant(&dir, "77-0123456789abcdef", b"never acknowledged", 2.0);
+    let recent = "79-0123456789abcdef";
+    match dir.store() {
+        None => plant(&dir, ".78-0123456789abcdef.part", b"half writ", 0.0),
+        // Another node may be writing a recent file: it stays (its node records or removes it).
+        Some(_) => plant(&dir, recent, b"being written", 0.0),
+    }
     let server = Server::start_in(dir, &[]);
-    let files = stored(&server.dir().path());
+    let mut files = stored(server.dir());
+    if server.dir().store().is_some() {
+        assert!(files.remove(recent).is_some(), "a recent file stays in the database: {:?}", files.keys());
+    }
     assert_eq!(files.len(), 1, "the start removed what no record names: {:?}", files.keys());
     let org = org.at(&server);
     let (s, v) = org.get(&format!("/v1/replicas/{a}/knowledge-base/{second}")).await;
@@ -81,8 +117,8 @@ async fn an_uploaded_file_is_a_file_of_its_own_until_its_entry_or_replica_is_del
 
     // A recorded file changed behind the server's back is reported.
     let (_, dir) = server.stop();
-    let name = stored(&dir.path()).into_keys().next().unwrap();
-    std::fs::write(files_dir.join(name), b"The second file of replica A.").unwrap();
+    let name = stored(&dir).into_keys().find(|n| n.starts_with(&format!("{second}-"))).unwrap();
+    alter(&dir, &name, b"The second file of replica A.");
     let (ok, report) = check(&dir);
     assert!(!ok && report["ok"] == json!(false), "{report}");
     assert_eq!(report["files"]["damaged_files"], json!([second]), "{report}");
@@ -134,6 +170,7 @@ async fn the_data_directory_its_files_and_backups_are_the_server_users_alone() {
     let kb = org.upload(&replica, "notes.txt", b"The lighthouse keeper winds the clock at dusk.".to_vec()).await;
     org.wait_settled(&replica, kb).await;
     let data = server.dir().path();
+    let files = stored(server.dir());
     assert!(server.dir().log().contains("was open to other users"), "no warning: {}", server.dir().log_tail());
     let archive = tempfile::tempdir().unwrap();
     let to = archive.path().join("backup.tar.gz");
@@ -144,5 +181,5 @@ async fn the_data_directory_its_files_and_backups_are_the_server_users_alone() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(open_to_others(&data), vec![], "files of the data directory open to other users");
     assert_eq!(open_to_others(&to), vec![], "the backup is open to other users");
-    assert!(data.join("replicad.redb").exists() && stored(&data).len() == 1, "{:?}", stored(&data).keys());
+    assert!(data.join("replicad.redb").exists() && files.len() == 1, "{:?}", files.keys());
 }

@@ -73,6 +73,11 @@ impl DataDir {
         };
     }
 
+    /// The PostgreSQL database of its tables, if they are not in the redb file.
+    pub fn store(&self) -> Option<&str> {
+        self.store.as_deref()
+    }
+
     /// The directory given to `--data-dir`.
     pub fn path(&self) -> PathBuf {
         self.root.path().join("data")

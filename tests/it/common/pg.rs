@@ -20,6 +20,14 @@ pub fn fresh_database() -> String {
     std::thread::spawn(create_database).join().expect("creating a test database")
 }
 
+/// Runs `f` with a client of the database at `url`, on a thread of its own (see
+/// [`fresh_database`]).
+pub fn with_client<R: Send>(url: &str, f: impl FnOnce(&mut Client) -> R + Send) -> R {
+    std::thread::scope(|s| {
+        s.spawn(|| f(&mut Client::connect(url, NoTls).expect("the test server answers"))).join().expect("client")
+    })
+}
+
 fn create_database() -> String {
     let url = server_url();
     let name = format!("t_{}", uuid::Uuid::new_v4().simple());
