@@ -59,7 +59,7 @@ impl App {
             .chain([crate::ops::metrics::route()])
             .collect();
         let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
-        let rate_limiter = config.rate_limit_per_key.map(RateLimiter::new);
+        let rate_limiter = config.rate_limit_per_key.map(|n| RateLimiter::for_store(n, &store));
         let read_cache = crate::http::read_cache::ReadCache::new(config.read_cache_bytes);
         let embed_limits = api::embed::Limits::new(&config);
         App {

@@ -120,7 +120,7 @@ async fn dispatch(
         let caller = auth::authenticate(&app.store, &app.org_keys, &parts.headers, route.access).await?;
         *org = caller.as_ref().map(|c| c.org.id);
         if let (Some(limiter), Some(c)) = (&app.rate_limiter, &caller) {
-            let d = limiter.check(c.org.id.as_u128(), std::time::Instant::now());
+            let d = limiter.check_now(c.org.id.as_u128()).await?;
             *limit_headers = limiter.headers(&d);
             if !d.allowed {
                 let wait = d.retry_after_secs;

@@ -1,7 +1,9 @@
 //! Per-key rate limits (`--rate-limit-per-key N`): a token bucket per organization key holding
-//! at most N tokens, refilled at N per minute; each request takes one. In memory only.
+//! at most N tokens, refilled at N per minute; each request takes one. In memory, or, when
+//! several nodes share a PostgreSQL store, in the database ([`RateLimiter::shared`]), so that
+//! the limit holds for the key across the nodes, whichever node each request reaches.
 //!
-//! Memory stays bounded: a bucket that has refilled completely is the same as no bucket, so
+//! In memory, memory stays bounded: a bucket that has refilled completely is the same as no bucket, so
 //! full buckets are dropped by a sweep that runs whenever the map has doubled since the last
 //! one (amortized O(1) per request); only keys that authenticated get a bucket at all.
 //!
@@ -13,10 +15,15 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
+use crate::error::Result;
+use crate::store::Store;
+
 /// The buckets of every key.
 pub struct RateLimiter {
     per_minute: u32,
     state: Mutex<State>,
+    /// The store holding the buckets instead, when nodes share it.
+    shared: Option<Store>,
 }
 
 struct State {
@@ -48,7 +55,14 @@ impl RateLimiter {
     /// `per_minute` requests per minute with a burst of `per_minute` (at least 1).
     pub fn new(per_minute: u32) -> RateLimiter {
         let state = State { buckets: HashMap::new(), sweep_at: MIN_SWEEP };
-        RateLimiter { per_minute: per_minute.max(1), state: Mutex::new(state) }
+        RateLimiter { per_minute: per_minute.max(1), state: Mutex::new(state), shared: None }
+    }
+
+    /// [`RateLimiter::new`] with the buckets in `store` when other nodes share it (PostgreSQL),
+    /// in memory otherwise.
+    pub fn for_store(per_minute: u32, store: &Store) -> RateLimiter {
+        let shared = store.is_shared().then(|| store.clone());
+        RateLimiter { shared, ..RateLimiter::new(per_minute) }
     }
 
     /// The limit per minute.
@@ -56,35 +70,33 @@ impl RateLimiter {
         self.per_minute
     }
 
-    fn refill(&self, b: Bucket, now: Instant) -> f64 {
-        let rate = self.per_minute as f64 / 60.0;
-        (b.tokens + now.saturating_duration_since(b.at).as_secs_f64() * rate).min(self.per_minute as f64)
+    /// Takes a token from `key`'s bucket now if there is one: in the shared store's bucket
+    /// ([`RateLimiter::for_store`]), else in memory. Errors: the shared store's.
+    pub async fn check_now(&self, key: u128) -> Result<Decision> {
+        let Some(store) = &self.shared else { return Ok(self.check(key, Instant::now())) };
+        let per_minute = self.per_minute;
+        store
+            .update_bucket(key.to_be_bytes().to_vec(), move |found| {
+                let refilled = found.map_or(per_minute as f64, |(tokens, seconds)| refill(per_minute, tokens, seconds));
+                take(per_minute, refilled)
+            })
+            .await
     }
 
-    /// Takes a token from `key`'s bucket at `now` if there is one.
+    /// Takes a token from `key`'s in-memory bucket at `now` if there is one.
     pub fn check(&self, key: u128, now: Instant) -> Decision {
         let cap = self.per_minute as f64;
-        let rate = cap / 60.0;
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let since = |b: &Bucket| now.saturating_duration_since(b.at).as_secs_f64();
         if state.buckets.len() >= state.sweep_at {
-            state.buckets.retain(|_, b| self.refill(*b, now) < cap);
+            state.buckets.retain(|_, b| refill(self.per_minute, b.tokens, since(b)) < cap);
             state.sweep_at = (state.buckets.len() * 2).max(MIN_SWEEP);
         }
         let fresh = Bucket { tokens: cap, at: now };
         let b = state.buckets.entry(key).or_insert(fresh);
-        b.tokens = self.refill(*b, now);
-        b.at = now;
-        let allowed = b.tokens >= 1.0;
-        if allowed {
-            b.tokens -= 1.0;
-        }
-        let wait = |tokens: f64| ((tokens / rate).ceil().max(0.0)) as u64;
-        Decision {
-            allowed,
-            remaining: b.tokens.floor() as u32,
-            reset_secs: wait(cap - b.tokens),
-            retry_after_secs: if allowed { 0 } else { wait(1.0 - b.tokens).max(1) },
-        }
+        let (left, decision) = take(self.per_minute, refill(self.per_minute, b.tokens, since(b)));
+        *b = Bucket { tokens: left, at: now };
+        decision
     }
 
     /// Keys with a bucket (for tests of the bound).
@@ -103,6 +115,27 @@ impl RateLimiter {
         }
         h
     }
+}
+
+/// The tokens of a bucket of `per_minute` that held `tokens` `seconds` ago.
+fn refill(per_minute: u32, tokens: f64, seconds: f64) -> f64 {
+    (tokens + seconds * per_minute as f64 / 60.0).min(per_minute as f64)
+}
+
+/// Takes a token from a bucket of `per_minute` holding `tokens` (refilled) if there is one: the
+/// tokens left and the decision.
+fn take(per_minute: u32, tokens: f64) -> (f64, Decision) {
+    let cap = per_minute as f64;
+    let allowed = tokens >= 1.0;
+    let left = if allowed { tokens - 1.0 } else { tokens };
+    let wait = |tokens: f64| ((tokens / (cap / 60.0)).ceil().max(0.0)) as u64;
+    let decision = Decision {
+        allowed,
+        remaining: left.floor() as u32,
+        reset_secs: wait(cap - left),
+        retry_after_secs: if allowed { 0 } else { wait(1.0 - left).max(1) },
+    };
+    (left, decision)
 }
 
 #[cfg(test)]

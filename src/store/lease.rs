@@ -146,6 +146,16 @@ impl Drop for Lease {
     }
 }
 
+impl Drop for Shared {
+    /// Closes the session on a thread of its own (closing runs the client's own runtime, which
+    /// cannot start on a runtime's thread, where the last store is often dropped).
+    fn drop(&mut self) {
+        if let Some(client) = self.lock().client.take() {
+            drop(std::thread::spawn(move || drop(client)));
+        }
+    }
+}
+
 /// The lock key of lease `name`.
 fn key_of(name: &str) -> i64 {
     let digest = sha2::Sha256::digest(name.as_bytes());

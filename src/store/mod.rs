@@ -323,6 +323,32 @@ impl Store {
         matches!(*self.engine, Engine::Pg(_))
     }
 
+    /// Replaces the shared token bucket `key` with the tokens `f` answers from it, and answers
+    /// what else `f` answers (`pg::PgPool::update_bucket`: `f` gets the bucket's tokens and
+    /// the seconds since it was written, `None` when there is none yet). Errors: the database's,
+    /// or on redb, where nothing is shared, an internal one.
+    pub async fn update_bucket<T: Send + 'static>(
+        &self,
+        key: Vec<u8>,
+        f: impl FnOnce(Option<(f64, f64)>) -> (f64, T) + Send + 'static,
+    ) -> Result<T> {
+        let Engine::Pg(pool) = &*self.engine else {
+            return Err(Error::internal("the rate-limit buckets are in memory on redb"));
+        };
+        let pool = pool.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut out = None;
+            pool.update_bucket(&key, |found| {
+                let (tokens, answer) = f(found);
+                out = Some(answer);
+                tokens
+            })?;
+            out.ok_or_else(|| Error::internal("the bucket was not read"))
+        })
+        .await
+        .map_err(Error::internal)?
+    }
+
     /// The free-space check and fault switch of the data directory (`serve --test-faults`).
     pub fn space(&self) -> &file::Space {
         &self.space

@@ -36,7 +36,7 @@ use crate::error::{Error, Result};
 pub const SCHEMA_VERSION: i32 = SCHEMA_STEPS.len() as i32;
 
 /// The schema's steps: step `i` brings version `i` to `i + 1`.
-const SCHEMA_STEPS: [&str; 2] = [
+const SCHEMA_STEPS: [&str; 3] = [
     // 1: the rows of every table.
     "CREATE TABLE IF NOT EXISTS replicad_rows (
          tbl text NOT NULL, sk bytea NOT NULL, k bytea NOT NULL, v bytea NOT NULL,
@@ -47,6 +47,10 @@ const SCHEMA_STEPS: [&str; 2] = [
          name text NOT NULL, part integer NOT NULL, data bytea NOT NULL,
          written_at timestamptz NOT NULL DEFAULT now(), kept boolean NOT NULL DEFAULT false,
          PRIMARY KEY (name, part))",
+    // 3: the token buckets of the per-key rate limits (`http::rate_limit`): state worth
+    // nothing after a crash, so not written to the WAL.
+    "CREATE UNLOGGED TABLE IF NOT EXISTS replicad_buckets (
+         key bytea PRIMARY KEY, tokens float8 NOT NULL, at timestamptz NOT NULL)",
 ];
 
 /// The size of a part of an uploaded file (`replicad_files`): the most bytes one row holds.
@@ -315,6 +319,34 @@ impl PgPool {
             let sql = "SELECT DISTINCT name FROM replicad_files \
                        WHERE kept OR written_at < now() - make_interval(secs => $1)";
             Ok(conn.query(sql, &[&seconds])?.iter().map(|r| r.get(0)).collect())
+        })
+    }
+}
+
+impl PgPool {
+    /// Replaces the token bucket `key` (`replicad_buckets`) with what `f` answers from it, under
+    /// the row's lock, so that nodes taking tokens from one bucket at once take each token once.
+    /// `f` gets the bucket's tokens and the seconds since it was written (on the database's
+    /// clock, which all nodes share), `None` when there is no bucket yet; what it answers is
+    /// stored, stamped with that clock. One transaction of three statements.
+    pub fn update_bucket(&self, key: &[u8], f: impl FnOnce(Option<(f64, f64)>) -> f64) -> Result<()> {
+        // A new row's tokens are NaN: "no bucket yet". The no-op update takes the row's lock.
+        let lock_row = "INSERT INTO replicad_buckets (key, tokens, at) VALUES ($1, 'NaN', clock_timestamp()) \
+                        ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key \
+                        RETURNING tokens, EXTRACT(EPOCH FROM clock_timestamp() - at)::float8, clock_timestamp()";
+        self.with_conn(|conn| {
+            conn.client.batch_execute("BEGIN; SET LOCAL synchronous_commit TO off").map_err(Error::caused_by)?;
+            let done = (|| {
+                let row = conn.query(lock_row, &[&key])?.pop().ok_or_else(|| Error::internal("no bucket row"))?;
+                let (tokens, seconds): (f64, f64) = (row.get(0), row.get(1));
+                let at: std::time::SystemTime = row.get(2);
+                let left = f((!tokens.is_nan()).then_some((tokens, seconds.max(0.0))));
+                conn.execute("UPDATE replicad_buckets SET tokens = $2, at = $3 WHERE key = $1", &[&key, &left, &at])?;
+                Ok(())
+            })();
+            let end = if done.is_ok() { "COMMIT" } else { "ROLLBACK" };
+            let ended = conn.client.batch_execute(end).map_err(Error::caused_by);
+            done.and(ended)
         })
     }
 }

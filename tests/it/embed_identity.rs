@@ -11,7 +11,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use crate::common::{assert_error, send, user, Org, Resp, Server, ZORBLAX_QUESTION};
+use crate::common::{assert_error, send, user, DataDir, Org, Resp, Server, ZORBLAX_QUESTION};
 use crate::embed::{embed_key, reactor, widget_req};
 
 const SITE: &str = "https://shop.example.com";
@@ -270,7 +270,9 @@ async fn deleting_the_secret_turns_identities_off_and_a_second_delete_is_404() {
 
 #[tokio::test]
 async fn the_identity_secret_is_stored_sealed_and_a_replaced_secrets_key_refuses_identities_clearly() {
-    let server = Server::start();
+    // On redb: its file is scanned for the secret, and a node of a shared store with a replaced
+    // key refuses to start instead (`nodes::a_node_given_another_secrets_key_refuses_to_start`).
+    let server = Server::start_in(DataDir::redb(), &[]);
     let org = server.new_org("Sealed").await;
     let replica = reactor(&org).await;
     let key = embed_key(&org, &replica, &[SITE]).await;

@@ -29,21 +29,25 @@ async fn nodes(n: usize) -> (Vec<Server>, Vec<Org>) {
     nodes_with(n, |_| Vec::new()).await
 }
 
-/// A secrets key file (`--secrets-key-file`), as every node of one database is given the same.
-fn key_file(key: &str) -> tempfile::NamedTempFile {
-    let file = tempfile::NamedTempFile::new().expect("key file");
-    std::fs::write(file.path(), format!("{key}\n")).expect("write key");
-    file
+/// A data directory on the database `url` holding the secrets key `key` (64 hex digits) as its
+/// `secrets.key`: every node of one database is given the same key.
+fn node_dir(url: &str, key: &str) -> DataDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = DataDir::on_store(url);
+    std::fs::create_dir_all(dir.path()).expect("data dir");
+    let file = dir.path().join("secrets.key");
+    std::fs::write(&file, format!("{key}\n")).expect("write key");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("key mode");
+    dir
 }
 
-/// [`nodes`], node `i` started with the flags `flags(i)` (and the one key file of all nodes).
+/// [`nodes`], node `i` started with the flags `flags(i)` (and the one secrets key of all nodes).
 async fn nodes_with(n: usize, flags: impl Fn(usize) -> Vec<String>) -> (Vec<Server>, Vec<Org>) {
     let url = fresh_database();
-    let key = key_file(&"5a".repeat(32));
+    let key = "5a".repeat(32);
     let start = |i| {
-        let mut flags = flags(i);
-        flags.extend(["--secrets-key-file".to_string(), key.path().display().to_string()]);
-        Server::start_in(DataDir::on_store(&url), &flags.iter().map(String::as_str).collect::<Vec<_>>())
+        let flags = flags(i);
+        Server::start_in(node_dir(&url, &key), &flags.iter().map(String::as_str).collect::<Vec<_>>())
     };
     let servers: Vec<Server> = (0..n).map(start).collect();
     let org = servers[0].new_org("Nodes").await;
@@ -152,14 +156,11 @@ async fn knowledge_added_through_one_node_is_answered_by_the_other_once_ready() 
 #[tokio::test]
 async fn a_node_given_another_secrets_key_refuses_to_start() {
     let url = fresh_database();
-    let first = Server::start_in(DataDir::on_store(&url), &[]);
+    let first = Server::start_in(node_dir(&url, &"5a".repeat(32)), &[]);
     drop(first.new_org("Sealed").await);
-    let other = key_file(&"c3".repeat(32));
-    let dir = DataDir::on_store(&url);
-    std::fs::create_dir_all(dir.path()).expect("data dir");
+    let dir = node_dir(&url, &"c3".repeat(32));
     let mut cmd = std::process::Command::new(crate::common::BIN);
     cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(dir.path());
-    cmd.arg("--secrets-key-file").arg(other.path());
     dir.apply_store(&mut cmd);
     let out = cmd.output().expect("run replicad");
     assert!(!out.status.success(), "a node with another key started");
@@ -259,4 +260,136 @@ async fn a_file_uploaded_through_one_node_is_processed_by_another() {
     assert!(entry["rawText"].as_str().unwrap_or("").contains("whale oil"), "{entry}");
     let (_, page_entry) = orgs[0].get(&format!("{path}/{slow}")).await;
     assert_ne!(page_entry["status"], "READY", "node 0 was still fetching the page: {page_entry}");
+}
+
+#[tokio::test]
+async fn the_rate_limit_of_one_key_holds_across_three_nodes() {
+    const PER_MINUTE: usize = 60;
+    let (_servers, orgs) = nodes_with(3, |_| vec!["--rate-limit-per-key".into(), PER_MINUTE.to_string()]).await;
+    let started = Instant::now();
+    let mut allowed = 0;
+    for round in 0..15 {
+        let tries = (0..12).map(|i| orgs[(round + i) % 3].get("/v1/replicas"));
+        for (s, v) in join_all(tries).await {
+            match s {
+                StatusCode::OK => allowed += 1,
+                StatusCode::TOO_MANY_REQUESTS => assert_eq!(v["error_code"], "RATE_LIMITED", "{v}"),
+                other => panic!("{other}: {v}"),
+            }
+        }
+    }
+    // The burst, and the tokens refilled meanwhile (one a second).
+    let earned = PER_MINUTE as f64 + started.elapsed().as_secs_f64() * PER_MINUTE as f64 / 60.0;
+    eprintln!("{allowed} of 180 allowed over three nodes; the key earned {earned:.1}");
+    assert!(allowed >= PER_MINUTE, "{allowed} of 180 allowed, fewer than the burst");
+    assert!(allowed as f64 <= earned * 1.1, "{allowed} of 180 allowed; the key earned {earned:.1}");
+}
+
+/// Every history item of the organization's own user on `replica`, read through `org`'s node
+/// (paged backwards, 100 at a time): their contents.
+async fn all_history(org: &Org, replica: &str) -> HashSet<String> {
+    let (mut contents, mut before) = (HashSet::new(), String::new());
+    loop {
+        let (s, v) = org.get(&format!("/v1/replicas/{replica}/chat/history?limit=100{before}")).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        let items = v["items"].as_array().unwrap();
+        let Some(oldest) = items.first() else { return contents };
+        before = format!("&beforeID={}", oldest["id"]);
+        contents.extend(items.iter().map(|i| i["content"].as_str().unwrap().to_string()));
+    }
+}
+
+/// A made-up place name no other call of this process answers (for the first 4096 calls).
+fn place() -> String {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    const SYLLABLES: [&str; 8] = ["ka", "lo", "mi", "ru", "te", "zan", "vek", "dor"];
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let word: String = [n % 8, n / 8 % 8, n / 64 % 8, n / 512 % 8].iter().map(|&i| SYLLABLES[i]).collect();
+    format!("{}ia", word[..1].to_uppercase() + &word[1..])
+}
+
+/// What one client acknowledged: history contents, and knowledge entries (id, place).
+type Acked = (Vec<String>, Vec<(u64, String)>);
+
+/// Writes to the nodes of `orgs` in turn until `stop`: history items, and every fourth write a
+/// knowledge entry; what was acknowledged (a node that is down answers nothing).
+async fn mixed_writes(
+    client: usize,
+    orgs: Vec<Org>,
+    replica: String,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> Acked {
+    let (mut messages, mut facts) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let org = &orgs[(client + i) % orgs.len()];
+        if i % 4 == 0 {
+            let name = place();
+            let body = json!({"title": name, "text": format!("The town of {name} is famous for its copper bells.")});
+            let path = format!("/v1/replicas/{replica}/knowledge-base");
+            if let Ok(r) = org.req(reqwest::Method::POST, &path).json(&body).send().await {
+                let v: Value = r.json().await.unwrap_or_default();
+                if let Some(id) = v["results"][0]["knowledgeBaseID"].as_u64() {
+                    facts.push((id, name));
+                }
+            }
+        } else {
+            let content = format!("client {client} message {i}");
+            let path = format!("/v1/replicas/{replica}/chat/history");
+            let sent = org.req(reqwest::Method::POST, &path).json(&json!({"content": content})).send().await;
+            if sent.is_ok_and(|r| r.status().is_success()) {
+                messages.push(content);
+            }
+        }
+        i += 1;
+    }
+    (messages, facts)
+}
+
+/// Asserts that retrieval on `org`'s node finds entry `id` about `name`.
+async fn assert_finds(org: &Org, replica: &str, id: u64, name: &str) {
+    let question = json!({"content": format!("What is {name} famous for?")});
+    let (s, v) = org.post(&format!("/v1/replicas/{replica}/chat/completions/test"), question).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let found = v["sources"].as_array().unwrap().iter().any(|s| s["id"] == json!(id));
+    assert!(found, "entry {id} ({name}) not found at {}: {v}", org.base);
+}
+
+#[tokio::test]
+async fn a_node_killed_under_mixed_writes_loses_no_acknowledged_write_and_catches_up_when_restarted() {
+    let (mut servers, orgs) = nodes(3).await;
+    let replica = orgs[0].create_replica("load").await;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let clients: Vec<_> =
+        (0..6).map(|c| tokio::spawn(mixed_writes(c, orgs.clone(), replica.clone(), stop.clone()))).collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let killed = servers.pop().unwrap().kill9();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (mut messages, mut facts) = (Vec::new(), Vec::new());
+    for client in join_all(clients).await {
+        let (m, f) = client.unwrap();
+        messages.extend(m);
+        facts.extend(f);
+    }
+    assert!(messages.len() >= 30 && facts.len() >= 10, "{} messages, {} facts", messages.len(), facts.len());
+
+    for org in &orgs[..2] {
+        let stored = all_history(org, &replica).await;
+        let lost: Vec<&String> = messages.iter().filter(|m| !stored.contains(*m)).collect();
+        assert!(lost.is_empty(), "acknowledged and lost: {lost:?}");
+    }
+    for (id, name) in &facts {
+        assert_eq!(orgs[0].wait_settled(&replica, *id).await["status"], "READY");
+        for org in &orgs[..2] {
+            assert_finds(org, &replica, *id, name).await;
+        }
+    }
+    // The killed node, started again, catches up with what was written while it was down.
+    let again = Server::start_in(killed, &[]);
+    let org = orgs[0].at(&again);
+    for (id, name) in &facts {
+        assert_finds(&org, &replica, *id, name).await;
+    }
+    eprintln!("{} history items and {} entries acknowledged under load", messages.len(), facts.len());
 }
