@@ -111,6 +111,10 @@ pub struct Config {
     /// private interface the scraper reaches).
     #[arg(long, env = "REPLICAD_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
+    /// This node's name, the `node` label of every metric and the `node` of `/readyz` (several
+    /// nodes over one database tell themselves apart by it); the host name when absent.
+    #[arg(long, env = "REPLICAD_NODE_NAME")]
+    pub node_name: Option<String>,
     /// Requests per minute allowed to each organization key, with a burst of as many (429
     /// `RATE_LIMITED` with `Retry-After` beyond); no limit when absent.
     #[arg(long, env = "REPLICAD_RATE_LIMIT_PER_KEY", value_parser = clap::value_parser!(u32).range(1..))]
@@ -149,8 +153,8 @@ pub struct Config {
     pub min_free_space: u64,
     /// Where the tables live: unset, the redb file in the data directory (the default); or a
     /// PostgreSQL database, `postgres://user:password@host:port/database` (no TLS), whose
-    /// schema replicad creates and migrates. Uploaded files and the search index stay in the
-    /// data directory.
+    /// schema replicad creates and migrates; the uploaded files are kept in it too, and the
+    /// search index stays in the data directory. Several nodes may share one database.
     #[arg(long, env = "REPLICAD_STORE", value_parser = parse_store)]
     pub store: Option<String>,
     /// Bytes of answers kept for the hot reads (a replica, the replica list, a chat history
@@ -220,6 +224,7 @@ impl Config {
             tls_handshake_timeout: 10,
             metrics_token: None,
             metrics_listen: None,
+            node_name: None,
             rate_limit_per_key: None,
             embed_rate_limit_per_visitor: 10,
             embed_rate_limit_per_replica: 120,
@@ -343,6 +348,25 @@ pub struct DataDir {
     /// in the data directory).
     #[arg(long, env = "REPLICAD_STORE", value_parser = parse_store)]
     pub store: Option<String>,
+}
+
+impl Config {
+    /// `--node-name`, or the host name (`replicad` when it cannot be read).
+    pub fn node(&self) -> String {
+        self.node_name.clone().unwrap_or_else(host_name)
+    }
+}
+
+/// The host name of the machine, `replicad` when it cannot be read.
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into the buffer it is given.
+    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
+    let name = buf.split(|b| *b == 0).next().unwrap_or_default();
+    match std::str::from_utf8(name) {
+        Ok(n) if ok && !n.is_empty() => n.to_string(),
+        _ => "replicad".to_string(),
+    }
 }
 
 /// A `--store` value: a `postgres://` (or `postgresql://`) URL.

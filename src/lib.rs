@@ -116,7 +116,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     install_crypto_provider();
     config.validate()?;
     if config.metrics_token.is_some() || config.metrics_listen.is_some() {
-        ops::metrics::install();
+        ops::metrics::install(&config.node());
     }
     if config.test_clock {
         clock::make_adjustable();

@@ -44,10 +44,11 @@ impl Serialize for ChecksView<'_> {
     }
 }
 
-/// `/readyz`'s answer (the `Readiness` schema): `{status: "ready"|"not ready", checks}`.
+/// `/readyz`'s answer (the `Readiness` schema): `{status: "ready"|"not ready", node, checks}`.
 #[derive(Serialize)]
 pub struct ReadinessView<'a> {
     status: &'static str,
+    node: String,
     checks: ChecksView<'a>,
 }
 
@@ -59,10 +60,10 @@ pub struct HealthCheckView<'a> {
     services: ChecksView<'a>,
 }
 
-/// The readiness answer of `report`.
-pub fn readiness(report: &Report) -> ReadinessView<'_> {
+/// The readiness answer of `report` on node `node`.
+pub fn readiness(report: &Report, node: String) -> ReadinessView<'_> {
     let status = if report.ready() { "ready" } else { "not ready" };
-    ReadinessView { status, checks: ChecksView { report, ok: "ok", failing: "failing" } }
+    ReadinessView { status, node, checks: ChecksView { report, ok: "ok", failing: "failing" } }
 }
 
 /// The health-check answer of `report` at `time` (RFC 3339).
@@ -72,12 +73,12 @@ pub fn health_check(report: &Report, time: String) -> HealthCheckView<'_> {
 }
 
 /// # `GET /readyz`
-/// 200 `{status: "ready", checks: {store, search, ingestion: {status: "ok", message}}}` when
+/// 200 `{status: "ready", node, checks: {store, search, ingestion: {status: "ok", message}}}` when
 /// every check of `ops::health` passes; 503 with `status: "not ready"` and the failing checks'
 /// `status: "failing"` otherwise.
 pub async fn readyz(app: Arc<App>, _req: Req) -> Result<Reply> {
     let report = health::check(&app).await;
-    Ok(answer(&report, &readiness(&report)))
+    Ok(answer(&report, &readiness(&report, app.config.node())))
 }
 
 /// # `GET /v1/healthcheck`

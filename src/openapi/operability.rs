@@ -67,9 +67,11 @@ fn checks(statuses: &[&str]) -> Value {
 
 fn readiness() -> Value {
     object(
-        &["status", "checks"],
+        &["status", "node", "checks"],
         json!({
             "status": { "type": "string", "enum": ["ready", "not ready"] },
+            "node": { "type": "string", "description": "This node's name (`--node-name`, else the host name): \
+                which of several nodes over one database answered." },
             "checks": checks(&["ok", "failing"]),
         }),
         false,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::app::App;
 use crate::error::Code;
-use crate::store::{now_ms, tables, Store};
+use crate::store::{current_seq, now_ms, tables, Sequence, Store};
 
 /// A commit this recent proves the store writable without a probe.
 pub const FRESH: Duration = Duration::from_secs(5);
@@ -47,7 +47,7 @@ impl Report {
 /// Runs every check.
 pub async fn check(app: &App) -> Report {
     let store = store(&app.store).await;
-    let search = search(app);
+    let search = search(app).await;
     let ingestion = if app.ops.ingest_running() {
         Check::ok("the ingestion worker is running")
     } else {
@@ -84,12 +84,13 @@ async fn store(store: &Store) -> Check {
 }
 
 /// Caught up: the indexer task runs and no outbox row has waited longer than `--max-index-lag`.
-fn search(app: &App) -> Check {
+/// On a shared store the message also gives this node's index position in the shared outbox.
+async fn search(app: &App) -> Check {
     if app.reindex.is_closed() {
         return Check::failing("the indexer task is not running");
     }
     let bound_ms = app.config.max_index_lag.saturating_mul(1000) as i64;
-    match app.search.progress.lag_ms() {
+    let mut check = match app.search.progress.lag_ms() {
         None => Check::ok("caught up with the store"),
         Some(lag) if lag <= bound_ms => Check::ok(format!("applying changes, {lag} ms behind the store")),
         Some(lag) => Check::failing(format!(
@@ -97,5 +98,16 @@ fn search(app: &App) -> Check {
             lag / 1000,
             app.config.max_index_lag
         )),
+    };
+    if app.store.is_shared() {
+        let head = app.store.read(|txn| current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)).await;
+        let position = match head {
+            Ok(head) => {
+                format!("; this node's index has applied {} of {head} outbox changes", app.search.applied_seq())
+            }
+            Err(_) => "; the outbox could not be read".to_string(),
+        };
+        check.message.push_str(&position);
     }
+    check
 }

@@ -42,12 +42,13 @@ const SECONDS: &[f64] = &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
 /// Buckets of the write batch size.
 const BATCH: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
 
-/// Installs the process-wide recorder (first call) and returns its handle. Until it is called,
-/// recording is a no-op.
-pub fn install() -> &'static PrometheusHandle {
+/// Installs the process-wide recorder (first call), every metric labelled `node="<node>"`
+/// (`--node-name`), and returns its handle. Until it is called, recording is a no-op.
+pub fn install(node: &str) -> &'static PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE.get_or_init(|| {
         let builder = PrometheusBuilder::new()
+            .add_global_label("node", node)
             .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS)
             .and_then(|b| b.set_buckets_for_metric(Matcher::Full("replicad_store_write_batch_size".into()), BATCH))
             .expect("static, non-empty buckets");
@@ -82,7 +83,7 @@ fn describe() {
 /// The text of `GET /metrics`: the gauges read at scrape time (queue depth, index lag,
 /// process), then everything recorded.
 pub async fn render(app: &App) -> String {
-    let handle = install();
+    let handle = install(&app.config.node());
     let depths = app
         .store
         .read(|txn| {

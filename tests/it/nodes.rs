@@ -393,3 +393,31 @@ async fn a_node_killed_under_mixed_writes_loses_no_acknowledged_write_and_catche
     }
     eprintln!("{} history items and {} entries acknowledged under load", messages.len(), facts.len());
 }
+
+#[tokio::test]
+async fn each_node_names_itself_in_readyz_and_its_metrics_and_gives_its_index_position() {
+    let (servers, orgs) = nodes_with(2, |i| {
+        ["--node-name", &format!("node-{i}"), "--metrics-token", "scrape-0123456789"].map(String::from).to_vec()
+    })
+    .await;
+    let replica = orgs[0].create_replica("ops").await;
+    orgs[0].add_ready_text(&replica, "Gauges", "The gauges are read at every scrape.").await;
+    for (i, server) in servers.iter().enumerate() {
+        let r = server.client.get(format!("{}/readyz", server.base_url)).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(
+            (v["status"].as_str(), v["node"].as_str()),
+            (Some("ready"), Some(format!("node-{i}").as_str())),
+            "{v}"
+        );
+        assert_eq!(v["checks"]["store"]["status"], "ok", "{v}");
+        let search = v["checks"]["search"]["message"].as_str().unwrap();
+        assert!(search.contains("outbox changes"), "{v}");
+        let metrics = server.client.get(format!("{}/metrics", server.base_url)).bearer_auth("scrape-0123456789");
+        let text = metrics.send().await.unwrap().text().await.unwrap();
+        let label = format!("node=\"node-{i}\"");
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).collect();
+        assert!(!samples.is_empty() && samples.iter().all(|l| l.contains(&label)), "{text}");
+    }
+}
