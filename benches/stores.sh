@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The table engines side by side, in one run (ROUNDS rounds, alternating): the demo server with
-# its tables in redb; in PostgreSQL, one node; and in PostgreSQL, two nodes over one database,
+# its tables in redb; in PostgreSQL, one node; and in PostgreSQL, three nodes over one database,
 # the load split between them. The replicad processes and the PostgreSQL server are pinned to
 # core 0 (the server side shares one core whatever its shape), wrk (1 thread per node) to core 1.
 #   POST …/chat/history at c64 in all (one durable write each, in group commits)
@@ -16,37 +16,19 @@ BIN=$(realpath "$1"); ROUNDS=${ROUNDS:-2}; D=${D:-5s}
 command -v wrk >/dev/null || { echo "install wrk (apt-get install wrk)" >&2; exit 1; }
 cd "$(dirname "$0")/.."
 source benches/demo.sh
+source benches/pg.sh
 TICK=$(getconf CLK_TCK)
-PSQL=$(ls /usr/lib/postgresql/*/bin/psql | head -1)
 POSTMASTER=$(head -1 "$REPLICAD_TEST_POSTGRES_DIR/data/postmaster.pid")
 
 # CPU ticks (utime+stime) of the given PIDs and of every PostgreSQL process.
 ticks() { for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null; done | awk '{ t += $14 + $15 } END { print t + 0 }'; }
 pg_ticks() { ticks $(pgrep -P "$POSTMASTER") "$POSTMASTER"; }
 
-# A fresh database on the server; its URL.
-fresh_db() {
-  local name="bench_$RANDOM$RANDOM"
-  "$PSQL" -q "$REPLICAD_TEST_POSTGRES" -c "CREATE DATABASE $name" >/dev/null
-  echo "${REPLICAD_TEST_POSTGRES%/*}/$name"
-}
-
-# A second node on the database $1, on core 0; sets DIR2, PID2, BASE2.
-node2_start() {
-  DIR2=$(mktemp -d)
-  taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --data-dir "$DIR2" --store "$1" --log warn \
-    > "$DIR2/out" 2> "$DIR2/err" & PID2=$!
-  until grep -q listening "$DIR2/out" 2>/dev/null; do sleep 0.1; done
-  BASE2=$(sed -n 's/^listening on //p' "$DIR2/out")
-  sleep 3 # its search index is rebuilt from the tables at start
-}
-
 # "req/s replicad-µs pg-µs" of wrk at $1 connections in all with script $2 on path $3, against
 # every base URL that follows (the connections split between them).
 measure() {
   local conns=$1 script=$2 path=$3; shift 3
-  local pids=("$PID") r0 p0 r1 p1 n=0 rps=0 out
-  [ -n "${PID2:-}" ] && pids+=("$PID2")
+  local pids=("$PID" "${XPIDS[@]}") r0 p0 r1 p1 n=0 rps=0 out
   r0=$(ticks "${pids[@]}"); p0=$(pg_ticks)
   local outs=()
   for base in "$@"; do
@@ -65,7 +47,7 @@ measure() {
 
 run() {
   local mode=$1 url=""
-  PID2=""
+  XDIRS=(); XPIDS=(); XBASES=()
   case $mode in
     redb) DEMO_ARGS="" ;;
     *) url=$(fresh_db); DEMO_ARGS="--store $url" ;;
@@ -73,16 +55,20 @@ run() {
   taskset -apc 0 "$POSTMASTER" >/dev/null
   export DEMO_ARGS
   demo_start "$BIN" 0
-  local bases=("$BASE")
-  if [ "$mode" = pg2 ]; then node2_start "$url"; bases+=("$BASE2"); fi
+  if [ "$mode" = pg3 ]; then
+    node_start "$url"; node_start "$url"
+    sleep 3 # their search indexes are built from the tables at start
+  fi
+  local bases=("$BASE" "${XBASES[@]}")
   read -r hrps hcpu hpg < <(measure 64 "$DIR/history.lua" "/v1/replicas/$REPLICA/chat/history" "${bases[@]}")
   read -r crps ccpu cpg < <(measure 32 "$DIR/chat.lua" "/v1/replicas/$REPLICA/chat/completions" "${bases[@]}")
   echo "round $r $mode: history c64 $hrps req/s, CPU µs each: replicad $hcpu, PostgreSQL $hpg;" \
     "completions c32 $crps req/s, replicad $ccpu, PostgreSQL $cpg"
-  if [ -n "${PID2:-}" ]; then kill "$PID2"; wait "$PID2" 2>/dev/null || true; rm -rf "$DIR2"; fi
+  for p in "${XPIDS[@]}"; do kill "$p"; wait "$p" 2>/dev/null || true; done
+  rm -rf "${XDIRS[@]}"
   demo_stop
 }
 
 for r in $(seq "$ROUNDS"); do
-  for mode in redb pg1 pg2; do run "$mode"; done
+  for mode in redb pg1 pg3; do run "$mode"; done
 done

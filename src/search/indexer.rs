@@ -12,7 +12,9 @@
 //! past its own position (the seq of its last index commit), looks for rows every
 //! `SHARED_POLL` (250 ms) (other nodes' commits wake nothing here), and after a start applies its last
 //! batch again, in case the crash came between its index commit and the `READY` write. A
-//! retrieval on a node that is behind waits for it (`service::chat::catch_up`).
+//! retrieval on a node that is behind waits for it (`service::chat::catch_up`). The rows every
+//! live node has applied are removed ([`super::positions`]); a node that finds rows it had not
+//! applied removed rebuilds its index from the tables.
 //!
 //! **Searchable means searchable** (docs/decisions.md "Knowledge base", status meaning). Clients poll
 //! an entry until it reports `VECTOR_CREATED` or `READY` and then ask at once, so an entry
@@ -39,6 +41,7 @@ use tantivy::Term;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
+use super::positions;
 use super::vectors::{self, ChunkVectors, EntryVectors};
 use super::{new_generation_name, open_generation, write_current, ChunkDoc, IndexGeneration, Search};
 use crate::embed::catalog::Embedders;
@@ -256,9 +259,13 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
     let embedders = search.embedders.clone();
     // On redb every row not yet applied is still in the outbox (applied rows are removed); on
     // a shared store the rows stay for the other nodes, and this node reads past its position.
-    let after = if store.is_shared() { search.applied_seq() } else { 0 };
-    let (seqs, changes) = store
+    let shared = store.is_shared();
+    let after = if shared { search.applied_seq() } else { 0 };
+    let read = store
         .read_scan(move |txn| {
+            if shared && positions::rows_missing(txn, after)? {
+                return Ok(None);
+            }
             let outbox = txn.open_table(tables::SEQ_KBOUTBOX)?;
             let mut seqs = Vec::new();
             let mut entries: Vec<u64> = Vec::new();
@@ -274,9 +281,13 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
                 .into_iter()
                 .map(|entry| Ok(Change { entry, doc: entry_doc(txn, entry, embedders.as_deref())? }))
                 .collect::<Result<Vec<_>>>()?;
-            Ok((seqs, changes))
+            Ok(Some((seqs, changes)))
         })
         .await?;
+    let Some((seqs, changes)) = read else {
+        tracing::warn!("outbox rows this node had not applied were removed (it was gone); rebuilding its index");
+        return rebuild_from_store(store, search).await.map(|n| n.max(1));
+    };
     let Some(&last) = seqs.last() else { return Ok(0) };
     let s = search.clone();
     let changes =
@@ -287,10 +298,11 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
     search.vectors.apply(vector_updates(&changes));
     queue_incomplete(search, &changes);
     let n = seqs.len();
-    let shared = store.is_shared();
     store
         .write(move |txn| {
-            if !shared {
+            if shared {
+                positions::record(txn, last, store::now_ms())?;
+            } else {
                 let mut outbox = txn.open_table(tables::SEQ_KBOUTBOX)?;
                 for s in &seqs {
                     outbox.remove(s)?;
@@ -300,6 +312,15 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
         })
         .await?;
     Ok(n)
+}
+
+/// Writes this node's position in the shared outbox while it has nothing to apply
+/// ([`positions`]); a failure is logged (the next report writes it).
+async fn report_idle(store: &Store, search: &Search) {
+    let applied = search.applied_seq();
+    if let Err(e) = store.write(move |txn| positions::record(txn, applied, store::now_ms())).await {
+        tracing::warn!(error = %e, "recording this node's outbox position failed");
+    }
 }
 
 /// Rebuilds the index from every entry in the store; returns the number of chunks indexed.
@@ -397,12 +418,19 @@ pub fn spawn(
                 Err(e) => tracing::error!(error = %e, "loading the chunks' vectors failed"),
             }
         }
+        let mut reported = 0;
         while !stop.requested() {
             while let Ok(reply) = rx.try_recv() {
                 let _ = reply.send(rebuild_from_store(&store, &search).await);
             }
             match apply_pending(&store, &search).await {
-                Ok(0) => search.progress.caught_up(),
+                Ok(0) => {
+                    search.progress.caught_up();
+                    if store.is_shared() && store::now_ms() - reported > positions::REPORT_EVERY_MS {
+                        reported = store::now_ms();
+                        report_idle(&store, &search).await;
+                    }
+                }
                 Ok(_) => continue,
                 Err(e) => {
                     // A full disk (readiness reports the growing lag) or another I/O error:

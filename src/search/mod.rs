@@ -15,6 +15,7 @@ pub mod embedding;
 pub mod error;
 pub mod fusion;
 pub mod indexer;
+pub mod positions;
 pub mod statistics;
 pub mod vectors;
 

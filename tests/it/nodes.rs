@@ -421,3 +421,47 @@ async fn each_node_names_itself_in_readyz_and_its_metrics_and_gives_its_index_po
         assert!(!samples.is_empty() && samples.iter().all(|l| l.contains(&label)), "{text}");
     }
 }
+
+/// The outbox rows left in the database `url`.
+fn outbox_rows(url: &str) -> i64 {
+    let sql = "SELECT count(*) FROM replicad_rows WHERE tbl = 'seq_kboutbox'";
+    crate::common::pg::with_client(url, |db| db.query_one(sql, &[]).unwrap().get(0))
+}
+
+#[tokio::test]
+async fn outbox_rows_every_node_applied_are_removed_and_a_node_that_missed_some_rebuilds() {
+    let (mut servers, orgs) = nodes(2).await;
+    let url = servers[0].dir().store().unwrap().to_string();
+    let replica = orgs[0].create_replica("outbox").await;
+    let path = format!("/v1/replicas/{replica}/knowledge-base");
+    // More changes than the rows kept below the slowest node's position (512).
+    for batch in 0..40 {
+        let adds =
+            (0..16).map(|i| orgs[i % 2].post(&path, json!({"text": format!("Note {batch}-{i}."), "title": "Note"})));
+        for (s, v) in join_all(adds).await {
+            assert_eq!(s, StatusCode::MULTI_STATUS, "{v}");
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while outbox_rows(&url) > 512 {
+        assert!(Instant::now() < deadline, "{} outbox rows left", outbox_rows(&url));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // Node 1 is gone while entries are added and every outbox row is removed (as after an
+    // absence longer than a position counts); started again, it rebuilds its index.
+    let gone = servers.pop().unwrap().kill9();
+    let mut added = Vec::new();
+    for _ in 0..3 {
+        let name = place();
+        let text = format!("The town of {name} is famous for its copper bells.");
+        added.push((orgs[0].add_ready_text(&replica, &name, &text).await, name));
+    }
+    crate::common::pg::with_client(&url, |db| db.execute("DELETE FROM replicad_rows WHERE tbl = 'seq_kboutbox'", &[]))
+        .unwrap();
+    let again = Server::start_in(gone, &[]);
+    let org = orgs[0].at(&again);
+    for (id, name) in &added {
+        assert_finds(&org, &replica, *id, name).await;
+    }
+}
