@@ -10,7 +10,8 @@
 //! **On a store several nodes share** (PostgreSQL, `Store::is_shared`) every node keeps its own
 //! index from the same outbox: the rows stay (the other nodes read them too), each node reads
 //! past its own position (the seq of its last index commit), looks for rows every
-//! `SHARED_POLL` (250 ms) (other nodes' commits wake nothing here), and after a start applies its last
+//! notification of another node's commit that added outbox rows (`store::notify`; and every
+//! `SHARED_POLL`, 1 s, in case one was lost), and after a start applies its last
 //! batch again, in case the crash came between its index commit and the `READY` write. A
 //! retrieval on a node that is behind waits for it (`service::chat::catch_up`). The rows every
 //! live node has applied are removed ([`super::positions`]); a node that finds rows it had not
@@ -55,8 +56,9 @@ use crate::store::{self, current_seq, tables, Sequence, Store};
 const BATCH: usize = 512;
 
 /// How often the indexer looks at a store that other nodes write too (PostgreSQL) for outbox
-/// rows they appended: their commits wake no task of this process.
-const SHARED_POLL: Duration = Duration::from_millis(250);
+/// rows they appended, besides being woken by their commits' notifications (`store::notify`):
+/// in case one was lost.
+const SHARED_POLL: Duration = Duration::from_secs(1);
 
 /// How far the index is behind the store's outbox, as the indexer task last saw it
 /// (readiness and metrics read it; see `ops::health`).

@@ -22,16 +22,20 @@ pub fn put_source(txn: &WriteTransaction, id: u64, source: &KbSource) -> Result<
     put(&mut txn.open_table(tables::KBID_SOURCE)?, id, source)
 }
 
-/// Appends an outbox row for `entry` at `revision` (0 for a deletion).
+/// Appends an outbox row for `entry` at `revision` (0 for a deletion); the other nodes hear of
+/// it at the commit ([`super::notify::KB`]).
 pub fn enqueue(txn: &WriteTransaction, entry: u64, revision: u64) -> Result<()> {
     let seq = next_seq(txn, Sequence::Outbox)?;
     txn.open_table(tables::SEQ_KBOUTBOX)?.insert(seq, (entry, revision))?;
+    txn.notify_on_commit(super::notify::KB);
     Ok(())
 }
 
-/// Adds an ingestion job for `entry` (see `ingest::pipeline`), runnable now.
+/// Adds an ingestion job for `entry` (see `ingest::pipeline`), runnable now; the other nodes
+/// hear of it at the commit ([`super::notify::KB`]).
 pub fn add_job(txn: &WriteTransaction, entry: u64) -> Result<()> {
     txn.open_table(tables::KBID_JOB)?.insert(entry, (0u32, 0i64))?;
+    txn.notify_on_commit(super::notify::KB);
     Ok(())
 }
 

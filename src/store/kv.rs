@@ -99,7 +99,15 @@ impl WriteTransaction {
     pub fn commit(self) -> Result<()> {
         match self {
             WriteTransaction::Redb(txn) => Ok(txn.commit()?),
-            WriteTransaction::Pg(txn) => txn.end("COMMIT"),
+            WriteTransaction::Pg(txn) => txn.commit(),
+        }
+    }
+
+    /// Has the transaction notify the other nodes on `channel` when it commits
+    /// ([`super::notify`]); nothing on redb, which no other process shares.
+    pub fn notify_on_commit(&self, channel: &'static str) {
+        if let WriteTransaction::Pg(txn) = self {
+            txn.notify_on_commit(channel);
         }
     }
 

@@ -31,6 +31,7 @@ pub mod kb_summary;
 pub mod kv;
 pub mod lease;
 pub mod migrate;
+pub mod notify;
 pub mod pg;
 pub mod private;
 pub mod records;
@@ -84,8 +85,9 @@ pub struct Store {
 enum Engine {
     /// The redb file in the data directory (the default).
     Redb(Arc<handle::Handle>),
-    /// A PostgreSQL database, which several nodes may share.
-    Pg(Arc<pg::PgPool>),
+    /// A PostgreSQL database, which several nodes may share, and what this node hears of the
+    /// others' commits.
+    Pg(Arc<pg::PgPool>, notify::Listener),
 }
 
 impl Engine {
@@ -93,7 +95,7 @@ impl Engine {
     fn read<T>(&self, f: impl Fn(&Snapshot) -> Result<T>) -> Result<T> {
         match self {
             Engine::Redb(handle) => handle.read(f),
-            Engine::Pg(pool) => pool.read(|txn| f(&Snapshot::of(txn))),
+            Engine::Pg(pool, _) => pool.read(|txn| f(&Snapshot::of(txn))),
         }
     }
 }
@@ -258,7 +260,8 @@ impl Store {
         drop(db);
         report_swept(files.sweep(|| handle.read(|snapshot| files::recorded_names(snapshot))).map_err(other)?);
         let engine = Engine::Redb(handle.clone());
-        Store::assemble(lock, engine, lease::Leases::local(), space, files, writer::Target::Redb(handle))
+        let (leases, wake) = (lease::Leases::local(), notify::Wake::default());
+        Store::assemble(lock, engine, leases, space, files, writer::Target::Redb(handle), wake)
     }
 
     /// Opens the tables in the PostgreSQL database at `url` (`postgres://user@host:port/db`),
@@ -281,11 +284,14 @@ impl Store {
             .map_err(|_| OpenError::Other("connecting to PostgreSQL panicked".into()))?
             .map_err(other)?;
         report_swept(swept);
-        let leases = lease::Leases::postgres(url);
-        Store::assemble(lock, Engine::Pg(pool), leases, space, files, writer::Target::Pg(writer))
+        let (leases, wake) = (lease::Leases::postgres(url), notify::Wake::default());
+        let listener = notify::Listener::spawn(url, wake.clone());
+        let target = writer::Target::Pg(writer, Box::new(listener.on_commit()));
+        Store::assemble(lock, Engine::Pg(pool, listener), leases, space, files, target, wake)
     }
 
-    /// The store over `engine`, with its writer committing to `target`, holding `lock`.
+    /// The store over `engine`, with its writer committing to `target`, holding `lock`; `wake`
+    /// holds the indexer's and the ingestion scheduler's wake-ups.
     fn assemble(
         lock: std::fs::File,
         engine: Engine,
@@ -293,9 +299,9 @@ impl Store {
         space: Arc<file::Space>,
         files: Arc<files::Files>,
         target: writer::Target,
+        wake: notify::Wake,
     ) -> Result<Store, OpenError> {
-        let outbox_notify = Arc::new(tokio::sync::Notify::new());
-        let jobs_notify = Arc::new(tokio::sync::Notify::new());
+        let notify::Wake { outbox: outbox_notify, jobs: jobs_notify } = wake;
         let commits = Arc::new(CommitState::default());
         let writer = writer::spawn(target, commits.clone());
         let engine = Arc::new(engine);
@@ -308,19 +314,20 @@ impl Store {
     /// before that write's commit. `None` while the file is being reopened after a failed
     /// write. What the read cache (`http::read_cache`) keys its answers on.
     ///
-    /// On PostgreSQL, `None` always: another node's commit would not change it, so nothing is
-    /// kept on it.
+    /// On PostgreSQL it moves on at this node's commits and at every commit another node
+    /// notifies ([`notify`]: a read on this node may miss another node's write for as long as
+    /// the notification takes to arrive); `None` while this node is not listening.
     pub fn commit_generation(&self) -> Option<u64> {
         match &*self.engine {
             Engine::Redb(handle) => handle.commit_generation(),
-            Engine::Pg(_) => None,
+            Engine::Pg(_, listener) => listener.generation(),
         }
     }
 
     /// Whether other processes may write these tables too (PostgreSQL): their commits wake
     /// nothing here, and rows that every node reads (the knowledge-base outbox) are kept.
     pub fn is_shared(&self) -> bool {
-        matches!(*self.engine, Engine::Pg(_))
+        matches!(*self.engine, Engine::Pg(..))
     }
 
     /// Replaces the shared token bucket `key` with the tokens `f` answers from it, and answers
@@ -332,7 +339,7 @@ impl Store {
         key: Vec<u8>,
         f: impl FnOnce(Option<(f64, f64)>) -> (f64, T) + Send + 'static,
     ) -> Result<T> {
-        let Engine::Pg(pool) = &*self.engine else {
+        let Engine::Pg(pool, _) = &*self.engine else {
             return Err(Error::internal("the rate-limit buckets are in memory on redb"));
         };
         let pool = pool.clone();
@@ -377,7 +384,7 @@ impl Store {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(txn)))
                     .map_err(|_| Error::internal("a store read panicked"))?
             }),
-            Engine::Pg(_) => self.read_scan(f).await,
+            Engine::Pg(..) => self.read_scan(f).await,
         }
     }
 
@@ -389,7 +396,7 @@ impl Store {
     pub fn snapshot(&self) -> Result<redb::ReadTransaction> {
         match &*self.engine {
             Engine::Redb(handle) => handle.begin_read(),
-            Engine::Pg(_) => Err(Error::internal(
+            Engine::Pg(..) => Err(Error::internal(
                 "this server keeps its tables and uploaded files in PostgreSQL: back them up with pg_dump \
                  (the search index in the data directory is rebuilt from the tables)",
             )),

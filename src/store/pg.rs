@@ -94,6 +94,9 @@ pub struct PgTables {
 struct Conn {
     client: Client,
     statements: HashMap<String, Statement>,
+    /// The channels the write transaction in progress notifies when it commits
+    /// ([`super::notify`]).
+    notify: Vec<&'static str>,
 }
 
 /// The connection of a transaction in progress, as [`kv::WriteTransaction::Pg`] and
@@ -141,7 +144,7 @@ impl PgTables {
     /// [`PgPool`]).
     fn open(url: &str) -> Result<PgTables> {
         let client = Client::connect(url, NoTls).map_err(Error::caused_by)?;
-        let conn = Arc::new(Mutex::new(Conn { client, statements: HashMap::new() }));
+        let conn = Arc::new(Mutex::new(Conn { client, statements: HashMap::new(), notify: Vec::new() }));
         Ok(PgTables { conn, url: url.to_string() })
     }
 
@@ -444,7 +447,29 @@ pub fn must_retry(e: &Error) -> bool {
 impl Txn {
     /// Ends the transaction with `statement` (`COMMIT` or `ROLLBACK`).
     pub(super) fn end(&self, statement: &str) -> Result<()> {
-        lock(&self.conn).client.batch_execute(statement).map_err(Error::caused_by)
+        let mut conn = lock(&self.conn);
+        conn.notify.clear();
+        conn.client.batch_execute(statement).map_err(Error::caused_by)
+    }
+
+    /// Has the write transaction notify `channel` when it commits ([`super::notify`]).
+    pub(super) fn notify_on_commit(&self, channel: &'static str) {
+        let mut conn = lock(&self.conn);
+        if !conn.notify.contains(&channel) {
+            conn.notify.push(channel);
+        }
+    }
+
+    /// Commits the write transaction, notifying [`super::notify::COMMIT`] and the channels
+    /// asked for, in one round trip.
+    pub(super) fn commit(&self) -> Result<()> {
+        let mut conn = lock(&self.conn);
+        let mut batch = format!("NOTIFY {}; ", super::notify::COMMIT);
+        for channel in std::mem::take(&mut conn.notify) {
+            batch.push_str(&format!("NOTIFY {channel}; "));
+        }
+        batch.push_str("COMMIT");
+        conn.client.batch_execute(&batch).map_err(Error::caused_by)
     }
 
     /// Deletes every row of table `name`; whether it had one.

@@ -220,8 +220,9 @@ impl CommitState {
 pub enum Target {
     /// The redb file (see `file` and `handle` for a full disk).
     Redb(Arc<Handle>),
-    /// A PostgreSQL connection of the writer's own.
-    Pg(PgTables),
+    /// A PostgreSQL connection of the writer's own, and what to call after each commit (before
+    /// its writes are answered).
+    Pg(PgTables, Box<dyn Fn() + Send>),
 }
 
 /// Starts the writer thread; it ends when every [`super::Store`] is dropped.
@@ -240,8 +241,8 @@ pub fn spawn(mut target: Target, state: Arc<CommitState>) -> mpsc::Sender<Job> {
                 }
                 match &mut target {
                     Target::Redb(handle) => commit_batch(handle, batch, &state),
-                    Target::Pg(tables) => {
-                        apply_batch(&mut || tables.begin_write(), &|| (), batch, &state);
+                    Target::Pg(tables, committed) => {
+                        apply_batch(&mut || tables.begin_write(), &**committed, batch, &state);
                     }
                 }
             }

@@ -465,3 +465,30 @@ async fn outbox_rows_every_node_applied_are_removed_and_a_node_that_missed_some_
         assert_finds(&org, &replica, *id, name).await;
     }
 }
+
+#[tokio::test]
+async fn a_kept_answer_is_dropped_on_every_node_when_another_node_commits() {
+    let (_servers, orgs) = nodes(2).await;
+    let replica = orgs[0].create_replica("kept").await;
+    let path = format!("/v1/replicas/{replica}");
+    let mut renamed = replica_body("kept", &orgs[0].owner_email);
+    let (mut worst, mut stale) = (Duration::ZERO, 0);
+    for round in 0..5 {
+        // Node 1 keeps the answer (read twice), then node 0 renames the replica.
+        assert_eq!(orgs[1].get(&path).await, orgs[1].get(&path).await);
+        renamed["name"] = json!(format!("Renamed {round}"));
+        assert_eq!(orgs[0].put(&path, renamed.clone()).await.0, StatusCode::OK);
+        let acknowledged = Instant::now();
+        loop {
+            let (_, v) = orgs[1].get(&path).await;
+            if v["name"] == renamed["name"] {
+                break;
+            }
+            assert!(acknowledged.elapsed() < Duration::from_secs(2), "node 1 still answers {v}");
+            stale += 1;
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+        worst = worst.max(acknowledged.elapsed());
+    }
+    eprintln!("another node's write was read through this node at most {worst:?} after it was acknowledged ({stale} stale reads in 5 rounds)");
+}
