@@ -13,7 +13,8 @@ fresh_db() {
 node_start() {
   local dir; dir=$(mktemp -d)
   install -m 600 "$DIR/secrets.key" "$dir/secrets.key"
-  taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --data-dir "$dir" --store "$1" --log warn \
+  # shellcheck disable=SC2086 # EXTRA_ARGS: extra `serve` flags, split on spaces
+  taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --data-dir "$dir" --store "$1" --log warn ${EXTRA_ARGS:-} \
     > "$dir/out" 2> "$dir/err" & XPIDS+=("$!")
   until grep -q listening "$dir/out" 2>/dev/null; do sleep 0.05; done
   XDIRS+=("$dir"); XBASES+=("$(sed -n 's/^listening on //p' "$dir/out")")

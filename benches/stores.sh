@@ -5,13 +5,16 @@
 # core 0 (the server side shares one core whatever its shape), wrk (1 thread per node) to core 1.
 #   POST …/chat/history at c64 in all (one durable write each, in group commits)
 #   POST …/chat/completions at c32 in all (embedded generator, two history items and the usage)
+#   GET  …/replicas/{id} at c32 in all (a hot read: the read cache's, unless EXTRA_ARGS turns it
+#        off with --read-cache-bytes 0)
 # Reported per run: requests/s, and CPU per request in µs of the replicad processes and of the
 # PostgreSQL server (utime+stime from /proc over the load, divided by the requests answered).
 # Usage: eval "$(REPLICAD_TEST_POSTGRES_FSYNC=on bash .ci/install-postgres)"
-#        bash benches/stores.sh target/release/replicad     (ROUNDS=2 and D=5s in the environment)
+#        bash benches/stores.sh target/release/replicad     (ROUNDS=2, D=5s and EXTRA_ARGS, flags
+#        of every node, in the environment)
 # Benchmarks assert nothing.
 set -euo pipefail
-BIN=$(realpath "$1"); ROUNDS=${ROUNDS:-2}; D=${D:-5s}
+BIN=$(realpath "$1"); ROUNDS=${ROUNDS:-2}; D=${D:-5s}; EXTRA_ARGS=${EXTRA_ARGS:-}
 : "${REPLICAD_TEST_POSTGRES:?start PostgreSQL first: eval \"\$(bash .ci/install-postgres)\"}"
 command -v wrk >/dev/null || { echo "install wrk (apt-get install wrk)" >&2; exit 1; }
 cd "$(dirname "$0")/.."
@@ -49,12 +52,13 @@ run() {
   local mode=$1 url=""
   XDIRS=(); XPIDS=(); XBASES=()
   case $mode in
-    redb) DEMO_ARGS="" ;;
-    *) url=$(fresh_db); DEMO_ARGS="--store $url" ;;
+    redb) DEMO_ARGS="$EXTRA_ARGS" ;;
+    *) url=$(fresh_db); DEMO_ARGS="--store $url $EXTRA_ARGS" ;;
   esac
   taskset -apc 0 "$POSTMASTER" >/dev/null
   export DEMO_ARGS
   demo_start "$BIN" 0
+  printf 'wrk.headers["X-ORGANIZATION-SECRET"] = "%s"\n' "$KEY" > "$DIR/get.lua"
   if [ "$mode" = pg3 ]; then
     node_start "$url"; node_start "$url"
     sleep 3 # their search indexes are built from the tables at start
@@ -62,8 +66,9 @@ run() {
   local bases=("$BASE" "${XBASES[@]}")
   read -r hrps hcpu hpg < <(measure 64 "$DIR/history.lua" "/v1/replicas/$REPLICA/chat/history" "${bases[@]}")
   read -r crps ccpu cpg < <(measure 32 "$DIR/chat.lua" "/v1/replicas/$REPLICA/chat/completions" "${bases[@]}")
+  read -r grps gcpu gpg < <(measure 32 "$DIR/get.lua" "/v1/replicas/$REPLICA" "${bases[@]}")
   echo "round $r $mode: history c64 $hrps req/s, CPU µs each: replicad $hcpu, PostgreSQL $hpg;" \
-    "completions c32 $crps req/s, replicad $ccpu, PostgreSQL $cpg"
+    "completions c32 $crps req/s, replicad $ccpu, PostgreSQL $cpg; GET replica c32 $grps req/s, replicad $gcpu, PostgreSQL $gpg"
   for p in "${XPIDS[@]}"; do kill "$p"; wait "$p" 2>/dev/null || true; done
   rm -rf "${XDIRS[@]}"
   demo_stop
