@@ -59,9 +59,9 @@ impl App {
             .chain([crate::ops::metrics::route()])
             .collect();
         let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
-        let rate_limiter = config.rate_limit_per_key.map(|n| RateLimiter::for_store(n, &store));
+        let rate_limiter = config.rate_limit_per_key.map(|n| RateLimiter::for_store(n, &store, "key"));
         let read_cache = crate::http::read_cache::ReadCache::new(config.read_cache_bytes);
-        let embed_limits = api::embed::Limits::new(&config);
+        let embed_limits = api::embed::Limits::new(&config, &store);
         App {
             config,
             store,

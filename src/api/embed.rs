@@ -20,7 +20,6 @@
 //!   (the web chat page of a public replica).
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use hyper::header::HOST;
 use hyper::Method;
@@ -46,6 +45,7 @@ use crate::service::embed::{self, Credentials, Visit};
 use crate::service::history::{self as history_service, Page};
 use crate::service::quotas::Pool;
 use crate::service::{check_len, users};
+use crate::store::Store;
 
 const ALLOW_HEADERS: &str = "content-type, accept, x-embed-key, x-embed-visitor, x-embed-identity";
 
@@ -155,26 +155,28 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The limits `config` sets.
-    pub fn new(config: &Config) -> Limits {
+    /// The limits `config` sets, their buckets in `store` when several nodes share it (so that
+    /// they hold across the nodes).
+    pub fn new(config: &Config, store: &Store) -> Limits {
         Limits {
-            per_visitor: RateLimiter::new(config.embed_rate_limit_per_visitor),
-            per_replica: RateLimiter::new(config.embed_rate_limit_per_replica),
-            new_visitors: RateLimiter::new(config.embed_new_visitors_per_minute),
+            per_visitor: RateLimiter::for_store(config.embed_rate_limit_per_visitor, store, "embed-visitor"),
+            per_replica: RateLimiter::for_store(config.embed_rate_limit_per_replica, store, "embed-replica"),
+            new_visitors: RateLimiter::for_store(config.embed_new_visitors_per_minute, store, "embed-new-visitor"),
         }
     }
 }
 
 /// Takes a token of `key`'s bucket in `limiter`; when there is none, the 429 `RATE_LIMITED`
-/// answer (spec §7 body, `Retry-After` and the `RateLimit` headers) for `request_id`.
-fn take(limiter: &RateLimiter, key: u128, what: &str, request_id: &str) -> Option<Reply> {
-    let d = limiter.check(key, Instant::now());
+/// answer (spec §7 body, `Retry-After` and the `RateLimit` headers) for `request_id`. Errors:
+/// the shared store's, when the buckets are there.
+async fn take(limiter: &RateLimiter, key: u128, what: &str, request_id: &str) -> Result<Option<Reply>> {
+    let d = limiter.check_now(key).await?;
     if d.allowed {
-        return None;
+        return Ok(None);
     }
     let message = format!("too many requests {what}; retry in {} s", d.retry_after_secs);
     let reply = error_reply(&Error::new(Code::RateLimited, message), request_id, false);
-    Some(limiter.headers(&d).into_iter().fold(reply, |r, (name, value)| r.with_header(name, &value)))
+    Ok(Some(limiter.headers(&d).into_iter().fold(reply, |r, (name, value)| r.with_header(name, &value))))
 }
 
 /// A widget or page request past its credentials and its rate limits.
@@ -202,8 +204,10 @@ async fn admit(app: &App, req: &Req, visit: Visit) -> Result<Result<Admitted, Re
     let identity = header(req, "x-embed-identity");
     let visitor = embed::visitor_account(&app.channels.secrets, &visit, identity, header(req, "x-embed-visitor"))?;
     let (limits, id, replica) = (&app.embed_limits, &req.request_id, visit.replica.id);
-    let refused = take(&limits.per_visitor, embed::visitor_key(replica, &visitor), "from this visitor", id)
-        .or_else(|| take(&limits.per_replica, replica.as_u128(), "to this replica's public chat", id));
+    let mut refused = take(&limits.per_visitor, embed::visitor_key(replica, &visitor), "from this visitor", id).await?;
+    if refused.is_none() {
+        refused = take(&limits.per_replica, replica.as_u128(), "to this replica's public chat", id).await?;
+    }
     Ok(match refused {
         Some(reply) => Err(reply),
         None => Ok(Admitted { visit, visitor }),
@@ -224,7 +228,7 @@ async fn visitor_user(app: &App, req: &Req, a: &Admitted) -> Result<Result<Uuid,
         return Ok(Ok(user.id));
     }
     let replica = a.visit.replica.id.as_u128();
-    if let Some(reply) = take(&app.embed_limits.new_visitors, replica, "from new visitors", &req.request_id) {
+    if let Some(reply) = take(&app.embed_limits.new_visitors, replica, "from new visitors", &req.request_id).await? {
         return Ok(Err(reply));
     }
     embed::check_new_visitor(&app.store, org, visitors(app)).await?;

@@ -22,8 +22,9 @@ use crate::store::Store;
 pub struct RateLimiter {
     per_minute: u32,
     state: Mutex<State>,
-    /// The store holding the buckets instead, when nodes share it.
-    shared: Option<Store>,
+    /// The store holding the buckets instead, when nodes share it, and the name of this
+    /// limiter's buckets there (several limiters share the store's bucket table).
+    shared: Option<(Store, &'static str)>,
 }
 
 struct State {
@@ -59,9 +60,9 @@ impl RateLimiter {
     }
 
     /// [`RateLimiter::new`] with the buckets in `store` when other nodes share it (PostgreSQL),
-    /// in memory otherwise.
-    pub fn for_store(per_minute: u32, store: &Store) -> RateLimiter {
-        let shared = store.is_shared().then(|| store.clone());
+    /// named `scope` there (each limiter its own), in memory otherwise.
+    pub fn for_store(per_minute: u32, store: &Store, scope: &'static str) -> RateLimiter {
+        let shared = store.is_shared().then(|| (store.clone(), scope));
         RateLimiter { shared, ..RateLimiter::new(per_minute) }
     }
 
@@ -73,10 +74,10 @@ impl RateLimiter {
     /// Takes a token from `key`'s bucket now if there is one: in the shared store's bucket
     /// ([`RateLimiter::for_store`]), else in memory. Errors: the shared store's.
     pub async fn check_now(&self, key: u128) -> Result<Decision> {
-        let Some(store) = &self.shared else { return Ok(self.check(key, Instant::now())) };
+        let Some((store, scope)) = &self.shared else { return Ok(self.check(key, Instant::now())) };
         let per_minute = self.per_minute;
         store
-            .update_bucket(key.to_be_bytes().to_vec(), move |found| {
+            .update_bucket([scope.as_bytes(), b"/", &key.to_be_bytes()].concat(), move |found| {
                 let refilled = found.map_or(per_minute as f64, |(tokens, seconds)| refill(per_minute, tokens, seconds));
                 take(per_minute, refilled)
             })
