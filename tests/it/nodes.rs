@@ -159,14 +159,17 @@ async fn a_node_given_another_secrets_key_refuses_to_start() {
     let url = fresh_database();
     let first = Server::start_in(node_dir(&url, &"5a".repeat(32)), &[]);
     drop(first.new_org("Sealed").await);
-    let dir = node_dir(&url, &"c3".repeat(32));
+    assert_refuses_to_start(&node_dir(&url, &"c3".repeat(32)), "same --secrets-key-file");
+}
+
+/// Asserts that `replicad serve` on `dir` exits without serving, saying `why` on stderr.
+fn assert_refuses_to_start(dir: &DataDir, why: &str) {
     let mut cmd = std::process::Command::new(crate::common::BIN);
     cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(dir.path());
     dir.apply_store(&mut cmd);
     let out = cmd.output().expect("run replicad");
-    assert!(!out.status.success(), "a node with another key started");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("same --secrets-key-file"), "{stderr}");
+    assert!(!out.status.success() && stderr.contains(why), "{}: {stderr}", out.status);
 }
 
 /// A private messengerA message of chat `chat`.
@@ -578,12 +581,5 @@ async fn a_node_refuses_a_database_whose_schema_is_newer_than_itself() {
     drop(first.new_org("Newer").await);
     crate::common::pg::with_client(&url, |db| db.execute("UPDATE replicad_schema SET version = version + 1", &[]))
         .unwrap();
-    let dir = node_dir(&url, &"5a".repeat(32));
-    let mut cmd = std::process::Command::new(crate::common::BIN);
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(dir.path());
-    dir.apply_store(&mut cmd);
-    let out = cmd.output().expect("run replicad");
-    assert!(!out.status.success(), "a node started on a newer schema");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("newer than this build"), "{stderr}");
+    assert_refuses_to_start(&node_dir(&url, &"5a".repeat(32)), "newer than this build");
 }
