@@ -165,8 +165,8 @@ impl Files {
         }
     }
 
-    /// Where the file `name` is (on the database: a path that names nothing).
-    pub fn path(&self, name: &str) -> PathBuf {
+    /// Where the file `name` is in the directory (only called where the files are there).
+    fn path(&self, name: &str) -> PathBuf {
         self.dir().map_or_else(|_| PathBuf::from(name), |d| d.join(name))
     }
 
