@@ -13,9 +13,9 @@
 //! scheduler, so a change made through another node is indexed as soon as it is committed.
 //! This node's own commits move the generation on before they are answered (the writer), so a
 //! node always reads its own writes. A write through another node is seen here once its
-//! notification has arrived: on loopback a fraction of a millisecond after that node's commit
-//! (`tests/it/nodes.rs` measures it); a read on this node in that window may get the answer kept
-//! from before.
+//! notification has arrived (`tests/it/nodes.rs` measures it: on loopback, a read through this
+//! node showed another node's write at most 3.2 ms after it was acknowledged, the read
+//! included); a read on this node in that window may get the answer kept from before.
 //!
 //! While the connection is down the generation is `None` (the read cache keeps nothing), and
 //! after it comes back the generation moves on and both tasks are woken, since notifications
