@@ -9,14 +9,16 @@
 //! redb's own encoding of the key (`k`, decoded with `redb::Key::from_bytes`) and of the value
 //! (`v`, the same bytes redb stores: `store::codec` records stay as they are). The primary key
 //! is `(tbl, sk)`, so a point read is an index lookup and a range scan an index range scan.
+//! Beside it: `replicad_files`, the uploaded files (`store::files`), and `replicad_buckets`, the
+//! rate-limit buckets (`http::rate_limit`).
 //!
 //! Write transactions are `SERIALIZABLE` and run again, from the start, when PostgreSQL reports
 //! a serialization failure (SQLSTATE 40001) or a deadlock (40P01) ([`PgTables::write`], and the
 //! store's writer for a whole batch), so two nodes that read and then write the same rows (a
 //! counter, a unique name) never both commit on a stale read. Reads are `REPEATABLE READ READ
-//! ONLY`: one snapshot, which never fails on a conflict. The schema is versioned ([`SCHEMA_VERSION`]); it is created or
-//! migrated in one transaction under an advisory lock, and a database whose schema is newer
-//! than this build is refused.
+//! ONLY`: one snapshot, which never fails on a conflict. The schema is versioned
+//! ([`SCHEMA_VERSION`], one step per version); it is created or migrated in one transaction
+//! under an advisory lock, and a database whose schema is newer than this build is refused.
 
 use std::collections::{HashMap, VecDeque};
 use std::marker::PhantomData;
