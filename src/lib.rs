@@ -87,14 +87,22 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// The embedding models of `--embedding-models`, fetched from `--model-hub` when missing and
-/// allowed, and loaded (`None`, and said in the log, when there are none: retrieval is then
+/// The embedding models of `--embedding-models` (else the model `replicad models install` put in
+/// the data directory, [`embed::install::installed`]), fetched from `--model-hub` when missing
+/// and allowed, and loaded (`None`, and said in the log, when there are none: retrieval is then
 /// BM25 alone). Errors name the catalog entry at fault.
 async fn load_embedders(config: &Config) -> Result<Option<Arc<embed::catalog::Embedders>>, String> {
-    let Some(path) = &config.embedding_models else {
-        tracing::info!("no embedding model configured (--embedding-models): retrieval is BM25 alone");
+    let installed = embed::install::installed(&config.data_dir);
+    let Some(path) = config.embedding_models.as_ref().or(installed.as_ref()) else {
+        tracing::info!(
+            "no embedding model configured (--embedding-models, or `replicad models install all-minilm-l6-v2`): \
+             retrieval is BM25 alone"
+        );
         return Ok(None);
     };
+    if config.embedding_models.is_none() {
+        tracing::info!(dir = %path.display(), "embedding model installed in the data directory");
+    }
     let mut catalog = embed::catalog::EmbeddingModels::load(path)?;
     catalog.fetch_hub(&config.data_dir.join("models"), config.model_hub.as_deref()).await?;
     let built = catalog.build(&config.llm.upstreams, config.llm.policy())?;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use replicad::admin;
 use replicad::backup::{restore, Progress};
-use replicad::cli::{Cli, Command, InvitesCommand};
+use replicad::cli::{Cli, Command, InvitesCommand, ModelsCommand};
 
 fn main() -> ExitCode {
     replicad::store::private::restrict_umask();
@@ -78,6 +78,11 @@ async fn run(command: Command) -> Result<(), String> {
                 dir.data_dir.display()
             );
             println!("{}", serde_json::to_string(&restored).map_err(|e| e.to_string())?);
+            Ok(())
+        }
+        Command::Models { command: ModelsCommand::Install { name, data_dir, index_url } } => {
+            let dir = replicad::embed::install::install(&name, &data_dir, &index_url).await?;
+            println!("{}", dir.display());
             Ok(())
         }
         Command::Orgs { command } => replicad::orgs_cli::run(command).await,

@@ -118,7 +118,9 @@ struct KbCounts<'a> {
 
 /// A replica on the wire (docs/decisions.md "Replicas"), read and list alike: current names, the
 /// older snake_case block, `distilledKnowledge` (a string) and, of our own, `knowledgeBase
-/// {entries, titles}`. Absent optional values are omitted. `messengerA_integration` /
+/// {entries, titles}`. Absent optional values are omitted, except the fields the hosted
+/// document requires in list items: `profile_image` (nullable: `null`) and `system_message`
+/// (a string: `""`). `messengerA_integration` /
 /// `messengerB_integration` (one per bot, [`Integrations`]) are `null` or the bot's view;
 /// `ownerID` / `owner_uuid` are the owner's id as users see it (`User::public_id`).
 ///
@@ -172,14 +174,16 @@ pub struct ReplicaView<'a> {
     purpose: Option<&'a str>,
     #[serde(rename = "profileImage", skip_serializing_if = "Option::is_none")]
     profile_image: Option<&'a str>,
-    #[serde(rename = "profile_image", skip_serializing_if = "Option::is_none")]
+    /// Required and nullable in the hosted document's list items: `null` when absent.
+    #[serde(rename = "profile_image")]
     profile_image_legacy: Option<&'a str>,
     #[serde(rename = "voicePreviewText", skip_serializing_if = "Option::is_none")]
     voice_preview_text: Option<&'a str>,
     #[serde(rename = "voiceVendorID", skip_serializing_if = "Option::is_none")]
     voice_vendor_id: Option<&'a str>,
-    #[serde(rename = "system_message", skip_serializing_if = "Option::is_none")]
-    system_message_legacy: Option<&'a str>,
+    /// Required (a string) in the hosted document's list items: `""` when there is none.
+    #[serde(rename = "system_message")]
+    system_message_legacy: &'a str,
 }
 
 /// The `<bot>_integration` fields of a replica (`Bot::integration_field`), one per bot, each
@@ -233,7 +237,7 @@ pub fn view<'a>(r: &'a Replica, p: &'a replicas::ViewParts) -> ReplicaView<'a> {
         profile_image_legacy: r.profile_image.as_deref(),
         voice_preview_text: r.voice_preview_text.as_deref(),
         voice_vendor_id: r.voice_vendor_id.as_deref(),
-        system_message_legacy: r.llm.system_message.as_deref(),
+        system_message_legacy: r.llm.system_message.as_deref().unwrap_or_default(),
     }
 }
 

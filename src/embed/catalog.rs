@@ -20,6 +20,13 @@
 //! `route` is `NAME/UPSTREAM_MODEL` as in the language-model catalog, `NAME` declared by
 //! `--llm-upstream`, `dimension` the length of its vectors, `prompts` optional. `default` names
 //! the model of replicas that name none; it defaults to the first entry.
+//!
+//! `aliases` (optional) are other ids the entry answers to: the ids of a hosted service's
+//! catalog (`"aliases": ["multilingual-e5-large"]`), so that clients generated from that
+//! service's document, whose `llm.embeddingModel` is an enum of those ids, create and read
+//! replicas unchanged. A replica created with an alias keeps the alias as its
+//! `llm.embeddingModel` (a client reads what it wrote) and is served by the entry. No id or
+//! alias may name two entries.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -56,6 +63,9 @@ pub struct Entry {
     /// `query` / `passage` prefixes sent upstream (with `route`; a directory has its own).
     #[serde(default)]
     pub prompts: Prompts,
+    /// Other ids this entry serves (a hosted catalog's ids).
+    #[serde(default)]
+    pub aliases: Vec<String>,
 }
 
 /// Prefixes of questions and passages.
@@ -96,6 +106,12 @@ impl EmbeddingModels {
             entry.dir = entry.dir.map(|d| base.join(d));
             entries.push((id, entry));
         }
+        let mut names = std::collections::HashSet::new();
+        for name in entries.iter().flat_map(|(id, e)| std::iter::once(id).chain(&e.aliases)) {
+            if !names.insert(name.as_str()) {
+                return Err(format!("{name:?} names two embedding models (ids and aliases must be unique)"));
+            }
+        }
         let first = entries.first().map(|(id, _)| id.clone()).ok_or("no embedding model in \"models\"")?;
         let default = file.default.unwrap_or(first);
         if !entries.iter().any(|(id, _)| *id == default) {
@@ -118,6 +134,7 @@ impl EmbeddingModels {
                 route: None,
                 dimension: None,
                 prompts: Prompts::default(),
+                aliases: Vec::new(),
             };
             return Ok(EmbeddingModels { entries: vec![(name.clone(), entry)], default: name });
         }
@@ -131,9 +148,9 @@ impl EmbeddingModels {
         self.entries.iter().map(|(id, _)| id.as_str())
     }
 
-    /// The entry of `id`, if it is a catalog model.
+    /// The entry of `id` (an id or an alias), if it is a catalog model.
     pub fn entry(&self, id: &str) -> Option<&Entry> {
-        self.entries.iter().find(|(i, _)| i == id).map(|(_, e)| e)
+        self.entries.iter().find(|(i, e)| i == id || e.aliases.iter().any(|a| a == id)).map(|(_, e)| e)
     }
 
     /// The model of replicas that name none.
@@ -185,6 +202,9 @@ impl EmbeddingModels {
                 }
                 (None, None) => unreachable!("checked by parse; a hub entry has its directory"),
             };
+            for alias in &entry.aliases {
+                models.insert(alias.clone(), embedder.clone());
+            }
             models.insert(id.clone(), embedder);
         }
         Ok(Embedders { models, default: self.default.clone() })
@@ -226,7 +246,8 @@ pub struct Embedders {
 }
 
 impl Embedders {
-    /// The model `id`, if the catalog has it.
+    /// The model `id` (an id or an alias: the model's own [`Embedder::id`] is its catalog id),
+    /// if the catalog has it.
     pub fn get(&self, id: &str) -> Option<Arc<dyn Embedder>> {
         self.models.get(id).cloned()
     }
@@ -243,7 +264,14 @@ impl Embedders {
         named.and_then(|id| self.get(id)).unwrap_or_else(|| self.default_model())
     }
 
-    /// The catalog ids, sorted.
+    /// Every id and alias that names the same model as `id` (`id` itself included; empty when
+    /// the catalog has no `id`).
+    pub fn names_of_same_model(&self, id: &str) -> Vec<String> {
+        let Some(model) = self.get(id) else { return Vec::new() };
+        self.models.iter().filter(|(_, m)| m.id() == model.id()).map(|(name, _)| name.clone()).collect()
+    }
+
+    /// The ids and aliases the catalog answers to, sorted.
     pub fn ids(&self) -> Vec<&str> {
         let mut ids: Vec<&str> = self.models.keys().map(String::as_str).collect();
         ids.sort_unstable();

@@ -56,6 +56,7 @@ pub mod catalog;
 pub mod encoder;
 pub mod exact;
 pub mod hub;
+pub mod install;
 pub mod layout;
 pub mod local;
 pub mod pooling;

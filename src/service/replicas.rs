@@ -99,9 +99,11 @@ fn embedding_model(asked: Option<&String>, embedders: Option<&Embedders>) -> Res
 
 /// The embedding model a replacement keeps: the stored one, which cannot be changed once set (a
 /// replica's knowledge base is embedded with it). 409 `EMBEDDING_MODEL_FIXED` when `new` names
-/// another; `new` when none was stored.
-fn kept_embedding_model(old: &Replica, new: &Replica, asked: bool) -> Result<Option<String>> {
+/// another model; `new` when none was stored, or when it names the stored model by another of
+/// its names (`same_model`: the catalog's names of `new`'s model, an alias among them).
+fn kept_embedding_model(old: &Replica, new: &Replica, asked: bool, same_model: &[String]) -> Result<Option<String>> {
     match (&old.llm.embedding_model, &new.llm.embedding_model) {
+        (Some(o), Some(n)) if asked && o != n && same_model.contains(o) => Ok(Some(n.clone())),
         (Some(o), Some(n)) if o != n && asked => Err(Error::new(
             Code::EmbeddingModelFixed,
             format!(
@@ -258,13 +260,17 @@ pub async fn update(
 ) -> Result<()> {
     let new = from_body(body, models, embedders)?;
     let asked = body.llm.embedding_model.is_some();
+    let same_model = match (&new.llm.embedding_model, embedders) {
+        (Some(n), Some(e)) => e.names_of_same_model(n),
+        _ => Vec::new(),
+    };
     let owner = body.owner_id.clone();
     let now = now_ms();
     store
         .write(move |txn| {
             let old = load_in(txn, org, id)?;
             let mut r = new.clone();
-            r.llm.embedding_model = kept_embedding_model(&old, &new, asked)?;
+            r.llm.embedding_model = kept_embedding_model(&old, &new, asked, &same_model)?;
             r.owner = owner_in(txn, org, &owner)?;
             if old.slug != r.slug {
                 claim_slug(txn, org, &r.slug, id)?;

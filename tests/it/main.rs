@@ -52,6 +52,7 @@ mod security;
 mod shapes;
 mod shutdown;
 mod stored_files;
+mod strict_clients;
 mod tls;
 mod usage;
 mod users;

@@ -96,7 +96,9 @@ fn assert_replica_shape(r: &Value) {
     assert_eq!(r["messengerA_integration"], json!(null), "not connected: null: {r}");
     assert_eq!(r["messengerB_integration"], json!(null), "{r}");
     assert!(r["distilledKnowledge"].is_string(), "{r}");
-    assert_no_null(r, &["messengerA_integration", "messengerB_integration"]);
+    assert_eq!(r["profile_image"], json!(null), "required and nullable in list items: {r}");
+    assert_eq!(r["system_message"], json!(""), "required, a string: {r}");
+    assert_no_null(r, &["messengerA_integration", "messengerB_integration", "profile_image"]);
 }
 
 #[tokio::test]
@@ -106,7 +108,7 @@ async fn replicas_read_and_list_carry_type_the_snake_case_block_and_no_null() {
     let uuid = org.create_replica("plain").await;
     let (_, read) = org.get(&format!("/v1/replicas/{uuid}")).await;
     assert_replica_shape(&read);
-    for absent in ["purpose", "profileImage", "voicePreviewText", "voiceVendorID", "system_message", "profile_image"] {
+    for absent in ["purpose", "profileImage", "voicePreviewText", "voiceVendorID"] {
         assert!(read.get(absent).is_none(), "{absent} is omitted when absent: {read}");
     }
     assert!(read["llm"].get("systemMessage").is_none() && read["llm"].get("embeddingModel").is_none(), "{read}");

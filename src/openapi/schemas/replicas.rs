@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use crate::service::channel::Bot;
 
-use super::{date_time, deprecated, described, object, reference, string, success, uuid};
+use super::{date_time, deprecated, described, nullable, object, reference, string, success, uuid};
 
 fn llm(read: bool) -> Value {
     let mode = json!({ "type": "string", "enum": ["prompt-caching", "rag-search"], "default": "rag-search" });
@@ -16,7 +16,10 @@ fn llm(read: bool) -> Value {
             string(),
             "The embedding model the replica's knowledge base is searched with (hybrid retrieval: BM25 and \
              vectors). Ours: an id of the operator's embedding-model catalog (`replicad serve --embedding-models`); \
-             absent on create → the catalog's default, stored; an id not in the catalog → 400 naming its ids. As \
+             absent on create → the catalog's default, stored; an id not in the catalog → 400 naming its ids. A \
+             catalog entry may declare aliases (a hosted catalog's ids, such as `multilingual-e5-large`) that it \
+             serves: a replica created with an alias is embedded by that entry and reads back the alias it was \
+             given. As \
              the hosted service, it cannot be changed once set: a replacement naming another → 409 \
              EMBEDDING_MODEL_FIXED (absent → kept). With no catalog configured, retrieval is BM25 alone and the \
              value is stored as given.",
@@ -133,12 +136,20 @@ fn replica_fields() -> Vec<(&'static str, Value, bool)> {
         ("createdAt", date_time(), true),
         ("updatedAt", date_time(), true),
         ("created_at", legacy(date_time(), "createdAt"), true),
-        ("profile_image", legacy(string(), "profileImage"), false),
+        (
+            "profile_image",
+            described(nullable(legacy(string(), "profileImage")), "`null` when the replica has no profile image."),
+            true,
+        ),
         ("short_description", legacy(string(), "shortDescription"), true),
         ("introduction", legacy(string(), "greeting"), true),
         ("owner_uuid", legacy(string(), "ownerID"), true),
         ("chat_history_count", json!({ "type": "integer", "minimum": 0, "description": "Chat history items." }), true),
-        ("system_message", legacy(string(), "llm.systemMessage"), false),
+        (
+            "system_message",
+            described(legacy(string(), "llm.systemMessage"), "`\"\"` when the replica has no system message."),
+            true,
+        ),
     ];
     let at = fields.iter().position(|f| f.0 == "llm").map_or(fields.len(), |i| i + 1);
     let bots = Bot::ALL.map(|b| (b.integration_field(), super::super::integrations::integration_object(), true));

