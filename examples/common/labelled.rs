@@ -60,15 +60,46 @@ impl Question {
     }
 }
 
-/// The set named by `--set` in `args`: `dev` (default) or `heldout`.
+/// The set named by `--set` in `args`: `dev` (default, `tests/answers/questions.json`) or the
+/// held-out set `tests/answers/SET/questions.json` (`heldout`, `heldout3`). With `--offtopic`,
+/// the off-topic block of that set instead ([`off_topic`]).
 pub fn load(args: &[String]) -> Labelled {
     let set = args.iter().position(|a| a == "--set").and_then(|i| args.get(i + 1)).map_or("dev", String::as_str);
     let path = match set {
-        "dev" => "tests/answers/questions.json",
-        "heldout" => "tests/answers/heldout/questions.json",
-        other => panic!("--set {other}: expected dev or heldout"),
+        "dev" => "tests/answers/questions.json".to_string(),
+        other => format!("tests/answers/{other}/questions.json"),
     };
-    serde_json::from_str(&std::fs::read_to_string(root().join(path)).expect("questions")).expect("questions JSON")
+    let text = std::fs::read_to_string(root().join(&path)).unwrap_or_else(|e| panic!("--set {set}: {path}: {e}"));
+    let labelled: Labelled = serde_json::from_str(&text).expect("questions JSON");
+    if args.iter().any(|a| a == "--offtopic") {
+        off_topic(labelled)
+    } else {
+        labelled
+    }
+}
+
+/// The off-topic block of a set: each corpus's answerable questions asked of the next corpus's
+/// replica (in the corpora's order, the last asking the first), every one of which must be
+/// refused. Each keeps its id (suffixed `>off`), split and phrasing; its kind is `unanswerable`.
+pub fn off_topic(labelled: Labelled) -> Labelled {
+    let names: Vec<&String> = labelled.corpora.keys().collect();
+    let next = |c: &str| names[(names.iter().position(|n| *n == c).expect("corpus") + 1) % names.len()].clone();
+    let questions = labelled
+        .questions
+        .iter()
+        .filter(|q| q.answerable())
+        .map(|q| Question {
+            id: format!("{}>off", q.id),
+            corpus: next(&q.corpus),
+            split: q.split.clone(),
+            kind: "unanswerable".into(),
+            question: q.question.clone(),
+            sections: Vec::new(),
+            keys: Vec::new(),
+            phrasing: q.phrasing.clone(),
+        })
+        .collect();
+    Labelled { corpora: labelled.corpora.clone(), questions }
 }
 
 pub fn root() -> PathBuf {
@@ -109,7 +140,7 @@ impl Kb {
             .collect();
         files.sort();
         for f in files {
-            let new = NewEntry::text(std::fs::read_to_string(&f).expect("read"), Some("en"));
+            let new = NewEntry::text(std::fs::read_to_string(&f).expect("read"), None);
             knowledge::create(&store, org, replica, new, Limits::UNLIMITED).await.expect("create");
         }
         while indexer::apply_pending(&store, &search).await.expect("index") > 0 {}

@@ -212,57 +212,70 @@ struct TestView<'a> {
     reader: Option<ReaderView<'a>>,
 }
 
-/// Why the embedded reader answered as it did (the retrieval check's `reader`): the best
-/// section's signals and decision, and its best-scored candidate sentences.
+/// Why the embedded reader answered as it did (the retrieval check's `reader`): its decision
+/// (`answered`, `uncertain`: led in as the closest passage, `refused`: "I don't know"), the
+/// confidence it decided on, and the candidate passages with their signals, best score first.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ReaderView<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    coverage: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cosine: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sentence_cosine: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    confidence: Option<f32>,
+    verdict: &'static str,
     answered: bool,
-    sentences: Vec<SentenceView<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confidence: Option<ConfidenceView>,
+    candidates: Vec<CandidateView<'a>>,
 }
 
-/// A candidate sentence of [`ReaderView`]; `source` is its source's 1-based place in `sources`.
+/// [`Confidence`](crate::generate::embedded::Confidence) on the wire.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct SentenceView<'a> {
+struct ConfidenceView {
+    value: f32,
+    coverage: f32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chunk_cosine: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sentence_cosine: Option<f32>,
+}
+
+/// A candidate passage of [`ReaderView`]: `source` is its chunk's 1-based place in `sources`
+/// (its retrieval rank), `meaning` the question's cosine to its closest sentence, `coverage`
+/// the share of the question's weighted terms it holds, `score` their combination with the rank.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CandidateView<'a> {
     source: usize,
     text: &'a str,
-    lexical: f32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    cosine: Option<f32>,
+    meaning: Option<f32>,
+    coverage: f32,
     score: f32,
     quoted: bool,
 }
 
 fn reader_view(e: &Explanation) -> ReaderView<'_> {
-    let s = e.signals.as_ref();
-    let sentences = e
-        .sentences
+    let candidates = e
+        .candidates
         .iter()
-        .map(|x| SentenceView {
-            source: x.source + 1,
-            text: &x.text,
-            lexical: x.lexical,
-            cosine: x.cosine,
-            score: x.score,
-            quoted: x.quoted,
+        .map(|c| CandidateView {
+            source: c.source + 1,
+            text: &c.text,
+            meaning: c.meaning,
+            coverage: c.coverage,
+            score: c.score,
+            quoted: c.quoted,
         })
         .collect();
+    let confidence = e.confidence.map(|c| ConfidenceView {
+        value: c.value,
+        coverage: c.coverage,
+        chunk_cosine: c.chunk,
+        sentence_cosine: c.sentence,
+    });
     ReaderView {
-        coverage: s.map(|s| s.coverage),
-        cosine: s.and_then(|s| s.cosine),
-        sentence_cosine: s.and_then(|s| s.sentence),
-        confidence: s.map(|s| s.confidence),
-        answered: e.answered,
-        sentences,
+        verdict: e.verdict.name(),
+        answered: e.verdict != crate::generate::embedded::Verdict::Refused,
+        confidence,
+        candidates,
     }
 }
 

@@ -410,8 +410,8 @@ fn chat() -> Vec<Op> {
             and its fused `score` (fields of our own; a chunk whose own heading the query names whole may take \
             BM25's last place). With an embedding model configured the question is searched both ways (BM25 and \
             the replica's `llm.embeddingModel`) and the rankings are fused (a convex combination); without one, \
-            by BM25 alone (`vectorRank` and `cosine` absent). The embedded generator adds `reader`: its signals, \
-            its decision and its best-scored sentences. \
+            by BM25 alone (`vectorRank` and `cosine` absent). The embedded generator adds `reader`: its decision, \
+            the confidence it decided on and its candidate passages with their signals. \
             The query is searched with the words its form implies as well (English: a written-out ordinal also \
             looks for `Nth` and `NUMBERth`; \"How does X …?\" for a heading saying \"works\"). Nothing is stored \
             in the chat history; the token usage is counted.",

@@ -16,7 +16,7 @@ use super::channel_data::{ChannelKey, Stamped};
 use super::history::{self, NewItem};
 use super::quotas::Pool;
 use crate::error::{Error, Result};
-use crate::generate::embedded::Explanation;
+use crate::generate::embedded::{reader, Explanation};
 use crate::generate::{
     prompt, Backends, Closeness, Generation, ModelRoute, Persona, Piece, Pieces, Turn, Usage, EMBEDDED,
 };
@@ -29,13 +29,9 @@ use crate::text::question;
 
 /// Chunks retrieved per question.
 pub const TOP_K: usize = 5;
-/// Chunks retrieved per question for the embedded generator: it quotes one passage of at most
-/// two sections and cites at most [`MAX_SOURCES`], so it is handed more candidates than a model
-/// (whose prompt holds every source) and picks among them by the question's subject, the
-/// sections' headings and its definitions. 10 gave the best answers on `tests/answers`
-/// (`examples/answers`: 5, 8, 10 and 15 tried; the expected section was among the first 5
-/// chunks for 90 % of the questions, the first 10 for 94 %).
-pub const EMBEDDED_TOP_K: usize = 10;
+/// Chunks retrieved per question for the embedded generator: the chunks whose passages its
+/// reader chooses among ([`reader::CANDIDATE_SOURCES`]).
+pub const EMBEDDED_TOP_K: usize = reader::CANDIDATE_SOURCES;
 /// How the BM25 and the vector rankings are fused (`search::fusion`): a convex combination
 /// weighing BM25 0.6, chosen on the dev set's retrieval (`FUSION_BM25_WEIGHTS=… examples/retrieval
 /// sections --embeddings`, all-MiniLM-L6-v2, 156 answerable questions of which 40 paraphrased;
@@ -460,6 +456,7 @@ async fn finish(store: &Store, mut p: Prepared, reply: ChatReply, interrupted: b
         Some(cited) => cited.iter().take(MAX_SOURCES).filter_map(|i| given.get(*i).cloned()).collect(),
         None => given.clone(),
     };
+    let sources = one_per_section(sources);
     let mut completion = Completion {
         content: reply.text,
         sources,
@@ -477,6 +474,18 @@ async fn finish(store: &Store, mut p: Prepared, reply: ChatReply, interrupted: b
     let ids = store.write_grouped(history::Append { replica, user, private, items, now, tokens, pool }).await?;
     completion.message_id = ids.last().copied();
     Ok(completion)
+}
+
+/// `sources` with one source per section (heading path): a later chunk of a section already
+/// cited is the same citation, not a second one.
+fn one_per_section(sources: Vec<SourceRef>) -> Vec<SourceRef> {
+    let mut out: Vec<SourceRef> = Vec::with_capacity(sources.len());
+    for s in sources {
+        if !out.iter().any(|o| o.name == s.name) {
+            out.push(s);
+        }
+    }
+    out
 }
 
 /// The question and the reply as history items. The reply to a channel message is keyed after

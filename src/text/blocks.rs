@@ -56,7 +56,7 @@ fn term_lines(lines: &[&str]) -> Option<usize> {
 }
 
 /// Whether a line starts a list item (`* `, `- `, `• `, `1. `, `a. `).
-fn list_item(line: &str) -> bool {
+pub fn list_item(line: &str) -> bool {
     let first = line.trim_start();
     ["* ", "- ", "• "].iter().any(|m| first.starts_with(m))
         || first
@@ -198,6 +198,11 @@ fn push_paragraph(out: &mut Vec<Block>, paragraph: &str) {
             }
         }
     }
+}
+
+/// How many sentences [`parse`] cuts the prose lines of `text` into.
+pub fn sentence_count(text: &str) -> usize {
+    sentences(&text.lines().collect::<Vec<_>>()).len()
 }
 
 /// The blocks of a chunk's text, in order.

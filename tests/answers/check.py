@@ -50,7 +50,7 @@ def main():
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "questions.json")
     data = json.load(open(path, encoding="utf-8"))
     # the held-out set is the file under heldout/: the dev set also has questions with a phrasing
-    heldout = os.path.basename(os.path.dirname(os.path.abspath(path))) == "heldout"
+    heldout = os.path.basename(os.path.dirname(os.path.abspath(path))).startswith("heldout")
     corpora = {k: load(v) for k, v in data["corpora"].items()}
     failures, ids, texts = [], set(), set()
     for q in data["questions"]:

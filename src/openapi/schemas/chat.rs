@@ -277,30 +277,38 @@ fn cosine(what: &str) -> Value {
 /// Why the embedded generator answered as it did (the retrieval check's `reader`).
 fn reader() -> Value {
     let share = |what: &str| json!({ "type": "number", "description": format!("Ours: {what}") });
-    let sentence = object(
-        &["source", "text", "lexical", "score", "quoted"],
+    let candidate = object(
+        &["source", "text", "coverage", "score", "quoted"],
         json!({
-            "source": { "type": "integer", "minimum": 1, "description": "Ours: the sentence's source, its place (1 = first) in `sources`." },
-            "text": string(),
-            "lexical": share("the sentence's lexical score (the question's terms it holds, weighted by their rarity, its heading path, definition and how-to signals) as a share of the question's weight."),
-            "cosine": cosine("the question's embedding to the sentence's vector (with its heading; absent without one)"),
-            "score": share("the sentence's score: lexical plus a fitted weight times its cosine scaled between the candidates' lowest and highest, times its source's retrieval prior."),
+            "source": { "type": "integer", "minimum": 1, "description": "Ours: the passage's chunk, its place (1 = first: its retrieval rank) in `sources`." },
+            "text": { "type": "string", "description": "Ours: the passage's opening words (at most 160 characters)." },
+            "meaning": cosine("the question's embedding to the passage's closest sentence (absent without an embedding model)"),
+            "coverage": share("the share of the question's terms the passage holds, each weighted by its rarity among the candidates' passages (a term found only in its heading path counts half)."),
+            "score": share("meaning + coverage + 0.3 / retrieval rank, with the weights the reader answers with: the best score is quoted."),
             "quoted": { "type": "boolean", "description": "Ours: whether the answer quotes it." },
         }),
         false,
     );
-    let mut v = object(
-        &["answered", "sentences"],
+    let confidence = object(
+        &["value", "coverage"],
         json!({
-            "coverage": share("the share of the question's weight the best section's passage covers, over the share needed without embeddings (1 is that bar)."),
-            "cosine": cosine("the question's embedding to the best section's chunk"),
-            "sentenceCosine": cosine("the question's embedding to the closest sentence the answer quotes"),
-            "confidence": share("the reader's confidence that the best section answers: a combination of coverage and the two cosines with weights fitted on labelled questions (without an embedding model, coverage − 1). It answers when this is at least 0, else says it does not know."),
-            "answered": { "type": "boolean", "description": "Ours: whether the reader answered (else it said it does not know)." },
-            "sentences": { "type": "array", "items": sentence, "description": "Ours: the best-scored candidate sentences (at most 10), best first." },
+            "value": share("what the decision compares with its thresholds: the mean of the chunk cosine, the sentence cosine and the quoted passage's coverage (coverage alone without an embedding model)."),
+            "coverage": share("the quoted passage's coverage."),
+            "chunkCosine": cosine("the question's embedding to the best-ranked chunk"),
+            "sentenceCosine": cosine("the question's embedding to its closest candidate sentence"),
         }),
         false,
     );
-    v["description"] = json!("Ours, from the embedded generator only (absent for upstream models): why it answered as it did. The signals are absent when no retrieved section held anything of the question.");
+    let mut v = object(
+        &["verdict", "answered", "candidates"],
+        json!({
+            "verdict": { "type": "string", "enum": ["answered", "uncertain", "refused"], "description": "Ours: `answered`; `uncertain`: the closest passage, after the lead-in \"The closest passage I have:\"; `refused`: \"I don't know\", no sources." },
+            "answered": { "type": "boolean", "description": "Ours: whether the reader quoted a passage (else it said it does not know)." },
+            "confidence": confidence,
+            "candidates": { "type": "array", "items": candidate, "description": "Ours: the candidate passages of the best five chunks (at most 8), best score first." },
+        }),
+        false,
+    );
+    v["description"] = json!("Ours, from the embedded generator only (absent for upstream models): why it answered as it did.");
     v
 }

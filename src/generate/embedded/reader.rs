@@ -1,0 +1,483 @@
+//! The embedded reader: which passage of the retrieved chunks answers, how much of it to quote,
+//! and whether to answer at all.
+//!
+//! 1. **Candidates** are the passages ([`super::passage`]) of the best [`CANDIDATE_SOURCES`]
+//!    retrieved chunks. Each is scored by three general signals, none of which knows a word,
+//!    a phrasing, a grammar or a document format:
+//!    - *meaning*: the question's cosine to the passage's closest sentence (the sentences'
+//!      vectors are computed with their chunk's when it is indexed, never per question;
+//!      [`Closeness`]); absent without an embedding model;
+//!    - *coverage*: the share of the question's terms (the index's analyzer) the passage holds,
+//!      each weighted by its rarity among the candidates' passages (a term every passage holds
+//!      tells them apart no more than none does), the chunk's heading path counting
+//!      [`Weights::heading`] for a term the passage itself lacks;
+//!    - *rank*: where retrieval put the passage's chunk (`1 / (1 + rank)`).
+//!
+//!    The score is their weighted sum ([`Weights`], chosen on the dev set: `examples/answers
+//!    --replay FILE --weights …`). The best passage is quoted; an equal score goes to the
+//!    better-ranked chunk, then to the earlier passage.
+//! 2. **The quote** is that passage and the ones after it in its chunk, as far as [`MAX_WORDS`]
+//!    of prose allows, in the document's order with nothing skipped: code blocks whole (up to
+//!    [`MAX_CODE_CHARS`]); a first passage longer than the budget is cut to whole sentences
+//!    around its sentence closest to the question. The signals of step 1 are those of this
+//!    span (what the visitor will read), so a short paragraph introducing an example scores
+//!    with the example and the paragraph after it; of two spans that score the same, the one
+//!    opening earlier is quoted (measured on the dev set: preferring the span that opens with
+//!    the best-matching passage held the key spans for 0.61 of the answerable questions
+//!    instead of 0.67, the context before it often being what states them).
+//! 3. **Whether to answer** is decided from retrieval alone: the question's closeness by meaning
+//!    to the best chunk and sentence, and the quoted passage's coverage, combined in one
+//!    [`Confidence`]. Below [`Weights::refuse`] the knowledge base does not cover the question:
+//!    "I don't know", no sources. Below [`Weights::uncertain`] it answers with the closest
+//!    passage after a short, honest lead-in ("The closest passage I have:"). The thresholds are
+//!    calibrated on questions of other subjects asked of each corpus (each dev corpus's
+//!    questions asked of the other's replica: the natural negatives) and on the dev set's
+//!    answerable questions (`examples/answers --offtopic --dump`, `tests/answers/calibrate.py`):
+//!    `refuse` refuses at most 5 % of the answerable ones, `uncertain` leads in (or refuses) at
+//!    least 97 % of the off-topic ones.
+
+use super::cache;
+use super::passage::{Analysis, Part, Passage};
+use crate::generate::Closeness;
+use crate::search::analyze_as;
+use crate::store::records::SourceRef;
+
+/// Retrieved chunks whose passages are candidates (the best-ranked first).
+pub const CANDIDATE_SOURCES: usize = 5;
+/// Most words of prose (and list items) quoted.
+pub const MAX_WORDS: usize = 160;
+/// Longest code block quoted (characters); a longer one is left out.
+pub const MAX_CODE_CHARS: usize = 1500;
+/// Other sections cited after the quoted one, from the best-ranked chunks.
+pub const MORE_SOURCES: usize = 2;
+
+/// The reader's weights and thresholds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Weights {
+    /// Weight of *meaning* in a passage's score.
+    pub meaning: f32,
+    /// Weight of *coverage*.
+    pub coverage: f32,
+    /// Weight of *rank*.
+    pub rank: f32,
+    /// What a term found only in the chunk's heading path counts for, against 1 in the passage.
+    pub heading: f32,
+    /// Confidence below which the reader says "I don't know" (with an embedding model).
+    pub refuse: f32,
+    /// Confidence below which the answer is led in as uncertain (with an embedding model).
+    pub uncertain: f32,
+    /// Coverage below which the reader says "I don't know" without an embedding model.
+    pub refuse_words: f32,
+    /// Coverage below which the answer is led in as uncertain without an embedding model.
+    pub uncertain_words: f32,
+}
+
+impl Weights {
+    /// The weights the server answers with (how they were chosen: the module's docs and the
+    /// README's "The embedded generator").
+    pub const FITTED: Weights = Weights {
+        meaning: 1.0,
+        coverage: 0.5,
+        rank: 0.6,
+        heading: 0.5,
+        refuse: 0.466,
+        uncertain: 0.528,
+        refuse_words: 0.4,
+        uncertain_words: 0.6,
+    };
+}
+
+/// What the best chunk's cosine counts in [`Confidence::value`] beside the closest sentence's 1.
+pub const CHUNK_SHARE: f32 = 0.25;
+/// What the quoted passage's coverage counts in [`Confidence::value`] beside the closest
+/// sentence's 1.
+pub const COVERAGE_SHARE: f32 = 0.1;
+
+/// How sure the reader is that the knowledge base covers the question.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Confidence {
+    /// The question's cosine to the best-ranked chunk (with an embedding model).
+    pub chunk: Option<f32>,
+    /// The question's cosine to its closest candidate sentence (with an embedding model).
+    pub sentence: Option<f32>,
+    /// The quoted passage's coverage of the question's terms.
+    pub coverage: f32,
+    /// The combination the decision compares with the thresholds: with an embedding model the
+    /// closest sentence's cosine, the best chunk's ([`CHUNK_SHARE`]) and the coverage
+    /// ([`COVERAGE_SHARE`]), weighted and averaged; the coverage alone without. (Chosen on the
+    /// dev set: the closest sentence's cosine tells questions of other subjects from answerable
+    /// ones best; the chunk's and the coverage help a little, more of them hurts.)
+    pub value: f32,
+}
+
+/// What the reader decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Verdict {
+    /// The passage answers.
+    #[default]
+    Answered,
+    /// The closest passage, led in as uncertain.
+    Uncertain,
+    /// "I don't know": the knowledge base does not cover the question.
+    Refused,
+}
+
+impl Verdict {
+    /// Its name in the retrieval check's trace.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Answered => "answered",
+            Verdict::Uncertain => "uncertain",
+            Verdict::Refused => "refused",
+        }
+    }
+}
+
+/// A candidate passage and its signals, as the trace shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// Index of its chunk among the sources (its retrieval rank, 0-based).
+    pub source: usize,
+    /// Index of the passage in its chunk.
+    pub passage: usize,
+    /// The passage's opening words.
+    pub text: String,
+    pub meaning: Option<f32>,
+    pub coverage: f32,
+    pub score: f32,
+    pub quoted: bool,
+}
+
+/// Why the reader answered as it did: every candidate (best score first) and the decision.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Explanation {
+    pub candidates: Vec<Candidate>,
+    pub confidence: Option<Confidence>,
+    pub verdict: Verdict,
+}
+
+/// Candidates shown in a trace at most.
+pub const EXPLAINED: usize = 8;
+/// Characters of a candidate's text shown in a trace.
+const PREVIEW_CHARS: usize = 160;
+
+/// The reader's answer: the quote (without lead-in or source line) and the sources it cites,
+/// the quoted one first.
+#[derive(Debug, Clone)]
+pub struct Quote {
+    pub text: String,
+    pub used: Vec<usize>,
+    pub uncertain: bool,
+}
+
+/// Reads `sources` (best first) for `question`, with the question's closeness to each
+/// (`closeness`, in order; empty without an embedding model), terms in `lang`, weights `w`.
+/// `None` (with the explanation) when the knowledge base does not cover the question.
+pub fn read(
+    question: &str,
+    sources: &[SourceRef],
+    closeness: &[Closeness],
+    lang: Option<&'static str>,
+    w: &Weights,
+) -> (Option<Quote>, Explanation) {
+    let asked = question_terms(question, lang);
+    let shown = sources.len().min(CANDIDATE_SOURCES);
+    let analyses: Vec<_> = sources[..shown].iter().map(|s| cache::analysis(s, lang)).collect();
+    if asked.is_empty() || analyses.iter().all(|a| a.passages.is_empty()) {
+        return (None, Explanation { verdict: Verdict::Refused, ..Explanation::default() });
+    }
+    let weights = rarity(&asked, &analyses);
+    let mut candidates = Vec::new();
+    for (s, a) in analyses.iter().enumerate() {
+        let cos = closeness.get(s).map(|c| c.sentences.as_slice()).unwrap_or_default();
+        for p in 0..a.passages.len() {
+            let quoted = &a.passages[p..span_end(&a.passages, p)];
+            let meaning = closest(cos, quoted);
+            let coverage = coverage(&asked, &weights, quoted, a, w.heading);
+            let by_meaning = meaning.map_or(0.0, |m| w.meaning * m);
+            let score = by_meaning + w.coverage * coverage + w.rank / (1.0 + s as f32);
+            let text = super::prefix(&plain(&a.passages[p]), PREVIEW_CHARS).to_string();
+            candidates.push(Candidate { source: s, passage: p, text, meaning, coverage, score, quoted: false });
+        }
+    }
+    // best score first; an equal score to the better-ranked chunk, then the earlier passage
+    candidates.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.source.cmp(&b.source)).then(a.passage.cmp(&b.passage)));
+    let best = candidates[0].clone();
+    let confidence = confidence(closeness, &best);
+    let verdict = verdict(&confidence, closeness.iter().any(|c| c.chunk.is_some()), w);
+    candidates[0].quoted = verdict != Verdict::Refused;
+    candidates.truncate(EXPLAINED);
+    let explanation = Explanation { candidates, confidence: Some(confidence), verdict };
+    if verdict == Verdict::Refused {
+        return (None, explanation);
+    }
+    let a = &analyses[best.source];
+    let cos = closeness.get(best.source).map(|c| c.sentences.as_slice()).unwrap_or_default();
+    let text = quote(a, best.passage, &asked, &weights, cos);
+    let used = cited(sources, best.source);
+    (Some(Quote { text, used, uncertain: verdict == Verdict::Uncertain }), explanation)
+}
+
+/// The question's terms, each once, in order.
+fn question_terms(question: &str, lang: Option<&str>) -> Vec<String> {
+    let mut terms = analyze_as(lang, question);
+    let mut seen = std::collections::HashSet::new();
+    terms.retain(|t| seen.insert(t.clone()));
+    terms
+}
+
+/// Each question term's weight: its rarity among the candidates' passages, `ln(1 + (n + 1) /
+/// (df + 1))` for `n` passages of which `df` hold it.
+fn rarity(asked: &[String], analyses: &[std::sync::Arc<Analysis>]) -> Vec<f32> {
+    let passages: Vec<&Passage> = analyses.iter().flat_map(|a| a.passages.iter()).collect();
+    let n = passages.len() as f32;
+    asked
+        .iter()
+        .map(|t| {
+            let df = passages.iter().filter(|p| p.terms.contains(t)).count() as f32;
+            (1.0 + (n + 1.0) / (df + 1.0)).ln()
+        })
+        .collect()
+}
+
+/// The end of the passages a quote opening with passage `p` of `passages` spans: the next ones
+/// while their words stay within [`MAX_WORDS`] (at least `p` itself).
+fn span_end(passages: &[Passage], p: usize) -> usize {
+    let mut words = passages[p].words;
+    let mut end = p + 1;
+    while end < passages.len() && words + passages[end].words <= MAX_WORDS {
+        words += passages[end].words;
+        end += 1;
+    }
+    end
+}
+
+/// The share of the question's weight `passages` hold, a term only in their chunk's heading
+/// path counting `heading`.
+fn coverage(asked: &[String], weights: &[f32], passages: &[Passage], a: &Analysis, heading: f32) -> f32 {
+    let total: f32 = weights.iter().sum();
+    let held: f32 = asked
+        .iter()
+        .zip(weights)
+        .map(|(t, w)| {
+            if passages.iter().any(|p| p.terms.contains(t)) {
+                *w
+            } else if a.heading.contains(t) {
+                heading * w
+            } else {
+                0.0
+            }
+        })
+        .sum();
+    if total > 0.0 {
+        held / total
+    } else {
+        0.0
+    }
+}
+
+/// The question's cosine to the closest sentence of `passages` (`cos`: one per prose sentence
+/// of their chunk); `None` when unknown.
+fn closest(cos: &[f32], passages: &[Passage]) -> Option<f32> {
+    let (first, last) = (passages.first()?, passages.last()?);
+    cos.get(first.sentences.start..last.sentences.end)?.iter().copied().reduce(f32::max)
+}
+
+fn confidence(closeness: &[Closeness], best: &Candidate) -> Confidence {
+    let chunk = closeness.first().and_then(|c| c.chunk);
+    let sentence = closeness.iter().flat_map(|c| c.sentences.iter().copied()).reduce(f32::max);
+    let value = match (chunk, sentence) {
+        (Some(c), Some(s)) => (s + CHUNK_SHARE * c + COVERAGE_SHARE * best.coverage) / (1.0 + CHUNK_SHARE + COVERAGE_SHARE),
+        (Some(c), None) => (c + COVERAGE_SHARE * best.coverage) / (1.0 + COVERAGE_SHARE),
+        _ => best.coverage,
+    };
+    Confidence { chunk, sentence, coverage: best.coverage, value }
+}
+
+fn verdict(c: &Confidence, by_meaning: bool, w: &Weights) -> Verdict {
+    let (refuse, uncertain) = if by_meaning { (w.refuse, w.uncertain) } else { (w.refuse_words, w.uncertain_words) };
+    if c.value < refuse {
+        Verdict::Refused
+    } else if c.value < uncertain {
+        Verdict::Uncertain
+    } else {
+        Verdict::Answered
+    }
+}
+
+/// The sources an answer quoting `quoted` cites: it first, then up to [`MORE_SOURCES`] other
+/// sections among the best-ranked candidates (a section once, however many of its chunks).
+fn cited(sources: &[SourceRef], quoted: usize) -> Vec<usize> {
+    let mut used = vec![quoted];
+    for (i, s) in sources.iter().enumerate().take(CANDIDATE_SOURCES) {
+        if used.len() > MORE_SOURCES {
+            break;
+        }
+        if !used.iter().any(|u| sources[*u].name == s.name) {
+            used.push(i);
+        }
+    }
+    used
+}
+
+/// A passage as plain text (for the trace).
+fn plain(p: &Passage) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for part in &p.parts {
+        out.push(match part {
+            Part::Prose(s) => s.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join(" "),
+            Part::List(items) => items.join(" "),
+            Part::Term(lines) => lines.join(", "),
+            Part::Code(code) => code.clone(),
+        });
+    }
+    out.join(" ")
+}
+
+/// The quote of the passages of chunk `a` from `at` on ([`span_end`]), their prose cut to
+/// [`MAX_WORDS`] around its best sentence when the first passage alone is longer.
+fn quote(a: &Analysis, at: usize, asked: &[String], weights: &[f32], cos: &[f32]) -> String {
+    let mut parts: Vec<(&Part, usize)> = Vec::new();
+    for passage in &a.passages[at..span_end(&a.passages, at)] {
+        let mut sentence = passage.sentences.start;
+        for part in &passage.parts {
+            parts.push((part, sentence));
+            if let Part::Prose(s) = part {
+                sentence += s.len();
+            }
+        }
+    }
+    render(&window(&parts, asked, weights, cos))
+}
+
+/// A unit the budget counts, in order: a prose sentence (`index` in its part), or a whole list
+/// or entry name; its words and its score (question terms held and closeness by meaning).
+struct Unit {
+    part: usize,
+    index: usize,
+    words: usize,
+    score: f32,
+}
+
+/// The units of `parts` ([`Unit`]).
+fn units(parts: &[(&Part, usize)], asked: &[String], weights: &[f32], cos: &[f32]) -> Vec<Unit> {
+    let mut units = Vec::new();
+    for (i, (part, first)) in parts.iter().enumerate() {
+        match part {
+            Part::Prose(s) => units.extend(s.iter().enumerate().map(|(j, s)| {
+                let held: f32 = asked.iter().zip(weights).filter(|(t, _)| s.terms.contains(t)).map(|(_, w)| w).sum();
+                let score = held + cos.get(first + j).copied().unwrap_or(0.0);
+                Unit { part: i, index: j, words: s.text.split_whitespace().count(), score }
+            })),
+            Part::List(items) => {
+                let words = items.iter().map(|t| t.split_whitespace().count()).sum();
+                units.push(Unit { part: i, index: 0, words, score: 0.0 });
+            }
+            Part::Term(lines) => units.push(Unit { part: i, index: 0, words: lines.len(), score: 0.0 }),
+            Part::Code(_) => {}
+        }
+    }
+    units
+}
+
+/// What the quote keeps of `parts`: the units of [`span`], and the code blocks among them or
+/// right after them (when the prose before the block is kept to its end), or the blocks alone
+/// of a passage without prose.
+fn window<'p>(parts: &[(&'p Part, usize)], asked: &[String], weights: &[f32], cos: &[f32]) -> Vec<Kept<'p>> {
+    let units = units(parts, asked, weights, cos);
+    let (start, end) = span(&units);
+    let kept = |part: usize, index: usize| units[start..end].iter().any(|u| (u.part, u.index) == (part, index));
+    // the parts the kept units reach: from the first kept one to the last, and the blocks that
+    // directly follow the last when nothing of it was cut
+    let mut first = units.get(start).map_or(0, |u| u.part);
+    // the blocks that open the quote (a chunk cut before its example) when nothing before is cut
+    if start == 0 {
+        while first > 0 && matches!(parts[first - 1].0, Part::Code(_)) {
+            first -= 1;
+        }
+    }
+    let mut last = units.get(end.wrapping_sub(1)).filter(|_| end > start).map_or(parts.len(), |u| u.part);
+    if end == units.len() || units[end].part != last {
+        while last + 1 < parts.len() && matches!(parts[last + 1].0, Part::Code(_)) {
+            last += 1;
+        }
+    }
+    let mut out = Vec::new();
+    for (i, (part, _)) in parts.iter().enumerate().take(last + 1).skip(first) {
+        match part {
+            Part::Code(code) if code.len() <= MAX_CODE_CHARS => out.push(Kept::Code(code)),
+            Part::Prose(s) => {
+                let said: Vec<&str> =
+                    s.iter().enumerate().filter(|(j, _)| kept(i, *j)).map(|(_, s)| s.text.as_str()).collect();
+                if !said.is_empty() {
+                    out.push(Kept::Prose(said.join(" ")));
+                }
+            }
+            Part::List(items) if kept(i, 0) => out.push(Kept::List(items)),
+            Part::Term(lines) if kept(i, 0) => out.push(Kept::Term(lines)),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The span `start..end` of `units` to keep: the best-scored unit, what comes before it up to
+/// half of [`MAX_WORDS`] (a passage opens with what introduces it), then what follows, then
+/// more before, as far as the budget allows.
+fn span(units: &[Unit]) -> (usize, usize) {
+    if units.is_empty() {
+        return (0, 0);
+    }
+    let best = (0..units.len()).max_by(|a, b| units[*a].score.total_cmp(&units[*b].score).then(b.cmp(a))).unwrap_or(0);
+    let (mut start, mut end, mut words) = (best, best + 1, units[best].words);
+    grow_back(units, MAX_WORDS / 2, &mut start, &mut words);
+    while end < units.len() && words + units[end].words <= MAX_WORDS {
+        words += units[end].words;
+        end += 1;
+    }
+    grow_back(units, MAX_WORDS, &mut start, &mut words);
+    (start, end)
+}
+
+/// Moves `start` back over `units` while the words stay within `limit`.
+fn grow_back(units: &[Unit], limit: usize, start: &mut usize, words: &mut usize) {
+    while *start > 0 && *words + units[*start - 1].words <= limit {
+        *start -= 1;
+        *words += units[*start].words;
+    }
+}
+
+/// A part of the quote.
+enum Kept<'p> {
+    Prose(String),
+    List(&'p [String]),
+    Term(&'p [String]),
+    Code(&'p str),
+}
+
+/// The quote's text: its parts apart by blank lines, an entry's names before its description.
+fn render(kept: &[Kept]) -> String {
+    let mut text = String::new();
+    let mut after_term = false;
+    for k in kept {
+        if !text.is_empty() {
+            text.push_str(if after_term { " " } else { "\n\n" });
+        }
+        after_term = false;
+        match k {
+            Kept::Prose(p) => text.push_str(p),
+            Kept::List(items) => text.push_str(&items.join("\n")),
+            Kept::Term(lines) => {
+                let named: Vec<String> = lines.iter().map(|l| format!("`{l}`")).collect();
+                text.push_str(&format!("{}:", named.join(", ")));
+                after_term = true;
+            }
+            Kept::Code(code) => {
+                text.push_str("```\n");
+                text.push_str(code);
+                text.push_str("\n```");
+            }
+        }
+    }
+    text
+}
