@@ -12,11 +12,11 @@
 //! cargo run --release --example answers -- --offtopic      # the set's off-topic block
 //! cargo run --release --example answers -- --embeddings DIR # hybrid retrieval (BM25 + vectors), as served
 //! cargo run --release --example answers -- --embeddings DIR --floors tests/answers/floors.json  # CI's gate
-//! cargo run --example answers -- --replay /tmp/sources.json --weights 1,0.5,0.6,0.5,0.466,0.528,0.4,0.6
+//! cargo run --example answers -- --replay /tmp/sources.json --weights 1,0.5,0.6,0.5,0.5,0.466,0.528,0.4,0.6
 //! cargo run --example answers -- --replay /tmp/sources.json --dump /tmp/outcomes.jsonl
 //! ```
 //!
-//! `--weights M,C,R,H,REFUSE,UNCERTAIN,REFUSE_WORDS,UNCERTAIN_WORDS` answers with other reader
+//! `--weights M,C,R,T,H,REFUSE,UNCERTAIN,REFUSE_WORDS,UNCERTAIN_WORDS` answers with other reader
 //! weights than `Weights::FITTED` (`generate::embedded::reader`); `--dump FILE` writes one JSON
 //! line per question (its outcome and the reader's confidence) for calibrating the thresholds.
 //! `--replay` skips indexing and retrieval (the generator alone, fast even in a debug build).
@@ -253,16 +253,17 @@ fn flag(args: &[String], name: &str) -> Option<String> {
 fn weights(args: &[String]) -> Weights {
     let Some(list) = flag(args, "--weights") else { return Weights::FITTED };
     let v: Vec<f32> = list.split(',').map(|x| x.parse().expect("--weights: numbers")).collect();
-    assert_eq!(v.len(), 8, "--weights M,C,R,H,REFUSE,UNCERTAIN,REFUSE_WORDS,UNCERTAIN_WORDS");
+    assert_eq!(v.len(), 9, "--weights M,C,R,T,H,REFUSE,UNCERTAIN,REFUSE_WORDS,UNCERTAIN_WORDS");
     Weights {
         meaning: v[0],
         coverage: v[1],
         rank: v[2],
-        heading: v[3],
-        refuse: v[4],
-        uncertain: v[5],
-        refuse_words: v[6],
-        uncertain_words: v[7],
+        title: v[3],
+        heading: v[4],
+        refuse: v[5],
+        uncertain: v[6],
+        refuse_words: v[7],
+        uncertain_words: v[8],
     }
 }
 

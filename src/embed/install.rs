@@ -64,6 +64,7 @@ pub async fn install(name: &str, data_dir: &Path, index: &str) -> Result<PathBuf
     if dir.join("config.json").is_file() {
         return Ok(dir);
     }
+    crate::install_crypto_provider();
     let client = reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(30))
         .build()

@@ -86,7 +86,7 @@ fn assert_items_valid(list: &Value, schema: &Value, what: &str) {
     let items = list["items"].as_array().unwrap_or_else(|| panic!("{what}: no items in {list}"));
     assert!(!items.is_empty(), "{what}: nothing listed");
     for item in items {
-        let errors: Vec<String> = validator.iter_errors(item).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+        let errors: Vec<String> = validator.iter_errors(item).map(|e| format!("{} at {}", e, e.instance_path())).collect();
         assert!(errors.is_empty(), "{what}: a strict client rejects {item}: {errors:?}");
     }
 }

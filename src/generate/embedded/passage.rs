@@ -56,6 +56,8 @@ pub struct Analysis {
     pub passages: Vec<Passage>,
     /// Terms of the chunk's heading path (document title › headings).
     pub heading: Terms,
+    /// Terms of the chunk's own (last) heading.
+    pub title: Terms,
     bytes: usize,
 }
 
@@ -103,7 +105,8 @@ impl Analysis {
         passages.extend(open.map(|b| b.done(sentence, lang)));
         let bytes = content.len() * 3
             + passages.iter().map(|p| p.terms.iter().map(|t| t.len() + STRING_BYTES).sum::<usize>()).sum::<usize>();
-        Analysis { passages, heading: analyze_as(lang, name).into(), bytes }
+        let title = analyze_as(lang, crate::text::chunk::own_heading(name)).into();
+        Analysis { passages, heading: analyze_as(lang, name).into(), title, bytes }
     }
 
     /// Estimated heap bytes held, for the cache's budget.

@@ -11,7 +11,9 @@
 //!      each weighted by its rarity among the candidates' passages (a term every passage holds
 //!      tells them apart no more than none does), the chunk's heading path counting
 //!      [`Weights::heading`] for a term the passage itself lacks;
-//!    - *rank*: where retrieval put the passage's chunk (`1 / (1 + rank)`).
+//!    - *rank*: where retrieval put the passage's chunk (`1 / (1 + rank)`);
+//!    - *title*: how much the chunk's own heading and the question say the same (the Dice
+//!      coefficient of their terms): a section titled with what the question asks, no more.
 //!
 //!    The score is their weighted sum ([`Weights`], chosen on the dev set: `examples/answers
 //!    --replay FILE --weights …`). The best passage is quoted; an equal score goes to the
@@ -60,6 +62,8 @@ pub struct Weights {
     pub coverage: f32,
     /// Weight of *rank*.
     pub rank: f32,
+    /// Weight of *title*: how much the chunk's own heading and the question say the same.
+    pub title: f32,
     /// What a term found only in the chunk's heading path counts for, against 1 in the passage.
     pub heading: f32,
     /// Confidence below which the reader says "I don't know" (with an embedding model).
@@ -79,6 +83,7 @@ impl Weights {
         meaning: 1.0,
         coverage: 0.5,
         rank: 0.6,
+        title: 0.5,
         heading: 0.5,
         refuse: 0.466,
         uncertain: 0.528,
@@ -187,6 +192,7 @@ pub fn read(
         return (None, Explanation { verdict: Verdict::Refused, ..Explanation::default() });
     }
     let weights = rarity(&asked, &analyses);
+    let title: Vec<f32> = analyses.iter().map(|a| agreement(&asked, &a.title)).collect();
     let mut candidates = Vec::new();
     for (s, a) in analyses.iter().enumerate() {
         let cos = closeness.get(s).map(|c| c.sentences.as_slice()).unwrap_or_default();
@@ -195,7 +201,7 @@ pub fn read(
             let meaning = closest(cos, quoted);
             let coverage = coverage(&asked, &weights, quoted, a, w.heading);
             let by_meaning = meaning.map_or(0.0, |m| w.meaning * m);
-            let score = by_meaning + w.coverage * coverage + w.rank / (1.0 + s as f32);
+            let score = by_meaning + w.coverage * coverage + w.rank / (1.0 + s as f32) + w.title * title[s];
             let text = super::prefix(&plain(&a.passages[p]), PREVIEW_CHARS).to_string();
             candidates.push(Candidate { source: s, passage: p, text, meaning, coverage, score, quoted: false });
         }
@@ -273,6 +279,18 @@ fn coverage(asked: &[String], weights: &[f32], passages: &[Passage], a: &Analysi
         held / total
     } else {
         0.0
+    }
+}
+
+/// How much the question and a chunk's own heading `title` say the same: twice the terms they
+/// share over the terms of both (the Dice coefficient), 0 for an empty heading.
+fn agreement(asked: &[String], title: &super::terms::Terms) -> f32 {
+    let shared = title.iter().filter(|t| asked.contains(t)).count();
+    let all = asked.len() + title.len();
+    if all == 0 {
+        0.0
+    } else {
+        2.0 * shared as f32 / all as f32
     }
 }
 
@@ -357,6 +375,8 @@ struct Unit {
     index: usize,
     words: usize,
     score: f32,
+    /// A prose sentence ending with a colon: it announces what follows it.
+    announces: bool,
 }
 
 /// The units of `parts` ([`Unit`]).
@@ -367,13 +387,16 @@ fn units(parts: &[(&Part, usize)], asked: &[String], weights: &[f32], cos: &[f32
             Part::Prose(s) => units.extend(s.iter().enumerate().map(|(j, s)| {
                 let held: f32 = asked.iter().zip(weights).filter(|(t, _)| s.terms.contains(t)).map(|(_, w)| w).sum();
                 let score = held + cos.get(first + j).copied().unwrap_or(0.0);
-                Unit { part: i, index: j, words: s.text.split_whitespace().count(), score }
+                let announces = s.text.ends_with([':', '：']);
+                Unit { part: i, index: j, words: s.text.split_whitespace().count(), score, announces }
             })),
             Part::List(items) => {
                 let words = items.iter().map(|t| t.split_whitespace().count()).sum();
-                units.push(Unit { part: i, index: 0, words, score: 0.0 });
+                units.push(Unit { part: i, index: 0, words, score: 0.0, announces: false });
             }
-            Part::Term(lines) => units.push(Unit { part: i, index: 0, words: lines.len(), score: 0.0 }),
+            Part::Term(lines) => {
+                units.push(Unit { part: i, index: 0, words: lines.len(), score: 0.0, announces: false })
+            }
             Part::Code(_) => {}
         }
     }
@@ -385,7 +408,12 @@ fn units(parts: &[(&Part, usize)], asked: &[String], weights: &[f32], cos: &[f32
 /// of a passage without prose.
 fn window<'p>(parts: &[(&'p Part, usize)], asked: &[String], weights: &[f32], cos: &[f32]) -> Vec<Kept<'p>> {
     let units = units(parts, asked, weights, cos);
-    let (start, end) = span(&units);
+    let (start, mut end) = span(&units);
+    // a sentence announcing what the quote does not hold (a block too long, a list past the
+    // budget) is not its last words
+    while end > start + 1 && units[end - 1].announces && !followed(parts, &units, end) {
+        end -= 1;
+    }
     let kept = |part: usize, index: usize| units[start..end].iter().any(|u| (u.part, u.index) == (part, index));
     // the parts the kept units reach: from the first kept one to the last, and the blocks that
     // directly follow the last when nothing of it was cut
@@ -419,6 +447,15 @@ fn window<'p>(parts: &[(&'p Part, usize)], asked: &[String], weights: &[f32], co
         }
     }
     out
+}
+
+/// Whether the quote of `units[..end]` goes on with what its last unit announces: the next
+/// unit in the same passage run is a list kept whole, or the part after the last unit is a code
+/// block short enough to quote.
+fn followed(parts: &[(&Part, usize)], units: &[Unit], end: usize) -> bool {
+    let last = &units[end - 1];
+    let next_in_part = units.get(end).is_some_and(|u| u.part == last.part);
+    !next_in_part && matches!(parts.get(last.part + 1), Some((Part::Code(code), _)) if code.len() <= MAX_CODE_CHARS)
 }
 
 /// The span `start..end` of `units` to keep: the best-scored unit, what comes before it up to
