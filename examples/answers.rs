@@ -148,7 +148,8 @@ fn judge(q: &Question, kept: &Kept, w: &Weights) -> (Outcome, String, Option<Con
     let holds = |text: &str| q.keys.iter().all(|k| normalize(text).contains(&normalize(k)));
     let keys = answered && holds(&answer.text);
     let chunk_keys = quoted.is_some_and(|s| holds(&s.content));
-    let contiguous = quoted.is_none_or(|s| read(&s.content).contains(&letters(quoted_text(&answer.text, uncertain, &q.question))));
+    let contiguous =
+        quoted.is_none_or(|s| read(&s.content).contains(&letters(quoted_text(&answer.text, uncertain, &q.question))));
     let in_top5 = sources.iter().take(5).any(|s| q.expects(&s.name));
     let outcome = Outcome { answered, uncertain, in_top5, expected_source, chunk_keys, keys, contiguous, millis };
     let trace = explanation

@@ -81,6 +81,7 @@ async fn run(command: Command) -> Result<(), String> {
             Ok(())
         }
         Command::Models { command: ModelsCommand::Install { name, data_dir, index_url } } => {
+            replicad::install_crypto_provider();
             let dir = replicad::embed::install::install(&name, &data_dir, &index_url).await?;
             println!("{}", dir.display());
             Ok(())

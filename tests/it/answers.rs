@@ -335,7 +335,8 @@ async fn with_the_real_model_a_french_document_is_answered_alike_and_sources_nam
     assert!(answer.starts_with("Je ne le sais pas encore") && sources.is_empty(), "{answer}");
 
     // one long section cut into several chunks is one citation
-    let long = format!("# Sauvegardes\n\n{}", "Une sauvegarde régulière protège les données contre les pannes. ".repeat(60));
+    let long =
+        format!("# Sauvegardes\n\n{}", "Une sauvegarde régulière protège les données contre les pannes. ".repeat(60));
     add_in(&org, &replica, "Sauvegardes", "fr", &long).await;
     let (_, sources) = ask(&org, &replica, "Pourquoi faire une sauvegarde régulière ?").await;
     let named = sources.iter().filter(|s| s.ends_with("Sauvegardes")).count();

@@ -153,8 +153,10 @@ async fn once_a_delete_or_a_patch_has_answered_the_old_text_never_comes_back() {
         let kb = trained(&org, &replica, &old).await;
         let (s, v) = org.delete(&format!("/v1/replicas/{replica}/knowledge-base/{kb}")).await;
         assert_eq!(s, StatusCode::OK, "{v}");
+        // the old text, not its number: a question about what is gone may get the closest
+        // passage (another entry) after a lead-in, which can share the number
         let a = answer(&org, &replica, &old.question).await;
-        if a.contains(&old.code) {
+        if a.contains(&old.sentence) {
             back.push(("delete", i, a));
         }
 
@@ -165,7 +167,7 @@ async fn once_a_delete_or_a_patch_has_answered_the_old_text_never_comes_back() {
             org.patch(&format!("/v1/replicas/{replica}/knowledge-base/{kb}"), json!({"rawText": new.sentence})).await;
         assert_eq!(s, StatusCode::OK, "{v}");
         let a = answer(&org, &replica, &old.question).await;
-        if a.contains(&old.code) {
+        if a.contains(&old.sentence) {
             back.push(("patch", i, a));
         }
         poll_searchable(&org, &replica, kb).await;

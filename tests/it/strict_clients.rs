@@ -86,7 +86,8 @@ fn assert_items_valid(list: &Value, schema: &Value, what: &str) {
     let items = list["items"].as_array().unwrap_or_else(|| panic!("{what}: no items in {list}"));
     assert!(!items.is_empty(), "{what}: nothing listed");
     for item in items {
-        let errors: Vec<String> = validator.iter_errors(item).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+        let errors: Vec<String> =
+            validator.iter_errors(item).map(|e| format!("{} at {}", e, e.instance_path())).collect();
         assert!(errors.is_empty(), "{what}: a strict client rejects {item}: {errors:?}");
     }
 }
@@ -115,7 +116,8 @@ async fn replica_list_items_carry_every_field_the_hosted_document_requires() {
     let plain = create_with_embedding_model(&org, "plain", "multilingual-e5-large").await;
     let mut full = crate::common::replica_body("full", &org.owner_email);
     full["profileImage"] = json!("https://cdn.example.com/face.png");
-    full["llm"] = json!({"model": "replicad-extractive", "systemMessage": "Be brief.", "embeddingModel": "qwen3-embedding-8b"});
+    full["llm"] =
+        json!({"model": "replicad-extractive", "systemMessage": "Be brief.", "embeddingModel": "qwen3-embedding-8b"});
     org.create_replica_from(full).await;
 
     let (_, list) = org.get("/v1/replicas").await;
@@ -307,6 +309,8 @@ async fn models_install_puts_the_model_where_serve_finds_it_without_flags() {
     let (_, read) = org.get(&format!("/v1/replicas/{replica}")).await;
     assert_eq!(read["llm"]["embeddingModel"], json!("all-minilm-l6-v2"), "{read}");
     org.add_ready_text(&replica, "Felines", "Felines sleep for most of the day, often twelve to sixteen hours.").await;
-    let (_, v) = org.post(&format!("/v1/replicas/{replica}/chat/completions/test"), json!({"content": "How long do cats nap?"})).await;
+    let (_, v) = org
+        .post(&format!("/v1/replicas/{replica}/chat/completions/test"), json!({"content": "How long do cats nap?"}))
+        .await;
     assert_eq!(v["sources"][0]["vectorRank"], json!(1), "found by meaning: {v}");
 }

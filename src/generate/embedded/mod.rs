@@ -42,8 +42,7 @@ impl Backend for Embedded {
         stream: bool,
     ) -> BoxFuture<'a, Result<Box<dyn Pieces>>> {
         Box::pin(async move {
-            let (answer, explanation) =
-                reply_with(&g.persona, &g.question, &g.sources, &g.closeness, &Weights::FITTED);
+            let (answer, explanation) = reply_with(&g.persona, &g.question, &g.sources, &g.closeness, &Weights::FITTED);
             let sent: usize = g.sources.iter().map(|s| prompt::estimate_tokens(&s.content)).sum();
             let usage = Usage {
                 prompt_tokens: (prompt::estimate_tokens(&g.question) + sent) as u64,

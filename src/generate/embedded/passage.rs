@@ -167,7 +167,12 @@ impl Builder {
         }
         terms.sort_unstable();
         terms.dedup();
-        Passage { parts: self.parts, sentences: self.first_sentence..end.max(self.first_sentence), terms: terms.into(), words }
+        Passage {
+            parts: self.parts,
+            sentences: self.first_sentence..end.max(self.first_sentence),
+            terms: terms.into(),
+            words,
+        }
     }
 }
 
@@ -237,7 +242,8 @@ mod tests {
         assert_eq!(texts(&a.passages[1]), ["It takes three steps:", "* mix the flour and water | * bake it"]);
         assert_eq!(texts(&a.passages[2]), ["Then it cools. It is done."]);
         // the sentences' places follow blocks::parse (a list is one prose block there)
-        let counted: usize = blocks::parse(text).iter().map(|b| if let Block::Prose(s) = b { s.len() } else { 0 }).sum();
+        let counted: usize =
+            blocks::parse(text).iter().map(|b| if let Block::Prose(s) = b { s.len() } else { 0 }).sum();
         assert_eq!(a.passages[2].sentences.end, counted);
         assert_eq!(a.passages[0].sentences, 0..1);
         assert!(a.passages[0].terms.contains("run"), "code terms count: {:?}", a.passages[0].terms);

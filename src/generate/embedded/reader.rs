@@ -207,7 +207,8 @@ pub fn read(
         }
     }
     // best score first; an equal score to the better-ranked chunk, then the earlier passage
-    candidates.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.source.cmp(&b.source)).then(a.passage.cmp(&b.passage)));
+    candidates
+        .sort_by(|a, b| b.score.total_cmp(&a.score).then(a.source.cmp(&b.source)).then(a.passage.cmp(&b.passage)));
     let best = candidates[0].clone();
     let confidence = confidence(closeness, &best);
     let verdict = verdict(&confidence, closeness.iter().any(|c| c.chunk.is_some()), w);
@@ -305,7 +306,9 @@ fn confidence(closeness: &[Closeness], best: &Candidate) -> Confidence {
     let chunk = closeness.first().and_then(|c| c.chunk);
     let sentence = closeness.iter().flat_map(|c| c.sentences.iter().copied()).reduce(f32::max);
     let value = match (chunk, sentence) {
-        (Some(c), Some(s)) => (s + CHUNK_SHARE * c + COVERAGE_SHARE * best.coverage) / (1.0 + CHUNK_SHARE + COVERAGE_SHARE),
+        (Some(c), Some(s)) => {
+            (s + CHUNK_SHARE * c + COVERAGE_SHARE * best.coverage) / (1.0 + CHUNK_SHARE + COVERAGE_SHARE)
+        }
         (Some(c), None) => (c + COVERAGE_SHARE * best.coverage) / (1.0 + COVERAGE_SHARE),
         _ => best.coverage,
     };

@@ -309,6 +309,7 @@ fn reader() -> Value {
         }),
         false,
     );
-    v["description"] = json!("Ours, from the embedded generator only (absent for upstream models): why it answered as it did.");
+    v["description"] =
+        json!("Ours, from the embedded generator only (absent for upstream models): why it answered as it did.");
     v
 }
