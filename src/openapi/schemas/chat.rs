@@ -284,7 +284,7 @@ fn reader() -> Value {
             "text": { "type": "string", "description": "Ours: the passage's opening words (at most 160 characters)." },
             "meaning": cosine("the question's embedding to the passage's closest sentence (absent without an embedding model)"),
             "coverage": share("the share of the question's terms the passage holds, each weighted by its rarity among the candidates' passages (a term found only in its heading path counts half)."),
-            "score": share("meaning + coverage + 0.3 / retrieval rank, with the weights the reader answers with: the best score is quoted."),
+            "score": share("meaning + 0.5 × coverage + 0.6 / retrieval rank + 0.5 × the agreement of its chunk's own heading with the question (Dice coefficient of their terms): the best score is quoted."),
             "quoted": { "type": "boolean", "description": "Ours: whether the answer quotes it." },
         }),
         false,
