@@ -2,7 +2,7 @@
 //! and whether to answer at all.
 //!
 //! 1. **Candidates** are the passages ([`super::passage`]) of the best [`CANDIDATE_SOURCES`]
-//!    retrieved chunks. Each is scored by three general signals, none of which knows a word,
+//!    retrieved chunks. Each is scored by four general signals, none of which knows a word,
 //!    a phrasing, a grammar or a document format:
 //!    - *meaning*: the question's cosine to the passage's closest sentence (the sentences'
 //!      vectors are computed with their chunk's when it is indexed, never per question;
