@@ -17,7 +17,10 @@ use crate::service::history::{self, NewItem, Page};
 use crate::service::{check_len, rfc3339};
 use crate::store::records::{Message, SourceRef};
 
-/// A retrieval source on the wire (spec §2.2).
+/// A retrieval source on the wire (spec §2.2), plus where it is in its document (additive,
+/// absent when unknown): `url`, the web page of a `website` entry with a text fragment that
+/// opens it scrolled to the quoted words, and `page`, the 1-based page of a PDF on which the
+/// passage begins.
 #[derive(Serialize)]
 pub struct SourceView<'a> {
     id: u64,
@@ -26,6 +29,10 @@ pub struct SourceView<'a> {
     created_at: String,
     name: &'a str,
     content: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    page: Option<u32>,
 }
 
 /// A source of the retrieval check (`…/chat/completions/test`): its view, where its chunk
@@ -58,6 +65,8 @@ pub fn source_view(s: &SourceRef) -> SourceView<'_> {
         created_at: rfc3339(s.created_at),
         name: &s.name,
         content: &s.content,
+        url: s.url.as_deref(),
+        page: s.page,
     }
 }
 

@@ -183,7 +183,15 @@ mod tests {
     }
 
     fn src(name: &str, content: &str) -> SourceRef {
-        SourceRef { id: 1, score: 1.0, created_at: 0, name: name.into(), content: content.into() }
+        SourceRef {
+            id: 1,
+            score: 1.0,
+            created_at: 0,
+            name: name.into(),
+            content: content.into(),
+            url: None,
+            page: None,
+        }
     }
 
     fn tutor() -> Persona {

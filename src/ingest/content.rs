@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::store::kb::{enqueue, put_source, source_in};
 use crate::store::records::{Chunk, KbEntry, KbStatus, KbText};
 use crate::store::{codec, tables};
-use crate::text::{chunk, language};
+use crate::text::{chunk, language, pages};
 
 /// Characters of the processed text kept as the entry's `summary`.
 const SUMMARY_CHARS: usize = 200;
@@ -73,9 +73,11 @@ impl PreparedText {
         let generated = generated_title.clone().unwrap_or(naming.generated_title);
         let title = chunk_title(naming.title.as_ref(), generated.as_ref());
         let pieces = chunk::chunk(&title, raw);
+        let pages = pages::first_pages(raw, pieces.iter().map(|p| p.text.as_str()));
         let chunks = pieces
             .iter()
-            .map(|p| codec::encode(&Chunk { title: p.title.clone(), text: p.text.clone() }))
+            .zip(pages)
+            .map(|(p, page)| codec::encode(&Chunk { title: p.title.clone(), text: p.text.clone(), page }))
             .collect::<Result<Vec<_>>>()?;
         let processed = pieces.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n\n");
         let summary = processed.chars().take(SUMMARY_CHARS).collect();

@@ -13,6 +13,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::archive;
 use super::formats::Format;
+use crate::text::pages::PAGE_BREAK;
 
 /// Most characters of text one entry holds: a text entry's limit, and the cap on what is
 /// extracted from a file or page (a document that inflates to more is refused, not cut).
@@ -137,8 +138,9 @@ fn pdf_to_text(bytes: &[u8]) -> Result<Extracted, String> {
             format!("the PDF could not be read: {msg}")
         }
     })?;
-    let text = pages.iter().map(|p| reflow_pdf_page(p)).collect::<Vec<_>>().join("\n\n");
-    Ok(Extracted { text: tidy(&text), title: None })
+    // each page tidied on its own, so that the page break between them stays (`text::pages`)
+    let pages: Vec<String> = pages.iter().map(|p| tidy(&reflow_pdf_page(p))).filter(|p| !p.is_empty()).collect();
+    Ok(Extracted { text: pages.join(PAGE_BREAK), title: None })
 }
 
 /// PDF text comes as one line per printed line: join lines into paragraphs (a blank line ends

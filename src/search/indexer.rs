@@ -471,7 +471,7 @@ mod tests {
     use super::*;
 
     fn change(entry: u64, replica: Uuid, text: &str) -> Change {
-        let chunks = vec![Chunk { title: "Guide".into(), text: text.into() }];
+        let chunks = vec![Chunk { title: "Guide".into(), text: text.into(), page: None }];
         Change {
             entry,
             doc: Some(EntryDoc { replica, revision: 1, language: Some("en".into()), chunks, vectors: None }),

@@ -642,6 +642,7 @@ mod tests {
             .map(|(title, text)| crate::store::records::Chunk {
                 title: format!("Manual › {title}"),
                 text: text.to_string(),
+                page: None,
             })
             .collect();
         let doc = indexer::EntryDoc { replica, revision: 1, language: Some("en".into()), chunks, vectors: None };

@@ -15,6 +15,7 @@ use uuid::Uuid;
 use super::channel_data::{ChannelKey, Stamped};
 use super::history::{self, NewItem};
 use super::quotas::Pool;
+use super::text_fragment;
 use crate::error::{Error, Result};
 use crate::generate::embedded::{reader, Explanation};
 use crate::generate::{
@@ -23,7 +24,7 @@ use crate::generate::{
 use crate::search::fusion::{Fusion, Ranks};
 use crate::search::{vectors, Hybrid, QuestionVector, Search};
 use crate::store::kv::ReadOnlyTable;
-use crate::store::records::{Chunk, KbEntry, Message, Replica, SourceRef};
+use crate::store::records::{Chunk, KbEntry, KbKind, KbSource, Message, Replica, SourceRef};
 use crate::store::{self, codec, k, now_ms, tables, Store};
 use crate::text::question;
 
@@ -203,6 +204,7 @@ async fn retrieve_from(
         .read(move |txn| {
             // the snapshot's tables, opened once for the reads until the next commit
             let (entries, chunks) = (txn.table(tables::KBID_ENTRY)?, txn.table(tables::KBCHUNK_CHUNK)?);
+            let sources = txn.table(tables::KBID_SOURCE)?;
             let vectors = match question {
                 Some(_) => Some(txn.table(tables::KBCHUNK_VECTOR)?),
                 None => None,
@@ -222,7 +224,9 @@ async fn retrieve_from(
                     (Some(table), Some(q)) => sentence_cosines(&**table, (h.entry, h.chunk), &c, q)?,
                     _ => Vec::new(),
                 };
-                let source = SourceRef { id: h.entry, score: h.score, created_at, name: c.title, content: c.text };
+                let url = live.url(&sources, h.entry)?;
+                let (name, content, page) = (c.title, c.text, c.page);
+                let source = SourceRef { id: h.entry, score: h.score, created_at, name, content, url, page };
                 out.push(Retrieved { source, ranks: h.ranks, sentences });
                 if out.len() == top {
                     break;
@@ -252,21 +256,38 @@ fn sentence_cosines(
 /// (most hits of a question come from a few entries).
 #[derive(Default)]
 struct Live {
-    /// Per entry read: its `created_at`, `None` when it is gone or not the replica's.
-    read: Vec<(u64, Option<i64>)>,
+    /// Per entry read: its `created_at` and whether it is a web page, `None` when it is gone or
+    /// not the replica's.
+    read: Vec<(u64, Option<(i64, bool)>)>,
 }
 
 impl Live {
     /// The `created_at` of entry `id` when it exists and is `replica`'s (the index may still
     /// hold chunks of an entry deleted since, see `search::indexer`).
     fn created_at(&mut self, entries: &ReadOnlyTable<u64, &[u8]>, replica: Uuid, id: u64) -> Result<Option<i64>> {
+        Ok(self.entry(entries, replica, id)?.map(|(created_at, _)| created_at))
+    }
+
+    /// Entry `id` as [`Live::read`] keeps it, read once.
+    fn entry(&mut self, entries: &ReadOnlyTable<u64, &[u8]>, replica: Uuid, id: u64) -> Result<Option<(i64, bool)>> {
         if let Some((_, known)) = self.read.iter().find(|(e, _)| *e == id) {
             return Ok(*known);
         }
         let entry = store::get::<u64, KbEntry, _>(entries, id)?;
-        let known = entry.filter(|e| e.replica == replica).map(|e| e.created_at);
+        let known = entry.filter(|e| e.replica == replica).map(|e| (e.created_at, e.kind == KbKind::Website));
         self.read.push((id, known));
         Ok(known)
+    }
+
+    /// The page a `website` entry `id` (already read) was fetched from: where its redirects
+    /// ended, else its `url`; `None` for other entries.
+    fn url(&self, sources: &ReadOnlyTable<u64, &[u8]>, id: u64) -> Result<Option<String>> {
+        let website = self.read.iter().any(|(e, known)| *e == id && matches!(known, Some((_, true))));
+        if !website {
+            return Ok(None);
+        }
+        let source = store::get::<u64, KbSource, _>(sources, id)?.unwrap_or_default();
+        Ok(source.website.map(|w| w.final_url).or(source.url))
     }
 }
 
@@ -456,7 +477,7 @@ async fn finish(store: &Store, mut p: Prepared, reply: ChatReply, interrupted: b
         Some(cited) => cited.iter().take(MAX_SOURCES).filter_map(|i| given.get(*i).cloned()).collect(),
         None => given.clone(),
     };
-    let sources = one_per_section(sources);
+    let sources = one_per_section(sources).into_iter().map(|s| linked(s, &reply.text)).collect();
     let mut completion = Completion {
         content: reply.text,
         sources,
@@ -486,6 +507,13 @@ fn one_per_section(sources: Vec<SourceRef>) -> Vec<SourceRef> {
         }
     }
     out
+}
+
+/// Source `s` of a reply `reply` with its web page's link pointing at the words quoted
+/// ([`text_fragment::link`]).
+fn linked(mut s: SourceRef, reply: &str) -> SourceRef {
+    s.url = s.url.map(|url| text_fragment::link(&url, &s.content, reply));
+    s
 }
 
 /// The question and the reply as history items. The reply to a channel message is keyed after
@@ -580,7 +608,15 @@ mod tests {
     use super::*;
 
     fn kept(content: &str) -> Retrieved {
-        let source = SourceRef { id: 1, score: 1.0, created_at: 0, name: String::new(), content: content.into() };
+        let source = SourceRef {
+            id: 1,
+            score: 1.0,
+            created_at: 0,
+            name: String::new(),
+            content: content.into(),
+            url: None,
+            page: None,
+        };
         Retrieved { source, ranks: Ranks::default(), sentences: Vec::new() }
     }
 

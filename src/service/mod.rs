@@ -14,6 +14,7 @@ pub mod orgs;
 pub mod passages;
 pub mod quotas;
 pub mod replicas;
+pub mod text_fragment;
 pub mod token_usage;
 pub mod uploads;
 pub mod usage;

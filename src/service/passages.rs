@@ -44,7 +44,15 @@ pub fn keep(texts: &mut Texts, replica: Uuid, sources: &[SourceRef]) -> Result<(
             }
         };
         let content = if inline { s.content.clone() } else { String::new() };
-        kept.push(SourceRef { id: s.id, score: s.score, created_at: s.created_at, name: s.name.clone(), content });
+        kept.push(SourceRef {
+            id: s.id,
+            score: s.score,
+            created_at: s.created_at,
+            name: s.name.clone(),
+            content,
+            url: s.url.clone(),
+            page: s.page,
+        });
         keys.push(if inline { 0 } else { key.1 });
     }
     Ok((kept, keys))
@@ -83,7 +91,15 @@ mod tests {
     use crate::store::Store;
 
     fn source(content: &str) -> SourceRef {
-        SourceRef { id: 1, score: 2.0, created_at: 3, name: "Doc › Part".into(), content: content.into() }
+        SourceRef {
+            id: 1,
+            score: 2.0,
+            created_at: 3,
+            name: "Doc › Part".into(),
+            content: content.into(),
+            url: None,
+            page: None,
+        }
     }
 
     fn message(replica: Uuid, sources: Vec<SourceRef>, passages: Vec<u64>) -> Message {

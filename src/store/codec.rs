@@ -154,8 +154,8 @@ mod tests {
 
     #[test]
     fn a_version_2_message_keeps_its_sources_texts_inline() {
-        use crate::store::records::{Message, MessageV2, SourceRef};
-        let source = SourceRef { id: 4, score: 1.5, created_at: 2, name: "Doc".into(), content: "the text".into() };
+        use crate::store::records::{Message, MessageV2, SourceRefV1};
+        let source = SourceRefV1 { id: 4, score: 1.5, created_at: 2, name: "Doc".into(), content: "the text".into() };
         let v2 = MessageV2 {
             id: 8,
             replica: uuid::Uuid::nil(),
@@ -174,6 +174,33 @@ mod tests {
         let m: Message = decode(&bytes).unwrap();
         assert_eq!((m.id, m.interrupted, m.sources[0].content.as_str()), (8, true, "the text"));
         assert!(m.passages.is_empty());
+    }
+
+    #[test]
+    fn a_version_3_message_and_a_version_1_chunk_read_back_without_a_place() {
+        use crate::store::records::{Chunk, Message, MessageV3, SourceRefV1};
+        let source = SourceRefV1 { id: 4, score: 1.5, created_at: 2, name: "Doc".into(), content: String::new() };
+        let v3 = MessageV3 {
+            id: 9,
+            replica: uuid::Uuid::nil(),
+            user: uuid::Uuid::nil(),
+            role: "assistant".into(),
+            content: "hello".into(),
+            source: "web".into(),
+            sources: vec![source],
+            is_private: false,
+            channel_data: None,
+            created_at: 1,
+            interrupted: false,
+            passages: vec![77],
+        };
+        let bytes = [vec![3u8], bincode::serde::encode_to_vec(&v3, config()).unwrap()].concat();
+        let m: Message = decode(&bytes).unwrap();
+        assert_eq!((m.id, m.passages.as_slice(), m.sources[0].name.as_str()), (9, &[77][..], "Doc"));
+        assert_eq!((m.sources[0].url.as_deref(), m.sources[0].page), (None, None));
+        let chunk = [vec![1u8], bincode::serde::encode_to_vec(("Doc › Part", "Text."), config()).unwrap()].concat();
+        let c: Chunk = decode(&chunk).unwrap();
+        assert_eq!((c.title.as_str(), c.text.as_str(), c.page), ("Doc › Part", "Text.", None));
     }
 
     #[test]

@@ -302,18 +302,33 @@ impl Record for StoredFile {
     const VERSION: u8 = 1;
 }
 
-/// A chunk of an entry's processed text: what the index holds and sources quote.
+/// A chunk of an entry's processed text: what the index holds and sources quote. Version 2
+/// added `page`.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Chunk {
     /// Document title + heading path, e.g. "More Control Flow Tools › for Statements".
     pub title: String,
     pub text: String,
+    /// The 1-based page of the document on which the chunk begins, for a text with pages (a
+    /// PDF; `text::pages`); `None` otherwise and in version 1 records.
+    pub page: Option<u32>,
 }
 impl Record for Chunk {
-    const VERSION: u8 = 1;
+    const VERSION: u8 = 2;
+
+    fn upgrade(version: u8, body: &[u8]) -> crate::error::Result<Self> {
+        match version {
+            1 => {
+                let (title, text) = codec::decode_body::<(String, String)>(body)?;
+                Ok(Chunk { title, text, page: None })
+            }
+            v => Err(crate::error::Error::internal(format!("unknown Chunk record version {v}"))),
+        }
+    }
 }
 
-/// A retrieval source kept with an assistant message (spec §2.2).
+/// A retrieval source kept with an assistant message (spec §2.2), with where it is in its
+/// document (Message version 4 on).
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct SourceRef {
     pub id: u64,
@@ -321,6 +336,35 @@ pub struct SourceRef {
     pub created_at: i64,
     pub name: String,
     pub content: String,
+    /// The web page of a `website` entry, with a text fragment (`#:~:text=…`) that opens it
+    /// scrolled to the quoted words; `None` for other entries.
+    pub url: Option<String>,
+    /// The 1-based page on which the chunk begins, for a document with pages ([`Chunk::page`]).
+    pub page: Option<u32>,
+}
+
+/// [`SourceRef`] as Message versions 1 to 3 wrote it (before `url` and `page`).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct SourceRefV1 {
+    pub id: u64,
+    pub score: f32,
+    pub created_at: i64,
+    pub name: String,
+    pub content: String,
+}
+
+impl From<SourceRefV1> for SourceRef {
+    fn from(s: SourceRefV1) -> SourceRef {
+        SourceRef {
+            id: s.id,
+            score: s.score,
+            created_at: s.created_at,
+            name: s.name,
+            content: s.content,
+            url: None,
+            page: None,
+        }
+    }
 }
 
 /// The embeddings of a chunk (`kbchunk_vector`): the chunk's and its prose sentences', with
@@ -352,7 +396,8 @@ impl Record for ChunkVector {
     }
 }
 
-/// A chat history item (spec §2.1). Version 2 added `interrupted`; version 3 `passages`.
+/// A chat history item (spec §2.1). Version 2 added `interrupted`; version 3 `passages`;
+/// version 4 the sources' `url` and `page`.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Message {
     pub id: u64,
@@ -375,13 +420,50 @@ pub struct Message {
     pub passages: Vec<u64>,
 }
 impl Record for Message {
-    const VERSION: u8 = 3;
+    const VERSION: u8 = 4;
 
     fn upgrade(version: u8, body: &[u8]) -> crate::error::Result<Self> {
         match version {
-            1 => Ok(MessageV2::from(codec::decode_body::<MessageV1>(body)?).into()),
-            2 => Ok(codec::decode_body::<MessageV2>(body)?.into()),
+            1 => Ok(MessageV3::from(MessageV2::from(codec::decode_body::<MessageV1>(body)?)).into()),
+            2 => Ok(MessageV3::from(codec::decode_body::<MessageV2>(body)?).into()),
+            3 => Ok(codec::decode_body::<MessageV3>(body)?.into()),
             v => Err(crate::error::Error::internal(format!("unknown Message record version {v}"))),
+        }
+    }
+}
+
+/// [`Message`] as version 3 wrote it (sources without `url` and `page`).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct MessageV3 {
+    pub id: u64,
+    pub replica: Uuid,
+    pub user: Uuid,
+    pub role: String,
+    pub content: String,
+    pub source: String,
+    pub sources: Vec<SourceRefV1>,
+    pub is_private: bool,
+    pub channel_data: Option<String>,
+    pub created_at: i64,
+    pub interrupted: bool,
+    pub passages: Vec<u64>,
+}
+
+impl From<MessageV3> for Message {
+    fn from(m: MessageV3) -> Message {
+        Message {
+            id: m.id,
+            replica: m.replica,
+            user: m.user,
+            role: m.role,
+            content: m.content,
+            source: m.source,
+            sources: m.sources.into_iter().map(SourceRef::from).collect(),
+            is_private: m.is_private,
+            channel_data: m.channel_data,
+            created_at: m.created_at,
+            interrupted: m.interrupted,
+            passages: m.passages,
         }
     }
 }
@@ -395,16 +477,16 @@ pub struct MessageV2 {
     pub role: String,
     pub content: String,
     pub source: String,
-    pub sources: Vec<SourceRef>,
+    pub sources: Vec<SourceRefV1>,
     pub is_private: bool,
     pub channel_data: Option<String>,
     pub created_at: i64,
     pub interrupted: bool,
 }
 
-impl From<MessageV2> for Message {
-    fn from(m: MessageV2) -> Message {
-        Message {
+impl From<MessageV2> for MessageV3 {
+    fn from(m: MessageV2) -> MessageV3 {
+        MessageV3 {
             id: m.id,
             replica: m.replica,
             user: m.user,
@@ -430,7 +512,7 @@ pub struct MessageV1 {
     pub role: String,
     pub content: String,
     pub source: String,
-    pub sources: Vec<SourceRef>,
+    pub sources: Vec<SourceRefV1>,
     pub is_private: bool,
     pub channel_data: Option<String>,
     pub created_at: i64,

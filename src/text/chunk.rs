@@ -8,7 +8,7 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
-use super::code;
+use super::{code, pages};
 
 /// Largest chunk, in characters (a chunk holds whole sentences, so it may exceed this only
 /// when one sentence does). Chosen on the labelled set of `tests/retrieval` (600–2000 tried:
@@ -197,7 +197,10 @@ pub fn chunk(doc_title: &str, text: &str) -> Vec<TextChunk> {
         names.extend(path.iter().map(String::as_str).filter(|h| *h != doc_title));
         let title = names.join(TITLE_SEPARATOR);
         let mut texts = Vec::new();
-        pack(&mut paragraphs(&body), &mut texts);
+        // a chunk never runs over a page break: its page is the page it is on (`pages`)
+        for page in body.split(pages::PAGE_BREAK_CHAR) {
+            pack(&mut paragraphs(page), &mut texts);
+        }
         out.extend(texts.into_iter().map(|text| TextChunk { title: title.clone(), text }));
     }
     out

@@ -11,4 +11,5 @@ pub mod code;
 pub mod expansion;
 pub mod intent;
 pub mod language;
+pub mod pages;
 pub mod question;

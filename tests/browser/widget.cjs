@@ -152,17 +152,31 @@ async function markdown(page, out) {
   await copy.click();
   await copy.filter({ hasText: "Copied" }).waitFor({ timeout: WAIT });
   out.md.copied = await page.evaluate(() => navigator.clipboard.readText());
-  // a citation chip opens the passage it stands for
-  const chip = answer.locator(".sources .chip").first();
-  await chip.click();
+  // a citation chip opens the passage it stands for (with its page, and a web page's link)
+  const chips = answer.locator(".sources .chip");
   const passage = answer.locator('[data-replicad="passage"]');
-  await passage.waitFor({ state: "visible", timeout: WAIT });
-  out.citation = {
-    expanded: await chip.getAttribute("aria-expanded"),
-    name: await passage.locator('[data-replicad="passage-name"]').innerText(),
-    text: await passage.locator('[data-replicad="passage-text"]').innerText(),
-    label: await chip.getAttribute("aria-label"),
+  const cite = async (chip) => {
+    if (await chip.getAttribute("aria-expanded") !== "true") {
+      await chip.click();
+    }
+    await passage.waitFor({ state: "visible", timeout: WAIT });
+    const links = await passage.locator('[data-replicad="source-link"]').evaluateAll((as) => as.map((a) => ({
+      href: a.getAttribute("href"), target: a.getAttribute("target"), rel: a.getAttribute("rel"), text: a.textContent,
+    })));
+    return {
+      expanded: await chip.getAttribute("aria-expanded"),
+      name: await passage.locator('[data-replicad="passage-name"]').innerText(),
+      text: await passage.locator('[data-replicad="passage-text"]').innerText(),
+      label: await chip.getAttribute("aria-label"),
+      page: (await chip.locator('[data-replicad="source-page"]').allInnerTexts())[0] || null,
+      link: links[0] || null,
+    };
   };
+  out.citation = await cite(chips.first());
+  out.citations = [];
+  for (let i = 0; i < await chips.count(); i++) {
+    out.citations.push(await cite(chips.nth(i)));
+  }
   fs.mkdirSync(config.artifacts, { recursive: true });
   await page.screenshot({ path: path.join(config.artifacts, "widget-markdown-answer.png") });
 }

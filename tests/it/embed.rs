@@ -5,6 +5,7 @@
 //! conversation kept, a disallowed origin refused, the web page of a public replica. A failing
 //! browser step saves a screenshot under `target/test-artifacts/`.
 
+use std::collections::HashMap;
 use std::process::Command;
 use std::time::Duration;
 
@@ -293,6 +294,27 @@ async fn in_chromium_the_widget_streams_answers_with_sources_keeps_the_conversat
     assert!(page_kept.iter().any(|m| m == ZORBLAX_QUESTION), "{seen}");
 }
 
+/// Adds to `replica` a web page and a two-page PDF about starting the reactor (the PDF's first
+/// page about something else); returns the page's URL.
+async fn located_sources(org: &Org, replica: &str) -> String {
+    let html = "<html><head><title>Starting the reactor</title></head><body><article><h1>Starting the reactor</h1>\
+                <p>To start the Zorblax reactor, check its status first and then run the start command; the core \
+                warms up to 451 kelvin within ten minutes.</p></article></body></html>";
+    let base = crate::fixtures::web_server(HashMap::from([("/start", crate::fixtures::Page::html(html))])).await;
+    let url = format!("{base}/start");
+    let (_, v) = org.post(&format!("/v1/replicas/{replica}/knowledge-base"), json!({ "url": url })).await;
+    let kb = v["results"][0]["knowledgeBaseID"].as_u64().expect("entry id");
+    assert_eq!(org.wait_settled(replica, kb).await["status"], json!("READY"));
+    let boats: Vec<String> = (1..=24)
+        .map(|i| format!("In year {i} the Quenth shipyard built {i} hundred small river boats of oak."))
+        .collect();
+    let boats: Vec<&str> = boats.iter().map(String::as_str).collect();
+    let manual = ["To start the Zorblax reactor, turn the blue key and start the pumps."];
+    let kb = org.upload(replica, "zorblax-manual.pdf", crate::fixtures::pdf_pages(&[&boats, &manual])).await;
+    assert_eq!(org.wait_settled(replica, kb).await["status"], json!("READY"));
+    url
+}
+
 /// The fake model's Markdown answer: a numbered list with inline code, a fenced block, a table,
 /// links (one of them `javascript:`), raw HTML and images that must not load.
 const MARKDOWN: &str = "Start the reactor in two steps:\n\n1. Check `zorb --status`\n2. Run the start command\n\n\
@@ -309,9 +331,10 @@ async fn in_chromium_answers_are_rendered_markdown_with_citations_and_can_be_sto
         Script::Fail { status: 400, retry_after: None },
     ];
     let fake = FakeLlm::start(script, Script::Reply(vec!["Recovered ", "answer."])).await;
-    let server = crate::llm::serve(&fake, &[]);
+    let server = crate::llm::serve(&fake, &["--allow-private-urls"]);
     let org = server.new_org("Markdown").await;
     let (replica, _) = crate::llm::reactor(&org).await;
+    let web = located_sources(&org, &replica).await;
     let key = embed_key(&org, &replica, &["https://placeholder.example"]).await;
     let site = host_site(&server.base_url, &replica, &key).await;
     let attrs = "data-name=\"Reactor Desk\" data-color=\"#0a7d32\" data-position=\"left\" data-lang=\"fr\" \
@@ -360,9 +383,19 @@ async fn in_chromium_answers_are_rendered_markdown_with_citations_and_can_be_sto
 
     let citation = &seen["citation"];
     assert_eq!(citation["expanded"], "true");
-    assert_eq!(citation["name"], "Zorblax reactor");
-    assert!(citation["text"].as_str().unwrap().contains("451 kelvin"), "the passage the chip stands for: {seen}");
-    assert!(citation["label"].as_str().unwrap().starts_with("Source 1: Zorblax reactor"), "{seen}");
+    assert_eq!(citation["label"], json!(format!("Source 1: {}", citation["name"].as_str().unwrap())), "{seen}");
+    let citations = seen["citations"].as_array().unwrap();
+    let zorblax = citations.iter().find(|c| c["name"] == "Zorblax reactor").expect("the text entry's chip");
+    assert!(zorblax["text"].as_str().unwrap().contains("451 kelvin"), "the passage the chip stands for: {seen}");
+    let pdf = citations.iter().find(|c| c["name"] == "zorblax-manual.pdf").expect("the PDF's chip");
+    assert_eq!((&pdf["page"], &pdf["link"]), (&json!("p. 2"), &Value::Null), "{seen}");
+    let page = citations.iter().find(|c| c["name"] == "Starting the reactor").expect("the web page's chip");
+    let link = &page["link"];
+    assert!(link["href"].as_str().unwrap().starts_with(&format!("{web}#:~:text=")), "{seen}");
+    assert_eq!(
+        (&link["target"], &link["rel"], &page["page"]),
+        (&json!("_blank"), &json!("noopener noreferrer"), &Value::Null)
+    );
 
     let stopped = &seen["stopped"];
     assert!(stopped["text"].as_str().unwrap().starts_with("word"), "what was said stays: {seen}");

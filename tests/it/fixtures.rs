@@ -9,42 +9,50 @@ use tokio::net::TcpListener;
 
 /// A one-page PDF whose text is `lines` (Helvetica, one line each).
 pub fn pdf(lines: &[&str]) -> Vec<u8> {
+    pdf_pages(&[lines])
+}
+
+/// A PDF of one page per item of `pages`, each showing its lines (Helvetica, one line each).
+pub fn pdf_pages(pages: &[&[&str]]) -> Vec<u8> {
     use lopdf::content::{Content, Operation};
     use lopdf::{dictionary, Document, Object, Stream};
     let mut doc = Document::with_version("1.5");
     let pages_id = doc.new_object_id();
     let font_id = doc.add_object(dictionary! { "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica" });
     let resources_id = doc.add_object(dictionary! { "Font" => dictionary! { "F1" => font_id } });
-    let mut ops = vec![
-        Operation::new("BT", vec![]),
-        Operation::new("Tf", vec!["F1".into(), 11.into()]),
-        Operation::new("TL", vec![16.into()]),
-        Operation::new("Td", vec![50.into(), 780.into()]),
-    ];
-    for line in lines {
-        ops.push(Operation::new("Tj", vec![Object::string_literal(*line)]));
-        ops.push(Operation::new("T*", vec![]));
+    let mut page_ids = Vec::new();
+    for lines in pages {
+        let mut ops = vec![
+            Operation::new("BT", vec![]),
+            Operation::new("Tf", vec!["F1".into(), 11.into()]),
+            Operation::new("TL", vec![16.into()]),
+            Operation::new("Td", vec![50.into(), 780.into()]),
+        ];
+        for line in *lines {
+            ops.push(Operation::new("Tj", vec![Object::string_literal(*line)]));
+            ops.push(Operation::new("T*", vec![]));
+        }
+        ops.push(Operation::new("ET", vec![]));
+        let content = Content { operations: ops };
+        let content_id = doc.add_object(Stream::new(dictionary! {}, content.encode().expect("pdf content")));
+        page_ids.push(doc.add_object(dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => content_id }));
     }
-    ops.push(Operation::new("ET", vec![]));
-    let content = Content { operations: ops };
-    let content_id = doc.add_object(Stream::new(dictionary! {}, content.encode().expect("pdf content")));
-    let page_id = doc.add_object(dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => content_id });
-    finish_pdf(doc, pages_id, page_id, resources_id.into())
+    finish_pdf(doc, pages_id, &page_ids, resources_id.into())
 }
 
-/// Saves `doc` with its one page `page_id` under the page tree `pages_id` (A4, `resources`
-/// inherited by the page).
+/// Saves `doc` with its pages `page_ids` under the page tree `pages_id` (A4, `resources`
+/// inherited by the pages).
 pub fn finish_pdf(
     mut doc: lopdf::Document,
     pages_id: lopdf::ObjectId,
-    page_id: lopdf::ObjectId,
+    page_ids: &[lopdf::ObjectId],
     resources: lopdf::Object,
 ) -> Vec<u8> {
     use lopdf::{dictionary, Object};
     let pages = dictionary! {
         "Type" => "Pages",
-        "Kids" => vec![page_id.into()],
-        "Count" => 1,
+        "Kids" => page_ids.iter().map(|id| Object::from(*id)).collect::<Vec<_>>(),
+        "Count" => page_ids.len() as i64,
         "Resources" => resources,
         "MediaBox" => vec![0.into(), 0.into(), 595.into(), 842.into()],
     };

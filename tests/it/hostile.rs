@@ -37,7 +37,7 @@ fn self_drawing_pdf() -> Vec<u8> {
     let content_id = doc.add_object(Stream::new(dictionary! {}, b"/Fm0 Do".to_vec()));
     let page_id = doc.add_object(dictionary! { "Type" => "Page", "Parent" => pages_id, "Contents" => content_id });
     let resources = dictionary! { "XObject" => dictionary! { "Fm0" => form_id } };
-    fixtures::finish_pdf(doc, pages_id, page_id, resources.into())
+    fixtures::finish_pdf(doc, pages_id, &[page_id], resources.into())
 }
 
 /// A one-page PDF whose compressed content stream shows `mib` MiB of text.

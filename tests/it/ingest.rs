@@ -64,6 +64,32 @@ async fn a_pdf_upload_is_extracted_indexed_and_cited() {
 }
 
 #[tokio::test]
+async fn a_pdf_source_names_the_page_its_passage_begins_on() {
+    let server = Server::start();
+    let org = server.new_org("Kb").await;
+    let replica = org.create_replica("kb").await;
+    let history: Vec<String> = (1..=12)
+        .map(|i| format!("In year {i} of its history the Vorbix company built {i} hundred small river boats."))
+        .collect();
+    let care: Vec<String> = (1..=8)
+        .map(|i| format!("Inspection step {i} of the Vorbix turbine checks the {i} bolts of the outer ring."))
+        .chain(["The Vorbix turbine must be greased every 37 days with blue lithium paste.".to_string()])
+        .collect();
+    let (history, care): (Vec<&str>, Vec<&str>) =
+        (history.iter().map(String::as_str).collect(), care.iter().map(String::as_str).collect());
+    let pdf = fixtures::pdf_pages(&[&history, &care]);
+    let kb = org.upload(&replica, "vorbix-book.pdf", pdf).await;
+    let entry = org.wait_settled(&replica, kb).await;
+    assert_eq!(entry["status"], json!("READY"), "{entry}");
+    let (answer, sources) = ask_sources(&org, &replica, "How often must the Vorbix turbine be greased?").await;
+    assert!(answer.contains("37 days"), "{answer}");
+    assert_eq!(sources[0]["page"], json!(2), "{sources:?}");
+    assert!(sources[0].get("url").is_none(), "an uploaded file has no page to link: {sources:?}");
+    let (_, sources) = ask_sources(&org, &replica, "How many river boats did Vorbix build in year 3?").await;
+    assert_eq!(sources[0]["page"], json!(1), "{sources:?}");
+}
+
+#[tokio::test]
 async fn a_docx_upload_keeps_its_heading_in_the_source_name() {
     let server = Server::start();
     let org = server.new_org("Kb").await;
@@ -120,6 +146,13 @@ async fn a_web_page_is_fetched_through_a_redirect_and_its_main_text_cited() {
     let (answer, sources) = ask_sources(&org, &replica, "What soil does the moonberry need?").await;
     assert!(answer.contains("4.5"), "{answer}");
     assert!(names(&sources).iter().any(|n| n.contains("Gardening notes")), "{sources:?}");
+    // the link opens the page (where the redirect ended) scrolled to the quoted words
+    let url = sources[0]["url"].as_str().expect("a web page's source links it");
+    let (page, directive) = url.split_once("#:~:text=").expect("a text fragment");
+    assert_eq!(page, format!("{base}/garden"));
+    let start = directive.split(',').next().unwrap().replace("%20", " ");
+    assert!(answer.contains(&start), "the fragment names quoted words: {start:?} not in {answer}");
+    assert!(sources[0].get("page").is_none(), "{sources:?}");
 
     let dup = org.call(Method::POST, &path, Some(&json!({ "url": format!("{base}/old-garden#top") })), &[]).await;
     assert_error(&dup, StatusCode::CONFLICT, Some("URL_ALREADY_EXISTS"));

@@ -33,7 +33,7 @@
       you: "You", typing: "{name} is writing…", sources: "Sources", source: "Source {n}: {name}", copy: "Copy",
       copied: "Copied", stopped: "Stopped", failed: "The answer could not be completed.",
       unavailable: "The chat is not available right now.", suggested: "Suggested questions", image: "Image",
-      launcher: "Chat", closePassage: "Close source",
+      launcher: "Chat", closePassage: "Close source", openPage: "Open the page", page: "p. {n}",
     },
     fr: {
       message: "Votre message", placeholder: "Posez une question…", send: "Envoyer", stop: "Arrêter",
@@ -42,6 +42,7 @@
       sources: "Sources", source: "Source {n} : {name}", copy: "Copier", copied: "Copié", stopped: "Arrêté",
       failed: "La réponse n’a pas pu être terminée.", unavailable: "La discussion n’est pas disponible pour le moment.",
       suggested: "Questions suggérées", image: "Image", launcher: "Discuter", closePassage: "Fermer la source",
+      openPage: "Ouvrir la page", page: "p. {n}",
     },
     es: {
       message: "Tu mensaje", placeholder: "Haz una pregunta…", send: "Enviar", stop: "Detener", retry: "Reintentar",
@@ -49,7 +50,8 @@
       you: "Tú", typing: "{name} está escribiendo…", sources: "Fuentes", source: "Fuente {n}: {name}",
       copy: "Copiar", copied: "Copiado", stopped: "Detenido", failed: "No se pudo completar la respuesta.",
       unavailable: "El chat no está disponible en este momento.", suggested: "Preguntas sugeridas",
-      image: "Imagen", launcher: "Chat", closePassage: "Cerrar la fuente",
+      image: "Imagen", launcher: "Chat", closePassage: "Cerrar la fuente", openPage: "Abrir la página",
+      page: "p. {n}",
     },
     de: {
       message: "Ihre Nachricht", placeholder: "Stellen Sie eine Frage…", send: "Senden", stop: "Stopp",
@@ -57,7 +59,7 @@
       log: "Unterhaltung", you: "Sie", typing: "{name} schreibt…", sources: "Quellen", source: "Quelle {n}: {name}",
       copy: "Kopieren", copied: "Kopiert", stopped: "Angehalten", failed: "Die Antwort konnte nicht abgeschlossen werden.",
       unavailable: "Der Chat ist gerade nicht verfügbar.", suggested: "Vorgeschlagene Fragen", image: "Bild",
-      launcher: "Chat", closePassage: "Quelle schließen",
+      launcher: "Chat", closePassage: "Quelle schließen", openPage: "Seite öffnen", page: "S. {n}",
     },
     ja: {
       message: "メッセージ", placeholder: "質問を入力…", send: "送信", stop: "停止", retry: "再試行",
@@ -65,7 +67,7 @@
       you: "あなた", typing: "{name}が入力中…", sources: "出典", source: "出典 {n}: {name}", copy: "コピー",
       copied: "コピーしました", stopped: "停止しました", failed: "回答を完了できませんでした。",
       unavailable: "現在チャットは利用できません。", suggested: "おすすめの質問", image: "画像", launcher: "チャット",
-      closePassage: "出典を閉じる",
+      closePassage: "出典を閉じる", openPage: "ページを開く", page: "{n}ページ",
     },
   };
   // The site's language, or on the chat page (which is ours) the visitor's.
@@ -402,7 +404,7 @@
       var chip = el("button", { type: "button", class: "chip", "aria-expanded": "false", "aria-label": t("source", { n: i + 1, name: s.name }) }, [
         el("span", { class: "n", "aria-hidden": "true", text: String(i + 1) }),
         el("span", { "data-replicad": "source-name", text: s.name }),
-      ]);
+      ].concat(s.page ? [el("span", { class: "chip-page", "data-replicad": "source-page", text: t("page", { n: s.page }) })] : []));
       chip.addEventListener("click", function () { togglePassage(list, passage, chip, s, i); });
       list.appendChild(el("li", {}, [chip]));
     });
@@ -423,6 +425,11 @@
         el("div", { class: "passage-head" }, [el("strong", { "data-replicad": "passage-name", text: source.name }), shut]),
         el("div", { class: "passage-text", "data-replicad": "passage-text", text: source.content || "" })
       );
+      // a web page's source opens the page scrolled to the quoted words (its text fragment)
+      var href = source.url && safeUrl(source.url);
+      if (href) {
+        passage.appendChild(el("a", { class: "open-page", "data-replicad": "source-link", href: href, target: "_blank", rel: "noopener noreferrer", text: t("openPage") }));
+      }
       passage.scrollIntoView({ block: "nearest" });
     }
   }

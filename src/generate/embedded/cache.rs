@@ -97,7 +97,15 @@ mod tests {
     use super::*;
 
     fn src(content: &str) -> SourceRef {
-        SourceRef { id: 1, score: 1.0, created_at: 0, name: "Doc › Part".into(), content: content.into() }
+        SourceRef {
+            id: 1,
+            score: 1.0,
+            created_at: 0,
+            name: "Doc › Part".into(),
+            content: content.into(),
+            url: None,
+            page: None,
+        }
     }
 
     #[test]

@@ -181,6 +181,16 @@ fn source_item() -> Value {
             "id": sparse_id("The knowledge-base entry's id."), "score": { "type": "number" },
             "status": { "type": "string", "enum": ["scored", "unscored"] },
             "created_at": date_time(), "name": string(), "content": string(),
+            "url": {
+                "type": "string",
+                "format": "uri",
+                "description": "Ours (additive): the web page of a `website` entry (where its redirects ended), with a URL text fragment (`#:~:text=start,end`) that opens it scrolled to the words the reply quotes (to the passage's opening words when it quotes none); absent for other entries.",
+            },
+            "page": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Ours (additive): the 1-based page of the document (a PDF) on which the passage begins; absent for documents without pages.",
+            },
         }),
         false,
     )

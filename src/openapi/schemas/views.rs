@@ -146,7 +146,15 @@ fn conversation() -> Labeled<Conversation> {
 }
 
 fn source_ref() -> SourceRef {
-    SourceRef { id: 42 << 10, score: 0.5, created_at: T, name: "Tea".into(), content: "Green tea.".into() }
+    SourceRef {
+        id: 42 << 10,
+        score: 0.5,
+        created_at: T,
+        name: "Tea".into(),
+        content: "Green tea.".into(),
+        url: None,
+        page: None,
+    }
 }
 
 fn message() -> Message {
@@ -266,7 +274,7 @@ fn the_knowledge_base_views_match_their_schemas() {
     check("KnowledgeBaseEntry", json(knowledge_base::view(&e)));
     check("KnowledgeBaseList", body(Reply::ok(&api::Page { items: vec![knowledge_base::view(&e)], total: 1 })));
     let text = KbText { raw: "Green tea.".into(), processed: "Green tea.".into() };
-    let chunks = [Chunk { title: "Tea".into(), text: "Green tea.".into() }];
+    let chunks = [Chunk { title: "Tea".into(), text: "Green tea.".into(), page: None }];
     check("KnowledgeBaseEntryFull", body(Reply::ok(&knowledge_base::full_view(&e, &text, &chunks))));
     let created = Created { id: 43 << 10, kind: KbKind::File, upload: Some(("tok".into(), T)) };
     let result = knowledge_base::created_view(&created, Some("http://localhost/v1/knowledge-base/uploads/tok".into()));
