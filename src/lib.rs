@@ -244,6 +244,7 @@ mod layering {
         "channel",
         "visibility",
         "passages",
+        "text_fragment",
         "users",
         "orgs",
         "quotas",

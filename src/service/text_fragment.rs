@@ -17,30 +17,38 @@ const EDGE_WORDS: usize = 6;
 /// syntax and stay encoded).
 const TERM: &AsciiSet = &NON_ALPHANUMERIC.remove(b'.').remove(b'_').remove(b'~').remove(b'!').remove(b'\'');
 
-/// `url` with a text directive for the part of `content` (the source's text) that `reply`
-/// quotes, or for the opening of `content` when it quotes none; `url` as it is when `content`
-/// has no words to name. A `url` that already has a fragment keeps it before the directive.
-pub fn link(url: &str, content: &str, reply: &str) -> String {
+/// `page` (a web page's URL) with a text directive for the part of `content` (the source's
+/// text) that `reply` quotes, or for the opening of `content` when it quotes none; without a
+/// directive when `content` has no words to name. A fragment the URL already has stays before
+/// the directive; credentials in it are dropped (the link is shown to visitors); a URL that does
+/// not parse is returned as it is.
+pub fn link(page: &str, content: &str, reply: &str) -> String {
+    let Ok(mut url) = url::Url::parse(page) else { return page.to_string() };
+    // a URL that cannot hold credentials has none to drop
+    let _ = (url.set_username(""), url.set_password(None));
+    if let Some(directive) = directive(content, reply) {
+        let fragment = format!("{}:~:text={directive}", url.fragment().unwrap_or(""));
+        url.set_fragment(Some(&fragment));
+    }
+    url.to_string()
+}
+
+/// The text directive's value (`start,end` or one term) for [`link`].
+fn directive(content: &str, reply: &str) -> Option<String> {
     let said = words(reply).join(" ");
     let quoted: Vec<&str> = paragraphs(content).filter(|p| is_quoted(p, &said)).collect();
     let (first, last) = match (quoted.first(), quoted.last()) {
         (Some(f), Some(l)) => (*f, *l),
-        _ => match paragraphs(content).next() {
-            Some(p) => (p, p),
-            None => return url.to_string(),
-        },
+        _ => paragraphs(content).find(|p| !words(p).is_empty()).map(|p| (p, p))?,
     };
     let (start, end) = (words(first), words(last));
-    if start.is_empty() {
-        return url.to_string();
-    }
-    let start_words: Vec<&str> = start.iter().take(EDGE_WORDS).copied().collect();
-    let end_words: Vec<&str> = end.iter().rev().take(EDGE_WORDS).rev().copied().collect();
     // one term when the opening already reaches the end (a short quote)
-    let whole = first == last && start.len() <= 2 * EDGE_WORDS;
-    let directive = if whole { encode(&start) } else { format!("{},{}", encode(&start_words), encode(&end_words)) };
-    let separator = if url.contains('#') { ":~:text=" } else { "#:~:text=" };
-    format!("{url}{separator}{directive}")
+    if first == last && start.len() <= 2 * EDGE_WORDS {
+        return Some(encode(&start));
+    }
+    let start_words = &start[..start.len().min(EDGE_WORDS)];
+    let end_words = &end[end.len().saturating_sub(EDGE_WORDS)..];
+    Some(format!("{},{}", encode(start_words), encode(end_words)))
 }
 
 /// The paragraphs of `text` (blank-line separated, trimmed), without empty ones.
@@ -101,7 +109,7 @@ mod tests {
         assert_eq!(
             link,
             "https://example.com/garden#:~:text=The%20moonberry%20shrub%20needs%20acid%20soil,\
-             October%2C%20when%20they%20turn%20silver."
+             late%20October%2C%20when%20they%20turn%20silver."
         );
     }
 
@@ -117,6 +125,11 @@ mod tests {
             "https://example.com/g#:~:text=Intro%20paragraph%20of%20the%20page."
         );
         assert_eq!(link("https://example.com/g", "```\ncode()\n```", "x"), "https://example.com/g");
+        assert_eq!(
+            link("https://ann:secret@example.com/g", "Words.", "x"),
+            "https://example.com/g#:~:text=Words.",
+            "credentials are not shown to visitors"
+        );
     }
 
     #[test]

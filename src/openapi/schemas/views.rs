@@ -152,8 +152,8 @@ fn source_ref() -> SourceRef {
         created_at: T,
         name: "Tea".into(),
         content: "Green tea.".into(),
-        url: None,
-        page: None,
+        url: Some("https://example.com/tea#:~:text=Green%20tea.".into()),
+        page: Some(3),
     }
 }
 
