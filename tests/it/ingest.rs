@@ -84,6 +84,7 @@ async fn a_pdf_source_names_the_page_its_passage_begins_on() {
     let (answer, sources) = ask_sources(&org, &replica, "How often must the Vorbix turbine be greased?").await;
     assert!(answer.contains("37 days"), "{answer}");
     assert_eq!(sources[0]["page"], json!(2), "{sources:?}");
+    assert!(answer.ends_with("(From: vorbix-book.pdf, p. 2)"), "the source line names the page: {answer}");
     assert!(sources[0].get("url").is_none(), "an uploaded file has no page to link: {sources:?}");
     let (_, sources) = ask_sources(&org, &replica, "How many river boats did Vorbix build in year 3?").await;
     assert_eq!(sources[0]["page"], json!(1), "{sources:?}");

@@ -240,7 +240,8 @@
       return text;
     }
     var names = sources.map(function (s) { return s.name; });
-    var named = m[1].split("; ").every(function (n) { return names.indexOf(n) >= 0; });
+    // a PDF's source is named with its page ("name, p. 4")
+    var named = m[1].split("; ").every(function (n) { return names.indexOf(n.replace(/, p\. \d+$/, "")) >= 0; });
     return named ? text.slice(0, m.index) : text;
   }
 

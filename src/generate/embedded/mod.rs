@@ -131,8 +131,9 @@ pub fn reply_with(
     let answer = match quote {
         Some(q) => {
             let lead = if q.uncertain { lead_in(message) } else { "" };
-            let name = &sources[q.used[0]].name;
-            Answer { text: format!("{lead}{}\n\n(From: {name})", q.text), used: q.used }
+            let quoted = &sources[q.used[0]];
+            let page = quoted.page.map(|n| format!(", p. {n}")).unwrap_or_default();
+            Answer { text: format!("{lead}{}\n\n(From: {}{page})", q.text, quoted.name), used: q.used }
         }
         None => Answer { text: dont_know(message, &persona.name), used: Vec::new() },
     };
@@ -289,6 +290,13 @@ mod tests {
         let words = a.text.split_whitespace().count();
         assert!(words <= reader::MAX_WORDS + 3, "{words} words: {}", a.text);
         assert!(a.text.ends_with("at night.\n\n(From: Lamp)"), "whole sentences: {}", a.text);
+    }
+
+    #[test]
+    fn the_source_line_names_a_pdf_passages_page() {
+        let s = SourceRef { page: Some(4), ..src("manual.pdf", "The lamp is visible for 22 nautical miles.") };
+        let a = reply(&persona(), "How far is the lamp visible?", &[s]);
+        assert!(a.text.ends_with("(From: manual.pdf, p. 4)"), "{}", a.text);
     }
 
     #[test]
