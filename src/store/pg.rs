@@ -12,6 +12,17 @@
 //! Beside it: `replicad_files`, the uploaded files (`store::files`), and `replicad_buckets`, the
 //! rate-limit buckets (`http::rate_limit`).
 //!
+//! Write transactions are few round trips. Their writes wait on the client, one per row (the
+//! last write of a row is the one that counts), and go to the database together in one
+//! statement ([`FLUSH`]: a multi-row `INSERT … ON CONFLICT` and a `DELETE` over arrays) when the
+//! transaction commits, or before a statement that reads more than one row (a range, a count),
+//! so that it sees them. A point read of a row the transaction already read or wrote is answered
+//! on the client; any other is a round trip, and the first sends `BEGIN` with it. So the
+//! writer's batch of history writes is `BEGIN`, the reads of rows no write of the batch touched
+//! yet, the writes, and `COMMIT` (with its notifications): three round trips plus its reads
+//! (`tests/it/postgres_round_trips.rs` counts them). Nothing is acknowledged before `COMMIT`
+//! answers, as before.
+//!
 //! Write transactions are `SERIALIZABLE` and run again, from the start, when PostgreSQL reports
 //! a serialization failure (SQLSTATE 40001) or a deadlock (40P01) ([`PgTables::write`], and the
 //! store's writer for a whole batch), so two nodes that read and then write the same rows (a
@@ -99,7 +110,42 @@ struct Conn {
     /// The channels the write transaction in progress notifies when it commits
     /// ([`super::notify`]).
     notify: Vec<&'static str>,
+    /// The write transaction in progress: what it has read and written so far, and whether its
+    /// `BEGIN` was sent; `None` outside a write transaction.
+    write: Option<Written>,
 }
+
+/// What a write transaction holds on the client's side, so that a batch is a few round trips
+/// (the module docs: "Write transactions").
+#[derive(Default)]
+struct Written {
+    /// Whether `BEGIN` was sent (it goes with the transaction's first statement).
+    begun: bool,
+    /// Each row this transaction has read or written, as it now is (`None`: no row): a point
+    /// read of a row found here costs no round trip.
+    known: HashMap<RowId, Option<Vec<u8>>>,
+    /// The writes not sent yet, one per row: the key and value put, or `None` for a removal.
+    pending: HashMap<RowId, Option<(Vec<u8>, Vec<u8>)>>,
+    /// The bytes of keys and values in `pending` (sent early past [`MAX_PENDING_BYTES`]).
+    pending_bytes: usize,
+}
+
+/// A row of `replicad_rows`: its table's name and its sort key.
+type RowId = (String, Vec<u8>);
+
+/// Most bytes of keys and values a write transaction keeps unsent before it sends them (a
+/// migration that rewrites a whole table does not hold it all in memory).
+const MAX_PENDING_BYTES: usize = 16 << 20;
+
+/// The statement that sends a write transaction's pending writes: the removals and the puts
+/// of distinct rows, in one round trip (the data-modifying `WITH` parts run whether or not the
+/// `SELECT` reads them).
+const FLUSH: &str = "WITH gone AS (DELETE FROM replicad_rows r USING unnest($1::text[], $2::bytea[]) AS d(tbl, sk)
+                                 WHERE r.tbl = d.tbl AND r.sk = d.sk),
+                          put AS (INSERT INTO replicad_rows (tbl, sk, k, v)
+                                  SELECT * FROM unnest($3::text[], $4::bytea[], $5::bytea[], $6::bytea[])
+                                  ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v)
+                     SELECT 1";
 
 /// The connection of a transaction in progress, as [`kv::WriteTransaction::Pg`] and
 /// [`kv::ReadTransaction::Pg`] hold it.
@@ -146,7 +192,8 @@ impl PgTables {
     /// [`PgPool`]).
     fn open(url: &str) -> Result<PgTables> {
         let client = Client::connect(url, NoTls).map_err(Error::caused_by)?;
-        let conn = Arc::new(Mutex::new(Conn { client, statements: HashMap::new(), notify: Vec::new() }));
+        let conn = Conn { client, statements: HashMap::new(), notify: Vec::new(), write: None };
+        let conn = Arc::new(Mutex::new(conn));
         Ok(PgTables { conn, url: url.to_string() })
     }
 
@@ -177,7 +224,8 @@ impl PgTables {
     }
 
     /// Begins a `SERIALIZABLE` transaction; the caller commits or aborts it
-    /// ([`kv::WriteTransaction::commit`]), and runs it again when [`must_retry`] says so.
+    /// ([`kv::WriteTransaction::commit`]), and runs it again when [`must_retry`] says so. No
+    /// round trip yet: `BEGIN` is sent with the transaction's first read, or at its commit.
     ///
     /// A connection the server closed (a restart of PostgreSQL, a dropped link) is replaced by
     /// a new one first, so a long-lived writer recovers by itself.
@@ -185,7 +233,7 @@ impl PgTables {
         if lock(&self.conn).client.is_closed() {
             *self = PgTables::open(&self.url)?;
         }
-        lock(&self.conn).client.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE").map_err(Error::caused_by)?;
+        lock(&self.conn).write = Some(Written::default());
         Ok(kv::WriteTransaction::Pg(Txn { conn: self.conn.clone() }))
     }
 
@@ -446,11 +494,84 @@ pub fn must_retry(e: &Error) -> bool {
     code.is_some_and(|c| *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED)
 }
 
+impl Conn {
+    /// Sends the write transaction's `BEGIN` if it was not sent yet (nothing outside one).
+    fn begin(&mut self) -> Result<()> {
+        match &mut self.write {
+            Some(w) if !w.begun => {
+                self.client.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE").map_err(Error::caused_by)?;
+                w.begun = true;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Sends the write transaction's pending writes (after its `BEGIN`), in one statement; a
+    /// statement that reads more than one row (a range, a count) comes after it.
+    fn flush(&mut self) -> Result<()> {
+        self.begin()?;
+        let Some(w) = &mut self.write else { return Ok(()) };
+        if w.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut w.pending);
+        w.pending_bytes = 0;
+        let (mut gone_tbl, mut gone_sk) = (Vec::new(), Vec::new());
+        let (mut put_tbl, mut put_sk, mut put_k, mut put_v) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for ((tbl, sk), row) in &pending {
+            match row {
+                None => {
+                    gone_tbl.push(tbl.as_str());
+                    gone_sk.push(sk.as_slice());
+                }
+                Some((k, v)) => {
+                    put_tbl.push(tbl.as_str());
+                    put_sk.push(sk.as_slice());
+                    put_k.push(k.as_slice());
+                    put_v.push(v.as_slice());
+                }
+            }
+        }
+        let statement = self.statement(FLUSH)?;
+        let params: [&(dyn ToSql + Sync); 6] = [&gone_tbl, &gone_sk, &put_tbl, &put_sk, &put_k, &put_v];
+        self.client.execute(&statement, &params).map_err(disk_full_or)?;
+        Ok(())
+    }
+
+    /// Records a write of row `id` (`None`: its removal) in the write transaction, to be sent
+    /// with the others ([`Conn::flush`]); sends them early past [`MAX_PENDING_BYTES`]. Errors:
+    /// no write transaction is in progress (an internal error).
+    fn stage(&mut self, id: RowId, row: Option<(Vec<u8>, Vec<u8>)>) -> Result<()> {
+        let Some(w) = &mut self.write else { return Err(Error::internal("a write outside a write transaction")) };
+        w.pending_bytes += id.1.len() + row.as_ref().map_or(0, |(k, v)| k.len() + v.len());
+        w.known.insert(id.clone(), row.as_ref().map(|(_, v)| v.clone()));
+        w.pending.insert(id, row);
+        if w.pending_bytes > MAX_PENDING_BYTES {
+            self.flush()?;
+            if let Some(w) = &mut self.write {
+                // Every write was sent: what the database answers is what this transaction wrote.
+                w.known.clear();
+            }
+        }
+        Ok(())
+    }
+
+    /// The value of row `id` as this write transaction last read or wrote it, if it did.
+    fn known(&self, id: &RowId) -> Option<Option<Vec<u8>>> {
+        self.write.as_ref().and_then(|w| w.known.get(id).cloned())
+    }
+}
+
 impl Txn {
-    /// Ends the transaction with `statement` (`COMMIT` or `ROLLBACK`).
+    /// Ends the transaction with `statement` (`COMMIT` or `ROLLBACK`); a write transaction that
+    /// sent nothing yet ends without a round trip.
     pub(super) fn end(&self, statement: &str) -> Result<()> {
         let mut conn = lock(&self.conn);
         conn.notify.clear();
+        if conn.write.take().is_some_and(|w| !w.begun) {
+            return Ok(());
+        }
         conn.client.batch_execute(statement).map_err(Error::caused_by)
     }
 
@@ -462,22 +583,44 @@ impl Txn {
         }
     }
 
-    /// Commits the write transaction, notifying [`super::notify::COMMIT`] and the channels
-    /// asked for, in one round trip.
+    /// Commits the write transaction: sends its pending writes (one round trip, after its
+    /// `BEGIN` when no read sent it), then `COMMIT` with the notifications of
+    /// [`super::notify::COMMIT`] and the channels asked for (one round trip). A transaction
+    /// that neither read nor wrote ends without any. When the pending writes fail (a
+    /// serialization failure, a full disk), the transaction is rolled back and the error
+    /// answered.
     pub(super) fn commit(&self) -> Result<()> {
         let mut conn = lock(&self.conn);
+        if conn.write.as_ref().is_some_and(|w| !w.begun && w.pending.is_empty()) {
+            conn.write = None;
+            conn.notify.clear();
+            return Ok(());
+        }
+        if let Err(e) = conn.flush() {
+            conn.write = None;
+            conn.notify.clear();
+            // A failed rollback leaves the connection broken, and its next statement says so.
+            let _ = conn.client.batch_execute("ROLLBACK");
+            return Err(e);
+        }
+        conn.write = None;
         let mut batch = format!("NOTIFY {}; ", super::notify::COMMIT);
         for channel in std::mem::take(&mut conn.notify) {
             batch.push_str(&format!("NOTIFY {channel}; "));
         }
         batch.push_str("COMMIT");
-        conn.client.batch_execute(&batch).map_err(Error::caused_by)
+        conn.client.batch_execute(&batch).map_err(disk_full_or)
     }
 
     /// Deletes every row of table `name`; whether it had one.
     pub(super) fn delete_table(&self, name: &str) -> Result<bool> {
+        let mut conn = lock(&self.conn);
+        conn.flush()?;
+        if let Some(w) = &mut conn.write {
+            w.known.retain(|(tbl, _), _| tbl != name);
+        }
         let sql = "DELETE FROM replicad_rows WHERE tbl = $1";
-        Ok(lock(&self.conn).execute(sql, &[&name])? > 0)
+        Ok(conn.execute(sql, &[&name])? > 0)
     }
 
     /// Table `name` of this transaction.
@@ -487,34 +630,57 @@ impl Txn {
 }
 
 impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
-    /// The value under the key whose sort key is `sk`, if any.
+    /// The value under the key whose sort key is `sk`, if any: in a write transaction, as it
+    /// last read or wrote it (no round trip), else read (and remembered).
     pub(super) fn get(&self, sk: &[u8]) -> Result<Option<AccessGuard<'static, V>>> {
-        let sql = "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2";
-        let rows = lock(&self.conn).query(sql, &[&self.name, &sk])?;
-        Ok(rows.into_iter().next().map(|r| AccessGuard::owned(r.get(0))))
+        Ok(self.value(sk)?.map(AccessGuard::owned))
     }
 
-    /// Puts `value` under `key`; the value it replaced, if any (one statement: the CTE reads
-    /// the row as it was before the upsert).
+    fn value(&self, sk: &[u8]) -> Result<Option<Vec<u8>>> {
+        let id = (self.name.clone(), sk.to_vec());
+        let mut conn = lock(&self.conn);
+        if let Some(known) = conn.known(&id) {
+            return Ok(known);
+        }
+        conn.begin()?;
+        let sql = "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2";
+        let rows = conn.query(sql, &[&self.name, &sk])?;
+        let value: Option<Vec<u8>> = rows.into_iter().next().map(|r| r.get(0));
+        if let Some(w) = &mut conn.write {
+            w.known.insert(id, value.clone());
+        }
+        Ok(value)
+    }
+
+    /// Puts `value` under `key`; the value it replaced, if any (read first, unless this
+    /// transaction knows it: [`PgTable::put`] does not read).
     pub(super) fn insert(
         &self,
         key: &K::SelfType<'_>,
         value: &V::SelfType<'_>,
     ) -> Result<Option<AccessGuard<'static, V>>> {
-        let (k, v) = (K::as_bytes(key).as_ref().to_vec(), V::as_bytes(value).as_ref().to_vec());
-        let sql = "WITH old AS (SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2),
-                        put AS (INSERT INTO replicad_rows (tbl, sk, k, v) VALUES ($1, $2, $3, $4)
-                                ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v)
-                   SELECT v FROM old";
-        let rows = lock(&self.conn).query(sql, &[&self.name, &K::sort_key_of(key), &k, &v])?;
-        Ok(rows.into_iter().next().map(|r| AccessGuard::owned(r.get(0))))
+        let old = self.get(&K::sort_key_of(key))?;
+        self.put(key, value)?;
+        Ok(old)
     }
 
-    /// Removes the key whose sort key is `sk`; the value it had, if any.
+    /// Puts `value` under `key`, sent with the transaction's other writes.
+    pub(super) fn put(&self, key: &K::SelfType<'_>, value: &V::SelfType<'_>) -> Result<()> {
+        let (k, v) = (K::as_bytes(key).as_ref().to_vec(), V::as_bytes(value).as_ref().to_vec());
+        lock(&self.conn).stage((self.name.clone(), K::sort_key_of(key)), Some((k, v)))
+    }
+
+    /// Removes the key whose sort key is `sk`; the value it had, if any (read first, unless
+    /// this transaction knows it: [`PgTable::delete`] does not read).
     pub(super) fn remove(&self, sk: &[u8]) -> Result<Option<AccessGuard<'static, V>>> {
-        let sql = "DELETE FROM replicad_rows WHERE tbl = $1 AND sk = $2 RETURNING v";
-        let rows = lock(&self.conn).query(sql, &[&self.name, &sk])?;
-        Ok(rows.into_iter().next().map(|r| AccessGuard::owned(r.get(0))))
+        let old = self.get(sk)?;
+        self.delete(sk)?;
+        Ok(old)
+    }
+
+    /// Removes the key whose sort key is `sk`, sent with the transaction's other writes.
+    pub(super) fn delete(&self, sk: &[u8]) -> Result<()> {
+        lock(&self.conn).stage((self.name.clone(), sk.to_vec()), None)
     }
 
     /// The rows within the sort-key bounds `(lo, hi)`, in key order.
@@ -532,8 +698,8 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
         }
     }
 
-    /// Removes the rows within `bounds` for which `predicate` is false (one statement for the
-    /// removal, after the scan).
+    /// Removes the rows within `bounds` for which `predicate` is false (sent with the
+    /// transaction's other writes, after the scan).
     pub(super) fn retain_in<F>(&self, bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>), mut predicate: F) -> Result<()>
     where
         F: for<'f> FnMut(K::SelfType<'f>, V::SelfType<'f>) -> bool,
@@ -546,9 +712,8 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
                 dropped.push(sk);
             }
         }
-        if !dropped.is_empty() {
-            let sql = "DELETE FROM replicad_rows WHERE tbl = $1 AND sk = ANY($2)";
-            lock(&self.conn).execute(sql, &[&self.name, &dropped])?;
+        for sk in dropped {
+            self.delete(&sk)?;
         }
         Ok(())
     }
@@ -556,7 +721,9 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
     /// The number of rows.
     pub(super) fn len(&self) -> Result<u64> {
         let sql = "SELECT count(*) FROM replicad_rows WHERE tbl = $1";
-        let rows = lock(&self.conn).query(sql, &[&self.name])?;
+        let mut conn = lock(&self.conn);
+        conn.flush()?;
+        let rows = conn.query(sql, &[&self.name])?;
         let n: i64 = rows.first().map_or(0, |r| r.get(0));
         Ok(u64::try_from(n).unwrap_or(0))
     }
@@ -597,7 +764,11 @@ impl<K: StoreKey, V: Value + 'static> PgRange<K, V> {
         sql.push_str(if from_high { " ORDER BY sk DESC LIMIT $" } else { " ORDER BY sk LIMIT $" });
         params.push(&self.page);
         sql.push_str(&params.len().to_string());
-        let rows = lock(&self.conn).query(&sql, &params)?;
+        let mut conn = lock(&self.conn);
+        // The rows as this transaction wrote them: its pending writes go first.
+        conn.flush()?;
+        let rows = conn.query(&sql, &params)?;
+        drop(conn);
         self.done = (rows.len() as i64) < self.page;
         self.page = (self.page * 2).min(MAX_PAGE);
         let rows = rows.into_iter().map(|r| (r.get::<_, Vec<u8>>(0), r.get(1), r.get(2)));
