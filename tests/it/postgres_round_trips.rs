@@ -7,9 +7,12 @@
 //! What is checked: concurrent history writes to one chat (the benchmark's shape) cost at most
 //! three round trips per group commit plus the reads of the rows the batch had not touched yet
 //! (the first write of a chat in a batch reads its chat, conversation and counters); writes
-//! spread over several replicas read those rows once per replica and batch. These run on the
-//! server of `.ci/install-postgres` whatever the run's engine (`REPLICAD_TEST_STORE`).
+//! spread over several replicas read those rows once per replica and batch. And the batches of
+//! two nodes writing one chat at once, whose transactions collide (serialization failures, run
+//! again whole by each writer), store each acknowledged item once and count each once. These
+//! run on the server of `.ci/install-postgres` whatever the run's engine (`REPLICAD_TEST_STORE`).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::join_all;
@@ -18,7 +21,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::common::pg::fresh_database;
+use crate::common::pg::{fresh_database, with_client};
 use crate::common::{DataDir, Org, Server};
 
 /// What the proxy saw on one client connection.
@@ -176,4 +179,69 @@ async fn writes_over_several_replicas_read_each_replicas_rows_once_per_batch() {
     assert!(commits >= 1, "the writes were committed ({commits} commits seen)");
     let bound = commits * (3 + replicas.len() as u64 * FIRST_WRITE_READS);
     assert!(trips <= bound, "{trips} round trips for 64 writes in {commits} commits (at most {bound})");
+}
+
+/// A data directory on the database `url` holding the secrets key every node of it shares.
+fn node_dir(url: &str) -> DataDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = DataDir::on_store(url);
+    std::fs::create_dir_all(dir.path()).expect("data dir");
+    let file = dir.path().join("secrets.key");
+    std::fs::write(&file, format!("{}\n", "6b".repeat(32))).expect("write key");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("key mode");
+    dir
+}
+
+/// The transactions the database rolled back so far (a writer's batch that collided is one).
+fn rollbacks(url: &str) -> i64 {
+    let sql = "SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()";
+    with_client(url, |db| db.query_one(sql, &[]).expect("pg_stat_database").get(0))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_writing_one_chat_at_once_store_and_count_each_acknowledged_item_once() {
+    let url = fresh_database();
+    let first = Server::start_in(node_dir(&url), &[]);
+    let second = Server::start_in(node_dir(&url), &[]);
+    let org = first.new_org("Collisions").await;
+    let orgs = [org.clone(), org.at(&second)];
+    let replica = org.create_replica("collide").await;
+    let before = rollbacks(&url);
+
+    let path = format!("/v1/replicas/{replica}/chat/history");
+    let mut acked = Vec::new();
+    for round in 0..4 {
+        let posts = (0..48).map(|i| {
+            let (org, path) = (&orgs[i % 2], &path);
+            let content = format!("round {round} item {i}");
+            async move { (org.post(path, json!({"content": content})).await, content) }
+        });
+        for ((status, body), content) in join_all(posts).await {
+            assert_eq!(status, StatusCode::OK, "{body}");
+            acked.push(content);
+        }
+    }
+    let collided = rollbacks(&url) - before;
+    eprintln!("{} items through two nodes; {collided} transactions rolled back meanwhile", acked.len());
+
+    let mut stored: HashMap<String, usize> = HashMap::new();
+    let mut before_id = String::new();
+    loop {
+        let (s, v) = org.get(&format!("{path}?limit=100{before_id}")).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        let items = v["items"].as_array().expect("items");
+        let Some(oldest) = items.first() else { break };
+        before_id = format!("&beforeID={}", oldest["id"]);
+        for item in items {
+            *stored.entry(item["content"].as_str().expect("content").to_string()).or_default() += 1;
+        }
+    }
+    for content in &acked {
+        assert_eq!(stored.get(content), Some(&1), "{content} stored once");
+    }
+    assert_eq!(stored.len(), acked.len(), "nothing stored that was not acknowledged");
+    let (s, chats) = org.get(&format!("/v1/replicas/{replica}/chats")).await;
+    assert_eq!(s, StatusCode::OK, "{chats}");
+    let counted: u64 = chats["items"].as_array().expect("chats").iter().map(|c| c["messageCount"].as_u64().unwrap()).sum();
+    assert_eq!(counted, acked.len() as u64, "each item counted once: {chats}");
 }
