@@ -17,11 +17,13 @@
 //! statement ([`FLUSH`]: a multi-row `INSERT … ON CONFLICT` and a `DELETE` over arrays) when the
 //! transaction commits, or before a statement that reads more than one row (a range, a count),
 //! so that it sees them. A point read of a row the transaction already read or wrote is answered
-//! on the client; any other is a round trip, and the first sends `BEGIN` with it. So the
-//! writer's batch of history writes is `BEGIN`, the reads of rows no write of the batch touched
-//! yet, the writes, and `COMMIT` (with its notifications): three round trips plus its reads
-//! (`tests/it/postgres_round_trips.rs` counts them). Nothing is acknowledged before `COMMIT`
-//! answers, as before.
+//! on the client; any other is a round trip. A transaction's `BEGIN` is sent in the round trip
+//! of its first point read (a simple query; read transactions too), or alone before another
+//! first statement. So the writer's batch of history writes is the reads of rows no write of
+//! the batch touched yet (the first with `BEGIN`), the writes, and `COMMIT` (with its
+//! notifications): two round trips plus its reads, at most three
+//! (`tests/it/postgres_round_trips.rs` counts them); a read of one row is two (`BEGIN` and the
+//! read, `COMMIT`). Nothing is acknowledged before `COMMIT` answers, as before.
 //!
 //! Write transactions are `SERIALIZABLE` and run again, from the start, when PostgreSQL reports
 //! a serialization failure (SQLSTATE 40001) or a deadlock (40P01) ([`PgTables::write`], and the
@@ -110,17 +112,23 @@ struct Conn {
     /// The channels the write transaction in progress notifies when it commits
     /// ([`super::notify`]).
     notify: Vec<&'static str>,
-    /// The write transaction in progress: what it has read and written so far, and whether its
-    /// `BEGIN` was sent; `None` outside a write transaction.
+    /// The `BEGIN` of the transaction in progress while it is not sent yet: it goes with the
+    /// transaction's first statement ([`Conn::begin`], [`PgTable::get`]).
+    unsent_begin: Option<&'static str>,
+    /// The write transaction in progress: what it has read and written so far; `None` outside
+    /// a write transaction.
     write: Option<Written>,
 }
+
+/// The `BEGIN` of a write transaction.
+const BEGIN_WRITE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
+/// The `BEGIN` of a read transaction.
+const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
 /// What a write transaction holds on the client's side, so that a batch is a few round trips
 /// (the module docs: "Write transactions").
 #[derive(Default)]
 struct Written {
-    /// Whether `BEGIN` was sent (it goes with the transaction's first statement).
-    begun: bool,
     /// Each row this transaction has read or written, as it now is (`None`: no row): a point
     /// read of a row found here costs no round trip.
     known: HashMap<RowId, Option<Vec<u8>>>,
@@ -192,7 +200,7 @@ impl PgTables {
     /// [`PgPool`]).
     fn open(url: &str) -> Result<PgTables> {
         let client = Client::connect(url, NoTls).map_err(Error::caused_by)?;
-        let conn = Conn { client, statements: HashMap::new(), notify: Vec::new(), write: None };
+        let conn = Conn { client, statements: HashMap::new(), notify: Vec::new(), unsent_begin: None, write: None };
         let conn = Arc::new(Mutex::new(conn));
         Ok(PgTables { conn, url: url.to_string() })
     }
@@ -233,7 +241,10 @@ impl PgTables {
         if lock(&self.conn).client.is_closed() {
             *self = PgTables::open(&self.url)?;
         }
-        lock(&self.conn).write = Some(Written::default());
+        let mut conn = lock(&self.conn);
+        conn.write = Some(Written::default());
+        conn.unsent_begin = Some(BEGIN_WRITE);
+        drop(conn);
         Ok(kv::WriteTransaction::Pg(Txn { conn: self.conn.clone() }))
     }
 
@@ -244,9 +255,9 @@ impl PgTables {
     }
 
     /// [`PgTables::read`], handing `f` the transaction itself (a [`super::Snapshot`] owns it).
+    /// Its `BEGIN` goes with its first statement (a read of one row: both in one round trip).
     fn read_owned<R>(&mut self, f: impl FnOnce(kv::ReadTransaction) -> Result<R>) -> Result<R> {
-        let begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
-        lock(&self.conn).client.batch_execute(begin).map_err(Error::caused_by)?;
+        lock(&self.conn).unsent_begin = Some(BEGIN_READ);
         let txn = Txn { conn: self.conn.clone() };
         let out = f(kv::ReadTransaction::Pg(txn.clone()));
         let end = txn.end(if out.is_ok() { "COMMIT" } else { "ROLLBACK" });
@@ -495,16 +506,31 @@ pub fn must_retry(e: &Error) -> bool {
 }
 
 impl Conn {
-    /// Sends the write transaction's `BEGIN` if it was not sent yet (nothing outside one).
+    /// Sends the transaction's `BEGIN` if it was not sent yet.
     fn begin(&mut self) -> Result<()> {
-        match &mut self.write {
-            Some(w) if !w.begun => {
-                self.client.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE").map_err(Error::caused_by)?;
-                w.begun = true;
-                Ok(())
-            }
-            _ => Ok(()),
+        match self.unsent_begin.take() {
+            Some(begin) => self.client.batch_execute(begin).map_err(Error::caused_by),
+            None => Ok(()),
         }
+    }
+
+    /// The value of row `sk` of table `tbl`, read with the transaction's unsent `BEGIN` in one
+    /// round trip (a simple query: the row's bytes come back as hex text). Errors: the
+    /// database's (the transaction counts as begun either way, so that it is ended).
+    fn begin_with_get(&mut self, begin: &str, tbl: &str, sk: &[u8]) -> Result<Option<Vec<u8>>> {
+        let sql = format!(
+            "{begin}; SELECT encode(v, 'hex') FROM replicad_rows WHERE tbl = '{}' AND sk = decode('{}', 'hex')",
+            tbl.replace('\'', "''"),
+            hex::encode(sk)
+        );
+        let answers = self.client.simple_query(&sql).map_err(Error::caused_by)?;
+        for answer in answers {
+            if let postgres::SimpleQueryMessage::Row(row) = answer {
+                let text = row.get(0).ok_or_else(|| Error::internal("a row without its value"))?;
+                return hex::decode(text).map(Some).map_err(Error::internal);
+            }
+        }
+        Ok(None)
     }
 
     /// Sends the write transaction's pending writes (after its `BEGIN`), in one statement; a
@@ -569,7 +595,8 @@ impl Txn {
     pub(super) fn end(&self, statement: &str) -> Result<()> {
         let mut conn = lock(&self.conn);
         conn.notify.clear();
-        if conn.write.take().is_some_and(|w| !w.begun) {
+        conn.write = None;
+        if conn.unsent_begin.take().is_some() {
             return Ok(());
         }
         conn.client.batch_execute(statement).map_err(Error::caused_by)
@@ -591,7 +618,8 @@ impl Txn {
     /// answered.
     pub(super) fn commit(&self) -> Result<()> {
         let mut conn = lock(&self.conn);
-        if conn.write.as_ref().is_some_and(|w| !w.begun && w.pending.is_empty()) {
+        if conn.unsent_begin.is_some() && conn.write.as_ref().is_none_or(|w| w.pending.is_empty()) {
+            conn.unsent_begin = None;
             conn.write = None;
             conn.notify.clear();
             return Ok(());
@@ -642,10 +670,14 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
         if let Some(known) = conn.known(&id) {
             return Ok(known);
         }
-        conn.begin()?;
-        let sql = "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2";
-        let rows = conn.query(sql, &[&self.name, &sk])?;
-        let value: Option<Vec<u8>> = rows.into_iter().next().map(|r| r.get(0));
+        let value = match conn.unsent_begin.take() {
+            Some(begin) => conn.begin_with_get(begin, &self.name, sk)?,
+            None => {
+                let sql = "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2";
+                let rows = conn.query(sql, &[&self.name, &sk])?;
+                rows.into_iter().next().map(|r| r.get(0))
+            }
+        };
         if let Some(w) = &mut conn.write {
             w.known.insert(id, value.clone());
         }
