@@ -13,17 +13,17 @@
 //! rate-limit buckets (`http::rate_limit`).
 //!
 //! Write transactions are few round trips. Their writes wait on the client, one per row (the
-//! last write of a row is the one that counts), and go to the database together in one
-//! statement ([`FLUSH`]: a multi-row `INSERT … ON CONFLICT` and a `DELETE` over arrays) when the
-//! transaction commits, or before a statement that reads more than one row (a range, a count),
-//! so that it sees them. A point read of a row the transaction already read or wrote is answered
-//! on the client; any other is a round trip. A transaction's `BEGIN` is sent in the round trip
-//! of its first point read (a simple query; read transactions too), or alone before another
-//! first statement. So the writer's batch of history writes is the reads of rows no write of
-//! the batch touched yet (the first with `BEGIN`), the writes, and `COMMIT` (with its
-//! notifications): two round trips plus its reads, at most three
-//! (`tests/it/postgres_round_trips.rs` counts them); a read of one row is two (`BEGIN` and the
-//! read, `COMMIT`). Nothing is acknowledged before `COMMIT` answers, as before.
+//! last write of a row is the one that counts). At the commit they go to the database with the
+//! `COMMIT` and its notifications, in one round trip (a simple query: one multi-row `INSERT …
+//! ON CONFLICT` and one `DELETE` of literals, [`writes_sql`]); before a statement that reads
+//! more than one row (a range, a count) they go first, so that it sees them, as one prepared
+//! statement over arrays ([`FLUSH`]). A point read of a row the transaction already read or
+//! wrote is answered on the client; any other is a round trip. A transaction's `BEGIN` goes in
+//! the round trip of its first point read (read transactions too), or of its commit. So the
+//! writer's batch of history writes is the reads of rows no write of the batch touched yet (the
+//! first with `BEGIN`) and one round trip for the writes and `COMMIT`
+//! (`tests/it/postgres_round_trips.rs` counts them); a read of one row is two round trips (`BEGIN`
+//! and the read, `COMMIT`). Nothing is acknowledged before `COMMIT` answers, as before.
 //!
 //! Write transactions are `SERIALIZABLE` and run again, from the start, when PostgreSQL reports
 //! a serialization failure (SQLSTATE 40001) or a deadlock (40P01) ([`PgTables::write`], and the
@@ -589,6 +589,38 @@ impl Conn {
     }
 }
 
+/// The pending writes `pending` as one SQL statement of literals (sent with `COMMIT` in one
+/// simple query): [`FLUSH`]'s removals and puts; `None` when there is none.
+fn writes_sql(pending: &HashMap<RowId, Option<(Vec<u8>, Vec<u8>)>>) -> Option<String> {
+    use std::fmt::Write as _;
+    let bytea = |b: &[u8]| format!("decode('{}', 'hex')", hex::encode(b));
+    let (mut gone, mut put) = (String::new(), String::new());
+    for ((tbl, sk), row) in pending {
+        let tbl = tbl.replace('\'', "''");
+        let list = if row.is_none() { &mut gone } else { &mut put };
+        let sep = if list.is_empty() { "" } else { ", " };
+        let _ = match row {
+            None => write!(list, "{sep}('{tbl}', {})", bytea(sk)),
+            Some((k, v)) => write!(list, "{sep}('{tbl}', {}, {}, {})", bytea(sk), bytea(k), bytea(v)),
+        };
+    }
+    let delete = |rows: &str| {
+        format!("DELETE FROM replicad_rows r USING (VALUES {rows}) AS d(tbl, sk) WHERE r.tbl = d.tbl AND r.sk = d.sk")
+    };
+    let insert = |rows: &str| {
+        format!(
+            "INSERT INTO replicad_rows (tbl, sk, k, v) VALUES {rows} \
+             ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v"
+        )
+    };
+    match (gone.is_empty(), put.is_empty()) {
+        (true, true) => None,
+        (false, true) => Some(delete(&gone)),
+        (true, false) => Some(insert(&put)),
+        (false, false) => Some(format!("WITH gone AS ({}) {}", delete(&gone), insert(&put))),
+    }
+}
+
 impl Txn {
     /// Ends the transaction with `statement` (`COMMIT` or `ROLLBACK`); a write transaction that
     /// sent nothing yet ends without a round trip.
@@ -610,34 +642,39 @@ impl Txn {
         }
     }
 
-    /// Commits the write transaction: sends its pending writes (one round trip, after its
-    /// `BEGIN` when no read sent it), then `COMMIT` with the notifications of
-    /// [`super::notify::COMMIT`] and the channels asked for (one round trip). A transaction
-    /// that neither read nor wrote ends without any. When the pending writes fail (a
-    /// serialization failure, a full disk), the transaction is rolled back and the error
-    /// answered.
+    /// Commits the write transaction in one round trip: its `BEGIN` when no read sent it, its
+    /// pending writes ([`writes_sql`]), the notifications of [`super::notify::COMMIT`] and of
+    /// the channels asked for, and `COMMIT`. A transaction that neither read nor wrote ends
+    /// without any. When a statement fails (a serialization failure, a full disk: 507), the
+    /// transaction is rolled back and the error answered.
     pub(super) fn commit(&self) -> Result<()> {
         let mut conn = lock(&self.conn);
-        if conn.unsent_begin.is_some() && conn.write.as_ref().is_none_or(|w| w.pending.is_empty()) {
-            conn.unsent_begin = None;
-            conn.write = None;
-            conn.notify.clear();
+        let pending = conn.write.take().map(|w| w.pending).unwrap_or_default();
+        let notify = std::mem::take(&mut conn.notify);
+        let begin = conn.unsent_begin.take();
+        if begin.is_some() && pending.is_empty() {
             return Ok(());
         }
-        if let Err(e) = conn.flush() {
-            conn.write = None;
-            conn.notify.clear();
-            // A failed rollback leaves the connection broken, and its next statement says so.
-            let _ = conn.client.batch_execute("ROLLBACK");
-            return Err(e);
+        let mut batch = String::new();
+        if let Some(begin) = begin {
+            batch.push_str(begin);
+            batch.push_str("; ");
         }
-        conn.write = None;
-        let mut batch = format!("NOTIFY {}; ", super::notify::COMMIT);
-        for channel in std::mem::take(&mut conn.notify) {
+        if let Some(writes) = writes_sql(&pending) {
+            batch.push_str(&writes);
+            batch.push_str("; ");
+        }
+        for channel in std::iter::once(super::notify::COMMIT).chain(notify) {
             batch.push_str(&format!("NOTIFY {channel}; "));
         }
         batch.push_str("COMMIT");
-        conn.client.batch_execute(&batch).map_err(disk_full_or)
+        conn.client.batch_execute(&batch).map_err(|e| {
+            // After a failed statement the transaction is still open (aborted); after a failed
+            // `COMMIT` this only warns. A failed rollback leaves the connection broken, and its
+            // next statement says so.
+            let _ = conn.client.batch_execute("ROLLBACK");
+            disk_full_or(e)
+        })
     }
 
     /// Deletes every row of table `name`; whether it had one.
