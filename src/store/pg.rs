@@ -267,10 +267,21 @@ impl PgTables {
 }
 
 /// Connections to one database, kept between reads: each read takes one for its transaction
-/// and gives it back (at most 32 are kept).
+/// and gives it back. At most [`MAX_OPEN`] are open: a read that finds none idle and the most
+/// open waits for one, up to [`WAIT_FOR_IDLE`], before it opens one more (so a burst of reads
+/// does not open and close connections, each a new PostgreSQL backend, at every request; and a
+/// read made while another is held never waits long).
 pub struct PgPool {
     url: String,
-    idle: Mutex<Vec<PgTables>>,
+    idle: Mutex<Idle>,
+    /// Signalled when a connection is given back or closed.
+    freed: std::sync::Condvar,
+}
+
+/// The idle connections of a [`PgPool`], and how many it has open (idle or in use).
+struct Idle {
+    conns: Vec<PgTables>,
+    open: usize,
 }
 
 impl Drop for PgPool {
@@ -278,19 +289,70 @@ impl Drop for PgPool {
     /// connection by running a runtime of its own, which cannot start on a runtime's thread
     /// (where the last `Store` is often dropped).
     fn drop(&mut self) {
-        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        let idle = std::mem::take(&mut self.lock_idle().conns);
         let _ = std::thread::spawn(move || drop(idle)).join();
     }
 }
 
-/// Most idle connections a [`PgPool`] keeps.
-const MAX_IDLE: usize = 32;
+/// Most connections a [`PgPool`] keeps open.
+const MAX_OPEN: usize = 32;
+
+/// How long a read waits for an idle connection when [`MAX_OPEN`] are in use.
+const WAIT_FOR_IDLE: Duration = Duration::from_millis(100);
 
 impl PgPool {
     /// Connects to `url`, creating or migrating the schema ([`PgTables::connect`]).
     pub fn connect(url: &str) -> Result<PgPool> {
         let first = PgTables::connect(url)?;
-        Ok(PgPool { url: url.to_string(), idle: Mutex::new(vec![first]) })
+        let idle = Mutex::new(Idle { conns: vec![first], open: 1 });
+        Ok(PgPool { url: url.to_string(), idle, freed: std::sync::Condvar::new() })
+    }
+
+    fn lock_idle(&self) -> MutexGuard<'_, Idle> {
+        self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// An idle connection, or a new one while fewer than [`MAX_OPEN`] are open (or after
+    /// [`WAIT_FOR_IDLE`]); the caller gives it back ([`PgPool::give_back`]) or reports it
+    /// closed ([`PgPool::closed`]).
+    fn take(&self) -> Result<PgTables> {
+        let deadline = std::time::Instant::now() + WAIT_FOR_IDLE;
+        let mut idle = self.lock_idle();
+        loop {
+            if let Some(conn) = idle.conns.pop() {
+                return Ok(conn);
+            }
+            let now = std::time::Instant::now();
+            if idle.open < MAX_OPEN || now >= deadline {
+                idle.open += 1;
+                break;
+            }
+            idle = self.freed.wait_timeout(idle, deadline - now).unwrap_or_else(std::sync::PoisonError::into_inner).0;
+        }
+        drop(idle);
+        PgTables::open(&self.url).inspect_err(|_| self.closed())
+    }
+
+    /// Counts a connection taken from the pool as closed.
+    fn closed(&self) {
+        self.lock_idle().open -= 1;
+        self.freed.notify_one();
+    }
+
+    /// Runs `f` with a connection of the pool, giving it back after (or, when `f` panics,
+    /// dropping it: it may be in the middle of a transaction).
+    fn with_pooled<R>(&self, f: impl FnOnce(&mut PgTables) -> Result<R>) -> Result<R> {
+        let mut conn = self.take()?;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut conn))) {
+            Ok(out) => {
+                self.give_back(conn);
+                out
+            }
+            Err(panic) => {
+                self.closed();
+                std::panic::resume_unwind(panic)
+            }
+        }
     }
 
     /// A connection of its own (not pooled: the store's writer keeps one for its life).
@@ -299,26 +361,21 @@ impl PgPool {
     }
 
     /// Runs `f` in a read-only `REPEATABLE READ` transaction on an idle connection (or a new
-    /// one). Blocks on the network: call it off the runtime's workers.
+    /// one: [`PgPool::take`]). Blocks on the network: call it off the runtime's workers.
     pub fn read<R>(&self, f: impl FnOnce(kv::ReadTransaction) -> Result<R>) -> Result<R> {
-        let idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
-        let mut conn = match idle {
-            Some(c) => c,
-            None => PgTables::open(&self.url)?,
-        };
-        let out = conn.read_owned(f);
-        self.give_back(conn);
-        out
+        self.with_pooled(|conn| conn.read_owned(f))
     }
 
-    /// Keeps `conn` for later use, unless it is closed or enough are kept.
+    /// Keeps `conn` for later use, unless it is closed or [`MAX_OPEN`] are kept.
     fn give_back(&self, conn: PgTables) {
-        if !lock(&conn.conn).client.is_closed() {
-            let mut idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if idle.len() < MAX_IDLE {
-                idle.push(conn);
-            }
+        let mut idle = self.lock_idle();
+        if !lock(&conn.conn).client.is_closed() && idle.conns.len() < MAX_OPEN {
+            idle.conns.push(conn);
+        } else {
+            idle.open -= 1;
         }
+        drop(idle);
+        self.freed.notify_one();
     }
 }
 
@@ -328,14 +385,7 @@ impl PgPool {
 impl PgPool {
     /// Runs `f` on an idle connection (or a new one), outside any transaction of the store's.
     fn with_conn<R>(&self, f: impl FnOnce(&mut Conn) -> Result<R>) -> Result<R> {
-        let idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
-        let conn = match idle {
-            Some(c) => c,
-            None => PgTables::open(&self.url)?,
-        };
-        let out = f(&mut lock(&conn.conn));
-        self.give_back(conn);
-        out
+        self.with_pooled(|conn| f(&mut lock(&conn.conn)))
     }
 
     /// Writes file `name` (its parts in one transaction), durable when this returns.
