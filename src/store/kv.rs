@@ -358,7 +358,11 @@ impl<K: StoreKey, V: Value + 'static> Table<'_, K, V> {
     /// Puts `value` under `key`, without answering what it replaced: on PostgreSQL the write
     /// waits for the transaction's other writes and needs no read ([`Table::insert`] reads the
     /// old value first, a round trip unless the transaction read or wrote the key already).
-    pub fn put<'k, 'v>(&mut self, key: impl Borrow<K::SelfType<'k>>, value: impl Borrow<V::SelfType<'v>>) -> Result<()> {
+    pub fn put<'k, 'v>(
+        &mut self,
+        key: impl Borrow<K::SelfType<'k>>,
+        value: impl Borrow<V::SelfType<'v>>,
+    ) -> Result<()> {
         match self {
             Table::Redb(t) => t.insert(key, value).map(drop).map_err(Into::into),
             Table::Pg(t) => t.put(key.borrow(), value.borrow()),

@@ -569,9 +569,10 @@ impl Conn {
     /// database's (the transaction counts as begun either way, so that it is ended).
     fn begin_with_get(&mut self, begin: &str, tbl: &str, sk: &[u8]) -> Result<Option<Vec<u8>>> {
         let sql = format!(
-            "{begin}; SELECT encode(v, 'hex') FROM replicad_rows WHERE tbl = '{}' AND sk = decode('{}', 'hex')",
+            "{begin}; SELECT encode(v, 'hex') FROM replicad_rows WHERE tbl = '{}' AND sk = decode('{}', 'hex'){}",
             tbl.replace('\'', "''"),
-            hex::encode(sk)
+            hex::encode(sk),
+            self.row_lock()
         );
         let answers = self.client.simple_query(&sql).map_err(Error::caused_by)?;
         for answer in answers {
@@ -631,6 +632,18 @@ impl Conn {
             }
         }
         Ok(())
+    }
+
+    /// What a point read of a write transaction adds to lock the row it reads (` FOR UPDATE`):
+    /// its writes wait for the commit, so without the lock two nodes writing one row (a chat's
+    /// counters) would both run their batch to the end and one would fail there; with it the
+    /// second waits at its read for the first to commit, then fails at once and runs again.
+    fn row_lock(&self) -> &'static str {
+        if self.write.is_some() {
+            " FOR UPDATE"
+        } else {
+            ""
+        }
     }
 
     /// The value of row `id` as this write transaction last read or wrote it, if it did.
@@ -760,7 +773,10 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
         let value = match conn.unsent_begin.take() {
             Some(begin) => conn.begin_with_get(begin, &self.name, sk)?,
             None => {
-                let sql = "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2";
+                let sql = match conn.row_lock() {
+                    "" => "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2",
+                    _ => "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2 FOR UPDATE",
+                };
                 let rows = conn.query(sql, &[&self.name, &sk])?;
                 rows.into_iter().next().map(|r| r.get(0))
             }

@@ -242,6 +242,7 @@ async fn two_nodes_writing_one_chat_at_once_store_and_count_each_acknowledged_it
     assert_eq!(stored.len(), acked.len(), "nothing stored that was not acknowledged");
     let (s, chats) = org.get(&format!("/v1/replicas/{replica}/chats")).await;
     assert_eq!(s, StatusCode::OK, "{chats}");
-    let counted: u64 = chats["items"].as_array().expect("chats").iter().map(|c| c["messageCount"].as_u64().unwrap()).sum();
+    let counted: u64 =
+        chats["items"].as_array().expect("chats").iter().map(|c| c["messageCount"].as_u64().unwrap()).sum();
     assert_eq!(counted, acked.len() as u64, "each item counted once: {chats}");
 }
