@@ -133,13 +133,17 @@ struct Written {
     /// read of a row found here costs no round trip.
     known: HashMap<RowId, Option<Vec<u8>>>,
     /// The writes not sent yet, one per row: the key and value put, or `None` for a removal.
-    pending: HashMap<RowId, Option<(Vec<u8>, Vec<u8>)>>,
+    pending: Pending,
     /// The bytes of keys and values in `pending` (sent early past [`MAX_PENDING_BYTES`]).
     pending_bytes: usize,
 }
 
 /// A row of `replicad_rows`: its table's name and its sort key.
 type RowId = (String, Vec<u8>);
+
+/// A write transaction's writes not sent yet: per row, the key and value put, or `None` for a
+/// removal.
+type Pending = HashMap<RowId, Option<(Vec<u8>, Vec<u8>)>>;
 
 /// Most bytes of keys and values a write transaction keeps unsent before it sends them (a
 /// migration that rewrites a whole table does not hold it all in memory).
@@ -654,7 +658,7 @@ impl Conn {
 
 /// The pending writes `pending` as one SQL statement of literals (sent with `COMMIT` in one
 /// simple query): [`FLUSH`]'s removals and puts; `None` when there is none.
-fn writes_sql(pending: &HashMap<RowId, Option<(Vec<u8>, Vec<u8>)>>) -> Option<String> {
+fn writes_sql(pending: &Pending) -> Option<String> {
     use std::fmt::Write as _;
     let bytea = |b: &[u8]| format!("decode('{}', 'hex')", hex::encode(b));
     let (mut gone, mut put) = (String::new(), String::new());
