@@ -162,11 +162,11 @@ impl<'t> Recorder<'t> {
             Some(id) => (Uuid::from_u128(id), false),
             None => {
                 let id = v7_at(m.created_at);
-                self.keys.insert(identity.row(replica), k(id))?;
+                self.keys.put(identity.row(replica), k(id))?;
                 (id, true)
             }
         };
-        self.latest.insert((replica, user, m.source.as_str()), k(id))?;
+        self.latest.put((replica, user, m.source.as_str()), k(id))?;
         Ok((id, new, identity.is_group(), identity.name))
     }
 
@@ -199,16 +199,16 @@ impl<'t> Recorder<'t> {
         let closed = (silent && !chat.conversation.is_nil()).then_some(chat.conversation);
         if silent {
             chat.conversation = v7_at(m.created_at);
-            self.conversation_chat.insert((replica, k(chat.conversation)), k(chat_id))?;
+            self.conversation_chat.put((replica, k(chat.conversation)), k(chat_id))?;
         }
         count(&mut chat.counts, m);
         store::put(&mut self.chats, (replica, k(chat_id)), &chat)?;
         let last_message_at = self.count_in_conversation(&chat, m)?;
         let (user, conversation) = (k(m.user), k(chat.conversation));
-        self.chat_messages.insert((replica, k(chat_id), m.id), (user, conversation))?;
-        self.conversation_messages.insert((replica, conversation, m.id), user)?;
-        self.user_chats.insert((replica, user, k(chat_id)), ())?;
-        self.open_conversations.insert((replica, k(chat_id), conversation), last_message_at)?;
+        self.chat_messages.put((replica, k(chat_id), m.id), (user, conversation))?;
+        self.conversation_messages.put((replica, conversation, m.id), user)?;
+        self.user_chats.put((replica, user, k(chat_id)), ())?;
+        self.open_conversations.put((replica, k(chat_id), conversation), last_message_at)?;
         if silent {
             super::quotas::admit_conversation_in(self.txn, m, pool)?;
             super::usage::count_in(self.txn, m, pool)?;

@@ -137,7 +137,7 @@ impl Append {
         };
         store::put(&mut t.messages, (k(self.replica), k(self.user), msg.id), &msg)?;
         if let Some(key) = &item.channel_key {
-            t.channel_messages.get()?.insert(key.row(self.replica), msg.id)?;
+            t.channel_messages.get()?.put(key.row(self.replica), msg.id)?;
         }
         t.recorder.record(&msg, self.pool)?;
         Ok(msg.id)
@@ -151,7 +151,7 @@ impl Tables<'_> {
             return Ok(());
         }
         let before = self.counts.get(k(replica))?.map(|v| v.value()).unwrap_or(0);
-        self.counts.insert(k(replica), before + n)?;
+        self.counts.put(k(replica), before + n)?;
         let org = match self.orgs.get(&replica) {
             Some(org) => *org,
             None => {

@@ -26,7 +26,7 @@ pub fn add_to(
 ) -> Result<()> {
     let key = (k(replica), k(user), month_of(now));
     let (p, c) = t.get(key)?.map(|v| v.value()).unwrap_or((0, 0));
-    t.insert(key, (p + usage.prompt_tokens, c + usage.completion_tokens))?;
+    t.put(key, (p + usage.prompt_tokens, c + usage.completion_tokens))?;
     Ok(())
 }
 

@@ -11,9 +11,13 @@
 //! `redb::TableDefinition`s, and keys and values keep redb's encodings ([`redb::Key`],
 //! [`redb::Value`]) on both engines.
 //!
-//! On redb each call is the redb call (one `match` on the engine). On PostgreSQL each call is a
-//! statement on the transaction's connection; a range is read lazily, a page at a time from
-//! whichever end is iterated, so `range(..).rev().take(20)` reads one page.
+//! On redb each call is the redb call (one `match` on the engine). On PostgreSQL a point read is
+//! a statement on the transaction's connection, unless the write transaction read or wrote that
+//! key already; writes wait on the client and go in one statement before the next range scan,
+//! count or the commit ([`super::pg`], "Write transactions"), so [`Table::put`] and
+//! [`Table::delete`], which answer nothing, cost no round trip, where `insert` and `remove`
+//! read the old value first. A range is read lazily, a page at a time from whichever end is
+//! iterated, so `range(..).rev().take(20)` reads one page.
 //!
 //! Errors: the crate's `Error`, from redb's (`store::error`) or from PostgreSQL's (a 500 whose
 //! cause is the `postgres::Error`).
@@ -348,6 +352,29 @@ impl<K: StoreKey, V: Value + 'static> Table<'_, K, V> {
         match self {
             Table::Redb(t) => Ok(t.insert(key, value)?.map(AccessGuard::redb)),
             Table::Pg(t) => t.insert(key.borrow(), value.borrow()),
+        }
+    }
+
+    /// Puts `value` under `key`, without answering what it replaced: on PostgreSQL the write
+    /// waits for the transaction's other writes and needs no read ([`Table::insert`] reads the
+    /// old value first, a round trip unless the transaction read or wrote the key already).
+    pub fn put<'k, 'v>(
+        &mut self,
+        key: impl Borrow<K::SelfType<'k>>,
+        value: impl Borrow<V::SelfType<'v>>,
+    ) -> Result<()> {
+        match self {
+            Table::Redb(t) => t.insert(key, value).map(drop).map_err(Into::into),
+            Table::Pg(t) => t.put(key.borrow(), value.borrow()),
+        }
+    }
+
+    /// Removes `key`, without answering the value it had ([`Table::put`]'s counterpart of
+    /// [`Table::remove`]).
+    pub fn delete<'a>(&mut self, key: impl Borrow<K::SelfType<'a>>) -> Result<()> {
+        match self {
+            Table::Redb(t) => t.remove(key).map(drop).map_err(Into::into),
+            Table::Pg(t) => t.delete(&K::sort_key_of(key.borrow())),
         }
     }
 

@@ -501,10 +501,7 @@ where
     K: kv::StoreKey,
     R: Record,
 {
-    codec::with_encoded(record, |bytes| {
-        table.insert(key, bytes)?;
-        Ok(())
-    })
+    codec::with_encoded(record, |bytes| table.put(key, bytes))
 }
 
 /// A sequence of the `sequences` table: ids and positions issued in strictly increasing order.
@@ -557,7 +554,7 @@ pub fn next_seq_in(table: &mut crate::store::kv::Table<&'static str, u64>, seq: 
             sparse_id(last, now_ms(), u16::from_le_bytes(r))
         }
     };
-    table.insert(seq.key(), next)?;
+    table.put(seq.key(), next)?;
     Ok(next)
 }
 

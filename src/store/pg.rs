@@ -12,6 +12,19 @@
 //! Beside it: `replicad_files`, the uploaded files (`store::files`), and `replicad_buckets`, the
 //! rate-limit buckets (`http::rate_limit`).
 //!
+//! Write transactions are few round trips. Their writes wait on the client, one per row (the
+//! last write of a row is the one that counts). At the commit they go to the database with the
+//! `COMMIT` and its notifications, in one round trip (a simple query: one multi-row `INSERT …
+//! ON CONFLICT` and one `DELETE` of literals, [`writes_sql`]); before a statement that reads
+//! more than one row (a range, a count) they go first, so that it sees them, as one prepared
+//! statement over arrays ([`FLUSH`]). A point read of a row the transaction already read or
+//! wrote is answered on the client; any other is a round trip. A transaction's `BEGIN` goes in
+//! the round trip of its first point read (read transactions too), or of its commit. So the
+//! writer's batch of history writes is the reads of rows no write of the batch touched yet (the
+//! first with `BEGIN`) and one round trip for the writes and `COMMIT`
+//! (`tests/it/postgres_round_trips.rs` counts them); a read of one row is two round trips (`BEGIN`
+//! and the read, `COMMIT`). Nothing is acknowledged before `COMMIT` answers, as before.
+//!
 //! Write transactions are `SERIALIZABLE` and run again, from the start, when PostgreSQL reports
 //! a serialization failure (SQLSTATE 40001) or a deadlock (40P01) ([`PgTables::write`], and the
 //! store's writer for a whole batch), so two nodes that read and then write the same rows (a
@@ -99,7 +112,52 @@ struct Conn {
     /// The channels the write transaction in progress notifies when it commits
     /// ([`super::notify`]).
     notify: Vec<&'static str>,
+    /// The `BEGIN` of the transaction in progress while it is not sent yet: it goes with the
+    /// transaction's first statement ([`Conn::begin`], [`PgTable::get`]).
+    unsent_begin: Option<&'static str>,
+    /// The write transaction in progress: what it has read and written so far; `None` outside
+    /// a write transaction.
+    write: Option<Written>,
 }
+
+/// The `BEGIN` of a write transaction.
+const BEGIN_WRITE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
+/// The `BEGIN` of a read transaction.
+const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
+/// What a write transaction holds on the client's side, so that a batch is a few round trips
+/// (the module docs: "Write transactions").
+#[derive(Default)]
+struct Written {
+    /// Each row this transaction has read or written, as it now is (`None`: no row): a point
+    /// read of a row found here costs no round trip.
+    known: HashMap<RowId, Option<Vec<u8>>>,
+    /// The writes not sent yet, one per row: the key and value put, or `None` for a removal.
+    pending: Pending,
+    /// The bytes of keys and values in `pending` (sent early past [`MAX_PENDING_BYTES`]).
+    pending_bytes: usize,
+}
+
+/// A row of `replicad_rows`: its table's name and its sort key.
+type RowId = (String, Vec<u8>);
+
+/// A write transaction's writes not sent yet: per row, the key and value put, or `None` for a
+/// removal.
+type Pending = HashMap<RowId, Option<(Vec<u8>, Vec<u8>)>>;
+
+/// Most bytes of keys and values a write transaction keeps unsent before it sends them (a
+/// migration that rewrites a whole table does not hold it all in memory).
+const MAX_PENDING_BYTES: usize = 16 << 20;
+
+/// The statement that sends a write transaction's pending writes: the removals and the puts
+/// of distinct rows, in one round trip (the data-modifying `WITH` parts run whether or not the
+/// `SELECT` reads them).
+const FLUSH: &str = "WITH gone AS (DELETE FROM replicad_rows r USING unnest($1::text[], $2::bytea[]) AS d(tbl, sk)
+                                 WHERE r.tbl = d.tbl AND r.sk = d.sk),
+                          put AS (INSERT INTO replicad_rows (tbl, sk, k, v)
+                                  SELECT * FROM unnest($3::text[], $4::bytea[], $5::bytea[], $6::bytea[])
+                                  ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v)
+                     SELECT 1";
 
 /// The connection of a transaction in progress, as [`kv::WriteTransaction::Pg`] and
 /// [`kv::ReadTransaction::Pg`] hold it.
@@ -146,7 +204,8 @@ impl PgTables {
     /// [`PgPool`]).
     fn open(url: &str) -> Result<PgTables> {
         let client = Client::connect(url, NoTls).map_err(Error::caused_by)?;
-        let conn = Arc::new(Mutex::new(Conn { client, statements: HashMap::new(), notify: Vec::new() }));
+        let conn = Conn { client, statements: HashMap::new(), notify: Vec::new(), unsent_begin: None, write: None };
+        let conn = Arc::new(Mutex::new(conn));
         Ok(PgTables { conn, url: url.to_string() })
     }
 
@@ -177,7 +236,8 @@ impl PgTables {
     }
 
     /// Begins a `SERIALIZABLE` transaction; the caller commits or aborts it
-    /// ([`kv::WriteTransaction::commit`]), and runs it again when [`must_retry`] says so.
+    /// ([`kv::WriteTransaction::commit`]), and runs it again when [`must_retry`] says so. No
+    /// round trip yet: `BEGIN` is sent with the transaction's first read, or at its commit.
     ///
     /// A connection the server closed (a restart of PostgreSQL, a dropped link) is replaced by
     /// a new one first, so a long-lived writer recovers by itself.
@@ -185,7 +245,10 @@ impl PgTables {
         if lock(&self.conn).client.is_closed() {
             *self = PgTables::open(&self.url)?;
         }
-        lock(&self.conn).client.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE").map_err(Error::caused_by)?;
+        let mut conn = lock(&self.conn);
+        conn.write = Some(Written::default());
+        conn.unsent_begin = Some(BEGIN_WRITE);
+        drop(conn);
         Ok(kv::WriteTransaction::Pg(Txn { conn: self.conn.clone() }))
     }
 
@@ -196,9 +259,9 @@ impl PgTables {
     }
 
     /// [`PgTables::read`], handing `f` the transaction itself (a [`super::Snapshot`] owns it).
+    /// Its `BEGIN` goes with its first statement (a read of one row: both in one round trip).
     fn read_owned<R>(&mut self, f: impl FnOnce(kv::ReadTransaction) -> Result<R>) -> Result<R> {
-        let begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
-        lock(&self.conn).client.batch_execute(begin).map_err(Error::caused_by)?;
+        lock(&self.conn).unsent_begin = Some(BEGIN_READ);
         let txn = Txn { conn: self.conn.clone() };
         let out = f(kv::ReadTransaction::Pg(txn.clone()));
         let end = txn.end(if out.is_ok() { "COMMIT" } else { "ROLLBACK" });
@@ -208,10 +271,21 @@ impl PgTables {
 }
 
 /// Connections to one database, kept between reads: each read takes one for its transaction
-/// and gives it back (at most 32 are kept).
+/// and gives it back. At most [`MAX_OPEN`] are open: a read that finds none idle and the most
+/// open waits for one, up to [`WAIT_FOR_IDLE`], before it opens one more (so a burst of reads
+/// does not open and close connections, each a new PostgreSQL backend, at every request; and a
+/// read made while another is held never waits long).
 pub struct PgPool {
     url: String,
-    idle: Mutex<Vec<PgTables>>,
+    idle: Mutex<Idle>,
+    /// Signalled when a connection is given back or closed.
+    freed: std::sync::Condvar,
+}
+
+/// The idle connections of a [`PgPool`], and how many it has open (idle or in use).
+struct Idle {
+    conns: Vec<PgTables>,
+    open: usize,
 }
 
 impl Drop for PgPool {
@@ -219,19 +293,70 @@ impl Drop for PgPool {
     /// connection by running a runtime of its own, which cannot start on a runtime's thread
     /// (where the last `Store` is often dropped).
     fn drop(&mut self) {
-        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        let idle = std::mem::take(&mut self.lock_idle().conns);
         let _ = std::thread::spawn(move || drop(idle)).join();
     }
 }
 
-/// Most idle connections a [`PgPool`] keeps.
-const MAX_IDLE: usize = 32;
+/// Most connections a [`PgPool`] keeps open.
+const MAX_OPEN: usize = 32;
+
+/// How long a read waits for an idle connection when [`MAX_OPEN`] are in use.
+const WAIT_FOR_IDLE: Duration = Duration::from_millis(100);
 
 impl PgPool {
     /// Connects to `url`, creating or migrating the schema ([`PgTables::connect`]).
     pub fn connect(url: &str) -> Result<PgPool> {
         let first = PgTables::connect(url)?;
-        Ok(PgPool { url: url.to_string(), idle: Mutex::new(vec![first]) })
+        let idle = Mutex::new(Idle { conns: vec![first], open: 1 });
+        Ok(PgPool { url: url.to_string(), idle, freed: std::sync::Condvar::new() })
+    }
+
+    fn lock_idle(&self) -> MutexGuard<'_, Idle> {
+        self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// An idle connection, or a new one while fewer than [`MAX_OPEN`] are open (or after
+    /// [`WAIT_FOR_IDLE`]); the caller gives it back ([`PgPool::give_back`]) or reports it
+    /// closed ([`PgPool::closed`]).
+    fn take(&self) -> Result<PgTables> {
+        let deadline = std::time::Instant::now() + WAIT_FOR_IDLE;
+        let mut idle = self.lock_idle();
+        loop {
+            if let Some(conn) = idle.conns.pop() {
+                return Ok(conn);
+            }
+            let now = std::time::Instant::now();
+            if idle.open < MAX_OPEN || now >= deadline {
+                idle.open += 1;
+                break;
+            }
+            idle = self.freed.wait_timeout(idle, deadline - now).unwrap_or_else(std::sync::PoisonError::into_inner).0;
+        }
+        drop(idle);
+        PgTables::open(&self.url).inspect_err(|_| self.closed())
+    }
+
+    /// Counts a connection taken from the pool as closed.
+    fn closed(&self) {
+        self.lock_idle().open -= 1;
+        self.freed.notify_one();
+    }
+
+    /// Runs `f` with a connection of the pool, giving it back after (or, when `f` panics,
+    /// dropping it: it may be in the middle of a transaction).
+    fn with_pooled<R>(&self, f: impl FnOnce(&mut PgTables) -> Result<R>) -> Result<R> {
+        let mut conn = self.take()?;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut conn))) {
+            Ok(out) => {
+                self.give_back(conn);
+                out
+            }
+            Err(panic) => {
+                self.closed();
+                std::panic::resume_unwind(panic)
+            }
+        }
     }
 
     /// A connection of its own (not pooled: the store's writer keeps one for its life).
@@ -240,26 +365,21 @@ impl PgPool {
     }
 
     /// Runs `f` in a read-only `REPEATABLE READ` transaction on an idle connection (or a new
-    /// one). Blocks on the network: call it off the runtime's workers.
+    /// one: [`PgPool::take`]). Blocks on the network: call it off the runtime's workers.
     pub fn read<R>(&self, f: impl FnOnce(kv::ReadTransaction) -> Result<R>) -> Result<R> {
-        let idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
-        let mut conn = match idle {
-            Some(c) => c,
-            None => PgTables::open(&self.url)?,
-        };
-        let out = conn.read_owned(f);
-        self.give_back(conn);
-        out
+        self.with_pooled(|conn| conn.read_owned(f))
     }
 
-    /// Keeps `conn` for later use, unless it is closed or enough are kept.
+    /// Keeps `conn` for later use, unless it is closed or [`MAX_OPEN`] are kept.
     fn give_back(&self, conn: PgTables) {
-        if !lock(&conn.conn).client.is_closed() {
-            let mut idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if idle.len() < MAX_IDLE {
-                idle.push(conn);
-            }
+        let mut idle = self.lock_idle();
+        if !lock(&conn.conn).client.is_closed() && idle.conns.len() < MAX_OPEN {
+            idle.conns.push(conn);
+        } else {
+            idle.open -= 1;
         }
+        drop(idle);
+        self.freed.notify_one();
     }
 }
 
@@ -269,14 +389,7 @@ impl PgPool {
 impl PgPool {
     /// Runs `f` on an idle connection (or a new one), outside any transaction of the store's.
     fn with_conn<R>(&self, f: impl FnOnce(&mut Conn) -> Result<R>) -> Result<R> {
-        let idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop();
-        let conn = match idle {
-            Some(c) => c,
-            None => PgTables::open(&self.url)?,
-        };
-        let out = f(&mut lock(&conn.conn));
-        self.give_back(conn);
-        out
+        self.with_pooled(|conn| f(&mut lock(&conn.conn)))
     }
 
     /// Writes file `name` (its parts in one transaction), durable when this returns.
@@ -446,11 +559,145 @@ pub fn must_retry(e: &Error) -> bool {
     code.is_some_and(|c| *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED)
 }
 
+impl Conn {
+    /// Sends the transaction's `BEGIN` if it was not sent yet.
+    fn begin(&mut self) -> Result<()> {
+        match self.unsent_begin.take() {
+            Some(begin) => self.client.batch_execute(begin).map_err(Error::caused_by),
+            None => Ok(()),
+        }
+    }
+
+    /// The value of row `sk` of table `tbl`, read with the transaction's unsent `BEGIN` in one
+    /// round trip (a simple query: the row's bytes come back as hex text). Errors: the
+    /// database's (the transaction counts as begun either way, so that it is ended).
+    fn begin_with_get(&mut self, begin: &str, tbl: &str, sk: &[u8]) -> Result<Option<Vec<u8>>> {
+        let sql = format!(
+            "{begin}; SELECT encode(v, 'hex') FROM replicad_rows WHERE tbl = '{}' AND sk = decode('{}', 'hex'){}",
+            tbl.replace('\'', "''"),
+            hex::encode(sk),
+            self.row_lock()
+        );
+        let answers = self.client.simple_query(&sql).map_err(Error::caused_by)?;
+        for answer in answers {
+            if let postgres::SimpleQueryMessage::Row(row) = answer {
+                let text = row.get(0).ok_or_else(|| Error::internal("a row without its value"))?;
+                return hex::decode(text).map(Some).map_err(Error::internal);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Sends the write transaction's pending writes (after its `BEGIN`), in one statement; a
+    /// statement that reads more than one row (a range, a count) comes after it.
+    fn flush(&mut self) -> Result<()> {
+        self.begin()?;
+        let Some(w) = &mut self.write else { return Ok(()) };
+        if w.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut w.pending);
+        w.pending_bytes = 0;
+        let (mut gone_tbl, mut gone_sk) = (Vec::new(), Vec::new());
+        let (mut put_tbl, mut put_sk, mut put_k, mut put_v) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for ((tbl, sk), row) in &pending {
+            match row {
+                None => {
+                    gone_tbl.push(tbl.as_str());
+                    gone_sk.push(sk.as_slice());
+                }
+                Some((k, v)) => {
+                    put_tbl.push(tbl.as_str());
+                    put_sk.push(sk.as_slice());
+                    put_k.push(k.as_slice());
+                    put_v.push(v.as_slice());
+                }
+            }
+        }
+        let statement = self.statement(FLUSH)?;
+        let params: [&(dyn ToSql + Sync); 6] = [&gone_tbl, &gone_sk, &put_tbl, &put_sk, &put_k, &put_v];
+        self.client.execute(&statement, &params).map_err(disk_full_or)?;
+        Ok(())
+    }
+
+    /// Records a write of row `id` (`None`: its removal) in the write transaction, to be sent
+    /// with the others ([`Conn::flush`]); sends them early past [`MAX_PENDING_BYTES`]. Errors:
+    /// no write transaction is in progress (an internal error).
+    fn stage(&mut self, id: RowId, row: Option<(Vec<u8>, Vec<u8>)>) -> Result<()> {
+        let Some(w) = &mut self.write else { return Err(Error::internal("a write outside a write transaction")) };
+        w.pending_bytes += id.1.len() + row.as_ref().map_or(0, |(k, v)| k.len() + v.len());
+        w.known.insert(id.clone(), row.as_ref().map(|(_, v)| v.clone()));
+        w.pending.insert(id, row);
+        if w.pending_bytes > MAX_PENDING_BYTES {
+            self.flush()?;
+            if let Some(w) = &mut self.write {
+                // Every write was sent: what the database answers is what this transaction wrote.
+                w.known.clear();
+            }
+        }
+        Ok(())
+    }
+
+    /// What a point read of a write transaction adds to lock the row it reads (` FOR UPDATE`):
+    /// its writes wait for the commit, so without the lock two nodes writing one row (a chat's
+    /// counters) would both run their batch to the end and one would fail there; with it the
+    /// second waits at its read for the first to commit, then fails at once and runs again.
+    fn row_lock(&self) -> &'static str {
+        if self.write.is_some() {
+            " FOR UPDATE"
+        } else {
+            ""
+        }
+    }
+
+    /// The value of row `id` as this write transaction last read or wrote it, if it did.
+    fn known(&self, id: &RowId) -> Option<Option<Vec<u8>>> {
+        self.write.as_ref().and_then(|w| w.known.get(id).cloned())
+    }
+}
+
+/// The pending writes `pending` as one SQL statement of literals (sent with `COMMIT` in one
+/// simple query): [`FLUSH`]'s removals and puts; `None` when there is none.
+fn writes_sql(pending: &Pending) -> Option<String> {
+    use std::fmt::Write as _;
+    let bytea = |b: &[u8]| format!("decode('{}', 'hex')", hex::encode(b));
+    let (mut gone, mut put) = (String::new(), String::new());
+    for ((tbl, sk), row) in pending {
+        let tbl = tbl.replace('\'', "''");
+        let list = if row.is_none() { &mut gone } else { &mut put };
+        let sep = if list.is_empty() { "" } else { ", " };
+        let _ = match row {
+            None => write!(list, "{sep}('{tbl}', {})", bytea(sk)),
+            Some((k, v)) => write!(list, "{sep}('{tbl}', {}, {}, {})", bytea(sk), bytea(k), bytea(v)),
+        };
+    }
+    let delete = |rows: &str| {
+        format!("DELETE FROM replicad_rows r USING (VALUES {rows}) AS d(tbl, sk) WHERE r.tbl = d.tbl AND r.sk = d.sk")
+    };
+    let insert = |rows: &str| {
+        format!(
+            "INSERT INTO replicad_rows (tbl, sk, k, v) VALUES {rows} \
+             ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v"
+        )
+    };
+    match (gone.is_empty(), put.is_empty()) {
+        (true, true) => None,
+        (false, true) => Some(delete(&gone)),
+        (true, false) => Some(insert(&put)),
+        (false, false) => Some(format!("WITH gone AS ({}) {}", delete(&gone), insert(&put))),
+    }
+}
+
 impl Txn {
-    /// Ends the transaction with `statement` (`COMMIT` or `ROLLBACK`).
+    /// Ends the transaction with `statement` (`COMMIT` or `ROLLBACK`); a write transaction that
+    /// sent nothing yet ends without a round trip.
     pub(super) fn end(&self, statement: &str) -> Result<()> {
         let mut conn = lock(&self.conn);
         conn.notify.clear();
+        conn.write = None;
+        if conn.unsent_begin.take().is_some() {
+            return Ok(());
+        }
         conn.client.batch_execute(statement).map_err(Error::caused_by)
     }
 
@@ -462,22 +709,50 @@ impl Txn {
         }
     }
 
-    /// Commits the write transaction, notifying [`super::notify::COMMIT`] and the channels
-    /// asked for, in one round trip.
+    /// Commits the write transaction in one round trip: its `BEGIN` when no read sent it, its
+    /// pending writes ([`writes_sql`]), the notifications of [`super::notify::COMMIT`] and of
+    /// the channels asked for, and `COMMIT`. A transaction that neither read nor wrote ends
+    /// without any. When a statement fails (a serialization failure, a full disk: 507), the
+    /// transaction is rolled back and the error answered.
     pub(super) fn commit(&self) -> Result<()> {
         let mut conn = lock(&self.conn);
-        let mut batch = format!("NOTIFY {}; ", super::notify::COMMIT);
-        for channel in std::mem::take(&mut conn.notify) {
+        let pending = conn.write.take().map(|w| w.pending).unwrap_or_default();
+        let notify = std::mem::take(&mut conn.notify);
+        let begin = conn.unsent_begin.take();
+        if begin.is_some() && pending.is_empty() {
+            return Ok(());
+        }
+        let mut batch = String::new();
+        if let Some(begin) = begin {
+            batch.push_str(begin);
+            batch.push_str("; ");
+        }
+        if let Some(writes) = writes_sql(&pending) {
+            batch.push_str(&writes);
+            batch.push_str("; ");
+        }
+        for channel in std::iter::once(super::notify::COMMIT).chain(notify) {
             batch.push_str(&format!("NOTIFY {channel}; "));
         }
         batch.push_str("COMMIT");
-        conn.client.batch_execute(&batch).map_err(Error::caused_by)
+        conn.client.batch_execute(&batch).map_err(|e| {
+            // After a failed statement the transaction is still open (aborted); after a failed
+            // `COMMIT` this only warns. A failed rollback leaves the connection broken, and its
+            // next statement says so.
+            let _ = conn.client.batch_execute("ROLLBACK");
+            disk_full_or(e)
+        })
     }
 
     /// Deletes every row of table `name`; whether it had one.
     pub(super) fn delete_table(&self, name: &str) -> Result<bool> {
+        let mut conn = lock(&self.conn);
+        conn.flush()?;
+        if let Some(w) = &mut conn.write {
+            w.known.retain(|(tbl, _), _| tbl != name);
+        }
         let sql = "DELETE FROM replicad_rows WHERE tbl = $1";
-        Ok(lock(&self.conn).execute(sql, &[&name])? > 0)
+        Ok(conn.execute(sql, &[&name])? > 0)
     }
 
     /// Table `name` of this transaction.
@@ -487,34 +762,64 @@ impl Txn {
 }
 
 impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
-    /// The value under the key whose sort key is `sk`, if any.
+    /// The value under the key whose sort key is `sk`, if any: in a write transaction, as it
+    /// last read or wrote it (no round trip), else read (and remembered).
     pub(super) fn get(&self, sk: &[u8]) -> Result<Option<AccessGuard<'static, V>>> {
-        let sql = "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2";
-        let rows = lock(&self.conn).query(sql, &[&self.name, &sk])?;
-        Ok(rows.into_iter().next().map(|r| AccessGuard::owned(r.get(0))))
+        Ok(self.value(sk)?.map(AccessGuard::owned))
     }
 
-    /// Puts `value` under `key`; the value it replaced, if any (one statement: the CTE reads
-    /// the row as it was before the upsert).
+    fn value(&self, sk: &[u8]) -> Result<Option<Vec<u8>>> {
+        let id = (self.name.clone(), sk.to_vec());
+        let mut conn = lock(&self.conn);
+        if let Some(known) = conn.known(&id) {
+            return Ok(known);
+        }
+        let value = match conn.unsent_begin.take() {
+            Some(begin) => conn.begin_with_get(begin, &self.name, sk)?,
+            None => {
+                let sql = match conn.row_lock() {
+                    "" => "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2",
+                    _ => "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2 FOR UPDATE",
+                };
+                let rows = conn.query(sql, &[&self.name, &sk])?;
+                rows.into_iter().next().map(|r| r.get(0))
+            }
+        };
+        if let Some(w) = &mut conn.write {
+            w.known.insert(id, value.clone());
+        }
+        Ok(value)
+    }
+
+    /// Puts `value` under `key`; the value it replaced, if any (read first, unless this
+    /// transaction knows it: [`PgTable::put`] does not read).
     pub(super) fn insert(
         &self,
         key: &K::SelfType<'_>,
         value: &V::SelfType<'_>,
     ) -> Result<Option<AccessGuard<'static, V>>> {
-        let (k, v) = (K::as_bytes(key).as_ref().to_vec(), V::as_bytes(value).as_ref().to_vec());
-        let sql = "WITH old AS (SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2),
-                        put AS (INSERT INTO replicad_rows (tbl, sk, k, v) VALUES ($1, $2, $3, $4)
-                                ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v)
-                   SELECT v FROM old";
-        let rows = lock(&self.conn).query(sql, &[&self.name, &K::sort_key_of(key), &k, &v])?;
-        Ok(rows.into_iter().next().map(|r| AccessGuard::owned(r.get(0))))
+        let old = self.get(&K::sort_key_of(key))?;
+        self.put(key, value)?;
+        Ok(old)
     }
 
-    /// Removes the key whose sort key is `sk`; the value it had, if any.
+    /// Puts `value` under `key`, sent with the transaction's other writes.
+    pub(super) fn put(&self, key: &K::SelfType<'_>, value: &V::SelfType<'_>) -> Result<()> {
+        let (k, v) = (K::as_bytes(key).as_ref().to_vec(), V::as_bytes(value).as_ref().to_vec());
+        lock(&self.conn).stage((self.name.clone(), K::sort_key_of(key)), Some((k, v)))
+    }
+
+    /// Removes the key whose sort key is `sk`; the value it had, if any (read first, unless
+    /// this transaction knows it: [`PgTable::delete`] does not read).
     pub(super) fn remove(&self, sk: &[u8]) -> Result<Option<AccessGuard<'static, V>>> {
-        let sql = "DELETE FROM replicad_rows WHERE tbl = $1 AND sk = $2 RETURNING v";
-        let rows = lock(&self.conn).query(sql, &[&self.name, &sk])?;
-        Ok(rows.into_iter().next().map(|r| AccessGuard::owned(r.get(0))))
+        let old = self.get(sk)?;
+        self.delete(sk)?;
+        Ok(old)
+    }
+
+    /// Removes the key whose sort key is `sk`, sent with the transaction's other writes.
+    pub(super) fn delete(&self, sk: &[u8]) -> Result<()> {
+        lock(&self.conn).stage((self.name.clone(), sk.to_vec()), None)
     }
 
     /// The rows within the sort-key bounds `(lo, hi)`, in key order.
@@ -532,8 +837,8 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
         }
     }
 
-    /// Removes the rows within `bounds` for which `predicate` is false (one statement for the
-    /// removal, after the scan).
+    /// Removes the rows within `bounds` for which `predicate` is false (sent with the
+    /// transaction's other writes, after the scan).
     pub(super) fn retain_in<F>(&self, bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>), mut predicate: F) -> Result<()>
     where
         F: for<'f> FnMut(K::SelfType<'f>, V::SelfType<'f>) -> bool,
@@ -546,9 +851,8 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
                 dropped.push(sk);
             }
         }
-        if !dropped.is_empty() {
-            let sql = "DELETE FROM replicad_rows WHERE tbl = $1 AND sk = ANY($2)";
-            lock(&self.conn).execute(sql, &[&self.name, &dropped])?;
+        for sk in dropped {
+            self.delete(&sk)?;
         }
         Ok(())
     }
@@ -556,7 +860,9 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
     /// The number of rows.
     pub(super) fn len(&self) -> Result<u64> {
         let sql = "SELECT count(*) FROM replicad_rows WHERE tbl = $1";
-        let rows = lock(&self.conn).query(sql, &[&self.name])?;
+        let mut conn = lock(&self.conn);
+        conn.flush()?;
+        let rows = conn.query(sql, &[&self.name])?;
         let n: i64 = rows.first().map_or(0, |r| r.get(0));
         Ok(u64::try_from(n).unwrap_or(0))
     }
@@ -597,7 +903,11 @@ impl<K: StoreKey, V: Value + 'static> PgRange<K, V> {
         sql.push_str(if from_high { " ORDER BY sk DESC LIMIT $" } else { " ORDER BY sk LIMIT $" });
         params.push(&self.page);
         sql.push_str(&params.len().to_string());
-        let rows = lock(&self.conn).query(&sql, &params)?;
+        let mut conn = lock(&self.conn);
+        // The rows as this transaction wrote them: its pending writes go first.
+        conn.flush()?;
+        let rows = conn.query(&sql, &params)?;
+        drop(conn);
         self.done = (rows.len() as i64) < self.page;
         self.page = (self.page * 2).min(MAX_PAGE);
         let rows = rows.into_iter().map(|r| (r.get::<_, Vec<u8>>(0), r.get(1), r.get(2)));

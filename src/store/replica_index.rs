@@ -102,8 +102,8 @@ pub type Order<'t> = crate::store::kv::Table<'t, (u128, u8, &'static [u8], u128)
 /// Moves `replica` of `org` in the popularity order (the open `order` table) after its chat
 /// history count went from `from` to `to`.
 pub fn popularity_changed(order: &mut Order, org: Uuid, replica: Uuid, from: u64, to: u64) -> Result<()> {
-    order.remove((k(org), REPLICA_SORT_POPULARITY, popularity_key(from).as_slice(), k(replica)))?;
-    order.insert((k(org), REPLICA_SORT_POPULARITY, popularity_key(to).as_slice(), k(replica)), ())?;
+    order.delete((k(org), REPLICA_SORT_POPULARITY, popularity_key(from).as_slice(), k(replica)))?;
+    order.put((k(org), REPLICA_SORT_POPULARITY, popularity_key(to).as_slice(), k(replica)), ())?;
     Ok(())
 }
 

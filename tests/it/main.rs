@@ -42,6 +42,7 @@ mod model_hub;
 mod nodes;
 mod openapi;
 mod postgres;
+mod postgres_round_trips;
 mod quotas;
 mod rate_limit;
 mod read_cache;

@@ -1,0 +1,248 @@
+//! How many round trips the PostgreSQL mode's writer makes (`replicad::store::pg`, "Write
+//! transactions"): a server whose `--store` goes through a counting proxy on loopback, which
+//! counts, on the connection that runs the writer's `SERIALIZABLE` transactions, each time the
+//! client speaks after the server answered (a round trip), and the commits (`NOTIFY
+//! replicad_commit`, sent with each `COMMIT`).
+//!
+//! What is checked: concurrent history writes to one chat (the benchmark's shape) cost at most
+//! two round trips per group commit (the writes, and `COMMIT`; `BEGIN` goes with the first
+//! read) plus the reads of the rows the batch had not touched yet (the first write of a chat in
+//! a batch reads its chat, conversation and counters); writes
+//! spread over several replicas read those rows once per replica and batch. And the batches of
+//! two nodes writing one chat at once, whose transactions collide (serialization failures, run
+//! again whole by each writer), store each acknowledged item once and count each once. These
+//! run on the server of `.ci/install-postgres` whatever the run's engine (`REPLICAD_TEST_STORE`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::join_all;
+use reqwest::StatusCode;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::common::pg::{fresh_database, with_client};
+use crate::common::{DataDir, Org, Server};
+
+/// What the proxy saw on one client connection.
+#[derive(Default)]
+struct Seen {
+    /// The connection ran a `SERIALIZABLE` transaction (the store's writer).
+    writer: bool,
+    /// Times the client spoke first or after the server answered.
+    round_trips: u64,
+    /// `NOTIFY replicad_commit` statements the client sent (one per commit).
+    commits: u64,
+    /// The server spoke last.
+    server_last: bool,
+}
+
+/// A TCP proxy in front of the test's PostgreSQL server, counting per connection ([`Seen`]).
+struct Proxy {
+    port: u16,
+    seen: Arc<Mutex<Vec<Arc<Mutex<Seen>>>>>,
+}
+
+impl Proxy {
+    /// Listens on a free loopback port and forwards every connection to `upstream` (host:port).
+    async fn start(upstream: String) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the proxy");
+        let port = listener.local_addr().expect("proxy address").port();
+        let seen: Arc<Mutex<Vec<Arc<Mutex<Seen>>>>> = Arc::default();
+        let all = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = TcpStream::connect(&upstream).await else { continue };
+                let one = Arc::new(Mutex::new(Seen { server_last: true, ..Seen::default() }));
+                all.lock().unwrap().push(one.clone());
+                forward(client, server, one);
+            }
+        });
+        Proxy { port, seen }
+    }
+
+    /// Round trips and commits so far on the writer's connections.
+    fn writer(&self) -> (u64, u64) {
+        let seen = self.seen.lock().unwrap();
+        let writers = seen.iter().map(|s| s.lock().unwrap()).filter(|s| s.writer);
+        writers.fold((0, 0), |(r, c), s| (r + s.round_trips, c + s.commits))
+    }
+}
+
+/// Copies bytes both ways between `client` and `server`, noting in `seen` who spoke.
+fn forward(client: TcpStream, server: TcpStream, seen: Arc<Mutex<Seen>>) {
+    let (mut client_rx, mut client_tx) = client.into_split();
+    let (mut server_rx, mut server_tx) = server.into_split();
+    let up = seen.clone();
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 1 << 16];
+        while let Ok(n @ 1..) = client_rx.read(&mut buf).await {
+            {
+                let mut s = up.lock().unwrap();
+                let bytes = &buf[..n];
+                if std::mem::take(&mut s.server_last) {
+                    s.round_trips += 1;
+                }
+                s.writer |= contains(bytes, b"ISOLATION LEVEL SERIALIZABLE");
+                s.commits += count(bytes, b"NOTIFY replicad_commit");
+            }
+            if server_tx.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 1 << 16];
+        while let Ok(n @ 1..) = server_rx.read(&mut buf).await {
+            seen.lock().unwrap().server_last = true;
+            if client_tx.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+    });
+}
+
+fn count(hay: &[u8], needle: &[u8]) -> u64 {
+    hay.windows(needle.len()).filter(|w| *w == needle).count() as u64
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    count(hay, needle) > 0
+}
+
+/// A server on a fresh database reached through a [`Proxy`], and an organization on it (the
+/// proxy runs on another worker while the server starts: the test runtime has two).
+async fn counted_server() -> (Proxy, Server, Org) {
+    let url = fresh_database();
+    let (rest, db) = url.rsplit_once('/').expect("a database URL");
+    let (user, host) = rest.rsplit_once('@').expect("user@host:port");
+    let proxy = Proxy::start(host.to_string()).await;
+    let through = format!("{user}@127.0.0.1:{}/{db}", proxy.port);
+    let server = Server::start_in(DataDir::on_store(&through), &[]);
+    let org = server.new_org("Round Trips").await;
+    (proxy, server, org)
+}
+
+/// Posts `n` history items at once, item `i` to `replicas[i % len]`; all answer 200.
+async fn post_items(org: &Org, replicas: &[String], n: usize) {
+    let posts = (0..n).map(|i| {
+        let path = format!("/v1/replicas/{}/chat/history", replicas[i % replicas.len()]);
+        async move { org.post(&path, json!({"content": format!("item {i}")})).await }
+    });
+    for (status, body) in join_all(posts).await {
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+}
+
+/// Round trips and commits of the writer while `n` items are posted at once.
+async fn measured(proxy: &Proxy, org: &Org, replicas: &[String], n: usize) -> (u64, u64) {
+    let (r0, c0) = proxy.writer();
+    post_items(org, replicas, n).await;
+    let (r1, c1) = proxy.writer();
+    (r1 - r0, c1 - c0)
+}
+
+/// The reads of a history write whose chat no write of its batch touched yet: the chat's key,
+/// the chat, its conversation, the replica's message count and record, its popularity and
+/// counters (what `service::chats::Recorder::record` and `service::history` read first).
+const FIRST_WRITE_READS: u64 = 8;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_writes_to_one_chat_take_two_round_trips_per_group_commit_and_its_first_reads() {
+    let (proxy, _server, org) = counted_server().await;
+    let replica = org.create_replica("trips").await;
+    let replicas = [replica];
+    // The writer prepares each statement once per connection (a round trip of its own).
+    post_items(&org, &replicas, 4).await;
+
+    let (trips, commits) = measured(&proxy, &org, &replicas, 64).await;
+    assert!(commits >= 1, "the writes were committed ({commits} commits seen)");
+    eprintln!("64 history writes to one chat: {trips} round trips of the writer in {commits} group commits");
+    assert!(
+        trips <= commits * (2 + FIRST_WRITE_READS),
+        "{trips} round trips for 64 writes in {commits} commits: more than 2 per commit and its first reads"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_over_several_replicas_read_each_replicas_rows_once_per_batch() {
+    let (proxy, _server, org) = counted_server().await;
+    let mut replicas = Vec::new();
+    for i in 0..4 {
+        replicas.push(org.create_replica(&format!("trips-{i}")).await);
+    }
+    post_items(&org, &replicas, 8).await;
+
+    let (trips, commits) = measured(&proxy, &org, &replicas, 64).await;
+    eprintln!("64 history writes over 4 replicas: {trips} round trips of the writer in {commits} group commits");
+    assert!(commits >= 1, "the writes were committed ({commits} commits seen)");
+    let bound = commits * (2 + replicas.len() as u64 * FIRST_WRITE_READS);
+    assert!(trips <= bound, "{trips} round trips for 64 writes in {commits} commits (at most {bound})");
+}
+
+/// A data directory on the database `url` holding the secrets key every node of it shares.
+fn node_dir(url: &str) -> DataDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = DataDir::on_store(url);
+    std::fs::create_dir_all(dir.path()).expect("data dir");
+    let file = dir.path().join("secrets.key");
+    std::fs::write(&file, format!("{}\n", "6b".repeat(32))).expect("write key");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("key mode");
+    dir
+}
+
+/// The transactions the database rolled back so far (a writer's batch that collided is one).
+fn rollbacks(url: &str) -> i64 {
+    let sql = "SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()";
+    with_client(url, |db| db.query_one(sql, &[]).expect("pg_stat_database").get(0))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_writing_one_chat_at_once_store_and_count_each_acknowledged_item_once() {
+    let url = fresh_database();
+    let first = Server::start_in(node_dir(&url), &[]);
+    let second = Server::start_in(node_dir(&url), &[]);
+    let org = first.new_org("Collisions").await;
+    let orgs = [org.clone(), org.at(&second)];
+    let replica = org.create_replica("collide").await;
+    let before = rollbacks(&url);
+
+    let path = format!("/v1/replicas/{replica}/chat/history");
+    let mut acked = Vec::new();
+    for round in 0..4 {
+        let posts = (0..48).map(|i| {
+            let (org, path) = (&orgs[i % 2], &path);
+            let content = format!("round {round} item {i}");
+            async move { (org.post(path, json!({"content": content})).await, content) }
+        });
+        for ((status, body), content) in join_all(posts).await {
+            assert_eq!(status, StatusCode::OK, "{body}");
+            acked.push(content);
+        }
+    }
+    let collided = rollbacks(&url) - before;
+    eprintln!("{} items through two nodes; {collided} transactions rolled back meanwhile", acked.len());
+
+    let mut stored: HashMap<String, usize> = HashMap::new();
+    let mut before_id = String::new();
+    loop {
+        let (s, v) = org.get(&format!("{path}?limit=100{before_id}")).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        let items = v["items"].as_array().expect("items");
+        let Some(oldest) = items.first() else { break };
+        before_id = format!("&beforeID={}", oldest["id"]);
+        for item in items {
+            *stored.entry(item["content"].as_str().expect("content").to_string()).or_default() += 1;
+        }
+    }
+    for content in &acked {
+        assert_eq!(stored.get(content), Some(&1), "{content} stored once");
+    }
+    assert_eq!(stored.len(), acked.len(), "nothing stored that was not acknowledged");
+    let (s, chats) = org.get(&format!("/v1/replicas/{replica}/chats")).await;
+    assert_eq!(s, StatusCode::OK, "{chats}");
+    let counted: u64 =
+        chats["items"].as_array().expect("chats").iter().map(|c| c["messageCount"].as_u64().unwrap()).sum();
+    assert_eq!(counted, acked.len() as u64, "each item counted once: {chats}");
+}
