@@ -70,6 +70,17 @@ use crate::error::Result;
 /// A boxed future that can cross threads (the trait is used as `dyn Embedder`).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// The arithmetic of the in-process encoders, as `serve --embedding-precision` asks for it.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Precision {
+    /// `f32` throughout, on every CPU: the vectors of the builds before 8-bit weights, bit for bit.
+    F32,
+    /// The fastest arithmetic this CPU has that keeps the vectors within the stated tolerance
+    /// ([`encoder::Kernel::detect`]): 8-bit weights with AVX2, else `f32`.
+    #[default]
+    Auto,
+}
+
 /// What a text is, for models that embed questions and passages differently (e5's `query: ` /
 /// `passage: ` prompts, bge's query instruction).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
