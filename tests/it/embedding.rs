@@ -348,9 +348,10 @@ fn eight_bit_weights_keep_the_hidden_states_and_vectors_of_f32() {
 }
 
 /// xxh3 of the bits of [`forcing_f32_gives_the_vectors_of_earlier_builds_bit_for_bit`]'s two
-/// vectors as the `f32` encoder computed them before 8-bit weights, on a CPU with AVX2 and FMA
-/// but not AVX-512 (the `gemm` crate's kernels, and so the last bits, depend on the CPU):
-/// `embed_bench --fingerprint MODEL --embedding-precision f32`.
+/// vectors in `f32` (`embed_bench --fingerprint MODEL --embedding-precision f32`), on a CPU with
+/// AVX2 and FMA but not AVX-512 (the `gemm` crate's kernels, and so the last bits, depend on the
+/// CPU). Recorded when 8-bit weights came, whose `f32` path (`Dense::F32`) kept the arithmetic
+/// of the builds before unchanged; any later change to it shows here.
 const F32_VECTORS: u64 = 0x2a17_6fa4_81c3_5f4b;
 
 #[test]

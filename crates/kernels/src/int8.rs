@@ -168,9 +168,9 @@ impl Linear {
             for o in 0..self.outputs {
                 let (panel, lane) = (o / NR, o % NR);
                 let mut sum = 0i32;
-                for i in 0..width {
+                for (i, &x) in a.iter().enumerate() {
                     let w = self.packed[((panel * self.pairs + i / 2) * NR + lane) * 2 + i % 2];
-                    sum += i32::from(a[i]) * i32::from(w);
+                    sum += i32::from(x) * i32::from(w);
                 }
                 out[r * self.outputs + o] = (sum as f32).mul_add(q.scales[r] * self.scales[o], self.bias[o]);
             }
@@ -242,14 +242,19 @@ unsafe fn quantize_row_avx2(row: &[f32], out: &mut [i16], top: f32) -> f32 {
     debug_assert!(out.len() >= row.len());
     let whole = row.len() / 8 * 8;
     let (src, dst) = (row.as_ptr(), out.as_mut_ptr());
-    let mut max = _mm256_setzero_ps();
+    // the largest magnitude, and `x - x` OR-ed over the row: 0 unless some value is NaN or ±inf
+    let (mut max, mut odd) = (_mm256_setzero_ps(), _mm256_setzero_ps());
     for i in (0..whole).step_by(8) {
-        max = _mm256_max_ps(max, _mm256_andnot_ps(_mm256_set1_ps(-0.0), _mm256_loadu_ps(src.add(i))));
+        let x = _mm256_loadu_ps(src.add(i));
+        max = _mm256_max_ps(max, _mm256_andnot_ps(_mm256_set1_ps(-0.0), x));
+        odd = _mm256_or_ps(odd, _mm256_sub_ps(x, x));
     }
-    let mut lanes = [0f32; 8];
+    let (mut lanes, mut odd_lanes) = ([0f32; 8], [0f32; 8]);
     _mm256_storeu_ps(lanes.as_mut_ptr(), max);
+    _mm256_storeu_ps(odd_lanes.as_mut_ptr(), odd);
     let amax = lanes.iter().chain(&row[whole..]).fold(0f32, |m, v| m.max(v.abs()));
-    if !(amax > 0.0 && amax.is_finite()) || row.iter().any(|v| !v.is_finite()) {
+    let finite = odd_lanes.iter().all(|v| v.to_bits() == 0) && row[whole..].iter().all(|v| v.is_finite());
+    if !(amax > 0.0 && amax.is_finite() && finite) {
         return 0.0;
     }
     let inv = top / amax;
