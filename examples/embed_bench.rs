@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use replicad::embed::exact::{top_k, Codes};
 use replicad::embed::local::Model;
-use replicad::embed::{dot, normalize, Kind};
+use replicad::embed::{dot, normalize, Kind, Precision};
 
 /// `(sentence, paraphrase, unrelated)`.
 const PAIRS: &[(&str, &str, &str)] = &[
@@ -63,6 +63,14 @@ fn cpu_ms() -> f64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes one timespec into the valid pointer it is given.
     unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
+}
+
+/// CPU time of the calling thread, in ms.
+fn thread_cpu_ms() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into the valid pointer it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
 }
 
@@ -167,8 +175,242 @@ fn vector_search(n: usize, dim: usize) {
     println!("  the codes found the hits of every row scored for {} of {} questions", same.count(), queries.len());
 }
 
+/// `--kernels`: one linear layer of MiniLM's shapes (`rows × inputs → outputs`), 36 distinct
+/// weight matrices in turn so that they come from memory as in a forward pass, multiplied by
+/// candle in `f32` (as `encoder::Dense` does), by candle's 8-bit `QMatMul` (Q8_0), and by
+/// `replicad_kernels::int8`. Prints µs per product (CPU time of the thread, median of 7 rounds) and GMAC/s.
+fn kernels() {
+    use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+    use candle_core::{Device, Module, Tensor};
+    use replicad_kernels::int8::Linear;
+    let random = |n: usize, seed: u64| -> Vec<f32> {
+        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                ((s >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * 0.1
+            })
+            .collect()
+    };
+    for (inputs, outputs) in [(384, 384), (384, 1536), (1536, 384)] {
+        let layers = 36 * 384 * 384 / (inputs * outputs);
+        let weights: Vec<Vec<f32>> = (0..layers).map(|i| random(inputs * outputs, i as u64 + 1)).collect();
+        let bias = vec![0.0f32; outputs];
+        let f32s: Vec<Tensor> = weights
+            .iter()
+            .map(|w| Tensor::from_slice(w, (outputs, inputs), &Device::Cpu).unwrap().t().unwrap().contiguous().unwrap())
+            .collect();
+        let q8: Vec<QMatMul> = weights
+            .iter()
+            .map(|w| {
+                let t = Tensor::from_slice(w, (outputs, inputs), &Device::Cpu).unwrap();
+                QMatMul::from_qtensor(QTensor::quantize(&t, GgmlDType::Q8_0).unwrap()).unwrap()
+            })
+            .collect();
+        let int8: Vec<Linear> = weights.iter().map(|w| Linear::quantize(w, &bias, outputs, inputs)).collect();
+        for rows in [1, 3, 13, 32, 256] {
+            let xv = random(rows * inputs, 99);
+            let x = Tensor::from_slice(&xv, (rows, inputs), &Device::Cpu).unwrap();
+            let macs = (rows * inputs * outputs) as f64;
+            let mut line = format!("  {rows:>3} × {inputs:>4} → {outputs:>4}:");
+            let mut time = |name: &str, f: &mut dyn FnMut(usize)| {
+                let mut rounds: Vec<f64> = (0..7)
+                    .map(|_| {
+                        let t = thread_cpu_ms();
+                        for i in 0..layers {
+                            f(i);
+                        }
+                        (thread_cpu_ms() - t) * 1e3 / layers as f64
+                    })
+                    .collect();
+                rounds.sort_by(f64::total_cmp);
+                let us = rounds[3];
+                line += &format!("  {name} {us:>7.1} µs {:>5.1} GMAC/s", macs / us / 1e3);
+            };
+            time("f32", &mut |i| {
+                let w = &f32s[i];
+                let y = if rows <= 32 {
+                    w.t().unwrap().matmul(&x.t().unwrap()).unwrap().t().unwrap().contiguous().unwrap()
+                } else {
+                    x.matmul(w).unwrap()
+                };
+                std::hint::black_box(y);
+            });
+            time("candle Q8_0", &mut |i| {
+                std::hint::black_box(q8[i].forward(&x).unwrap());
+            });
+            time("int8", &mut |i| {
+                std::hint::black_box(int8[i].forward(&xv, rows));
+            });
+            println!("{line}");
+        }
+    }
+}
+
+/// Each question's top 5 passages (windows) by the `f32` vectors, against its top 5 when the
+/// question is embedded by `auto` and the passages are the stored `f32` ones (mixed: a new build
+/// on an old index) and when both are `auto`: the share of those top 5 found again, and the
+/// largest change of a question–passage cosine.
+fn mixing(dir: &str, passages: &(Vec<Vec<f32>>, Vec<Vec<f32>>), questions: &(Vec<Vec<f32>>, Vec<Vec<f32>>)) {
+    let top5 = |q: &[f32], ps: &[Vec<f32>]| {
+        let mut scored: Vec<(f32, usize)> = ps.iter().enumerate().map(|(i, p)| (dot(q, p), i)).collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored.iter().take(5).map(|s| s.1).collect::<Vec<usize>>()
+    };
+    for (name, q_fast, p_fast) in [("mixed (question auto, passages f32)", true, false), ("both auto", true, true)] {
+        let (mut same, mut total, mut worst) = (0, 0, 0f32);
+        for (qe, qf) in questions.0.iter().zip(&questions.1) {
+            let q = if q_fast { qf } else { qe };
+            let ps = if p_fast { &passages.1 } else { &passages.0 };
+            let (want, got) = (top5(qe, &passages.0), top5(q, ps));
+            same += got.iter().filter(|i| want.contains(i)).count();
+            total += want.len();
+            for (pe, p) in passages.0.iter().zip(ps) {
+                worst = worst.max((dot(qe, pe) - dot(q, p)).abs());
+            }
+        }
+        println!(
+            "{dir}: {name}: {same} of {total} top-5 passages of the f32 ranking found again; largest cosine change {worst:.4}"
+        );
+    }
+}
+
+/// `--ab MODEL_DIR`: the model loaded in `f32` and in `auto` in one process, timed in
+/// alternation (5 rounds each): a 10-word question's CPU time (p50 and p99 of 100 per round,
+/// all rounds pooled) and 16 passages of 200 words per call (chunks per CPU second, median round),
+/// so that the machine's other load weighs on both alike.
+fn ab(dir: &std::path::Path) {
+    let models = [
+        Model::load(dir, Precision::F32).unwrap_or_else(|e| panic!("{e}")),
+        Model::load(dir, Precision::Auto).unwrap_or_else(|e| panic!("{e}")),
+    ];
+    let q = vec![QUESTION.to_string()];
+    let texts = chunks(16);
+    let (mut query, mut passages): ([Vec<f64>; 2], [Vec<f64>; 2]) = Default::default();
+    for round in 0..6 {
+        for (m, model) in models.iter().enumerate() {
+            let runs = vec![(); 100];
+            let mut cpu = Vec::new();
+            for _ in &runs {
+                let c = thread_cpu_ms();
+                model.embed_blocking(Kind::Query, &q).unwrap();
+                cpu.push(thread_cpu_ms() - c);
+            }
+            let c = cpu_ms();
+            model.embed_blocking(Kind::Passage, &texts).unwrap();
+            let per_cpu_s = texts.len() as f64 / ((cpu_ms() - c) / 1e3);
+            if round > 0 {
+                // round 0 warms up
+                query[m].extend(cpu);
+                passages[m].push(per_cpu_s);
+            }
+        }
+    }
+    for (m, model) in models.iter().enumerate() {
+        let (p50, p99) = percentiles(query[m].clone());
+        let (chunks, _) = percentiles(passages[m].clone());
+        println!(
+            "{:?}: query (10 words) CPU p50 {p50:.2} ms, p99 {p99:.2} ms; passages {chunks:.1} chunks of 256 tokens per CPU second",
+            model.kernel()
+        );
+    }
+}
+
+/// Text files (`.md`, `.txt`, `.rst`, `.html`) under `dir`, recursively, sorted.
+fn text_files(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            text_files(&path, out);
+        } else if path.extension().is_some_and(|x| ["md", "txt", "rst", "html"].iter().any(|e| x == *e)) {
+            out.push(path);
+        }
+    }
+}
+
+/// `--cosines MODEL_DIR DIR...`: every 200-word window of the text files under each `DIR` (as
+/// passages) and every question of a `questions.json` there (as queries), embedded in `f32` and
+/// in `auto`; prints the cosine of each kind's vectors to the `f32` ones (min, 1st percentile,
+/// mean) and exits 1 if a passage's is below 0.995 or their mean below 0.999.
+fn cosines(model_dir: &std::path::Path, dirs: &[String]) {
+    let exact = Model::load(model_dir, Precision::F32).unwrap_or_else(|e| panic!("{e}"));
+    let fast = Model::load(model_dir, Precision::Auto).unwrap_or_else(|e| panic!("{e}"));
+    println!("comparing {:?} with {:?}", fast.kernel(), exact.kernel());
+    let mut ok = true;
+    for dir in dirs {
+        let mut files = Vec::new();
+        text_files(std::path::Path::new(dir), &mut files);
+        let mut passages = Vec::new();
+        for f in &files {
+            let text = std::fs::read_to_string(f).unwrap_or_default();
+            let words: Vec<&str> = text.split_whitespace().collect();
+            passages.extend(words.chunks(200).map(|w| w.join(" ")));
+        }
+        let questions: Vec<String> = std::fs::read_to_string(std::path::Path::new(dir).join("questions.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["questions"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|q| q["question"].as_str().map(str::to_string))
+            .collect();
+        let mut vectors = Vec::new(); // [(f32, auto)] for passages, then questions
+        for (kind, texts) in [(Kind::Passage, &passages), (Kind::Query, &questions)] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for group in texts.chunks(64) {
+                a.extend(exact.embed_blocking(kind, group).unwrap());
+                b.extend(fast.embed_blocking(kind, group).unwrap());
+            }
+            if !texts.is_empty() {
+                let mut cos: Vec<f32> = a.iter().zip(&b).map(|(a, b)| dot(a, b)).collect();
+                let mean = cos.iter().map(|&c| f64::from(c)).sum::<f64>() / cos.len() as f64;
+                cos.sort_by(f32::total_cmp);
+                let p1 = cos[(cos.len() - 1) / 100];
+                println!(
+                    "{dir}: {} {kind:?} texts: cosine to f32 min {:.5}, p1 {p1:.5}, mean {mean:.5}",
+                    cos.len(),
+                    cos[0]
+                );
+                ok &= cos[0] >= 0.995 && mean >= 0.999;
+            }
+            vectors.push((a, b));
+        }
+        mixing(dir, &vectors[0], &vectors[1]);
+    }
+    if !ok {
+        eprintln!("a vector is further from its f32 vector than the stated tolerance (min 0.995, mean 0.999)");
+        std::process::exit(1);
+    }
+}
+
 fn main() {
     replicad::embed::local::one_thread_per_product();
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--ab") {
+        ab(std::path::Path::new(&args[i + 1]));
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--fingerprint") {
+        // xxh3 of the bits of two passages' vectors, to compare builds (tests/it/embedding.rs)
+        let model = Model::load(std::path::Path::new(&args[i + 1]), precision()).unwrap_or_else(|e| panic!("{e}"));
+        let texts = ["How do I delete a key from a dictionary?", "Use del d[key] to remove an entry from a dict."];
+        let vectors = model.embed_blocking(Kind::Passage, &texts.map(str::to_string)).unwrap();
+        let bytes: Vec<u8> = vectors.iter().flatten().flat_map(|v| v.to_bits().to_le_bytes()).collect();
+        println!("{:?}: {:#018x}", model.kernel(), xxhash_rust::xxh3::xxh3_64(&bytes));
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--cosines") {
+        let model = args.get(i + 1).expect("--cosines MODEL_DIR DIR...");
+        cosines(std::path::Path::new(model), &args[i + 2..]);
+        return;
+    }
+    if std::env::args().any(|a| a == "--kernels") {
+        kernels();
+        return;
+    }
     let dir: PathBuf = std::env::args_os()
         .nth(1)
         .or_else(|| std::env::var_os("REPLICAD_TEST_EMBEDDING_MODEL"))
@@ -176,7 +418,7 @@ fn main() {
         .into();
     let before = rss_kib();
     let t = Instant::now();
-    let model = Model::load(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let model = Model::load(&dir, precision()).unwrap_or_else(|e| panic!("{e}"));
     let load_ms = t.elapsed().as_secs_f64() * 1e3;
     let layout = model.layout();
     println!(
@@ -201,6 +443,15 @@ fn main() {
     if !pairs_ok {
         eprintln!("a paraphrase did not score clearly above its unrelated sentence");
         std::process::exit(1);
+    }
+}
+
+/// `--embedding-precision f32|auto` (default `auto`, as `serve`).
+fn precision() -> Precision {
+    let args: Vec<String> = std::env::args().collect();
+    match args.iter().position(|a| a == "--embedding-precision").and_then(|i| args.get(i + 1)) {
+        Some(p) if p == "f32" => Precision::F32,
+        _ => Precision::Auto,
     }
 }
 

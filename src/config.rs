@@ -76,6 +76,11 @@ pub struct Config {
     /// layout. Absent: retrieval is BM25 alone.
     #[arg(long, env = "REPLICAD_EMBEDDING_MODELS")]
     pub embedding_models: Option<PathBuf>,
+    /// The in-process embedding models' arithmetic: `auto` runs their linear layers on 8-bit
+    /// weights where the CPU has AVX2 (vectors within cosine 0.995 of `f32`'s), `f32` forces
+    /// `f32` everywhere (the vectors of earlier builds, bit for bit).
+    #[arg(long, env = "REPLICAD_EMBEDDING_PRECISION", value_enum, default_value_t = crate::embed::Precision::Auto)]
+    pub embedding_precision: crate::embed::Precision,
     /// A Hugging Face–compatible hub (`https://huggingface.co`) from which catalog entries naming
     /// a `hub` repository are fetched once into `DATA_DIR/models/ID` when missing. Absent:
     /// nothing is ever downloaded.
@@ -216,6 +221,7 @@ impl Config {
             tls_key: None,
             models: None,
             embedding_models: None,
+            embedding_precision: crate::embed::Precision::Auto,
             model_hub: None,
             max_index_lag: 30,
             shutdown_grace: 10,

@@ -104,6 +104,9 @@ async fn load_embedders(config: &Config) -> Result<Option<Arc<embed::catalog::Em
         tracing::info!(dir = %path.display(), "embedding model installed in the data directory");
     }
     let mut catalog = embed::catalog::EmbeddingModels::load(path)?;
+    catalog.set_precision(config.embedding_precision);
+    let kernel = embed::encoder::Kernel::detect(config.embedding_precision);
+    tracing::info!(precision = ?config.embedding_precision, kernel = kernel.describe(), "in-process embedding arithmetic");
     catalog.fetch_hub(&config.data_dir.join("models"), config.model_hub.as_deref()).await?;
     let built = catalog.build(&config.llm.upstreams, config.llm.policy())?;
     tracing::info!(models = ?built.ids(), default = built.default_id(), "hybrid retrieval: BM25 and embeddings");

@@ -116,10 +116,15 @@ pub struct Kb {
 }
 
 /// The embedding models of `--embeddings PATH` in `args` (a catalog file or a model directory,
-/// as `replicad serve --embedding-models`); `None` (BM25 alone) without the flag.
+/// as `replicad serve --embedding-models`), in the arithmetic of `--embedding-precision f32|auto`
+/// (default `auto`, as `serve`); `None` (BM25 alone) without the flag.
 pub fn embedders(args: &[String]) -> Option<Arc<Embedders>> {
     let path = args.iter().position(|a| a == "--embeddings").and_then(|i| args.get(i + 1))?;
-    let catalog = EmbeddingModels::load(std::path::Path::new(path)).expect("embedding models");
+    let mut catalog = EmbeddingModels::load(std::path::Path::new(path)).expect("embedding models");
+    let precision = args.iter().position(|a| a == "--embedding-precision").and_then(|i| args.get(i + 1));
+    if precision.is_some_and(|p| p == "f32") {
+        catalog.set_precision(replicad::embed::Precision::F32);
+    }
     let policy = replicad::generate::LlmConfig::default().policy();
     Some(Arc::new(catalog.build(&[], policy).expect("embedding models load")))
 }

@@ -36,7 +36,7 @@ use serde::Deserialize;
 
 use super::local::Local;
 use super::upstream::Upstream;
-use super::Embedder;
+use super::{Embedder, Precision};
 use crate::upstream::{Client, Policy};
 
 /// One catalog entry.
@@ -91,6 +91,8 @@ struct File {
 pub struct EmbeddingModels {
     entries: Vec<(String, Entry)>,
     default: String,
+    /// The arithmetic of the in-process models ([`EmbeddingModels::set_precision`]).
+    precision: Precision,
 }
 
 impl EmbeddingModels {
@@ -117,7 +119,7 @@ impl EmbeddingModels {
         if !entries.iter().any(|(id, _)| *id == default) {
             return Err(format!("default {default:?} is not one of the models"));
         }
-        Ok(EmbeddingModels { entries, default })
+        Ok(EmbeddingModels { entries, default, precision: Precision::Auto })
     }
 
     /// The catalog in `path`: a catalog file, or a model directory, which is then the one
@@ -136,11 +138,21 @@ impl EmbeddingModels {
                 prompts: Prompts::default(),
                 aliases: Vec::new(),
             };
-            return Ok(EmbeddingModels { entries: vec![(name.clone(), entry)], default: name });
+            return Ok(EmbeddingModels {
+                entries: vec![(name.clone(), entry)],
+                default: name,
+                precision: Precision::Auto,
+            });
         }
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let base = path.parent().unwrap_or(Path::new("."));
         EmbeddingModels::parse(&text, base).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Makes [`EmbeddingModels::build`] load the in-process models in `precision` (`Auto`
+    /// unless set: `serve --embedding-precision`).
+    pub fn set_precision(&mut self, precision: Precision) {
+        self.precision = precision;
     }
 
     /// The model ids, in file order.
@@ -182,7 +194,9 @@ impl EmbeddingModels {
         let mut models: HashMap<String, Arc<dyn Embedder>> = HashMap::new();
         for (id, entry) in &self.entries {
             let embedder: Arc<dyn Embedder> = match (&entry.dir, &entry.route) {
-                (Some(dir), _) => Arc::new(Local::load(id, dir).map_err(|e| format!("embedding model {id:?}: {e}"))?),
+                (Some(dir), _) => {
+                    Arc::new(Local::load(id, dir, self.precision).map_err(|e| format!("embedding model {id:?}: {e}"))?)
+                }
                 (None, Some(route)) => {
                     let (name, model) = route.split_once('/').unwrap_or_default();
                     let client = match clients.get(name) {

@@ -17,6 +17,8 @@ use candle_nn::{embedding, layer_norm, Embedding, LayerNorm, VarBuilder};
 use serde::Deserialize;
 
 use super::layout::{Arch, Layout};
+use super::Precision;
+use replicad_kernels::int8::Linear;
 
 /// A padded batch: `rows × len` token ids and attention mask (1 real, 0 padding), row-major.
 pub struct Batch {
@@ -101,31 +103,85 @@ fn erf(x: f32) -> f32 {
 /// against 457 and 346; 32 rows 703 against 744 and 806; 256 rows 3.69 ms against 3.25 and 3.08.
 const FEW_ROWS: usize = 32;
 
-/// A linear layer `y = x · Wᵀ + b`, its weight kept transposed (`in × out`, row-major).
-///
-/// For a few rows (a question) it computes `(W · xᵀ)ᵀ`: the weight, read as the transposed view
-/// of that copy, is the product's left operand in the column-major layout the matrix product
-/// (the `gemm` crate) reads without packing, so each row block of `W` streams from memory once.
-/// For many rows (a batch of passages) it computes `x · Wᵀ` on the contiguous copy.
-struct Dense {
-    weight_t: Tensor,
-    bias: Tensor,
+/// How the encoder's linear layers multiply, chosen once when a model loads
+/// ([`Kernel::detect`]) and logged by `serve`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// `f32` weights and candle's matrix product (the `gemm` crate): every CPU.
+    F32,
+    /// 8-bit weights per output channel, 16-bit activations per row, the AVX2 kernel of
+    /// `replicad_kernels::int8`: x86-64 with AVX2 and FMA.
+    Int8Avx2,
+}
+
+impl Kernel {
+    /// The kernel for `precision` on this CPU (`is_x86_feature_detected!`).
+    pub fn detect(precision: Precision) -> Kernel {
+        Kernel::choose(precision, replicad_kernels::int8::avx2_available())
+    }
+
+    /// The kernel for `precision` on a CPU that has AVX2 and FMA (`avx2`) or not: `f32` when
+    /// forced or without them.
+    pub fn choose(precision: Precision, avx2: bool) -> Kernel {
+        match precision {
+            Precision::Auto if avx2 => Kernel::Int8Avx2,
+            _ => Kernel::F32,
+        }
+    }
+
+    /// How `serve`'s log names it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Kernel::F32 => "f32 (candle / gemm)",
+            Kernel::Int8Avx2 => "int8 weights × int16 activations (AVX2)",
+        }
+    }
+}
+
+/// A linear layer `y = x · Wᵀ + b`.
+enum Dense {
+    /// `f32`, the weight kept transposed (`in × out`, row-major).
+    ///
+    /// For a few rows (a question) it computes `(W · xᵀ)ᵀ`: the weight, read as the transposed
+    /// view of that copy, is the product's left operand in the column-major layout the matrix
+    /// product (the `gemm` crate) reads without packing, so each row block of `W` streams from
+    /// memory once. For many rows (a batch of passages) it computes `x · Wᵀ` on the contiguous
+    /// copy.
+    F32 { weight_t: Tensor, bias: Tensor },
+    /// 8-bit weights (`replicad_kernels::int8::Linear`); the `f32` weights are not kept.
+    Int8(Linear),
 }
 
 impl Dense {
-    fn load(vb: VarBuilder, inputs: usize, outputs: usize) -> candle_core::Result<Dense> {
+    fn load(vb: VarBuilder, inputs: usize, outputs: usize, kernel: Kernel) -> candle_core::Result<Dense> {
         let weight = vb.get((outputs, inputs), "weight")?;
-        Ok(Dense { weight_t: weight.t()?.contiguous()?, bias: vb.get(outputs, "bias")? })
+        let bias = vb.get(outputs, "bias")?;
+        Ok(match kernel {
+            Kernel::F32 => Dense::F32 { weight_t: weight.t()?.contiguous()?, bias },
+            Kernel::Int8Avx2 => {
+                let (w, b) = (weight.flatten_all()?.to_vec1::<f32>()?, bias.to_vec1::<f32>()?);
+                Dense::Int8(Linear::quantize(&w, &b, outputs, inputs))
+            }
+        })
     }
 
     /// `x`: `rows × in`; returns `rows × out`.
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let y = if x.dim(0)? <= FEW_ROWS {
-            self.weight_t.t()?.matmul(&x.t()?)?.t()?.contiguous()?
-        } else {
-            x.matmul(&self.weight_t)?
-        };
-        y.broadcast_add(&self.bias)
+        match self {
+            Dense::F32 { weight_t, bias } => {
+                let y = if x.dim(0)? <= FEW_ROWS {
+                    weight_t.t()?.matmul(&x.t()?)?.t()?.contiguous()?
+                } else {
+                    x.matmul(weight_t)?
+                };
+                y.broadcast_add(bias)
+            }
+            Dense::Int8(linear) => {
+                let rows = x.dim(0)?;
+                let y = linear.forward(&x.flatten_all()?.to_vec1::<f32>()?, rows);
+                Tensor::from_vec(y, (rows, linear.outputs()), x.device())
+            }
+        }
     }
 }
 
@@ -143,17 +199,17 @@ struct Layer {
 }
 
 impl Layer {
-    fn load(vb: VarBuilder, c: &Config) -> candle_core::Result<Layer> {
+    fn load(vb: VarBuilder, c: &Config, kernel: Kernel) -> candle_core::Result<Layer> {
         let (h, i) = (c.hidden_size, c.intermediate_size);
         let attention = vb.pp("attention");
         Ok(Layer {
-            query: Dense::load(attention.pp("self").pp("query"), h, h)?,
-            key: Dense::load(attention.pp("self").pp("key"), h, h)?,
-            value: Dense::load(attention.pp("self").pp("value"), h, h)?,
-            attention_out: Dense::load(attention.pp("output").pp("dense"), h, h)?,
+            query: Dense::load(attention.pp("self").pp("query"), h, h, kernel)?,
+            key: Dense::load(attention.pp("self").pp("key"), h, h, kernel)?,
+            value: Dense::load(attention.pp("self").pp("value"), h, h, kernel)?,
+            attention_out: Dense::load(attention.pp("output").pp("dense"), h, h, kernel)?,
             attention_norm: layer_norm(h, c.layer_norm_eps, attention.pp("output").pp("LayerNorm"))?,
-            intermediate: Dense::load(vb.pp("intermediate").pp("dense"), h, i)?,
-            output: Dense::load(vb.pp("output").pp("dense"), i, h)?,
+            intermediate: Dense::load(vb.pp("intermediate").pp("dense"), h, i, kernel)?,
+            output: Dense::load(vb.pp("output").pp("dense"), i, h, kernel)?,
             output_norm: layer_norm(h, c.layer_norm_eps, vb.pp("output").pp("LayerNorm"))?,
         })
     }
@@ -197,12 +253,14 @@ pub struct Encoder {
     token_type: Embedding,
     embeddings_norm: LayerNorm,
     layers: Vec<Layer>,
+    kernel: Kernel,
 }
 
 impl Encoder {
     /// Loads `config.json` and `model.safetensors` of `layout.dir` (weights named as
-    /// transformers saves them, bare or under `bert.` / `roberta.`); errors name the file.
-    pub fn load(layout: &Layout) -> Result<Encoder, String> {
+    /// transformers saves them, bare or under `bert.` / `roberta.`), its linear layers prepared
+    /// for `kernel`; errors name the file.
+    pub fn load(layout: &Layout, kernel: Kernel) -> Result<Encoder, String> {
         let config_path = layout.dir.join("config.json");
         let config = std::fs::read_to_string(&config_path).map_err(|e| format!("{}: {e}", config_path.display()))?;
         let c: Config = serde_json::from_str(&config).map_err(|e| format!("{}: {e}", config_path.display()))?;
@@ -215,14 +273,14 @@ impl Encoder {
             .into_iter()
             .find(|p| vb.contains_tensor(&format!("{p}.embeddings.word_embeddings.weight")))
             .map_or(vb.clone(), |p| vb.pp(p));
-        Self::build(layout, &c, vb).map_err(bad)
+        Self::build(layout, &c, vb, kernel).map_err(bad)
     }
 
-    fn build(layout: &Layout, c: &Config, vb: VarBuilder) -> candle_core::Result<Encoder> {
+    fn build(layout: &Layout, c: &Config, vb: VarBuilder, kernel: Kernel) -> candle_core::Result<Encoder> {
         let h = c.hidden_size;
         let e = vb.pp("embeddings");
         let layers = (0..c.num_hidden_layers)
-            .map(|i| Layer::load(vb.pp("encoder").pp("layer").pp(i), c))
+            .map(|i| Layer::load(vb.pp("encoder").pp("layer").pp(i), c, kernel))
             .collect::<candle_core::Result<_>>()?;
         Ok(Encoder {
             arch: layout.arch,
@@ -234,7 +292,13 @@ impl Encoder {
             token_type: embedding(c.type_vocab_size, h, e.pp("token_type_embeddings"))?,
             embeddings_norm: layer_norm(h, c.layer_norm_eps, e.pp("LayerNorm"))?,
             layers,
+            kernel,
         })
+    }
+
+    /// How its linear layers multiply.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
     }
 
     /// The additive attention mask (`rows × 1 × 1 × len`: 0 for tokens, `f32::MIN` for padding);
@@ -297,6 +361,14 @@ mod tests {
             assert!((erf(-x) + y).abs() < 2e-7, "erf(-{x})");
         }
         assert!((erf(9.0) - 1.0).abs() < 2e-7 && (erf(-9.0) + 1.0).abs() < 2e-7, "erf(±9) = ±{}", erf(9.0));
+    }
+
+    #[test]
+    fn auto_takes_8_bit_weights_only_with_avx2_and_f32_when_forced() {
+        assert_eq!(Kernel::choose(Precision::Auto, true), Kernel::Int8Avx2);
+        assert_eq!(Kernel::choose(Precision::Auto, false), Kernel::F32, "a CPU without AVX2 falls back");
+        assert_eq!(Kernel::choose(Precision::F32, true), Kernel::F32, "the flag forces f32");
+        assert_eq!(Kernel::choose(Precision::F32, false), Kernel::F32);
     }
 
     #[test]

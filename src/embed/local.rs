@@ -17,10 +17,10 @@ use rayon::prelude::*;
 
 use tokenizers::{Tokenizer, TruncationParams};
 
-use super::encoder::{Batch, Encoder};
+use super::encoder::{Batch, Encoder, Kernel};
 use super::layout::Layout;
 use super::pooling::pool;
-use super::{BoxFuture, Embedder, Kind};
+use super::{BoxFuture, Embedder, Kind, Precision};
 use crate::error::{Error, Result};
 
 /// Most token positions (texts × the longest of them, padding included) run through the
@@ -43,16 +43,22 @@ pub struct Model {
 
 impl Model {
     /// Loads the directory (`config.json`, `tokenizer.json`, `model.safetensors` and the
-    /// sentence-transformers files); errors name the file at fault. Takes ~0.1 s for MiniLM.
-    pub fn load(dir: &Path) -> Result<Model, String> {
+    /// sentence-transformers files), its encoder in the arithmetic `precision` chooses on this
+    /// CPU ([`Kernel::detect`]); errors name the file at fault. Takes ~0.1 s for MiniLM.
+    pub fn load(dir: &Path, precision: Precision) -> Result<Model, String> {
         let layout = Layout::read(dir)?;
         let path = dir.join("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let truncation = TruncationParams { max_length: layout.max_tokens, ..Default::default() };
         tokenizer.with_truncation(Some(truncation)).map_err(|e| format!("{}: {e}", path.display()))?;
         tokenizer.with_padding(None);
-        let encoder = Encoder::load(&layout)?;
+        let encoder = Encoder::load(&layout, Kernel::detect(precision))?;
         Ok(Model { layout, tokenizer, encoder })
+    }
+
+    /// How the encoder's linear layers multiply.
+    pub fn kernel(&self) -> Kernel {
+        self.encoder.kernel()
     }
 
     /// What the directory says (dimension, pooling, window, prompts).
@@ -176,9 +182,10 @@ pub struct Local {
 }
 
 impl Local {
-    /// Loads the model directory `dir` as catalog model `id`; errors as [`Model::load`].
-    pub fn load(id: &str, dir: &Path) -> Result<Local, String> {
-        Ok(Local { id: id.to_string(), model: Arc::new(Model::load(dir)?) })
+    /// Loads the model directory `dir` as catalog model `id` in `precision`; errors as
+    /// [`Model::load`].
+    pub fn load(id: &str, dir: &Path, precision: Precision) -> Result<Local, String> {
+        Ok(Local { id: id.to_string(), model: Arc::new(Model::load(dir, precision)?) })
     }
 
     /// The loaded model.

@@ -36,16 +36,55 @@
 //!   rescored, 0.40 / 0.43 ms and **3.8 / 3.9 ms**, with the same 20 hits as every row scored
 //!   for 200 of 200 random questions (random vectors: many near ties).
 //!
-//! A question's embedding is bound by memory: each forward pass reads the 42 MB of the linear
-//! layers' weights (74 % of its time is in the matrix products' inner loops, `perf`), so it
-//! costs about as much for 3 tokens as for 20. A passage is bound by arithmetic: f32 MiniLM
-//! spends some 5 GFLOP on a 256-token chunk, so 50 chunks per second on one core (250 GFLOP/s)
-//! is beyond an f32 model of this size on a CPU core. What was tried besides: candle's 8-bit
-//! and 4-bit matrix products (`QMatMul`, Q8_0 / Q4_0) on MiniLM's shapes were faster only for
-//! questions of a few tokens (3 tokens: 7.0 ms against 16.3 in f32) and slower at 16 tokens
-//! (37.0 against 20.8 ms; 29.1 with AVX2 compiled in); f16 / bf16 weights were no faster and
-//! gave NaN; stacking the query, key and value products into one changed nothing measurable.
-//! A smaller model, or the cache of recent questions (there is one), are what is left.
+//! In `f32` a question's embedding is bound by memory: each forward pass reads the 42 MB of the
+//! linear layers' weights (74 % of its time is in the matrix products' inner loops, `perf`), so
+//! it costs about as much for 3 tokens as for 20. A passage is bound by arithmetic: MiniLM
+//! spends 3.0 G multiply-adds on a 256-token chunk (2.72 G in the linear layers, 0.30 G in
+//! attention), so 50 chunks per second on one core (250 GFLOP/s) is beyond `f32` on a CPU core.
+//!
+//! # 8-bit weights (`--embedding-precision auto`, the default)
+//! Where the CPU has AVX2 and FMA the linear layers run on 8-bit weights per output channel and
+//! 16-bit activations per row (`replicad_kernels::int8`, [`encoder::Kernel`]); elsewhere, and
+//! with `--embedding-precision f32`, everything is `f32` as before (vectors bit for bit).
+//! Measured on this project's 2-core AMD EPYC (AVX2, no AVX-512) while two other builds ran
+//! (load 10–12), pinned to one core, `f32` and `auto` alternated in one process
+//! (`embed_bench --ab MODEL`), 2026-11-28:
+//! - a 10-word question (13 tokens): CPU p50 **5.1 ms** against 10.4 ms in `f32` (2.0×);
+//! - passages: 11.1 chunks of 256 tokens per CPU second against 10.1 (1.1×): half of a
+//!   chunk's time is outside the linear layers (attention and softmax in `f32`, layer norms,
+//!   GELU, copies), and on AVX2 the 8-bit product does only ~1.5× the `f32` one (below);
+//! - RSS with the model loaded 72 MiB against 103 (the `f32` weights of the linear layers are
+//!   not kept), 91 against 121 MiB after the passages;
+//! - vectors (`embed_bench --cosines MODEL tests/answers/heldout tests/answers/heldout3`:
+//!   every 200-word window of the held-out corpora and every held-out question): cosine to the
+//!   `f32` vector min 0.9979, mean 0.9994 (passages), min 0.9990, mean 0.9996 (questions).
+//!
+//! One linear layer alone (`embed_bench --kernels`, 36 weight matrices in turn, thread CPU
+//! time, same load): 13 rows × 384 → 1536 take 193 µs in 8-bit, 551 µs in `f32` and 1,704 µs
+//! with candle's `QMatMul` Q8_0; 256 rows × 384 → 1536, 3.5 ms, 5.2 ms and 34 ms (43, 29 and
+//! 4.4 G multiply-adds per second). candle's 8-bit product is 4–10× slower than `f32` here: its
+//! x86 SIMD code is compiled only with `-C target-feature=+avx2` (not chosen at run time), so
+//! it was not used; no other crate offering an 8-bit GEMM was tried in the time (tract-linalg
+//! has one). The kernel's ceiling on AVX2 is 2 `vpmaddwd` per cycle, 32 multiply-adds per cycle
+//! (each needs a `vpaddd` too: ~25 in practice); at the 2.25–3 GHz this core runs at, a chunk's
+//! 2.72 G multiply-adds take at least 85 M cycles (28–35 ms) and its attention in `f32`
+//! (16 per cycle) 19 M more: about 24–29 chunks per CPU second at best, a question's
+//! 138 M multiply-adds 1.4–1.9 ms. AVX-512 VNNI (`vpdpbusd`, 64 byte products per
+//! instruction, no separate add) would be the next kernel, about twice this one's arithmetic
+//! per cycle; it is not written, no machine of this project having it to test and measure on.
+//!
+//! Retrieval (`cargo run --release --example retrieval -- sections --set heldout --embeddings
+//! MODEL --embedding-precision f32|auto`), `f32` → 8-bit: heldout, served recall@5 0.891 →
+//! 0.891, MRR 0.771 → 0.771 (vectors alone 0.899 → 0.907, 0.745 → 0.748); heldout3, served
+//! 0.894 → 0.887, 0.776 → 0.779 (vectors alone 0.830 → 0.844, 0.684 → 0.688: two questions
+//! more found by the vectors alone, the one move above 0.01).
+//!
+//! Vectors stored by an `f32` build need not be recomputed: with the questions in 8-bit and the
+//! stored passages in `f32` (`--cosines` prints it), 761 of the 765 top-5 passages of the
+//! heldout questions are those of `f32` throughout (752 when the passages are 8-bit too), 821
+//! of 835 of heldout3's (815); a question–passage cosine moves by at most 0.0073 and 0.0095
+//! mixed (0.0122 and 0.0164 both 8-bit): an old index with new questions is no further from
+//! `f32` than a new index.
 //!
 //! Search reads the 8-bit codes first (0.4 KiB per 384-dim vector, memory bandwidth bound;
 //! they are held beside the `f32` rows, which the rescoring and the reader's cosines read):
@@ -69,6 +108,17 @@ use crate::error::Result;
 
 /// A boxed future that can cross threads (the trait is used as `dyn Embedder`).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The arithmetic of the in-process encoders, as `serve --embedding-precision` asks for it.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Precision {
+    /// `f32` throughout, on every CPU: the vectors of the builds before 8-bit weights, bit for bit.
+    F32,
+    /// The fastest arithmetic this CPU has that keeps the vectors within the stated tolerance
+    /// ([`encoder::Kernel::detect`]): 8-bit weights with AVX2, else `f32`.
+    #[default]
+    Auto,
+}
 
 /// What a text is, for models that embed questions and passages differently (e5's `query: ` /
 /// `passage: ` prompts, bge's query instruction).

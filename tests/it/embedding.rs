@@ -9,11 +9,11 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use replicad::embed::encoder::{Batch, Encoder};
+use replicad::embed::encoder::{Batch, Encoder, Kernel};
 use replicad::embed::layout::Layout;
-use replicad::embed::local::Local;
+use replicad::embed::local::{Local, Model};
 use replicad::embed::upstream::{Upstream, MAX_INPUTS};
-use replicad::embed::{dot, Embedder};
+use replicad::embed::{dot, Embedder, Kind, Precision};
 use replicad::error::Code;
 use replicad::upstream::{Client, Policy};
 use serde_json::{json, Value};
@@ -245,7 +245,7 @@ fn reference_states(model: &candle_transformers::models::bert::BertModel, batch:
 #[test]
 fn the_encoder_computes_what_the_reference_bert_computes() {
     let dir = real_model_dir();
-    let encoder = Encoder::load(&Layout::read(&dir).unwrap()).unwrap();
+    let encoder = Encoder::load(&Layout::read(&dir).unwrap(), Kernel::F32).unwrap();
     let reference_model = reference_model(&dir);
     // one question (few rows: the transposed product) and a padded batch of three (many rows)
     let question: Vec<u32> = vec![101, 2129, 2079, 1045, 3972, 1037, 3145, 2013, 1037, 9206, 1029, 102];
@@ -272,7 +272,7 @@ fn the_encoder_computes_what_the_reference_bert_computes() {
 
 #[tokio::test]
 async fn the_real_model_puts_a_paraphrase_closer_than_an_unrelated_sentence() {
-    let model = Local::load("all-minilm-l6-v2", &real_model_dir()).unwrap();
+    let model = Local::load("all-minilm-l6-v2", &real_model_dir(), Precision::Auto).unwrap();
     assert_eq!(model.dimension(), 384);
     let q = model.embed_queries(vec!["How do I delete a key from a dictionary?".into()]).await.unwrap();
     let passages = vec![
@@ -292,4 +292,78 @@ async fn the_real_model_puts_a_paraphrase_closer_than_an_unrelated_sentence() {
 
 fn p_text() -> String {
     "Use del d[key] to remove an entry from a dict.".to_string()
+}
+
+/// Cosine of two vectors of one length.
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    dot(a, b) / (dot(a, a).sqrt() * dot(b, b).sqrt())
+}
+
+#[test]
+fn eight_bit_weights_keep_the_hidden_states_and_vectors_of_f32() {
+    let dir = real_model_dir();
+    let layout = Layout::read(&dir).unwrap();
+    if Kernel::detect(Precision::Auto) == Kernel::F32 {
+        // no AVX2 here: auto is f32 (the fallback), nothing to compare
+        assert_eq!(Model::load(&dir, Precision::Auto).unwrap().kernel(), Kernel::F32);
+        return;
+    }
+    let (f32s, int8) =
+        (Encoder::load(&layout, Kernel::F32).unwrap(), Encoder::load(&layout, Kernel::Int8Avx2).unwrap());
+    assert_eq!(int8.kernel(), Kernel::Int8Avx2);
+    let question: Vec<u32> = vec![101, 2129, 2079, 1045, 3972, 1037, 3145, 2013, 1037, 9206, 1029, 102];
+    let long: Vec<u32> = (0..40).map(|i| 1000 + 37 * i).collect();
+    let batches = [
+        Batch { rows: 1, len: question.len(), mask: vec![1; question.len()], ids: question.clone() },
+        Batch {
+            rows: 2,
+            len: long.len(),
+            ids: [&long[..], &question[..], &[0; 28][..]].concat(),
+            mask: [vec![1; 40], vec![1; 12], vec![0; 28]].concat(),
+        },
+    ];
+    for batch in &batches {
+        let (want, got) = (f32s.forward(batch).unwrap(), int8.forward(batch).unwrap());
+        for (t, (w, g)) in want.chunks(384).zip(got.chunks(384)).enumerate() {
+            if batch.mask[t] == 1 {
+                let c = cosine(w, g);
+                assert!(c > 0.99, "rows {}: token {t}: hidden state cosine {c}", batch.rows);
+            }
+        }
+    }
+    // pooled, normalised vectors: a question alone and a padded batch of passages
+    let (exact, quantized) = (Model::load(&dir, Precision::F32).unwrap(), Model::load(&dir, Precision::Auto).unwrap());
+    assert_eq!((exact.kernel(), quantized.kernel()), (Kernel::F32, Kernel::Int8Avx2));
+    let texts = [
+        vec!["How do I delete a key from a dictionary?".to_string()],
+        vec![p_text(), "a much longer text about exceptions, modules and classes ".repeat(12), "Hi".into()],
+    ];
+    for (kind, texts) in [Kind::Query, Kind::Passage].into_iter().zip(&texts) {
+        let (want, got) = (exact.embed_blocking(kind, texts).unwrap(), quantized.embed_blocking(kind, texts).unwrap());
+        for ((w, g), text) in want.iter().zip(&got).zip(texts) {
+            let c = cosine(w, g);
+            assert!(c >= 0.995, "{text:?}: cosine {c} to the f32 vector");
+        }
+    }
+}
+
+/// xxh3 of the bits of [`forcing_f32_gives_the_vectors_of_earlier_builds_bit_for_bit`]'s two
+/// vectors in `f32` (`embed_bench --fingerprint MODEL --embedding-precision f32`), on a CPU with
+/// AVX2 and FMA but not AVX-512 (the `gemm` crate's kernels, and so the last bits, depend on the
+/// CPU). Recorded when 8-bit weights came, whose `f32` path (`Dense::F32`) kept the arithmetic
+/// of the builds before unchanged; any later change to it shows here.
+const F32_VECTORS: u64 = 0x2a17_6fa4_81c3_5f4b;
+
+#[test]
+fn forcing_f32_gives_the_vectors_of_earlier_builds_bit_for_bit() {
+    let dir = real_model_dir();
+    let model = Model::load(&dir, Precision::F32).unwrap();
+    assert_eq!(model.kernel(), Kernel::F32);
+    let texts = vec!["How do I delete a key from a dictionary?".to_string(), p_text()];
+    let vectors = model.embed_blocking(Kind::Passage, &texts).unwrap();
+    let bytes: Vec<u8> = vectors.iter().flatten().flat_map(|v| v.to_bits().to_le_bytes()).collect();
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && !is_x86_feature_detected!("avx512f") {
+        assert_eq!(xxhash_rust::xxh3::xxh3_64(&bytes), F32_VECTORS);
+    }
 }

@@ -1,0 +1,402 @@
+//! Linear layers on 8-bit integer weights: `y = x · Wᵀ + b` with `W` quantized per output
+//! channel (symmetric, `i8` in −127..=127, one `f32` scale per output) and each row of `x`
+//! quantized on the fly (symmetric, one `f32` scale per row), the products summed exactly in
+//! `i32` and scaled back to `f32` with the bias added.
+//!
+//! # The kernel (x86-64 with AVX2; the only `unsafe` arithmetic of the encoder)
+//! AVX2 has no 8-bit dot product that is exact on signed operands (`vpmaddubsw` multiplies
+//! unsigned by signed bytes and saturates its 16-bit pair sums), so this kernel takes the
+//! 16-bit route: weights are stored as bytes (a quarter of the `f32` weights' memory) and
+//! sign-extended to 16 bits as they are loaded (`vpmovsxbw`), activations are quantized to 16-bit
+//! integers, and `vpmaddwd` multiplies 16 pairs and sums them two by two into 8 `i32` lanes.
+//! That does as many multiply-adds per instruction as `vpmaddubsw` + `vpmaddwd` would, without
+//! their saturation, and lets the activations keep up to 15 bits instead of 7 or 8: each row is
+//! scaled to `±QMAX(k)`, the largest value for which `k` products of it with ±127 cannot
+//! overflow an `i32` (32,767 for 384 inputs, 11,008 for 1,536). The error of a product is then
+//! that of the 8-bit weights alone.
+//!
+//! Weights are packed once at load into panels of [`NR`] outputs: for each pair of inputs
+//! `(2i, 2i+1)`, the 24 outputs' two weights side by side (48 bytes), so that the inner loop reads
+//! one panel front to back. A tile of up to [`MR`] rows × [`NR`] outputs is kept in 12 `ymm`
+//! accumulators; each step broadcasts a row's two activations (`vpbroadcastd`) and multiplies
+//! them with three vectors of 8 outputs' weights. Rows are taken [`ROW_BLOCK`] at a time so that
+//! their activations stay in the core's L2 cache while every panel passes over them; a question's
+//! few rows are one block, and each weight is read from memory once per product.
+//!
+//! AVX-512 VNNI (`vpdpbusd`: 64 byte products summed into 16 `i32` per instruction, no
+//! intermediate saturation) would be the next kernel, about twice this one's arithmetic per
+//! instruction; it is not written because no machine this project runs on today has it to test
+//! and measure it on. Without AVX2 (older x86, aarch64) [`Linear::forward`] computes the same
+//! integers in plain Rust ([`Linear::forward_reference`]), but the encoder does not choose this
+//! module there (`replicad::embed::encoder::Kernel::detect`): it stays on `f32`.
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+/// Outputs per weight panel: three AVX2 vectors of 8 `i32` lanes.
+pub const NR: usize = 24;
+/// Rows per tile: 4 rows × 3 vectors = 12 accumulators, plus 3 weight vectors and a broadcast,
+/// fill 16 of the 16 `ymm` registers.
+pub const MR: usize = 4;
+/// Rows whose quantized activations are multiplied by every panel before the next rows come:
+/// 64 rows × 1,536 inputs × 2 bytes = 192 KiB, within a core's L2 cache.
+pub const ROW_BLOCK: usize = 64;
+
+/// A linear layer with `outputs × inputs` 8-bit weights, packed for the kernel.
+pub struct Linear {
+    inputs: usize,
+    outputs: usize,
+    /// Input pairs: `inputs` rounded up to even, halved.
+    pairs: usize,
+    /// `panels × pairs × NR × 2` bytes (see the module documentation), zero beyond `outputs`.
+    packed: Vec<i8>,
+    /// The weights' scale per output, `panels × NR` (0 beyond `outputs`).
+    scales: Vec<f32>,
+    /// The bias per output, `panels × NR` (0 beyond `outputs`).
+    bias: Vec<f32>,
+}
+
+/// Rows of activations quantized to 16-bit integers: `rows × 2·pairs` values (the odd input
+/// padded with 0) and one scale per row (`x ≈ q · scale`).
+struct Rows {
+    values: Vec<i16>,
+    scales: Vec<f32>,
+}
+
+/// The largest magnitude of a quantized activation for `k` inputs (padded to even): `k`
+/// products with ±127 stay within `i32`, and `vpmaddwd`'s pair sums too.
+fn qmax(k: usize) -> f32 {
+    let limit = i32::MAX as usize / (k.max(1) * 127);
+    limit.min(i16::MAX as usize) as f32
+}
+
+impl Linear {
+    /// Quantizes `weight` (`outputs × inputs` `f32`, row-major, as `nn.Linear` stores it) per
+    /// output row and packs it; `bias` has `outputs` values. Panics if the lengths disagree.
+    pub fn quantize(weight: &[f32], bias: &[f32], outputs: usize, inputs: usize) -> Linear {
+        assert_eq!(weight.len(), outputs * inputs, "weight is not {outputs} × {inputs}");
+        assert_eq!(bias.len(), outputs, "bias is not {outputs} long");
+        let pairs = inputs.div_ceil(2);
+        let panels = outputs.div_ceil(NR);
+        let mut packed = vec![0i8; panels * pairs * NR * 2];
+        let mut scales = vec![0f32; panels * NR];
+        let mut padded_bias = vec![0f32; panels * NR];
+        for (o, row) in weight.chunks_exact(inputs).enumerate() {
+            let amax = row.iter().fold(0f32, |m, w| m.max(w.abs()));
+            let scale = if amax > 0.0 && amax.is_finite() { amax / 127.0 } else { 0.0 };
+            let inv = if scale > 0.0 { 1.0 / scale } else { 0.0 };
+            let (panel, lane) = (o / NR, o % NR);
+            for (i, w) in row.iter().enumerate() {
+                let at = ((panel * pairs + i / 2) * NR + lane) * 2 + i % 2;
+                packed[at] = (w * inv).round().clamp(-127.0, 127.0) as i8;
+            }
+            scales[o] = scale;
+            padded_bias[o] = bias[o];
+        }
+        Linear { inputs, outputs, pairs, packed, scales, bias: padded_bias }
+    }
+
+    /// Inputs per row.
+    pub fn inputs(&self) -> usize {
+        self.inputs
+    }
+
+    /// Outputs per row.
+    pub fn outputs(&self) -> usize {
+        self.outputs
+    }
+
+    /// Bytes held (packed weights, scales and bias).
+    pub fn bytes(&self) -> usize {
+        self.packed.len() + 4 * (self.scales.len() + self.bias.len())
+    }
+
+    /// `x · Wᵀ + b` for `x` of `rows × inputs` (row-major): `rows × outputs` values. Runs the
+    /// AVX2 kernel where the CPU has AVX2 and FMA, else [`Linear::forward_reference`].
+    /// Panics if `x` is not `rows × inputs`.
+    pub fn forward(&self, x: &[f32], rows: usize) -> Vec<f32> {
+        assert_eq!(x.len(), rows * self.inputs, "x is not {rows} × {}", self.inputs);
+        let q = self.quantize_rows(x, rows);
+        let mut out = vec![0f32; rows * self.outputs];
+        #[cfg(target_arch = "x86_64")]
+        if avx2_available() {
+            // SAFETY: AVX2 and FMA are present (checked just above); `q` holds `rows × 2·pairs`
+            // values and `out` `rows × outputs`, the lengths `gemm_avx2` reads and writes.
+            unsafe { self.gemm_avx2(&q, rows, &mut out) };
+            return out;
+        }
+        self.gemm_reference(&q, rows, &mut out);
+        out
+    }
+
+    /// What [`Linear::forward`] computes, in plain Rust: the same quantized activations, the same
+    /// `i32` sums (bit for bit), the same scaling (up to the rounding of a fused multiply-add).
+    pub fn forward_reference(&self, x: &[f32], rows: usize) -> Vec<f32> {
+        assert_eq!(x.len(), rows * self.inputs, "x is not {rows} × {}", self.inputs);
+        let q = self.quantize_rows(x, rows);
+        let mut out = vec![0f32; rows * self.outputs];
+        self.gemm_reference(&q, rows, &mut out);
+        out
+    }
+
+    /// Each row of `x` scaled to `±qmax` and rounded (ties to even) to 16-bit integers, the odd
+    /// input padded; with AVX2 when the CPU has it.
+    fn quantize_rows(&self, x: &[f32], rows: usize) -> Rows {
+        let width = 2 * self.pairs;
+        let top = qmax(width);
+        let mut values = vec![0i16; rows * width];
+        let mut scales = vec![0f32; rows];
+        let simd = avx2_available();
+        for ((row, out), scale) in
+            x.chunks_exact(self.inputs.max(1)).zip(values.chunks_exact_mut(width)).zip(&mut scales)
+        {
+            *scale = match simd {
+                // SAFETY: AVX2 and FMA are present; `out` is at least as long as `row`.
+                #[cfg(target_arch = "x86_64")]
+                true => unsafe { quantize_row_avx2(row, out, top) },
+                _ => quantize_row(row, out, top),
+            };
+        }
+        Rows { values, scales }
+    }
+
+    /// The integer products and their scaling, one output at a time.
+    fn gemm_reference(&self, q: &Rows, rows: usize, out: &mut [f32]) {
+        let width = 2 * self.pairs;
+        for r in 0..rows {
+            let a = &q.values[r * width..(r + 1) * width];
+            for o in 0..self.outputs {
+                let (panel, lane) = (o / NR, o % NR);
+                let mut sum = 0i32;
+                for (i, &x) in a.iter().enumerate() {
+                    let w = self.packed[((panel * self.pairs + i / 2) * NR + lane) * 2 + i % 2];
+                    sum += i32::from(x) * i32::from(w);
+                }
+                out[r * self.outputs + o] = (sum as f32).mul_add(q.scales[r] * self.scales[o], self.bias[o]);
+            }
+        }
+    }
+
+    /// The AVX2 kernel over every row block, panel and tile.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA; `q` must hold `rows × 2·pairs` values and `rows` scales,
+    /// `out` `rows × outputs` values.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn gemm_avx2(&self, q: &Rows, rows: usize, out: &mut [f32]) {
+        debug_assert!(q.values.len() >= rows * 2 * self.pairs && out.len() >= rows * self.outputs);
+        let width = 2 * self.pairs;
+        let panels = self.outputs.div_ceil(NR);
+        for block in (0..rows).step_by(ROW_BLOCK) {
+            let end = (block + ROW_BLOCK).min(rows);
+            for panel in 0..panels {
+                let cols = NR.min(self.outputs - panel * NR);
+                let tile = Tile {
+                    weights: self.packed.as_ptr().add(panel * self.pairs * NR * 2),
+                    scales: self.scales.as_ptr().add(panel * NR),
+                    bias: self.bias.as_ptr().add(panel * NR),
+                    pairs: self.pairs,
+                    width,
+                    cols,
+                    out_stride: self.outputs,
+                };
+                let mut r = block;
+                while r + MR <= end {
+                    tile.run::<MR>(q, r, out.as_mut_ptr().add(r * self.outputs + panel * NR));
+                    r += MR;
+                }
+                let at = out.as_mut_ptr().add(r * self.outputs + panel * NR);
+                match end - r {
+                    3 => tile.run::<3>(q, r, at),
+                    2 => tile.run::<2>(q, r, at),
+                    1 => tile.run::<1>(q, r, at),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// `row` scaled to `±top` and rounded (ties to even) into `out`; returns the scale (`x ≈ q ·
+/// scale`), 0 for a row of zeros or with a non-finite value (its `out` stays 0).
+fn quantize_row(row: &[f32], out: &mut [i16], top: f32) -> f32 {
+    let amax = row.iter().fold(0f32, |m, v| m.max(v.abs()));
+    if !(amax > 0.0 && amax.is_finite()) || row.iter().any(|v| !v.is_finite()) {
+        return 0.0;
+    }
+    let inv = top / amax;
+    for (q, v) in out.iter_mut().zip(row) {
+        *q = (v * inv).round_ties_even() as i16;
+    }
+    amax / top
+}
+
+/// [`quantize_row`] with AVX2 (`vcvtps2dq` rounds ties to even, as the scalar code).
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA; `out` must be at least as long as `row`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn quantize_row_avx2(row: &[f32], out: &mut [i16], top: f32) -> f32 {
+    debug_assert!(out.len() >= row.len());
+    let whole = row.len() / 8 * 8;
+    let (src, dst) = (row.as_ptr(), out.as_mut_ptr());
+    // the largest magnitude, and `x - x` OR-ed over the row: 0 unless some value is NaN or ±inf
+    let (mut max, mut odd) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+    for i in (0..whole).step_by(8) {
+        let x = _mm256_loadu_ps(src.add(i));
+        max = _mm256_max_ps(max, _mm256_andnot_ps(_mm256_set1_ps(-0.0), x));
+        odd = _mm256_or_ps(odd, _mm256_sub_ps(x, x));
+    }
+    let (mut lanes, mut odd_lanes) = ([0f32; 8], [0f32; 8]);
+    _mm256_storeu_ps(lanes.as_mut_ptr(), max);
+    _mm256_storeu_ps(odd_lanes.as_mut_ptr(), odd);
+    let amax = lanes.iter().chain(&row[whole..]).fold(0f32, |m, v| m.max(v.abs()));
+    let finite = odd_lanes.iter().all(|v| v.to_bits() == 0) && row[whole..].iter().all(|v| v.is_finite());
+    if !(amax > 0.0 && amax.is_finite() && finite) {
+        return 0.0;
+    }
+    let inv = top / amax;
+    for i in (0..whole).step_by(8) {
+        let q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(src.add(i)), _mm256_set1_ps(inv)));
+        let packed = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256::<1>(q));
+        _mm_storeu_si128(dst.add(i) as *mut __m128i, packed);
+    }
+    for (q, v) in out[whole..row.len()].iter_mut().zip(&row[whole..]) {
+        *q = (v * inv).round_ties_even() as i16;
+    }
+    amax / top
+}
+
+/// Whether the AVX2 kernel can run here (checked once by the standard library, then cached).
+#[cfg(target_arch = "x86_64")]
+pub fn avx2_available() -> bool {
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+}
+
+/// Whether the AVX2 kernel can run here: never off x86-64.
+#[cfg(not(target_arch = "x86_64"))]
+pub fn avx2_available() -> bool {
+    false
+}
+
+/// One panel of [`NR`] outputs, as the tile kernel reads it.
+#[cfg(target_arch = "x86_64")]
+struct Tile {
+    weights: *const i8,
+    scales: *const f32,
+    bias: *const f32,
+    pairs: usize,
+    /// Quantized values per row (2 · pairs).
+    width: usize,
+    /// Outputs of the panel that exist (the last panel may have fewer than [`NR`]).
+    cols: usize,
+    out_stride: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Tile {
+    /// `R` rows from `row` of `q` times the panel, scaled, biased and written at `out` (the
+    /// tile's first output; rows `out_stride` apart).
+    ///
+    /// # Safety
+    /// AVX2 and FMA; rows `row..row + R` exist in `q`; the panel holds `pairs × NR × 2` bytes
+    /// and `NR` scales and biases; `out` has `R` rows of `cols` writable values.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn run<const R: usize>(&self, q: &Rows, row: usize, out: *mut f32) {
+        let mut acc = [[_mm256_setzero_si256(); 3]; R];
+        let a = q.values.as_ptr().add(row * self.width);
+        let mut w = self.weights;
+        for pair in 0..self.pairs {
+            let w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(w as *const __m128i));
+            let w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(w.add(16) as *const __m128i));
+            let w2 = _mm256_cvtepi8_epi16(_mm_loadu_si128(w.add(32) as *const __m128i));
+            w = w.add(NR * 2);
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let x = _mm256_set1_epi32((a.add(r * self.width + 2 * pair) as *const i32).read_unaligned());
+                acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(x, w0));
+                acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(x, w1));
+                acc[2] = _mm256_add_epi32(acc[2], _mm256_madd_epi16(x, w2));
+            }
+        }
+        for (r, acc) in acc.iter().enumerate() {
+            let row_scale = _mm256_set1_ps(q.scales[row + r]);
+            let mut y = [0f32; NR];
+            for (v, sum) in acc.iter().enumerate() {
+                let scale = _mm256_mul_ps(row_scale, _mm256_loadu_ps(self.scales.add(8 * v)));
+                let value = _mm256_fmadd_ps(_mm256_cvtepi32_ps(*sum), scale, _mm256_loadu_ps(self.bias.add(8 * v)));
+                _mm256_storeu_ps(y.as_mut_ptr().add(8 * v), value);
+            }
+            std::ptr::copy_nonoverlapping(y.as_ptr(), out.add(r * self.out_stride), self.cols);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic values in [-1, 1) (xorshift).
+    fn random(n: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+            })
+            .collect()
+    }
+
+    /// `x · Wᵀ + b` in `f64`.
+    fn exact(x: &[f32], w: &[f32], b: &[f32], rows: usize, outputs: usize, inputs: usize) -> Vec<f32> {
+        let mut y = vec![0f32; rows * outputs];
+        for r in 0..rows {
+            for o in 0..outputs {
+                let s: f64 = (0..inputs).map(|i| f64::from(x[r * inputs + i]) * f64::from(w[o * inputs + i])).sum();
+                y[r * outputs + o] = (s + f64::from(b[o])) as f32;
+            }
+        }
+        y
+    }
+
+    #[test]
+    fn the_kernel_matches_the_f32_product_and_the_integer_reference_on_edge_shapes() {
+        // rows around the tile (4) and the row block (64); inputs odd and not a multiple of 16;
+        // outputs not a multiple of the panel (24)
+        let shapes = [(1, 384, 384), (3, 37, 50), (31, 16, 24), (32, 385, 25), (33, 1536, 384), (255, 61, 47)];
+        for (i, &(rows, inputs, outputs)) in shapes.iter().chain(&[(256, 384, 1536)]).enumerate() {
+            let w = random(outputs * inputs, 1 + i as u64);
+            let b = random(outputs, 100 + i as u64);
+            let x = random(rows * inputs, 200 + i as u64);
+            let layer = Linear::quantize(&w, &b, outputs, inputs);
+            let (fast, reference) = (layer.forward(&x, rows), layer.forward_reference(&x, rows));
+            let want = exact(&x, &w, &b, rows, outputs, inputs);
+            // the error of 8-bit weights: ~ |x|·|w|·√inputs / 127 / √3 per output
+            let bound = 0.01 * (inputs as f32).sqrt();
+            for (j, ((f, r), e)) in fast.iter().zip(&reference).zip(&want).enumerate() {
+                assert!((f - r).abs() <= 1e-5 * r.abs().max(1.0), "{rows}×{inputs}×{outputs} [{j}]: {f} vs {r}");
+                assert!((f - e).abs() < bound, "{rows}×{inputs}×{outputs} [{j}]: {f} vs exact {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_zero_row_gives_the_bias_and_sums_cannot_overflow() {
+        let (inputs, outputs) = (1536, 30);
+        let w = vec![1.0; outputs * inputs];
+        let b: Vec<f32> = (0..outputs).map(|o| o as f32).collect();
+        let layer = Linear::quantize(&w, &b, outputs, inputs);
+        let mut x = vec![0.0; 2 * inputs];
+        x[inputs..].iter_mut().for_each(|v| *v = -3.0); // every product at the extreme
+        let y = layer.forward(&x, 2);
+        assert_eq!(&y[..outputs], &b[..]);
+        for (o, v) in y[outputs..].iter().enumerate() {
+            let want = -3.0 * inputs as f32 + o as f32;
+            assert!((v - want).abs() < 1e-3 * want.abs(), "{v} vs {want}");
+        }
+    }
+}
