@@ -184,15 +184,7 @@ fn kernels() {
     use candle_core::{Device, Module, Tensor};
     use replicad_kernels::int8::Linear;
     let random = |n: usize, seed: u64| -> Vec<f32> {
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                ((s >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * 0.1
-            })
-            .collect()
+        replicad_kernels::pseudo_random(n, seed).into_iter().map(|v| v * 0.1).collect()
     };
     for (inputs, outputs) in [(384, 384), (384, 1536), (1536, 384)] {
         let layers = 36 * 384 * 384 / (inputs * outputs);

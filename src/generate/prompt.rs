@@ -183,15 +183,7 @@ mod tests {
     }
 
     fn src(name: &str, content: &str) -> SourceRef {
-        SourceRef {
-            id: 1,
-            score: 1.0,
-            created_at: 0,
-            name: name.into(),
-            content: content.into(),
-            url: None,
-            page: None,
-        }
+        SourceRef::sample(name, content)
     }
 
     fn tutor() -> Persona {

@@ -204,7 +204,8 @@ async fn retrieve_from(
         .read(move |txn| {
             // the snapshot's tables, opened once for the reads until the next commit
             let (entries, chunks) = (txn.table(tables::KBID_ENTRY)?, txn.table(tables::KBCHUNK_CHUNK)?);
-            let sources = txn.table(tables::KBID_SOURCE)?;
+            // `kbid_source`, opened at the first chunk of a web page (most retrievals have none)
+            let mut sources = None;
             let vectors = match question {
                 Some(_) => Some(txn.table(tables::KBCHUNK_VECTOR)?),
                 None => None,
@@ -224,7 +225,15 @@ async fn retrieve_from(
                     (Some(table), Some(q)) => sentence_cosines(&**table, (h.entry, h.chunk), &c, q)?,
                     _ => Vec::new(),
                 };
-                let url = live.url(&sources, h.entry)?;
+                let url = match live.is_website(h.entry) {
+                    true => {
+                        if sources.is_none() {
+                            sources = Some(txn.table(tables::KBID_SOURCE)?);
+                        }
+                        sources.as_ref().map(|t| page_url(t, h.entry)).transpose()?.flatten()
+                    }
+                    false => None,
+                };
                 let (name, content, page) = (c.title, c.text, c.page);
                 let source = SourceRef { id: h.entry, score: h.score, created_at, name, content, url, page };
                 out.push(Retrieved { source, ranks: h.ranks, sentences });
@@ -279,16 +288,17 @@ impl Live {
         Ok(known)
     }
 
-    /// The page a `website` entry `id` (already read) was fetched from: where its redirects
-    /// ended, else its `url`; `None` for other entries.
-    fn url(&self, sources: &ReadOnlyTable<u64, &[u8]>, id: u64) -> Result<Option<String>> {
-        let website = self.read.iter().any(|(e, known)| *e == id && matches!(known, Some((_, true))));
-        if !website {
-            return Ok(None);
-        }
-        let source = store::get::<u64, KbSource, _>(sources, id)?.unwrap_or_default();
-        Ok(source.website.map(|w| w.final_url).or(source.url))
+    /// Whether entry `id` (already read) is a live `website` entry of the replica.
+    fn is_website(&self, id: u64) -> bool {
+        self.read.iter().any(|(e, known)| *e == id && matches!(known, Some((_, true))))
     }
+}
+
+/// The page `website` entry `id` was fetched from (`sources`: `kbid_source`): where its
+/// redirects ended, else its `url`.
+fn page_url(sources: &ReadOnlyTable<u64, &[u8]>, id: u64) -> Result<Option<String>> {
+    let source = store::get::<u64, KbSource, _>(sources, id)?.unwrap_or_default();
+    Ok(source.website.map(|w| w.final_url).or(source.url))
 }
 
 /// The passages kept by one retrieval (each `SourceRef` of its `out`, in order), to find a
@@ -608,15 +618,7 @@ mod tests {
     use super::*;
 
     fn kept(content: &str) -> Retrieved {
-        let source = SourceRef {
-            id: 1,
-            score: 1.0,
-            created_at: 0,
-            name: String::new(),
-            content: content.into(),
-            url: None,
-            page: None,
-        };
+        let source = SourceRef::sample("", content);
         Retrieved { source, ranks: Ranks::default(), sentences: Vec::new() }
     }
 

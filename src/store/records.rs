@@ -343,6 +343,23 @@ pub struct SourceRef {
     pub page: Option<u32>,
 }
 
+#[cfg(test)]
+impl SourceRef {
+    /// A source of section `name` quoting `content` (entry 1, score 1, no url or page), for the
+    /// unit tests of the modules that read sources.
+    pub fn sample(name: &str, content: &str) -> SourceRef {
+        SourceRef {
+            id: 1,
+            score: 1.0,
+            created_at: 0,
+            name: name.into(),
+            content: content.into(),
+            url: None,
+            page: None,
+        }
+    }
+}
+
 /// [`SourceRef`] as Message versions 1 to 3 wrote it (before `url` and `page`).
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct SourceRefV1 {

@@ -337,19 +337,7 @@ impl Tile {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Deterministic values in [-1, 1) (xorshift).
-    fn random(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-            })
-            .collect()
-    }
+    use crate::pseudo_random as random;
 
     /// `x · Wᵀ + b` in `f64`.
     fn exact(x: &[f32], w: &[f32], b: &[f32], rows: usize, outputs: usize, inputs: usize) -> Vec<f32> {

@@ -5,3 +5,17 @@
 //! in [`int8`].
 
 pub mod int8;
+
+/// `n` deterministic values in `[-1, 1)` from `seed` (xorshift): the matrices the kernels' tests
+/// and `examples/embed_bench.rs` multiply.
+pub fn pseudo_random(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}

@@ -97,15 +97,7 @@ mod tests {
     use super::*;
 
     fn src(content: &str) -> SourceRef {
-        SourceRef {
-            id: 1,
-            score: 1.0,
-            created_at: 0,
-            name: "Doc › Part".into(),
-            content: content.into(),
-            url: None,
-            page: None,
-        }
+        SourceRef::sample("Doc › Part", content)
     }
 
     #[test]
