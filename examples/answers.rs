@@ -58,7 +58,7 @@ use std::time::Instant;
 
 use labelled::{Kb, Question};
 use replicad::generate::embedded::{lead_in, reply_with, Confidence, Verdict, Weights};
-use replicad::generate::{Closeness, Persona};
+use replicad::generate::{Closeness, Evidence, Persona};
 use replicad::service::chat;
 use replicad::store::records::SourceRef;
 use serde::{Deserialize, Serialize};
@@ -98,13 +98,16 @@ struct Outcome {
     millis: f64,
 }
 
-/// What a question retrieved: its sources, best first, and how close the question is to each
-/// by meaning (the cosine to its chunk and to each sentence; empty with BM25 alone).
+/// What a question retrieved: its sources, best first, how close the question is to each
+/// by meaning (the cosine to its chunk and to each sentence; empty with BM25 alone), and its
+/// terms the knowledge base never uses.
 #[derive(Clone, Default, Serialize, Deserialize)]
 struct Kept {
     sources: Vec<SourceRef>,
     #[serde(default)]
     closeness: Vec<(Option<f32>, Vec<f32>)>,
+    #[serde(default)]
+    unknown: Vec<String>,
 }
 
 impl Kept {
@@ -120,10 +123,10 @@ impl Kept {
 async fn retrieve(kb: &Kb, q: &Question) -> Kept {
     let top = chat::EMBEDDED_TOP_K;
     let asked = replicad::text::question::asked(&q.question);
-    let found =
+    let chat::Retrieval { found, unknown } =
         chat::retrieve(&kb.store, &kb.search, kb.replica, None, asked, top, chat::FUSION).await.expect("retrieve");
     let closeness = found.iter().map(|r| (r.ranks.cosine, r.sentences.clone())).collect();
-    Kept { closeness, sources: found.into_iter().map(|r| r.source).collect() }
+    Kept { closeness, sources: found.into_iter().map(|r| r.source).collect(), unknown }
 }
 
 /// The text an answer to `question` quotes: without its lead-in (when `uncertain`) and its
@@ -139,7 +142,9 @@ fn judge(q: &Question, kept: &Kept, w: &Weights) -> (Outcome, String, Option<Con
     let persona = Persona { name: "Tutor".into(), greeting: "Hello!".into(), ..Persona::default() };
     let started = Instant::now();
     let sources = &kept.sources;
-    let (answer, explanation) = reply_with(&persona, &q.question, sources, &kept.closeness(), w);
+    let closeness = kept.closeness();
+    let evidence = Evidence { closeness: &closeness, unknown: &kept.unknown };
+    let (answer, explanation) = reply_with(&persona, &q.question, sources, &evidence, w);
     let millis = started.elapsed().as_secs_f64() * 1e3;
     let answered = !answer.used.is_empty();
     let uncertain = explanation.verdict == Verdict::Uncertain;
@@ -306,6 +311,7 @@ async fn main() {
                 "id": q.id, "corpus": q.corpus, "kind": q.kind, "phrasing": q.phrasing,
                 "answerable": q.answerable(), "confidence": confidence.map(|c| c.value), "answered": o.answered,
                 "chunkCosine": confidence.and_then(|c| c.chunk), "sentenceCosine": confidence.and_then(|c| c.sentence),
+                "unknown": kept[&q.id].unknown,
                 "coverage": confidence.map(|c| c.coverage),
                 "source": o.expected_source, "keys": o.keys, "chunk": o.chunk_keys, "top5": o.in_top5, "contiguous": o.contiguous,
             });

@@ -214,7 +214,9 @@ struct TestView<'a> {
 
 /// Why the embedded reader answered as it did (the retrieval check's `reader`): its decision
 /// (`answered`, `uncertain`: led in as the closest passage, `refused`: "I don't know"), the
-/// confidence it decided on, and the candidate passages with their signals, best score first.
+/// confidence it decided on, the question's terms no document of the knowledge base holds (a
+/// question with one is at best `uncertain`), and the candidate passages with their signals,
+/// best score first.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ReaderView<'a> {
@@ -222,6 +224,7 @@ struct ReaderView<'a> {
     answered: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     confidence: Option<ConfidenceView>,
+    unknown_terms: &'a [String],
     candidates: Vec<CandidateView<'a>>,
 }
 
@@ -275,6 +278,7 @@ fn reader_view(e: &Explanation) -> ReaderView<'_> {
         verdict: e.verdict.name(),
         answered: e.verdict != crate::generate::embedded::Verdict::Refused,
         confidence,
+        unknown_terms: &e.unknown,
         candidates,
     }
 }

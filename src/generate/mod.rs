@@ -79,6 +79,15 @@ pub struct Closeness {
     pub sentences: Vec<f32>,
 }
 
+/// What retrieval tells the embedded reader beyond the sources: how close the question is to
+/// each by meaning (`closeness`, in order; empty without an embedding model), and the
+/// question's terms no document of the knowledge base holds (`unknown`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Evidence<'a> {
+    pub closeness: &'a [Closeness],
+    pub unknown: &'a [String],
+}
+
 /// Everything a backend may use to answer.
 #[derive(Debug, Clone)]
 pub struct Generation {
@@ -90,12 +99,22 @@ pub struct Generation {
     /// How close the question is to each source by meaning, in order (empty without an
     /// embedding model).
     pub closeness: Vec<Closeness>,
+    /// The question's terms that no document of the knowledge base holds
+    /// (`service::chat::Retrieval::unknown`).
+    pub unknown: Vec<String>,
     /// Earlier turns of the conversation, oldest first (already bounded by the token budget).
     pub history: Vec<Turn>,
     /// An image attached to the question (`imageURL`), sent only to vision routes.
     pub image_url: Option<String>,
     /// Upper bound of reply tokens asked of an upstream (`max_tokens`), if any.
     pub max_tokens: Option<u32>,
+}
+
+impl Generation {
+    /// What retrieval found beyond the sources, for the embedded reader.
+    pub fn evidence(&self) -> Evidence<'_> {
+        Evidence { closeness: &self.closeness, unknown: &self.unknown }
+    }
 }
 
 /// The pieces of one reply, pulled one at a time. Dropping it cancels the generation (for an

@@ -62,6 +62,33 @@ const ENGLISH_STOP_WORDS: &[&str] = &[
     "she", "him", "her", "them", "some", "any", "tell", "please", "explain", "s", "t",
 ];
 
+/// The function words of questions ("comment …", "wie …") in the languages whose stop words
+/// (tantivy's lists) leave them, beside English, whose stop words hold them
+/// ([`ENGLISH_STOP_WORDS`]): interrogatives, the asker and the modal verbs, as in English.
+const QUESTION_WORDS: &[(&str, &[&str])] = &[
+    (
+        "fr",
+        &[
+            "comment", "quel", "quelle", "quels", "quelles", "pourquoi", "quand", "où", "combien", "qui", "que",
+            "quoi", "est", "ce", "je", "on", "peux", "peut", "puis", "dois", "doit", "faut",
+        ],
+    ),
+    (
+        "de",
+        &[
+            "wie", "was", "warum", "wann", "wo", "wer", "welche", "welcher", "welches", "wozu", "woher", "wohin",
+            "ich", "man", "kann", "können", "muss", "müssen", "soll", "sollte",
+        ],
+    ),
+    (
+        "es",
+        &[
+            "cómo", "como", "qué", "que", "por", "cuál", "cuáles", "cuándo", "dónde", "quién", "cuánto", "puedo",
+            "puede", "debo", "debe", "se",
+        ],
+    ),
+];
+
 /// Function characters of Chinese and Japanese questions and grammar (particles, "what",
 /// "is", …): they say nothing about a topic, so sentence matching ignores terms that hold them.
 pub const CJK_FUNCTION_CHARS: &[char] = &[
@@ -113,6 +140,25 @@ impl Analyzer {
         let all = BUILT.get_or_init(|| ANALYZERS.iter().map(Analyzer::build).collect());
         let slot = ANALYZERS.iter().position(|a| a.name == self.name).unwrap_or(0);
         all[slot].clone()
+    }
+}
+
+impl Analyzer {
+    /// The terms of `question` that name its topic: its terms without the function words of
+    /// questions (English stop words, [`QUESTION_WORDS`], terms holding a
+    /// [`CJK_FUNCTION_CHARS`]); `None` for an analyzer that cannot tell them apart (a language
+    /// without a list of such words).
+    pub fn topic_terms(&self, question: &str) -> Option<Vec<String>> {
+        let terms = self.terms(question);
+        if self.name == "en" {
+            return Some(terms);
+        }
+        if self.name == "cjk" {
+            return Some(terms.into_iter().filter(|t| !t.chars().any(|c| CJK_FUNCTION_CHARS.contains(&c))).collect());
+        }
+        let (_, words) = QUESTION_WORDS.iter().find(|(name, _)| *name == self.name)?;
+        let function = self.terms(&words.join(" "));
+        Some(terms.into_iter().filter(|t| !function.contains(t)).collect())
     }
 }
 
@@ -498,6 +544,18 @@ pub fn exact_terms(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_question_s_topic_terms_leave_out_its_function_words() {
+        let topic = |lang: &str, q: &str| for_language(Some(lang)).topic_terms(q);
+        assert_eq!(topic("en", "How do I define a function?").unwrap(), ["defin", "function"]);
+        assert_eq!(topic("fr", "Comment installer un paquet ?").unwrap(), ["install", "paquet"]);
+        assert_eq!(topic("de", "Wie kann ich ein Paket installieren?").unwrap(), ["pak", "installi"]);
+        assert_eq!(topic("es", "¿Cómo instalo un paquete?").unwrap(), ["instal", "paquet"]);
+        let ja = topic("ja", "タプルとは何ですか？").unwrap();
+        assert!(ja.contains(&"タプ".to_string()) && ja.iter().all(|t| !t.contains('何')), "{ja:?}");
+        assert_eq!(topic("pt", "Como instalar um pacote?"), None, "no list of its question words");
+    }
 
     #[test]
     fn english_drops_stop_words_and_stems() {

@@ -395,19 +395,28 @@ impl Search {
     /// write one of its words ("second": "NUMBERth") counts like it; a word it leaves unsaid is
     /// looked for in headings only ("How does sed process its input?" names "How sed Works").
     pub fn search(&self, replica: Uuid, query: &str, limit: usize) -> Result<Vec<Hit>> {
-        self.search_scored(replica, query, limit, Scoring::Replica)
+        Ok(self.bm25(replica, query, limit, Scoring::Replica)?.hits)
     }
 
     /// [`Search::search`] with the statistics chosen by `scoring`; `Scoring::WholeIndex` is
     /// the former, shared scoring, kept for the before/after benchmark only.
     #[doc(hidden)]
     pub fn search_scored(&self, replica: Uuid, query: &str, limit: usize, scoring: Scoring) -> Result<Vec<Hit>> {
+        Ok(self.bm25(replica, query, limit, scoring)?.hits)
+    }
+
+    /// [`Search::search`]'s hits with the query's terms that no document of the replica holds
+    /// ([`Bm25::unknown`]; always empty under `Scoring::WholeIndex`).
+    fn bm25(&self, replica: Uuid, query: &str, limit: usize, scoring: Scoring) -> Result<Bm25> {
         let g = self.current();
         let f = &g.fields;
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         // one point per question term the chunk's own heading holds (in the fields `headings`)
         let mut heading: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         let mut headings = Vec::new();
+        // per analyzer in use that tells them: the terms naming the question's topic (its own,
+        // no expansion) and the fields where a document holds them
+        let mut vocabulary = Vec::new();
         let in_use = g.in_use.read().unwrap_or_else(|p| p.into_inner()).clone();
         // "What is X?" also looks for the chunks that say what X is
         let intent = intent::of(query);
@@ -418,6 +427,9 @@ impl Search {
             let Some(mut analyzer) = g.index.tokenizers().get(a.name) else { continue };
             headings.push(text.heading);
             let terms = analyzers::terms(&mut analyzer, &said);
+            if let Some(topic) = a.topic_terms(query) {
+                vocabulary.push((topic, [text.body, text.title]));
+            }
             for t in &terms {
                 let defines = defining.then_some((text.defines, DEFINES_BOOST));
                 for (field, boost) in [(text.body, 1.0), (text.title, TITLE_BOOST)].into_iter().chain(defines) {
@@ -436,7 +448,7 @@ impl Search {
             should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), EXACT_BOOST))));
         }
         if should.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Bm25::default());
         }
         let replica_term = Term::from_field_text(f.replica, &replica.simple().to_string());
         let replica_q = TermQuery::new(replica_term.clone(), IndexRecordOption::Basic);
@@ -449,12 +461,12 @@ impl Search {
         let query = within(BooleanQuery::new(should));
         let searcher = g.reader.searcher();
         let collector = TopDocs::with_limit(limit).order_by_score();
-        let mut top = match scoring {
+        let (mut top, unknown) = match scoring {
             Scoring::Replica => {
                 let stats = statistics::ReplicaStatistics::new(&searcher, &replica_term)?;
-                searcher.search_with_statistics_provider(&query, &collector, &stats)?
+                (searcher.search_with_statistics_provider(&query, &collector, &stats)?, unknown(&stats, &vocabulary)?)
             }
-            Scoring::WholeIndex => searcher.search(&query, &collector)?,
+            Scoring::WholeIndex => (searcher.search(&query, &collector)?, Vec::new()),
         };
         // with fewer hits than `limit` every matching chunk is among them, a named one too (its
         // title holds its heading): only a full list can lack it
@@ -464,13 +476,15 @@ impl Search {
                 last.1 = named;
             }
         }
-        top.into_iter()
+        let hits = top
+            .into_iter()
             .map(|(score, addr)| {
                 let doc: TantivyDocument = searcher.doc(addr)?;
                 let get = |field| doc.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0);
                 Ok(Hit { entry: get(f.entry), chunk: get(f.chunk) as u32, score })
             })
-            .collect()
+            .collect::<Result<_>>()?;
+        Ok(Bm25 { hits, unknown })
     }
 
     /// The best `limit` chunks of `replica` for `query`, best first: its BM25 hits
@@ -487,7 +501,7 @@ impl Search {
         limit: usize,
         how: fusion::Fusion,
     ) -> Result<Hybrid> {
-        let bm25 = self.search(replica, query, limit)?;
+        let Bm25 { hits: bm25, unknown } = self.bm25(replica, query, limit, Scoring::Replica)?;
         let question = match self.query_vector(model, query).await {
             Ok(q) => q,
             Err(e) => {
@@ -496,7 +510,7 @@ impl Search {
             }
         };
         let Some((model, v)) = question else {
-            return Ok(Hybrid { hits: fusion::fuse(&bm25, &[], how, limit), question: None });
+            return Ok(Hybrid { hits: fusion::fuse(&bm25, &[], how, limit), question: None, unknown });
         };
         let mut hits = fusion::fuse(&bm25, &self.vectors.search(replica, &model, &v, limit), how, limit);
         // the BM25 hits the vector ranking missed get their cosine too (the reader weighs it)
@@ -506,7 +520,7 @@ impl Search {
         for f in hits.iter_mut().filter(|f| f.ranks.cosine.is_none()) {
             f.ranks.cosine = cosines.next().flatten();
         }
-        Ok(Hybrid { hits, question: Some(QuestionVector { model, vector: v }) })
+        Ok(Hybrid { hits, question: Some(QuestionVector { model, vector: v }), unknown })
     }
 
     /// The model id and vector of `query` under the model a replica naming `model` uses;
@@ -529,11 +543,44 @@ impl Search {
     }
 }
 
-/// What [`Search::hybrid`] found: the fused hits, best first, and the question's embedding
-/// (`None` without an embedding model or when embedding it failed).
+/// What [`Search::hybrid`] found: the fused hits, best first, the question's embedding
+/// (`None` without an embedding model or when embedding it failed), and its terms that no
+/// document of the replica holds ([`Bm25::unknown`]).
 pub struct Hybrid {
     pub hits: Vec<fusion::Fused>,
     pub question: Option<QuestionVector>,
+    pub unknown: Vec<String>,
+}
+
+/// What a BM25 search found: the hits, best first, and the query's terms naming its topic (as
+/// the index's analyzer makes them, the function words of questions left out:
+/// [`analyzers::Analyzer::topic_terms`]) that no live document of the replica
+/// holds in its text or headings, not even told apart by a suffix
+/// ([`statistics::ReplicaStatistics::holds_stem`]) — under the replica's analyzer that leaves the fewest such
+/// terms. A term the whole knowledge base never uses is a sign, by words alone, that the
+/// question asks about something it does not cover.
+#[derive(Debug, Default)]
+struct Bm25 {
+    hits: Vec<Hit>,
+    unknown: Vec<String>,
+}
+
+/// [`Bm25::unknown`]: for each analyzer in use, its terms of the query and the fields to look
+/// them up in (`vocabulary`), counted over the replica's documents (`stats`).
+fn unknown(stats: &statistics::ReplicaStatistics, vocabulary: &[(Vec<String>, [Field; 2])]) -> Result<Vec<String>> {
+    let mut fewest: Option<Vec<String>> = None;
+    for (terms, fields) in vocabulary {
+        let mut missing = Vec::new();
+        for t in terms {
+            if !stats.holds_stem(fields, t)? {
+                missing.push(t.clone());
+            }
+        }
+        if fewest.as_ref().is_none_or(|f| missing.len() < f.len()) {
+            fewest = Some(missing);
+        }
+    }
+    Ok(fewest.unwrap_or_default())
 }
 
 /// A question's embedding: the catalog id of the model and the (normalised) vector.
@@ -704,6 +751,30 @@ mod tests {
         assert_ne!(last("Why does the kettle heat the water?", 2), Some((1, 2)));
         // a written-out ordinal also looks for the manuals' placeholders
         assert_eq!(last("Which cup is the third?", 1), Some((2, 0)));
+    }
+
+    #[test]
+    fn the_terms_no_document_of_the_replica_holds_are_unknown() {
+        let data = tempfile::tempdir().expect("temp dir");
+        let (search, _) = Search::open(data.path()).expect("open");
+        let (replica, other) = (Uuid::now_v7(), Uuid::now_v7());
+        search
+            .stage(&[
+                entry(1, replica, &[("Kettles", "The kettle heats the water."), ("Terms", "Boiling, by definition.")]),
+                entry(2, other, &[("Teapots", "A teapot keeps the tea warm.")]),
+            ])
+            .expect("stage");
+        search.commit(1).expect("commit");
+        let unknown = |q: &str| search.bm25(replica, q, 5, Scoring::Replica).expect("search").unknown;
+        // stop words are no terms; a heading's words are known; another replica's are not
+        assert!(unknown("How does the kettle heat water?").is_empty());
+        assert!(unknown("What are kettles?").is_empty());
+        assert_eq!(unknown("How warm does the teapot keep the water?"), ["warm", "teapot", "keep"]);
+        assert_eq!(unknown("Where is the teapot?"), ["teapot"]);
+        // a stem told apart by a suffix ("defin", "definit") is known; a short one is not
+        assert!(unknown("How do I define boiling?").is_empty());
+        assert_eq!(unknown("Which heaters boil?"), ["heater"]);
+        assert!(search.bm25(replica, "teapot", 5, Scoring::WholeIndex).expect("search").unknown.is_empty());
     }
 
     #[test]

@@ -51,9 +51,10 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use tantivy::postings::TermInfo;
 use tantivy::query::Bm25StatisticsProvider;
 use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::{DocId, DocSet, Searcher, SegmentReader, Term, TERMINATED};
+use tantivy::{DocId, DocSet, InvertedIndexReader, Searcher, SegmentReader, Term, TERMINATED};
 
 /// BM25 statistics over the live documents of one replica (see the module documentation).
 pub struct ReplicaStatistics<'a> {
@@ -87,21 +88,68 @@ impl<'a> ReplicaStatistics<'a> {
         Ok(ReplicaStatistics { searcher, docs, num_docs, tokens: Mutex::new(HashMap::new()) })
     }
 
+    /// Whether any of the replica's documents holds, in one of `fields`, the term `text` or
+    /// the same stem told apart by a suffix: a term that begins with it or that it begins
+    /// with, the shorter of the two of at least [`STEM_CHARS`] characters (an English stemmer
+    /// leaves "define" `defin` and "definition" `definit`).
+    pub fn holds_stem(&self, fields: &[Field], text: &str) -> tantivy::Result<bool> {
+        // `text` itself and its prefixes of STEM_CHARS characters or more
+        let mut keys: Vec<&str> = text.char_indices().map(|(i, _)| &text[..i]).skip(STEM_CHARS).collect();
+        keys.push(text);
+        let extended = text.chars().count() >= STEM_CHARS;
+        for (segment, docs) in self.segments().filter(|(_, d)| !d.is_empty()) {
+            for field in fields {
+                let index = segment.inverted_index(*field)?;
+                for key in &keys {
+                    if let Some(info) = index.terms().get(key)? {
+                        if count_postings(&index, &info, docs, 1)? > 0 {
+                            return Ok(true);
+                        }
+                    }
+                }
+                if extended && holds_extension(&index, docs, text)? {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
     fn segments(&self) -> impl Iterator<Item = (&SegmentReader, &[DocId])> {
         self.searcher.segment_readers().iter().zip(self.docs.iter().map(Vec::as_slice))
     }
 }
 
-/// How many of `docs` (ascending) hold `term` in `segment`.
-fn count_in(segment: &SegmentReader, docs: &[DocId], term: &Term) -> tantivy::Result<u64> {
+/// The fewest characters of a stem [`ReplicaStatistics::holds_stem`] extends.
+pub const STEM_CHARS: usize = 5;
+
+/// Whether one of `docs` holds a term of `index` that begins with `text` and is longer.
+fn holds_extension(index: &InvertedIndexReader, docs: &[DocId], text: &str) -> tantivy::Result<bool> {
+    let mut terms = index.terms().range().gt(text.as_bytes()).into_stream()?;
+    while terms.advance() && terms.key().starts_with(text.as_bytes()) {
+        if count_postings(index, terms.value(), docs, 1)? > 0 {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// How many of `docs` (ascending) hold `term` in `segment`, counting no further than `enough`.
+fn count_in(segment: &SegmentReader, docs: &[DocId], term: &Term, enough: u64) -> tantivy::Result<u64> {
     let index = segment.inverted_index(term.field())?;
     let Some(info) = index.get_term_info(term)? else { return Ok(0) };
-    let mut postings = index.read_postings_from_terminfo(&info, IndexRecordOption::Basic)?;
+    count_postings(&index, &info, docs, enough)
+}
+
+/// How many of `docs` (ascending) the postings of `info` in `index` hold, counting no further
+/// than `enough`.
+fn count_postings(index: &InvertedIndexReader, info: &TermInfo, docs: &[DocId], enough: u64) -> tantivy::Result<u64> {
+    let mut postings = index.read_postings_from_terminfo(info, IndexRecordOption::Basic)?;
     let mut n = 0;
     if (info.doc_freq as usize) <= docs.len() {
         // Fewer postings than replica documents: walk the postings, look each up.
         let mut doc = postings.doc();
-        while doc != TERMINATED {
+        while doc != TERMINATED && n < enough {
             n += u64::from(docs.binary_search(&doc).is_ok());
             doc = postings.advance();
         }
@@ -116,6 +164,9 @@ fn count_in(segment: &SegmentReader, docs: &[DocId], term: &Term) -> tantivy::Re
                 break;
             }
             n += u64::from(at == d);
+            if n == enough {
+                break;
+            }
         }
     }
     Ok(n)
@@ -143,7 +194,7 @@ impl Bm25StatisticsProvider for ReplicaStatistics<'_> {
     fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
         let mut n = 0;
         for (segment, docs) in self.segments().filter(|(_, d)| !d.is_empty()) {
-            n += count_in(segment, docs, term)?;
+            n += count_in(segment, docs, term, u64::MAX)?;
         }
         Ok(n)
     }

@@ -152,13 +152,21 @@ pub async fn retrieve(
     query: &str,
     top: usize,
     how: Fusion,
-) -> Result<Vec<Retrieved>> {
+) -> Result<Retrieval> {
     catch_up(store, search).await?;
     let (found, collapsed) = retrieve_from(store, search, (replica, model, how), query, top, top).await?;
     if collapsed == 0 {
         return Ok(found);
     }
     Ok(retrieve_from(store, search, (replica, model, how), query, top * 2, top).await?.0)
+}
+
+/// What [`retrieve`] found: the sources, best first, and the question's terms that no
+/// document of the replica's knowledge base holds (`search::Hybrid::unknown`).
+#[derive(Debug, Clone, Default)]
+pub struct Retrieval {
+    pub found: Vec<Retrieved>,
+    pub unknown: Vec<String>,
 }
 
 /// Longest a retrieval waits for this node's index to apply what other nodes wrote.
@@ -198,9 +206,9 @@ async fn retrieve_from(
     query: &str,
     hits: usize,
     top: usize,
-) -> Result<(Vec<Retrieved>, usize)> {
-    let Hybrid { hits, question } = search.hybrid(replica, model, query, hits, how).await?;
-    store
+) -> Result<(Retrieval, usize)> {
+    let Hybrid { hits, question, unknown } = search.hybrid(replica, model, query, hits, how).await?;
+    let (found, collapsed) = store
         .read(move |txn| {
             // the snapshot's tables, opened once for the reads until the next commit
             let (entries, chunks) = (txn.table(tables::KBID_ENTRY)?, txn.table(tables::KBCHUNK_CHUNK)?);
@@ -243,7 +251,8 @@ async fn retrieve_from(
             }
             Ok((out, collapsed))
         })
-        .await
+        .await?;
+    Ok((Retrieval { found, unknown }, collapsed))
 }
 
 /// The question's cosine to each stored sentence vector of chunk `at` (current text `c`);
@@ -415,7 +424,7 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
     let embedded = route.backend.name() == EMBEDDED;
     let top = if embedded { EMBEDDED_TOP_K } else { TOP_K };
     let (model, asked) = (replica.llm.embedding_model.as_deref(), question::asked(&ask.content));
-    let found = retrieve(&cx.store, &cx.search, replica.id, model, asked, top, FUSION).await?;
+    let Retrieval { found, unknown } = retrieve(&cx.store, &cx.search, replica.id, model, asked, top, FUSION).await?;
     let (mut sources, mut ranks, mut closeness) = (Vec::new(), Vec::new(), Vec::new());
     for r in found {
         closeness.push(Closeness { chunk: r.ranks.cosine, sentences: r.sentences });
@@ -436,6 +445,7 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
     let generation = Generation {
         persona: persona(replica),
         closeness,
+        unknown,
         question: if embedded { question::asked(&ask.content).to_string() } else { ask.content.clone() },
         sources,
         history,

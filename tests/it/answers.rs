@@ -305,6 +305,13 @@ async fn with_the_real_model_answers_are_one_excerpt_with_their_code_or_list_and
     assert_contiguous(&answer, GUIDE);
     assert!(sources[0].ends_with("Company"), "{sources:?}");
 
+    // a question near the topic about what the knowledge base never names: the closest
+    // passage, led in as such
+    let (answer, sources) = ask(&org, &replica, "How do I call a function?").await;
+    assert!(answer.starts_with("The closest passage I have:"), "{answer}");
+    assert_contiguous(&answer, GUIDE);
+    assert!(sources[0].ends_with("Functions"), "{sources:?}");
+
     // a question on another subject: "I don't know", no sources; the trace says why
     let (answer, sources) = ask(&org, &replica, "Who won the football world cup in 2018?").await;
     assert!(answer.starts_with("I don't know"), "{answer}");

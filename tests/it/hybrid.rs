@@ -126,6 +126,8 @@ async fn the_reader_quotes_the_passage_closest_in_meaning_and_shows_its_signals(
         let candidates = reader["candidates"].as_array().expect("the reader's candidates");
         assert!(!candidates.is_empty() && candidates[0]["source"] == 1, "{reader}");
         let has_meaning = |c: &Value| c["meaning"].is_number();
+        // "remove" is no word of the knowledge base (it says "get rid of"): the trace names it
+        assert_eq!(reader["unknownTerms"], json!(["remov"]), "{reader}");
         if !by_meaning {
             assert!(candidates.iter().all(|c| !has_meaning(c)), "{reader}");
             assert!(reader["confidence"].get("sentenceCosine").is_none(), "{reader}");
@@ -136,7 +138,13 @@ async fn the_reader_quotes_the_passage_closest_in_meaning_and_shows_its_signals(
         assert_eq!(candidates[0]["quoted"], true, "{reader}");
         assert!(candidates[0]["text"].as_str().unwrap().starts_with("A dictionary maps keys"), "{reader}");
         assert!(v["content"].as_str().unwrap().contains("with the del statement"), "{v}");
-        assert_eq!((&reader["answered"], &reader["verdict"]), (&json!(true), &json!("answered")), "{reader}");
+        // … and the closest passage is led in as such
+        assert_eq!((&reader["answered"], &reader["verdict"]), (&json!(true), &json!("uncertain")), "{reader}");
+        assert!(v["content"].as_str().unwrap().starts_with("The closest passage I have:"), "{v}");
+        let v = checked(&org, &replica, "How do I delete a key from a dictionary with del?").await;
+        assert_eq!(v["reader"]["unknownTerms"], json!(["delet"]), "{v}");
+        let v = checked(&org, &replica, "Which statement gets rid of a key of a dictionary?").await;
+        assert_eq!((&v["reader"]["unknownTerms"], &v["reader"]["verdict"]), (&json!([]), &json!("answered")), "{v}");
         let c = &reader["confidence"];
         assert!(c["value"].is_number() && c["coverage"].is_number() && c["chunkCosine"].is_number(), "{reader}");
         let closest = candidates.iter().filter_map(|c| c["meaning"].as_f64()).fold(f64::MIN, f64::max);

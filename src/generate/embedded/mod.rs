@@ -16,7 +16,7 @@ pub use reader::{Candidate, Confidence, Explanation, Verdict, Weights};
 
 use std::collections::VecDeque;
 
-use super::{prompt, Backend, BoxFuture, Closeness, Generation, Persona, Piece, Pieces, Usage};
+use super::{prompt, Backend, BoxFuture, Evidence, Generation, Persona, Piece, Pieces, Usage};
 use crate::error::Result;
 use crate::search::analyze_as;
 use crate::store::records::SourceRef;
@@ -42,7 +42,8 @@ impl Backend for Embedded {
         stream: bool,
     ) -> BoxFuture<'a, Result<Box<dyn Pieces>>> {
         Box::pin(async move {
-            let (answer, explanation) = reply_with(&g.persona, &g.question, &g.sources, &g.closeness, &Weights::FITTED);
+            let (answer, explanation) =
+                reply_with(&g.persona, &g.question, &g.sources, &g.evidence(), &Weights::FITTED);
             let sent: usize = g.sources.iter().map(|s| prompt::estimate_tokens(&s.content)).sum();
             let usage = Usage {
                 prompt_tokens: (prompt::estimate_tokens(&g.question) + sent) as u64,
@@ -106,19 +107,19 @@ const FAREWELLS: &[&str] = &["bye", "goodbye", "see you", "good night", "farewel
 /// The reply to `message` given the retrieved `sources` (best first) alone, as without an
 /// embedding model ([`reply_with`]).
 pub fn reply(persona: &Persona, message: &str, sources: &[SourceRef]) -> Answer {
-    reply_with(persona, message, sources, &[], &Weights::FITTED).0
+    reply_with(persona, message, sources, &Evidence::default(), &Weights::FITTED).0
 }
 
 /// The reply to `message` given the retrieved `sources` (best first) and how close the
-/// question is to each by meaning (`closeness`, in order; empty without an embedding model),
-/// read with weights `w`; of the persona, the `name` (in "I don't know") and the `greeting`
+/// question is to each by meaning and which of its terms the knowledge base never uses
+/// (`evidence`), read with weights `w`; of the persona, the `name` (in "I don't know") and the `greeting`
 /// (answering a greeting) are used. With it, why the reader answered so (empty for small
 /// talk).
 pub fn reply_with(
     persona: &Persona,
     message: &str,
     sources: &[SourceRef],
-    closeness: &[Closeness],
+    evidence: &Evidence,
     w: &Weights,
 ) -> (Answer, Explanation) {
     if let Some(text) = small_talk(persona, message) {
@@ -127,7 +128,7 @@ pub fn reply_with(
     // One language for the question and every passage, detected on the best source (longer
     // and more reliable than a question), so that both sides are analyzed alike.
     let lang = sources.first().and_then(cache::language);
-    let (quote, explanation) = reader::read(message, sources, closeness, lang, w);
+    let (quote, explanation) = reader::read(message, sources, evidence, lang, w);
     let answer = match quote {
         Some(q) => {
             let lead = if q.uncertain { lead_in(message) } else { "" };

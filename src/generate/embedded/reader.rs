@@ -36,11 +36,15 @@
 //!    questions asked of the other's replica: the natural negatives) and on the dev set's
 //!    answerable questions (`examples/answers --offtopic --dump`, `tests/answers/calibrate.py`):
 //!    `refuse` refuses at most 5 % of the answerable ones, `uncertain` leads in (or refuses) at
-//!    least 97 % of the off-topic ones.
+//!    least 97 % of the off-topic ones. A question with a term that no document of the
+//!    knowledge base holds ([`Evidence::unknown`]) is at best led in: the knowledge base never
+//!    names what it asks about, so the closest passage may not answer it (on the dev set, 45 of
+//!    the 52 near-topic unanswerable questions have such a term, 11 of the 156 answerable ones,
+//!    mostly in other words than the text).
 
 use super::cache;
 use super::passage::{Analysis, Part, Passage};
-use crate::generate::Closeness;
+use crate::generate::{Closeness, Evidence};
 use crate::search::analyze_as;
 use crate::store::records::SourceRef;
 
@@ -153,11 +157,13 @@ pub struct Candidate {
     pub quoted: bool,
 }
 
-/// Why the reader answered as it did: every candidate (best score first) and the decision.
+/// Why the reader answered as it did: every candidate (best score first), the confidence, the
+/// question's terms the knowledge base never uses, and the decision.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Explanation {
     pub candidates: Vec<Candidate>,
     pub confidence: Option<Confidence>,
+    pub unknown: Vec<String>,
     pub verdict: Verdict,
 }
 
@@ -175,16 +181,17 @@ pub struct Quote {
     pub uncertain: bool,
 }
 
-/// Reads `sources` (best first) for `question`, with the question's closeness to each
-/// (`closeness`, in order; empty without an embedding model), terms in `lang`, weights `w`.
-/// `None` (with the explanation) when the knowledge base does not cover the question.
+/// Reads `sources` (best first) for `question`, with what retrieval found beside them
+/// (`evidence`), terms in `lang`, weights `w`. `None` (with the explanation) when the
+/// knowledge base does not cover the question.
 pub fn read(
     question: &str,
     sources: &[SourceRef],
-    closeness: &[Closeness],
+    evidence: &Evidence,
     lang: Option<&'static str>,
     w: &Weights,
 ) -> (Option<Quote>, Explanation) {
+    let closeness = evidence.closeness;
     let asked = question_terms(question, lang);
     let shown = sources.len().min(CANDIDATE_SOURCES);
     let analyses: Vec<_> = sources[..shown].iter().map(|s| cache::analysis(s, lang)).collect();
@@ -211,10 +218,14 @@ pub fn read(
         .sort_by(|a, b| b.score.total_cmp(&a.score).then(a.source.cmp(&b.source)).then(a.passage.cmp(&b.passage)));
     let best = candidates[0].clone();
     let confidence = confidence(closeness, &best);
-    let verdict = verdict(&confidence, closeness.iter().any(|c| c.chunk.is_some()), w);
+    let mut verdict = verdict(&confidence, closeness.iter().any(|c| c.chunk.is_some()), w);
+    if verdict == Verdict::Answered && !evidence.unknown.is_empty() {
+        verdict = Verdict::Uncertain;
+    }
     candidates[0].quoted = verdict != Verdict::Refused;
     candidates.truncate(EXPLAINED);
-    let explanation = Explanation { candidates, confidence: Some(confidence), verdict };
+    let unknown = evidence.unknown.to_vec();
+    let explanation = Explanation { candidates, confidence: Some(confidence), unknown, verdict };
     if verdict == Verdict::Refused {
         return (None, explanation);
     }

@@ -310,11 +310,12 @@ fn reader() -> Value {
         false,
     );
     let mut v = object(
-        &["verdict", "answered", "candidates"],
+        &["verdict", "answered", "unknownTerms", "candidates"],
         json!({
             "verdict": { "type": "string", "enum": ["answered", "uncertain", "refused"], "description": "Ours: `answered`; `uncertain`: the closest passage, after the lead-in \"The closest passage I have:\"; `refused`: \"I don't know\", no sources." },
             "answered": { "type": "boolean", "description": "Ours: whether the reader quoted a passage (else it said it does not know)." },
             "confidence": confidence,
+            "unknownTerms": { "type": "array", "items": { "type": "string" }, "description": "Ours: the question's terms (as the search index analyzes them: stop words left out, stemmed) that no document of the knowledge base holds; a question with one is at best `uncertain`, since the knowledge base never names what it asks about." },
             "candidates": { "type": "array", "items": candidate, "description": "Ours: the candidate passages of the best five chunks (at most 8), best score first." },
         }),
         false,
