@@ -99,6 +99,7 @@ pub mod install;
 pub mod layout;
 pub mod local;
 pub mod pooling;
+mod quantized;
 pub mod upstream;
 
 use std::future::Future;
