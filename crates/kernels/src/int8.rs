@@ -318,12 +318,16 @@ impl Tile {
         for (r, acc) in acc.iter().enumerate() {
             let row_scale = _mm256_set1_ps(q.scales[row + r]);
             let mut y = [0f32; NR];
+            // a whole panel is stored in place; the last, narrower one through `y`
+            let to = if self.cols == NR { out.add(r * self.out_stride) } else { y.as_mut_ptr() };
             for (v, sum) in acc.iter().enumerate() {
                 let scale = _mm256_mul_ps(row_scale, _mm256_loadu_ps(self.scales.add(8 * v)));
                 let value = _mm256_fmadd_ps(_mm256_cvtepi32_ps(*sum), scale, _mm256_loadu_ps(self.bias.add(8 * v)));
-                _mm256_storeu_ps(y.as_mut_ptr().add(8 * v), value);
+                _mm256_storeu_ps(to.add(8 * v), value);
             }
-            std::ptr::copy_nonoverlapping(y.as_ptr(), out.add(r * self.out_stride), self.cols);
+            if self.cols < NR {
+                std::ptr::copy_nonoverlapping(y.as_ptr(), out.add(r * self.out_stride), self.cols);
+            }
         }
     }
 }

@@ -133,9 +133,13 @@ impl Tile {
         }
         for (r, acc) in acc.iter().enumerate() {
             let mut y = [0f32; NR];
-            _mm256_storeu_ps(y.as_mut_ptr(), acc[0]);
-            _mm256_storeu_ps(y.as_mut_ptr().add(8), acc[1]);
-            std::ptr::copy_nonoverlapping(y.as_ptr(), c.add(r * self.ldc), self.cols);
+            // a whole panel is stored in place; the last, narrower one through `y`
+            let to = if self.cols == NR { c.add(r * self.ldc) } else { y.as_mut_ptr() };
+            _mm256_storeu_ps(to, acc[0]);
+            _mm256_storeu_ps(to.add(8), acc[1]);
+            if self.cols < NR {
+                std::ptr::copy_nonoverlapping(y.as_ptr(), c.add(r * self.ldc), self.cols);
+            }
         }
     }
 }
