@@ -17,6 +17,11 @@
 //! once again (the vector comes from the cache of recent questions). Reported per pass: the
 //! server's CPU time per completion (user + system, from `/proc/PID/stat`, divided by the
 //! completions) and the client's p50 / p99 latency.
+//!
+//! `--during-upload` (hybrid mode; give the server every core, `--core 0,1`): then the tutorial
+//! is uploaded again, in capitals (every chunk a new text, embedded anew), and while it is not
+//! `READY` the questions are asked, each with a number appended (each embedded anew): the
+//! completions' latency while an upload is being embedded, and the upload's time.
 
 #[path = "common/mod.rs"]
 #[allow(dead_code)]
@@ -53,13 +58,13 @@ fn questions() -> Vec<String> {
 }
 
 /// Adds every file of the sample corpus and waits until all are `READY`.
-async fn fill(client: &reqwest::Client, base: &str, key: &str, replica: &str) {
+async fn fill(client: &reqwest::Client, base: &str, key: &str, replica: &str, text: fn(String) -> String) {
     let mut ids = Vec::new();
     let mut files: Vec<PathBuf> =
         std::fs::read_dir("data/sample/python-tutorial").expect("corpus").flatten().map(|e| e.path()).collect();
     files.sort();
     for f in files.iter().filter(|p| p.extension().is_some_and(|x| x == "txt")) {
-        let body = json!({ "text": std::fs::read_to_string(f).expect("read"), "language": "en" });
+        let body = json!({ "text": text(std::fs::read_to_string(f).expect("read")), "language": "en" });
         let r =
             client.post(format!("{base}/v1/replicas/{replica}/knowledge-base")).header("X-ORGANIZATION-SECRET", key);
         let v: Value = r.json(&body).send().await.expect("create").json().await.expect("JSON");
@@ -78,7 +83,42 @@ async fn fill(client: &reqwest::Client, base: &str, key: &str, replica: &str) {
     }
 }
 
-async fn run(bin: &std::path::Path, core: &str, embeddings: Option<&str>) {
+/// One completion of `question`; its latency in ms.
+async fn ask(client: &reqwest::Client, base: &str, key: &str, replica: &str, question: &str) -> f64 {
+    let t = Instant::now();
+    let r = client.post(format!("{base}/v1/replicas/{replica}/chat/completions"));
+    let r = r.header("X-ORGANIZATION-SECRET", key).json(&json!({ "content": question })).send().await;
+    assert!(r.expect("completion").status().is_success());
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// `--during-upload`: the tutorial again in capitals, questions asked until it is `READY`.
+async fn during_upload(client: &reqwest::Client, base: &str, key: &str, replica: &str) {
+    let started = Instant::now();
+    let upload = {
+        let (client, base, key, replica) = (client.clone(), base.to_string(), key.to_string(), replica.to_string());
+        tokio::spawn(async move { fill(&client, &base, &key, &replica, |t| t.to_uppercase()).await })
+    };
+    let mut millis = Vec::new();
+    for (n, q) in questions().iter().cycle().enumerate() {
+        if upload.is_finished() || started.elapsed() > Duration::from_secs(600) {
+            break;
+        }
+        millis.push(ask(client, base, key, replica, &format!("{q} ({n})")).await);
+    }
+    upload.await.expect("upload");
+    let ready = started.elapsed().as_secs_f64();
+    millis.sort_by(f64::total_cmp);
+    let at = |q: f64| millis.get(((millis.len().max(1) - 1) as f64 * q) as usize).copied().unwrap_or(f64::NAN);
+    println!(
+        "hybrid  during an upload (READY in {ready:.1} s): {} completions, latency p50 {:.2} ms, p99 {:.2} ms",
+        millis.len(),
+        at(0.5),
+        at(0.99)
+    );
+}
+
+async fn run(bin: &std::path::Path, core: &str, embeddings: Option<&str>, upload: bool) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (key, replica) = {
         let store = Store::open(dir.path()).expect("store");
@@ -96,7 +136,7 @@ async fn run(bin: &std::path::Path, core: &str, embeddings: Option<&str>) {
     assert!(pinned.is_ok_and(|o| o.status.success()), "taskset -apc {core} {pid}");
     let client = reqwest::Client::new();
     let started = Instant::now();
-    fill(&client, &base, &key, &replica.to_string()).await;
+    fill(&client, &base, &key, &replica.to_string(), |t| t).await;
     let mode = if embeddings.is_some() { "hybrid" } else { "BM25" };
     println!("{mode:<7} knowledge base READY in {:.1} s", started.elapsed().as_secs_f64());
     let questions = questions();
@@ -104,11 +144,7 @@ async fn run(bin: &std::path::Path, core: &str, embeddings: Option<&str>) {
         let before = cpu(pid);
         let mut millis = Vec::new();
         for q in &questions {
-            let t = Instant::now();
-            let r = client.post(format!("{base}/v1/replicas/{replica}/chat/completions"));
-            let r = r.header("X-ORGANIZATION-SECRET", &key).json(&json!({ "content": q })).send().await;
-            assert!(r.expect("completion").status().is_success());
-            millis.push(t.elapsed().as_secs_f64() * 1e3);
+            millis.push(ask(&client, &base, &key, &replica.to_string(), q).await);
         }
         let per = (cpu(pid) - before).as_secs_f64() * 1e3 / questions.len() as f64;
         millis.sort_by(f64::total_cmp);
@@ -119,6 +155,9 @@ async fn run(bin: &std::path::Path, core: &str, embeddings: Option<&str>) {
         );
     }
     println!("{mode:<7} RSS {} MiB", common::rss_kib(pid) / 1024);
+    if upload && embeddings.is_some() {
+        during_upload(&client, &base, &key, &replica.to_string()).await;
+    }
     common::stop(child);
 }
 
@@ -132,11 +171,14 @@ async fn main() {
     }
     let embeddings = flag(&args, "--embeddings").expect("--embeddings DIR (a model directory or catalog)");
     let core = flag(&args, "--core").unwrap_or_else(|| "1".into());
+    let upload = args.iter().any(|a| a == "--during-upload");
     for _ in 0..2 {
         for bin in &bins {
             println!("{}", bin.display());
-            run(bin, &core, None).await;
-            run(bin, &core, Some(&embeddings)).await;
+            if !upload {
+                run(bin, &core, None, false).await;
+            }
+            run(bin, &core, Some(&embeddings), upload).await;
         }
     }
 }

@@ -385,6 +385,16 @@ fn main() {
         ab(std::path::Path::new(&args[i + 1]));
         return;
     }
+    if let Some(i) = args.iter().position(|a| a == "--queries") {
+        // the 10-word question alone, 2,000 times (to profile it: `perf record`)
+        let model = Model::load(std::path::Path::new(&args[i + 1]), precision()).unwrap_or_else(|e| panic!("{e}"));
+        let q = vec![QUESTION.to_string()];
+        let (_, _, c50, c99) = timed(&[(); 2000], |_| {
+            model.embed_blocking(Kind::Query, &q).unwrap();
+        });
+        println!("{:?}: query (10 words) CPU p50 {c50:.2} ms, p99 {c99:.2} ms", model.kernel());
+        return;
+    }
     if let Some(i) = args.iter().position(|a| a == "--fingerprint") {
         // xxh3 of the bits of two passages' vectors, to compare builds (tests/it/embedding.rs)
         let model = Model::load(std::path::Path::new(&args[i + 1]), precision()).unwrap_or_else(|e| panic!("{e}"));

@@ -1,5 +1,6 @@
-//! The transformer of a model directory, run by candle on the CPU in `f32`: token ids of a
-//! padded batch in, one hidden state per token out.
+//! The transformer of a model directory on the CPU: token ids of a padded batch in, one hidden
+//! state per token out. In `f32` ([`Kernel::F32`]) it runs on candle's tensors, as below; on
+//! 8-bit weights ([`Kernel::Int8Avx2`]) on plain slices ([`super::quantized`]).
 //!
 //! One encoder serves the BERT family the catalog loads: BERT (`bert`: MiniLM, bge-*-en,
 //! e5-*-v2) and XLM-RoBERTa (`xlm-roberta`: multilingual-e5, bge-m3), which differ only in where
@@ -7,7 +8,7 @@
 //! computes what `candle_transformers::models::{bert, xlm_roberta}` compute (a test compares
 //! ours with `bert` on all-MiniLM-L6-v2 to 1e-4; the RoBERTa positions have a unit test), built
 //! from candle's tensor operations so that each linear layer chooses how to multiply
-//! ([`Dense`]) and GELU is vectorised ([`gelu_erf`]). With candle's `Linear`, a question's few
+//! ([`Dense`]) and GELU is vectorised (`replicad_kernels::activation::gelu_erf`). With candle's `Linear`, a question's few
 //! token rows were multiplied by a strided weight operand, and more than half of a question's
 //! embedding went to gathering it: a 10-word question took 11.0 ms of one core, 6.4 ms now
 //! (`examples/embed_bench.rs`).
@@ -17,8 +18,8 @@ use candle_nn::{embedding, layer_norm, Embedding, LayerNorm, VarBuilder};
 use serde::Deserialize;
 
 use super::layout::{Arch, Layout};
+use super::quantized::Network;
 use super::Precision;
-use replicad_kernels::int8::Linear;
 
 /// A padded batch: `rows × len` token ids and attention mask (1 real, 0 padding), row-major.
 pub struct Batch {
@@ -30,22 +31,22 @@ pub struct Batch {
 
 /// What `config.json` says about the network's shape (the fields BERT and XLM-RoBERTa share).
 #[derive(Deserialize)]
-struct Config {
-    hidden_size: usize,
-    num_hidden_layers: usize,
-    num_attention_heads: usize,
-    intermediate_size: usize,
-    hidden_act: Activation,
-    layer_norm_eps: f64,
-    max_position_embeddings: usize,
-    type_vocab_size: usize,
-    vocab_size: usize,
+pub(super) struct Config {
+    pub(super) hidden_size: usize,
+    pub(super) num_hidden_layers: usize,
+    pub(super) num_attention_heads: usize,
+    pub(super) intermediate_size: usize,
+    pub(super) hidden_act: Activation,
+    pub(super) layer_norm_eps: f64,
+    pub(super) max_position_embeddings: usize,
+    pub(super) type_vocab_size: usize,
+    pub(super) vocab_size: usize,
 }
 
 /// The feed-forward activation (`config.json` `hidden_act`).
 #[derive(Clone, Copy, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Activation {
+pub(super) enum Activation {
     /// GELU with the error function, as BERT defines it.
     Gelu,
     /// GELU's tanh approximation (`gelu_new`, `gelu_pytorch_tanh`, `gelu_fast`).
@@ -62,38 +63,25 @@ impl Activation {
             Activation::Relu => x.relu(),
         }
     }
+
+    /// The activation of every value of `x`, in place (the 8-bit path; `GeluNew` computes
+    /// candle's formula in plain Rust).
+    pub(super) fn apply_in_place(self, x: &mut [f32]) {
+        match self {
+            Activation::Gelu => replicad_kernels::activation::gelu_erf(x),
+            Activation::GeluNew => replicad_kernels::activation::gelu_tanh(x),
+            Activation::Relu => replicad_kernels::activation::relu(x),
+        }
+    }
 }
 
-/// GELU with the error function, `x · (1 + erf(x / √2)) / 2`, element by element over a
-/// contiguous copy: candle's `gelu_erf` calls a scalar `erf` per element, which took a tenth
-/// of a question's embedding; [`erf`] is branch-free and the compiler vectorises the loop.
+/// GELU with the error function over a contiguous copy: candle's `gelu_erf` calls a scalar
+/// `erf` per element, which took a tenth of a question's embedding;
+/// `replicad_kernels::activation::gelu_erf` is branch-free and vectorised.
 fn gelu_erf(x: &Tensor) -> candle_core::Result<Tensor> {
     let mut values = x.flatten_all()?.to_vec1::<f32>()?;
-    for v in &mut values {
-        *v = 0.5 * *v * (1.0 + erf(*v * std::f32::consts::FRAC_1_SQRT_2));
-    }
+    replicad_kernels::activation::gelu_erf(&mut values);
     Tensor::from_vec(values, x.shape(), x.device())
-}
-
-/// The error function in `f32`: a rational approximation on `[-4, 4]` (beyond which `erf` is
-/// ±1 in `f32`), as Eigen computes it in single precision (odd numerator of degree 13,
-/// even denominator of degree 8), accurate to a few units in the last place.
-fn erf(x: f32) -> f32 {
-    let x = x.clamp(-4.0, 4.0);
-    let x2 = x * x;
-    let alpha = [
-        -2.726_142_3e-10,
-        2.770_681_4e-8,
-        -2.101_024e-6,
-        -5.692_506_4e-5,
-        -7.349_906_3e-4,
-        -2.954_6e-3,
-        -1.609_603_3e-2,
-    ];
-    let beta = [-1.456_607_2e-5, -2.133_740_6e-4, -1.682_827e-3, -7.373_329_3e-3, -1.426_474e-2];
-    let p = alpha.iter().fold(0.0, |acc, &a| acc * x2 + a);
-    let q = beta.iter().fold(0.0, |acc, &b| acc * x2 + b);
-    x * p / q
 }
 
 /// Rows (tokens of a batch) up to which [`Dense`] multiplies as `(W · xᵀ)ᵀ`. Measured on
@@ -138,50 +126,31 @@ impl Kernel {
     }
 }
 
-/// A linear layer `y = x · Wᵀ + b`.
-enum Dense {
-    /// `f32`, the weight kept transposed (`in × out`, row-major).
-    ///
-    /// For a few rows (a question) it computes `(W · xᵀ)ᵀ`: the weight, read as the transposed
-    /// view of that copy, is the product's left operand in the column-major layout the matrix
-    /// product (the `gemm` crate) reads without packing, so each row block of `W` streams from
-    /// memory once. For many rows (a batch of passages) it computes `x · Wᵀ` on the contiguous
-    /// copy.
-    F32 { weight_t: Tensor, bias: Tensor },
-    /// 8-bit weights (`replicad_kernels::int8::Linear`); the `f32` weights are not kept.
-    Int8(Linear),
+/// A linear layer `y = x · Wᵀ + b` in `f32`, the weight kept transposed (`in × out`, row-major).
+///
+/// For a few rows (a question) it computes `(W · xᵀ)ᵀ`: the weight, read as the transposed view
+/// of that copy, is the product's left operand in the column-major layout the matrix product
+/// (the `gemm` crate) reads without packing, so each row block of `W` streams from memory once.
+/// For many rows (a batch of passages) it computes `x · Wᵀ` on the contiguous copy.
+struct Dense {
+    weight_t: Tensor,
+    bias: Tensor,
 }
 
 impl Dense {
-    fn load(vb: VarBuilder, inputs: usize, outputs: usize, kernel: Kernel) -> candle_core::Result<Dense> {
+    fn load(vb: VarBuilder, inputs: usize, outputs: usize) -> candle_core::Result<Dense> {
         let weight = vb.get((outputs, inputs), "weight")?;
-        let bias = vb.get(outputs, "bias")?;
-        Ok(match kernel {
-            Kernel::F32 => Dense::F32 { weight_t: weight.t()?.contiguous()?, bias },
-            Kernel::Int8Avx2 => {
-                let (w, b) = (weight.flatten_all()?.to_vec1::<f32>()?, bias.to_vec1::<f32>()?);
-                Dense::Int8(Linear::quantize(&w, &b, outputs, inputs))
-            }
-        })
+        Ok(Dense { weight_t: weight.t()?.contiguous()?, bias: vb.get(outputs, "bias")? })
     }
 
     /// `x`: `rows × in`; returns `rows × out`.
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        match self {
-            Dense::F32 { weight_t, bias } => {
-                let y = if x.dim(0)? <= FEW_ROWS {
-                    weight_t.t()?.matmul(&x.t()?)?.t()?.contiguous()?
-                } else {
-                    x.matmul(weight_t)?
-                };
-                y.broadcast_add(bias)
-            }
-            Dense::Int8(linear) => {
-                let rows = x.dim(0)?;
-                let y = linear.forward(&x.flatten_all()?.to_vec1::<f32>()?, rows);
-                Tensor::from_vec(y, (rows, linear.outputs()), x.device())
-            }
-        }
+        let y = if x.dim(0)? <= FEW_ROWS {
+            self.weight_t.t()?.matmul(&x.t()?)?.t()?.contiguous()?
+        } else {
+            x.matmul(&self.weight_t)?
+        };
+        y.broadcast_add(&self.bias)
     }
 }
 
@@ -199,17 +168,17 @@ struct Layer {
 }
 
 impl Layer {
-    fn load(vb: VarBuilder, c: &Config, kernel: Kernel) -> candle_core::Result<Layer> {
+    fn load(vb: VarBuilder, c: &Config) -> candle_core::Result<Layer> {
         let (h, i) = (c.hidden_size, c.intermediate_size);
         let attention = vb.pp("attention");
         Ok(Layer {
-            query: Dense::load(attention.pp("self").pp("query"), h, h, kernel)?,
-            key: Dense::load(attention.pp("self").pp("key"), h, h, kernel)?,
-            value: Dense::load(attention.pp("self").pp("value"), h, h, kernel)?,
-            attention_out: Dense::load(attention.pp("output").pp("dense"), h, h, kernel)?,
+            query: Dense::load(attention.pp("self").pp("query"), h, h)?,
+            key: Dense::load(attention.pp("self").pp("key"), h, h)?,
+            value: Dense::load(attention.pp("self").pp("value"), h, h)?,
+            attention_out: Dense::load(attention.pp("output").pp("dense"), h, h)?,
             attention_norm: layer_norm(h, c.layer_norm_eps, attention.pp("output").pp("LayerNorm"))?,
-            intermediate: Dense::load(vb.pp("intermediate").pp("dense"), h, i, kernel)?,
-            output: Dense::load(vb.pp("output").pp("dense"), i, h, kernel)?,
+            intermediate: Dense::load(vb.pp("intermediate").pp("dense"), h, i)?,
+            output: Dense::load(vb.pp("output").pp("dense"), i, h)?,
             output_norm: layer_norm(h, c.layer_norm_eps, vb.pp("output").pp("LayerNorm"))?,
         })
     }
@@ -246,6 +215,18 @@ struct Shape {
 pub struct Encoder {
     arch: Arch,
     pad_id: u32,
+    kernel: Kernel,
+    network: Weights,
+}
+
+/// The network in the arithmetic of its [`Kernel`].
+enum Weights {
+    F32(Candle),
+    Int8(Network),
+}
+
+/// The `f32` network on candle's tensors.
+struct Candle {
     heads: usize,
     activation: Activation,
     word: Embedding,
@@ -253,7 +234,6 @@ pub struct Encoder {
     token_type: Embedding,
     embeddings_norm: LayerNorm,
     layers: Vec<Layer>,
-    kernel: Kernel,
 }
 
 impl Encoder {
@@ -273,18 +253,36 @@ impl Encoder {
             .into_iter()
             .find(|p| vb.contains_tensor(&format!("{p}.embeddings.word_embeddings.weight")))
             .map_or(vb.clone(), |p| vb.pp(p));
-        Self::build(layout, &c, vb, kernel).map_err(bad)
+        let network = match kernel {
+            Kernel::F32 => Weights::F32(Candle::load(&c, vb).map_err(bad)?),
+            Kernel::Int8Avx2 => Weights::Int8(Network::load(vb, &c).map_err(bad)?),
+        };
+        Ok(Encoder { arch: layout.arch, pad_id: layout.pad_id, kernel, network })
     }
 
-    fn build(layout: &Layout, c: &Config, vb: VarBuilder, kernel: Kernel) -> candle_core::Result<Encoder> {
+    /// How its linear layers multiply.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    /// Hidden states of `batch`: `rows × len × dim` values, row-major.
+    pub fn forward(&self, batch: &Batch) -> candle_core::Result<Vec<f32>> {
+        let positions = positions(self.arch, self.pad_id, batch);
+        match &self.network {
+            Weights::F32(candle) => candle.forward(batch, positions),
+            Weights::Int8(network) => network.forward(batch, &positions),
+        }
+    }
+}
+
+impl Candle {
+    fn load(c: &Config, vb: VarBuilder) -> candle_core::Result<Candle> {
         let h = c.hidden_size;
         let e = vb.pp("embeddings");
         let layers = (0..c.num_hidden_layers)
-            .map(|i| Layer::load(vb.pp("encoder").pp("layer").pp(i), c, kernel))
+            .map(|i| Layer::load(vb.pp("encoder").pp("layer").pp(i), c))
             .collect::<candle_core::Result<_>>()?;
-        Ok(Encoder {
-            arch: layout.arch,
-            pad_id: layout.pad_id,
+        Ok(Candle {
             heads: c.num_attention_heads,
             activation: c.hidden_act,
             word: embedding(c.vocab_size, h, e.pp("word_embeddings"))?,
@@ -292,13 +290,7 @@ impl Encoder {
             token_type: embedding(c.type_vocab_size, h, e.pp("token_type_embeddings"))?,
             embeddings_norm: layer_norm(h, c.layer_norm_eps, e.pp("LayerNorm"))?,
             layers,
-            kernel,
         })
-    }
-
-    /// How its linear layers multiply.
-    pub fn kernel(&self) -> Kernel {
-        self.kernel
     }
 
     /// The additive attention mask (`rows × 1 × 1 × len`: 0 for tokens, `f32::MIN` for padding);
@@ -311,11 +303,10 @@ impl Encoder {
         Tensor::from_vec(values, (batch.rows, 1, 1, batch.len), &Device::Cpu).map(Some)
     }
 
-    /// Hidden states of `batch`: `rows × len × dim` values, row-major.
-    pub fn forward(&self, batch: &Batch) -> candle_core::Result<Vec<f32>> {
+    fn forward(&self, batch: &Batch, positions: Vec<u32>) -> candle_core::Result<Vec<f32>> {
         let n = batch.rows * batch.len;
         let ids = Tensor::from_slice(&batch.ids, n, &Device::Cpu)?;
-        let positions = Tensor::from_vec(positions(self.arch, self.pad_id, batch), n, &Device::Cpu)?;
+        let positions = Tensor::from_vec(positions, n, &Device::Cpu)?;
         let types = Tensor::zeros(n, DType::U32, &Device::Cpu)?;
         let x =
             ((self.word.forward(&ids)? + self.token_type.forward(&types)?)? + self.position.forward(&positions)?)?;
@@ -351,17 +342,6 @@ fn positions(arch: Arch, pad_id: u32, batch: &Batch) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn erf_matches_the_error_function() {
-        // erf at 0, 0.5, 1, 2, 3 and far out, to 7 digits
-        let known = [(0.0, 0.0), (0.5, 0.520_499_9), (1.0, 0.842_700_8), (2.0, 0.995_322_3), (3.0, 0.999_977_9)];
-        for (x, y) in known {
-            assert!((erf(x) - y).abs() < 2e-7, "erf({x}) = {} against {y}", erf(x));
-            assert!((erf(-x) + y).abs() < 2e-7, "erf(-{x})");
-        }
-        assert!((erf(9.0) - 1.0).abs() < 2e-7 && (erf(-9.0) + 1.0).abs() < 2e-7, "erf(±9) = ±{}", erf(9.0));
-    }
 
     #[test]
     fn auto_takes_8_bit_weights_only_with_avx2_and_f32_when_forced() {

@@ -30,7 +30,8 @@
 //!   candle's default threads, [`encoder`] and [`local::one_thread_per_product`] say why);
 //! - 200-word passages (cut at the 256-token window): **15.0 chunks per CPU second** as the
 //!   indexer calls it (9.5 before), 29.0 chunks/s of wall time on two cores ([`local`]'s
-//!   batches side by side);
+//!   batches side by side; since then they leave one core to the requests, so on two cores an
+//!   upload embeds on one);
 //! - search ([`exact::top_k`], top 20), CPU p50 / p99: every row scored, 0.43 / 0.49 ms at
 //!   10,000 vectors and 8.5 / 9.4 ms at 100,000; 8-bit codes first, then the best 112
 //!   rescored, 0.40 / 0.43 ms and **3.8 / 3.9 ms**, with the same 20 hits as every row scored
@@ -44,37 +45,52 @@
 //!
 //! # 8-bit weights (`--embedding-precision auto`, the default)
 //! Where the CPU has AVX2 and FMA the linear layers run on 8-bit weights per output channel and
-//! 16-bit activations per row (`replicad_kernels::int8`, [`encoder::Kernel`]); elsewhere, and
-//! with `--embedding-precision f32`, everything is `f32` as before (vectors bit for bit).
-//! Measured on this project's 2-core AMD EPYC (AVX2, no AVX-512) while two other builds ran
-//! (load 10–12), pinned to one core, `f32` and `auto` alternated in one process
-//! (`embed_bench --ab MODEL`), 2026-11-28:
-//! - a 10-word question (13 tokens): CPU p50 **5.1 ms** against 10.4 ms in `f32` (2.0×);
-//! - passages: 11.1 chunks of 256 tokens per CPU second against 10.1 (1.1×): half of a
-//!   chunk's time is outside the linear layers (attention and softmax in `f32`, layer norms,
-//!   GELU, copies), and on AVX2 the 8-bit product does only ~1.5× the `f32` one (below);
-//! - RSS with the model loaded 72 MiB against 103 (the `f32` weights of the linear layers are
-//!   not kept), 91 against 121 MiB after the passages;
+//! 16-bit activations per row (`replicad_kernels::int8`, [`encoder::Kernel`]), and the whole
+//! forward pass runs on plain slices (`quantized`: attention, softmax, layer norms and GELU in
+//! `replicad_kernels`, no tensor operations); elsewhere, and with `--embedding-precision f32`,
+//! everything is `f32` on candle as before (vectors bit for bit). Measured on this project's
+//! 2-core AMD EPYC (Zen 3, AVX2, no AVX-512) while other builds ran (load 4–6), pinned to one
+//! core, the build before this pass on plain slices (`old`) and this one alternated, each
+//! alternating `f32` and `auto` in one process (`embed_bench --ab MODEL`), 2026-11-28:
+//! - a 10-word question (13 tokens): CPU p50 **3.7–3.9 ms** against 4.2–4.6 ms (`old`) and
+//!   9.4–11.2 ms in `f32`;
+//! - passages: **16.0–18.0 chunks of 256 tokens per CPU second** against 11.5–12.4 (`old`) and
+//!   10.0–10.5 in `f32`;
+//! - an embedded hybrid completion (`examples/completion_cost.rs`, server pinned to one core,
+//!   both builds alternated): 5.7–6.8 ms of server CPU against 6.8–7.7 ms (BM25 alone 2.0 ms);
+//!   the sample tutorial's knowledge base `READY` (chunks and sentences embedded) in 41–50 s
+//!   against 87–99 s; server RSS 114 MiB against 112–113;
+//! - `embed_bench MODEL` (one run each, same conditions): RSS with the model loaded 74 MiB
+//!   against 73, after the passages 81 against 92; a question 3.94 ms of CPU (p50) against
+//!   5.44; 16.6–19.8 chunks per CPU second against 11.0–11.7;
 //! - vectors (`embed_bench --cosines MODEL tests/answers/heldout tests/answers/heldout3`:
 //!   every 200-word window of the held-out corpora and every held-out question): cosine to the
 //!   `f32` vector min 0.9979, mean 0.9994 (passages), min 0.9990, mean 0.9996 (questions).
 //!
-//! One linear layer alone (`embed_bench --kernels`, 36 weight matrices in turn, thread CPU
-//! time, same load): 13 rows × 384 → 1536 take 193 µs in 8-bit, 551 µs in `f32` and 1,704 µs
-//! with candle's `QMatMul` Q8_0; 256 rows × 384 → 1536, 3.5 ms, 5.2 ms and 34 ms (43, 29 and
-//! 4.4 G multiply-adds per second). candle's 8-bit product is 4–10× slower than `f32` here: its
-//! x86 SIMD code is compiled only with `-C target-feature=+avx2` (not chosen at run time), so
-//! it was not used; no other crate offering an 8-bit GEMM was tried in the time (tract-linalg
-//! has one). The kernel's ceiling on AVX2 is 2 `vpmaddwd` per cycle, 32 multiply-adds per cycle
-//! (each needs a `vpaddd` too: ~25 in practice); at the 2.25–3 GHz this core runs at, a chunk's
-//! 2.72 G multiply-adds take at least 85 M cycles (28–35 ms) and its attention in `f32`
-//! (16 per cycle) 19 M more: about 24–29 chunks per CPU second at best, a question's
-//! 138 M multiply-adds 1.4–1.9 ms. AVX-512 VNNI (`vpdpbusd`, 64 byte products per
-//! instruction, no separate add) would be the next kernel, about twice this one's arithmetic
-//! per cycle; it is not written, no machine of this project having it to test and measure on.
+//! # The ceiling on AVX2
+//! One linear layer alone (`cargo build --release -p replicad-kernels --example kernel_bench`,
+//! thread CPU time): 58–69 G multiply-adds per second at 13 rows and 52–67 at 256 (the
+//! kernel of 24 outputs × 4 rows before it: 37–47). The core runs at ~3.15 GHz (a chain of
+//! dependent adds, per CPU second); it issues 2 `vpmaddwd` per cycle alone (6.15 G/s, 98 G
+//! multiply-adds/s) but 1.35 per cycle with the `vpaddd` each needs to accumulate (4.26 G/s,
+//! **68 G multiply-adds per second**, measured), and 2 `f32` FMAs per cycle (51 G/s): the 8-bit
+//! kernel is at that ceiling, and AVX2 has no instruction that multiplies and accumulates
+//! integers in one (AVX-512 VNNI's `vpdpbusd` does 64 per instruction; not on these machines).
+//! - A chunk of 256 tokens: 2.72 G multiply-adds in the linear layers (40 ms at 68 G/s) and
+//!   0.30 G in attention (`f32`, 5.9 ms at 51 G/s): **at most ~22 chunks per CPU second** on one
+//!   core, 27 if the adds were free; 16–18 is 75–80 % of it. 50 per second would take 136 G
+//!   multiply-adds per second, twice what AVX2 has.
+//! - A question of 13 tokens: 138 M multiply-adds, **2.0 ms** at 68 G/s. `kernel_bench` reaches
+//!   it with the weights in the cache (its 24 products timed shape by shape, 5 MB of weights
+//!   each, add up to 2.0 ms) but takes 2.8–3.4 ms for one pass over the 11 MB of distinct
+//!   weights while the other core's work shares the L3 cache, as on this machine; with
+//!   tokenizing, attention and the rest, a question is 3.7–3.9 ms, 1.9× the ceiling. An
+//!   embedded hybrid completion at 3 ms would need the question under 1 ms: BM25 and the reader
+//!   alone cost 2.0 ms.
 //!
 //! Retrieval (`cargo run --release --example retrieval -- sections --set heldout --embeddings
-//! MODEL --embedding-precision f32|auto`), `f32` → 8-bit: heldout, served recall@5 0.891 →
+//! MODEL --embedding-precision f32|auto`), `f32` → 8-bit, measured with the 8-bit build before
+//! the pass on plain slices (same quantization; the cosines above are the same to 4 digits): heldout, served recall@5 0.891 →
 //! 0.891, MRR 0.771 → 0.771 (vectors alone 0.899 → 0.907, 0.745 → 0.748); heldout3, served
 //! 0.894 → 0.887, 0.776 → 0.779 (vectors alone 0.830 → 0.844, 0.684 → 0.688: two questions
 //! more found by the vectors alone, the one move above 0.01).
@@ -99,6 +115,7 @@ pub mod install;
 pub mod layout;
 pub mod local;
 pub mod pooling;
+mod quantized;
 pub mod upstream;
 
 use std::future::Future;

@@ -16,12 +16,17 @@
 //! that of the 8-bit weights alone.
 //!
 //! Weights are packed once at load into panels of [`NR`] outputs: for each pair of inputs
-//! `(2i, 2i+1)`, the 24 outputs' two weights side by side (48 bytes), so that the inner loop reads
+//! `(2i, 2i+1)`, the 16 outputs' two weights side by side (32 bytes), so that the inner loop reads
 //! one panel front to back. A tile of up to [`MR`] rows × [`NR`] outputs is kept in 12 `ymm`
 //! accumulators; each step broadcasts a row's two activations (`vpbroadcastd`) and multiplies
-//! them with three vectors of 8 outputs' weights. Rows are taken [`ROW_BLOCK`] at a time so that
-//! their activations stay in the core's L2 cache while every panel passes over them; a question's
-//! few rows are one block, and each weight is read from memory once per product.
+//! them with two vectors of 8 outputs' weights. With the two weight vectors, the broadcast and
+//! the product before its addition, that is all 16 `ymm` registers: none is spilled to the stack
+//! in the inner loop (24 outputs × 4 rows, this kernel's first shape, spilled one accumulator
+//! and its store-to-load latency bounded each step). The rows of a block are split into tiles of
+//! near-equal height (13 rows: 5 + 4 + 4, not 6 + 6 + 1), a short tile re-reading the weights
+//! for few products. Rows are taken [`ROW_BLOCK`] at a time so that their activations stay in
+//! the core's L2 cache while every panel passes over them; a question's few rows are one block,
+//! and each weight is read from memory once per product.
 //!
 //! AVX-512 VNNI (`vpdpbusd`: 64 byte products summed into 16 `i32` per instruction, no
 //! intermediate saturation) would be the next kernel, about twice this one's arithmetic per
@@ -33,11 +38,13 @@
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
-/// Outputs per weight panel: three AVX2 vectors of 8 `i32` lanes.
-pub const NR: usize = 24;
-/// Rows per tile: 4 rows × 3 vectors = 12 accumulators, plus 3 weight vectors and a broadcast,
-/// fill 16 of the 16 `ymm` registers.
-pub const MR: usize = 4;
+pub use crate::avx2_available;
+
+/// Outputs per weight panel: two AVX2 vectors of 8 `i32` lanes.
+pub const NR: usize = 16;
+/// Most rows per tile: 6 rows × 2 vectors = 12 accumulators, plus 2 weight vectors, a
+/// broadcast and a product, fill the 16 `ymm` registers.
+pub const MR: usize = 6;
 /// Rows whose quantized activations are multiplied by every panel before the next rows come:
 /// 64 rows × 1,536 inputs × 2 bytes = 192 KiB, within a core's L2 cache.
 pub const ROW_BLOCK: usize = 64;
@@ -202,16 +209,17 @@ impl Linear {
                     out_stride: self.outputs,
                 };
                 let mut r = block;
-                while r + MR <= end {
-                    tile.run::<MR>(q, r, out.as_mut_ptr().add(r * self.outputs + panel * NR));
-                    r += MR;
-                }
-                let at = out.as_mut_ptr().add(r * self.outputs + panel * NR);
-                match end - r {
-                    3 => tile.run::<3>(q, r, at),
-                    2 => tile.run::<2>(q, r, at),
-                    1 => tile.run::<1>(q, r, at),
-                    _ => {}
+                for height in crate::tile_heights(end - block, MR) {
+                    let at = out.as_mut_ptr().add(r * self.outputs + panel * NR);
+                    match height {
+                        6 => tile.run::<6>(q, r, at),
+                        5 => tile.run::<5>(q, r, at),
+                        4 => tile.run::<4>(q, r, at),
+                        3 => tile.run::<3>(q, r, at),
+                        2 => tile.run::<2>(q, r, at),
+                        _ => tile.run::<1>(q, r, at),
+                    }
+                    r += height;
                 }
             }
         }
@@ -269,18 +277,6 @@ unsafe fn quantize_row_avx2(row: &[f32], out: &mut [i16], top: f32) -> f32 {
     amax / top
 }
 
-/// Whether the AVX2 kernel can run here (checked once by the standard library, then cached).
-#[cfg(target_arch = "x86_64")]
-pub fn avx2_available() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
-}
-
-/// Whether the AVX2 kernel can run here: never off x86-64.
-#[cfg(not(target_arch = "x86_64"))]
-pub fn avx2_available() -> bool {
-    false
-}
-
 /// One panel of [`NR`] outputs, as the tile kernel reads it.
 #[cfg(target_arch = "x86_64")]
 struct Tile {
@@ -306,30 +302,32 @@ impl Tile {
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     unsafe fn run<const R: usize>(&self, q: &Rows, row: usize, out: *mut f32) {
-        let mut acc = [[_mm256_setzero_si256(); 3]; R];
+        let mut acc = [[_mm256_setzero_si256(); 2]; R];
         let a = q.values.as_ptr().add(row * self.width);
         let mut w = self.weights;
         for pair in 0..self.pairs {
             let w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(w as *const __m128i));
             let w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(w.add(16) as *const __m128i));
-            let w2 = _mm256_cvtepi8_epi16(_mm_loadu_si128(w.add(32) as *const __m128i));
             w = w.add(NR * 2);
             for (r, acc) in acc.iter_mut().enumerate() {
                 let x = _mm256_set1_epi32((a.add(r * self.width + 2 * pair) as *const i32).read_unaligned());
                 acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(x, w0));
                 acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(x, w1));
-                acc[2] = _mm256_add_epi32(acc[2], _mm256_madd_epi16(x, w2));
             }
         }
         for (r, acc) in acc.iter().enumerate() {
             let row_scale = _mm256_set1_ps(q.scales[row + r]);
             let mut y = [0f32; NR];
+            // a whole panel is stored in place; the last, narrower one through `y`
+            let to = if self.cols == NR { out.add(r * self.out_stride) } else { y.as_mut_ptr() };
             for (v, sum) in acc.iter().enumerate() {
                 let scale = _mm256_mul_ps(row_scale, _mm256_loadu_ps(self.scales.add(8 * v)));
                 let value = _mm256_fmadd_ps(_mm256_cvtepi32_ps(*sum), scale, _mm256_loadu_ps(self.bias.add(8 * v)));
-                _mm256_storeu_ps(y.as_mut_ptr().add(8 * v), value);
+                _mm256_storeu_ps(to.add(8 * v), value);
             }
-            std::ptr::copy_nonoverlapping(y.as_ptr(), out.add(r * self.out_stride), self.cols);
+            if self.cols < NR {
+                std::ptr::copy_nonoverlapping(y.as_ptr(), out.add(r * self.out_stride), self.cols);
+            }
         }
     }
 }
@@ -353,8 +351,8 @@ mod tests {
 
     #[test]
     fn the_kernel_matches_the_f32_product_and_the_integer_reference_on_edge_shapes() {
-        // rows around the tile (4) and the row block (64); inputs odd and not a multiple of 16;
-        // outputs not a multiple of the panel (24)
+        // rows around the tile (6) and the row block (64); inputs odd and not a multiple of 16;
+        // outputs not a multiple of the panel (16)
         let shapes = [(1, 384, 384), (3, 37, 50), (31, 16, 24), (32, 385, 25), (33, 1536, 384), (255, 61, 47)];
         for (i, &(rows, inputs, outputs)) in shapes.iter().chain(&[(256, 384, 1536)]).enumerate() {
             let w = random(outputs * inputs, 1 + i as u64);

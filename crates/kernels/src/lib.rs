@@ -1,10 +1,43 @@
-//! The matrix kernels of replicad's in-process embedding encoder (`src/embed/encoder.rs`), in a
-//! crate of their own so that every profile compiles them optimised (`[profile.dev.package]` in
-//! the workspace's `Cargo.toml`): SIMD intrinsics unoptimised are tens of times slower, and the
-//! debug-built tests embed whole knowledge bases. All of replicad's `unsafe` arithmetic is here,
-//! in [`int8`].
+//! The kernels of replicad's in-process embedding encoder (`src/embed/`), in a crate of their
+//! own so that every profile compiles them optimised (`[profile.dev.package]` in the workspace's
+//! `Cargo.toml`): SIMD code unoptimised is tens of times slower, and the debug-built tests embed
+//! whole knowledge bases. All of replicad's `unsafe` arithmetic is here: the 8-bit matrix product
+//! ([`int8`]), attention ([`attention`], on the small `f32` products of [`matmul`]), layer normalisation ([`norm`]) and GELU
+//! ([`activation`]), each on plain slices, allocation-free where a forward pass calls it per
+//! layer, with an AVX2 + FMA version chosen at run time ([`avx2_available`]) and a plain one
+//! that the tests hold it to.
+//!
+//! The element-wise and row-wise kernels ([`norm`], [`activation`], the softmax) are plain Rust
+//! compiled twice, once for the baseline CPU and once with AVX2 and FMA enabled
+//! (`#[target_feature]`), so that the compiler vectorises them 8 lanes wide; Rust never fuses a
+//! multiply and an add on its own, so both compilations compute the same bits.
 
+pub mod activation;
+pub mod attention;
 pub mod int8;
+pub mod matmul;
+pub mod norm;
+
+/// Whether the AVX2 kernels can run here: the CPU has AVX2 and FMA (checked once by the
+/// standard library, then cached).
+#[cfg(target_arch = "x86_64")]
+pub fn avx2_available() -> bool {
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+}
+
+/// Whether the AVX2 kernels can run here: never off x86-64.
+#[cfg(not(target_arch = "x86_64"))]
+pub fn avx2_available() -> bool {
+    false
+}
+
+/// Heights of the tiles that `rows` rows are cut into by a kernel that takes at most `most` rows
+/// at a time: as few tiles as that allows, of near-equal heights (the taller first), so that no
+/// short tile re-reads the weights for few products (13 rows by 6: 5 + 4 + 4, not 6 + 6 + 1).
+pub(crate) fn tile_heights(rows: usize, most: usize) -> impl Iterator<Item = usize> {
+    let tiles = rows.div_ceil(most);
+    (0..tiles).map(move |t| rows / tiles + usize::from(t < rows % tiles))
+}
 
 /// `n` deterministic values in `[-1, 1)` from `seed` (xorshift): the matrices the kernels' tests
 /// and `examples/embed_bench.rs` multiply.
@@ -18,4 +51,19 @@ pub fn pseudo_random(n: usize, seed: u64) -> Vec<f32> {
             (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_cut_into_tiles_of_near_equal_height() {
+        let heights = |rows| tile_heights(rows, 6).collect::<Vec<_>>();
+        assert_eq!(heights(13), vec![5, 4, 4]);
+        assert_eq!(heights(12), vec![6, 6]);
+        assert_eq!(heights(1), vec![1]);
+        assert_eq!(heights(64).iter().sum::<usize>(), 64);
+        assert!(heights(0).is_empty());
+    }
 }

@@ -1,0 +1,112 @@
+//! Time of each kernel on all-MiniLM-L6-v2's shapes, for a question (13 tokens) and a chunk (256
+//! tokens): the 8-bit products (36 distinct weight matrices in turn, so that they come from
+//! memory as in a forward pass), attention over 12 heads of 32, layer normalisation and GELU.
+//! CPU time of the thread per call, median of 7 rounds; run it pinned to one core:
+//!
+//! ```sh
+//! cargo build --release -p replicad-kernels --example kernel_bench
+//! taskset -c 1 target/release/examples/kernel_bench
+//! ```
+
+use std::hint::black_box;
+
+use replicad_kernels::attention::{attention, Shape};
+use replicad_kernels::int8::Linear;
+use replicad_kernels::norm::LayerNorm;
+use replicad_kernels::{activation, pseudo_random};
+
+/// CPU time of the calling thread so far, in µs.
+fn thread_cpu_us() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into the valid pointer it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 * 1e6 + ts.tv_nsec as f64 / 1e3
+}
+
+/// Median over 7 rounds of the CPU time per call of `f` (called `calls` times a round), in µs.
+fn time(calls: usize, mut f: impl FnMut(usize)) -> f64 {
+    let mut rounds: Vec<f64> = (0..7)
+        .map(|_| {
+            let t = thread_cpu_us();
+            for i in 0..calls {
+                f(i);
+            }
+            (thread_cpu_us() - t) / calls as f64
+        })
+        .collect();
+    rounds.sort_by(f64::total_cmp);
+    rounds[3]
+}
+
+fn products() {
+    for (inputs, outputs) in [(384, 1152), (384, 384), (384, 1536), (1536, 384)] {
+        let layers = 36 * 384 * 384 / (inputs * outputs);
+        let bias = vec![0.0f32; outputs];
+        let int8: Vec<Linear> = (0..layers)
+            .map(|i| Linear::quantize(&pseudo_random(inputs * outputs, i as u64 + 1), &bias, outputs, inputs))
+            .collect();
+        for rows in [1, 13, 256] {
+            let x = pseudo_random(rows * inputs, 99);
+            let us = time(layers, |i| {
+                black_box(int8[i].forward(&x, rows));
+            });
+            let gmacs = (rows * inputs * outputs) as f64 / us / 1e3;
+            println!("int8 {rows:>3} × {inputs:>4} → {outputs:>4}: {us:>8.1} µs {gmacs:>5.1} GMAC/s");
+        }
+    }
+}
+
+/// The 24 products of a question's pass through MiniLM's 6 layers (13 rows; 11 MB of weights,
+/// read from memory or the L3 cache as in the encoder), time per pass.
+fn question_pass() {
+    let shapes = [(384, 1152), (384, 384), (384, 1536), (1536, 384)];
+    let layers: Vec<Vec<Linear>> = (0..6)
+        .map(|l| {
+            shapes
+                .iter()
+                .map(|&(i, o)| Linear::quantize(&pseudo_random(i * o, 1000 + l), &vec![0.0; o], o, i))
+                .collect()
+        })
+        .collect();
+    let x: Vec<Vec<f32>> = shapes.iter().map(|&(i, _)| pseudo_random(13 * i, 5)).collect();
+    let us = time(50, |_| {
+        for layer in &layers {
+            for (linear, x) in layer.iter().zip(&x) {
+                black_box(linear.forward(x, 13));
+            }
+        }
+    });
+    let macs: usize = shapes.iter().map(|(i, o)| 6 * 13 * i * o).sum();
+    println!("int8, a question's 24 products (13 rows): {us:>8.1} µs {:>5.1} GMAC/s", macs as f64 / us / 1e3);
+}
+
+fn row_kernels() {
+    for len in [13, 256] {
+        let shape = Shape { rows: 1, len, heads: 12, head_dim: 32 };
+        let qkv = pseudo_random(len * 3 * 384, 7);
+        let mask = vec![1u32; len];
+        let mut out = vec![0f32; len * 384];
+        let us = time(20, |_| attention(&qkv, &mask, shape, black_box(&mut out)));
+        let gmacs = (2 * len * len * 384) as f64 / us / 1e3;
+        println!("attention 1 × {len:>3} tokens, 12 heads of 32: {us:>8.1} µs {gmacs:>5.1} GMAC/s");
+        let norm = LayerNorm::new(pseudo_random(384, 1), pseudo_random(384, 2), 1e-12);
+        let residual = pseudo_random(len * 384, 3);
+        let mut x = pseudo_random(len * 384, 4);
+        let us = time(20, |_| norm.forward_residual(black_box(&mut x), Some(&residual)));
+        println!("layer norm with residual, {len:>3} × 384: {us:>8.1} µs");
+        // from the same values each time (applied again and again, GELU drives them to subnormals)
+        let (h, mut y) = (pseudo_random(len * 1536, 5), vec![0f32; len * 1536]);
+        let us = time(20, |_| {
+            y.copy_from_slice(&h);
+            activation::gelu_erf(black_box(&mut y));
+        });
+        println!("GELU (erf), {len:>3} × 1536 (with a copy): {us:>8.1} µs");
+    }
+}
+
+fn main() {
+    println!("AVX2 + FMA: {}", replicad_kernels::avx2_available());
+    products();
+    question_pass();
+    row_kernels();
+}
