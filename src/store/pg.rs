@@ -37,6 +37,8 @@
 //! under an advisory lock, and a database whose schema is newer than this build is refused.
 
 use std::collections::{HashMap, VecDeque};
+
+use foldhash::HashMap as Rows;
 use std::marker::PhantomData;
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -136,7 +138,7 @@ struct Conn {
 /// and by any transaction that sent something and did not commit.
 struct Kept {
     stamps: Arc<Stamps>,
-    rows: HashMap<RowId, Option<Vec<u8>>>,
+    rows: Rows<RowId, Option<Vec<u8>>>,
     /// The bytes of keys and values in `rows`, about (at most [`MAX_KEPT_BYTES`]).
     bytes: usize,
     /// [`Stamps::foreign`] when `rows` were last checked against it.
@@ -158,23 +160,27 @@ const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 struct Written {
     /// Each row this transaction has read or written, as it now is (`None`: no row): a point
     /// read of a row found here costs no round trip.
-    known: HashMap<RowId, Option<Vec<u8>>>,
+    known: Rows<RowId, Option<Vec<u8>>>,
     /// The writes not sent yet, one per row: the key and value put, or `None` for a removal.
     pending: Pending,
     /// The bytes of keys and values in `pending` (sent early past [`MAX_PENDING_BYTES`]).
     pending_bytes: usize,
     /// The rows taken from the connection's [`Kept`] rows, to be checked when `BEGIN` is sent.
     assumed: Vec<(RowId, Option<Vec<u8>>)>,
+    /// The rows this transaction read (from the database or the kept rows): what a writer's
+    /// connection keeps of it once committed (a row only written, such as a new history item,
+    /// is seldom read again).
+    read: Vec<RowId>,
     /// The tables this transaction wrote (named in its commit's notification).
-    tables: Vec<String>,
+    tables: Vec<Arc<str>>,
 }
 
-/// A row of `replicad_rows`: its table's name and its sort key.
-type RowId = (String, Vec<u8>);
+/// A row of `replicad_rows`: its table's name (shared by the rows of the table) and its sort key.
+type RowId = (Arc<str>, Vec<u8>);
 
 /// A write transaction's writes not sent yet: per row, the key and value put, or `None` for a
 /// removal.
-type Pending = HashMap<RowId, Option<(Vec<u8>, Vec<u8>)>>;
+type Pending = Rows<RowId, Option<(Vec<u8>, Vec<u8>)>>;
 
 /// Most bytes of keys and values a write transaction keeps unsent before it sends them (a
 /// migration that rewrites a whole table does not hold it all in memory).
@@ -200,14 +206,14 @@ pub struct Txn {
 /// A table of a PostgreSQL transaction: its rows of `replicad_rows`.
 pub struct PgTable<K, V> {
     conn: Arc<Mutex<Conn>>,
-    name: String,
+    name: Arc<str>,
     types: Types<K, V>,
 }
 
 /// A range scan of a [`PgTable`], fetched a page at a time from whichever end is iterated.
 pub struct PgRange<K, V> {
     conn: Arc<Mutex<Conn>>,
-    name: String,
+    name: Arc<str>,
     /// The bounds of the rows not fetched yet (sort keys).
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
@@ -302,7 +308,7 @@ impl PgTables {
     /// returns), naming them in its notifications ([`Stamps::payload`]).
     pub fn keep_rows(&mut self, stamps: Arc<Stamps>) {
         let foreign = stamps.foreign();
-        lock(&self.conn).kept = Some(Kept { stamps, rows: HashMap::new(), bytes: 0, foreign });
+        lock(&self.conn).kept = Some(Kept { stamps, rows: Rows::default(), bytes: 0, foreign });
     }
 
     /// Runs `f` in a read-only `REPEATABLE READ` transaction: one snapshot of the database,
@@ -669,11 +675,11 @@ impl Conn {
         for ((tbl, sk), row) in &pending {
             match row {
                 None => {
-                    gone_tbl.push(tbl.as_str());
+                    gone_tbl.push(&**tbl);
                     gone_sk.push(sk.as_slice());
                 }
                 Some((k, v)) => {
-                    put_tbl.push(tbl.as_str());
+                    put_tbl.push(&**tbl);
                     put_sk.push(sk.as_slice());
                     put_k.push(k.as_slice());
                     put_v.push(v.as_slice());
@@ -732,6 +738,7 @@ impl Conn {
         let value = self.kept.as_ref()?.rows.get(id)?.clone();
         let w = self.write.as_mut()?;
         w.known.insert(id.clone(), value.clone());
+        w.read.push(id.clone());
         w.assumed.push((id.clone(), value.clone()));
         Some(value)
     }
@@ -753,16 +760,20 @@ impl Kept {
         self.bytes = 0;
     }
 
-    /// Keeps the rows a committed transaction read or wrote, as it left them (starting again
-    /// empty past [`MAX_KEPT_ROWS`] or [`MAX_KEPT_BYTES`]).
-    fn committed(&mut self, known: HashMap<RowId, Option<Vec<u8>>>) {
-        let bytes: usize = known.iter().map(|((_, sk), v)| sk.len() + v.as_ref().map_or(0, Vec::len)).sum();
-        if self.rows.len() + known.len() > MAX_KEPT_ROWS || self.bytes + bytes > MAX_KEPT_BYTES {
-            self.forget();
-        }
-        if known.len() <= MAX_KEPT_ROWS && bytes <= MAX_KEPT_BYTES {
-            self.rows.extend(known);
+    /// Keeps the rows the committed transaction `written` read, as it left them (starting
+    /// again empty past [`MAX_KEPT_ROWS`] or [`MAX_KEPT_BYTES`]).
+    fn committed(&mut self, mut written: Written) {
+        for id in written.read {
+            let Some((id, value)) = written.known.remove_entry(&id) else { continue };
+            let size = |(sk, value): (&Vec<u8>, &Option<Vec<u8>>)| sk.len() + value.as_ref().map_or(0, Vec::len);
+            let bytes = size((&id.1, &value));
+            if self.rows.len() >= MAX_KEPT_ROWS || self.bytes + bytes > MAX_KEPT_BYTES {
+                self.forget();
+            }
             self.bytes += bytes;
+            if let Some(old) = self.rows.insert(id.clone(), value) {
+                self.bytes -= size((&id.1, &old));
+            }
         }
     }
 }
@@ -803,10 +814,11 @@ fn writes_sql(sql: &mut String, pending: &Pending) {
 }
 
 /// Appends to `sql` (after `; `) the check that the rows `assumed` are still as a write
-/// transaction took them from the kept rows ([`Kept`]): a `DO` block that reads them, locked
-/// (so a process that wrote one first is waited for), and fails as a serialization failure
-/// (SQLSTATE 40001) when one differs. Nothing when `assumed` is empty. The rows are locked in
-/// key order, as every such check locks them, so two checks never wait on each other.
+/// transaction took them from the kept rows ([`Kept`]): a `DO` block that reads them and fails
+/// as a serialization failure (SQLSTATE 40001) when one differs. Nothing when `assumed` is
+/// empty. It sends the same text for the same rows (in key order). It reads without locking:
+/// the transaction is `SERIALIZABLE`, so a row another transaction changes after this read fails
+/// one of the two (and the rows it writes it locks at its write, in the same round trip).
 fn expect_sql(sql: &mut String, mut assumed: Vec<(RowId, Option<Vec<u8>>)>) {
     if assumed.is_empty() {
         return;
@@ -827,7 +839,7 @@ fn expect_sql(sql: &mut String, mut assumed: Vec<(RowId, Option<Vec<u8>>)>) {
     }
     sql.push_str(
         ") AS e(tbl, sk, v) WHERE e.v IS DISTINCT FROM \
-         (SELECT r.v FROM replicad_rows r WHERE r.tbl = e.tbl AND r.sk = e.sk FOR UPDATE)) \
+         (SELECT r.v FROM replicad_rows r WHERE r.tbl = e.tbl AND r.sk = e.sk)) \
          THEN RAISE EXCEPTION 'a row changed since this node kept it' USING ERRCODE = 'serialization_failure'; \
          END IF; END $replicad$",
     );
@@ -909,7 +921,7 @@ impl Txn {
             batch.push_str(channel);
             if let Some(stamps) = stamps.as_ref().filter(|_| channel == super::notify::COMMIT) {
                 batch.push_str(", ");
-                push_text(&mut batch, &stamps.payload(written.tables.iter().map(String::as_str)));
+                push_text(&mut batch, &stamps.payload(written.tables.iter().map(|t| &**t)));
             }
             batch.push_str("; ");
         }
@@ -918,8 +930,8 @@ impl Txn {
         let Conn { client, kept, .. } = &mut *conn;
         match (done, kept) {
             (Ok(()), Some(kept)) => {
-                kept.stamps.written(written.tables.iter().map(String::as_str));
-                kept.committed(written.known);
+                kept.stamps.written(written.tables.iter().map(|t| &**t));
+                kept.committed(written);
                 Ok(())
             }
             (Ok(()), None) => Ok(()),
@@ -939,9 +951,9 @@ impl Txn {
         let mut conn = lock(&self.conn);
         conn.flush()?;
         if let Some(w) = &mut conn.write {
-            w.known.retain(|(tbl, _), _| tbl != name);
-            if !w.tables.iter().any(|t| t == name) {
-                w.tables.push(name.to_string());
+            w.known.retain(|(tbl, _), _| &**tbl != name);
+            if !w.tables.iter().any(|t| &**t == name) {
+                w.tables.push(name.into());
             }
         }
         let sql = "DELETE FROM replicad_rows WHERE tbl = $1";
@@ -950,7 +962,7 @@ impl Txn {
 
     /// Table `name` of this transaction.
     pub(super) fn table<K, V>(&self, name: &str) -> PgTable<K, V> {
-        PgTable { conn: self.conn.clone(), name: name.to_string(), types: Types::default() }
+        PgTable { conn: self.conn.clone(), name: name.into(), types: Types::default() }
     }
 }
 
@@ -977,11 +989,12 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
                     "" => "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2",
                     _ => "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2 FOR UPDATE",
                 };
-                let rows = conn.query(sql, &[&self.name, &sk])?;
+                let rows = conn.query(sql, &[&&*self.name, &sk])?;
                 rows.into_iter().next().map(|r| r.get(0))
             }
         };
         if let Some(w) = &mut conn.write {
+            w.read.push(id.clone());
             w.known.insert(id, value.clone());
         }
         Ok(value)
@@ -1058,7 +1071,7 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
         let sql = "SELECT count(*) FROM replicad_rows WHERE tbl = $1";
         let mut conn = lock(&self.conn);
         conn.flush()?;
-        let rows = conn.query(sql, &[&self.name])?;
+        let rows = conn.query(sql, &[&&*self.name])?;
         let n: i64 = rows.first().map_or(0, |r| r.get(0));
         Ok(u64::try_from(n).unwrap_or(0))
     }
@@ -1085,7 +1098,8 @@ impl<K: StoreKey, V: Value + 'static> PgRange<K, V> {
     /// Fetches the next page of unfetched rows nearest the low (or high) end into that end's
     /// buffer, and narrows the unfetched bounds past them.
     fn fetch(&mut self, from_high: bool) -> Result<()> {
-        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&self.name];
+        let name: &str = &self.name;
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&name];
         let mut sql = String::from("SELECT sk, k, v FROM replicad_rows WHERE tbl = $1");
         for (bound, [inclusive, exclusive]) in [(&self.lo, [">=", ">"]), (&self.hi, ["<=", "<"])] {
             let (op, bytes) = match bound {
