@@ -816,14 +816,15 @@ fn writes_sql(sql: &mut String, pending: &Pending) {
 /// Appends to `sql` (after `; `) the check that the rows `assumed` are still as a write
 /// transaction took them from the kept rows ([`Kept`]): a `DO` block that reads them and fails
 /// as a serialization failure (SQLSTATE 40001) when one differs. Nothing when `assumed` is
-/// empty. It sends the same text for the same rows (in key order). It reads without locking:
-/// the transaction is `SERIALIZABLE`, so a row another transaction changes after this read fails
-/// one of the two (and the rows it writes it locks at its write, in the same round trip).
-fn expect_sql(sql: &mut String, mut assumed: Vec<(RowId, Option<Vec<u8>>)>) {
+/// empty. It locks them (`FOR UPDATE`) in the order the transaction took them, the order in
+/// which a transaction that reads them from the database locks them: every history batch locks
+/// the message sequence first, so the batches of several nodes wait for each other there, as
+/// they did before rows were kept, rather than locking rows in two orders and deadlocking (a
+/// deadlock is found only after PostgreSQL's `deadlock_timeout`, a second).
+fn expect_sql(sql: &mut String, assumed: Vec<(RowId, Option<Vec<u8>>)>) {
     if assumed.is_empty() {
         return;
     }
-    assumed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     sql.push_str("; DO $replicad$ BEGIN IF EXISTS (SELECT 1 FROM (VALUES ");
     for (i, ((tbl, sk), v)) in assumed.iter().enumerate() {
         sql.push_str(if i == 0 { "(" } else { ", (" });
@@ -839,7 +840,7 @@ fn expect_sql(sql: &mut String, mut assumed: Vec<(RowId, Option<Vec<u8>>)>) {
     }
     sql.push_str(
         ") AS e(tbl, sk, v) WHERE e.v IS DISTINCT FROM \
-         (SELECT r.v FROM replicad_rows r WHERE r.tbl = e.tbl AND r.sk = e.sk)) \
+         (SELECT r.v FROM replicad_rows r WHERE r.tbl = e.tbl AND r.sk = e.sk FOR UPDATE)) \
          THEN RAISE EXCEPTION 'a row changed since this node kept it' USING ERRCODE = 'serialization_failure'; \
          END IF; END $replicad$",
     );
