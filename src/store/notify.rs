@@ -2,9 +2,10 @@
 //! share one database.
 //!
 //! Every write transaction notifies [`COMMIT`] as it commits (in the same round trip as its
-//! `COMMIT`), naming the tables it wrote in the payload ([`super::stamps`]); one that adds an outbox row or an ingestion job also notifies [`KB`]
-//! (`store::kb`). PostgreSQL delivers a notification only if its transaction commits, once per
-//! transaction and channel, to every session listening.
+//! `COMMIT`), naming the tables it wrote in the payload ([`super::stamps`]); one that adds an
+//! outbox row or an ingestion job also notifies [`KB`] (`store::kb`). PostgreSQL delivers a
+//! notification only if its transaction commits, once per transaction and channel, to every
+//! session listening.
 //!
 //! Each node listens on a connection of its own, on a thread of its own ([`Listener`]). A
 //! notification on either channel moves this node's commit generation on (the read cache,
