@@ -314,14 +314,15 @@ pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
 }
 
 /// The replica `id` of `org` as seen by `user`; 404 when missing or not visible.
-/// The record is shared by the reads of one store snapshot ([`store::Snapshot::record`]).
+/// The record is shared by the reads of one store snapshot on redb, and kept between reads on
+/// PostgreSQL while no replica is written ([`Store::record`]).
 pub async fn get(
     store: &Store,
     org: Uuid,
     id: Uuid,
     user: Option<&crate::store::records::User>,
 ) -> Result<Arc<Replica>> {
-    let r = store.read(move |txn| txn.record::<Replica>(tables::REPLICAID_REPLICA, k(id))).await?;
+    let r = store.record::<Replica>(tables::REPLICAID_REPLICA, k(id)).await?;
     seen_in(r, org, user)
 }
 

@@ -34,10 +34,12 @@ pub mod migrate;
 pub mod notify;
 pub mod pg;
 pub mod private;
+pub mod record_cache;
 pub mod records;
 pub mod replica_index;
 pub mod snapshot;
 pub mod sort_key;
+pub mod stamps;
 pub mod states;
 pub mod tables;
 mod writer;
@@ -85,9 +87,9 @@ pub struct Store {
 enum Engine {
     /// The redb file in the data directory (the default).
     Redb(Arc<handle::Handle>),
-    /// A PostgreSQL database, which several nodes may share, and what this node hears of the
-    /// others' commits.
-    Pg(Arc<pg::PgPool>, notify::Listener),
+    /// A PostgreSQL database, which several nodes may share, what this node hears of the
+    /// others' commits, and the records it keeps between reads.
+    Pg(Arc<pg::PgPool>, notify::Listener, record_cache::RecordCache),
 }
 
 impl Engine {
@@ -95,7 +97,7 @@ impl Engine {
     fn read<T>(&self, f: impl Fn(&Snapshot) -> Result<T>) -> Result<T> {
         match self {
             Engine::Redb(handle) => handle.read(f),
-            Engine::Pg(pool, _) => pool.read(|txn| f(&Snapshot::of(txn))),
+            Engine::Pg(pool, ..) => pool.read(|txn| f(&Snapshot::of(txn))),
         }
     }
 }
@@ -273,9 +275,11 @@ impl Store {
         let (lock, space) = node_dir(data_dir, min_free)?;
         // On a thread of its own: the synchronous client runs a runtime of its own, which cannot
         // start on a thread of the server's.
+        let stamps = Arc::new(stamps::Stamps::default());
         let connect = || -> Result<_> {
             let pool = Arc::new(pg::PgPool::connect(url)?);
-            let writer = pool.dedicated()?;
+            let mut writer = pool.dedicated()?;
+            writer.keep_rows(stamps.clone());
             let files = files::Files::in_database(pool.clone(), space.clone());
             let swept = files.sweep(|| pool.read(|txn| files::recorded_names(&Snapshot::of(txn))))?;
             Ok((pool, writer, files, swept))
@@ -285,9 +289,10 @@ impl Store {
             .map_err(other)?;
         report_swept(swept);
         let (leases, wake) = (lease::Leases::postgres(url), notify::Wake::default());
-        let listener = notify::Listener::spawn(url, wake.clone());
+        let listener = notify::Listener::spawn(url, wake.clone(), stamps.clone());
         let target = writer::Target::Pg(writer, Box::new(listener.on_commit()));
-        Store::assemble(lock, Engine::Pg(pool, listener), leases, space, files, target, wake)
+        let engine = Engine::Pg(pool, listener, record_cache::RecordCache::new(stamps));
+        Store::assemble(lock, engine, leases, space, files, target, wake)
     }
 
     /// The store over `engine`, with its writer committing to `target`, holding `lock`; `wake`
@@ -320,7 +325,7 @@ impl Store {
     pub fn commit_generation(&self) -> Option<u64> {
         match &*self.engine {
             Engine::Redb(handle) => handle.commit_generation(),
-            Engine::Pg(_, listener) => listener.generation(),
+            Engine::Pg(_, listener, _) => listener.generation(),
         }
     }
 
@@ -339,7 +344,7 @@ impl Store {
         key: Vec<u8>,
         f: impl FnOnce(Option<(f64, f64)>) -> (f64, T) + Send + 'static,
     ) -> Result<T> {
-        let Engine::Pg(pool, _) = &*self.engine else {
+        let Engine::Pg(pool, ..) = &*self.engine else {
             return Err(Error::internal("the rate-limit buckets are in memory on redb"));
         };
         let pool = pool.clone();
@@ -386,6 +391,34 @@ impl Store {
             }),
             Engine::Pg(..) => self.read_scan(f).await,
         }
+    }
+
+    /// Record `key` of table `def` (a `u128`-keyed table of `R` records), `None` when there is
+    /// none: a read of one record that most requests make first (the path's replica). On redb
+    /// it is the shared snapshot's ([`Snapshot::record`]); on PostgreSQL a record this node
+    /// keeps ([`record_cache`]: while its table is unwritten, as far as this node has heard),
+    /// else read and kept. Errors as [`Store::read`].
+    pub async fn record<R>(
+        &self,
+        def: redb::TableDefinition<'static, u128, &'static [u8]>,
+        key: u128,
+    ) -> Result<Option<Arc<R>>>
+    where
+        R: Record + Send + Sync + 'static,
+    {
+        use redb::TableHandle as _;
+        let Engine::Pg(.., cache) = &*self.engine else {
+            return self.read(move |txn| txn.record::<R>(def, key)).await;
+        };
+        if let Some(kept) = cache.get::<R>(def.name(), key) {
+            return Ok(Some(kept));
+        }
+        let read_at = cache.now();
+        let found = self.read(move |txn| txn.record::<R>(def, key)).await?;
+        if let (Some(read_at), Some(found)) = (read_at, &found) {
+            cache.keep(def.name(), key, read_at, found.clone());
+        }
+        Ok(found)
     }
 
     /// A read transaction for one long read on the caller's thread (the online backup's

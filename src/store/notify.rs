@@ -2,9 +2,10 @@
 //! share one database.
 //!
 //! Every write transaction notifies [`COMMIT`] as it commits (in the same round trip as its
-//! `COMMIT`); one that adds an outbox row or an ingestion job also notifies [`KB`]
-//! (`store::kb`). PostgreSQL delivers a notification only if its transaction commits, once per
-//! transaction and channel, to every session listening.
+//! `COMMIT`), naming the tables it wrote in the payload ([`super::stamps`]); one that adds an
+//! outbox row or an ingestion job also notifies [`KB`] (`store::kb`). PostgreSQL delivers a
+//! notification only if its transaction commits, once per transaction and channel, to every
+//! session listening.
 //!
 //! Each node listens on a connection of its own, on a thread of its own ([`Listener`]). A
 //! notification on either channel moves this node's commit generation on (the read cache,
@@ -28,6 +29,8 @@ use std::time::Duration;
 use postgres::{Client, NoTls};
 use tokio::sync::Notify;
 
+use super::stamps::Stamps;
+
 /// The channel every write transaction notifies.
 pub const COMMIT: &str = "replicad_commit";
 /// The channel of a transaction that added an outbox row or an ingestion job.
@@ -45,6 +48,8 @@ pub struct Listener {
 
 struct State {
     generation: AtomicU64,
+    /// The tables' stamps, moved on by the commits heard ([`super::stamps`]).
+    stamps: Arc<Stamps>,
     listening: AtomicBool,
     stop: AtomicBool,
 }
@@ -57,10 +62,12 @@ pub struct Wake {
 }
 
 impl Listener {
-    /// Starts listening on the database at `url`, on a thread of its own.
-    pub fn spawn(url: &str, wake: Wake) -> Listener {
+    /// Starts listening on the database at `url`, on a thread of its own; the commits heard
+    /// stamp the tables they wrote in `stamps`.
+    pub fn spawn(url: &str, wake: Wake, stamps: Arc<Stamps>) -> Listener {
         let state = Arc::new(State {
             generation: AtomicU64::new(0),
+            stamps,
             listening: AtomicBool::new(false),
             stop: AtomicBool::new(false),
         });
@@ -114,8 +121,10 @@ fn listen(state: &State, url: &str, wake: &Wake) {
         // Commits made while no connection listened were not heard.
         state.generation.fetch_add(1, Ordering::AcqRel);
         state.listening.store(true, Ordering::Release);
+        state.stamps.listening(true);
         wake_all(wake);
         hear(state, &mut client, wake);
+        state.stamps.listening(false);
         state.listening.store(false, Ordering::Release);
         if !state.stop.load(Ordering::Acquire) {
             tracing::warn!("the commit listener's connection closed; connecting again");
@@ -132,8 +141,9 @@ fn hear(state: &State, client: &mut Client, wake: &Wake) {
             match postgres::fallible_iterator::FallibleIterator::next(&mut heard) {
                 Ok(Some(n)) => {
                     state.generation.fetch_add(1, Ordering::AcqRel);
-                    if n.channel() == KB {
-                        wake_all(wake);
+                    match n.channel() {
+                        COMMIT => state.stamps.heard(n.payload()),
+                        _ => wake_all(wake),
                     }
                 }
                 Ok(None) => break,

@@ -18,12 +18,15 @@
 //! ON CONFLICT` and one `DELETE` of literals, [`writes_sql`]); before a statement that reads
 //! more than one row (a range, a count) they go first, so that it sees them, as one prepared
 //! statement over arrays ([`FLUSH`]). A point read of a row the transaction already read or
-//! wrote is answered on the client; any other is a round trip. A transaction's `BEGIN` goes in
-//! the round trip of its first point read (read transactions too), or of its commit. So the
-//! writer's batch of history writes is the reads of rows no write of the batch touched yet (the
-//! first with `BEGIN`) and one round trip for the writes and `COMMIT`
-//! (`tests/it/postgres_round_trips.rs` counts them); a read of one row is two round trips (`BEGIN`
-//! and the read, `COMMIT`). Nothing is acknowledged before `COMMIT` answers, as before.
+//! wrote is answered on the client; so is, on the store writer's connection, a row its earlier
+//! committed transactions read or wrote ([`Kept`]: taken without a round trip, and checked in
+//! the round trip that sends `BEGIN`; a row another process changed meanwhile fails the batch as
+//! a serialization failure, run again reading). Any other point read is a round trip. A
+//! transaction's `BEGIN` goes in the round trip of its first point read (read transactions too),
+//! or of its commit. So the writer's batch of history writes to chats it wrote before is one
+//! round trip (`BEGIN`, the check, the writes, `NOTIFY`, `COMMIT`), plus the reads of rows it
+//! did not keep (`tests/it/postgres_round_trips.rs` counts them); a read of one row is two round
+//! trips (`BEGIN` and the read, `COMMIT`). Nothing is acknowledged before `COMMIT` answers.
 //!
 //! Write transactions are `SERIALIZABLE` and run again, from the start, when PostgreSQL reports
 //! a serialization failure (SQLSTATE 40001) or a deadlock (40P01) ([`PgTables::write`], and the
@@ -34,6 +37,8 @@
 //! under an advisory lock, and a database whose schema is newer than this build is refused.
 
 use std::collections::{HashMap, VecDeque};
+
+use foldhash::HashMap as Rows;
 use std::marker::PhantomData;
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -45,6 +50,7 @@ use postgres::{Client, NoTls, Row, Statement};
 use redb::Value;
 
 use super::kv::{self, AccessGuard, Entry, StoreKey};
+use super::stamps::Stamps;
 use crate::error::{Error, Result};
 
 /// The version of the SQL schema this build writes and reads.
@@ -118,7 +124,30 @@ struct Conn {
     /// The write transaction in progress: what it has read and written so far; `None` outside
     /// a write transaction.
     write: Option<Written>,
+    /// The rows the writer's connection keeps between its transactions ([`PgTables::keep_rows`]);
+    /// `None` on other connections.
+    kept: Option<Kept>,
 }
+
+/// The rows a writer's connection keeps between its transactions: each row its committed
+/// transactions read or wrote, as they left it. A transaction takes a row from here instead of
+/// reading it (no round trip) while it has sent nothing yet, and checks, in the round trip that
+/// sends its `BEGIN`, that every row it took is still so ([`expect_sql`]): a row another process
+/// changed meanwhile fails the transaction as a serialization failure, and the writer runs its
+/// batch again, reading. Emptied when another process's commit is heard ([`Stamps::foreign`]),
+/// and by any transaction that sent something and did not commit.
+struct Kept {
+    stamps: Arc<Stamps>,
+    rows: Rows<RowId, Option<Vec<u8>>>,
+    /// The bytes of keys and values in `rows`, about (at most [`MAX_KEPT_BYTES`]).
+    bytes: usize,
+    /// [`Stamps::foreign`] when `rows` were last checked against it.
+    foreign: Option<u64>,
+}
+
+/// Most rows and bytes a writer's connection keeps between its transactions.
+const MAX_KEPT_ROWS: usize = 4096;
+const MAX_KEPT_BYTES: usize = 4 << 20;
 
 /// The `BEGIN` of a write transaction.
 const BEGIN_WRITE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
@@ -131,19 +160,27 @@ const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 struct Written {
     /// Each row this transaction has read or written, as it now is (`None`: no row): a point
     /// read of a row found here costs no round trip.
-    known: HashMap<RowId, Option<Vec<u8>>>,
+    known: Rows<RowId, Option<Vec<u8>>>,
     /// The writes not sent yet, one per row: the key and value put, or `None` for a removal.
     pending: Pending,
     /// The bytes of keys and values in `pending` (sent early past [`MAX_PENDING_BYTES`]).
     pending_bytes: usize,
+    /// The rows taken from the connection's [`Kept`] rows, to be checked when `BEGIN` is sent.
+    assumed: Vec<(RowId, Option<Vec<u8>>)>,
+    /// The rows this transaction read (from the database or the kept rows): what a writer's
+    /// connection keeps of it once committed (a row only written, such as a new history item,
+    /// is seldom read again).
+    read: Vec<RowId>,
+    /// The tables this transaction wrote (named in its commit's notification).
+    tables: Vec<Arc<str>>,
 }
 
-/// A row of `replicad_rows`: its table's name and its sort key.
-type RowId = (String, Vec<u8>);
+/// A row of `replicad_rows`: its table's name (shared by the rows of the table) and its sort key.
+type RowId = (Arc<str>, Vec<u8>);
 
 /// A write transaction's writes not sent yet: per row, the key and value put, or `None` for a
 /// removal.
-type Pending = HashMap<RowId, Option<(Vec<u8>, Vec<u8>)>>;
+type Pending = Rows<RowId, Option<(Vec<u8>, Vec<u8>)>>;
 
 /// Most bytes of keys and values a write transaction keeps unsent before it sends them (a
 /// migration that rewrites a whole table does not hold it all in memory).
@@ -169,14 +206,14 @@ pub struct Txn {
 /// A table of a PostgreSQL transaction: its rows of `replicad_rows`.
 pub struct PgTable<K, V> {
     conn: Arc<Mutex<Conn>>,
-    name: String,
+    name: Arc<str>,
     types: Types<K, V>,
 }
 
 /// A range scan of a [`PgTable`], fetched a page at a time from whichever end is iterated.
 pub struct PgRange<K, V> {
     conn: Arc<Mutex<Conn>>,
-    name: String,
+    name: Arc<str>,
     /// The bounds of the rows not fetched yet (sort keys).
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
@@ -204,7 +241,14 @@ impl PgTables {
     /// [`PgPool`]).
     fn open(url: &str) -> Result<PgTables> {
         let client = Client::connect(url, NoTls).map_err(Error::caused_by)?;
-        let conn = Conn { client, statements: HashMap::new(), notify: Vec::new(), unsent_begin: None, write: None };
+        let conn = Conn {
+            client,
+            statements: HashMap::new(),
+            notify: Vec::new(),
+            unsent_begin: None,
+            write: None,
+            kept: None,
+        };
         let conn = Arc::new(Mutex::new(conn));
         Ok(PgTables { conn, url: url.to_string() })
     }
@@ -243,13 +287,28 @@ impl PgTables {
     /// a new one first, so a long-lived writer recovers by itself.
     pub fn begin_write(&mut self) -> Result<kv::WriteTransaction> {
         if lock(&self.conn).client.is_closed() {
+            let stamps = lock(&self.conn).kept.take().map(|k| k.stamps);
             *self = PgTables::open(&self.url)?;
+            if let Some(stamps) = stamps {
+                self.keep_rows(stamps);
+            }
         }
         let mut conn = lock(&self.conn);
+        if let Some(kept) = &mut conn.kept {
+            kept.check_foreign();
+        }
         conn.write = Some(Written::default());
         conn.unsent_begin = Some(BEGIN_WRITE);
         drop(conn);
         Ok(kv::WriteTransaction::Pg(Txn { conn: self.conn.clone() }))
+    }
+
+    /// Has this connection (the store's writer's) keep the rows of its write transactions
+    /// between them ([`Kept`]), and stamp the tables it commits in `stamps` (before the commit
+    /// returns), naming them in its notifications ([`Stamps::payload`]).
+    pub fn keep_rows(&mut self, stamps: Arc<Stamps>) {
+        let foreign = stamps.foreign();
+        lock(&self.conn).kept = Some(Kept { stamps, rows: Rows::default(), bytes: 0, foreign });
     }
 
     /// Runs `f` in a read-only `REPEATABLE READ` transaction: one snapshot of the database,
@@ -560,24 +619,37 @@ pub fn must_retry(e: &Error) -> bool {
 }
 
 impl Conn {
-    /// Sends the transaction's `BEGIN` if it was not sent yet.
+    /// Sends the transaction's `BEGIN` if it was not sent yet ([`Conn::opening`]).
     fn begin(&mut self) -> Result<()> {
-        match self.unsent_begin.take() {
-            Some(begin) => self.client.batch_execute(begin).map_err(Error::caused_by),
+        match self.opening() {
+            Some(sql) => self.client.batch_execute(&sql).map_err(Error::caused_by),
             None => Ok(()),
         }
     }
 
-    /// The value of row `sk` of table `tbl`, read with the transaction's unsent `BEGIN` in one
-    /// round trip (a simple query: the row's bytes come back as hex text). Errors: the
-    /// database's (the transaction counts as begun either way, so that it is ended).
-    fn begin_with_get(&mut self, begin: &str, tbl: &str, sk: &[u8]) -> Result<Option<Vec<u8>>> {
-        let sql = format!(
-            "{begin}; SELECT encode(v, 'hex') FROM replicad_rows WHERE tbl = '{}' AND sk = decode('{}', 'hex'){}",
-            tbl.replace('\'', "''"),
-            hex::encode(sk),
-            self.row_lock()
-        );
+    /// The transaction's unsent `BEGIN` and, in a write transaction that took kept rows
+    /// ([`Conn::assume`]), the check that they are still so ([`expect_sql`]), as the SQL to send
+    /// before anything else; `None` when it was sent. From then on, nothing more is taken from
+    /// the kept rows: the transaction reads in its snapshot.
+    fn opening(&mut self) -> Option<String> {
+        let mut sql = String::from(self.unsent_begin.take()?);
+        if let Some(w) = &mut self.write {
+            expect_sql(&mut sql, std::mem::take(&mut w.assumed));
+        }
+        Some(sql)
+    }
+
+    /// The value of row `sk` of table `tbl`, read with the transaction's unsent opening
+    /// ([`Conn::opening`]) in one round trip (a simple query: the row's bytes come back as hex
+    /// text). Errors: the database's (the transaction counts as begun either way, so that it is
+    /// ended).
+    fn begin_with_get(&mut self, tbl: &str, sk: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut sql = self.opening().unwrap_or_default();
+        sql.push_str("; SELECT encode(v, 'hex') FROM replicad_rows WHERE tbl = ");
+        push_text(&mut sql, tbl);
+        sql.push_str(" AND sk = ");
+        push_bytea(&mut sql, sk);
+        sql.push_str(self.row_lock());
         let answers = self.client.simple_query(&sql).map_err(Error::caused_by)?;
         for answer in answers {
             if let postgres::SimpleQueryMessage::Row(row) = answer {
@@ -603,11 +675,11 @@ impl Conn {
         for ((tbl, sk), row) in &pending {
             match row {
                 None => {
-                    gone_tbl.push(tbl.as_str());
+                    gone_tbl.push(&**tbl);
                     gone_sk.push(sk.as_slice());
                 }
                 Some((k, v)) => {
-                    put_tbl.push(tbl.as_str());
+                    put_tbl.push(&**tbl);
                     put_sk.push(sk.as_slice());
                     put_k.push(k.as_slice());
                     put_v.push(v.as_slice());
@@ -626,6 +698,9 @@ impl Conn {
     fn stage(&mut self, id: RowId, row: Option<(Vec<u8>, Vec<u8>)>) -> Result<()> {
         let Some(w) = &mut self.write else { return Err(Error::internal("a write outside a write transaction")) };
         w.pending_bytes += id.1.len() + row.as_ref().map_or(0, |(k, v)| k.len() + v.len());
+        if !w.tables.contains(&id.0) {
+            w.tables.push(id.0.clone());
+        }
         w.known.insert(id.clone(), row.as_ref().map(|(_, v)| v.clone()));
         w.pending.insert(id, row);
         if w.pending_bytes > MAX_PENDING_BYTES {
@@ -654,49 +729,161 @@ impl Conn {
     fn known(&self, id: &RowId) -> Option<Option<Vec<u8>>> {
         self.write.as_ref().and_then(|w| w.known.get(id).cloned())
     }
+
+    /// The value of row `id` as the connection keeps it ([`Kept`]), taken into the write
+    /// transaction (to be checked when its `BEGIN` is sent); `None` when it keeps no such row,
+    /// or the transaction has sent something already.
+    fn assume(&mut self, id: &RowId) -> Option<Option<Vec<u8>>> {
+        self.unsent_begin?;
+        let value = self.kept.as_ref()?.rows.get(id)?.clone();
+        let w = self.write.as_mut()?;
+        w.known.insert(id.clone(), value.clone());
+        w.read.push(id.clone());
+        w.assumed.push((id.clone(), value.clone()));
+        Some(value)
+    }
 }
 
-/// The pending writes `pending` as one SQL statement of literals (sent with `COMMIT` in one
-/// simple query): [`FLUSH`]'s removals and puts; `None` when there is none.
-fn writes_sql(pending: &Pending) -> Option<String> {
-    use std::fmt::Write as _;
-    let bytea = |b: &[u8]| format!("decode('{}', 'hex')", hex::encode(b));
-    let (mut gone, mut put) = (String::new(), String::new());
-    for ((tbl, sk), row) in pending {
-        let tbl = tbl.replace('\'', "''");
-        let list = if row.is_none() { &mut gone } else { &mut put };
-        let sep = if list.is_empty() { "" } else { ", " };
-        let _ = match row {
-            None => write!(list, "{sep}('{tbl}', {})", bytea(sk)),
-            Some((k, v)) => write!(list, "{sep}('{tbl}', {}, {}, {})", bytea(sk), bytea(k), bytea(v)),
-        };
+impl Kept {
+    /// Empties the rows when another process committed since they were checked last (or the
+    /// listener that would say so is away).
+    fn check_foreign(&mut self) {
+        let now = self.stamps.foreign();
+        if now.is_none() || now != self.foreign {
+            self.forget();
+            self.foreign = now;
+        }
     }
-    let delete = |rows: &str| {
-        format!("DELETE FROM replicad_rows r USING (VALUES {rows}) AS d(tbl, sk) WHERE r.tbl = d.tbl AND r.sk = d.sk")
-    };
-    let insert = |rows: &str| {
-        format!(
-            "INSERT INTO replicad_rows (tbl, sk, k, v) VALUES {rows} \
-             ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v"
-        )
-    };
-    match (gone.is_empty(), put.is_empty()) {
-        (true, true) => None,
-        (false, true) => Some(delete(&gone)),
-        (true, false) => Some(insert(&put)),
-        (false, false) => Some(format!("WITH gone AS ({}) {}", delete(&gone), insert(&put))),
+
+    fn forget(&mut self) {
+        self.rows.clear();
+        self.bytes = 0;
     }
+
+    /// Keeps the rows the committed transaction `written` read, as it left them (starting
+    /// again empty past [`MAX_KEPT_ROWS`] or [`MAX_KEPT_BYTES`]).
+    fn committed(&mut self, mut written: Written) {
+        for id in written.read {
+            let Some((id, value)) = written.known.remove_entry(&id) else { continue };
+            let size = |(sk, value): (&Vec<u8>, &Option<Vec<u8>>)| sk.len() + value.as_ref().map_or(0, Vec::len);
+            let bytes = size((&id.1, &value));
+            if self.rows.len() >= MAX_KEPT_ROWS || self.bytes + bytes > MAX_KEPT_BYTES {
+                self.forget();
+            }
+            self.bytes += bytes;
+            if let Some(old) = self.rows.insert(id.clone(), value) {
+                self.bytes -= size((&id.1, &old));
+            }
+        }
+    }
+}
+
+/// Appends to `sql` the pending writes `pending` as one SQL statement of literals and `; `
+/// (sent with `COMMIT` in one simple query): [`FLUSH`]'s removals and puts; nothing when there
+/// is none.
+fn writes_sql(sql: &mut String, pending: &Pending) {
+    let gone = pending.values().filter(|row| row.is_none()).count();
+    let put = pending.len() - gone;
+    if gone > 0 {
+        sql.push_str(if put > 0 { "WITH gone AS (" } else { "" });
+        sql.push_str("DELETE FROM replicad_rows r USING (VALUES ");
+        for (i, (tbl, sk)) in pending.iter().filter(|(_, row)| row.is_none()).map(|(id, _)| id).enumerate() {
+            sql.push_str(if i == 0 { "(" } else { ", (" });
+            push_text(sql, tbl);
+            sql.push_str(", ");
+            push_bytea(sql, sk);
+            sql.push(')');
+        }
+        sql.push_str(") AS d(tbl, sk) WHERE r.tbl = d.tbl AND r.sk = d.sk");
+        sql.push_str(if put > 0 { ") " } else { "; " });
+    }
+    if put > 0 {
+        sql.push_str("INSERT INTO replicad_rows (tbl, sk, k, v) VALUES ");
+        let puts = pending.iter().filter_map(|((tbl, sk), row)| row.as_ref().map(|(k, v)| (tbl, sk, k, v)));
+        for (i, (tbl, sk, k, v)) in puts.enumerate() {
+            sql.push_str(if i == 0 { "(" } else { ", (" });
+            push_text(sql, tbl);
+            for bytes in [sk, k, v] {
+                sql.push_str(", ");
+                push_bytea(sql, bytes);
+            }
+            sql.push(')');
+        }
+        sql.push_str(" ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v; ");
+    }
+}
+
+/// Appends to `sql` (after `; `) the check that the rows `assumed` are still as a write
+/// transaction took them from the kept rows ([`Kept`]): a `DO` block that reads them and fails
+/// as a serialization failure (SQLSTATE 40001) when one differs. Nothing when `assumed` is
+/// empty. It locks them (`FOR UPDATE`) in the order the transaction took them, the order in
+/// which a transaction that reads them from the database locks them: every history batch locks
+/// the message sequence first, so the batches of several nodes wait for each other there, as
+/// they did before rows were kept, rather than locking rows in two orders and deadlocking (a
+/// deadlock is found only after PostgreSQL's `deadlock_timeout`, a second).
+fn expect_sql(sql: &mut String, assumed: Vec<(RowId, Option<Vec<u8>>)>) {
+    if assumed.is_empty() {
+        return;
+    }
+    sql.push_str("; DO $replicad$ BEGIN IF EXISTS (SELECT 1 FROM (VALUES ");
+    for (i, ((tbl, sk), v)) in assumed.iter().enumerate() {
+        sql.push_str(if i == 0 { "(" } else { ", (" });
+        push_text(sql, tbl);
+        sql.push_str(", ");
+        push_bytea(sql, sk);
+        sql.push_str(", ");
+        match v {
+            Some(v) => push_bytea(sql, v),
+            None => sql.push_str("NULL::bytea"),
+        }
+        sql.push(')');
+    }
+    sql.push_str(
+        ") AS e(tbl, sk, v) WHERE e.v IS DISTINCT FROM \
+         (SELECT r.v FROM replicad_rows r WHERE r.tbl = e.tbl AND r.sk = e.sk FOR UPDATE)) \
+         THEN RAISE EXCEPTION 'a row changed since this node kept it' USING ERRCODE = 'serialization_failure'; \
+         END IF; END $replicad$",
+    );
+}
+
+/// Appends `text` as a SQL string literal.
+fn push_text(sql: &mut String, text: &str) {
+    sql.push('\'');
+    for c in text.chars() {
+        if c == '\'' {
+            sql.push('\'');
+        }
+        sql.push(c);
+    }
+    sql.push('\'');
+}
+
+/// Appends `bytes` as a `bytea` expression of a literal (`decode('…', 'hex')`), without
+/// allocating.
+fn push_bytea(sql: &mut String, bytes: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    sql.reserve(bytes.len() * 2 + 17);
+    sql.push_str("decode('");
+    for b in bytes {
+        sql.push(char::from(HEX[usize::from(b >> 4)]));
+        sql.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    sql.push_str("', 'hex')");
 }
 
 impl Txn {
     /// Ends the transaction with `statement` (`COMMIT` or `ROLLBACK`); a write transaction that
-    /// sent nothing yet ends without a round trip.
+    /// sent nothing yet ends without a round trip. One that sent something and is rolled back
+    /// empties the kept rows ([`Kept`]: it may have failed on a row another process changed).
     pub(super) fn end(&self, statement: &str) -> Result<()> {
         let mut conn = lock(&self.conn);
         conn.notify.clear();
         conn.write = None;
         if conn.unsent_begin.take().is_some() {
             return Ok(());
+        }
+        if let Some(kept) = conn.kept.as_mut().filter(|_| statement != "COMMIT") {
+            kept.forget();
         }
         conn.client.batch_execute(statement).map_err(Error::caused_by)
     }
@@ -709,39 +896,55 @@ impl Txn {
         }
     }
 
-    /// Commits the write transaction in one round trip: its `BEGIN` when no read sent it, its
-    /// pending writes ([`writes_sql`]), the notifications of [`super::notify::COMMIT`] and of
-    /// the channels asked for, and `COMMIT`. A transaction that neither read nor wrote ends
-    /// without any. When a statement fails (a serialization failure, a full disk: 507), the
-    /// transaction is rolled back and the error answered.
+    /// Commits the write transaction in one round trip: its opening when no read sent it
+    /// ([`Conn::opening`]: `BEGIN`, and the check of the kept rows it took), its pending writes
+    /// ([`writes_sql`]), the notifications of [`super::notify::COMMIT`] (naming the tables it
+    /// wrote, on the writer's connection: [`Stamps::payload`]) and of the channels asked for, and
+    /// `COMMIT`. A transaction that neither read nor wrote ends without any. On the writer's
+    /// connection the tables written are stamped, and the rows it read and wrote kept
+    /// ([`Kept`]), before this returns. When a statement fails (a serialization failure, a full
+    /// disk: 507), the transaction is rolled back, the kept rows emptied, and the error answered.
     pub(super) fn commit(&self) -> Result<()> {
         let mut conn = lock(&self.conn);
-        let pending = conn.write.take().map(|w| w.pending).unwrap_or_default();
         let notify = std::mem::take(&mut conn.notify);
-        let begin = conn.unsent_begin.take();
-        if begin.is_some() && pending.is_empty() {
+        let idle = conn.write.as_ref().is_none_or(|w| w.pending.is_empty() && w.assumed.is_empty());
+        if conn.unsent_begin.is_some() && idle {
+            conn.unsent_begin = None;
+            conn.write = None;
             return Ok(());
         }
-        let mut batch = String::new();
-        if let Some(begin) = begin {
-            batch.push_str(begin);
-            batch.push_str("; ");
-        }
-        if let Some(writes) = writes_sql(&pending) {
-            batch.push_str(&writes);
-            batch.push_str("; ");
-        }
+        let mut batch = conn.opening().map(|sql| sql + "; ").unwrap_or_default();
+        let written = conn.write.take().unwrap_or_default();
+        writes_sql(&mut batch, &written.pending);
+        let stamps = conn.kept.as_ref().map(|k| k.stamps.clone());
         for channel in std::iter::once(super::notify::COMMIT).chain(notify) {
-            batch.push_str(&format!("NOTIFY {channel}; "));
+            batch.push_str("NOTIFY ");
+            batch.push_str(channel);
+            if let Some(stamps) = stamps.as_ref().filter(|_| channel == super::notify::COMMIT) {
+                batch.push_str(", ");
+                push_text(&mut batch, &stamps.payload(written.tables.iter().map(|t| &**t)));
+            }
+            batch.push_str("; ");
         }
         batch.push_str("COMMIT");
-        conn.client.batch_execute(&batch).map_err(|e| {
-            // After a failed statement the transaction is still open (aborted); after a failed
-            // `COMMIT` this only warns. A failed rollback leaves the connection broken, and its
-            // next statement says so.
-            let _ = conn.client.batch_execute("ROLLBACK");
-            disk_full_or(e)
-        })
+        let done = conn.client.batch_execute(&batch);
+        let Conn { client, kept, .. } = &mut *conn;
+        match (done, kept) {
+            (Ok(()), Some(kept)) => {
+                kept.stamps.written(written.tables.iter().map(|t| &**t));
+                kept.committed(written);
+                Ok(())
+            }
+            (Ok(()), None) => Ok(()),
+            (Err(e), kept) => {
+                kept.as_mut().map(Kept::forget);
+                // After a failed statement the transaction is still open (aborted); after a failed
+                // `COMMIT` this only warns. A failed rollback leaves the connection broken, and its
+                // next statement says so.
+                let _ = client.batch_execute("ROLLBACK");
+                Err(disk_full_or(e))
+            }
+        }
     }
 
     /// Deletes every row of table `name`; whether it had one.
@@ -749,7 +952,10 @@ impl Txn {
         let mut conn = lock(&self.conn);
         conn.flush()?;
         if let Some(w) = &mut conn.write {
-            w.known.retain(|(tbl, _), _| tbl != name);
+            w.known.retain(|(tbl, _), _| &**tbl != name);
+            if !w.tables.iter().any(|t| &**t == name) {
+                w.tables.push(name.into());
+            }
         }
         let sql = "DELETE FROM replicad_rows WHERE tbl = $1";
         Ok(conn.execute(sql, &[&name])? > 0)
@@ -757,7 +963,7 @@ impl Txn {
 
     /// Table `name` of this transaction.
     pub(super) fn table<K, V>(&self, name: &str) -> PgTable<K, V> {
-        PgTable { conn: self.conn.clone(), name: name.to_string(), types: Types::default() }
+        PgTable { conn: self.conn.clone(), name: name.into(), types: Types::default() }
     }
 }
 
@@ -774,18 +980,22 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
         if let Some(known) = conn.known(&id) {
             return Ok(known);
         }
-        let value = match conn.unsent_begin.take() {
-            Some(begin) => conn.begin_with_get(begin, &self.name, sk)?,
+        if let Some(kept) = conn.assume(&id) {
+            return Ok(kept);
+        }
+        let value = match conn.unsent_begin {
+            Some(_) => conn.begin_with_get(&self.name, sk)?,
             None => {
                 let sql = match conn.row_lock() {
                     "" => "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2",
                     _ => "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2 FOR UPDATE",
                 };
-                let rows = conn.query(sql, &[&self.name, &sk])?;
+                let rows = conn.query(sql, &[&&*self.name, &sk])?;
                 rows.into_iter().next().map(|r| r.get(0))
             }
         };
         if let Some(w) = &mut conn.write {
+            w.read.push(id.clone());
             w.known.insert(id, value.clone());
         }
         Ok(value)
@@ -862,7 +1072,7 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
         let sql = "SELECT count(*) FROM replicad_rows WHERE tbl = $1";
         let mut conn = lock(&self.conn);
         conn.flush()?;
-        let rows = conn.query(sql, &[&self.name])?;
+        let rows = conn.query(sql, &[&&*self.name])?;
         let n: i64 = rows.first().map_or(0, |r| r.get(0));
         Ok(u64::try_from(n).unwrap_or(0))
     }
@@ -889,7 +1099,8 @@ impl<K: StoreKey, V: Value + 'static> PgRange<K, V> {
     /// Fetches the next page of unfetched rows nearest the low (or high) end into that end's
     /// buffer, and narrows the unfetched bounds past them.
     fn fetch(&mut self, from_high: bool) -> Result<()> {
-        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&self.name];
+        let name: &str = &self.name;
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&name];
         let mut sql = String::from("SELECT sk, k, v FROM replicad_rows WHERE tbl = $1");
         for (bound, [inclusive, exclusive]) in [(&self.lo, [">=", ">"]), (&self.hi, ["<=", "<"])] {
             let (op, bytes) = match bound {
