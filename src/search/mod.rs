@@ -554,11 +554,11 @@ pub struct Hybrid {
 
 /// What a BM25 search found: the hits, best first, and the query's terms naming its topic (as
 /// the index's analyzer makes them, the function words of questions left out:
-/// [`analyzers::Analyzer::topic_terms`]) that no live document of the replica
-/// holds in its text or headings, not even told apart by a suffix
-/// ([`statistics::ReplicaStatistics::holds_stem`]) — under the replica's analyzer that leaves the fewest such
-/// terms. A term the whole knowledge base never uses is a sign, by words alone, that the
-/// question asks about something it does not cover.
+/// [`analyzers::Analyzer::topic_terms`]) that no live document of the replica holds in its
+/// text or headings, not even told apart by a suffix
+/// ([`statistics::ReplicaStatistics::holds_stem`]), under the replica's analyzer that leaves
+/// the fewest such terms. A term the whole knowledge base never uses is a sign, by words
+/// alone, that the question asks about something it does not cover.
 #[derive(Debug, Default)]
 struct Bm25 {
     hits: Vec<Hit>,
