@@ -16,7 +16,7 @@
 //! cargo run --example answers -- --replay /tmp/sources.json --dump /tmp/outcomes.jsonl
 //! ```
 //!
-//! `--weights M,C,R,T,H,REFUSE,UNCERTAIN,REFUSE_WORDS,UNCERTAIN_WORDS` answers with other reader
+//! `--weights M,C,S,T,H,REFUSE,UNCERTAIN,REFUSE_WORDS,UNCERTAIN_WORDS` answers with other reader
 //! weights than `Weights::FITTED` (`generate::embedded::reader`); `--dump FILE` writes one JSON
 //! line per question (its outcome and the reader's confidence) for calibrating the thresholds.
 //! `--replay` skips indexing and retrieval (the generator alone, fast even in a debug build).
@@ -259,11 +259,11 @@ fn flag(args: &[String], name: &str) -> Option<String> {
 fn weights(args: &[String]) -> Weights {
     let Some(list) = flag(args, "--weights") else { return Weights::FITTED };
     let v: Vec<f32> = list.split(',').map(|x| x.parse().expect("--weights: numbers")).collect();
-    assert_eq!(v.len(), 9, "--weights M,C,R,T,H,REFUSE,UNCERTAIN,REFUSE_WORDS,UNCERTAIN_WORDS");
+    assert_eq!(v.len(), 9, "--weights M,C,S,T,H,REFUSE,UNCERTAIN,REFUSE_WORDS,UNCERTAIN_WORDS");
     Weights {
         meaning: v[0],
         coverage: v[1],
-        rank: v[2],
+        standing: v[2],
         title: v[3],
         heading: v[4],
         refuse: v[5],

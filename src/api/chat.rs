@@ -242,7 +242,9 @@ struct ConfidenceView {
 
 /// A candidate passage of [`ReaderView`]: `source` is its chunk's 1-based place in `sources`
 /// (its retrieval rank), `meaning` the question's cosine to its closest sentence, `coverage`
-/// the share of the question's weighted terms it holds, `score` their combination with the rank.
+/// the share of the question's weighted terms it holds, `standing` its chunk's retrieval score
+/// over the best chunk's, `title` its chunk's heading's agreement with the question, `score`
+/// their weighted sum.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct CandidateView<'a> {
@@ -251,6 +253,8 @@ struct CandidateView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     meaning: Option<f32>,
     coverage: f32,
+    standing: f32,
+    title: f32,
     score: f32,
     quoted: bool,
 }
@@ -264,6 +268,8 @@ fn reader_view(e: &Explanation) -> ReaderView<'_> {
             text: &c.text,
             meaning: c.meaning,
             coverage: c.coverage,
+            standing: c.standing,
+            title: c.title,
             score: c.score,
             quoted: c.quoted,
         })

@@ -149,6 +149,13 @@ async fn the_reader_quotes_the_passage_closest_in_meaning_and_shows_its_signals(
         assert!(c["value"].is_number() && c["coverage"].is_number() && c["chunkCosine"].is_number(), "{reader}");
         let closest = candidates.iter().filter_map(|c| c["meaning"].as_f64()).fold(f64::MIN, f64::max);
         assert_eq!(c["sentenceCosine"].as_f64(), Some(closest), "the closest sentence's: {reader}");
+        // each score is its signals' weighted sum; the best-ranked chunk stands at 1
+        for c in candidates {
+            let signal = |name: &str| c[name].as_f64().unwrap_or_else(|| panic!("{name} of {c}"));
+            let sum = signal("meaning") + 0.5 * signal("coverage") + 0.6 * signal("standing") + 0.5 * signal("title");
+            assert!((sum - signal("score")).abs() < 1e-4, "{c}");
+            assert!(c["source"] != 1 || signal("standing") == 1.0, "{c}");
+        }
     }
 }
 

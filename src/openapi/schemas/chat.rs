@@ -288,13 +288,15 @@ fn cosine(what: &str) -> Value {
 fn reader() -> Value {
     let share = |what: &str| json!({ "type": "number", "description": format!("Ours: {what}") });
     let candidate = object(
-        &["source", "text", "coverage", "score", "quoted"],
+        &["source", "text", "coverage", "standing", "title", "score", "quoted"],
         json!({
             "source": { "type": "integer", "minimum": 1, "description": "Ours: the passage's chunk, its place (1 = first: its retrieval rank) in `sources`." },
             "text": { "type": "string", "description": "Ours: the passage's opening words (at most 160 characters)." },
             "meaning": cosine("the question's embedding to the passage's closest sentence (absent without an embedding model)"),
             "coverage": share("the share of the question's terms the passage holds, each weighted by its rarity among the candidates' passages (a term found only in its heading path counts half)."),
-            "score": share("meaning + 0.5 × coverage + 0.6 / retrieval rank + 0.5 × the agreement of its chunk's own heading with the question (Dice coefficient of their terms): the best score is quoted."),
+            "standing": share("its chunk's retrieval score over the best chunk's (in 0..=1; `1 / rank` when the best score is not positive)."),
+            "title": share("the agreement of its chunk's own heading with the question: the Dice coefficient of their terms (in 0..=1)."),
+            "score": share("meaning + 0.5 × coverage + 0.6 × standing + 0.5 × title: the best score is quoted."),
             "quoted": { "type": "boolean", "description": "Ours: whether the answer quotes it." },
         }),
         false,
@@ -302,7 +304,7 @@ fn reader() -> Value {
     let confidence = object(
         &["value", "coverage"],
         json!({
-            "value": share("what the decision compares with its thresholds: the mean of the chunk cosine, the sentence cosine and the quoted passage's coverage (coverage alone without an embedding model)."),
+            "value": share("what the decision compares with its thresholds: (sentence cosine + 0.25 × chunk cosine + 0.1 × the quoted passage's coverage) / 1.35 (coverage alone without an embedding model)."),
             "coverage": share("the quoted passage's coverage."),
             "chunkCosine": cosine("the question's embedding to the best-ranked chunk"),
             "sentenceCosine": cosine("the question's embedding to its closest candidate sentence"),
