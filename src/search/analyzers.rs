@@ -118,16 +118,39 @@ impl Analyzer {
 
 impl Analyzer {
     /// The terms of `question` that name its topic: its terms without the function words of
-    /// questions, which English stop words ([`ENGLISH_STOP_WORDS`]) and Chinese and Japanese
-    /// function characters ([`CJK_FUNCTION_CHARS`]) leave out; `None` for an analyzer whose stop
-    /// words keep them (tantivy's lists of other languages keep "comment", "wie", "cómo").
+    /// questions. English stop words ([`ENGLISH_STOP_WORDS`]) and Chinese and Japanese function
+    /// characters ([`CJK_FUNCTION_CHARS`]) leave them out already; for the other languages
+    /// (tantivy's stop lists keep "comment", "wie", "cómo") the terms of the language's
+    /// Stopwords ISO list ([`question_stop_terms`]) are left out too. `None` for an analyzer
+    /// without such a list (no language, or one Stopwords ISO lacks).
     pub fn topic_terms(&self, question: &str) -> Option<Vec<String>> {
         let terms = self.terms(question);
         match self.name {
             "en" => Some(terms),
             "cjk" => Some(terms.into_iter().filter(|t| !t.chars().any(|c| CJK_FUNCTION_CHARS.contains(&c))).collect()),
-            _ => None,
+            _ => {
+                let stop = self.question_stop_terms()?;
+                Some(terms.into_iter().filter(|t| !stop.contains(t)).collect())
+            }
         }
+    }
+
+    /// The terms (as this analyzer makes them) of the Stopwords ISO list of its language (the
+    /// `stop-words` crate: `fr` 691 words, `de` 620, `es` 732, …), built once per process;
+    /// `None` for an analyzer without a language or whose language the list lacks. Used on
+    /// questions only, never on the index (a list this long holds words that name topics in
+    /// a text, as "premier" or "erste").
+    fn question_stop_terms(&self) -> Option<&'static std::collections::HashSet<String>> {
+        type Lists = Vec<Option<std::collections::HashSet<String>>>;
+        static BUILT: std::sync::OnceLock<Lists> = std::sync::OnceLock::new();
+        let all = BUILT.get_or_init(|| {
+            let list = |a: &Analyzer| {
+                let words = a.stemmer.and_then(|_| stop_words::lookup(a.name))?;
+                Some(words.iter().flat_map(|w| a.terms(w)).collect())
+            };
+            ANALYZERS.iter().map(list).collect()
+        });
+        all[ANALYZERS.iter().position(|a| a.name == self.name)?].as_ref()
     }
 }
 
@@ -520,9 +543,13 @@ mod tests {
         assert_eq!(topic("en", "How do I define a function?").unwrap(), ["defin", "function"]);
         let ja = topic("ja", "タプルとは何ですか？").unwrap();
         assert!(ja.contains(&"タプ".to_string()) && ja.iter().all(|t| !t.contains('何')), "{ja:?}");
-        for (lang, q) in [("fr", "Comment installer un paquet ?"), ("pt", "Como instalar um pacote?")] {
-            assert_eq!(topic(lang, q), None, "its stop words keep the function words of questions");
-        }
+        // other languages leave out their Stopwords ISO list's words
+        assert_eq!(topic("fr", "Comment installer un paquet ?").unwrap(), ["install", "paquet"]);
+        assert_eq!(topic("de", "Wie installiere ich ein Paket?").unwrap(), ["installi", "pak"]);
+        assert_eq!(topic("es", "¿Cómo instalo un paquete?").unwrap(), ["instal", "paquet"]);
+        // … and an analyzer without such a list names none
+        assert_eq!(topic("sw", "Ninawezaje kusakinisha kifurushi?"), None);
+        assert_eq!(topic("ta", "தொகுப்பை எவ்வாறு நிறுவுவது?"), None);
     }
 
     #[test]

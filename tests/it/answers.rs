@@ -324,6 +324,9 @@ async fn with_the_real_model_answers_are_one_excerpt_with_their_code_or_list_and
     assert!(v["reader"]["confidence"]["value"].as_f64().unwrap() < 0.466, "{v}");
 }
 
+/// The lead-in of an uncertain answer to a question in French.
+const LEAD_IN_FR: &str = "Le passage le plus proche que j'aie";
+
 const FRENCH_GUIDE: &str = "# Les paquets\n\nDebian distribue ses logiciels sous forme de paquets.\n\n\
 Pour installer un paquet, utilisez la commande suivante :\n\n    apt install nom-du-paquet\n\n\
 La commande télécharge le paquet et ses dépendances, puis les installe.\n\n\
@@ -340,6 +343,11 @@ async fn with_the_real_model_a_french_document_is_answered_alike_and_sources_nam
     assert_eq!(fenced(&answer), vec!["apt install nom-du-paquet"], "{answer}");
     assert_contiguous(&answer, FRENCH_GUIDE);
     assert!(sources[0].ends_with("Les paquets"), "{sources:?}");
+    // "comment" is a function word of questions, not a term the guide lacks: answered plainly
+    assert!(!answer.starts_with(LEAD_IN_FR), "{answer}");
+    // a verb the guide never uses: the closest passage, led in
+    let (answer, _) = ask(&org, &replica, "Comment désinstaller un paquet ?").await;
+    assert!(answer.starts_with(LEAD_IN_FR), "{answer}");
     let (answer, sources) = ask(&org, &replica, "Quelle est la recette de la tarte aux pommes ?").await;
     assert!(answer.starts_with("Je ne le sais pas encore") && sources.is_empty(), "{answer}");
 
