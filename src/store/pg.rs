@@ -50,6 +50,7 @@ use postgres::{Client, NoTls, Row, Statement};
 use redb::Value;
 
 use super::kv::{self, AccessGuard, Entry, StoreKey};
+use super::row_cache::{RowCache, RowId};
 use super::stamps::Stamps;
 use crate::error::{Error, Result};
 
@@ -127,6 +128,26 @@ struct Conn {
     /// The rows the writer's connection keeps between its transactions ([`PgTables::keep_rows`]);
     /// `None` on other connections.
     kept: Option<Kept>,
+    /// What the read transaction in progress takes from and gives to the rows its node keeps
+    /// for reads ([`RowCache`]).
+    reads: Reads,
+}
+
+/// A read transaction's use of the rows kept for reads ([`RowCache`]): while it has sent
+/// nothing, a point read takes a kept row; once it has begun, it checks the rows it took
+/// ([`Conn::opened`]) and keeps the rows it reads.
+#[derive(Default)]
+struct Reads {
+    /// The rows kept for reads, on a connection of a pool that keeps them.
+    cache: Option<Arc<RowCache>>,
+    /// The tables of the rows taken so far, with the stamps they were read at.
+    taken: Vec<(Arc<str>, u64)>,
+    /// The stamp taken before the transaction's `BEGIN` was sent: what the rows it reads are
+    /// kept with.
+    begun_at: Option<u64>,
+    /// A row taken was no longer fresh once the transaction began: it must run again without
+    /// kept rows.
+    stale: bool,
 }
 
 /// The rows a writer's connection keeps between its transactions: each row its committed
@@ -174,9 +195,6 @@ struct Written {
     /// The tables this transaction wrote (named in its commit's notification).
     tables: Vec<Arc<str>>,
 }
-
-/// A row of `replicad_rows`: its table's name (shared by the rows of the table) and its sort key.
-type RowId = (Arc<str>, Vec<u8>);
 
 /// A write transaction's writes not sent yet: per row, the key and value put, or `None` for a
 /// removal.
@@ -248,6 +266,7 @@ impl PgTables {
             unsent_begin: None,
             write: None,
             kept: None,
+            reads: Reads::default(),
         };
         let conn = Arc::new(Mutex::new(conn));
         Ok(PgTables { conn, url: url.to_string() })
@@ -320,7 +339,10 @@ impl PgTables {
     /// [`PgTables::read`], handing `f` the transaction itself (a [`super::Snapshot`] owns it).
     /// Its `BEGIN` goes with its first statement (a read of one row: both in one round trip).
     fn read_owned<R>(&mut self, f: impl FnOnce(kv::ReadTransaction) -> Result<R>) -> Result<R> {
-        lock(&self.conn).unsent_begin = Some(BEGIN_READ);
+        let mut conn = lock(&self.conn);
+        conn.unsent_begin = Some(BEGIN_READ);
+        conn.reads = Reads { cache: conn.reads.cache.take(), ..Reads::default() };
+        drop(conn);
         let txn = Txn { conn: self.conn.clone() };
         let out = f(kv::ReadTransaction::Pg(txn.clone()));
         let end = txn.end(if out.is_ok() { "COMMIT" } else { "ROLLBACK" });
@@ -336,6 +358,8 @@ impl PgTables {
 /// read made while another is held never waits long).
 pub struct PgPool {
     url: String,
+    /// The rows its reads keep between them ([`PgPool::keep_rows`]).
+    cache: Option<Arc<RowCache>>,
     idle: Mutex<Idle>,
     /// Signalled when a connection is given back or closed.
     freed: std::sync::Condvar,
@@ -368,7 +392,13 @@ impl PgPool {
     pub fn connect(url: &str) -> Result<PgPool> {
         let first = PgTables::connect(url)?;
         let idle = Mutex::new(Idle { conns: vec![first], open: 1 });
-        Ok(PgPool { url: url.to_string(), idle, freed: std::sync::Condvar::new() })
+        Ok(PgPool { url: url.to_string(), cache: None, idle, freed: std::sync::Condvar::new() })
+    }
+
+    /// Has the pool's read transactions keep the rows they read between them, checked against
+    /// `stamps` ([`RowCache`]).
+    pub fn keep_rows(&mut self, stamps: Arc<Stamps>) {
+        self.cache = Some(Arc::new(RowCache::new(stamps)));
     }
 
     fn lock_idle(&self) -> MutexGuard<'_, Idle> {
@@ -424,9 +454,21 @@ impl PgPool {
     }
 
     /// Runs `f` in a read-only `REPEATABLE READ` transaction on an idle connection (or a new
-    /// one: [`PgPool::take`]). Blocks on the network: call it off the runtime's workers.
-    pub fn read<R>(&self, f: impl FnOnce(kv::ReadTransaction) -> Result<R>) -> Result<R> {
-        self.with_pooled(|conn| conn.read_owned(f))
+    /// one: [`PgPool::take`]), its point reads answered from the rows the pool keeps while it
+    /// has sent nothing ([`RowCache`]); runs it again without them when a row it took changed
+    /// before its snapshot was taken. Blocks on the network: call it off the runtime's workers.
+    pub fn read<R>(&self, f: impl Fn(kv::ReadTransaction) -> Result<R>) -> Result<R> {
+        self.with_pooled(|conn| {
+            lock(&conn.conn).reads.cache = self.cache.clone();
+            let out = conn.read_owned(&f);
+            let mut state = lock(&conn.conn);
+            if !std::mem::take(&mut state.reads.stale) {
+                return out;
+            }
+            state.reads.cache = None;
+            drop(state);
+            conn.read_owned(&f)
+        })
     }
 
     /// Keeps `conn` for later use, unless it is closed or [`MAX_OPEN`] are kept.
@@ -622,7 +664,10 @@ impl Conn {
     /// Sends the transaction's `BEGIN` if it was not sent yet ([`Conn::opening`]).
     fn begin(&mut self) -> Result<()> {
         match self.opening() {
-            Some(sql) => self.client.batch_execute(&sql).map_err(Error::caused_by),
+            Some(sql) => {
+                self.client.batch_execute(&sql).map_err(Error::caused_by)?;
+                self.opened()
+            }
             None => Ok(()),
         }
     }
@@ -633,10 +678,48 @@ impl Conn {
     /// the kept rows: the transaction reads in its snapshot.
     fn opening(&mut self) -> Option<String> {
         let mut sql = String::from(self.unsent_begin.take()?);
-        if let Some(w) = &mut self.write {
-            expect_sql(&mut sql, std::mem::take(&mut w.assumed));
+        match &mut self.write {
+            Some(w) => expect_sql(&mut sql, std::mem::take(&mut w.assumed)),
+            None => self.reads.begun_at = self.reads.cache.as_ref().and_then(|c| c.now()),
         }
         Some(sql)
+    }
+
+    /// After the round trip that sent a read transaction's `BEGIN`: whether every row it took
+    /// from the rows kept for reads is still fresh, now that its snapshot is taken. Errors: one
+    /// is not (the transaction is marked to run again without kept rows: [`Reads::stale`]).
+    fn opened(&mut self) -> Result<()> {
+        let taken = std::mem::take(&mut self.reads.taken);
+        let Some(cache) = &self.reads.cache else { return Ok(()) };
+        if taken.iter().all(|(table, read_at)| cache.fresh(table, *read_at)) {
+            return Ok(());
+        }
+        self.reads.stale = true;
+        Err(Error::internal("a row kept for reads changed as the read began"))
+    }
+
+    /// Row `id` as the rows kept for reads hold it, for a read transaction that has sent
+    /// nothing yet; `None` when not kept (or not fresh), or in another transaction.
+    fn take_kept(&mut self, id: &RowId) -> Option<Option<Vec<u8>>> {
+        if self.write.is_some() || self.unsent_begin.is_none() {
+            return None;
+        }
+        let (value, read_at) = self.reads.cache.as_ref()?.get(id)?;
+        self.reads.taken.push((id.0.clone(), read_at));
+        Some(value)
+    }
+
+    /// Notes the value of row `id` that the transaction read: a write transaction knows it
+    /// from now on; a read transaction keeps it for later reads ([`RowCache`]).
+    fn read_row(&mut self, id: RowId, value: &Option<Vec<u8>>) {
+        match (&mut self.write, &self.reads) {
+            (Some(w), _) => {
+                w.read.push(id.clone());
+                w.known.insert(id, value.clone());
+            }
+            (None, Reads { cache: Some(cache), begun_at: Some(at), .. }) => cache.keep(id, value.clone(), *at),
+            (None, _) => {}
+        }
     }
 
     /// The value of row `sk` of table `tbl`, read with the transaction's unsent opening
@@ -651,6 +734,7 @@ impl Conn {
         push_bytea(&mut sql, sk);
         sql.push_str(self.row_lock());
         let answers = self.client.simple_query(&sql).map_err(Error::caused_by)?;
+        self.opened()?;
         for answer in answers {
             if let postgres::SimpleQueryMessage::Row(row) = answer {
                 let text = row.get(0).ok_or_else(|| Error::internal("a row without its value"))?;
@@ -927,11 +1011,17 @@ impl Txn {
             batch.push_str("; ");
         }
         batch.push_str("COMMIT");
+        let tables = || written.tables.iter().map(|t| &**t);
+        if let Some(stamps) = &stamps {
+            stamps.committing(tables());
+        }
         let done = conn.client.batch_execute(&batch);
+        if let Some(stamps) = &stamps {
+            stamps.committed(tables());
+        }
         let Conn { client, kept, .. } = &mut *conn;
         match (done, kept) {
             (Ok(()), Some(kept)) => {
-                kept.stamps.written(written.tables.iter().map(|t| &**t));
                 kept.committed(written);
                 Ok(())
             }
@@ -983,6 +1073,9 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
         if let Some(kept) = conn.assume(&id) {
             return Ok(kept);
         }
+        if let Some(kept) = conn.take_kept(&id) {
+            return Ok(kept);
+        }
         let value = match conn.unsent_begin {
             Some(_) => conn.begin_with_get(&self.name, sk)?,
             None => {
@@ -994,10 +1087,7 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
                 rows.into_iter().next().map(|r| r.get(0))
             }
         };
-        if let Some(w) = &mut conn.write {
-            w.read.push(id.clone());
-            w.known.insert(id, value.clone());
-        }
+        conn.read_row(id, &value);
         Ok(value)
     }
 
