@@ -14,8 +14,10 @@
 //!
 //! Write transactions are few round trips. Their writes wait on the client, one per row (the
 //! last write of a row is the one that counts). At the commit they go to the database with the
-//! `COMMIT` and its notifications, in one round trip (a simple query: one multi-row `INSERT …
-//! ON CONFLICT` and one `DELETE` of literals, [`writes_sql`]); before a statement that reads
+//! `COMMIT` and its notifications, in one round trip (a simple query: the statement
+//! `replicad_put`, prepared once per connection, [`WRITE_SETUP`], run over array literals of the
+//! removals and the puts, [`writes_sql`], so PostgreSQL parses and plans little per commit);
+//! before a statement that reads
 //! more than one row (a range, a count) they go first, so that it sees them, as one prepared
 //! statement over arrays ([`FLUSH`]). A point read of a row the transaction already read or
 //! wrote is answered on the client; so is, on the store writer's connection, a row its earlier
@@ -131,6 +133,8 @@ struct Conn {
     /// What the read transaction in progress takes from and gives to the rows its node keeps
     /// for reads ([`RowCache`]).
     reads: Reads,
+    /// [`WRITE_SETUP`] was run on this connection.
+    set_up: bool,
 }
 
 /// A read transaction's use of the rows kept for reads ([`RowCache`]): while it has sent
@@ -214,6 +218,27 @@ const FLUSH: &str = "WITH gone AS (DELETE FROM replicad_rows r USING unnest($1::
                                   ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v)
                      SELECT 1";
 
+/// What a connection that writes prepares once, outside any transaction, so that a commit's
+/// statements are parsed and planned once per connection rather than once per commit (a
+/// commit is one simple query: its values go as array literals, [`writes_sql`], [`expect_sql`]):
+/// `replicad_put`, [`FLUSH`] as a prepared statement; `pg_temp.replicad_expect(tbl, sk, v)`,
+/// which locks the rows `(tbl[i], sk[i])` in that order (`FOR UPDATE`) and fails as a
+/// serialization failure (SQLSTATE 40001) when one's value is not `v[i]` (`NULL`: no row). Their
+/// plans are made anew at each run (`force_custom_plan`): a plan made once, when the table was
+/// small, scanned it whole once it had grown (twice PostgreSQL's CPU per write, measured).
+const WRITE_SETUP: [&str; 2] = [
+    "PREPARE replicad_put (text[], bytea[], text[], bytea[], bytea[], bytea[]) AS ",
+    "; CREATE FUNCTION pg_temp.replicad_expect(t text[], s bytea[], v bytea[]) RETURNS void
+         LANGUAGE plpgsql AS $replicad$
+         BEGIN
+             IF EXISTS (SELECT 1 FROM unnest(t, s, v) AS e(tbl, sk, v) WHERE e.v IS DISTINCT FROM
+                        (SELECT r.v FROM replicad_rows r WHERE r.tbl = e.tbl AND r.sk = e.sk FOR UPDATE)) THEN
+                 RAISE EXCEPTION 'a row changed since this node kept it' USING ERRCODE = 'serialization_failure';
+             END IF;
+         END $replicad$;
+     SET plan_cache_mode TO force_custom_plan",
+];
+
 /// The connection of a transaction in progress, as [`kv::WriteTransaction::Pg`] and
 /// [`kv::ReadTransaction::Pg`] hold it.
 #[derive(Clone)]
@@ -267,6 +292,7 @@ impl PgTables {
             write: None,
             kept: None,
             reads: Reads::default(),
+            set_up: false,
         };
         let conn = Arc::new(Mutex::new(conn));
         Ok(PgTables { conn, url: url.to_string() })
@@ -313,6 +339,11 @@ impl PgTables {
             }
         }
         let mut conn = lock(&self.conn);
+        if !conn.set_up {
+            let setup = [WRITE_SETUP[0], FLUSH, WRITE_SETUP[1]].concat();
+            conn.client.batch_execute(&setup).map_err(Error::caused_by)?;
+            conn.set_up = true;
+        }
         if let Some(kept) = &mut conn.kept {
             kept.check_foreign();
         }
@@ -735,13 +766,10 @@ impl Conn {
         sql.push_str(self.row_lock());
         let answers = self.client.simple_query(&sql).map_err(Error::caused_by)?;
         self.opened()?;
-        for answer in answers {
-            if let postgres::SimpleQueryMessage::Row(row) = answer {
-                let text = row.get(0).ok_or_else(|| Error::internal("a row without its value"))?;
-                return hex::decode(text).map(Some).map_err(Error::internal);
-            }
-        }
-        Ok(None)
+        // The read is the last statement: its row is the last one (the check answers a row too).
+        let Some(postgres::SimpleQueryMessage::Row(row)) = answers.into_iter().rev().nth(1) else { return Ok(None) };
+        let text = row.get(0).ok_or_else(|| Error::internal("a row without its value"))?;
+        hex::decode(text).map(Some).map_err(Error::internal)
     }
 
     /// Sends the write transaction's pending writes (after its `BEGIN`), in one statement; a
@@ -862,45 +890,34 @@ impl Kept {
     }
 }
 
-/// Appends to `sql` the pending writes `pending` as one SQL statement of literals and `; `
-/// (sent with `COMMIT` in one simple query): [`FLUSH`]'s removals and puts; nothing when there
-/// is none.
+/// Appends to `sql` the pending writes `pending` as one statement and `; ` (sent with `COMMIT`
+/// in one simple query): `replicad_put` ([`WRITE_SETUP`]) over array literals of the removals and
+/// the puts; nothing when there is none.
 fn writes_sql(sql: &mut String, pending: &Pending) {
-    let gone = pending.values().filter(|row| row.is_none()).count();
-    let put = pending.len() - gone;
-    if gone > 0 {
-        sql.push_str(if put > 0 { "WITH gone AS (" } else { "" });
-        sql.push_str("DELETE FROM replicad_rows r USING (VALUES ");
-        for (i, (tbl, sk)) in pending.iter().filter(|(_, row)| row.is_none()).map(|(id, _)| id).enumerate() {
-            sql.push_str(if i == 0 { "(" } else { ", (" });
-            push_text(sql, tbl);
-            sql.push_str(", ");
-            push_bytea(sql, sk);
-            sql.push(')');
-        }
-        sql.push_str(") AS d(tbl, sk) WHERE r.tbl = d.tbl AND r.sk = d.sk");
-        sql.push_str(if put > 0 { ") " } else { "; " });
+    if pending.is_empty() {
+        return;
     }
-    if put > 0 {
-        sql.push_str("INSERT INTO replicad_rows (tbl, sk, k, v) VALUES ");
-        let puts = pending.iter().filter_map(|((tbl, sk), row)| row.as_ref().map(|(k, v)| (tbl, sk, k, v)));
-        for (i, (tbl, sk, k, v)) in puts.enumerate() {
-            sql.push_str(if i == 0 { "(" } else { ", (" });
-            push_text(sql, tbl);
-            for bytes in [sk, k, v] {
-                sql.push_str(", ");
-                push_bytea(sql, bytes);
-            }
-            sql.push(')');
-        }
-        sql.push_str(" ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v; ");
-    }
+    let gone = || pending.iter().filter(|(_, row)| row.is_none()).map(|(id, _)| id);
+    let puts = || pending.iter().filter_map(|((tbl, sk), row)| row.as_ref().map(|(k, v)| (tbl, sk, k, v)));
+    sql.push_str("EXECUTE replicad_put(");
+    push_text_array(sql, gone().map(|(tbl, _)| &**tbl));
+    sql.push_str(", ");
+    push_bytea_array(sql, gone().map(|(_, sk)| Some(sk)));
+    sql.push_str(", ");
+    push_text_array(sql, puts().map(|(tbl, ..)| &**tbl));
+    sql.push_str(", ");
+    push_bytea_array(sql, puts().map(|(_, sk, _, _)| Some(sk)));
+    sql.push_str(", ");
+    push_bytea_array(sql, puts().map(|(_, _, k, _)| Some(k)));
+    sql.push_str(", ");
+    push_bytea_array(sql, puts().map(|(.., v)| Some(v)));
+    sql.push_str("); ");
 }
 
 /// Appends to `sql` (after `; `) the check that the rows `assumed` are still as a write
-/// transaction took them from the kept rows ([`Kept`]): a `DO` block that reads them and fails
-/// as a serialization failure (SQLSTATE 40001) when one differs. Nothing when `assumed` is
-/// empty. It locks them (`FOR UPDATE`) in the order the transaction took them, the order in
+/// transaction took them from the kept rows ([`Kept`]): a call of `pg_temp.replicad_expect`
+/// ([`WRITE_SETUP`]), which reads them and fails as a serialization failure (SQLSTATE 40001)
+/// when one differs. Nothing when `assumed` is empty. It locks them (`FOR UPDATE`) in the order the transaction took them, the order in
 /// which a transaction that reads them from the database locks them: every history batch locks
 /// the message sequence first, so the batches of several nodes wait for each other there, as
 /// they did before rows were kept, rather than locking rows in two orders and deadlocking (a
@@ -909,25 +926,51 @@ fn expect_sql(sql: &mut String, assumed: Vec<(RowId, Option<Vec<u8>>)>) {
     if assumed.is_empty() {
         return;
     }
-    sql.push_str("; DO $replicad$ BEGIN IF EXISTS (SELECT 1 FROM (VALUES ");
-    for (i, ((tbl, sk), v)) in assumed.iter().enumerate() {
-        sql.push_str(if i == 0 { "(" } else { ", (" });
-        push_text(sql, tbl);
-        sql.push_str(", ");
-        push_bytea(sql, sk);
-        sql.push_str(", ");
-        match v {
-            Some(v) => push_bytea(sql, v),
-            None => sql.push_str("NULL::bytea"),
+    sql.push_str("; SELECT pg_temp.replicad_expect(");
+    push_text_array(sql, assumed.iter().map(|((tbl, _), _)| &**tbl));
+    sql.push_str(", ");
+    push_bytea_array(sql, assumed.iter().map(|((_, sk), _)| Some(sk)));
+    sql.push_str(", ");
+    push_bytea_array(sql, assumed.iter().map(|(_, v)| v.as_ref()));
+    sql.push(')');
+}
+
+/// Appends `texts` as the literal of a `text[]` (each element quoted).
+fn push_text_array<'a>(sql: &mut String, texts: impl Iterator<Item = &'a str>) {
+    sql.push_str("'{");
+    for (i, text) in texts.enumerate() {
+        sql.push_str(if i == 0 { "\"" } else { ",\"" });
+        for c in text.chars() {
+            match c {
+                '"' | '\\' => sql.push('\\'),
+                '\'' => sql.push('\''),
+                _ => {}
+            }
+            sql.push(c);
         }
-        sql.push(')');
+        sql.push('"');
     }
-    sql.push_str(
-        ") AS e(tbl, sk, v) WHERE e.v IS DISTINCT FROM \
-         (SELECT r.v FROM replicad_rows r WHERE r.tbl = e.tbl AND r.sk = e.sk FOR UPDATE)) \
-         THEN RAISE EXCEPTION 'a row changed since this node kept it' USING ERRCODE = 'serialization_failure'; \
-         END IF; END $replicad$",
-    );
+    sql.push_str("}'");
+}
+
+/// Appends `values` as the literal of a `bytea[]` (`None`: `NULL`), each element in hex.
+fn push_bytea_array<'a>(sql: &mut String, values: impl Iterator<Item = Option<&'a Vec<u8>>>) {
+    sql.push_str("'{");
+    for (i, value) in values.enumerate() {
+        if i > 0 {
+            sql.push(',');
+        }
+        match value {
+            Some(bytes) => {
+                // `\\x…` in the literal: the array's quoting keeps one backslash, bytea's `\x…`.
+                sql.push_str("\"\\\\x");
+                push_hex(sql, bytes);
+                sql.push('"');
+            }
+            None => sql.push_str("NULL"),
+        }
+    }
+    sql.push_str("}'");
 }
 
 /// Appends `text` as a SQL string literal.
@@ -945,14 +988,19 @@ fn push_text(sql: &mut String, text: &str) {
 /// Appends `bytes` as a `bytea` expression of a literal (`decode('…', 'hex')`), without
 /// allocating.
 fn push_bytea(sql: &mut String, bytes: &[u8]) {
+    sql.push_str("decode('");
+    push_hex(sql, bytes);
+    sql.push_str("', 'hex')");
+}
+
+/// Appends `bytes` in hex, without allocating.
+fn push_hex(sql: &mut String, bytes: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     sql.reserve(bytes.len() * 2 + 17);
-    sql.push_str("decode('");
     for b in bytes {
         sql.push(char::from(HEX[usize::from(b >> 4)]));
         sql.push(char::from(HEX[usize::from(b & 15)]));
     }
-    sql.push_str("', 'hex')");
 }
 
 impl Txn {
