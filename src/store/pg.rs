@@ -16,10 +16,9 @@
 //! last write of a row is the one that counts). At the commit they go to the database with the
 //! `COMMIT` and its notifications, in one round trip (a simple query: the statement
 //! `replicad_put`, prepared once per connection, [`WRITE_SETUP`], run over array literals of the
-//! removals and the puts, [`writes_sql`], so PostgreSQL parses and plans little per commit);
-//! before a statement that reads
-//! more than one row (a range, a count) they go first, so that it sees them, as one prepared
-//! statement over arrays ([`FLUSH`]). A point read of a row the transaction already read or
+//! removals and the puts, [`writes_sql`], so PostgreSQL parses little per commit); before a
+//! statement that reads more than one row (a range, a count) they go first, so that it sees
+//! them, as the same statement over bound arrays ([`FLUSH`]). A point read of a row the transaction already read or
 //! wrote is answered on the client; so is, on the store writer's connection, a row its earlier
 //! committed transactions read or wrote ([`Kept`]: taken without a round trip, and checked in
 //! the round trip that sends `BEGIN`; a row another process changed meanwhile fails the batch as
@@ -917,11 +916,12 @@ fn writes_sql(sql: &mut String, pending: &Pending) {
 /// Appends to `sql` (after `; `) the check that the rows `assumed` are still as a write
 /// transaction took them from the kept rows ([`Kept`]): a call of `pg_temp.replicad_expect`
 /// ([`WRITE_SETUP`]), which reads them and fails as a serialization failure (SQLSTATE 40001)
-/// when one differs. Nothing when `assumed` is empty. It locks them (`FOR UPDATE`) in the order the transaction took them, the order in
-/// which a transaction that reads them from the database locks them: every history batch locks
-/// the message sequence first, so the batches of several nodes wait for each other there, as
-/// they did before rows were kept, rather than locking rows in two orders and deadlocking (a
-/// deadlock is found only after PostgreSQL's `deadlock_timeout`, a second).
+/// when one differs. Nothing when `assumed` is empty. It locks them (`FOR UPDATE`) in the order
+/// the transaction took them, the order in which a transaction that reads them from the
+/// database locks them: every history batch locks the message sequence first, so the batches
+/// of several nodes wait for each other there, as they did before rows were kept, rather than
+/// locking rows in two orders and deadlocking (a deadlock is found only after PostgreSQL's
+/// `deadlock_timeout`, a second).
 fn expect_sql(sql: &mut String, assumed: Vec<(RowId, Option<Vec<u8>>)>) {
     if assumed.is_empty() {
         return;
