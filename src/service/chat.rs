@@ -180,7 +180,7 @@ async fn catch_up(store: &Store, search: &Search) -> Result<()> {
     if !store.is_shared() {
         return Ok(());
     }
-    let head = store.read(|txn| store::current_seq(&*txn.table(tables::SEQUENCES)?, store::Sequence::Outbox)).await?;
+    let head = store.outbox_head().await?;
     if search.applied_seq() >= head {
         return Ok(());
     }

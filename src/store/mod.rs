@@ -37,6 +37,7 @@ pub mod private;
 pub mod record_cache;
 pub mod records;
 pub mod replica_index;
+pub mod row_cache;
 pub mod snapshot;
 pub mod sort_key;
 pub mod stamps;
@@ -101,6 +102,9 @@ impl Engine {
         }
     }
 }
+
+/// The outbox's last position as [`Store::outbox_head`] keeps it.
+struct OutboxHead(u64);
 
 /// Why the store could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -277,7 +281,9 @@ impl Store {
         // start on a thread of the server's.
         let stamps = Arc::new(stamps::Stamps::default());
         let connect = || -> Result<_> {
-            let pool = Arc::new(pg::PgPool::connect(url)?);
+            let mut pool = pg::PgPool::connect(url)?;
+            pool.keep_rows(stamps.clone());
+            let pool = Arc::new(pool);
             let mut writer = pool.dedicated()?;
             writer.keep_rows(stamps.clone());
             let files = files::Files::in_database(pool.clone(), space.clone());
@@ -419,6 +425,29 @@ impl Store {
             cache.keep(def.name(), key, read_at, found.clone());
         }
         Ok(found)
+    }
+
+    /// The knowledge-base outbox's last position ([`Sequence::Outbox`]: what an index that has
+    /// applied every change committed so far has applied). On PostgreSQL this node keeps it
+    /// between reads while `seq_kboutbox` is unwritten, as far as it has heard ([`record_cache`]):
+    /// the position moves only in a transaction that appends to that table ([`kb::enqueue`]).
+    /// Errors as [`Store::read`].
+    pub async fn outbox_head(&self) -> Result<u64> {
+        use redb::TableHandle as _;
+        let read = |txn: &Snapshot| current_seq(&*txn.table(tables::SEQUENCES)?, Sequence::Outbox);
+        let Engine::Pg(.., cache) = &*self.engine else {
+            return self.read(read).await;
+        };
+        let outbox = tables::SEQ_KBOUTBOX.name();
+        if let Some(head) = cache.get::<OutboxHead>(outbox, 0) {
+            return Ok(head.0);
+        }
+        let read_at = cache.now();
+        let head = self.read(read).await?;
+        if let Some(read_at) = read_at {
+            cache.keep(outbox, 0, read_at, Arc::new(OutboxHead(head)));
+        }
+        Ok(head)
     }
 
     /// A read transaction for one long read on the caller's thread (the online backup's

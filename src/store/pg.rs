@@ -14,10 +14,11 @@
 //!
 //! Write transactions are few round trips. Their writes wait on the client, one per row (the
 //! last write of a row is the one that counts). At the commit they go to the database with the
-//! `COMMIT` and its notifications, in one round trip (a simple query: one multi-row `INSERT …
-//! ON CONFLICT` and one `DELETE` of literals, [`writes_sql`]); before a statement that reads
-//! more than one row (a range, a count) they go first, so that it sees them, as one prepared
-//! statement over arrays ([`FLUSH`]). A point read of a row the transaction already read or
+//! `COMMIT` and its notifications, in one round trip (a simple query: the statement
+//! `replicad_put`, prepared once per connection, [`WRITE_SETUP`], run over array literals of the
+//! removals and the puts, [`writes_sql`], so PostgreSQL parses little per commit); before a
+//! statement that reads more than one row (a range, a count) they go first, so that it sees
+//! them, as the same statement over bound arrays ([`FLUSH`]). A point read of a row the transaction already read or
 //! wrote is answered on the client; so is, on the store writer's connection, a row its earlier
 //! committed transactions read or wrote ([`Kept`]: taken without a round trip, and checked in
 //! the round trip that sends `BEGIN`; a row another process changed meanwhile fails the batch as
@@ -50,6 +51,7 @@ use postgres::{Client, NoTls, Row, Statement};
 use redb::Value;
 
 use super::kv::{self, AccessGuard, Entry, StoreKey};
+use super::row_cache::{RowCache, RowId};
 use super::stamps::Stamps;
 use crate::error::{Error, Result};
 
@@ -127,6 +129,28 @@ struct Conn {
     /// The rows the writer's connection keeps between its transactions ([`PgTables::keep_rows`]);
     /// `None` on other connections.
     kept: Option<Kept>,
+    /// What the read transaction in progress takes from and gives to the rows its node keeps
+    /// for reads ([`RowCache`]).
+    reads: Reads,
+    /// [`WRITE_SETUP`] was run on this connection.
+    set_up: bool,
+}
+
+/// A read transaction's use of the rows kept for reads ([`RowCache`]): while it has sent
+/// nothing, a point read takes a kept row; once it has begun, it checks the rows it took
+/// ([`Conn::opened`]) and keeps the rows it reads.
+#[derive(Default)]
+struct Reads {
+    /// The rows kept for reads, on a connection of a pool that keeps them.
+    cache: Option<Arc<RowCache>>,
+    /// The tables of the rows taken so far, with the stamps they were read at.
+    taken: Vec<(Arc<str>, u64)>,
+    /// The stamp taken before the transaction's `BEGIN` was sent: what the rows it reads are
+    /// kept with.
+    begun_at: Option<u64>,
+    /// A row taken was no longer fresh once the transaction began: it must run again without
+    /// kept rows.
+    stale: bool,
 }
 
 /// The rows a writer's connection keeps between its transactions: each row its committed
@@ -175,9 +199,6 @@ struct Written {
     tables: Vec<Arc<str>>,
 }
 
-/// A row of `replicad_rows`: its table's name (shared by the rows of the table) and its sort key.
-type RowId = (Arc<str>, Vec<u8>);
-
 /// A write transaction's writes not sent yet: per row, the key and value put, or `None` for a
 /// removal.
 type Pending = Rows<RowId, Option<(Vec<u8>, Vec<u8>)>>;
@@ -195,6 +216,27 @@ const FLUSH: &str = "WITH gone AS (DELETE FROM replicad_rows r USING unnest($1::
                                   SELECT * FROM unnest($3::text[], $4::bytea[], $5::bytea[], $6::bytea[])
                                   ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v)
                      SELECT 1";
+
+/// What a connection that writes prepares once, outside any transaction, so that a commit's
+/// statements are parsed and planned once per connection rather than once per commit (a
+/// commit is one simple query: its values go as array literals, [`writes_sql`], [`expect_sql`]):
+/// `replicad_put`, [`FLUSH`] as a prepared statement; `pg_temp.replicad_expect(tbl, sk, v)`,
+/// which locks the rows `(tbl[i], sk[i])` in that order (`FOR UPDATE`) and fails as a
+/// serialization failure (SQLSTATE 40001) when one's value is not `v[i]` (`NULL`: no row). Their
+/// plans are made anew at each run (`force_custom_plan`): a plan made once, when the table was
+/// small, scanned it whole once it had grown (twice PostgreSQL's CPU per write, measured).
+const WRITE_SETUP: [&str; 2] = [
+    "PREPARE replicad_put (text[], bytea[], text[], bytea[], bytea[], bytea[]) AS ",
+    "; CREATE FUNCTION pg_temp.replicad_expect(t text[], s bytea[], v bytea[]) RETURNS void
+         LANGUAGE plpgsql AS $replicad$
+         BEGIN
+             IF EXISTS (SELECT 1 FROM unnest(t, s, v) AS e(tbl, sk, v) WHERE e.v IS DISTINCT FROM
+                        (SELECT r.v FROM replicad_rows r WHERE r.tbl = e.tbl AND r.sk = e.sk FOR UPDATE)) THEN
+                 RAISE EXCEPTION 'a row changed since this node kept it' USING ERRCODE = 'serialization_failure';
+             END IF;
+         END $replicad$;
+     SET plan_cache_mode TO force_custom_plan",
+];
 
 /// The connection of a transaction in progress, as [`kv::WriteTransaction::Pg`] and
 /// [`kv::ReadTransaction::Pg`] hold it.
@@ -248,6 +290,8 @@ impl PgTables {
             unsent_begin: None,
             write: None,
             kept: None,
+            reads: Reads::default(),
+            set_up: false,
         };
         let conn = Arc::new(Mutex::new(conn));
         Ok(PgTables { conn, url: url.to_string() })
@@ -294,6 +338,11 @@ impl PgTables {
             }
         }
         let mut conn = lock(&self.conn);
+        if !conn.set_up {
+            let setup = [WRITE_SETUP[0], FLUSH, WRITE_SETUP[1]].concat();
+            conn.client.batch_execute(&setup).map_err(Error::caused_by)?;
+            conn.set_up = true;
+        }
         if let Some(kept) = &mut conn.kept {
             kept.check_foreign();
         }
@@ -320,7 +369,10 @@ impl PgTables {
     /// [`PgTables::read`], handing `f` the transaction itself (a [`super::Snapshot`] owns it).
     /// Its `BEGIN` goes with its first statement (a read of one row: both in one round trip).
     fn read_owned<R>(&mut self, f: impl FnOnce(kv::ReadTransaction) -> Result<R>) -> Result<R> {
-        lock(&self.conn).unsent_begin = Some(BEGIN_READ);
+        let mut conn = lock(&self.conn);
+        conn.unsent_begin = Some(BEGIN_READ);
+        conn.reads = Reads { cache: conn.reads.cache.take(), ..Reads::default() };
+        drop(conn);
         let txn = Txn { conn: self.conn.clone() };
         let out = f(kv::ReadTransaction::Pg(txn.clone()));
         let end = txn.end(if out.is_ok() { "COMMIT" } else { "ROLLBACK" });
@@ -336,6 +388,8 @@ impl PgTables {
 /// read made while another is held never waits long).
 pub struct PgPool {
     url: String,
+    /// The rows its reads keep between them ([`PgPool::keep_rows`]).
+    cache: Option<Arc<RowCache>>,
     idle: Mutex<Idle>,
     /// Signalled when a connection is given back or closed.
     freed: std::sync::Condvar,
@@ -368,7 +422,13 @@ impl PgPool {
     pub fn connect(url: &str) -> Result<PgPool> {
         let first = PgTables::connect(url)?;
         let idle = Mutex::new(Idle { conns: vec![first], open: 1 });
-        Ok(PgPool { url: url.to_string(), idle, freed: std::sync::Condvar::new() })
+        Ok(PgPool { url: url.to_string(), cache: None, idle, freed: std::sync::Condvar::new() })
+    }
+
+    /// Has the pool's read transactions keep the rows they read between them, checked against
+    /// `stamps` ([`RowCache`]).
+    pub fn keep_rows(&mut self, stamps: Arc<Stamps>) {
+        self.cache = Some(Arc::new(RowCache::new(stamps)));
     }
 
     fn lock_idle(&self) -> MutexGuard<'_, Idle> {
@@ -424,9 +484,21 @@ impl PgPool {
     }
 
     /// Runs `f` in a read-only `REPEATABLE READ` transaction on an idle connection (or a new
-    /// one: [`PgPool::take`]). Blocks on the network: call it off the runtime's workers.
-    pub fn read<R>(&self, f: impl FnOnce(kv::ReadTransaction) -> Result<R>) -> Result<R> {
-        self.with_pooled(|conn| conn.read_owned(f))
+    /// one: [`PgPool::take`]), its point reads answered from the rows the pool keeps while it
+    /// has sent nothing ([`RowCache`]); runs it again without them when a row it took changed
+    /// before its snapshot was taken. Blocks on the network: call it off the runtime's workers.
+    pub fn read<R>(&self, f: impl Fn(kv::ReadTransaction) -> Result<R>) -> Result<R> {
+        self.with_pooled(|conn| {
+            lock(&conn.conn).reads.cache = self.cache.clone();
+            let out = conn.read_owned(&f);
+            let mut state = lock(&conn.conn);
+            if !std::mem::take(&mut state.reads.stale) {
+                return out;
+            }
+            state.reads.cache = None;
+            drop(state);
+            conn.read_owned(&f)
+        })
     }
 
     /// Keeps `conn` for later use, unless it is closed or [`MAX_OPEN`] are kept.
@@ -622,7 +694,10 @@ impl Conn {
     /// Sends the transaction's `BEGIN` if it was not sent yet ([`Conn::opening`]).
     fn begin(&mut self) -> Result<()> {
         match self.opening() {
-            Some(sql) => self.client.batch_execute(&sql).map_err(Error::caused_by),
+            Some(sql) => {
+                self.client.batch_execute(&sql).map_err(Error::caused_by)?;
+                self.opened()
+            }
             None => Ok(()),
         }
     }
@@ -633,10 +708,48 @@ impl Conn {
     /// the kept rows: the transaction reads in its snapshot.
     fn opening(&mut self) -> Option<String> {
         let mut sql = String::from(self.unsent_begin.take()?);
-        if let Some(w) = &mut self.write {
-            expect_sql(&mut sql, std::mem::take(&mut w.assumed));
+        match &mut self.write {
+            Some(w) => expect_sql(&mut sql, std::mem::take(&mut w.assumed)),
+            None => self.reads.begun_at = self.reads.cache.as_ref().and_then(|c| c.now()),
         }
         Some(sql)
+    }
+
+    /// After the round trip that sent a read transaction's `BEGIN`: whether every row it took
+    /// from the rows kept for reads is still fresh, now that its snapshot is taken. Errors: one
+    /// is not (the transaction is marked to run again without kept rows: [`Reads::stale`]).
+    fn opened(&mut self) -> Result<()> {
+        let taken = std::mem::take(&mut self.reads.taken);
+        let Some(cache) = &self.reads.cache else { return Ok(()) };
+        if taken.iter().all(|(table, read_at)| cache.fresh(table, *read_at)) {
+            return Ok(());
+        }
+        self.reads.stale = true;
+        Err(Error::internal("a row kept for reads changed as the read began"))
+    }
+
+    /// Row `id` as the rows kept for reads hold it, for a read transaction that has sent
+    /// nothing yet; `None` when not kept (or not fresh), or in another transaction.
+    fn take_kept(&mut self, id: &RowId) -> Option<Option<Vec<u8>>> {
+        if self.write.is_some() || self.unsent_begin.is_none() {
+            return None;
+        }
+        let (value, read_at) = self.reads.cache.as_ref()?.get(id)?;
+        self.reads.taken.push((id.0.clone(), read_at));
+        Some(value)
+    }
+
+    /// Notes the value of row `id` that the transaction read: a write transaction knows it
+    /// from now on; a read transaction keeps it for later reads ([`RowCache`]).
+    fn read_row(&mut self, id: RowId, value: &Option<Vec<u8>>) {
+        match (&mut self.write, &self.reads) {
+            (Some(w), _) => {
+                w.read.push(id.clone());
+                w.known.insert(id, value.clone());
+            }
+            (None, Reads { cache: Some(cache), begun_at: Some(at), .. }) => cache.keep(id, value.clone(), *at),
+            (None, _) => {}
+        }
     }
 
     /// The value of row `sk` of table `tbl`, read with the transaction's unsent opening
@@ -651,13 +764,11 @@ impl Conn {
         push_bytea(&mut sql, sk);
         sql.push_str(self.row_lock());
         let answers = self.client.simple_query(&sql).map_err(Error::caused_by)?;
-        for answer in answers {
-            if let postgres::SimpleQueryMessage::Row(row) = answer {
-                let text = row.get(0).ok_or_else(|| Error::internal("a row without its value"))?;
-                return hex::decode(text).map(Some).map_err(Error::internal);
-            }
-        }
-        Ok(None)
+        self.opened()?;
+        // The read is the last statement: its row is the last one (the check answers a row too).
+        let Some(postgres::SimpleQueryMessage::Row(row)) = answers.into_iter().rev().nth(1) else { return Ok(None) };
+        let text = row.get(0).ok_or_else(|| Error::internal("a row without its value"))?;
+        hex::decode(text).map(Some).map_err(Error::internal)
     }
 
     /// Sends the write transaction's pending writes (after its `BEGIN`), in one statement; a
@@ -778,72 +889,88 @@ impl Kept {
     }
 }
 
-/// Appends to `sql` the pending writes `pending` as one SQL statement of literals and `; `
-/// (sent with `COMMIT` in one simple query): [`FLUSH`]'s removals and puts; nothing when there
-/// is none.
+/// Appends to `sql` the pending writes `pending` as one statement and `; ` (sent with `COMMIT`
+/// in one simple query): `replicad_put` ([`WRITE_SETUP`]) over array literals of the removals and
+/// the puts; nothing when there is none.
 fn writes_sql(sql: &mut String, pending: &Pending) {
-    let gone = pending.values().filter(|row| row.is_none()).count();
-    let put = pending.len() - gone;
-    if gone > 0 {
-        sql.push_str(if put > 0 { "WITH gone AS (" } else { "" });
-        sql.push_str("DELETE FROM replicad_rows r USING (VALUES ");
-        for (i, (tbl, sk)) in pending.iter().filter(|(_, row)| row.is_none()).map(|(id, _)| id).enumerate() {
-            sql.push_str(if i == 0 { "(" } else { ", (" });
-            push_text(sql, tbl);
-            sql.push_str(", ");
-            push_bytea(sql, sk);
-            sql.push(')');
-        }
-        sql.push_str(") AS d(tbl, sk) WHERE r.tbl = d.tbl AND r.sk = d.sk");
-        sql.push_str(if put > 0 { ") " } else { "; " });
+    if pending.is_empty() {
+        return;
     }
-    if put > 0 {
-        sql.push_str("INSERT INTO replicad_rows (tbl, sk, k, v) VALUES ");
-        let puts = pending.iter().filter_map(|((tbl, sk), row)| row.as_ref().map(|(k, v)| (tbl, sk, k, v)));
-        for (i, (tbl, sk, k, v)) in puts.enumerate() {
-            sql.push_str(if i == 0 { "(" } else { ", (" });
-            push_text(sql, tbl);
-            for bytes in [sk, k, v] {
-                sql.push_str(", ");
-                push_bytea(sql, bytes);
-            }
-            sql.push(')');
-        }
-        sql.push_str(" ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v; ");
-    }
+    let gone = || pending.iter().filter(|(_, row)| row.is_none()).map(|(id, _)| id);
+    let puts = || pending.iter().filter_map(|((tbl, sk), row)| row.as_ref().map(|(k, v)| (tbl, sk, k, v)));
+    sql.push_str("EXECUTE replicad_put(");
+    push_text_array(sql, gone().map(|(tbl, _)| &**tbl));
+    sql.push_str(", ");
+    push_bytea_array(sql, gone().map(|(_, sk)| Some(sk)));
+    sql.push_str(", ");
+    push_text_array(sql, puts().map(|(tbl, ..)| &**tbl));
+    sql.push_str(", ");
+    push_bytea_array(sql, puts().map(|(_, sk, _, _)| Some(sk)));
+    sql.push_str(", ");
+    push_bytea_array(sql, puts().map(|(_, _, k, _)| Some(k)));
+    sql.push_str(", ");
+    push_bytea_array(sql, puts().map(|(.., v)| Some(v)));
+    sql.push_str("); ");
 }
 
 /// Appends to `sql` (after `; `) the check that the rows `assumed` are still as a write
-/// transaction took them from the kept rows ([`Kept`]): a `DO` block that reads them and fails
-/// as a serialization failure (SQLSTATE 40001) when one differs. Nothing when `assumed` is
-/// empty. It locks them (`FOR UPDATE`) in the order the transaction took them, the order in
-/// which a transaction that reads them from the database locks them: every history batch locks
-/// the message sequence first, so the batches of several nodes wait for each other there, as
-/// they did before rows were kept, rather than locking rows in two orders and deadlocking (a
-/// deadlock is found only after PostgreSQL's `deadlock_timeout`, a second).
+/// transaction took them from the kept rows ([`Kept`]): a call of `pg_temp.replicad_expect`
+/// ([`WRITE_SETUP`]), which reads them and fails as a serialization failure (SQLSTATE 40001)
+/// when one differs. Nothing when `assumed` is empty. It locks them (`FOR UPDATE`) in the order
+/// the transaction took them, the order in which a transaction that reads them from the
+/// database locks them: every history batch locks the message sequence first, so the batches
+/// of several nodes wait for each other there, as they did before rows were kept, rather than
+/// locking rows in two orders and deadlocking (a deadlock is found only after PostgreSQL's
+/// `deadlock_timeout`, a second).
 fn expect_sql(sql: &mut String, assumed: Vec<(RowId, Option<Vec<u8>>)>) {
     if assumed.is_empty() {
         return;
     }
-    sql.push_str("; DO $replicad$ BEGIN IF EXISTS (SELECT 1 FROM (VALUES ");
-    for (i, ((tbl, sk), v)) in assumed.iter().enumerate() {
-        sql.push_str(if i == 0 { "(" } else { ", (" });
-        push_text(sql, tbl);
-        sql.push_str(", ");
-        push_bytea(sql, sk);
-        sql.push_str(", ");
-        match v {
-            Some(v) => push_bytea(sql, v),
-            None => sql.push_str("NULL::bytea"),
+    sql.push_str("; SELECT pg_temp.replicad_expect(");
+    push_text_array(sql, assumed.iter().map(|((tbl, _), _)| &**tbl));
+    sql.push_str(", ");
+    push_bytea_array(sql, assumed.iter().map(|((_, sk), _)| Some(sk)));
+    sql.push_str(", ");
+    push_bytea_array(sql, assumed.iter().map(|(_, v)| v.as_ref()));
+    sql.push(')');
+}
+
+/// Appends `texts` as the literal of a `text[]` (each element quoted).
+fn push_text_array<'a>(sql: &mut String, texts: impl Iterator<Item = &'a str>) {
+    sql.push_str("'{");
+    for (i, text) in texts.enumerate() {
+        sql.push_str(if i == 0 { "\"" } else { ",\"" });
+        for c in text.chars() {
+            match c {
+                '"' | '\\' => sql.push('\\'),
+                '\'' => sql.push('\''),
+                _ => {}
+            }
+            sql.push(c);
         }
-        sql.push(')');
+        sql.push('"');
     }
-    sql.push_str(
-        ") AS e(tbl, sk, v) WHERE e.v IS DISTINCT FROM \
-         (SELECT r.v FROM replicad_rows r WHERE r.tbl = e.tbl AND r.sk = e.sk FOR UPDATE)) \
-         THEN RAISE EXCEPTION 'a row changed since this node kept it' USING ERRCODE = 'serialization_failure'; \
-         END IF; END $replicad$",
-    );
+    sql.push_str("}'");
+}
+
+/// Appends `values` as the literal of a `bytea[]` (`None`: `NULL`), each element in hex.
+fn push_bytea_array<'a>(sql: &mut String, values: impl Iterator<Item = Option<&'a Vec<u8>>>) {
+    sql.push_str("'{");
+    for (i, value) in values.enumerate() {
+        if i > 0 {
+            sql.push(',');
+        }
+        match value {
+            Some(bytes) => {
+                // `\\x…` in the literal: the array's quoting keeps one backslash, bytea's `\x…`.
+                sql.push_str("\"\\\\x");
+                push_hex(sql, bytes);
+                sql.push('"');
+            }
+            None => sql.push_str("NULL"),
+        }
+    }
+    sql.push_str("}'");
 }
 
 /// Appends `text` as a SQL string literal.
@@ -861,14 +988,19 @@ fn push_text(sql: &mut String, text: &str) {
 /// Appends `bytes` as a `bytea` expression of a literal (`decode('…', 'hex')`), without
 /// allocating.
 fn push_bytea(sql: &mut String, bytes: &[u8]) {
+    sql.push_str("decode('");
+    push_hex(sql, bytes);
+    sql.push_str("', 'hex')");
+}
+
+/// Appends `bytes` in hex, without allocating.
+fn push_hex(sql: &mut String, bytes: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     sql.reserve(bytes.len() * 2 + 17);
-    sql.push_str("decode('");
     for b in bytes {
         sql.push(char::from(HEX[usize::from(b >> 4)]));
         sql.push(char::from(HEX[usize::from(b & 15)]));
     }
-    sql.push_str("', 'hex')");
 }
 
 impl Txn {
@@ -927,11 +1059,17 @@ impl Txn {
             batch.push_str("; ");
         }
         batch.push_str("COMMIT");
+        let tables = || written.tables.iter().map(|t| &**t);
+        if let Some(stamps) = &stamps {
+            stamps.committing(tables());
+        }
         let done = conn.client.batch_execute(&batch);
+        if let Some(stamps) = &stamps {
+            stamps.committed(tables());
+        }
         let Conn { client, kept, .. } = &mut *conn;
         match (done, kept) {
             (Ok(()), Some(kept)) => {
-                kept.stamps.written(written.tables.iter().map(|t| &**t));
                 kept.committed(written);
                 Ok(())
             }
@@ -983,6 +1121,9 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
         if let Some(kept) = conn.assume(&id) {
             return Ok(kept);
         }
+        if let Some(kept) = conn.take_kept(&id) {
+            return Ok(kept);
+        }
         let value = match conn.unsent_begin {
             Some(_) => conn.begin_with_get(&self.name, sk)?,
             None => {
@@ -994,10 +1135,7 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
                 rows.into_iter().next().map(|r| r.get(0))
             }
         };
-        if let Some(w) = &mut conn.write {
-            w.read.push(id.clone());
-            w.known.insert(id, value.clone());
-        }
+        conn.read_row(id, &value);
         Ok(value)
     }
 

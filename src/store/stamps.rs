@@ -7,7 +7,9 @@
 //! still valid while no write of its table was stamped after `t` and nothing made the node forget
 //! every table (a listener that connected again: notifications sent meanwhile were lost). This
 //! node's writer stamps the tables a commit wrote before it answers the commit's writes, so a
-//! node reads its own writes; the listener ([`super::notify`]) stamps the tables that another
+//! node reads its own writes, and marks them as being committed before it sends the `COMMIT`
+//! ([`Stamps::committing`]: no copy of them is fresh until the commit is stamped, so no copy read
+//! while the commit was under way passes for the state after it); the listener ([`super::notify`]) stamps the tables that another
 //! process's commit names in its notification's payload ([`Stamps::payload`]), so a write through
 //! another node is seen here once its notification has arrived, as the read cache sees it. A
 //! notification without the list (a process of an older build) stamps every table.
@@ -23,6 +25,15 @@ const MAX_PAYLOAD: usize = 7_000;
 /// The name in a payload that stamps every table.
 const EVERY_TABLE: &str = "*";
 
+/// What [`Stamps`] holds of one table.
+#[derive(Clone, Copy, Default)]
+struct Table {
+    /// The stamp of its last write.
+    written: u64,
+    /// This process is committing a write of it.
+    committing: bool,
+}
+
 /// This process's stamps of the tables (see the module documentation).
 pub struct Stamps {
     /// This process's token: the first word of the payload of its notifications.
@@ -31,8 +42,9 @@ pub struct Stamps {
     clock: AtomicU64,
     /// The stamp of the last time every table was stamped.
     all: AtomicU64,
-    /// The stamp of the last write of each table, by table name.
-    tables: Mutex<HashMap<Box<str>, u64>>,
+    /// The stamp of the last write of each table, by table name, and whether this process is
+    /// committing a write of it ([`Stamps::committing`]).
+    tables: Mutex<HashMap<Box<str>, Table>>,
     /// Commits of other processes heard so far.
     foreign: AtomicU64,
     /// Whether the listener is connected (without it no copy is trusted).
@@ -71,17 +83,34 @@ impl Stamps {
         if !self.listening.load(Ordering::Acquire) || self.all.load(Ordering::Acquire) > read_at {
             return false;
         }
-        self.lock().get(table).is_none_or(|&written| written <= read_at)
+        self.lock().get(table).is_none_or(|t| !t.committing && t.written <= read_at)
     }
 
     /// Stamps a write of each of `tables` (committed: call it before the write is answered).
     pub fn written<'a>(&self, tables: impl IntoIterator<Item = &'a str>) {
+        self.mark(tables, |t, stamp| t.written = stamp);
+    }
+
+    /// Marks `tables` as being committed by this process (call it before the `COMMIT` is sent):
+    /// no copy of them is fresh until [`Stamps::committed`].
+    pub fn committing<'a>(&self, tables: impl IntoIterator<Item = &'a str>) {
+        self.mark(tables, |t, _| t.committing = true);
+    }
+
+    /// Stamps the commit of `tables` that [`Stamps::committing`] announced (whether or not it
+    /// succeeded: a copy read meanwhile is not trusted either way).
+    pub fn committed<'a>(&self, tables: impl IntoIterator<Item = &'a str>) {
+        self.mark(tables, |t, stamp| *t = Table { written: stamp, committing: false });
+    }
+
+    /// Applies `change` with a new stamp to what is held of each of `tables`.
+    fn mark<'a>(&self, tables: impl IntoIterator<Item = &'a str>, change: impl Fn(&mut Table, u64)) {
         let stamp = self.tick();
         let mut kept = self.lock();
         for table in tables {
             match kept.get_mut(table) {
-                Some(at) => *at = stamp,
-                None => drop(kept.insert(table.into(), stamp)),
+                Some(t) => change(t, stamp),
+                None => change(kept.entry(table.into()).or_default(), stamp),
             }
         }
     }
@@ -144,7 +173,7 @@ impl Stamps {
         self.clock.fetch_add(1, Ordering::AcqRel) + 1
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Box<str>, u64>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Box<str>, Table>> {
         self.tables.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
@@ -168,6 +197,19 @@ mod tests {
         stamps.written(["replicas"]);
         assert!(!stamps.fresh("replicas", at));
         assert!(stamps.fresh("replicas", stamps.now().unwrap()), "a copy read after the write is fresh");
+    }
+
+    #[test]
+    fn a_table_is_fresh_for_no_copy_while_this_process_commits_it() {
+        let stamps = listening();
+        let before = stamps.now().unwrap();
+        stamps.committing(["replicas"]);
+        let during = stamps.now().unwrap();
+        stamps.heard(&listening().payload(["chats"]));
+        assert!(!stamps.fresh("replicas", during), "another process's commit leaves the mark");
+        stamps.committed(["replicas"]);
+        assert!(!stamps.fresh("replicas", before) && !stamps.fresh("replicas", during));
+        assert!(stamps.fresh("replicas", stamps.now().unwrap()));
     }
 
     #[test]

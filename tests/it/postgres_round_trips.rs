@@ -10,7 +10,8 @@
 //! `COMMIT`), and no read of their own before it (the path's replica is a record the node keeps:
 //! at most one round trip per request would be the goal's bound). A row changed behind the
 //! node's back (by a process that does not notify) fails the check, and the batch runs again
-//! with the row as it is. And the batches of two nodes writing one chat at once, whose
+//! with the row as it is. A question asked again reads nothing outside the writer: the quota,
+//! the outbox's position and the passages are rows the node keeps (`store::row_cache`). And the batches of two nodes writing one chat at once, whose
 //! transactions collide (serialization failures, run again whole by each writer), store each
 //! acknowledged item once and count each once. These run on the server of
 //! `.ci/install-postgres` whatever the run's engine (`REPLICAD_TEST_STORE`).
@@ -25,7 +26,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::common::pg::{fresh_database, with_client};
-use crate::common::{DataDir, Org, Server};
+use crate::common::{DataDir, Org, Server, ZORBLAX, ZORBLAX_QUESTION};
 
 /// What the proxy saw on one client connection.
 #[derive(Default)]
@@ -232,6 +233,26 @@ async fn a_row_changed_behind_the_nodes_back_is_read_again_before_the_write_comm
     let (s, items) = org.get(&path).await;
     assert_eq!(s, StatusCode::OK, "{items}");
     assert_eq!(items["items"].as_array().map(Vec::len), Some(2), "each item stored once: {items}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn questions_asked_again_read_nothing_outside_the_writer() {
+    let (proxy, _server, org) = counted_server().await;
+    let replica = org.create_replica("asked").await;
+    org.add_ready_text(&replica, "Zorblax", ZORBLAX).await;
+    // The first questions read the quota, the outbox's position and the passages, and keep them.
+    let answer = org.ask(&replica, ZORBLAX_QUESTION).await;
+    assert!(answer.contains("451 kelvin"), "{answer}");
+    assert_eq!(org.ask(&replica, ZORBLAX_QUESTION).await, answer);
+
+    let before = proxy.counts();
+    for _ in 0..8 {
+        assert_eq!(org.ask(&replica, ZORBLAX_QUESTION).await, answer);
+    }
+    let seen = proxy.counts();
+    eprintln!("8 questions: {} read round trips, {} commits", seen.reads - before.reads, seen.commits - before.commits);
+    assert!(seen.commits > before.commits, "the questions were stored");
+    assert_eq!(seen.reads, before.reads, "no read of the quota, the outbox or the passages");
 }
 
 /// A data directory on the database `url` holding the secrets key every node of it shares.
