@@ -51,7 +51,7 @@ use postgres::{Client, NoTls, Row, Statement};
 use redb::Value;
 
 use super::kv::{self, AccessGuard, Entry, StoreKey};
-use super::row_cache::{RowCache, RowId};
+use super::row_cache::{BoundedRows, RowCache, RowId};
 use super::stamps::Stamps;
 use crate::error::{Error, Result};
 
@@ -162,9 +162,8 @@ struct Reads {
 /// and by any transaction that sent something and did not commit.
 struct Kept {
     stamps: Arc<Stamps>,
-    rows: Rows<RowId, Option<Vec<u8>>>,
-    /// The bytes of keys and values in `rows`, about (at most [`MAX_KEPT_BYTES`]).
-    bytes: usize,
+    /// At most [`MAX_KEPT_ROWS`] rows and [`MAX_KEPT_BYTES`] bytes.
+    rows: BoundedRows<()>,
     /// [`Stamps::foreign`] when `rows` were last checked against it.
     foreign: Option<u64>,
 }
@@ -357,7 +356,7 @@ impl PgTables {
     /// returns), naming them in its notifications ([`Stamps::payload`]).
     pub fn keep_rows(&mut self, stamps: Arc<Stamps>) {
         let foreign = stamps.foreign();
-        lock(&self.conn).kept = Some(Kept { stamps, rows: Rows::default(), bytes: 0, foreign });
+        lock(&self.conn).kept = Some(Kept { stamps, rows: BoundedRows::new(MAX_KEPT_ROWS, MAX_KEPT_BYTES), foreign });
     }
 
     /// Runs `f` in a read-only `REPEATABLE READ` transaction: one snapshot of the database,
@@ -846,7 +845,7 @@ impl Conn {
     /// or the transaction has sent something already.
     fn assume(&mut self, id: &RowId) -> Option<Option<Vec<u8>>> {
         self.unsent_begin?;
-        let value = self.kept.as_ref()?.rows.get(id)?.clone();
+        let value = self.kept.as_ref()?.rows.get(id)?.0.clone();
         let w = self.write.as_mut()?;
         w.known.insert(id.clone(), value.clone());
         w.read.push(id.clone());
@@ -861,14 +860,9 @@ impl Kept {
     fn check_foreign(&mut self) {
         let now = self.stamps.foreign();
         if now.is_none() || now != self.foreign {
-            self.forget();
+            self.rows.clear();
             self.foreign = now;
         }
-    }
-
-    fn forget(&mut self) {
-        self.rows.clear();
-        self.bytes = 0;
     }
 
     /// Keeps the rows the committed transaction `written` read, as it left them (starting
@@ -876,15 +870,7 @@ impl Kept {
     fn committed(&mut self, mut written: Written) {
         for id in written.read {
             let Some((id, value)) = written.known.remove_entry(&id) else { continue };
-            let size = |(sk, value): (&Vec<u8>, &Option<Vec<u8>>)| sk.len() + value.as_ref().map_or(0, Vec::len);
-            let bytes = size((&id.1, &value));
-            if self.rows.len() >= MAX_KEPT_ROWS || self.bytes + bytes > MAX_KEPT_BYTES {
-                self.forget();
-            }
-            self.bytes += bytes;
-            if let Some(old) = self.rows.insert(id.clone(), value) {
-                self.bytes -= size((&id.1, &old));
-            }
+            self.rows.insert(id, value, ());
         }
     }
 }
@@ -1015,7 +1001,7 @@ impl Txn {
             return Ok(());
         }
         if let Some(kept) = conn.kept.as_mut().filter(|_| statement != "COMMIT") {
-            kept.forget();
+            kept.rows.clear();
         }
         conn.client.batch_execute(statement).map_err(Error::caused_by)
     }
@@ -1075,7 +1061,9 @@ impl Txn {
             }
             (Ok(()), None) => Ok(()),
             (Err(e), kept) => {
-                kept.as_mut().map(Kept::forget);
+                if let Some(kept) = kept {
+                    kept.rows.clear();
+                }
                 // After a failed statement the transaction is still open (aborted); after a failed
                 // `COMMIT` this only warns. A failed rollback leaves the connection broken, and its
                 // next statement says so.

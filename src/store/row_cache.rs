@@ -31,37 +31,68 @@ pub type RowId = (Arc<str>, Vec<u8>);
 const MAX_ROWS: usize = 16_384;
 const MAX_BYTES: usize = 32 << 20;
 
-/// A kept row: its value (`None`: no such row) and the stamp it was read at.
-struct Kept {
-    value: Option<Vec<u8>>,
-    read_at: u64,
+/// Rows by [`RowId`], each its value (`None`: no such row) and a `T` beside it, bounded: past
+/// `max_rows` rows or `max_bytes` bytes of sort keys and values it starts again empty. The
+/// writer's rows kept between its transactions (`pg::Kept`) and [`RowCache`] are both one.
+pub struct BoundedRows<T> {
+    rows: Rows<RowId, (Option<Vec<u8>>, T)>,
+    bytes: usize,
+    max_rows: usize,
+    max_bytes: usize,
 }
 
-/// The rows kept and their size in bytes.
-#[derive(Default)]
-struct Held {
-    rows: Rows<RowId, Kept>,
-    bytes: usize,
+impl<T> BoundedRows<T> {
+    /// An empty map of at most `max_rows` rows and `max_bytes` bytes.
+    pub fn new(max_rows: usize, max_bytes: usize) -> BoundedRows<T> {
+        BoundedRows { rows: Rows::default(), bytes: 0, max_rows, max_bytes }
+    }
+
+    /// Row `id`'s value and what is beside it, when held.
+    pub fn get(&self, id: &RowId) -> Option<&(Option<Vec<u8>>, T)> {
+        self.rows.get(id)
+    }
+
+    /// Holds `value` and `beside` as row `id` (replacing what it held), starting again empty
+    /// first when the row would pass a bound.
+    pub fn insert(&mut self, id: RowId, value: Option<Vec<u8>>, beside: T) {
+        let size = |sk: &[u8], value: &Option<Vec<u8>>| sk.len() + value.as_ref().map_or(0, Vec::len);
+        let bytes = size(&id.1, &value);
+        if self.rows.len() >= self.max_rows || self.bytes + bytes > self.max_bytes {
+            self.clear();
+        }
+        self.bytes += bytes;
+        let sk = id.1.clone();
+        if let Some((old, _)) = self.rows.insert(id, (value, beside)) {
+            self.bytes -= size(&sk, &old);
+        }
+    }
+
+    /// Empties it.
+    pub fn clear(&mut self) {
+        self.rows.clear();
+        self.bytes = 0;
+    }
 }
 
 /// The rows kept by table and sort key (see the module documentation).
 pub struct RowCache {
     stamps: Arc<Stamps>,
-    held: Mutex<Held>,
+    /// Each row kept, with the stamp it was read at.
+    held: Mutex<BoundedRows<u64>>,
 }
 
 impl RowCache {
     /// An empty cache checked against `stamps`.
     pub fn new(stamps: Arc<Stamps>) -> RowCache {
-        RowCache { stamps, held: Mutex::default() }
+        RowCache { stamps, held: Mutex::new(BoundedRows::new(MAX_ROWS, MAX_BYTES)) }
     }
 
     /// The value of row `id` (`None` inside: no such row) and the stamp it was read at, when
     /// kept and its table unwritten since.
     pub fn get(&self, id: &RowId) -> Option<(Option<Vec<u8>>, u64)> {
         let held = self.lock();
-        let kept = held.rows.get(id)?;
-        self.fresh(&id.0, kept.read_at).then(|| (kept.value.clone(), kept.read_at))
+        let (value, read_at) = held.get(id)?;
+        self.fresh(&id.0, *read_at).then(|| (value.clone(), *read_at))
     }
 
     /// Whether a row of `table` read at stamp `read_at` is still what the database holds, as far
@@ -77,19 +108,10 @@ impl RowCache {
 
     /// Keeps `value` as row `id`, read by a transaction that began after stamp `read_at`.
     pub fn keep(&self, id: RowId, value: Option<Vec<u8>>, read_at: u64) {
-        let sk = id.1.len();
-        let bytes = sk + value.as_ref().map_or(0, Vec::len);
-        let mut held = self.lock();
-        if held.rows.len() >= MAX_ROWS || held.bytes + bytes > MAX_BYTES {
-            *held = Held::default();
-        }
-        held.bytes += bytes;
-        if let Some(old) = held.rows.insert(id, Kept { value, read_at }) {
-            held.bytes -= sk + old.value.map_or(0, |v| v.len());
-        }
+        self.lock().insert(id, value, read_at);
     }
 
-    fn lock(&self) -> MutexGuard<'_, Held> {
+    fn lock(&self) -> MutexGuard<'_, BoundedRows<u64>> {
         self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
@@ -115,5 +137,19 @@ mod tests {
         assert!(cache.get(&quota).is_none(), "while this node commits the table");
         stamps.committed(["org_quota"]);
         assert!(cache.get(&quota).is_none(), "written since");
+    }
+
+    #[test]
+    fn bounded_rows_start_again_empty_past_a_bound() {
+        let id = |n: u8| -> RowId { ("t".into(), vec![n]) };
+        let mut rows = BoundedRows::new(2, 10);
+        rows.insert(id(1), Some(vec![0; 4]), ());
+        rows.insert(id(1), Some(vec![0; 4]), ());
+        rows.insert(id(2), None, ());
+        assert!(rows.get(&id(1)).is_some() && rows.get(&id(2)).is_some(), "a replaced row counts once");
+        rows.insert(id(3), None, ());
+        assert!(rows.get(&id(1)).is_none() && rows.get(&id(3)).is_some(), "past the rows");
+        rows.insert(id(4), Some(vec![0; 9]), ());
+        assert!(rows.get(&id(3)).is_none() && rows.get(&id(4)).is_some(), "past the bytes");
     }
 }
