@@ -167,8 +167,8 @@ async fn eval(show_misses: bool) {
     );
 }
 
-/// How deep the rankings of `sections` go (MRR@10).
-const DEPTH: usize = 10;
+/// How deep the rankings of `sections` go (MRR@10): the depth the server fuses at.
+const DEPTH: usize = replicad::search::fusion::DEPTH;
 
 /// Per question of `questions`, the indexes in `chunks` of its best [`DEPTH`] chunks by SQLite
 /// FTS5 (`tests/answers/fts5.py`).

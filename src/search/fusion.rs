@@ -13,6 +13,14 @@ use super::Hit;
 
 /// RRF's rank constant (the paper's, and Elasticsearch's and Vespa's default).
 const RRF_K: f32 = 60.0;
+/// How many hits of each ranking are fused, however few the caller keeps
+/// ([`super::Search::hybrid`]): the depth the fusion and its weight were chosen at
+/// (`examples/retrieval.rs`). [`Fusion::Convex`] maps the vector hits' cosines onto 0..=1
+/// between the first and the last hit fused, so fusing fewer stretches small differences of
+/// cosine into large ones: fused at 5, the depth the embedded reader keeps, the right chunk was
+/// among the 5 kept for 0.923 of the answerable questions of `tests/answers` (dev), fused at 10
+/// for 0.962 (15 and 20: the same).
+pub const DEPTH: usize = 10;
 /// How two rankings are fused.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Fusion {

@@ -492,7 +492,9 @@ impl Search {
     /// replica's model (`model`: its `llm.embeddingModel`), fused by `how`
     /// ([`fusion::fuse`]); each hit with its cosine to the question, the BM25-only ones
     /// included. Without an embedding model, or when embedding the question fails (an upstream
-    /// down: logged), the BM25 hits alone, as fused hits of BM25 ranks only.
+    /// down: logged), the BM25 hits alone, as fused hits of BM25 ranks only. The best
+    /// [`fusion::DEPTH`] of each ranking (or `limit`, when more) are fused, so a chunk's fused
+    /// score and place do not depend on how many the caller keeps.
     pub async fn hybrid(
         &self,
         replica: Uuid,
@@ -501,7 +503,8 @@ impl Search {
         limit: usize,
         how: fusion::Fusion,
     ) -> Result<Hybrid> {
-        let Bm25 { hits: bm25, unknown } = self.bm25(replica, query, limit, Scoring::Replica)?;
+        let depth = limit.max(fusion::DEPTH);
+        let Bm25 { hits: bm25, unknown } = self.bm25(replica, query, depth, Scoring::Replica)?;
         let question = match self.query_vector(model, query).await {
             Ok(q) => q,
             Err(e) => {
@@ -512,7 +515,7 @@ impl Search {
         let Some((model, v)) = question else {
             return Ok(Hybrid { hits: fusion::fuse(&bm25, &[], how, limit), question: None, unknown });
         };
-        let mut hits = fusion::fuse(&bm25, &self.vectors.search(replica, &model, &v, limit), how, limit);
+        let mut hits = fusion::fuse(&bm25, &self.vectors.search(replica, &model, &v, depth), how, limit);
         // the BM25 hits the vector ranking missed get their cosine too (the reader weighs it)
         let missing: Vec<(u64, u32)> =
             hits.iter().filter(|f| f.ranks.cosine.is_none()).map(|f| (f.entry, f.chunk)).collect();

@@ -321,7 +321,8 @@ async fn with_the_real_model_answers_are_one_excerpt_with_their_code_or_list_and
     let path = format!("/v1/replicas/{replica}/chat/completions/test");
     let (_, v) = org.post(&path, json!({"content": "Who won the football world cup in 2018?"})).await;
     assert_eq!(v["reader"]["verdict"], json!("refused"), "{v}");
-    assert!(v["reader"]["confidence"]["value"].as_f64().unwrap() < 0.466, "{v}");
+    let refuse = replicad::generate::embedded::reader::Weights::FITTED.refuse as f64;
+    assert!(v["reader"]["confidence"]["value"].as_f64().unwrap() < refuse, "{v}");
 }
 
 /// The lead-in of an uncertain answer to a question in French.

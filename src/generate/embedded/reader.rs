@@ -92,8 +92,8 @@ impl Weights {
         standing: 0.6,
         title: 0.5,
         heading: 0.5,
-        refuse: 0.466,
-        uncertain: 0.528,
+        refuse: 0.464,
+        uncertain: 0.551,
         refuse_words: 0.4,
         uncertain_words: 0.6,
     };
