@@ -13,21 +13,26 @@
 //! rate-limit buckets (`http::rate_limit`).
 //!
 //! Write transactions are few round trips. Their writes wait on the client, one per row (the
-//! last write of a row is the one that counts). At the commit they go to the database with the
-//! `COMMIT` and its notifications, in one round trip (a simple query: the statement
-//! `replicad_put`, prepared once per connection, [`WRITE_SETUP`], run over array literals of the
-//! removals and the puts, [`writes_sql`], so PostgreSQL parses little per commit); before a
+//! last write of a row is the one that counts). At the commit they go to the database with its
+//! notifications, in one round trip. A transaction that has sent nothing yet (the writer's batch
+//! whose rows were all kept) commits as one statement, `pg_temp.replicad_apply` over binary
+//! arrays ([`COMMIT_CALL`], [`WRITE_SETUP`]), in an implicit `SERIALIZABLE` transaction: the
+//! check of the kept rows it took, its removals and puts, and `pg_notify`, with neither `BEGIN`
+//! nor `COMMIT` to send and no literal for PostgreSQL to lex and decode. One that has begun
+//! sends them with `COMMIT` as a simple query (the statement `replicad_put`, prepared once per
+//! connection, run over array literals of the removals and the puts, [`writes_sql`]). Before a
 //! statement that reads more than one row (a range, a count) they go first, so that it sees
-//! them, as the same statement over bound arrays ([`FLUSH`]). A point read of a row the transaction already read or
-//! wrote is answered on the client; so is, on the store writer's connection, a row its earlier
-//! committed transactions read or wrote ([`Kept`]: taken without a round trip, and checked in
-//! the round trip that sends `BEGIN`; a row another process changed meanwhile fails the batch as
-//! a serialization failure, run again reading). Any other point read is a round trip. A
-//! transaction's `BEGIN` goes in the round trip of its first point read (read transactions too),
-//! or of its commit. So the writer's batch of history writes to chats it wrote before is one
-//! round trip (`BEGIN`, the check, the writes, `NOTIFY`, `COMMIT`), plus the reads of rows it
-//! did not keep (`tests/it/postgres_round_trips.rs` counts them); a read of one row is two round
-//! trips (`BEGIN` and the read, `COMMIT`). Nothing is acknowledged before `COMMIT` answers.
+//! them, as the same statement over bound arrays ([`FLUSH`]). A point read of a row the
+//! transaction already read or wrote is answered on the client; so is, on the store writer's
+//! connection, a row its earlier committed transactions read or wrote ([`Kept`]: taken without
+//! a round trip, and checked in the round trip that sends `BEGIN`, or the commit's; a row
+//! another process changed meanwhile fails the batch as a serialization failure, run again
+//! reading). Any other point read is a round trip. A transaction's `BEGIN` goes in the round
+//! trip of its first point read (read transactions too). So the writer's batch of history
+//! writes to chats it wrote before is one round trip (one statement: the check, the writes, the
+//! notifications; the commit), plus the reads of rows it did not keep
+//! (`tests/it/postgres_round_trips.rs` counts them); a read of one row is two round trips
+//! (`BEGIN` and the read, `COMMIT`). Nothing is acknowledged before the commit is answered.
 //!
 //! Write transactions are `SERIALIZABLE` and run again, from the start, when PostgreSQL reports
 //! a serialization failure (SQLSTATE 40001) or a deadlock (40P01) ([`PgTables::write`], and the
@@ -217,25 +222,57 @@ const FLUSH: &str = "WITH gone AS (DELETE FROM replicad_rows r USING unnest($1::
                      SELECT 1";
 
 /// What a connection that writes prepares once, outside any transaction, so that a commit's
-/// statements are parsed and planned once per connection rather than once per commit (a
-/// commit is one simple query: its values go as array literals, [`writes_sql`], [`expect_sql`]):
-/// `replicad_put`, [`FLUSH`] as a prepared statement; `pg_temp.replicad_expect(tbl, sk, v)`,
-/// which locks the rows `(tbl[i], sk[i])` in that order (`FOR UPDATE`) and fails as a
-/// serialization failure (SQLSTATE 40001) when one's value is not `v[i]` (`NULL`: no row). Their
-/// plans are made anew at each run (`force_custom_plan`): a plan made once, when the table was
-/// small, scanned it whole once it had grown (twice PostgreSQL's CPU per write, measured).
+/// statements are parsed and planned once per connection rather than once per commit:
+/// `replicad_put`, [`FLUSH`] as a prepared statement (run over array literals, [`writes_sql`],
+/// by a commit whose transaction has begun); `pg_temp.replicad_expect(tbl, sk, v)`, which locks
+/// the rows `(tbl[i], sk[i])` in that order (`FOR UPDATE`) and fails as a serialization failure
+/// (SQLSTATE 40001) when one's value is not `v[i]` (`NULL`: no row); and
+/// `pg_temp.replicad_apply(…)` ([`COMMIT_CALL`]), the whole of a transaction that has sent
+/// nothing yet as one statement: that check, the removals, the puts, and `pg_notify` of each
+/// channel with its payload. The functions' statements keep one plan (`force_generic_plan`: a
+/// point lookup by the primary key, or an insert from `unnest`, whatever the table's size);
+/// the other statements are planned anew at each run (`force_custom_plan`): a plan made once,
+/// when the table was small, scanned it whole once it had grown (twice PostgreSQL's CPU per
+/// write, measured). Transactions that begin without `BEGIN` (the single statement of
+/// [`COMMIT_CALL`], an implicit transaction) are `SERIALIZABLE`, as the connection's `BEGIN`s.
 const WRITE_SETUP: [&str; 2] = [
     "PREPARE replicad_put (text[], bytea[], text[], bytea[], bytea[], bytea[]) AS ",
     "; CREATE FUNCTION pg_temp.replicad_expect(t text[], s bytea[], v bytea[]) RETURNS void
-         LANGUAGE plpgsql AS $replicad$
+         LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $replicad$
+         DECLARE held bytea;
          BEGIN
-             IF EXISTS (SELECT 1 FROM unnest(t, s, v) AS e(tbl, sk, v) WHERE e.v IS DISTINCT FROM
-                        (SELECT r.v FROM replicad_rows r WHERE r.tbl = e.tbl AND r.sk = e.sk FOR UPDATE)) THEN
-                 RAISE EXCEPTION 'a row changed since this node kept it' USING ERRCODE = 'serialization_failure';
-             END IF;
+             FOR i IN 1 .. coalesce(array_length(t, 1), 0) LOOP
+                 SELECT r.v INTO held FROM replicad_rows r WHERE r.tbl = t[i] AND r.sk = s[i] FOR UPDATE;
+                 IF held IS DISTINCT FROM v[i] THEN
+                     RAISE EXCEPTION 'a row changed since this node kept it' USING ERRCODE = 'serialization_failure';
+                 END IF;
+             END LOOP;
          END $replicad$;
-     SET plan_cache_mode TO force_custom_plan",
+     CREATE FUNCTION pg_temp.replicad_apply(et text[], es bytea[], ev bytea[], gt text[], gs bytea[],
+                                             pt text[], ps bytea[], pk bytea[], pv bytea[],
+                                             channels text[], payloads text[]) RETURNS void
+         LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $replicad$
+         BEGIN
+             PERFORM pg_temp.replicad_expect(et, es, ev);
+             FOR i IN 1 .. coalesce(array_length(gt, 1), 0) LOOP
+                 DELETE FROM replicad_rows WHERE tbl = gt[i] AND sk = gs[i];
+             END LOOP;
+             INSERT INTO replicad_rows (tbl, sk, k, v) SELECT * FROM unnest(pt, ps, pk, pv)
+                 ON CONFLICT (tbl, sk) DO UPDATE SET k = EXCLUDED.k, v = EXCLUDED.v;
+             FOR i IN 1 .. coalesce(array_length(channels, 1), 0) LOOP
+                 PERFORM pg_notify(channels[i], payloads[i]);
+             END LOOP;
+         END $replicad$;
+     SET plan_cache_mode TO force_custom_plan;
+     SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE",
 ];
+
+/// The statement that commits a write transaction that has sent nothing yet, in one round trip
+/// (an implicit transaction, `SERIALIZABLE` by [`WRITE_SETUP`]): the rows it took from the kept
+/// ones (table names, sort keys, values: [`expect_sql`]), its removals (table names, sort
+/// keys), its puts (table names, sort keys, keys, values), and the channels to notify with their
+/// payloads, as binary arrays.
+const COMMIT_CALL: &str = "SELECT pg_temp.replicad_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
 /// The connection of a transaction in progress, as [`kv::WriteTransaction::Pg`] and
 /// [`kv::ReadTransaction::Pg`] hold it.
@@ -780,24 +817,9 @@ impl Conn {
         }
         let pending = std::mem::take(&mut w.pending);
         w.pending_bytes = 0;
-        let (mut gone_tbl, mut gone_sk) = (Vec::new(), Vec::new());
-        let (mut put_tbl, mut put_sk, mut put_k, mut put_v) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for ((tbl, sk), row) in &pending {
-            match row {
-                None => {
-                    gone_tbl.push(&**tbl);
-                    gone_sk.push(sk.as_slice());
-                }
-                Some((k, v)) => {
-                    put_tbl.push(&**tbl);
-                    put_sk.push(sk.as_slice());
-                    put_k.push(k.as_slice());
-                    put_v.push(v.as_slice());
-                }
-            }
-        }
+        let c = Columns::of(&pending);
         let statement = self.statement(FLUSH)?;
-        let params: [&(dyn ToSql + Sync); 6] = [&gone_tbl, &gone_sk, &put_tbl, &put_sk, &put_k, &put_v];
+        let params: [&(dyn ToSql + Sync); 6] = [&c.gone_tbl, &c.gone_sk, &c.put_tbl, &c.put_sk, &c.put_k, &c.put_v];
         self.client.execute(&statement, &params).map_err(disk_full_or)?;
         Ok(())
     }
@@ -872,6 +894,102 @@ impl Kept {
             let Some((id, value)) = written.known.remove_entry(&id) else { continue };
             self.rows.insert(id, value, ());
         }
+    }
+}
+
+impl Conn {
+    /// Commits `written`, a write transaction that has sent nothing yet, as one statement in an
+    /// implicit transaction ([`COMMIT_CALL`]: its values as binary arrays, so PostgreSQL neither
+    /// lexes nor decodes them as text), notifying `channels` (name, payload). Errors: the
+    /// database's (507 for a full disk); the implicit transaction is then rolled back already.
+    fn commit_unsent(&mut self, written: &Written, channels: &[(&str, String)]) -> Result<()> {
+        let c = Columns::of(&written.pending);
+        let assumed = &written.assumed;
+        let expect_tbl: Vec<&str> = assumed.iter().map(|((tbl, _), _)| &**tbl).collect();
+        let expect_sk: Vec<&[u8]> = assumed.iter().map(|((_, sk), _)| sk.as_slice()).collect();
+        let expect_v: Vec<Option<&[u8]>> = assumed.iter().map(|(_, v)| v.as_deref()).collect();
+        let names: Vec<&str> = channels.iter().map(|(name, _)| *name).collect();
+        let payloads: Vec<&str> = channels.iter().map(|(_, payload)| payload.as_str()).collect();
+        let statement = self.statement(COMMIT_CALL)?;
+        let params: [&(dyn ToSql + Sync); 11] = [
+            &expect_tbl,
+            &expect_sk,
+            &expect_v,
+            &c.gone_tbl,
+            &c.gone_sk,
+            &c.put_tbl,
+            &c.put_sk,
+            &c.put_k,
+            &c.put_v,
+            &names,
+            &payloads,
+        ];
+        self.client.execute(&statement, &params).map(drop).map_err(disk_full_or)
+    }
+
+    /// Commits the write transaction in progress, which has begun: its `pending` writes
+    /// ([`writes_sql`]), `NOTIFY` of `channels` (name, payload) and `COMMIT`, as one simple
+    /// query. Errors: the database's (507 for a full disk), after a `ROLLBACK`.
+    fn commit_begun(&mut self, pending: &Pending, channels: &[(&str, String)]) -> Result<()> {
+        let mut batch = String::new();
+        writes_sql(&mut batch, pending);
+        for (channel, payload) in channels {
+            batch.push_str("NOTIFY ");
+            batch.push_str(channel);
+            if !payload.is_empty() {
+                batch.push_str(", ");
+                push_text(&mut batch, payload);
+            }
+            batch.push_str("; ");
+        }
+        batch.push_str("COMMIT");
+        self.client.batch_execute(&batch).map_err(|e| {
+            // After a failed statement the transaction is still open (aborted); after a failed
+            // `COMMIT` this only warns. A failed rollback leaves the connection broken, and its
+            // next statement says so.
+            let _ = self.client.batch_execute("ROLLBACK");
+            disk_full_or(e)
+        })
+    }
+}
+
+/// A write transaction's pending writes as the columns of the arrays [`FLUSH`] and
+/// [`COMMIT_CALL`] take: the removals' table names and sort keys, the puts' table names, sort
+/// keys, keys and values.
+struct Columns<'a> {
+    gone_tbl: Vec<&'a str>,
+    gone_sk: Vec<&'a [u8]>,
+    put_tbl: Vec<&'a str>,
+    put_sk: Vec<&'a [u8]>,
+    put_k: Vec<&'a [u8]>,
+    put_v: Vec<&'a [u8]>,
+}
+
+impl<'a> Columns<'a> {
+    fn of(pending: &'a Pending) -> Columns<'a> {
+        let mut c = Columns {
+            gone_tbl: Vec::new(),
+            gone_sk: Vec::new(),
+            put_tbl: Vec::with_capacity(pending.len()),
+            put_sk: Vec::with_capacity(pending.len()),
+            put_k: Vec::with_capacity(pending.len()),
+            put_v: Vec::with_capacity(pending.len()),
+        };
+        for ((tbl, sk), row) in pending {
+            match row {
+                None => {
+                    c.gone_tbl.push(&**tbl);
+                    c.gone_sk.push(sk.as_slice());
+                }
+                Some((k, v)) => {
+                    c.put_tbl.push(&**tbl);
+                    c.put_sk.push(sk.as_slice());
+                    c.put_k.push(k.as_slice());
+                    c.put_v.push(v.as_slice());
+                }
+            }
+        }
+        c
     }
 }
 
@@ -1014,14 +1132,16 @@ impl Txn {
         }
     }
 
-    /// Commits the write transaction in one round trip: its opening when no read sent it
-    /// ([`Conn::opening`]: `BEGIN`, and the check of the kept rows it took), its pending writes
-    /// ([`writes_sql`]), the notifications of [`super::notify::COMMIT`] (naming the tables it
-    /// wrote, on the writer's connection: [`Stamps::payload`]) and of the channels asked for, and
-    /// `COMMIT`. A transaction that neither read nor wrote ends without any. On the writer's
-    /// connection the tables written are stamped, and the rows it read and wrote kept
-    /// ([`Kept`]), before this returns. When a statement fails (a serialization failure, a full
-    /// disk: 507), the transaction is rolled back, the kept rows emptied, and the error answered.
+    /// Commits the write transaction in one round trip. One that has sent nothing yet is one
+    /// statement ([`Conn::commit_unsent`]: the check of the kept rows it took, its writes and its
+    /// notifications, as binary arrays, in an implicit transaction); one that has begun sends
+    /// its pending writes ([`writes_sql`]), its notifications and `COMMIT` as one simple query.
+    /// Its notifications: [`super::notify::COMMIT`] (naming the tables it wrote, on the writer's
+    /// connection: [`Stamps::payload`]) and the channels asked for. A transaction that neither
+    /// read nor wrote ends without any. On the writer's connection the tables written are
+    /// stamped, and the rows it read and wrote kept ([`Kept`]), before this returns. When a
+    /// statement fails (a serialization failure, a full disk: 507), the transaction is rolled
+    /// back, the kept rows emptied, and the error answered.
     pub(super) fn commit(&self) -> Result<()> {
         let mut conn = lock(&self.conn);
         let notify = std::mem::take(&mut conn.notify);
@@ -1031,30 +1151,26 @@ impl Txn {
             conn.write = None;
             return Ok(());
         }
-        let mut batch = conn.opening().map(|sql| sql + "; ").unwrap_or_default();
         let written = conn.write.take().unwrap_or_default();
-        writes_sql(&mut batch, &written.pending);
         let stamps = conn.kept.as_ref().map(|k| k.stamps.clone());
-        for channel in std::iter::once(super::notify::COMMIT).chain(notify) {
-            batch.push_str("NOTIFY ");
-            batch.push_str(channel);
-            if let Some(stamps) = stamps.as_ref().filter(|_| channel == super::notify::COMMIT) {
-                batch.push_str(", ");
-                push_text(&mut batch, &stamps.payload(written.tables.iter().map(|t| &**t)));
-            }
-            batch.push_str("; ");
-        }
-        batch.push_str("COMMIT");
+        let payload = |channel: &str| match &stamps {
+            Some(stamps) if channel == super::notify::COMMIT => stamps.payload(written.tables.iter().map(|t| &**t)),
+            _ => String::new(),
+        };
+        let channels: Vec<(&str, String)> =
+            std::iter::once(super::notify::COMMIT).chain(notify).map(|c| (c, payload(c))).collect();
         let tables = || written.tables.iter().map(|t| &**t);
         if let Some(stamps) = &stamps {
             stamps.committing(tables());
         }
-        let done = conn.client.batch_execute(&batch);
+        let done = match conn.unsent_begin.take() {
+            Some(_) => conn.commit_unsent(&written, &channels),
+            None => conn.commit_begun(&written.pending, &channels),
+        };
         if let Some(stamps) = &stamps {
             stamps.committed(tables());
         }
-        let Conn { client, kept, .. } = &mut *conn;
-        match (done, kept) {
+        match (done, &mut conn.kept) {
             (Ok(()), Some(kept)) => {
                 kept.committed(written);
                 Ok(())
@@ -1064,11 +1180,7 @@ impl Txn {
                 if let Some(kept) = kept {
                     kept.rows.clear();
                 }
-                // After a failed statement the transaction is still open (aborted); after a failed
-                // `COMMIT` this only warns. A failed rollback leaves the connection broken, and its
-                // next statement says so.
-                let _ = client.batch_execute("ROLLBACK");
-                Err(disk_full_or(e))
+                Err(e)
             }
         }
     }

@@ -1,13 +1,14 @@
 //! How many round trips the PostgreSQL mode's writer makes (`replicad::store::pg`, "Write
 //! transactions"): a server whose `--store` goes through a counting proxy on loopback, which
 //! counts, on the connection that runs the writer's `SERIALIZABLE` transactions, each time the
-//! client speaks after the server answered (a round trip), and the commits (`NOTIFY
-//! replicad_commit`, sent with each `COMMIT`).
+//! client speaks after the server answered (a round trip), and the commits (each notifies the
+//! channel `replicad_commit`: named in a `NOTIFY` sent with `COMMIT`, or in the binary
+//! parameters of the one statement of a transaction that sent nothing before).
 //!
 //! What is checked: concurrent history writes to chats written before (the benchmark's shape,
 //! and writes spread over several replicas) cost at most [`BATCH_TRIPS`] round trips per group
-//! commit (in fact one: `BEGIN`, the check of the rows the writer kept, the writes, `NOTIFY` and
-//! `COMMIT`), and no read of their own before it (the path's replica is a record the node keeps:
+//! commit (in fact one: a single statement, in an implicit transaction, holding the check of the rows
+//! the writer kept, the writes and the notifications), and no read of their own before it (the path's replica is a record the node keeps:
 //! at most one round trip per request would be the goal's bound). A row changed behind the
 //! node's back (by a process that does not notify) fails the check, and the batch runs again
 //! with the row as it is. A question asked again reads nothing outside the writer: the quota,
@@ -37,7 +38,7 @@ struct Seen {
     reader: bool,
     /// Times the client spoke first or after the server answered.
     round_trips: u64,
-    /// `NOTIFY replicad_commit` statements the client sent (one per commit).
+    /// Notifications of `replicad_commit` the client asked for (one per commit).
     commits: u64,
     /// The server spoke last.
     server_last: bool,
@@ -100,7 +101,7 @@ fn forward(client: TcpStream, server: TcpStream, seen: Arc<Mutex<Seen>>) {
                 }
                 s.writer |= contains(bytes, b"ISOLATION LEVEL SERIALIZABLE");
                 s.reader |= contains(bytes, b"READ ONLY");
-                s.commits += count(bytes, b"NOTIFY replicad_commit");
+                s.commits += count(bytes, b"replicad_commit");
             }
             if server_tx.write_all(&buf[..n]).await.is_err() {
                 break;
