@@ -492,9 +492,9 @@ impl Search {
     /// replica's model (`model`: its `llm.embeddingModel`), fused by `how`
     /// ([`fusion::fuse`]); each hit with its cosine to the question, the BM25-only ones
     /// included. Without an embedding model, or when embedding the question fails (an upstream
-    /// down: logged), the BM25 hits alone, as fused hits of BM25 ranks only. The best
-    /// [`fusion::DEPTH`] of each ranking (or `limit`, when more) are fused, so a chunk's fused
-    /// score and place do not depend on how many the caller keeps.
+    /// down: logged), the best `limit` BM25 hits alone, as fused hits of BM25 ranks only. With
+    /// vectors, the best [`fusion::DEPTH`] of each ranking (or `limit`, when more) are fused, so
+    /// a chunk's fused score and place do not depend on how many the caller keeps.
     pub async fn hybrid(
         &self,
         replica: Uuid,
@@ -503,8 +503,6 @@ impl Search {
         limit: usize,
         how: fusion::Fusion,
     ) -> Result<Hybrid> {
-        let depth = limit.max(fusion::DEPTH);
-        let Bm25 { hits: bm25, unknown } = self.bm25(replica, query, depth, Scoring::Replica)?;
         let question = match self.query_vector(model, query).await {
             Ok(q) => q,
             Err(e) => {
@@ -513,8 +511,12 @@ impl Search {
             }
         };
         let Some((model, v)) = question else {
+            // nothing to fuse with: the BM25 hits kept, and no more read from the index
+            let Bm25 { hits: bm25, unknown } = self.bm25(replica, query, limit, Scoring::Replica)?;
             return Ok(Hybrid { hits: fusion::fuse(&bm25, &[], how, limit), question: None, unknown });
         };
+        let depth = limit.max(fusion::DEPTH);
+        let Bm25 { hits: bm25, unknown } = self.bm25(replica, query, depth, Scoring::Replica)?;
         let mut hits = fusion::fuse(&bm25, &self.vectors.search(replica, &model, &v, depth), how, limit);
         // the BM25 hits the vector ranking missed get their cosine too (the reader weighs it)
         let missing: Vec<(u64, u32)> =
