@@ -117,7 +117,8 @@ pub struct Kb {
 
 /// The embedding models of `--embeddings PATH` in `args` (a catalog file or a model directory,
 /// as `replicad serve --embedding-models`), in the arithmetic of `--embedding-precision f32|auto`
-/// (default `auto`, as `serve`); `None` (BM25 alone) without the flag.
+/// (default `auto`, as `serve`), the catalog's `route` entries served by the `--llm-upstream
+/// NAME=BASE_URL` flags in `args`; `None` (BM25 alone) without `--embeddings`.
 pub fn embedders(args: &[String]) -> Option<Arc<Embedders>> {
     let path = args.iter().position(|a| a == "--embeddings").and_then(|i| args.get(i + 1))?;
     let mut catalog = EmbeddingModels::load(std::path::Path::new(path)).expect("embedding models");
@@ -126,7 +127,11 @@ pub fn embedders(args: &[String]) -> Option<Arc<Embedders>> {
         catalog.set_precision(replicad::embed::Precision::F32);
     }
     let policy = replicad::generate::LlmConfig::default().policy();
-    Some(Arc::new(catalog.build(&[], policy).expect("embedding models load")))
+    // `--llm-upstream NAME=BASE_URL` (as `serve` takes it, repeatable): the upstreams that serve
+    // a catalog's `route` entries
+    let upstreams: Vec<String> = args.windows(2).filter(|w| w[0] == "--llm-upstream").map(|w| w[1].clone()).collect();
+    replicad::install_crypto_provider(); // (their HTTP client needs one, as in `serve`)
+    Some(Arc::new(catalog.build(&upstreams, policy).expect("embedding models load")))
 }
 
 impl Kb {
