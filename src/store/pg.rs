@@ -33,9 +33,11 @@
 //! writes to chats it wrote before is one round trip (one statement: the check, the writes, the
 //! notifications; the commit), plus the reads of rows it did not keep
 //! (`tests/it/postgres_round_trips.rs` counts them); when another node wrote meanwhile, two
-//! (`BEGIN` with the rows read again, the commit) and a third for the flush
-//! ([`Conn::commit_begun`]); a read of one row is two round trips (`BEGIN` and the read,
-//! `COMMIT`). Nothing is acknowledged before the commit is answered and flushed.
+//! (`BEGIN` with the rows read again, sent before the batch is taken, so that the writes that
+//! came while it waited for the writers' lock join it: [`PgTables::begin_write_now`]; the
+//! commit) and a third for the flush ([`Conn::commit_begun`]); a read of one row is two round
+//! trips (`BEGIN` and the read, `COMMIT`). Nothing is acknowledged before the commit is answered
+//! and flushed.
 //!
 //! Write transactions are `SERIALIZABLE` and run again, from the start, when PostgreSQL reports
 //! a serialization failure (SQLSTATE 40001) or a deadlock (40P01) ([`PgTables::write`], and the
@@ -202,13 +204,13 @@ const READ_AGAIN_FOR: u32 = 4;
 /// first, so that the write transactions of all nodes run one at a time (`replicad_schema` in
 /// `EXCLUSIVE` mode, which lets plain reads of it pass). Taken right after `BEGIN`, before any
 /// statement that takes the transaction's snapshot (a `LOCK` does not), so a transaction that
-/// waited for another's commit sees it and fails on nothing it wrote. Without it, the batches of several nodes writing the same rows (a
-/// chat's, the message sequence) waited for each other's row locks *after* their snapshots and
-/// failed on them, one batch run again for each one committed (measured: a fifth of the
-/// transactions of three nodes rolled back, and each node's writes in smaller batches). The
-/// batches of the nodes commit one after another either way (they write the same hot rows);
-/// what the lock removes is the failed runs. Correctness does not rest on it: the transactions
-/// stay `SERIALIZABLE`.
+/// waited for another's commit sees it and fails on nothing it wrote. Without it, the batches of
+/// several nodes writing the same rows (a chat's, the message sequence) waited for each other's row
+/// locks *after* their snapshots and failed on them, one batch run again for each one committed
+/// (measured: a fifth of the transactions of three nodes rolled back, and each node's writes in
+/// smaller batches). The batches of the nodes commit one after another either way (they write the
+/// same hot rows); what the lock removes is the failed runs. Correctness does not rest on it: the
+/// transactions stay `SERIALIZABLE`.
 const BEGIN_WRITE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE; LOCK TABLE replicad_schema IN EXCLUSIVE MODE";
 /// The `BEGIN` of a read transaction.
 const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
@@ -261,18 +263,18 @@ const FLUSH: &str = "WITH gone AS (DELETE FROM replicad_rows r USING unnest($1::
 
 /// What a connection that writes prepares once, outside any transaction, so that a commit's
 /// statements are parsed and planned once per connection rather than once per commit:
-/// `replicad_put`, [`FLUSH`] as a prepared statement (run over array literals, [`writes_sql`],
-/// by a commit whose transaction has begun); `pg_temp.replicad_expect(tbl, sk, v)`, which reads
-/// the rows `(tbl[i], sk[i])` and fails as a serialization failure (SQLSTATE 40001) when one's
-/// value is not `v[i]` (`NULL`: no row); and `pg_temp.replicad_apply(…)` ([`COMMIT_CALL`]), the
-/// whole of a transaction that has sent nothing yet as one statement: the writers' lock
-/// ([`BEGIN_WRITE`]: taken after the implicit transaction's snapshot, so a transaction that
-/// waited for it fails the check, or its writes, when the other changed its rows), that check,
-/// the removals, the puts, and `pg_notify` of each channel with its payload. The functions' statements keep one plan (`force_generic_plan`: a
-/// point lookup by the primary key, or an insert from `unnest`, whatever the table's size);
-/// the other statements are planned anew at each run (`force_custom_plan`): a plan made once,
-/// when the table was small, scanned it whole once it had grown (twice PostgreSQL's CPU per
-/// write, measured). Transactions that begin without `BEGIN` (the single statement of
+/// `replicad_put`, [`FLUSH`] as a prepared statement (run over array literals, [`writes_sql`], by a
+/// commit whose transaction has begun); `pg_temp.replicad_expect(tbl, sk, v)`, which reads the rows
+/// `(tbl[i], sk[i])` and fails as a serialization failure (SQLSTATE 40001) when one's value is not
+/// `v[i]` (`NULL`: no row); and `pg_temp.replicad_apply(…)` ([`COMMIT_CALL`]), the whole of a
+/// transaction that has sent nothing yet as one statement: the writers' lock ([`BEGIN_WRITE`]:
+/// taken after the implicit transaction's snapshot, so a transaction that waited for it fails the
+/// check, or its writes, when the other changed its rows), that check, the removals, the puts, and
+/// `pg_notify` of each channel with its payload. The functions' statements keep one plan
+/// (`force_generic_plan`: a point lookup by the primary key, or an insert from `unnest`, whatever
+/// the table's size); the other statements are planned anew at each run (`force_custom_plan`): a
+/// plan made once, when the table was small, scanned it whole once it had grown (twice PostgreSQL's
+/// CPU per write, measured). Transactions that begin without `BEGIN` (the single statement of
 /// [`COMMIT_CALL`], an implicit transaction) are `SERIALIZABLE`, as the connection's `BEGIN`s.
 const WRITE_SETUP: [&str; 2] = [
     "PREPARE replicad_put (text[], bytea[], text[], bytea[], bytea[], bytea[]) AS ",
@@ -424,6 +426,30 @@ impl PgTables {
         conn.unsent_begin = Some(BEGIN_WRITE);
         drop(conn);
         Ok(kv::WriteTransaction::Pg(Txn { conn: self.conn.clone() }))
+    }
+
+    /// Whether another process committed since this connection's last write transaction began
+    /// (as far as its notifications have arrived): the next one is likely to wait for the
+    /// writers' lock ([`BEGIN_WRITE`]). `false` on a connection that keeps no rows.
+    pub fn others_wrote(&self) -> bool {
+        let conn = lock(&self.conn);
+        conn.kept.as_ref().is_some_and(|k| k.stamps.foreign().is_some_and(|n| Some(n) != k.foreign))
+    }
+
+    /// [`PgTables::begin_write`], its `BEGIN` and the writers' lock sent at once, with the rows
+    /// its last transactions read ([`Kept`]), in one round trip that returns once the lock is
+    /// taken: the store's writer, when other nodes write, begins so before it takes the writes
+    /// waiting for it, so that those that came while it waited go in the same batch. Errors:
+    /// the database's (the transaction is then rolled back).
+    pub fn begin_write_now(&mut self) -> Result<kv::WriteTransaction> {
+        let txn = self.begin_write()?;
+        let sent = lock(&self.conn).begin_with_recent();
+        if let Err(e) = sent {
+            // A failed rollback leaves the connection broken, and its next statement says so.
+            let _ = txn.abort();
+            return Err(e);
+        }
+        Ok(txn)
     }
 
     /// Has this connection (the store's writer's) keep the rows of its write transactions
@@ -860,12 +886,46 @@ impl Conn {
     }
 
     /// The value of row `id`, read with the transaction's unsent opening and the rows `again`
-    /// (which the transaction then knows, as if read one by one) in one round trip: one
-    /// statement over array literals of their names and sort keys, answering each row found by
-    /// its place in the arrays and its value in hex. Errors: the database's.
-    fn begin_with_rows(&mut self, id: RowId, again: Vec<RowId>) -> Result<Option<Vec<u8>>> {
+    /// (which the transaction then knows, as if read one by one: [`Written::unasked`]) in one
+    /// round trip ([`Conn::begin_reading`]). Errors: the database's.
+    fn begin_with_rows(&mut self, id: RowId, mut again: Vec<RowId>) -> Result<Option<Vec<u8>>> {
+        again.insert(0, id);
+        let mut values = self.begin_reading(&again)?;
+        let value = std::mem::take(&mut values[0]);
+        self.know_unasked(again.into_iter().skip(1).zip(values.into_iter().skip(1)));
+        Ok(value)
+    }
+
+    /// Notes the rows `read` (id, value) that the write transaction read again, not asked for
+    /// yet ([`Written::unasked`]).
+    fn know_unasked(&mut self, read: impl Iterator<Item = (RowId, Option<Vec<u8>>)>) {
+        if let Some(w) = &mut self.write {
+            for (id, value) in read {
+                w.known.insert(id.clone(), value);
+                w.unasked.insert(id, ());
+            }
+        }
+    }
+
+    /// Sends the write transaction's unsent opening with a read of the rows its connection's last
+    /// transactions read ([`Kept`]), which it then knows ([`Written::unasked`]).
+    fn begin_with_recent(&mut self) -> Result<()> {
+        let again: Vec<RowId> = self.kept.as_ref().map(|k| k.recent.keys().cloned().collect()).unwrap_or_default();
+        if again.is_empty() {
+            return self.begin();
+        }
+        let values = self.begin_reading(&again)?;
+        self.know_unasked(again.into_iter().zip(values));
+        Ok(())
+    }
+
+    /// Sends the transaction's unsent opening with a read of the rows `ids`, in one round trip:
+    /// one statement over array literals of their names and sort keys, answering each row found
+    /// by its place in the arrays and its value in hex. Their values, in order (`None`: no row).
+    /// Errors: the database's.
+    fn begin_reading(&mut self, ids: &[RowId]) -> Result<Vec<Option<Vec<u8>>>> {
         let mut sql = self.opening().unwrap_or_default();
-        let ids = || std::iter::once(&id).chain(&again);
+        let ids = || ids.iter();
         sql.push_str("; SELECT u.i, encode(r.v, 'hex') FROM unnest(");
         push_text_array(&mut sql, ids().map(|(tbl, _)| &**tbl));
         sql.push_str("::text[], ");
@@ -875,7 +935,7 @@ impl Conn {
         );
         let answers = self.client.simple_query(&sql).map_err(Error::caused_by)?;
         self.opened()?;
-        let mut values: Vec<Option<Vec<u8>>> = vec![None; again.len() + 1];
+        let mut values: Vec<Option<Vec<u8>>> = vec![None; ids().len()];
         for answer in answers {
             // Only this statement's rows have two columns (the check answers one).
             let postgres::SimpleQueryMessage::Row(row) = answer else { continue };
@@ -889,15 +949,7 @@ impl Conn {
                 *slot = Some(value);
             }
         }
-        let mut values = values.into_iter();
-        let value = values.next().flatten();
-        if let Some(w) = &mut self.write {
-            for (id, value) in again.into_iter().zip(values) {
-                w.known.insert(id.clone(), value);
-                w.unasked.insert(id, ());
-            }
-        }
-        Ok(value)
+        Ok(values)
     }
 
     /// Sends the write transaction's pending writes (after its `BEGIN`), in one statement; a
