@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The table engines side by side, in one run (ROUNDS rounds, alternating): the demo server with
 # its tables in redb; in PostgreSQL, one node; and in PostgreSQL, three nodes over one database,
-# the load split between them. The replicad processes and the PostgreSQL server are pinned to
-# core 0 (the server side shares one core whatever its shape), wrk (1 thread per node) to core 1.
+# the load split between them. Pinning (PIN, the same in every mode, so the ratios stay fair):
+#   PIN=shared (the default): the replicad processes and the PostgreSQL server on core 0 (the
+#     server side shares one core whatever its shape), wrk (1 thread per node) on core 1;
+#   PIN=split: the PostgreSQL server alone on core 0 (the database on its own core), the
+#     replicad processes and wrk on core 1 (on redb, core 0 is then idle).
 #   POST …/chat/history at c64 in all (one durable write each, in group commits)
 #   POST …/chat/completions at c32 in all (embedded generator, two history items and the usage)
 #   GET  …/replicas/{id} at c32 in all (a hot read: the read cache's, unless EXTRA_ARGS turns it
@@ -14,11 +17,17 @@
 # one connection committing 64 writes per transaction.
 # Usage: eval "$(REPLICAD_TEST_POSTGRES_FSYNC=on bash .ci/install-postgres)"
 #        bash benches/stores.sh target/release/replicad [OLD_BINARY]  (ROUNDS=2, D=5s, EXTRA_ARGS,
-#        flags of every node, and MODES="redb pg1 pg3" in the environment; with OLD_BINARY, each
-#        round runs every mode with it too, alternated with BINARY, labelled "old")
+#        flags of every node, MODES="redb pg1 pg3", PIN, and PG_OWN=0 to skip pg_own, in the
+#        environment; with OLD_BINARY, each round runs every mode with it too, alternated
+#        with BINARY, labelled "old")
 # Benchmarks assert nothing.
 set -euo pipefail
 BIN=$(realpath "$1"); ROUNDS=${ROUNDS:-2}; D=${D:-5s}; EXTRA_ARGS=${EXTRA_ARGS:-}
+case ${PIN:-shared} in
+  shared) PG_CPUS=0 NODE_CPUS=0 WRK_CPUS=1 ;;
+  split) PG_CPUS=0 NODE_CPUS=1 WRK_CPUS=1 ;;
+  *) echo "PIN is shared or split" >&2; exit 1 ;;
+esac
 : "${REPLICAD_TEST_POSTGRES:?start PostgreSQL first: eval \"\$(bash .ci/install-postgres)\"}"
 command -v wrk >/dev/null || { echo "install wrk (apt-get install wrk)" >&2; exit 1; }
 cd "$(dirname "$0")/.."
@@ -44,7 +53,7 @@ measure() {
   local outs=()
   for base in "$@"; do
     out=$(mktemp); outs+=("$out")
-    taskset -c 1 wrk -t1 -c"$((conns / $#))" -d"$D" -s "$script" "$base$path" > "$out" &
+    taskset -c "$WRK_CPUS" wrk -t1 -c"$((conns / $#))" -d"$D" -s "$script" "$base$path" > "$out" &
   done
   wait # (measure runs in a subshell: its jobs are the wrk processes)
   r1=$(ticks "${pids[@]}"); p1=$(pg_ticks)
@@ -63,9 +72,9 @@ run() {
     redb) DEMO_ARGS="$EXTRA_ARGS" ;;
     *) url=$(fresh_db); DEMO_ARGS="--store $url $EXTRA_ARGS" ;;
   esac
-  taskset -apc 0 "$POSTMASTER" >/dev/null
+  taskset -apc "$PG_CPUS" "$POSTMASTER" >/dev/null
   export DEMO_ARGS
-  demo_start "$BIN" 0
+  demo_start "$BIN" "$NODE_CPUS"
   printf 'wrk.headers["X-ORGANIZATION-SECRET"] = "%s"\n' "$KEY" > "$DIR/get.lua"
   if [ "$mode" = pg3 ]; then
     node_start "$url"; node_start "$url"
@@ -75,7 +84,7 @@ run() {
   read -r hrps hcpu hpg < <(measure 64 "$DIR/history.lua" "/v1/replicas/$REPLICA/chat/history" "${bases[@]}")
   read -r crps ccpu cpg < <(measure 32 "$DIR/chat.lua" "/v1/replicas/$REPLICA/chat/completions" "${bases[@]}")
   read -r grps gcpu gpg < <(measure 32 "$DIR/get.lua" "/v1/replicas/$REPLICA" "${bases[@]}")
-  echo "round $r $mode$label: history c64 $hrps req/s, CPU µs each: replicad $hcpu, PostgreSQL $hpg;" \
+  echo "round $r $mode$label (PIN=${PIN:-shared}): history c64 $hrps req/s, CPU µs each: replicad $hcpu, PostgreSQL $hpg;" \
     "completions c32 $crps req/s, replicad $ccpu, PostgreSQL $cpg; GET replica c32 $grps req/s, replicad $gcpu, PostgreSQL $gpg"
   for p in "${XPIDS[@]}"; do kill "$p"; wait "$p" 2>/dev/null || true; done
   rm -rf "${XDIRS[@]}"
@@ -138,7 +147,7 @@ SQL
   for shape in alone batched; do
     case $shape in alone) conns=64 per=1 ;; batched) conns=1 per=64 ;; esac
     p0=$(pg_ticks)
-    tps=$(taskset -c 1 "$pgbench" -n -M prepared -T "${D%s}" -c "$conns" -j 1 -f "$dir/$shape.sql" "$url" 2>"$dir/err" \
+    tps=$(taskset -c "$WRK_CPUS" "$pgbench" -n -M prepared -T "${D%s}" -c "$conns" -j 1 -f "$dir/$shape.sql" "$url" 2>"$dir/err" \
       | awk '/^tps/ { printf "%d", $3 }' || true)
     p1=$(pg_ticks)
     [ -n "$tps" ] && [ "$tps" -gt 0 ] || { echo "pgbench $shape failed:" >&2; tail -3 "$dir/err" >&2; continue; }
@@ -153,6 +162,6 @@ for r in $(seq "$ROUNDS"); do
     [ -n "${2:-}" ] && run "$mode" "$(realpath "$2")" " old"
     run "$mode"
   done
-  taskset -apc 0 "$POSTMASTER" >/dev/null
-  pg_own
+  taskset -apc "$PG_CPUS" "$POSTMASTER" >/dev/null
+  [ "${PG_OWN:-1}" = 0 ] || pg_own
 done

@@ -28,17 +28,24 @@
 //! a round trip, and checked in the round trip that sends `BEGIN`, or the commit's; a row
 //! another process changed meanwhile fails the batch as a serialization failure, run again
 //! reading). Any other point read is a round trip. A transaction's `BEGIN` goes in the round
-//! trip of its first point read (read transactions too). So the writer's batch of history
+//! trip of its first point read (read transactions too), and on the writer's connection so do
+//! the rows its last transactions read (read again: [`Kept`]). So the writer's batch of history
 //! writes to chats it wrote before is one round trip (one statement: the check, the writes, the
 //! notifications; the commit), plus the reads of rows it did not keep
-//! (`tests/it/postgres_round_trips.rs` counts them); a read of one row is two round trips
-//! (`BEGIN` and the read, `COMMIT`). Nothing is acknowledged before the commit is answered.
+//! (`tests/it/postgres_round_trips.rs` counts them); when another node wrote meanwhile, two
+//! (`BEGIN` with the rows read again, sent before the batch is taken, so that the writes that
+//! came while it waited for the writers' lock join it: [`PgTables::begin_write_now`]; the
+//! commit) and a third for the flush ([`Conn::commit_begun`]); a read of one row is two round
+//! trips (`BEGIN` and the read, `COMMIT`). Nothing is acknowledged before the commit is answered
+//! and flushed.
 //!
 //! Write transactions are `SERIALIZABLE` and run again, from the start, when PostgreSQL reports
 //! a serialization failure (SQLSTATE 40001) or a deadlock (40P01) ([`PgTables::write`], and the
 //! store's writer for a whole batch), so two nodes that read and then write the same rows (a
-//! counter, a unique name) never both commit on a stale read. Reads are `REPEATABLE READ READ
-//! ONLY`: one snapshot, which never fails on a conflict. The schema is versioned
+//! counter, a unique name) never both commit on a stale read. Every write transaction takes the
+//! writers' lock first ([`BEGIN_WRITE`]): the nodes' writers commit one at a time, without
+//! failing on each other's rows. Reads are `REPEATABLE READ READ ONLY`: one snapshot, which
+//! never fails on a conflict. The schema is versioned
 //! ([`SCHEMA_VERSION`], one step per version); it is created or migrated in one transaction
 //! under an advisory lock, and a database whose schema is newer than this build is refused.
 
@@ -165,20 +172,46 @@ struct Reads {
 /// changed meanwhile fails the transaction as a serialization failure, and the writer runs its
 /// batch again, reading. Emptied when another process's commit is heard ([`Stamps::foreign`]),
 /// and by any transaction that sent something and did not commit.
+///
+/// Beside them, which rows its last committed transactions read (`recent`): the batches of one
+/// kind read the same rows (a chat's, the message sequence, the passages of the questions asked
+/// lately), so a transaction that must read from the database (its rows were emptied: another
+/// node wrote) reads them all again with its first read, in the round trip that sends its
+/// `BEGIN` ([`Conn::begin_with_get`]), instead of one round trip each while it holds the
+/// writers' lock ([`BEGIN_WRITE`]).
 struct Kept {
     stamps: Arc<Stamps>,
     /// At most [`MAX_KEPT_ROWS`] rows and [`MAX_KEPT_BYTES`] bytes.
     rows: BoundedRows<()>,
     /// [`Stamps::foreign`] when `rows` were last checked against it.
     foreign: Option<u64>,
+    /// The rows the last [`READ_AGAIN_FOR`] committed transactions read, with how many
+    /// transactions ago each was read last; at most [`MAX_READ_AGAIN`].
+    recent: Rows<RowId, u32>,
 }
 
-/// Most rows and bytes a writer's connection keeps between its transactions.
+/// Most rows a writer's connection keeps between its transactions.
 const MAX_KEPT_ROWS: usize = 4096;
 const MAX_KEPT_BYTES: usize = 4 << 20;
 
-/// The `BEGIN` of a write transaction.
-const BEGIN_WRITE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE";
+/// Most rows of the last transactions a write transaction reads again with its first read.
+const MAX_READ_AGAIN: usize = 256;
+
+/// How many committed transactions a row read is read again for ([`Kept`]).
+const READ_AGAIN_FOR: u32 = 4;
+
+/// The `BEGIN` of a write transaction, and the writers' lock: every write transaction takes it
+/// first, so that the write transactions of all nodes run one at a time (`replicad_schema` in
+/// `EXCLUSIVE` mode, which lets plain reads of it pass). Taken right after `BEGIN`, before any
+/// statement that takes the transaction's snapshot (a `LOCK` does not), so a transaction that
+/// waited for another's commit sees it and fails on nothing it wrote. Without it, the batches of
+/// several nodes writing the same rows (a chat's, the message sequence) waited for each other's row
+/// locks *after* their snapshots and failed on them, one batch run again for each one committed
+/// (measured: a fifth of the transactions of three nodes rolled back, and each node's writes in
+/// smaller batches). The batches of the nodes commit one after another either way (they write the
+/// same hot rows); what the lock removes is the failed runs. Correctness does not rest on it: the
+/// transactions stay `SERIALIZABLE`.
+const BEGIN_WRITE: &str = "BEGIN ISOLATION LEVEL SERIALIZABLE; LOCK TABLE replicad_schema IN EXCLUSIVE MODE";
 /// The `BEGIN` of a read transaction.
 const BEGIN_READ: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
@@ -199,8 +232,15 @@ struct Written {
     /// connection keeps of it once committed (a row only written, such as a new history item,
     /// is seldom read again).
     read: Vec<RowId>,
+    /// The rows read again with the first read ([`Conn::begin_with_rows`]) that the
+    /// transaction has not asked for yet: known, but counted as read (and so read again by the
+    /// next transaction) only once asked for.
+    unasked: Rows<RowId, ()>,
     /// The tables this transaction wrote (named in its commit's notification).
     tables: Vec<Arc<str>>,
+    /// Another process wrote since this connection's last transaction ([`Kept::check_foreign`]):
+    /// its commit releases its locks before its flush ([`Conn::commit_begun`]).
+    shared: bool,
 }
 
 /// A write transaction's writes not sent yet: per row, the key and value put, or `None` for a
@@ -223,17 +263,18 @@ const FLUSH: &str = "WITH gone AS (DELETE FROM replicad_rows r USING unnest($1::
 
 /// What a connection that writes prepares once, outside any transaction, so that a commit's
 /// statements are parsed and planned once per connection rather than once per commit:
-/// `replicad_put`, [`FLUSH`] as a prepared statement (run over array literals, [`writes_sql`],
-/// by a commit whose transaction has begun); `pg_temp.replicad_expect(tbl, sk, v)`, which locks
-/// the rows `(tbl[i], sk[i])` in that order (`FOR UPDATE`) and fails as a serialization failure
-/// (SQLSTATE 40001) when one's value is not `v[i]` (`NULL`: no row); and
-/// `pg_temp.replicad_apply(…)` ([`COMMIT_CALL`]), the whole of a transaction that has sent
-/// nothing yet as one statement: that check, the removals, the puts, and `pg_notify` of each
-/// channel with its payload. The functions' statements keep one plan (`force_generic_plan`: a
-/// point lookup by the primary key, or an insert from `unnest`, whatever the table's size);
-/// the other statements are planned anew at each run (`force_custom_plan`): a plan made once,
-/// when the table was small, scanned it whole once it had grown (twice PostgreSQL's CPU per
-/// write, measured). Transactions that begin without `BEGIN` (the single statement of
+/// `replicad_put`, [`FLUSH`] as a prepared statement (run over array literals, [`writes_sql`], by a
+/// commit whose transaction has begun); `pg_temp.replicad_expect(tbl, sk, v)`, which reads the rows
+/// `(tbl[i], sk[i])` and fails as a serialization failure (SQLSTATE 40001) when one's value is not
+/// `v[i]` (`NULL`: no row); and `pg_temp.replicad_apply(…)` ([`COMMIT_CALL`]), the whole of a
+/// transaction that has sent nothing yet as one statement: the writers' lock ([`BEGIN_WRITE`]:
+/// taken after the implicit transaction's snapshot, so a transaction that waited for it fails the
+/// check, or its writes, when the other changed its rows), that check, the removals, the puts, and
+/// `pg_notify` of each channel with its payload. The functions' statements keep one plan
+/// (`force_generic_plan`: a point lookup by the primary key, or an insert from `unnest`, whatever
+/// the table's size); the other statements are planned anew at each run (`force_custom_plan`): a
+/// plan made once, when the table was small, scanned it whole once it had grown (twice PostgreSQL's
+/// CPU per write, measured). Transactions that begin without `BEGIN` (the single statement of
 /// [`COMMIT_CALL`], an implicit transaction) are `SERIALIZABLE`, as the connection's `BEGIN`s.
 const WRITE_SETUP: [&str; 2] = [
     "PREPARE replicad_put (text[], bytea[], text[], bytea[], bytea[], bytea[]) AS ",
@@ -242,7 +283,7 @@ const WRITE_SETUP: [&str; 2] = [
          DECLARE held bytea;
          BEGIN
              FOR i IN 1 .. coalesce(array_length(t, 1), 0) LOOP
-                 SELECT r.v INTO held FROM replicad_rows r WHERE r.tbl = t[i] AND r.sk = s[i] FOR UPDATE;
+                 SELECT r.v INTO held FROM replicad_rows r WHERE r.tbl = t[i] AND r.sk = s[i];
                  IF held IS DISTINCT FROM v[i] THEN
                      RAISE EXCEPTION 'a row changed since this node kept it' USING ERRCODE = 'serialization_failure';
                  END IF;
@@ -253,6 +294,7 @@ const WRITE_SETUP: [&str; 2] = [
                                              channels text[], payloads text[]) RETURNS void
          LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $replicad$
          BEGIN
+             LOCK TABLE replicad_schema IN EXCLUSIVE MODE;
              PERFORM pg_temp.replicad_expect(et, es, ev);
              FOR i IN 1 .. coalesce(array_length(gt, 1), 0) LOOP
                  DELETE FROM replicad_rows WHERE tbl = gt[i] AND sk = gs[i];
@@ -379,13 +421,35 @@ impl PgTables {
             conn.client.batch_execute(&setup).map_err(Error::caused_by)?;
             conn.set_up = true;
         }
-        if let Some(kept) = &mut conn.kept {
-            kept.check_foreign();
-        }
-        conn.write = Some(Written::default());
+        let shared = conn.kept.as_mut().is_some_and(Kept::check_foreign);
+        conn.write = Some(Written { shared, ..Written::default() });
         conn.unsent_begin = Some(BEGIN_WRITE);
         drop(conn);
         Ok(kv::WriteTransaction::Pg(Txn { conn: self.conn.clone() }))
+    }
+
+    /// Whether another process committed since this connection's last write transaction began
+    /// (as far as its notifications have arrived): the next one is likely to wait for the
+    /// writers' lock ([`BEGIN_WRITE`]). `false` on a connection that keeps no rows.
+    pub fn others_wrote(&self) -> bool {
+        let conn = lock(&self.conn);
+        conn.kept.as_ref().is_some_and(|k| k.stamps.foreign().is_some_and(|n| Some(n) != k.foreign))
+    }
+
+    /// [`PgTables::begin_write`], its `BEGIN` and the writers' lock sent at once, with the rows
+    /// its last transactions read ([`Kept`]), in one round trip that returns once the lock is
+    /// taken: the store's writer, when other nodes write, begins so before it takes the writes
+    /// waiting for it, so that those that came while it waited go in the same batch. Errors:
+    /// the database's (the transaction is then rolled back).
+    pub fn begin_write_now(&mut self) -> Result<kv::WriteTransaction> {
+        let txn = self.begin_write()?;
+        let sent = lock(&self.conn).begin_with_recent();
+        if let Err(e) = sent {
+            // A failed rollback leaves the connection broken, and its next statement says so.
+            let _ = txn.abort();
+            return Err(e);
+        }
+        Ok(txn)
     }
 
     /// Has this connection (the store's writer's) keep the rows of its write transactions
@@ -393,7 +457,8 @@ impl PgTables {
     /// returns), naming them in its notifications ([`Stamps::payload`]).
     pub fn keep_rows(&mut self, stamps: Arc<Stamps>) {
         let foreign = stamps.foreign();
-        lock(&self.conn).kept = Some(Kept { stamps, rows: BoundedRows::new(MAX_KEPT_ROWS, MAX_KEPT_BYTES), foreign });
+        let rows = BoundedRows::new(MAX_KEPT_ROWS, MAX_KEPT_BYTES);
+        lock(&self.conn).kept = Some(Kept { stamps, rows, foreign, recent: Rows::default() });
     }
 
     /// Runs `f` in a read-only `REPEATABLE READ` transaction: one snapshot of the database,
@@ -790,21 +855,101 @@ impl Conn {
 
     /// The value of row `sk` of table `tbl`, read with the transaction's unsent opening
     /// ([`Conn::opening`]) in one round trip (a simple query: the row's bytes come back as hex
-    /// text). Errors: the database's (the transaction counts as begun either way, so that it is
-    /// ended).
-    fn begin_with_get(&mut self, tbl: &str, sk: &[u8]) -> Result<Option<Vec<u8>>> {
+    /// text); in a write transaction of the writer's connection, with the rows its last
+    /// transaction read that this one does not know yet ([`Kept`]: [`Conn::begin_with_rows`]).
+    /// Errors: the database's (the transaction counts as begun either way, so that it is ended).
+    fn begin_with_get(&mut self, tbl: &Arc<str>, sk: &[u8]) -> Result<Option<Vec<u8>>> {
+        let again = self.read_again(tbl, sk);
+        if !again.is_empty() {
+            return self.begin_with_rows((tbl.clone(), sk.to_vec()), again);
+        }
         let mut sql = self.opening().unwrap_or_default();
         sql.push_str("; SELECT encode(v, 'hex') FROM replicad_rows WHERE tbl = ");
         push_text(&mut sql, tbl);
         sql.push_str(" AND sk = ");
         push_bytea(&mut sql, sk);
-        sql.push_str(self.row_lock());
         let answers = self.client.simple_query(&sql).map_err(Error::caused_by)?;
         self.opened()?;
         // The read is the last statement: its row is the last one (the check answers a row too).
         let Some(postgres::SimpleQueryMessage::Row(row)) = answers.into_iter().rev().nth(1) else { return Ok(None) };
         let text = row.get(0).ok_or_else(|| Error::internal("a row without its value"))?;
         hex::decode(text).map(Some).map_err(Error::internal)
+    }
+
+    /// The rows the writer's connection's last transactions read ([`Kept`]) that the write
+    /// transaction in progress does not know yet, besides `(tbl, sk)`; none elsewhere.
+    fn read_again(&self, tbl: &Arc<str>, sk: &[u8]) -> Vec<RowId> {
+        let (Some(w), Some(kept)) = (&self.write, &self.kept) else { return Vec::new() };
+        let known = |id: &RowId| w.known.contains_key(id) || (id.0 == *tbl && id.1 == sk);
+        let again: Vec<RowId> = kept.recent.keys().filter(|id| !known(id)).cloned().collect();
+        again
+    }
+
+    /// The value of row `id`, read with the transaction's unsent opening and the rows `again`
+    /// (which the transaction then knows, as if read one by one: [`Written::unasked`]) in one
+    /// round trip ([`Conn::begin_reading`]). Errors: the database's.
+    fn begin_with_rows(&mut self, id: RowId, mut again: Vec<RowId>) -> Result<Option<Vec<u8>>> {
+        again.insert(0, id);
+        let mut values = self.begin_reading(&again)?;
+        let value = std::mem::take(&mut values[0]);
+        self.know_unasked(again.into_iter().skip(1).zip(values.into_iter().skip(1)));
+        Ok(value)
+    }
+
+    /// Notes the rows `read` (id, value) that the write transaction read again, not asked for
+    /// yet ([`Written::unasked`]).
+    fn know_unasked(&mut self, read: impl Iterator<Item = (RowId, Option<Vec<u8>>)>) {
+        if let Some(w) = &mut self.write {
+            for (id, value) in read {
+                w.known.insert(id.clone(), value);
+                w.unasked.insert(id, ());
+            }
+        }
+    }
+
+    /// Sends the write transaction's unsent opening with a read of the rows its connection's last
+    /// transactions read ([`Kept`]), which it then knows ([`Written::unasked`]).
+    fn begin_with_recent(&mut self) -> Result<()> {
+        let again: Vec<RowId> = self.kept.as_ref().map(|k| k.recent.keys().cloned().collect()).unwrap_or_default();
+        if again.is_empty() {
+            return self.begin();
+        }
+        let values = self.begin_reading(&again)?;
+        self.know_unasked(again.into_iter().zip(values));
+        Ok(())
+    }
+
+    /// Sends the transaction's unsent opening with a read of the rows `ids`, in one round trip:
+    /// one statement over array literals of their names and sort keys, answering each row found
+    /// by its place in the arrays and its value in hex. Their values, in order (`None`: no row).
+    /// Errors: the database's.
+    fn begin_reading(&mut self, ids: &[RowId]) -> Result<Vec<Option<Vec<u8>>>> {
+        let mut sql = self.opening().unwrap_or_default();
+        let ids = || ids.iter();
+        sql.push_str("; SELECT u.i, encode(r.v, 'hex') FROM unnest(");
+        push_text_array(&mut sql, ids().map(|(tbl, _)| &**tbl));
+        sql.push_str("::text[], ");
+        push_bytea_array(&mut sql, ids().map(|(_, sk)| Some(sk)));
+        sql.push_str(
+            "::bytea[]) WITH ORDINALITY AS u(tbl, sk, i) JOIN replicad_rows r ON r.tbl = u.tbl AND r.sk = u.sk",
+        );
+        let answers = self.client.simple_query(&sql).map_err(Error::caused_by)?;
+        self.opened()?;
+        let mut values: Vec<Option<Vec<u8>>> = vec![None; ids().len()];
+        for answer in answers {
+            // Only this statement's rows have two columns (the check answers one).
+            let postgres::SimpleQueryMessage::Row(row) = answer else { continue };
+            if row.len() != 2 {
+                continue;
+            }
+            let (Some(i), Some(text)) = (row.get(0), row.get(1)) else { continue };
+            let i: usize = i.parse().map_err(Error::internal)?;
+            let value = hex::decode(text).map_err(Error::internal)?;
+            if let Some(slot) = i.checked_sub(1).and_then(|i| values.get_mut(i)) {
+                *slot = Some(value);
+            }
+        }
+        Ok(values)
     }
 
     /// Sends the write transaction's pending writes (after its `BEGIN`), in one statement; a
@@ -845,21 +990,15 @@ impl Conn {
         Ok(())
     }
 
-    /// What a point read of a write transaction adds to lock the row it reads (` FOR UPDATE`):
-    /// its writes wait for the commit, so without the lock two nodes writing one row (a chat's
-    /// counters) would both run their batch to the end and one would fail there; with it the
-    /// second waits at its read for the first to commit, then fails at once and runs again.
-    fn row_lock(&self) -> &'static str {
-        if self.write.is_some() {
-            " FOR UPDATE"
-        } else {
-            ""
-        }
-    }
-
     /// The value of row `id` as this write transaction last read or wrote it, if it did.
-    fn known(&self, id: &RowId) -> Option<Option<Vec<u8>>> {
-        self.write.as_ref().and_then(|w| w.known.get(id).cloned())
+    /// A row read again with the first read ([`Written::unasked`]) counts as read from now on.
+    fn known(&mut self, id: &RowId) -> Option<Option<Vec<u8>>> {
+        let w = self.write.as_mut()?;
+        let value = w.known.get(id).cloned()?;
+        if w.unasked.remove(id).is_some() {
+            w.read.push(id.clone());
+        }
+        Some(value)
     }
 
     /// The value of row `id` as the connection keeps it ([`Kept`]), taken into the write
@@ -878,18 +1017,30 @@ impl Conn {
 
 impl Kept {
     /// Empties the rows when another process committed since they were checked last (or the
-    /// listener that would say so is away).
-    fn check_foreign(&mut self) {
+    /// listener that would say so is away); whether it did.
+    fn check_foreign(&mut self) -> bool {
         let now = self.stamps.foreign();
         if now.is_none() || now != self.foreign {
             self.rows.clear();
             self.foreign = now;
+            return true;
         }
+        false
     }
 
     /// Keeps the rows the committed transaction `written` read, as it left them (starting
     /// again empty past [`MAX_KEPT_ROWS`] or [`MAX_KEPT_BYTES`]).
     fn committed(&mut self, mut written: Written) {
+        self.recent.retain(|_, age| {
+            *age += 1;
+            *age < READ_AGAIN_FOR
+        });
+        for id in written.read.iter().take(MAX_READ_AGAIN) {
+            self.recent.insert(id.clone(), 0);
+        }
+        if self.recent.len() > MAX_READ_AGAIN {
+            self.recent.retain(|_, age| *age == 0);
+        }
         for id in written.read {
             let Some((id, value)) = written.known.remove_entry(&id) else { continue };
             self.rows.insert(id, value, ());
@@ -930,8 +1081,19 @@ impl Conn {
     /// Commits the write transaction in progress, which has begun: its `pending` writes
     /// ([`writes_sql`]), `NOTIFY` of `channels` (name, payload) and `COMMIT`, as one simple
     /// query. Errors: the database's (507 for a full disk), after a `ROLLBACK`.
-    fn commit_begun(&mut self, pending: &Pending, channels: &[(&str, String)]) -> Result<()> {
-        let mut batch = String::new();
+    ///
+    /// When other processes write too (`shared`), the commit lets go of its locks before its
+    /// flush: `synchronous_commit` off for the transaction, then one more round trip, a
+    /// statement whose own commit waits for the flush of the WAL up to it, and so of this
+    /// commit, before anything is acknowledged. The rows every batch writes (a chat's, the
+    /// message sequence) are locked by one transaction at a time: with the flush, a millisecond
+    /// or more, inside the lock, the nodes' batches committed one flush after another, fewer in
+    /// all than one node commits alone; outside it, the flushes of several nodes' commits are
+    /// one (PostgreSQL's group commit). Nothing is acknowledged before it is durable; a read
+    /// may see a batch in the moment between its commit and its flush (lost with it if the
+    /// database crashes then, and acknowledged to no one).
+    fn commit_begun(&mut self, pending: &Pending, channels: &[(&str, String)], shared: bool) -> Result<()> {
+        let mut batch = String::from(if shared { "SET LOCAL synchronous_commit TO off; " } else { "" });
         writes_sql(&mut batch, pending);
         for (channel, payload) in channels {
             batch.push_str("NOTIFY ");
@@ -949,7 +1111,12 @@ impl Conn {
             // next statement says so.
             let _ = self.client.batch_execute("ROLLBACK");
             disk_full_or(e)
-        })
+        })?;
+        if shared {
+            // An implicit transaction given an id: its commit record is flushed, with the WAL before it.
+            self.client.batch_execute("SELECT pg_current_xact_id()").map_err(disk_full_or)?;
+        }
+        Ok(())
     }
 }
 
@@ -1020,12 +1187,9 @@ fn writes_sql(sql: &mut String, pending: &Pending) {
 /// Appends to `sql` (after `; `) the check that the rows `assumed` are still as a write
 /// transaction took them from the kept rows ([`Kept`]): a call of `pg_temp.replicad_expect`
 /// ([`WRITE_SETUP`]), which reads them and fails as a serialization failure (SQLSTATE 40001)
-/// when one differs. Nothing when `assumed` is empty. It locks them (`FOR UPDATE`) in the order
-/// the transaction took them, the order in which a transaction that reads them from the
-/// database locks them: every history batch locks the message sequence first, so the batches
-/// of several nodes wait for each other there, as they did before rows were kept, rather than
-/// locking rows in two orders and deadlocking (a deadlock is found only after PostgreSQL's
-/// `deadlock_timeout`, a second).
+/// when one differs. Nothing when `assumed` is empty. It locks no row: the transaction holds the
+/// writers' lock ([`BEGIN_WRITE`], sent before it), so no other write transaction runs
+/// meanwhile.
 fn expect_sql(sql: &mut String, assumed: Vec<(RowId, Option<Vec<u8>>)>) {
     if assumed.is_empty() {
         return;
@@ -1165,7 +1329,7 @@ impl Txn {
         }
         let done = match conn.unsent_begin.take() {
             Some(_) => conn.commit_unsent(&written, &channels),
-            None => conn.commit_begun(&written.pending, &channels),
+            None => conn.commit_begun(&written.pending, &channels, written.shared),
         };
         if let Some(stamps) = &stamps {
             stamps.committed(tables());
@@ -1227,10 +1391,7 @@ impl<K: StoreKey, V: Value + 'static> PgTable<K, V> {
         let value = match conn.unsent_begin {
             Some(_) => conn.begin_with_get(&self.name, sk)?,
             None => {
-                let sql = match conn.row_lock() {
-                    "" => "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2",
-                    _ => "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2 FOR UPDATE",
-                };
+                let sql = "SELECT v FROM replicad_rows WHERE tbl = $1 AND sk = $2";
                 let rows = conn.query(sql, &[&&*self.name, &sk])?;
                 rows.into_iter().next().map(|r| r.get(0))
             }

@@ -232,6 +232,12 @@ pub fn spawn(mut target: Target, state: Arc<CommitState>) -> mpsc::Sender<Job> {
         .name("store-writer".into())
         .spawn(move || {
             while let Some(first) = rx.blocking_recv() {
+                // When other nodes write, the transaction begins first (waiting for the writers'
+                // lock), and the writes that came meanwhile join the batch.
+                let mut early = match &mut target {
+                    Target::Pg(tables, _) if tables.others_wrote() => Some(tables.begin_write_now()),
+                    _ => None,
+                };
                 let mut batch = vec![first];
                 while batch.len() < MAX_BATCH {
                     match rx.try_recv() {
@@ -242,7 +248,8 @@ pub fn spawn(mut target: Target, state: Arc<CommitState>) -> mpsc::Sender<Job> {
                 match &mut target {
                     Target::Redb(handle) => commit_batch(handle, batch, &state),
                     Target::Pg(tables, committed) => {
-                        apply_batch(&mut || tables.begin_write(), &**committed, batch, &state);
+                        let begin = &mut || early.take().unwrap_or_else(|| tables.begin_write());
+                        apply_batch(begin, &**committed, batch, &state);
                     }
                 }
             }
