@@ -12,10 +12,12 @@
 //! at most one round trip per request would be the goal's bound). A row changed behind the
 //! node's back (by a process that does not notify) fails the check, and the batch runs again
 //! with the row as it is. A question asked again reads nothing outside the writer: the quota,
-//! the outbox's position and the passages are rows the node keeps (`store::row_cache`). And the batches of two nodes writing one chat at once, whose
-//! transactions collide (serialization failures, run again whole by each writer), store each
-//! acknowledged item once and count each once. These run on the server of
-//! `.ci/install-postgres` whatever the run's engine (`REPLICAD_TEST_STORE`).
+//! the outbox's position and the passages are rows the node keeps (`store::row_cache`). And the
+//! batches of two nodes writing one chat at once store each acknowledged item once and count
+//! each once: their write transactions take the writers' lock one after the other, so they
+//! seldom collide, and a batch that does (a serialization failure) is run again whole by its
+//! writer. These run on the server of `.ci/install-postgres` whatever the run's engine
+//! (`REPLICAD_TEST_STORE`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
