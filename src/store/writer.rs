@@ -233,9 +233,10 @@ pub fn spawn(mut target: Target, state: Arc<CommitState>) -> mpsc::Sender<Job> {
         .spawn(move || {
             while let Some(first) = rx.blocking_recv() {
                 // When other nodes write, the transaction begins first (waiting for the writers'
-                // lock), and the writes that came meanwhile join the batch.
+                // lock), and the writes that came meanwhile join the batch. Should that begin
+                // fail, the batch begins as usual (and runs again on a serialization failure).
                 let mut early = match &mut target {
-                    Target::Pg(tables, _) if tables.others_wrote() => Some(tables.begin_write_now()),
+                    Target::Pg(tables, _) if tables.others_wrote() => tables.begin_write_now().ok(),
                     _ => None,
                 };
                 let mut batch = vec![first];
@@ -248,7 +249,7 @@ pub fn spawn(mut target: Target, state: Arc<CommitState>) -> mpsc::Sender<Job> {
                 match &mut target {
                     Target::Redb(handle) => commit_batch(handle, batch, &state),
                     Target::Pg(tables, committed) => {
-                        let begin = &mut || early.take().unwrap_or_else(|| tables.begin_write());
+                        let begin = &mut || early.take().map_or_else(|| tables.begin_write(), Ok);
                         apply_batch(begin, &**committed, batch, &state);
                     }
                 }
