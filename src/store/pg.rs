@@ -429,11 +429,11 @@ impl PgTables {
     }
 
     /// Whether another process committed since this connection's last write transaction began
-    /// (as far as its notifications have arrived): the next one is likely to wait for the
-    /// writers' lock ([`BEGIN_WRITE`]). `false` on a connection that keeps no rows.
+    /// (as far as its notifications have arrived, [`Kept::foreign_since`]): the next one is
+    /// likely to wait for the writers' lock ([`BEGIN_WRITE`]). `false` on a connection that
+    /// keeps no rows.
     pub fn others_wrote(&self) -> bool {
-        let conn = lock(&self.conn);
-        conn.kept.as_ref().is_some_and(|k| k.stamps.foreign().is_some_and(|n| Some(n) != k.foreign))
+        lock(&self.conn).kept.as_ref().is_some_and(|k| k.foreign_since().is_some())
     }
 
     /// [`PgTables::begin_write`], its `BEGIN` and the writers' lock sent at once, with the rows
@@ -881,8 +881,7 @@ impl Conn {
     fn read_again(&self, tbl: &Arc<str>, sk: &[u8]) -> Vec<RowId> {
         let (Some(w), Some(kept)) = (&self.write, &self.kept) else { return Vec::new() };
         let known = |id: &RowId| w.known.contains_key(id) || (id.0 == *tbl && id.1 == sk);
-        let again: Vec<RowId> = kept.recent.keys().filter(|id| !known(id)).cloned().collect();
-        again
+        kept.recent.keys().filter(|id| !known(id)).cloned().collect()
     }
 
     /// The value of row `id`, read with the transaction's unsent opening and the rows `again`
@@ -1016,16 +1015,20 @@ impl Conn {
 }
 
 impl Kept {
-    /// Empties the rows when another process committed since they were checked last (or the
-    /// listener that would say so is away); whether it did.
-    fn check_foreign(&mut self) -> bool {
+    /// [`Stamps::foreign`] now, when another process committed since the rows were checked
+    /// last (or the listener that would say so is away); `None` when nothing changed.
+    fn foreign_since(&self) -> Option<Option<u64>> {
         let now = self.stamps.foreign();
-        if now.is_none() || now != self.foreign {
-            self.rows.clear();
-            self.foreign = now;
-            return true;
-        }
-        false
+        (now.is_none() || now != self.foreign).then_some(now)
+    }
+
+    /// Empties the rows when another process committed since they were checked last
+    /// ([`Kept::foreign_since`]); whether it did.
+    fn check_foreign(&mut self) -> bool {
+        let Some(now) = self.foreign_since() else { return false };
+        self.rows.clear();
+        self.foreign = now;
+        true
     }
 
     /// Keeps the rows the committed transaction `written` read, as it left them (starting
