@@ -383,19 +383,24 @@ impl Store {
     /// whole knowledge base, the index rebuild) use [`Store::read_scan`] instead, so they never
     /// hold a runtime worker for long.
     ///
-    /// On PostgreSQL every read waits on the network, so it runs on the blocking pool, in a
-    /// read-only `REPEATABLE READ` transaction of its own.
+    /// On PostgreSQL a read runs inline too while the rows this node keeps for reads answer it
+    /// (`pg::PgPool::read_kept`: most of a completion's reads); one that must wait on the
+    /// network runs on the blocking pool, in a read-only `REPEATABLE READ` transaction of its own.
     pub async fn read<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: Fn(&Snapshot) -> Result<T> + Send + 'static,
     {
+        let caught = |txn: &Snapshot| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(txn)))
+                .map_err(|_| Error::internal("a store read panicked"))?
+        };
         match &*self.engine {
-            Engine::Redb(handle) => handle.read(|txn| {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(txn)))
-                    .map_err(|_| Error::internal("a store read panicked"))?
-            }),
-            Engine::Pg(..) => self.read_scan(f).await,
+            Engine::Redb(handle) => handle.read(caught),
+            Engine::Pg(pool, ..) => match pool.read_kept(|txn| caught(&Snapshot::of(txn))) {
+                Some(out) => out,
+                None => self.read_scan(f).await,
+            },
         }
     }
 

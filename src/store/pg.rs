@@ -163,6 +163,10 @@ struct Reads {
     /// A row taken was no longer fresh once the transaction began: it must run again without
     /// kept rows.
     stale: bool,
+    /// The transaction may only read kept rows: it sends nothing ([`PgPool::read_kept`]).
+    offline: bool,
+    /// The transaction, [`Reads::offline`], needed to send something: what it answered is void.
+    needed: bool,
 }
 
 /// The rows a writer's connection keeps between its transactions: each row its committed
@@ -470,9 +474,15 @@ impl PgTables {
     /// [`PgTables::read`], handing `f` the transaction itself (a [`super::Snapshot`] owns it).
     /// Its `BEGIN` goes with its first statement (a read of one row: both in one round trip).
     fn read_owned<R>(&mut self, f: impl FnOnce(kv::ReadTransaction) -> Result<R>) -> Result<R> {
+        self.read_sending(f, true)
+    }
+
+    /// [`PgTables::read_owned`]; when `may_send` is false, a read that a kept row does not
+    /// answer fails instead of sending, and the transaction is marked ([`Reads::needed`]).
+    fn read_sending<R>(&mut self, f: impl FnOnce(kv::ReadTransaction) -> Result<R>, may_send: bool) -> Result<R> {
         let mut conn = lock(&self.conn);
         conn.unsent_begin = Some(BEGIN_READ);
-        conn.reads = Reads { cache: conn.reads.cache.take(), ..Reads::default() };
+        conn.reads = Reads { cache: conn.reads.cache.take(), offline: !may_send, ..Reads::default() };
         drop(conn);
         let txn = Txn { conn: self.conn.clone() };
         let out = f(kv::ReadTransaction::Pg(txn.clone()));
@@ -566,7 +576,12 @@ impl PgPool {
     /// Runs `f` with a connection of the pool, giving it back after (or, when `f` panics,
     /// dropping it: it may be in the middle of a transaction).
     fn with_pooled<R>(&self, f: impl FnOnce(&mut PgTables) -> Result<R>) -> Result<R> {
-        let mut conn = self.take()?;
+        let conn = self.take()?;
+        self.with_taken(conn, f)
+    }
+
+    /// Runs `f` with `conn`, taken from the pool, as [`PgPool::with_pooled`] does.
+    fn with_taken<T>(&self, mut conn: PgTables, f: impl FnOnce(&mut PgTables) -> T) -> T {
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut conn))) {
             Ok(out) => {
                 self.give_back(conn);
@@ -599,6 +614,22 @@ impl PgPool {
             state.reads.cache = None;
             drop(state);
             conn.read_owned(&f)
+        })
+    }
+
+    /// Runs `f` as [`PgPool::read`] does, while the rows kept for reads answer each of its reads
+    /// ([`RowCache`]), without a round trip; `None` (nothing sent) when one is not kept, when
+    /// the pool keeps no rows, or when no connection is idle. Never blocks on the network: the
+    /// store runs it on the runtime's worker before it hands a read to the blocking pool
+    /// (`Store::read`), as most of a completion's reads are answered here.
+    pub fn read_kept<R>(&self, f: impl Fn(kv::ReadTransaction) -> Result<R>) -> Option<Result<R>> {
+        let cache = self.cache.clone()?;
+        let conn = self.lock_idle().conns.pop()?;
+        self.with_taken(conn, |conn| {
+            lock(&conn.conn).reads.cache = Some(cache);
+            let out = conn.read_sending(&f, false);
+            let needed = std::mem::take(&mut lock(&conn.conn).reads.needed);
+            (!needed).then_some(out)
         })
     }
 
@@ -794,6 +825,7 @@ pub fn must_retry(e: &Error) -> bool {
 impl Conn {
     /// Sends the transaction's `BEGIN` if it was not sent yet ([`Conn::opening`]).
     fn begin(&mut self) -> Result<()> {
+        self.may_send()?;
         match self.opening() {
             Some(sql) => {
                 self.client.batch_execute(&sql).map_err(Error::caused_by)?;
@@ -801,6 +833,16 @@ impl Conn {
             }
             None => Ok(()),
         }
+    }
+
+    /// Errors when the transaction may read only kept rows ([`Reads::offline`]) and has not
+    /// begun, marking it ([`Reads::needed`]).
+    fn may_send(&mut self) -> Result<()> {
+        if self.reads.offline && self.unsent_begin.is_some() {
+            self.reads.needed = true;
+            return Err(Error::internal("a read that kept rows do not answer"));
+        }
+        Ok(())
     }
 
     /// The transaction's unsent `BEGIN` and, in a write transaction that took kept rows
@@ -859,6 +901,7 @@ impl Conn {
     /// transaction read that this one does not know yet ([`Kept`]: [`Conn::begin_with_rows`]).
     /// Errors: the database's (the transaction counts as begun either way, so that it is ended).
     fn begin_with_get(&mut self, tbl: &Arc<str>, sk: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.may_send()?;
         let again = self.read_again(tbl, sk);
         if !again.is_empty() {
             return self.begin_with_rows((tbl.clone(), sk.to_vec()), again);
