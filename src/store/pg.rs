@@ -628,8 +628,8 @@ impl PgPool {
         self.with_taken(conn, |conn| {
             lock(&conn.conn).reads.cache = Some(cache);
             let out = conn.read_sending(&f, false);
-            let needed = std::mem::take(&mut lock(&conn.conn).reads.needed);
-            (!needed).then_some(out)
+            let reads = std::mem::take(&mut lock(&conn.conn).reads);
+            (!reads.needed).then_some(out)
         })
     }
 
