@@ -825,8 +825,7 @@ pub fn must_retry(e: &Error) -> bool {
 impl Conn {
     /// Sends the transaction's `BEGIN` if it was not sent yet ([`Conn::opening`]).
     fn begin(&mut self) -> Result<()> {
-        self.may_send()?;
-        match self.opening() {
+        match self.opening()? {
             Some(sql) => {
                 self.client.batch_execute(&sql).map_err(Error::caused_by)?;
                 self.opened()
@@ -835,27 +834,24 @@ impl Conn {
         }
     }
 
-    /// Errors when the transaction may read only kept rows ([`Reads::offline`]) and has not
-    /// begun, marking it ([`Reads::needed`]).
-    fn may_send(&mut self) -> Result<()> {
-        if self.reads.offline && self.unsent_begin.is_some() {
-            self.reads.needed = true;
-            return Err(Error::internal("a read that kept rows do not answer"));
-        }
-        Ok(())
-    }
-
     /// The transaction's unsent `BEGIN` and, in a write transaction that took kept rows
     /// ([`Conn::assume`]), the check that they are still so ([`expect_sql`]), as the SQL to send
     /// before anything else; `None` when it was sent. From then on, nothing more is taken from
-    /// the kept rows: the transaction reads in its snapshot.
-    fn opening(&mut self) -> Option<String> {
-        let mut sql = String::from(self.unsent_begin.take()?);
+    /// the kept rows: the transaction reads in its snapshot. Errors: the transaction may read
+    /// only kept rows ([`Reads::offline`]); it is marked as having needed more ([`Reads::needed`]).
+    fn opening(&mut self) -> Result<Option<String>> {
+        let Some(begin) = self.unsent_begin else { return Ok(None) };
+        if self.reads.offline {
+            self.reads.needed = true;
+            return Err(Error::internal("a read that kept rows do not answer"));
+        }
+        self.unsent_begin = None;
+        let mut sql = String::from(begin);
         match &mut self.write {
             Some(w) => expect_sql(&mut sql, std::mem::take(&mut w.assumed)),
             None => self.reads.begun_at = self.reads.cache.as_ref().and_then(|c| c.now()),
         }
-        Some(sql)
+        Ok(Some(sql))
     }
 
     /// After the round trip that sent a read transaction's `BEGIN`: whether every row it took
@@ -896,27 +892,13 @@ impl Conn {
     }
 
     /// The value of row `sk` of table `tbl`, read with the transaction's unsent opening
-    /// ([`Conn::opening`]) in one round trip (a simple query: the row's bytes come back as hex
-    /// text); in a write transaction of the writer's connection, with the rows its last
-    /// transaction read that this one does not know yet ([`Kept`]: [`Conn::begin_with_rows`]).
-    /// Errors: the database's (the transaction counts as begun either way, so that it is ended).
+    /// ([`Conn::opening`]) in one round trip ([`Conn::begin_with_rows`]); in a write transaction
+    /// of the writer's connection, with the rows its last transactions read that this one does
+    /// not know yet ([`Kept`]). Errors: the database's (the transaction counts as begun either
+    /// way, so that it is ended).
     fn begin_with_get(&mut self, tbl: &Arc<str>, sk: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.may_send()?;
         let again = self.read_again(tbl, sk);
-        if !again.is_empty() {
-            return self.begin_with_rows((tbl.clone(), sk.to_vec()), again);
-        }
-        let mut sql = self.opening().unwrap_or_default();
-        sql.push_str("; SELECT encode(v, 'hex') FROM replicad_rows WHERE tbl = ");
-        push_text(&mut sql, tbl);
-        sql.push_str(" AND sk = ");
-        push_bytea(&mut sql, sk);
-        let answers = self.client.simple_query(&sql).map_err(Error::caused_by)?;
-        self.opened()?;
-        // The read is the last statement: its row is the last one (the check answers a row too).
-        let Some(postgres::SimpleQueryMessage::Row(row)) = answers.into_iter().rev().nth(1) else { return Ok(None) };
-        let text = row.get(0).ok_or_else(|| Error::internal("a row without its value"))?;
-        hex::decode(text).map(Some).map_err(Error::internal)
+        self.begin_with_rows((tbl.clone(), sk.to_vec()), again)
     }
 
     /// The rows the writer's connection's last transactions read ([`Kept`]) that the write
@@ -966,7 +948,7 @@ impl Conn {
     /// by its place in the arrays and its value in hex. Their values, in order (`None`: no row).
     /// Errors: the database's.
     fn begin_reading(&mut self, ids: &[RowId]) -> Result<Vec<Option<Vec<u8>>>> {
-        let mut sql = self.opening().unwrap_or_default();
+        let mut sql = self.opening()?.unwrap_or_default();
         let ids = || ids.iter();
         sql.push_str("; SELECT u.i, encode(r.v, 'hex') FROM unnest(");
         push_text_array(&mut sql, ids().map(|(tbl, _)| &**tbl));
@@ -1306,14 +1288,6 @@ fn push_text(sql: &mut String, text: &str) {
         sql.push(c);
     }
     sql.push('\'');
-}
-
-/// Appends `bytes` as a `bytea` expression of a literal (`decode('…', 'hex')`), without
-/// allocating.
-fn push_bytea(sql: &mut String, bytes: &[u8]) {
-    sql.push_str("decode('");
-    push_hex(sql, bytes);
-    sql.push_str("', 'hex')");
 }
 
 /// Appends `bytes` in hex, without allocating.
