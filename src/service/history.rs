@@ -38,7 +38,9 @@ pub struct NewItem {
 /// The history writes queued together share their tables ([`Tables`], see
 /// [`store::Grouped`]): a completion's question and reply, and the writes of every other
 /// request in the same group commit, open them once. The replica's message count
-/// (popularity) moves once per write. Errors: those of [`super::chats::Recorder::record`] (a
+/// (popularity) moves once per run of writes, by all of the run's items ([`Grouped::close`]:
+/// each write moving it wrote the popularity order's key again, and removed the one the
+/// write before it had put). Errors: those of [`super::chats::Recorder::record`] (a
 /// conversation beyond the monthly quota), and the store's.
 pub struct Append {
     pub replica: Uuid,
@@ -68,6 +70,8 @@ pub struct Tables<'t> {
     /// The organization of each replica written so far (its popularity order is the
     /// organization's); `None`: the replica is gone.
     orgs: HashMap<Uuid, Option<Uuid>>,
+    /// The items stored so far per replica, counted when the run closes.
+    counted: HashMap<Uuid, u64>,
 }
 
 impl Grouped for Append {
@@ -86,6 +90,7 @@ impl Grouped for Append {
             texts: Lazy::new(txn, tables::REPLICAPASSAGE_TEXT),
             tokens: Lazy::new(txn, tables::REPLICAUSERMONTH_USAGE),
             orgs: HashMap::new(),
+            counted: HashMap::new(),
         })
     }
 
@@ -109,8 +114,15 @@ impl Grouped for Append {
             };
             ids.push(id);
         }
-        t.count_messages(self.replica, stored)?;
+        *t.counted.entry(self.replica).or_default() += stored;
         Ok(ids)
+    }
+
+    fn close(t: &mut Tables<'_>) -> Result<()> {
+        for (replica, n) in std::mem::take(&mut t.counted) {
+            t.count_messages(replica, n)?;
+        }
+        Ok(())
     }
 }
 

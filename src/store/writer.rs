@@ -41,6 +41,14 @@ pub trait Grouped: Send + 'static {
     /// and must not open again a table that `tables` holds open (redb answers
     /// `TableAlreadyOpen`, a 500).
     fn apply(&self, tables: &mut Self::Tables<'_>) -> Result<Self::Output>;
+    /// Ends a run of writes of this kind, once each of them was applied with the shared
+    /// `tables`: what the run's writes leave to be written once (a count they all add to,
+    /// rather than one row written again by each write). Runs again with the run (as
+    /// [`Grouped::apply`]). Errors: as `apply`'s; the run's last write answers them. By default
+    /// nothing.
+    fn close(_tables: &mut Self::Tables<'_>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// One queued write: how to apply it and how to answer its caller.
@@ -136,8 +144,9 @@ fn finisher<T: Send + 'static>(slot: Slot<T>) -> (FinishFn, oneshot::Receiver<Re
     (finish, rx)
 }
 
-/// Applies `jobs` (all of kind `G`) with one opening of `G`'s tables; stops at the first
-/// failure. A failure to open the tables is the first job's.
+/// Applies `jobs` (all of kind `G`) with one opening of `G`'s tables, then closes the run
+/// ([`Grouped::close`]); stops at the first failure. A failure to open the tables is the first
+/// job's, a failure to close them the last job's.
 fn run_group<G: Grouped>(txn: &WriteTransaction, jobs: &[Job]) -> Option<(usize, Error)> {
     let first = jobs.first().and_then(pending::<G>)?;
     let mut tables = match guarded(|| G::open(txn)) {
@@ -150,7 +159,10 @@ fn run_group<G: Grouped>(txn: &WriteTransaction, jobs: &[Job]) -> Option<(usize,
             return Some((i, e));
         }
     }
-    None
+    let e = guarded(|| G::close(&mut tables)).err()?;
+    let last = jobs.len() - 1;
+    let p = pending::<G>(&jobs[last]).expect("a run holds jobs of one kind");
+    settle(&p.slot, Err(e)).err().map(|e| (last, e))
 }
 
 /// The write of `job` when it is of kind `G`.
@@ -388,6 +400,45 @@ mod tests {
         }
     }
 
+    const TOTALS: TableDefinition<&str, u64> = TableDefinition::new("totals");
+    static CLOSES: AtomicUsize = AtomicUsize::new(0);
+
+    /// A grouped write adding `n` to a total that its run writes once, when it closes (refused
+    /// past 10).
+    struct Add {
+        n: u64,
+    }
+
+    /// The tables of a run of [`Add`]s: the totals, and what the run added so far.
+    struct Sum<'t> {
+        totals: Table<'t, &'static str, u64>,
+        added: u64,
+    }
+
+    impl Grouped for Add {
+        type Output = u64;
+        type Tables<'t> = Sum<'t>;
+
+        fn open(txn: &WriteTransaction) -> Result<Sum<'_>> {
+            Ok(Sum { totals: txn.open_table(TOTALS)?, added: 0 })
+        }
+
+        fn apply(&self, sum: &mut Sum<'_>) -> Result<u64> {
+            sum.added += self.n;
+            Ok(self.n)
+        }
+
+        fn close(sum: &mut Sum<'_>) -> Result<()> {
+            CLOSES.fetch_add(1, Ordering::Relaxed);
+            let total = sum.totals.get("all")?.map_or(0, |v| v.value()) + sum.added;
+            if total > 10 {
+                return Err(Error::invalid("n", "the total would pass 10"));
+            }
+            sum.totals.insert("all", total)?;
+            Ok(())
+        }
+    }
+
     fn alone(key: u64) -> (Job, oneshot::Receiver<Result<u64>>) {
         Job::new(move |txn| {
             txn.open_table(ROWS)?.insert(key, key * 10)?;
@@ -419,5 +470,24 @@ mod tests {
         assert_eq!(keys, [1, 2, 3, 5, 6, 7], "the failed write's insert is gone, every other write is there");
         // First try: the run 2–5 (failed at 4). Then: the run 2, 3, 5 and the run 7.
         assert_eq!(OPENS.load(Ordering::Relaxed), 3);
+    }
+
+    #[test]
+    fn a_run_closes_once_and_a_failed_close_leaves_out_the_runs_last_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = super::super::Open::new(Database::create(dir.path().join("w.redb")).unwrap());
+        let add = |n| Job::grouped(Add { n });
+        let (jobs, receivers): (Vec<Job>, Vec<_>) = [add(2), add(3), add(4), alone(1), add(5)].into_iter().unzip();
+        let begin = &mut || crate::store::kv::begin_write(&db);
+        assert!(!apply_batch(begin, &|| (), jobs, &CommitState::default()), "a write's own error is not the store's");
+
+        let answers: Vec<Result<u64>> = receivers.into_iter().map(|rx| rx.blocking_recv().unwrap()).collect();
+        assert_eq!(answers[..4].iter().map(|a| *a.as_ref().unwrap()).collect::<Vec<_>>(), [2, 3, 4, 1]);
+        assert_eq!(answers[4].as_ref().unwrap_err().code, Code::ValidationFailed, "the run that passed 10 is refused");
+        let read = crate::store::kv::begin_read(&db).unwrap();
+        let total = read.open_table(TOTALS).unwrap().get("all").unwrap().map(|v| v.value());
+        assert_eq!(total, Some(9), "the first run's total, written once");
+        // First try: the run 2, 3, 4 closed, the run 5 failed to. Then: the run 2, 3, 4 again.
+        assert_eq!(CLOSES.load(Ordering::Relaxed), 3);
     }
 }
