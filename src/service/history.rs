@@ -67,9 +67,6 @@ pub struct Tables<'t> {
     channel_messages: Lazy<'t, (u128, &'static str, &'static str, &'static str, bool), u64>,
     texts: Lazy<'t, (u128, u64), &'static str>,
     tokens: Lazy<'t, (u128, u128, u32), (u64, u64)>,
-    /// The organization of each replica written so far (its popularity order is the
-    /// organization's); `None`: the replica is gone.
-    orgs: HashMap<Uuid, Option<Uuid>>,
     /// The items stored so far per replica, counted when the run closes.
     counted: HashMap<Uuid, u64>,
 }
@@ -89,7 +86,6 @@ impl Grouped for Append {
             channel_messages: Lazy::new(txn, tables::REPLICACHANNELMSG_MESSAGE),
             texts: Lazy::new(txn, tables::REPLICAPASSAGE_TEXT),
             tokens: Lazy::new(txn, tables::REPLICAUSERMONTH_USAGE),
-            orgs: HashMap::new(),
             counted: HashMap::new(),
         })
     }
@@ -164,15 +160,8 @@ impl Tables<'_> {
         }
         let before = self.counts.get(k(replica))?.map(|v| v.value()).unwrap_or(0);
         self.counts.put(k(replica), before + n)?;
-        let org = match self.orgs.get(&replica) {
-            Some(org) => *org,
-            None => {
-                let org = replica_index::org_of(self.txn, replica)?;
-                self.orgs.insert(replica, org);
-                org
-            }
-        };
-        match org {
+        // The popularity order is the organization's; `None`: the replica is gone.
+        match replica_index::org_of(self.txn, replica)? {
             Some(org) => replica_index::popularity_changed(&mut self.order, org, replica, before, before + n),
             None => Ok(()),
         }

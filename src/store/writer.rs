@@ -144,14 +144,13 @@ fn finisher<T: Send + 'static>(slot: Slot<T>) -> (FinishFn, oneshot::Receiver<Re
     (finish, rx)
 }
 
-/// Applies `jobs` (all of kind `G`) with one opening of `G`'s tables, then closes the run
-/// ([`Grouped::close`]); stops at the first failure. A failure to open the tables is the first
-/// job's, a failure to close them the last job's.
+/// Applies `jobs` (all of kind `G`, at least one) with one opening of `G`'s tables, then closes
+/// the run ([`Grouped::close`]); stops at the first failure. A failure to open the tables is the
+/// first job's, a failure to close them the last job's.
 fn run_group<G: Grouped>(txn: &WriteTransaction, jobs: &[Job]) -> Option<(usize, Error)> {
-    let first = jobs.first().and_then(pending::<G>)?;
     let mut tables = match guarded(|| G::open(txn)) {
         Ok(t) => t,
-        Err(e) => return settle(&first.slot, Err(e)).err().map(|e| (0, e)),
+        Err(e) => return refuse::<G>(jobs, 0, e),
     };
     for (i, job) in jobs.iter().enumerate() {
         let p = pending::<G>(job).expect("a run holds jobs of one kind");
@@ -160,9 +159,13 @@ fn run_group<G: Grouped>(txn: &WriteTransaction, jobs: &[Job]) -> Option<(usize,
         }
     }
     let e = guarded(|| G::close(&mut tables)).err()?;
-    let last = jobs.len() - 1;
-    let p = pending::<G>(&jobs[last]).expect("a run holds jobs of one kind");
-    settle(&p.slot, Err(e)).err().map(|e| (last, e))
+    refuse::<G>(jobs, jobs.len() - 1, e)
+}
+
+/// Answers job `i` of a run of `G`s with `e` (the run's failure it is held to); `e` and `i`.
+fn refuse<G: Grouped>(jobs: &[Job], i: usize, e: Error) -> Option<(usize, Error)> {
+    let p = pending::<G>(&jobs[i]).expect("a run holds jobs of one kind");
+    settle(&p.slot, Err(e)).err().map(|e| (i, e))
 }
 
 /// The write of `job` when it is of kind `G`.
