@@ -1,18 +1,21 @@
-//! The shared state of a running server.
+//! The shared state of a running server: what a handler, a bot runner or an operability task
+//! may use. It names nothing above it (no route, no handler, no runner): the route table and the
+//! bots are composed once, at the top (`crate::serve`), around it.
 
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use crate::api::{self, Route};
-use crate::channels::Channels;
 use crate::config::Config;
 use crate::generate::Backends;
-use crate::http::rate_limit::RateLimiter;
-use crate::http::router::Router;
 use crate::models::Models;
+use crate::rate_limit::EmbedLimits;
 use crate::search::indexer::RebuildRequest;
 use crate::search::Search;
+use crate::secrets::Secrets;
+use crate::service::channel::Bots;
+use crate::service::orgs::KeyCache;
+use crate::stop::Tasks;
 use crate::store::Store;
 
 /// Everything a handler may use.
@@ -23,63 +26,24 @@ pub struct App {
     pub models: Models,
     /// Which generation backend serves each model.
     pub backends: Arc<Backends>,
-    pub routes: Vec<Route>,
-    pub router: Router,
     /// Asks the indexer task for a rebuild (admin `reindex`).
     pub reindex: mpsc::Sender<RebuildRequest>,
     /// Background tasks as readiness and shutdown see them.
-    pub ops: crate::ops::Ops,
-    /// Per-key request buckets (`--rate-limit-per-key`); `None`: no limit.
-    pub rate_limiter: Option<RateLimiter>,
+    pub tasks: Tasks,
     /// The public embed operations' own rate limits (`--embed-rate-limit-*`).
-    pub embed_limits: api::embed::Limits,
+    pub embed_limits: EmbedLimits,
     /// Organizations already found by their API key (authentication's lookups).
-    pub org_keys: crate::service::orgs::KeyCache,
-    /// The channel bots running in this server.
-    pub channels: Channels,
-    /// Answers of the hot reads, kept until the next commit (`--read-cache-bytes`).
-    pub read_cache: crate::http::read_cache::ReadCache,
+    pub org_keys: KeyCache,
+    /// Seals and opens the stored channel tokens and embed identity secrets.
+    pub secrets: Secrets,
+    /// The HTTP client of calls to the chat platforms (the bots' own, and the check of a token
+    /// when a bot is connected): one connection pool.
+    pub platform_http: reqwest::Client,
+    /// The channel bots running in this server (`crate::channels::Channels`).
+    pub bots: Arc<dyn Bots>,
 }
 
 impl App {
-    /// Assembles the state and compiles the route table.
-    pub fn new(
-        config: Config,
-        store: Store,
-        search: Arc<Search>,
-        models: Models,
-        backends: Backends,
-        reindex: mpsc::Sender<RebuildRequest>,
-        channels: Channels,
-    ) -> App {
-        let routes: Vec<Route> = api::routes()
-            .into_iter()
-            .chain(api::docs::pages())
-            .chain(api::embed::pages())
-            .chain([crate::ops::metrics::route()])
-            .collect();
-        let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
-        let rate_limiter = config.rate_limit_per_key.map(|n| RateLimiter::for_store(n, &store, "key"));
-        let read_cache = crate::http::read_cache::ReadCache::new(config.read_cache_bytes);
-        let embed_limits = api::embed::Limits::new(&config, &store);
-        App {
-            config,
-            store,
-            search,
-            models,
-            backends: Arc::new(backends),
-            routes,
-            router,
-            reindex,
-            ops: Default::default(),
-            rate_limiter,
-            embed_limits,
-            org_keys: Default::default(),
-            channels,
-            read_cache,
-        }
-    }
-
     /// What the chat service needs of the server (the API's completions and the channels' bots).
     pub fn chat_context(&self) -> crate::service::chat::Context {
         crate::service::chat::Context {

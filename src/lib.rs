@@ -1,28 +1,33 @@
 //! replicad: one binary serving the Conversational Replica Service Interface.
 //!
 //! Dependencies point one way, from the top of this list down (a module uses only modules of
-//! lower layers; the test `layering` below reads every `crate::` path to hold it):
+//! lower layers, and two modules of one layer never name each other; the test `layering` below
+//! reads every `crate::` path to hold it):
 //!
-//! 1. `main` (the binary) and this crate root (`serve`, `install_crypto_provider`);
+//! 1. `main` (the binary) and this crate root (`serve`, the one place the state, the route
+//!    table and the bots are composed; `install_crypto_provider`);
 //! 2. `orgs_cli`, then `admin` (admin socket), `demo` (demo data), `cli`;
-//! 3. the request path: `http` (route rows and lookup, decode, auth, errors), `api` (one row per
-//!    operation: parse → authorize → service → DTO), `openapi` (the published document), `app`
-//!    (the state handlers get). These four name each other's types (a route row names an `api`
-//!    handler taking `http`'s `Req` and `app`'s `App`; the `App` holds the router) and nothing
-//!    below names them. Beside them `server` (accept loop, TLS), `ops` (metrics, health, shutdown)
-//!    and `channels` (the bots) may name the state (`app`), `http` and `server`'s connection code,
-//!    never an operation's handler (`api`) or `openapi`;
-//! 4. `config` (flags and defaults);
-//! 5. `service` (business rules; plain Rust types in and out);
-//! 6. `generate` (replies; it scores sentences with `search`'s analyzers) and `backup` (online
-//!    backup and restore of a data directory), then `search`
-//!    (tantivy), then `ingest` (fetch, extract, write an entry's text) and `embed` (text →
-//!    vectors, by an in-process model or an OpenAI-compatible upstream);
-//! 7. `text` (language detection, chunking);
-//! 8. `store` (redb, records, codec), `secrets` (sealing channel tokens) and `upstream` (what
-//!    every OpenAI-compatible upstream call shares: declaration, timeouts, retries, errors);
-//! 9. `error`, `models` (the model catalog), and the modules every layer may use: `clock`,
-//!    `stop`, `telemetry`, `memory` (giving freed heap back to the system).
+//! 3. `api` (one row per operation: parse → authorize → service → DTO; [`api::served`] is every
+//!    row the server routes);
+//! 4. `openapi` (the published document), `ops` (metrics, health, shutdown) and `channels` (the
+//!    bots, which the state knows only as `service::channel::Bots`);
+//! 5. `server` (accept loop, TLS);
+//! 6. `http` (the [`http::Dispatcher`]: route lookup, decode, auth, per-key rate limits, the read
+//!    cache, errors; a route row names a handler taking `http`'s `Req` and `app`'s `App`);
+//! 7. `app` (the state handlers, bots and operability tasks get; it names nothing above it);
+//! 8. `config` (flags and defaults);
+//! 9. `service` (business rules; plain Rust types in and out);
+//! 10. `generate` (replies; it scores sentences with `search`'s analyzers) and `backup` (online
+//!     backup and restore of a data directory), then `search`
+//!     (tantivy), then `ingest` (fetch, extract, write an entry's text) and `embed` (text →
+//!     vectors, by an in-process model or an OpenAI-compatible upstream);
+//! 11. `text` (language detection, chunking) and `rate_limit` (token buckets, in memory or in a
+//!     shared store);
+//! 12. `store` (redb, records, codec), `secrets` (sealing channel tokens) and `upstream` (what
+//!     every OpenAI-compatible upstream call shares: declaration, timeouts, retries, errors);
+//! 13. `error`, `models` (the model catalog), and the modules every layer may use: `clock`,
+//!     `stop` (stopping background tasks), `telemetry`, `memory` (giving freed heap back to the
+//!     system).
 
 pub mod admin;
 pub mod api;
@@ -43,6 +48,7 @@ pub mod models;
 pub mod openapi;
 pub mod ops;
 pub mod orgs_cli;
+pub mod rate_limit;
 pub mod search;
 pub mod secrets;
 pub mod server;
@@ -136,6 +142,44 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
         (Some(cert), Some(key)) => Some(server::tls::acceptor(cert, key)?),
         _ => None,
     };
+    let (app, bots) = state(open(config).await?).await?;
+    service::insights::spawn(app.store.clone(), app.backends.clone());
+    if app.config.demo {
+        demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;
+    }
+    admin::spawn(app.clone()).map_err(|e| format!("admin socket: {e}"))?;
+    if let Some(addr) = app.config.metrics_listen {
+        let metrics =
+            TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr} (--metrics-listen): {e}"))?;
+        let addr = metrics.local_addr().map_err(|e| e.to_string())?;
+        tracing::info!(%addr, "serving metrics at http://{addr}/metrics");
+        ops::metrics::spawn_listener(app.clone(), metrics);
+    }
+    channels::start_all(&bots, &app).await.map_err(|e| format!("starting the channel bots: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    println!("listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
+    let version = ops::version::text();
+    tracing::info!(%addr, data_dir = %app.config.data_dir.display(), version, "serving");
+    server::run(Arc::new(http::Dispatcher::new(app.clone(), api::served())), listener, tls, shutdown).await;
+    ops::shutdown::finish(&app, Duration::from_secs(app.config.shutdown_grace)).await;
+    Ok(())
+}
+
+/// What [`open`] starts, for [`state`] to assemble.
+struct Opened {
+    config: Config,
+    store: store::Store,
+    search: Arc<search::Search>,
+    models: models::Models,
+    backends: generate::Backends,
+    reindex: tokio::sync::mpsc::Sender<search::indexer::RebuildRequest>,
+    tasks: stop::Tasks,
+}
+
+/// Loads the model catalog and the generation backends, opens the store (filing the history
+/// stored before schema 3) and the index, and starts the indexer, the embedding and the
+/// ingestion workers.
+async fn open(config: Config) -> Result<Opened, String> {
     let models = models::Models::load(config.models.as_deref())?;
     let backends = generate::Backends::build(&config.llm, &models)?;
     backends.log(&models);
@@ -154,60 +198,75 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let (search, index_seq) = search::Search::open(&config.data_dir).map_err(|e| e.to_string())?;
     let search = Arc::new(search.with_embedders(embedders));
     let rebuild = search::indexer::needs_rebuild(&store, index_seq).await.map_err(|e| e.to_string())?;
-    let ops = ops::Ops::default();
-    let reindex = search::indexer::spawn(store.clone(), search.clone(), rebuild, ops.stopper.stop());
-    search::embedding::spawn(store.clone(), search.clone(), ops.stopper.stop());
+    let tasks = stop::Tasks::default();
+    let reindex = search::indexer::spawn(store.clone(), search.clone(), rebuild, tasks.stopper.stop());
+    search::embedding::spawn(store.clone(), search.clone(), tasks.stopper.stop());
     let fetcher = ingest::fetch::Fetcher::new(config.allow_private_urls, config.max_fetch_bytes)?;
     let refresh_ms = (config.kb_refresh_interval as i64).saturating_mul(1000);
     let limits =
         ingest::sandbox::Limits { memory_mib: config.extract_memory_mib, cpu_seconds: config.extract_cpu_seconds };
     let sandbox = ingest::sandbox::Sandbox::new(limits)?;
     let concurrency = config.ingest_concurrency;
-    let worker = ingest::pipeline::Worker { fetcher, sandbox, refresh_ms, concurrency, stop: ops.stopper.stop() };
-    ops.set_ingest(ingest::queue::spawn(store.clone(), worker));
+    let worker = ingest::pipeline::Worker { fetcher, sandbox, refresh_ms, concurrency, stop: tasks.stopper.stop() };
+    tasks.set_ingest(ingest::queue::spawn(store.clone(), worker));
+    Ok(Opened { config, store, search, models, backends, reindex, tasks })
+}
+
+/// The server's state around what [`open`] started, made with its bots ([`channels::Channels`],
+/// which holds the state weakly): the one place the state and the bots are composed. Errors:
+/// the secrets key (`--secrets-key-file`) cannot be read or does not match the stored tokens
+/// on a shared store; the bots' HTTP client cannot be built.
+async fn state(opened: Opened) -> Result<(Arc<app::App>, Arc<channels::Channels>), String> {
+    let Opened { config, store, search, models, backends, reindex, tasks } = opened;
     let secrets = secrets::Secrets::load_or_create(config.secrets_key_file.as_deref(), &config.data_dir)?;
     check_secrets_key(&store, &secrets, &config).await?;
-    let channels = channels::Channels::new(secrets)?;
-    let app = Arc::new(app::App { ops, ..app::App::new(config, store, search, models, backends, reindex, channels) });
-    service::insights::spawn(app.store.clone(), app.backends.clone());
-    if app.config.demo {
-        demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;
-    }
-    admin::spawn(app.clone()).map_err(|e| format!("admin socket: {e}"))?;
-    if let Some(addr) = app.config.metrics_listen {
-        let metrics =
-            TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr} (--metrics-listen): {e}"))?;
-        let addr = metrics.local_addr().map_err(|e| e.to_string())?;
-        tracing::info!(%addr, "serving metrics at http://{addr}/metrics");
-        ops::metrics::spawn_listener(app.clone(), metrics);
-    }
-    channels::start_all(&app).await.map_err(|e| format!("starting the channel bots: {e}"))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    println!("listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
-    let version = ops::version::text();
-    tracing::info!(%addr, data_dir = %app.config.data_dir.display(), version, "serving");
-    server::run(app.clone(), listener, tls, shutdown).await;
-    ops::shutdown::finish(&app, Duration::from_secs(app.config.shutdown_grace)).await;
-    Ok(())
+    let embed_limits = rate_limit::EmbedLimits::new(
+        config.embed_rate_limit_per_visitor,
+        config.embed_rate_limit_per_replica,
+        config.embed_new_visitors_per_minute,
+        &store,
+    );
+    let platform_http = channels::platform_http()?;
+    let mut bots = None;
+    let app = Arc::new_cyclic(|me| {
+        let channels = Arc::new(channels::Channels::new(me.clone()));
+        bots = Some(channels.clone());
+        app::App {
+            config,
+            store,
+            search,
+            models,
+            backends: Arc::new(backends),
+            reindex,
+            tasks,
+            embed_limits,
+            org_keys: Default::default(),
+            secrets,
+            platform_http,
+            bots: channels,
+        }
+    });
+    Ok((app, bots.expect("made with the state")))
 }
 
 #[cfg(test)]
 mod layering {
     use std::path::Path;
 
-    /// Each module and its layer (see the crate documentation); a higher layer uses lower ones.
+    /// Each module and its layer (see the crate documentation); a module uses only modules of
+    /// lower layers: two modules of one layer never name each other.
     const LAYERS: &[(&str, u8)] = &[
-        ("orgs_cli", 10),
-        ("server", 8),
-        ("admin", 9),
-        ("demo", 9),
-        ("cli", 9),
-        ("http", 8),
-        ("api", 8),
-        ("openapi", 8),
+        ("orgs_cli", 14),
+        ("admin", 13),
+        ("demo", 13),
+        ("cli", 13),
+        ("api", 12),
+        ("openapi", 11),
+        ("ops", 11),
+        ("channels", 11),
+        ("server", 10),
+        ("http", 9),
         ("app", 8),
-        ("ops", 8),
-        ("channels", 8),
         ("config", 7),
         ("service", 6),
         ("generate", 5),
@@ -216,29 +275,17 @@ mod layering {
         ("ingest", 3),
         ("embed", 3),
         ("text", 2),
+        ("rate_limit", 2),
         ("store", 1),
+        ("secrets", 1),
+        ("upstream", 1),
         ("error", 0),
         ("models", 0),
         ("clock", 0),
-        ("secrets", 1),
-        ("upstream", 1),
         ("stop", 0),
         ("telemetry", 0),
         ("memory", 0),
     ];
-    /// The layer whose modules may name each other, as far as [`may_share`] allows.
-    const SHARED: u8 = 8;
-    /// The request path: at [`SHARED`]'s layer these four name each other freely.
-    const REQUEST_PATH: &[&str] = &["http", "api", "openapi", "app"];
-    /// What the other modules of [`SHARED`]'s layer (`ops`, `channels`, `server`) may name in it:
-    /// the state (`app`), the request types and route rows (`http`), the connection code
-    /// (`server`); never an operation's handler (`api`) or the published document (`openapi`).
-    const SHARED_BASE: &[&str] = &["app", "http", "server"];
-
-    /// Whether `top` may name `used`, both of [`SHARED`]'s layer.
-    fn may_share(top: &str, used: &str) -> bool {
-        REQUEST_PATH.contains(&top) || SHARED_BASE.contains(&used)
-    }
 
     /// The modules of `service` from the bottom up: each names only modules before it (test
     /// `service_modules_point_one_way`), so no two of them name each other, however indirectly.
@@ -269,7 +316,8 @@ mod layering {
         LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
     }
 
-    /// `crate::NAME` paths in the non-test code of `text`, and the doc links to them (see
+    /// `crate::NAME` paths in the non-test code of `text` (none in a file that is all tests,
+    /// `#![cfg(test)]`), and the doc links to them (see
     /// [`named_after`]).
     fn crate_paths(text: &str) -> Vec<String> {
         named_after(text, "crate::")
@@ -280,6 +328,9 @@ mod layering {
     /// link as the compiler resolves an import); plain `//` comments are skipped, and so is a
     /// `prefix` inside a longer path (`super::super::x` has no `super::x`).
     fn named_after(text: &str, prefix: &str) -> Vec<String> {
+        if text.lines().any(|l| l.trim() == "#![cfg(test)]") {
+            return Vec::new(); // a file of tests alone
+        }
         let code = text.split("#[cfg(test)]").next().unwrap_or("");
         let mut found = Vec::new();
         for line in code.lines() {
@@ -350,7 +401,7 @@ mod layering {
             for used in crate_paths(&std::fs::read_to_string(&path).unwrap()) {
                 let ok = match layer(&used) {
                     _ if used == top => true,
-                    Some(l) => l < own || (l == own && own == SHARED && may_share(&top, &used)),
+                    Some(l) => l < own,
                     None => false, // the crate root (`serve`, `install_crypto_provider`) is the top
                 };
                 if !ok {

@@ -1,7 +1,11 @@
 //! The stop request of background tasks (indexer, ingestion worker): graceful shutdown
-//! (`ops::shutdown`) asks, each task stops at its next safe point.
+//! (`ops::shutdown`) asks, each task stops at its next safe point; and the server's background
+//! tasks as readiness and shutdown see them ([`Tasks`]).
+
+use std::sync::Mutex;
 
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 /// Tells background tasks to stop at their next safe point. Cheap to clone.
 #[derive(Clone)]
@@ -44,5 +48,35 @@ impl Stopper {
     /// Asks every task to stop.
     pub fn request(&self) {
         self.0.send_replace(true);
+    }
+}
+
+/// The background tasks of a running server, as readiness (`ops::health`) and shutdown
+/// (`ops::shutdown`) see them.
+#[derive(Default)]
+pub struct Tasks {
+    /// Stops the background tasks at shutdown.
+    pub stopper: Stopper,
+    /// The ingestion queue (`ingest::queue`), once started; taken at shutdown.
+    ingest: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Tasks {
+    /// Records the ingestion worker's task.
+    pub fn set_ingest(&self, task: JoinHandle<()>) {
+        *self.ingest.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+    }
+
+    /// Whether the ingestion worker runs (false before it started and after it ended).
+    pub fn ingest_running(&self) -> bool {
+        self.ingest.lock().unwrap_or_else(|p| p.into_inner()).as_ref().is_some_and(|t| !t.is_finished())
+    }
+
+    /// Waits for the ingestion worker to end.
+    pub async fn wait_ingest(&self) {
+        let task = self.ingest.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
     }
 }

@@ -12,7 +12,7 @@
 //!   only; `service::embed::verify_identity`). CORS: `Access-Control-Allow-Origin` is the
 //!   caller's origin when allowed, on every answer past the origin check (errors included, but a
 //!   500, so the widget can show why); `OPTIONS` on both paths answers the preflight. Both are
-//!   anonymous, so they have limits of their own ([`Limits`]; README "Channels: the chat
+//!   anonymous, so they have limits of their own ([`crate::rate_limit::EmbedLimits`]; README "Channels: the chat
 //!   widget"): requests per visitor and per replica, new visitors per replica, and the visitors'
 //!   own monthly conversations (`service::quotas::Pool::Visitors`), none of which touch the
 //!   organization's.
@@ -33,19 +33,17 @@ use super::Items;
 use super::{BodyKind, Route};
 use crate::app::App;
 use crate::channels::embed as assets;
-use crate::config::Config;
 use crate::error::{Code, Error, Result};
 use crate::http::asset::Asset;
 use crate::http::auth::Access;
-use crate::http::rate_limit::RateLimiter;
 use crate::http::request::Req;
 use crate::http::response::{error_reply, Reply};
+use crate::rate_limit::RateLimiter;
 use crate::service::chat::{self, Ask};
 use crate::service::embed::{self, Credentials, Visit};
 use crate::service::history::{self as history_service, Page};
 use crate::service::quotas::Pool;
 use crate::service::{check_len, users};
-use crate::store::Store;
 
 const ALLOW_HEADERS: &str = "content-type, accept, x-embed-key, x-embed-visitor, x-embed-identity";
 
@@ -114,7 +112,7 @@ pub async fn create_identity_secret(app: Arc<App>, req: Req) -> Result<Reply> {
     if !req.body.is_empty() {
         req.json::<IdentitySecretBody>()?;
     }
-    let secret = embed::create_identity_secret(&app.store, &app.channels.secrets, replica.org, replica.id).await?;
+    let secret = embed::create_identity_secret(&app.store, &app.secrets, replica.org, replica.id).await?;
     Ok(Reply::ok(&IdentitySecretView { replica_uuid: replica.id, identity_secret: secret }))
 }
 
@@ -138,30 +136,6 @@ fn own_origin(app: &App, req: &Req) -> String {
         None => {
             let scheme = if app.config.tls_cert.is_some() { "https" } else { "http" };
             format!("{scheme}://{}", header(req, HOST.as_str()).unwrap_or("localhost"))
-        }
-    }
-}
-
-/// The embed operations' own request limits (`--embed-rate-limit-per-visitor`,
-/// `--embed-rate-limit-per-replica`, `--embed-new-visitors-per-minute`): token buckets of
-/// [`RateLimiter`], apart from the organization keys' (`--rate-limit-per-key`).
-pub struct Limits {
-    /// Requests of one visitor of one replica ([`embed::visitor_key`]).
-    per_visitor: RateLimiter,
-    /// Requests to one replica from all its visitors.
-    per_replica: RateLimiter,
-    /// Visitors one replica takes in (made users) per minute.
-    new_visitors: RateLimiter,
-}
-
-impl Limits {
-    /// The limits `config` sets, their buckets in `store` when several nodes share it (so that
-    /// they hold across the nodes).
-    pub fn new(config: &Config, store: &Store) -> Limits {
-        Limits {
-            per_visitor: RateLimiter::for_store(config.embed_rate_limit_per_visitor, store, "embed-visitor"),
-            per_replica: RateLimiter::for_store(config.embed_rate_limit_per_replica, store, "embed-replica"),
-            new_visitors: RateLimiter::for_store(config.embed_new_visitors_per_minute, store, "embed-new-visitor"),
         }
     }
 }
@@ -202,7 +176,7 @@ async fn visit(app: &App, req: &Req) -> Result<Visit> {
 /// limits of that visitor and of its replica. `Ok(Err(reply))`: the 429 to answer as it is.
 async fn admit(app: &App, req: &Req, visit: Visit) -> Result<Result<Admitted, Reply>> {
     let identity = header(req, "x-embed-identity");
-    let visitor = embed::visitor_account(&app.channels.secrets, &visit, identity, header(req, "x-embed-visitor"))?;
+    let visitor = embed::visitor_account(&app.secrets, &visit, identity, header(req, "x-embed-visitor"))?;
     let (limits, id, replica) = (&app.embed_limits, &req.request_id, visit.replica.id);
     let mut refused = take(&limits.per_visitor, embed::visitor_key(replica, &visitor), "from this visitor", id).await?;
     if refused.is_none() {

@@ -68,7 +68,7 @@ fn platform_unreachable(channel: &str, cause: String) -> Error {
 /// Asks `getMe` who the bot of `token` is. 400 `INVALID_CHANNEL_TOKEN` when the platform
 /// refuses the token, 502 `UPSTREAM_ERROR` when it cannot be asked.
 async fn verify(app: &App, token: &str) -> Result<BotIdentity> {
-    let client = Client::new(app.channels.http.clone(), &app.config.messenger_a_api_base, token);
+    let client = Client::new(app.platform_http.clone(), &app.config.messenger_a_api_base, token);
     match client.get_me().await {
         Ok(me) => Ok(BotIdentity { id: me.id, username: me.username.unwrap_or(me.first_name) }),
         Err(ApiError::Unauthorized(d)) => Err(token_refused(
@@ -96,10 +96,10 @@ pub async fn connect_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
         Some(m) => m,
         None => normalize_mention(&me.username).unwrap_or_else(|_| format!("@{}", me.id)),
     };
-    let secrets = &app.channels.secrets;
+    let secrets = &app.secrets;
     let bot =
         integrations::connect_messenger_a(&app.store, secrets, replica.org, replica.id, token, mention, me).await?;
-    app.channels.start(app.clone(), Bot::MessengerA, replica.id);
+    app.bots.start(Bot::MessengerA, replica.id);
     Ok(Reply::ok(&IdView { id: bot.bot_id.to_string() }))
 }
 
@@ -109,7 +109,7 @@ pub async fn connect_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn disconnect_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     integrations::disconnect::<MessengerABot>(&app.store, replica.id).await?;
-    app.channels.stop(replica.id, Bot::MessengerA);
+    app.bots.stop(replica.id, Bot::MessengerA);
     Ok(Reply::done())
 }
 
@@ -156,7 +156,7 @@ pub async fn connect_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
     let token = body.token.trim();
     check_b_token(token)?;
     let (bot_id, username) = verify_b(&app, token).await?;
-    let sealed_token = integrations::seal(&app.channels.secrets, Bot::MessengerB.name(), replica.id, token)?;
+    let sealed_token = integrations::seal(&app.secrets, Bot::MessengerB.name(), replica.id, token)?;
     let now = crate::store::now_ms();
     let (org, id) = (replica.org, replica.id);
     let bot = integrations::connect(&app.store, id, move |_: Option<MessengerBBot>| MessengerBBot {
@@ -172,7 +172,7 @@ pub async fn connect_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
         updated_at: now,
     })
     .await?;
-    app.channels.start(app.clone(), Bot::MessengerB, replica.id);
+    app.bots.start(Bot::MessengerB, replica.id);
     Ok(Reply::ok(&IdView { id: bot.bot_id.to_string() }))
 }
 
@@ -182,6 +182,6 @@ pub async fn connect_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn disconnect_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     integrations::disconnect::<MessengerBBot>(&app.store, replica.id).await?;
-    app.channels.stop(replica.id, Bot::MessengerB);
+    app.bots.stop(replica.id, Bot::MessengerB);
     Ok(Reply::done())
 }

@@ -125,6 +125,13 @@ pub fn routes() -> Vec<Route> {
     }
 }
 
+/// Every row the server routes: the operations ([`routes`]), the docs page
+/// ([`docs::pages`]), the chat widget and web page ([`embed::pages`]) and `/metrics`
+/// (`ops::metrics::route`). `crate::serve` compiles it once (`http::Dispatcher`).
+pub fn served() -> Vec<Route> {
+    routes().into_iter().chain(docs::pages()).chain(embed::pages()).chain([crate::ops::metrics::route()]).collect()
+}
+
 /// `page` (≥ 1, default 1) and `pageSize` (1–100, default 24) of list operations; the names in
 /// `page_names`/`size_names` are accepted, first found wins.
 pub fn paging(req: &Req, page_names: &[&str], size_names: &[&str]) -> Result<(u64, u64)> {

@@ -302,7 +302,7 @@ pub async fn update(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn delete(app: Arc<App>, req: Req) -> Result<Reply> {
     let id = req.uuid_param("replicaUUID")?;
     replicas::delete(&app.store, req.caller()?.org.id, id).await?;
-    app.channels.stop_all(id);
+    app.bots.stop_all(id);
     Ok(Reply::done())
 }
 

@@ -21,24 +21,21 @@ pub mod messenger_b;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use crate::app::App;
-use crate::secrets::Secrets;
-use crate::service::channel::Bot;
+use crate::service::channel::{Bot, Bots};
 use crate::service::integrations::{self, BotRecord};
 use crate::store::lease::Lease;
 
-/// The running bots of the server and what they share.
+/// The bot runners of this server, the [`Bots`] of its state (`App::bots`). It holds the state
+/// weakly (the state holds it), and each runner holds the state while it runs.
 pub struct Channels {
-    /// Seals and opens the stored tokens.
-    pub secrets: Secrets,
-    /// The HTTP client of every bot (connection pool shared).
-    pub http: reqwest::Client,
+    app: Weak<App>,
     running: Mutex<HashMap<(Uuid, Bot), JoinHandle<()>>>,
     /// Wakes [`follow`] after a bot was connected or disconnected through this node.
     changed: tokio::sync::Notify,
@@ -49,40 +46,41 @@ pub const FOLLOW_EVERY: Duration = Duration::from_secs(2);
 /// How often a runner waiting for its bot's lease tries again.
 pub const LEASE_RETRY: Duration = Duration::from_secs(2);
 
-impl Channels {
-    /// No bot running yet; [`start_all`] starts the stored ones.
-    pub fn new(secrets: Secrets) -> Result<Channels, String> {
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("replicad/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| format!("HTTP client of the channels: {e}"))?;
-        Ok(Channels { secrets, http, running: Mutex::new(HashMap::new()), changed: tokio::sync::Notify::new() })
-    }
+/// The HTTP client of the calls to the chat platforms (`App::platform_http`). Errors: the TLS
+/// set-up failed, as text for the operator.
+pub fn platform_http() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .user_agent(concat!("replicad/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| format!("HTTP client of the channels: {e}"))
+}
 
-    /// (Re)starts the runner of `bot` for `replica` (an earlier one is stopped first); on a
-    /// shared store, has [`follow`] do it.
-    pub fn start(&self, app: Arc<App>, bot: Bot, replica: Uuid) {
+impl Bots for Channels {
+    /// On a shared store, has [`follow`] do it.
+    fn start(&self, bot: Bot, replica: Uuid) {
+        let Some(app) = self.app.upgrade() else { return };
         match app.store.is_shared() {
             true => self.changed.notify_one(),
             false => self.run(app, bot, replica),
         }
     }
 
-    /// Stops every runner of `replica` (it is being deleted).
-    pub fn stop_all(&self, replica: Uuid) {
-        for bot in Bot::ALL {
-            self.stop(replica, bot);
-        }
-    }
-
-    /// Stops the runner of `bot` for `replica`, if one runs (on a shared store, [`follow`]
-    /// also stops the runners of other nodes within [`FOLLOW_EVERY`]).
-    pub fn stop(&self, replica: Uuid, bot: Bot) {
+    /// On a shared store, [`follow`] also stops the runners of other nodes within
+    /// [`FOLLOW_EVERY`].
+    fn stop(&self, replica: Uuid, bot: Bot) {
         if let Some(task) = self.lock().remove(&(replica, bot)) {
             task.abort();
         }
         self.changed.notify_one();
+    }
+}
+
+impl Channels {
+    /// No bot running yet, for the state `app` (made with it: `Arc::new_cyclic`); [`start_all`]
+    /// starts the stored ones.
+    pub fn new(app: Weak<App>) -> Channels {
+        Channels { app, running: Mutex::new(HashMap::new()), changed: tokio::sync::Notify::new() }
     }
 
     /// (Re)starts the runner of `bot` for `replica` under its lease.
@@ -124,47 +122,55 @@ fn runner(bot: Bot, app: Arc<App>, replica: Uuid) -> Pin<Box<dyn Future<Output =
     }
 }
 
-/// Starts the runner of every stored bot; on a shared store, starts [`follow`] instead.
-pub async fn start_all(app: &Arc<App>) -> crate::error::Result<()> {
+/// Starts the runner of every stored bot of `app`; on a shared store, starts [`follow`] instead.
+pub async fn start_all(channels: &Arc<Channels>, app: &Arc<App>) -> crate::error::Result<()> {
     if app.store.is_shared() {
-        tokio::spawn(follow(app.clone()));
+        tokio::spawn(follow(channels.clone()));
         return Ok(());
     }
     for bot in Bot::ALL {
         for (id, _) in integrations::connections(&app.store, bot).await? {
-            app.channels.run(app.clone(), bot, id);
+            channels.run(app.clone(), bot, id);
         }
     }
     Ok(())
 }
 
-/// Keeps this node's runners those of the stored bots, for the life of the process (a shared
-/// store): reads them every [`FOLLOW_EVERY`], or at once after a change through this node.
-async fn follow(app: Arc<App>) {
+/// Keeps this node's runners those of the stored bots, for the life of the server's state (a
+/// shared store): reads them every [`FOLLOW_EVERY`], or at once after a change through this node.
+async fn follow(channels: Arc<Channels>) {
     let mut started: HashMap<(Uuid, Bot), i64> = HashMap::new();
     loop {
+        let Some(app) = channels.app.upgrade() else { return };
         for bot in Bot::ALL {
             match integrations::connections(&app.store, bot).await {
-                Ok(stored) => follow_bot(&app, bot, &stored, &mut started),
+                Ok(stored) => follow_bot(&channels, &app, bot, &stored, &mut started),
                 Err(e) => tracing::warn!(channel = bot.name(), error = %e, "reading the bots failed; trying again"),
             }
         }
-        let _ = tokio::time::timeout(FOLLOW_EVERY, app.channels.changed.notified()).await;
+        drop(app);
+        let _ = tokio::time::timeout(FOLLOW_EVERY, channels.changed.notified()).await;
     }
 }
 
 /// Starts the runners of `stored` (replica, connected at) not started for that connection, and
 /// stops those of `bot` no longer stored.
-fn follow_bot(app: &Arc<App>, bot: Bot, stored: &[(Uuid, i64)], started: &mut HashMap<(Uuid, Bot), i64>) {
+fn follow_bot(
+    channels: &Channels,
+    app: &Arc<App>,
+    bot: Bot,
+    stored: &[(Uuid, i64)],
+    started: &mut HashMap<(Uuid, Bot), i64>,
+) {
     for &(replica, connected_at) in stored {
         if started.insert((replica, bot), connected_at) != Some(connected_at) {
-            app.channels.run(app.clone(), bot, replica);
+            channels.run(app.clone(), bot, replica);
         }
     }
     started.retain(|&(replica, b), _| {
         let keep = b != bot || stored.iter().any(|&(r, _)| r == replica);
         if !keep {
-            if let Some(task) = app.channels.lock().remove(&(replica, bot)) {
+            if let Some(task) = channels.lock().remove(&(replica, bot)) {
                 task.abort();
             }
         }

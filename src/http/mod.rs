@@ -6,7 +6,6 @@
 
 pub mod asset;
 pub mod auth;
-pub mod rate_limit;
 pub mod read_cache;
 pub mod request;
 pub mod response;
@@ -22,24 +21,50 @@ use hyper::{Method, Request, Response};
 
 use crate::app::App;
 use crate::error::{Error, Result};
+use crate::rate_limit::RateLimiter;
+use read_cache::ReadCache;
 use request::Req;
 use response::{error_reply, Reply};
-use route::BodyKind;
-use router::Matched;
+use route::{BodyKind, Route};
+use router::{Matched, Router};
+
+/// What answers a request around its handler: the route table and its compiled [`Router`], the
+/// per-key rate limits (`--rate-limit-per-key`), the read cache (`--read-cache-bytes`), and the
+/// state the handlers get. Made once, at the top (`crate::serve`), from `crate::api`'s rows.
+pub struct Dispatcher {
+    pub app: Arc<App>,
+    routes: Vec<Route>,
+    router: Router,
+    /// Per-key request buckets; `None`: no limit.
+    rate_limiter: Option<RateLimiter>,
+    /// Answers of the hot reads, kept until the next commit.
+    read_cache: ReadCache,
+}
+
+impl Dispatcher {
+    /// Compiles `routes` (row `i` is route `i` of the router) around `app`. Panics on a
+    /// malformed or conflicting path: the table is static and checked by tests.
+    pub fn new(app: Arc<App>, routes: Vec<Route>) -> Dispatcher {
+        let router = Router::new(routes.iter().map(|r| (r.method.clone(), r.path)));
+        let rate_limiter = app.config.rate_limit_per_key.map(|n| RateLimiter::for_store(n, &app.store, "key"));
+        let read_cache = ReadCache::new(app.config.read_cache_bytes);
+        Dispatcher { app, routes, router, rate_limiter, read_cache }
+    }
+}
 
 /// Serves one request. Never fails: errors become spec §7 bodies.
-pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response::ResponseBody> {
+pub async fn handle(d: Arc<Dispatcher>, req: Request<Incoming>) -> Response<response::ResponseBody> {
     let in_flight = crate::telemetry::InFlight::start();
     let request_id = next_request_id();
     let method = req.method().clone();
-    let matched = app.router.find(&method, req.uri().path());
-    let path = loggable_path(&app, matched.as_ref().ok(), req.uri().path());
-    let route = matched.as_ref().map_or("unmatched", |m| app.routes[m.route].path);
+    let matched = d.router.find(&method, req.uri().path());
+    let path = loggable_path(&d.routes, matched.as_ref().ok(), req.uri().path());
+    let route = matched.as_ref().map_or("unmatched", |m| d.routes[m.route].path);
     let mut org = None;
     let mut limit_headers = Vec::new();
     let mut served = None;
     let result = match matched {
-        Ok(m) => dispatch(app.clone(), m, req, &request_id, &mut org, &mut limit_headers, &mut served).await,
+        Ok(m) => dispatch(&d, m, req, &request_id, &mut org, &mut limit_headers, &mut served).await,
         Err(e) => Err(e),
     };
     let reply = match result {
@@ -54,7 +79,7 @@ pub async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<response:
                 }
                 _ => {}
             }
-            let reply = error_reply(&err, &request_id, app.config.expose_internal_errors);
+            let reply = error_reply(&err, &request_id, d.app.config.expose_internal_errors);
             match allow {
                 Some(a) => reply.with_header("allow", &a),
                 None => reply,
@@ -91,17 +116,17 @@ fn next_request_id() -> String {
 
 /// The path as logged: on public operations whose path parameter is the credential (the invite
 /// code of redeem), the route template instead, so no secret reaches the log.
-fn loggable_path(app: &App, matched: Option<&Matched>, path: &str) -> String {
+fn loggable_path(routes: &[Route], matched: Option<&Matched>, path: &str) -> String {
     match matched {
-        Some(m) if app.routes[m.route].access == auth::Access::Public && !m.params.is_empty() => {
-            app.routes[m.route].path.to_string()
+        Some(m) if routes[m.route].access == auth::Access::Public && !m.params.is_empty() => {
+            routes[m.route].path.to_string()
         }
         _ => path.to_string(),
     }
 }
 
 async fn dispatch(
-    app: Arc<App>,
+    d: &Dispatcher,
     matched: Matched,
     req: Request<Incoming>,
     request_id: &str,
@@ -109,9 +134,9 @@ async fn dispatch(
     limit_headers: &mut Vec<(&'static str, String)>,
     served: &mut Option<&'static str>,
 ) -> Result<Reply, (Error, Option<String>)> {
-    let route = &app.routes[matched.route];
+    let (app, route) = (&d.app, &d.routes[matched.route]);
     let (parts, mut body) = req.into_parts();
-    let began = app.read_cache.began(&app.store, &parts.method, route.cached);
+    let began = d.read_cache.began(&app.store, &parts.method, route.cached);
     let prepared = async {
         let version = version::negotiate(&parts.headers)?;
         *served = Some(version.date);
@@ -119,7 +144,7 @@ async fn dispatch(
         // client cannot make the server read or gunzip anything.
         let caller = auth::authenticate(&app.store, &app.org_keys, &parts.headers, route.access).await?;
         *org = caller.as_ref().map(|c| c.org.id);
-        if let (Some(limiter), Some(c)) = (&app.rate_limiter, &caller) {
+        if let (Some(limiter), Some(c)) = (&d.rate_limiter, &caller) {
             let d = limiter.check_now(c.org.id.as_u128()).await?;
             *limit_headers = limiter.headers(&d);
             if !d.allowed {
@@ -163,7 +188,7 @@ async fn dispatch(
         }
     };
     let kept = began.and_then(|g| Some((g, cache_key(matched.route, &parts.uri, version, &req)?)));
-    if let Some(reply) = kept.as_ref().and_then(|(g, key)| app.read_cache.get(key, *g)) {
+    if let Some(reply) = kept.as_ref().and_then(|(g, key)| d.read_cache.get(key, *g)) {
         return Ok(reply);
     }
     let reply = match run_handler(route.handler, app.clone(), req, &parts.method).await {
@@ -171,7 +196,7 @@ async fn dispatch(
         Err(panic) => return Err((Error::internal(format!("handler panicked: {panic}")), None)),
     };
     if let Some((began, key)) = kept {
-        app.read_cache.put(key, began, app.store.commit_generation(), &reply);
+        d.read_cache.put(key, began, app.store.commit_generation(), &reply);
     }
     Ok(reply)
 }

@@ -8,7 +8,7 @@
 //! sends its bytes.
 //!
 //! Why it stays correct: the answers of the routes marked `Cached` in the route table
-//! ([`crate::api::routes`], [`crate::api::Route::cached`]) are a function of the store, the
+//! (`crate::api::routes`, [`super::route::Route::cached`]) are a function of the store, the
 //! request target (path and query), the API version and the caller (organization and user)
 //! only: no clock, no randomness, no other header, no search index. An answer is kept under
 //! those and under the store's commit generation ([`Store::commit_generation`]) read *before*

@@ -1,6 +1,6 @@
 //! One operation of the route table: its method, path template, access, body kind, whether
 //! the read cache may keep its answers, and its handler. The table itself is
-//! [`crate::api::routes`]; [`super::router`] matches requests against it, and the operability
+//! `crate::api::routes`; [`super::router`] matches requests against it, and the operability
 //! routes (`/metrics`, the docs page) are rows of the same shape.
 
 use std::future::Future;
@@ -38,7 +38,7 @@ pub struct Route {
     pub access: Access,
     pub body: BodyKind,
     /// Whether the read cache ([`super::read_cache`]) may keep its answers: marked `Cached` in
-    /// [`crate::api::routes`], only on a `GET` whose handler's answer is a function of the
+    /// `crate::api::routes`, only on a `GET` whose handler's answer is a function of the
     /// store, the request target, the API version and the caller alone (no clock, no
     /// randomness, no other header, no search index).
     pub cached: bool,

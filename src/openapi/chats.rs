@@ -77,7 +77,7 @@ fn recompute() -> Op {
     )
 }
 
-/// The operation rows (see `operations::all`).
+/// The operation rows (see `super::all_operations`).
 pub fn operations() -> Vec<Op> {
     let chat = "/v1/replicas/{replicaUUID}/chats/{chatUUID}";
     let conv = "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}";
@@ -267,7 +267,7 @@ fn mention() -> Value {
     })
 }
 
-/// The schemas (see `schemas::all`).
+/// The schemas (see `super::all_schemas`).
 pub fn schemas(add: &mut impl FnMut(&str, Value)) {
     add("Chat", chat());
     add("ChatList", list_of("Chat", true));

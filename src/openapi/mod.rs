@@ -11,7 +11,7 @@
 //!
 //! Drift checks: the unit tests below compare the document with the route table, and the
 //! integration tests validate every JSON response they receive against the document.
-//! To add an operation: a row in `api::routes()` and a row in [`operations::all`] (and its
+//! To add an operation: a row in `api::routes()` and a row in [`all_operations`] (and its
 //! schemas in [`schemas`]).
 
 pub mod chats;
@@ -25,9 +25,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
-use crate::api::Route;
 use crate::error::Code;
 use crate::http::auth::Access;
+use crate::http::route::Route;
 use crate::http::version;
 use crate::models::Models;
 use operations::Op;
@@ -39,7 +39,7 @@ const DESCRIPTION: &str = include_str!("description.md");
 
 /// The whole document for `routes`.
 pub fn document(routes: &[Route], models: &Models) -> Value {
-    let ops = operations::all();
+    let ops = all_operations();
     let mut paths = Map::new();
     for route in routes {
         let op = ops.iter().find(|o| o.method == route.method.as_str() && o.path == route.path);
@@ -55,7 +55,7 @@ pub fn document(routes: &[Route], models: &Models) -> Value {
             None => json!({ "summary": "undocumented", "responses": { "default": { "description": "undocumented" } } }),
         };
     }
-    let mut components = schemas::all(models);
+    let mut components = all_schemas(models);
     for (status, schema) in error_schemas() {
         components.insert(format!("Error{status}"), schema);
     }
@@ -74,6 +74,26 @@ pub fn document(routes: &[Route], models: &Models) -> Value {
         "paths": paths,
         "components": { "schemas": components, "securitySchemes": security_schemes() },
     })
+}
+
+/// Every documented operation, in the order of the document: [`operations`]' rows, then
+/// those of the operability, chats and usage files.
+pub fn all_operations() -> Vec<Op> {
+    let others = [operability::operations(), chats::operations(), usage::operations()];
+    operations::listed().into_iter().chain(others.into_iter().flatten()).collect()
+}
+
+/// Every schema but the operability ones, by name: [`schemas`]' own, then those of the chats,
+/// usage and integrations files.
+pub fn all_schemas(models: &Models) -> Map<String, Value> {
+    let mut s = schemas::listed(models);
+    let mut add = |name: &str, schema: Value| {
+        s.insert(name.to_string(), schema);
+    };
+    chats::schemas(&mut add);
+    usage::schemas(&mut add);
+    integrations::schemas(&mut add);
+    s
 }
 
 /// `links` from an operation that creates a resource to every operation whose path names it:
@@ -395,8 +415,8 @@ mod tests {
             api::routes().iter().map(|r| (r.method.as_str().to_string(), r.path.to_string())).collect();
         assert_eq!(operations_of(&doc()), routes);
         let rows: BTreeSet<(String, String)> =
-            operations::all().iter().map(|o| (o.method.to_string(), o.path.to_string())).collect();
-        assert_eq!(rows, routes, "operations::all() and api::routes() must list the same operations");
+            all_operations().iter().map(|o| (o.method.to_string(), o.path.to_string())).collect();
+        assert_eq!(rows, routes, "all_operations() and api::routes() must list the same operations");
     }
 
     #[test]
@@ -404,7 +424,7 @@ mod tests {
         let d = doc();
         let text = d.to_string();
         let mut ids = BTreeSet::new();
-        for op in operations::all() {
+        for op in all_operations() {
             assert!(ids.insert(op.id), "duplicate operationId {}", op.id);
         }
         for part in text.split("\"#/components/schemas/").skip(1) {

@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use super::operations::{op, Op};
 use super::schemas::object;
 
-/// The rows of [`super::operations::all`] for the operability operations.
+/// The rows of [`super::all_operations`] for the operability operations.
 pub fn operations() -> Vec<Op> {
     vec![
         op("GET", "/healthz", "getLiveness", "Operations", "Liveness")

@@ -9,7 +9,7 @@ use crate::service::channel::sources;
 
 const TAG: &str = "Usage and analytics";
 
-/// The operation rows (see `operations::all`).
+/// The operation rows (see `super::all_operations`).
 pub fn operations() -> Vec<Op> {
     vec![
         op("GET", "/v1/users/me/usage", "getMyUsage", TAG, "Usage of the current user").ok(200, "UserUsage").describe(
@@ -71,7 +71,7 @@ fn tokens(extra: Value) -> Value {
     object(&required, p, false)
 }
 
-/// The schemas (see `schemas::all`).
+/// The schemas (see `super::all_schemas`).
 pub fn schemas(add: &mut impl FnMut(&str, Value)) {
     let success = json!({ "type": "boolean", "const": true });
     add(

@@ -48,7 +48,7 @@ impl Report {
 pub async fn check(app: &App) -> Report {
     let store = store(&app.store).await;
     let search = search(app).await;
-    let ingestion = if app.ops.ingest_running() {
+    let ingestion = if app.tasks.ingest_running() {
         Check::ok("the ingestion worker is running")
     } else {
         Check::failing("the ingestion worker is not running")

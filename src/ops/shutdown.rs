@@ -54,9 +54,9 @@ pub async fn on_signal() {
 /// After the listener closed and in-flight requests ended: stops the background tasks at their
 /// next safe point (waiting at most `grace` for them) and commits every queued write.
 pub async fn finish(app: &App, grace: Duration) {
-    app.ops.stopper.request();
+    app.tasks.stopper.request();
     let tasks = async {
-        app.ops.wait_ingest().await;
+        app.tasks.wait_ingest().await;
         app.reindex.closed().await;
     };
     if tokio::time::timeout(grace, tasks).await.is_err() {

@@ -16,12 +16,18 @@ use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-use crate::app::App;
+use crate::http::Dispatcher;
 
 /// Serves `listener` until `shutdown` resolves; over TLS when `tls` is given.
-pub async fn run(app: Arc<App>, listener: TcpListener, tls: Option<TlsAcceptor>, shutdown: impl Future<Output = ()>) {
-    let builder = Arc::new(conn::builder(Duration::from_secs(app.config.header_timeout)));
-    let handshake_timeout = Duration::from_secs(app.config.tls_handshake_timeout);
+pub async fn run(
+    d: Arc<Dispatcher>,
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let config = &d.app.config;
+    let builder = Arc::new(conn::builder(Duration::from_secs(config.header_timeout)));
+    let handshake_timeout = Duration::from_secs(config.tls_handshake_timeout);
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -36,13 +42,13 @@ pub async fn run(app: Arc<App>, listener: TcpListener, tls: Option<TlsAcceptor>,
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let (app, builder, watcher, tls) = (app.clone(), builder.clone(), graceful.watcher(), tls.clone());
+                let (d, builder, watcher, tls) = (d.clone(), builder.clone(), graceful.watcher(), tls.clone());
                 tokio::spawn(async move {
                     match tls {
-                        None => serve_connection(app, &builder, watcher, stream).await,
+                        None => serve_connection(d, &builder, watcher, stream).await,
                         Some(acceptor) => {
                             if let Some(stream) = tls::handshake(&acceptor, stream, handshake_timeout).await {
-                                serve_connection(app, &builder, watcher, stream).await;
+                                serve_connection(d, &builder, watcher, stream).await;
                             }
                         }
                     }
@@ -54,7 +60,7 @@ pub async fn run(app: Arc<App>, listener: TcpListener, tls: Option<TlsAcceptor>,
     drop(listener);
     tokio::select! {
         _ = graceful.shutdown() => {}
-        _ = tokio::time::sleep(Duration::from_secs(app.config.shutdown_grace)) => {
+        _ = tokio::time::sleep(Duration::from_secs(config.shutdown_grace)) => {
             tracing::warn!("in-flight requests cut at shutdown (--shutdown-grace)")
         }
     }
@@ -62,10 +68,10 @@ pub async fn run(app: Arc<App>, listener: TcpListener, tls: Option<TlsAcceptor>,
 
 /// Serves one connection (plain or TLS) until it closes, idles past `--header-timeout`, or the
 /// server shuts down.
-async fn serve_connection<I>(app: Arc<App>, builder: &Builder<TokioExecutor>, watcher: Watcher, io: I)
+async fn serve_connection<I>(d: Arc<Dispatcher>, builder: &Builder<TokioExecutor>, watcher: Watcher, io: I)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let idle = Duration::from_secs(app.config.header_timeout);
-    conn::serve(builder, io, idle, Some(watcher), move |req| crate::http::handle(app.clone(), req)).await;
+    let idle = Duration::from_secs(d.app.config.header_timeout);
+    conn::serve(builder, io, idle, Some(watcher), move |req| crate::http::handle(d.clone(), req)).await;
 }

@@ -179,6 +179,22 @@ impl Bot {
     }
 }
 
+/// What the request path asks of the bots this server runs, after a bot was connected,
+/// disconnected or its replica deleted. `crate::channels` runs the bots and implements it; the
+/// server's state holds it as `Arc<dyn Bots>`, so the request path never names the runners.
+pub trait Bots: Send + Sync {
+    /// (Re)starts the runner of `bot` for `replica` (a runner already there is stopped first).
+    fn start(&self, bot: Bot, replica: uuid::Uuid);
+    /// Stops the runner of `bot` for `replica`, if one runs.
+    fn stop(&self, replica: uuid::Uuid, bot: Bot);
+    /// Stops every runner of `replica` (it is being deleted).
+    fn stop_all(&self, replica: uuid::Uuid) {
+        for bot in Bot::ALL {
+            self.stop(replica, bot);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

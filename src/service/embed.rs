@@ -22,7 +22,7 @@
 //! - Visitors become users only at their first question, and only while the visitors' own
 //!   monthly quota has room ([`check_new_visitor`]); their conversations count in
 //!   [`Pool::Visitors`], never in the organization's quota. The request limits are the
-//!   handlers' (`api::embed::Limits`).
+//!   handlers' (`rate_limit::EmbedLimits`).
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;

@@ -10,7 +10,7 @@
 //! (`v`, the same bytes redb stores: `store::codec` records stay as they are). The primary key
 //! is `(tbl, sk)`, so a point read is an index lookup and a range scan an index range scan.
 //! Beside it: `replicad_files`, the uploaded files (`store::files`), and `replicad_buckets`, the
-//! rate-limit buckets (`http::rate_limit`).
+//! rate-limit buckets (`rate_limit`).
 //!
 //! Write transactions are few round trips. Their writes wait on the client, one per row (the
 //! last write of a row is the one that counts). At the commit they go to the database with its
@@ -82,7 +82,7 @@ const SCHEMA_STEPS: [&str; 3] = [
          name text NOT NULL, part integer NOT NULL, data bytea NOT NULL,
          written_at timestamptz NOT NULL DEFAULT now(), kept boolean NOT NULL DEFAULT false,
          PRIMARY KEY (name, part))",
-    // 3: the token buckets of the per-key rate limits (`http::rate_limit`): state worth
+    // 3: the token buckets of the per-key rate limits (`rate_limit`): state worth
     // nothing after a crash, so not written to the WAL.
     "CREATE UNLOGGED TABLE IF NOT EXISTS replicad_buckets (
          key bytea PRIMARY KEY, tokens float8 NOT NULL, at timestamptz NOT NULL)",

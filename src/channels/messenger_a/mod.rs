@@ -88,8 +88,8 @@ impl From<Error> for Failure {
 
 /// One `getUpdates` and the handling of what it returned.
 async fn poll(app: &Arc<App>, bot: &MessengerABot) -> Result<(), Failure> {
-    let token = store_bot::token(&app.channels.secrets, bot.replica, bot)?;
-    let client = Client::new(app.channels.http.clone(), &app.config.messenger_a_api_base, &token);
+    let token = store_bot::token(&app.secrets, bot.replica, bot)?;
+    let client = Client::new(app.platform_http.clone(), &app.config.messenger_a_api_base, &token);
     let updates = client.get_updates(bot.offset, app.config.messenger_a_poll_timeout).await?;
     if !bot.is_active || bot.last_error.is_some() {
         super::report(app, bot, None).await;

@@ -98,7 +98,7 @@ struct Bot {
 /// One gateway session, until the gateway ends it for good: answers why (`Ok`), or the REST
 /// error that kept it from starting.
 async fn session(app: &Arc<App>, record: &MessengerBBot, backoff: &mut Backoff) -> Result<String, RestError> {
-    let token = store_bot::token(&app.channels.secrets, record.replica, record)
+    let token = store_bot::token(&app.secrets, record.replica, record)
         .map_err(|e| RestError::Network(super::error_text(&e)))?;
     let rest = Arc::new(rest::client(&app.config, &token));
     rest::current_user(&rest).await?;

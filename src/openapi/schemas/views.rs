@@ -5,6 +5,8 @@
 //! entry's `website` and `error`, a signed upload URL, …), and that the sample is complete: every
 //! property a schema lists is in the value (so a view that renames or drops a field fails here).
 
+#![cfg(test)]
+
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 

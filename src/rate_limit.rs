@@ -27,6 +27,31 @@ pub struct RateLimiter {
     shared: Option<(Store, &'static str)>,
 }
 
+/// The embed operations' own request limits (`--embed-rate-limit-per-visitor`,
+/// `--embed-rate-limit-per-replica`, `--embed-new-visitors-per-minute`, each a number per
+/// minute): buckets apart from the organization keys' (`--rate-limit-per-key`), taken by
+/// `api::embed`.
+pub struct EmbedLimits {
+    /// Requests of one visitor of one replica (`service::embed::visitor_key`).
+    pub per_visitor: RateLimiter,
+    /// Requests to one replica from all its visitors.
+    pub per_replica: RateLimiter,
+    /// Visitors one replica takes in (made users) per minute.
+    pub new_visitors: RateLimiter,
+}
+
+impl EmbedLimits {
+    /// The three limits, per minute, their buckets in `store` when several nodes share it (so
+    /// that they hold across the nodes).
+    pub fn new(per_visitor: u32, per_replica: u32, new_visitors: u32, store: &Store) -> EmbedLimits {
+        EmbedLimits {
+            per_visitor: RateLimiter::for_store(per_visitor, store, "embed-visitor"),
+            per_replica: RateLimiter::for_store(per_replica, store, "embed-replica"),
+            new_visitors: RateLimiter::for_store(new_visitors, store, "embed-new-visitor"),
+        }
+    }
+}
+
 struct State {
     buckets: HashMap<u128, Bucket>,
     sweep_at: usize,
