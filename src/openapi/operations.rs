@@ -523,30 +523,49 @@ fn embed_headers() -> Vec<Value> {
     ]
 }
 
-/// The channel integrations (docs/decisions.md "Integrations").
+/// The channel integrations (docs/decisions.md "Integrations"): messengerA's connect, the
+/// embed operations, messengerA's disconnect.
 fn integration_ops() -> Vec<Op> {
+    let connect = messenger_a_connect();
+    let disconnect = op(
+        "DELETE",
+        "/v1/replicas/{replicaUUID}/integrations/messengerA",
+        "disconnectMessengerA",
+        "Integrations",
+        "Disconnect the messengerA bot",
+    )
+    .describe("Stops the bot and forgets its token; 404 when no bot is connected.");
+    [vec![connect], embed_key_ops(), embed_visitor_ops(), vec![disconnect]].into_iter().flatten().collect()
+}
+
+/// `connectMessengerA`.
+fn messenger_a_connect() -> Op {
+    op(
+        "POST",
+        "/v1/replicas/{replicaUUID}/integrations/messengerA",
+        "connectMessengerA",
+        "Integrations",
+        "Connect a messengerA bot",
+    )
+    .body("MessengerAConnect")
+    .ok(200, "IntegrationConnected")
+    .extra(&[409, 502])
+    .describe(
+        "Checks the token with the Bot API's `getMe` (400 `INVALID_CHANNEL_TOKEN` when refused, 502 when the \
+            API cannot be reached), stores it encrypted, replaces any earlier bot of the replica and starts it: \
+            long polling with `getUpdates` (base URL `--messenger-a-api-base`). The bot answers every text \
+            message of a private chat, and in groups the messages that mention `mention` or reply to it; it shows \
+            \"typing\" while the reply is made and splits replies longer than 4096 characters. Questions and \
+            replies are stored as history (`source: messengerA`, full `messengerA_data`) of the linked-account \
+            user `messengerA:<user id>`; unaddressed group messages are stored too. The update offset is kept in \
+            the store: a restart neither loses nor repeats a message. The state shows in the replica's \
+            `messengerA_integration`. 409 `INTEGRATION_CONFLICT` when the bot serves another replica.",
+    )
+}
+
+/// The embed keys and the identity secret of a replica (our own operations).
+fn embed_key_ops() -> Vec<Op> {
     vec![
-        op(
-            "POST",
-            "/v1/replicas/{replicaUUID}/integrations/messengerA",
-            "connectMessengerA",
-            "Integrations",
-            "Connect a messengerA bot",
-        )
-        .body("MessengerAConnect")
-        .ok(200, "IntegrationConnected")
-        .extra(&[409, 502])
-        .describe(
-            "Checks the token with the Bot API's `getMe` (400 `INVALID_CHANNEL_TOKEN` when refused, 502 when the \
-                API cannot be reached), stores it encrypted, replaces any earlier bot of the replica and starts it: \
-                long polling with `getUpdates` (base URL `--messenger-a-api-base`). The bot answers every text \
-                message of a private chat, and in groups the messages that mention `mention` or reply to it; it shows \
-                \"typing\" while the reply is made and splits replies longer than 4096 characters. Questions and \
-                replies are stored as history (`source: messengerA`, full `messengerA_data`) of the linked-account \
-                user `messengerA:<user id>`; unaddressed group messages are stored too. The update offset is kept in \
-                the store: a restart neither loses nor repeats a message. The state shows in the replica's \
-                `messengerA_integration`. 409 `INTEGRATION_CONFLICT` when the bot serves another replica.",
-        ),
         op("POST", "/v1/replicas/{replicaUUID}/embed-keys", "createEmbedKey", "Integrations", "Create an embed key")
             .body("EmbedKeyCreate")
             .ok(200, "EmbedKeyCreated")
@@ -599,6 +618,12 @@ fn integration_ops() -> Vec<Op> {
             `EMBED_KEY_REFUSED`; the replica's other keys and its allowed origins stay. 404 when it is not a key of \
             this replica (unknown, already revoked, or another replica's).",
         ),
+    ]
+}
+
+/// The widget's and the web page's operations.
+fn embed_visitor_ops() -> Vec<Op> {
+    vec![
         op("POST", "/v1/embed/{replicaUUID}/chat", "embedChat", "Integrations", "Ask as a widget or page visitor")
             .body("EmbedChatRequest")
             .query(embed_headers())
@@ -639,14 +664,6 @@ fn integration_ops() -> Vec<Op> {
                 request limits of `POST /v1/embed/{replicaUUID}/chat`. A visitor that never asked has an empty \
                 history (reading it makes no user).",
             ),
-        op(
-            "DELETE",
-            "/v1/replicas/{replicaUUID}/integrations/messengerA",
-            "disconnectMessengerA",
-            "Integrations",
-            "Disconnect the messengerA bot",
-        )
-        .describe("Stops the bot and forgets its token; 404 when no bot is connected."),
     ]
 }
 
