@@ -412,6 +412,23 @@ mod layering {
         assert!(wrong.is_empty(), "dependencies against the layering of src/lib.rs:\n{}", wrong.join("\n"));
     }
 
+    /// The storage engine is `store`'s alone: no other module's code names a `redb::` path (it
+    /// names `store::kv`'s `TableDef`, `StoreKey` and `StoreValue`).
+    #[test]
+    fn only_store_names_redb() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut all = Vec::new();
+        files(&src, &mut all);
+        let named: Vec<String> = all
+            .iter()
+            .filter(|path| !path.starts_with(src.join("store")))
+            .filter(|path| !named_after(&std::fs::read_to_string(path).unwrap(), "redb::").is_empty())
+            .map(|path| path.strip_prefix(&src).unwrap().display().to_string())
+            .collect();
+        assert!(named.is_empty(), "redb named outside store: {named:?}");
+        assert!(!named_after("use redb::{Key, Value};", "redb::").is_empty(), "the check finds an import");
+    }
+
     /// `(file, module, used)` for each name of another module of `service` (a file or a folder
     /// of `src/service`) in its files: `crate::service::used`, and `super::used` in a file of
     /// `service` itself or a folder's `mod.rs` (`super::super::used` deeper in a folder). The

@@ -5,11 +5,11 @@
 //! variant here, its module (`channels/<name>/` for a bot) and a row in each table that lists
 //! channels; the tests below hold the lists that stay literal to this type.
 
-use redb::TableDefinition;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::store::kv::TableDef;
 use crate::store::tables;
 
 /// A channel. Its serde name is its wire name ([`Channel::name`]), stored as is.
@@ -163,7 +163,7 @@ impl Bot {
     }
 
     /// `replica id → bot record` (`store::records`), one table per bot.
-    pub const fn table(self) -> TableDefinition<'static, u128, &'static [u8]> {
+    pub const fn table(self) -> TableDef<u128, &'static [u8]> {
         match self {
             Bot::MessengerA => tables::REPLICA_MESSENGERA,
             Bot::MessengerB => tables::REPLICA_MESSENGERB,

@@ -466,7 +466,7 @@ pub struct Item {
 
 /// `(message id, user id)` of the items of `(replica, id)` in an index keyed
 /// `(replica, chat or conversation, message id)`, chosen by `cursor`, oldest first.
-pub fn ids_in<V: redb::Value + 'static>(
+pub fn ids_in<V: crate::store::kv::StoreValue>(
     table: &impl ReadableTable<(u128, u128, u64), V>,
     replica: Uuid,
     id: Uuid,

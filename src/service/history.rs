@@ -3,14 +3,13 @@
 
 use std::collections::HashMap;
 
-use redb::{TableDefinition, Value};
 use uuid::Uuid;
 
 use super::channel_data::ChannelKey;
 use super::token_usage;
 use crate::error::Result;
 use crate::generate::Usage;
-use crate::store::kv::{StoreKey, Table, WriteTransaction};
+use crate::store::kv::{StoreKey, StoreValue, Table, TableDef, WriteTransaction};
 use crate::store::records::{Message, SourceRef};
 use crate::store::{self, k, now_ms, replica_index, tables, Grouped, Sequence, Store};
 
@@ -170,14 +169,14 @@ impl Tables<'_> {
 
 /// A table of a write transaction opened the first time it is needed (most history writes
 /// need neither the channel-message table nor the cited texts).
-struct Lazy<'t, K: StoreKey, V: Value + 'static> {
+struct Lazy<'t, K: StoreKey, V: StoreValue> {
     txn: &'t WriteTransaction,
-    def: TableDefinition<'static, K, V>,
+    def: TableDef<K, V>,
     table: Option<Table<'t, K, V>>,
 }
 
-impl<'t, K: StoreKey, V: Value + 'static> Lazy<'t, K, V> {
-    fn new(txn: &'t WriteTransaction, def: TableDefinition<'static, K, V>) -> Self {
+impl<'t, K: StoreKey, V: StoreValue> Lazy<'t, K, V> {
+    fn new(txn: &'t WriteTransaction, def: TableDef<K, V>) -> Self {
         Lazy { txn, def, table: None }
     }
 

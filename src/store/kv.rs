@@ -9,7 +9,8 @@
 //! [`WriteTransaction`], [`Table`], [`ReadOnlyTable`], [`ReadableTable`], [`AccessGuard`],
 //! [`Range`]), so code written against redb reads the same; tables are still declared as
 //! `redb::TableDefinition`s, and keys and values keep redb's encodings ([`redb::Key`],
-//! [`redb::Value`]) on both engines.
+//! [`redb::Value`]) on both engines. Code outside `store` names none of redb's types: a table is
+//! a [`TableDef`], a value type a [`StoreValue`], a key type a [`StoreKey`].
 //!
 //! On redb each call is the redb call (one `match` on the engine). On PostgreSQL a point read is
 //! a statement on the transaction's connection, unless the write transaction read or wrote that
@@ -47,6 +48,16 @@ where
         key.sort_key()
     }
 }
+
+/// A table of the store, as the code outside `store` names it: its name and its key and value
+/// types (declared in `store::tables`; on both engines a `redb::TableDefinition`).
+pub type TableDef<K, V> = TableDefinition<'static, K, V>;
+
+/// A value type of the store's tables, as the code outside `store` names it: redb's encoding,
+/// kept on both engines.
+pub trait StoreValue: Value + 'static {}
+
+impl<V: Value + 'static> StoreValue for V {}
 
 /// A write transaction on either engine: the tables it opens see its own writes, and all of
 /// them commit together or not at all.
