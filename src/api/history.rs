@@ -198,16 +198,7 @@ async fn save_item(app: &App, req: &Req, item: NewItem) -> Result<Reply> {
 pub async fn save(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: SaveBody = req.json()?;
     let channel = channel_data::of_source(body.source, body.messenger_b_data.as_ref())?;
-    let item = NewItem {
-        role: "user",
-        content: body.content,
-        source: channel.source,
-        sources: Vec::new(),
-        channel_data: channel.data,
-        channel_key: channel.key,
-        interrupted: false,
-    };
-    save_item(&app, &req, item).await
+    save_item(&app, &req, NewItem::from_user(body.content, channel)).await
 }
 
 /// # `POST /v1/replicas/{replicaUUID}/chat/history/messengerA`
@@ -216,14 +207,5 @@ pub async fn save(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn save_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: SaveMessengerABody = req.json()?;
     let channel = body.messenger_a_data.stamped()?;
-    let item = NewItem {
-        role: "user",
-        content: body.content,
-        source: channel.source,
-        sources: Vec::new(),
-        channel_data: channel.data,
-        channel_key: channel.key,
-        interrupted: false,
-    };
-    save_item(&app, &req, item).await
+    save_item(&app, &req, NewItem::from_user(body.content, channel)).await
 }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use uuid::Uuid;
 
-use super::channel_data::ChannelKey;
+use super::channel_data::{ChannelKey, Stamped};
 use super::token_usage;
 use crate::error::Result;
 use crate::generate::Usage;
@@ -28,6 +28,22 @@ pub struct NewItem {
     pub channel_key: Option<ChannelKey>,
     /// A reply cut short (see [`Message::interrupted`]).
     pub interrupted: bool,
+}
+
+impl NewItem {
+    /// A `user` item saying `content` on the channel of `channel` (its source, data and
+    /// de-duplication key).
+    pub fn from_user(content: String, channel: Stamped) -> NewItem {
+        NewItem {
+            role: "user",
+            content,
+            source: channel.source,
+            sources: Vec::new(),
+            channel_data: channel.data,
+            channel_key: channel.key,
+            interrupted: false,
+        }
+    }
 }
 
 /// A history write: `items` of `(replica, user)`, stored in order, and the tokens of the

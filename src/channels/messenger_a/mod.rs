@@ -164,15 +164,7 @@ async fn handle(
     let channel = msg.data.stamped()?;
     let user = crate::service::users::linked(&app.store, replica.org, CHANNEL, &msg.sender.to_string()).await?;
     if !msg.addressed {
-        let item = NewItem {
-            role: "user",
-            content: msg.text,
-            source: channel.source,
-            sources: Vec::new(),
-            channel_data: channel.data,
-            channel_key: channel.key,
-            interrupted: false,
-        };
+        let item = NewItem::from_user(msg.text, channel);
         history::append(&app.store, replica.id, user.id, replica.private, vec![item]).await?;
         return Ok(());
     }
