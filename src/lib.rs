@@ -429,6 +429,32 @@ mod layering {
         assert!(!named_after("use redb::{Key, Value};", "redb::").is_empty(), "the check finds an import");
     }
 
+    /// A channel's name is written as a literal only where the channel is: `service::channel`
+    /// (its one type), `channels/` (its bot) and `openapi/` (the document's prose); elsewhere the
+    /// code says `Channel::…name()`. Comments and test code are not read.
+    #[test]
+    fn channel_names_are_written_where_the_channels_are() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let quoted: Vec<String> =
+            crate::service::channel::Channel::ALL.iter().map(|c| format!("\"{}\"", c.name())).collect();
+        let mut all = Vec::new();
+        files(&src, &mut all);
+        let mut found = Vec::new();
+        for path in all {
+            let rel = path.strip_prefix(&src).unwrap().display().to_string();
+            if rel.starts_with("channels/") || rel.starts_with("openapi/") || rel == "service/channel.rs" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            let lines = code.lines().filter(|l| !l.trim_start().starts_with("//"));
+            if lines.into_iter().any(|l| quoted.iter().any(|q| l.contains(q.as_str()))) {
+                found.push(rel);
+            }
+        }
+        assert!(found.is_empty(), "channel names written as literals in {found:?}");
+    }
+
     /// `(file, module, used)` for each name of another module of `service` (a file or a folder
     /// of `src/service`) in its files: `crate::service::used`, and `super::used` in a file of
     /// `service` itself or a folder's `mod.rs` (`super::super::used` deeper in a folder). The

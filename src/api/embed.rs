@@ -39,6 +39,7 @@ use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::{error_reply, Reply};
 use crate::rate_limit::RateLimiter;
+use crate::service::channel::Channel;
 use crate::service::chat::{self, Ask};
 use crate::service::embed::{self, Credentials, Visit};
 use crate::service::history::{self as history_service, Page};
@@ -198,7 +199,7 @@ fn visitors(app: &App) -> Pool {
 /// quota is used up (429 error): refused visitors leave no user behind.
 async fn visitor_user(app: &App, req: &Req, a: &Admitted) -> Result<Result<Uuid, Reply>> {
     let org = a.visit.replica.org;
-    if let Some(user) = users::find_linked(&app.store, org, "embed", &a.visitor).await? {
+    if let Some(user) = users::find_linked(&app.store, org, Channel::Embed.name(), &a.visitor).await? {
         return Ok(Ok(user.id));
     }
     let replica = a.visit.replica.id.as_u128();
@@ -206,7 +207,7 @@ async fn visitor_user(app: &App, req: &Req, a: &Admitted) -> Result<Result<Uuid,
         return Ok(Err(reply));
     }
     embed::check_new_visitor(&app.store, org, visitors(app)).await?;
-    Ok(Ok(users::linked(&app.store, org, "embed", &a.visitor).await?.id))
+    Ok(Ok(users::linked(&app.store, org, Channel::Embed.name(), &a.visitor).await?.id))
 }
 
 fn with_cors(reply: Reply, origin: Option<&str>) -> Reply {
@@ -300,7 +301,7 @@ async fn visitor_history(app: &App, req: &Req, visit: Visit) -> Result<Reply> {
         Err(limited) => return Ok(limited),
     };
     // A visitor who never asked has no history, and is not made a user by reading it.
-    let items = match users::find_linked(&app.store, visit.replica.org, "embed", &visitor).await? {
+    let items = match users::find_linked(&app.store, visit.replica.org, Channel::Embed.name(), &visitor).await? {
         Some(user) => {
             let page = Page { channel: Some(visit.source.to_string()), limit: 100, before_id: None };
             history_service::list(&app.store, visit.replica.id, user.id, page).await?

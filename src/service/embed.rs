@@ -28,6 +28,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use uuid::Uuid;
 
+use super::channel::Channel;
 use super::quotas::Pool;
 use crate::error::{Code, Error, Result};
 use crate::secrets::Secrets;
@@ -287,14 +288,14 @@ pub async fn authorize(store: &Store, replica: Uuid, c: Credentials) -> Result<V
         if c.origin.as_ref().is_some_and(|o| o != &c.own_origin) {
             return Err(not_allowed());
         }
-        return Ok(Visit { replica: r, source: "web", cors_origin: None, identity_secret: None });
+        return Ok(Visit { replica: r, source: Channel::Web.name(), cors_origin: None, identity_secret: None });
     }
     if key_replica != Some(k(replica)) {
         return Err(Error::new(Code::EmbedKeyRefused, "X-Embed-Key is not an embed key of this replica"));
     }
     let (allowed, identity_secret) = settings.map(|s| (s.allowed_origins, s.identity_secret)).unwrap_or_default();
     let origin = c.origin.filter(|o| allowed.contains(o)).ok_or_else(not_allowed)?;
-    Ok(Visit { replica: r, source: "embed", cors_origin: Some(origin), identity_secret })
+    Ok(Visit { replica: r, source: Channel::Embed.name(), cors_origin: Some(origin), identity_secret })
 }
 
 /// The identity secret of `replica` from its sealed form. Errors: 403 `EMBED_IDENTITY_REFUSED`
@@ -323,7 +324,7 @@ pub fn visitor_account(
     visitor: Option<&str>,
 ) -> Result<String> {
     let Some(token) = identity else { return check_visitor(visitor) };
-    if visit.source == "web" {
+    if visit.source == Channel::Web.name() {
         return Err(identity_refused("only the widget (with an embed key) sends one, not the web chat page"));
     }
     let replica = visit.replica.id;

@@ -23,7 +23,8 @@ pub enum IdType {
 impl IdType {
     /// Accepted header values (`user_uuid`, sent by some clients of the hosted service, is an
     /// alias of `id`, as the OpenAPI description says).
-    pub const NAMES: &'static [&'static str] = &["id", "user_uuid", "email", "messengerA", "messengerB", "embed"];
+    pub const NAMES: &'static [&'static str] =
+        &["id", "user_uuid", "email", Channel::MessengerA.name(), Channel::MessengerB.name(), Channel::Embed.name()];
 
     /// Parses a header value (exact names as in [`IdType::NAMES`]; the linked types are the
     /// channels that link their users, [`Channel::links_users`]).
