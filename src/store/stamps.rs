@@ -121,10 +121,14 @@ impl Stamps {
         self.all.store(stamp, Ordering::Release);
     }
 
-    /// Tells whether the listener is connected; a new connection forgets every table.
+    /// Tells whether the listener is connected; a new connection forgets every table, and
+    /// counts as a commit of another process ([`Stamps::foreign`]): commits sent while no
+    /// connection listened were not heard, so what trusts the count staying the same (the
+    /// writer's kept rows, `pg::Kept`) checks again.
     pub fn listening(&self, on: bool) {
         if on {
             self.forget_all();
+            self.foreign.fetch_add(1, Ordering::AcqRel);
         }
         self.listening.store(on, Ordering::Release);
     }
@@ -215,24 +219,27 @@ mod tests {
     #[test]
     fn another_process_commit_stamps_the_tables_it_names_and_its_own_nothing() {
         let (here, there) = (listening(), listening());
-        let at = here.now().unwrap();
+        let (at, connected) = (here.now().unwrap(), here.foreign().unwrap());
         here.heard(&here.payload(["replicas"]));
-        assert_eq!((here.fresh("replicas", at), here.foreign()), (true, Some(0)), "its own commit");
+        assert_eq!((here.fresh("replicas", at), here.foreign()), (true, Some(connected)), "its own commit");
         here.heard(&there.payload(["chats"]));
         assert_eq!((here.fresh("replicas", at), here.fresh("chats", at)), (true, false));
         here.heard(&there.payload([]));
-        assert_eq!((here.fresh("replicas", at), here.foreign()), (true, Some(2)), "a commit that wrote nothing");
+        let after = (here.fresh("replicas", at), here.foreign());
+        assert_eq!(after, (true, Some(connected + 2)), "a commit that wrote nothing");
         here.heard("");
-        assert_eq!((here.fresh("replicas", at), here.foreign()), (false, Some(3)), "an older build's commit");
+        let after = (here.fresh("replicas", at), here.foreign());
+        assert_eq!(after, (false, Some(connected + 3)), "an older build's commit");
     }
 
     #[test]
     fn nothing_is_fresh_while_the_listener_is_away() {
         let stamps = listening();
-        let at = stamps.now().unwrap();
+        let (at, foreign) = (stamps.now().unwrap(), stamps.foreign());
         stamps.listening(false);
-        assert_eq!((stamps.now(), stamps.fresh("replicas", at)), (None, false));
+        assert_eq!((stamps.now(), stamps.fresh("replicas", at), stamps.foreign()), (None, false, None));
         stamps.listening(true);
         assert!(!stamps.fresh("replicas", at), "notifications may have been lost meanwhile");
+        assert_ne!(stamps.foreign(), foreign, "and commits of other processes with them");
     }
 }
