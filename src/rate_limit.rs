@@ -1,7 +1,8 @@
 //! Per-key rate limits (`--rate-limit-per-key N`): a token bucket per organization key holding
 //! at most N tokens, refilled at N per minute; each request takes one. In memory, or, when
 //! several nodes share a PostgreSQL store, in the database ([`RateLimiter::shared`]), so that
-//! the limit holds for the key across the nodes, whichever node each request reaches.
+//! the limit holds for the key across the nodes, whichever node each request reaches. The embed
+//! operations' own limits ([`EmbedLimits`]) are buckets of the same kind.
 //!
 //! In memory, memory stays bounded: a bucket that has refilled completely is the same as no bucket, so
 //! full buckets are dropped by a sweep that runs whenever the map has doubled since the last

@@ -145,10 +145,10 @@ async fn dispatch(
         let caller = auth::authenticate(&app.store, &app.org_keys, &parts.headers, route.access).await?;
         *org = caller.as_ref().map(|c| c.org.id);
         if let (Some(limiter), Some(c)) = (&d.rate_limiter, &caller) {
-            let d = limiter.check_now(c.org.id.as_u128()).await?;
-            *limit_headers = limiter.headers(&d);
-            if !d.allowed {
-                let wait = d.retry_after_secs;
+            let decision = limiter.check_now(c.org.id.as_u128()).await?;
+            *limit_headers = limiter.headers(&decision);
+            if !decision.allowed {
+                let wait = decision.retry_after_secs;
                 return Err(Error::new(
                     crate::error::Code::RateLimited,
                     format!("too many requests; retry in {wait} s"),
