@@ -155,7 +155,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
         tracing::info!(%addr, "serving metrics at http://{addr}/metrics");
         ops::metrics::spawn_listener(app.clone(), metrics);
     }
-    channels::start_all(&bots, &app).await.map_err(|e| format!("starting the channel bots: {e}"))?;
+    channels::start_all(&bots).await.map_err(|e| format!("starting the channel bots: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     println!("listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
     let version = ops::version::text();

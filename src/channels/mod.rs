@@ -69,9 +69,7 @@ impl Bots for Channels {
     /// On a shared store, [`follow`] also stops the runners of other nodes within
     /// [`FOLLOW_EVERY`].
     fn stop(&self, replica: Uuid, bot: Bot) {
-        if let Some(task) = self.lock().remove(&(replica, bot)) {
-            task.abort();
-        }
+        self.abort(replica, bot);
         self.changed.notify_one();
     }
 }
@@ -101,6 +99,13 @@ impl Channels {
         }
     }
 
+    /// Ends the runner of `bot` for `replica` on this node, if one runs.
+    fn abort(&self, replica: Uuid, bot: Bot) {
+        if let Some(task) = self.lock().remove(&(replica, bot)) {
+            task.abort();
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Uuid, Bot), JoinHandle<()>>> {
         self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -122,8 +127,10 @@ fn runner(bot: Bot, app: Arc<App>, replica: Uuid) -> Pin<Box<dyn Future<Output =
     }
 }
 
-/// Starts the runner of every stored bot of `app`; on a shared store, starts [`follow`] instead.
-pub async fn start_all(channels: &Arc<Channels>, app: &Arc<App>) -> crate::error::Result<()> {
+/// Starts the runner of every stored bot; on a shared store, starts [`follow`] instead. Nothing
+/// once the state is gone.
+pub async fn start_all(channels: &Arc<Channels>) -> crate::error::Result<()> {
+    let Some(app) = channels.app.upgrade() else { return Ok(()) };
     if app.store.is_shared() {
         tokio::spawn(follow(channels.clone()));
         return Ok(());
@@ -170,9 +177,7 @@ fn follow_bot(
     started.retain(|&(replica, b), _| {
         let keep = b != bot || stored.iter().any(|&(r, _)| r == replica);
         if !keep {
-            if let Some(task) = channels.lock().remove(&(replica, bot)) {
-                task.abort();
-            }
+            channels.abort(replica, bot);
         }
         keep
     });

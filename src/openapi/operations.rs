@@ -523,8 +523,8 @@ fn embed_headers() -> Vec<Value> {
     ]
 }
 
-/// The channel integrations (docs/decisions.md "Integrations"): messengerA's connect, the
-/// embed operations, messengerA's disconnect.
+/// The channel integrations, in the document's order: messengerA's connect, the embed
+/// operations, messengerA's disconnect.
 fn integration_ops() -> Vec<Op> {
     let connect = messenger_a_connect();
     let disconnect = op(
