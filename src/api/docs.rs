@@ -66,7 +66,7 @@ pub fn pages() -> Vec<Route> {
 pub async fn openapi(app: Arc<App>, _req: Req) -> Result<Reply> {
     static DOC: OnceLock<Bytes> = OnceLock::new();
     let doc = DOC.get_or_init(|| {
-        let doc = crate::openapi::document(&super::routes(), &app.models);
+        let doc = crate::openapi::document(&super::routes(), super::schemas(), &app.models);
         Bytes::from(serde_json::to_vec(&doc).unwrap_or_default())
     });
     Ok(Reply::raw(200, doc.clone(), "application/json"))

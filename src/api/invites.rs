@@ -2,31 +2,50 @@
 
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::app::App;
 use crate::error::Result;
 use crate::http::request::Req;
 use crate::http::response::Reply;
+use crate::openapi::derived::Derived;
 use crate::service::{check_len, normalize_email, orgs, rfc3339};
 
 /// Request body: all fields required, no others.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(rename = "RedeemRequest")]
 pub struct RedeemBody {
+    #[schemars(length(min = 1, max = TEXT_MAX))]
     pub organization_name: String,
+    /// Contact name.
+    #[schemars(length(min = 1, max = TEXT_MAX))]
     pub name: String,
+    /// Contact address; becomes the organization's owner user.
+    #[schemars(email)]
     pub email: String,
 }
 
+/// The most characters of the organization's and the contact's names.
+const TEXT_MAX: usize = 100;
+
 /// 200 body (besides `success`).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Redeemed {
+    /// The organization's API key; shown only here (stored hashed).
     pub api_key: String,
     #[serde(rename = "organizationID")]
+    #[schemars(with = "uuid::Uuid")]
     pub organization_id: String,
+    #[schemars(with = "Option<chrono::DateTime<chrono::Utc>>")]
     pub valid_until: Option<String>,
+}
+
+/// The schemas of this file's body and answer.
+pub fn schemas(d: &mut Derived) {
+    d.request::<RedeemBody>().answer::<Redeemed>();
 }
 
 /// # `POST /v1/api-keys/invites/{code}/redeem`
@@ -34,8 +53,8 @@ pub struct Redeemed {
 /// Errors: 400 body or `INVITE_EXPIRED`, 404 unknown code, 409 `INVITE_ALREADY_REDEEMED`.
 pub async fn redeem(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: RedeemBody = req.json()?;
-    check_len("organizationName", body.organization_name.trim(), 1, 100)?;
-    check_len("name", body.name.trim(), 1, 100)?;
+    check_len("organizationName", body.organization_name.trim(), 1, TEXT_MAX)?;
+    check_len("name", body.name.trim(), 1, TEXT_MAX)?;
     let email = normalize_email("email", &body.email)?;
     let new = orgs::NewOrg {
         organization_name: body.organization_name.trim().to_string(),

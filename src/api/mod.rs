@@ -132,6 +132,15 @@ pub fn served() -> Vec<Route> {
     routes().into_iter().chain(docs::pages()).chain(embed::pages()).chain([crate::ops::metrics::route()]).collect()
 }
 
+/// The schemas derived from the bodies and answers of the operations, by name (see
+/// `crate::openapi::derived`); the published document is [`docs::openapi`].
+pub fn schemas() -> serde_json::Map<String, serde_json::Value> {
+    let mut d = crate::openapi::derived::Derived::default();
+    invites::schemas(&mut d);
+    users::schemas(&mut d);
+    d.into_schemas()
+}
+
 /// `page` (≥ 1, default 1) and `pageSize` (1–100, default 24) of list operations; the names in
 /// `page_names`/`size_names` are accepted, first found wins.
 pub fn paging(req: &Req, page_names: &[&str], size_names: &[&str]) -> Result<(u64, u64)> {

@@ -2,34 +2,51 @@
 
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
+use crate::openapi::derived::Derived;
+use crate::service::channel::linked_account_types;
 use crate::service::rfc3339;
-use crate::service::users::{self, UserInput};
+use crate::service::users::{self, UserInput, TEXT_MAX};
 use crate::store::records::User;
 
 /// A linked account on the wire: `{accountID, accountType}`.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "LinkedAccountWrite")]
 pub struct LinkedAccount {
+    /// The id on that channel (the X-USER-ID it sends).
     #[serde(rename = "accountID")]
     pub account_id: String,
+    #[schemars(extend("enum" = linked_account_types()))]
     pub account_type: String,
 }
 
 /// Create and update body (docs/decisions.md "Users"): every field optional; unknown fields are
 /// ignored (the interface does not close this body).
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "UserWrite")]
 pub struct UserBody {
+    /// Create: the new user's id, chosen by the client (a migrating team keeps its ids); unique
+    /// in the organization (409 USER_ID_TAKEN). Absent: the server makes a UUID. Update: the
+    /// caller's own id (400 otherwise).
+    #[schemars(length(min = 1, max = TEXT_MAX), regex(pattern = r"^[^\s\x00-\x1f\x7f-\x9f]+$"))]
     pub id: Option<String>,
+    /// Create: default empty.
+    #[schemars(length(min = 1, max = TEXT_MAX))]
     pub name: Option<String>,
+    /// Unique per organization (409 EMAIL_TAKEN).
+    #[schemars(email)]
     pub email: Option<String>,
     pub profile_image: Option<String>,
+    /// Channel accounts that name this user (409 LINKED_ACCOUNT_TAKEN when another user has
+    /// one); on update, replaces the list.
     pub linked_accounts: Option<Vec<LinkedAccount>>,
 }
 
@@ -48,27 +65,43 @@ impl From<UserBody> for UserInput {
 /// A user on the wire, flat (the `UserResponse` schema; docs/decisions.md "Users"): `{id, name,
 /// email?, linkedAccounts: [{accountID, accountType}], profileImage?, createdAt, updatedAt}`;
 /// absent values omitted.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "UserResponse")]
 pub struct UserView<'a> {
+    /// The id the client chose at creation, else a UUID made by the server.
     id: String,
     name: &'a str,
+    /// Omitted when the user has none (e.g. a user made on first contact from a channel).
     #[serde(skip_serializing_if = "Option::is_none")]
     email: Option<&'a str>,
+    /// The channel accounts that name this user (given at creation or update, or the one a
+    /// channel made it for).
     linked_accounts: Vec<LinkedAccountView<'a>>,
+    /// Ours: the picture URL; omitted when none.
     #[serde(skip_serializing_if = "Option::is_none")]
     profile_image: Option<&'a str>,
+    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
     created_at: String,
+    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
     updated_at: String,
 }
 
 /// A linked account of [`UserView`] (the `LinkedAccount` schema): `{accountID, accountType}`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "LinkedAccount")]
 pub struct LinkedAccountView<'a> {
+    /// The id on that channel (the X-USER-ID it sent).
     #[serde(rename = "accountID")]
     account_id: &'a str,
+    #[schemars(extend("enum" = linked_account_types()))]
     account_type: &'a str,
+}
+
+/// The schemas of this file's bodies and answers.
+pub fn schemas(d: &mut Derived) {
+    d.request::<UserBody>().answer::<UserView>();
 }
 
 /// The wire view of user `u`.

@@ -15,6 +15,7 @@
 //! schemas in [`schemas`]).
 
 pub mod chats;
+pub mod derived;
 pub mod integrations;
 pub mod operability;
 pub mod operations;
@@ -37,8 +38,10 @@ use schemas::{object, reference};
 /// `info.description`.
 const DESCRIPTION: &str = include_str!("description.md");
 
-/// The whole document for `routes`.
-pub fn document(routes: &[Route], models: &Models) -> Value {
+/// The whole document for `routes`, with the schemas `derived` from the bodies and answers
+/// (`api::schemas()`, by [`derived::Derived`]); a derived schema takes the place of a written one
+/// of its name.
+pub fn document(routes: &[Route], derived: Map<String, Value>, models: &Models) -> Value {
     let ops = all_operations();
     let mut paths = Map::new();
     for route in routes {
@@ -56,6 +59,7 @@ pub fn document(routes: &[Route], models: &Models) -> Value {
         };
     }
     let mut components = all_schemas(models);
+    components.extend(derived);
     for (status, schema) in error_schemas() {
         components.insert(format!("Error{status}"), schema);
     }
@@ -396,7 +400,7 @@ mod tests {
     use crate::api;
 
     fn doc() -> Value {
-        document(&api::routes(), &Models::parse(crate::models::SHIPPED).unwrap())
+        document(&api::routes(), api::schemas(), &Models::parse(crate::models::SHIPPED).unwrap())
     }
 
     fn operations_of(doc: &Value) -> BTreeSet<(String, String)> {

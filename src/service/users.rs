@@ -52,17 +52,20 @@ pub struct UserInput {
     pub linked: Option<Vec<(String, String)>>,
 }
 
+/// The most characters of a user's `id` and of its `name`.
+pub const TEXT_MAX: usize = 100;
+
 impl UserInput {
     fn validated(mut self) -> Result<UserInput> {
         if let Some(id) = &self.id {
-            check_len("id", id, 1, 100)?;
+            check_len("id", id, 1, TEXT_MAX)?;
             if id.chars().any(|c| c.is_control() || c.is_whitespace()) {
                 return Err(Error::invalid("id", "must be visible characters, without spaces"));
             }
         }
         self.name = self.name.map(|n| n.trim().to_string());
         if let Some(name) = &self.name {
-            check_len("name", name, 1, 100)?;
+            check_len("name", name, 1, TEXT_MAX)?;
         }
         self.email = self.email.map(|e| normalize_email("email", &e)).transpose()?;
         if let Some(url) = &self.profile_image {

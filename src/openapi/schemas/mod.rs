@@ -8,11 +8,9 @@
 //! "no extra fields"), open where it ignores them (docs/decisions.md "Common").
 
 mod chat;
-mod invites;
 mod knowledge_base;
 mod models;
 mod replicas;
-mod users;
 #[cfg(test)]
 mod views;
 
@@ -104,11 +102,9 @@ pub fn listed(models: &Models) -> Map<String, Value> {
     };
     add("Done", object(&["success"], json!({ "success": success() }), false));
     add("OpenApiDocument", json!({ "type": "object", "description": "This document." }));
-    invites::add_all(&mut add);
     models::add_all(&mut add, models);
     replicas::add_all(&mut add);
     knowledge_base::add_all(&mut add);
     chat::add_all(&mut add);
-    users::add_all(&mut add);
     s
 }

@@ -1,0 +1,148 @@
+//! Schemas derived from the Rust types that parse the request bodies and serialize the answers
+//! (schemars' `JsonSchema`): a body's schema is its type as serde deserializes it, an answer's is
+//! its view as serde serializes it. A type's name in `components.schemas` is its schema name
+//! (`#[schemars(rename = "…")]`), and a type that names another refers to it there.
+//!
+//! The conventions of the document, applied to every derived schema:
+//! - an answer object is closed (`additionalProperties: false`): the document lists every field
+//!   the server sends;
+//! - a request object is closed only where serde rejects unknown fields (`deny_unknown_fields`),
+//!   open where the server ignores them;
+//! - a success answer lists `success: true` first ([`Reply::ok`](crate::http::response::Reply::ok)
+//!   writes it before the view's fields);
+//! - a type's own doc comment is Rust documentation, not the wire's: only the fields' doc
+//!   comments become `description`s.
+
+use schemars::generate::{SchemaGenerator, SchemaSettings};
+use schemars::transform::RecursiveTransform;
+use schemars::{JsonSchema, Schema};
+use serde_json::{json, Map, Value};
+
+/// Collects the derived schemas of the document.
+pub struct Derived {
+    requests: SchemaGenerator,
+    answers: SchemaGenerator,
+    /// Names of the success answers (they get `success: true`).
+    successes: Vec<String>,
+}
+
+impl Default for Derived {
+    fn default() -> Self {
+        let settings = || {
+            SchemaSettings::draft2020_12()
+                .with(|s| s.definitions_path = "/components/schemas".into())
+                .with_transform(RecursiveTransform(unwrap_description))
+        };
+        Derived {
+            requests: settings().for_deserialize().into_generator(),
+            answers: settings().for_serialize().with_transform(RecursiveTransform(close)).into_generator(),
+            successes: Vec::new(),
+        }
+    }
+}
+
+impl Derived {
+    /// Adds the request body `T` (as deserialized) and every type it names.
+    pub fn request<T: JsonSchema>(&mut self) -> &mut Self {
+        self.requests.subschema_for::<T>();
+        self
+    }
+
+    /// Adds the success answer `T` (as serialized, with `success: true`) and every type it names.
+    pub fn answer<T: JsonSchema>(&mut self) -> &mut Self {
+        self.answers.subschema_for::<T>();
+        self.successes.push(T::schema_name().into_owned());
+        self
+    }
+
+    /// Adds `T` as it is serialized inside answers (an item of a list, an object of a field), and
+    /// every type it names.
+    pub fn part<T: JsonSchema>(&mut self) -> &mut Self {
+        self.answers.subschema_for::<T>();
+        self
+    }
+
+    /// Every schema added, by name: the request bodies, then the answers.
+    pub fn into_schemas(mut self) -> Map<String, Value> {
+        let mut all = self.requests.take_definitions(true);
+        all.extend(self.answers.take_definitions(true));
+        for name in &self.successes {
+            if let Some(schema) = all.get_mut(name) {
+                with_success(schema);
+            }
+        }
+        for schema in all.values_mut() {
+            drop_type_doc(schema);
+        }
+        all
+    }
+}
+
+/// Closes an answer's object schema that lists its properties and says nothing of others, and
+/// takes `null` out of its optional properties: serde leaves such a field out
+/// (`skip_serializing_if`) rather than writing `null`.
+fn close(schema: &mut Schema) {
+    let Some(object) = schema.as_object_mut() else { return };
+    let required: Vec<Value> = object.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+    let Some(Value::Object(properties)) = object.get_mut("properties") else { return };
+    for (name, property) in properties.iter_mut() {
+        if !required.iter().any(|r| r == name.as_str()) {
+            without_null(property);
+        }
+    }
+    object.entry("additionalProperties").or_insert(Value::Bool(false));
+}
+
+/// `schema` without its `null` alternative: `type: [t, "null"]` → `type: t`, and
+/// `anyOf: [s, {type: null}]` → `s`.
+fn without_null(schema: &mut Value) {
+    let is_null = |v: &Value| v == "null" || v.get("type").is_some_and(|t| t == "null");
+    if let Some(Value::Array(types)) = schema.get_mut("type") {
+        types.retain(|t| !is_null(t));
+        if let [one] = types.as_slice() {
+            schema["type"] = one.clone();
+        }
+    } else if let Some(Value::Array(options)) = schema.get("anyOf") {
+        let rest: Vec<&Value> = options.iter().filter(|o| !is_null(o)).collect();
+        if let [one] = rest.as_slice() {
+            let mut one = (*one).clone();
+            if let (Some(own), Some(outer)) = (one.as_object_mut(), schema.as_object()) {
+                outer.iter().filter(|(k, _)| *k != "anyOf").for_each(|(k, v)| {
+                    own.insert(k.clone(), v.clone());
+                });
+            }
+            *schema = one;
+        }
+    }
+}
+
+/// A doc comment's lines joined into paragraphs: one line break is a space, two stay.
+fn unwrap_description(schema: &mut Schema) {
+    if let Some(Value::String(text)) = schema.get_mut("description") {
+        *text =
+            text.split("\n\n").map(|p| p.split('\n').collect::<Vec<_>>().join(" ")).collect::<Vec<_>>().join("\n\n");
+    }
+}
+
+/// Puts `success: true` first in an object schema's properties and its `required`.
+fn with_success(schema: &mut Value) {
+    let Some(object) = schema.as_object_mut() else { return };
+    let mut properties = Map::new();
+    properties.insert("success".into(), json!({ "type": "boolean", "const": true }));
+    if let Some(Value::Object(own)) = object.remove("properties") {
+        properties.extend(own);
+    }
+    object.insert("properties".into(), Value::Object(properties));
+    let mut required = vec![json!("success")];
+    if let Some(Value::Array(own)) = object.remove("required") {
+        required.extend(own);
+    }
+    object.insert("required".into(), Value::Array(required));
+}
+
+/// Removes a type's own doc comment (the Rust documentation of the type, not of the wire).
+fn drop_type_doc(schema: &mut Value) {
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("description");
+    }
+}
