@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -11,108 +12,162 @@ use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::ingest::formats::FORMATS;
+use crate::ingest::formats::{FORMATS, MEDIA_TYPES};
+use crate::openapi::derived::{sparse_id, Derived};
 use crate::service::knowledge::{
-    self, Content, Created, EntryView, Limits, NewEntry, Patch, Sort, SortKey, SORTS, STATUSES, TYPES,
+    self, Content, Created, EntryView, Limits, NewEntry, Patch, Sort, SortKey, LANGUAGES, MAX_FILENAME_CHARS,
+    MAX_TEXT_CHARS, MAX_TITLE_CHARS, MAX_URL_CHARS, SORTS, STATUSES, TYPES,
 };
 use crate::service::{replicas, rfc3339, uploads};
 use crate::store::records::{Chunk, KbKind, KbStatus, KbText, Replica};
 use hyper::header::{CONTENT_TYPE, HOST};
 
+/// `language`'s description in the document.
+const LANGUAGE_DOC: &str = "ISO 639-1 (spec §2.5).";
+
 /// Create body: exactly one of `text`, `url`, `filename`.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "KnowledgeBaseCreate")]
 pub struct CreateBody {
+    #[schemars(length(min = 1, max = MAX_TEXT_CHARS))]
     pub text: Option<String>,
+    /// An http(s) page, fetched in the background (`type` `website`; a YouTube URL is type
+    /// `youtube` and ends `UNPROCESSABLE`: transcripts cannot be had). Unique per replica (409
+    /// `URL_ALREADY_EXISTS`; the fragment is ignored).
+    #[schemars(length(max = MAX_URL_CHARS))]
     pub url: Option<String>,
+    /// A file to upload (`type` `file`): the answer carries `signedURL`; PUT the bytes there.
+    /// Only the last path component is kept.
+    #[schemars(length(min = 1, max = MAX_FILENAME_CHARS))]
     pub filename: Option<String>,
+    #[schemars(length(min = 1, max = MAX_TITLE_CHARS))]
     pub title: Option<String>,
+    #[schemars(description = LANGUAGE_DOC, extend("enum" = LANGUAGES))]
     pub language: Option<String>,
+    /// For a `url`: fetch the page again every `--kb-refresh-interval` (24 h by default) and
+    /// re-process it when its text changed.
     #[serde(default)]
     pub auto_refresh: bool,
+    #[schemars(description = "")]
     pub usage_limits: Option<UsageLimits>,
 }
 
 /// `usageLimits` of the create body: the caller's own caps (spec §8).
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline, description = "")]
 pub struct UsageLimits {
-    /// Most knowledge-base entries the organization may have; creating beyond it answers 400
+    /// The caller's own cap on the organization's entries: creating beyond it answers 400
     /// `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED`.
     pub knowledge_base_entries: Option<u64>,
 }
 
 /// PATCH body. Fields it does not change (a client may send the whole entry back) are ignored
 /// (docs/decisions.md "Common": bodies are closed only where the interface says so).
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "KnowledgeBasePatch")]
 pub struct PatchBody {
     pub title: Option<String>,
+    #[schemars(length(min = 1))]
     pub raw_text: Option<String>,
+    #[schemars(description = LANGUAGE_DOC, extend("enum" = LANGUAGES))]
     pub language: Option<String>,
     pub auto_refresh: Option<bool>,
 }
 
 /// An entry on the wire (list form; the `KnowledgeBaseEntry` schema); absent optional values
 /// are omitted, never `null` (docs/decisions.md "Knowledge base").
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "KnowledgeBaseEntry")]
 pub struct KbEntryView<'a> {
+    #[schemars(schema_with = "sparse_id")]
     id: u64,
     #[serde(rename = "replicaUUID")]
     replica_uuid: Uuid,
     #[serde(rename = "type")]
+    #[schemars(with = "String", extend("enum" = TYPES))]
     kind: KbKind,
+    /// Processing status, in order `NEW`, `FILE_UPLOADED`, `RAW_TEXT`, `PROCESSED_TEXT`,
+    /// `VECTOR_CREATED`, `READY`; `UNPROCESSABLE` on failure (see `error`). `VECTOR_CREATED`
+    /// and `READY` both mean searchable: from the moment an entry reports either, every
+    /// completion and retrieval sees its chunks. This server writes `READY` only after the
+    /// index commit holding them is visible to searches (`VECTOR_CREATED` is only seen on
+    /// entries stored by older versions); earlier statuses mean not yet searchable.
+    #[schemars(with = "String", extend("enum" = STATUSES))]
     status: KbStatus,
+    /// Omitted when not given.
     #[serde(skip_serializing_if = "Option::is_none")]
     title: Option<&'a str>,
+    /// Omitted until one is derived from the text.
     #[serde(skip_serializing_if = "Option::is_none")]
     generated_title: Option<&'a str>,
     summary: &'a str,
+    /// ISO 639-1; omitted when not given.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = LANGUAGES))]
     language: Option<&'a str>,
+    /// Ours: ISO 639-1 code detected from the text (picks the analyzer when `language` is
+    /// absent); omitted until detected.
     #[serde(skip_serializing_if = "Option::is_none")]
     detected_language: Option<&'a str>,
     auto_refresh: bool,
+    /// For `website` and `youtube` entries.
     #[serde(skip_serializing_if = "Option::is_none")]
     url: Option<&'a str>,
+    /// For `file` entries.
     #[serde(skip_serializing_if = "Option::is_none")]
     file: Option<FileView<'a>>,
+    /// For `website` entries, once fetched.
     #[serde(skip_serializing_if = "Option::is_none")]
     website: Option<WebsiteView<'a>>,
+    /// Ours: extraction format of a file or page (`pdf`, `docx`, `epub`, `html`, `markdown`,
+    /// `text`, `csv`, `json`); omitted until known.
     #[serde(skip_serializing_if = "Option::is_none")]
     format: Option<&'a str>,
     chunk_count: u32,
+    /// For `UNPROCESSABLE` entries.
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<ErrorView<'a>>,
+    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
     created_at: String,
+    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
     updated_at: String,
 }
 
 /// `file` of an entry: `{name, size, mimeType}`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline, description = "")]
 pub struct FileView<'a> {
     name: &'a str,
+    /// Bytes; 0 until uploaded.
     size: u64,
     mime_type: &'a str,
 }
 
 /// `website` of a fetched entry: `{finalURL, httpStatus, contentType, fetchedAt, pageTitle?}`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline, description = "")]
 pub struct WebsiteView<'a> {
+    /// The URL after redirects.
     #[serde(rename = "finalURL")]
     final_url: &'a str,
     http_status: u16,
     content_type: &'a str,
+    /// Omitted when the page has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     page_title: Option<&'a str>,
+    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
     fetched_at: String,
 }
 
 /// `error` of an `UNPROCESSABLE` entry: `{message, fingerprint}` (`kb-<id>-<revision>`).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(inline, description = "")]
 pub struct ErrorView<'a> {
     message: &'a str,
     fingerprint: String,
@@ -157,7 +212,8 @@ pub fn view(v: &EntryView) -> KbEntryView<'_> {
 /// `rawTextChunks`. The texts are serialized from the stored records as they are, without a
 /// copy: they are the bulk of the answer, and a copy would allocate each of them again on every
 /// read.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "KnowledgeBaseEntryFull")]
 pub struct FullView<'a> {
     #[serde(flatten)]
     entry: KbEntryView<'a>,
@@ -170,7 +226,8 @@ pub struct FullView<'a> {
 }
 
 /// A chunk of [`FullView`]: `{index, title, content}`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(inline, description = "")]
 pub struct ChunkView<'a> {
     index: usize,
     title: &'a str,
@@ -186,16 +243,22 @@ pub fn full_view<'a>(v: &'a EntryView, text: &'a KbText, chunks: &'a [Chunk]) ->
 /// An entry the create queued (an item of `results` of the `KnowledgeBaseCreated` schema):
 /// `{type, enqueued: true, knowledgeBaseID}`, with `signedURL` and `signedURLExpiresAt` for a
 /// `filename`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(inline, description = "")]
 pub struct CreatedView {
     #[serde(rename = "type")]
+    #[schemars(with = "String", extend("enum" = TYPES))]
     kind: KbKind,
+    #[schemars(extend("const" = true))]
     enqueued: bool,
     #[serde(rename = "knowledgeBaseID")]
+    #[schemars(schema_with = "sparse_id")]
     id: u64,
+    /// For `filename`: PUT the file's bytes here (single use, one hour).
     #[serde(rename = "signedURL", skip_serializing_if = "Option::is_none")]
     signed_url: Option<String>,
     #[serde(rename = "signedURLExpiresAt", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<chrono::DateTime<chrono::Utc>>")]
     signed_url_expires_at: Option<String>,
 }
 
@@ -212,20 +275,25 @@ pub fn created_view(created: &Created, signed_url: Option<String>) -> CreatedVie
 }
 
 /// `{results}` of the create (207; the `KnowledgeBaseCreated` schema).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "KnowledgeBaseCreated")]
 pub struct Results<T> {
     pub results: Vec<T>,
 }
 
 /// `{knowledgeBaseID, size, mimeType, status: "FILE_UPLOADED"}` of an upload (the `UploadDone`
 /// schema).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "UploadDone")]
 pub struct UploadedView<'a> {
     #[serde(rename = "knowledgeBaseID")]
+    #[schemars(schema_with = "sparse_id")]
     id: u64,
+    #[schemars(range(min = 1))]
     size: u64,
     mime_type: &'a str,
+    #[schemars(with = "String", extend("const" = "FILE_UPLOADED"))]
     status: KbStatus,
 }
 
@@ -233,6 +301,13 @@ impl<'a> From<&'a uploads::Uploaded> for UploadedView<'a> {
     fn from(up: &'a uploads::Uploaded) -> Self {
         UploadedView { id: up.entry, size: up.size, mime_type: &up.mime_type, status: KbStatus::FileUploaded }
     }
+}
+
+/// The schemas of this file's bodies and answers.
+pub fn schemas(d: &mut Derived) {
+    d.request::<CreateBody>().request::<PatchBody>();
+    d.answer::<Results<CreatedView>>().answer::<UploadedView>().answer::<FullView>().answer::<FileTypesView>();
+    d.answer_as::<Page<KbEntryView>>("KnowledgeBaseList");
 }
 
 /// The absolute signed URL of upload `token`: `--public-url`, else `http://` + `Host`.
@@ -412,28 +487,33 @@ pub async fn delete(app: Arc<App>, req: Req) -> Result<Reply> {
 }
 
 /// A file type of [`MediaGroupView`]: `{mimeTypes, extensions, supportLevel}`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline, description = "")]
 pub struct FileTypeView {
     mime_types: &'static [&'static str],
     extensions: &'static [&'static str],
+    #[schemars(extend("enum" = ["production", "preview", "disabled"]))]
     support_level: &'static str,
 }
 
 /// A group of file types (an item of `mediaGroups` of the `FileTypes` schema): `{label,
 /// mediaType, limitation, fileTypes}`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline, description = "")]
 pub struct MediaGroupView<'a> {
     label: &'static str,
+    #[schemars(extend("enum" = MEDIA_TYPES))]
     media_type: &'static str,
     limitation: &'a str,
     file_types: Vec<FileTypeView>,
 }
 
 /// `{mediaGroups}` of `GET /v1/knowledge-base/file-types` (the `FileTypes` schema).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "FileTypes")]
 pub struct FileTypesView<'a> {
     media_groups: Vec<MediaGroupView<'a>>,
 }

@@ -137,6 +137,8 @@ pub fn served() -> Vec<Route> {
 pub fn schemas() -> serde_json::Map<String, serde_json::Value> {
     let mut d = crate::openapi::derived::Derived::default();
     invites::schemas(&mut d);
+    knowledge_base::schemas(&mut d);
+    replicas::schemas(&mut d);
     users::schemas(&mut d);
     d.into_schemas()
 }
@@ -169,14 +171,14 @@ pub async fn path_replica(app: &App, req: &Req) -> Result<std::sync::Arc<crate::
 /// A page of a list on the wire, the one envelope every paged list answers: `{items, total}`,
 /// `items` the page (as `service::page_of` cuts it) and `total` the items of the whole list;
 /// [`Reply::ok`](crate::http::response::Reply::ok) adds `success`.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, schemars::JsonSchema)]
 pub struct Page<T> {
     pub items: Vec<T>,
     pub total: u64,
 }
 
 /// A list that is not paged on the wire: `{items}` ([`Reply::ok`](crate::http::response::Reply::ok) adds `success`).
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, schemars::JsonSchema)]
 pub struct Items<T> {
     pub items: Vec<T>,
 }
@@ -184,7 +186,7 @@ pub struct Items<T> {
 /// `{id}` of an answer that names what it stored: a history item's id (`null` when a repeated
 /// message stored nothing new), a connected bot's id ([`crate::http::response::Reply::ok`] adds
 /// `success`).
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, schemars::JsonSchema)]
 pub struct IdView<T> {
     pub id: T,
 }

@@ -2,66 +2,127 @@
 
 use std::sync::Arc;
 
+use std::borrow::Cow;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
+use crate::openapi::derived::{legacy_names, Derived};
 use crate::service::channel::Bot;
 use crate::service::integrations::IntegrationView;
+use crate::service::replicas::{
+    GREETING_MAX, KINDS, MEMORY_MODES, NAME_MAX, PURPOSE_MAX, SUGGESTED_QUESTIONS_MAX, SYSTEM_MESSAGE_MAX, TAGS_MAX,
+    VOICE_PREVIEW_MAX,
+};
 use crate::service::{replicas, rfc3339};
 use crate::store::records::Replica;
 
+/// `llm.model`'s description in the document.
+const MODEL_DOC: &str = "A key of the model catalog (GET /v1/replicas/models).";
+/// `llm.memoryMode`'s description in the document.
+const MEMORY_MODE_DOC: &str = "Deprecated (spec §9); stored and returned, no effect.";
+/// `llm.embeddingModel`'s description in the document.
+const EMBEDDING_MODEL_DOC: &str = "The embedding model the replica's knowledge base is searched with (hybrid \
+    retrieval: BM25 and vectors). Ours: an id of the operator's embedding-model catalog (`replicad serve \
+    --embedding-models`); absent on create → the catalog's default, stored; an id not in the catalog → 400 naming \
+    its ids. A catalog entry may declare aliases (a hosted catalog's ids, such as `multilingual-e5-large`) that it \
+    serves: a replica created with an alias is embedded by that entry and reads back the alias it was given. As \
+    the hosted service, it cannot be changed once set: a replacement naming another → 409 EMBEDDING_MODEL_FIXED \
+    (absent → kept). With no catalog configured, retrieval is BM25 alone and the value is stored as given.";
+
 /// The `llm` object of a create/update body.
-#[derive(Deserialize, Default, Debug, Clone)]
+#[derive(Deserialize, Default, Debug, Clone, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline, description = "")]
 pub struct LlmBody {
+    #[schemars(description = MODEL_DOC)]
     pub model: Option<String>,
-    /// Deprecated: `prompt-caching` | `rag-search`.
+    #[schemars(description = MEMORY_MODE_DOC)]
+    #[schemars(extend("enum" = MEMORY_MODES, "default" = "rag-search", "deprecated" = true))]
     pub memory_mode: Option<String>,
+    #[schemars(length(max = SYSTEM_MESSAGE_MAX))]
     pub system_message: Option<String>,
+    #[schemars(description = EMBEDDING_MODEL_DOC)]
     pub embedding_model: Option<String>,
 }
 
 /// Create and update body (unknown fields are ignored; legacy names are aliases).
-#[derive(Deserialize, Debug, Clone)]
+#[derive(Deserialize, Debug, Clone, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "ReplicaWrite", transform = legacy_body_names)]
 pub struct ReplicaBody {
+    #[schemars(length(min = 1, max = NAME_MAX))]
     pub name: String,
     #[serde(alias = "short_description")]
+    #[schemars(length(max = NAME_MAX))]
     pub short_description: String,
     #[serde(alias = "introduction")]
+    #[schemars(length(max = GREETING_MAX))]
     pub greeting: String,
+    /// The owner: a user id or the e-mail address of a user of the organization.
     #[serde(rename = "ownerID", alias = "owner_uuid")]
     pub owner_id: String,
+    /// Unique per organization (409 SLUG_TAKEN).
+    #[schemars(length(min = 1, max = NAME_MAX))]
     pub slug: String,
     pub llm: LlmBody,
+    #[schemars(length(max = PURPOSE_MAX))]
     pub purpose: Option<String>,
     #[serde(rename = "type")]
+    #[schemars(extend("enum" = KINDS, "default" = "character"))]
     pub kind: Option<String>,
+    /// A private replica is visible only to its owner and to users whose e-mail is in
+    /// whitelistEmails; to others it does not exist (404).
+    #[schemars(extend("default" = false))]
     pub private: Option<bool>,
     #[serde(default)]
+    #[schemars(length(max = TAGS_MAX.0), inner(length(min = 1, max = TAGS_MAX.1)))]
     pub tags: Vec<String>,
     #[serde(default)]
+    #[schemars(length(max = SUGGESTED_QUESTIONS_MAX.0), inner(length(min = 1, max = SUGGESTED_QUESTIONS_MAX.1)))]
     pub suggested_questions: Vec<String>,
     #[serde(default)]
+    #[schemars(inner(email), extend("default" = []))]
     pub whitelist_emails: Vec<String>,
     #[serde(alias = "profile_image")]
+    #[schemars(url)]
     pub profile_image: Option<String>,
+    #[schemars(length(max = VOICE_PREVIEW_MAX))]
     pub voice_preview_text: Option<String>,
+    /// Beta.
     #[serde(rename = "voice_enabled")]
     pub voice_enabled: Option<bool>,
+    /// Beta.
     #[serde(rename = "video_enabled")]
     pub video_enabled: Option<bool>,
     #[serde(alias = "isAccessibleByCustomerSupport")]
     pub is_every_conversation_accessible_by_support: Option<bool>,
+    #[schemars(extend("default" = true))]
     pub is_private_conversations_enabled: Option<bool>,
     #[serde(rename = "voiceVendorID")]
     pub voice_vendor_id: Option<String>,
-    /// Legacy place of `llm.systemMessage`.
+    /// Legacy name of `llm.systemMessage`.
     #[serde(rename = "system_message")]
+    #[schemars(length(max = SYSTEM_MESSAGE_MAX), extend("deprecated" = true))]
     pub system_message: Option<String>,
+}
+
+/// The legacy names [`ReplicaBody`] reads (its `serde(alias)`es), in the document.
+fn legacy_body_names(schema: &mut Schema) {
+    legacy_names(
+        schema,
+        &[
+            ("isAccessibleByCustomerSupport", "isEveryConversationAccessibleBySupport"),
+            ("short_description", "shortDescription"),
+            ("introduction", "greeting"),
+            ("owner_uuid", "ownerID"),
+            ("profile_image", "profileImage"),
+        ],
+    );
 }
 
 impl From<ReplicaBody> for replicas::ReplicaInput {
@@ -98,19 +159,25 @@ impl From<ReplicaBody> for replicas::ReplicaInput {
 }
 
 /// The `llm` object of a replica on the wire.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline, description = "")]
 struct LlmView<'a> {
+    #[schemars(description = MODEL_DOC)]
     model: &'a str,
+    #[schemars(description = MEMORY_MODE_DOC)]
+    #[schemars(extend("enum" = MEMORY_MODES, "default" = "rag-search", "deprecated" = true))]
     memory_mode: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     system_message: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(description = EMBEDDING_MODEL_DOC)]
     embedding_model: Option<&'a str>,
 }
 
 /// `knowledgeBase` (our own field): the counts behind `distilledKnowledge`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(inline, description = "")]
 struct KbCounts<'a> {
     entries: u64,
     titles: &'a [String],
@@ -126,7 +193,8 @@ struct KbCounts<'a> {
 ///
 /// Serialized straight from the record's fields (no intermediate JSON tree): a replica list is
 /// 24 of these per request, and lists are among the most frequent reads.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Replica")]
 pub struct ReplicaView<'a> {
     uuid: uuid::Uuid,
     name: &'a str,
@@ -136,7 +204,9 @@ pub struct ReplicaView<'a> {
     short_description: &'a str,
     greeting: &'a str,
     #[serde(rename = "type")]
+    #[schemars(extend("enum" = KINDS))]
     kind: &'a str,
+    /// The owner's user id (see `User.id`).
     #[serde(rename = "ownerID")]
     owner_id: &'a str,
     private: bool,
@@ -149,40 +219,61 @@ pub struct ReplicaView<'a> {
     llm: LlmView<'a>,
     #[serde(flatten)]
     integrations: Integrations<'a>,
+    /// Legacy copy of `isEveryConversationAccessibleBySupport`.
     #[serde(rename = "isAccessibleByCustomerSupport")]
+    #[schemars(extend("deprecated" = true))]
     accessible_by_support: bool,
     #[serde(rename = "isEveryConversationAccessibleBySupport")]
     every_conversation_accessible_by_support: bool,
     #[serde(rename = "isPrivateConversationsEnabled")]
     private_conversations_enabled: bool,
+    /// What the knowledge base covers: its entry count and first titles, e.g. `3
+    /// knowledge-base entries: Pricing; Opening hours; Returns.`; empty when it has none.
     #[serde(rename = "distilledKnowledge")]
     distilled_knowledge: String,
+    /// Ours: the counts behind distilledKnowledge (entries of every status; the titles of the
+    /// first 100 that have one, in creation order).
     #[serde(rename = "knowledgeBase")]
     knowledge_base: KbCounts<'a>,
     #[serde(rename = "createdAt")]
+    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
     created_at: String,
     #[serde(rename = "updatedAt")]
+    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
     updated_at: String,
+    /// Legacy copy of `createdAt`.
     #[serde(rename = "created_at")]
+    #[schemars(with = "chrono::DateTime<chrono::Utc>", extend("deprecated" = true))]
     created_at_legacy: String,
+    /// Legacy copy of `shortDescription`.
     #[serde(rename = "short_description")]
+    #[schemars(extend("deprecated" = true))]
     short_description_legacy: &'a str,
+    /// Legacy copy of `greeting`.
+    #[schemars(extend("deprecated" = true))]
     introduction: &'a str,
+    /// Legacy copy of `ownerID`.
+    #[schemars(extend("deprecated" = true))]
     owner_uuid: &'a str,
+    /// Chat history items.
     chat_history_count: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     purpose: Option<&'a str>,
     #[serde(rename = "profileImage", skip_serializing_if = "Option::is_none")]
     profile_image: Option<&'a str>,
-    /// Required and nullable in the hosted document's list items: `null` when absent.
+    /// Legacy copy of `profileImage`. `null` when the replica has no profile image (required
+    /// and nullable in the hosted document's list items).
     #[serde(rename = "profile_image")]
+    #[schemars(extend("deprecated" = true))]
     profile_image_legacy: Option<&'a str>,
     #[serde(rename = "voicePreviewText", skip_serializing_if = "Option::is_none")]
     voice_preview_text: Option<&'a str>,
     #[serde(rename = "voiceVendorID", skip_serializing_if = "Option::is_none")]
     voice_vendor_id: Option<&'a str>,
-    /// Required (a string) in the hosted document's list items: `""` when there is none.
+    /// Legacy copy of `llm.systemMessage`. `""` when the replica has no system message
+    /// (required, a string, in the hosted document's list items).
     #[serde(rename = "system_message")]
+    #[schemars(extend("deprecated" = true))]
     system_message_legacy: &'a str,
 }
 
@@ -193,6 +284,26 @@ pub struct Integrations<'a>(&'a [(Bot, Option<IntegrationView>)]);
 impl Serialize for Integrations<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         s.collect_map(self.0.iter().map(|(bot, view)| (bot.integration_field(), view)))
+    }
+}
+
+impl JsonSchema for Integrations<'_> {
+    fn schema_name() -> Cow<'static, str> {
+        "Integrations".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    /// `{<bot>_integration: Integration | null}`, every bot's field present.
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let mut view = generator.subschema_for::<Option<IntegrationView>>();
+        view.insert("description".into(), "null when the channel is not connected.".into());
+        let fields = Bot::ALL.map(Bot::integration_field);
+        let properties: serde_json::Map<String, serde_json::Value> =
+            fields.iter().map(|f| (f.to_string(), view.clone().into())).collect();
+        json_schema!({ "type": "object", "properties": properties, "required": fields })
     }
 }
 
@@ -248,17 +359,30 @@ async fn parts(app: &App, replicas: &[std::sync::Arc<Replica>]) -> Result<Vec<re
 
 /// `{type, items, total}` of the replica list: `type` is always `"replicas"` (the hosted
 /// document requires a string there, as in the chat-history lists, without naming its values).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "ReplicaList")]
 struct Page<T: Serialize> {
+    /// What the items are (always `replicas`).
     #[serde(rename = "type")]
+    #[schemars(extend("const" = "replicas"))]
     kind: &'static str,
     items: Vec<T>,
+    #[schemars(range(min = 0))]
     total: u64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "ReplicaCreated")]
 struct Created {
     uuid: uuid::Uuid,
+}
+
+/// The schemas of this file's bodies and answers.
+pub fn schemas(d: &mut Derived) {
+    d.request::<ReplicaBody>()
+        .answer::<Created>()
+        .answer_as::<ReplicaView>("ReplicaRead")
+        .answer::<Page<ReplicaView>>();
 }
 
 /// # `POST /v1/replicas`

@@ -22,8 +22,9 @@ use serde_json::{json, Map, Value};
 pub struct Derived {
     requests: SchemaGenerator,
     answers: SchemaGenerator,
-    /// Names of the success answers (they get `success: true`).
-    successes: Vec<String>,
+    /// The success answers (they get `success: true`): the schema name of the type, and the name
+    /// of the answer when it is not that one.
+    successes: Vec<(String, Option<&'static str>)>,
 }
 
 impl Default for Derived {
@@ -32,6 +33,7 @@ impl Default for Derived {
             SchemaSettings::draft2020_12()
                 .with(|s| s.definitions_path = "/components/schemas".into())
                 .with_transform(RecursiveTransform(unwrap_description))
+                .with_transform(RecursiveTransform(optional_not_null))
         };
         Derived {
             requests: settings().for_deserialize().into_generator(),
@@ -51,7 +53,16 @@ impl Derived {
     /// Adds the success answer `T` (as serialized, with `success: true`) and every type it names.
     pub fn answer<T: JsonSchema>(&mut self) -> &mut Self {
         self.answers.subschema_for::<T>();
-        self.successes.push(T::schema_name().into_owned());
+        self.successes.push((T::schema_name().into_owned(), None));
+        self
+    }
+
+    /// Adds the success answer `name`: `T` (as serialized) with `success: true`. `T` keeps its own
+    /// name too when another schema refers to it (a replica read alone, and an item of the
+    /// replica list), and for a generic type (`Page<T>`) that names each use.
+    pub fn answer_as<T: JsonSchema>(&mut self, name: &'static str) -> &mut Self {
+        self.answers.subschema_for::<T>();
+        self.successes.push((T::schema_name().into_owned(), Some(name)));
         self
     }
 
@@ -66,9 +77,16 @@ impl Derived {
     pub fn into_schemas(mut self) -> Map<String, Value> {
         let mut all = self.requests.take_definitions(true);
         all.extend(self.answers.take_definitions(true));
-        for name in &self.successes {
-            if let Some(schema) = all.get_mut(name) {
-                with_success(schema);
+        for (of, name) in &self.successes {
+            let Some(mut schema) = all.get(of).cloned() else { continue };
+            with_success(&mut schema);
+            all.insert(name.map_or_else(|| of.clone(), str::to_string), schema);
+        }
+        let renamed = self.successes.iter().filter(|(_, name)| name.is_some()).map(|(of, _)| of);
+        for of in renamed.collect::<Vec<_>>() {
+            let reference = format!("\"#/components/schemas/{of}\"");
+            if !Value::Object(all.clone()).to_string().contains(&reference) {
+                all.remove(of);
             }
         }
         for schema in all.values_mut() {
@@ -78,10 +96,23 @@ impl Derived {
     }
 }
 
-/// Closes an answer's object schema that lists its properties and says nothing of others, and
-/// takes `null` out of its optional properties: serde leaves such a field out
-/// (`skip_serializing_if`) rather than writing `null`.
+/// The schema of a knowledge-base entry id or a chat-history item id
+/// ([`super::schemas::sparse_id`]), for `#[schemars(schema_with = …)]`.
+pub fn sparse_id(_: &mut SchemaGenerator) -> Schema {
+    Schema::try_from(super::schemas::sparse_id("")).unwrap_or_default()
+}
+
+/// Closes an answer's object schema that lists its properties and says nothing of others.
 fn close(schema: &mut Schema) {
+    if let Some(object) = schema.as_object_mut().filter(|o| o.contains_key("properties")) {
+        object.entry("additionalProperties").or_insert(Value::Bool(false));
+    }
+}
+
+/// Takes `null` out of an object's optional properties. In an answer, serde leaves such a
+/// field out (`skip_serializing_if`) rather than writing `null`; in a body, leaving it out is how
+/// a client says "none" (serde also reads `null` there, which the document does not offer).
+fn optional_not_null(schema: &mut Schema) {
     let Some(object) = schema.as_object_mut() else { return };
     let required: Vec<Value> = object.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
     let Some(Value::Object(properties)) = object.get_mut("properties") else { return };
@@ -90,7 +121,18 @@ fn close(schema: &mut Schema) {
             without_null(property);
         }
     }
-    object.entry("additionalProperties").or_insert(Value::Bool(false));
+}
+
+/// Adds to an object schema the legacy names serde also reads (`#[serde(alias)]`, which schemars
+/// does not see): each `(legacy, current)` a deprecated copy of `current`'s property.
+pub fn legacy_names(schema: &mut Schema, names: &[(&str, &str)]) {
+    let Some(Value::Object(properties)) = schema.get_mut("properties") else { return };
+    for (legacy, current) in names {
+        let Some(mut copy) = properties.get(*current).cloned() else { continue };
+        copy["deprecated"] = Value::Bool(true);
+        copy["description"] = format!("Legacy name of `{current}`.").into();
+        properties.insert(legacy.to_string(), copy);
+    }
 }
 
 /// `schema` without its `null` alternative: `type: [t, "null"]` → `type: t`, and

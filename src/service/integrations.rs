@@ -9,6 +9,7 @@
 //! (`connected_at`), so a bot connected again or disconnected meanwhile is never overwritten by
 //! a stale runner.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -65,18 +66,27 @@ macro_rules! bot_record_fields {
 /// (docs/decisions.md "Replicas"; `null` when no bot is connected): `{token: null,
 /// service_name, is_active}` plus, as fields of our own, `last_error` and `last_error_at`
 /// (RFC 3339) when the runner met an error, and messengerA's `mention`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "Integration")]
 pub struct IntegrationView {
-    /// Never shown (always `null`).
+    /// Never returned (the field stays, as null).
+    #[schemars(with = "()")]
     pub token: Option<String>,
-    /// The bot's name on the platform.
+    /// The bot's username on the channel.
     pub service_name: String,
+    /// The bot's connection works (messengerA: its last poll succeeded; messengerB: its gateway
+    /// session is ready).
     pub is_active: bool,
+    /// Our own: what went wrong last (revoked token, unreachable channel, …); absent after a
+    /// successful poll (messengerA) or a ready gateway session (messengerB). The bot retries
+    /// with back-off (1 s doubling up to 5 min, or the channel's retry_after).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// Our own: when `last_error` happened.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<chrono::DateTime<chrono::Utc>>")]
     pub last_error_at: Option<String>,
-    /// The handle the bot answers to in groups (messengerA).
+    /// Our own, messengerA only: the handle the bot answers to in groups (with its @).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mention: Option<String>,
 }

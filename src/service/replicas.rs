@@ -20,6 +20,21 @@ use crate::store::{self, k, now_ms, replica_index, tables, Store};
 
 /// Replica kinds accepted in `type`.
 pub const KINDS: &[&str] = &["individual", "character", "brand"];
+
+/// The most characters of a replica's `name`, `slug` and `shortDescription`.
+pub const NAME_MAX: usize = 50;
+/// The most characters of a replica's `greeting`.
+pub const GREETING_MAX: usize = 600;
+/// The most characters of a replica's `purpose`.
+pub const PURPOSE_MAX: usize = 1000;
+/// The most characters of a replica's `voicePreviewText`.
+pub const VOICE_PREVIEW_MAX: usize = 400;
+/// The most characters of a replica's `llm.systemMessage`.
+pub const SYSTEM_MESSAGE_MAX: usize = 30_000;
+/// The most `tags` of a replica, and the most characters of each.
+pub const TAGS_MAX: (usize, usize) = (20, 50);
+/// The most `suggestedQuestions` of a replica, and the most characters of each.
+pub const SUGGESTED_QUESTIONS_MAX: (usize, usize) = (10, 200);
 /// Accepted `llm.memoryMode` values (deprecated field).
 pub const MEMORY_MODES: &[&str] = &["prompt-caching", "rag-search"];
 
@@ -61,7 +76,7 @@ pub struct ReplicaInput {
     pub system_message: Option<String>,
 }
 
-fn check_list(field: &str, items: &[String], max_items: usize, max_len: usize) -> Result<()> {
+fn check_list(field: &str, items: &[String], (max_items, max_len): (usize, usize)) -> Result<()> {
     if items.len() > max_items {
         return Err(Error::invalid(field, format!("at most {max_items} items")));
     }
@@ -69,7 +84,7 @@ fn check_list(field: &str, items: &[String], max_items: usize, max_len: usize) -
 }
 
 fn check_slug(slug: &str) -> Result<()> {
-    check_len("slug", slug, 1, 50)?;
+    check_len("slug", slug, 1, NAME_MAX)?;
     let ok = slug.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
     if ok {
         Ok(())
@@ -139,7 +154,7 @@ fn llm(
     }
     let system_message = body.system_message.clone().or_else(|| legacy_system_message.cloned());
     if let Some(s) = &system_message {
-        check_len("llm.systemMessage", s, 0, 30_000)?;
+        check_len("llm.systemMessage", s, 0, SYSTEM_MESSAGE_MAX)?;
     }
     let embedding_model = embedding_model(body.embedding_model.as_ref(), embedders)?;
     Ok(Llm { model, memory_mode, system_message, embedding_model })
@@ -147,24 +162,24 @@ fn llm(
 
 /// Validates a create/update body into a record (owner still unresolved: `Uuid::nil()`).
 pub fn from_body(body: &ReplicaInput, models: &Models, embedders: Option<&Embedders>) -> Result<Replica> {
-    check_len("name", body.name.trim(), 1, 50)?;
-    check_len("shortDescription", &body.short_description, 0, 50)?;
-    check_len("greeting", &body.greeting, 0, 600)?;
+    check_len("name", body.name.trim(), 1, NAME_MAX)?;
+    check_len("shortDescription", &body.short_description, 0, NAME_MAX)?;
+    check_len("greeting", &body.greeting, 0, GREETING_MAX)?;
     check_slug(&body.slug)?;
     if let Some(p) = &body.purpose {
-        check_len("purpose", p, 0, 1000)?;
+        check_len("purpose", p, 0, PURPOSE_MAX)?;
     }
     let kind = body.kind.clone().unwrap_or_else(|| "character".into());
     if !KINDS.contains(&kind.as_str()) {
         return Err(Error::invalid("type", format!("must be one of {}", KINDS.join(", "))));
     }
-    check_list("tags", &body.tags, 20, 50)?;
-    check_list("suggestedQuestions", &body.suggested_questions, 10, 200)?;
+    check_list("tags", &body.tags, TAGS_MAX)?;
+    check_list("suggestedQuestions", &body.suggested_questions, SUGGESTED_QUESTIONS_MAX)?;
     if let Some(url) = &body.profile_image {
         check_http_url("profileImage", url)?;
     }
     if let Some(t) = &body.voice_preview_text {
-        check_len("voicePreviewText", t, 0, 400)?;
+        check_len("voicePreviewText", t, 0, VOICE_PREVIEW_MAX)?;
     }
     let whitelist_emails =
         body.whitelist_emails.iter().map(|e| normalize_email("whitelistEmails", e)).collect::<Result<Vec<_>>>()?;

@@ -8,9 +8,7 @@
 //! "no extra fields"), open where it ignores them (docs/decisions.md "Common").
 
 mod chat;
-mod knowledge_base;
 mod models;
-mod replicas;
 #[cfg(test)]
 mod views;
 
@@ -70,25 +68,6 @@ fn deprecated(mut schema: Value, note: &str) -> Value {
     schema
 }
 
-/// A page of a list (docs/decisions.md "Common"): `{success, items: [<item>], total}`.
-fn page_of(item: &str) -> Value {
-    object(
-        &["success", "items", "total"],
-        json!({
-            "success": success(),
-            "items": { "type": "array", "items": reference(item) },
-            "total": { "type": "integer", "minimum": 0 },
-        }),
-        false,
-    )
-}
-
-/// `schema` with a `description`.
-fn described(mut schema: Value, note: &str) -> Value {
-    schema["description"] = json!(note);
-    schema
-}
-
 fn success() -> Value {
     json!({ "type": "boolean", "const": true })
 }
@@ -103,8 +82,7 @@ pub fn listed(models: &Models) -> Map<String, Value> {
     add("Done", object(&["success"], json!({ "success": success() }), false));
     add("OpenApiDocument", json!({ "type": "object", "description": "This document." }));
     models::add_all(&mut add, models);
-    replicas::add_all(&mut add);
-    knowledge_base::add_all(&mut add);
+    add("UploadBody", json!({ "type": "string", "format": "binary", "description": "The file's bytes." }));
     chat::add_all(&mut add);
     s
 }

@@ -80,7 +80,10 @@ pub struct Created {
 }
 
 /// Longest `url`, in characters.
-const MAX_URL_CHARS: usize = 2048;
+/// The most characters of an entry's `url`.
+pub const MAX_URL_CHARS: usize = 2048;
+/// The most characters of an entry's `filename`.
+pub const MAX_FILENAME_CHARS: usize = 255;
 
 /// The URL as stored and compared: parsed, fragment dropped (so `…#a` and `…#b` are one page).
 fn normalize_url(raw: &str) -> Result<url::Url> {
@@ -104,7 +107,7 @@ pub const YOUTUBE_UNSUPPORTED: &str = "YouTube transcripts cannot be fetched by 
      YouTube's caption service); add the transcript as a text entry or a file instead";
 
 fn check_filename(name: &str) -> Result<String> {
-    check_len("filename", name, 1, 255)?;
+    check_len("filename", name, 1, MAX_FILENAME_CHARS)?;
     // Only the last path component is kept: `../../etc/passwd` names a file `passwd`.
     let base = name.rsplit(['/', '\\']).next().unwrap_or("").trim();
     if base.is_empty() || base == "." || base == ".." || base.chars().any(char::is_control) {

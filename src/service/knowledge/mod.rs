@@ -15,7 +15,7 @@ mod create;
 mod distilled;
 mod list;
 
-pub use create::{create, Content, Created, Limits, NewEntry, YOUTUBE_UNSUPPORTED};
+pub use create::{create, Content, Created, Limits, NewEntry, MAX_FILENAME_CHARS, MAX_URL_CHARS, YOUTUBE_UNSUPPORTED};
 pub use distilled::{distilled_in, Distilled};
 pub use list::{get, list, replica_of, EntryView, ListQuery, Scope, Sort, SortKey, SORTS};
 
@@ -47,6 +47,9 @@ pub const TYPES: &[&str] = &KbKind::NAMES;
 /// Longest text entry, in characters (the same limit caps the text extracted from a file).
 pub use crate::ingest::extract::MAX_TEXT_CHARS;
 
+/// The most characters of an entry's `title`.
+pub const MAX_TITLE_CHARS: usize = 200;
+
 /// Checks a `language` value against the spec's list.
 pub fn check_language(lang: &str) -> Result<()> {
     if LANGUAGES.contains(&lang) {
@@ -58,7 +61,7 @@ pub fn check_language(lang: &str) -> Result<()> {
 
 fn validate_meta(title: Option<&String>, language: Option<&String>) -> Result<()> {
     if let Some(t) = title {
-        check_len("title", t, 1, 200)?;
+        check_len("title", t, 1, MAX_TITLE_CHARS)?;
     }
     language.map(|l| check_language(l)).transpose()?;
     Ok(())
