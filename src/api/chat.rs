@@ -16,6 +16,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -27,58 +28,81 @@ use crate::generate::embedded::Explanation;
 use crate::generate::Turn;
 use crate::http::request::Req;
 use crate::http::response::{error_body, sse_event, Reply};
+use crate::openapi::derived::{written, Derived};
+use crate::service::channel::sources;
 use crate::service::channel_data::{self, MessengerAData, MessengerBData};
 use crate::service::chat::{self, Ask, Completion, Event};
 use crate::service::check_len;
+use crate::service::history::MAX_CONTENT_CHARS;
 use crate::store::records::Replica;
 
 /// Request body of `…/chat/completions`.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "CompletionRequest")]
 pub struct CompletionBody {
+    #[schemars(length(min = 1, max = MAX_CONTENT_CHARS))]
     pub content: String,
     #[serde(default)]
     pub skip_chat_history: bool,
+    #[schemars(extend("enum" = sources(), "default" = "web"))]
     pub source: Option<String>,
     #[serde(rename = "messengerB_data")]
     pub messenger_b_data: Option<MessengerBData>,
     /// The caller's own caps (spec §8): `conversationsPerMonth` (see
     /// `service::quotas::check_usage_limits`).
-    #[serde(rename = "usageLimits")]
+    #[serde(rename = "usageLimits", default)]
+    #[schemars(schema_with = "usage_limits", description = "")]
     pub usage_limits: Option<Value>,
 }
 
 /// Request body of `…/chat/completions/messengerA`.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "CompletionMessengerARequest")]
 pub struct MessengerACompletionBody {
+    #[schemars(length(min = 1, max = MAX_CONTENT_CHARS))]
     pub content: String,
     #[serde(rename = "messengerA_data")]
     pub messenger_a_data: MessengerAData,
-    /// An image sent with the message; passed to models whose catalog entry has `vision`.
+    /// An image with the message; given to models whose catalog entry has `vision`.
     #[serde(rename = "imageURL")]
     pub image_url: Option<String>,
     #[serde(default)]
     pub skip_chat_history: bool,
-    #[serde(rename = "usageLimits")]
+    #[serde(rename = "usageLimits", default)]
+    #[schemars(schema_with = "usage_limits")]
     pub usage_limits: Option<Value>,
 }
 
+/// The `usageLimits` of a completion body: the `CompletionUsageLimits` schema.
+fn usage_limits(_: &mut SchemaGenerator) -> Schema {
+    written("CompletionUsageLimits")
+}
+
 /// One message of the experimental (OpenAI-shaped) body.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[schemars(inline, description = "")]
 pub struct OpenAiMessage {
+    #[schemars(extend("enum" = ["system", "user", "assistant"]))]
     pub role: String,
     pub content: String,
 }
 
 /// Request body of the experimental operation.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "ExperimentalCompletionRequest")]
 pub struct ExperimentalBody {
+    /// The last one, of role `user`, is the question; earlier ones are the conversation given
+    /// to the model.
+    #[schemars(length(min = 1))]
     pub messages: Vec<OpenAiMessage>,
-    /// Store the last user message and the reply in the history (default true).
+    /// Store the question and the reply.
     #[serde(default = "yes")]
     pub store: bool,
+    #[schemars(extend("enum" = sources(), "default" = "web"))]
     pub source: Option<String>,
     #[serde(rename = "messengerB_data")]
     pub messenger_b_data: Option<MessengerBData>,
+    #[schemars(range(min = 1))]
     pub max_tokens: Option<u32>,
 }
 
@@ -154,7 +178,8 @@ fn to_json(view: &impl Serialize) -> String {
 
 /// `{content}` of `…/chat/completions` and `…/chat/completions/messengerA` ([`Reply::ok`] adds
 /// `success`).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Completion")]
 struct ContentView<'a> {
     content: &'a str,
 }
@@ -169,7 +194,7 @@ fn content_reply(c: &Completion, _: &Replica) -> Reply {
 pub async fn complete(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let body: CompletionBody = req.json()?;
-    check_len("content", &body.content, 1, crate::service::history::MAX_CONTENT_CHARS)?;
+    check_len("content", &body.content, 1, MAX_CONTENT_CHARS)?;
     let channel = channel_data::of_source(body.source, body.messenger_b_data.as_ref())?;
     crate::service::quotas::check_usage_limits(&app.store, replica.org, body.usage_limits.as_ref()).await?;
     let ask = Ask { content: body.content, skip_chat_history: body.skip_chat_history, ..Ask::on(channel) };
@@ -187,7 +212,7 @@ pub async fn complete(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn complete_test(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let body: CompletionBody = req.json()?;
-    check_len("content", &body.content, 1, crate::service::history::MAX_CONTENT_CHARS)?;
+    check_len("content", &body.content, 1, MAX_CONTENT_CHARS)?;
     let channel = channel_data::of_source(body.source, body.messenger_b_data.as_ref())?;
     let ask = Ask { content: body.content.clone(), skip_chat_history: true, ..Ask::on(channel) };
     let user = req.caller()?.acting_user();
@@ -203,11 +228,18 @@ pub async fn complete_test(app: Arc<App>, req: Req) -> Result<Reply> {
 
 /// `{content, query, sources, reader?}` of `…/chat/completions/test` ([`Reply::ok`] adds
 /// `success`); `reader` only from the embedded generator.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "CompletionTest")]
 struct TestView<'a> {
     content: &'a str,
+    /// Ours: the search query the retrieval ran.
     query: &'a str,
+    /// Ours: every source retrieved for the query, best first, with its fused `score` and its
+    /// BM25 and vector ranks (a chunk whose own heading the query names whole may take BM25's
+    /// last place).
     sources: Vec<RetrievedView<'a>>,
+    /// Ours, from the embedded generator only (absent for upstream models): why it answered as
+    /// it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     reader: Option<ReaderView<'a>>,
 }
@@ -217,26 +249,46 @@ struct TestView<'a> {
 /// confidence it decided on, the question's terms no document of the knowledge base holds (a
 /// question with one is at best `uncertain`), and the candidate passages with their signals,
 /// best score first.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline, description = "")]
 struct ReaderView<'a> {
+    /// Ours: `answered`; `uncertain`: the closest passage, after the lead-in "The closest
+    /// passage I have:"; `refused`: "I don't know", no sources.
+    #[schemars(extend("enum" = ["answered", "uncertain", "refused"]))]
     verdict: &'static str,
+    /// Ours: whether the reader quoted a passage (else it said it does not know).
     answered: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(description = "")]
     confidence: Option<ConfidenceView>,
+    /// Ours: the question's terms (as the search index analyzes them: stop words left out,
+    /// stemmed) that no document of the knowledge base holds; a question with one is at best
+    /// `uncertain`, since the knowledge base never names what it asks about.
     unknown_terms: &'a [String],
+    /// Ours: the candidate passages of the best five chunks (at most 8), best score first.
     candidates: Vec<CandidateView<'a>>,
 }
 
 /// [`Confidence`](crate::generate::embedded::Confidence) on the wire.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline, description = "")]
 struct ConfidenceView {
+    /// Ours: what the decision compares with its thresholds: (sentence cosine + 0.25 × chunk
+    /// cosine + 0.1 × the quoted passage's coverage) / 1.35 (coverage alone without an
+    /// embedding model).
     value: f32,
+    /// Ours: the quoted passage's coverage.
     coverage: f32,
+    /// Ours: the cosine similarity of the question's embedding to the best-ranked chunk.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -1, max = 1))]
     chunk_cosine: Option<f32>,
+    /// Ours: the cosine similarity of the question's embedding to its closest candidate
+    /// sentence.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -1, max = 1))]
     sentence_cosine: Option<f32>,
 }
 
@@ -245,17 +297,32 @@ struct ConfidenceView {
 /// the share of the question's weighted terms it holds, `standing` its chunk's retrieval score
 /// over the best chunk's, `title` its chunk's heading's agreement with the question, `score`
 /// their weighted sum.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline, description = "")]
 struct CandidateView<'a> {
+    /// Ours: the passage's chunk, its place (1 = first: its retrieval rank) in `sources`.
+    #[schemars(range(min = 1))]
     source: usize,
+    /// Ours: the passage's opening words (at most 160 characters).
     text: &'a str,
+    /// Ours: the cosine similarity of the question's embedding to the passage's closest
+    /// sentence (absent without an embedding model).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -1, max = 1))]
     meaning: Option<f32>,
+    /// Ours: the share of the question's terms the passage holds, each weighted by its rarity
+    /// among the candidates' passages (a term found only in its heading path counts half).
     coverage: f32,
+    /// Ours: its chunk's retrieval score over the best chunk's (in 0..=1; `1 / rank` when the
+    /// best score is not positive).
     standing: f32,
+    /// Ours: the agreement of its chunk's own heading with the question: the Dice coefficient
+    /// of their terms (in 0..=1).
     title: f32,
+    /// Ours: meaning + 0.5 × coverage + 0.6 × standing + 0.5 × title: the best score is quoted.
     score: f32,
+    /// Ours: whether the answer quotes it.
     quoted: bool,
 }
 
@@ -296,7 +363,7 @@ fn reader_view(e: &Explanation) -> ReaderView<'_> {
 pub async fn complete_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
     let body: MessengerACompletionBody = req.json()?;
-    check_len("content", &body.content, 1, crate::service::history::MAX_CONTENT_CHARS)?;
+    check_len("content", &body.content, 1, MAX_CONTENT_CHARS)?;
     let channel = body.messenger_a_data.stamped()?;
     if let Some(url) = &body.image_url {
         chat::check_image_url(url)?;
@@ -351,11 +418,13 @@ fn openai_reply(c: &Completion, replica: &Replica) -> Reply {
 }
 
 /// The OpenAI-shaped answer of the experimental completion: one choice, the whole reply.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "ExperimentalCompletion")]
 struct OpenAiCompletion<'a> {
     id: String,
-    /// Unix seconds.
+    /// Unix time, seconds.
     created: i64,
+    #[schemars(extend("const" = "chat.completion"))]
     object: &'static str,
     model: &'a str,
     choices: [OpenAiChoice<'a>; 1],
@@ -363,7 +432,8 @@ struct OpenAiCompletion<'a> {
 }
 
 /// A choice of [`OpenAiCompletion`].
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(inline, description = "")]
 struct OpenAiChoice<'a> {
     index: u32,
     message: AnswerMessage<'a>,
@@ -371,14 +441,17 @@ struct OpenAiChoice<'a> {
 }
 
 /// The message of an [`OpenAiChoice`]: the replica's whole reply.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(inline, description = "")]
 struct AnswerMessage<'a> {
+    #[schemars(extend("const" = "assistant"))]
     role: &'static str,
     content: &'a str,
 }
 
 /// The token counts of an [`OpenAiCompletion`].
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(inline, description = "")]
 struct OpenAiUsage {
     prompt_tokens: u64,
     completion_tokens: u64,
@@ -404,4 +477,10 @@ pub async fn complete_experimental(app: Arc<App>, req: Req) -> Result<Reply> {
         ..Ask::on(channel)
     };
     answer(&app, &req, &replica, ask, openai_reply).await
+}
+
+/// The schemas of this file's bodies and answers.
+pub fn schemas(d: &mut Derived) {
+    d.request::<CompletionBody>().request::<MessengerACompletionBody>().request::<ExperimentalBody>();
+    d.answer::<ContentView>().answer::<TestView>().part::<OpenAiCompletion>();
 }

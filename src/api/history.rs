@@ -2,18 +2,22 @@
 
 use std::sync::Arc;
 
+use std::borrow::Cow;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
 use serde_json::value::RawValue;
 
-use super::{path_replica, IdView};
+use super::path_replica;
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::service::channel::Channel;
+use crate::openapi::derived::{Derived, SparseId};
+use crate::service::channel::{sources, Channel};
 use crate::service::channel_data::{self, MessengerAData, MessengerBData};
-use crate::service::history::{self, NewItem, Page};
+use crate::service::history::{self, NewItem, Page, MAX_CONTENT_CHARS};
 use crate::service::{check_len, rfc3339};
 use crate::store::records::{Message, SourceRef};
 
@@ -21,34 +25,66 @@ use crate::store::records::{Message, SourceRef};
 /// absent when unknown): `url`, the web page of a `website` entry with a text fragment that
 /// opens it scrolled to the quoted words, and `page`, the 1-based page of a PDF on which the
 /// passage begins.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Source")]
 pub struct SourceView<'a> {
+    /// The knowledge-base entry's id.
+    #[schemars(with = "SparseId")]
     id: u64,
     score: f32,
+    #[schemars(extend("enum" = ["scored", "unscored"]))]
     status: &'static str,
+    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
     created_at: String,
     name: &'a str,
     content: &'a str,
+    /// Ours (additive): the web page of a `website` entry (where its redirects ended), with a
+    /// URL text fragment (`#:~:text=start,end`) that opens it scrolled to the words the reply
+    /// quotes (to the passage's opening words when it quotes none); absent for other entries.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(url)]
     url: Option<&'a str>,
+    /// Ours (additive): the 1-based page of the document (a PDF) on which the passage begins;
+    /// absent for documents without pages.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     page: Option<u32>,
 }
 
 /// A source of the retrieval check (`…/chat/completions/test`): its view, where its chunk
 /// ranked by BM25 and by its vector (1 = first; absent when that ranking did not find it) and
 /// the question's cosine to its vector (absent without one).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "RetrievedSource", transform = fused_score_doc)]
 pub struct RetrievedView<'a> {
     #[serde(flatten)]
     source: SourceView<'a>,
+    /// Ours: the chunk's place (1 = first) in the BM25 ranking; absent when that ranking did
+    /// not find it.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     bm25_rank: Option<u32>,
+    /// Ours: the chunk's place (1 = first) in the vector (embedding) ranking; absent when that
+    /// ranking did not find it.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     vector_rank: Option<u32>,
+    /// Ours: the cosine similarity of the question's embedding to the chunk's vector (absent
+    /// without one).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -1, max = 1))]
     cosine: Option<f32>,
+}
+
+/// The `score` of a retrieved source, in the document.
+fn fused_score_doc(schema: &mut Schema) {
+    if let Some(score) = schema.get_mut("properties").and_then(|p| p.get_mut("score")) {
+        score["description"] = "Ours: the fused score, 0.6 · bm25 / bm25_max + 0.4 · cosine' (the cosine scaled \
+            between the last and the first vector hit) over the rankings that found the chunk; with no embedding \
+            model configured (no `vectorRank` ever), 0.6 · bm25 / bm25_max."
+            .into();
+    }
 }
 
 /// The wire view of retrieved source `s`, ranked `ranks`.
@@ -74,18 +110,28 @@ pub fn source_view(s: &SourceRef) -> SourceView<'_> {
 /// cut short (absent otherwise) and the item's `messengerA_data` / `messengerB_data` when it
 /// came from that channel with them. Serialized straight from the record (no JSON tree; the
 /// channel data is stored as JSON text and written as it is).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "ChatHistoryItem")]
 pub struct MessageView<'a> {
     content: &'a str,
+    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
     created_at: String,
+    #[schemars(with = "SparseId")]
     id: u64,
     is_private: bool,
+    #[schemars(extend("enum" = ["user", "assistant"]))]
     role: &'a str,
+    #[schemars(extend("enum" = sources()))]
     source: &'a str,
     sources: Vec<SourceView<'a>>,
     user_uuid: uuid::Uuid,
+    /// Deprecated (spec §2.1); set on assistant items.
+    #[schemars(extend("deprecated" = true))]
     original_message_id: Option<String>,
+    /// Present (true) on a streamed reply whose client disconnected: the item keeps what was
+    /// said before the cut.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[schemars(extend("const" = true))]
     interrupted: bool,
     #[serde(flatten)]
     channel_data: ChannelData<'a>,
@@ -99,6 +145,25 @@ pub struct ChannelData<'a>(Option<(&'static str, &'a RawValue)>);
 impl Serialize for ChannelData<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         s.collect_map(self.0)
+    }
+}
+
+impl JsonSchema for ChannelData<'_> {
+    fn schema_name() -> Cow<'static, str> {
+        "ChannelData".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    /// `{messengerA_data?, messengerB_data?}`.
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let mut properties = serde_json::Map::new();
+        let fields = [Channel::MessengerA, Channel::MessengerB].map(|c| c.data_field().unwrap_or_default());
+        properties.insert(fields[0].into(), generator.subschema_for::<MessengerAData>().into());
+        properties.insert(fields[1].into(), generator.subschema_for::<MessengerBData>().into());
+        json_schema!({ "type": "object", "properties": properties })
     }
 }
 
@@ -121,11 +186,18 @@ pub fn view(m: &Message) -> MessageView<'_> {
 }
 
 /// `{type, items}` of a history list.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "ChatHistory")]
 struct Listed<'a> {
     #[serde(rename = "type")]
+    #[schemars(extend("enum" = history_types()))]
     kind: &'a str,
     items: Vec<MessageView<'a>>,
+}
+
+/// The `type` of a history list: `all`, or the channel listed.
+fn history_types() -> Vec<&'static str> {
+    std::iter::once("all").chain(Channel::ALL.map(Channel::name)).collect()
 }
 
 async fn list(app: Arc<App>, req: Req, channel: Option<&str>) -> Result<Reply> {
@@ -167,29 +239,50 @@ pub async fn list_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
     list(app, req, Some(Channel::MessengerB.name())).await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "HistorySave")]
 struct SaveBody {
+    #[schemars(length(min = 1, max = MAX_CONTENT_CHARS))]
     content: String,
+    #[schemars(extend("enum" = sources()))]
     source: Option<String>,
     #[serde(rename = "messengerB_data")]
     messenger_b_data: Option<MessengerBData>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "HistorySaveMessengerA")]
 struct SaveMessengerABody {
+    #[schemars(length(min = 1, max = MAX_CONTENT_CHARS))]
     content: String,
     #[serde(rename = "messengerA_data")]
     messenger_a_data: MessengerAData,
 }
 
+/// `{id}` of a saved item: its chat-history id, `null` when a repeated channel message stored
+/// nothing new.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "HistorySaved")]
+struct Saved {
+    /// The chat-history id of the saved item.
+    #[schemars(with = "Option<SparseId>")]
+    id: Option<u64>,
+}
+
+/// The schemas of this file's bodies and answers.
+pub fn schemas(d: &mut Derived) {
+    d.request::<SaveBody>().request::<SaveMessengerABody>();
+    d.answer::<Saved>().answer::<Listed>().part::<RetrievedView>();
+}
+
 async fn save_item(app: &App, req: &Req, item: NewItem) -> Result<Reply> {
     let replica = path_replica(app, req).await?;
-    check_len("content", &item.content, 1, crate::service::history::MAX_CONTENT_CHARS)?;
+    check_len("content", &item.content, 1, MAX_CONTENT_CHARS)?;
     let user = req.caller()?.acting_user();
     let ids = history::append(&app.store, replica.id, user, replica.private, vec![item]).await?;
-    Ok(Reply::ok(&IdView { id: ids.first() }))
+    Ok(Reply::ok(&Saved { id: ids.first().copied() }))
 }
 
 /// # `POST /v1/replicas/{replicaUUID}/chat/history`

@@ -13,7 +13,7 @@ use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::ingest::formats::{FORMATS, MEDIA_TYPES};
-use crate::openapi::derived::{sparse_id, Derived};
+use crate::openapi::derived::{Derived, SparseId};
 use crate::service::knowledge::{
     self, Content, Created, EntryView, Limits, NewEntry, Patch, Sort, SortKey, LANGUAGES, MAX_FILENAME_CHARS,
     MAX_TEXT_CHARS, MAX_TITLE_CHARS, MAX_URL_CHARS, SORTS, STATUSES, TYPES,
@@ -83,7 +83,7 @@ pub struct PatchBody {
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "KnowledgeBaseEntry")]
 pub struct KbEntryView<'a> {
-    #[schemars(schema_with = "sparse_id")]
+    #[schemars(with = "SparseId")]
     id: u64,
     #[serde(rename = "replicaUUID")]
     replica_uuid: Uuid,
@@ -252,7 +252,7 @@ pub struct CreatedView {
     #[schemars(extend("const" = true))]
     enqueued: bool,
     #[serde(rename = "knowledgeBaseID")]
-    #[schemars(schema_with = "sparse_id")]
+    #[schemars(with = "SparseId")]
     id: u64,
     /// For `filename`: PUT the file's bytes here (single use, one hour).
     #[serde(rename = "signedURL", skip_serializing_if = "Option::is_none")]
@@ -288,7 +288,7 @@ pub struct Results<T> {
 #[schemars(rename = "UploadDone")]
 pub struct UploadedView<'a> {
     #[serde(rename = "knowledgeBaseID")]
-    #[schemars(schema_with = "sparse_id")]
+    #[schemars(with = "SparseId")]
     id: u64,
     #[schemars(range(min = 1))]
     size: u64,

@@ -136,6 +136,8 @@ pub fn served() -> Vec<Route> {
 /// `crate::openapi::derived`); the published document is [`docs::openapi`].
 pub fn schemas() -> serde_json::Map<String, serde_json::Value> {
     let mut d = crate::openapi::derived::Derived::default();
+    chat::schemas(&mut d);
+    history::schemas(&mut d);
     invites::schemas(&mut d);
     knowledge_base::schemas(&mut d);
     replicas::schemas(&mut d);

@@ -10,11 +10,14 @@
 //!   open where the server ignores them;
 //! - a success answer lists `success: true` first ([`Reply::ok`](crate::http::response::Reply::ok)
 //!   writes it before the view's fields);
-//! - a type's own doc comment is Rust documentation, not the wire's: only the fields' doc
-//!   comments become `description`s.
+//! - a struct's own doc comment is Rust documentation, not the wire's: only the fields' doc
+//!   comments become `description`s (an inlined struct says `#[schemars(inline, description = "")]`
+//!   for the same reason).
 
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use schemars::transform::RecursiveTransform;
+use std::borrow::Cow;
+
 use schemars::{JsonSchema, Schema};
 use serde_json::{json, Map, Value};
 
@@ -76,7 +79,11 @@ impl Derived {
     /// Every schema added, by name: the request bodies, then the answers.
     pub fn into_schemas(mut self) -> Map<String, Value> {
         let mut all = self.requests.take_definitions(true);
-        all.extend(self.answers.take_definitions(true));
+        for (name, schema) in self.answers.take_definitions(true) {
+            let same = all.get(&name).is_none_or(|read| *read == schema);
+            assert!(same, "{name} is read in a body and written in an answer with different schemas: rename one");
+            all.insert(name, schema);
+        }
         for (of, name) in &self.successes {
             let Some(mut schema) = all.get(of).cloned() else { continue };
             with_success(&mut schema);
@@ -96,10 +103,24 @@ impl Derived {
     }
 }
 
-/// The schema of a knowledge-base entry id or a chat-history item id
-/// ([`super::schemas::sparse_id`]), for `#[schemars(schema_with = …)]`.
-pub fn sparse_id(_: &mut SchemaGenerator) -> Schema {
-    Schema::try_from(super::schemas::sparse_id("")).unwrap_or_default()
+/// A knowledge-base entry id or a chat-history item id, the `SparseId` schema
+/// ([`super::schemas::sparse_id`]): the type of such a field for `#[schemars(with = "SparseId")]`.
+pub struct SparseId;
+
+impl JsonSchema for SparseId {
+    fn schema_name() -> Cow<'static, str> {
+        "SparseId".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        Schema::try_from(super::schemas::sparse_id("")).unwrap_or_default()
+    }
+}
+
+/// A reference to the schema `name` that the document writes out rather than derives (for
+/// `#[schemars(schema_with = …)]` on a field a type does not describe, such as a JSON value).
+pub fn written(name: &str) -> Schema {
+    Schema::try_from(super::schemas::reference(name)).unwrap_or_default()
 }
 
 /// Closes an answer's object schema that lists its properties and says nothing of others.
@@ -119,6 +140,9 @@ fn optional_not_null(schema: &mut Schema) {
     for (name, property) in properties.iter_mut() {
         if !required.iter().any(|r| r == name.as_str()) {
             without_null(property);
+            if property.get("default").is_some_and(Value::is_null) {
+                property.as_object_mut().map(|p| p.remove("default"));
+            }
         }
     }
 }
@@ -182,9 +206,9 @@ fn with_success(schema: &mut Value) {
     object.insert("required".into(), Value::Array(required));
 }
 
-/// Removes a type's own doc comment (the Rust documentation of the type, not of the wire).
+/// Removes a struct's own doc comment (the Rust documentation of the type, not of the wire).
 fn drop_type_doc(schema: &mut Value) {
-    if let Some(object) = schema.as_object_mut() {
+    if let Some(object) = schema.as_object_mut().filter(|o| o.get("type").is_some_and(|t| t == "object")) {
         object.remove("description");
     }
 }

@@ -3,6 +3,7 @@
 //! stored with the message (JSON text). One copy of these rules for the history operations, the
 //! completions and the channel bots.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -48,14 +49,20 @@ impl ChannelKey {
     }
 }
 
+/// The most characters of a `messengerB_data` id.
+const ID_MAX: usize = 100;
+
 /// `messengerB_data` (spec §4.1): ids as strings; no extra fields.
-#[derive(Deserialize, Serialize, Debug, Clone)]
+#[derive(Deserialize, Serialize, Debug, Clone, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessengerBData {
+    #[schemars(length(min = 1, max = ID_MAX))]
     pub channel_id: String,
     pub channel_name: String,
+    #[schemars(length(min = 1, max = ID_MAX))]
     pub author_id: String,
     pub author_name: String,
+    #[schemars(length(min = 1, max = ID_MAX))]
     pub message_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
@@ -66,8 +73,9 @@ pub struct MessengerBData {
 }
 
 /// Chat kinds of `messengerA_data.chat_type`.
-#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline, description = "")]
 pub enum ChatType {
     Private,
     Group,
@@ -76,19 +84,25 @@ pub enum ChatType {
 }
 
 /// `messengerA_data` (spec §4.1): numeric ids; no extra fields.
-#[derive(Deserialize, Serialize, Debug, Clone)]
+#[derive(Deserialize, Serialize, Debug, Clone, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessengerAData {
     pub chat_type: ChatType,
     pub chat_id: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chat_name: Option<String>,
+    /// May be absent for channel messages.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_id: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub username: Option<String>,
+    /// Unique within the chat; a repeated (chat_id, message_id) stores nothing new; 0 or
+    /// negative → 400.
+    #[schemars(range(min = 1))]
     pub message_id: i64,
+    /// Supergroups only.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub message_thread_id: Option<i64>,
 }
 
@@ -98,7 +112,7 @@ impl MessengerBData {
         for (name, v) in
             [("channel_id", &self.channel_id), ("author_id", &self.author_id), ("message_id", &self.message_id)]
         {
-            check_len(&format!("messengerB_data.{name}"), v, 1, 100)?;
+            check_len(&format!("messengerB_data.{name}"), v, 1, ID_MAX)?;
         }
         Ok(())
     }

@@ -7,7 +7,6 @@
 //! the server sends. Request objects are closed where the server rejects unknown fields (spec
 //! "no extra fields"), open where it ignores them (docs/decisions.md "Common").
 
-mod chat;
 mod models;
 #[cfg(test)]
 mod views;
@@ -54,20 +53,6 @@ fn string() -> Value {
     json!({ "type": "string" })
 }
 
-fn date_time() -> Value {
-    json!({ "type": "string", "format": "date-time" })
-}
-
-fn uuid() -> Value {
-    json!({ "type": "string", "format": "uuid" })
-}
-
-fn deprecated(mut schema: Value, note: &str) -> Value {
-    schema["deprecated"] = json!(true);
-    schema["description"] = json!(note);
-    schema
-}
-
 fn success() -> Value {
     json!({ "type": "boolean", "const": true })
 }
@@ -83,6 +68,5 @@ pub fn listed(models: &Models) -> Map<String, Value> {
     add("OpenApiDocument", json!({ "type": "object", "description": "This document." }));
     models::add_all(&mut add, models);
     add("UploadBody", json!({ "type": "string", "format": "binary", "description": "The file's bytes." }));
-    chat::add_all(&mut add);
     s
 }
