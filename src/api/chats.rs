@@ -3,6 +3,10 @@
 
 use std::sync::Arc;
 
+use std::borrow::Cow;
+use std::marker::PhantomData;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 use uuid::Uuid;
 
@@ -11,6 +15,8 @@ use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
+use crate::openapi::derived::{Derived, SparseId};
+use crate::service::channel::sources;
 use crate::service::chats::{self, Cursor, Item, Labeled, ListQuery, SortBy, Viewer};
 use crate::service::rfc3339;
 use crate::store::records::{Chat, Counts, Replica};
@@ -52,14 +58,20 @@ pub async fn replica_and_viewer(app: &App, req: &Req) -> Result<(std::sync::Arc<
 
 /// The counts of a chat or conversation on the wire (the `counts` of the `Chat` and
 /// `Conversation` schemas): `lastReplicaReplyAt` is absent before the first reply.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline, description = "")]
 pub struct CountsView {
     message_count: u64,
+    /// Assistant messages.
     replica_reply_count: u64,
+    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
     first_message_at: String,
+    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
     last_message_at: String,
+    /// Absent before the first reply.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<chrono::DateTime<chrono::Utc>>")]
     last_replica_reply_at: Option<String>,
 }
 
@@ -76,25 +88,79 @@ impl From<&Counts> for CountsView {
 }
 
 /// The name and picture of a chat, a conversation or a message's sender on the wire, under the
-/// keys of its schema (`chatName` / `chatImageURL`, `conversationName` / `conversationImageURL`,
+/// keys `K` gives (`chatName` / `chatImageURL`, `conversationName` / `conversationImageURL`,
 /// `senderName` / `senderProfileImageURL`); each omitted when absent. Flattened into its view.
-pub struct LabelView<'a> {
-    keys: [&'static str; 2],
+pub struct LabelView<'a, K> {
     values: [Option<&'a str>; 2],
+    keys: PhantomData<K>,
 }
 
-impl<'a> LabelView<'a> {
-    /// `name` under `keys[0]`, `image` under `keys[1]`.
-    pub fn new(keys: [&'static str; 2], name: Option<&'a str>, image: Option<&'a str>) -> Self {
-        LabelView { keys, values: [name, image] }
+/// The keys of a [`LabelView`], and what each says in the document.
+pub trait LabelKeys {
+    /// The name's key and the picture's.
+    const KEYS: [&'static str; 2];
+    /// Their descriptions.
+    const DOCS: [&'static str; 2];
+}
+
+/// A chat's label: `chatName`, `chatImageURL`.
+pub struct ChatLabel;
+
+impl LabelKeys for ChatLabel {
+    const KEYS: [&'static str; 2] = ["chatName", "chatImageURL"];
+    const DOCS: [&'static str; 2] = [
+        "The group's name, or the user's name of an individual chat.",
+        "The user's profile image of an individual chat.",
+    ];
+}
+
+/// A message's sender: `senderName`, `senderProfileImageURL`.
+pub struct SenderLabel;
+
+impl LabelKeys for SenderLabel {
+    const KEYS: [&'static str; 2] = ["senderName", "senderProfileImageURL"];
+    const DOCS: [&'static str; 2] =
+        ["Where known: the channel's sender name, the user's name, or the replica's name for assistant messages.", ""];
+}
+
+impl<'a, K> LabelView<'a, K> {
+    /// `name` and `image` under `K`'s keys.
+    pub fn new(name: Option<&'a str>, image: Option<&'a str>) -> Self {
+        LabelView { values: [name, image], keys: PhantomData }
     }
 }
 
-impl Serialize for LabelView<'_> {
+impl<K: LabelKeys> Serialize for LabelView<'_, K> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_map(self.keys.iter().zip(self.values).filter_map(|(k, v)| Some((k, v?))))
+        s.collect_map(K::KEYS.iter().zip(self.values).filter_map(|(k, v)| Some((k, v?))))
     }
 }
+
+impl<K: LabelKeys> JsonSchema for LabelView<'_, K> {
+    fn schema_name() -> Cow<'static, str> {
+        K::KEYS.join("_").into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    /// Both keys optional strings.
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let mut properties = serde_json::Map::new();
+        for (key, doc) in K::KEYS.iter().zip(K::DOCS) {
+            let mut string = serde_json::json!({ "type": "string" });
+            if !doc.is_empty() {
+                string["description"] = doc.into();
+            }
+            properties.insert(key.to_string(), string);
+        }
+        json_schema!({ "type": "object", "properties": properties })
+    }
+}
+
+/// The kinds of a chat or conversation: `individual`, `group`.
+pub const KINDS: [&str; 2] = ["individual", "group"];
 
 /// `individual` or `group`.
 pub fn kind(group: bool) -> &'static str {
@@ -107,13 +173,16 @@ pub fn kind(group: bool) -> &'static str {
 
 /// A chat on the wire (the `Chat` schema; docs/decisions.md "Chat"); absent optional fields are
 /// omitted.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "Chat")]
 pub struct ChatView<'a> {
     uuid: Uuid,
+    #[schemars(extend("enum" = sources()))]
     source: &'a str,
     #[serde(flatten)]
-    label: LabelView<'a>,
+    label: LabelView<'a, ChatLabel>,
+    #[schemars(extend("enum" = KINDS))]
     chat_type: &'static str,
     #[serde(flatten)]
     counts: CountsView,
@@ -125,30 +194,38 @@ pub fn view(c: &Labeled<Chat>) -> ChatView<'_> {
     ChatView {
         uuid: chat.id,
         source: &chat.source,
-        label: LabelView::new(["chatName", "chatImageURL"], c.name.as_deref(), c.image.as_deref()),
+        label: LabelView::new(c.name.as_deref(), c.image.as_deref()),
         chat_type: kind(chat.group),
         counts: (&chat.counts).into(),
     }
 }
 
 /// `{chat}` of `GET …/chats/{chatUUID}` (the `ChatRead` schema).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "ChatRead")]
 pub struct ChatRead<'a> {
     pub chat: ChatView<'a>,
 }
 
 /// A message item on the wire (the `Message` schema; docs/decisions.md "Chat"), with the history
 /// `id` as a field of our own.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "Message")]
 pub struct MessageView<'a> {
+    /// Cursor for beforeUUID / afterUUID.
     uuid: Uuid,
+    /// The chat-history id of the item (ours).
+    #[schemars(with = "SparseId")]
     id: u64,
+    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
     created_at: String,
     content: &'a str,
+    #[schemars(extend("enum" = ["user", "assistant"]))]
     role: &'a str,
     #[serde(flatten)]
-    sender: LabelView<'a>,
+    sender: LabelView<'a, SenderLabel>,
+    #[schemars(extend("enum" = sources()))]
     source: &'a str,
     #[serde(rename = "replicaUUID")]
     replica_uuid: Uuid,
@@ -163,11 +240,7 @@ pub fn message_view(it: &Item) -> MessageView<'_> {
         created_at: rfc3339(m.created_at),
         content: &m.content,
         role: &m.role,
-        sender: LabelView::new(
-            ["senderName", "senderProfileImageURL"],
-            it.sender_name.as_deref(),
-            it.sender_image.as_deref(),
-        ),
+        sender: LabelView::new(it.sender_name.as_deref(), it.sender_image.as_deref()),
         source: &m.source,
         replica_uuid: m.replica,
     }
@@ -176,6 +249,11 @@ pub fn message_view(it: &Item) -> MessageView<'_> {
 /// `{success, items}` of message items (the `MessageList` schema).
 pub fn messages_reply(items: &[Item]) -> Reply {
     Reply::ok(&Items { items: items.iter().map(message_view).collect() })
+}
+
+/// The schemas of this file's answers.
+pub fn schemas(d: &mut Derived) {
+    d.answer_as::<Page<ChatView>>("ChatList").answer::<ChatRead>().answer_as::<Items<MessageView>>("MessageList");
 }
 
 /// # `GET /v1/replicas/{replicaUUID}/chats`

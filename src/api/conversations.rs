@@ -3,17 +3,21 @@
 
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::chats::{
-    cursor, kind, list_query, message_view, messages_reply, replica_and_viewer, CountsView, LabelView, MessageView,
+    cursor, kind, list_query, message_view, messages_reply, replica_and_viewer, CountsView, LabelKeys, LabelView,
+    MessageView, KINDS,
 };
 use super::Page;
 use crate::app::App;
 use crate::error::{Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
+use crate::openapi::derived::Derived;
+use crate::service::channel::sources;
 use crate::service::chats::{Labeled, SortBy};
 use crate::service::check_len;
 use crate::service::conversations::{self as service, Insights, Mention, MentionQuery};
@@ -21,19 +25,24 @@ use crate::store::records::Conversation;
 
 /// A conversation on the wire (the `Conversation` schema; docs/decisions.md "Chat"); absent
 /// optional fields are omitted. Read alone it is the answer itself, flat (`ConversationRead`).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "Conversation")]
 pub struct ConversationView<'a> {
     uuid: Uuid,
     #[serde(rename = "chatUUID")]
     chat_uuid: Uuid,
+    #[schemars(extend("enum" = sources()))]
     source: &'a str,
     #[serde(flatten)]
-    label: LabelView<'a>,
+    label: LabelView<'a, ConversationLabel>,
+    /// Absent until computed (once the conversation has closed: 30 minutes without messages)
+    /// or set by the owner.
     #[serde(skip_serializing_if = "Option::is_none")]
     summary: Option<&'a str>,
     common_questions: &'a [String],
     common_topics: &'a [String],
+    #[schemars(extend("enum" = KINDS))]
     conversation_type: &'static str,
     #[serde(flatten)]
     counts: CountsView,
@@ -46,7 +55,7 @@ pub fn view(c: &Labeled<Conversation>) -> ConversationView<'_> {
         uuid: conv.id,
         chat_uuid: conv.chat,
         source: &conv.source,
-        label: LabelView::new(["conversationName", "conversationImageURL"], c.name.as_deref(), c.image.as_deref()),
+        label: LabelView::new(c.name.as_deref(), c.image.as_deref()),
         summary: conv.summary.as_deref(),
         common_questions: &conv.common_questions,
         common_topics: &conv.common_topics,
@@ -57,11 +66,25 @@ pub fn view(c: &Labeled<Conversation>) -> ConversationView<'_> {
 
 /// An item of a mention list (the `Mention` schema): `{type: "mention", messages}` or
 /// `{type: "placeholder", count}`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase")]
+#[schemars(rename = "Mention")]
 pub enum MentionView<'a> {
-    Mention { messages: Vec<MessageView<'a>> },
-    Placeholder { count: usize },
+    Mention {
+        messages: Vec<MessageView<'a>>,
+    },
+    Placeholder {
+        #[schemars(range(min = 1))]
+        count: usize,
+    },
+}
+
+/// A conversation's label: `conversationName`, `conversationImageURL`.
+pub struct ConversationLabel;
+
+impl LabelKeys for ConversationLabel {
+    const KEYS: [&'static str; 2] = ["conversationName", "conversationImageURL"];
+    const DOCS: [&'static str; 2] = ["The name of its chat.", "The image of its chat."];
 }
 
 impl<'a> From<&'a Mention> for MentionView<'a> {
@@ -74,8 +97,9 @@ impl<'a> From<&'a Mention> for MentionView<'a> {
 }
 
 /// `{items, hasMore}` of the mention list (the `MentionList` schema).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "MentionList")]
 pub struct MentionList<'a> {
     pub items: Vec<MentionView<'a>>,
     pub has_more: bool,
@@ -120,23 +144,37 @@ pub async fn messages(app: Arc<App>, req: Req) -> Result<Reply> {
 }
 
 /// Body of `PATCH …/conversations/{conversationUUID}` (unknown fields are ignored).
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "ConversationPatch")]
 struct PatchBody {
+    #[schemars(length(max = MAX_SUMMARY))]
     summary: Option<String>,
+    #[schemars(length(max = MAX_INSIGHTS), inner(length(min = 1, max = MAX_INSIGHT_CHARS)))]
     common_questions: Option<Vec<String>>,
+    #[schemars(length(max = MAX_INSIGHTS), inner(length(min = 1, max = MAX_INSIGHT_CHARS)))]
     common_topics: Option<Vec<String>>,
 }
 
 /// Most items of `commonQuestions` / `commonTopics`.
 pub const MAX_INSIGHTS: usize = 50;
+/// Most characters of an item of `commonQuestions` / `commonTopics`.
+const MAX_INSIGHT_CHARS: usize = 1000;
+/// Most characters of a conversation's `summary`.
+const MAX_SUMMARY: usize = 10_000;
+
+/// The schemas of this file's bodies and answers.
+pub fn schemas(d: &mut Derived) {
+    d.request::<PatchBody>().answer::<MentionList>();
+    d.answer_as::<Page<ConversationView>>("ConversationList").answer_as::<ConversationView>("ConversationRead");
+}
 
 fn check_list(field: &str, items: &Option<Vec<String>>) -> Result<()> {
     let items = items.as_deref().unwrap_or_default();
     if items.len() > MAX_INSIGHTS {
         return Err(Error::invalid(field, format!("must have at most {MAX_INSIGHTS} items")));
     }
-    items.iter().try_for_each(|s| check_len(field, s, 1, 1000))
+    items.iter().try_for_each(|s| check_len(field, s, 1, MAX_INSIGHT_CHARS))
 }
 
 /// # `PATCH /v1/replicas/{replicaUUID}/conversations/{conversationUUID}`
@@ -147,7 +185,7 @@ pub async fn patch(app: Arc<App>, req: Req) -> Result<Reply> {
     let id = req.uuid_param("conversationUUID")?;
     let body: PatchBody = req.json()?;
     if let Some(s) = &body.summary {
-        check_len("summary", s, 0, 10_000)?;
+        check_len("summary", s, 0, MAX_SUMMARY)?;
     }
     check_list("commonQuestions", &body.common_questions)?;
     check_list("commonTopics", &body.common_topics)?;

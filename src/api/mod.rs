@@ -137,6 +137,8 @@ pub fn served() -> Vec<Route> {
 pub fn schemas() -> serde_json::Map<String, serde_json::Value> {
     let mut d = crate::openapi::derived::Derived::default();
     chat::schemas(&mut d);
+    chats::schemas(&mut d);
+    conversations::schemas(&mut d);
     history::schemas(&mut d);
     invites::schemas(&mut d);
     knowledge_base::schemas(&mut d);
@@ -174,6 +176,7 @@ pub async fn path_replica(app: &App, req: &Req) -> Result<std::sync::Arc<crate::
 /// `items` the page (as `service::page_of` cuts it) and `total` the items of the whole list;
 /// [`Reply::ok`](crate::http::response::Reply::ok) adds `success`.
 #[derive(serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "PageOf{T}")]
 pub struct Page<T> {
     pub items: Vec<T>,
     pub total: u64,
@@ -181,6 +184,7 @@ pub struct Page<T> {
 
 /// A list that is not paged on the wire: `{items}` ([`Reply::ok`](crate::http::response::Reply::ok) adds `success`).
 #[derive(serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "ItemsOf{T}")]
 pub struct Items<T> {
     pub items: Vec<T>,
 }
@@ -189,6 +193,7 @@ pub struct Items<T> {
 /// message stored nothing new), a connected bot's id ([`crate::http::response::Reply::ok`] adds
 /// `success`).
 #[derive(serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "IdOf{T}")]
 pub struct IdView<T> {
     pub id: T,
 }

@@ -10,7 +10,7 @@
 //!   open where the server ignores them;
 //! - a success answer lists `success: true` first ([`Reply::ok`](crate::http::response::Reply::ok)
 //!   writes it before the view's fields);
-//! - a struct's own doc comment is Rust documentation, not the wire's: only the fields' doc
+//! - a struct's or an enum's own doc comment is Rust documentation, not the wire's: only the fields' doc
 //!   comments become `description`s (an inlined struct says `#[schemars(inline, description = "")]`
 //!   for the same reason).
 
@@ -37,6 +37,7 @@ impl Default for Derived {
                 .with(|s| s.definitions_path = "/components/schemas".into())
                 .with_transform(RecursiveTransform(unwrap_description))
                 .with_transform(RecursiveTransform(optional_not_null))
+                .with_transform(RecursiveTransform(standard_format))
         };
         Derived {
             requests: settings().for_deserialize().into_generator(),
@@ -182,6 +183,14 @@ fn without_null(schema: &mut Value) {
     }
 }
 
+/// Drops the formats schemars gives unsigned integers (`uint64`, …): OpenAPI names none of them,
+/// and `minimum: 0` says the same.
+fn standard_format(schema: &mut Schema) {
+    if schema.get("format").and_then(Value::as_str).is_some_and(|f| f.starts_with("uint")) {
+        schema.remove("format");
+    }
+}
+
 /// A doc comment's lines joined into paragraphs: one line break is a space, two stay.
 fn unwrap_description(schema: &mut Schema) {
     if let Some(Value::String(text)) = schema.get_mut("description") {
@@ -206,9 +215,12 @@ fn with_success(schema: &mut Value) {
     object.insert("required".into(), Value::Array(required));
 }
 
-/// Removes a struct's own doc comment (the Rust documentation of the type, not of the wire).
+/// Removes the own doc comment of a struct or an enum of variants (the Rust documentation of the
+/// type, not of the wire).
 fn drop_type_doc(schema: &mut Value) {
-    if let Some(object) = schema.as_object_mut().filter(|o| o.get("type").is_some_and(|t| t == "object")) {
+    let described_in_rust =
+        |o: &Map<String, Value>| o.get("type").is_some_and(|t| t == "object") || o.contains_key("oneOf");
+    if let Some(object) = schema.as_object_mut().filter(|o| described_in_rust(o)) {
         object.remove("description");
     }
 }

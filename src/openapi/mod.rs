@@ -94,7 +94,6 @@ pub fn all_schemas(models: &Models) -> Map<String, Value> {
     let mut add = |name: &str, schema: Value| {
         s.insert(name.to_string(), schema);
     };
-    chats::schemas(&mut add);
     usage::schemas(&mut add);
     integrations::schemas(&mut add);
     s
