@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::chats::replica_and_viewer;
@@ -28,9 +29,11 @@ async fn owned(app: &App, req: &Req) -> Result<uuid::Uuid> {
 
 /// A day of the historical series (an item of the `ConversationHistory` schema): `{date:
 /// YYYY-MM-DD, cumulativeConversations}`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline, description = "")]
 pub struct DayView<'a> {
+    #[schemars(with = "chrono::NaiveDate")]
     date: &'a str,
     cumulative_conversations: u64,
 }
@@ -42,8 +45,10 @@ impl<'a> From<&'a (String, u64)> for DayView<'a> {
 }
 
 /// A source with its conversations (an item of the `ConversationSources` schema).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(inline, description = "")]
 pub struct SourceCountView {
+    #[schemars(extend("enum" = crate::service::channel::sources()))]
     source: &'static str,
     conversations: u64,
 }
@@ -52,6 +57,11 @@ impl From<&(&'static str, u64)> for SourceCountView {
     fn from(&(source, conversations): &(&'static str, u64)) -> Self {
         SourceCountView { source, conversations }
     }
+}
+
+/// The schemas of this file's answers.
+pub fn schemas(d: &mut crate::openapi::derived::Derived) {
+    d.answer_as::<Items<DayView>>("ConversationHistory").answer_as::<Items<SourceCountView>>("ConversationSources");
 }
 
 /// # `GET /v1/replicas/{replicaUUID}/analytics/conversations/historical`

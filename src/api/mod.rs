@@ -136,6 +136,7 @@ pub fn served() -> Vec<Route> {
 /// `crate::openapi::derived`); the published document is [`docs::openapi`].
 pub fn schemas() -> serde_json::Map<String, serde_json::Value> {
     let mut d = crate::openapi::derived::Derived::default();
+    analytics::schemas(&mut d);
     chat::schemas(&mut d);
     chats::schemas(&mut d);
     conversations::schemas(&mut d);
@@ -143,6 +144,7 @@ pub fn schemas() -> serde_json::Map<String, serde_json::Value> {
     invites::schemas(&mut d);
     knowledge_base::schemas(&mut d);
     replicas::schemas(&mut d);
+    usage::schemas(&mut d);
     users::schemas(&mut d);
     d.into_schemas()
 }

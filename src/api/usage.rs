@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -11,12 +12,19 @@ use crate::error::Result;
 use crate::generate::Usage;
 use crate::http::request::Req;
 use crate::http::response::Reply;
+use crate::openapi::derived::Derived;
 use crate::service::usage::{self, MyUsage};
 use crate::store::now_ms;
 
+/// The `propertyNames` of a map keyed by replica: UUIDs.
+fn uuid_keys() -> serde_json::Value {
+    serde_json::json!({ "type": "string", "format": "uuid" })
+}
+
 /// Prompt and completion tokens on the wire (the `Tokens` schema).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "Tokens", description = "")]
 pub struct TokensView {
     prompt_tokens: u64,
     completion_tokens: u64,
@@ -30,34 +38,46 @@ impl From<&Usage> for TokensView {
 
 /// `tokens` of [`UsageView`]: the month's totals, the month (`YYYY-MM`) and the totals per
 /// replica.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline, description = "")]
 pub struct MonthTokensView<'a> {
     #[serde(flatten)]
     total: TokensView,
+    /// The UTC month counted.
+    #[schemars(regex(pattern = r"^[0-9]{4}-[0-9]{2}$"))]
     month: String,
+    /// Keyed by replicaUUID.
+    #[schemars(extend("propertyNames" = uuid_keys()))]
     by_replica: BTreeMap<&'a Uuid, TokensView>,
 }
 
 /// `conversations` of [`UsageView`]: started this UTC month, in all and per replica.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline, description = "")]
 pub struct ConversationsView<'a> {
     current_month_total: u64,
+    /// Keyed by replicaUUID.
+    #[schemars(extend("propertyNames" = uuid_keys()))]
     current_month_by_replica: &'a BTreeMap<Uuid, u64>,
 }
 
 /// `knowledgeBaseEntries` of [`UsageView`]: in all and per replica.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(inline, description = "")]
 pub struct EntriesView<'a> {
     total: u64,
+    /// Keyed by replicaUUID.
+    #[schemars(extend("propertyNames" = uuid_keys()))]
     by_replica: &'a BTreeMap<Uuid, u64>,
 }
 
 /// The usage of a user on the wire (the `UserUsage` schema).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "UserUsage")]
 pub struct UsageView<'a> {
     conversations: ConversationsView<'a>,
     knowledge_base_entries: EntriesView<'a>,
@@ -87,6 +107,11 @@ pub fn view(u: &MyUsage) -> UsageView<'_> {
             by_replica: u.tokens_by_replica.iter().map(|(id, t)| (id, t.into())).collect(),
         },
     }
+}
+
+/// The schemas of this file's answers.
+pub fn schemas(d: &mut Derived) {
+    d.answer::<UsageView>();
 }
 
 /// # `GET /v1/users/me/usage`

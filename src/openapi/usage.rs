@@ -4,8 +4,6 @@
 use serde_json::{json, Value};
 
 use super::operations::{op, Op};
-use super::schemas::{object, reference};
-use crate::service::channel::sources;
 
 const TAG: &str = "Usage and analytics";
 
@@ -42,38 +40,8 @@ pub fn operations() -> Vec<Op> {
     ]
 }
 
-/// An object keyed by replicaUUID whose values are `values`.
-fn by_replica(values: Value) -> Value {
-    json!({
-        "type": "object",
-        "propertyNames": { "type": "string", "format": "uuid" },
-        "additionalProperties": values,
-        "description": "Keyed by replicaUUID.",
-    })
-}
-
-fn counts_by_replica() -> Value {
-    by_replica(json!({ "type": "integer", "minimum": 0 }))
-}
-
-fn tokens(extra: Value) -> Value {
-    let mut p = json!({
-        "promptTokens": { "type": "integer", "minimum": 0 },
-        "completionTokens": { "type": "integer", "minimum": 0 },
-    });
-    let mut required = vec!["promptTokens", "completionTokens"];
-    if let Value::Object(more) = extra {
-        for (k, v) in more {
-            p[&k] = v;
-        }
-        required.extend(["month", "byReplica"]);
-    }
-    object(&required, p, false)
-}
-
 /// The schemas (see `super::all_schemas`).
 pub fn schemas(add: &mut impl FnMut(&str, Value)) {
-    let success = json!({ "type": "boolean", "const": true });
     add(
         "CompletionUsageLimits",
         json!({
@@ -87,47 +55,4 @@ pub fn schemas(add: &mut impl FnMut(&str, Value)) {
             "additionalProperties": true,
         }),
     );
-    add("Tokens", tokens(Value::Null));
-    add(
-        "UserUsage",
-        object(
-            &["success", "conversations", "knowledgeBaseEntries", "tokens"],
-            json!({
-                "success": success,
-                "conversations": object(&["currentMonthTotal", "currentMonthByReplica"], json!({
-                    "currentMonthTotal": { "type": "integer", "minimum": 0 },
-                    "currentMonthByReplica": counts_by_replica(),
-                }), false),
-                "knowledgeBaseEntries": object(&["total", "byReplica"], json!({
-                    "total": { "type": "integer", "minimum": 0 },
-                    "byReplica": counts_by_replica(),
-                }), false),
-                "tokens": tokens(json!({
-                    "month": { "type": "string", "pattern": "^[0-9]{4}-[0-9]{2}$", "description": "The UTC month counted." },
-                    "byReplica": by_replica(reference("Tokens")),
-                })),
-            }),
-            false,
-        ),
-    );
-    let day = object(
-        &["date", "cumulativeConversations"],
-        json!({ "date": { "type": "string", "format": "date" }, "cumulativeConversations": { "type": "integer", "minimum": 0 } }),
-        false,
-    );
-    let source = object(
-        &["source", "conversations"],
-        json!({ "source": { "type": "string", "enum": sources() }, "conversations": { "type": "integer", "minimum": 0 } }),
-        false,
-    );
-    for (name, item) in [("ConversationHistory", day), ("ConversationSources", source)] {
-        add(
-            name,
-            object(
-                &["success", "items"],
-                json!({ "success": success, "items": { "type": "array", "items": item } }),
-                false,
-            ),
-        );
-    }
 }
