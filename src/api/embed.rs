@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use hyper::header::HOST;
 use hyper::Method;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -38,10 +39,11 @@ use crate::http::asset::Asset;
 use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::{error_reply, Reply};
+use crate::openapi::derived::{Derived, SparseId};
 use crate::rate_limit::RateLimiter;
 use crate::service::channel::Channel;
 use crate::service::chat::{self, Ask};
-use crate::service::embed::{self, Credentials, Visit};
+use crate::service::embed::{self, Credentials, Visit, MAX_ORIGINS};
 use crate::service::history::{self as history_service, Page};
 use crate::service::quotas::Pool;
 use crate::service::{check_len, users};
@@ -49,11 +51,20 @@ use crate::service::{check_len, users};
 const ALLOW_HEADERS: &str = "content-type, accept, x-embed-key, x-embed-visitor, x-embed-identity";
 
 /// Body of `POST …/embed-keys`.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "EmbedKeyCreate")]
 struct EmbedKeyBody {
     #[serde(rename = "allowedOrigins")]
+    #[schemars(length(min = 1, max = MAX_ORIGINS), transform = origin_items)]
     allowed_origins: Vec<String>,
+}
+
+/// What an item of `allowedOrigins` is, in the document.
+fn origin_items(schema: &mut schemars::Schema) {
+    if let Some(items) = schema.get_mut("items") {
+        items["description"] = "An origin: scheme://host[:port].".into();
+    }
 }
 
 /// # `DELETE /v1/replicas/{replicaUUID}/embed-keys/{embedKey}`
@@ -69,9 +80,11 @@ pub async fn revoke_key(app: Arc<App>, req: Req) -> Result<Reply> {
 
 /// A new embed key on the wire (the `EmbedKeyCreated` schema): `{key, replicaUUID,
 /// allowedOrigins}`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "EmbedKeyCreated")]
 pub struct EmbedKeyView {
+    /// The public embed key (`data-key` of the widget).
     pub key: String,
     #[serde(rename = "replicaUUID")]
     pub replica_uuid: Uuid,
@@ -90,17 +103,21 @@ pub async fn create_key(app: Arc<App>, req: Req) -> Result<Reply> {
 }
 
 /// Body of `POST …/embed-identity-secret`: none, or `{}`.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "EmbedIdentitySecretCreate")]
 struct IdentitySecretBody {}
 
 /// A new identity secret on the wire (the `EmbedIdentitySecretCreated` schema): `{replicaUUID,
 /// identitySecret}`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "EmbedIdentitySecretCreated")]
 pub struct IdentitySecretView {
     #[serde(rename = "replicaUUID")]
     pub replica_uuid: Uuid,
+    /// The secret the site's backend signs `X-Embed-Identity` with (shown only here).
+    #[schemars(regex(pattern = r"^rpl_idsec_[0-9a-f]{64}$"))]
     pub identity_secret: String,
 }
 
@@ -220,16 +237,31 @@ fn with_cors(reply: Reply, origin: Option<&str>) -> Reply {
 /// The answer of the widget's chat without streaming (the `EmbedChatReply` schema): `{content,
 /// sources, id}`; `id`, the history id of the reply, is `null` when none was stored (the
 /// schema says so).
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "EmbedChatReply")]
 pub struct EmbedReplyView<'a> {
     pub content: &'a str,
     pub sources: Vec<SourceView<'a>>,
+    /// The chat-history id of the reply.
+    #[schemars(with = "Option<SparseId>")]
     pub id: Option<u64>,
 }
 
-#[derive(Deserialize)]
+/// The most characters of a visitor's message.
+const MAX_CONTENT_CHARS: usize = 10_000;
+
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "EmbedChatRequest")]
 struct ChatBody {
+    #[schemars(length(min = 1, max = MAX_CONTENT_CHARS))]
     content: String,
+}
+
+/// The schemas of this file's bodies and answers.
+pub fn schemas(d: &mut Derived) {
+    d.request::<EmbedKeyBody>().request::<IdentitySecretBody>().request::<ChatBody>();
+    d.answer::<EmbedKeyView>().answer::<IdentitySecretView>().answer::<EmbedReplyView>();
+    d.answer_as::<Items<super::history::MessageView>>("EmbedHistory");
 }
 
 /// # `POST /v1/embed/{replicaUUID}/chat`
@@ -239,7 +271,7 @@ struct ChatBody {
 /// `EMBED_KEY_REFUSED` / `ORIGIN_NOT_ALLOWED` / `EMBED_IDENTITY_REFUSED`, 404, 502.
 pub async fn chat(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: ChatBody = req.json()?;
-    check_len("content", &body.content, 1, 10_000)?;
+    check_len("content", &body.content, 1, MAX_CONTENT_CHARS)?;
     let visit = visit(&app, &req).await?;
     let cors = visit.cors_origin.clone();
     readable(&app, &req, cors, answer(&app, &req, visit, body.content).await)

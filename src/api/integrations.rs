@@ -8,27 +8,46 @@
 
 use std::sync::Arc;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-use super::{path_replica, IdView};
+use super::path_replica;
 use crate::app::App;
 use crate::channels::messenger_a::api::{ApiError, Client};
 use crate::channels::messenger_b::rest::{self as b_rest, RestError};
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
+use crate::openapi::derived::Derived;
 use crate::service::channel::Bot;
 use crate::service::integrations::{self, BotIdentity};
 use crate::store::records::{MessengerABot, MessengerBBot};
 
 /// Body of `POST …/integrations/messengerA`.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
+#[schemars(rename = "MessengerAConnect")]
 pub struct MessengerABody {
-    /// The bot token given by the platform (`<digits>:<letters, digits, _ or ->`).
+    /// The bot token given by the channel. Stored encrypted (--secrets-key-file); never
+    /// returned by any read.
     #[serde(rename = "messengerA_token")]
+    #[schemars(regex(pattern = r"^[0-9]+:[A-Za-z0-9_-]+$"), length(max = 200))]
     pub token: String,
-    /// Handle the bot answers to in groups (`@name` or `name`); default: the bot's username.
+    /// The handle the bot answers to in groups; default: the bot's username.
+    #[schemars(regex(pattern = r"^@?[A-Za-z0-9_]{1,64}$"))]
     pub mention: Option<String>,
+}
+
+/// `{id}` of a connected bot: its user id on the channel.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "IntegrationConnected")]
+struct Connected {
+    /// The bot's user id on the channel.
+    id: String,
+}
+
+/// The schemas of this file's bodies and answers.
+pub fn schemas(d: &mut Derived) {
+    d.request::<MessengerABody>().request::<MessengerBBody>().answer::<Connected>();
 }
 
 fn check_token(token: &str) -> Result<()> {
@@ -100,7 +119,7 @@ pub async fn connect_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
     let bot =
         integrations::connect_messenger_a(&app.store, secrets, replica.org, replica.id, token, mention, me).await?;
     app.bots.start(Bot::MessengerA, replica.id);
-    Ok(Reply::ok(&IdView { id: bot.bot_id.to_string() }))
+    Ok(Reply::ok(&Connected { id: bot.bot_id.to_string() }))
 }
 
 /// # `DELETE /v1/replicas/{replicaUUID}/integrations/messengerA`
@@ -114,11 +133,14 @@ pub async fn disconnect_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
 }
 
 /// Body of `POST …/integrations/messengerB`.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "MessengerBConnect")]
 pub struct MessengerBBody {
-    /// The bot token given by the platform (50 to 80 characters: letters, digits, `.`, `_`, `-`).
+    /// The bot token given by the channel (50 to 80 characters). Stored encrypted
+    /// (--secrets-key-file); never returned by any read.
     #[serde(rename = "messengerBToken")]
+    #[schemars(regex(pattern = r"^[A-Za-z0-9._-]{50,80}$"))]
     pub token: String,
 }
 
@@ -173,7 +195,7 @@ pub async fn connect_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
     })
     .await?;
     app.bots.start(Bot::MessengerB, replica.id);
-    Ok(Reply::ok(&IdView { id: bot.bot_id.to_string() }))
+    Ok(Reply::ok(&Connected { id: bot.bot_id.to_string() }))
 }
 
 /// # `DELETE /v1/replicas/{replicaUUID}/integrations/messengerB`

@@ -140,7 +140,9 @@ pub fn schemas() -> serde_json::Map<String, serde_json::Value> {
     chat::schemas(&mut d);
     chats::schemas(&mut d);
     conversations::schemas(&mut d);
+    embed::schemas(&mut d);
     history::schemas(&mut d);
+    integrations::schemas(&mut d);
     invites::schemas(&mut d);
     knowledge_base::schemas(&mut d);
     replicas::schemas(&mut d);
@@ -189,15 +191,6 @@ pub struct Page<T> {
 #[schemars(rename = "ItemsOf{T}")]
 pub struct Items<T> {
     pub items: Vec<T>,
-}
-
-/// `{id}` of an answer that names what it stored: a history item's id (`null` when a repeated
-/// message stored nothing new), a connected bot's id ([`crate::http::response::Reply::ok`] adds
-/// `success`).
-#[derive(serde::Serialize, schemars::JsonSchema)]
-#[schemars(rename = "IdOf{T}")]
-pub struct IdView<T> {
-    pub id: T,
 }
 
 #[cfg(test)]

@@ -16,7 +16,6 @@
 
 pub mod chats;
 pub mod derived;
-pub mod integrations;
 pub mod operability;
 pub mod operations;
 pub mod schemas;
@@ -95,7 +94,6 @@ pub fn all_schemas(models: &Models) -> Map<String, Value> {
         s.insert(name.to_string(), schema);
     };
     usage::schemas(&mut add);
-    integrations::schemas(&mut add);
     s
 }
 
