@@ -29,7 +29,7 @@ use crate::generate::Turn;
 use crate::http::request::Req;
 use crate::http::response::{error_body, sse_event, Reply};
 use crate::openapi::derived::{written, Derived};
-use crate::service::channel::sources;
+use crate::service::channel::{sources, Channel};
 use crate::service::channel_data::{self, MessengerAData, MessengerBData};
 use crate::service::chat::{self, Ask, Completion, Event};
 use crate::service::check_len;
@@ -44,7 +44,7 @@ pub struct CompletionBody {
     pub content: String,
     #[serde(default)]
     pub skip_chat_history: bool,
-    #[schemars(extend("enum" = sources(), "default" = "web"))]
+    #[schemars(extend("enum" = sources(), "default" = Channel::Web.name()))]
     pub source: Option<String>,
     #[serde(rename = "messengerB_data")]
     pub messenger_b_data: Option<MessengerBData>,
@@ -98,7 +98,7 @@ pub struct ExperimentalBody {
     /// Store the question and the reply.
     #[serde(default = "yes")]
     pub store: bool,
-    #[schemars(extend("enum" = sources(), "default" = "web"))]
+    #[schemars(extend("enum" = sources(), "default" = Channel::Web.name()))]
     pub source: Option<String>,
     #[serde(rename = "messengerB_data")]
     pub messenger_b_data: Option<MessengerBData>,

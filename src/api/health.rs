@@ -3,29 +3,52 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
+use std::borrow::Cow;
+use std::marker::PhantomData;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 
 use crate::app::App;
 use crate::error::Result;
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::ops::health::{self, Report};
+use crate::openapi::derived::Derived;
+use crate::ops::health::{self, Report, CHECKS};
 
 /// # `GET /healthz`
 /// The process is alive and answering: 200 `{"status": "ok"}`. Touches nothing else.
 pub async fn healthz(_app: Arc<App>, _req: Req) -> Result<Reply> {
-    Ok(Reply::raw(200, Bytes::from_static(br#"{"status":"ok"}"#), "application/json"))
+    let body = serde_json::to_vec(&LivenessView { status: "ok" }).unwrap_or_default();
+    Ok(Reply::raw(200, body.into(), "application/json"))
 }
 
 /// The checks of a [`Report`] on the wire (the `checks` / `services` of the `Readiness` and
 /// `HealthCheck` schemas): `{<name>: {status, message}}` in the report's order, `status` the
-/// word `ok` for a passing check (`ok` or `healthy`), `failing` for the others (`failing` or
+/// word `W` gives a passing check (`ok` or `healthy`) or a failing one (`failing` or
 /// `unhealthy`).
-pub struct ChecksView<'a> {
+pub struct ChecksView<'a, W> {
     report: &'a Report,
-    ok: &'static str,
-    failing: &'static str,
+    words: PhantomData<W>,
+}
+
+/// The words of a [`ChecksView`]: a passing check's status and a failing one's.
+pub trait CheckWords {
+    const WORDS: [&'static str; 2];
+}
+
+/// `/readyz`'s words: `ok`, `failing`.
+pub struct Readyz;
+
+impl CheckWords for Readyz {
+    const WORDS: [&'static str; 2] = ["ok", "failing"];
+}
+
+/// `/v1/healthcheck`'s words: `healthy`, `unhealthy`.
+pub struct Healthcheck;
+
+impl CheckWords for Healthcheck {
+    const WORDS: [&'static str; 2] = ["healthy", "unhealthy"];
 }
 
 /// A check of [`ChecksView`]: `{status, message}`.
@@ -35,40 +58,97 @@ pub struct CheckView<'a> {
     message: &'a str,
 }
 
-impl Serialize for ChecksView<'_> {
+impl<W: CheckWords> Serialize for ChecksView<'_, W> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         s.collect_map(self.report.checks.iter().map(|(name, check)| {
-            let status = if check.ok { self.ok } else { self.failing };
+            let status = W::WORDS[usize::from(!check.ok)];
             (name, CheckView { status, message: &check.message })
         }))
     }
 }
 
-/// `/readyz`'s answer (the `Readiness` schema): `{status: "ready"|"not ready", node, checks}`.
-#[derive(Serialize)]
-pub struct ReadinessView<'a> {
+impl<W: CheckWords> JsonSchema for ChecksView<'_, W> {
+    fn schema_name() -> Cow<'static, str> {
+        format!("Checks_{}", W::WORDS[0]).into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    /// Every check of [`CHECKS`], each `{status, message}`.
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let check = serde_json::json!({
+            "type": "object",
+            "required": ["status", "message"],
+            "properties": {
+                "status": { "type": "string", "enum": W::WORDS },
+                "message": { "type": "string", "description": "What was found, for the operator." },
+            },
+        });
+        let properties: serde_json::Map<String, serde_json::Value> =
+            CHECKS.iter().map(|name| (name.to_string(), check.clone())).collect();
+        json_schema!({
+            "type": "object",
+            "required": CHECKS,
+            "properties": properties,
+            "description": CHECKS_DOC,
+        })
+    }
+}
+
+/// What each check of [`CHECKS`] asks, in the document.
+const CHECKS_DOC: &str = "`store`: open and writable (the last commit succeeded, or a probe write commits within 2 \
+    s). `search`: the indexer runs and no change has waited longer than `--max-index-lag` (default 30 s). \
+    `ingestion`: the ingestion worker runs.";
+
+/// `/healthz`'s answer (the `Liveness` schema): `{status: "ok"}`.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Liveness")]
+struct LivenessView {
+    #[schemars(extend("const" = "ok"))]
     status: &'static str,
+}
+
+/// `/readyz`'s answer (the `Readiness` schema): `{status: "ready"|"not ready", node, checks}`.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Readiness")]
+pub struct ReadinessView<'a> {
+    #[schemars(extend("enum" = ["ready", "not ready"]))]
+    status: &'static str,
+    /// This node's name (`--node-name`, else the host name): which of several nodes over one
+    /// database answered.
     node: String,
-    checks: ChecksView<'a>,
+    checks: ChecksView<'a, Readyz>,
 }
 
 /// `/v1/healthcheck`'s answer (the `HealthCheck` schema): `{success, time, services}`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "HealthCheck")]
 pub struct HealthCheckView<'a> {
+    /// Every service is healthy.
     success: bool,
+    /// The server's clock (UTC).
+    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
     time: String,
-    services: ChecksView<'a>,
+    services: ChecksView<'a, Healthcheck>,
+}
+
+/// The schemas of this file's answers (written as they are: none of them carries the
+/// `success: true` of the API's answers).
+pub fn schemas(d: &mut Derived) {
+    d.part::<LivenessView>().part::<ReadinessView>().part::<HealthCheckView>();
 }
 
 /// The readiness answer of `report` on node `node`.
 pub fn readiness(report: &Report, node: String) -> ReadinessView<'_> {
     let status = if report.ready() { "ready" } else { "not ready" };
-    ReadinessView { status, node, checks: ChecksView { report, ok: "ok", failing: "failing" } }
+    ReadinessView { status, node, checks: ChecksView { report, words: PhantomData } }
 }
 
 /// The health-check answer of `report` at `time` (RFC 3339).
 pub fn health_check(report: &Report, time: String) -> HealthCheckView<'_> {
-    let services = ChecksView { report, ok: "healthy", failing: "unhealthy" };
+    let services = ChecksView { report, words: PhantomData };
     HealthCheckView { success: report.ready(), time, services }
 }
 

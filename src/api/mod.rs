@@ -141,6 +141,7 @@ pub fn schemas() -> serde_json::Map<String, serde_json::Value> {
     chats::schemas(&mut d);
     conversations::schemas(&mut d);
     embed::schemas(&mut d);
+    health::schemas(&mut d);
     history::schemas(&mut d);
     integrations::schemas(&mut d);
     invites::schemas(&mut d);

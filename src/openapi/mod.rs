@@ -63,7 +63,6 @@ pub fn document(routes: &[Route], derived: Map<String, Value>, models: &Models) 
         components.insert(format!("Error{status}"), schema);
     }
     components.insert("InviteNotFound".into(), invite_not_found());
-    components.extend(operability::all());
     json!({
         "openapi": "3.1.0",
         "info": {

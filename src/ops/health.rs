@@ -32,7 +32,10 @@ impl Check {
     }
 }
 
-/// Every check, by name: `store`, `search`, `ingestion`.
+/// The names of the checks, in the order of a [`Report`].
+pub const CHECKS: [&str; 3] = ["store", "search", "ingestion"];
+
+/// Every check, by name ([`CHECKS`]).
 pub struct Report {
     pub checks: Vec<(&'static str, Check)>,
 }
@@ -53,7 +56,7 @@ pub async fn check(app: &App) -> Report {
     } else {
         Check::failing("the ingestion worker is not running")
     };
-    Report { checks: vec![("store", store), ("search", search), ("ingestion", ingestion)] }
+    Report { checks: CHECKS.into_iter().zip([store, search, ingestion]).collect() }
 }
 
 /// Writable: the writer's last commit succeeded and is recent, or a probe write commits within
