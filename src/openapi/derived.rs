@@ -104,8 +104,8 @@ impl Derived {
     }
 }
 
-/// A knowledge-base entry id or a chat-history item id, the `SparseId` schema
-/// ([`super::schemas::sparse_id`]): the type of such a field for `#[schemars(with = "SparseId")]`.
+/// A knowledge-base entry id or a chat-history item id, the `SparseId` schema ([`sparse_id`]):
+/// the type of such a field for `#[schemars(with = "SparseId")]`.
 pub struct SparseId;
 
 impl JsonSchema for SparseId {
@@ -114,8 +114,22 @@ impl JsonSchema for SparseId {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        Schema::try_from(super::schemas::sparse_id("")).unwrap_or_default()
+        Schema::try_from(sparse_id()).unwrap_or_default()
     }
+}
+
+/// The schema of a knowledge-base entry id (`knowledgeBaseID`) or a chat-history item id: a
+/// positive 64-bit integer, and what its values are.
+pub fn sparse_id() -> Value {
+    json!({
+        "type": "integer",
+        "format": "int64",
+        "minimum": 1,
+        "description": "Ids are increasing and time-ordered (a later one is greater), and sparse: they are not \
+            counts and their differences say nothing about how many were issued in between (a millisecond \
+            timestamp shifted left 10 bits plus a random part; ids from earlier versions are small numbers, below \
+            every newer one). They fit 53 bits, so JavaScript numbers hold them exactly.",
+    })
 }
 
 /// A reference to the schema `name` that the document writes out rather than derives (for

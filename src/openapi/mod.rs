@@ -1,8 +1,10 @@
 //! The OpenAPI 3.1 document of the interface (`GET /v1/openapi.json`).
 //!
 //! Built from the route table (`api::routes()`: methods, paths, access), the error table
-//! (`error::Code`: statuses and `error_code`s), the API versions of `http::version`, and the
-//! per-operation rows of [`operations`] with the body schemas of [`schemas`]. What each operation
+//! (`error::Code`: statuses and `error_code`s), the API versions of `http::version`, the
+//! per-operation rows of [`operations`] (prose, query parameters, the names of the body and
+//! answer schemas), the schemas derived from the bodies' and answers' Rust types
+//! (`api::schemas()`, by [`derived`]) and the few written ones of [`schemas`]. What each operation
 //! can answer is derived, not listed by hand: every operation can answer 400 (e.g. a bad
 //! `X-API-Version`) and 500; one with credentials 401; one with path parameters 404; one with a
 //! body 408 (a stalled body), 413 and 415; one that writes (any method but `GET`, and a `GET` taking user headers,
@@ -11,8 +13,8 @@
 //!
 //! Drift checks: the unit tests below compare the document with the route table, and the
 //! integration tests validate every JSON response they receive against the document.
-//! To add an operation: a row in `api::routes()` and a row in [`all_operations`] (and its
-//! schemas in [`schemas`]).
+//! To add an operation: a row in `api::routes()`, a row in [`all_operations`], and its body and
+//! answer types in its `api` file's `schemas`.
 
 pub mod chats;
 pub mod derived;
@@ -57,7 +59,7 @@ pub fn document(routes: &[Route], derived: Map<String, Value>, models: &Models) 
             None => json!({ "summary": "undocumented", "responses": { "default": { "description": "undocumented" } } }),
         };
     }
-    let mut components = all_schemas(models);
+    let mut components = schemas::listed(models);
     components.extend(derived);
     for (status, schema) in error_schemas() {
         components.insert(format!("Error{status}"), schema);
@@ -83,17 +85,6 @@ pub fn document(routes: &[Route], derived: Map<String, Value>, models: &Models) 
 pub fn all_operations() -> Vec<Op> {
     let others = [operability::operations(), chats::operations(), usage::operations()];
     operations::listed().into_iter().chain(others.into_iter().flatten()).collect()
-}
-
-/// Every schema but the operability ones, by name: [`schemas`]' own, then those of the chats,
-/// usage and integrations files.
-pub fn all_schemas(models: &Models) -> Map<String, Value> {
-    let mut s = schemas::listed(models);
-    let mut add = |name: &str, schema: Value| {
-        s.insert(name.to_string(), schema);
-    };
-    usage::schemas(&mut add);
-    s
 }
 
 /// `links` from an operation that creates a resource to every operation whose path names it:
@@ -242,7 +233,7 @@ fn path_params(path: &str) -> Vec<Value> {
                 "replicaUUID" | "chatUUID" | "conversationUUID" => {
                     json!({ "type": "string", "format": "uuid" })
                 }
-                "knowledgeBaseID" => schemas::sparse_id(""),
+                "knowledgeBaseID" => derived::sparse_id(),
                 _ => json!({ "type": "string" }),
             };
             json!({ "name": name, "in": "path", "required": true, "schema": schema })

@@ -1,8 +1,6 @@
 //! The OpenAPI rows and schemas of usage and analytics (docs/decisions.md "Usage and analytics";
 //! `api::usage`, `api::analytics`).
 
-use serde_json::{json, Value};
-
 use super::operations::{op, Op};
 
 const TAG: &str = "Usage and analytics";
@@ -38,21 +36,4 @@ pub fn operations() -> Vec<Op> {
         .ok(200, "ConversationSources")
         .describe("Every source value with the conversations started on it. The replica's owner or the key alone."),
     ]
-}
-
-/// The schemas (see `super::all_schemas`).
-pub fn schemas(add: &mut impl FnMut(&str, Value)) {
-    add(
-        "CompletionUsageLimits",
-        json!({
-            "type": "object",
-            "description": "The caller's own caps (spec §8); other fields are ignored.",
-            "properties": { "conversationsPerMonth": {
-                "type": "integer", "minimum": 0,
-                "description": "429 CONVERSATION_QUOTA_EXCEEDED, before anything is generated, once the organization \
-                    started this many conversations in the UTC month.",
-            } },
-            "additionalProperties": true,
-        }),
-    );
 }
