@@ -10,6 +10,7 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 use uuid::Uuid;
 
+use super::Timestamp;
 use super::{path_replica, Items, Page};
 use crate::app::App;
 use crate::error::{Code, Error, Result};
@@ -18,7 +19,6 @@ use crate::http::response::Reply;
 use crate::openapi::derived::{Derived, SparseId};
 use crate::service::channel::sources;
 use crate::service::chats::{self, Cursor, Item, Labeled, ListQuery, SortBy, Viewer};
-use crate::service::rfc3339;
 use crate::store::records::{Chat, Counts, Replica};
 
 /// `page` (≥ 1, default 1), `pageSize` (0–100, default 24), `sortBy` (default `default`),
@@ -65,14 +65,11 @@ pub struct CountsView {
     message_count: u64,
     /// Assistant messages.
     replica_reply_count: u64,
-    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
-    first_message_at: String,
-    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
-    last_message_at: String,
+    first_message_at: Timestamp,
+    last_message_at: Timestamp,
     /// Absent before the first reply.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<chrono::DateTime<chrono::Utc>>")]
-    last_replica_reply_at: Option<String>,
+    last_replica_reply_at: Option<Timestamp>,
 }
 
 impl From<&Counts> for CountsView {
@@ -80,9 +77,9 @@ impl From<&Counts> for CountsView {
         CountsView {
             message_count: c.message_count,
             replica_reply_count: c.replica_reply_count,
-            first_message_at: rfc3339(c.first_message_at),
-            last_message_at: rfc3339(c.last_message_at),
-            last_replica_reply_at: c.last_replica_reply_at.map(rfc3339),
+            first_message_at: Timestamp::of(c.first_message_at),
+            last_message_at: Timestamp::of(c.last_message_at),
+            last_replica_reply_at: c.last_replica_reply_at.map(Timestamp::of),
         }
     }
 }
@@ -218,8 +215,7 @@ pub struct MessageView<'a> {
     /// The chat-history id of the item (ours).
     #[schemars(with = "SparseId")]
     id: u64,
-    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
-    created_at: String,
+    created_at: Timestamp,
     content: &'a str,
     #[schemars(extend("enum" = ["user", "assistant"]))]
     role: &'a str,
@@ -237,7 +233,7 @@ pub fn message_view(it: &Item) -> MessageView<'_> {
     MessageView {
         uuid: chats::message_uuid(m.id),
         id: m.id,
-        created_at: rfc3339(m.created_at),
+        created_at: Timestamp::of(m.created_at),
         content: &m.content,
         role: &m.role,
         sender: LabelView::new(it.sender_name.as_deref(), it.sender_image.as_deref()),

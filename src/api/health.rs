@@ -9,6 +9,7 @@ use std::marker::PhantomData;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 
+use super::Timestamp;
 use crate::app::App;
 use crate::error::Result;
 use crate::http::request::Req;
@@ -129,8 +130,7 @@ pub struct HealthCheckView<'a> {
     /// Every service is healthy.
     success: bool,
     /// The server's clock (UTC).
-    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
-    time: String,
+    time: Timestamp,
     services: ChecksView<'a, Healthcheck>,
 }
 
@@ -146,8 +146,8 @@ pub fn readiness(report: &Report, node: String) -> ReadinessView<'_> {
     ReadinessView { status, node, checks: ChecksView { report, words: PhantomData } }
 }
 
-/// The health-check answer of `report` at `time` (RFC 3339).
-pub fn health_check(report: &Report, time: String) -> HealthCheckView<'_> {
+/// The health-check answer of `report` at `time`.
+pub fn health_check(report: &Report, time: Timestamp) -> HealthCheckView<'_> {
     let services = ChecksView { report, words: PhantomData };
     HealthCheckView { success: report.ready(), time, services }
 }
@@ -167,7 +167,7 @@ pub async fn readyz(app: Arc<App>, _req: Req) -> Result<Reply> {
 /// the same body (`success: false`) when a service is unhealthy.
 pub async fn healthcheck(app: Arc<App>, _req: Req) -> Result<Reply> {
     let report = health::check(&app).await;
-    let time = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let time = Timestamp::of(crate::store::now_ms());
     Ok(answer(&report, &health_check(&report, time)))
 }
 

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::path_replica;
+use super::Timestamp;
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
@@ -17,8 +18,8 @@ use crate::http::response::Reply;
 use crate::openapi::derived::{Derived, SparseId};
 use crate::service::channel::{sources, Channel};
 use crate::service::channel_data::{self, MessengerAData, MessengerBData};
+use crate::service::check_len;
 use crate::service::history::{self, NewItem, Page, MAX_CONTENT_CHARS};
-use crate::service::{check_len, rfc3339};
 use crate::store::records::{Message, SourceRef};
 
 /// A retrieval source on the wire (spec §2.2), plus where it is in its document (additive,
@@ -34,8 +35,7 @@ pub struct SourceView<'a> {
     score: f32,
     #[schemars(extend("enum" = ["scored", "unscored"]))]
     status: &'static str,
-    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
-    created_at: String,
+    created_at: Timestamp,
     name: &'a str,
     content: &'a str,
     /// Ours (additive): the web page of a `website` entry (where its redirects ended), with a
@@ -98,7 +98,7 @@ pub fn source_view(s: &SourceRef) -> SourceView<'_> {
         id: s.id,
         score: s.score,
         status: "scored",
-        created_at: rfc3339(s.created_at),
+        created_at: Timestamp::of(s.created_at),
         name: &s.name,
         content: &s.content,
         url: s.url.as_deref(),
@@ -114,8 +114,7 @@ pub fn source_view(s: &SourceRef) -> SourceView<'_> {
 #[schemars(rename = "ChatHistoryItem")]
 pub struct MessageView<'a> {
     content: &'a str,
-    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
-    created_at: String,
+    created_at: Timestamp,
     #[schemars(with = "SparseId")]
     id: u64,
     is_private: bool,
@@ -172,7 +171,7 @@ pub fn view(m: &Message) -> MessageView<'_> {
     let data: Option<&RawValue> = m.channel_data.as_deref().and_then(|d| serde_json::from_str(d).ok());
     MessageView {
         content: &m.content,
-        created_at: rfc3339(m.created_at),
+        created_at: Timestamp::of(m.created_at),
         id: m.id,
         is_private: m.is_private,
         role: &m.role,

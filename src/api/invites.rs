@@ -5,12 +5,13 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::Timestamp;
 use crate::app::App;
 use crate::error::Result;
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::openapi::derived::Derived;
-use crate::service::{check_len, normalize_email, orgs, rfc3339};
+use crate::service::{check_len, normalize_email, orgs};
 
 /// Request body: all fields required, no others.
 #[derive(Deserialize, JsonSchema)]
@@ -39,8 +40,7 @@ pub struct Redeemed {
     #[serde(rename = "organizationID")]
     #[schemars(with = "uuid::Uuid")]
     pub organization_id: String,
-    #[schemars(with = "Option<chrono::DateTime<chrono::Utc>>")]
-    pub valid_until: Option<String>,
+    pub valid_until: Option<Timestamp>,
 }
 
 /// The schemas of this file's body and answer.
@@ -65,6 +65,6 @@ pub async fn redeem(app: Arc<App>, req: Req) -> Result<Reply> {
     Ok(Reply::ok(&Redeemed {
         api_key: key,
         organization_id: org.id.to_string(),
-        valid_until: org.valid_until.map(rfc3339),
+        valid_until: org.valid_until.map(Timestamp::of),
     }))
 }

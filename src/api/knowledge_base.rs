@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::path_replica;
 use super::Page;
+use super::Timestamp;
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
@@ -18,7 +19,7 @@ use crate::service::knowledge::{
     self, Content, Created, EntryView, Limits, NewEntry, Patch, Sort, SortKey, LANGUAGES, MAX_FILENAME_CHARS,
     MAX_TEXT_CHARS, MAX_TITLE_CHARS, MAX_URL_CHARS, SORTS, STATUSES, TYPES,
 };
-use crate::service::{replicas, rfc3339, uploads};
+use crate::service::{replicas, uploads};
 use crate::store::records::{Chunk, KbKind, KbStatus, KbText, Replica};
 use hyper::header::{CONTENT_TYPE, HOST};
 
@@ -131,10 +132,8 @@ pub struct KbEntryView<'a> {
     /// For `UNPROCESSABLE` entries.
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<ErrorView<'a>>,
-    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
-    created_at: String,
-    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
-    updated_at: String,
+    created_at: Timestamp,
+    updated_at: Timestamp,
 }
 
 /// `file` of an entry: `{name, size, mimeType}`.
@@ -161,8 +160,7 @@ pub struct WebsiteView<'a> {
     /// Omitted when the page has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     page_title: Option<&'a str>,
-    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
-    fetched_at: String,
+    fetched_at: Timestamp,
 }
 
 /// `error` of an `UNPROCESSABLE` entry: `{message, fingerprint}` (`kb-<id>-<revision>`).
@@ -194,7 +192,7 @@ pub fn view(v: &EntryView) -> KbEntryView<'_> {
             http_status: w.status,
             content_type: &w.content_type,
             page_title: w.page_title.as_deref(),
-            fetched_at: rfc3339(w.fetched_at),
+            fetched_at: Timestamp::of(w.fetched_at),
         }),
         format: s.format.as_deref(),
         chunk_count: e.chunk_count,
@@ -202,8 +200,8 @@ pub fn view(v: &EntryView) -> KbEntryView<'_> {
             .error
             .as_deref()
             .map(|message| ErrorView { message, fingerprint: format!("kb-{}-{}", e.id, e.revision) }),
-        created_at: rfc3339(e.created_at),
-        updated_at: rfc3339(e.updated_at),
+        created_at: Timestamp::of(e.created_at),
+        updated_at: Timestamp::of(e.updated_at),
     }
 }
 
@@ -258,8 +256,7 @@ pub struct CreatedView {
     #[serde(rename = "signedURL", skip_serializing_if = "Option::is_none")]
     signed_url: Option<String>,
     #[serde(rename = "signedURLExpiresAt", skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<chrono::DateTime<chrono::Utc>>")]
-    signed_url_expires_at: Option<String>,
+    signed_url_expires_at: Option<Timestamp>,
 }
 
 /// The wire view of entry `created`, with the absolute `signed_url` of its upload (for a
@@ -270,7 +267,7 @@ pub fn created_view(created: &Created, signed_url: Option<String>) -> CreatedVie
         enqueued: true,
         id: created.id,
         signed_url,
-        signed_url_expires_at: created.upload.as_ref().map(|(_, expires_at)| rfc3339(*expires_at)),
+        signed_url_expires_at: created.upload.as_ref().map(|(_, expires_at)| Timestamp::of(*expires_at)),
     }
 }
 

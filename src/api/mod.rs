@@ -187,6 +187,34 @@ pub struct Page<T> {
     pub total: u64,
 }
 
+/// A store timestamp (ms since the Unix epoch) on the wire: its RFC 3339 text
+/// ([`rfc3339`](crate::service::rfc3339), UTC, milliseconds), the `date-time` format in the
+/// document.
+#[derive(serde::Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Timestamp(String);
+
+impl Timestamp {
+    /// The time `ms`.
+    pub fn of(ms: i64) -> Timestamp {
+        Timestamp(crate::service::rfc3339(ms))
+    }
+}
+
+impl schemars::JsonSchema for Timestamp {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Timestamp".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "format": "date-time" })
+    }
+}
+
 /// A list that is not paged on the wire: `{items}` ([`Reply::ok`](crate::http::response::Reply::ok) adds `success`).
 #[derive(serde::Serialize, schemars::JsonSchema)]
 #[schemars(rename = "ItemsOf{T}")]

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
+use super::Timestamp;
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
@@ -14,11 +15,11 @@ use crate::http::response::Reply;
 use crate::openapi::derived::{legacy_names, Derived};
 use crate::service::channel::Bot;
 use crate::service::integrations::IntegrationView;
+use crate::service::replicas;
 use crate::service::replicas::{
     GREETING_MAX, KINDS, MEMORY_MODES, NAME_MAX, PURPOSE_MAX, SUGGESTED_QUESTIONS_MAX, SYSTEM_MESSAGE_MAX, TAGS_MAX,
     VOICE_PREVIEW_MAX,
 };
-use crate::service::{replicas, rfc3339};
 use crate::store::records::Replica;
 
 /// `llm.model`'s description in the document.
@@ -236,15 +237,13 @@ pub struct ReplicaView<'a> {
     #[serde(rename = "knowledgeBase")]
     knowledge_base: KbCounts<'a>,
     #[serde(rename = "createdAt")]
-    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
-    created_at: String,
+    created_at: Timestamp,
     #[serde(rename = "updatedAt")]
-    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
-    updated_at: String,
+    updated_at: Timestamp,
     /// Legacy copy of `createdAt`.
     #[serde(rename = "created_at")]
-    #[schemars(with = "chrono::DateTime<chrono::Utc>", extend("deprecated" = true))]
-    created_at_legacy: String,
+    #[schemars(extend("deprecated" = true))]
+    created_at_legacy: Timestamp,
     /// Legacy copy of `shortDescription`.
     #[serde(rename = "short_description")]
     #[schemars(extend("deprecated" = true))]
@@ -309,7 +308,7 @@ impl JsonSchema for Integrations<'_> {
 
 /// The wire view of replica `r` with its [`replicas::ViewParts`].
 pub fn view<'a>(r: &'a Replica, p: &'a replicas::ViewParts) -> ReplicaView<'a> {
-    let created_at = rfc3339(r.created_at);
+    let created_at = Timestamp::of(r.created_at);
     ReplicaView {
         uuid: r.id,
         name: &r.name,
@@ -338,7 +337,7 @@ pub fn view<'a>(r: &'a Replica, p: &'a replicas::ViewParts) -> ReplicaView<'a> {
         knowledge_base: KbCounts { entries: p.distilled.entries, titles: &p.distilled.titles },
         created_at_legacy: created_at.clone(),
         created_at,
-        updated_at: rfc3339(r.updated_at),
+        updated_at: Timestamp::of(r.updated_at),
         short_description_legacy: &r.short_description,
         introduction: &r.greeting,
         owner_uuid: &p.owner_id,

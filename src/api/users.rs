@@ -5,13 +5,13 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::Timestamp;
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::openapi::derived::Derived;
 use crate::service::channel::linked_account_types;
-use crate::service::rfc3339;
 use crate::service::users::{self, UserInput, TEXT_MAX};
 use crate::store::records::User;
 
@@ -81,10 +81,8 @@ pub struct UserView<'a> {
     /// Ours: the picture URL; omitted when none.
     #[serde(skip_serializing_if = "Option::is_none")]
     profile_image: Option<&'a str>,
-    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
-    created_at: String,
-    #[schemars(with = "chrono::DateTime<chrono::Utc>")]
-    updated_at: String,
+    created_at: Timestamp,
+    updated_at: Timestamp,
 }
 
 /// A linked account of [`UserView`] (the `LinkedAccount` schema): `{accountID, accountType}`.
@@ -113,8 +111,8 @@ pub fn view(u: &User) -> UserView<'_> {
         email: u.email.as_deref(),
         linked_accounts: linked.collect(),
         profile_image: u.profile_image.as_deref(),
-        created_at: rfc3339(u.created_at),
-        updated_at: rfc3339(u.updated_at),
+        created_at: Timestamp::of(u.created_at),
+        updated_at: Timestamp::of(u.updated_at),
     }
 }
 

@@ -301,7 +301,7 @@ fn the_user_usage_and_analytics_views_match_their_schemas() {
 fn the_health_embed_and_model_views_match_their_schemas() {
     let report = report();
     check("Readiness", json(health::readiness(&report, "node-1".into())));
-    check("HealthCheck", json(health::health_check(&report, "2026-11-26T12:00:00.000Z".into())));
+    check("HealthCheck", json(health::health_check(&report, crate::api::Timestamp::of(1_764_158_400_000))));
     let key = embed::EmbedKeyView {
         key: "rpl_embed_x".into(),
         replica_uuid: uuid(2),
