@@ -10,14 +10,20 @@
 //!   open where the server ignores them;
 //! - a success answer lists `success: true` first ([`Reply::ok`](crate::http::response::Reply::ok)
 //!   writes it before the view's fields);
-//! - a struct's or an enum's own doc comment is Rust documentation, not the wire's: only the fields' doc
-//!   comments become `description`s (an inlined struct says `#[schemars(inline, description = "")]`
-//!   for the same reason).
+//! - an optional field (one serde may leave out) does not offer `null`: an answer leaves it out
+//!   rather than writing `null`, and a client says "none" by leaving it out;
+//! - a struct's or an enum's own doc comment is Rust documentation, not the wire's: only the
+//!   fields' doc comments become `description`s, their lines joined (an inlined struct says
+//!   `#[schemars(inline, description = "")]` for the same reason);
+//! - unsigned integers carry `minimum: 0` and no format (OpenAPI names no `uint64`).
+//!
+//! A name read in a body and written in an answer must have one schema (else building the
+//! document panics, which every test that builds it shows).
+
+use std::borrow::Cow;
 
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use schemars::transform::RecursiveTransform;
-use std::borrow::Cow;
-
 use schemars::{JsonSchema, Schema};
 use serde_json::{json, Map, Value};
 
@@ -78,6 +84,9 @@ impl Derived {
     }
 
     /// Every schema added, by name: the request bodies, then the answers.
+    ///
+    /// # Panics
+    /// When a body and an answer name one schema with two different shapes.
     pub fn into_schemas(mut self) -> Map<String, Value> {
         let mut all = self.requests.take_definitions(true);
         for (name, schema) in self.answers.take_definitions(true) {
@@ -90,18 +99,20 @@ impl Derived {
             with_success(&mut schema);
             all.insert(name.map_or_else(|| of.clone(), str::to_string), schema);
         }
-        let renamed = self.successes.iter().filter(|(_, name)| name.is_some()).map(|(of, _)| of);
-        for of in renamed.collect::<Vec<_>>() {
-            let reference = format!("\"#/components/schemas/{of}\"");
-            if !Value::Object(all.clone()).to_string().contains(&reference) {
+        for (of, _) in self.successes.iter().filter(|(_, name)| name.is_some()) {
+            if !referred(&all, of) {
                 all.remove(of);
             }
         }
-        for schema in all.values_mut() {
-            drop_type_doc(schema);
-        }
+        all.values_mut().for_each(drop_type_doc);
         all
     }
+}
+
+/// Whether a schema of `all` refers to the schema `name`.
+fn referred(all: &Map<String, Value>, name: &str) -> bool {
+    let reference = format!("\"#/components/schemas/{name}\"");
+    all.values().any(|schema| schema.to_string().contains(&reference))
 }
 
 /// A knowledge-base entry id or a chat-history item id, the `SparseId` schema ([`sparse_id`]):
@@ -236,5 +247,121 @@ fn drop_type_doc(schema: &mut Value) {
         |o: &Map<String, Value>| o.get("type").is_some_and(|t| t == "object") || o.contains_key("oneOf");
     if let Some(object) = schema.as_object_mut().filter(|o| described_in_rust(o)) {
         object.remove("description");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use serde_json::{json, Value};
+
+    use super::{legacy_names, Derived};
+
+    /// An answer: one field always there, one left out when absent.
+    #[derive(Serialize, JsonSchema)]
+    #[schemars(rename = "Thing")]
+    struct Thing {
+        /// The name,
+        /// on two lines.
+        name: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        size: Option<u64>,
+        #[schemars(extend("deprecated" = true))]
+        kind: Option<String>,
+    }
+
+    /// A body that ignores unknown fields, with an alias.
+    #[derive(Deserialize, JsonSchema)]
+    #[schemars(rename = "ThingWrite", transform = legacy)]
+    #[allow(dead_code)]
+    struct ThingWrite {
+        #[serde(alias = "old_name")]
+        name: String,
+        size: Option<u64>,
+    }
+
+    fn legacy(schema: &mut schemars::Schema) {
+        legacy_names(schema, &[("old_name", "name")]);
+    }
+
+    /// A body that refuses unknown fields.
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    #[schemars(rename = "Strict")]
+    #[allow(dead_code)]
+    struct Strict {
+        id: String,
+    }
+
+    /// A list of things, named per use.
+    #[derive(Serialize, JsonSchema)]
+    #[schemars(rename = "ListOf{T}")]
+    struct List<T> {
+        items: Vec<T>,
+    }
+
+    fn schemas(build: impl FnOnce(&mut Derived)) -> serde_json::Map<String, Value> {
+        let mut d = Derived::default();
+        build(&mut d);
+        d.into_schemas()
+    }
+
+    #[test]
+    fn an_answer_is_closed_lists_success_first_and_leaves_optional_fields_out_rather_than_null() {
+        let all = schemas(|d| {
+            d.answer::<Thing>();
+        });
+        let thing = &all["Thing"];
+        assert_eq!(thing["additionalProperties"], false);
+        let names: Vec<&String> = thing["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(names, ["success", "name", "size", "kind"]);
+        assert_eq!(thing["properties"]["success"], json!({ "type": "boolean", "const": true }));
+        assert_eq!(thing["required"], json!(["success", "name", "kind"]));
+        assert_eq!(thing["properties"]["size"], json!({ "type": "integer", "minimum": 0 }), "no null, no uint64");
+        assert_eq!(thing["properties"]["kind"]["type"], json!(["string", "null"]), "written as null: kept");
+        assert_eq!(thing["properties"]["kind"]["deprecated"], true);
+        assert_eq!(thing["properties"]["name"]["description"], "The name, on two lines.");
+        assert!(thing.get("description").is_none(), "the type's doc comment is not the wire's");
+    }
+
+    #[test]
+    fn a_body_is_open_unless_serde_refuses_unknown_fields_and_shows_its_legacy_names() {
+        let all = schemas(|d| {
+            d.request::<ThingWrite>().request::<Strict>();
+        });
+        let write = &all["ThingWrite"];
+        assert!(write.get("additionalProperties").is_none(), "open: serde ignores unknown fields");
+        assert_eq!(write["properties"]["size"]["type"], "integer", "an optional field does not offer null");
+        assert_eq!(write["properties"]["old_name"]["deprecated"], true);
+        assert_eq!(write["properties"]["old_name"]["description"], "Legacy name of `name`.");
+        assert_eq!(all["Strict"]["additionalProperties"], false);
+    }
+
+    #[test]
+    fn an_answer_under_another_name_keeps_its_own_only_when_referred_to() {
+        let all = schemas(|d| {
+            d.answer_as::<List<Thing>>("Things").answer_as::<Thing>("ThingRead");
+        });
+        assert!(all.contains_key("Things") && all.contains_key("ThingRead"));
+        assert!(!all.contains_key("ListOfThing"), "nothing refers to the generic list's own name");
+        assert!(all.contains_key("Thing"), "the list's items refer to it");
+        assert!(all["Thing"]["properties"].get("success").is_none(), "an item carries no success");
+        assert_eq!(all["ThingRead"]["properties"]["success"]["const"], true);
+    }
+
+    /// A body and an answer of one name but two shapes.
+    #[test]
+    #[should_panic(expected = "Thing is read in a body and written in an answer")]
+    fn one_name_with_two_shapes_is_refused() {
+        #[derive(Deserialize, JsonSchema)]
+        #[schemars(rename = "Thing")]
+        #[allow(dead_code)]
+        struct OtherThing {
+            colour: String,
+        }
+        schemas(|d| {
+            d.request::<OtherThing>().part::<Thing>();
+        });
     }
 }
