@@ -260,7 +260,6 @@ struct ReaderView<'a> {
     /// Ours: whether the reader quoted a passage (else it said it does not know).
     answered: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(description = "")]
     confidence: Option<ConfidenceView>,
     /// Ours: the question's terms (as the search index analyzes them: stop words left out,
     /// stemmed) that no document of the knowledge base holds; a question with one is at best

@@ -161,11 +161,7 @@ pub const KINDS: [&str; 2] = ["individual", "group"];
 
 /// `individual` or `group`.
 pub fn kind(group: bool) -> &'static str {
-    if group {
-        "group"
-    } else {
-        "individual"
-    }
+    KINDS[usize::from(group)]
 }
 
 /// A chat on the wire (the `Chat` schema; docs/decisions.md "Chat"); absent optional fields are

@@ -1,16 +1,14 @@
 //! Chat history (spec §4.1): list per channel, save items (with channel data validation).
 
-use std::sync::Arc;
-
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
 use serde_json::value::RawValue;
 
-use super::path_replica;
-use super::Timestamp;
+use super::{path_replica, Timestamp};
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;

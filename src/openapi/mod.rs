@@ -40,8 +40,8 @@ use schemas::{object, reference};
 const DESCRIPTION: &str = include_str!("description.md");
 
 /// The whole document for `routes`, with the schemas `derived` from the bodies and answers
-/// (`api::schemas()`, by [`derived::Derived`]); a derived schema takes the place of a written one
-/// of its name.
+/// (`api::schemas()`, by [`derived::Derived`]) beside the written ones of [`schemas`] (no name is
+/// both: a unit test says so).
 pub fn document(routes: &[Route], derived: Map<String, Value>, models: &Models) -> Value {
     let ops = all_operations();
     let mut paths = Map::new();
@@ -421,6 +421,17 @@ mod tests {
         for part in text.split("\"#/components/schemas/").skip(1) {
             let name = &part[..part.find('"').unwrap()];
             assert!(d["components"]["schemas"].get(name).is_some(), "unresolved $ref {name}");
+        }
+    }
+
+    /// A derived schema never takes the place of a written one, nor of an error body's.
+    #[test]
+    fn derived_and_written_schemas_have_names_of_their_own() {
+        let written = schemas::listed(&Models::parse(crate::models::SHIPPED).unwrap());
+        let errors: Vec<String> = error_schemas().into_iter().map(|(status, _)| format!("Error{status}")).collect();
+        for name in api::schemas().keys() {
+            assert!(!written.contains_key(name) && !errors.contains(name), "{name} is derived and written");
+            assert_ne!(name, "InviteNotFound");
         }
     }
 
