@@ -59,11 +59,6 @@ impl From<&(&'static str, u64)> for SourceCountView {
     }
 }
 
-/// The schemas of this file's answers.
-pub fn schemas(d: &mut crate::openapi::derived::Derived) {
-    d.answer_as::<Items<DayView>>("ConversationHistory").answer_as::<Items<SourceCountView>>("ConversationSources");
-}
-
 /// # `GET /v1/replicas/{replicaUUID}/analytics/conversations/historical`
 /// `{success, items: [{date: YYYY-MM-DD, cumulativeConversations}]}`: the last 30 UTC days,
 /// oldest first, each with the conversations started up to its end.

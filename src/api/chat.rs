@@ -28,7 +28,8 @@ use crate::generate::embedded::Explanation;
 use crate::generate::Turn;
 use crate::http::request::Req;
 use crate::http::response::{error_body, sse_event, Reply};
-use crate::openapi::derived::{written, Derived};
+use crate::openapi::derived::written;
+use crate::openapi::operations::{op, Op, SSE};
 use crate::service::channel::{sources, Channel};
 use crate::service::channel_data::{self, MessengerAData, MessengerBData};
 use crate::service::chat::{self, Ask, Completion, Event};
@@ -478,8 +479,89 @@ pub async fn complete_experimental(app: Arc<App>, req: Req) -> Result<Reply> {
     answer(&app, &req, &replica, ask, openai_reply).await
 }
 
-/// The schemas of this file's bodies and answers.
-pub fn schemas(d: &mut Derived) {
-    d.request::<CompletionBody>().request::<MessengerACompletionBody>().request::<ExperimentalBody>();
-    d.answer::<ContentView>().answer::<TestView>().part::<OpenAiCompletion>();
+/// Completions (spec §2.1, §4.1): plain, messengerA and the OpenAI-shaped one.
+pub fn operations() -> Vec<Op> {
+    vec![
+        Op {
+            ok_also: SSE,
+            ..op(
+                "POST",
+                "/v1/replicas/{replicaUUID}/chat/completions",
+                "createChatCompletion",
+                "Chat",
+                "Ask the replica",
+            )
+        }
+        .body_of::<CompletionBody>()
+        .ok_of::<ContentView>(200)
+        .extra(&[429, 502])
+        .describe(
+            "Retrieves the most relevant knowledge and answers. Stores the question and the answer (with its \
+                `sources`) in the chat history unless `skip_chat_history`. The `X-Replica-Backend` response header \
+                names the generator that answered (`embedded` or the upstream's name). 502 `UPSTREAM_ERROR` when the \
+                model server fails after retries. With `Accept: text/event-stream` the reply streams as server-sent \
+                events: `event: delta` / `data: {\"delta\": \"…\"}` per piece of text; `event: error` (a §7 error \
+                body) only if the model fails after it began; `event: message` / `data: {success, content, sources, \
+                id, interrupted}`; then `data: [DONE]`. A client that disconnects cancels the model request; the \
+                history keeps what was said, flagged `interrupted`.",
+        ),
+        Op {
+            ok_also: SSE,
+            ..op(
+                "POST",
+                "/v1/replicas/{replicaUUID}/chat/completions/messengerA",
+                "createChatCompletionMessengerA",
+                "Chat",
+                "Ask the replica on messengerA",
+            )
+        }
+        .body_of::<MessengerACompletionBody>()
+        .ok_of::<ContentView>(200)
+        .extra(&[429, 502])
+        .describe(
+            "As `…/chat/completions`, on the messengerA channel: `messengerA_data` is required (a repeated \
+                message id stores nothing new) and `imageURL` reaches vision-capable models.",
+        ),
+        op(
+            "POST",
+            "/v1/replicas/{replicaUUID}/chat/completions/test",
+            "testChatCompletion",
+            "Chat",
+            "Check retrieval for a question",
+        )
+        .body_of::<CompletionBody>()
+        .ok_of::<TestView>(200)
+        .extra(&[429, 502])
+        .describe(
+            "Organization key only. A retrieval check with the body of `…/chat/completions`: answers the reply, the \
+            search `query` it ran and every retrieved source, best first, with its `bm25Rank`, its `vectorRank` \
+            and its fused `score` (fields of our own; a chunk whose own heading the query names whole may take \
+            BM25's last place). With an embedding model configured the question is searched both ways (BM25 and \
+            the replica's `llm.embeddingModel`) and the rankings are fused (a convex combination); without one, \
+            by BM25 alone (`vectorRank` and `cosine` absent). The embedded generator adds `reader`: its decision, \
+            the confidence it decided on and its candidate passages with their signals. \
+            The query is searched with the words its form implies as well (English: a written-out ordinal also \
+            looks for `Nth` and `NUMBERth`; \"How does X …?\" for a heading saying \"works\"). Nothing is stored \
+            in the chat history; the token usage is counted.",
+        ),
+        Op {
+            ok_also: SSE,
+            ..op(
+                "POST",
+                "/v1/experimental/replicas/{replicaUUID}/chat/completions",
+                "createExperimentalChatCompletion",
+                "Chat",
+                "OpenAI-shaped completion",
+            )
+        }
+        .body_of::<ExperimentalBody>()
+        .ok_raw::<OpenAiCompletion>(200)
+        .extra(&[429, 502])
+        .describe(
+            "Requires a user (`X-USER-ID` + `X-USER-ID-TYPE`). The last message (role `user`) is the question; \
+                earlier ones replace the stored history in the prompt. `store` (default true) keeps the question and \
+                the reply in the history. Streams with `Accept: text/event-stream` (the events of \
+                `…/chat/completions`).",
+        ),
+    ]
 }

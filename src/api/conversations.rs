@@ -16,7 +16,6 @@ use crate::app::App;
 use crate::error::{Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::derived::Derived;
 use crate::service::channel::sources;
 use crate::service::chats::{Labeled, SortBy};
 use crate::service::check_len;
@@ -147,7 +146,7 @@ pub async fn messages(app: Arc<App>, req: Req) -> Result<Reply> {
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "ConversationPatch")]
-struct PatchBody {
+pub(super) struct PatchBody {
     #[schemars(length(max = MAX_SUMMARY))]
     summary: Option<String>,
     #[schemars(length(max = MAX_INSIGHTS), inner(length(min = 1, max = MAX_INSIGHT_CHARS)))]
@@ -162,12 +161,6 @@ pub const MAX_INSIGHTS: usize = 50;
 const MAX_INSIGHT_CHARS: usize = 1000;
 /// Most characters of a conversation's `summary`.
 const MAX_SUMMARY: usize = 10_000;
-
-/// The schemas of this file's bodies and answers.
-pub fn schemas(d: &mut Derived) {
-    d.request::<PatchBody>().answer::<MentionList>();
-    d.answer_as::<Page<ConversationView>>("ConversationList").answer_as::<ConversationView>("ConversationRead");
-}
 
 fn check_list(field: &str, items: &Option<Vec<String>>) -> Result<()> {
     let items = items.as_deref().unwrap_or_default();

@@ -15,6 +15,7 @@ use crate::http::asset::Asset;
 use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
+use crate::openapi::operations::{op, Op};
 
 const INDEX_HTML: &[u8] = include_bytes!("../../data/docs/index.html");
 const INIT_JS: &[u8] = include_bytes!("../../data/docs/init.js");
@@ -66,7 +67,7 @@ pub fn pages() -> Vec<Route> {
 pub async fn openapi(app: Arc<App>, _req: Req) -> Result<Reply> {
     static DOC: OnceLock<Bytes> = OnceLock::new();
     let doc = DOC.get_or_init(|| {
-        let doc = crate::openapi::document(&super::routes(), super::schemas(), &app.models);
+        let doc = crate::openapi::document(&super::routes(), &super::operations(), &app.models);
         Bytes::from(serde_json::to_vec(&doc).unwrap_or_default())
     });
     Ok(Reply::raw(200, doc.clone(), "application/json"))
@@ -92,4 +93,10 @@ fn serve(asset: &Asset, req: &Req) -> Result<Reply> {
         .with_header("x-frame-options", "DENY")
         .with_header("x-content-type-options", "nosniff")
         .with_header("referrer-policy", "no-referrer"))
+}
+
+/// The document's row of `GET /v1/openapi.json`.
+pub fn operations() -> Vec<Op> {
+    let doc = op("GET", "/v1/openapi.json", "getOpenApi", "Meta", "This OpenAPI document");
+    vec![doc.ok(200, "OpenApiDocument").describe("Public. The document every other operation is checked against.")]
 }

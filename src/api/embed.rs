@@ -39,7 +39,8 @@ use crate::http::asset::Asset;
 use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::{error_reply, Reply};
-use crate::openapi::derived::{Derived, SparseId};
+use crate::openapi::derived::SparseId;
+use crate::openapi::operations::{op, Op};
 use crate::rate_limit::RateLimiter;
 use crate::service::channel::Channel;
 use crate::service::chat::{self, Ask};
@@ -47,6 +48,7 @@ use crate::service::embed::{self, Credentials, Visit, MAX_ORIGINS};
 use crate::service::history::{self as history_service, Page};
 use crate::service::quotas::Pool;
 use crate::service::{check_len, users};
+use serde_json::{json, Value};
 
 const ALLOW_HEADERS: &str = "content-type, accept, x-embed-key, x-embed-visitor, x-embed-identity";
 
@@ -257,13 +259,6 @@ struct ChatBody {
     content: String,
 }
 
-/// The schemas of this file's bodies and answers.
-pub fn schemas(d: &mut Derived) {
-    d.request::<EmbedKeyBody>().request::<IdentitySecretBody>().request::<ChatBody>();
-    d.answer::<EmbedKeyView>().answer::<IdentitySecretView>().answer::<EmbedReplyView>();
-    d.answer_as::<Items<super::history::MessageView>>("EmbedHistory");
-}
-
 /// # `POST /v1/embed/{replicaUUID}/chat`
 /// Body `{content}`. Asks the replica as the visitor (`embed` source with a key, `web` on the
 /// page) and stores the exchange. With `Accept: text/event-stream` the events of
@@ -396,4 +391,140 @@ pub fn pages() -> Vec<Route> {
         route(Method::OPTIONS, "/v1/embed/{replicaUUID}/chat", |a, r| Box::pin(preflight(a, r))),
         route(Method::OPTIONS, "/v1/embed/{replicaUUID}/history", |a, r| Box::pin(preflight(a, r))),
     ]
+}
+
+/// The embed keys and the identity secret of a replica (our own operations).
+fn embed_key_ops() -> Vec<Op> {
+    vec![
+        op("POST", "/v1/replicas/{replicaUUID}/embed-keys", "createEmbedKey", "Integrations", "Create an embed key")
+            .body_of::<EmbedKeyBody>()
+            .ok_of::<EmbedKeyView>(200)
+            .describe(
+                "Our own operation. Mints a public key for the chat widget (`GET /embed/widget.js`, included with \
+                `data-replica` and `data-key`) and sets the replica's allowed origins (they replace earlier ones; \
+                earlier keys keep working). The key can only chat with this replica and read the history of the \
+                visitor that uses it (`POST /v1/embed/{replicaUUID}/chat`, `GET /v1/embed/{replicaUUID}/history`); \
+                every widget request must come from an allowed origin (CORS). Shown only here (stored hashed); \
+                `DELETE …/embed-keys/{embedKey}` revokes it.",
+            ),
+        op(
+            "POST",
+            "/v1/replicas/{replicaUUID}/embed-identity-secret",
+            "createEmbedIdentitySecret",
+            "Integrations",
+            "Create the identity secret",
+        )
+        .optional_body_of::<IdentitySecretBody>()
+        .ok_of::<IdentitySecretView>(200)
+        .describe(
+            "Our own operation. No body, or `{}`. Makes the secret with which the site's backend signs its \
+            logged-in users' ids for the widget (`X-Embed-Identity` of `POST /v1/embed/{replicaUUID}/chat` and \
+            `GET /v1/embed/{replicaUUID}/history`), so that a user keeps their conversation across devices. \
+            Shown only in this answer, never again; a new call replaces the earlier secret (identities signed \
+            with it are refused from this answer on). The replica's embed keys and allowed origins stay.",
+        ),
+        op(
+            "DELETE",
+            "/v1/replicas/{replicaUUID}/embed-identity-secret",
+            "deleteEmbedIdentitySecret",
+            "Integrations",
+            "Delete the identity secret",
+        )
+        .describe(
+            "Our own operation. Turns signed identities off: from this answer on, widget requests carrying \
+            `X-Embed-Identity` are refused with 403 `EMBED_IDENTITY_REFUSED` (anonymous visitors keep \
+            chatting). 404 when the replica has no identity secret.",
+        ),
+        op(
+            "DELETE",
+            "/v1/replicas/{replicaUUID}/embed-keys/{embedKey}",
+            "revokeEmbedKey",
+            "Integrations",
+            "Revoke an embed key",
+        )
+        .describe(
+            "Our own operation. `embedKey` is the key itself (`rpl_embed_…`; it is public, in the site's HTML, \
+            so it is no secret in a path). From this answer on, widget requests carrying it are refused with 403 \
+            `EMBED_KEY_REFUSED`; the replica's other keys and its allowed origins stay. 404 when it is not a key of \
+            this replica (unknown, already revoked, or another replica's).",
+        ),
+    ]
+}
+
+/// The widget's and the web page's operations.
+fn embed_visitor_ops() -> Vec<Op> {
+    vec![
+        op("POST", "/v1/embed/{replicaUUID}/chat", "embedChat", "Integrations", "Ask as a widget or page visitor")
+            .body_of::<ChatBody>()
+            .query(embed_headers())
+            .ok_of::<EmbedReplyView>(200)
+            .extra(&[403, 429, 502])
+            .describe(
+                "Called by the widget (`X-Embed-Key`; source `embed`; `Origin` must be an allowed origin, else 403 \
+                `ORIGIN_NOT_ALLOWED`; a key of another replica, 403 `EMBED_KEY_REFUSED`) and by the web chat page `GET /r/{organizationID}/{replicaSlug}` of a public \
+                replica (no key; the server's own origin; source `web`). `X-Embed-Visitor` (8–100 letters, digits, \
+                `-`, `_`) names the visitor: the linked-account user `embed:<id>`; or, for a user logged in on the \
+                site, `X-Embed-Identity` signed by the site's backend (the widget only; an invalid one, 403 \
+                `EMBED_IDENTITY_REFUSED`): the user `embed:user:<userId>`. With `Accept: text/event-stream` \
+                the events of `…/chat/completions`. CORS: `Access-Control-Allow-Origin` echoes an allowed origin on \
+                every answer past the origin check, errors included (but a 500), so the widget can show the error \
+                body's `error`; `OPTIONS` answers the preflight.\n\n\
+                Limits of its own, apart from the organization's (our decisions; the operator sets them by flag): \
+                requests per visitor of a replica (`--embed-rate-limit-per-visitor`, default 10 a minute) and per \
+                replica from all its visitors (`--embed-rate-limit-per-replica`, default 120 a minute), both token \
+                buckets with a burst of as many, shared with `GET /v1/embed/{replicaUUID}/history`: beyond, 429 \
+                `RATE_LIMITED` with `Retry-After` and `RateLimit-Policy` / `RateLimit` headers (and the CORS \
+                header, so the widget can read it). A visitor id seen for the first time is made a user only at its \
+                first question, at most `--embed-new-visitors-per-minute` (default 20) per replica a minute \
+                (beyond: 429 `RATE_LIMITED`), and only when the visitors may still start a conversation. The \
+                conversations visitors start count in a monthly quota of their own per organization \
+                (`--embed-conversations-per-month`, default 10000, or the operator's `replicad orgs set-quota ORG \
+                --embed-conversations-per-month N`; UTC months): beyond, 429 \
+                `EMBED_CONVERSATION_QUOTA_EXCEEDED` before anything is generated. They never count in the \
+                organization's own conversation quota, so visitors cannot starve its API use; and the \
+                organization's quota (or `--rate-limit-per-key`) does not close its public chats. A conversation \
+                under way goes on.",
+            ),
+        op("GET", "/v1/embed/{replicaUUID}/history", "embedHistory", "Integrations", "The visitor's conversation")
+            .query(embed_headers())
+            .ok_as::<Items<super::history::MessageView>>(200, "EmbedHistory")
+            .extra(&[403, 429])
+            .describe(
+                "The visitor's own history items on the channel (newest 100, oldest first); the credentials and \
+                request limits of `POST /v1/embed/{replicaUUID}/chat`. A visitor that never asked has an empty \
+                history (reading it makes no user).",
+            ),
+    ]
+}
+
+/// The credentials of the widget and page operations (header parameters).
+fn embed_headers() -> Vec<Value> {
+    vec![
+        json!({ "name": "X-Embed-Key", "in": "header", "required": false, "schema": { "type": "string" },
+            "description": "The public embed key (widget). Absent: the web chat page of a public replica." }),
+        json!({ "name": "X-Embed-Visitor", "in": "header", "required": false,
+            "schema": { "type": "string", "pattern": "^[A-Za-z0-9_-]{8,100}$" },
+            "description": "The visitor's id (kept by the widget in localStorage): the linked account `embed:<id>`. \
+                Required (400 `INVALID_USER_HEADERS` without it) unless a valid `X-Embed-Identity` is sent, which \
+                makes it ignored." }),
+        json!({ "name": "X-Embed-Identity", "in": "header", "required": false,
+            "schema": {
+                "type": "string",
+                "pattern": "^[0-9]{1,18}\\.[0-9a-f]{64}\\.[A-Za-z0-9_@.+-]{1,128}$",
+            },
+            "description": "A logged-in user of the site, signed by the site's backend (widget only, with \
+                `X-Embed-Key`): `<expires>.<signature>.<userId>`. `expires`: unix seconds, in the future and at \
+                most 31 days ahead; `userId`: 1–128 of `A-Z a-z 0-9 _ @ . + -`; `signature`: the lowercase hex \
+                HMAC-SHA256 keyed with the UTF-8 bytes of the replica's whole identity secret (`rpl_idsec_…`, \
+                `createEmbedIdentitySecret`) over `{replicaUUID}\\n{userId}\\n{expires}` (the replica's UUID \
+                lowercase and hyphenated, `\\n` a newline, `expires` as written in the token). The visitor is \
+                then the linked account `embed:user:<userId>`, the same on every device, and `X-Embed-Visitor` \
+                is ignored. Malformed, a bad signature, expired, too far ahead, a replica without an identity \
+                secret, or sent by the web chat page (no key): 403 `EMBED_IDENTITY_REFUSED`, naming which." }),
+    ]
+}
+
+/// The document's rows of the widget's operations: its keys, then the visitor's.
+pub fn operations() -> Vec<Op> {
+    [embed_key_ops(), embed_visitor_ops()].into_iter().flatten().collect()
 }

@@ -14,7 +14,7 @@ use crate::app::App;
 use crate::error::Result;
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::derived::Derived;
+use crate::openapi::operations::{op, Op};
 use crate::ops::health::{self, Report, CHECKS};
 
 /// # `GET /healthz`
@@ -134,12 +134,6 @@ pub struct HealthCheckView<'a> {
     services: ChecksView<'a, Healthcheck>,
 }
 
-/// The schemas of this file's answers (written as they are: none of them carries the
-/// `success: true` of the API's answers).
-pub fn schemas(d: &mut Derived) {
-    d.part::<LivenessView>().part::<ReadinessView>().part::<HealthCheckView>();
-}
-
 /// The readiness answer of `report` on node `node`.
 pub fn readiness(report: &Report, node: String) -> ReadinessView<'_> {
     let status = if report.ready() { "ready" } else { "not ready" };
@@ -175,4 +169,30 @@ fn answer(report: &Report, body: &impl Serialize) -> Reply {
     let status = if report.ready() { 200 } else { 503 };
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     Reply::raw(status, bytes.into(), "application/json").with_header("cache-control", "no-store")
+}
+
+/// The document's rows of this file's operations (see `super::operations`).
+pub fn operations() -> Vec<Op> {
+    vec![
+        op("GET", "/healthz", "getLiveness", "Operations", "Liveness")
+            .ok_raw::<LivenessView>(200)
+            .describe("Public. The process is alive and answering; touches nothing else. Poll it as a liveness probe."),
+        Op { also: &[(503, "Readiness")], ..op("GET", "/readyz", "getReadiness", "Operations", "Readiness") }
+            .ok_raw::<ReadinessView>(200)
+            .describe(
+                "Public. 200 when the store is open and writable, the search index is caught up with the store \
+                within `--max-index-lag`, and the background tasks run; 503 with the same body naming what is not \
+                ready. Cheap enough to poll every second (a probe write only when nothing was written for 5 s).",
+            ),
+        Op {
+            also: &[(503, "HealthCheck")],
+            ..op("GET", "/v1/healthcheck", "getHealthCheck", "Operations", "Service health")
+        }
+        .ok_raw::<HealthCheckView>(200)
+        .describe(
+            "Public. The hosted service's health operation: the store, the search index and the ingestion \
+                worker as `services`, each `healthy` or `unhealthy` with a message (the checks of `/readyz`); 503 \
+                with the same body (`success: false`) when one is unhealthy.",
+        ),
+    ]
 }

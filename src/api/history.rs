@@ -13,12 +13,14 @@ use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::derived::{Derived, SparseId};
+use crate::openapi::derived::SparseId;
+use crate::openapi::operations::{op, param, Op};
 use crate::service::channel::{sources, Channel};
 use crate::service::channel_data::{self, MessengerAData, MessengerBData};
 use crate::service::check_len;
 use crate::service::history::{self, NewItem, Page, MAX_CONTENT_CHARS};
 use crate::store::records::{Message, SourceRef};
+use serde_json::{json, Value};
 
 /// A retrieval source on the wire (spec §2.2), plus where it is in its document (additive,
 /// absent when unknown): `url`, the web page of a `website` entry with a text fragment that
@@ -268,12 +270,6 @@ struct Saved {
     id: Option<u64>,
 }
 
-/// The schemas of this file's bodies and answers.
-pub fn schemas(d: &mut Derived) {
-    d.request::<SaveBody>().request::<SaveMessengerABody>();
-    d.answer::<Saved>().answer::<Listed>().part::<RetrievedView>();
-}
-
 async fn save_item(app: &App, req: &Req, item: NewItem) -> Result<Reply> {
     let replica = path_replica(app, req).await?;
     check_len("content", &item.content, 1, MAX_CONTENT_CHARS)?;
@@ -298,4 +294,60 @@ pub async fn save_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
     let body: SaveMessengerABody = req.json()?;
     let channel = body.messenger_a_data.stamped()?;
     save_item(&app, &req, NewItem::from_user(body.content, channel)).await
+}
+
+/// A chat-history path below `/v1/replicas/{replicaUUID}/chat/history`.
+macro_rules! concat_path {
+    ($suffix:literal) => {
+        concat!("/v1/replicas/{replicaUUID}/chat/history", $suffix)
+    };
+}
+
+/// Chat history (spec §4.1), per channel.
+pub fn operations() -> Vec<Op> {
+    let h = "/v1/replicas/{replicaUUID}/chat/history";
+    let msg_a = "/v1/replicas/{replicaUUID}/chat/history/messengerA";
+    vec![
+        history_list(h, "listChatHistory", "History on every channel"),
+        op("POST", h, "saveChatHistory", "Chat history", "Save a history item")
+            .body_of::<SaveBody>()
+            .ok_of::<Saved>(200)
+            .extra(&[429])
+            .describe(
+                "Saves a `user` item on `source` (default `web`, or `messengerB` with `messengerB_data`). A repeated \
+                `messengerB_data.message_id` stores nothing new.",
+            ),
+        history_list(concat_path!("/web"), "listChatHistoryWeb", "History of the web channel"),
+        history_list(concat_path!("/embed"), "listChatHistoryEmbed", "History of the embed channel"),
+        history_list(msg_a, "listChatHistoryMessengerA", "History of messengerA"),
+        op("POST", msg_a, "saveChatHistoryMessengerA", "Chat history", "Save a messengerA item")
+            .body_of::<SaveMessengerABody>()
+            .ok_of::<Saved>(200)
+            .extra(&[429])
+            .describe("A repeated `(chat_id, message_id)` stores nothing new."),
+        history_list(concat_path!("/messengerB"), "listChatHistoryMessengerB", "History of messengerB"),
+    ]
+}
+
+/// A chat-history list operation (spec §4.1): the same shape for every channel.
+fn history_list(path: &'static str, id: &'static str, summary: &'static str) -> Op {
+    op("GET", path, id, "Chat history", summary).query(history_query()).ok_of::<Listed>(200).describe(
+        "The caller's history items on the channel of the path, newest `limit` (oldest first). A private replica the \
+        caller may not see answers 404.",
+    )
+}
+
+fn history_query() -> Vec<Value> {
+    vec![
+        param(
+            "limit",
+            json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }),
+            "Newest items, returned oldest first.",
+        ),
+        param(
+            "beforeID",
+            json!({ "type": "integer", "minimum": 0 }),
+            "Only items with a smaller `id` (paging back in time).",
+        ),
+    ]
 }

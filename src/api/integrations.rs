@@ -18,7 +18,7 @@ use crate::channels::messenger_b::rest::{self as b_rest, RestError};
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::derived::Derived;
+use crate::openapi::operations::{op, Op};
 use crate::service::channel::Bot;
 use crate::service::integrations::{self, BotIdentity};
 use crate::store::records::{MessengerABot, MessengerBBot};
@@ -43,11 +43,6 @@ pub struct MessengerABody {
 struct Connected {
     /// The bot's user id on the channel.
     id: String,
-}
-
-/// The schemas of this file's bodies and answers.
-pub fn schemas(d: &mut Derived) {
-    d.request::<MessengerABody>().request::<MessengerBBody>().answer::<Connected>();
 }
 
 fn check_token(token: &str) -> Result<()> {
@@ -206,4 +201,68 @@ pub async fn disconnect_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
     integrations::disconnect::<MessengerBBot>(&app.store, replica.id).await?;
     app.bots.stop(replica.id, Bot::MessengerB);
     Ok(Reply::done())
+}
+
+/// The document's rows of the bots' connect and disconnect operations.
+pub fn operations() -> Vec<Op> {
+    let disconnect = op(
+        "DELETE",
+        "/v1/replicas/{replicaUUID}/integrations/messengerA",
+        "disconnectMessengerA",
+        "Integrations",
+        "Disconnect the messengerA bot",
+    )
+    .describe("Stops the bot and forgets its token; 404 when no bot is connected.");
+    [vec![messenger_a_connect(), disconnect], messenger_b_ops()].into_iter().flatten().collect()
+}
+
+/// `connectMessengerA`.
+fn messenger_a_connect() -> Op {
+    op(
+        "POST",
+        "/v1/replicas/{replicaUUID}/integrations/messengerA",
+        "connectMessengerA",
+        "Integrations",
+        "Connect a messengerA bot",
+    )
+    .body_of::<MessengerABody>()
+    .ok_of::<Connected>(200)
+    .extra(&[409, 502])
+    .describe(
+        "Checks the token with the Bot API's `getMe` (400 `INVALID_CHANNEL_TOKEN` when refused, 502 when the \
+            API cannot be reached), stores it encrypted, replaces any earlier bot of the replica and starts it: \
+            long polling with `getUpdates` (base URL `--messenger-a-api-base`). The bot answers every text \
+            message of a private chat, and in groups the messages that mention `mention` or reply to it; it shows \
+            \"typing\" while the reply is made and splits replies longer than 4096 characters. Questions and \
+            replies are stored as history (`source: messengerA`, full `messengerA_data`) of the linked-account \
+            user `messengerA:<user id>`; unaddressed group messages are stored too. The update offset is kept in \
+            the store: a restart neither loses nor repeats a message. The state shows in the replica's \
+            `messengerA_integration`. 409 `INTEGRATION_CONFLICT` when the bot serves another replica.",
+    )
+}
+
+/// The messengerB integration (docs/decisions.md "Integrations"; `DELETE` is our own).
+fn messenger_b_ops() -> Vec<Op> {
+    let path = "/v1/replicas/{replicaUUID}/integrations/messengerB";
+    vec![
+        op("POST", path, "connectMessengerB", "Integrations", "Connect a messengerB bot")
+            .body_of::<MessengerBBody>()
+            .ok_of::<Connected>(200)
+            .extra(&[409, 502])
+            .describe(
+                "Checks the token with the REST API's \"get current user\" (400 `INVALID_CHANNEL_TOKEN` when refused, \
+                502 when the API cannot be reached; base URL `--messenger-b-api-base`), stores it encrypted, replaces \
+                any earlier bot of the replica and starts it on the gateway (`--messenger-b-gateway`; intents \
+                GUILDS, GUILD_MESSAGES, DIRECT_MESSAGES; heartbeats, RECONNECT and session resume handled). The bot \
+                answers direct messages, and in servers the messages that mention it; it shows \"typing\" while the \
+                reply is made, splits replies longer than 2000 characters (the first part replies to the question in \
+                servers) and pings nobody. Questions and replies are stored as history (`source: messengerB`, full \
+                `messengerB_data`; `channel_name` is the author's name for a direct message) of the linked-account \
+                user `messengerB:<author id>`. The state shows in the replica's `messengerB_integration`. `id` in \
+                the answer is ours (the bot's user id). 409 `INTEGRATION_CONFLICT` when the bot serves another \
+                replica.",
+            ),
+        op("DELETE", path, "disconnectMessengerB", "Integrations", "Disconnect the messengerB bot")
+            .describe("Our own operation. Stops the bot and forgets its token; 404 when no bot is connected."),
+    ]
 }

@@ -10,7 +10,7 @@ use crate::app::App;
 use crate::error::Result;
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::derived::Derived;
+use crate::openapi::operations::{op, Op};
 use crate::service::{check_len, normalize_email, orgs};
 
 /// Request body: all fields required, no others.
@@ -43,9 +43,20 @@ pub struct Redeemed {
     pub valid_until: Option<Timestamp>,
 }
 
-/// The schemas of this file's body and answer.
-pub fn schemas(d: &mut Derived) {
-    d.request::<RedeemBody>().answer::<Redeemed>();
+/// The document's row of the redeem operation.
+pub fn operations() -> Vec<Op> {
+    let redeem = "/v1/api-keys/invites/{code}/redeem";
+    vec![op("POST", redeem, "redeemInvite", "Organizations", "Redeem an invitation code")
+        .body_of::<RedeemBody>()
+        .ok_of::<Redeemed>(200)
+        .extra(&[409])
+        .plain_404()
+        .describe(
+            "Creates an organization, its owner user (the contact) and an API key shown only in this answer. Codes \
+            are minted by the operator (`replicad invites create`), single-use and may expire: unknown code 404 \
+            (body without `error_code`/`fingerprint`, spec §7 rule 2), used code 409 `INVITE_ALREADY_REDEEMED`, \
+            expired code 400 `INVITE_EXPIRED`.",
+        )]
 }
 
 /// # `POST /v1/api-keys/invites/{code}/redeem`

@@ -14,7 +14,8 @@ use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::ingest::formats::{FORMATS, MEDIA_TYPES};
-use crate::openapi::derived::{Derived, SparseId};
+use crate::openapi::derived::SparseId;
+use crate::openapi::operations::{op, page, param, Op};
 use crate::service::knowledge::{
     self, Content, Created, EntryView, Limits, NewEntry, Patch, Sort, SortKey, LANGUAGES, MAX_FILENAME_CHARS,
     MAX_TEXT_CHARS, MAX_TITLE_CHARS, MAX_URL_CHARS, SORTS, STATUSES, TYPES,
@@ -22,6 +23,7 @@ use crate::service::knowledge::{
 use crate::service::{replicas, uploads};
 use crate::store::records::{Chunk, KbKind, KbStatus, KbText, Replica};
 use hyper::header::{CONTENT_TYPE, HOST};
+use serde_json::{json, Value};
 
 /// `language`'s description in the document.
 const LANGUAGE_DOC: &str = "ISO 639-1 (spec §2.5).";
@@ -300,13 +302,6 @@ impl<'a> From<&'a uploads::Uploaded> for UploadedView<'a> {
     }
 }
 
-/// The schemas of this file's bodies and answers.
-pub fn schemas(d: &mut Derived) {
-    d.request::<CreateBody>().request::<PatchBody>();
-    d.answer::<Results<CreatedView>>().answer::<UploadedView>().answer::<FullView>().answer::<FileTypesView>();
-    d.answer_as::<Page<KbEntryView>>("KnowledgeBaseList");
-}
-
 /// The absolute signed URL of upload `token`: `--public-url`, else `http://` + `Host`.
 fn signed_url(app: &App, req: &Req, token: &str) -> String {
     let base = app.config.public_url.clone().unwrap_or_else(|| {
@@ -539,4 +534,107 @@ pub fn file_types_view(limitation: &str) -> FileTypesView<'_> {
 pub async fn file_types(app: Arc<App>, _req: Req) -> Result<Reply> {
     let limit = format!("at most {} bytes per file", app.config.max_upload_bytes);
     Ok(Reply::ok(&file_types_view(&limit)))
+}
+
+/// Knowledge base (spec §2.5), uploads included.
+pub fn operations() -> Vec<Op> {
+    let entry = "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}";
+    let org_entry = "/v1/knowledge-base/{knowledgeBaseID}";
+    let kb = "Knowledge base";
+    vec![
+        op("GET", "/v1/replicas/{replicaUUID}/knowledge-base", "listKnowledgeBase", kb, "List entries")
+            .query(kb_list_query())
+            .ok_as::<Page<KbEntryView>>(200, "KnowledgeBaseList"),
+        op("POST", "/v1/replicas/{replicaUUID}/knowledge-base", "createKnowledgeBaseEntry", kb, "Create an entry")
+            .body_of::<CreateBody>()
+            .ok_of::<Results<CreatedView>>(207)
+            .creates("knowledgeBaseID", "/results/0/knowledgeBaseID")
+            .extra(&[409, 429])
+            .describe(
+                "Exactly one of `text`, `url`, `filename`; 207 `{success, results}`. Statuses move \
+                `NEW → FILE_UPLOADED → RAW_TEXT → PROCESSED_TEXT → READY` (see `status`; or `UNPROCESSABLE` with \
+                `error.message`) as a background job queue kept in the store works: a `url` is fetched (timeouts, \
+                size cap, at most 5 redirects, no private or loopback addresses unless the operator allows them), \
+                a `filename` waits for its bytes on `signedURL`. 409 `URL_ALREADY_EXISTS`; 429 \
+                `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED` at the operator's per-organization quota, 400 with the same \
+                code at the body's `usageLimits.knowledgeBaseEntries`. `language` absent: detected from the text.",
+            ),
+        op("GET", entry, "getKnowledgeBaseEntry", kb, "Read an entry").ok_of::<FullView>(200),
+        op("PATCH", entry, "updateKnowledgeBaseEntry", kb, "Update an entry")
+            .body_of::<PatchBody>()
+            .describe("A new `rawText` is re-processed (the entry goes back to `PROCESSED_TEXT`, then `READY`)."),
+        op("DELETE", entry, "deleteKnowledgeBaseEntry", kb, "Delete an entry")
+            .describe("Removes the entry and its index documents."),
+        op("GET", "/v1/knowledge-base", "listKnowledgeBaseOfOrganization", kb, "List entries of every replica")
+            .query(kb_list_query())
+            .ok_as::<Page<KbEntryView>>(200, "KnowledgeBaseList")
+            .describe(
+                "The entries of every replica the caller may see (private replicas only for their owner and \
+                whitelisted users), each with its `replicaUUID`; filters, paging and order as the per-replica list, \
+                default order `createdAt` descending.",
+            ),
+        op("GET", org_entry, "getKnowledgeBaseEntryOfOrganization", kb, "Read an entry by id")
+            .ok_of::<FullView>(200)
+            .describe("As the per-replica read; 404 when the entry's replica is not visible to the caller."),
+        op("PATCH", org_entry, "updateKnowledgeBaseEntryOfOrganization", kb, "Update an entry by id")
+            .body_of::<PatchBody>()
+            .describe("As the per-replica PATCH (one implementation)."),
+        op("DELETE", org_entry, "deleteKnowledgeBaseEntryOfOrganization", kb, "Delete an entry by id")
+            .describe("As the per-replica DELETE (one implementation): the entry and its index documents go."),
+        op("GET", "/v1/knowledge-base/file-types", "listFileTypes", kb, "Supported file types")
+            .ok_of::<FileTypesView>(200)
+            .describe("Exactly what this server can extract: PDF, DOCX, EPUB, plain text, Markdown, CSV, JSON, HTML."),
+        Op {
+            body_media: "application/octet-stream",
+            ..op("PUT", "/v1/knowledge-base/uploads/{token}", "uploadKnowledgeBaseFile", kb, "Upload a file")
+        }
+        .body("UploadBody")
+        .ok_of::<UploadedView>(200)
+        .extra(&[409])
+        .describe(
+            "The `signedURL` of a `filename` entry: the token in the path is the credential (no API key). Any \
+                content type; `Content-Encoding: gzip` allowed. Single use (409 `UPLOAD_ALREADY_USED`), expires after \
+                one hour (400 `UPLOAD_EXPIRED`), at most `--max-upload-bytes` (413, also while a gzip body inflates). \
+                The token is checked before the body is read: an unknown, used or expired URL answers without \
+                reading it. The entry moves to `FILE_UPLOADED` and is extracted in the background.",
+        ),
+    ]
+}
+
+fn kb_list_query() -> Vec<Value> {
+    use crate::service::knowledge::{SORTS, STATUSES, TYPES};
+    let repeated = |name: &str, values: &[&str], what: &str| {
+        json!({ "name": name, "in": "query", "required": false, "style": "form", "explode": true,
+            "schema": { "type": "array", "items": { "type": "string", "enum": values } },
+            "description": format!("Only entries {what} (repeat the parameter for several).") })
+    };
+    let sort_by: Vec<&str> = SORTS.iter().map(|(n, _)| *n).collect();
+    vec![
+        param("page", page(), "Page number."),
+        param("pageSize", json!({ "type": "integer", "minimum": 0, "maximum": 100, "default": 24 }), "Items per page."),
+        repeated("status", STATUSES, "in one of these statuses"),
+        repeated("type", TYPES, "of one of these types"),
+        param("search", json!({ "type": "string", "minLength": 3 }), "Text searched in titles, URLs and file names."),
+        param(
+            "hasError",
+            json!({ "type": "string", "enum": ["true", "false"] }),
+            "Only failed (or only other) entries.",
+        ),
+        param("sortBy", json!({ "type": "string", "enum": sort_by }), "Order by this field (with `sortOrder`)."),
+        param(
+            "sortOrder",
+            json!({ "type": "string", "enum": ["asc", "desc"], "default": "desc" }),
+            "Order of `sortBy` (default `desc`).",
+        ),
+        param(
+            "sort",
+            json!({ "type": "string", "enum": sort_values() }),
+            "Ours, instead of `sortBy`/`sortOrder`: `createdAt`, `updatedAt`, `title`, `status`; a `-` prefix sorts \
+            descending. Without either, `createdAt`: ascending for one replica's list, descending organization-wide.",
+        ),
+    ]
+}
+
+fn sort_values() -> Vec<String> {
+    crate::service::knowledge::SORTS.iter().flat_map(|(n, _)| [n.to_string(), format!("-{n}")]).collect()
 }

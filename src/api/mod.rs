@@ -132,24 +132,27 @@ pub fn served() -> Vec<Route> {
     routes().into_iter().chain(docs::pages()).chain(embed::pages()).chain([crate::ops::metrics::route()]).collect()
 }
 
-/// The schemas derived from the bodies and answers of the operations, by name (see
-/// `crate::openapi::derived`); the published document is [`docs::openapi`].
-pub fn schemas() -> serde_json::Map<String, serde_json::Value> {
-    let mut d = crate::openapi::derived::Derived::default();
-    analytics::schemas(&mut d);
-    chat::schemas(&mut d);
-    chats::schemas(&mut d);
-    conversations::schemas(&mut d);
-    embed::schemas(&mut d);
-    health::schemas(&mut d);
-    history::schemas(&mut d);
-    integrations::schemas(&mut d);
-    invites::schemas(&mut d);
-    knowledge_base::schemas(&mut d);
-    replicas::schemas(&mut d);
-    usage::schemas(&mut d);
-    users::schemas(&mut d);
-    d.into_schemas()
+/// The document's row of every operation of [`routes`] (prose, parameters, statuses, and the
+/// body and answer types whose schemas are derived), each kept in the file of its handler, in
+/// the order of the document's tags. The published document is [`docs::openapi`]; a test holds
+/// the rows and the routes to the same operations.
+pub fn operations() -> Vec<crate::openapi::operations::Op> {
+    let files = [
+        docs::operations(),
+        invites::operations(),
+        models::operations(),
+        replicas::operations(),
+        knowledge_base::operations(),
+        chat::operations(),
+        history::operations(),
+        users::operations(),
+        integrations::operations(),
+        embed::operations(),
+        health::operations(),
+        chats::operations(),
+        usage::operations(),
+    ];
+    files.into_iter().flatten().collect()
 }
 
 /// `page` (≥ 1, default 1) and `pageSize` (1–100, default 24) of list operations; the names in

@@ -12,7 +12,8 @@ use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::derived::{legacy_names, Derived};
+use crate::openapi::derived::legacy_names;
+use crate::openapi::operations::{old_param, op, page, page_size, param, Op};
 use crate::service::channel::Bot;
 use crate::service::integrations::IntegrationView;
 use crate::service::replicas;
@@ -21,6 +22,7 @@ use crate::service::replicas::{
     VOICE_PREVIEW_MAX,
 };
 use crate::store::records::Replica;
+use serde_json::{json, Value};
 
 /// `llm.model`'s description in the document.
 const MODEL_DOC: &str = "A key of the model catalog (GET /v1/replicas/models).";
@@ -376,14 +378,6 @@ struct Created {
     uuid: uuid::Uuid,
 }
 
-/// The schemas of this file's bodies and answers.
-pub fn schemas(d: &mut Derived) {
-    d.request::<ReplicaBody>()
-        .answer::<Created>()
-        .answer_as::<ReplicaView>("ReplicaRead")
-        .answer::<Page<ReplicaView>>();
-}
-
 /// # `POST /v1/replicas`
 /// 201 `{success, uuid}`. Errors: 400, 409 `SLUG_TAKEN`, 429 `REPLICA_QUOTA_EXCEEDED`.
 pub async fn create(app: Arc<App>, req: Req) -> Result<Reply> {
@@ -460,4 +454,60 @@ pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
     let p = parts(&app, &items).await?;
     let items: Vec<ReplicaView> = items.iter().zip(&p).map(|(r, p)| view(r, p)).collect();
     Ok(Reply::ok(&Page { kind: "replicas", items, total }))
+}
+
+/// Replicas (spec §2.3).
+pub fn operations() -> Vec<Op> {
+    vec![
+        op("GET", "/v1/replicas", "listReplicas", "Replicas", "List replicas")
+            .query(replica_list_query())
+            .ok_of::<Page<ReplicaView>>(200)
+            .describe("`{success, items, total}`. Private replicas appear only to their owner and whitelisted users."),
+        op("POST", "/v1/replicas", "createReplica", "Replicas", "Create a replica")
+            .body_of::<ReplicaBody>()
+            .ok_of::<Created>(201)
+            .creates("replicaUUID", "/uuid")
+            .extra(&[409, 429])
+            .describe(
+                "201 `{success, uuid}`. 409 `SLUG_TAKEN` when the slug is used in the organization; 429 \
+                `REPLICA_QUOTA_EXCEEDED` beyond the organization's replica quota. Unknown fields are ignored.",
+            ),
+        op("GET", "/v1/replicas/{replicaUUID}", "getReplica", "Replicas", "Read a replica")
+            .ok_as::<ReplicaView>(200, "ReplicaRead")
+            .describe("The replica's fields, current and deprecated names, plus `success`."),
+        op("PUT", "/v1/replicas/{replicaUUID}", "updateReplica", "Replicas", "Update a replica")
+            .body_of::<ReplicaBody>()
+            .extra(&[409])
+            .describe(
+                "Replaces the fields (the create body); 200 `{success}`. 409 `SLUG_TAKEN` when the slug is used in \
+                the organization; 409 `EMBEDDING_MODEL_FIXED` when `llm.embeddingModel` names another model than \
+                the replica's (it cannot be changed once set; absent, it is kept).",
+            ),
+        op("DELETE", "/v1/replicas/{replicaUUID}", "deleteReplica", "Replicas", "Delete a replica")
+            .describe("Deletes the replica, its knowledge base and its chat history; 200 `{success}`."),
+    ]
+}
+
+fn replica_list_query() -> Vec<Value> {
+    let text = json!({ "type": "string" });
+    vec![
+        param("page", page(), "Page number (current name)."),
+        param("page_size", page_size(), "Items per page (current name)."),
+        old_param("page_index", page(), "page"),
+        old_param("pageIndex", page(), "page"),
+        old_param("pageSize", page_size(), "page_size"),
+        param("ownerID", text.clone(), "Only replicas of this owner (user id)."),
+        param("slug", text.clone(), "Only the replica with this slug."),
+        json!({ "name": "tags", "in": "query", "required": false, "style": "form", "explode": true,
+            "schema": { "type": "array", "items": { "type": "string" } },
+            "description": "Only replicas carrying every one of these tags (repeat the parameter or separate by \
+                commas)." }),
+        param(
+            "integration",
+            json!({ "type": "string", "enum": Bot::ALL.map(Bot::name) }),
+            "Only replicas with this channel connected.",
+        ),
+        param("search", text, "Text searched in name and descriptions."),
+        param("sort", json!({ "type": "string", "enum": ["name", "popularity"] }), "Order of the list."),
+    ]
 }

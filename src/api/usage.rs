@@ -7,12 +7,13 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use uuid::Uuid;
 
+use super::Items;
 use crate::app::App;
 use crate::error::Result;
 use crate::generate::Usage;
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::derived::Derived;
+use crate::openapi::operations::{op, Op};
 use crate::service::usage::{self, MyUsage};
 use crate::store::now_ms;
 
@@ -109,11 +110,6 @@ pub fn view(u: &MyUsage) -> UsageView<'_> {
     }
 }
 
-/// The schemas of this file's answers.
-pub fn schemas(d: &mut Derived) {
-    d.answer::<UsageView>();
-}
-
 /// # `GET /v1/users/me/usage`
 /// `{success, conversations: {currentMonthTotal, currentMonthByReplica}, knowledgeBaseEntries:
 /// {total, byReplica}, tokens: {month, promptTokens, completionTokens, byReplica}}`: the
@@ -124,3 +120,40 @@ pub async fn me(app: Arc<App>, req: Req) -> Result<Reply> {
     let u = usage::of_user(&app.store, caller.org.id, caller.acting_user(), now_ms()).await?;
     Ok(Reply::ok(&view(&u)))
 }
+
+/// The document's rows of this file's operations (see `super::operations`).
+pub fn operations() -> Vec<Op> {
+    vec![
+        op("GET", "/v1/users/me/usage", "getMyUsage", TAG, "Usage of the current user")
+            .ok_of::<UsageView>(200)
+            .describe(
+                "Conversations started this UTC month and knowledge-base entries, of the replicas the user owns \
+            (`currentMonthByReplica` / `byReplica` list each of them, zeros included); `tokens` (ours): the prompt \
+            and completion tokens of the user's own completions this month, per replica. Answered from counters \
+            kept with every write.",
+            ),
+        op(
+            "GET",
+            "/v1/replicas/{replicaUUID}/analytics/conversations/historical",
+            "getConversationHistory",
+            TAG,
+            "Conversations over the last 30 days",
+        )
+        .ok_as::<Items<super::analytics::DayView>>(200, "ConversationHistory")
+        .describe(
+            "The last 30 UTC days, oldest first, today included, each with the conversations started up to its end. \
+            The replica's owner or the key alone; 404 for other users.",
+        ),
+        op(
+            "GET",
+            "/v1/replicas/{replicaUUID}/analytics/conversations/sources",
+            "getConversationSources",
+            TAG,
+            "Conversations per source",
+        )
+        .ok_as::<Items<super::analytics::SourceCountView>>(200, "ConversationSources")
+        .describe("Every source value with the conversations started on it. The replica's owner or the key alone."),
+    ]
+}
+
+const TAG: &str = "Usage and analytics";

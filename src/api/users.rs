@@ -10,7 +10,7 @@ use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::derived::Derived;
+use crate::openapi::operations::{op, Op};
 use crate::service::channel::linked_account_types;
 use crate::service::users::{self, UserInput, TEXT_MAX};
 use crate::store::records::User;
@@ -97,11 +97,6 @@ pub struct LinkedAccountView<'a> {
     account_type: &'a str,
 }
 
-/// The schemas of this file's bodies and answers.
-pub fn schemas(d: &mut Derived) {
-    d.request::<UserBody>().answer::<UserView>();
-}
-
 /// The wire view of user `u`.
 pub fn view(u: &User) -> UserView<'_> {
     let linked = u.linked.iter().map(|(kind, id)| LinkedAccountView { account_id: id, account_type: kind });
@@ -163,4 +158,36 @@ pub async fn delete_me(app: Arc<App>, req: Req) -> Result<Reply> {
     let caller = req.caller()?;
     users::delete(&app.store, &caller.org, me(&req)?.id).await?;
     Ok(Reply::no_content())
+}
+
+/// Users (docs/decisions.md "Users").
+pub fn operations() -> Vec<Op> {
+    vec![
+        op("POST", "/v1/users", "createUser", "Users", "Create a user")
+            .body_of::<UserBody>()
+            .ok_of::<UserView>(200)
+            .creates("userID", "/id")
+            .extra(&[409])
+            .describe(
+                "Every field is optional. `id` lets a migrating team keep its own user ids (1–100 visible characters, \
+                unique in the organization; 409 `USER_ID_TAKEN`); without it the server makes a UUID. `name` defaults to \
+                the empty string. 409 `EMAIL_TAKEN`, `LINKED_ACCOUNT_TAKEN`. Answers 200 (the hosted service's code). \
+                Unknown fields are ignored.",
+            ),
+        op("GET", "/v1/users/me", "getMe", "Users", "Read the current user").ok_of::<UserView>(200),
+        op("PUT", "/v1/users/me", "updateMe", "Users", "Update the current user")
+            .body_of::<UserBody>()
+            .ok_of::<UserView>(200)
+            .extra(&[409])
+            .describe(
+                "Sets the fields given; a field not given keeps its value (`linkedAccounts`, when given, replaces the \
+                list). `id`, when given, must be the caller's own id (400 otherwise). 409 `EMAIL_TAKEN`, \
+                `LINKED_ACCOUNT_TAKEN`.",
+            ),
+        op("DELETE", "/v1/users/me", "deleteMe", "Users", "Delete the current user").ok(204, "").describe(
+            "204 with no body (the hosted service's code). Its replicas pass to the organization's owner; the owner \
+            user itself cannot be deleted (400).",
+        ),
+        op("GET", "/v1/users/{userID}", "getUser", "Users", "Read a user").ok_of::<UserView>(200),
+    ]
 }

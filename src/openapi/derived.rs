@@ -63,8 +63,7 @@ impl Derived {
     /// Adds the success answer `T` (as serialized, with `success: true`) and every type it names.
     pub fn answer<T: JsonSchema>(&mut self) -> &mut Self {
         self.answers.subschema_for::<T>();
-        self.successes.push((T::schema_name().into_owned(), None));
-        self
+        self.success((T::schema_name().into_owned(), None))
     }
 
     /// Adds the success answer `name`: `T` (as serialized) with `success: true`. `T` keeps its own
@@ -72,7 +71,14 @@ impl Derived {
     /// replica list), and for a generic type (`Page<T>`) that names each use.
     pub fn answer_as<T: JsonSchema>(&mut self, name: &'static str) -> &mut Self {
         self.answers.subschema_for::<T>();
-        self.successes.push((T::schema_name().into_owned(), Some(name)));
+        self.success((T::schema_name().into_owned(), Some(name)))
+    }
+
+    /// Notes a success answer once (several operations may answer one type).
+    fn success(&mut self, answer: (String, Option<&'static str>)) -> &mut Self {
+        if !self.successes.contains(&answer) {
+            self.successes.push(answer);
+        }
         self
     }
 
@@ -99,8 +105,9 @@ impl Derived {
             with_success(&mut schema);
             all.insert(name.map_or_else(|| of.clone(), str::to_string), schema);
         }
+        let answered_as_itself = |of: &String| self.successes.contains(&(of.clone(), None));
         for (of, _) in self.successes.iter().filter(|(_, name)| name.is_some()) {
-            if !referred(&all, of) {
+            if !answered_as_itself(of) && !referred(&all, of) {
                 all.remove(of);
             }
         }
@@ -224,9 +231,12 @@ fn unwrap_description(schema: &mut Schema) {
     }
 }
 
-/// Puts `success: true` first in an object schema's properties and its `required`.
+/// Puts `success: true` first in an object schema's properties and its `required` (once).
 fn with_success(schema: &mut Value) {
     let Some(object) = schema.as_object_mut() else { return };
+    if object.get("properties").is_some_and(|p| p.get("success").is_some()) {
+        return;
+    }
     let mut properties = Map::new();
     properties.insert("success".into(), json!({ "type": "boolean", "const": true }));
     if let Some(Value::Object(own)) = object.remove("properties") {
@@ -348,6 +358,15 @@ mod tests {
         assert!(all.contains_key("Thing"), "the list's items refer to it");
         assert!(all["Thing"]["properties"].get("success").is_none(), "an item carries no success");
         assert_eq!(all["ThingRead"]["properties"]["success"]["const"], true);
+    }
+
+    #[test]
+    fn an_answer_of_several_operations_lists_success_once() {
+        let all = schemas(|d| {
+            d.answer::<Thing>().answer::<Thing>().answer_as::<Thing>("ThingRead").answer_as::<Thing>("ThingRead");
+        });
+        assert_eq!(all["Thing"]["required"], json!(["success", "name", "kind"]));
+        assert_eq!(all["ThingRead"]["required"], json!(["success", "name", "kind"]));
     }
 
     /// A body and an answer of one name but two shapes.

@@ -1,10 +1,10 @@
 //! The OpenAPI 3.1 document of the interface (`GET /v1/openapi.json`).
 //!
 //! Built from the route table (`api::routes()`: methods, paths, access), the error table
-//! (`error::Code`: statuses and `error_code`s), the API versions of `http::version`, the
-//! per-operation rows of [`operations`] (prose, query parameters, the names of the body and
-//! answer schemas), the schemas derived from the bodies' and answers' Rust types
-//! (`api::schemas()`, by [`derived`]) and the few written ones of [`schemas`]. What each operation
+//! (`error::Code`: statuses and `error_code`s), the API versions of `http::version`, each
+//! operation's row (`api::operations()`, an [`operations::Op`] kept beside its handler: prose,
+//! query parameters, statuses and the body and answer types), the schemas derived from those
+//! types ([`derived`]) and the few written ones of [`schemas`]. What each operation
 //! can answer is derived, not listed by hand: every operation can answer 400 (e.g. a bad
 //! `X-API-Version`) and 500; one with credentials 401; one with path parameters 404; one with a
 //! body 408 (a stalled body), 413 and 415; one that writes (any method but `GET`, and a `GET` taking user headers,
@@ -13,15 +13,12 @@
 //!
 //! Drift checks: the unit tests below compare the document with the route table, and the
 //! integration tests validate every JSON response they receive against the document.
-//! To add an operation: a row in `api::routes()`, a row in [`all_operations`], and its body and
-//! answer types in its `api` file's `schemas`.
+//! To add an operation: a row in `api::routes()` and its row in its `api` file's `operations`,
+//! naming its body and answer types (`body_of`, `ok_of`, …).
 
-pub mod chats;
 pub mod derived;
-pub mod operability;
 pub mod operations;
 pub mod schemas;
-pub mod usage;
 
 use std::collections::BTreeSet;
 
@@ -39,11 +36,10 @@ use schemas::{object, reference};
 /// `info.description`.
 const DESCRIPTION: &str = include_str!("description.md");
 
-/// The whole document for `routes`, with the schemas `derived` from the bodies and answers
-/// (`api::schemas()`, by [`derived::Derived`]) beside the written ones of [`schemas`] (no name is
-/// both: a unit test says so).
-pub fn document(routes: &[Route], derived: Map<String, Value>, models: &Models) -> Value {
-    let ops = all_operations();
+/// The whole document for `routes` and their rows `ops` (`api::operations()`): the schemas of the
+/// bodies and answers the rows name by type are derived ([`derived::Derived`]), beside the
+/// written ones of [`schemas`] (no name is both: a unit test says so).
+pub fn document(routes: &[Route], ops: &[Op], models: &Models) -> Value {
     let mut paths = Map::new();
     for route in routes {
         let op = ops.iter().find(|o| o.method == route.method.as_str() && o.path == route.path);
@@ -51,7 +47,7 @@ pub fn document(routes: &[Route], derived: Map<String, Value>, models: &Models) 
         entry[route.method.as_str().to_ascii_lowercase()] = match op {
             Some(op) => {
                 let mut o = operation(route, op);
-                if let Some(links) = links(op, &ops) {
+                if let Some(links) = links(op, ops) {
                     o["responses"][op.ok.0.to_string()]["links"] = links;
                 }
                 o
@@ -60,7 +56,7 @@ pub fn document(routes: &[Route], derived: Map<String, Value>, models: &Models) 
         };
     }
     let mut components = schemas::listed(models);
-    components.extend(derived);
+    components.extend(derived_schemas(ops));
     for (status, schema) in error_schemas() {
         components.insert(format!("Error{status}"), schema);
     }
@@ -74,17 +70,19 @@ pub fn document(routes: &[Route], derived: Map<String, Value>, models: &Models) 
             "license": { "name": "Apache-2.0", "identifier": "Apache-2.0" },
         },
         "servers": [{ "url": "/" }],
-        "tags": tags(&ops),
+        "tags": tags(ops),
         "paths": paths,
         "components": { "schemas": components, "securitySchemes": security_schemes() },
     })
 }
 
-/// Every documented operation, in the order of the document: [`operations`]' rows, then
-/// those of the operability, chats and usage files.
-pub fn all_operations() -> Vec<Op> {
-    let others = [operability::operations(), chats::operations(), usage::operations()];
-    operations::listed().into_iter().chain(others.into_iter().flatten()).collect()
+/// The schemas `ops` derive from the types they name, by name.
+pub fn derived_schemas(ops: &[Op]) -> Map<String, Value> {
+    let mut derived = derived::Derived::default();
+    for (derive, name) in ops.iter().flat_map(|op| &op.schemas) {
+        derive(&mut derived, name);
+    }
+    derived.into_schemas()
 }
 
 /// `links` from an operation that creates a resource to every operation whose path names it:
@@ -387,7 +385,7 @@ mod tests {
     use crate::api;
 
     fn doc() -> Value {
-        document(&api::routes(), api::schemas(), &Models::parse(crate::models::SHIPPED).unwrap())
+        document(&api::routes(), &api::operations(), &Models::parse(crate::models::SHIPPED).unwrap())
     }
 
     fn operations_of(doc: &Value) -> BTreeSet<(String, String)> {
@@ -406,8 +404,8 @@ mod tests {
             api::routes().iter().map(|r| (r.method.as_str().to_string(), r.path.to_string())).collect();
         assert_eq!(operations_of(&doc()), routes);
         let rows: BTreeSet<(String, String)> =
-            all_operations().iter().map(|o| (o.method.to_string(), o.path.to_string())).collect();
-        assert_eq!(rows, routes, "all_operations() and api::routes() must list the same operations");
+            api::operations().iter().map(|o| (o.method.to_string(), o.path.to_string())).collect();
+        assert_eq!(rows, routes, "api::operations() and api::routes() must list the same operations");
     }
 
     #[test]
@@ -415,7 +413,7 @@ mod tests {
         let d = doc();
         let text = d.to_string();
         let mut ids = BTreeSet::new();
-        for op in all_operations() {
+        for op in api::operations() {
             assert!(ids.insert(op.id), "duplicate operationId {}", op.id);
         }
         for part in text.split("\"#/components/schemas/").skip(1) {
@@ -429,7 +427,7 @@ mod tests {
     fn derived_and_written_schemas_have_names_of_their_own() {
         let written = schemas::listed(&Models::parse(crate::models::SHIPPED).unwrap());
         let errors: Vec<String> = error_schemas().into_iter().map(|(status, _)| format!("Error{status}")).collect();
-        for name in api::schemas().keys() {
+        for name in derived_schemas(&api::operations()).keys() {
             assert!(!written.contains_key(name) && !errors.contains(name), "{name} is derived and written");
             assert_ne!(name, "InviteNotFound");
         }

@@ -35,7 +35,7 @@ fn fill(route: &Route, values: &HashMap<&str, String>) -> String {
 
 /// A valid body for the operation (by the schema name of its document row), if it takes one.
 fn sample_body(route: &Route, owner: &str) -> Option<Value> {
-    let ops = replicad::openapi::all_operations();
+    let ops = replicad::api::operations();
     let op = ops.iter().find(|o| o.method == route.method.as_str() && o.path == route.path)?;
     let body = match op.body? {
         "RedeemRequest" => json!({"organizationName": "X", "name": "X", "email": "x@example.org"}),

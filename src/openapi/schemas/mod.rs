@@ -1,7 +1,7 @@
 //! The schemas of `components.schemas` that no Rust type describes, written out: the model
 //! catalog (its entries come from the catalog), `Done`, the document itself, an upload's raw
 //! bytes and a completion's `usageLimits` (read as a JSON value). Every other body and answer
-//! schema is derived from its type (`super::derived`, listed by `api::schemas`), and the error
+//! schema is derived from its type (`super::derived`, named on its operation's row), and the error
 //! bodies come from `error::Code` (`super::error_schemas`).
 //!
 //! The `views` test validates one value of each typed view, every optional field present,

@@ -79,7 +79,6 @@ pub struct Created {
     pub upload: Option<(String, i64)>,
 }
 
-/// Longest `url`, in characters.
 /// The most characters of an entry's `url`.
 pub const MAX_URL_CHARS: usize = 2048;
 /// The most characters of an entry's `filename`.
