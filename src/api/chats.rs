@@ -271,7 +271,7 @@ pub async fn messages(app: Arc<App>, req: Req) -> Result<Reply> {
     Ok(messages_reply(&items))
 }
 
-fn list_params(default_sort: &str) -> Vec<Value> {
+pub(super) fn list_params(default_sort: &str) -> Vec<Value> {
     vec![
         param("page", page(), "Page number, from 1."),
         param("pageSize", json!({ "type": "integer", "minimum": 0, "maximum": 100, "default": 24 }), "Items per page."),
@@ -280,7 +280,7 @@ fn list_params(default_sort: &str) -> Vec<Value> {
     ]
 }
 
-fn message_cursor(name: &str, what: &str) -> Value {
+pub(super) fn message_cursor(name: &str, what: &str) -> Value {
     param(name, json!({ "type": "string", "format": "uuid" }), what)
 }
 
@@ -292,24 +292,7 @@ fn messages_query() -> Vec<Value> {
     ]
 }
 
-fn mentions_query() -> Vec<Value> {
-    vec![
-        param("limit", json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }), "Most mentions."),
-        message_cursor("beforeUUID", "Only mentions older than this message (paging back with `hasMore`)."),
-        param(
-            "contextMessages",
-            json!({ "type": "integer", "minimum": 0, "maximum": 10, "default": 2 }),
-            "Neighbours shown on each side of a mentioning message.",
-        ),
-        param(
-            "minimumMessagesInPlaceholder",
-            json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 3 }),
-            "Runs of left-out messages shorter than this are shown as messages instead of a placeholder.",
-        ),
-    ]
-}
-
-fn deprecated(o: Op) -> Op {
+pub(super) fn deprecated(o: Op) -> Op {
     Op { deprecated: true, ..o }
 }
 
@@ -341,8 +324,6 @@ fn recompute() -> Op {
 /// The document's rows of this file's operations (see `super::operations`).
 pub fn operations() -> Vec<Op> {
     let chat = "/v1/replicas/{replicaUUID}/chats/{chatUUID}";
-    let conv = "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}";
-    let old = "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}";
     vec![
         op("GET", "/v1/replicas/{replicaUUID}/chats", "listChats", CHATS, "List chats")
             .query(list_params("replicaReplies"))
@@ -365,18 +346,6 @@ pub fn operations() -> Vec<Op> {
         .describe("Oldest first. Message `uuid`s are cursors for `beforeUUID` / `afterUUID`."),
         op(
             "GET",
-            "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations",
-            "listChatConversations",
-            CHATS,
-            "Conversations of a chat",
-        )
-        .query(list_params("lastReplicaReplyAt"))
-        .ok_as::<Page<super::conversations::ConversationView>>(200, "ConversationList")
-        .describe("A new conversation starts after 30 minutes without messages in the chat."),
-        op("GET", conv, "getChatConversation", CHATS, "Read a conversation")
-            .ok_as::<super::conversations::ConversationView>(200, "ConversationRead"),
-        op(
-            "GET",
             "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}/messages",
             "listChatConversationMessages",
             CHATS,
@@ -385,41 +354,6 @@ pub fn operations() -> Vec<Op> {
         .query(messages_query())
         .ok_as::<Items<MessageView>>(200, "MessageList"),
         recompute(),
-        deprecated(op(
-            "GET",
-            "/v1/replicas/{replicaUUID}/conversations",
-            "listConversations",
-            CHATS,
-            "List conversations (every chat)",
-        ))
-        .query(list_params("lastReplicaReplyAt"))
-        .ok_as::<Page<super::conversations::ConversationView>>(200, "ConversationList")
-        .describe("Deprecated: use `…/chats/{chatUUID}/conversations`. The conversations of every chat."),
-        deprecated(op("GET", old, "getConversation", CHATS, "Read a conversation"))
-            .ok_as::<super::conversations::ConversationView>(200, "ConversationRead")
-            .describe("Deprecated: use `…/chats/{chatUUID}/conversations/{conversationUUID}`."),
-        op("PATCH", old, "updateConversation", CHATS, "Correct a conversation's summary, questions, topics")
-            .body_of::<super::conversations::PatchBody>()
-            .describe(
-                "An owner's correction: the fields given replace the stored ones (unknown fields are ignored) and are \
-                kept until a recomputation is asked for (`POST …/chats/{chatUUID}/conversations/{conversationUUID}/\
-                insights`). Only the replica's owner or the organization key alone; others get 404.",
-            ),
-        deprecated(op(
-            "GET",
-            "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/mentions",
-            "listConversationMentions",
-            CHATS,
-            "Mentions of the replica",
-        ))
-        .query(mentions_query())
-        .ok_of::<super::conversations::MentionList>(200)
-        .describe(
-            "Deprecated. Messages that mention the replica (`@slug`, or `@name` without spaces, in any case), \
-                newest `limit` mentions, oldest first: `{type: mention, messages}` (the mentioning message with \
-                `contextMessages` neighbours each side) and `{type: placeholder, count}` for runs left out. \
-                `hasMore`: older mentions exist (page back with `beforeUUID` = the first message's uuid).",
-        ),
         deprecated(op(
             "GET",
             "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/messages",
@@ -432,5 +366,4 @@ pub fn operations() -> Vec<Op> {
         .describe("Deprecated: use `…/chats/{chatUUID}/conversations/{conversationUUID}/messages`."),
     ]
 }
-
-const CHATS: &str = "Chats and conversations";
+pub(super) const CHATS: &str = "Chats and conversations";

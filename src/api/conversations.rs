@@ -5,17 +5,19 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::chats::{
-    cursor, kind, list_query, message_view, messages_reply, replica_and_viewer, CountsView, LabelKeys, LabelView,
-    MessageView, KINDS,
+    cursor, deprecated, kind, list_params, list_query, message_cursor, message_view, messages_reply,
+    replica_and_viewer, CountsView, LabelKeys, LabelView, MessageView, CHATS, KINDS,
 };
 use super::Page;
 use crate::app::App;
 use crate::error::{Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
+use crate::openapi::operations::{op, param, Op};
 use crate::service::channel::sources;
 use crate::service::chats::{Labeled, SortBy};
 use crate::service::check_len;
@@ -146,7 +148,7 @@ pub async fn messages(app: Arc<App>, req: Req) -> Result<Reply> {
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "ConversationPatch")]
-pub(super) struct PatchBody {
+struct PatchBody {
     #[schemars(length(max = MAX_SUMMARY))]
     summary: Option<String>,
     #[schemars(length(max = MAX_INSIGHTS), inner(length(min = 1, max = MAX_INSIGHT_CHARS)))]
@@ -221,4 +223,76 @@ pub async fn mentions(app: Arc<App>, req: Req) -> Result<Reply> {
     };
     let (found, has_more) = service::mentions_of(&app.store, replica, id, viewer, q).await?;
     Ok(Reply::ok(&MentionList { items: found.iter().map(MentionView::from).collect(), has_more }))
+}
+
+fn mentions_query() -> Vec<Value> {
+    vec![
+        param("limit", json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }), "Most mentions."),
+        message_cursor("beforeUUID", "Only mentions older than this message (paging back with `hasMore`)."),
+        param(
+            "contextMessages",
+            json!({ "type": "integer", "minimum": 0, "maximum": 10, "default": 2 }),
+            "Neighbours shown on each side of a mentioning message.",
+        ),
+        param(
+            "minimumMessagesInPlaceholder",
+            json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 3 }),
+            "Runs of left-out messages shorter than this are shown as messages instead of a placeholder.",
+        ),
+    ]
+}
+
+/// The document's rows of this file's operations (see `super::operations`).
+pub fn operations() -> Vec<Op> {
+    let conv = "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}";
+    let old = "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}";
+    vec![
+        op(
+            "GET",
+            "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations",
+            "listChatConversations",
+            CHATS,
+            "Conversations of a chat",
+        )
+        .query(list_params("lastReplicaReplyAt"))
+        .ok_as::<Page<ConversationView>>(200, "ConversationList")
+        .describe("A new conversation starts after 30 minutes without messages in the chat."),
+        op("GET", conv, "getChatConversation", CHATS, "Read a conversation")
+            .ok_as::<ConversationView>(200, "ConversationRead"),
+        deprecated(op(
+            "GET",
+            "/v1/replicas/{replicaUUID}/conversations",
+            "listConversations",
+            CHATS,
+            "List conversations (every chat)",
+        ))
+        .query(list_params("lastReplicaReplyAt"))
+        .ok_as::<Page<ConversationView>>(200, "ConversationList")
+        .describe("Deprecated: use `…/chats/{chatUUID}/conversations`. The conversations of every chat."),
+        deprecated(op("GET", old, "getConversation", CHATS, "Read a conversation"))
+            .ok_as::<ConversationView>(200, "ConversationRead")
+            .describe("Deprecated: use `…/chats/{chatUUID}/conversations/{conversationUUID}`."),
+        op("PATCH", old, "updateConversation", CHATS, "Correct a conversation's summary, questions, topics")
+            .body_of::<PatchBody>()
+            .describe(
+                "An owner's correction: the fields given replace the stored ones (unknown fields are ignored) and are \
+                kept until a recomputation is asked for (`POST …/chats/{chatUUID}/conversations/{conversationUUID}/\
+                insights`). Only the replica's owner or the organization key alone; others get 404.",
+            ),
+        deprecated(op(
+            "GET",
+            "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/mentions",
+            "listConversationMentions",
+            CHATS,
+            "Mentions of the replica",
+        ))
+        .query(mentions_query())
+        .ok_of::<MentionList>(200)
+        .describe(
+            "Deprecated. Messages that mention the replica (`@slug`, or `@name` without spaces, in any case), \
+                newest `limit` mentions, oldest first: `{type: mention, messages}` (the mentioning message with \
+                `contextMessages` neighbours each side) and `{type: placeholder, count}` for runs left out. \
+                `hasMore`: older mentions exist (page back with `beforeUUID` = the first message's uuid).",
+        ),
+    ]
 }

@@ -150,6 +150,7 @@ pub fn operations() -> Vec<crate::openapi::operations::Op> {
         embed::operations(),
         health::operations(),
         chats::operations(),
+        conversations::operations(),
         usage::operations(),
     ];
     files.into_iter().flatten().collect()
