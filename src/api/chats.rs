@@ -271,6 +271,8 @@ pub async fn messages(app: Arc<App>, req: Req) -> Result<Reply> {
     Ok(messages_reply(&items))
 }
 
+/// The query parameters of the chat and conversation lists ([`list_query`]), sorted by
+/// `default_sort` unless told.
 pub(super) fn list_params(default_sort: &str) -> Vec<Value> {
     vec![
         param("page", page(), "Page number, from 1."),
@@ -280,10 +282,12 @@ pub(super) fn list_params(default_sort: &str) -> Vec<Value> {
     ]
 }
 
+/// A message cursor query parameter (a message's `uuid`, [`cursor`]).
 pub(super) fn message_cursor(name: &str, what: &str) -> Value {
     param(name, json!({ "type": "string", "format": "uuid" }), what)
 }
 
+/// The query parameters of the message lists.
 fn messages_query() -> Vec<Value> {
     vec![
         param("limit", json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }), "Most items."),
@@ -292,6 +296,7 @@ fn messages_query() -> Vec<Value> {
     ]
 }
 
+/// Row `o`, marked deprecated (spec §9: the legacy conversation operations).
 pub(super) fn deprecated(o: Op) -> Op {
     Op { deprecated: true, ..o }
 }
@@ -366,4 +371,6 @@ pub fn operations() -> Vec<Op> {
         .describe("Deprecated: use `…/chats/{chatUUID}/conversations/{conversationUUID}/messages`."),
     ]
 }
+
+/// The tag of the chat and conversation operations.
 pub(super) const CHATS: &str = "Chats and conversations";

@@ -108,6 +108,7 @@ pub fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'sta
 }
 
 impl Op {
+    /// The operation's description (prose; the access it needs is added after it).
     pub fn describe(mut self, d: &'static str) -> Op {
         self.description = d;
         self
@@ -127,10 +128,13 @@ impl Op {
         self.body_optional = true;
         self.body_of::<T>()
     }
+    /// The operation makes the resource of path parameter `param`; its id is at the JSON
+    /// `pointer` of the answer (the document's `links`).
     pub fn creates(mut self, param: &'static str, pointer: &'static str) -> Op {
         self.creates = Some((param, pointer));
         self
     }
+    /// Its 404 body carries no `error_code` or `fingerprint` (redeem, spec §7 rule 2).
     pub fn plain_404(mut self) -> Op {
         self.plain_404 = true;
         self
@@ -157,10 +161,12 @@ impl Op {
         self.schemas.push((part::<T>, ""));
         self.ok(status, name_of::<T>())
     }
+    /// Statuses it answers beyond the derived ones (409, 429, …).
     pub fn extra(mut self, statuses: &'static [u16]) -> Op {
         self.extra = statuses;
         self
     }
+    /// Its query parameters (OpenAPI parameter objects, e.g. from [`param`]).
     pub fn query(mut self, params: Vec<Value>) -> Op {
         self.query = params;
         self
