@@ -29,7 +29,7 @@ use crate::generate::Turn;
 use crate::http::request::Req;
 use crate::http::response::{error_body, sse_event, Reply};
 use crate::openapi::derived::written;
-use crate::openapi::operations::{op, Op, SSE};
+use crate::openapi::operations::{op, Op};
 use crate::service::channel::{sources, Channel};
 use crate::service::channel_data::{self, MessengerAData, MessengerBData};
 use crate::service::chat::{self, Ask, Completion, Event};
@@ -482,21 +482,13 @@ pub async fn complete_experimental(app: Arc<App>, req: Req) -> Result<Reply> {
 /// Completions (spec §2.1, §4.1): plain, messengerA and the OpenAI-shaped one.
 pub fn operations() -> Vec<Op> {
     vec![
-        Op {
-            ok_also: SSE,
-            ..op(
-                "POST",
-                "/v1/replicas/{replicaUUID}/chat/completions",
-                "createChatCompletion",
-                "Chat",
-                "Ask the replica",
-            )
-        }
-        .body_of::<CompletionBody>()
-        .ok_of::<ContentView>(200)
-        .extra(&[429, 502])
-        .describe(
-            "Retrieves the most relevant knowledge and answers. Stores the question and the answer (with its \
+        op("POST", "/v1/replicas/{replicaUUID}/chat/completions", "createChatCompletion", "Chat", "Ask the replica")
+            .streams()
+            .body_of::<CompletionBody>()
+            .ok_of::<ContentView>(200)
+            .extra(&[429, 502])
+            .describe(
+                "Retrieves the most relevant knowledge and answers. Stores the question and the answer (with its \
                 `sources`) in the chat history unless `skip_chat_history`. The `X-Replica-Backend` response header \
                 names the generator that answered (`embedded` or the upstream's name). 502 `UPSTREAM_ERROR` when the \
                 model server fails after retries. With `Accept: text/event-stream` the reply streams as server-sent \
@@ -504,17 +496,15 @@ pub fn operations() -> Vec<Op> {
                 body) only if the model fails after it began; `event: message` / `data: {success, content, sources, \
                 id, interrupted}`; then `data: [DONE]`. A client that disconnects cancels the model request; the \
                 history keeps what was said, flagged `interrupted`.",
-        ),
-        Op {
-            ok_also: SSE,
-            ..op(
-                "POST",
-                "/v1/replicas/{replicaUUID}/chat/completions/messengerA",
-                "createChatCompletionMessengerA",
-                "Chat",
-                "Ask the replica on messengerA",
-            )
-        }
+            ),
+        op(
+            "POST",
+            "/v1/replicas/{replicaUUID}/chat/completions/messengerA",
+            "createChatCompletionMessengerA",
+            "Chat",
+            "Ask the replica on messengerA",
+        )
+        .streams()
         .body_of::<MessengerACompletionBody>()
         .ok_of::<ContentView>(200)
         .extra(&[429, 502])
@@ -544,16 +534,14 @@ pub fn operations() -> Vec<Op> {
             looks for `Nth` and `NUMBERth`; \"How does X …?\" for a heading saying \"works\"). Nothing is stored \
             in the chat history; the token usage is counted.",
         ),
-        Op {
-            ok_also: SSE,
-            ..op(
-                "POST",
-                "/v1/experimental/replicas/{replicaUUID}/chat/completions",
-                "createExperimentalChatCompletion",
-                "Chat",
-                "OpenAI-shaped completion",
-            )
-        }
+        op(
+            "POST",
+            "/v1/experimental/replicas/{replicaUUID}/chat/completions",
+            "createExperimentalChatCompletion",
+            "Chat",
+            "OpenAI-shaped completion",
+        )
+        .streams()
         .body_of::<ExperimentalBody>()
         .ok_raw::<OpenAiCompletion>(200)
         .extra(&[429, 502])

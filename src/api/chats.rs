@@ -296,11 +296,6 @@ fn messages_query() -> Vec<Value> {
     ]
 }
 
-/// Row `o`, marked deprecated (spec §9: the legacy conversation operations).
-pub(super) fn deprecated(o: Op) -> Op {
-    Op { deprecated: true, ..o }
-}
-
 /// The recomputation of a conversation's insights (ours; the decision is in its description).
 fn recompute() -> Op {
     op(
@@ -359,13 +354,14 @@ pub fn operations() -> Vec<Op> {
         .query(messages_query())
         .ok_as::<Items<MessageView>>(200, "MessageList"),
         recompute(),
-        deprecated(op(
+        op(
             "GET",
             "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/messages",
             "listConversationMessages",
             CHATS,
             "Messages of a conversation",
-        ))
+        )
+        .deprecated()
         .query(messages_query())
         .ok_as::<Items<MessageView>>(200, "MessageList")
         .describe("Deprecated: use `…/chats/{chatUUID}/conversations/{conversationUUID}/messages`."),

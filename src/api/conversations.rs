@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::chats::{
-    cursor, deprecated, kind, list_params, list_query, message_cursor, message_view, messages_reply,
-    replica_and_viewer, CountsView, LabelKeys, LabelView, MessageView, CHATS, KINDS,
+    cursor, kind, list_params, list_query, message_cursor, message_view, messages_reply, replica_and_viewer,
+    CountsView, LabelKeys, LabelView, MessageView, CHATS, KINDS,
 };
 use super::Page;
 use crate::app::App;
@@ -259,17 +259,19 @@ pub fn operations() -> Vec<Op> {
         .describe("A new conversation starts after 30 minutes without messages in the chat."),
         op("GET", conv, "getChatConversation", CHATS, "Read a conversation")
             .ok_as::<ConversationView>(200, "ConversationRead"),
-        deprecated(op(
+        op(
             "GET",
             "/v1/replicas/{replicaUUID}/conversations",
             "listConversations",
             CHATS,
             "List conversations (every chat)",
-        ))
+        )
+        .deprecated()
         .query(list_params("lastReplicaReplyAt"))
         .ok_as::<Page<ConversationView>>(200, "ConversationList")
         .describe("Deprecated: use `…/chats/{chatUUID}/conversations`. The conversations of every chat."),
-        deprecated(op("GET", old, "getConversation", CHATS, "Read a conversation"))
+        op("GET", old, "getConversation", CHATS, "Read a conversation")
+            .deprecated()
             .ok_as::<ConversationView>(200, "ConversationRead")
             .describe("Deprecated: use `…/chats/{chatUUID}/conversations/{conversationUUID}`."),
         op("PATCH", old, "updateConversation", CHATS, "Correct a conversation's summary, questions, topics")
@@ -279,13 +281,14 @@ pub fn operations() -> Vec<Op> {
                 kept until a recomputation is asked for (`POST …/chats/{chatUUID}/conversations/{conversationUUID}/\
                 insights`). Only the replica's owner or the organization key alone; others get 404.",
             ),
-        deprecated(op(
+        op(
             "GET",
             "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/mentions",
             "listConversationMentions",
             CHATS,
             "Mentions of the replica",
-        ))
+        )
+        .deprecated()
         .query(mentions_query())
         .ok_of::<MentionList>(200)
         .describe(

@@ -177,22 +177,21 @@ pub fn operations() -> Vec<Op> {
         op("GET", "/healthz", "getLiveness", "Operations", "Liveness")
             .ok_raw::<LivenessView>(200)
             .describe("Public. The process is alive and answering; touches nothing else. Poll it as a liveness probe."),
-        Op { also: &[(503, "Readiness")], ..op("GET", "/readyz", "getReadiness", "Operations", "Readiness") }
+        op("GET", "/readyz", "getReadiness", "Operations", "Readiness")
             .ok_raw::<ReadinessView>(200)
+            .also(&[(503, "Readiness")])
             .describe(
                 "Public. 200 when the store is open and writable, the search index is caught up with the store \
                 within `--max-index-lag`, and the background tasks run; 503 with the same body naming what is not \
                 ready. Cheap enough to poll every second (a probe write only when nothing was written for 5 s).",
             ),
-        Op {
-            also: &[(503, "HealthCheck")],
-            ..op("GET", "/v1/healthcheck", "getHealthCheck", "Operations", "Service health")
-        }
-        .ok_raw::<HealthCheckView>(200)
-        .describe(
-            "Public. The hosted service's health operation: the store, the search index and the ingestion \
+        op("GET", "/v1/healthcheck", "getHealthCheck", "Operations", "Service health")
+            .ok_raw::<HealthCheckView>(200)
+            .also(&[(503, "HealthCheck")])
+            .describe(
+                "Public. The hosted service's health operation: the store, the search index and the ingestion \
                 worker as `services`, each `healthy` or `unhealthy` with a message (the checks of `/readyz`); 503 \
                 with the same body (`success: false`) when one is unhealthy.",
-        ),
+            ),
     ]
 }

@@ -241,7 +241,8 @@ fn messenger_a_connect() -> Op {
     )
 }
 
-/// The messengerB integration (docs/decisions.md "Integrations"; `DELETE` is our own).
+/// The messengerB integration: connect (the hosted service's operation) and disconnect (our
+/// own, to stop a bot without deleting its replica).
 fn messenger_b_ops() -> Vec<Op> {
     let path = "/v1/replicas/{replicaUUID}/integrations/messengerB";
     vec![

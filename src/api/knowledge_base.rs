@@ -584,20 +584,17 @@ pub fn operations() -> Vec<Op> {
         op("GET", "/v1/knowledge-base/file-types", "listFileTypes", kb, "Supported file types")
             .ok_of::<FileTypesView>(200)
             .describe("Exactly what this server can extract: PDF, DOCX, EPUB, plain text, Markdown, CSV, JSON, HTML."),
-        Op {
-            body_media: "application/octet-stream",
-            ..op("PUT", "/v1/knowledge-base/uploads/{token}", "uploadKnowledgeBaseFile", kb, "Upload a file")
-        }
-        .body("UploadBody")
-        .ok_of::<UploadedView>(200)
-        .extra(&[409])
-        .describe(
-            "The `signedURL` of a `filename` entry: the token in the path is the credential (no API key). Any \
+        op("PUT", "/v1/knowledge-base/uploads/{token}", "uploadKnowledgeBaseFile", kb, "Upload a file")
+            .raw_body("UploadBody")
+            .ok_of::<UploadedView>(200)
+            .extra(&[409])
+            .describe(
+                "The `signedURL` of a `filename` entry: the token in the path is the credential (no API key). Any \
                 content type; `Content-Encoding: gzip` allowed. Single use (409 `UPLOAD_ALREADY_USED`), expires after \
                 one hour (400 `UPLOAD_EXPIRED`), at most `--max-upload-bytes` (413, also while a gzip body inflates). \
                 The token is checked before the body is read: an unknown, used or expired URL answers without \
                 reading it. The entry moves to `FILE_UPLOADED` and is extracted in the background.",
-        ),
+            ),
     ]
 }
 

@@ -160,7 +160,8 @@ pub async fn delete_me(app: Arc<App>, req: Req) -> Result<Reply> {
     Ok(Reply::no_content())
 }
 
-/// Users (docs/decisions.md "Users").
+/// The document's rows of the user operations: create and read by the organization, and the
+/// caller's own user (`/v1/users/me`).
 pub fn operations() -> Vec<Op> {
     vec![
         op("POST", "/v1/users", "createUser", "Users", "Create a user")

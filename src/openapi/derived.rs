@@ -31,8 +31,8 @@ use serde_json::{json, Map, Value};
 pub struct Derived {
     requests: SchemaGenerator,
     answers: SchemaGenerator,
-    /// The success answers (they get `success: true`): the schema name of the type, and the name
-    /// of the answer when it is not that one.
+    /// The success answers (they get `success: true`, once however often they are added): the
+    /// schema name of the type, and the name of the answer when it is not that one.
     successes: Vec<(String, Option<&'static str>)>,
 }
 
@@ -63,7 +63,8 @@ impl Derived {
     /// Adds the success answer `T` (as serialized, with `success: true`) and every type it names.
     pub fn answer<T: JsonSchema>(&mut self) -> &mut Self {
         self.answers.subschema_for::<T>();
-        self.success((T::schema_name().into_owned(), None))
+        self.successes.push((T::schema_name().into_owned(), None));
+        self
     }
 
     /// Adds the success answer `name`: `T` (as serialized) with `success: true`. `T` keeps its own
@@ -71,14 +72,7 @@ impl Derived {
     /// replica list), and for a generic type (`Page<T>`) that names each use.
     pub fn answer_as<T: JsonSchema>(&mut self, name: &'static str) -> &mut Self {
         self.answers.subschema_for::<T>();
-        self.success((T::schema_name().into_owned(), Some(name)))
-    }
-
-    /// Notes a success answer once (several operations may answer one type).
-    fn success(&mut self, answer: (String, Option<&'static str>)) -> &mut Self {
-        if !self.successes.contains(&answer) {
-            self.successes.push(answer);
-        }
+        self.successes.push((T::schema_name().into_owned(), Some(name)));
         self
     }
 

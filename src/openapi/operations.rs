@@ -5,8 +5,7 @@
 //! handlers in `api` (`api::operations()`); a test checks that they and `api::routes()` name the
 //! same `(method, path)` pairs.
 //!
-//! A raw-bytes body or a streamed answer is a row like
-//! `Op { body_media: "application/octet-stream", ok_also: &["text/event-stream"], ..op(…) }`.
+//! A raw-bytes body is [`Op::raw_body`], an answer that may also stream [`Op::streams`].
 
 use schemars::JsonSchema;
 use serde_json::{json, Value};
@@ -81,7 +80,7 @@ fn name_of<T: JsonSchema>() -> &'static str {
 }
 
 /// Answers that may also stream (`Accept: text/event-stream`).
-pub const SSE: &[&str] = &["text/event-stream"];
+const SSE: &[&str] = &["text/event-stream"];
 
 /// An operation's row: a `200 Done` answer and no body until the builders say otherwise.
 pub fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'static str, summary: &'static str) -> Op {
@@ -113,10 +112,14 @@ impl Op {
         self.description = d;
         self
     }
-    /// The body is the written schema `schema` (one no type describes: raw bytes).
-    pub fn body(mut self, schema: &'static str) -> Op {
+    fn body(mut self, schema: &'static str) -> Op {
         self.body = Some(schema);
         self
+    }
+    /// The body is raw bytes (`application/octet-stream`), the written schema `schema`.
+    pub fn raw_body(mut self, schema: &'static str) -> Op {
+        self.body_media = "application/octet-stream";
+        self.body(schema)
     }
     /// The body is `T` as serde reads it; its schema is derived.
     pub fn body_of<T: JsonSchema>(mut self) -> Op {
@@ -164,6 +167,22 @@ impl Op {
     /// Statuses it answers beyond the derived ones (409, 429, …).
     pub fn extra(mut self, statuses: &'static [u16]) -> Op {
         self.extra = statuses;
+        self
+    }
+    /// Statuses that answer a schema of their own rather than an error body (the 503 of
+    /// readiness: the same body, naming what failed).
+    pub fn also(mut self, statuses: &'static [(u16, &'static str)]) -> Op {
+        self.also = statuses;
+        self
+    }
+    /// The success answer may also stream as server-sent events (`Accept: text/event-stream`).
+    pub fn streams(mut self) -> Op {
+        self.ok_also = SSE;
+        self
+    }
+    /// Marked deprecated (spec §9: the legacy conversation operations).
+    pub fn deprecated(mut self) -> Op {
+        self.deprecated = true;
         self
     }
     /// Its query parameters (OpenAPI parameter objects, e.g. from [`param`]).
