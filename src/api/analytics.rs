@@ -7,11 +7,14 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::chats::replica_and_viewer;
-use super::Items;
+use super::usage::TAG;
+use super::{Items, Operation, Serve};
 use crate::app::App;
 use crate::error::{Error, Result};
+use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
+use crate::openapi::operations::op;
 use crate::service::chats::Viewer;
 use crate::service::usage;
 use crate::store::now_ms;
@@ -74,4 +77,33 @@ pub async fn sources(app: Arc<App>, req: Req) -> Result<Reply> {
     let replica = owned(&app, &req).await?;
     let counts = usage::by_source(&app.store, replica).await?;
     Ok(Reply::ok(&Items { items: counts.iter().map(SourceCountView::from).collect() }))
+}
+
+/// The document's rows of this file's operations (see `super::operations`).
+pub fn operations() -> Vec<Operation> {
+    vec![
+        op(
+            "GET",
+            "/v1/replicas/{replicaUUID}/analytics/conversations/historical",
+            "getConversationHistory",
+            TAG,
+            "Conversations over the last 30 days",
+        )
+        .ok_as::<Items<DayView>>(200, "ConversationHistory")
+        .describe(
+            "The last 30 UTC days, oldest first, today included, each with the conversations started up to its end. \
+            The replica's owner or the key alone; 404 for other users.",
+        )
+        .serve(Access::Either, handler!(historical)),
+        op(
+            "GET",
+            "/v1/replicas/{replicaUUID}/analytics/conversations/sources",
+            "getConversationSources",
+            TAG,
+            "Conversations per source",
+        )
+        .ok_as::<Items<SourceCountView>>(200, "ConversationSources")
+        .describe("Every source value with the conversations started on it. The replica's owner or the key alone.")
+        .serve(Access::Either, handler!(sources)),
+    ]
 }

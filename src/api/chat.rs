@@ -22,14 +22,16 @@ use serde_json::Value;
 
 use super::history::{retrieved_view, source_view, RetrievedView, SourceView};
 use super::path_replica;
+use super::{Operation, Serve};
 use crate::app::App;
 use crate::error::{Error, Result};
 use crate::generate::embedded::Explanation;
 use crate::generate::Turn;
+use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::{error_body, sse_event, Reply};
 use crate::openapi::derived::written;
-use crate::openapi::operations::{op, Op};
+use crate::openapi::operations::op;
 use crate::service::channel::{sources, Channel};
 use crate::service::channel_data::{self, MessengerAData, MessengerBData};
 use crate::service::chat::{self, Ask, Completion, Event};
@@ -480,7 +482,7 @@ pub async fn complete_experimental(app: Arc<App>, req: Req) -> Result<Reply> {
 }
 
 /// Completions (spec §2.1, §4.1): plain, messengerA and the OpenAI-shaped one.
-pub fn operations() -> Vec<Op> {
+pub fn operations() -> Vec<Operation> {
     vec![
         op("POST", "/v1/replicas/{replicaUUID}/chat/completions", "createChatCompletion", "Chat", "Ask the replica")
             .streams()
@@ -496,7 +498,8 @@ pub fn operations() -> Vec<Op> {
                 body) only if the model fails after it began; `event: message` / `data: {success, content, sources, \
                 id, interrupted}`; then `data: [DONE]`. A client that disconnects cancels the model request; the \
                 history keeps what was said, flagged `interrupted`.",
-            ),
+            )
+            .serve(Access::Either, handler!(complete)),
         op(
             "POST",
             "/v1/replicas/{replicaUUID}/chat/completions/messengerA",
@@ -511,7 +514,8 @@ pub fn operations() -> Vec<Op> {
         .describe(
             "As `…/chat/completions`, on the messengerA channel: `messengerA_data` is required (a repeated \
                 message id stores nothing new) and `imageURL` reaches vision-capable models.",
-        ),
+        )
+        .serve(Access::Either, handler!(complete_messenger_a)),
         op(
             "POST",
             "/v1/replicas/{replicaUUID}/chat/completions/test",
@@ -533,7 +537,8 @@ pub fn operations() -> Vec<Op> {
             The query is searched with the words its form implies as well (English: a written-out ordinal also \
             looks for `Nth` and `NUMBERth`; \"How does X …?\" for a heading saying \"works\"). Nothing is stored \
             in the chat history; the token usage is counted.",
-        ),
+        )
+        .serve(Access::Org, handler!(complete_test)),
         op(
             "POST",
             "/v1/experimental/replicas/{replicaUUID}/chat/completions",
@@ -550,6 +555,7 @@ pub fn operations() -> Vec<Op> {
                 earlier ones replace the stored history in the prompt. `store` (default true) keeps the question and \
                 the reply in the history. Streams with `Accept: text/event-stream` (the events of \
                 `…/chat/completions`).",
-        ),
+        )
+        .serve(Access::User, handler!(complete_experimental)),
     ]
 }

@@ -12,12 +12,14 @@ use uuid::Uuid;
 
 use super::Timestamp;
 use super::{path_replica, Items, Page};
+use super::{Operation, Serve};
 use crate::app::App;
 use crate::error::{Code, Error, Result};
+use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::openapi::derived::SparseId;
-use crate::openapi::operations::{op, page, param, Op};
+use crate::openapi::operations::{op, page, param};
 use crate::service::channel::sources;
 use crate::service::chats::{self, Cursor, Item, Labeled, ListQuery, SortBy, Viewer};
 use crate::store::records::{Chat, Counts, Replica};
@@ -288,7 +290,7 @@ pub(super) fn message_cursor(name: &str, what: &str) -> Value {
 }
 
 /// The query parameters of the message lists.
-fn messages_query() -> Vec<Value> {
+pub(super) fn messages_query() -> Vec<Value> {
     vec![
         param("limit", json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }), "Most items."),
         message_cursor("beforeUUID", "Only items older than this message (the newest `limit` of them)."),
@@ -296,33 +298,8 @@ fn messages_query() -> Vec<Value> {
     ]
 }
 
-/// The recomputation of a conversation's insights (ours; the decision is in its description).
-fn recompute() -> Op {
-    op(
-        "POST",
-        "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}/insights",
-        "recomputeConversationInsights",
-        CHATS,
-        "Compute a conversation's summary, questions and topics again",
-    )
-    .ok(202, "Done")
-    .describe(
-        "Ours (the interface has no such operation). `summary`, `commonQuestions` and `commonTopics` are computed \
-        once a conversation closes (30 minutes without messages): by the replica's language model when its \
-        `llm.model` is served by an upstream (asked for a JSON object in the conversation's language), locally \
-        otherwise (questions the user asked, distinctive terms by TF-IDF, a short extractive summary). An \
-        owner's `PATCH` is kept until this operation is called: it clears the three fields (the `PATCH` \
-        included) and queues the conversation; 202 once queued (durably). A closed conversation is computed \
-        again within seconds, an open one once it closes; read the conversation to see the result (`summary` \
-        is absent until then). When the upstream fails, the conversation stays queued and is retried with a \
-        backoff (1 minute, doubled up to 1 hour; computed locally after 24 failures in a row, about 19 hours). Only the \
-        replica's owner or the organization key alone; others get 404, as for a conversation of another chat. \
-        A POST on a sub-resource was chosen over a PATCH flag because it starts work rather than sets fields.",
-    )
-}
-
 /// The document's rows of this file's operations (see `super::operations`).
-pub fn operations() -> Vec<Op> {
+pub fn operations() -> Vec<Operation> {
     let chat = "/v1/replicas/{replicaUUID}/chats/{chatUUID}";
     vec![
         op("GET", "/v1/replicas/{replicaUUID}/chats", "listChats", CHATS, "List chats")
@@ -332,8 +309,9 @@ pub fn operations() -> Vec<Op> {
                 "A chat is one (replica, user, source) thread; messengerA / messengerB group chats are one chat per \
                 group. The replica's owner (or the organization key alone) sees every chat, another user the chats \
                 they wrote in. Counts are kept as messages are stored.",
-            ),
-        op("GET", chat, "getChat", CHATS, "Read a chat").ok_of::<ChatRead>(200),
+            )
+            .serve(Access::Either, handler!(list)),
+        op("GET", chat, "getChat", CHATS, "Read a chat").ok_of::<ChatRead>(200).serve(Access::Either, handler!(read)),
         op(
             "GET",
             "/v1/replicas/{replicaUUID}/chats/{chatUUID}/messages",
@@ -343,28 +321,8 @@ pub fn operations() -> Vec<Op> {
         )
         .query(messages_query())
         .ok_as::<Items<MessageView>>(200, "MessageList")
-        .describe("Oldest first. Message `uuid`s are cursors for `beforeUUID` / `afterUUID`."),
-        op(
-            "GET",
-            "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}/messages",
-            "listChatConversationMessages",
-            CHATS,
-            "Messages of a conversation",
-        )
-        .query(messages_query())
-        .ok_as::<Items<MessageView>>(200, "MessageList"),
-        recompute(),
-        op(
-            "GET",
-            "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/messages",
-            "listConversationMessages",
-            CHATS,
-            "Messages of a conversation",
-        )
-        .deprecated()
-        .query(messages_query())
-        .ok_as::<Items<MessageView>>(200, "MessageList")
-        .describe("Deprecated: use `…/chats/{chatUUID}/conversations/{conversationUUID}/messages`."),
+        .describe("Oldest first. Message `uuid`s are cursors for `beforeUUID` / `afterUUID`.")
+        .serve(Access::Either, handler!(messages)),
     ]
 }
 

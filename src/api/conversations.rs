@@ -9,12 +9,14 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::chats::{
-    cursor, kind, list_params, list_query, message_cursor, message_view, messages_reply, replica_and_viewer,
-    CountsView, LabelKeys, LabelView, MessageView, CHATS, KINDS,
+    cursor, kind, list_params, list_query, message_cursor, message_view, messages_query, messages_reply,
+    replica_and_viewer, CountsView, LabelKeys, LabelView, MessageView, CHATS, KINDS,
 };
-use super::Page;
+use super::{Items, Page};
+use super::{Operation, Serve};
 use crate::app::App;
 use crate::error::{Error, Result};
+use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::openapi::operations::{op, param, Op};
@@ -242,8 +244,33 @@ fn mentions_query() -> Vec<Value> {
     ]
 }
 
+/// The recomputation of a conversation's insights (ours; the decision is in its description).
+fn recompute_row() -> Op {
+    op(
+        "POST",
+        "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}/insights",
+        "recomputeConversationInsights",
+        CHATS,
+        "Compute a conversation's summary, questions and topics again",
+    )
+    .ok(202, "Done")
+    .describe(
+        "Ours (the interface has no such operation). `summary`, `commonQuestions` and `commonTopics` are computed \
+        once a conversation closes (30 minutes without messages): by the replica's language model when its \
+        `llm.model` is served by an upstream (asked for a JSON object in the conversation's language), locally \
+        otherwise (questions the user asked, distinctive terms by TF-IDF, a short extractive summary). An \
+        owner's `PATCH` is kept until this operation is called: it clears the three fields (the `PATCH` \
+        included) and queues the conversation; 202 once queued (durably). A closed conversation is computed \
+        again within seconds, an open one once it closes; read the conversation to see the result (`summary` \
+        is absent until then). When the upstream fails, the conversation stays queued and is retried with a \
+        backoff (1 minute, doubled up to 1 hour; computed locally after 24 failures in a row, about 19 hours). Only the \
+        replica's owner or the organization key alone; others get 404, as for a conversation of another chat. \
+        A POST on a sub-resource was chosen over a PATCH flag because it starts work rather than sets fields.",
+    )
+}
+
 /// The document's rows of this file's operations (see `super::operations`).
-pub fn operations() -> Vec<Op> {
+pub fn operations() -> Vec<Operation> {
     let conv = "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}";
     let old = "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}";
     vec![
@@ -256,9 +283,11 @@ pub fn operations() -> Vec<Op> {
         )
         .query(list_params("lastReplicaReplyAt"))
         .ok_as::<Page<ConversationView>>(200, "ConversationList")
-        .describe("A new conversation starts after 30 minutes without messages in the chat."),
+        .describe("A new conversation starts after 30 minutes without messages in the chat.")
+        .serve(Access::Either, handler!(list)),
         op("GET", conv, "getChatConversation", CHATS, "Read a conversation")
-            .ok_as::<ConversationView>(200, "ConversationRead"),
+            .ok_as::<ConversationView>(200, "ConversationRead")
+            .serve(Access::Either, handler!(read)),
         op(
             "GET",
             "/v1/replicas/{replicaUUID}/conversations",
@@ -269,18 +298,21 @@ pub fn operations() -> Vec<Op> {
         .deprecated()
         .query(list_params("lastReplicaReplyAt"))
         .ok_as::<Page<ConversationView>>(200, "ConversationList")
-        .describe("Deprecated: use `…/chats/{chatUUID}/conversations`. The conversations of every chat."),
+        .describe("Deprecated: use `…/chats/{chatUUID}/conversations`. The conversations of every chat.")
+        .serve(Access::Either, handler!(list)),
         op("GET", old, "getConversation", CHATS, "Read a conversation")
             .deprecated()
             .ok_as::<ConversationView>(200, "ConversationRead")
-            .describe("Deprecated: use `…/chats/{chatUUID}/conversations/{conversationUUID}`."),
+            .describe("Deprecated: use `…/chats/{chatUUID}/conversations/{conversationUUID}`.")
+            .serve(Access::Either, handler!(read)),
         op("PATCH", old, "updateConversation", CHATS, "Correct a conversation's summary, questions, topics")
             .body_of::<PatchBody>()
             .describe(
                 "An owner's correction: the fields given replace the stored ones (unknown fields are ignored) and are \
                 kept until a recomputation is asked for (`POST …/chats/{chatUUID}/conversations/{conversationUUID}/\
                 insights`). Only the replica's owner or the organization key alone; others get 404.",
-            ),
+            )
+            .serve(Access::Either, handler!(patch)),
         op(
             "GET",
             "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/mentions",
@@ -296,6 +328,30 @@ pub fn operations() -> Vec<Op> {
                 newest `limit` mentions, oldest first: `{type: mention, messages}` (the mentioning message with \
                 `contextMessages` neighbours each side) and `{type: placeholder, count}` for runs left out. \
                 `hasMore`: older mentions exist (page back with `beforeUUID` = the first message's uuid).",
-        ),
+        )
+        .serve(Access::Either, handler!(mentions)),
+        op(
+            "GET",
+            "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}/messages",
+            "listChatConversationMessages",
+            CHATS,
+            "Messages of a conversation",
+        )
+        .query(messages_query())
+        .ok_as::<Items<MessageView>>(200, "MessageList")
+        .serve(Access::Either, handler!(messages)),
+        recompute_row().serve(Access::Either, handler!(recompute)),
+        op(
+            "GET",
+            "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/messages",
+            "listConversationMessages",
+            CHATS,
+            "Messages of a conversation",
+        )
+        .deprecated()
+        .query(messages_query())
+        .ok_as::<Items<MessageView>>(200, "MessageList")
+        .describe("Deprecated: use `…/chats/{chatUUID}/conversations/{conversationUUID}/messages`.")
+        .serve(Access::Either, handler!(messages)),
     ]
 }

@@ -9,13 +9,14 @@ use bytes::Bytes;
 use hyper::Method;
 
 use super::{BodyKind, Route};
+use super::{Operation, Serve};
 use crate::app::App;
 use crate::error::{Error, Result};
 use crate::http::asset::Asset;
 use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::operations::{op, Op};
+use crate::openapi::operations::op;
 
 const INDEX_HTML: &[u8] = include_bytes!("../../data/docs/index.html");
 const INIT_JS: &[u8] = include_bytes!("../../data/docs/init.js");
@@ -67,7 +68,7 @@ pub fn pages() -> Vec<Route> {
 pub async fn openapi(app: Arc<App>, _req: Req) -> Result<Reply> {
     static DOC: OnceLock<Bytes> = OnceLock::new();
     let doc = DOC.get_or_init(|| {
-        let doc = crate::openapi::document(&super::routes(), &super::operations(), &app.models);
+        let doc = crate::openapi::document(&super::document_rows(), &app.models);
         Bytes::from(serde_json::to_vec(&doc).unwrap_or_default())
     });
     Ok(Reply::raw(200, doc.clone(), "application/json"))
@@ -96,7 +97,8 @@ fn serve(asset: &Asset, req: &Req) -> Result<Reply> {
 }
 
 /// The document's row of `GET /v1/openapi.json`.
-pub fn operations() -> Vec<Op> {
+pub fn operations() -> Vec<Operation> {
     let doc = op("GET", "/v1/openapi.json", "getOpenApi", "Meta", "This OpenAPI document");
-    vec![doc.ok(200, "OpenApiDocument").describe("Public. The document every other operation is checked against.")]
+    let doc = doc.ok(200, "OpenApiDocument").describe("Public. The document every other operation is checked against.");
+    vec![doc.serve(Access::Public, handler!(openapi))]
 }

@@ -32,6 +32,7 @@ use super::history::{source_view, view, SourceView};
 use super::path_replica;
 use super::Items;
 use super::{BodyKind, Route};
+use super::{Operation, Serve};
 use crate::app::App;
 use crate::channels::embed as assets;
 use crate::error::{Code, Error, Result};
@@ -40,7 +41,7 @@ use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::{error_reply, Reply};
 use crate::openapi::derived::SparseId;
-use crate::openapi::operations::{op, Op};
+use crate::openapi::operations::op;
 use crate::rate_limit::RateLimiter;
 use crate::service::channel::Channel;
 use crate::service::chat::{self, Ask};
@@ -394,7 +395,7 @@ pub fn pages() -> Vec<Route> {
 }
 
 /// The embed keys and the identity secret of a replica (our own operations).
-fn embed_key_ops() -> Vec<Op> {
+fn embed_key_ops() -> Vec<Operation> {
     vec![
         op("POST", "/v1/replicas/{replicaUUID}/embed-keys", "createEmbedKey", "Integrations", "Create an embed key")
             .body_of::<EmbedKeyBody>()
@@ -406,7 +407,8 @@ fn embed_key_ops() -> Vec<Op> {
                 visitor that uses it (`POST /v1/embed/{replicaUUID}/chat`, `GET /v1/embed/{replicaUUID}/history`); \
                 every widget request must come from an allowed origin (CORS). Shown only here (stored hashed); \
                 `DELETE …/embed-keys/{embedKey}` revokes it.",
-            ),
+            )
+            .serve(Access::Either, handler!(create_key)),
         op(
             "POST",
             "/v1/replicas/{replicaUUID}/embed-identity-secret",
@@ -422,7 +424,8 @@ fn embed_key_ops() -> Vec<Op> {
             `GET /v1/embed/{replicaUUID}/history`), so that a user keeps their conversation across devices. \
             Shown only in this answer, never again; a new call replaces the earlier secret (identities signed \
             with it are refused from this answer on). The replica's embed keys and allowed origins stay.",
-        ),
+        )
+        .serve(Access::Either, handler!(create_identity_secret)),
         op(
             "DELETE",
             "/v1/replicas/{replicaUUID}/embed-identity-secret",
@@ -434,7 +437,8 @@ fn embed_key_ops() -> Vec<Op> {
             "Our own operation. Turns signed identities off: from this answer on, widget requests carrying \
             `X-Embed-Identity` are refused with 403 `EMBED_IDENTITY_REFUSED` (anonymous visitors keep \
             chatting). 404 when the replica has no identity secret.",
-        ),
+        )
+        .serve(Access::Either, handler!(delete_identity_secret)),
         op(
             "DELETE",
             "/v1/replicas/{replicaUUID}/embed-keys/{embedKey}",
@@ -447,12 +451,13 @@ fn embed_key_ops() -> Vec<Op> {
             so it is no secret in a path). From this answer on, widget requests carrying it are refused with 403 \
             `EMBED_KEY_REFUSED`; the replica's other keys and its allowed origins stay. 404 when it is not a key of \
             this replica (unknown, already revoked, or another replica's).",
-        ),
+        )
+        .serve(Access::Either, handler!(revoke_key)),
     ]
 }
 
 /// The widget's and the web page's operations.
-fn embed_visitor_ops() -> Vec<Op> {
+fn embed_visitor_ops() -> Vec<Operation> {
     vec![
         op("POST", "/v1/embed/{replicaUUID}/chat", "embedChat", "Integrations", "Ask as a widget or page visitor")
             .body_of::<ChatBody>()
@@ -484,7 +489,8 @@ fn embed_visitor_ops() -> Vec<Op> {
                 organization's own conversation quota, so visitors cannot starve its API use; and the \
                 organization's quota (or `--rate-limit-per-key`) does not close its public chats. A conversation \
                 under way goes on.",
-            ),
+            )
+            .serve(Access::Public, handler!(chat)),
         op("GET", "/v1/embed/{replicaUUID}/history", "embedHistory", "Integrations", "The visitor's conversation")
             .query(embed_headers())
             .ok_as::<Items<super::history::MessageView>>(200, "EmbedHistory")
@@ -493,7 +499,8 @@ fn embed_visitor_ops() -> Vec<Op> {
                 "The visitor's own history items on the channel (newest 100, oldest first); the credentials and \
                 request limits of `POST /v1/embed/{replicaUUID}/chat`. A visitor that never asked has an empty \
                 history (reading it makes no user).",
-            ),
+            )
+            .serve(Access::Public, handler!(history)),
     ]
 }
 
@@ -525,6 +532,6 @@ fn embed_headers() -> Vec<Value> {
 }
 
 /// The document's rows of the widget's operations: its keys, then the visitor's.
-pub fn operations() -> Vec<Op> {
+pub fn operations() -> Vec<Operation> {
     [embed_key_ops(), embed_visitor_ops()].into_iter().flatten().collect()
 }

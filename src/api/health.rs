@@ -10,11 +10,13 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 
 use super::Timestamp;
+use super::{Operation, Serve};
 use crate::app::App;
 use crate::error::Result;
+use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::operations::{op, Op};
+use crate::openapi::operations::op;
 use crate::ops::health::{self, Report, CHECKS};
 
 /// # `GET /healthz`
@@ -172,11 +174,12 @@ fn answer(report: &Report, body: &impl Serialize) -> Reply {
 }
 
 /// The document's rows of this file's operations (see `super::operations`).
-pub fn operations() -> Vec<Op> {
+pub fn operations() -> Vec<Operation> {
     vec![
         op("GET", "/healthz", "getLiveness", "Operations", "Liveness")
             .ok_raw::<LivenessView>(200)
-            .describe("Public. The process is alive and answering; touches nothing else. Poll it as a liveness probe."),
+            .describe("Public. The process is alive and answering; touches nothing else. Poll it as a liveness probe.")
+            .serve(Access::Public, handler!(healthz)),
         op("GET", "/readyz", "getReadiness", "Operations", "Readiness")
             .ok_raw::<ReadinessView>(200)
             .also(&[(503, "Readiness")])
@@ -184,7 +187,8 @@ pub fn operations() -> Vec<Op> {
                 "Public. 200 when the store is open and writable, the search index is caught up with the store \
                 within `--max-index-lag`, and the background tasks run; 503 with the same body naming what is not \
                 ready. Cheap enough to poll every second (a probe write only when nothing was written for 5 s).",
-            ),
+            )
+            .serve(Access::Public, handler!(readyz)),
         op("GET", "/v1/healthcheck", "getHealthCheck", "Operations", "Service health")
             .ok_raw::<HealthCheckView>(200)
             .also(&[(503, "HealthCheck")])
@@ -192,6 +196,7 @@ pub fn operations() -> Vec<Op> {
                 "Public. The hosted service's health operation: the store, the search index and the ingestion \
                 worker as `services`, each `healthy` or `unhealthy` with a message (the checks of `/readyz`); 503 \
                 with the same body (`success: false`) when one is unhealthy.",
-            ),
+            )
+            .serve(Access::Public, handler!(healthcheck)),
     ]
 }

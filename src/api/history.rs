@@ -9,8 +9,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::{path_replica, Timestamp};
+use super::{Operation, Serve};
 use crate::app::App;
 use crate::error::{Code, Error, Result};
+use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::openapi::derived::SparseId;
@@ -304,11 +306,13 @@ macro_rules! concat_path {
 }
 
 /// Chat history (spec §4.1), per channel.
-pub fn operations() -> Vec<Op> {
+pub fn operations() -> Vec<Operation> {
     let h = "/v1/replicas/{replicaUUID}/chat/history";
     let msg_a = "/v1/replicas/{replicaUUID}/chat/history/messengerA";
     vec![
-        history_list(h, "listChatHistory", "History on every channel"),
+        history_list(h, "listChatHistory", "History on every channel")
+            .serve(Access::Either, handler!(list_all))
+            .cached(),
         op("POST", h, "saveChatHistory", "Chat history", "Save a history item")
             .body_of::<SaveBody>()
             .ok_of::<Saved>(200)
@@ -316,16 +320,26 @@ pub fn operations() -> Vec<Op> {
             .describe(
                 "Saves a `user` item on `source` (default `web`, or `messengerB` with `messengerB_data`). A repeated \
                 `messengerB_data.message_id` stores nothing new.",
-            ),
-        history_list(concat_path!("/web"), "listChatHistoryWeb", "History of the web channel"),
-        history_list(concat_path!("/embed"), "listChatHistoryEmbed", "History of the embed channel"),
-        history_list(msg_a, "listChatHistoryMessengerA", "History of messengerA"),
+            )
+            .serve(Access::Either, handler!(save)),
+        history_list(concat_path!("/web"), "listChatHistoryWeb", "History of the web channel")
+            .serve(Access::Either, handler!(list_web))
+            .cached(),
+        history_list(concat_path!("/embed"), "listChatHistoryEmbed", "History of the embed channel")
+            .serve(Access::Either, handler!(list_embed))
+            .cached(),
+        history_list(msg_a, "listChatHistoryMessengerA", "History of messengerA")
+            .serve(Access::Either, handler!(list_messenger_a))
+            .cached(),
         op("POST", msg_a, "saveChatHistoryMessengerA", "Chat history", "Save a messengerA item")
             .body_of::<SaveMessengerABody>()
             .ok_of::<Saved>(200)
             .extra(&[429])
-            .describe("A repeated `(chat_id, message_id)` stores nothing new."),
-        history_list(concat_path!("/messengerB"), "listChatHistoryMessengerB", "History of messengerB"),
+            .describe("A repeated `(chat_id, message_id)` stores nothing new.")
+            .serve(Access::Either, handler!(save_messenger_a)),
+        history_list(concat_path!("/messengerB"), "listChatHistoryMessengerB", "History of messengerB")
+            .serve(Access::Either, handler!(list_messenger_b))
+            .cached(),
     ]
 }
 

@@ -12,10 +12,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::path_replica;
+use super::{Operation, Serve};
 use crate::app::App;
 use crate::channels::messenger_a::api::{ApiError, Client};
 use crate::channels::messenger_b::rest::{self as b_rest, RestError};
 use crate::error::{Code, Error, Result};
+use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::openapi::operations::{op, Op};
@@ -204,7 +206,7 @@ pub async fn disconnect_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
 }
 
 /// The document's rows of the bots' connect and disconnect operations.
-pub fn operations() -> Vec<Op> {
+pub fn operations() -> Vec<Operation> {
     let disconnect = op(
         "DELETE",
         "/v1/replicas/{replicaUUID}/integrations/messengerA",
@@ -212,8 +214,10 @@ pub fn operations() -> Vec<Op> {
         "Integrations",
         "Disconnect the messengerA bot",
     )
-    .describe("Stops the bot and forgets its token; 404 when no bot is connected.");
-    [vec![messenger_a_connect(), disconnect], messenger_b_ops()].into_iter().flatten().collect()
+    .describe("Stops the bot and forgets its token; 404 when no bot is connected.")
+    .serve(Access::Either, handler!(disconnect_messenger_a));
+    let connect = messenger_a_connect().serve(Access::Either, handler!(connect_messenger_a));
+    [vec![connect, disconnect], messenger_b_ops()].into_iter().flatten().collect()
 }
 
 /// `connectMessengerA`.
@@ -243,7 +247,7 @@ fn messenger_a_connect() -> Op {
 
 /// The messengerB integration: connect (the hosted service's operation) and disconnect (our
 /// own, to stop a bot without deleting its replica).
-fn messenger_b_ops() -> Vec<Op> {
+fn messenger_b_ops() -> Vec<Operation> {
     let path = "/v1/replicas/{replicaUUID}/integrations/messengerB";
     vec![
         op("POST", path, "connectMessengerB", "Integrations", "Connect a messengerB bot")
@@ -262,8 +266,10 @@ fn messenger_b_ops() -> Vec<Op> {
                 user `messengerB:<author id>`. The state shows in the replica's `messengerB_integration`. `id` in \
                 the answer is ours (the bot's user id). 409 `INTEGRATION_CONFLICT` when the bot serves another \
                 replica.",
-            ),
+            )
+            .serve(Access::Either, handler!(connect_messenger_b)),
         op("DELETE", path, "disconnectMessengerB", "Integrations", "Disconnect the messengerB bot")
-            .describe("Our own operation. Stops the bot and forgets its token; 404 when no bot is connected."),
+            .describe("Our own operation. Stops the bot and forgets its token; 404 when no bot is connected.")
+            .serve(Access::Either, handler!(disconnect_messenger_b)),
     ]
 }

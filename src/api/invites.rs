@@ -6,11 +6,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Timestamp;
+use super::{Operation, Serve};
 use crate::app::App;
 use crate::error::Result;
+use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::operations::{op, Op};
+use crate::openapi::operations::op;
 use crate::service::{check_len, normalize_email, orgs};
 
 /// Request body: all fields required, no others.
@@ -44,9 +46,9 @@ pub struct Redeemed {
 }
 
 /// The document's row of the redeem operation.
-pub fn operations() -> Vec<Op> {
-    let redeem = "/v1/api-keys/invites/{code}/redeem";
-    vec![op("POST", redeem, "redeemInvite", "Organizations", "Redeem an invitation code")
+pub fn operations() -> Vec<Operation> {
+    let path = "/v1/api-keys/invites/{code}/redeem";
+    vec![op("POST", path, "redeemInvite", "Organizations", "Redeem an invitation code")
         .body_of::<RedeemBody>()
         .ok_of::<Redeemed>(200)
         .extra(&[409])
@@ -56,7 +58,8 @@ pub fn operations() -> Vec<Op> {
             are minted by the operator (`replicad invites create`), single-use and may expire: unknown code 404 \
             (body without `error_code`/`fingerprint`, spec §7 rule 2), used code 409 `INVITE_ALREADY_REDEEMED`, \
             expired code 400 `INVITE_EXPIRED`.",
-        )]
+        )
+        .serve(Access::Public, handler!(redeem))]
 }
 
 /// # `POST /v1/api-keys/invites/{code}/redeem`

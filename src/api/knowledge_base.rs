@@ -9,13 +9,15 @@ use uuid::Uuid;
 use super::path_replica;
 use super::Page;
 use super::Timestamp;
+use super::{Operation, Serve};
 use crate::app::App;
 use crate::error::{Code, Error, Result};
+use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::ingest::formats::{FORMATS, MEDIA_TYPES};
 use crate::openapi::derived::SparseId;
-use crate::openapi::operations::{op, page, param, Op};
+use crate::openapi::operations::{op, page, param};
 use crate::service::knowledge::{
     self, Content, Created, EntryView, Limits, NewEntry, Patch, Sort, SortKey, LANGUAGES, MAX_FILENAME_CHARS,
     MAX_TEXT_CHARS, MAX_TITLE_CHARS, MAX_URL_CHARS, SORTS, STATUSES, TYPES,
@@ -537,14 +539,15 @@ pub async fn file_types(app: Arc<App>, _req: Req) -> Result<Reply> {
 }
 
 /// Knowledge base (spec §2.5), uploads included.
-pub fn operations() -> Vec<Op> {
+pub fn operations() -> Vec<Operation> {
     let entry = "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}";
     let org_entry = "/v1/knowledge-base/{knowledgeBaseID}";
     let kb = "Knowledge base";
     vec![
         op("GET", "/v1/replicas/{replicaUUID}/knowledge-base", "listKnowledgeBase", kb, "List entries")
             .query(kb_list_query())
-            .ok_as::<Page<KbEntryView>>(200, "KnowledgeBaseList"),
+            .ok_as::<Page<KbEntryView>>(200, "KnowledgeBaseList")
+            .serve(Access::Either, handler!(list)),
         op("POST", "/v1/replicas/{replicaUUID}/knowledge-base", "createKnowledgeBaseEntry", kb, "Create an entry")
             .body_of::<CreateBody>()
             .ok_of::<Results<CreatedView>>(207)
@@ -558,13 +561,19 @@ pub fn operations() -> Vec<Op> {
                 a `filename` waits for its bytes on `signedURL`. 409 `URL_ALREADY_EXISTS`; 429 \
                 `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED` at the operator's per-organization quota, 400 with the same \
                 code at the body's `usageLimits.knowledgeBaseEntries`. `language` absent: detected from the text.",
-            ),
-        op("GET", entry, "getKnowledgeBaseEntry", kb, "Read an entry").ok_of::<FullView>(200),
+            )
+            .serve(Access::Either, handler!(create)),
+        op("GET", entry, "getKnowledgeBaseEntry", kb, "Read an entry")
+            .ok_of::<FullView>(200)
+            .serve(Access::Either, handler!(read))
+            .cached(),
         op("PATCH", entry, "updateKnowledgeBaseEntry", kb, "Update an entry")
             .body_of::<PatchBody>()
-            .describe("A new `rawText` is re-processed (the entry goes back to `PROCESSED_TEXT`, then `READY`)."),
+            .describe("A new `rawText` is re-processed (the entry goes back to `PROCESSED_TEXT`, then `READY`).")
+            .serve(Access::Either, handler!(patch)),
         op("DELETE", entry, "deleteKnowledgeBaseEntry", kb, "Delete an entry")
-            .describe("Removes the entry and its index documents."),
+            .describe("Removes the entry and its index documents.")
+            .serve(Access::Either, handler!(delete)),
         op("GET", "/v1/knowledge-base", "listKnowledgeBaseOfOrganization", kb, "List entries of every replica")
             .query(kb_list_query())
             .ok_as::<Page<KbEntryView>>(200, "KnowledgeBaseList")
@@ -572,18 +581,24 @@ pub fn operations() -> Vec<Op> {
                 "The entries of every replica the caller may see (private replicas only for their owner and \
                 whitelisted users), each with its `replicaUUID`; filters, paging and order as the per-replica list, \
                 default order `createdAt` descending.",
-            ),
+            )
+            .serve(Access::Either, handler!(list)),
         op("GET", org_entry, "getKnowledgeBaseEntryOfOrganization", kb, "Read an entry by id")
             .ok_of::<FullView>(200)
-            .describe("As the per-replica read; 404 when the entry's replica is not visible to the caller."),
+            .describe("As the per-replica read; 404 when the entry's replica is not visible to the caller.")
+            .serve(Access::Either, handler!(read))
+            .cached(),
         op("PATCH", org_entry, "updateKnowledgeBaseEntryOfOrganization", kb, "Update an entry by id")
             .body_of::<PatchBody>()
-            .describe("As the per-replica PATCH (one implementation)."),
+            .describe("As the per-replica PATCH (one implementation).")
+            .serve(Access::Either, handler!(patch)),
         op("DELETE", org_entry, "deleteKnowledgeBaseEntryOfOrganization", kb, "Delete an entry by id")
-            .describe("As the per-replica DELETE (one implementation): the entry and its index documents go."),
+            .describe("As the per-replica DELETE (one implementation): the entry and its index documents go.")
+            .serve(Access::Either, handler!(delete)),
         op("GET", "/v1/knowledge-base/file-types", "listFileTypes", kb, "Supported file types")
             .ok_of::<FileTypesView>(200)
-            .describe("Exactly what this server can extract: PDF, DOCX, EPUB, plain text, Markdown, CSV, JSON, HTML."),
+            .describe("Exactly what this server can extract: PDF, DOCX, EPUB, plain text, Markdown, CSV, JSON, HTML.")
+            .serve(Access::Either, handler!(file_types)),
         op("PUT", "/v1/knowledge-base/uploads/{token}", "uploadKnowledgeBaseFile", kb, "Upload a file")
             .raw_body("UploadBody")
             .ok_of::<UploadedView>(200)
@@ -594,7 +609,8 @@ pub fn operations() -> Vec<Op> {
                 one hour (400 `UPLOAD_EXPIRED`), at most `--max-upload-bytes` (413, also while a gzip body inflates). \
                 The token is checked before the body is read: an unknown, used or expired URL answers without \
                 reading it. The entry moves to `FILE_UPLOADED` and is extracted in the background.",
-            ),
+            )
+            .serve(Access::Public, handler!(upload)),
     ]
 }
 

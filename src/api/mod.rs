@@ -1,5 +1,14 @@
-//! THE list of operations: one row per (method, path), with the access it needs and its
-//! handler. Handlers parse → authorize → call a service → map to the wire DTO.
+//! THE list of operations ([`operations`]): one row per (method, path), kept beside its handler
+//! in the file of its resource, giving the access it needs, its handler and its document row;
+//! the route table ([`routes`]) and the published document both come from it. Handlers parse →
+//! authorize → call a service → map to the wire DTO.
+
+/// A route row's [`Handler`] of an async handler `f(Arc<App>, Req) -> Result<Reply>`.
+macro_rules! handler {
+    ($f:path) => {
+        |app, req| Box::pin($f(app, req))
+    };
+}
 
 pub mod analytics;
 pub mod chat;
@@ -24,119 +33,48 @@ use crate::error::Result;
 use crate::http::auth::Access;
 use crate::http::request::Req;
 pub use crate::http::route::{BodyKind, Handler, HandlerFuture, Route};
+use crate::openapi::operations::{Op, RAW_MEDIA};
 
-/// What a row of [`routes`] may say after its access: `Raw` (the body, else JSON) and
-/// `Cached` ([`Route::cached`]).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mark {
-    Raw,
-    Cached,
+/// One operation: its route row (method, path, access, body kind, handler) and its document
+/// row ([`Op`]: prose, parameters, body and answer types), made together by [`Serve::serve`]
+/// from the row kept beside its handler, so the route table and the document cannot disagree.
+pub struct Operation {
+    pub route: Route,
+    pub doc: Op,
 }
 
-impl Mark {
-    fn body(marks: &[Mark]) -> BodyKind {
-        if marks.contains(&Mark::Raw) {
-            BodyKind::Raw
-        } else {
-            BodyKind::Json
-        }
+impl Operation {
+    /// The read cache may keep its answers ([`Route::cached`]).
+    pub fn cached(mut self) -> Operation {
+        self.route.cached = true;
+        self
     }
 }
 
-macro_rules! routes {
-    ($($method:ident $path:literal $access:ident $($mark:ident)* => $handler:path;)*) => {
-        vec![$(Route {
-            method: Method::$method,
-            path: $path,
-            access: Access::$access,
-            body: Mark::body(&[$(Mark::$mark),*]),
-            cached: [$(Mark::$mark),*].contains(&Mark::Cached),
-            handler: |app, req| Box::pin($handler(app, req)),
-        },)*]
-    };
+/// Makes an operation of a document row ([`Op`]):
+/// `op(…).ok_of::<T>(200).serve(Access::Org, handler!(f))`.
+pub trait Serve {
+    /// The operation served with `access` by `handler`. Its body is raw bytes when the row
+    /// says so ([`Op::raw_body`]), JSON otherwise.
+    ///
+    /// # Panics
+    /// When the row's method is not an HTTP method (the unit tests build every row).
+    fn serve(self, access: Access, handler: Handler) -> Operation;
 }
 
-/// Every operation the server answers.
-pub fn routes() -> Vec<Route> {
-    routes! {
-        GET "/v1/openapi.json" Public => docs::openapi;
-        GET "/healthz" Public => health::healthz;
-        GET "/readyz" Public => health::readyz;
-        GET "/v1/healthcheck" Public => health::healthcheck;
-        POST "/v1/api-keys/invites/{code}/redeem" Public => invites::redeem;
-        GET "/v1/replicas/models" Either => models::list;
-        GET "/v1/replicas" Either Cached => replicas::list;
-        POST "/v1/replicas" Org => replicas::create;
-        GET "/v1/replicas/{replicaUUID}" Org Cached => replicas::read;
-        PUT "/v1/replicas/{replicaUUID}" Org => replicas::update;
-        DELETE "/v1/replicas/{replicaUUID}" Org => replicas::delete;
-        GET "/v1/replicas/{replicaUUID}/knowledge-base" Either => knowledge_base::list;
-        POST "/v1/replicas/{replicaUUID}/knowledge-base" Either => knowledge_base::create;
-        GET "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}" Either Cached => knowledge_base::read;
-        PATCH "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::patch;
-        DELETE "/v1/replicas/{replicaUUID}/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::delete;
-        GET "/v1/knowledge-base" Either => knowledge_base::list;
-        GET "/v1/knowledge-base/{knowledgeBaseID}" Either Cached => knowledge_base::read;
-        PATCH "/v1/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::patch;
-        DELETE "/v1/knowledge-base/{knowledgeBaseID}" Either => knowledge_base::delete;
-        GET "/v1/knowledge-base/file-types" Either => knowledge_base::file_types;
-        PUT "/v1/knowledge-base/uploads/{token}" Public Raw => knowledge_base::upload;
-        POST "/v1/replicas/{replicaUUID}/chat/completions" Either => chat::complete;
-        POST "/v1/replicas/{replicaUUID}/chat/completions/messengerA" Either => chat::complete_messenger_a;
-        POST "/v1/replicas/{replicaUUID}/chat/completions/test" Org => chat::complete_test;
-        POST "/v1/experimental/replicas/{replicaUUID}/chat/completions" User => chat::complete_experimental;
-        GET "/v1/replicas/{replicaUUID}/chat/history" Either Cached => history::list_all;
-        POST "/v1/replicas/{replicaUUID}/chat/history" Either => history::save;
-        GET "/v1/replicas/{replicaUUID}/chat/history/web" Either Cached => history::list_web;
-        GET "/v1/replicas/{replicaUUID}/chat/history/embed" Either Cached => history::list_embed;
-        GET "/v1/replicas/{replicaUUID}/chat/history/messengerA" Either Cached => history::list_messenger_a;
-        POST "/v1/replicas/{replicaUUID}/chat/history/messengerA" Either => history::save_messenger_a;
-        GET "/v1/replicas/{replicaUUID}/chat/history/messengerB" Either Cached => history::list_messenger_b;
-        GET "/v1/replicas/{replicaUUID}/chats" Either => chats::list;
-        GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}" Either => chats::read;
-        GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}/messages" Either => chats::messages;
-        GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations" Either => conversations::list;
-        GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}" Either => conversations::read;
-        GET "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}/messages" Either => conversations::messages;
-        POST "/v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}/insights" Either => conversations::recompute;
-        GET "/v1/replicas/{replicaUUID}/conversations" Either => conversations::list;
-        GET "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}" Either => conversations::read;
-        PATCH "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}" Either => conversations::patch;
-        GET "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/mentions" Either => conversations::mentions;
-        GET "/v1/replicas/{replicaUUID}/conversations/{conversationUUID}/messages" Either => conversations::messages;
-        GET "/v1/replicas/{replicaUUID}/analytics/conversations/historical" Either => analytics::historical;
-        GET "/v1/replicas/{replicaUUID}/analytics/conversations/sources" Either => analytics::sources;
-        GET "/v1/users/me/usage" User => usage::me;
-        POST "/v1/replicas/{replicaUUID}/integrations/messengerA" Either => integrations::connect_messenger_a;
-        DELETE "/v1/replicas/{replicaUUID}/integrations/messengerA" Either => integrations::disconnect_messenger_a;
-        POST "/v1/replicas/{replicaUUID}/integrations/messengerB" Either => integrations::connect_messenger_b;
-        DELETE "/v1/replicas/{replicaUUID}/integrations/messengerB" Either => integrations::disconnect_messenger_b;
-        POST "/v1/replicas/{replicaUUID}/embed-keys" Either => embed::create_key;
-        DELETE "/v1/replicas/{replicaUUID}/embed-keys/{embedKey}" Either => embed::revoke_key;
-        POST "/v1/replicas/{replicaUUID}/embed-identity-secret" Either => embed::create_identity_secret;
-        DELETE "/v1/replicas/{replicaUUID}/embed-identity-secret" Either => embed::delete_identity_secret;
-        POST "/v1/embed/{replicaUUID}/chat" Public => embed::chat;
-        GET "/v1/embed/{replicaUUID}/history" Public => embed::history;
-        POST "/v1/users" Org => users::create;
-        GET "/v1/users/me" User => users::me_read;
-        PUT "/v1/users/me" User => users::update_me;
-        DELETE "/v1/users/me" User => users::delete_me;
-        GET "/v1/users/{userID}" Org => users::read;
+impl Serve for Op {
+    fn serve(mut self, access: Access, handler: Handler) -> Operation {
+        self.access = access;
+        let method = Method::from_bytes(self.method.as_bytes()).expect("an HTTP method");
+        let body = if self.body_media == RAW_MEDIA { BodyKind::Raw } else { BodyKind::Json };
+        let route = Route { method, path: self.path, access, body, cached: false, handler };
+        Operation { route, doc: self }
     }
 }
 
-/// Every row the server routes: the operations ([`routes`]), the docs page
-/// ([`docs::pages`]), the chat widget and web page ([`embed::pages`]) and `/metrics`
-/// (`ops::metrics::route`). `crate::serve` compiles it once (`http::Dispatcher`).
-pub fn served() -> Vec<Route> {
-    routes().into_iter().chain(docs::pages()).chain(embed::pages()).chain([crate::ops::metrics::route()]).collect()
-}
-
-/// The document's row of every operation of [`routes`] (prose, parameters, statuses, and the
-/// body and answer types whose schemas are derived), each kept in the file of its handler, in
-/// the order of the document's tags. The published document is [`docs::openapi`]; a test holds
-/// the rows and the routes to the same operations.
-pub fn operations() -> Vec<crate::openapi::operations::Op> {
+/// Every operation the server answers, in the order of the document's tags; each file keeps
+/// the rows of its handlers (`operations()`).
+pub fn operations() -> Vec<Operation> {
     let files = [
         docs::operations(),
         invites::operations(),
@@ -152,8 +90,27 @@ pub fn operations() -> Vec<crate::openapi::operations::Op> {
         chats::operations(),
         conversations::operations(),
         usage::operations(),
+        analytics::operations(),
     ];
     files.into_iter().flatten().collect()
+}
+
+/// The route table: the route row of every operation ([`operations`]).
+pub fn routes() -> Vec<Route> {
+    operations().into_iter().map(|o| o.route).collect()
+}
+
+/// The document's row of every operation ([`operations`]); the published document is
+/// [`docs::openapi`].
+pub fn document_rows() -> Vec<Op> {
+    operations().into_iter().map(|o| o.doc).collect()
+}
+
+/// Every row the server routes: the operations ([`routes`]), the docs page
+/// ([`docs::pages`]), the chat widget and web page ([`embed::pages`]) and `/metrics`
+/// (`ops::metrics::route`). `crate::serve` compiles it once (`http::Dispatcher`).
+pub fn served() -> Vec<Route> {
+    routes().into_iter().chain(docs::pages()).chain(embed::pages()).chain([crate::ops::metrics::route()]).collect()
 }
 
 /// `page` (≥ 1, default 1) and `pageSize` (1–100, default 24) of list operations; the names in

@@ -5,11 +5,13 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::{Operation, Serve};
 use crate::app::App;
 use crate::error::Result;
+use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::operations::{op, Op};
+use crate::openapi::operations::op;
 
 /// `{models}` of the catalog (the `ModelCatalog` schema): the entries by model id, in catalog
 /// order, each a `models::ModelInfo` as loaded (its wire fields only).
@@ -25,11 +27,12 @@ pub async fn list(app: Arc<App>, _req: Req) -> Result<Reply> {
 }
 
 /// The document's row of the model catalog.
-pub fn operations() -> Vec<Op> {
+pub fn operations() -> Vec<Operation> {
     vec![op("GET", "/v1/replicas/models", "listModels", "Models", "The model catalog")
         .ok(200, "ModelCatalogResponse")
         .describe(
             "Exactly 19 models keyed by id (spec §2.4). A model with no configured upstream is served by the \
             embedded, offline generator.",
-        )]
+        )
+        .serve(Access::Either, handler!(list))]
 }

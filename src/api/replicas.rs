@@ -8,12 +8,14 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
 use super::Timestamp;
+use super::{Operation, Serve};
 use crate::app::App;
 use crate::error::{Code, Error, Result};
+use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::openapi::derived::legacy_names;
-use crate::openapi::operations::{old_param, op, page, page_size, param, Op};
+use crate::openapi::operations::{old_param, op, page, page_size, param};
 use crate::service::channel::Bot;
 use crate::service::integrations::IntegrationView;
 use crate::service::replicas;
@@ -457,12 +459,14 @@ pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
 }
 
 /// Replicas (spec §2.3).
-pub fn operations() -> Vec<Op> {
+pub fn operations() -> Vec<Operation> {
     vec![
         op("GET", "/v1/replicas", "listReplicas", "Replicas", "List replicas")
             .query(replica_list_query())
             .ok_of::<Page<ReplicaView>>(200)
-            .describe("`{success, items, total}`. Private replicas appear only to their owner and whitelisted users."),
+            .describe("`{success, items, total}`. Private replicas appear only to their owner and whitelisted users.")
+            .serve(Access::Either, handler!(list))
+            .cached(),
         op("POST", "/v1/replicas", "createReplica", "Replicas", "Create a replica")
             .body_of::<ReplicaBody>()
             .ok_of::<Created>(201)
@@ -471,10 +475,13 @@ pub fn operations() -> Vec<Op> {
             .describe(
                 "201 `{success, uuid}`. 409 `SLUG_TAKEN` when the slug is used in the organization; 429 \
                 `REPLICA_QUOTA_EXCEEDED` beyond the organization's replica quota. Unknown fields are ignored.",
-            ),
+            )
+            .serve(Access::Org, handler!(create)),
         op("GET", "/v1/replicas/{replicaUUID}", "getReplica", "Replicas", "Read a replica")
             .ok_as::<ReplicaView>(200, "ReplicaRead")
-            .describe("The replica's fields, current and deprecated names, plus `success`."),
+            .describe("The replica's fields, current and deprecated names, plus `success`.")
+            .serve(Access::Org, handler!(read))
+            .cached(),
         op("PUT", "/v1/replicas/{replicaUUID}", "updateReplica", "Replicas", "Update a replica")
             .body_of::<ReplicaBody>()
             .extra(&[409])
@@ -482,9 +489,11 @@ pub fn operations() -> Vec<Op> {
                 "Replaces the fields (the create body); 200 `{success}`. 409 `SLUG_TAKEN` when the slug is used in \
                 the organization; 409 `EMBEDDING_MODEL_FIXED` when `llm.embeddingModel` names another model than \
                 the replica's (it cannot be changed once set; absent, it is kept).",
-            ),
+            )
+            .serve(Access::Org, handler!(update)),
         op("DELETE", "/v1/replicas/{replicaUUID}", "deleteReplica", "Replicas", "Delete a replica")
-            .describe("Deletes the replica, its knowledge base and its chat history; 200 `{success}`."),
+            .describe("Deletes the replica, its knowledge base and its chat history; 200 `{success}`.")
+            .serve(Access::Org, handler!(delete)),
     ]
 }
 

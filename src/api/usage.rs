@@ -7,13 +7,14 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::Items;
+use super::{Operation, Serve};
 use crate::app::App;
 use crate::error::Result;
 use crate::generate::Usage;
+use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::operations::{op, Op};
+use crate::openapi::operations::op;
 use crate::service::usage::{self, MyUsage};
 use crate::store::now_ms;
 
@@ -122,38 +123,17 @@ pub async fn me(app: Arc<App>, req: Req) -> Result<Reply> {
 }
 
 /// The document's rows of this file's operations (see `super::operations`).
-pub fn operations() -> Vec<Op> {
-    vec![
-        op("GET", "/v1/users/me/usage", "getMyUsage", TAG, "Usage of the current user")
-            .ok_of::<UsageView>(200)
-            .describe(
-                "Conversations started this UTC month and knowledge-base entries, of the replicas the user owns \
+pub fn operations() -> Vec<Operation> {
+    vec![op("GET", "/v1/users/me/usage", "getMyUsage", TAG, "Usage of the current user")
+        .ok_of::<UsageView>(200)
+        .describe(
+            "Conversations started this UTC month and knowledge-base entries, of the replicas the user owns \
             (`currentMonthByReplica` / `byReplica` list each of them, zeros included); `tokens` (ours): the prompt \
             and completion tokens of the user's own completions this month, per replica. Answered from counters \
             kept with every write.",
-            ),
-        op(
-            "GET",
-            "/v1/replicas/{replicaUUID}/analytics/conversations/historical",
-            "getConversationHistory",
-            TAG,
-            "Conversations over the last 30 days",
         )
-        .ok_as::<Items<super::analytics::DayView>>(200, "ConversationHistory")
-        .describe(
-            "The last 30 UTC days, oldest first, today included, each with the conversations started up to its end. \
-            The replica's owner or the key alone; 404 for other users.",
-        ),
-        op(
-            "GET",
-            "/v1/replicas/{replicaUUID}/analytics/conversations/sources",
-            "getConversationSources",
-            TAG,
-            "Conversations per source",
-        )
-        .ok_as::<Items<super::analytics::SourceCountView>>(200, "ConversationSources")
-        .describe("Every source value with the conversations started on it. The replica's owner or the key alone."),
-    ]
+        .serve(Access::User, handler!(me))]
 }
 
-const TAG: &str = "Usage and analytics";
+/// The tag of the usage and analytics operations.
+pub(super) const TAG: &str = "Usage and analytics";

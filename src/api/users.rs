@@ -6,11 +6,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Timestamp;
+use super::{Operation, Serve};
 use crate::app::App;
 use crate::error::{Code, Error, Result};
+use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::operations::{op, Op};
+use crate::openapi::operations::op;
 use crate::service::channel::linked_account_types;
 use crate::service::users::{self, UserInput, TEXT_MAX};
 use crate::store::records::User;
@@ -162,7 +164,7 @@ pub async fn delete_me(app: Arc<App>, req: Req) -> Result<Reply> {
 
 /// The document's rows of the user operations: create and read by the organization, and the
 /// caller's own user (`/v1/users/me`).
-pub fn operations() -> Vec<Op> {
+pub fn operations() -> Vec<Operation> {
     vec![
         op("POST", "/v1/users", "createUser", "Users", "Create a user")
             .body_of::<UserBody>()
@@ -174,8 +176,10 @@ pub fn operations() -> Vec<Op> {
                 unique in the organization; 409 `USER_ID_TAKEN`); without it the server makes a UUID. `name` defaults to \
                 the empty string. 409 `EMAIL_TAKEN`, `LINKED_ACCOUNT_TAKEN`. Answers 200 (the hosted service's code). \
                 Unknown fields are ignored.",
-            ),
-        op("GET", "/v1/users/me", "getMe", "Users", "Read the current user").ok_of::<UserView>(200),
+            )
+            .serve(Access::Org, handler!(create)),
+        op("GET", "/v1/users/me", "getMe", "Users", "Read the current user").ok_of::<UserView>(200)
+            .serve(Access::User, handler!(me_read)),
         op("PUT", "/v1/users/me", "updateMe", "Users", "Update the current user")
             .body_of::<UserBody>()
             .ok_of::<UserView>(200)
@@ -184,11 +188,14 @@ pub fn operations() -> Vec<Op> {
                 "Sets the fields given; a field not given keeps its value (`linkedAccounts`, when given, replaces the \
                 list). `id`, when given, must be the caller's own id (400 otherwise). 409 `EMAIL_TAKEN`, \
                 `LINKED_ACCOUNT_TAKEN`.",
-            ),
+            )
+            .serve(Access::User, handler!(update_me)),
         op("DELETE", "/v1/users/me", "deleteMe", "Users", "Delete the current user").ok(204, "").describe(
             "204 with no body (the hosted service's code). Its replicas pass to the organization's owner; the owner \
             user itself cannot be deleted (400).",
-        ),
-        op("GET", "/v1/users/{userID}", "getUser", "Users", "Read a user").ok_of::<UserView>(200),
+        )
+            .serve(Access::User, handler!(delete_me)),
+        op("GET", "/v1/users/{userID}", "getUser", "Users", "Read a user").ok_of::<UserView>(200)
+            .serve(Access::Org, handler!(read)),
     ]
 }

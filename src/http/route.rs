@@ -1,7 +1,8 @@
 //! One operation of the route table: its method, path template, access, body kind, whether
 //! the read cache may keep its answers, and its handler. The table itself is
-//! `crate::api::routes`; [`super::router`] matches requests against it, and the operability
-//! routes (`/metrics`, the docs page) are rows of the same shape.
+//! `crate::api::routes`, made from the operations' rows (`crate::api::operations`);
+//! [`super::router`] matches requests against it, and the operability routes (`/metrics`, the
+//! docs page) are rows of the same shape.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -37,8 +38,8 @@ pub struct Route {
     pub path: &'static str,
     pub access: Access,
     pub body: BodyKind,
-    /// Whether the read cache ([`super::read_cache`]) may keep its answers: marked `Cached` in
-    /// `crate::api::routes`, only on a `GET` whose handler's answer is a function of the
+    /// Whether the read cache ([`super::read_cache`]) may keep its answers: marked `.cached()`
+    /// in the operation's row (`crate::api::Operation`), only on a `GET` whose handler's answer is a function of the
     /// store, the request target, the API version and the caller alone (no clock, no
     /// randomness, no other header, no search index).
     pub cached: bool,

@@ -1,9 +1,9 @@
 //! The OpenAPI 3.1 document of the interface (`GET /v1/openapi.json`).
 //!
-//! Built from the route table (`api::routes()`: methods, paths, access), the error table
-//! (`error::Code`: statuses and `error_code`s), the API versions of `http::version`, each
-//! operation's row (`api::operations()`, an [`operations::Op`] kept beside its handler: prose,
-//! query parameters, statuses and the body and answer types), the schemas derived from those
+//! Built from each operation's row (`api::document_rows()`, an [`operations::Op`] kept beside its
+//! handler and served from the same row as its route: method, path, access, prose, query
+//! parameters, statuses and the body and answer types), the error table (`error::Code`:
+//! statuses and `error_code`s), the API versions of `http::version`, the schemas derived from those
 //! types ([`derived`]) and the few written ones of [`schemas`]. What each operation
 //! can answer is derived, not listed by hand: every operation can answer 400 (e.g. a bad
 //! `X-API-Version`) and 500; one with credentials 401; one with path parameters 404; one with a
@@ -11,10 +11,9 @@
 //! which makes a linked-account user on first contact) 507 when the server's disk is full;
 //! plus the success status and the row's extra statuses (409, 429).
 //!
-//! Drift checks: the unit tests below compare the document with the route table, and the
-//! integration tests validate every JSON response they receive against the document.
-//! To add an operation: a row in `api::routes()` and its row in its `api` file's `operations`,
-//! naming its body and answer types (`body_of`, `ok_of`, …).
+//! Drift checks: the integration tests validate every JSON response they receive against the
+//! document. To add an operation: a row in its `api` file's `operations`, naming its body and
+//! answer types (`body_of`, `ok_of`, …), served with its access and handler (`api::Serve`).
 
 pub mod derived;
 pub mod operations;
@@ -26,7 +25,6 @@ use serde_json::{json, Map, Value};
 
 use crate::error::Code;
 use crate::http::auth::Access;
-use crate::http::route::Route;
 use crate::http::version;
 use crate::models::Models;
 use operations::Op;
@@ -36,24 +34,18 @@ use schemas::{object, reference};
 /// `info.description`.
 const DESCRIPTION: &str = include_str!("description.md");
 
-/// The whole document for `routes` and their rows `ops` (`api::operations()`): the schemas of the
-/// bodies and answers the rows name by type are derived ([`derived::Derived`]), beside the
+/// The whole document for the operations' rows `ops` (`api::document_rows()`): the schemas of
+/// the bodies and answers the rows name by type are derived ([`derived::Derived`]), beside the
 /// written ones of [`schemas`] (no name is both: a unit test says so).
-pub fn document(routes: &[Route], ops: &[Op], models: &Models) -> Value {
+pub fn document(ops: &[Op], models: &Models) -> Value {
     let mut paths = Map::new();
-    for route in routes {
-        let op = ops.iter().find(|o| o.method == route.method.as_str() && o.path == route.path);
-        let entry = paths.entry(route.path.to_string()).or_insert_with(|| json!({}));
-        entry[route.method.as_str().to_ascii_lowercase()] = match op {
-            Some(op) => {
-                let mut o = operation(route, op);
-                if let Some(links) = links(op, ops) {
-                    o["responses"][op.ok.0.to_string()]["links"] = links;
-                }
-                o
-            }
-            None => json!({ "summary": "undocumented", "responses": { "default": { "description": "undocumented" } } }),
-        };
+    for op in ops {
+        let mut o = operation(op);
+        if let Some(links) = links(op, ops) {
+            o["responses"][op.ok.0.to_string()]["links"] = links;
+        }
+        let entry = paths.entry(op.path.to_string()).or_insert_with(|| json!({}));
+        entry[op.method.to_ascii_lowercase()] = o;
     }
     let mut components = schemas::listed(models);
     components.extend(derived_schemas(ops));
@@ -122,13 +114,13 @@ fn tags(ops: &[Op]) -> Vec<Value> {
     seen.into_iter().map(|t| json!({ "name": t })).collect()
 }
 
-/// Every status `route` can answer (see the module documentation).
-pub fn statuses(route: &Route, op: &Op) -> BTreeSet<u16> {
+/// Every status the operation of `op` can answer (see the module documentation).
+pub fn statuses(op: &Op) -> BTreeSet<u16> {
     let mut s: BTreeSet<u16> = [op.ok.0, 400, 500].into();
-    if route.access != Access::Public {
+    if op.access != Access::Public {
         s.extend([401, 429]);
     }
-    if route.path.contains('{') {
+    if op.path.contains('{') {
         s.insert(404);
     }
     if op.body.is_some() {
@@ -136,7 +128,7 @@ pub fn statuses(route: &Route, op: &Op) -> BTreeSet<u16> {
     }
     // A write, or a read whose user headers name a linked account seen for the first time
     // (the user is made then, `service::users::linked`).
-    if route.method != "GET" || matches!(route.access, Access::User | Access::Either) {
+    if op.method != "GET" || matches!(op.access, Access::User | Access::Either) {
         s.insert(507);
     }
     s.extend(op.extra);
@@ -144,25 +136,25 @@ pub fn statuses(route: &Route, op: &Op) -> BTreeSet<u16> {
     s
 }
 
-fn operation(route: &Route, op: &Op) -> Value {
-    let mut parameters: Vec<Value> = path_params(route.path);
+fn operation(op: &Op) -> Value {
+    let mut parameters: Vec<Value> = path_params(op.path);
     parameters.extend(op.query.iter().cloned());
     parameters.push(version_header());
     if op.body.is_some() {
         parameters.push(content_encoding_header());
     }
     let mut responses = Map::new();
-    for status in statuses(route, op) {
+    for status in statuses(op) {
         responses.insert(status.to_string(), response(op, status));
     }
     let mut o = json!({
         "operationId": op.id,
         "tags": [op.tag],
         "summary": op.summary,
-        "description": format!("{}\n\nAccess: {}.", op.description, access_text(route.access)),
+        "description": format!("{}\n\nAccess: {}.", op.description, access_text(op.access)),
         "parameters": parameters,
         "responses": responses,
-        "security": security(route.access),
+        "security": security(op.access),
     });
     if op.deprecated {
         o["deprecated"] = json!(true);
@@ -385,7 +377,7 @@ mod tests {
     use crate::api;
 
     fn doc() -> Value {
-        document(&api::routes(), &api::operations(), &Models::parse(crate::models::SHIPPED).unwrap())
+        document(&api::document_rows(), &Models::parse(crate::models::SHIPPED).unwrap())
     }
 
     fn operations_of(doc: &Value) -> BTreeSet<(String, String)> {
@@ -403,9 +395,7 @@ mod tests {
         let routes: BTreeSet<(String, String)> =
             api::routes().iter().map(|r| (r.method.as_str().to_string(), r.path.to_string())).collect();
         assert_eq!(operations_of(&doc()), routes);
-        let rows: BTreeSet<(String, String)> =
-            api::operations().iter().map(|o| (o.method.to_string(), o.path.to_string())).collect();
-        assert_eq!(rows, routes, "api::operations() and api::routes() must list the same operations");
+        assert_eq!(api::routes().len(), routes.len(), "one row per (method, path)");
     }
 
     #[test]
@@ -413,7 +403,7 @@ mod tests {
         let d = doc();
         let text = d.to_string();
         let mut ids = BTreeSet::new();
-        for op in api::operations() {
+        for op in api::document_rows() {
             assert!(ids.insert(op.id), "duplicate operationId {}", op.id);
         }
         for part in text.split("\"#/components/schemas/").skip(1) {
@@ -427,7 +417,7 @@ mod tests {
     fn derived_and_written_schemas_have_names_of_their_own() {
         let written = schemas::listed(&Models::parse(crate::models::SHIPPED).unwrap());
         let errors: Vec<String> = error_schemas().into_iter().map(|(status, _)| format!("Error{status}")).collect();
-        for name in derived_schemas(&api::operations()).keys() {
+        for name in derived_schemas(&api::document_rows()).keys() {
             assert!(!written.contains_key(name) && !errors.contains(name), "{name} is derived and written");
             assert_ne!(name, "InviteNotFound");
         }

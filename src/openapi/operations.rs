@@ -1,9 +1,8 @@
-//! An operation's row of the document ([`Op`]): what the route table does not say about it,
-//! namely its name, summary, description, query parameters, the types of its body and success
-//! answer (whose schemas are derived, [`super::derived`]), and the statuses beyond those every
+//! An operation's row of the document ([`Op`]): its method, path and access, its name, summary,
+//! description and query parameters, the types of its body and success answer (whose schemas are derived, [`super::derived`]), and the statuses beyond those every
 //! operation of its kind answers (see [`super::statuses`]). The rows are kept beside their
-//! handlers in `api` (`api::operations()`); a test checks that they and `api::routes()` name the
-//! same `(method, path)` pairs.
+//! handlers in `api`, which serves each row (`api::Serve`): the route table and the document
+//! come from the same rows.
 //!
 //! A raw-bytes body is [`Op::raw_body`], an answer that may also stream [`Op::streams`].
 
@@ -11,11 +10,14 @@ use schemars::JsonSchema;
 use serde_json::{json, Value};
 
 use super::derived::Derived;
+use crate::http::auth::Access;
 
 /// One operation's documentation.
 pub struct Op {
     pub method: &'static str,
     pub path: &'static str,
+    /// The credentials it takes (set when the row is served, `api::Serve`).
+    pub access: Access,
     pub id: &'static str,
     pub tag: &'static str,
     pub summary: &'static str,
@@ -79,6 +81,11 @@ fn name_of<T: JsonSchema>() -> &'static str {
     }
 }
 
+/// The media type of a JSON body.
+const JSON_MEDIA: &str = "application/json";
+/// The media type of a raw-bytes body ([`Op::raw_body`]).
+pub const RAW_MEDIA: &str = "application/octet-stream";
+
 /// Answers that may also stream (`Accept: text/event-stream`).
 const SSE: &[&str] = &["text/event-stream"];
 
@@ -87,13 +94,14 @@ pub fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'sta
     Op {
         method,
         path,
+        access: Access::Public,
         id,
         tag,
         summary,
         description: "",
         query: Vec::new(),
         body: None,
-        body_media: "application/json",
+        body_media: JSON_MEDIA,
         body_optional: false,
         ok: (200, "Done"),
         ok_also: &[],
@@ -118,7 +126,7 @@ impl Op {
     }
     /// The body is raw bytes (`application/octet-stream`), the written schema `schema`.
     pub fn raw_body(mut self, schema: &'static str) -> Op {
-        self.body_media = "application/octet-stream";
+        self.body_media = RAW_MEDIA;
         self.body(schema)
     }
     /// The body is `T` as serde reads it; its schema is derived.

@@ -2,8 +2,8 @@
 //! credential, another organization's ids, private replicas, malformed and oversized bodies,
 //! deep JSON, invalid UTF-8, path traversal, header injection, and secrets in the log.
 //!
-//! The operation lists come from the route table (`replicad::api::routes()`) and the document's
-//! rows, so a new operation is covered without editing these tests (a body or a path parameter
+//! The operation lists come from the operations' rows (`replicad::api::routes()` and
+//! `replicad::api::document_rows()`), so a new operation is covered without editing these tests (a body or a path parameter
 //! these tests do not know yet fails them, naming what to add).
 
 use std::collections::HashMap;
@@ -35,7 +35,7 @@ fn fill(route: &Route, values: &HashMap<&str, String>) -> String {
 
 /// A valid body for the operation (by the schema name of its document row), if it takes one.
 fn sample_body(route: &Route, owner: &str) -> Option<Value> {
-    let ops = replicad::api::operations();
+    let ops = replicad::api::document_rows();
     let op = ops.iter().find(|o| o.method == route.method.as_str() && o.path == route.path)?;
     let body = match op.body? {
         "RedeemRequest" => json!({"organizationName": "X", "name": "X", "email": "x@example.org"}),

@@ -36,7 +36,7 @@ fn document() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
     DOC.get_or_init(|| {
         let models = crate::models::Models::parse(crate::models::SHIPPED).expect("shipped models");
-        crate::openapi::document(&crate::api::routes(), &crate::api::operations(), &models)
+        crate::openapi::document(&crate::api::document_rows(), &models)
     })
 }
 

@@ -25,7 +25,7 @@ pub fn contract() -> &'static Contract {
     static CONTRACT: OnceLock<Contract> = OnceLock::new();
     CONTRACT.get_or_init(|| {
         let models = replicad::models::Models::parse(replicad::models::SHIPPED).expect("models");
-        let doc = replicad::openapi::document(&replicad::api::routes(), &replicad::api::operations(), &models);
+        let doc = replicad::openapi::document(&replicad::api::document_rows(), &models);
         Contract { doc, validators: Mutex::new(HashMap::new()) }
     })
 }
