@@ -372,7 +372,8 @@ async fn widget(_app: Arc<App>, req: Req) -> Result<Reply> {
 /// The web chat page of a public replica (404 for private or missing ones).
 async fn page(app: Arc<App>, req: Req) -> Result<Reply> {
     let org = req.uuid_param("organizationID")?;
-    let replica = embed::public_by_slug(&app.store, org, req.param("replicaSlug").to_string()).await?;
+    let replica =
+        crate::service::replicas::public_by_slug(&app.store, org, req.param("replicaSlug").to_string()).await?;
     let html = assets::page(&replica);
     Ok(Reply::raw(200, html.into(), "text/html; charset=utf-8")
         .with_header("content-security-policy", &assets::page_csp(assets::image_origin(&replica).as_deref()))

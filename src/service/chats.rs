@@ -425,7 +425,7 @@ pub fn label_in<T>(txn: &ReadTransaction, chat: &Chat, item: T) -> Result<Labele
         return Ok(Labeled { item, name: chat.name.clone(), image: None });
     }
     let user = match chat.user {
-        Some(u) => store::get::<u128, User, _>(&txn.open_table(tables::USERID_USER)?, k(u))?,
+        Some(u) => super::users::Reader::open(txn)?.get(u)?,
         None => None,
     };
     let (name, image) = user.map(|u| (Some(u.name).filter(|n| !n.is_empty()), u.profile_image)).unwrap_or_default();
@@ -498,7 +498,7 @@ pub fn ids_in<V: crate::store::kv::StoreValue>(
 /// The items `ids` of `replica` with their senders.
 pub fn items_in(txn: &ReadTransaction, replica: &Replica, ids: &[(u64, u128)]) -> Result<Vec<Item>> {
     let messages = txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
-    let users = txn.open_table(tables::USERID_USER)?;
+    let users = super::users::Reader::open(txn)?;
     let mut out = Vec::with_capacity(ids.len());
     for &(id, user) in ids {
         let Some(m) = store::get::<(u128, u128, u64), Message, _>(&messages, (k(replica.id), user, id))? else {
@@ -507,7 +507,7 @@ pub fn items_in(txn: &ReadTransaction, replica: &Replica, ids: &[(u64, u128)]) -
         let (name, image) = if m.role == "assistant" {
             (Some(replica.name.clone()), replica.profile_image.clone())
         } else {
-            let u = store::get::<u128, User, _>(&users, user)?;
+            let u = users.get(Uuid::from_u128(user))?;
             let from_channel = channel_sender(&m);
             let name = from_channel.or_else(|| u.as_ref().map(|u| u.name.clone())).filter(|n| !n.is_empty());
             (name, u.and_then(|u| u.profile_image))

@@ -271,7 +271,7 @@ pub async fn authorize(store: &Store, replica: Uuid, c: Credentials) -> Result<V
     let hash = c.key.as_deref().map(super::hash_secret);
     let (r, key_replica, settings) = store
         .read(move |txn| {
-            let r = store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAID_REPLICA)?, k(replica))?;
+            let r = crate::store::replica_index::get_in(txn, replica)?;
             let key_replica = match hash {
                 Some(h) => txn.open_table(tables::KEYHASH_EMBED)?.get(&h)?.map(|v| v.value()),
                 None => None,
@@ -371,20 +371,6 @@ pub fn visitor_key(replica: Uuid, visitor: &str) -> u128 {
 /// by the quota leave nothing behind.
 pub async fn check_new_visitor(store: &Store, org: Uuid, pool: Pool) -> Result<()> {
     super::quotas::check_new_conversation(store, org, pool, |_, _| Ok(false)).await
-}
-
-/// The public replica of `org` with `slug` (the web chat page). 404 when missing or private.
-pub async fn public_by_slug(store: &Store, org: Uuid, slug: String) -> Result<Replica> {
-    let r = store
-        .read(move |txn| {
-            let Some(id) = txn.open_table(tables::SLUG_REPLICA)?.get((k(org), slug.as_str()))?.map(|v| v.value())
-            else {
-                return Ok(None);
-            };
-            store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAID_REPLICA)?, id)
-        })
-        .await?;
-    r.filter(|r| !r.private).ok_or_else(|| Error::not_found("replica"))
 }
 
 #[cfg(test)]

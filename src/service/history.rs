@@ -73,11 +73,9 @@ pub struct Append {
 
 /// The tables a run of [`Append`]s shares, open in one write transaction.
 pub struct Tables<'t> {
-    txn: &'t WriteTransaction,
     messages: Table<'t, (u128, u128, u64), &'static [u8]>,
     sequences: Table<'t, &'static str, u64>,
-    counts: Table<'t, u128, u64>,
-    order: replica_index::Order<'t>,
+    popularity: replica_index::Popularity<'t>,
     recorder: super::chats::Recorder<'t>,
     channel_messages: Lazy<'t, (u128, &'static str, &'static str, &'static str, bool), u64>,
     texts: Lazy<'t, (u128, u64), &'static str>,
@@ -92,11 +90,9 @@ impl Grouped for Append {
 
     fn open(txn: &WriteTransaction) -> Result<Tables<'_>> {
         Ok(Tables {
-            txn,
             messages: txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?,
             sequences: txn.open_table(tables::SEQUENCES)?,
-            counts: txn.open_table(tables::REPLICA_MESSAGECOUNT)?,
-            order: txn.open_table(tables::ORG_REPLICAORDER)?,
+            popularity: replica_index::Popularity::open(txn)?,
             recorder: super::chats::Recorder::open(txn)?,
             channel_messages: Lazy::new(txn, tables::REPLICACHANNELMSG_MESSAGE),
             texts: Lazy::new(txn, tables::REPLICAPASSAGE_TEXT),
@@ -131,7 +127,7 @@ impl Grouped for Append {
 
     fn close(t: &mut Tables<'_>) -> Result<()> {
         for (replica, n) in std::mem::take(&mut t.counted) {
-            t.count_messages(replica, n)?;
+            t.popularity.add_messages(replica, n)?;
         }
         Ok(())
     }
@@ -164,22 +160,6 @@ impl Append {
         }
         t.recorder.record(&msg, self.pool)?;
         Ok(msg.id)
-    }
-}
-
-impl Tables<'_> {
-    /// Counts `n` more chat history items of `replica` (popularity).
-    fn count_messages(&mut self, replica: Uuid, n: u64) -> Result<()> {
-        if n == 0 {
-            return Ok(());
-        }
-        let before = self.counts.get(k(replica))?.map(|v| v.value()).unwrap_or(0);
-        self.counts.put(k(replica), before + n)?;
-        // The popularity order is the organization's; `None`: the replica is gone.
-        match replica_index::org_of(self.txn, replica)? {
-            Some(org) => replica_index::popularity_changed(&mut self.order, org, replica, before, before + n),
-            None => Ok(()),
-        }
     }
 }
 

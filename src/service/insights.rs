@@ -44,7 +44,7 @@ use crate::generate::{prompt, Backends, Turn, EMBEDDED};
 use crate::search::analyzers;
 use crate::store::kv::{ReadableTable, WriteTransaction};
 use crate::store::lease::Lease;
-use crate::store::records::{Conversation, Message, Replica};
+use crate::store::records::{Conversation, Message};
 use crate::store::{self, k, now_ms, tables, Store};
 
 /// Most questions and topics kept.
@@ -201,7 +201,7 @@ async fn analyze(store: &Store, backends: &Backends, key: Key, local_only: bool)
             for (id, user) in ids.into_iter().rev() {
                 out.extend(store::get::<(u128, u128, u64), Message, _>(&table, (key.0, user, id))?);
             }
-            let r = store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAID_REPLICA)?, key.0)?;
+            let r = crate::store::replica_index::get_in(txn, Uuid::from_u128(key.0))?;
             Ok((out, r.map(|r| (r.llm.model, r.name))))
         })
         .await?;

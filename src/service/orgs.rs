@@ -6,9 +6,9 @@ use uuid::Uuid;
 
 use super::{hash_secret, random_hex};
 use crate::error::{Code, Error, Result};
-use crate::store::kv::WriteTransaction;
+use crate::store::kv::{ReadableTable, Reads, WriteTransaction};
 use crate::store::records::{Invite, Org, User};
-use crate::store::{self, k, now_ms, tables, Store};
+use crate::store::{self, codec, k, now_ms, tables, Store};
 
 /// Prefix of organization API keys (helps secret scanners find leaked keys).
 pub const KEY_PREFIX: &str = "rpl_";
@@ -21,6 +21,18 @@ pub struct NewOrg {
     pub organization_name: String,
     pub name: String,
     pub email: String,
+}
+
+/// Organization `id`, if it exists. Errors: the store's.
+pub fn get_in(txn: &impl Reads, id: Uuid) -> Result<Option<Org>> {
+    store::get::<u128, Org, _>(&txn.read_table(tables::ORGID_ORG)?, k(id))
+}
+
+/// Every organization, in id order. Errors: the store's.
+pub fn all_in(txn: &impl Reads) -> Result<Vec<Org>> {
+    let table = txn.read_table(tables::ORGID_ORG)?;
+    let orgs = table.iter()?.map(|row| codec::decode(row?.1.value())).collect();
+    orgs
 }
 
 /// Mints an invitation code valid for `expires_in_secs` (forever when `None`).

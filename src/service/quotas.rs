@@ -12,9 +12,9 @@ use uuid::Uuid;
 
 use super::token_usage::month_of;
 use crate::error::{Code, Error, Result};
-use crate::store::kv::{ReadTransaction, ReadableTable, WriteTransaction};
-use crate::store::records::{Message, Org, Quota};
-use crate::store::{self, codec, k, tables, Store};
+use crate::store::kv::{ReadTransaction, ReadableTable, Reads, WriteTransaction};
+use crate::store::records::{Message, Quota};
+use crate::store::{self, k, tables, Store};
 
 /// The quotas set for `org` (fields `None` where the server's defaults apply).
 pub fn of(table: &impl ReadableTable<u128, &'static [u8]>, org: Uuid) -> Result<Quota> {
@@ -117,6 +117,24 @@ pub fn admit_conversation_in(txn: &WriteTransaction, m: &Message, pool: Pool) ->
     pool.check(started, pool.max(&txn.open_table(tables::ORG_QUOTA)?, org)?)
 }
 
+/// Counts item `m` as a conversation started by its replica's organization in `pool` (in
+/// the write that stores it, after [`admit_conversation_in`] let it through).
+pub fn count_started_in(txn: &WriteTransaction, m: &Message, pool: Pool) -> Result<()> {
+    let Some(org) = store::replica_index::org_of(txn, m.replica)? else { return Ok(()) };
+    let mut t = txn.open_table(tables::ORGMONTH_CONVERSATIONS)?;
+    let key = (k(org), pool.month_key(month_of(m.created_at)));
+    let started = t.get(key)?.map(|v| v.value()).unwrap_or(0);
+    t.insert(key, started + 1)?;
+    Ok(())
+}
+
+/// The knowledge-base entries of organization `org`, all replicas together (its counter).
+/// Errors: the store's.
+pub fn org_entries(txn: &impl Reads, org: Uuid) -> Result<u64> {
+    let found = txn.read_table(tables::ORG_KBCOUNT)?.get(k(org))?.map(|v| v.value());
+    Ok(found.unwrap_or(0))
+}
+
 /// Refuses, before anything is generated or made, a question that would start a conversation
 /// of `org` beyond `pool`'s monthly quota: 429 ([`Pool::check`]). `continues(txn, now)` says
 /// whether the question continues a conversation (it then passes; asked only when `pool` has
@@ -143,7 +161,7 @@ where
 pub async fn set(store: &Store, org: Uuid, change: Quota) -> Result<Quota> {
     store
         .write(move |txn| {
-            if txn.open_table(tables::ORGID_ORG)?.get(k(org))?.is_none() {
+            if super::orgs::get_in(txn, org)?.is_none() {
                 return Err(Error::not_found("organization"));
             }
             let mut t = txn.open_table(tables::ORG_QUOTA)?;
@@ -192,22 +210,18 @@ pub async fn list(store: &Store, defaults: Defaults, now: i64) -> Result<Vec<Org
     store
         .read(move |txn| {
             let quotas = txn.open_table(tables::ORG_QUOTA)?;
-            let by_org = txn.open_table(tables::ORG_REPLICACOUNT)?;
-            let kb = txn.open_table(tables::ORG_KBCOUNT)?;
             let mut out = Vec::new();
-            for row in txn.open_table(tables::ORGID_ORG)?.iter()? {
-                let org: Org = codec::decode(row?.1.value())?;
+            for org in super::orgs::all_in(txn)? {
                 let q = of(&quotas, org.id)?;
-                let o = k(org.id);
                 let visitors = Pool::Visitors { default: defaults.embed_conversations_per_month };
                 out.push(OrgUsage {
                     id: org.id,
                     name: org.name,
                     conversations_this_month: org_month_in(txn, org.id, month)?,
                     conversations_per_month: q.conversations_per_month,
-                    replicas: store::replica_index::count(&by_org, org.id)?.0,
+                    replicas: store::replica_index::count(txn, org.id)?.0,
                     max_replicas: q.replicas.unwrap_or(defaults.replicas),
-                    knowledge_base_entries: kb.get(o)?.map(|v| v.value()).unwrap_or(0),
+                    knowledge_base_entries: org_entries(txn, org.id)?,
                     max_knowledge_base_entries: q.knowledge_base_entries.unwrap_or(defaults.knowledge_base_entries),
                     embed_conversations_this_month: visitors.started_in(txn, org.id, month)?,
                     embed_conversations_per_month: visitors.max(&quotas, org.id)?.unwrap_or(0),

@@ -8,7 +8,6 @@ use uuid::Uuid;
 use super::channel::Bot;
 use super::integrations::IntegrationView;
 use super::knowledge::{distilled_in, Distilled};
-use super::users::public_id_in;
 use super::visibility::{hidden_in, visible_to};
 use super::{check_http_url, check_len, normalize_email};
 use crate::embed::catalog::Embedders;
@@ -207,9 +206,7 @@ pub fn from_body(body: &ReplicaInput, models: &Models, embedders: Option<&Embedd
 }
 
 fn owner_in(txn: &WriteTransaction, org: Uuid, owner: &str) -> Result<Uuid> {
-    let users = txn.open_table(tables::USERID_USER)?;
-    let emails = txn.open_table(tables::EMAIL_USER)?;
-    super::users::find_owner(&users, &emails, org, owner)?.ok_or_else(|| {
+    super::users::find_owner(txn, org, owner)?.ok_or_else(|| {
         Error::invalid("ownerID", format!("{owner:?} is not the id or e-mail of a user of this organization"))
     })
 }
@@ -247,7 +244,7 @@ pub async fn create(
         .write(move |txn| {
             let mut r = replica.clone();
             r.owner = owner_in(txn, org, &owner)?;
-            let (count, _) = replica_index::count(&txn.open_table(tables::ORG_REPLICACOUNT)?, org)?;
+            let (count, _) = replica_index::count(txn, org)?;
             let max_replicas = super::quotas::of_in(txn, org)?.replicas.unwrap_or(max_replicas);
             if count >= max_replicas {
                 return Err(Error::new(
@@ -301,9 +298,21 @@ pub async fn update(
 }
 
 fn load_in(txn: &WriteTransaction, org: Uuid, id: Uuid) -> Result<Replica> {
-    store::get::<u128, Replica, _>(&txn.open_table(tables::REPLICAID_REPLICA)?, k(id))?
-        .filter(|r| r.org == org)
-        .ok_or_else(|| Error::not_found("replica"))
+    replica_index::get_in(txn, id)?.filter(|r| r.org == org).ok_or_else(|| Error::not_found("replica"))
+}
+
+/// The public replica of `org` with `slug` (the web chat page). 404 when missing or private.
+pub async fn public_by_slug(store: &Store, org: Uuid, slug: String) -> Result<Replica> {
+    let r = store
+        .read(move |txn| {
+            let Some(id) = txn.open_table(tables::SLUG_REPLICA)?.get((k(org), slug.as_str()))?.map(|v| v.value())
+            else {
+                return Ok(None);
+            };
+            replica_index::get_in(txn, Uuid::from_u128(id))
+        })
+        .await?;
+    r.filter(|r| !r.private).ok_or_else(|| Error::not_found("replica"))
 }
 
 /// Deletes a replica with its knowledge base (index documents go through the outbox, uploaded
@@ -314,7 +323,6 @@ pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
             let r = load_in(txn, org, id)?;
             replica_index::remove_replica(txn, &r)?;
             txn.open_table(tables::SLUG_REPLICA)?.remove((k(org), r.slug.as_str()))?;
-            txn.open_table(tables::REPLICA_MESSAGECOUNT)?.remove(k(id))?;
             txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?
                 .retain_in((k(id), 0, 0)..=(k(id), u128::MAX, u64::MAX), |_, _| false)?;
             super::passages::delete_all_in(txn, id)?;
@@ -337,7 +345,7 @@ pub async fn get(
     id: Uuid,
     user: Option<&crate::store::records::User>,
 ) -> Result<Arc<Replica>> {
-    let r = store.record::<Replica>(tables::REPLICAID_REPLICA, k(id)).await?;
+    let r = replica_index::cached(store, id).await?;
     seen_in(r, org, user)
 }
 
@@ -378,7 +386,7 @@ pub async fn list(
     store
         .read(move |txn| {
             let hidden = hidden_in(txn, org, user.as_ref())?;
-            let read = |id: u128| txn.record::<Replica>(tables::REPLICAID_REPLICA, id);
+            let read = |id: u128| replica_index::record_in(txn, Uuid::from_u128(id));
             let filtered = q.owner.is_some()
                 || q.slug.is_some()
                 || !q.tags.is_empty()
@@ -386,7 +394,7 @@ pub async fn list(
                 || q.search.is_some();
             let skip = q.page.saturating_sub(1).saturating_mul(q.page_size);
             if !filtered {
-                let (all, _) = replica_index::count(&txn.open_table(tables::ORG_REPLICACOUNT)?, org)?;
+                let (all, _) = replica_index::count(txn, org)?;
                 let total = all.saturating_sub(hidden.len() as u64);
                 let ids = super::page_from_nearer_end(q.page, q.page_size, total, |from_end| {
                     let ids = ordered_ids(txn, org, q.sort.as_deref(), from_end)?;
@@ -396,7 +404,7 @@ pub async fn list(
                 return Ok((page, total));
             }
             let owner = match &q.owner {
-                Some(o) => Some(owner_filter(txn, org, o)?),
+                Some(o) => Some(super::users::find_owner(txn, org, o)?),
                 None => None,
             };
             let (mut page, mut total) = (Vec::new(), 0u64);
@@ -422,8 +430,6 @@ pub async fn list(
         .await
 }
 
-type Ids<'a> = Box<dyn Iterator<Item = Result<u128>> + 'a>;
-
 /// The replica ids of `org` in the order `sort` (`None`/unknown: creation), from the end when
 /// `reverse`.
 fn ordered_ids(
@@ -431,27 +437,13 @@ fn ordered_ids(
     org: Uuid,
     sort: Option<&str>,
     reverse: bool,
-) -> Result<Ids<'static>> {
-    let o = k(org);
+) -> Result<replica_index::Ids<'static>> {
     let by = match sort {
-        Some("name") => tables::REPLICA_SORT_NAME,
-        Some("popularity") => tables::REPLICA_SORT_POPULARITY,
-        _ => {
-            let rows = txn.open_table(tables::ORG_REPLICA)?.range((o, 0)..=(o, u128::MAX))?;
-            let ids = rows.map(|r| r.map(|(key, _)| key.value().1));
-            return Ok(if reverse { Box::new(ids.rev()) } else { Box::new(ids) });
-        }
+        Some("name") => Some(tables::REPLICA_SORT_NAME),
+        Some("popularity") => Some(tables::REPLICA_SORT_POPULARITY),
+        _ => None,
     };
-    let (from, to): (&[u8], &[u8]) = (&[], &[0xff; 9]);
-    let rows = txn.open_table(tables::ORG_REPLICAORDER)?.range((o, by, from, 0)..=(o, by, to, u128::MAX))?;
-    let ids = rows.map(|r| r.map(|(key, _)| key.value().3));
-    Ok(if reverse { Box::new(ids.rev()) } else { Box::new(ids) })
-}
-
-fn owner_filter(txn: &crate::store::kv::ReadTransaction, org: Uuid, owner: &str) -> Result<Option<Uuid>> {
-    let users = txn.open_table(tables::USERID_USER)?;
-    let emails = txn.open_table(tables::EMAIL_USER)?;
-    super::users::find_owner(&users, &emails, org, owner)
+    replica_index::ordered_ids(txn, org, by, reverse)
 }
 
 fn matches(r: &Replica, q: &ListQuery, owner: Option<Option<Uuid>>, integrations: &[&str]) -> bool {
@@ -512,7 +504,7 @@ pub async fn get_with_parts(
     let user = user.cloned();
     store
         .read(move |txn| {
-            let r = seen_in(txn.record::<Replica>(tables::REPLICAID_REPLICA, k(id))?, org, user.as_ref())?;
+            let r = seen_in(replica_index::record_in(txn, id)?, org, user.as_ref())?;
             let parts = ViewTables::open(txn)?.parts(r.id, r.owner)?;
             Ok((r, parts))
         })
@@ -526,18 +518,18 @@ type RecordTable = Arc<crate::store::kv::ReadOnlyTable<u128, &'static [u8]>>;
 /// ([`store::Snapshot::table`]; a list of 24 replicas opened each of them 24 times).
 struct ViewTables {
     summaries: RecordTable,
-    counts: Arc<crate::store::kv::ReadOnlyTable<u128, u64>>,
+    counts: replica_index::MessageCounts,
     bots: Vec<(Bot, RecordTable)>,
-    users: RecordTable,
+    users: super::users::Reader,
 }
 
 impl ViewTables {
     fn open(txn: &store::Snapshot) -> Result<ViewTables> {
         Ok(ViewTables {
             summaries: txn.table(tables::REPLICA_KBSUMMARY)?,
-            counts: txn.table(tables::REPLICA_MESSAGECOUNT)?,
+            counts: replica_index::MessageCounts::of(txn)?,
             bots: Bot::ALL.into_iter().map(|b| Ok((b, txn.table(b.table())?))).collect::<Result<_>>()?,
-            users: txn.table(tables::USERID_USER)?,
+            users: super::users::Reader::of(txn)?,
         })
     }
 
@@ -545,13 +537,13 @@ impl ViewTables {
     fn parts(&self, id: Uuid, owner: Uuid) -> Result<ViewParts> {
         Ok(ViewParts {
             distilled: distilled_in(&*self.summaries, id)?,
-            messages: self.counts.get(k(id))?.map(|v| v.value()).unwrap_or(0),
+            messages: self.counts.get(id)?,
             integrations: self
                 .bots
                 .iter()
                 .map(|(b, t)| Ok((*b, super::integrations::view_in(*b, &**t, id)?)))
                 .collect::<Result<_>>()?,
-            owner_id: public_id_in(&*self.users, owner)?,
+            owner_id: self.users.public_id(owner)?,
         })
     }
 }

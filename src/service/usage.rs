@@ -13,8 +13,8 @@ use super::token_usage::month_of;
 use crate::error::Result;
 use crate::generate::Usage;
 use crate::store::kv::WriteTransaction;
-use crate::store::records::{Message, Replica};
-use crate::store::{self, k, tables, Store};
+use crate::store::records::Message;
+use crate::store::{k, tables, Store};
 
 /// Milliseconds in a day.
 const DAY_MS: i64 = 86_400_000;
@@ -45,13 +45,7 @@ pub fn count_in(txn: &WriteTransaction, m: &Message, pool: Pool) -> Result<()> {
     let mut by_source = txn.open_table(tables::REPLICASOURCE_CONVERSATIONS)?;
     let n = by_source.get((replica, m.source.as_str()))?.map(|v| v.value()).unwrap_or(0);
     by_source.insert((replica, m.source.as_str()), n + 1)?;
-    if let Some(org) = store::replica_index::org_of(txn, m.replica)? {
-        let mut t = txn.open_table(tables::ORGMONTH_CONVERSATIONS)?;
-        let key = (k(org), pool.month_key(month));
-        let started = t.get(key)?.map(|v| v.value()).unwrap_or(0);
-        t.insert(key, started + 1)?;
-    }
-    Ok(())
+    super::quotas::count_started_in(txn, m, pool)
 }
 
 /// Removes the counters of `replica` (being deleted); the organization's monthly count stays.
@@ -79,21 +73,17 @@ pub async fn of_user(store: &Store, org: Uuid, user: Uuid, now: i64) -> Result<M
     let month = month_of(now);
     store
         .read(move |txn| {
-            let ids: Vec<u128> = txn
-                .open_table(tables::ORG_REPLICA)?
-                .range((k(org), 0)..=(k(org), u128::MAX))?
-                .map(|r| r.map(|(key, _)| key.value().1))
-                .collect::<Result<_, _>>()?;
-            let replicas = txn.open_table(tables::REPLICAID_REPLICA)?;
+            let ids = crate::store::replica_index::ids_of_org(txn, org)?;
             let convs = txn.open_table(tables::REPLICAMONTH_CONVERSATIONS)?;
             let kb = txn.open_table(tables::REPLICA_KB)?;
             let tokens = txn.open_table(tables::REPLICAUSERMONTH_USAGE)?;
             let mut out = MyUsage { month, ..MyUsage::default() };
-            for id in ids {
+            for replica in ids {
+                let id = k(replica);
                 if let Some((p, c)) = tokens.get((id, k(user), month))?.map(|v| v.value()) {
                     out.tokens_by_replica.insert(Uuid::from_u128(id), Usage { prompt_tokens: p, completion_tokens: c });
                 }
-                let Some(r) = store::get::<u128, Replica, _>(&replicas, id)? else { continue };
+                let Some(r) = crate::store::replica_index::get_in(txn, replica)? else { continue };
                 if r.owner != user {
                     continue;
                 }

@@ -5,8 +5,10 @@ use uuid::Uuid;
 use super::channel::{linked_account_types, Channel};
 use super::{check_len, normalize_email};
 use crate::error::{Code, Error, Result};
-use crate::store::kv::{ReadableTable, WriteTransaction};
-use crate::store::records::{Org, Replica, User};
+use std::sync::Arc;
+
+use crate::store::kv::{ReadOnlyTable, ReadTransaction, ReadableTable, Reads, WriteTransaction};
+use crate::store::records::{Org, User};
 use crate::store::{self, k, now_ms, tables, Store};
 
 /// The kinds of `X-USER-ID-TYPE`.
@@ -259,9 +261,31 @@ pub async fn owner(store: &Store, org: &Org) -> Result<User> {
 
 /// The id users see of user `key` (see [`User::public_id`]), read in `users` (`userid_user`);
 /// a missing user keeps its key.
-pub fn public_id_in(users: &impl crate::store::kv::ReadableTable<u128, &'static [u8]>, key: Uuid) -> Result<String> {
-    let user = store::get::<u128, User, _>(users, k(key))?;
-    Ok(user.map_or_else(|| key.to_string(), |u| u.public_id()))
+/// The users table open for reading several users in one read (a list's senders or owners).
+pub struct Reader(Arc<ReadOnlyTable<u128, &'static [u8]>>);
+
+impl Reader {
+    /// In a store snapshot, which opens the table once ([`store::Snapshot::table`]). Errors:
+    /// the store's.
+    pub fn of(txn: &store::Snapshot) -> Result<Reader> {
+        Ok(Reader(txn.table(tables::USERID_USER)?))
+    }
+
+    /// In a read transaction. Errors: the store's.
+    pub fn open(txn: &ReadTransaction) -> Result<Reader> {
+        Ok(Reader(Arc::new(txn.open_table(tables::USERID_USER)?)))
+    }
+
+    /// User `id`, if stored. Errors: the store's (a record that does not decode).
+    pub fn get(&self, id: Uuid) -> Result<Option<User>> {
+        store::get::<u128, User, _>(&*self.0, k(id))
+    }
+
+    /// The public id of user `id` ([`User::public_id`]), or the UUID itself when no such
+    /// user is stored.
+    pub fn public_id(&self, id: Uuid) -> Result<String> {
+        Ok(self.get(id)?.map_or_else(|| id.to_string(), |u| u.public_id()))
+    }
 }
 
 fn load(users: &impl ReadableTable<u128, &'static [u8]>, org: Uuid, id: Uuid) -> Result<User> {
@@ -318,42 +342,21 @@ pub async fn delete(store: &Store, org: &Org, id: Uuid) -> Result<()> {
                 txn.open_table(tables::EMAIL_USER)?.remove((k(org_id), email.as_str()))?;
             }
             release_linked(txn, org_id, &user.linked)?;
-            reassign_replicas(txn, org_id, id, heir)
+            crate::store::replica_index::reassign_owner_in(txn, org_id, id, heir)
         })
         .await
 }
 
-fn reassign_replicas(txn: &WriteTransaction, org: Uuid, from: Uuid, to: Uuid) -> Result<()> {
-    let ids: Vec<u128> = txn
-        .open_table(tables::ORG_REPLICA)?
-        .range((k(org), 0)..=(k(org), u128::MAX))?
-        .map(|r| r.map(|(key, _)| key.value().1))
-        .collect::<Result<_, _>>()?;
-    let mut replicas = txn.open_table(tables::REPLICAID_REPLICA)?;
-    for id in ids {
-        if let Some(mut r) = store::get::<u128, Replica, _>(&replicas, id)? {
-            if r.owner == from {
-                r.owner = to;
-                store::put(&mut replicas, id, &r)?;
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The user `owner` given as its id (see [`User::public_id`]) or its e-mail address, if it is
 /// a user of `org`.
-pub fn find_owner(
-    users: &impl ReadableTable<u128, &'static [u8]>,
-    emails: &impl ReadableTable<(u128, &'static str), u128>,
-    org: Uuid,
-    owner: &str,
-) -> Result<Option<Uuid>> {
-    if let Ok(user) = load(users, org, key_of(org, owner.trim())) {
+pub fn find_owner(txn: &impl Reads, org: Uuid, owner: &str) -> Result<Option<Uuid>> {
+    let (users, emails) = (txn.read_table(tables::USERID_USER)?, txn.read_table(tables::EMAIL_USER)?);
+    if let Ok(user) = load(&users, org, key_of(org, owner.trim())) {
         return Ok(Some(user.id));
     }
     let email = owner.trim().to_lowercase();
-    Ok(emails.get((k(org), email.as_str()))?.map(|v| Uuid::from_u128(v.value())))
+    let found = emails.get((k(org), email.as_str()))?.map(|v| Uuid::from_u128(v.value()));
+    Ok(found)
 }
 
 #[cfg(test)]

@@ -9,7 +9,6 @@ use uuid::Uuid;
 
 use crate::error::Result;
 use crate::store::records::{Replica, User};
-use crate::store::{self, k, tables};
 
 /// Whether `user` may see `replica`: public replicas always; private ones only by the
 /// organization (no user), their owner, and users whose e-mail is whitelisted.
@@ -32,10 +31,8 @@ pub fn hidden_in(txn: &crate::store::kv::ReadTransaction, org: Uuid, user: Optio
     if user.is_none() {
         return Ok(hidden);
     }
-    let table = txn.open_table(tables::REPLICAID_REPLICA)?;
-    for row in txn.open_table(tables::ORG_PRIVATEREPLICA)?.range((k(org), 0)..=(k(org), u128::MAX))? {
-        let id = row?.0.value().1;
-        if store::get::<u128, Replica, _>(&table, id)?.is_some_and(|r| !visible_to(&r, user)) {
+    for id in crate::store::replica_index::private_ids(txn, org)? {
+        if crate::store::replica_index::get_in(txn, Uuid::from_u128(id))?.is_some_and(|r| !visible_to(&r, user)) {
             hidden.insert(id);
         }
     }

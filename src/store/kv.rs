@@ -165,6 +165,35 @@ impl ReadTransaction {
     }
 }
 
+/// A transaction tables can be read in: a [`ReadTransaction`] (a snapshot), or a
+/// [`WriteTransaction`] (which sees its own writes). A function that only reads takes
+/// `&impl Reads` and serves both.
+pub trait Reads {
+    /// The table it opens for reading.
+    type Table<'t, K: StoreKey, V: Value + 'static>: ReadableTable<K, V>
+    where
+        Self: 't;
+
+    /// Opens `def` for reading. Errors as the transaction's `open_table`.
+    fn read_table<K: StoreKey, V: Value + 'static>(&self, def: TableDefinition<K, V>) -> Result<Self::Table<'_, K, V>>;
+}
+
+impl Reads for ReadTransaction {
+    type Table<'t, K: StoreKey, V: Value + 'static> = ReadOnlyTable<K, V>;
+
+    fn read_table<K: StoreKey, V: Value + 'static>(&self, def: TableDefinition<K, V>) -> Result<ReadOnlyTable<K, V>> {
+        self.open_table(def)
+    }
+}
+
+impl Reads for WriteTransaction {
+    type Table<'t, K: StoreKey, V: Value + 'static> = Table<'t, K, V>;
+
+    fn read_table<K: StoreKey, V: Value + 'static>(&self, def: TableDefinition<K, V>) -> Result<Table<'_, K, V>> {
+        self.open_table(def)
+    }
+}
+
 /// A table open in a [`WriteTransaction`].
 pub enum Table<'t, K: StoreKey, V: Value + 'static> {
     Redb(redb::Table<'t, K, V>),

@@ -8,9 +8,11 @@
 //! - `org_replicacount`: `(replicas, private replicas)` per organization, for the quota check and
 //!   the list's `total` without a scan.
 //!
-//! Every write that adds, removes, renames a replica or changes its `private` flag goes through
-//! [`put_replica`] / [`remove_replica`]; every change of a replica's chat history count goes
-//! through [`popularity_changed`]. Ties in an order fall to the replica id (creation order), as
+//! The module owns these tables, the replica records (`replicaid_replica`, `org_replica`) and
+//! the chat history counts (`replica_messagecount`): other modules read and write them through
+//! its functions. Every write that adds, removes, renames a replica or changes its `private`
+//! flag goes through [`put_replica`] / [`remove_replica`]; every change of a replica's chat
+//! history count goes through [`Popularity::add_messages`]. Ties in an order fall to the replica id (creation order), as
 //! the list sorted before.
 
 use uuid::Uuid;
@@ -19,7 +21,37 @@ use super::records::Replica;
 use super::tables::{self, REPLICA_SORT_NAME, REPLICA_SORT_POPULARITY};
 use super::{get, k};
 use crate::error::Result;
-use crate::store::kv::{ReadableTable, WriteTransaction};
+use std::sync::Arc;
+
+use super::{Snapshot, Store};
+use crate::store::kv::{ReadOnlyTable, ReadTransaction, ReadableTable, Reads, Table, WriteTransaction};
+
+/// Replica `id`, if stored (of any organization: the caller checks). Errors: the store's.
+pub fn get_in(txn: &impl Reads, id: Uuid) -> Result<Option<Replica>> {
+    get::<u128, Replica, _>(&txn.read_table(tables::REPLICAID_REPLICA)?, k(id))
+}
+
+/// The ids of `org`'s replicas, in creation order. Errors: the store's.
+pub fn ids_of_org(txn: &impl Reads, org: Uuid) -> Result<Vec<Uuid>> {
+    let table = txn.read_table(tables::ORG_REPLICA)?;
+    let ids = table.range((k(org), 0)..=(k(org), u128::MAX))?.map(|r| Ok(Uuid::from_u128(r?.0.value().1))).collect();
+    ids
+}
+
+/// Gives `org`'s replicas owned by user `from` to user `to` (`from` is being deleted).
+pub fn reassign_owner_in(txn: &WriteTransaction, org: Uuid, from: Uuid, to: Uuid) -> Result<()> {
+    let ids = ids_of_org(txn, org)?;
+    let mut replicas = txn.open_table(tables::REPLICAID_REPLICA)?;
+    for id in ids {
+        if let Some(mut r) = get::<u128, Replica, _>(&replicas, k(id))? {
+            if r.owner == from {
+                r.owner = to;
+                super::put(&mut replicas, k(id), &r)?;
+            }
+        }
+    }
+    Ok(())
+}
 
 /// The key bytes of `r` in the name order.
 pub fn name_key(r: &Replica) -> Vec<u8> {
@@ -31,14 +63,15 @@ pub fn popularity_key(messages: u64) -> [u8; 8] {
     (u64::MAX - messages).to_be_bytes()
 }
 
-/// `(replicas, private replicas)` of `org` from the open `org_replicacount` table.
-pub fn count(table: &impl ReadableTable<u128, (u64, u64)>, org: Uuid) -> Result<(u64, u64)> {
-    Ok(table.get(k(org))?.map(|v| v.value()).unwrap_or((0, 0)))
+/// `(replicas, private replicas)` of `org`. Errors: the store's.
+pub fn count(txn: &impl Reads, org: Uuid) -> Result<(u64, u64)> {
+    let found = txn.read_table(tables::ORG_REPLICACOUNT)?.get(k(org))?.map(|v| v.value());
+    Ok(found.unwrap_or((0, 0)))
 }
 
 fn add_count(txn: &WriteTransaction, org: Uuid, replicas: i64, private: i64) -> Result<()> {
+    let (n, p) = count(txn, org)?;
     let mut table = txn.open_table(tables::ORG_REPLICACOUNT)?;
-    let (n, p) = count(&table, org)?;
     let n = n.saturating_add_signed(replicas);
     let p = p.saturating_add_signed(private);
     if n == 0 && p == 0 {
@@ -82,13 +115,14 @@ pub fn put_replica(txn: &WriteTransaction, before: Option<&Replica>, r: &Replica
     Ok(())
 }
 
-/// Removes replica `r`'s record, its row of `org_replica` and its index rows (the caller removes
-/// its message count after this).
+/// Removes replica `r`'s record, its row of `org_replica`, its index rows and its message
+/// count.
 pub fn remove_replica(txn: &WriteTransaction, r: &Replica) -> Result<()> {
     let (org, id) = (k(r.org), k(r.id));
     txn.open_table(tables::REPLICAID_REPLICA)?.remove(id)?;
     txn.open_table(tables::ORG_REPLICA)?.remove((org, id))?;
     let messages = messages_in(txn, id)?;
+    txn.open_table(tables::REPLICA_MESSAGECOUNT)?.remove(id)?;
     let mut order = txn.open_table(tables::ORG_REPLICAORDER)?;
     order.remove((org, REPLICA_SORT_NAME, name_key(r).as_slice(), id))?;
     order.remove((org, REPLICA_SORT_POPULARITY, popularity_key(messages).as_slice(), id))?;
@@ -97,11 +131,93 @@ pub fn remove_replica(txn: &WriteTransaction, r: &Replica) -> Result<()> {
 }
 
 /// The replica order's table (`org_replicaorder`), open in a write transaction.
-pub type Order<'t> = crate::store::kv::Table<'t, (u128, u8, &'static [u8], u128), ()>;
+type Order<'t> = Table<'t, (u128, u8, &'static [u8], u128), ()>;
+
+/// The chat history counts and the popularity order, open in a write transaction for a run of
+/// history writes (`service::history`).
+pub struct Popularity<'t> {
+    txn: &'t WriteTransaction,
+    counts: Table<'t, u128, u64>,
+    order: Order<'t>,
+}
+
+impl<'t> Popularity<'t> {
+    /// Opens the tables in `txn`. Errors: the store's.
+    pub fn open(txn: &'t WriteTransaction) -> Result<Popularity<'t>> {
+        let counts = txn.open_table(tables::REPLICA_MESSAGECOUNT)?;
+        Ok(Popularity { txn, counts, order: txn.open_table(tables::ORG_REPLICAORDER)? })
+    }
+
+    /// Adds `n` chat history items to `replica`'s count and moves it in its organization's
+    /// popularity order (no move when the replica is gone). Errors: the store's.
+    pub fn add_messages(&mut self, replica: Uuid, n: u64) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let before = self.counts.get(k(replica))?.map(|v| v.value()).unwrap_or(0);
+        self.counts.put(k(replica), before + n)?;
+        match org_of(self.txn, replica)? {
+            Some(org) => popularity_changed(&mut self.order, org, replica, before, before + n),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The chat history counts open in a store snapshot (a page of replica views).
+pub struct MessageCounts(Arc<ReadOnlyTable<u128, u64>>);
+
+impl MessageCounts {
+    /// Opens the table in `txn` (once per snapshot, [`Snapshot::table`]). Errors: the store's.
+    pub fn of(txn: &Snapshot) -> Result<MessageCounts> {
+        Ok(MessageCounts(txn.table(tables::REPLICA_MESSAGECOUNT)?))
+    }
+
+    /// The chat history items of `replica`.
+    pub fn get(&self, replica: Uuid) -> Result<u64> {
+        Ok(self.0.get(k(replica))?.map(|v| v.value()).unwrap_or(0))
+    }
+}
+
+/// Replica `id` through the store's record cache ([`Store::record`]). Errors: the store's.
+pub async fn cached(store: &Store, id: Uuid) -> Result<Option<Arc<Replica>>> {
+    store.record::<Replica>(tables::REPLICAID_REPLICA, k(id)).await
+}
+
+/// Replica `id` as of store snapshot `txn`, read once per snapshot ([`Snapshot::record`]).
+/// Errors: the store's.
+pub fn record_in(txn: &Snapshot, id: Uuid) -> Result<Option<Arc<Replica>>> {
+    txn.record::<Replica>(tables::REPLICAID_REPLICA, k(id))
+}
+
+/// Replica ids as [`ordered_ids`] reads them.
+pub type Ids<'a> = Box<dyn Iterator<Item = Result<u128>> + 'a>;
+
+/// The ids of `org`'s replicas in the order `by` (`tables::REPLICA_SORT_NAME` or
+/// `REPLICA_SORT_POPULARITY`; `None`: creation order), reversed when `reverse`, as the rows
+/// are read. Errors: the store's.
+pub fn ordered_ids(txn: &ReadTransaction, org: Uuid, by: Option<u8>, reverse: bool) -> Result<Ids<'static>> {
+    let o = k(org);
+    let Some(by) = by else {
+        let rows = txn.open_table(tables::ORG_REPLICA)?.range((o, 0)..=(o, u128::MAX))?;
+        let ids = rows.map(|r| r.map(|(key, _)| key.value().1));
+        return Ok(if reverse { Box::new(ids.rev()) } else { Box::new(ids) });
+    };
+    let (from, to): (&[u8], &[u8]) = (&[], &[0xff; 9]);
+    let rows = txn.open_table(tables::ORG_REPLICAORDER)?.range((o, by, from, 0)..=(o, by, to, u128::MAX))?;
+    let ids = rows.map(|r| r.map(|(key, _)| key.value().3));
+    Ok(if reverse { Box::new(ids.rev()) } else { Box::new(ids) })
+}
+
+/// Ids of `org`'s private replicas. Errors: the store's.
+pub fn private_ids(txn: &impl Reads, org: Uuid) -> Result<Vec<u128>> {
+    let table = txn.read_table(tables::ORG_PRIVATEREPLICA)?;
+    let ids = table.range((k(org), 0)..=(k(org), u128::MAX))?.map(|row| Ok(row?.0.value().1)).collect();
+    ids
+}
 
 /// Moves `replica` of `org` in the popularity order (the open `order` table) after its chat
 /// history count went from `from` to `to`.
-pub fn popularity_changed(order: &mut Order, org: Uuid, replica: Uuid, from: u64, to: u64) -> Result<()> {
+fn popularity_changed(order: &mut Order, org: Uuid, replica: Uuid, from: u64, to: u64) -> Result<()> {
     order.delete((k(org), REPLICA_SORT_POPULARITY, popularity_key(from).as_slice(), k(replica)))?;
     order.put((k(org), REPLICA_SORT_POPULARITY, popularity_key(to).as_slice(), k(replica)), ())?;
     Ok(())
@@ -206,7 +322,6 @@ pub(crate) mod tests {
         all[0].private = false;
         put_replica(&txn, Some(&before), &all[0]).unwrap();
         remove_replica(&txn, &all[7]).unwrap();
-        txn.open_table(tables::REPLICA_MESSAGECOUNT).unwrap().remove(k(all[7].id)).unwrap();
         remove_replica(&txn, &all[20]).unwrap();
         txn.commit().unwrap();
         let incremental = rows(&db);

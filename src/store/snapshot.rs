@@ -54,6 +54,14 @@ impl std::ops::Deref for Snapshot {
     }
 }
 
+impl super::kv::Reads for Snapshot {
+    type Table<'t, K: StoreKey, V: Value + 'static> = ReadOnlyTable<K, V>;
+
+    fn read_table<K: StoreKey, V: Value + 'static>(&self, def: TableDefinition<K, V>) -> Result<ReadOnlyTable<K, V>> {
+        self.txn.open_table(def)
+    }
+}
+
 impl Snapshot {
     /// A snapshot of its own over `txn` (a PostgreSQL read: shared by nothing, so its
     /// generation is never compared).
