@@ -143,7 +143,7 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
         _ => None,
     };
     let (app, bots) = state(open(config).await?).await?;
-    service::insights::spawn(app.store.clone(), app.backends.clone());
+    service::chats::insights::spawn(app.store.clone(), app.backends.clone());
     if app.config.demo {
         demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;
     }
@@ -301,8 +301,6 @@ mod layering {
         "usage",
         "channel_data",
         "chats",
-        "conversations",
-        "insights",
         "history",
         "integrations",
         "embed",
@@ -447,21 +445,21 @@ mod layering {
         ("REPLICA_KBSUMMARY", "store/kb_summary.rs"),
         ("ORG_KBCOUNT", "service/quotas.rs"),
         ("REPLICAUSERMONTH_USAGE", "service/token_usage.rs"),
-        ("REPLICACHATKEY_CHAT", "service/chats.rs"),
-        ("CHATS", "service/chats.rs"),
-        ("CONVERSATIONS", "service/conversations.rs"),
-        ("REPLICACONV_CHAT", "service/conversations.rs"),
-        ("CHATMSG_USERCONV", "service/chats.rs"),
-        ("CONVMSG_USER", "service/conversations.rs"),
-        ("USER_CHAT", "service/chats.rs"),
-        ("USERSOURCE_CHAT", "service/chats.rs"),
+        ("REPLICACHATKEY_CHAT", "service/chats/"),
+        ("CHATS", "service/chats/"),
+        ("CONVERSATIONS", "service/chats/"),
+        ("REPLICACONV_CHAT", "service/chats/"),
+        ("CHATMSG_USERCONV", "service/chats/"),
+        ("CONVMSG_USER", "service/chats/"),
+        ("USER_CHAT", "service/chats/"),
+        ("USERSOURCE_CHAT", "service/chats/"),
         ("REPLICAMONTH_CONVERSATIONS", "service/usage.rs"),
         ("REPLICADAY_CONVERSATIONS", "service/usage.rs"),
         ("REPLICASOURCE_CONVERSATIONS", "service/usage.rs"),
         ("ORGMONTH_CONVERSATIONS", "service/quotas.rs"),
         ("ORG_QUOTA", "service/quotas.rs"),
-        ("OPEN_CONVERSATION", "service/insights.rs"),
-        ("REPLICATERM_CONVERSATIONS", "service/insights.rs"),
+        ("OPEN_CONVERSATION", "service/chats/"),
+        ("REPLICATERM_CONVERSATIONS", "service/chats/"),
         ("REPLICA_MESSENGERA", "service/channel.rs"),
         ("REPLICA_MESSENGERB", "service/channel.rs"),
         ("KEYHASH_EMBED", "service/embed.rs"),
@@ -494,12 +492,6 @@ mod layering {
         "REPLICA_KBSUMMARY",
         "ORG_KBCOUNT",
         "REPLICAUSERMONTH_USAGE",
-        "CHATS",
-        "CONVERSATIONS",
-        "REPLICACONV_CHAT",
-        "CONVMSG_USER",
-        "OPEN_CONVERSATION",
-        "REPLICATERM_CONVERSATIONS",
     ];
 
     #[test]

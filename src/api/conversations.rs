@@ -21,9 +21,9 @@ use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::openapi::operations::{op, param, Op};
 use crate::service::channel::sources;
+use crate::service::chats::conversations::{self as service, Insights, Mention, MentionQuery};
 use crate::service::chats::{Labeled, SortBy};
 use crate::service::check_len;
-use crate::service::conversations::{self as service, Insights, Mention, MentionQuery};
 use crate::store::records::Conversation;
 
 /// A conversation on the wire (the `Conversation` schema; docs/decisions.md "Chat"); absent
@@ -200,7 +200,7 @@ struct Queued {}
 /// # `POST /v1/replicas/{replicaUUID}/chats/{chatUUID}/conversations/{conversationUUID}/insights`
 /// Ours: asks for `summary`, `commonQuestions` and `commonTopics` to be computed again
 /// (replacing an owner's `PATCH`); 202 `{success}` once queued (see
-/// `service::conversations::recompute`). The replica's owner or the organization key alone;
+/// `service::chats::conversations::recompute`). The replica's owner or the organization key alone;
 /// 404 otherwise.
 pub async fn recompute(app: Arc<App>, req: Req) -> Result<Reply> {
     let (replica, viewer) = replica_and_viewer(&app, &req).await?;

@@ -145,7 +145,7 @@ pub trait Backend: Send + Sync {
     /// Answers a bare Chat Completions `messages` array (`[{role, content}]`, none of a
     /// replica's persona or sources added) with the whole reply text, not streamed, from the
     /// upstream model `model`, asking at most `max_tokens` reply tokens: for background work
-    /// such as the insights of a conversation (`service::insights`). `Ok(None)` when the
+    /// such as the insights of a conversation (`service::chats::insights`). `Ok(None)` when the
     /// backend has no model to ask (the embedded generator; the caller computes locally).
     /// Errors as [`Backend::start`] (after the upstream's retries), and 502 `UPSTREAM_ERROR`
     /// when the answer is not a chat completion.

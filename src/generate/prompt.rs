@@ -25,7 +25,7 @@ use crate::store::records::SourceRef;
 pub const HISTORY_TOKEN_BUDGET: usize = 1024;
 
 /// Tokens of a conversation's transcript sent to a model for its insights at most (the newest
-/// messages that fit; `service::insights`).
+/// messages that fit; `service::chats::insights`).
 pub const TRANSCRIPT_TOKEN_BUDGET: usize = 3072;
 
 /// Estimated tokens of `text`: one per 4 bytes of UTF-8, rounded up, at least 1 for non-empty

@@ -118,7 +118,7 @@ pub const ORGMONTH_CONVERSATIONS: TableDefinition<(u128, u32), u64> = TableDefin
 pub const ORG_QUOTA: TableDefinition<u128, &[u8]> = TableDefinition::new("org_quota");
 /// `(replica id, chat id, conversation id) → last message time (ms)`: conversations whose
 /// `summary`, `commonQuestions` and `commonTopics` are not computed yet (the insights job's
-/// durable queue; see `service::insights`).
+/// durable queue; see `service::chats::insights`).
 pub const OPEN_CONVERSATION: TableDefinition<(u128, u128, u128), i64> = TableDefinition::new("open_conversation");
 /// `(replica id, term) → conversations of the replica holding the term` (document frequencies
 /// of the topics' TF-IDF), and `(replica id, "") → conversations analyzed`.

@@ -18,8 +18,8 @@ use crate::api::{self, analytics, chats, conversations, embed, health, history, 
 use crate::generate::Usage;
 use crate::http::response::{Body, Reply};
 use crate::ops::health::{Check, Report};
+use crate::service::chats::conversations::Mention;
 use crate::service::chats::{Item, Labeled};
-use crate::service::conversations::Mention;
 use crate::service::knowledge::{Created, EntryView};
 use crate::service::uploads::Uploaded;
 use crate::service::usage::MyUsage;

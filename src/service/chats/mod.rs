@@ -5,10 +5,16 @@
 //! one per group (messengerA `chat_type` group, supergroup or channel: per `chat_id`;
 //! messengerB with a `server_id`: per `channel_id`). An assistant item goes to the chat of the
 //! latest item of its user on its source (the question it answers). Within a chat a new
-//! conversation starts after [`SILENCE_MS`] without items (see `service::conversations`).
+//! conversation starts after [`SILENCE_MS`] without items (see [`conversations`]).
 //!
 //! Message items are addressed by UUIDs made from the numeric history id ([`message_uuid`]),
 //! so `beforeUUID` / `afterUUID` are cursors over the id order (which is time order).
+//!
+//! The module owns the tables of chats and conversations: [`conversations`] reads and corrects
+//! them, [`insights`] derives a closed conversation's summary, questions and topics.
+
+pub mod conversations;
+pub mod insights;
 
 use serde_json::Value;
 use uuid::Uuid;

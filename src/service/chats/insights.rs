@@ -3,7 +3,7 @@
 //!
 //! The queue is durable: every history write marks its conversation in `open_conversation`
 //! (`service::chats::Recorder::record`), and so does a recomputation asked for by the owner
-//! (`service::conversations::recompute`); the job ([`spawn`]) takes the rows whose last message
+//! ([`super::conversations::recompute`]); the job ([`spawn`]) takes the rows whose last message
 //! is older than [`SILENCE_MS`], computes, stores the result in the conversation and removes the
 //! row in one write transaction, so a restart resumes where it stopped.
 //!
@@ -38,7 +38,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::chats::SILENCE_MS;
+use super::SILENCE_MS;
 use crate::error::{Code, Error, Result};
 use crate::generate::{prompt, Backends, Turn, EMBEDDED};
 use crate::search::analyzers;

@@ -5,7 +5,7 @@
 
 use uuid::Uuid;
 
-use super::chats::{self, Cursor, Item, Labeled, ListQuery, Viewer};
+use super::{self as chats, Cursor, Item, Labeled, ListQuery, Viewer};
 use crate::error::{Error, Result};
 use crate::store::kv::{ReadTransaction, WriteTransaction};
 use crate::store::records::{Chat, Conversation, Replica};
@@ -143,7 +143,7 @@ pub async fn patch(store: &Store, replica: Uuid, id: Uuid, viewer: Viewer, fix: 
 
 /// Asks for the insights of conversation `id` (of chat `chat`) to be computed again: clears
 /// `summary`, `commonQuestions` and `commonTopics` (an owner's `PATCH` included) and queues the
-/// conversation for `service::insights`, in one write (durable: the queue is a store table). A
+/// conversation for [`super::insights`], in one write (durable: the queue is a store table). A
 /// closed conversation is taken up by the job's next pass, an open one once it closes. Only the
 /// replica's owner (or the organization key alone) may: 404 for anyone else, as for a missing
 /// conversation or one of another chat.
