@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::app::App;
 use crate::error::Code;
-use crate::store::{current_seq, now_ms, tables, Sequence, Store};
+use crate::store::{now_ms, Store};
 
 /// A commit this recent proves the store writable without a probe.
 pub const FRESH: Duration = Duration::from_secs(5);
@@ -70,8 +70,7 @@ async fn store(store: &Store) -> Check {
         None => {}
     }
     let probe = store.write(|txn| {
-        txn.open_table(tables::META)?.insert("ready_probe", now_ms().to_be_bytes().as_slice())?;
-        Ok(())
+        crate::store::meta::Meta::open(txn)?.put("ready_probe", &now_ms().to_be_bytes())
     });
     match tokio::time::timeout(PROBE_TIMEOUT, probe).await {
         Ok(Ok(())) => Check::ok("writable"),
@@ -103,7 +102,7 @@ async fn search(app: &App) -> Check {
         )),
     };
     if app.store.is_shared() {
-        let head = app.store.read(|txn| current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)).await;
+        let head = app.store.read(|txn| crate::store::outbox_seq(txn)).await;
         let position = match head {
             Ok(head) => {
                 format!("; this node's index has applied {} of {head} outbox changes", app.search.applied_seq())

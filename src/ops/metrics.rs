@@ -35,7 +35,7 @@ use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::http::route::{BodyKind, Route};
 use crate::store::kv::ReadableTable;
-use crate::store::{current_seq, tables, Sequence};
+use crate::store::tables;
 
 /// Buckets of latency histograms, in seconds.
 const SECONDS: &[f64] = &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
@@ -87,7 +87,7 @@ pub async fn render(app: &App) -> String {
     let depths = app
         .store
         .read(|txn| {
-            let head = current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?;
+            let head = crate::store::outbox_seq(txn)?;
             Ok((txn.open_table(tables::KBID_JOB)?.len()?, head))
         })
         .await;

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::store::files::{self, Verified};
 use crate::store::kv::ReadableTable;
 use crate::store::records::KbEntry;
-use crate::store::{self, current_seq, tables, Sequence, Store};
+use crate::store::{self, tables, Store};
 
 /// What `check` found.
 #[derive(Debug, Serialize, Deserialize)]
@@ -98,7 +98,7 @@ pub async fn check(store: &Store, search: &Arc<Search>) -> Result<Report> {
                 .map(|r| r.and_then(|(_, v)| store::codec::decode::<KbEntry>(v.value())))
                 .collect::<Result<Vec<_>>>()?;
             let recorded = files::recorded(&txn.open_table(tables::KBID_STOREDFILE)?)?;
-            let seq = current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?;
+            let seq = store::outbox_seq(txn)?;
             Ok((entries, pending, seq, recorded, interrupted_jobs(txn)?))
         })
         .await?;

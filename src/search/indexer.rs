@@ -50,7 +50,7 @@ use crate::error::{Error, Result};
 use crate::store::kb;
 use crate::store::kv::{ReadTransaction, ReadableTable};
 use crate::store::records::{Chunk, KbEntry, KbSource, KbStatus};
-use crate::store::{self, current_seq, tables, Sequence, Store};
+use crate::store::{self, tables, Store};
 
 /// Most outbox rows applied in one index commit.
 const BATCH: usize = 512;
@@ -367,7 +367,7 @@ async fn all_entries(store: &Store, search: &Search) -> Result<(Vec<Change>, u64
     let embedders = search.embedders.clone();
     store
         .read_scan(move |txn| {
-            let seq = current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?;
+            let seq = store::outbox_seq(txn)?;
             let ids: Vec<u64> = txn
                 .open_table(tables::KBID_ENTRY)?
                 .iter()?
@@ -385,7 +385,7 @@ async fn all_entries(store: &Store, search: &Search) -> Result<(Vec<Change>, u64
 /// Whether the index must be rebuilt at start: unknown payload, or ahead of the store.
 pub async fn needs_rebuild(store: &Store, index_seq: Option<u64>) -> Result<bool> {
     let Some(index_seq) = index_seq else { return Ok(true) };
-    let store_seq = store.read(|txn| current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)).await?;
+    let store_seq = store.read(|txn| store::outbox_seq(txn)).await?;
     Ok(index_seq > store_seq)
 }
 

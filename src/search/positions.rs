@@ -18,7 +18,8 @@ use uuid::Uuid;
 
 use crate::error::Result;
 use crate::store::kv::{ReadTransaction, WriteTransaction};
-use crate::store::{current_seq, tables, Sequence};
+use crate::store::meta::Meta;
+use crate::store::tables;
 
 /// How long a position counts without being written again.
 pub const LIFE_MS: i64 = 10 * 60 * 1000;
@@ -42,19 +43,18 @@ pub fn this_node() -> &'static str {
 /// positions not written for [`LIFE_MS`] and the outbox rows every live node has applied (less
 /// [`MARGIN`]).
 pub fn record(txn: &WriteTransaction, applied: u64, now: i64) -> Result<()> {
-    let mut meta = txn.open_table(tables::META)?;
-    meta.insert(this_node(), encode(applied, now).as_slice())?;
+    let mut meta = Meta::open(txn)?;
+    meta.put(&this_node(), &encode(applied, now))?;
     let (mut oldest, mut gone) = (applied, Vec::new());
-    for row in meta.range(PREFIX..PREFIX_END)? {
-        let (key, value) = row?;
-        match decode(value.value()) {
-            Some((_, at)) if at < now - LIFE_MS => gone.push(key.value().to_string()),
+    for (name, value) in meta.range(PREFIX..PREFIX_END)? {
+        match decode(&value) {
+            Some((_, at)) if at < now - LIFE_MS => gone.push(name),
             Some((position, _)) => oldest = oldest.min(position),
-            None => gone.push(key.value().to_string()),
+            None => gone.push(name),
         }
     }
-    for key in &gone {
-        meta.remove(key.as_str())?;
+    for name in &gone {
+        meta.remove(name)?;
     }
     if let Some(upto) = oldest.checked_sub(MARGIN).filter(|u| *u > 0) {
         txn.open_table(tables::SEQ_KBOUTBOX)?.retain_in(0..=upto, |_, _| false)?;
@@ -65,7 +65,7 @@ pub fn record(txn: &WriteTransaction, applied: u64, now: i64) -> Result<()> {
 /// Whether rows past `after` that this node has not applied were removed (the outbox's head is
 /// past `after` and its row `after + 1` is gone): its index must be rebuilt from the tables.
 pub fn rows_missing(txn: &ReadTransaction, after: u64) -> Result<bool> {
-    let head = current_seq(&txn.open_table(tables::SEQUENCES)?, Sequence::Outbox)?;
+    let head = crate::store::outbox_seq(txn)?;
     Ok(head > after && txn.open_table(tables::SEQ_KBOUTBOX)?.get(after + 1)?.is_none())
 }
 

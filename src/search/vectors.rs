@@ -17,7 +17,7 @@ use crate::embed::catalog::Embedders;
 use crate::embed::exact;
 use crate::error::Result;
 use crate::store::kv::{ReadTransaction, ReadableTable};
-use crate::store::records::{Chunk, ChunkVector, Replica};
+use crate::store::records::{Chunk, ChunkVector};
 use crate::store::{self, tables};
 use crate::text::blocks::{self, Block};
 use crate::text::chunk::own_heading;
@@ -49,7 +49,7 @@ pub fn text_key(text: &str) -> u64 {
 /// The catalog id of `replica`'s embedding model ([`Embedders::of_replica`] of its
 /// `llm.embeddingModel`); the default when the replica is gone.
 pub fn model_of(txn: &ReadTransaction, embedders: &Embedders, replica: Uuid) -> Result<String> {
-    let r: Option<Replica> = store::get(&txn.open_table(tables::REPLICAID_REPLICA)?, store::k(replica))?;
+    let r = store::replica_index::get_in(txn, replica)?;
     let named = r.and_then(|r| r.llm.embedding_model);
     Ok(embedders.of_replica(named.as_deref()).id().to_string())
 }

@@ -10,6 +10,8 @@ use uuid::Uuid;
 use super::channel::{check_source, Channel};
 use super::check_len;
 use crate::error::{Error, Result};
+use crate::store::kv::{LazyTable, ReadableTable, Reads, WriteTransaction};
+use crate::store::tables;
 
 /// Where a message is stored and with which channel data: `source`, the data as stored (JSON
 /// text) and the de-duplication key (`None` for both without channel data).
@@ -44,9 +46,36 @@ impl ChannelKey {
     }
 
     /// The table row key of this message of `replica`.
-    pub fn row(&self, replica: Uuid) -> (u128, &str, &str, &str, bool) {
+    fn row(&self, replica: Uuid) -> (u128, &str, &str, &str, bool) {
         (crate::store::k(replica), self.channel, &self.place, &self.message, self.reply)
     }
+}
+
+/// The ids stored for channel messages (`tables::REPLICACHANNELMSG_MESSAGE`), opened when a
+/// run of history writes first meets a channel message.
+pub struct StoredIds<'t>(LazyTable<'t, (u128, &'static str, &'static str, &'static str, bool), u64>);
+
+impl<'t> StoredIds<'t> {
+    /// The table of `txn`, not opened yet.
+    pub fn new(txn: &'t WriteTransaction) -> StoredIds<'t> {
+        StoredIds(LazyTable::new(txn, tables::REPLICACHANNELMSG_MESSAGE))
+    }
+
+    /// The id of the item stored for `key` of `replica`, if any. Errors: the store's.
+    pub fn get(&mut self, replica: Uuid, key: &ChannelKey) -> Result<Option<u64>> {
+        Ok(self.0.get()?.get(key.row(replica))?.map(|v| v.value()))
+    }
+
+    /// Records that item `id` of `replica` is the one stored for `key`. Errors: the store's.
+    pub fn put(&mut self, replica: Uuid, key: &ChannelKey, id: u64) -> Result<()> {
+        self.0.get()?.put(key.row(replica), id)
+    }
+}
+
+/// The id of the item stored for `key` of `replica`, as of `txn`. Errors: the store's.
+pub fn stored_id(txn: &impl Reads, replica: Uuid, key: &ChannelKey) -> Result<Option<u64>> {
+    let found = txn.read_table(tables::REPLICACHANNELMSG_MESSAGE)?.get(key.row(replica))?.map(|v| v.value());
+    Ok(found)
 }
 
 /// The most characters of a `messengerB_data` id.

@@ -24,8 +24,8 @@ use crate::generate::{
 use crate::search::fusion::{Fusion, Ranks};
 use crate::search::{vectors, Hybrid, QuestionVector, Search};
 use crate::store::kv::ReadOnlyTable;
-use crate::store::records::{Chunk, KbEntry, KbKind, KbSource, Message, Replica, SourceRef};
-use crate::store::{self, codec, k, now_ms, tables, Store};
+use crate::store::records::{Chunk, KbEntry, KbKind, KbSource, Replica, SourceRef};
+use crate::store::{self, now_ms, tables, Store};
 use crate::text::question;
 
 /// Chunks retrieved per question.
@@ -392,12 +392,11 @@ async fn recent_turns(store: &Store, replica: Uuid, user: Uuid, source: &str) ->
     let source = source.to_string();
     store
         .read(move |txn| {
-            let table = txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
+            let messages = super::messages::open(txn)?;
             let mut failed = None;
-            let newest_first = table
-                .range((k(replica), k(user), 0)..=(k(replica), k(user), u64::MAX))?
-                .rev()
-                .map_while(|row| match row.and_then(|(_, v)| codec::decode::<Message>(v.value())) {
+            let newest_first = messages
+                .newest_first(replica, user, u64::MAX)?
+                .map_while(|m| match m {
                     Ok(m) => Some(m),
                     Err(e) => {
                         failed = Some(e);

@@ -9,9 +9,9 @@ use super::channel_data::{ChannelKey, Stamped};
 use super::token_usage;
 use crate::error::Result;
 use crate::generate::Usage;
-use crate::store::kv::{StoreKey, StoreValue, Table, TableDef, WriteTransaction};
+use crate::store::kv::{LazyTable, Table, WriteTransaction};
 use crate::store::records::{Message, SourceRef};
-use crate::store::{self, k, now_ms, replica_index, tables, Grouped, Sequence, Store};
+use crate::store::{now_ms, replica_index, Grouped, Sequence, Sequences, Store};
 
 /// Longest `content` of a chat message or history item, in characters (spec §2.1, §4.2).
 pub const MAX_CONTENT_CHARS: usize = 100_000;
@@ -73,13 +73,13 @@ pub struct Append {
 
 /// The tables a run of [`Append`]s shares, open in one write transaction.
 pub struct Tables<'t> {
-    messages: Table<'t, (u128, u128, u64), &'static [u8]>,
-    sequences: Table<'t, &'static str, u64>,
+    messages: super::messages::Messages<Table<'t, super::messages::Key, &'static [u8]>>,
+    sequences: Sequences<'t>,
     popularity: replica_index::Popularity<'t>,
     recorder: super::chats::Recorder<'t>,
-    channel_messages: Lazy<'t, (u128, &'static str, &'static str, &'static str, bool), u64>,
-    texts: Lazy<'t, (u128, u64), &'static str>,
-    tokens: Lazy<'t, (u128, u128, u32), (u64, u64)>,
+    channel_messages: super::channel_data::StoredIds<'t>,
+    texts: LazyTable<'t, (u128, u64), &'static str>,
+    tokens: LazyTable<'t, (u128, u128, u32), (u64, u64)>,
     /// The items stored so far per replica, counted when the run closes.
     counted: HashMap<Uuid, u64>,
 }
@@ -90,13 +90,13 @@ impl Grouped for Append {
 
     fn open(txn: &WriteTransaction) -> Result<Tables<'_>> {
         Ok(Tables {
-            messages: txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?,
-            sequences: txn.open_table(tables::SEQUENCES)?,
+            messages: super::messages::open(txn)?,
+            sequences: Sequences::open(txn)?,
             popularity: replica_index::Popularity::open(txn)?,
             recorder: super::chats::Recorder::open(txn)?,
-            channel_messages: Lazy::new(txn, tables::REPLICACHANNELMSG_MESSAGE),
-            texts: Lazy::new(txn, tables::REPLICAPASSAGE_TEXT),
-            tokens: Lazy::new(txn, tables::REPLICAUSERMONTH_USAGE),
+            channel_messages: super::channel_data::StoredIds::new(txn),
+            texts: super::passages::lazy(txn),
+            tokens: token_usage::lazy(txn),
             counted: HashMap::new(),
         })
     }
@@ -109,7 +109,7 @@ impl Grouped for Append {
         let mut stored = 0;
         for item in &self.items {
             let existing = match &item.channel_key {
-                Some(key) => t.channel_messages.get()?.get(key.row(self.replica))?.map(|v| v.value()),
+                Some(key) => t.channel_messages.get(self.replica, key)?,
                 None => None,
             };
             let id = match existing {
@@ -141,7 +141,7 @@ impl Append {
             false => super::passages::keep(t.texts.get()?, self.replica, &item.sources)?,
         };
         let msg = Message {
-            id: store::next_seq_in(&mut t.sequences, Sequence::Message)?,
+            id: t.sequences.next(Sequence::Message)?,
             replica: self.replica,
             user: self.user,
             role: item.role.to_string(),
@@ -154,33 +154,12 @@ impl Append {
             interrupted: item.interrupted,
             passages,
         };
-        store::put(&mut t.messages, (k(self.replica), k(self.user), msg.id), &msg)?;
+        t.messages.put(&msg)?;
         if let Some(key) = &item.channel_key {
-            t.channel_messages.get()?.put(key.row(self.replica), msg.id)?;
+            t.channel_messages.put(self.replica, key, msg.id)?;
         }
         t.recorder.record(&msg, self.pool)?;
         Ok(msg.id)
-    }
-}
-
-/// A table of a write transaction opened the first time it is needed (most history writes
-/// need neither the channel-message table nor the cited texts).
-struct Lazy<'t, K: StoreKey, V: StoreValue> {
-    txn: &'t WriteTransaction,
-    def: TableDef<K, V>,
-    table: Option<Table<'t, K, V>>,
-}
-
-impl<'t, K: StoreKey, V: StoreValue> Lazy<'t, K, V> {
-    fn new(txn: &'t WriteTransaction, def: TableDef<K, V>) -> Self {
-        Lazy { txn, def, table: None }
-    }
-
-    fn get(&mut self) -> Result<&mut Table<'t, K, V>> {
-        if self.table.is_none() {
-            self.table = Some(self.txn.open_table(self.def)?);
-        }
-        Ok(self.table.as_mut().expect("opened above"))
     }
 }
 
@@ -205,12 +184,11 @@ pub struct Page {
 pub async fn list(store: &Store, replica: Uuid, user: Uuid, page: Page) -> Result<Vec<Message>> {
     store
         .read(move |txn| {
-            let table = txn.table(tables::REPLICAUSERMSG_MESSAGE)?;
+            let messages = super::messages::of_snapshot(txn)?;
             let upper = page.before_id.map(|b| b.saturating_sub(1)).unwrap_or(u64::MAX);
             let mut out = Vec::new();
-            for row in table.range((k(replica), k(user), 0)..=(k(replica), k(user), upper))?.rev() {
-                let (_, v) = row?;
-                let mut m: Message = store::codec::decode(v.value())?;
+            for m in messages.newest_first(replica, user, upper)? {
+                let mut m = m?;
                 if page.channel.as_ref().is_none_or(|c| c == &m.source) {
                     super::passages::fill(txn, &mut m)?;
                     out.push(m);

@@ -20,7 +20,7 @@ use crate::secrets::Secrets;
 use crate::store::codec::Record;
 use crate::store::kv::ReadableTable;
 use crate::store::records::{Message, MessengerABot, MessengerBBot};
-use crate::store::{self, k, now_ms, tables, Store};
+use crate::store::{self, k, now_ms, Store};
 
 /// A stored bot of one channel: what the shared operations of this module need of it.
 pub trait BotRecord: Record + Clone + Send + Sync + 'static {
@@ -254,11 +254,11 @@ pub async fn secrets_key_matches(store: &Store, secrets: &Secrets) -> Result<boo
     let sealed = secrets.seal(b"replicad", KEY_CHECK.as_bytes())?;
     let stored = store
         .write(move |txn| {
-            let mut meta = txn.open_table(tables::META)?;
-            if let Some(found) = meta.get(KEY_CHECK)?.map(|v| v.value().to_vec()) {
+            let mut meta = crate::store::meta::Meta::open(txn)?;
+            if let Some(found) = meta.get(KEY_CHECK)? {
                 return Ok(Some(found));
             }
-            meta.insert(KEY_CHECK, sealed.as_slice())?;
+            meta.put(KEY_CHECK, &sealed)?;
             Ok(None)
         })
         .await?;
@@ -363,14 +363,10 @@ pub async fn stored_reply(
     let key = channel_key.reply();
     store
         .read(move |txn| {
-            let Some(id) = txn.open_table(tables::REPLICACHANNELMSG_MESSAGE)?.get(key.row(replica))?.map(|v| v.value())
-            else {
+            let Some(id) = super::channel_data::stored_id(txn, replica, &key)? else {
                 return Ok(None);
             };
-            store::get::<(u128, u128, u64), Message, _>(
-                &txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?,
-                (k(replica), k(user), id),
-            )
+            super::messages::open(txn)?.get((k(replica), k(user), id))
         })
         .await
 }

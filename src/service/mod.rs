@@ -8,6 +8,7 @@ pub mod embed;
 pub mod history;
 pub mod integrations;
 pub mod knowledge;
+pub mod messages;
 pub mod orgs;
 pub mod passages;
 pub mod quotas;

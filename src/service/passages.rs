@@ -14,13 +14,18 @@
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
-use crate::store::kv::{Table, WriteTransaction};
+use crate::store::kv::{LazyTable, Table, WriteTransaction};
 use crate::store::records::{Message, SourceRef};
 use crate::store::snapshot::Snapshot;
 use crate::store::{k, tables};
 
 /// The texts table as a history write opens it.
 pub type Texts<'t> = Table<'t, (u128, u64), &'static str>;
+
+/// The texts table of `txn`, opened when a reply first cites a source ([`keep`]).
+pub fn lazy(txn: &WriteTransaction) -> LazyTable<'_, (u128, u64), &'static str> {
+    LazyTable::new(txn, tables::REPLICAPASSAGE_TEXT)
+}
 
 /// The key of `text`: its XXH3-64, never 0 (the mark of a text kept inline).
 fn key_of(text: &str) -> u64 {

@@ -323,8 +323,7 @@ pub async fn delete(store: &Store, org: Uuid, id: Uuid) -> Result<()> {
             let r = load_in(txn, org, id)?;
             replica_index::remove_replica(txn, &r)?;
             txn.open_table(tables::SLUG_REPLICA)?.remove((k(org), r.slug.as_str()))?;
-            txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?
-                .retain_in((k(id), 0, 0)..=(k(id), u128::MAX, u64::MAX), |_, _| false)?;
+            super::messages::delete_all_in(txn, id)?;
             super::passages::delete_all_in(txn, id)?;
             super::chats::delete_all_in(txn, id)?;
             super::integrations::delete_all_in(txn, id)?;

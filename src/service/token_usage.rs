@@ -6,13 +6,25 @@ use uuid::Uuid;
 
 use crate::error::Result;
 use crate::generate::Usage;
-use crate::store::kv::Table;
+use crate::store::kv::{LazyTable, ReadableTable, Reads, Table, WriteTransaction};
 use crate::store::{k, tables, Store};
 
 /// `YYYYMM` (UTC) of a store timestamp in milliseconds.
 pub fn month_of(ms: i64) -> u32 {
     let d = chrono::DateTime::from_timestamp_millis(ms).unwrap_or_default();
     d.year().max(0) as u32 * 100 + d.month()
+}
+
+/// The token usage table of `txn`, opened when a write first adds usage ([`add_to`]).
+pub fn lazy(txn: &WriteTransaction) -> LazyTable<'_, (u128, u128, u32), (u64, u64)> {
+    LazyTable::new(txn, tables::REPLICAUSERMONTH_USAGE)
+}
+
+/// The usage of `(replica, user)` in `month` (`YYYYMM`), as of `txn`; `None` when nothing
+/// was counted. Errors: the store's.
+pub fn in_month(txn: &impl Reads, replica: Uuid, user: Uuid, month: u32) -> Result<Option<Usage>> {
+    let found = txn.read_table(tables::REPLICAUSERMONTH_USAGE)?.get((k(replica), k(user), month))?.map(|v| v.value());
+    Ok(found.map(|(p, c)| Usage { prompt_tokens: p, completion_tokens: c }))
 }
 
 /// Adds `usage` to the month of `now` for `(replica, user)` in the open

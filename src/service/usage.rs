@@ -76,12 +76,11 @@ pub async fn of_user(store: &Store, org: Uuid, user: Uuid, now: i64) -> Result<M
             let ids = crate::store::replica_index::ids_of_org(txn, org)?;
             let convs = txn.open_table(tables::REPLICAMONTH_CONVERSATIONS)?;
             let kb = txn.open_table(tables::REPLICA_KB)?;
-            let tokens = txn.open_table(tables::REPLICAUSERMONTH_USAGE)?;
             let mut out = MyUsage { month, ..MyUsage::default() };
             for replica in ids {
                 let id = k(replica);
-                if let Some((p, c)) = tokens.get((id, k(user), month))?.map(|v| v.value()) {
-                    out.tokens_by_replica.insert(Uuid::from_u128(id), Usage { prompt_tokens: p, completion_tokens: c });
+                if let Some(usage) = super::token_usage::in_month(txn, replica, user, month)? {
+                    out.tokens_by_replica.insert(replica, usage);
                 }
                 let Some(r) = crate::store::replica_index::get_in(txn, replica)? else { continue };
                 if r.owner != user {

@@ -318,6 +318,55 @@ pub trait ReadableTable<K: StoreKey, V: Value + 'static> {
     }
 }
 
+/// A shared open table ([`super::Snapshot::table`] keeps them so) reads as the table.
+impl<K: StoreKey, V: Value + 'static, T: ReadableTable<K, V>> ReadableTable<K, V> for std::sync::Arc<T> {
+    fn get<'a>(&self, key: impl Borrow<K::SelfType<'a>>) -> Result<Option<AccessGuard<'_, V>>> {
+        (**self).get(key)
+    }
+
+    fn range<'a, KR>(&self, range: impl RangeBounds<KR> + 'a) -> Result<Range<'_, K, V>>
+    where
+        KR: Borrow<K::SelfType<'a>> + 'a,
+    {
+        (**self).range(range)
+    }
+
+    fn first(&self) -> Result<Option<Entry<'_, K, V>>> {
+        (**self).first()
+    }
+
+    fn last(&self) -> Result<Option<Entry<'_, K, V>>> {
+        (**self).last()
+    }
+
+    fn len(&self) -> Result<u64> {
+        (**self).len()
+    }
+}
+
+/// A table of a write transaction opened the first time it is needed (a run of writes that
+/// seldom touches it).
+pub struct LazyTable<'t, K: StoreKey, V: Value + 'static> {
+    txn: &'t WriteTransaction,
+    def: TableDefinition<'static, K, V>,
+    table: Option<Table<'t, K, V>>,
+}
+
+impl<'t, K: StoreKey, V: Value + 'static> LazyTable<'t, K, V> {
+    /// Table `def` of `txn`, not opened yet.
+    pub fn new(txn: &'t WriteTransaction, def: TableDefinition<'static, K, V>) -> Self {
+        LazyTable { txn, def, table: None }
+    }
+
+    /// The table, opened on the first call. Errors as [`WriteTransaction::open_table`].
+    pub fn get(&mut self) -> Result<&mut Table<'t, K, V>> {
+        if self.table.is_none() {
+            self.table = Some(self.txn.open_table(self.def)?);
+        }
+        Ok(self.table.as_mut().expect("opened above"))
+    }
+}
+
 /// Implements [`ReadableTable`] for a table enum whose `Redb` variant implements redb's, and
 /// its `get` and `range` as inherent methods (whose guards live as long as `$guard`).
 macro_rules! readable {

@@ -30,6 +30,7 @@ pub mod kb_order;
 pub mod kb_summary;
 pub mod kv;
 pub mod lease;
+pub mod meta;
 pub mod migrate;
 pub mod notify;
 pub mod pg;
@@ -608,8 +609,30 @@ pub fn next_seq(txn: &WriteTransaction, seq: Sequence) -> Result<u64> {
     next_seq_in(&mut txn.open_table(tables::SEQUENCES)?, seq)
 }
 
+/// The `sequences` table, open in a write transaction for a run of writes that take ids
+/// (`service::history`).
+pub struct Sequences<'t>(kv::Table<'t, &'static str, u64>);
+
+impl<'t> Sequences<'t> {
+    /// Opens the table in `txn`. Errors: the store's.
+    pub fn open(txn: &'t WriteTransaction) -> Result<Sequences<'t>> {
+        Ok(Sequences(txn.open_table(tables::SEQUENCES)?))
+    }
+
+    /// The next value of `seq` (see [`next_seq`]). Errors: the store's.
+    pub fn next(&mut self, seq: Sequence) -> Result<u64> {
+        next_seq_in(&mut self.0, seq)
+    }
+}
+
+/// The knowledge-base outbox's last position ([`Sequence::Outbox`]) as of `txn`. Errors: the
+/// store's.
+pub fn outbox_seq(txn: &impl kv::Reads) -> Result<u64> {
+    current_seq(&txn.read_table(tables::SEQUENCES)?, Sequence::Outbox)
+}
+
 /// [`next_seq`] in the open `sequences` table.
-pub fn next_seq_in(table: &mut crate::store::kv::Table<&'static str, u64>, seq: Sequence) -> Result<u64> {
+fn next_seq_in(table: &mut crate::store::kv::Table<&'static str, u64>, seq: Sequence) -> Result<u64> {
     let last = table.get(seq.key())?.map(|v| v.value()).unwrap_or(0);
     let next = match seq {
         Sequence::Outbox => last + 1,

@@ -196,10 +196,10 @@ async fn analyze(store: &Store, backends: &Backends, key: Key, local_only: bool)
                 .take(MAX_MESSAGES)
                 .map(|r| r.map(|(k, v)| (k.value().2, v.value())))
                 .collect::<Result<_, _>>()?;
-            let table = txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
+            let messages = crate::service::messages::open(txn)?;
             let mut out = Vec::new();
             for (id, user) in ids.into_iter().rev() {
-                out.extend(store::get::<(u128, u128, u64), Message, _>(&table, (key.0, user, id))?);
+                out.extend(messages.get((key.0, user, id))?);
             }
             let r = crate::store::replica_index::get_in(txn, Uuid::from_u128(key.0))?;
             Ok((out, r.map(|r| (r.llm.model, r.name))))

@@ -33,20 +33,15 @@ pub const SILENCE_MS: i64 = 30 * 60 * 1000;
 /// time) order, through [`Recorder::record`] like a new item, once: when the 2 → 3 migration left
 /// [`migrate::DERIVE_CHATS`] in `meta`, which this removes. Returns whether it derived anything.
 pub fn derive_pending_in(txn: &WriteTransaction) -> Result<bool> {
-    if txn.open_table(tables::META)?.remove(migrate::DERIVE_CHATS)?.is_none() {
+    if !store::meta::Meta::open(txn)?.remove(migrate::DERIVE_CHATS)? {
         return Ok(false);
     }
-    let mut keys: Vec<(u64, u128, u128)> = Vec::new();
-    for row in txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?.iter()? {
-        let (replica, user, id) = row?.0.value();
-        keys.push((id, replica, user));
-    }
-    keys.sort_unstable();
-    let messages = txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
+    let messages = super::messages::open(txn)?;
+    let mut keys = messages.keys()?;
+    keys.sort_unstable_by_key(|&(replica, user, id)| (id, replica, user));
     let mut recorder = Recorder::open(txn)?;
-    for (id, replica, user) in keys {
-        let m: Option<Message> = store::get(&messages, (replica, user, id))?;
-        if let Some(m) = m {
+    for key in keys {
+        if let Some(m) = messages.get(key)? {
             recorder.record(&m, Pool::Organization)?;
         }
     }
@@ -503,11 +498,11 @@ pub fn ids_in<V: crate::store::kv::StoreValue>(
 
 /// The items `ids` of `replica` with their senders.
 pub fn items_in(txn: &ReadTransaction, replica: &Replica, ids: &[(u64, u128)]) -> Result<Vec<Item>> {
-    let messages = txn.open_table(tables::REPLICAUSERMSG_MESSAGE)?;
+    let messages = super::messages::open(txn)?;
     let users = super::users::Reader::open(txn)?;
     let mut out = Vec::with_capacity(ids.len());
     for &(id, user) in ids {
-        let Some(m) = store::get::<(u128, u128, u64), Message, _>(&messages, (k(replica.id), user, id))? else {
+        let Some(m) = messages.get((k(replica.id), user, id))? else {
             continue;
         };
         let (name, image) = if m.role == "assistant" {
