@@ -1,7 +1,7 @@
 //! How long small writes wait behind large ones: `--writers` tasks append
 //! one small chat history item at a time (`service::history::append`, a durable write each)
 //! while the main task, after a quiet second, uploads `--uploads` files of `--upload-mib` MiB
-//! (`service::uploads::upload`) one after another, then creates `--texts` text entries of
+//! (`service::knowledge::uploads::upload`) one after another, then creates `--texts` text entries of
 //! `--text-chars` characters (`service::knowledge::create`: chunking, language detection).
 //! Prints the history writes' latency (p50, p99, max) while nothing else runs, while uploads
 //! run, and while text entries are created, and how long each upload and creation took.
@@ -18,8 +18,8 @@ use clap::Parser;
 use uuid::Uuid;
 
 use replicad::service::history::{self, NewItem};
+use replicad::service::knowledge::uploads;
 use replicad::service::knowledge::{self, Content, Limits, NewEntry};
-use replicad::service::uploads;
 use replicad::store::records::Replica;
 use replicad::store::{tables, Store};
 

@@ -306,7 +306,6 @@ mod layering {
         "integrations",
         "embed",
         "knowledge",
-        "uploads",
         "replicas",
         "chat",
     ];
@@ -441,7 +440,7 @@ mod layering {
         ("KBID_SOURCE", "store/kb.rs"),
         ("KBID_STOREDFILE", "store/kb.rs"),
         ("KBID_JOB", "store/kb.rs"),
-        ("TOKENHASH_UPLOAD", "service/uploads.rs"),
+        ("TOKENHASH_UPLOAD", "service/knowledge/"),
         ("REPLICA_URL", "service/knowledge/"),
         ("REPLICA_KBSUMMARY", "store/kb_summary.rs"),
         ("ORG_KBCOUNT", "service/quotas.rs"),
@@ -473,7 +472,17 @@ mod layering {
 
     /// The tables other modules still open themselves (each must still be: the list only
     /// shrinks).
-    const NOT_YET_OWNED: &[&str] = &["KBID_ENTRY", "KBID_TEXT", "REPLICA_KB", "KBCHUNK_CHUNK", "KBCHUNK_VECTOR", "SEQ_KBOUTBOX", "KBID_SOURCE", "KBID_STOREDFILE", "KBID_JOB", "TOKENHASH_UPLOAD", "REPLICA_KBSUMMARY", "ORG_KBCOUNT"];
+    const NOT_YET_OWNED: &[&str] = &[
+        "KBID_ENTRY",
+        "KBID_TEXT",
+        "REPLICA_KB",
+        "KBCHUNK_CHUNK",
+        "KBCHUNK_VECTOR",
+        "SEQ_KBOUTBOX",
+        "KBID_SOURCE",
+        "KBID_STOREDFILE",
+        "KBID_JOB",
+    ];
 
     #[test]
     fn tables_are_named_only_by_their_owners() {

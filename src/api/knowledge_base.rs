@@ -18,11 +18,12 @@ use crate::http::response::Reply;
 use crate::ingest::formats::{FORMATS, MEDIA_TYPES};
 use crate::openapi::derived::SparseId;
 use crate::openapi::operations::{op, page, param};
+use crate::service::knowledge::uploads;
 use crate::service::knowledge::{
     self, Content, Created, EntryView, Limits, NewEntry, Patch, Sort, SortKey, LANGUAGES, MAX_FILENAME_CHARS,
     MAX_TEXT_CHARS, MAX_TITLE_CHARS, MAX_URL_CHARS, SORTS, STATUSES, TYPES,
 };
-use crate::service::{replicas, uploads};
+use crate::service::replicas;
 use crate::store::records::{Chunk, KbKind, KbStatus, KbText, Replica};
 use hyper::header::{CONTENT_TYPE, HOST};
 use serde_json::{json, Value};

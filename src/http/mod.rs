@@ -165,7 +165,7 @@ async fn dispatch(
             (_, BodyKind::Raw) => {
                 // The signed URL's token is the credential: checked before the body is read.
                 let token = matched.params.iter().find(|(k, _)| k == "token").map_or("", |(_, v)| v.as_str());
-                let allowed = crate::service::uploads::admit(&app.store, token).await?;
+                let allowed = crate::service::knowledge::uploads::admit(&app.store, token).await?;
                 let limit = usize::try_from(allowed).unwrap_or(usize::MAX).min(app.config.max_upload_bytes);
                 request::read_body(&parts.headers, &mut body, limit, false, stall).await?
             }

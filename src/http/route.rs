@@ -28,7 +28,7 @@ pub enum BodyKind {
     Json,
     /// Bytes of any type sent to a signed upload URL, at most `--max-upload-bytes` and what the
     /// URL allows. The URL's `{token}` is its credential: the request path checks it
-    /// (`service::uploads::admit`) before the body is read.
+    /// (`service::knowledge::uploads::admit`) before the body is read.
     Raw,
 }
 

@@ -69,9 +69,7 @@ async fn store(store: &Store) -> Check {
         None if last_ok.is_some_and(|t| now_ms() - t < FRESH.as_millis() as i64) => return Check::ok("writable"),
         None => {}
     }
-    let probe = store.write(|txn| {
-        crate::store::meta::Meta::open(txn)?.put("ready_probe", &now_ms().to_be_bytes())
-    });
+    let probe = store.write(|txn| crate::store::meta::Meta::open(txn)?.put("ready_probe", &now_ms().to_be_bytes()));
     match tokio::time::timeout(PROBE_TIMEOUT, probe).await {
         Ok(Ok(())) => Check::ok("writable"),
         Ok(Err(e)) if e.code == Code::InsufficientStorage => {
@@ -102,7 +100,7 @@ async fn search(app: &App) -> Check {
         )),
     };
     if app.store.is_shared() {
-        let head = app.store.read(|txn| crate::store::outbox_seq(txn)).await;
+        let head = app.store.read(crate::store::outbox_seq).await;
         let position = match head {
             Ok(head) => {
                 format!("; this node's index has applied {} of {head} outbox changes", app.search.applied_seq())

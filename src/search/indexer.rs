@@ -385,7 +385,7 @@ async fn all_entries(store: &Store, search: &Search) -> Result<(Vec<Change>, u64
 /// Whether the index must be rebuilt at start: unknown payload, or ahead of the store.
 pub async fn needs_rebuild(store: &Store, index_seq: Option<u64>) -> Result<bool> {
     let Some(index_seq) = index_seq else { return Ok(true) };
-    let store_seq = store.read(|txn| store::outbox_seq(txn)).await?;
+    let store_seq = store.read(store::outbox_seq).await?;
     Ok(index_seq > store_seq)
 }
 

@@ -44,7 +44,7 @@ pub fn this_node() -> &'static str {
 /// [`MARGIN`]).
 pub fn record(txn: &WriteTransaction, applied: u64, now: i64) -> Result<()> {
     let mut meta = Meta::open(txn)?;
-    meta.put(&this_node(), &encode(applied, now))?;
+    meta.put(this_node(), &encode(applied, now))?;
     let (mut oldest, mut gone) = (applied, Vec::new());
     for (name, value) in meta.range(PREFIX..PREFIX_END)? {
         match decode(&value) {

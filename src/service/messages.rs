@@ -5,7 +5,7 @@
 use uuid::Uuid;
 
 use crate::error::Result;
-use crate::store::kv::{ReadOnlyTable, ReadableTable, Reads, Table, WriteTransaction};
+use crate::store::kv::{ReadableTable, Reads, Shared, Table, WriteTransaction};
 use crate::store::records::Message;
 use crate::store::snapshot::Snapshot;
 use crate::store::{self, codec, k, tables};
@@ -24,7 +24,7 @@ pub fn open<R: Reads>(txn: &R) -> Result<Messages<R::Table<'_, Key, &'static [u8
 
 /// The items table of a store snapshot, opened once per snapshot ([`Snapshot::table`]).
 /// Errors: the store's.
-pub fn of_snapshot(txn: &Snapshot) -> Result<Messages<std::sync::Arc<ReadOnlyTable<Key, &'static [u8]>>>> {
+pub fn of_snapshot(txn: &Snapshot) -> Result<Messages<Shared<Key, &'static [u8]>>> {
     Ok(Messages(txn.table(tables::REPLICAUSERMSG_MESSAGE)?))
 }
 

@@ -15,7 +15,6 @@ pub mod quotas;
 pub mod replicas;
 pub mod text_fragment;
 pub mod token_usage;
-pub mod uploads;
 pub mod usage;
 pub mod users;
 pub mod visibility;

@@ -135,6 +135,37 @@ pub fn org_entries(txn: &impl Reads, org: Uuid) -> Result<u64> {
     Ok(found.unwrap_or(0))
 }
 
+/// Counts one more knowledge-base entry of `org`, refusing past its quota (its own, else
+/// `default_max`: 429 `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED`) or the caller's `usageLimits`
+/// `custom` (400).
+pub fn count_kb_entry_in(txn: &WriteTransaction, org: Uuid, default_max: u64, custom: Option<u64>) -> Result<()> {
+    let mut counts = txn.open_table(tables::ORG_KBCOUNT)?;
+    let n = counts.get(k(org))?.map(|v| v.value()).unwrap_or(0);
+    if let Some(max) = custom.filter(|max| n >= *max) {
+        return Err(Error::new(
+            Code::KnowledgeBaseUsageLimitReached,
+            format!("the organization has {n} knowledge-base entries; usageLimits.knowledgeBaseEntries is {max}"),
+        ));
+    }
+    let max = of_in(txn, org)?.knowledge_base_entries.unwrap_or(default_max);
+    if n >= max {
+        return Err(Error::new(
+            Code::KnowledgeBaseQuotaExceeded,
+            format!("the organization has reached its quota of {max} knowledge-base entries"),
+        ));
+    }
+    counts.insert(k(org), n + 1)?;
+    Ok(())
+}
+
+/// Counts one knowledge-base entry of `org` less (one was deleted).
+pub fn uncount_kb_entry_in(txn: &WriteTransaction, org: Uuid) -> Result<()> {
+    let mut counts = txn.open_table(tables::ORG_KBCOUNT)?;
+    let n = counts.get(k(org))?.map(|v| v.value()).unwrap_or(0);
+    counts.insert(k(org), n.saturating_sub(1))?;
+    Ok(())
+}
+
 /// Refuses, before anything is generated or made, a question that would start a conversation
 /// of `org` beyond `pool`'s monthly quota: 429 ([`Pool::check`]). `continues(txn, now)` says
 /// whether the question continues a conversation (it then passes; asked only when `pool` has

@@ -13,7 +13,8 @@ use uuid::Uuid;
 use super::records::{KbEntry, KbSummary};
 use super::{get, k, put, tables};
 use crate::error::Result;
-use crate::store::kv::{ReadableTable, WriteTransaction};
+use super::Snapshot;
+use crate::store::kv::{ReadableTable, Reads, Shared, WriteTransaction};
 
 /// Titles kept per replica.
 pub const MAX_TITLES: usize = 100;
@@ -23,9 +24,25 @@ fn title_of(e: &KbEntry) -> Option<&str> {
     e.title.as_deref().or(e.generated_title.as_deref())
 }
 
-/// The summary of `replica` from the open `replica_kbsummary` table (empty when none).
-pub fn of(table: &impl ReadableTable<u128, &'static [u8]>, replica: Uuid) -> Result<KbSummary> {
-    Ok(get::<u128, KbSummary, _>(table, k(replica))?.unwrap_or_default())
+/// The summaries table, open for reading the summaries of several replicas in one read.
+pub struct Summaries<T>(T);
+
+/// The summaries table of `txn`. Errors: the store's.
+pub fn open<R: Reads>(txn: &R) -> Result<Summaries<R::Table<'_, u128, &'static [u8]>>> {
+    Ok(Summaries(txn.read_table(tables::REPLICA_KBSUMMARY)?))
+}
+
+/// The summaries table of a store snapshot, opened once per snapshot ([`Snapshot::table`]).
+/// Errors: the store's.
+pub fn of_snapshot(txn: &Snapshot) -> Result<Summaries<Shared<u128, &'static [u8]>>> {
+    Ok(Summaries(txn.table(tables::REPLICA_KBSUMMARY)?))
+}
+
+impl<T: ReadableTable<u128, &'static [u8]>> Summaries<T> {
+    /// The summary of `replica` (empty when none). Errors: the store's.
+    pub fn get(&self, replica: Uuid) -> Result<KbSummary> {
+        Ok(get::<u128, KbSummary, _>(&self.0, k(replica))?.unwrap_or_default())
+    }
 }
 
 /// Writes entry `e` and brings its replica's summary (a new entry, or a changed title) and the
@@ -61,7 +78,7 @@ fn changed_in(
     after: Option<Option<&str>>,
 ) -> Result<()> {
     let mut table = txn.open_table(tables::REPLICA_KBSUMMARY)?;
-    let mut s = of(&table, replica)?;
+    let mut s = get::<u128, KbSummary, _>(&table, k(replica))?.unwrap_or_default();
     s.entries = (s.entries + u64::from(after.is_some())).saturating_sub(u64::from(before.is_some()));
     let was_full = s.titles.len() >= MAX_TITLES;
     match (s.titles.binary_search_by_key(&id, |(i, _)| *i), after.flatten()) {
@@ -150,7 +167,7 @@ pub(crate) mod tests {
     }
 
     fn summary(db: &Database, replica: Uuid) -> KbSummary {
-        of(&crate::store::kv::begin_read(db).unwrap().open_table(tables::REPLICA_KBSUMMARY).unwrap(), replica).unwrap()
+        open(&crate::store::kv::begin_read(db).unwrap()).unwrap().get(replica).unwrap()
     }
 
     #[test]

@@ -318,6 +318,9 @@ pub trait ReadableTable<K: StoreKey, V: Value + 'static> {
     }
 }
 
+/// A table open in a store snapshot and shared by its reads ([`super::Snapshot::table`]).
+pub type Shared<K, V> = std::sync::Arc<ReadOnlyTable<K, V>>;
+
 /// A shared open table ([`super::Snapshot::table`] keeps them so) reads as the table.
 impl<K: StoreKey, V: Value + 'static, T: ReadableTable<K, V>> ReadableTable<K, V> for std::sync::Arc<T> {
     fn get<'a>(&self, key: impl Borrow<K::SelfType<'a>>) -> Result<Option<AccessGuard<'_, V>>> {

@@ -20,8 +20,8 @@ use crate::http::response::{Body, Reply};
 use crate::ops::health::{Check, Report};
 use crate::service::chats::conversations::Mention;
 use crate::service::chats::{Item, Labeled};
+use crate::service::knowledge::uploads::Uploaded;
 use crate::service::knowledge::{Created, EntryView};
-use crate::service::uploads::Uploaded;
 use crate::service::usage::MyUsage;
 use crate::store::records::{
     Chat, Chunk, Conversation, Counts, FileMeta, KbEntry, KbSource, KbText, Message, SourceRef, User, WebsiteMeta,

@@ -115,28 +115,6 @@ fn check_filename(name: &str) -> Result<String> {
     Ok(base.to_string())
 }
 
-/// Counts one more entry of `org`, refusing past the operator's quota (429) or the caller's
-/// `usageLimits` (400).
-fn count_entry(txn: &WriteTransaction, org: Uuid, limits: Limits, custom: Option<u64>) -> Result<()> {
-    let mut counts = txn.open_table(tables::ORG_KBCOUNT)?;
-    let n = counts.get(k(org))?.map(|v| v.value()).unwrap_or(0);
-    if let Some(max) = custom.filter(|max| n >= *max) {
-        return Err(Error::new(
-            Code::KnowledgeBaseUsageLimitReached,
-            format!("the organization has {n} knowledge-base entries; usageLimits.knowledgeBaseEntries is {max}"),
-        ));
-    }
-    let max = crate::service::quotas::of_in(txn, org)?.knowledge_base_entries.unwrap_or(limits.max_entries_per_org);
-    if n >= max {
-        return Err(Error::new(
-            Code::KnowledgeBaseQuotaExceeded,
-            format!("the organization has reached its quota of {max} knowledge-base entries"),
-        ));
-    }
-    counts.insert(k(org), n + 1)?;
-    Ok(())
-}
-
 /// Creates an entry of `replica`: a text is chunked and queued for indexing at once; a URL is
 /// queued for fetching (a YouTube URL ends `UNPROCESSABLE`); a filename gets an upload token
 /// (its signed URL) and waits for the bytes. 400 for invalid values, 409 `URL_ALREADY_EXISTS`,
@@ -178,7 +156,7 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, mut new: NewEntry, 
     let upload_hash = token.as_deref().map(crate::service::hash_secret);
     let id = store
         .write_kb(move |txn| {
-            count_entry(txn, org, limits, new.custom_limit)?;
+            crate::service::quotas::count_kb_entry_in(txn, org, limits.max_entries_per_org, new.custom_limit)?;
             let id = next_seq(txn, Sequence::KbEntry)?;
             if let Some(url) = &source.url {
                 claim_url(txn, replica, url, id)?;

@@ -41,8 +41,11 @@ impl Distilled {
 
 /// [`Distilled`] of `replica`, read in `summaries` (`replica_kbsummary`): one lookup of the
 /// summary kept at write time (`store::kb_summary`).
-pub fn distilled_in(summaries: &impl ReadableTable<u128, &'static [u8]>, replica: Uuid) -> Result<Distilled> {
-    let s = kb_summary::of(summaries, replica)?;
+pub fn distilled_in(
+    summaries: &kb_summary::Summaries<impl ReadableTable<u128, &'static [u8]>>,
+    replica: Uuid,
+) -> Result<Distilled> {
+    let s = summaries.get(replica)?;
     Ok(Distilled { entries: s.entries, titles: s.titles.into_iter().map(|(_, t)| t).collect() })
 }
 

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use crate::service::visibility;
 use crate::store::kb_order;
 use crate::store::records::User;
-use crate::store::{self, k, tables, Store};
+use crate::store::{self, tables, Store};
 
 /// Filters and order of the entry lists (per replica and organization-wide).
 #[derive(Debug, Default, Clone)]
@@ -149,12 +149,12 @@ pub async fn list(store: &Store, scope: Scope, q: ListQuery) -> Result<(Vec<Entr
 /// The entries of `scope` from the counts kept at write time, less those of the `hidden`
 /// replicas.
 fn total_in(txn: &crate::store::kv::ReadTransaction, scope: &Scope, hidden: &HashSet<u128>) -> Result<u64> {
-    let summaries = txn.open_table(tables::REPLICA_KBSUMMARY)?;
-    let entries_of = |r: Uuid| -> Result<u64> { Ok(store::kb_summary::of(&summaries, r)?.entries) };
+    let summaries = store::kb_summary::open(txn)?;
+    let entries_of = |r: Uuid| -> Result<u64> { Ok(summaries.get(r)?.entries) };
     match scope {
         Scope::Replica(r) => entries_of(*r),
         Scope::Organization { org, .. } => {
-            let all = txn.open_table(tables::ORG_KBCOUNT)?.get(k(*org))?.map_or(0, |v| v.value());
+            let all = crate::service::quotas::org_entries(txn, *org)?;
             let hidden = hidden
                 .iter()
                 .try_fold(0u64, |n, &r| Ok::<_, crate::error::Error>(n + entries_of(Uuid::from_u128(r))?))?;

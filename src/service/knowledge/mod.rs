@@ -2,7 +2,7 @@
 //!
 //! A text entry is chunked at creation; a `url` entry becomes an ingestion job (fetched and
 //! extracted by `ingest::pipeline`); a `filename` entry waits for its bytes on a signed upload
-//! URL (see `service::uploads`). Whatever writes an entry's text writes, in the same
+//! URL (see [`uploads`]). Whatever writes an entry's text writes, in the same
 //! transaction, its chunks and an outbox row; the indexer (see `search`) applies the outbox to
 //! tantivy and, once searches see the chunks, marks the entry `READY`. Deleting writes an outbox row
 //! too, so index documents go with the entry.
@@ -14,6 +14,7 @@ use crate::store::kv::WriteTransaction;
 mod create;
 mod distilled;
 mod list;
+pub mod uploads;
 
 pub use create::{create, Content, Created, Limits, NewEntry, MAX_FILENAME_CHARS, MAX_URL_CHARS, YOUTUBE_UNSUPPORTED};
 pub use distilled::{distilled_in, Distilled};
@@ -219,9 +220,7 @@ fn remove_in(txn: &WriteTransaction, e: &KbEntry) -> Result<()> {
     if let Some(url) = &source.url {
         txn.open_table(tables::REPLICA_URL)?.remove((k(e.replica), url.as_str()))?;
     }
-    let mut counts = txn.open_table(tables::ORG_KBCOUNT)?;
-    let n = counts.get(k(e.org))?.map(|v| v.value()).unwrap_or(0);
-    counts.insert(k(e.org), n.saturating_sub(1))?;
+    crate::service::quotas::uncount_kb_entry_in(txn, e.org)?;
     store::kb_summary::remove_entry(txn, e)?;
     txn.open_table(tables::KBID_TEXT)?.remove(id)?;
     txn.open_table(tables::KBID_SOURCE)?.remove(id)?;

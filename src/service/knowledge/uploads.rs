@@ -4,9 +4,9 @@
 
 use crate::store::kv::{ReadTransaction, WriteTransaction};
 
+use super as knowledge;
 use crate::error::{Code, Error, Result};
 use crate::ingest::formats::Format;
-use crate::service::knowledge;
 use crate::store::records::{KbEntry, KbSource, KbStatus, StoredFile, Upload};
 use crate::store::{self, now_ms, tables, Store};
 
@@ -33,7 +33,7 @@ pub struct Uploaded {
 /// check the URL and the entry again and put the records naming the file; when it fails, the
 /// file is removed.
 pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_type: Option<String>) -> Result<Uploaded> {
-    let hash = super::hash_secret(token);
+    let hash = crate::service::hash_secret(token);
     let now = now_ms();
     let (up, name) = store
         .read(move |txn| {
@@ -65,7 +65,7 @@ pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_typ
 /// Returns the most bytes the URL takes (its `max_bytes`); [`upload`] checks all again in
 /// its write.
 pub async fn admit(store: &Store, token: &str) -> Result<u64> {
-    let hash = super::hash_secret(token);
+    let hash = crate::service::hash_secret(token);
     let now = now_ms();
     store.read(move |txn| usable_upload(txn, &hash, now).map(|up| up.max_bytes)).await
 }
