@@ -439,7 +439,7 @@ mod layering {
         ("REPLICACHANNELMSG_MESSAGE", "service/channel_data.rs"),
         ("KBID_SOURCE", "store/kb.rs"),
         ("KBID_STOREDFILE", "store/kb.rs"),
-        ("KBID_JOB", "store/kb.rs"),
+        ("KBID_JOB", "ingest/"),
         ("TOKENHASH_UPLOAD", "service/knowledge/"),
         ("REPLICA_URL", "service/knowledge/"),
         ("REPLICA_KBSUMMARY", "store/kb_summary.rs"),
@@ -481,7 +481,6 @@ mod layering {
         "SEQ_KBOUTBOX",
         "KBID_SOURCE",
         "KBID_STOREDFILE",
-        "KBID_JOB",
     ];
 
     #[test]

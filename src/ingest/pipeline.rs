@@ -24,6 +24,7 @@ use super::formats::Format;
 use super::sandbox::Sandbox;
 use crate::error::Result;
 use crate::store::kb;
+use crate::store::kv::{ReadableTable, Reads, WriteTransaction};
 use crate::store::records::{KbEntry, KbKind, KbSource, KbStatus, KbText, WebsiteMeta};
 use crate::store::{self, now_ms, tables, Store};
 
@@ -316,9 +317,37 @@ async fn fail(store: &Store, id: u64, from: Option<KbStatus>, message: String) -
         .await
 }
 
-fn drop_job(txn: &crate::store::kv::WriteTransaction, id: u64) -> Result<()> {
-    txn.open_table(tables::KBID_JOB)?.remove(id)?;
+/// Adds an ingestion job for `entry` (see the module documentation), runnable now; the other nodes hear of
+/// it at the commit (`store::notify::KB`). Errors: the store's.
+pub fn add_job(txn: &WriteTransaction, entry: u64) -> Result<()> {
+    txn.open_table(tables::KBID_JOB)?.insert(entry, (0u32, 0i64))?;
+    txn.notify_on_commit(store::notify::KB);
     Ok(())
+}
+
+/// Removes the job of `entry`, if any (its entry is deleted, done, or given new text). Errors:
+/// the store's.
+pub fn drop_job(txn: &WriteTransaction, entry: u64) -> Result<()> {
+    txn.open_table(tables::KBID_JOB)?.remove(entry)?;
+    Ok(())
+}
+
+/// The number of jobs queued (the metrics' queue depth). Errors: the store's.
+pub fn job_count(txn: &impl Reads) -> Result<u64> {
+    txn.read_table(tables::KBID_JOB)?.len()
+}
+
+/// The jobs whose run count is not zero, `(entry, runs)`: runs started and never finished (a
+/// crash, or an entry that keeps failing). Errors: the store's.
+pub fn interrupted_jobs(txn: &impl Reads) -> Result<Vec<(u64, u32)>> {
+    let mut jobs = Vec::new();
+    for row in txn.read_table(tables::KBID_JOB)?.iter()? {
+        let (entry, (runs, _)) = row.map(|(k, v)| (k.value(), v.value()))?;
+        if runs > 0 {
+            jobs.push((entry, runs));
+        }
+    }
+    Ok(jobs)
 }
 
 /// Makes job `id` a fresh one due in `refresh_ms` (the next `autoRefresh` re-fetch).

@@ -34,8 +34,6 @@ use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::http::route::{BodyKind, Route};
-use crate::store::kv::ReadableTable;
-use crate::store::tables;
 
 /// Buckets of latency histograms, in seconds.
 const SECONDS: &[f64] = &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
@@ -88,7 +86,7 @@ pub async fn render(app: &App) -> String {
         .store
         .read(|txn| {
             let head = crate::store::outbox_seq(txn)?;
-            Ok((txn.open_table(tables::KBID_JOB)?.len()?, head))
+            Ok((crate::ingest::pipeline::job_count(txn)?, head))
         })
         .await;
     match depths {

@@ -71,18 +71,6 @@ impl Search {
     }
 }
 
-/// The job rows whose run count is not zero (see [`Report::interrupted_jobs`]).
-fn interrupted_jobs(txn: &crate::store::kv::ReadTransaction) -> Result<Vec<(u64, u32)>> {
-    let mut jobs = Vec::new();
-    for row in txn.open_table(tables::KBID_JOB)?.iter()? {
-        let (entry, (runs, _)) = row.map(|(k, v)| (k.value(), v.value()))?;
-        if runs > 0 {
-            jobs.push((entry, runs));
-        }
-    }
-    Ok(jobs)
-}
-
 /// Compares the index with the store (see the module documentation).
 pub async fn check(store: &Store, search: &Arc<Search>) -> Result<Report> {
     let (entries, pending, store_seq, recorded, interrupted_jobs) = store
@@ -99,7 +87,7 @@ pub async fn check(store: &Store, search: &Arc<Search>) -> Result<Report> {
                 .collect::<Result<Vec<_>>>()?;
             let recorded = files::recorded(&txn.open_table(tables::KBID_STOREDFILE)?)?;
             let seq = store::outbox_seq(txn)?;
-            Ok((entries, pending, seq, recorded, interrupted_jobs(txn)?))
+            Ok((entries, pending, seq, recorded, crate::ingest::pipeline::interrupted_jobs(txn)?))
         })
         .await?;
     let s = search.clone();

@@ -31,14 +31,6 @@ pub fn enqueue(txn: &WriteTransaction, entry: u64, revision: u64) -> Result<()> 
     Ok(())
 }
 
-/// Adds an ingestion job for `entry` (see `ingest::pipeline`), runnable now; the other nodes
-/// hear of it at the commit ([`super::notify::KB`]).
-pub fn add_job(txn: &WriteTransaction, entry: u64) -> Result<()> {
-    txn.open_table(tables::KBID_JOB)?.insert(entry, (0u32, 0i64))?;
-    txn.notify_on_commit(super::notify::KB);
-    Ok(())
-}
-
 /// Moves entries whose current revision is the one indexed (`(entry, revision)` pairs) to
 /// `status` (`READY`: written only after the index commit that holds them is visible to
 /// searches; see `search::indexer`) where [`KbStatus::may_become`] allows it.

@@ -11,9 +11,9 @@
 use uuid::Uuid;
 
 use super::records::{KbEntry, KbSummary};
+use super::Snapshot;
 use super::{get, k, put, tables};
 use crate::error::Result;
-use super::Snapshot;
 use crate::store::kv::{ReadableTable, Reads, Shared, WriteTransaction};
 
 /// Titles kept per replica.

@@ -23,7 +23,8 @@ pub use list::{get, list, replica_of, EntryView, ListQuery, Scope, Sort, SortKey
 use super::check_len;
 use crate::error::{Error, Result};
 pub use crate::ingest::content::{write_content, Naming, PreparedText};
-pub use crate::store::kb::{add_job, enqueue, put_source, source_in};
+pub use crate::ingest::pipeline::add_job;
+pub use crate::store::kb::{enqueue, put_source, source_in};
 use crate::store::records::{KbEntry, KbKind, KbStatus, KbText};
 use crate::store::{self, k, now_ms, tables, Store};
 
@@ -186,7 +187,7 @@ fn apply_patch(
         return Ok(false);
     }
     if plan.text_changed {
-        txn.open_table(tables::KBID_JOB)?.remove(id)?;
+        crate::ingest::pipeline::drop_job(txn, id)?;
     } else if patch.auto_refresh == Some(true) && e.kind == KbKind::Website && e.status == KbStatus::Ready {
         add_job(txn, id)?; // turning autoRefresh on re-fetches now, then every interval
     }
@@ -225,7 +226,7 @@ fn remove_in(txn: &WriteTransaction, e: &KbEntry) -> Result<()> {
     txn.open_table(tables::KBID_TEXT)?.remove(id)?;
     txn.open_table(tables::KBID_SOURCE)?.remove(id)?;
     txn.open_table(tables::KBID_STOREDFILE)?.remove(id)?;
-    txn.open_table(tables::KBID_JOB)?.remove(id)?;
+    crate::ingest::pipeline::drop_job(txn, id)?;
     txn.open_table(tables::REPLICA_KB)?.remove((k(e.replica), id))?;
     txn.open_table(tables::KBCHUNK_CHUNK)?.retain_in((id, 0)..=(id, u32::MAX), |_, _| false)?;
     txn.open_table(tables::KBCHUNK_VECTOR)?.retain_in((id, 0)..=(id, u32::MAX), |_, _| false)?;
