@@ -258,7 +258,7 @@ async fn save_raw(
             txn.open_table(tables::KBID_TEXT)?.insert(id, text.as_slice())?;
             e.move_to(KbStatus::RawText);
             e.updated_at = now;
-            store::kb_summary::put_entry(txn, &e)
+            store::kb::summary::put_entry(txn, &e)
         })
         .await
 }
@@ -287,7 +287,7 @@ async fn process(store: &Store, id: u64, refresh_ms: i64) -> Result<bool> {
             let Some(mut e) = found.filter(still) else { return Ok(false) };
             content::write_content(txn, &mut e, &text)?;
             e.updated_at = now;
-            store::kb_summary::put_entry(txn, &e)?;
+            store::kb::summary::put_entry(txn, &e)?;
             match e.kind == KbKind::Website && e.auto_refresh {
                 true => refresh_later(txn, id, refresh_ms)?,
                 false => drop_job(txn, id)?,
@@ -310,7 +310,7 @@ async fn fail(store: &Store, id: u64, from: Option<KbStatus>, message: String) -
                 e.move_to(KbStatus::Unprocessable);
                 e.error = Some(message.clone());
                 e.updated_at = now;
-                store::kb_summary::put_entry(txn, &e)?;
+                store::kb::summary::put_entry(txn, &e)?;
             }
             drop_job(txn, id)
         })

@@ -516,7 +516,7 @@ type RecordTable = Arc<crate::store::kv::ReadOnlyTable<u128, &'static [u8]>>;
 /// The tables a replica's [`ViewParts`] come from, opened once per store snapshot
 /// ([`store::Snapshot::table`]; a list of 24 replicas opened each of them 24 times).
 struct ViewTables {
-    summaries: store::kb_summary::Summaries<RecordTable>,
+    summaries: store::kb::summary::Summaries<RecordTable>,
     counts: replica_index::MessageCounts,
     bots: Vec<(Bot, RecordTable)>,
     users: super::users::Reader,
@@ -525,7 +525,7 @@ struct ViewTables {
 impl ViewTables {
     fn open(txn: &store::Snapshot) -> Result<ViewTables> {
         Ok(ViewTables {
-            summaries: store::kb_summary::of_snapshot(txn)?,
+            summaries: store::kb::summary::of_snapshot(txn)?,
             counts: replica_index::MessageCounts::of(txn)?,
             bots: Bot::ALL.into_iter().map(|b| Ok((b, txn.table(b.table())?))).collect::<Result<_>>()?,
             users: super::users::Reader::of(txn)?,

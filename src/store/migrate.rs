@@ -113,14 +113,14 @@ fn migrate_from(db: &Database, from: u32, files: &Arc<Files>) -> Result<()> {
             split_linked_account_keys(&txn)?;
             split_channel_message_keys(&txn)?;
             split_chat_identity_keys(&txn)?;
-            super::kb_summary::rebuild_all_in(&txn)?;
+            super::kb::summary::rebuild_all_in(&txn)?;
         }
         // 5 → 6: the list indexes and counts kept at write time (replicas: `store::replica_index`;
-        // knowledge-base entries: `store::kb_order`).
+        // knowledge-base entries: `store::kb::order`).
         5 => {
             create_tables(&txn)?;
             super::replica_index::rebuild_all_in(&txn)?;
-            super::kb_order::rebuild_all_in(&txn)?;
+            super::kb::order::rebuild_all_in(&txn)?;
         }
         // 6 → 7: uploaded files out of the store's file, into `DATA_DIR/files/` (`store::files`).
         6 => {
@@ -550,7 +550,7 @@ mod tests {
         let read = crate::store::kv::begin_read(&db).unwrap();
         let rows = read.open_table(tables::SCOPE_KBORDER).unwrap().len().unwrap();
         assert_eq!(rows, 16, "a row per entry, scope (replica, organization) and entry order");
-        let created: Vec<u64> = crate::store::kb_order::walk(&read, replica, Default::default(), false)
+        let created: Vec<u64> = crate::store::kb::order::walk(&read, replica, Default::default(), false)
             .unwrap()
             .map(|listed| listed.map(|(id, _)| id))
             .collect::<Result<_>>()

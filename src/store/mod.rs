@@ -26,8 +26,6 @@ pub mod file;
 pub mod files;
 mod handle;
 pub mod kb;
-pub mod kb_order;
-pub mod kb_summary;
 pub mod kv;
 pub mod lease;
 pub mod meta;

@@ -731,8 +731,8 @@ impl Record for EmbedSettings {
 }
 
 /// What a replica's knowledge base holds, kept in step by every write that adds or removes an
-/// entry or changes its title (`store::kb_summary`): the number of entries, and the `(entry id,
-/// title)` of the first [`crate::store::kb_summary::MAX_TITLES`] entries that have a title
+/// entry or changes its title (`store::kb::summary`): the number of entries, and the `(entry id,
+/// title)` of the first [`crate::store::kb::summary::MAX_TITLES`] entries that have a title
 /// (given, else generated), in entry-id order.
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq, Eq)]
 pub struct KbSummary {

@@ -72,7 +72,7 @@ pub const TOKENHASH_UPLOAD: TableDefinition<&[u8; 32], &[u8]> = TableDefinition:
 /// `(replica id, normalized url) → entry id`: a URL is in a replica's knowledge base once.
 pub const REPLICA_URL: TableDefinition<(u128, &str), u64> = TableDefinition::new("replica_url");
 /// `replica id → KbSummary`: the entry count and first titles of a replica's knowledge base,
-/// kept at write time (`store::kb_summary`).
+/// kept at write time (`store::kb::summary`).
 pub const REPLICA_KBSUMMARY: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_kbsummary");
 /// `org id → number of knowledge-base entries` (the per-organization quota).
 pub const ORG_KBCOUNT: TableDefinition<u128, u64> = TableDefinition::new("org_kbcount");
@@ -147,7 +147,7 @@ pub const REPLICA_SORT_POPULARITY: u8 = 2;
 /// `(org id, replica id) → ()`: the private replicas of an organization (`store::replica_index`).
 pub const ORG_PRIVATEREPLICA: TableDefinition<(u128, u128), ()> = TableDefinition::new("org_privatereplica");
 /// `(replica or org id, sort, sort key, entry id) → replica id`: the entries of a replica and of
-/// an organization in each order the entry lists offer (`store::kb_order`: sort numbers and key
+/// an organization in each order the entry lists offer (`store::kb::order`: sort numbers and key
 /// bytes), kept at write time.
 pub const SCOPE_KBORDER: TableDefinition<(u128, u8, &[u8], u64), u128> = TableDefinition::new("scope_kborder");
 /// `org id → (replicas, private replicas)`, kept at write time (`store::replica_index`).

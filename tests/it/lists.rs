@@ -1,4 +1,4 @@
-//! Lists read from the indexes kept at write time (`store::replica_index`, `store::kb_order`),
+//! Lists read from the indexes kept at write time (`store::replica_index`, `store::kb::order`),
 //! so that a page reads its own records, not the whole organization's: every page, walked from
 //! either end of the order, is the slice of the order the test computes itself from the items'
 //! own fields, after creates, renames, status changes and deletes.

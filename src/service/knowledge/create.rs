@@ -192,7 +192,7 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, mut new: NewEntry, 
                     store::put(&mut txn.open_table(tables::TOKENHASH_UPLOAD)?, &hash, &upload)?;
                 }
             }
-            store::kb_summary::put_entry(txn, &entry)?;
+            store::kb::summary::put_entry(txn, &entry)?;
             txn.open_table(tables::REPLICA_KB)?.insert((k(replica), id), ())?;
             Ok(id)
         })

@@ -1,12 +1,12 @@
 //! `distilledKnowledge` of a replica (docs/decisions.md "Replicas"): a short text saying what its
 //! knowledge base covers, and the counts behind it. Read from the summary kept at write time
-//! (`store::kb_summary`), in the read transaction of the replica views
+//! (`store::kb::summary`), in the read transaction of the replica views
 //! (`service::replicas::view_parts`).
 
 use uuid::Uuid;
 
 use crate::error::Result;
-use crate::store::kb_summary;
+use crate::store::kb::summary as kb_summary;
 use crate::store::kv::ReadableTable;
 
 /// Titles named in the text; the rest are counted ("… and 7 more").
@@ -17,7 +17,7 @@ const TEXT_TITLES: usize = 10;
 pub struct Distilled {
     /// Number of entries, whatever their status.
     pub entries: u64,
-    /// Titles (given, else generated) of the first [`crate::store::kb_summary::MAX_TITLES`] entries that have one.
+    /// Titles (given, else generated) of the first [`crate::store::kb::summary::MAX_TITLES`] entries that have one.
     pub titles: Vec<String>,
 }
 
@@ -40,7 +40,7 @@ impl Distilled {
 }
 
 /// [`Distilled`] of `replica`, read in `summaries` (`replica_kbsummary`): one lookup of the
-/// summary kept at write time (`store::kb_summary`).
+/// summary kept at write time (`store::kb::summary`).
 pub fn distilled_in(
     summaries: &kb_summary::Summaries<impl ReadableTable<u128, &'static [u8]>>,
     replica: Uuid,

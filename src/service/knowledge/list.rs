@@ -9,7 +9,7 @@ use crate::store::records::{Chunk, KbEntry, KbKind, KbSource, KbStatus, KbText};
 use std::collections::HashSet;
 
 use crate::service::visibility;
-use crate::store::kb_order;
+use crate::store::kb::order as kb_order;
 use crate::store::records::User;
 use crate::store::{self, tables, Store};
 
@@ -44,7 +44,7 @@ pub struct Sort {
     pub descending: bool,
 }
 
-pub use crate::store::kb_order::SortKey;
+pub use crate::store::kb::order::SortKey;
 
 /// `sort` values accepted by the list (a leading `-` sorts descending).
 pub const SORTS: &[(&str, SortKey)] = &[
@@ -97,7 +97,7 @@ pub enum Scope {
 
 /// A page of the entries of `scope` and the number that matched.
 ///
-/// The order comes from `store::kb_order`, kept at write time. Without a filter a page reads its
+/// The order comes from `store::kb::order`, kept at write time. Without a filter a page reads its
 /// own records only: `total` comes from the counts kept beside the orders (less the entries of
 /// the private replicas the user may not see), and the order's keys are walked from its nearer
 /// end. With a filter (`status`, `type`, `search`, `hasError`) the list walks the order once,
@@ -149,7 +149,7 @@ pub async fn list(store: &Store, scope: Scope, q: ListQuery) -> Result<(Vec<Entr
 /// The entries of `scope` from the counts kept at write time, less those of the `hidden`
 /// replicas.
 fn total_in(txn: &crate::store::kv::ReadTransaction, scope: &Scope, hidden: &HashSet<u128>) -> Result<u64> {
-    let summaries = store::kb_summary::open(txn)?;
+    let summaries = store::kb::summary::open(txn)?;
     let entries_of = |r: Uuid| -> Result<u64> { Ok(summaries.get(r)?.entries) };
     match scope {
         Scope::Replica(r) => entries_of(*r),

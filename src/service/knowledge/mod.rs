@@ -195,7 +195,7 @@ fn apply_patch(
         write_content(txn, &mut e, text)?;
     }
     e.updated_at = now;
-    store::kb_summary::put_entry(txn, &e)?;
+    store::kb::summary::put_entry(txn, &e)?;
     Ok(true)
 }
 
@@ -222,7 +222,7 @@ fn remove_in(txn: &WriteTransaction, e: &KbEntry) -> Result<()> {
         txn.open_table(tables::REPLICA_URL)?.remove((k(e.replica), url.as_str()))?;
     }
     crate::service::quotas::uncount_kb_entry_in(txn, e.org)?;
-    store::kb_summary::remove_entry(txn, e)?;
+    store::kb::summary::remove_entry(txn, e)?;
     txn.open_table(tables::KBID_TEXT)?.remove(id)?;
     txn.open_table(tables::KBID_SOURCE)?.remove(id)?;
     txn.open_table(tables::KBID_STOREDFILE)?.remove(id)?;

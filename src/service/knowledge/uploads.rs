@@ -125,7 +125,7 @@ fn record_file(
     store::put(&mut txn.open_table(tables::KBID_STOREDFILE)?, up.entry, stored)?;
     entry.move_to(KbStatus::FileUploaded);
     entry.updated_at = now;
-    store::kb_summary::put_entry(txn, &entry)?;
+    store::kb::summary::put_entry(txn, &entry)?;
     knowledge::add_job(txn, up.entry)?;
     up.used = true;
     store::put(&mut uploads, hash, &up)?;

@@ -3,18 +3,18 @@
 //! costs one lookup instead of a scan of the replica's entries.
 //!
 //! Every write of an entry record goes through [`put_entry`] or [`remove_entry`], which also keep
-//! the entry lists' orders in step (`store::kb_order`). The invariant: `titles` holds the first
+//! the entry lists' orders in step ([`super::order`]). The invariant: `titles` holds the first
 //! `min(MAX_TITLES, titled entries)` titled entries in id order, so a change outside a full
 //! window needs no scan, and a title leaving a full window is replaced by scanning forward from
 //! the window's last id.
 
 use uuid::Uuid;
 
-use super::records::{KbEntry, KbSummary};
-use super::Snapshot;
-use super::{get, k, put, tables};
 use crate::error::Result;
 use crate::store::kv::{ReadableTable, Reads, Shared, WriteTransaction};
+use crate::store::records::{KbEntry, KbSummary};
+use crate::store::Snapshot;
+use crate::store::{get, k, put, tables};
 
 /// Titles kept per replica.
 pub const MAX_TITLES: usize = 100;
@@ -52,7 +52,7 @@ pub fn put_entry(txn: &WriteTransaction, e: &KbEntry) -> Result<()> {
     let before = get::<u64, KbEntry, _>(&entries, e.id)?;
     put(&mut entries, e.id, e)?;
     drop(entries);
-    super::kb_order::changed(txn, before.as_ref(), Some(e))?;
+    super::order::changed(txn, before.as_ref(), Some(e))?;
     let before = before.as_ref().map(title_of);
     if before == Some(title_of(e)) {
         return Ok(());
@@ -62,9 +62,12 @@ pub fn put_entry(txn: &WriteTransaction, e: &KbEntry) -> Result<()> {
 
 /// Removes entry `e`'s record and brings its replica's summary and the list orders in step.
 pub fn remove_entry(txn: &WriteTransaction, e: &KbEntry) -> Result<()> {
-    let stored =
-        txn.open_table(tables::KBID_ENTRY)?.remove(e.id)?.map(|v| super::codec::decode(v.value())).transpose()?;
-    super::kb_order::changed(txn, Some(stored.as_ref().unwrap_or(e)), None)?;
+    let stored = txn
+        .open_table(tables::KBID_ENTRY)?
+        .remove(e.id)?
+        .map(|v| crate::store::codec::decode(v.value()))
+        .transpose()?;
+    super::order::changed(txn, Some(stored.as_ref().unwrap_or(e)), None)?;
     changed_in(txn, e.replica, e.id, Some(title_of(e)), None)
 }
 
@@ -118,7 +121,7 @@ fn refill(txn: &WriteTransaction, replica: Uuid, s: &mut KbSummary) -> Result<()
 pub fn rebuild_all_in(txn: &WriteTransaction) -> Result<()> {
     let mut summaries: std::collections::BTreeMap<u128, KbSummary> = Default::default();
     for row in txn.open_table(tables::KBID_ENTRY)?.iter()? {
-        let e: KbEntry = super::codec::decode(row?.1.value())?;
+        let e: KbEntry = crate::store::codec::decode(row?.1.value())?;
         let s = summaries.entry(k(e.replica)).or_default();
         s.entries += 1;
         if let (Some(title), true) = (title_of(&e), s.titles.len() < MAX_TITLES) {

@@ -7,16 +7,16 @@
 //! key bytes of [`key_of`], ties falling to the entry id as the lists sorted before; the value is
 //! the entry's replica, so the organization-wide list leaves out the entries of the private
 //! replicas a user may not see without reading them. Every write of an entry record goes
-//! through `kb_summary::put_entry` / `kb_summary::remove_entry`, which call [`changed`]. A list's
+//! through `summary::put_entry` / `summary::remove_entry`, which call [`changed`]. A list's
 //! `total` without a filter comes from the counts kept beside (`KbSummary` per replica,
 //! `org_kbcount` per organization).
 
 use uuid::Uuid;
 
-use super::records::KbEntry;
-use super::{k, tables};
 use crate::error::Result;
 use crate::store::kv::{ReadTransaction, ReadableTable, WriteTransaction};
+use crate::store::records::KbEntry;
+use crate::store::{k, tables};
 
 /// The orders of the entry lists; the number is the order's `sort` in `replica_kborder`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +102,7 @@ pub fn rebuild_all_in(txn: &WriteTransaction) -> Result<()> {
     let entries: Vec<KbEntry> = txn
         .open_table(tables::KBID_ENTRY)?
         .iter()?
-        .map(|row| row.and_then(|(_, v)| super::codec::decode(v.value())))
+        .map(|row| row.and_then(|(_, v)| crate::store::codec::decode(v.value())))
         .collect::<Result<_>>()?;
     entries.iter().try_for_each(|e| changed(txn, None, Some(e)))
 }
@@ -114,7 +114,7 @@ mod tests {
     use super::*;
 
     fn entry(id: u64, replica: Uuid, title: &str, updated_at: i64) -> KbEntry {
-        let e = crate::store::kb_summary::tests::entry(id, replica, Some(title));
+        let e = crate::store::kb::summary::tests::entry(id, replica, Some(title));
         KbEntry { created_at: -5, updated_at, ..e }
     }
 
