@@ -31,9 +31,9 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::store::files::{self, Files};
+use crate::store::files::Files;
 use crate::store::records::StoredFile;
-use crate::store::{copy, tables, Store, DB_FILE};
+use crate::store::{copy, Store, DB_FILE};
 
 /// Name of the manifest, the archive's first entry.
 pub const MANIFEST: &str = "replicad-backup.json";
@@ -144,7 +144,8 @@ pub fn write(store: &Store, key_file: &Path, to: &Path, progress: &mut dyn FnMut
             progress(Progress { step: Step::Copy, done, total });
         }
     })?;
-    let files = files::recorded(&crate::store::kv::ReadOnlyTable::Redb(snapshot.open_table(tables::KBID_STOREDFILE)?))?;
+    let snapshot = crate::store::kv::ReadTransaction::Redb(snapshot);
+    let files = crate::store::kb::stored_files(&snapshot)?;
     drop(snapshot);
     let key = read_key(key_file)?;
     let manifest = Manifest {

@@ -19,7 +19,7 @@ use crate::store::kv::WriteTransaction;
 use crate::error::{Error, Result};
 use crate::store::kb::{enqueue, put_source, source_in};
 use crate::store::records::{Chunk, KbEntry, KbStatus, KbText};
-use crate::store::{codec, tables};
+use crate::store::{codec, kb};
 use crate::text::{chunk, language, pages};
 
 /// Characters of the processed text kept as the entry's `summary`.
@@ -123,16 +123,11 @@ pub fn write_content(txn: &WriteTransaction, entry: &mut KbEntry, text: &Prepare
     if let Some(g) = &text.generated_title {
         entry.generated_title = g.clone();
     }
-    let mut chunks = txn.open_table(tables::KBCHUNK_CHUNK)?;
-    chunks.retain_in((entry.id, 0)..=(entry.id, u32::MAX), |_, _| false)?;
-    for (i, c) in text.chunks.iter().enumerate() {
-        chunks.insert((entry.id, i as u32), c.as_slice())?;
-    }
-    drop(chunks);
+    kb::put_encoded_chunks(txn, entry.id, &text.chunks)?;
     let mut source = source_in(txn, entry.id)?;
     source.detected_language = text.detected_language.clone();
     put_source(txn, entry.id, &source)?;
-    txn.open_table(tables::KBID_TEXT)?.insert(entry.id, text.text.as_slice())?;
+    kb::put_encoded_text(txn, entry.id, &text.text)?;
     entry.summary = text.summary.clone();
     entry.chunk_count = text.chunks.len() as u32;
     entry.revision += 1;

@@ -124,21 +124,19 @@ async fn load(store: &Store, id: u64) -> Result<Option<Job>> {
     let files = store.files.clone();
     store // the blocking pool: the file may be 50 MiB, the stored text 2,000,000 characters
         .read_scan(move |txn| {
-            let Some(entry) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)? else {
+            let Some(entry) = kb::entry(txn, id)? else {
                 return Ok(None);
             };
-            let source = store::get(&txn.open_table(tables::KBID_SOURCE)?, id)?.unwrap_or_default();
+            let source = kb::source_in(txn, id)?;
             let file = match entry.status {
-                KbStatus::FileUploaded => match store::get(&txn.open_table(tables::KBID_STOREDFILE)?, id)? {
+                KbStatus::FileUploaded => match kb::stored_file(txn, id)? {
                     Some(stored) => Some(files.read(&stored)?),
                     None => None,
                 },
                 _ => None,
             };
             let raw = match entry.kind {
-                KbKind::Website if entry.auto_refresh => {
-                    store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.map(|t| t.raw)
-                }
+                KbKind::Website if entry.auto_refresh => kb::text(txn, id)?.map(|t| t.raw),
                 _ => None,
             };
             Ok(Some(Job { entry, source, file, raw }))
@@ -241,7 +239,7 @@ async fn save_raw(
     let text = store::codec::encode(&KbText { raw: text, processed: String::new() })?;
     store
         .write_kb(move |txn| {
-            let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
+            let found = kb::entry(txn, id)?;
             let Some(mut e) = found.filter(|e| e.status == from && from.may_become(KbStatus::RawText)) else {
                 return Ok(());
             };
@@ -255,7 +253,7 @@ async fn save_raw(
             if let Some(t) = title.clone().filter(|t| !t.trim().is_empty()) {
                 e.generated_title = Some(t.trim().chars().take(200).collect());
             }
-            txn.open_table(tables::KBID_TEXT)?.insert(id, text.as_slice())?;
+            kb::put_encoded_text(txn, id, &text)?;
             e.move_to(KbStatus::RawText);
             e.updated_at = now;
             store::kb::summary::put_entry(txn, &e)
@@ -270,9 +268,9 @@ async fn save_raw(
 async fn process(store: &Store, id: u64, refresh_ms: i64) -> Result<bool> {
     let read = store
         .read_scan(move |txn| {
-            let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
+            let found = kb::entry(txn, id)?;
             let Some(e) = found.filter(|e| e.status == KbStatus::RawText) else { return Ok(None) };
-            let raw = store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.unwrap_or_default().raw;
+            let raw = kb::text(txn, id)?.unwrap_or_default().raw;
             Ok(Some((e, raw)))
         })
         .await?;
@@ -281,7 +279,7 @@ async fn process(store: &Store, id: u64, refresh_ms: i64) -> Result<bool> {
     let now = now_ms();
     store
         .write_kb(move |txn| {
-            let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
+            let found = kb::entry(txn, id)?;
             // At `RAW_TEXT` and the same revision, the stored text is the one read.
             let still = |e: &KbEntry| e.status == KbStatus::RawText && e.revision == read.revision && text.fits(e);
             let Some(mut e) = found.filter(still) else { return Ok(false) };
@@ -305,7 +303,7 @@ async fn fail(store: &Store, id: u64, from: Option<KbStatus>, message: String) -
     let now = now_ms();
     store
         .write_kb(move |txn| {
-            let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
+            let found = kb::entry(txn, id)?;
             if let Some(mut e) = found.filter(|e| from.is_none_or(|f| e.status == f)) {
                 e.move_to(KbStatus::Unprocessable);
                 e.error = Some(message.clone());

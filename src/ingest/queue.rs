@@ -29,7 +29,6 @@ use super::pipeline::{self, Worker};
 use crate::error::Result;
 use crate::store::kv::ReadableTable;
 use crate::store::lease::Lease;
-use crate::store::records::KbEntry;
 use crate::store::{self, now_ms, tables, Store};
 
 /// The longest sleep of the scheduler on a shared store.
@@ -164,14 +163,14 @@ fn due_jobs(
     now: i64,
     running: &HashSet<u64>,
 ) -> Result<(Vec<Due>, Option<i64>)> {
-    let (jobs, entries) = (txn.open_table(tables::KBID_JOB)?, txn.open_table(tables::KBID_ENTRY)?);
+    let (jobs, entries) = (txn.open_table(tables::KBID_JOB)?, store::kb::entry_reader(txn)?);
     let (mut due, mut next) = (Vec::new(), None::<i64>);
     for row in jobs.iter()? {
         let (id, (_, not_before)) = row.map(|(k, v)| (k.value(), v.value()))?;
         if not_before > now {
             next = Some(next.map_or(not_before, |n| n.min(not_before)));
         } else if !running.contains(&id) {
-            let org = store::get::<u64, KbEntry, _>(&entries, id)?.map_or(Uuid::nil(), |e| e.org);
+            let org = entries.entry(id)?.map_or(Uuid::nil(), |e| e.org);
             due.push((org, id));
         }
     }

@@ -8,17 +8,16 @@
 //! Every uploaded file the store records must be in `DATA_DIR/files/` with the recorded size
 //! and SHA-256 (`store::files`).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::Search;
 use crate::error::{Error, Result};
-use crate::store::files::{self, Verified};
-use crate::store::kv::ReadableTable;
+use crate::store::files::Verified;
 use crate::store::records::KbEntry;
-use crate::store::{self, tables, Store};
+use crate::store::{self, kb, Store};
 
 /// What `check` found.
 #[derive(Debug, Serialize, Deserialize)]
@@ -75,17 +74,9 @@ impl Search {
 pub async fn check(store: &Store, search: &Arc<Search>) -> Result<Report> {
     let (entries, pending, store_seq, recorded, interrupted_jobs) = store
         .read_scan(|txn| {
-            let pending: HashSet<u64> = txn
-                .open_table(tables::SEQ_KBOUTBOX)?
-                .iter()?
-                .map(|r| r.map(|(_, v)| v.value().0))
-                .collect::<Result<_, _>>()?;
-            let entries = txn
-                .open_table(tables::KBID_ENTRY)?
-                .iter()?
-                .map(|r| r.and_then(|(_, v)| store::codec::decode::<KbEntry>(v.value())))
-                .collect::<Result<Vec<_>>>()?;
-            let recorded = files::recorded(&txn.open_table(tables::KBID_STOREDFILE)?)?;
+            let pending = kb::outbox_entries(txn)?;
+            let entries = kb::all_entries(txn)?;
+            let recorded = kb::stored_files(txn)?;
             let seq = store::outbox_seq(txn)?;
             Ok((entries, pending, seq, recorded, crate::ingest::pipeline::interrupted_jobs(txn)?))
         })

@@ -27,8 +27,8 @@ use super::vectors::{self, passage_text, sentence_texts, text_key};
 use super::Search;
 use crate::embed::catalog::Embedders;
 use crate::error::Result;
-use crate::store::records::{Chunk, ChunkVector, KbEntry, KbStatus};
-use crate::store::{self, kb, tables, Store};
+use crate::store::records::{ChunkVector, KbStatus};
+use crate::store::{kb, Store};
 
 /// Most chunks embedded in one step (one store write), with their sentences: ~3 s of one core
 /// for MiniLM.
@@ -123,14 +123,14 @@ type Computed = (u32, u64, Vec<f32>, Vec<Vec<f32>>);
 
 /// What is left to embed of `entry`; `None` when the entry is gone or has nothing to embed.
 fn work_of(txn: &crate::store::kv::ReadTransaction, embedders: &Embedders, entry: u64) -> Result<Option<Work>> {
-    let Some(e) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, entry)? else {
+    let Some(e) = kb::entry(txn, entry)? else {
         return Ok(None);
     };
     if e.chunk_count == 0 || e.status == KbStatus::Unprocessable {
         return Ok(None);
     }
     let model = vectors::model_of(txn, embedders, e.replica)?;
-    let chunks = kb::chunks_of(&txn.open_table(tables::KBCHUNK_CHUNK)?, entry)?;
+    let chunks = kb::chunks(txn, entry)?;
     let have: Vec<u32> = vectors::stored(txn, entry, &chunks, &model)?.into_iter().map(|(c, _)| c).collect();
     let missing = chunks
         .iter()
@@ -151,20 +151,17 @@ fn store_slice(
     computed: &[Computed],
     last: bool,
 ) -> Result<()> {
-    let Some(e) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, entry)? else {
+    let Some(e) = kb::entry(txn, entry)? else {
         return Ok(());
     };
-    let chunks = txn.open_table(tables::KBCHUNK_CHUNK)?;
-    let mut table = txn.open_table(tables::KBCHUNK_VECTOR)?;
+    let mut current = Vec::with_capacity(computed.len());
     for (chunk, key, vector, sentences) in computed {
-        let current: Option<Chunk> = store::get(&chunks, (entry, *chunk))?;
-        if current.is_some_and(|c| text_key(&passage_text(&c)) == *key) {
+        if kb::chunk(txn, (entry, *chunk))?.is_some_and(|c| text_key(&passage_text(&c)) == *key) {
             let (vector, sentences) = (vector.clone(), Some(sentences.clone()));
-            let v = ChunkVector { model: model.to_string(), text_key: *key, vector, sentences };
-            table.insert((entry, *chunk), store::codec::encode(&v)?.as_slice())?;
+            current.push((*chunk, ChunkVector { model: model.to_string(), text_key: *key, vector, sentences }));
         }
     }
-    table.retain_in((entry, e.chunk_count)..=(entry, u32::MAX), |_, _| false)?;
+    kb::put_vectors(txn, entry, &current, e.chunk_count)?;
     if last && e.revision == revision {
         kb::enqueue(txn, entry, e.revision)?;
     }

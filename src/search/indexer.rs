@@ -48,9 +48,9 @@ use super::{new_generation_name, open_generation, write_current, ChunkDoc, Index
 use crate::embed::catalog::Embedders;
 use crate::error::{Error, Result};
 use crate::store::kb;
-use crate::store::kv::{ReadTransaction, ReadableTable};
-use crate::store::records::{Chunk, KbEntry, KbSource, KbStatus};
-use crate::store::{self, tables, Store};
+use crate::store::kv::ReadTransaction;
+use crate::store::records::{Chunk, KbStatus};
+use crate::store::{self, Store};
 
 /// Most outbox rows applied in one index commit.
 const BATCH: usize = 512;
@@ -221,11 +221,10 @@ impl Search {
 }
 
 fn entry_doc(txn: &ReadTransaction, id: u64, embedders: Option<&Embedders>) -> Result<Option<EntryDoc>> {
-    let Some(e) = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)? else {
+    let Some(e) = kb::entry(txn, id)? else {
         return Ok(None);
     };
-    let source: Option<KbSource> = store::get(&txn.open_table(tables::KBID_SOURCE)?, id)?;
-    let language = e.language.clone().or_else(|| source.and_then(|s| s.detected_language));
+    let language = e.language.clone().or(kb::source_in(txn, id)?.detected_language);
     let model = match embedders {
         Some(m) => Some(vectors::model_of(txn, m, e.replica)?),
         None => None,
@@ -235,7 +234,7 @@ fn entry_doc(txn: &ReadTransaction, id: u64, embedders: Option<&Embedders>) -> R
     if e.chunk_count == 0 || e.status == KbStatus::Unprocessable {
         return Ok(Some(doc));
     }
-    doc.chunks = kb::chunks_of(&txn.open_table(tables::KBCHUNK_CHUNK)?, id)?;
+    doc.chunks = kb::chunks(txn, id)?;
     if let Some((model, found)) = &mut doc.vectors {
         *found = vectors::stored(txn, id, &doc.chunks, model)?;
     }
@@ -268,13 +267,10 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
             if shared && positions::rows_missing(txn, after)? {
                 return Ok(None);
             }
-            let outbox = txn.open_table(tables::SEQ_KBOUTBOX)?;
             let mut seqs = Vec::new();
             let mut entries: Vec<u64> = Vec::new();
-            for row in outbox.range(after + 1..)?.take(BATCH) {
-                let (seq, v) = row?;
-                seqs.push(seq.value());
-                let entry = v.value().0;
+            for (seq, entry) in kb::outbox_after(txn, after, BATCH)? {
+                seqs.push(seq);
                 if !entries.contains(&entry) {
                     entries.push(entry);
                 }
@@ -305,10 +301,7 @@ pub async fn apply_pending(store: &Store, search: &Arc<Search>) -> Result<usize>
             if shared {
                 positions::record(txn, last, store::now_ms())?;
             } else {
-                let mut outbox = txn.open_table(tables::SEQ_KBOUTBOX)?;
-                for s in &seqs {
-                    outbox.remove(s)?;
-                }
+                kb::remove_outbox_rows(txn, &seqs)?;
             }
             kb::mark_indexed_in(txn, &indexed, KbStatus::Ready)
         })
@@ -340,7 +333,7 @@ pub async fn rebuild_from_store(store: &Store, search: &Arc<Search>) -> Result<u
     store
         .write(move |txn| {
             if !shared {
-                txn.open_table(tables::SEQ_KBOUTBOX)?.retain_in(0..=seq, |_, _| false)?;
+                kb::trim_outbox(txn, seq)?;
             }
             kb::mark_indexed_in(txn, &ready, KbStatus::Ready)
         })
@@ -368,11 +361,7 @@ async fn all_entries(store: &Store, search: &Search) -> Result<(Vec<Change>, u64
     store
         .read_scan(move |txn| {
             let seq = store::outbox_seq(txn)?;
-            let ids: Vec<u64> = txn
-                .open_table(tables::KBID_ENTRY)?
-                .iter()?
-                .map(|r| r.map(|(k, _)| k.value()))
-                .collect::<Result<_, _>>()?;
+            let ids = kb::entry_ids(txn)?;
             let all = ids
                 .into_iter()
                 .map(|entry| Ok(Change { entry, doc: entry_doc(txn, entry, embedders.as_deref())? }))

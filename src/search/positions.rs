@@ -19,7 +19,6 @@ use uuid::Uuid;
 use crate::error::Result;
 use crate::store::kv::{ReadTransaction, WriteTransaction};
 use crate::store::meta::Meta;
-use crate::store::tables;
 
 /// How long a position counts without being written again.
 pub const LIFE_MS: i64 = 10 * 60 * 1000;
@@ -57,7 +56,7 @@ pub fn record(txn: &WriteTransaction, applied: u64, now: i64) -> Result<()> {
         meta.remove(name)?;
     }
     if let Some(upto) = oldest.checked_sub(MARGIN).filter(|u| *u > 0) {
-        txn.open_table(tables::SEQ_KBOUTBOX)?.retain_in(0..=upto, |_, _| false)?;
+        crate::store::kb::trim_outbox(txn, upto)?;
     }
     Ok(())
 }
@@ -66,7 +65,7 @@ pub fn record(txn: &WriteTransaction, applied: u64, now: i64) -> Result<()> {
 /// past `after` and its row `after + 1` is gone): its index must be rebuilt from the tables.
 pub fn rows_missing(txn: &ReadTransaction, after: u64) -> Result<bool> {
     let head = crate::store::outbox_seq(txn)?;
-    Ok(head > after && txn.open_table(tables::SEQ_KBOUTBOX)?.get(after + 1)?.is_none())
+    Ok(head > after && crate::store::kb::outbox_row_gone(txn, after + 1)?)
 }
 
 fn encode(applied: u64, at: i64) -> [u8; 16] {

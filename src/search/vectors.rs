@@ -16,9 +16,9 @@ use uuid::Uuid;
 use crate::embed::catalog::Embedders;
 use crate::embed::exact;
 use crate::error::Result;
-use crate::store::kv::{ReadTransaction, ReadableTable};
+use crate::store;
+use crate::store::kv::ReadTransaction;
 use crate::store::records::{Chunk, ChunkVector};
-use crate::store::{self, tables};
 use crate::text::blocks::{self, Block};
 use crate::text::chunk::own_heading;
 
@@ -57,13 +57,9 @@ pub fn model_of(txn: &ReadTransaction, embedders: &Embedders, replica: Uuid) -> 
 /// The stored vectors of `entry`'s `chunks` under `model`, `(chunk index, vector)`, of those
 /// whose vectors (the chunk's and its sentences') were computed from their current text.
 pub fn stored(txn: &ReadTransaction, entry: u64, chunks: &[Chunk], model: &str) -> Result<ChunkVectors> {
-    let table = txn.open_table(tables::KBCHUNK_VECTOR)?;
     let mut out = Vec::new();
-    for row in table.range((entry, 0)..=(entry, u32::MAX))? {
-        let (key, value) = row?;
-        let chunk = key.value().1;
+    for (chunk, v) in store::kb::vectors_of(txn, entry)? {
         let Some(c) = chunks.get(chunk as usize) else { continue };
-        let v: ChunkVector = store::codec::decode(value.value())?;
         if current(&v, c, model) && v.sentences.is_some() {
             out.push((chunk, v.vector));
         }
@@ -76,16 +72,11 @@ fn current(v: &ChunkVector, c: &Chunk, model: &str) -> bool {
     v.model == model && v.text_key == text_key(&passage_text(c))
 }
 
-/// The sentence vectors of chunk `(entry, index)`, whose current text is `c`, under `model`
-/// ([`sentence_texts`]' order); `None` when they are missing or of another text or model.
-pub fn sentences_of(
-    table: &impl ReadableTable<(u64, u32), &'static [u8]>,
-    (entry, index): (u64, u32),
-    c: &Chunk,
-    model: &str,
-) -> Result<Option<Vec<Vec<f32>>>> {
-    let Some(v) = store::get::<(u64, u32), ChunkVector, _>(table, (entry, index))? else { return Ok(None) };
-    Ok(if current(&v, c, model) { v.sentences } else { None })
+/// The sentence vectors in `v`, the stored vectors of a chunk whose current text is `c`, under
+/// `model` ([`sentence_texts`]' order); `None` when they are missing or of another text or
+/// model.
+pub fn sentences_of(v: Option<ChunkVector>, c: &Chunk, model: &str) -> Option<Vec<Vec<f32>>> {
+    v.filter(|v| current(v, c, model)).and_then(|v| v.sentences)
 }
 
 /// One replica's vectors, all of one model.

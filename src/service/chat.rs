@@ -23,9 +23,9 @@ use crate::generate::{
 };
 use crate::search::fusion::{Fusion, Ranks};
 use crate::search::{vectors, Hybrid, QuestionVector, Search};
-use crate::store::kv::ReadOnlyTable;
-use crate::store::records::{Chunk, KbEntry, KbKind, KbSource, Replica, SourceRef};
-use crate::store::{self, now_ms, tables, Store};
+use crate::store::kb::SnapshotReader;
+use crate::store::records::{Chunk, ChunkVector, KbKind, Replica, SourceRef};
+use crate::store::{self, now_ms, Store};
 use crate::text::question;
 
 /// Chunks retrieved per question.
@@ -211,35 +211,24 @@ async fn retrieve_from(
     let (found, collapsed) = store
         .read(move |txn| {
             // the snapshot's tables, opened once for the reads until the next commit
-            let (entries, chunks) = (txn.table(tables::KBID_ENTRY)?, txn.table(tables::KBCHUNK_CHUNK)?);
-            // `kbid_source`, opened at the first chunk of a web page (most retrievals have none)
-            let mut sources = None;
-            let vectors = match question {
-                Some(_) => Some(txn.table(tables::KBCHUNK_VECTOR)?),
-                None => None,
-            };
+            let kb = store::kb::SnapshotReader::open(txn)?;
             let mut out: Vec<Retrieved> = Vec::new();
             let mut seen = Seen::default();
             let mut collapsed = 0;
             let mut live = Live::default();
             for h in &hits {
-                let Some(created_at) = live.created_at(&entries, replica, h.entry)? else { continue };
-                let Some(c) = store::get::<(u64, u32), Chunk, _>(&*chunks, (h.entry, h.chunk))? else { continue };
+                let Some(created_at) = live.created_at(&kb, replica, h.entry)? else { continue };
+                let Some(c) = kb.chunk((h.entry, h.chunk))? else { continue };
                 if !seen.insert(&c.text, &out) {
                     collapsed += 1;
                     continue;
                 }
-                let sentences = match (&vectors, &question) {
-                    (Some(table), Some(q)) => sentence_cosines(&**table, (h.entry, h.chunk), &c, q)?,
-                    _ => Vec::new(),
+                let sentences = match &question {
+                    Some(q) => sentence_cosines(kb.vector((h.entry, h.chunk))?, &c, q),
+                    None => Vec::new(),
                 };
                 let url = match live.is_website(h.entry) {
-                    true => {
-                        if sources.is_none() {
-                            sources = Some(txn.table(tables::KBID_SOURCE)?);
-                        }
-                        sources.as_ref().map(|t| page_url(t, h.entry)).transpose()?.flatten()
-                    }
+                    true => page_url(&kb, h.entry)?,
                     false => None,
                 };
                 let (name, content, page) = (c.title, c.text, c.page);
@@ -255,19 +244,14 @@ async fn retrieve_from(
     Ok((Retrieval { found, unknown }, collapsed))
 }
 
-/// The question's cosine to each stored sentence vector of chunk `at` (current text `c`);
-/// empty when they are missing or stale.
-fn sentence_cosines(
-    table: &impl crate::store::kv::ReadableTable<(u64, u32), &'static [u8]>,
-    at: (u64, u32),
-    c: &Chunk,
-    q: &QuestionVector,
-) -> Result<Vec<f32>> {
-    let sentences = vectors::sentences_of(table, at, c, &q.model)?.unwrap_or_default();
+/// The question's cosine to each sentence vector in `stored`, the stored vectors of a chunk
+/// whose current text is `c`; empty when they are missing or stale.
+fn sentence_cosines(stored: Option<ChunkVector>, c: &Chunk, q: &QuestionVector) -> Vec<f32> {
+    let sentences = vectors::sentences_of(stored, c, &q.model).unwrap_or_default();
     if sentences.iter().any(|v| v.len() != q.vector.len()) {
-        return Ok(Vec::new());
+        return Vec::new();
     }
-    Ok(sentences.iter().map(|v| crate::embed::dot(&q.vector, v)).collect())
+    sentences.iter().map(|v| crate::embed::dot(&q.vector, v)).collect()
 }
 
 /// The entries one retrieval has read: each is read once however many of its chunks were hit
@@ -282,16 +266,16 @@ struct Live {
 impl Live {
     /// The `created_at` of entry `id` when it exists and is `replica`'s (the index may still
     /// hold chunks of an entry deleted since, see `search::indexer`).
-    fn created_at(&mut self, entries: &ReadOnlyTable<u64, &[u8]>, replica: Uuid, id: u64) -> Result<Option<i64>> {
-        Ok(self.entry(entries, replica, id)?.map(|(created_at, _)| created_at))
+    fn created_at(&mut self, kb: &SnapshotReader, replica: Uuid, id: u64) -> Result<Option<i64>> {
+        Ok(self.entry(kb, replica, id)?.map(|(created_at, _)| created_at))
     }
 
     /// Entry `id` as [`Live::read`] keeps it, read once.
-    fn entry(&mut self, entries: &ReadOnlyTable<u64, &[u8]>, replica: Uuid, id: u64) -> Result<Option<(i64, bool)>> {
+    fn entry(&mut self, kb: &SnapshotReader, replica: Uuid, id: u64) -> Result<Option<(i64, bool)>> {
         if let Some((_, known)) = self.read.iter().find(|(e, _)| *e == id) {
             return Ok(*known);
         }
-        let entry = store::get::<u64, KbEntry, _>(entries, id)?;
+        let entry = kb.entry(id)?;
         let known = entry.filter(|e| e.replica == replica).map(|e| (e.created_at, e.kind == KbKind::Website));
         self.read.push((id, known));
         Ok(known)
@@ -303,10 +287,9 @@ impl Live {
     }
 }
 
-/// The page `website` entry `id` was fetched from (`sources`: `kbid_source`): where its
-/// redirects ended, else its `url`.
-fn page_url(sources: &ReadOnlyTable<u64, &[u8]>, id: u64) -> Result<Option<String>> {
-    let source = store::get::<u64, KbSource, _>(sources, id)?.unwrap_or_default();
+/// The page `website` entry `id` was fetched from: where its redirects ended, else its `url`.
+fn page_url(kb: &SnapshotReader, id: u64) -> Result<Option<String>> {
+    let source = kb.source(id)?;
     Ok(source.website.map(|w| w.final_url).or(source.url))
 }
 

@@ -75,7 +75,6 @@ pub async fn of_user(store: &Store, org: Uuid, user: Uuid, now: i64) -> Result<M
         .read(move |txn| {
             let ids = crate::store::replica_index::ids_of_org(txn, org)?;
             let convs = txn.open_table(tables::REPLICAMONTH_CONVERSATIONS)?;
-            let kb = txn.open_table(tables::REPLICA_KB)?;
             let mut out = MyUsage { month, ..MyUsage::default() };
             for replica in ids {
                 let id = k(replica);
@@ -88,7 +87,7 @@ pub async fn of_user(store: &Store, org: Uuid, user: Uuid, now: i64) -> Result<M
                 }
                 let n = convs.get((id, month))?.map(|v| v.value()).unwrap_or(0);
                 out.conversations_by_replica.insert(r.id, n);
-                out.kb_entries_by_replica.insert(r.id, kb.range((id, 0)..=(id, u64::MAX))?.count() as u64);
+                out.kb_entries_by_replica.insert(r.id, crate::store::kb::ids_of_replica(txn, replica)?.len() as u64);
             }
             Ok(out)
         })

@@ -53,9 +53,8 @@ use sha2::Digest;
 use super::file::Space;
 use super::pg::PgPool;
 use super::records::StoredFile;
-use super::tables;
 use crate::error::{Error, Result};
-use crate::store::kv::{ReadTransaction, ReadableTable};
+use crate::store::kv::ReadTransaction;
 
 /// Directory of the uploaded files inside the data directory.
 pub const DIR: &str = "files";
@@ -314,20 +313,9 @@ impl Files {
     }
 }
 
-/// Every recorded file of `table` (`kbid_storedfile`), `(entry id, record)`.
-pub fn recorded(table: &impl ReadableTable<u64, &'static [u8]>) -> Result<Vec<(u64, StoredFile)>> {
-    table
-        .iter()?
-        .map(|row| {
-            let (k, v) = row?;
-            Ok((k.value(), super::codec::decode::<StoredFile>(v.value())?))
-        })
-        .collect()
-}
-
 /// The names of every recorded file in `txn`'s view of the store.
 pub fn recorded_names(txn: &ReadTransaction) -> Result<HashSet<String>> {
-    Ok(recorded(&txn.open_table(tables::KBID_STOREDFILE)?)?.into_iter().map(|(_, s)| s.name).collect())
+    Ok(super::kb::stored_files(txn)?.into_iter().map(|(_, s)| s.name).collect())
 }
 
 /// Whether `name` can be a file of this directory (what restore accepts from an archive).

@@ -394,7 +394,7 @@ mod tests {
         let files = files(dir.path());
         run(&db, &files).unwrap();
         let read = crate::store::kv::begin_read(&db).unwrap();
-        let recorded = crate::store::files::recorded(&read.open_table(tables::KBID_STOREDFILE).unwrap()).unwrap();
+        let recorded = crate::store::kb::stored_files(&read).unwrap();
         let bytes: Vec<(u64, Vec<u8>)> = recorded.iter().map(|(id, s)| (*id, files.read(s).unwrap())).collect();
         assert_eq!(bytes, vec![(4, b"four".to_vec()), (9, vec![9u8; 100_000])]);
         let names = table_names(&db);

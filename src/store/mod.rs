@@ -437,12 +437,11 @@ impl Store {
     /// the position moves only in a transaction that appends to that table ([`kb::enqueue`]).
     /// Errors as [`Store::read`].
     pub async fn outbox_head(&self) -> Result<u64> {
-        use redb::TableHandle as _;
         let read = |txn: &Snapshot| current_seq(&*txn.table(tables::SEQUENCES)?, Sequence::Outbox);
         let Engine::Pg(.., cache) = &*self.engine else {
             return self.read(read).await;
         };
-        let outbox = tables::SEQ_KBOUTBOX.name();
+        let outbox = kb::outbox_table_name();
         if let Some(head) = cache.get::<OutboxHead>(outbox, 0) {
             return Ok(head.0);
         }

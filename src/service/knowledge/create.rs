@@ -193,7 +193,7 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, mut new: NewEntry, 
                 }
             }
             store::kb::summary::put_entry(txn, &entry)?;
-            txn.open_table(tables::REPLICA_KB)?.insert((k(replica), id), ())?;
+            store::kb::add_to_replica(txn, replica, id)?;
             Ok(id)
         })
         .await?;

@@ -4,14 +4,14 @@
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
-use crate::store::kv::ReadOnlyTable;
+use crate::store::kv::Reads;
 use crate::store::records::{Chunk, KbEntry, KbKind, KbSource, KbStatus, KbText};
 use std::collections::HashSet;
 
 use crate::service::visibility;
 use crate::store::kb::order as kb_order;
 use crate::store::records::User;
-use crate::store::{self, tables, Store};
+use crate::store::{self, Store};
 
 /// Filters and order of the entry lists (per replica and organization-wide).
 #[derive(Debug, Default, Clone)]
@@ -80,8 +80,8 @@ impl EntryView {
 }
 
 /// The entry with its source record, read from the open `kbid_source` table.
-fn view_of(sources: &ReadOnlyTable<u64, &'static [u8]>, entry: KbEntry) -> Result<EntryView> {
-    let source = store::get::<u64, KbSource, _>(sources, entry.id)?.unwrap_or_default();
+fn view_of(txn: &impl Reads, entry: KbEntry) -> Result<EntryView> {
+    let source = store::kb::source_in(txn, entry.id)?;
     Ok(EntryView { entry, source })
 }
 
@@ -110,10 +110,10 @@ pub async fn list(store: &Store, scope: Scope, q: ListQuery) -> Result<(Vec<Entr
                 Scope::Replica(r) => (*r, HashSet::new()),
                 Scope::Organization { org, user } => (*org, visibility::hidden_in(txn, *org, user.as_ref())?),
             };
-            let entries = txn.open_table(tables::KBID_ENTRY)?;
-            let sources = txn.open_table(tables::KBID_SOURCE)?;
+            let reader = store::kb::entry_reader(txn)?;
             let read = |id: u64| -> Result<Option<EntryView>> {
-                store::get::<u64, KbEntry, _>(&entries, id)?.map(|e| view_of(&sources, e)).transpose()
+                let view = |entry: KbEntry| Ok(EntryView { source: reader.source(entry.id)?, entry });
+                reader.entry(id)?.map(view).transpose()
             };
             let ordered = |descending: bool| -> Result<_> {
                 let all = kb_order::walk(txn, id, q.sort.key, descending)?;
@@ -167,7 +167,7 @@ fn total_in(txn: &crate::store::kv::ReadTransaction, scope: &Scope, hidden: &Has
 /// entry operations find the replica this way, then act as the per-replica ones).
 pub async fn replica_of(store: &Store, org: Uuid, id: u64) -> Result<Uuid> {
     store
-        .read(move |txn| store::get::<u64, KbEntry, _>(&*txn.table(tables::KBID_ENTRY)?, id))
+        .read(move |txn| store::kb::entry(txn, id))
         .await?
         .filter(|e| e.org == org)
         .map(|e| e.replica)
@@ -178,12 +178,9 @@ pub async fn replica_of(store: &Store, org: Uuid, id: u64) -> Result<Uuid> {
 pub async fn get(store: &Store, replica: Uuid, id: u64) -> Result<(EntryView, KbText, Vec<Chunk>)> {
     store
         .read(move |txn| {
-            let entry = store::get::<u64, KbEntry, _>(&*txn.table(tables::KBID_ENTRY)?, id)?
-                .filter(|e| e.replica == replica)
-                .ok_or_else(|| Error::not_found("knowledge-base entry"))?;
-            let chunks = store::kb::chunks_of(&*txn.table(tables::KBCHUNK_CHUNK)?, id)?;
-            let text = store::get::<u64, KbText, _>(&*txn.table(tables::KBID_TEXT)?, id)?.unwrap_or_default();
-            Ok((view_of(&*txn.table(tables::KBID_SOURCE)?, entry)?, text, chunks))
+            let entry = store::kb::entry_of(txn, replica, id)?;
+            let (chunks, text) = (store::kb::chunks(txn, id)?, store::kb::text(txn, id)?.unwrap_or_default());
+            Ok((view_of(txn, entry)?, text, chunks))
         })
         .await
 }

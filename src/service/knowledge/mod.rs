@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 pub use crate::ingest::content::{write_content, Naming, PreparedText};
 pub use crate::ingest::pipeline::add_job;
 pub use crate::store::kb::{enqueue, put_source, source_in};
-use crate::store::records::{KbEntry, KbKind, KbStatus, KbText};
+use crate::store::records::{KbEntry, KbKind, KbStatus};
 use crate::store::{self, k, now_ms, tables, Store};
 
 /// ISO 639-1 codes accepted in `language` (spec §2.5).
@@ -135,10 +135,8 @@ struct PatchPlan {
 async fn plan_patch(store: &Store, replica: Uuid, id: u64, patch: std::sync::Arc<Patch>) -> Result<PatchPlan> {
     let (mut e, old) = store
         .read_scan(move |txn| {
-            let e = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?
-                .filter(|e| e.replica == replica)
-                .ok_or_else(|| Error::not_found("knowledge-base entry"))?;
-            let old = store::get::<u64, KbText, _>(&txn.open_table(tables::KBID_TEXT)?, id)?.unwrap_or_default();
+            let e = store::kb::entry_of(txn, replica, id)?;
+            let old = store::kb::text(txn, id)?.unwrap_or_default();
             Ok((e, old.raw))
         })
         .await?;
@@ -177,8 +175,7 @@ fn apply_patch(
     plan: &PatchPlan,
     now: i64,
 ) -> Result<bool> {
-    let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
-    let mut e = found.filter(|e| e.replica == replica).ok_or_else(|| Error::not_found("knowledge-base entry"))?;
+    let mut e = store::kb::entry_of(txn, replica, id)?;
     if (e.revision, e.status) != plan.read_at {
         return Ok(false);
     }
@@ -204,11 +201,8 @@ fn apply_patch(
 pub async fn delete(store: &Store, replica: Uuid, id: u64) -> Result<()> {
     store
         .write_kb(move |txn| {
-            let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
-            match found.filter(|e| e.replica == replica) {
-                Some(e) => remove_in(txn, &e),
-                None => Err(Error::not_found("knowledge-base entry")),
-            }
+            let e = store::kb::entry_of(txn, replica, id)?;
+            remove_in(txn, &e)
         })
         .await?;
     store.sweep_files().await;
@@ -223,26 +217,15 @@ fn remove_in(txn: &WriteTransaction, e: &KbEntry) -> Result<()> {
     }
     crate::service::quotas::uncount_kb_entry_in(txn, e.org)?;
     store::kb::summary::remove_entry(txn, e)?;
-    txn.open_table(tables::KBID_TEXT)?.remove(id)?;
-    txn.open_table(tables::KBID_SOURCE)?.remove(id)?;
-    txn.open_table(tables::KBID_STOREDFILE)?.remove(id)?;
+    store::kb::remove_rows(txn, e)?;
     crate::ingest::pipeline::drop_job(txn, id)?;
-    txn.open_table(tables::REPLICA_KB)?.remove((k(e.replica), id))?;
-    txn.open_table(tables::KBCHUNK_CHUNK)?.retain_in((id, 0)..=(id, u32::MAX), |_, _| false)?;
-    txn.open_table(tables::KBCHUNK_VECTOR)?.retain_in((id, 0)..=(id, u32::MAX), |_, _| false)?;
     enqueue(txn, id, 0)
 }
 
 /// Removes every entry of `replica` (replica deletion).
 pub fn delete_all_in(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
-    let ids: Vec<u64> = txn
-        .open_table(tables::REPLICA_KB)?
-        .range((k(replica), 0)..=(k(replica), u64::MAX))?
-        .map(|r| r.map(|(key, _)| key.value().1))
-        .collect::<Result<_, _>>()?;
-    for id in ids {
-        let found = store::get::<u64, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, id)?;
-        if let Some(e) = found {
+    for id in store::kb::ids_of_replica(txn, replica)? {
+        if let Some(e) = store::kb::entry(txn, id)? {
             remove_in(txn, &e)?;
         }
     }

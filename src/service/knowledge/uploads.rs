@@ -7,7 +7,7 @@ use crate::store::kv::{ReadTransaction, WriteTransaction};
 use super as knowledge;
 use crate::error::{Code, Error, Result};
 use crate::ingest::formats::Format;
-use crate::store::records::{KbEntry, KbSource, KbStatus, StoredFile, Upload};
+use crate::store::records::{KbStatus, StoredFile, Upload};
 use crate::store::{self, now_ms, tables, Store};
 
 /// Path of the upload operation; the token is its last segment.
@@ -38,8 +38,8 @@ pub async fn upload(store: &Store, token: &str, bytes: bytes::Bytes, content_typ
     let (up, name) = store
         .read(move |txn| {
             let up = usable_upload(txn, &hash, now)?;
-            let source = store::get::<_, KbSource, _>(&txn.open_table(tables::KBID_SOURCE)?, up.entry)?;
-            Ok((up, source.unwrap_or_default().file.unwrap_or_default().name))
+            let source = store::kb::source_in(txn, up.entry)?;
+            Ok((up, source.file.unwrap_or_default().name))
         })
         .await?;
     fits(&up, bytes.len() as u64)?;
@@ -114,7 +114,7 @@ fn record_file(
     let mut up: Upload = store::get(&uploads, hash)?.ok_or_else(|| Error::not_found("upload URL"))?;
     usable(&up, now)?;
     fits(&up, stored.size)?;
-    let found = store::get::<_, KbEntry, _>(&txn.open_table(tables::KBID_ENTRY)?, up.entry)?;
+    let found = store::kb::entry(txn, up.entry)?;
     let mut entry = found.ok_or_else(|| Error::not_found("knowledge-base entry"))?;
     let mut source = knowledge::source_in(txn, up.entry)?;
     let file = source.file.get_or_insert_with(Default::default);
@@ -122,7 +122,7 @@ fn record_file(
     file.mime_type = mime_type.to_string();
     let uploaded = Uploaded { entry: up.entry, size: file.size, mime_type: file.mime_type.clone() };
     knowledge::put_source(txn, up.entry, &source)?;
-    store::put(&mut txn.open_table(tables::KBID_STOREDFILE)?, up.entry, stored)?;
+    store::kb::put_stored_file(txn, up.entry, stored)?;
     entry.move_to(KbStatus::FileUploaded);
     entry.updated_at = now;
     store::kb::summary::put_entry(txn, &entry)?;
