@@ -1,7 +1,7 @@
 //! The channels a replica talks on (spec §2.6 message sources), as one type: [`Channel`], with
 //! one place per fact — its name on the wire and in the store, the history sources it writes,
 //! whether its users are linked by its own ids, the shape of its channel data, and its bot
-//! ([`Bot`]: the record table; the runner is `channels`' row for it). Adding a channel is a
+//! ([`Bot`]; its record table is `service::integrations`' row for it, the runner `channels`'). Adding a channel is a
 //! variant here, its module (`channels/<name>/` for a bot) and a row in each table that lists
 //! channels; the tests below hold the lists that stay literal to this type.
 
@@ -9,8 +9,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::store::kv::TableDef;
-use crate::store::tables;
 
 /// A channel. Its serde name is its wire name ([`Channel::name`]), stored as is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -133,7 +131,8 @@ pub fn linked_account_types() -> Vec<&'static str> {
     Channel::ALL.into_iter().filter(|c| c.links_users()).map(Channel::name).collect()
 }
 
-/// A channel the server runs a bot for: one record table, one runner (`channels`).
+/// A channel the server runs a bot for: one record table (`service::integrations`), one runner
+/// (`channels`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Bot {
     MessengerA,
@@ -160,14 +159,6 @@ impl Bot {
     /// The bot named `name` on the wire (the `integration` filter of replica lists).
     pub fn parse(name: &str) -> Option<Bot> {
         Channel::parse(name).and_then(Channel::bot)
-    }
-
-    /// `replica id → bot record` (`store::records`), one table per bot.
-    pub const fn table(self) -> TableDef<u128, &'static [u8]> {
-        match self {
-            Bot::MessengerA => tables::REPLICA_MESSENGERA,
-            Bot::MessengerB => tables::REPLICA_MESSENGERB,
-        }
     }
 
     /// The field of its integration object in replica reads (`<name>_integration`).

@@ -18,9 +18,9 @@ use super::channel_data::ChannelKey;
 use crate::error::{Code, Error, Result};
 use crate::secrets::Secrets;
 use crate::store::codec::Record;
-use crate::store::kv::ReadableTable;
+use crate::store::kv::{ReadableTable, Shared, TableDef};
 use crate::store::records::{Message, MessengerABot, MessengerBBot};
-use crate::store::{self, k, now_ms, Store};
+use crate::store::{self, k, now_ms, tables, Store};
 
 /// A stored bot of one channel: what the shared operations of this module need of it.
 pub trait BotRecord: Record + Clone + Send + Sync + 'static {
@@ -122,9 +122,35 @@ impl BotRecord for MessengerBBot {
     }
 }
 
+/// `replica id → bot record` (`store::records`), one table per bot; this module alone opens
+/// them.
+const fn table_of(bot: Bot) -> TableDef<u128, &'static [u8]> {
+    match bot {
+        Bot::MessengerA => tables::REPLICA_MESSENGERA,
+        Bot::MessengerB => tables::REPLICA_MESSENGERB,
+    }
+}
+
+/// Every bot's records as a store snapshot shares them (a page of replica views).
+pub struct BotViews(Vec<(Bot, Shared<u128, &'static [u8]>)>);
+
+impl BotViews {
+    /// The tables of `txn`, opened once per snapshot ([`store::Snapshot::table`]). Errors: the
+    /// store's.
+    pub fn of(txn: &store::Snapshot) -> Result<BotViews> {
+        Ok(BotViews(Bot::ALL.into_iter().map(|b| Ok((b, txn.table(table_of(b))?))).collect::<Result<_>>()?))
+    }
+
+    /// The integration object of each bot of `replica`, `None` for a bot not connected.
+    /// Errors: the store's.
+    pub fn of_replica(&self, replica: Uuid) -> Result<Vec<(Bot, Option<IntegrationView>)>> {
+        self.0.iter().map(|(b, t)| Ok((*b, view_in(*b, t, replica)?))).collect()
+    }
+}
+
 /// The integration object of `bot` of `replica`, if one is connected, read in `table`
-/// (`bot.table()`, opened by the caller): the one place a [`Bot`] names its record type.
-pub fn view_in(
+/// (`table_of(bot)`, opened by the caller): the one place a [`Bot`] names its record type.
+fn view_in(
     bot: Bot,
     table: &impl ReadableTable<u128, &'static [u8]>,
     replica: Uuid,
@@ -167,7 +193,7 @@ pub async fn connect<R: BotRecord>(
 ) -> Result<R> {
     store
         .write(move |txn| {
-            let mut table = txn.open_table(R::BOT.table())?;
+            let mut table = txn.open_table(table_of(R::BOT))?;
             let previous = store::get::<u128, R, _>(&table, k(replica))?;
             let bot = make(previous);
             for row in table.iter()? {
@@ -223,7 +249,7 @@ pub async fn connect_messenger_a(
 pub async fn disconnect<R: BotRecord>(store: &Store, replica: Uuid) -> Result<()> {
     store
         .write(move |txn| {
-            let removed = txn.open_table(R::BOT.table())?.remove(k(replica))?.is_some();
+            let removed = txn.open_table(table_of(R::BOT))?.remove(k(replica))?.is_some();
             if removed {
                 Ok(())
             } else {
@@ -235,10 +261,10 @@ pub async fn disconnect<R: BotRecord>(store: &Store, replica: Uuid) -> Result<()
 
 /// The `R` bot of `replica`, if one is connected.
 pub async fn bot<R: BotRecord>(store: &Store, replica: Uuid) -> Result<Option<R>> {
-    store.read(move |txn| store::get::<u128, R, _>(&txn.open_table(R::BOT.table())?, k(replica))).await
+    store.read(move |txn| store::get::<u128, R, _>(&txn.open_table(table_of(R::BOT))?, k(replica))).await
 }
 
-/// The `R` bot of `replica`, if any, read in `bots` (`R::BOT.table()`, opened by the caller).
+/// The `R` bot of `replica`, if any, read in `bots` (`table_of(R::BOT)`, opened by the caller).
 pub fn bot_in<R: BotRecord>(bots: &impl ReadableTable<u128, &'static [u8]>, replica: Uuid) -> Result<Option<R>> {
     store::get::<u128, R, _>(bots, k(replica))
 }
@@ -270,7 +296,7 @@ pub async fn secrets_key_matches(store: &Store, secrets: &Secrets) -> Result<boo
 pub async fn connections(store: &Store, bot: Bot) -> Result<Vec<(Uuid, i64)>> {
     store
         .read(move |txn| {
-            let table = txn.open_table(bot.table())?;
+            let table = txn.open_table(table_of(bot))?;
             let mut out = Vec::new();
             for row in table.iter()? {
                 let (id, value) = row?;
@@ -290,7 +316,7 @@ pub async fn connections(store: &Store, bot: Bot) -> Result<Vec<(Uuid, i64)>> {
 pub fn connected_in(txn: &crate::store::kv::ReadTransaction, replica: Uuid) -> Result<Vec<&'static str>> {
     let mut out = Vec::new();
     for bot in Bot::ALL {
-        if txn.open_table(bot.table())?.get(k(replica))?.is_some() {
+        if txn.open_table(table_of(bot))?.get(k(replica))?.is_some() {
             out.push(bot.name());
         }
     }
@@ -300,7 +326,7 @@ pub fn connected_in(txn: &crate::store::kv::ReadTransaction, replica: Uuid) -> R
 /// Removes every bot of `replica` (the replica is being deleted).
 pub fn delete_all_in(txn: &crate::store::kv::WriteTransaction, replica: Uuid) -> Result<()> {
     for bot in Bot::ALL {
-        txn.open_table(bot.table())?.remove(k(replica))?;
+        txn.open_table(table_of(bot))?.remove(k(replica))?;
     }
     Ok(())
 }
@@ -315,7 +341,7 @@ pub async fn update<R: BotRecord>(
 ) -> Result<bool> {
     store
         .write(move |txn| {
-            let mut table = txn.open_table(R::BOT.table())?;
+            let mut table = txn.open_table(table_of(R::BOT))?;
             let Some(mut bot) = store::get::<u128, R, _>(&table, k(replica))? else { return Ok(false) };
             if bot.connected_at() != connected_at {
                 return Ok(false);

@@ -518,7 +518,7 @@ type RecordTable = Arc<crate::store::kv::ReadOnlyTable<u128, &'static [u8]>>;
 struct ViewTables {
     summaries: store::kb::summary::Summaries<RecordTable>,
     counts: replica_index::MessageCounts,
-    bots: Vec<(Bot, RecordTable)>,
+    bots: super::integrations::BotViews,
     users: super::users::Reader,
 }
 
@@ -527,7 +527,7 @@ impl ViewTables {
         Ok(ViewTables {
             summaries: store::kb::summary::of_snapshot(txn)?,
             counts: replica_index::MessageCounts::of(txn)?,
-            bots: Bot::ALL.into_iter().map(|b| Ok((b, txn.table(b.table())?))).collect::<Result<_>>()?,
+            bots: super::integrations::BotViews::of(txn)?,
             users: super::users::Reader::of(txn)?,
         })
     }
@@ -537,11 +537,7 @@ impl ViewTables {
         Ok(ViewParts {
             distilled: distilled_in(&self.summaries, id)?,
             messages: self.counts.get(id)?,
-            integrations: self
-                .bots
-                .iter()
-                .map(|(b, t)| Ok((*b, super::integrations::view_in(*b, &**t, id)?)))
-                .collect::<Result<_>>()?,
+            integrations: self.bots.of_replica(id)?,
             owner_id: self.users.public_id(owner)?,
         })
     }

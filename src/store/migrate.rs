@@ -333,23 +333,7 @@ mod tests {
     }
 
     fn entry(id: u64, org: Uuid) -> KbEntry {
-        KbEntry {
-            id,
-            replica: Uuid::now_v7(),
-            org,
-            kind: crate::store::records::KbKind::Text,
-            status: crate::store::records::KbStatus::Ready,
-            title: None,
-            generated_title: None,
-            language: None,
-            auto_refresh: false,
-            summary: String::new(),
-            chunk_count: 1,
-            revision: 1,
-            error: None,
-            created_at: 0,
-            updated_at: 0,
-        }
+        KbEntry { org, ..crate::store::kb::summary::tests::entry(id, Uuid::now_v7(), None) }
     }
 
     #[test]
