@@ -414,8 +414,8 @@ mod layering {
     /// module of several files): only the owner names the table; other modules call the owner.
     /// `store::{migrate,copy}` name every table (schema steps, copies between engines).
     const OWNERS: &[(&str, &str)] = &[
-        ("META", "store/"),
-        ("SEQUENCES", "store/"),
+        ("META", "store/meta.rs"),
+        ("SEQUENCES", "store/mod.rs"),
         ("ORGID_ORG", "service/orgs.rs"),
         ("KEYHASH_ORG", "service/orgs.rs"),
         ("CODEHASH_INVITE", "service/orgs.rs"),

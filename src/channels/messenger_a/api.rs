@@ -43,18 +43,25 @@ pub struct BotUser {
     pub first_name: String,
 }
 
-/// A sender (`from`).
-#[derive(Deserialize, Debug, Clone)]
-pub struct From {
-    pub id: i64,
-    #[serde(default)]
-    pub is_bot: bool,
+/// The names a sender or a chat may carry.
+#[derive(Deserialize, Debug, Clone, Default)]
+pub struct Names {
     #[serde(default)]
     pub username: Option<String>,
     #[serde(default)]
     pub first_name: Option<String>,
     #[serde(default)]
     pub last_name: Option<String>,
+}
+
+/// A sender (`from`).
+#[derive(Deserialize, Debug, Clone)]
+pub struct From {
+    pub id: i64,
+    #[serde(default)]
+    pub is_bot: bool,
+    #[serde(flatten)]
+    pub names: Names,
 }
 
 /// A chat.
@@ -66,12 +73,8 @@ pub struct Chat {
     pub kind: String,
     #[serde(default)]
     pub title: Option<String>,
-    #[serde(default)]
-    pub username: Option<String>,
-    #[serde(default)]
-    pub first_name: Option<String>,
-    #[serde(default)]
-    pub last_name: Option<String>,
+    #[serde(flatten)]
+    pub names: Names,
 }
 
 /// The message a message replies to (only who sent it matters here).

@@ -136,7 +136,7 @@ fn incoming(bot: &MessengerABot, update: Update) -> Option<Incoming> {
     let addressed = chat_type == ChatType::Private || replied_to_bot || text::mentions(&text, &bot.mention);
     let chat_name = m.chat.title.clone().or_else(|| {
         let names: Vec<&str> =
-            [&m.chat.first_name, &m.chat.last_name].into_iter().flatten().map(String::as_str).collect();
+            [&m.chat.names.first_name, &m.chat.names.last_name].into_iter().flatten().map(String::as_str).collect();
         (!names.is_empty()).then(|| names.join(" "))
     });
     let thread = m.message_thread_id.filter(|t| *t > 0 && m.is_topic_message && chat_type == ChatType::Supergroup);
@@ -145,7 +145,7 @@ fn incoming(bot: &MessengerABot, update: Update) -> Option<Incoming> {
         chat_id: m.chat.id,
         chat_name,
         user_id: from.map(|f| f.id),
-        username: from.and_then(|f| f.username.clone()),
+        username: from.and_then(|f| f.names.username.clone()),
         message_id: m.message_id,
         message_thread_id: thread,
     };
