@@ -152,12 +152,12 @@ mod tests {
         assert_eq!(decode::<Message>(&again).unwrap().id, 7);
     }
 
-    #[test]
-    fn a_version_2_message_keeps_its_sources_texts_inline() {
-        use crate::store::records::{Message, MessageV2, SourceRefV1};
-        let source = SourceRefV1 { id: 4, score: 1.5, created_at: 2, name: "Doc".into(), content: "the text".into() };
-        let v2 = MessageV2 {
-            id: 8,
+    /// A version 2 message (the layout before `passages`) citing one source with text `cited`.
+    fn message_v2(id: u64, cited: &str, interrupted: bool) -> crate::store::records::MessageV2 {
+        use crate::store::records::{MessageV2, SourceRefV1};
+        let source = SourceRefV1 { id: 4, score: 1.5, created_at: 2, name: "Doc".into(), content: cited.into() };
+        MessageV2 {
+            id,
             replica: uuid::Uuid::nil(),
             user: uuid::Uuid::nil(),
             role: "assistant".into(),
@@ -167,8 +167,14 @@ mod tests {
             is_private: false,
             channel_data: None,
             created_at: 1,
-            interrupted: true,
-        };
+            interrupted,
+        }
+    }
+
+    #[test]
+    fn a_version_2_message_keeps_its_sources_texts_inline() {
+        use crate::store::records::Message;
+        let v2 = message_v2(8, "the text", true);
         let mut bytes = vec![2u8];
         bytes.extend(bincode::serde::encode_to_vec(&v2, config()).unwrap());
         let m: Message = decode(&bytes).unwrap();
@@ -178,22 +184,8 @@ mod tests {
 
     #[test]
     fn a_version_3_message_and_a_version_1_chunk_read_back_without_a_place() {
-        use crate::store::records::{Chunk, Message, MessageV3, SourceRefV1};
-        let source = SourceRefV1 { id: 4, score: 1.5, created_at: 2, name: "Doc".into(), content: String::new() };
-        let v3 = MessageV3 {
-            id: 9,
-            replica: uuid::Uuid::nil(),
-            user: uuid::Uuid::nil(),
-            role: "assistant".into(),
-            content: "hello".into(),
-            source: "web".into(),
-            sources: vec![source],
-            is_private: false,
-            channel_data: None,
-            created_at: 1,
-            interrupted: false,
-            passages: vec![77],
-        };
+        use crate::store::records::{Chunk, Message, MessageV3};
+        let v3 = MessageV3 { passages: vec![77], ..MessageV3::from(message_v2(9, "", false)) };
         let bytes = [vec![3u8], bincode::serde::encode_to_vec(&v3, config()).unwrap()].concat();
         let m: Message = decode(&bytes).unwrap();
         assert_eq!((m.id, m.passages.as_slice(), m.sources[0].name.as_str()), (9, &[77][..], "Doc"));
