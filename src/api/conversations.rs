@@ -244,7 +244,7 @@ fn mentions_query() -> Vec<Value> {
     ]
 }
 
-/// The recomputation of a conversation's insights (ours; the decision is in its description).
+/// The recomputation of a conversation's insights (our own operation: its description says why it is a POST).
 fn recompute_row() -> Op {
     op(
         "POST",

@@ -23,9 +23,10 @@ use crate::generate::{
 };
 use crate::search::fusion::{Fusion, Ranks};
 use crate::search::{vectors, Hybrid, QuestionVector, Search};
-use crate::store::kb::SnapshotReader;
+use crate::store::kb;
 use crate::store::records::{Chunk, ChunkVector, KbKind, Replica, SourceRef};
-use crate::store::{self, now_ms, Store};
+use crate::store::snapshot::Snapshot;
+use crate::store::{now_ms, Store};
 use crate::text::question;
 
 /// Chunks retrieved per question.
@@ -210,25 +211,24 @@ async fn retrieve_from(
     let Hybrid { hits, question, unknown } = search.hybrid(replica, model, query, hits, how).await?;
     let (found, collapsed) = store
         .read(move |txn| {
-            // the snapshot's tables, opened once for the reads until the next commit
-            let kb = store::kb::SnapshotReader::open(txn)?;
+            // the snapshot's tables are opened once for the reads until the next commit
             let mut out: Vec<Retrieved> = Vec::new();
             let mut seen = Seen::default();
             let mut collapsed = 0;
             let mut live = Live::default();
             for h in &hits {
-                let Some(created_at) = live.created_at(&kb, replica, h.entry)? else { continue };
-                let Some(c) = kb.chunk((h.entry, h.chunk))? else { continue };
+                let Some(created_at) = live.created_at(txn, replica, h.entry)? else { continue };
+                let Some(c) = kb::chunk(txn, (h.entry, h.chunk))? else { continue };
                 if !seen.insert(&c.text, &out) {
                     collapsed += 1;
                     continue;
                 }
                 let sentences = match &question {
-                    Some(q) => sentence_cosines(kb.vector((h.entry, h.chunk))?, &c, q),
+                    Some(q) => sentence_cosines(kb::vector(txn, (h.entry, h.chunk))?, &c, q),
                     None => Vec::new(),
                 };
                 let url = match live.is_website(h.entry) {
-                    true => page_url(&kb, h.entry)?,
+                    true => page_url(txn, h.entry)?,
                     false => None,
                 };
                 let (name, content, page) = (c.title, c.text, c.page);
@@ -266,16 +266,16 @@ struct Live {
 impl Live {
     /// The `created_at` of entry `id` when it exists and is `replica`'s (the index may still
     /// hold chunks of an entry deleted since, see `search::indexer`).
-    fn created_at(&mut self, kb: &SnapshotReader, replica: Uuid, id: u64) -> Result<Option<i64>> {
-        Ok(self.entry(kb, replica, id)?.map(|(created_at, _)| created_at))
+    fn created_at(&mut self, txn: &Snapshot, replica: Uuid, id: u64) -> Result<Option<i64>> {
+        Ok(self.entry(txn, replica, id)?.map(|(created_at, _)| created_at))
     }
 
     /// Entry `id` as [`Live::read`] keeps it, read once.
-    fn entry(&mut self, kb: &SnapshotReader, replica: Uuid, id: u64) -> Result<Option<(i64, bool)>> {
+    fn entry(&mut self, txn: &Snapshot, replica: Uuid, id: u64) -> Result<Option<(i64, bool)>> {
         if let Some((_, known)) = self.read.iter().find(|(e, _)| *e == id) {
             return Ok(*known);
         }
-        let entry = kb.entry(id)?;
+        let entry = kb::entry(txn, id)?;
         let known = entry.filter(|e| e.replica == replica).map(|e| (e.created_at, e.kind == KbKind::Website));
         self.read.push((id, known));
         Ok(known)
@@ -288,8 +288,8 @@ impl Live {
 }
 
 /// The page `website` entry `id` was fetched from: where its redirects ended, else its `url`.
-fn page_url(kb: &SnapshotReader, id: u64) -> Result<Option<String>> {
-    let source = kb.source(id)?;
+fn page_url(txn: &Snapshot, id: u64) -> Result<Option<String>> {
+    let source = kb::source_in(txn, id)?;
     Ok(source.website.map(|w| w.final_url).or(source.url))
 }
 

@@ -184,7 +184,7 @@ pub struct Page {
 pub async fn list(store: &Store, replica: Uuid, user: Uuid, page: Page) -> Result<Vec<Message>> {
     store
         .read(move |txn| {
-            let messages = super::messages::of_snapshot(txn)?;
+            let messages = super::messages::open(txn)?;
             let upper = page.before_id.map(|b| b.saturating_sub(1)).unwrap_or(u64::MAX);
             let mut out = Vec::new();
             for m in messages.newest_first(replica, user, upper)? {

@@ -5,9 +5,8 @@
 use uuid::Uuid;
 
 use crate::error::Result;
-use crate::store::kv::{ReadableTable, Reads, Shared, Table, WriteTransaction};
+use crate::store::kv::{ReadableTable, Reads, Table, WriteTransaction};
 use crate::store::records::Message;
-use crate::store::snapshot::Snapshot;
 use crate::store::{self, codec, k, tables};
 
 /// An item's key: `(replica, user, id)` as stored.
@@ -16,16 +15,10 @@ pub type Key = (u128, u128, u64);
 /// The items table, open in a transaction.
 pub struct Messages<T>(T);
 
-/// The items table open in `txn` (a write transaction's sees its own writes). Errors: the
-/// store's.
+/// The items table open in `txn` (a write transaction's sees its own writes; a store
+/// snapshot's is shared by its reads). Errors: the store's.
 pub fn open<R: Reads>(txn: &R) -> Result<Messages<R::Table<'_, Key, &'static [u8]>>> {
     Ok(Messages(txn.read_table(tables::REPLICAUSERMSG_MESSAGE)?))
-}
-
-/// The items table of a store snapshot, opened once per snapshot ([`Snapshot::table`]).
-/// Errors: the store's.
-pub fn of_snapshot(txn: &Snapshot) -> Result<Messages<Shared<Key, &'static [u8]>>> {
-    Ok(Messages(txn.table(tables::REPLICAUSERMSG_MESSAGE)?))
 }
 
 impl<T: ReadableTable<Key, &'static [u8]>> Messages<T> {

@@ -511,24 +511,24 @@ pub async fn get_with_parts(
 }
 
 /// A read-only `id → record` table of a store snapshot.
-type RecordTable = Arc<crate::store::kv::ReadOnlyTable<u128, &'static [u8]>>;
+type RecordTable<V = &'static [u8]> = crate::store::kv::Shared<u128, V>;
 
 /// The tables a replica's [`ViewParts`] come from, opened once per store snapshot
 /// ([`store::Snapshot::table`]; a list of 24 replicas opened each of them 24 times).
 struct ViewTables {
     summaries: store::kb::summary::Summaries<RecordTable>,
-    counts: replica_index::MessageCounts,
+    counts: replica_index::MessageCounts<RecordTable<u64>>,
     bots: super::integrations::BotViews,
-    users: super::users::Reader,
+    users: super::users::Reader<RecordTable>,
 }
 
 impl ViewTables {
     fn open(txn: &store::Snapshot) -> Result<ViewTables> {
         Ok(ViewTables {
-            summaries: store::kb::summary::of_snapshot(txn)?,
-            counts: replica_index::MessageCounts::of(txn)?,
+            summaries: store::kb::summary::open(txn)?,
+            counts: replica_index::message_counts(txn)?,
             bots: super::integrations::BotViews::of(txn)?,
-            users: super::users::Reader::of(txn)?,
+            users: super::users::reader(txn)?,
         })
     }
 

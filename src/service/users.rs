@@ -5,9 +5,7 @@ use uuid::Uuid;
 use super::channel::{linked_account_types, Channel};
 use super::{check_len, normalize_email};
 use crate::error::{Code, Error, Result};
-use std::sync::Arc;
-
-use crate::store::kv::{ReadOnlyTable, ReadTransaction, ReadableTable, Reads, WriteTransaction};
+use crate::store::kv::{ReadableTable, Reads, WriteTransaction};
 use crate::store::records::{Org, User};
 use crate::store::{self, k, now_ms, tables, Store};
 
@@ -259,26 +257,18 @@ pub async fn owner(store: &Store, org: &Org) -> Result<User> {
     store.read(move |txn| load(&txn.open_table(tables::USERID_USER)?, org_id, id)).await
 }
 
-/// The id users see of user `key` (see [`User::public_id`]), read in `users` (`userid_user`);
-/// a missing user keeps its key.
 /// The users table open for reading several users in one read (a list's senders or owners).
-pub struct Reader(Arc<ReadOnlyTable<u128, &'static [u8]>>);
+pub struct Reader<T>(T);
 
-impl Reader {
-    /// In a store snapshot, which opens the table once ([`store::Snapshot::table`]). Errors:
-    /// the store's.
-    pub fn of(txn: &store::Snapshot) -> Result<Reader> {
-        Ok(Reader(txn.table(tables::USERID_USER)?))
-    }
+/// The users table of `txn` (a store snapshot's is shared by its reads). Errors: the store's.
+pub fn reader<R: Reads>(txn: &R) -> Result<Reader<R::Table<'_, u128, &'static [u8]>>> {
+    Ok(Reader(txn.read_table(tables::USERID_USER)?))
+}
 
-    /// In a read transaction. Errors: the store's.
-    pub fn open(txn: &ReadTransaction) -> Result<Reader> {
-        Ok(Reader(Arc::new(txn.open_table(tables::USERID_USER)?)))
-    }
-
+impl<T: ReadableTable<u128, &'static [u8]>> Reader<T> {
     /// User `id`, if stored. Errors: the store's (a record that does not decode).
     pub fn get(&self, id: Uuid) -> Result<Option<User>> {
-        store::get::<u128, User, _>(&*self.0, k(id))
+        store::get::<u128, User, _>(&self.0, k(id))
     }
 
     /// The public id of user `id` ([`User::public_id`]), or the UUID itself when no such

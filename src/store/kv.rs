@@ -165,31 +165,42 @@ impl ReadTransaction {
     }
 }
 
-/// A transaction tables can be read in: a [`ReadTransaction`] (a snapshot), or a
-/// [`WriteTransaction`] (which sees its own writes). A function that only reads takes
-/// `&impl Reads` and serves both.
+/// A transaction tables can be read in: a [`ReadTransaction`], a store snapshot (whose reads
+/// share each table it opens, [`super::Snapshot::table`]), or a [`WriteTransaction`] (which
+/// sees its own writes). A function that only reads takes `&impl Reads` and serves all three.
 pub trait Reads {
     /// The table it opens for reading.
-    type Table<'t, K: StoreKey, V: Value + 'static>: ReadableTable<K, V>
+    type Table<'t, K: StoreKey + Send + Sync, V: Value + Send + Sync + 'static>: ReadableTable<K, V>
     where
         Self: 't;
 
     /// Opens `def` for reading. Errors as the transaction's `open_table`.
-    fn read_table<K: StoreKey, V: Value + 'static>(&self, def: TableDefinition<K, V>) -> Result<Self::Table<'_, K, V>>;
+    fn read_table<K, V>(&self, def: TableDefinition<K, V>) -> Result<Self::Table<'_, K, V>>
+    where
+        K: StoreKey + Send + Sync,
+        V: Value + Send + Sync + 'static;
 }
 
 impl Reads for ReadTransaction {
-    type Table<'t, K: StoreKey, V: Value + 'static> = ReadOnlyTable<K, V>;
+    type Table<'t, K: StoreKey + Send + Sync, V: Value + Send + Sync + 'static> = ReadOnlyTable<K, V>;
 
-    fn read_table<K: StoreKey, V: Value + 'static>(&self, def: TableDefinition<K, V>) -> Result<ReadOnlyTable<K, V>> {
+    fn read_table<K, V>(&self, def: TableDefinition<K, V>) -> Result<ReadOnlyTable<K, V>>
+    where
+        K: StoreKey + Send + Sync,
+        V: Value + Send + Sync + 'static,
+    {
         self.open_table(def)
     }
 }
 
 impl Reads for WriteTransaction {
-    type Table<'t, K: StoreKey, V: Value + 'static> = Table<'t, K, V>;
+    type Table<'t, K: StoreKey + Send + Sync, V: Value + Send + Sync + 'static> = Table<'t, K, V>;
 
-    fn read_table<K: StoreKey, V: Value + 'static>(&self, def: TableDefinition<K, V>) -> Result<Table<'_, K, V>> {
+    fn read_table<K, V>(&self, def: TableDefinition<K, V>) -> Result<Table<'_, K, V>>
+    where
+        K: StoreKey + Send + Sync,
+        V: Value + Send + Sync + 'static,
+    {
         self.open_table(def)
     }
 }

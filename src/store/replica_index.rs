@@ -24,7 +24,7 @@ use crate::error::Result;
 use std::sync::Arc;
 
 use super::{Snapshot, Store};
-use crate::store::kv::{ReadOnlyTable, ReadTransaction, ReadableTable, Reads, Table, WriteTransaction};
+use crate::store::kv::{ReadTransaction, ReadableTable, Reads, Table, WriteTransaction};
 
 /// Replica `id`, if stored (of any organization: the caller checks). Errors: the store's.
 pub fn get_in(txn: &impl Reads, id: Uuid) -> Result<Option<Replica>> {
@@ -163,15 +163,17 @@ impl<'t> Popularity<'t> {
     }
 }
 
-/// The chat history counts open in a store snapshot (a page of replica views).
-pub struct MessageCounts(Arc<ReadOnlyTable<u128, u64>>);
+/// The chat history counts, open for reading several replicas' in one read (a page of
+/// replica views).
+pub struct MessageCounts<T>(T);
 
-impl MessageCounts {
-    /// Opens the table in `txn` (once per snapshot, [`Snapshot::table`]). Errors: the store's.
-    pub fn of(txn: &Snapshot) -> Result<MessageCounts> {
-        Ok(MessageCounts(txn.table(tables::REPLICA_MESSAGECOUNT)?))
-    }
+/// The chat history counts of `txn` (a store snapshot's are shared by its reads). Errors: the
+/// store's.
+pub fn message_counts<R: Reads>(txn: &R) -> Result<MessageCounts<R::Table<'_, u128, u64>>> {
+    Ok(MessageCounts(txn.read_table(tables::REPLICA_MESSAGECOUNT)?))
+}
 
+impl<T: ReadableTable<u128, u64>> MessageCounts<T> {
     /// The chat history items of `replica`.
     pub fn get(&self, replica: Uuid) -> Result<u64> {
         Ok(self.0.get(k(replica))?.map(|v| v.value()).unwrap_or(0))

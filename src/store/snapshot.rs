@@ -54,11 +54,16 @@ impl std::ops::Deref for Snapshot {
     }
 }
 
+/// A snapshot's reads share its tables: each is opened once per snapshot ([`Snapshot::table`]).
 impl super::kv::Reads for Snapshot {
-    type Table<'t, K: StoreKey, V: Value + 'static> = ReadOnlyTable<K, V>;
+    type Table<'t, K: StoreKey + Send + Sync, V: Value + Send + Sync + 'static> = Arc<ReadOnlyTable<K, V>>;
 
-    fn read_table<K: StoreKey, V: Value + 'static>(&self, def: TableDefinition<K, V>) -> Result<ReadOnlyTable<K, V>> {
-        self.txn.open_table(def)
+    fn read_table<K, V>(&self, def: TableDefinition<K, V>) -> Result<Arc<ReadOnlyTable<K, V>>>
+    where
+        K: StoreKey + Send + Sync,
+        V: Value + Send + Sync + 'static,
+    {
+        self.table(def)
     }
 }
 

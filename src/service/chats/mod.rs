@@ -426,7 +426,7 @@ pub fn label_in<T>(txn: &ReadTransaction, chat: &Chat, item: T) -> Result<Labele
         return Ok(Labeled { item, name: chat.name.clone(), image: None });
     }
     let user = match chat.user {
-        Some(u) => super::users::Reader::open(txn)?.get(u)?,
+        Some(u) => super::users::reader(txn)?.get(u)?,
         None => None,
     };
     let (name, image) = user.map(|u| (Some(u.name).filter(|n| !n.is_empty()), u.profile_image)).unwrap_or_default();
@@ -499,7 +499,7 @@ pub fn ids_in<V: crate::store::kv::StoreValue>(
 /// The items `ids` of `replica` with their senders.
 pub fn items_in(txn: &ReadTransaction, replica: &Replica, ids: &[(u64, u128)]) -> Result<Vec<Item>> {
     let messages = super::messages::open(txn)?;
-    let users = super::users::Reader::open(txn)?;
+    let users = super::users::reader(txn)?;
     let mut out = Vec::with_capacity(ids.len());
     for &(id, user) in ids {
         let Some(m) = messages.get((k(replica.id), user, id))? else {

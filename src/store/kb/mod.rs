@@ -10,9 +10,9 @@ use std::collections::HashSet;
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
-use crate::store::kv::{ReadableTable, Reads, Shared, WriteTransaction};
+use crate::store::kv::{ReadableTable, Reads, WriteTransaction};
 use crate::store::records::{Chunk, ChunkVector, KbEntry, KbSource, KbStatus, KbText, StoredFile};
-use crate::store::{codec, get, k, next_seq, put, tables, Sequence, Snapshot};
+use crate::store::{codec, get, k, next_seq, put, tables, Sequence};
 
 pub mod order;
 pub mod summary;
@@ -151,39 +151,9 @@ impl<T: ReadableTable<u64, &'static [u8]>> EntryReader<T> {
     }
 }
 
-/// The knowledge base as a store snapshot shares it: a retrieval's entries, chunks, vectors and
-/// sources, each table opened once per snapshot ([`Snapshot::table`]).
-pub struct SnapshotReader<'s> {
-    txn: &'s Snapshot,
-    entries: Shared<u64, &'static [u8]>,
-    chunks: Shared<(u64, u32), &'static [u8]>,
-}
-
-impl<'s> SnapshotReader<'s> {
-    /// The reader of `txn`. Errors: the store's.
-    pub fn open(txn: &'s Snapshot) -> Result<SnapshotReader<'s>> {
-        Ok(SnapshotReader { txn, entries: txn.table(tables::KBID_ENTRY)?, chunks: txn.table(tables::KBCHUNK_CHUNK)? })
-    }
-
-    /// Entry `id`, if stored. Errors: the store's.
-    pub fn entry(&self, id: u64) -> Result<Option<KbEntry>> {
-        get::<u64, KbEntry, _>(&self.entries, id)
-    }
-
-    /// Chunk `(entry, index)`, if stored. Errors: the store's.
-    pub fn chunk(&self, key: (u64, u32)) -> Result<Option<Chunk>> {
-        get::<(u64, u32), Chunk, _>(&self.chunks, key)
-    }
-
-    /// The vectors of chunk `(entry, index)`, if stored. Errors: the store's.
-    pub fn vector(&self, key: (u64, u32)) -> Result<Option<ChunkVector>> {
-        get::<(u64, u32), ChunkVector, _>(&self.txn.table(tables::KBCHUNK_VECTOR)?, key)
-    }
-
-    /// The source record of entry `id` (empty when none was written). Errors: the store's.
-    pub fn source(&self, id: u64) -> Result<KbSource> {
-        Ok(get::<u64, KbSource, _>(&self.txn.table(tables::KBID_SOURCE)?, id)?.unwrap_or_default())
-    }
+/// The vectors of chunk `(entry, index)`, if stored. Errors: the store's.
+pub fn vector(txn: &impl Reads, key: (u64, u32)) -> Result<Option<ChunkVector>> {
+    get::<(u64, u32), ChunkVector, _>(&txn.read_table(tables::KBCHUNK_VECTOR)?, key)
 }
 
 /// Chunk `(entry, index)`, if stored. Errors: the store's.

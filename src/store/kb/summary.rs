@@ -11,9 +11,8 @@
 use uuid::Uuid;
 
 use crate::error::Result;
-use crate::store::kv::{ReadableTable, Reads, Shared, WriteTransaction};
+use crate::store::kv::{ReadableTable, Reads, WriteTransaction};
 use crate::store::records::{KbEntry, KbSummary};
-use crate::store::Snapshot;
 use crate::store::{get, k, put, tables};
 
 /// Titles kept per replica.
@@ -27,15 +26,10 @@ fn title_of(e: &KbEntry) -> Option<&str> {
 /// The summaries table, open for reading the summaries of several replicas in one read.
 pub struct Summaries<T>(T);
 
-/// The summaries table of `txn`. Errors: the store's.
+/// The summaries table of `txn` (a store snapshot's is shared by its reads). Errors: the
+/// store's.
 pub fn open<R: Reads>(txn: &R) -> Result<Summaries<R::Table<'_, u128, &'static [u8]>>> {
     Ok(Summaries(txn.read_table(tables::REPLICA_KBSUMMARY)?))
-}
-
-/// The summaries table of a store snapshot, opened once per snapshot ([`Snapshot::table`]).
-/// Errors: the store's.
-pub fn of_snapshot(txn: &Snapshot) -> Result<Summaries<Shared<u128, &'static [u8]>>> {
-    Ok(Summaries(txn.table(tables::REPLICA_KBSUMMARY)?))
 }
 
 impl<T: ReadableTable<u128, &'static [u8]>> Summaries<T> {
