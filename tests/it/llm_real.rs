@@ -20,6 +20,10 @@ use serde_json::json;
 use crate::common::sse::{check_shape, parse};
 use crate::common::{replica_body, user, Org, Server, ZORBLAX, ZORBLAX_QUESTION};
 
+/// Held by each test while it runs, so the suite runs one model server at a time: two of them
+/// at once on a small machine made each reply several times slower (over the client's 60 s).
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Longest wait for the model server to load the weights and listen.
 const LOAD_PATIENCE: Duration = Duration::from_secs(120);
 const MODEL: &str = "llama-3.1-8b-instruct";
@@ -105,6 +109,7 @@ async fn reactor(org: &Org) -> (String, u64) {
 
 #[tokio::test]
 async fn a_real_model_answers_from_the_sources_it_was_given_and_reports_usage() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let Some(model) =
         ModelServer::start_if_enabled("a_real_model_answers_from_the_sources_it_was_given_and_reports_usage")
     else {
@@ -138,6 +143,7 @@ async fn a_real_model_answers_from_the_sources_it_was_given_and_reports_usage() 
 
 #[tokio::test]
 async fn a_real_model_streams_its_reply_as_server_sent_events() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let Some(model) = ModelServer::start_if_enabled("a_real_model_streams_its_reply_as_server_sent_events") else {
         return;
     };

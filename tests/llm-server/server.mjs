@@ -6,7 +6,9 @@
 //
 // Serves GET /v1/models and POST /v1/chat/completions (with and without `stream: true`, SSE
 // `chat.completion.chunk` frames ending with `data: [DONE]`, and `usage`). Requests are
-// evaluated one at a time on one context sequence (threads: 2). Prints one line
+// evaluated one at a time on one context sequence, on one thread: llama.cpp's threads wait for
+// each other at every step, so on a busy machine (the test suite runs beside it) two threads are
+// several times slower than one. Prints one line
 // `listening on http://HOST:PORT` on stdout once the model is loaded.
 import http from "node:http";
 import path from "node:path";
@@ -26,7 +28,7 @@ const modelId = "smollm2-135m-instruct";
 
 const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
 const model = await llama.loadModel({ modelPath });
-const context = await model.createContext({ contextSize: 2048, threads: 2, sequences: 1 });
+const context = await model.createContext({ contextSize: 2048, threads: 1, sequences: 1 });
 const sequence = context.getSequence();
 
 let queue = Promise.resolve();
