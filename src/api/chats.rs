@@ -7,9 +7,10 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use uuid::Uuid;
 
+use super::query::{self, Int, Named, OneOf, SortOrder};
 use super::Timestamp;
 use super::{path_replica, Items, Page};
 use super::{Operation, Serve};
@@ -19,38 +20,81 @@ use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::openapi::derived::SparseId;
-use crate::openapi::operations::{op, page, param};
+use crate::openapi::operations::op;
 use crate::service::channel::sources;
 use crate::service::chats::{self, Cursor, Item, Labeled, ListQuery, SortBy, Viewer};
 use crate::store::records::{Chat, Counts, Replica};
-use serde_json::{json, Value};
 
-/// `page` (≥ 1, default 1), `pageSize` (0–100, default 24), `sortBy` (default `default`),
-/// `sortOrder` (`asc|desc`, default `desc`) of chat and conversation lists.
-pub fn list_query(req: &Req, default: SortBy) -> Result<ListQuery> {
-    let page = req.query_int(&["page"], 1, 1, 1_000_000)?;
-    let page_size = req.query_int(&["pageSize"], 24, 0, 100)?;
-    let sort_by = match req.query("sortBy") {
-        None => default,
-        Some(s) => SortBy::parse(s).ok_or_else(|| {
-            Error::new(Code::InvalidQuery, format!("sortBy must be one of {}", SortBy::NAMES.join(", ")))
-        })?,
-    };
-    let descending = super::sort_order(req)?.unwrap_or(true);
-    Ok(ListQuery { page, page_size, sort_by, descending })
+/// The query of a chat or conversation list; `S` is the order key, with its default.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(default, rename_all = "camelCase", bound = "S: Named + Default")]
+#[schemars(bound = "S: Named + Default")]
+pub struct ListParams<S> {
+    /// Page number, from 1.
+    page: Int<1, 1_000_000, 1>,
+    /// Items per page.
+    page_size: Int<0, 100, 24>,
+    /// Order key.
+    sort_by: OneOf<S>,
+    /// Direction.
+    sort_order: OneOf<SortOrder>,
 }
 
-/// A message UUID of the query (`beforeUUID`, `afterUUID`); 400 when it names no message.
-fn message_param(req: &Req, name: &str) -> Result<Option<u64>> {
-    let Some(raw) = req.query(name) else { return Ok(None) };
-    let id = uuid::Uuid::parse_str(raw).ok().and_then(chats::message_id);
+/// The chat list's query: most replica replies first unless told.
+pub type ChatListParams = ListParams<SortByOr<0>>;
+/// The conversation lists' query: the last replica reply first unless told.
+pub type ConversationListParams = ListParams<SortByOr<2>>;
+
+impl<const D: usize> ListParams<SortByOr<D>> {
+    /// The list query of `req`.
+    pub fn read(req: &Req) -> Result<ListQuery> {
+        let q: Self = query::read(req)?;
+        let (sort_by, descending) = (q.sort_by.0 .0, q.sort_order.0.descending());
+        Ok(ListQuery { page: q.page.0, page_size: q.page_size.0, sort_by, descending })
+    }
+}
+
+/// A `sortBy` whose default is the order named `SortBy::NAMES[D]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SortByOr<const D: usize>(SortBy);
+
+impl<const D: usize> Default for SortByOr<D> {
+    fn default() -> Self {
+        SortByOr(SortBy::parse(SortBy::NAMES[D]).expect("every name parses"))
+    }
+}
+
+impl<const D: usize> Named for SortByOr<D> {
+    fn table() -> Vec<(String, Self)> {
+        query::table_of(&SortBy::NAMES, |name| SortBy::parse(name).map(SortByOr))
+    }
+}
+
+/// The query of the message lists.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(default)]
+pub struct MessagesParams {
+    /// Most items.
+    limit: Int<1, 100, 20>,
+    /// Only items older than this message (the newest `limit` of them).
+    #[serde(rename = "beforeUUID")]
+    before: Option<Uuid>,
+    /// Only items newer than this message (the oldest `limit` of them when alone).
+    #[serde(rename = "afterUUID")]
+    after: Option<Uuid>,
+}
+
+/// The message a cursor parameter (`beforeUUID`, `afterUUID`) names; 400 when it names none.
+pub(super) fn message(name: &str, uuid: Option<Uuid>) -> Result<Option<u64>> {
+    let Some(uuid) = uuid else { return Ok(None) };
+    let id = chats::message_id(uuid);
     id.map(Some).ok_or_else(|| Error::new(Code::InvalidQuery, format!("{name} must be the uuid of a message")))
 }
 
-/// `limit` (1–100, default 20), `beforeUUID`, `afterUUID` of message lists.
-pub fn cursor(req: &Req) -> Result<Cursor> {
-    let limit = req.query_int(&["limit"], 20, 1, 100)? as usize;
-    Ok(Cursor { limit, before: message_param(req, "beforeUUID")?, after: message_param(req, "afterUUID")? })
+/// The cursor of a message list.
+pub(super) fn cursor(req: &Req) -> Result<Cursor> {
+    let q: MessagesParams = query::read(req)?;
+    Ok(Cursor { limit: q.limit.get(), before: message("beforeUUID", q.before)?, after: message("afterUUID", q.after)? })
 }
 
 /// The replica of the path and who reads its chats.
@@ -251,7 +295,7 @@ pub fn messages_reply(items: &[Item]) -> Reply {
 /// `{success, items, total}`; paging and sorting of [`list_query`] (default `replicaReplies`).
 pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
     let (replica, viewer) = replica_and_viewer(&app, &req).await?;
-    let q = list_query(&req, SortBy::ReplicaReplies)?;
+    let q = ChatListParams::read(&req)?;
     let (items, total) = chats::list(&app.store, replica.id, viewer, q).await?;
     Ok(Reply::ok(&Page { items: items.iter().map(view).collect(), total }))
 }
@@ -273,37 +317,12 @@ pub async fn messages(app: Arc<App>, req: Req) -> Result<Reply> {
     Ok(messages_reply(&items))
 }
 
-/// The query parameters of the chat and conversation lists ([`list_query`]), sorted by
-/// `default_sort` unless told.
-pub(super) fn list_params(default_sort: &str) -> Vec<Value> {
-    vec![
-        param("page", page(), "Page number, from 1."),
-        param("pageSize", json!({ "type": "integer", "minimum": 0, "maximum": 100, "default": 24 }), "Items per page."),
-        param("sortBy", json!({ "type": "string", "enum": SortBy::NAMES, "default": default_sort }), "Order key."),
-        param("sortOrder", json!({ "type": "string", "enum": ["asc", "desc"], "default": "desc" }), "Direction."),
-    ]
-}
-
-/// A message cursor query parameter (a message's `uuid`, [`cursor`]).
-pub(super) fn message_cursor(name: &str, what: &str) -> Value {
-    param(name, json!({ "type": "string", "format": "uuid" }), what)
-}
-
-/// The query parameters of the message lists.
-pub(super) fn messages_query() -> Vec<Value> {
-    vec![
-        param("limit", json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }), "Most items."),
-        message_cursor("beforeUUID", "Only items older than this message (the newest `limit` of them)."),
-        message_cursor("afterUUID", "Only items newer than this message (the oldest `limit` of them when alone)."),
-    ]
-}
-
 /// The document's rows of this file's operations (see `super::operations`).
 pub fn operations() -> Vec<Operation> {
     let chat = "/v1/replicas/{replicaUUID}/chats/{chatUUID}";
     vec![
         op("GET", "/v1/replicas/{replicaUUID}/chats", "listChats", CHATS, "List chats")
-            .query(list_params("replicaReplies"))
+            .query_of::<ChatListParams>()
             .ok_as::<Page<ChatView>>(200, "ChatList")
             .describe(
                 "A chat is one (replica, user, source) thread; messengerA / messengerB group chats are one chat per \
@@ -319,7 +338,7 @@ pub fn operations() -> Vec<Operation> {
             CHATS,
             "Messages of a chat",
         )
-        .query(messages_query())
+        .query_of::<MessagesParams>()
         .ok_as::<Items<MessageView>>(200, "MessageList")
         .describe("Oldest first. Message `uuid`s are cursors for `beforeUUID` / `afterUUID`.")
         .serve(Access::Either, handler!(messages)),

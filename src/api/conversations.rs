@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::chats::{
-    cursor, kind, list_params, list_query, message_cursor, message_view, messages_query, messages_reply,
-    replica_and_viewer, CountsView, LabelKeys, LabelView, MessageView, CHATS, KINDS,
+    cursor, kind, message, message_view, messages_reply, replica_and_viewer, ConversationListParams, CountsView,
+    LabelKeys, LabelView, MessageView, MessagesParams, CHATS, KINDS,
 };
+use super::query::{self, Int};
 use super::{Items, Page};
 use super::{Operation, Serve};
 use crate::app::App;
@@ -19,10 +19,10 @@ use crate::error::{Error, Result};
 use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::operations::{op, param, Op};
+use crate::openapi::operations::{op, Op};
 use crate::service::channel::sources;
 use crate::service::chats::conversations::{self as service, Insights, Mention, MentionQuery};
-use crate::service::chats::{Labeled, SortBy};
+use crate::service::chats::Labeled;
 use crate::service::check_len;
 use crate::store::records::Conversation;
 
@@ -121,7 +121,7 @@ fn chat_param(req: &Req) -> Result<Option<uuid::Uuid>> {
 /// `{success, items, total}`; paging and sorting as chats (default `lastReplicaReplyAt`).
 pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
     let (replica, viewer) = replica_and_viewer(&app, &req).await?;
-    let q = list_query(&req, SortBy::LastReplicaReplyAt)?;
+    let q = ConversationListParams::read(&req)?;
     let (items, total) = service::list(&app.store, replica.id, chat_param(&req)?, viewer, q).await?;
     Ok(Reply::ok(&Page { items: items.iter().map(view).collect(), total }))
 }
@@ -216,32 +216,30 @@ pub async fn recompute(app: Arc<App>, req: Req) -> Result<Reply> {
 pub async fn mentions(app: Arc<App>, req: Req) -> Result<Reply> {
     let (replica, viewer) = replica_and_viewer(&app, &req).await?;
     let id = req.uuid_param("conversationUUID")?;
-    let c = cursor(&req)?;
+    let q: MentionParams = query::read(&req)?;
     let q = MentionQuery {
-        limit: c.limit,
-        before: c.before,
-        context: req.query_int(&["contextMessages"], 2, 0, 10)? as usize,
-        min_placeholder: req.query_int(&["minimumMessagesInPlaceholder"], 3, 1, 100)? as usize,
+        limit: q.limit.get(),
+        before: message("beforeUUID", q.before)?,
+        context: q.context_messages.get(),
+        min_placeholder: q.minimum_messages_in_placeholder.get(),
     };
     let (found, has_more) = service::mentions_of(&app.store, replica, id, viewer, q).await?;
     Ok(Reply::ok(&MentionList { items: found.iter().map(MentionView::from).collect(), has_more }))
 }
 
-fn mentions_query() -> Vec<Value> {
-    vec![
-        param("limit", json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }), "Most mentions."),
-        message_cursor("beforeUUID", "Only mentions older than this message (paging back with `hasMore`)."),
-        param(
-            "contextMessages",
-            json!({ "type": "integer", "minimum": 0, "maximum": 10, "default": 2 }),
-            "Neighbours shown on each side of a mentioning message.",
-        ),
-        param(
-            "minimumMessagesInPlaceholder",
-            json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 3 }),
-            "Runs of left-out messages shorter than this are shown as messages instead of a placeholder.",
-        ),
-    ]
+/// The query of the mentions.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct MentionParams {
+    /// Most mentions.
+    limit: Int<1, 100, 20>,
+    /// Only mentions older than this message (paging back with `hasMore`).
+    #[serde(rename = "beforeUUID")]
+    before: Option<Uuid>,
+    /// Neighbours shown on each side of a mentioning message.
+    context_messages: Int<0, 10, 2>,
+    /// Runs of left-out messages shorter than this are shown as messages instead of a placeholder.
+    minimum_messages_in_placeholder: Int<1, 100, 3>,
 }
 
 /// The recomputation of a conversation's insights (our own operation: its description says why it is a POST).
@@ -281,7 +279,7 @@ pub fn operations() -> Vec<Operation> {
             CHATS,
             "Conversations of a chat",
         )
-        .query(list_params("lastReplicaReplyAt"))
+        .query_of::<ConversationListParams>()
         .ok_as::<Page<ConversationView>>(200, "ConversationList")
         .describe("A new conversation starts after 30 minutes without messages in the chat.")
         .serve(Access::Either, handler!(list)),
@@ -296,7 +294,7 @@ pub fn operations() -> Vec<Operation> {
             "List conversations (every chat)",
         )
         .deprecated()
-        .query(list_params("lastReplicaReplyAt"))
+        .query_of::<ConversationListParams>()
         .ok_as::<Page<ConversationView>>(200, "ConversationList")
         .describe("Deprecated: use `…/chats/{chatUUID}/conversations`. The conversations of every chat.")
         .serve(Access::Either, handler!(list)),
@@ -321,7 +319,7 @@ pub fn operations() -> Vec<Operation> {
             "Mentions of the replica",
         )
         .deprecated()
-        .query(mentions_query())
+        .query_of::<MentionParams>()
         .ok_of::<MentionList>(200)
         .describe(
             "Deprecated. Messages that mention the replica (`@slug`, or `@name` without spaces, in any case), \
@@ -337,7 +335,7 @@ pub fn operations() -> Vec<Operation> {
             CHATS,
             "Messages of a conversation",
         )
-        .query(messages_query())
+        .query_of::<MessagesParams>()
         .ok_as::<Items<MessageView>>(200, "MessageList")
         .serve(Access::Either, handler!(messages)),
         recompute_row().serve(Access::Either, handler!(recompute)),
@@ -349,7 +347,7 @@ pub fn operations() -> Vec<Operation> {
             "Messages of a conversation",
         )
         .deprecated()
-        .query(messages_query())
+        .query_of::<MessagesParams>()
         .ok_as::<Items<MessageView>>(200, "MessageList")
         .describe("Deprecated: use `…/chats/{chatUUID}/conversations/{conversationUUID}/messages`.")
         .serve(Access::Either, handler!(messages)),

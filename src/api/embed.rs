@@ -462,7 +462,7 @@ fn embed_visitor_ops() -> Vec<Operation> {
     vec![
         op("POST", "/v1/embed/{replicaUUID}/chat", "embedChat", "Integrations", "Ask as a widget or page visitor")
             .body_of::<ChatBody>()
-            .query(embed_headers())
+            .headers(embed_headers())
             .ok_of::<EmbedReplyView>(200)
             .extra(&[403, 429, 502])
             .describe(
@@ -493,7 +493,7 @@ fn embed_visitor_ops() -> Vec<Operation> {
             )
             .serve(Access::Public, handler!(chat)),
         op("GET", "/v1/embed/{replicaUUID}/history", "embedHistory", "Integrations", "The visitor's conversation")
-            .query(embed_headers())
+            .headers(embed_headers())
             .ok_as::<Items<super::history::MessageView>>(200, "EmbedHistory")
             .extra(&[403, 429])
             .describe(

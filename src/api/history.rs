@@ -8,21 +8,21 @@ use serde::{Deserialize, Serialize};
 
 use serde_json::value::RawValue;
 
+use super::query::{self, Int};
 use super::{path_replica, Timestamp};
 use super::{Operation, Serve};
 use crate::app::App;
-use crate::error::{Code, Error, Result};
+use crate::error::Result;
 use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::openapi::derived::SparseId;
-use crate::openapi::operations::{op, param, Op};
+use crate::openapi::operations::{op, Op};
 use crate::service::channel::{sources, Channel};
 use crate::service::channel_data::{self, MessengerAData, MessengerBData};
 use crate::service::check_len;
 use crate::service::history::{self, NewItem, Page, MAX_CONTENT_CHARS};
 use crate::store::records::{Message, SourceRef};
-use serde_json::{json, Value};
 
 /// A retrieval source on the wire (spec §2.2), plus where it is in its document (additive,
 /// absent when unknown): `url`, the web page of a `website` entry with a text fragment that
@@ -203,12 +203,8 @@ fn history_types() -> Vec<&'static str> {
 
 async fn list(app: Arc<App>, req: Req, channel: Option<&str>) -> Result<Reply> {
     let replica = path_replica(&app, &req).await?;
-    let limit = req.query_int(&["limit"], 20, 1, 100)? as usize;
-    let before_id = match req.query("beforeID") {
-        Some(v) => Some(v.parse::<u64>().map_err(|_| Error::new(Code::InvalidQuery, "beforeID must be a message id"))?),
-        None => None,
-    };
-    let page = Page { channel: channel.map(str::to_string), limit, before_id };
+    let q: HistoryParams = query::read(&req)?;
+    let page = Page { channel: channel.map(str::to_string), limit: q.limit.get(), before_id: q.before_id };
     let items = history::list(&app.store, replica.id, req.caller()?.acting_user(), page).await?;
     Ok(Reply::ok(&Listed { kind: channel.unwrap_or("all"), items: items.iter().map(view).collect() }))
 }
@@ -345,23 +341,19 @@ pub fn operations() -> Vec<Operation> {
 
 /// A chat-history list operation (spec §4.1): the same shape for every channel.
 fn history_list(path: &'static str, id: &'static str, summary: &'static str) -> Op {
-    op("GET", path, id, "Chat history", summary).query(history_query()).ok_of::<Listed>(200).describe(
+    op("GET", path, id, "Chat history", summary).query_of::<HistoryParams>().ok_of::<Listed>(200).describe(
         "The caller's history items on the channel of the path, newest `limit` (oldest first). A private replica the \
         caller may not see answers 404.",
     )
 }
 
-fn history_query() -> Vec<Value> {
-    vec![
-        param(
-            "limit",
-            json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 20 }),
-            "Newest items, returned oldest first.",
-        ),
-        param(
-            "beforeID",
-            json!({ "type": "integer", "minimum": 0 }),
-            "Only items with a smaller `id` (paging back in time).",
-        ),
-    ]
+/// The query of the history lists.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(default)]
+struct HistoryParams {
+    /// Newest items, returned oldest first.
+    limit: Int<1, 100, 20>,
+    /// Only items with a smaller `id` (paging back in time).
+    #[serde(rename = "beforeID")]
+    before_id: Option<u64>,
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::path_replica;
+use super::query::{self, Int, Named, OneOf, SortOrder, Text};
 use super::Page;
 use super::Timestamp;
 use super::{Operation, Serve};
@@ -17,7 +18,7 @@ use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::ingest::formats::{FORMATS, MEDIA_TYPES};
 use crate::openapi::derived::SparseId;
-use crate::openapi::operations::{op, page, param};
+use crate::openapi::operations::op;
 use crate::service::knowledge::uploads;
 use crate::service::knowledge::{
     self, Content, Created, EntryView, Limits, NewEntry, Patch, Sort, SortKey, LANGUAGES, MAX_FILENAME_CHARS,
@@ -26,7 +27,6 @@ use crate::service::knowledge::{
 use crate::service::replicas;
 use crate::store::records::{Chunk, KbKind, KbStatus, KbText, Replica};
 use hyper::header::{CONTENT_TYPE, HOST};
-use serde_json::{json, Value};
 
 /// `language`'s description in the document.
 const LANGUAGE_DOC: &str = "ISO 639-1 (spec §2.5).";
@@ -354,67 +354,80 @@ pub async fn upload(app: Arc<App>, req: Req) -> Result<Reply> {
     Ok(Reply::ok(&UploadedView::from(&up)))
 }
 
-/// The order of an entry list: our `sort` (a `-` prefix sorts descending), else `sortBy`
-/// (`createdAt`, `updatedAt`, `title`, `status`) with `sortOrder` (default `desc`, as the
-/// hosted service's lists), else `createdAt`, descending when `default_desc`.
-fn parse_sort(req: &Req, default_desc: bool) -> Result<Sort> {
-    let names = || SORTS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
-    let key_of = |name: &str, param: &str| {
-        SORTS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, k)| *k)
-            .ok_or_else(|| Error::new(Code::InvalidQuery, format!("{param} must be one of {}", names())))
-    };
-    if let Some(raw) = req.query("sort") {
-        let (descending, name) = raw.strip_prefix('-').map_or((false, raw), |rest| (true, rest));
-        return Ok(Sort { key: key_of(name, "sort (prefix - for descending)")?, descending });
-    }
-    let order = super::sort_order(req)?;
-    match req.query("sortBy") {
-        Some(name) => Ok(Sort { key: key_of(name, "sortBy")?, descending: order.unwrap_or(true) }),
-        None => Ok(Sort { key: SortKey::CreatedAt, descending: order.unwrap_or(default_desc) }),
-    }
+/// The query of both entry lists.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct ListParams {
+    /// Page number.
+    page: Int<1, 1_000_000, 1>,
+    /// Items per page.
+    page_size: Int<0, 100, 24>,
+    /// Only entries in one of these statuses (repeat the parameter for several).
+    status: Vec<OneOf<KbStatus>>,
+    /// Only entries of one of these types (repeat the parameter for several).
+    #[serde(rename = "type")]
+    kind: Vec<OneOf<KbKind>>,
+    /// Text searched in titles, URLs and file names.
+    search: Option<Text<3>>,
+    /// Only failed (or only other) entries.
+    has_error: Option<bool>,
+    /// Order by this field (with `sortOrder`).
+    sort_by: Option<OneOf<SortKey>>,
+    /// Order of `sortBy`: `desc` unless told.
+    sort_order: Option<OneOf<SortOrder>>,
+    /// Ours, instead of `sortBy`/`sortOrder`: `createdAt`, `updatedAt`, `title`, `status`; a `-` prefix sorts
+    /// descending. Without either, `createdAt`: ascending for one replica's list, descending organization-wide.
+    sort: Option<OneOf<Sort>>,
 }
 
-/// Every value of the repeatable query parameter `name`, each one of `allowed` (parsed by
-/// `parse`); 400 `INVALID_QUERY` otherwise.
-fn all_of<T>(req: &Req, name: &str, allowed: &[&str], parse: fn(&str) -> Option<T>) -> Result<Vec<T>> {
-    req.query_all(name)
-        .iter()
-        .map(|v| {
-            parse(v)
-                .ok_or_else(|| Error::new(Code::InvalidQuery, format!("{name} must be one of {}", allowed.join(", "))))
-        })
-        .collect()
-}
-
-/// Shortest `search` of the entry lists (docs/decisions.md "Knowledge base").
-const MIN_SEARCH_CHARS: usize = 3;
-
-/// The query of both entry lists: `page`, `pageSize` (0–100, default 24), `status` and `type`
-/// (repeatable), `search` (≥ 3 characters; title, file name or URL), `hasError`, the order (see
-/// [`parse_sort`]).
+/// The list query of an entry list; without an order, `createdAt`, descending when
+/// `default_desc`.
 fn list_query(req: &Req, default_desc: bool) -> Result<knowledge::ListQuery> {
-    let search = req.query("search").map(str::to_string).filter(|s| !s.is_empty());
-    if search.as_ref().is_some_and(|s| s.chars().count() < MIN_SEARCH_CHARS) {
-        return Err(Error::new(Code::InvalidQuery, format!("search must be at least {MIN_SEARCH_CHARS} characters")));
-    }
-    let has_error = match req.query("hasError") {
-        None => None,
-        Some("true") => Some(true),
-        Some("false") => Some(false),
-        Some(_) => return Err(Error::new(Code::InvalidQuery, "hasError must be true or false")),
+    let q: ListParams = query::read(req)?;
+    let descending = |default| q.sort_order.map_or(default, |o| o.0.descending());
+    let sort = match (q.sort, q.sort_by) {
+        (Some(sort), _) => sort.0,
+        (None, Some(key)) => Sort { key: key.0, descending: descending(true) },
+        (None, None) => Sort { key: SortKey::CreatedAt, descending: descending(default_desc) },
     };
     Ok(knowledge::ListQuery {
-        status: all_of(req, "status", STATUSES, KbStatus::parse)?,
-        kind: all_of(req, "type", TYPES, KbKind::parse)?,
-        search,
-        has_error,
-        sort: parse_sort(req, default_desc)?,
-        page: req.query_int(&["page"], 1, 1, 1_000_000)?,
-        page_size: req.query_int(&["pageSize"], 24, 0, 100)?,
+        status: q.status.into_iter().map(|s| s.0).collect(),
+        kind: q.kind.into_iter().map(|k| k.0).collect(),
+        search: q.search.map(|s| s.0),
+        has_error: q.has_error,
+        sort,
+        page: q.page.0,
+        page_size: q.page_size.0,
     })
+}
+
+impl Named for KbStatus {
+    fn table() -> Vec<(String, Self)> {
+        query::table_of(STATUSES, KbStatus::parse)
+    }
+}
+
+impl Named for KbKind {
+    fn table() -> Vec<(String, Self)> {
+        query::table_of(TYPES, KbKind::parse)
+    }
+}
+
+impl Named for SortKey {
+    fn table() -> Vec<(String, Self)> {
+        SORTS.iter().map(|(name, key)| (name.to_string(), *key)).collect()
+    }
+}
+
+/// Our `sort`: a [`SortKey`]'s name, ascending, or with a `-` prefix, descending.
+impl Named for Sort {
+    fn table() -> Vec<(String, Self)> {
+        let both = |(name, key): (String, SortKey)| {
+            let descending = format!("-{name}");
+            [(name, Sort { key, descending: false }), (descending, Sort { key, descending: true })]
+        };
+        SortKey::table().into_iter().flat_map(both).collect()
+    }
 }
 
 /// The replica whose entries an operation acts on: the path's `replicaUUID` (the per-replica
@@ -546,7 +559,7 @@ pub fn operations() -> Vec<Operation> {
     let kb = "Knowledge base";
     vec![
         op("GET", "/v1/replicas/{replicaUUID}/knowledge-base", "listKnowledgeBase", kb, "List entries")
-            .query(kb_list_query())
+            .query_of::<ListParams>()
             .ok_as::<Page<KbEntryView>>(200, "KnowledgeBaseList")
             .serve(Access::Either, handler!(list)),
         op("POST", "/v1/replicas/{replicaUUID}/knowledge-base", "createKnowledgeBaseEntry", kb, "Create an entry")
@@ -576,7 +589,7 @@ pub fn operations() -> Vec<Operation> {
             .describe("Removes the entry and its index documents.")
             .serve(Access::Either, handler!(delete)),
         op("GET", "/v1/knowledge-base", "listKnowledgeBaseOfOrganization", kb, "List entries of every replica")
-            .query(kb_list_query())
+            .query_of::<ListParams>()
             .ok_as::<Page<KbEntryView>>(200, "KnowledgeBaseList")
             .describe(
                 "The entries of every replica the caller may see (private replicas only for their owner and \
@@ -613,42 +626,4 @@ pub fn operations() -> Vec<Operation> {
             )
             .serve(Access::Public, handler!(upload)),
     ]
-}
-
-fn kb_list_query() -> Vec<Value> {
-    use crate::service::knowledge::{SORTS, STATUSES, TYPES};
-    let repeated = |name: &str, values: &[&str], what: &str| {
-        json!({ "name": name, "in": "query", "required": false, "style": "form", "explode": true,
-            "schema": { "type": "array", "items": { "type": "string", "enum": values } },
-            "description": format!("Only entries {what} (repeat the parameter for several).") })
-    };
-    let sort_by: Vec<&str> = SORTS.iter().map(|(n, _)| *n).collect();
-    vec![
-        param("page", page(), "Page number."),
-        param("pageSize", json!({ "type": "integer", "minimum": 0, "maximum": 100, "default": 24 }), "Items per page."),
-        repeated("status", STATUSES, "in one of these statuses"),
-        repeated("type", TYPES, "of one of these types"),
-        param("search", json!({ "type": "string", "minLength": 3 }), "Text searched in titles, URLs and file names."),
-        param(
-            "hasError",
-            json!({ "type": "string", "enum": ["true", "false"] }),
-            "Only failed (or only other) entries.",
-        ),
-        param("sortBy", json!({ "type": "string", "enum": sort_by }), "Order by this field (with `sortOrder`)."),
-        param(
-            "sortOrder",
-            json!({ "type": "string", "enum": ["asc", "desc"], "default": "desc" }),
-            "Order of `sortBy` (default `desc`).",
-        ),
-        param(
-            "sort",
-            json!({ "type": "string", "enum": sort_values() }),
-            "Ours, instead of `sortBy`/`sortOrder`: `createdAt`, `updatedAt`, `title`, `status`; a `-` prefix sorts \
-            descending. Without either, `createdAt`: ascending for one replica's list, descending organization-wide.",
-        ),
-    ]
-}
-
-fn sort_values() -> Vec<String> {
-    crate::service::knowledge::SORTS.iter().flat_map(|(n, _)| [n.to_string(), format!("-{n}")]).collect()
 }

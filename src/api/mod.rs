@@ -22,6 +22,7 @@ pub mod integrations;
 pub mod invites;
 pub mod knowledge_base;
 pub mod models;
+pub mod query;
 pub mod replicas;
 pub mod usage;
 pub mod users;
@@ -111,24 +112,6 @@ pub fn document_rows() -> Vec<Op> {
 /// (`ops::metrics::route`). `crate::serve` compiles it once (`http::Dispatcher`).
 pub fn served() -> Vec<Route> {
     routes().into_iter().chain(docs::pages()).chain(embed::pages()).chain([crate::ops::metrics::route()]).collect()
-}
-
-/// `page` (≥ 1, default 1) and `pageSize` (1–100, default 24) of list operations; the names in
-/// `page_names`/`size_names` are accepted, first found wins.
-pub fn paging(req: &Req, page_names: &[&str], size_names: &[&str]) -> Result<(u64, u64)> {
-    let page = req.query_int(page_names, 1, 1, 1_000_000)?;
-    let size = req.query_int(size_names, 24, 1, 100)?;
-    Ok((page, size))
-}
-
-/// `sortOrder` of a list: `asc` or `desc`; `None` when not given. 400 otherwise.
-pub fn sort_order(req: &Req) -> Result<Option<bool>> {
-    match req.query("sortOrder") {
-        None => Ok(None),
-        Some("desc") => Ok(Some(true)),
-        Some("asc") => Ok(Some(false)),
-        Some(_) => Err(crate::error::Error::new(crate::error::Code::InvalidQuery, "sortOrder must be asc or desc")),
-    }
 }
 
 /// The replica of the path (`replicaUUID`) if the caller may see it; 404 otherwise.

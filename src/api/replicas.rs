@@ -7,15 +7,16 @@ use std::borrow::Cow;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
+use super::query::{self, Int, Named, OneOf};
 use super::Timestamp;
 use super::{Operation, Serve};
 use crate::app::App;
-use crate::error::{Code, Error, Result};
+use crate::error::Result;
 use crate::http::auth::Access;
 use crate::http::request::Req;
 use crate::http::response::Reply;
 use crate::openapi::derived::legacy_names;
-use crate::openapi::operations::{old_param, op, page, page_size, param};
+use crate::openapi::operations::op;
 use crate::service::channel::Bot;
 use crate::service::integrations::IntegrationView;
 use crate::service::replicas;
@@ -24,7 +25,6 @@ use crate::service::replicas::{
     VOICE_PREVIEW_MAX,
 };
 use crate::store::records::Replica;
-use serde_json::{json, Value};
 
 /// `llm.model`'s description in the document.
 const MODEL_DOC: &str = "A key of the model catalog (GET /v1/replicas/models).";
@@ -429,27 +429,16 @@ pub async fn delete(app: Arc<App>, req: Req) -> Result<Reply> {
 /// `{success, type: "replicas", items, total}`; paging `page`/`page_size` (aliases `page_index`, `pageIndex`,
 /// `pageSize`), filters `ownerID`, `slug`, `tags`, `integration`, `search`, `sort`.
 pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
-    let (page, page_size) = super::paging(&req, &["page", "page_index", "pageIndex"], &["page_size", "pageSize"])?;
-    let integration = req.query("integration").map(str::to_string);
-    if let Some(i) = &integration {
-        if Bot::parse(i).is_none() {
-            let names: Vec<_> = Bot::ALL.iter().map(|b| b.name()).collect();
-            return Err(Error::new(Code::InvalidQuery, format!("integration must be one of {}", names.join(", "))));
-        }
-    }
-    let sort = req.query("sort").map(str::to_string);
-    if sort.as_deref().is_some_and(|s| s != "name" && s != "popularity") {
-        return Err(Error::new(Code::InvalidQuery, "sort must be name or popularity"));
-    }
+    let q: ListParams = query::read(&req)?;
     let q = replicas::ListQuery {
-        owner: req.query("ownerID").map(str::to_string),
-        slug: req.query("slug").map(str::to_string),
-        tags: req.query_all("tags"),
-        integration,
-        search: req.query("search").map(str::to_string).filter(|s| !s.is_empty()),
-        sort,
-        page,
-        page_size,
+        owner: q.owner,
+        slug: q.slug,
+        tags: q.tags,
+        integration: q.integration.map(|b| b.0.name().to_string()),
+        search: q.search,
+        sort: q.sort.map(|s| Named::name(&s.0)),
+        page: q.page.or(q.page_index).or(q.page_index_camel).unwrap_or_default().0,
+        page_size: q.page_size.or(q.page_size_camel).unwrap_or_default().0,
     };
     let caller = req.caller()?;
     let (items, total) = replicas::list(&app.store, caller.org.id, caller.user.clone(), q).await?;
@@ -462,7 +451,7 @@ pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
 pub fn operations() -> Vec<Operation> {
     vec![
         op("GET", "/v1/replicas", "listReplicas", "Replicas", "List replicas")
-            .query(replica_list_query())
+            .query_of::<ListParams>()
             .ok_of::<Page<ReplicaView>>(200)
             .describe("`{success, items, total}`. Private replicas appear only to their owner and whitelisted users.")
             .serve(Access::Either, handler!(list))
@@ -497,26 +486,56 @@ pub fn operations() -> Vec<Operation> {
     ]
 }
 
-fn replica_list_query() -> Vec<Value> {
-    let text = json!({ "type": "string" });
-    vec![
-        param("page", page(), "Page number (current name)."),
-        param("page_size", page_size(), "Items per page (current name)."),
-        old_param("page_index", page(), "page"),
-        old_param("pageIndex", page(), "page"),
-        old_param("pageSize", page_size(), "page_size"),
-        param("ownerID", text.clone(), "Only replicas of this owner (user id)."),
-        param("slug", text.clone(), "Only the replica with this slug."),
-        json!({ "name": "tags", "in": "query", "required": false, "style": "form", "explode": true,
-            "schema": { "type": "array", "items": { "type": "string" } },
-            "description": "Only replicas carrying every one of these tags (repeat the parameter or separate by \
-                commas)." }),
-        param(
-            "integration",
-            json!({ "type": "string", "enum": Bot::ALL.map(Bot::name) }),
-            "Only replicas with this channel connected.",
-        ),
-        param("search", text, "Text searched in name and descriptions."),
-        param("sort", json!({ "type": "string", "enum": ["name", "popularity"] }), "Order of the list."),
-    ]
+/// The query of the replica list. (No struct-wide `#[serde(default)]`: it would write
+/// `default: null` over the defaults of the optional integers' schemas.)
+#[derive(Deserialize, JsonSchema)]
+struct ListParams {
+    /// Page number (current name).
+    page: Option<Int<1, 1_000_000, 1>>,
+    /// Items per page (current name).
+    page_size: Option<Int<1, 100, 24>>,
+    /// Older name of `page` (spec §9); accepted as an alias.
+    #[schemars(extend("deprecated" = true))]
+    page_index: Option<Int<1, 1_000_000, 1>>,
+    /// Older name of `page` (spec §9); accepted as an alias.
+    #[serde(rename = "pageIndex")]
+    #[schemars(extend("deprecated" = true))]
+    page_index_camel: Option<Int<1, 1_000_000, 1>>,
+    /// Older name of `page_size` (spec §9); accepted as an alias.
+    #[serde(rename = "pageSize")]
+    #[schemars(extend("deprecated" = true))]
+    page_size_camel: Option<Int<1, 100, 24>>,
+    /// Only replicas of this owner (user id).
+    #[serde(rename = "ownerID")]
+    owner: Option<String>,
+    /// Only the replica with this slug.
+    slug: Option<String>,
+    /// Only replicas carrying every one of these tags (repeat the parameter or separate by commas).
+    #[serde(default)]
+    tags: Vec<String>,
+    /// Only replicas with this channel connected.
+    integration: Option<OneOf<Bot>>,
+    /// Text searched in name and descriptions.
+    search: Option<String>,
+    /// Order of the list.
+    sort: Option<OneOf<ListOrder>>,
+}
+
+/// The orders of the replica list besides creation (`sort`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListOrder {
+    Name,
+    Popularity,
+}
+
+impl Named for ListOrder {
+    fn table() -> Vec<(String, Self)> {
+        vec![("name".into(), ListOrder::Name), ("popularity".into(), ListOrder::Popularity)]
+    }
+}
+
+impl Named for Bot {
+    fn table() -> Vec<(String, Self)> {
+        Bot::ALL.map(|b| (b.name().to_string(), b)).to_vec()
+    }
 }

@@ -66,42 +66,6 @@ impl Req {
         }
         serde_json::from_slice(&self.body).map_err(|e| Error::new(Code::InvalidBody, format!("invalid JSON body: {e}")))
     }
-
-    /// Last value of query parameter `name`.
-    pub fn query(&self, name: &str) -> Option<&str> {
-        self.query.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
-    }
-
-    /// Every value of `name`, with comma-separated values split (`tags=a,b&tags=c`).
-    pub fn query_all(&self, name: &str) -> Vec<String> {
-        let bracketed = format!("{name}[]");
-        self.query
-            .iter()
-            .filter(|(k, _)| k == name || *k == bracketed)
-            .flat_map(|(_, v)| v.split(',').map(str::trim).filter(|s| !s.is_empty()))
-            .map(str::to_string)
-            .collect()
-    }
-
-    /// Query parameter `name` as an integer in `min..=max`, or `default` when absent. An
-    /// integral number written with a fractional part (`1.0`, `24.00`) is that integer: clients
-    /// generated from a document typing the parameter `number` send it so (the OpenAPI
-    /// description says so); `1.5` is refused like any other non-integer.
-    pub fn query_int(&self, names: &[&str], default: u64, min: u64, max: u64) -> Result<u64> {
-        let Some((name, raw)) = names.iter().find_map(|n| self.query(n).map(|v| (*n, v))) else {
-            return Ok(default);
-        };
-        let integral = match raw.split_once('.') {
-            Some((int, frac)) if !frac.is_empty() && frac.bytes().all(|b| b == b'0') => int,
-            Some(_) => "",
-            None => raw,
-        };
-        integral
-            .parse::<u64>()
-            .ok()
-            .filter(|v| (min..=max).contains(v))
-            .ok_or_else(|| Error::new(Code::InvalidQuery, format!("{name} must be an integer in {min}..={max}")))
-    }
 }
 
 /// Parses the query string into decoded pairs.

@@ -36,15 +36,17 @@ pub struct Derived {
     successes: Vec<(String, Option<&'static str>)>,
 }
 
+/// The settings of every derived schema: the conventions above.
+fn settings() -> SchemaSettings {
+    SchemaSettings::draft2020_12()
+        .with(|s| s.definitions_path = "/components/schemas".into())
+        .with_transform(RecursiveTransform(unwrap_description))
+        .with_transform(RecursiveTransform(optional_not_null))
+        .with_transform(RecursiveTransform(standard_format))
+}
+
 impl Default for Derived {
     fn default() -> Self {
-        let settings = || {
-            SchemaSettings::draft2020_12()
-                .with(|s| s.definitions_path = "/components/schemas".into())
-                .with_transform(RecursiveTransform(unwrap_description))
-                .with_transform(RecursiveTransform(optional_not_null))
-                .with_transform(RecursiveTransform(standard_format))
-        };
         Derived {
             requests: settings().for_deserialize().into_generator(),
             answers: settings().for_serialize().with_transform(RecursiveTransform(close)).into_generator(),
@@ -108,6 +110,42 @@ impl Derived {
         all.values_mut().for_each(drop_type_doc);
         all
     }
+}
+
+/// The query parameters of the query type `T` (see `api::query`): one OpenAPI parameter
+/// object per field of `T` as serde reads it, in field order. The field's doc comment is the
+/// parameter's `description`, a deprecated field (`#[schemars(extend("deprecated" = true))]`) a
+/// deprecated parameter, and the rest of the field's schema, every type inlined, the
+/// parameter's `schema`; a list is `style: form, explode: true` (the name repeated).
+///
+/// # Panics
+/// When `T` is not a struct of named fields.
+pub fn parameters<T: JsonSchema>() -> Vec<Value> {
+    let generator = settings().for_deserialize().with(|s| s.inline_subschemas = true).into_generator();
+    let root = generator.into_root_schema_for::<T>();
+    let required = root.get("required").cloned().unwrap_or_else(|| json!([]));
+    let Some(Value::Object(fields)) = root.get("properties") else { panic!("{} is not a struct", T::schema_name()) };
+    let required = |name: &str| required.as_array().is_some_and(|r| r.iter().any(|n| n == name));
+    fields
+        .iter()
+        .map(|(name, field)| {
+            let mut schema = field.as_object().cloned().unwrap_or_default();
+            let mut p = json!({ "name": name, "in": "query", "required": required(name) });
+            if field["type"] == "array" {
+                p["style"] = json!("form");
+                p["explode"] = json!(true);
+            }
+            let (description, deprecated) = (schema.remove("description"), schema.remove("deprecated"));
+            p["schema"] = Value::Object(schema);
+            if let Some(description) = description {
+                p["description"] = description;
+            }
+            if deprecated == Some(Value::Bool(true)) {
+                p["deprecated"] = json!(true);
+            }
+            p
+        })
+        .collect()
 }
 
 /// Whether a schema of `all` refers to the schema `name`.
@@ -186,10 +224,13 @@ pub fn legacy_names(schema: &mut Schema, names: &[(&str, &str)]) {
     }
 }
 
-/// `schema` without its `null` alternative: `type: [t, "null"]` → `type: t`, and
-/// `anyOf: [s, {type: null}]` → `s`.
+/// `schema` without its `null` alternative: `type: [t, "null"]` → `type: t`, `null` out of an
+/// `enum`, and `anyOf: [s, {type: null}]` → `s`.
 fn without_null(schema: &mut Value) {
     let is_null = |v: &Value| v == "null" || v.get("type").is_some_and(|t| t == "null");
+    if let Some(Value::Array(values)) = schema.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
     if let Some(Value::Array(types)) = schema.get_mut("type") {
         types.retain(|t| !is_null(t));
         if let [one] = types.as_slice() {

@@ -138,7 +138,7 @@ pub fn statuses(op: &Op) -> BTreeSet<u16> {
 
 fn operation(op: &Op) -> Value {
     let mut parameters: Vec<Value> = path_params(op.path);
-    parameters.extend(op.query.iter().cloned());
+    parameters.extend(op.parameters.iter().cloned());
     parameters.push(version_header());
     if op.body.is_some() {
         parameters.push(content_encoding_header());

@@ -7,7 +7,7 @@
 //! A raw-bytes body is [`Op::raw_body`], an answer that may also stream [`Op::streams`].
 
 use schemars::JsonSchema;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::derived::Derived;
 use crate::http::auth::Access;
@@ -22,8 +22,9 @@ pub struct Op {
     pub tag: &'static str,
     pub summary: &'static str,
     pub description: &'static str,
-    /// Query parameters (OpenAPI parameter objects).
-    pub query: Vec<Value>,
+    /// Query and header parameters beyond the path's, the version and the credentials
+    /// (OpenAPI parameter objects).
+    pub parameters: Vec<Value>,
     /// Schema name of the request body (JSON unless `body_media` says otherwise).
     pub body: Option<&'static str>,
     /// Media type of the request body.
@@ -99,7 +100,7 @@ pub fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'sta
         tag,
         summary,
         description: "",
-        query: Vec::new(),
+        parameters: Vec::new(),
         body: None,
         body_media: JSON_MEDIA,
         body_optional: false,
@@ -193,31 +194,15 @@ impl Op {
         self.deprecated = true;
         self
     }
-    /// Its query parameters (OpenAPI parameter objects, e.g. from [`param`]).
-    pub fn query(mut self, params: Vec<Value>) -> Op {
-        self.query = params;
+    /// Its query parameters: one per field of `T` (`api::query`; derived, [`super::derived::parameters`]).
+    pub fn query_of<T: JsonSchema>(mut self) -> Op {
+        self.parameters.extend(super::derived::parameters::<T>());
         self
     }
-}
-
-/// A query parameter, not required.
-pub fn param(name: &str, schema: Value, description: &str) -> Value {
-    json!({ "name": name, "in": "query", "required": false, "schema": schema, "description": description })
-}
-
-/// An older name of the query parameter `current`, deprecated.
-pub fn old_param(name: &str, schema: Value, current: &str) -> Value {
-    let mut p = param(name, schema, &format!("Older name of `{current}` (spec §9); accepted as an alias."));
-    p["deprecated"] = json!(true);
-    p
-}
-
-/// A page number: 1 to 1,000,000, default 1.
-pub fn page() -> Value {
-    json!({ "type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1 })
-}
-
-/// Items per page: 1 to 100, default 24.
-pub fn page_size() -> Value {
-    json!({ "type": "integer", "minimum": 1, "maximum": 100, "default": 24 })
+    /// Header parameters it reads beyond the credentials and the version (OpenAPI parameter
+    /// objects, `in: header`).
+    pub fn headers(mut self, params: Vec<Value>) -> Op {
+        self.parameters.extend(params);
+        self
+    }
 }

@@ -38,7 +38,7 @@ impl ListQuery {
 
 /// Order of the entry list: `createdAt` (default), `updatedAt`, `title`, `status`; descending
 /// when `descending`.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Sort {
     pub key: SortKey,
     pub descending: bool,
