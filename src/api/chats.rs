@@ -292,7 +292,7 @@ pub fn messages_reply(items: &[Item]) -> Reply {
 }
 
 /// # `GET /v1/replicas/{replicaUUID}/chats`
-/// `{success, items, total}`; paging and sorting of [`list_query`] (default `replicaReplies`).
+/// `{success, items, total}`; paging and sorting of [`ChatListParams`] (default `replicaReplies`).
 pub async fn list(app: Arc<App>, req: Req) -> Result<Reply> {
     let (replica, viewer) = replica_and_viewer(&app, &req).await?;
     let q = ChatListParams::read(&req)?;
