@@ -152,43 +152,35 @@ mod tests {
         assert_eq!(decode::<Message>(&again).unwrap().id, 7);
     }
 
-    /// A version 2 message (the layout before `passages`) citing one source with text `cited`.
-    fn message_v2(id: u64, cited: &str, interrupted: bool) -> crate::store::records::MessageV2 {
-        use crate::store::records::{MessageV2, SourceRefV1};
-        let source = SourceRefV1 { id: 4, score: 1.5, created_at: 2, name: "Doc".into(), content: cited.into() };
-        MessageV2 {
-            id,
-            replica: uuid::Uuid::nil(),
-            user: uuid::Uuid::nil(),
-            role: "assistant".into(),
-            content: "hello".into(),
-            source: "web".into(),
-            sources: vec![source],
-            is_private: false,
-            channel_data: None,
-            created_at: 1,
-            interrupted,
-        }
+    /// A message as version 2 wrote it, kept as the bytes its own struct encoded to: id 8,
+    /// replica 1, user 2, an assistant's "hello" on `web` citing source 4 "Doc" (text "the
+    /// text", score 1.5), channel data `{}`, created at 1, interrupted.
+    const MESSAGE_V2: &str = "081000000000000000000000000000000001100000000000000000000000000000000209617373697374616e\
+        740568656c6c6f0377656201040000c03f0403446f630874686520746578740001027b7d0201";
+    /// Version 3 wrote the same fields, then `passages` (here `[77]`).
+    const PASSAGES_V3: &str = "014d";
+
+    fn record(version: u8, hex: &[&str]) -> Vec<u8> {
+        let digits: String = hex.concat().split_whitespace().collect();
+        let byte = |i: usize| u8::from_str_radix(&digits[i..i + 2], 16).unwrap();
+        std::iter::once(version).chain((0..digits.len()).step_by(2).map(byte)).collect()
     }
 
     #[test]
     fn a_version_2_message_keeps_its_sources_texts_inline() {
         use crate::store::records::Message;
-        let v2 = message_v2(8, "the text", true);
-        let mut bytes = vec![2u8];
-        bytes.extend(bincode::serde::encode_to_vec(&v2, config()).unwrap());
-        let m: Message = decode(&bytes).unwrap();
-        assert_eq!((m.id, m.interrupted, m.sources[0].content.as_str()), (8, true, "the text"));
+        let m: Message = decode(&record(2, &[MESSAGE_V2])).unwrap();
+        assert_eq!((m.id, m.replica, m.user), (8, uuid::Uuid::from_u128(1), uuid::Uuid::from_u128(2)));
+        assert_eq!((m.content.as_str(), m.channel_data.as_deref(), m.created_at), ("hello", Some("{}"), 1));
+        assert_eq!((m.interrupted, m.sources[0].id, m.sources[0].content.as_str()), (true, 4, "the text"));
         assert!(m.passages.is_empty());
     }
 
     #[test]
     fn a_version_3_message_and_a_version_1_chunk_read_back_without_a_place() {
-        use crate::store::records::{Chunk, Message, MessageV3};
-        let v3 = MessageV3 { passages: vec![77], ..MessageV3::from(message_v2(9, "", false)) };
-        let bytes = [vec![3u8], bincode::serde::encode_to_vec(&v3, config()).unwrap()].concat();
-        let m: Message = decode(&bytes).unwrap();
-        assert_eq!((m.id, m.passages.as_slice(), m.sources[0].name.as_str()), (9, &[77][..], "Doc"));
+        use crate::store::records::{Chunk, Message};
+        let m: Message = decode(&record(3, &[MESSAGE_V2, PASSAGES_V3])).unwrap();
+        assert_eq!((m.id, m.passages.as_slice(), m.sources[0].name.as_str()), (8, &[77][..], "Doc"));
         assert_eq!((m.sources[0].url.as_deref(), m.sources[0].page), (None, None));
         let chunk = [vec![1u8], bincode::serde::encode_to_vec(("Doc › Part", "Text."), config()).unwrap()].concat();
         let c: Chunk = decode(&chunk).unwrap();

@@ -439,88 +439,25 @@ pub struct Message {
 impl Record for Message {
     const VERSION: u8 = 4;
 
+    /// Versions 2 and 3 wrote version 1's fields and then their own (`interrupted`; then
+    /// `passages`). bincode lays a struct out as its fields in order with nothing between them,
+    /// so those versions read as a tuple of a [`MessageV1`] and the fields they added.
     fn upgrade(version: u8, body: &[u8]) -> crate::error::Result<Self> {
-        match version {
-            1 => Ok(MessageV3::from(MessageV2::from(codec::decode_body::<MessageV1>(body)?)).into()),
-            2 => Ok(MessageV3::from(codec::decode_body::<MessageV2>(body)?).into()),
-            3 => Ok(codec::decode_body::<MessageV3>(body)?.into()),
-            v => Err(crate::error::Error::internal(format!("unknown Message record version {v}"))),
-        }
+        let (v1, interrupted, passages) = match version {
+            1 => (codec::decode_body::<MessageV1>(body)?, false, Vec::new()),
+            2 => {
+                let (v1, interrupted) = codec::decode_body::<(MessageV1, bool)>(body)?;
+                (v1, interrupted, Vec::new())
+            }
+            3 => codec::decode_body::<(MessageV1, bool, Vec<u64>)>(body)?,
+            v => return Err(crate::error::Error::internal(format!("unknown Message record version {v}"))),
+        };
+        Ok(v1.upgraded(interrupted, passages))
     }
 }
 
-/// [`Message`] as version 3 wrote it (sources without `url` and `page`).
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub struct MessageV3 {
-    pub id: u64,
-    pub replica: Uuid,
-    pub user: Uuid,
-    pub role: String,
-    pub content: String,
-    pub source: String,
-    pub sources: Vec<SourceRefV1>,
-    pub is_private: bool,
-    pub channel_data: Option<String>,
-    pub created_at: i64,
-    pub interrupted: bool,
-    pub passages: Vec<u64>,
-}
-
-impl From<MessageV3> for Message {
-    fn from(m: MessageV3) -> Message {
-        Message {
-            id: m.id,
-            replica: m.replica,
-            user: m.user,
-            role: m.role,
-            content: m.content,
-            source: m.source,
-            sources: m.sources.into_iter().map(SourceRef::from).collect(),
-            is_private: m.is_private,
-            channel_data: m.channel_data,
-            created_at: m.created_at,
-            interrupted: m.interrupted,
-            passages: m.passages,
-        }
-    }
-}
-
-/// [`Message`] as version 2 wrote it (every source's content inline).
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub struct MessageV2 {
-    pub id: u64,
-    pub replica: Uuid,
-    pub user: Uuid,
-    pub role: String,
-    pub content: String,
-    pub source: String,
-    pub sources: Vec<SourceRefV1>,
-    pub is_private: bool,
-    pub channel_data: Option<String>,
-    pub created_at: i64,
-    pub interrupted: bool,
-}
-
-impl From<MessageV2> for MessageV3 {
-    fn from(m: MessageV2) -> MessageV3 {
-        MessageV3 {
-            id: m.id,
-            replica: m.replica,
-            user: m.user,
-            role: m.role,
-            content: m.content,
-            source: m.source,
-            sources: m.sources,
-            is_private: m.is_private,
-            channel_data: m.channel_data,
-            created_at: m.created_at,
-            interrupted: m.interrupted,
-            passages: Vec::new(),
-        }
-    }
-}
-
-/// [`Message`] as version 1 wrote it (before `interrupted`).
+/// [`Message`] as version 1 wrote it (before `interrupted`), and the fields versions 2 and 3
+/// wrote first (their sources without `url` and `page`).
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct MessageV1 {
     pub id: u64,
@@ -535,20 +472,22 @@ pub struct MessageV1 {
     pub created_at: i64,
 }
 
-impl From<MessageV1> for MessageV2 {
-    fn from(m: MessageV1) -> MessageV2 {
-        MessageV2 {
-            id: m.id,
-            replica: m.replica,
-            user: m.user,
-            role: m.role,
-            content: m.content,
-            source: m.source,
-            sources: m.sources,
-            is_private: m.is_private,
-            channel_data: m.channel_data,
-            created_at: m.created_at,
-            interrupted: false,
+impl MessageV1 {
+    /// The message, with the fields later versions added.
+    fn upgraded(self, interrupted: bool, passages: Vec<u64>) -> Message {
+        Message {
+            id: self.id,
+            replica: self.replica,
+            user: self.user,
+            role: self.role,
+            content: self.content,
+            source: self.source,
+            sources: self.sources.into_iter().map(SourceRef::from).collect(),
+            is_private: self.is_private,
+            channel_data: self.channel_data,
+            created_at: self.created_at,
+            interrupted,
+            passages,
         }
     }
 }
