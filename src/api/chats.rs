@@ -41,9 +41,9 @@ pub struct ListParams<S> {
 }
 
 /// The chat list's query: most replica replies first unless told.
-pub type ChatListParams = ListParams<SortByOr<0>>;
+pub type ChatListParams = ListParams<SortByOr<{ SortBy::ReplicaReplies as usize }>>;
 /// The conversation lists' query: the last replica reply first unless told.
-pub type ConversationListParams = ListParams<SortByOr<2>>;
+pub type ConversationListParams = ListParams<SortByOr<{ SortBy::LastReplicaReplyAt as usize }>>;
 
 impl<const D: usize> ListParams<SortByOr<D>> {
     /// The list query of `req`.
@@ -54,7 +54,8 @@ impl<const D: usize> ListParams<SortByOr<D>> {
     }
 }
 
-/// A `sortBy` whose default is the order named `SortBy::NAMES[D]`.
+/// A `sortBy` whose default is the order `D`: a [`SortBy`] as `usize`, its index in
+/// `SortBy::NAMES`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SortByOr<const D: usize>(SortBy);
 

@@ -318,7 +318,8 @@ pub enum SortBy {
 }
 
 impl SortBy {
-    /// The `sortBy` values, as on the wire.
+    /// The `sortBy` values, as on the wire, in the variants' order (`SortBy::X as usize` is
+    /// the index of X's name).
     pub const NAMES: [&'static str; 3] = ["replicaReplies", "firstMessageAt", "lastReplicaReplyAt"];
 
     /// Parses a `sortBy` value.
