@@ -138,7 +138,8 @@ pub fn statuses(op: &Op) -> BTreeSet<u16> {
 
 fn operation(op: &Op) -> Value {
     let mut parameters: Vec<Value> = path_params(op.path);
-    parameters.extend(op.parameters.iter().cloned());
+    parameters.extend(op.query.map(|derive| derive()).unwrap_or_default());
+    parameters.extend(op.headers.iter().cloned());
     parameters.push(version_header());
     if op.body.is_some() {
         parameters.push(content_encoding_header());

@@ -22,9 +22,11 @@ pub struct Op {
     pub tag: &'static str,
     pub summary: &'static str,
     pub description: &'static str,
-    /// Query and header parameters beyond the path's, the version and the credentials
-    /// (OpenAPI parameter objects).
-    pub parameters: Vec<Value>,
+    /// Derives its query parameters ([`Op::query_of`]) when the document is built, as
+    /// [`Op::schemas`] derives the body's and answer's: serving the row never needs them.
+    pub query: Option<fn() -> Vec<Value>>,
+    /// Header parameters beyond the version and the credentials (OpenAPI parameter objects).
+    pub headers: Vec<Value>,
     /// Schema name of the request body (JSON unless `body_media` says otherwise).
     pub body: Option<&'static str>,
     /// Media type of the request body.
@@ -100,7 +102,8 @@ pub fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'sta
         tag,
         summary,
         description: "",
-        parameters: Vec::new(),
+        query: None,
+        headers: Vec::new(),
         body: None,
         body_media: JSON_MEDIA,
         body_optional: false,
@@ -196,13 +199,13 @@ impl Op {
     }
     /// Its query parameters: one per field of `T` (`api::query`; derived, [`super::derived::parameters`]).
     pub fn query_of<T: JsonSchema>(mut self) -> Op {
-        self.parameters.extend(super::derived::parameters::<T>());
+        self.query = Some(super::derived::parameters::<T>);
         self
     }
     /// Header parameters it reads beyond the credentials and the version (OpenAPI parameter
     /// objects, `in: header`).
     pub fn headers(mut self, params: Vec<Value>) -> Op {
-        self.parameters.extend(params);
+        self.headers.extend(params);
         self
     }
 }
