@@ -9,23 +9,24 @@
 //! 2. `orgs_cli`, then `admin` (admin socket), `demo` (demo data), `cli`;
 //! 3. `api` (one row per operation: parse → authorize → service → DTO; [`api::served`] is every
 //!    row the server routes);
-//! 4. `openapi` (the published document), `ops` (metrics, health, shutdown) and `channels` (the
-//!    bots, which the state knows only as `service::channel::Bots`);
-//! 5. `server` (accept loop, TLS);
-//! 6. `http` (the [`http::Dispatcher`]: route lookup, decode, auth, per-key rate limits, the read
+//! 4. `channels` (the bots, which the state knows only as `service::channel::Bots`; each bot's
+//!    module gives its runner, its connect and its operations' document rows);
+//! 5. `openapi` (the published document), `ops` (metrics, health, shutdown);
+//! 6. `server` (accept loop, TLS);
+//! 7. `http` (the [`http::Dispatcher`]: route lookup, decode, auth, per-key rate limits, the read
 //!    cache, errors; a route row names a handler taking `http`'s `Req` and `app`'s `App`);
-//! 7. `app` (the state handlers, bots and operability tasks get; it names nothing above it);
-//! 8. `config` (flags and defaults);
-//! 9. `service` (business rules; plain Rust types in and out);
-//! 10. `generate` (replies; it scores sentences with `search`'s analyzers) and `backup` (online
+//! 8. `app` (the state handlers, bots and operability tasks get; it names nothing above it);
+//! 9. `config` (flags and defaults);
+//! 10. `service` (business rules; plain Rust types in and out);
+//! 11. `generate` (replies; it scores sentences with `search`'s analyzers) and `backup` (online
 //!     backup and restore of a data directory), then `search`
 //!     (tantivy), then `ingest` (fetch, extract, write an entry's text) and `embed` (text →
 //!     vectors, by an in-process model or an OpenAI-compatible upstream);
-//! 11. `text` (language detection, chunking) and `rate_limit` (token buckets, in memory or in a
+//! 12. `text` (language detection, chunking) and `rate_limit` (token buckets, in memory or in a
 //!     shared store);
-//! 12. `store` (redb, records, codec), `secrets` (sealing channel tokens) and `upstream` (what
+//! 13. `store` (redb, records, codec), `secrets` (sealing channel tokens) and `upstream` (what
 //!     every OpenAI-compatible upstream call shares: declaration, timeouts, retries, errors);
-//! 13. `error`, `models` (the model catalog), and the modules every layer may use: `clock`,
+//! 14. `error`, `models` (the model catalog), and the modules every layer may use: `clock`,
 //!     `stop` (stopping background tasks), `telemetry`, `memory` (giving freed heap back to the
 //!     system).
 
@@ -256,14 +257,14 @@ mod layering {
     /// Each module and its layer (see the crate documentation); a module uses only modules of
     /// lower layers: two modules of one layer never name each other.
     const LAYERS: &[(&str, u8)] = &[
-        ("orgs_cli", 14),
-        ("admin", 13),
-        ("demo", 13),
-        ("cli", 13),
-        ("api", 12),
+        ("orgs_cli", 15),
+        ("admin", 14),
+        ("demo", 14),
+        ("cli", 14),
+        ("api", 13),
+        ("channels", 12),
         ("openapi", 11),
         ("ops", 11),
-        ("channels", 11),
         ("server", 10),
         ("http", 9),
         ("app", 8),
@@ -460,8 +461,7 @@ mod layering {
         ("ORG_QUOTA", "service/quotas.rs"),
         ("OPEN_CONVERSATION", "service/chats/"),
         ("REPLICATERM_CONVERSATIONS", "service/chats/"),
-        ("REPLICA_MESSENGERA", "service/integrations.rs"),
-        ("REPLICA_MESSENGERB", "service/integrations.rs"),
+        ("CHANNELREPLICA_INTEGRATION", "service/integrations.rs"),
         ("KEYHASH_EMBED", "service/embed.rs"),
         ("REPLICA_EMBED", "service/embed.rs"),
         ("ORG_REPLICAORDER", "store/replica_index.rs"),
@@ -535,7 +535,9 @@ mod layering {
         let mut found = Vec::new();
         for path in all {
             let rel = path.strip_prefix(&src).unwrap().display().to_string();
-            if rel.starts_with("channels/") || rel.starts_with("openapi/") || rel == "service/channel.rs" {
+            // `store/migrate.rs`: the names a past schema stored its bots under, frozen.
+            let frozen = rel == "store/migrate.rs";
+            if rel.starts_with("channels/") || rel.starts_with("openapi/") || rel == "service/channel.rs" || frozen {
                 continue;
             }
             let text = std::fs::read_to_string(&path).unwrap();

@@ -1,7 +1,7 @@
 //! Chat history (spec §4.1): list per channel, save items (with channel data validation).
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::query::{self, Int};
-use super::{path_replica, Timestamp};
+use super::{path_replica, route_channel, Timestamp};
 use super::{Operation, Serve};
 use crate::app::App;
 use crate::error::Result;
@@ -216,24 +216,12 @@ pub async fn list_all(app: Arc<App>, req: Req) -> Result<Reply> {
     list(app, req, None).await
 }
 
-/// # `GET /v1/replicas/{replicaUUID}/chat/history/web`
-pub async fn list_web(app: Arc<App>, req: Req) -> Result<Reply> {
-    list(app, req, Some(Channel::Web.name())).await
-}
-
-/// # `GET /v1/replicas/{replicaUUID}/chat/history/embed`
-pub async fn list_embed(app: Arc<App>, req: Req) -> Result<Reply> {
-    list(app, req, Some(Channel::Embed.name())).await
-}
-
-/// # `GET /v1/replicas/{replicaUUID}/chat/history/messengerA`
-pub async fn list_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
-    list(app, req, Some(Channel::MessengerA.name())).await
-}
-
-/// # `GET /v1/replicas/{replicaUUID}/chat/history/messengerB`
-pub async fn list_messenger_b(app: Arc<App>, req: Req) -> Result<Reply> {
-    list(app, req, Some(Channel::MessengerB.name())).await
+/// # `GET /v1/replicas/{replicaUUID}/chat/history/<channel>`
+/// The caller's items on the channel the path ends in, `{success, type: <channel>, items}`,
+/// paged as [`list_all`]; one row per channel ([`channel_lists`]).
+pub async fn list_channel(app: Arc<App>, req: Req) -> Result<Reply> {
+    let channel = route_channel(&req)?;
+    list(app, req, Some(channel.name())).await
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -294,11 +282,27 @@ pub async fn save_messenger_a(app: Arc<App>, req: Req) -> Result<Reply> {
     save_item(&app, &req, NewItem::from_user(body.content, channel)).await
 }
 
-/// A chat-history path below `/v1/replicas/{replicaUUID}/chat/history`.
-macro_rules! concat_path {
-    ($suffix:literal) => {
-        concat!("/v1/replicas/{replicaUUID}/chat/history", $suffix)
+/// Each channel's history list: its path, operation id and summary, made once from the
+/// channel's name, in the document's order (the public channels first).
+static CHANNEL_LISTS: LazyLock<Vec<[String; 3]>> = LazyLock::new(|| {
+    let lists = Channel::ALL.into_iter().rev().map(|c| {
+        let name = c.name();
+        let capitalized = name[..1].to_uppercase() + &name[1..];
+        [
+            format!("/v1/replicas/{{replicaUUID}}/chat/history/{name}"),
+            format!("listChatHistory{capitalized}"),
+            format!("History of the {name} channel"),
+        ]
+    });
+    lists.collect()
+});
+
+/// The history list of every channel (spec §4.1), all served by [`list_channel`].
+fn channel_lists() -> Vec<Operation> {
+    let row = |[path, id, summary]: &'static [String; 3]| {
+        history_list(path, id, summary).serve(Access::Either, handler!(list_channel)).cached()
     };
+    CHANNEL_LISTS.iter().map(row).collect()
 }
 
 /// Chat history (spec §4.1), per channel.
@@ -318,25 +322,16 @@ pub fn operations() -> Vec<Operation> {
                 `messengerB_data.message_id` stores nothing new.",
             )
             .serve(Access::Either, handler!(save)),
-        history_list(concat_path!("/web"), "listChatHistoryWeb", "History of the web channel")
-            .serve(Access::Either, handler!(list_web))
-            .cached(),
-        history_list(concat_path!("/embed"), "listChatHistoryEmbed", "History of the embed channel")
-            .serve(Access::Either, handler!(list_embed))
-            .cached(),
-        history_list(msg_a, "listChatHistoryMessengerA", "History of messengerA")
-            .serve(Access::Either, handler!(list_messenger_a))
-            .cached(),
-        op("POST", msg_a, "saveChatHistoryMessengerA", "Chat history", "Save a messengerA item")
-            .body_of::<SaveMessengerABody>()
-            .ok_of::<Saved>(200)
-            .extra(&[429])
-            .describe("A repeated `(chat_id, message_id)` stores nothing new.")
-            .serve(Access::Either, handler!(save_messenger_a)),
-        history_list(concat_path!("/messengerB"), "listChatHistoryMessengerB", "History of messengerB")
-            .serve(Access::Either, handler!(list_messenger_b))
-            .cached(),
     ]
+    .into_iter()
+    .chain(channel_lists())
+    .chain([op("POST", msg_a, "saveChatHistoryMessengerA", "Chat history", "Save a messengerA item")
+        .body_of::<SaveMessengerABody>()
+        .ok_of::<Saved>(200)
+        .extra(&[429])
+        .describe("A repeated `(chat_id, message_id)` stores nothing new.")
+        .serve(Access::Either, handler!(save_messenger_a))])
+    .collect()
 }
 
 /// A chat-history list operation (spec §4.1): the same shape for every channel.

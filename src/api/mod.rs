@@ -114,6 +114,15 @@ pub fn served() -> Vec<Route> {
     routes().into_iter().chain(docs::pages()).chain(embed::pages()).chain([crate::ops::metrics::route()]).collect()
 }
 
+/// The channel the matched route's path ends in (`…/chat/history/embed`,
+/// `…/integrations/messengerA`), for a handler that serves a row per channel. Errors: 500 when
+/// the route names none (a row made from the channels always does).
+pub fn route_channel(req: &Req) -> Result<crate::service::channel::Channel> {
+    let last = req.route.rsplit('/').next().unwrap_or_default();
+    crate::service::channel::Channel::parse(last)
+        .ok_or_else(|| crate::error::Error::internal(format!("route {} names no channel", req.route)))
+}
+
 /// The replica of the path (`replicaUUID`) if the caller may see it; 404 otherwise.
 pub async fn path_replica(app: &App, req: &Req) -> Result<std::sync::Arc<crate::store::records::Replica>> {
     let id = req.uuid_param("replicaUUID")?;

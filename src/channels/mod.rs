@@ -14,6 +14,7 @@
 //! state (the update offset, the replies stored), answering each message once. A runner whose
 //! lease is lost (its own session ended) stops and waits for the lease again.
 
+pub mod connect;
 pub mod embed;
 pub mod messenger_a;
 pub mod messenger_b;
@@ -28,9 +29,13 @@ use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 use crate::app::App;
+use crate::http::request::Req;
+use crate::http::route::HandlerFuture;
+use crate::openapi::operations::Op;
 use crate::service::channel::{Bot, Bots};
-use crate::service::integrations::{self, BotRecord};
+use crate::service::integrations;
 use crate::store::lease::Lease;
+use crate::store::records::{Integration, Replica};
 
 /// The bot runners of this server, the [`Bots`] of its state (`App::bots`). It holds the state
 /// weakly (the state holds it), and each runner holds the state while it runs.
@@ -119,12 +124,35 @@ impl Drop for Channels {
     }
 }
 
-/// The runner of `bot` for `replica`: the one place a [`Bot`] names its module.
-fn runner(bot: Bot, app: Arc<App>, replica: Uuid) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+/// What the server composes of a bot channel's module (`channels::<name>::MODULE`): its
+/// runner, its connect operation, and the document rows of its connect and disconnect (whose
+/// handlers, in `api::integrations`, are every bot's and call [`BotModule::connect`]).
+pub struct BotModule {
+    /// Runs the bot of a replica until it is disconnected (its record is gone).
+    pub run: fn(Arc<App>, Uuid) -> Runner,
+    /// `POST …/integrations/<name>` once the replica of the path is resolved: reads the body,
+    /// checks the token with the platform, stores the bot and starts it ([`connect::connected`]).
+    pub connect: fn(Arc<App>, Arc<Replica>, Req) -> HandlerFuture,
+    /// The connect operation's document row (body type, prose).
+    pub connect_operation: fn() -> Op,
+    /// The disconnect operation's document row.
+    pub disconnect_operation: fn() -> Op,
+}
+
+/// The module of `bot`: the one place a [`Bot`] names its module.
+pub const fn module(bot: Bot) -> BotModule {
     match bot {
-        Bot::MessengerA => Box::pin(messenger_a::run(app, replica)),
-        Bot::MessengerB => Box::pin(messenger_b::run(app, replica)),
+        Bot::MessengerA => messenger_a::MODULE,
+        Bot::MessengerB => messenger_b::MODULE,
     }
+}
+
+/// A bot's runner for one replica, as a future of its own.
+pub type Runner = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The runner of `bot` for `replica`.
+fn runner(bot: Bot, app: Arc<App>, replica: Uuid) -> Runner {
+    (module(bot).run)(app, replica)
 }
 
 /// Starts the runner of every stored bot; on a shared store, starts [`follow`] instead. Nothing
@@ -183,24 +211,25 @@ fn follow_bot(
     });
 }
 
-/// The stored `R` bot of `replica`, `None` once it is disconnected; a failing read is retried
+/// The stored `bot` of `replica`, `None` once it is disconnected; a failing read is retried
 /// after `backoff`'s pause.
-async fn stored_bot<R: BotRecord>(app: &App, replica: Uuid, backoff: &mut Backoff) -> Option<R> {
+async fn stored_bot(app: &App, bot: Bot, replica: Uuid, backoff: &mut Backoff) -> Option<Integration> {
     loop {
-        match integrations::bot::<R>(&app.store, replica).await {
-            Ok(bot) => return bot,
+        match integrations::get(&app.store, bot, replica).await {
+            Ok(found) => return found,
             Err(e) => {
-                tracing::warn!(%replica, channel = R::BOT.name(), error = %e, "reading the bot failed");
+                tracing::warn!(%replica, channel = bot.name(), error = %e, "reading the bot failed");
                 tokio::time::sleep(backoff.next_delay()).await;
             }
         }
     }
 }
 
-/// Records the state of `bot`'s runner (`error` `None`: active) in its integration object.
-async fn report<R: BotRecord>(app: &App, bot: &R, error: Option<String>) {
-    if let Err(e) = integrations::report::<R>(&app.store, bot.replica(), bot.connected_at(), error).await {
-        tracing::warn!(replica = %bot.replica(), channel = R::BOT.name(), error = %e, "storing the bot state failed");
+/// Records the state of the runner of `integration`, the `bot` channel's (`error` `None`:
+/// active), in its integration object.
+async fn report(app: &App, bot: Bot, integration: &Integration, error: Option<String>) {
+    if let Err(e) = integrations::report(&app.store, bot, integration, error).await {
+        tracing::warn!(replica = %integration.replica, channel = bot.name(), error = %e, "storing the bot state failed");
     }
 }
 
@@ -219,7 +248,7 @@ const APOLOGY: &str = "Sorry, I cannot answer right now. Please try again in a m
 /// off by the reply's end before its request left.
 async fn answer<T, Fut>(
     app: &App,
-    replica: &crate::store::records::Replica,
+    replica: &Replica,
     user: Uuid,
     ask: crate::service::chat::Ask,
     typing: T,

@@ -136,7 +136,7 @@ async fn user_from_headers(store: &Store, org: &Org, headers: &HeaderMap) -> Res
     let kind = users::IdType::parse(kind).ok_or_else(|| {
         Error::new(
             Code::InvalidUserHeaders,
-            format!("X-USER-ID-TYPE {kind:?} is not one of {}", users::IdType::NAMES.join(", ")),
+            format!("X-USER-ID-TYPE {kind:?} is not one of {}", users::IdType::names().join(", ")),
         )
     })?;
     let user = users::resolve(store, org, kind, id).await?;

@@ -177,6 +177,7 @@ async fn dispatch(
             body: version.adapt_request(body),
             caller,
             request_id: request_id.to_string(),
+            route: route.path,
         };
         Ok::<_, Error>((version, req))
     };

@@ -31,6 +31,9 @@ pub struct Req {
     /// Who is calling; `None` only on public operations.
     pub caller: Option<Caller>,
     pub request_id: String,
+    /// The path pattern of the route that matched (`/v1/replicas/{replicaUUID}/chat/history/web`):
+    /// a handler that serves the rows of several channels reads its channel from it.
+    pub route: &'static str,
 }
 
 impl Req {

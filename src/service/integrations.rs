@@ -1,13 +1,14 @@
 //! Channel integrations of a replica (spec §4.2 `…/integrations/messengerA` and
-//! `…/integrations/messengerB`, docs/decisions.md "Integrations"): the stored bot (token sealed at
-//! rest), the state its runner reports, the messengerA `getUpdates` offset, and the
-//! integration objects of replica reads.
+//! `…/integrations/messengerB`, docs/decisions.md "Integrations"): the stored bot of each bot
+//! channel ([`Integration`], its token sealed at rest), the state its runner reports, its update
+//! cursor, and the integration objects of replica reads.
 //!
-//! Both bots are [`BotRecord`]s, one table each, and share every operation here. The runner
-//! (`channels::messenger_a` / `channels::messenger_b`) is the only writer of the state and the
-//! offset; a write of the runner only applies to the connection it was started for
-//! (`connected_at`), so a bot connected again or disconnected meanwhile is never overwritten by
-//! a stale runner.
+//! One table holds every channel's bots, `(channel name, replica) → Integration`
+//! (`store::tables::CHANNELREPLICA_INTEGRATION`), and this module alone opens it: a new bot
+//! channel needs no table and no code here. The runner (`channels::<name>`) is the only writer
+//! of the state and the cursor; a write of the runner only applies to the connection it was
+//! started for (`connected_at`), so a bot connected again or disconnected meanwhile is never
+//! overwritten by a stale runner.
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -17,50 +18,9 @@ use super::channel::Bot;
 use super::channel_data::ChannelKey;
 use crate::error::{Code, Error, Result};
 use crate::secrets::Secrets;
-use crate::store::codec::Record;
-use crate::store::kv::{ReadableTable, Shared, TableDef};
-use crate::store::records::{Message, MessengerABot, MessengerBBot};
+use crate::store::kv::Shared;
+use crate::store::records::{Integration, Message};
 use crate::store::{self, k, now_ms, tables, Store};
-
-/// A stored bot of one channel: what the shared operations of this module need of it.
-pub trait BotRecord: Record + Clone + Send + Sync + 'static {
-    /// The bot this is the record of (its channel name and table: [`Bot::name`], [`Bot::table`]).
-    const BOT: Bot;
-    /// The replica the bot serves.
-    fn replica(&self) -> Uuid;
-    /// The platform's id of the bot (one bot serves one replica).
-    fn platform_id(&self) -> String;
-    /// The connection the record was written for.
-    fn connected_at(&self) -> i64;
-    /// The sealed token.
-    fn sealed_token(&self) -> &[u8];
-    /// `is_active`, `last_error`, `last_error_at`, `updated_at`, to report the runner's state.
-    fn state_mut(&mut self) -> (&mut bool, &mut Option<String>, &mut Option<i64>, &mut i64);
-    /// The integration object of replica reads (see [`IntegrationView`]).
-    fn view(&self) -> IntegrationView;
-}
-
-/// The accessors every bot record has alike (fields `replica`, `bot_id`, `connected_at`,
-/// `sealed_token`, `is_active`, `last_error`, `last_error_at`, `updated_at`).
-macro_rules! bot_record_fields {
-    () => {
-        fn replica(&self) -> Uuid {
-            self.replica
-        }
-        fn platform_id(&self) -> String {
-            self.bot_id.to_string()
-        }
-        fn connected_at(&self) -> i64 {
-            self.connected_at
-        }
-        fn sealed_token(&self) -> &[u8] {
-            &self.sealed_token
-        }
-        fn state_mut(&mut self) -> (&mut bool, &mut Option<String>, &mut Option<i64>, &mut i64) {
-            (&mut self.is_active, &mut self.last_error, &mut self.last_error_at, &mut self.updated_at)
-        }
-    };
-}
 
 /// The `messengerA_integration` / `messengerB_integration` object of a replica read
 /// (docs/decisions.md "Replicas"; `null` when no bot is connected): `{token: null,
@@ -91,182 +51,132 @@ pub struct IntegrationView {
     pub mention: Option<String>,
 }
 
-/// The [`IntegrationView`] fields every bot record has alike (`username`, `is_active`,
-/// `last_error`, `last_error_at`).
-macro_rules! state_view {
-    ($bot:expr) => {
-        IntegrationView {
-            token: None,
-            service_name: $bot.username.clone(),
-            is_active: $bot.is_active,
-            last_error: $bot.last_error.clone(),
-            last_error_at: $bot.last_error_at.map(super::rfc3339),
-            mention: None,
-        }
-    };
-}
-
-impl BotRecord for MessengerABot {
-    const BOT: Bot = Bot::MessengerA;
-    bot_record_fields!();
-    fn view(&self) -> IntegrationView {
-        IntegrationView { mention: Some(self.mention.clone()), ..state_view!(self) }
+/// The integration object of `bot` (see [`IntegrationView`]).
+pub fn view(bot: &Integration) -> IntegrationView {
+    IntegrationView {
+        token: None,
+        service_name: bot.username.clone(),
+        is_active: bot.is_active,
+        last_error: bot.last_error.clone(),
+        last_error_at: bot.last_error_at.map(super::rfc3339),
+        mention: bot.mention.clone(),
     }
 }
 
-impl BotRecord for MessengerBBot {
-    const BOT: Bot = Bot::MessengerB;
-    bot_record_fields!();
-    fn view(&self) -> IntegrationView {
-        state_view!(self)
-    }
-}
-
-/// `replica id → bot record` (`store::records`), one table per bot; this module alone opens
-/// them.
-const fn table_of(bot: Bot) -> TableDef<u128, &'static [u8]> {
-    match bot {
-        Bot::MessengerA => tables::REPLICA_MESSENGERA,
-        Bot::MessengerB => tables::REPLICA_MESSENGERB,
-    }
+/// The key of the `bot` channel's bot of `replica`.
+fn key(bot: Bot, replica: Uuid) -> (&'static str, u128) {
+    (bot.name(), k(replica))
 }
 
 /// Every bot's records as a store snapshot shares them (a page of replica views).
-pub struct BotViews(Vec<(Bot, Shared<u128, &'static [u8]>)>);
+pub struct BotViews(Shared<(&'static str, u128), &'static [u8]>);
 
 impl BotViews {
-    /// The tables of `txn`, opened once per snapshot ([`store::Snapshot::table`]). Errors: the
+    /// The table of `txn`, opened once per snapshot ([`store::Snapshot::table`]). Errors: the
     /// store's.
     pub fn of(txn: &store::Snapshot) -> Result<BotViews> {
-        Ok(BotViews(Bot::ALL.into_iter().map(|b| Ok((b, txn.table(table_of(b))?))).collect::<Result<_>>()?))
+        Ok(BotViews(txn.table(tables::CHANNELREPLICA_INTEGRATION)?))
     }
 
     /// The integration object of each bot of `replica`, `None` for a bot not connected.
     /// Errors: the store's.
     pub fn of_replica(&self, replica: Uuid) -> Result<Vec<(Bot, Option<IntegrationView>)>> {
-        self.0.iter().map(|(b, t)| Ok((*b, view_in(*b, t, replica)?))).collect()
+        let view_of = |b: Bot| store::get::<_, Integration, _>(&self.0, key(b, replica)).map(|i| i.as_ref().map(view));
+        Bot::ALL.into_iter().map(|b| Ok((b, view_of(b)?))).collect()
     }
-}
-
-/// The integration object of `bot` of `replica`, if one is connected, read in `table`
-/// (`table_of(bot)`, opened by the caller): the one place a [`Bot`] names its record type.
-fn view_in(
-    bot: Bot,
-    table: &impl ReadableTable<u128, &'static [u8]>,
-    replica: Uuid,
-) -> Result<Option<IntegrationView>> {
-    Ok(match bot {
-        Bot::MessengerA => bot_in::<MessengerABot>(table, replica)?.map(|b| b.view()),
-        Bot::MessengerB => bot_in::<MessengerBBot>(table, replica)?.map(|b| b.view()),
-    })
 }
 
 /// What the platform said about the bot being connected.
 #[derive(Debug, Clone)]
 pub struct BotIdentity {
-    pub id: i64,
+    /// Its user id on the platform, as text.
+    pub id: String,
     pub username: String,
 }
 
-fn seal_context(channel: &str, replica: Uuid) -> Vec<u8> {
-    [channel.as_bytes(), replica.as_bytes()].concat()
+fn seal_context(bot: Bot, replica: Uuid) -> Vec<u8> {
+    [bot.name().as_bytes(), replica.as_bytes()].concat()
 }
 
-/// `token` sealed for the `channel` bot of `replica` (store it as the record's sealed token).
-pub fn seal(secrets: &Secrets, channel: &str, replica: Uuid, token: &str) -> Result<Vec<u8>> {
-    secrets.seal(token.as_bytes(), &seal_context(channel, replica))
-}
-
-/// The plain token of `bot` of `replica`.
-pub fn token<R: BotRecord>(secrets: &Secrets, replica: Uuid, bot: &R) -> Result<String> {
-    let plain = secrets.open(bot.sealed_token(), &seal_context(R::BOT.name(), replica))?;
+/// The plain token of `integration`, the `bot` channel's.
+pub fn token(secrets: &Secrets, bot: Bot, integration: &Integration) -> Result<String> {
+    let plain = secrets.open(&integration.sealed_token, &seal_context(bot, integration.replica))?;
     String::from_utf8(plain).map_err(Error::internal)
 }
 
-/// Stores the bot `make(previous)` for `replica`, replacing any earlier one. Errors: 409
+/// What a connect stores: the bot `me` with its `token` (sealed here) and `mention` (see
+/// [`Integration::mention`]), for the replica `replica` of the organization `org`.
+pub struct NewBot {
+    pub org: Uuid,
+    pub replica: Uuid,
+    pub token: String,
+    pub me: BotIdentity,
+    pub mention: Option<String>,
+}
+
+/// Stores `new` as the `bot` channel's bot of its replica, replacing any earlier one; keeps the
+/// update cursor when the same platform bot is connected again. Errors: 409
 /// `INTEGRATION_CONFLICT` when the same platform bot is connected to another replica (two
-/// runners of one bot would take each other's messages).
-pub async fn connect<R: BotRecord>(
-    store: &Store,
-    replica: Uuid,
-    make: impl Fn(Option<R>) -> R + Send + 'static,
-) -> Result<R> {
+/// runners of one bot would take each other's messages); the secrets' and the store's.
+pub async fn connect(store: &Store, secrets: &Secrets, bot: Bot, new: NewBot) -> Result<Integration> {
+    let sealed_token = secrets.seal(new.token.as_bytes(), &seal_context(bot, new.replica))?;
+    let now = now_ms();
+    let NewBot { org, replica, me, mention, .. } = new;
     store
         .write(move |txn| {
-            let mut table = txn.open_table(table_of(R::BOT))?;
-            let previous = store::get::<u128, R, _>(&table, k(replica))?;
-            let bot = make(previous);
-            for row in table.iter()? {
-                let (key, v) = row?;
-                let other: R = store::codec::decode(v.value())?;
-                if key.value() != k(replica) && other.platform_id() == bot.platform_id() {
+            let mut table = txn.open_table(tables::CHANNELREPLICA_INTEGRATION)?;
+            let previous = store::get::<_, Integration, _>(&table, key(bot, replica))?;
+            for row in table.range(key(bot, Uuid::nil())..=(bot.name(), u128::MAX))? {
+                let (found, v) = row?;
+                let other: Integration = store::codec::decode(v.value())?;
+                if found.value().1 != k(replica) && other.platform_id == me.id {
                     return Err(Error::new(
                         Code::IntegrationConflict,
-                        format!(
-                            "this {} bot is connected to another replica; disconnect it there first",
-                            R::BOT.name()
-                        ),
+                        format!("this {} bot is connected to another replica; disconnect it there first", bot.name()),
                     ));
                 }
             }
-            store::put(&mut table, k(replica), &bot)?;
-            Ok(bot)
+            let integration = Integration {
+                replica,
+                org,
+                sealed_token: sealed_token.clone(),
+                platform_id: me.id.clone(),
+                username: me.username.clone(),
+                mention: mention.clone(),
+                is_active: false,
+                last_error: None,
+                last_error_at: None,
+                cursor: previous.filter(|p| p.platform_id == me.id).map_or(0, |p| p.cursor),
+                connected_at: now,
+                updated_at: now,
+            };
+            store::put(&mut table, key(bot, replica), &integration)?;
+            Ok(integration)
         })
         .await
 }
 
-/// Stores the messengerA bot of `replica` (replacing any earlier one), its token sealed; keeps
-/// the update offset when the same bot is connected again. Errors as [`connect`].
-pub async fn connect_messenger_a(
-    store: &Store,
-    secrets: &Secrets,
-    org: Uuid,
-    replica: Uuid,
-    token: &str,
-    mention: String,
-    me: BotIdentity,
-) -> Result<MessengerABot> {
-    let sealed_token = seal(secrets, Bot::MessengerA.name(), replica, token)?;
-    let now = now_ms();
-    connect(store, replica, move |previous: Option<MessengerABot>| MessengerABot {
-        replica,
-        org,
-        sealed_token: sealed_token.clone(),
-        bot_id: me.id,
-        username: me.username.clone(),
-        mention: mention.clone(),
-        is_active: false,
-        last_error: None,
-        last_error_at: None,
-        offset: previous.filter(|p| p.bot_id == me.id).map_or(0, |p| p.offset),
-        connected_at: now,
-        updated_at: now,
-    })
-    .await
-}
-
-/// Removes the `R` bot of `replica`. Errors: 404 when none is connected.
-pub async fn disconnect<R: BotRecord>(store: &Store, replica: Uuid) -> Result<()> {
+/// Removes the `bot` channel's bot of `replica`. Errors: 404 when none is connected.
+pub async fn disconnect(store: &Store, bot: Bot, replica: Uuid) -> Result<()> {
     store
         .write(move |txn| {
-            let removed = txn.open_table(table_of(R::BOT))?.remove(k(replica))?.is_some();
+            let removed = txn.open_table(tables::CHANNELREPLICA_INTEGRATION)?.remove(key(bot, replica))?.is_some();
             if removed {
                 Ok(())
             } else {
-                Err(Error::not_found(&format!("{} integration", R::BOT.name())))
+                Err(Error::not_found(&format!("{} integration", bot.name())))
             }
         })
         .await
 }
 
-/// The `R` bot of `replica`, if one is connected.
-pub async fn bot<R: BotRecord>(store: &Store, replica: Uuid) -> Result<Option<R>> {
-    store.read(move |txn| store::get::<u128, R, _>(&txn.open_table(table_of(R::BOT))?, k(replica))).await
-}
-
-/// The `R` bot of `replica`, if any, read in `bots` (`table_of(R::BOT)`, opened by the caller).
-pub fn bot_in<R: BotRecord>(bots: &impl ReadableTable<u128, &'static [u8]>, replica: Uuid) -> Result<Option<R>> {
-    store::get::<u128, R, _>(bots, k(replica))
+/// The `bot` channel's bot of `replica`, if one is connected.
+pub async fn get(store: &Store, bot: Bot, replica: Uuid) -> Result<Option<Integration>> {
+    store
+        .read(move |txn| {
+            store::get::<_, Integration, _>(&txn.open_table(tables::CHANNELREPLICA_INTEGRATION)?, key(bot, replica))
+        })
+        .await
 }
 
 /// Key of the sealed value in `meta` that tells whether the key in use is the one the stored
@@ -296,15 +206,12 @@ pub async fn secrets_key_matches(store: &Store, secrets: &Secrets) -> Result<boo
 pub async fn connections(store: &Store, bot: Bot) -> Result<Vec<(Uuid, i64)>> {
     store
         .read(move |txn| {
-            let table = txn.open_table(table_of(bot))?;
+            let table = txn.open_table(tables::CHANNELREPLICA_INTEGRATION)?;
             let mut out = Vec::new();
-            for row in table.iter()? {
-                let (id, value) = row?;
-                let connected_at = match bot {
-                    Bot::MessengerA => store::codec::decode::<MessengerABot>(value.value())?.connected_at,
-                    Bot::MessengerB => store::codec::decode::<MessengerBBot>(value.value())?.connected_at,
-                };
-                out.push((Uuid::from_u128(id.value()), connected_at));
+            for row in table.range(key(bot, Uuid::nil())..=(bot.name(), u128::MAX))? {
+                let (found, value) = row?;
+                let connected_at = store::codec::decode::<Integration>(value.value())?.connected_at;
+                out.push((Uuid::from_u128(found.value().1), connected_at));
             }
             Ok(out)
         })
@@ -314,9 +221,10 @@ pub async fn connections(store: &Store, bot: Bot) -> Result<Vec<(Uuid, i64)>> {
 /// The channels with a bot connected to `replica`, in a read transaction (the `integration`
 /// filter of `GET /v1/replicas`).
 pub fn connected_in(txn: &crate::store::kv::ReadTransaction, replica: Uuid) -> Result<Vec<&'static str>> {
+    let table = txn.open_table(tables::CHANNELREPLICA_INTEGRATION)?;
     let mut out = Vec::new();
     for bot in Bot::ALL {
-        if txn.open_table(table_of(bot))?.get(k(replica))?.is_some() {
+        if table.get(key(bot, replica))?.is_some() {
             out.push(bot.name());
         }
     }
@@ -325,56 +233,56 @@ pub fn connected_in(txn: &crate::store::kv::ReadTransaction, replica: Uuid) -> R
 
 /// Removes every bot of `replica` (the replica is being deleted).
 pub fn delete_all_in(txn: &crate::store::kv::WriteTransaction, replica: Uuid) -> Result<()> {
+    let mut table = txn.open_table(tables::CHANNELREPLICA_INTEGRATION)?;
     for bot in Bot::ALL {
-        txn.open_table(table_of(bot))?.remove(k(replica))?;
+        table.delete(key(bot, replica))?;
     }
     Ok(())
 }
 
-/// Applies `change` to the `R` bot of `replica` if it is still the connection made at
-/// `connected_at`; answers whether it was.
-pub async fn update<R: BotRecord>(
+/// Applies `change` to the `bot` channel's bot of `replica` if it is still the connection made
+/// at `connected_at`; answers whether it was.
+pub async fn update(
     store: &Store,
+    bot: Bot,
     replica: Uuid,
     connected_at: i64,
-    change: impl Fn(&mut R) + Send + 'static,
+    change: impl Fn(&mut Integration) + Send + 'static,
 ) -> Result<bool> {
     store
         .write(move |txn| {
-            let mut table = txn.open_table(table_of(R::BOT))?;
-            let Some(mut bot) = store::get::<u128, R, _>(&table, k(replica))? else { return Ok(false) };
-            if bot.connected_at() != connected_at {
+            let mut table = txn.open_table(tables::CHANNELREPLICA_INTEGRATION)?;
+            let Some(mut found) = store::get::<_, Integration, _>(&table, key(bot, replica))? else {
+                return Ok(false);
+            };
+            if found.connected_at != connected_at {
                 return Ok(false);
             }
-            change(&mut bot);
-            *bot.state_mut().3 = now_ms();
-            store::put(&mut table, k(replica), &bot)?;
+            change(&mut found);
+            found.updated_at = now_ms();
+            store::put(&mut table, key(bot, replica), &found)?;
             Ok(true)
         })
         .await
 }
 
-/// Records the runner's state: active (`error` `None`, which clears the last error) or not,
-/// with the error.
-pub async fn report<R: BotRecord>(
-    store: &Store,
-    replica: Uuid,
-    connected_at: i64,
-    error: Option<String>,
-) -> Result<bool> {
+/// Records the runner's state of `integration`, the `bot` channel's: active (`error` `None`,
+/// which clears the last error) or not, with the error.
+pub async fn report(store: &Store, bot: Bot, integration: &Integration, error: Option<String>) -> Result<bool> {
     let at = now_ms();
-    update::<R>(store, replica, connected_at, move |bot| {
-        let (is_active, last_error, last_error_at, _) = bot.state_mut();
-        *is_active = error.is_none();
-        *last_error = error.clone();
-        *last_error_at = error.as_ref().map(|_| at);
+    update(store, bot, integration.replica, integration.connected_at, move |found| {
+        found.is_active = error.is_none();
+        found.last_error = error.clone();
+        found.last_error_at = error.as_ref().map(|_| at);
     })
     .await
 }
 
-/// Records that every messengerA update below `offset` was handled.
-pub async fn advance_messenger_a(store: &Store, replica: Uuid, connected_at: i64, offset: i64) -> Result<bool> {
-    update::<MessengerABot>(store, replica, connected_at, move |bot| bot.offset = bot.offset.max(offset)).await
+/// Records that every update of `integration`, the `bot` channel's, below `cursor` was
+/// handled.
+pub async fn advance(store: &Store, bot: Bot, integration: &Integration, cursor: i64) -> Result<bool> {
+    let (replica, connected_at) = (integration.replica, integration.connected_at);
+    update(store, bot, replica, connected_at, move |found| found.cursor = found.cursor.max(cursor)).await
 }
 
 /// The stored reply to the channel message `channel_key` of `(replica, user)`, if one was

@@ -21,12 +21,17 @@ pub enum IdType {
 }
 
 impl IdType {
-    /// Accepted header values (`user_uuid`, sent by some clients of the hosted service, is an
-    /// alias of `id`, as the OpenAPI description says).
-    pub const NAMES: &'static [&'static str] =
-        &["id", "user_uuid", "email", Channel::MessengerA.name(), Channel::MessengerB.name(), Channel::Embed.name()];
+    /// The own ids' header values (`user_uuid`, sent by some clients of the hosted service, is
+    /// an alias of `id`, as the OpenAPI description says).
+    const OWN: [&'static str; 3] = ["id", "user_uuid", "email"];
 
-    /// Parses a header value (exact names as in [`IdType::NAMES`]; the linked types are the
+    /// Accepted header values: [`IdType::OWN`]'s, then the channels that link their users
+    /// ([`linked_account_types`]).
+    pub fn names() -> Vec<&'static str> {
+        IdType::OWN.into_iter().chain(linked_account_types()).collect()
+    }
+
+    /// Parses a header value (exact names as in [`IdType::names`]; the linked types are the
     /// channels that link their users, [`Channel::links_users`]).
     pub fn parse(s: &str) -> Option<IdType> {
         match s {
@@ -355,14 +360,14 @@ mod tests {
 
     #[test]
     fn the_header_names_are_the_own_ids_and_the_linked_channels() {
-        let mut linked: Vec<&str> =
-            IdType::NAMES.iter().copied().filter(|n| !["id", "user_uuid", "email"].contains(n)).collect();
-        let mut channels = linked_account_types();
-        linked.sort_unstable();
-        channels.sort_unstable();
-        assert_eq!(linked, channels, "IdType::NAMES lists every linked channel (service::channel)");
-        for n in IdType::NAMES {
-            assert!(IdType::parse(n).is_some(), "{n} parses");
+        let names = IdType::names();
+        assert_eq!(names[..3], ["id", "user_uuid", "email"]);
+        assert_eq!(names[3..], linked_account_types());
+        for n in &names[3..] {
+            assert_eq!(IdType::parse(n), Some(IdType::Linked(n)), "{n} is a linked account type");
         }
+        assert_eq!(IdType::parse("user_uuid"), Some(IdType::Id));
+        assert_eq!(IdType::parse("web"), None, "the web channel links no users");
+        assert_eq!(IdType::parse("fax"), None);
     }
 }

@@ -9,9 +9,10 @@ use super::files::{Files, Written};
 use super::tables;
 use crate::error::{Error, Result};
 use crate::store::kv::{ReadableTable, WriteTransaction};
+use crate::store::records::Integration;
 
 /// The store layout this binary writes.
-pub const SCHEMA_VERSION: u32 = 9;
+pub const SCHEMA_VERSION: u32 = 10;
 
 const KEY: &str = "schema_version";
 
@@ -133,6 +134,11 @@ fn migrate_from(db: &Database, from: u32, files: &Arc<Files>) -> Result<()> {
         // 8 → 9: the chunks' embeddings; the indexer computes those of entries stored before
         // when it starts (`search::indexer::load_vectors` queues the entries lacking them).
         8 => create_tables(&txn)?,
+        // 9 → 10: every channel's bots in one table, one record for all of them.
+        9 => {
+            create_tables(&txn)?;
+            integrations_in_one_table(&txn)?;
+        }
         _ => return Err(Error::internal(format!("no migration from schema version {from}"))),
     }
     write_version(&txn, from + 1)?;
@@ -256,6 +262,81 @@ fn split_chat_identity_keys(txn: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
+/// Schema 9's `replica id → messengerA bot` and `replica id → messengerB bot`.
+const MESSENGERA_BOT_V9: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_messengerabot");
+const MESSENGERB_BOT_V9: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_messengerbbot");
+
+/// A schema 9 messengerA bot: replica, org, sealed token, bot id, username, mention, is active,
+/// last error, its time, `getUpdates` offset, connected at, updated at.
+type MessengerABotV9 =
+    (uuid::Uuid, uuid::Uuid, Vec<u8>, i64, String, String, bool, Option<String>, Option<i64>, i64, i64, i64);
+/// A schema 9 messengerB bot: replica, org, sealed token, bot id, username, is active, last
+/// error, its time, connected at, updated at.
+type MessengerBBotV9 = (uuid::Uuid, uuid::Uuid, Vec<u8>, u64, String, bool, Option<String>, Option<i64>, i64, i64);
+
+/// Moves schema 9's bots, one table and one record type per channel, to
+/// [`tables::CHANNELREPLICA_INTEGRATION`] as [`Integration`]s, and drops the old tables.
+/// Idempotent (a second run finds the old tables empty), so the PostgreSQL store, whose SQL
+/// schema alone is versioned, runs it at every open (`Store::open_postgres`).
+pub fn integrations_in_one_table(txn: &WriteTransaction) -> Result<()> {
+    let mut moved: Vec<(&str, Integration)> = Vec::new();
+    for row in txn.open_table(MESSENGERA_BOT_V9)?.iter()? {
+        let (replica, org, sealed_token, id, username, mention, is_active, last_error, last_error_at, cursor, at, up) =
+            super::codec::decode_body::<MessengerABotV9>(version_1_body(row?.1.value())?)?;
+        let (platform_id, mention) = (id.to_string(), Some(mention));
+        let integration = Integration {
+            replica,
+            org,
+            sealed_token,
+            platform_id,
+            username,
+            mention,
+            is_active,
+            last_error,
+            last_error_at,
+            cursor,
+            connected_at: at,
+            updated_at: up,
+        };
+        moved.push(("messengerA", integration));
+    }
+    for row in txn.open_table(MESSENGERB_BOT_V9)?.iter()? {
+        let (replica, org, sealed_token, id, username, is_active, last_error, last_error_at, at, up) =
+            super::codec::decode_body::<MessengerBBotV9>(version_1_body(row?.1.value())?)?;
+        let platform_id = id.to_string();
+        let integration = Integration {
+            replica,
+            org,
+            sealed_token,
+            platform_id,
+            username,
+            mention: None,
+            is_active,
+            last_error,
+            last_error_at,
+            cursor: 0,
+            connected_at: at,
+            updated_at: up,
+        };
+        moved.push(("messengerB", integration));
+    }
+    let mut table = txn.open_table(tables::CHANNELREPLICA_INTEGRATION)?;
+    for (channel, integration) in &moved {
+        super::put(&mut table, (*channel, integration.replica.as_u128()), integration)?;
+    }
+    txn.delete_table(MESSENGERA_BOT_V9)?;
+    txn.delete_table(MESSENGERB_BOT_V9)?;
+    Ok(())
+}
+
+/// The bytes after the version byte of a record stored at version 1.
+fn version_1_body(bytes: &[u8]) -> Result<&[u8]> {
+    match bytes.split_first() {
+        Some((1, body)) => Ok(body),
+        _ => Err(Error::internal("a schema 9 bot record is not at version 1")),
+    }
+}
+
 /// Opens (so creates) every table of [`tables`].
 fn create_tables(txn: &WriteTransaction) -> Result<()> {
     {
@@ -308,8 +389,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<()> {
         txn.open_table(tables::SCOPE_KBORDER)?;
         txn.open_table(tables::OPEN_CONVERSATION)?;
         txn.open_table(tables::REPLICATERM_CONVERSATIONS)?;
-        txn.open_table(tables::REPLICA_MESSENGERA)?;
-        txn.open_table(tables::REPLICA_MESSENGERB)?;
+        txn.open_table(tables::CHANNELREPLICA_INTEGRATION)?;
         txn.open_table(tables::KEYHASH_EMBED)?;
         txn.open_table(tables::REPLICA_EMBED)?;
         txn.open_table(tables::META)?;
@@ -547,5 +627,65 @@ mod tests {
             order.iter().filter(|r| r.1 == tables::REPLICA_SORT_NAME).map(|r| r.2.as_slice()).collect();
         assert_eq!(names, vec![b"amy".as_slice(), b"bob", b"zed"]);
         assert_eq!(order.len(), 6, "a name row and a popularity row per replica");
+    }
+
+    /// A schema 9 messengerA bot and messengerB bot, as the structs of schema 9
+    /// (`MessengerABot`, `MessengerBBot`, removed with it) encoded them: replica
+    /// `01900000-0000-7000-8000-000000000001` of org `…00aa`.
+    const MESSENGERA_BOT_V9_HEX: &str =
+        "01100190000000007000800000000000000110019000000000700080000000000000aa03010203fb\
+        242108646f63735f626f740540646f637301010334323901fdf6d0ca9f170300009afd00d0ca9f17030000fdced7ca9f17030000";
+    const MESSENGERB_BOT_V9_HEX: &str =
+        "01100190000000007000800000000000000110019000000000700080000000000000aa020908fd\
+        1581e97df41022110668656c706572000000fdd0d7ca9f17030000fda0dfca9f17030000";
+
+    fn unhex(hex: &str) -> Vec<u8> {
+        let hex: String = hex.split_whitespace().collect();
+        (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_version_9_store_keeps_its_bots_in_one_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("v9.redb")).unwrap();
+        let replica = Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_0001);
+        let txn = crate::store::kv::begin_write(&db).unwrap();
+        {
+            let a = unhex(MESSENGERA_BOT_V9_HEX);
+            let b = unhex(MESSENGERB_BOT_V9_HEX);
+            txn.open_table(MESSENGERA_BOT_V9).unwrap().insert(replica.as_u128(), a.as_slice()).unwrap();
+            txn.open_table(MESSENGERB_BOT_V9).unwrap().insert(replica.as_u128(), b.as_slice()).unwrap();
+        }
+        write_version(&txn, 9).unwrap();
+        txn.commit().unwrap();
+
+        run(&db, &files(dir.path())).unwrap();
+        assert_eq!(read_version(&db).unwrap(), Some(SCHEMA_VERSION));
+        let names = table_names(&db);
+        assert!(!names.iter().any(|n| n.starts_with("replica_messenger")), "the old tables are gone: {names:?}");
+        let read = crate::store::kv::begin_read(&db).unwrap();
+        let table = read.open_table(tables::CHANNELREPLICA_INTEGRATION).unwrap();
+        let get = |channel: &str| -> Integration {
+            crate::store::get::<_, Integration, _>(&table, (channel, replica.as_u128())).unwrap().unwrap()
+        };
+        let a = get("messengerA");
+        assert_eq!((a.replica, a.org.as_u128() & 0xff), (replica, 0xaa));
+        assert_eq!(
+            (a.sealed_token.as_slice(), a.platform_id.as_str(), a.username.as_str()),
+            ([1, 2, 3].as_slice(), "4242", "docs_bot")
+        );
+        assert_eq!((a.mention.as_deref(), a.is_active, a.last_error.as_deref()), (Some("@docs"), true, Some("429")));
+        assert_eq!(
+            (a.last_error_at, a.cursor, a.connected_at, a.updated_at),
+            (Some(1_700_000_000_123), 77, 1_700_000_000_000, 1_700_000_000_999)
+        );
+        let b = get("messengerB");
+        assert_eq!(
+            (b.sealed_token.as_slice(), b.platform_id.as_str(), b.username.as_str()),
+            ([9, 8].as_slice(), "1234567890123456789", "helper")
+        );
+        assert_eq!((b.mention, b.is_active, b.last_error, b.last_error_at), (None, false, None, None));
+        assert_eq!((b.cursor, b.connected_at, b.updated_at), (0, 1_700_000_001_000, 1_700_000_002_000));
+        assert_eq!(table.len().unwrap(), 2);
     }
 }

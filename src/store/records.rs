@@ -585,59 +585,41 @@ impl From<QuotaV1> for Quota {
     }
 }
 
-/// A replica's messengerA bot (docs/decisions.md "Integrations"): the token sealed by
-/// `secrets::Secrets`, what `getMe` said, the connection state the runner reports and
-/// the `getUpdates` offset (the next update id to fetch; updates below it were handled).
+/// A replica's bot on one channel (docs/decisions.md "Integrations"; `service::integrations`,
+/// keyed by channel and replica): the token sealed by `secrets::Secrets`, who the platform said
+/// the bot is, the connection state its runner reports and the platform's update cursor. One
+/// record for every bot channel: what differs between the platforms lives in the runners.
 #[derive(Serialize, Deserialize, Debug, Clone)]
-pub struct MessengerABot {
+pub struct Integration {
     pub replica: Uuid,
     /// The replica's organization (its users are the linked-account senders).
     pub org: Uuid,
     pub sealed_token: Vec<u8>,
-    /// Bot user id (from `getMe`).
-    pub bot_id: i64,
-    /// Bot username without `@` (from `getMe`): the `service_name` of the integration object.
+    /// The bot's user id on the platform, as the platform writes it (messengerA: a number,
+    /// messengerB: a snowflake); the `id` of the connect answer.
+    pub platform_id: String,
+    /// The bot's username on the platform: the `service_name` of the integration object.
     pub username: String,
-    /// Handle the bot answers to in groups, with its `@`.
-    pub mention: String,
-    /// The last poll succeeded.
+    /// The handle the bot answers to in groups, with its `@`, on a platform whose mentions are
+    /// by handle (messengerA); `None` where they are by id (messengerB).
+    pub mention: Option<String>,
+    /// The runner's connection works (messengerA: its last poll succeeded; messengerB: its
+    /// gateway session is ready).
     pub is_active: bool,
-    /// What went wrong last (cleared by a successful poll).
+    /// What went wrong last (cleared when the connection works again).
     pub last_error: Option<String>,
     /// When `last_error` happened (ms since the epoch).
     pub last_error_at: Option<i64>,
-    pub offset: i64,
+    /// The platform's update cursor: the next update to fetch, updates below it were handled
+    /// (messengerA's `getUpdates` offset); 0 on a platform without one (messengerB's gateway
+    /// resumes its own session, and messages are de-duplicated by their channel key).
+    pub cursor: i64,
+    /// When this connection was made (ms since the epoch): a runner's writes apply only to the
+    /// connection it was started for.
     pub connected_at: i64,
     pub updated_at: i64,
 }
-impl Record for MessengerABot {
-    const VERSION: u8 = 1;
-}
-
-/// A replica's messengerB bot (docs/decisions.md "Integrations"): the token sealed by
-/// `secrets::Secrets`, who the platform said the bot is (REST "get current user"), and
-/// the connection state the runner reports. No offset: the gateway's own session resume covers
-/// short disconnections, and messages are de-duplicated by their channel key.
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub struct MessengerBBot {
-    pub replica: Uuid,
-    /// The replica's organization (its users are the linked-account senders).
-    pub org: Uuid,
-    pub sealed_token: Vec<u8>,
-    /// Bot user id (a snowflake).
-    pub bot_id: u64,
-    /// Bot username: the `service_name` of the integration object.
-    pub username: String,
-    /// The gateway session is up (READY or RESUMED seen, no error since).
-    pub is_active: bool,
-    /// What went wrong last (cleared when the gateway is ready again).
-    pub last_error: Option<String>,
-    /// When `last_error` happened (ms since the epoch).
-    pub last_error_at: Option<i64>,
-    pub connected_at: i64,
-    pub updated_at: i64,
-}
-impl Record for MessengerBBot {
+impl Record for Integration {
     const VERSION: u8 = 1;
 }
 

@@ -124,12 +124,10 @@ pub const OPEN_CONVERSATION: TableDefinition<(u128, u128, u128), i64> = TableDef
 /// of the topics' TF-IDF), and `(replica id, "") → conversations analyzed`.
 pub const REPLICATERM_CONVERSATIONS: TableDefinition<(u128, &str), u64> =
     TableDefinition::new("replicaterm_conversations");
-/// `replica id → MessengerABot`: the replica's messengerA bot (sealed token, mention, state,
-/// update offset). See `service::integrations`.
-pub const REPLICA_MESSENGERA: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_messengerabot");
-/// `replica id → MessengerBBot`: the replica's messengerB bot (sealed token, state). See
-/// `service::integrations`.
-pub const REPLICA_MESSENGERB: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_messengerbbot");
+/// `(channel name, replica id) → Integration`: the replica's bot on each bot channel (sealed
+/// token, state, update cursor), a channel's bots together. See `service::integrations`.
+pub const CHANNELREPLICA_INTEGRATION: TableDefinition<(&str, u128), &[u8]> =
+    TableDefinition::new("channelreplica_integration");
 /// `sha256(embed key) → replica id`: public keys of the embeddable widget (`service::embed`).
 pub const KEYHASH_EMBED: TableDefinition<&[u8; 32], u128> = TableDefinition::new("keyhash_embed");
 /// `replica id → EmbedSettings`: the origins allowed to use the replica's widget and its

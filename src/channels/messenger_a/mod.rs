@@ -18,6 +18,7 @@
 //!   (`retry_after` when the API gives one).
 
 pub mod api;
+pub mod connect;
 pub mod text;
 
 use std::sync::Arc;
@@ -29,24 +30,35 @@ use uuid::Uuid;
 use super::Backoff;
 use crate::app::App;
 use crate::error::Error;
+use crate::service::channel::Bot;
 use crate::service::channel_data::{ChatType, MessengerAData};
 use crate::service::chat::Ask;
 use crate::service::history::{self, NewItem};
 use crate::service::integrations as store_bot;
-use crate::store::records::{MessengerABot, Replica};
+use crate::store::records::{Integration, Replica};
 
 /// The channel name (runner key, history `source`, linked-account type).
-pub const CHANNEL: &str = crate::service::channel::Bot::MessengerA.name();
+pub const CHANNEL: &str = BOT.name();
+/// This channel's bot.
+pub const BOT: Bot = Bot::MessengerA;
 /// The public Bot API.
 pub const DEFAULT_API_BASE: &str = crate::config::DEFAULT_MESSENGER_A_API_BASE;
 /// How many times a `sendMessage` refused with 429 is tried again.
 const SEND_ATTEMPTS: u32 = 5;
 
+/// This bot channel as the server composes it ([`super::module`]).
+pub const MODULE: super::BotModule = super::BotModule {
+    run: |app, replica| Box::pin(run(app, replica)),
+    connect: |app, replica, req| Box::pin(connect::connect(app, replica, req)),
+    connect_operation: connect::operation,
+    disconnect_operation: connect::disconnect_operation,
+};
+
 /// Runs the bot of `replica` until it is disconnected (its record is gone).
 pub async fn run(app: Arc<App>, replica: Uuid) {
     let mut backoff = Backoff::default();
     loop {
-        let Some(bot) = super::stored_bot::<MessengerABot>(&app, replica, &mut backoff).await else { return };
+        let Some(bot) = super::stored_bot(&app, BOT, replica, &mut backoff).await else { return };
         let pause = match poll(&app, &bot).await {
             Ok(()) => {
                 backoff.reset();
@@ -55,7 +67,7 @@ pub async fn run(app: Arc<App>, replica: Uuid) {
             Err(Failure::RetryAfter(s)) => Some(Duration::from_secs(s.min(3600))),
             Err(Failure::Other(message)) => {
                 tracing::warn!(%replica, error = %message, "messengerA bot failed; retrying");
-                super::report(&app, &bot, Some(message)).await;
+                super::report(&app, BOT, &bot, Some(message)).await;
                 Some(backoff.next_delay())
             }
         };
@@ -87,12 +99,12 @@ impl From<Error> for Failure {
 }
 
 /// One `getUpdates` and the handling of what it returned.
-async fn poll(app: &Arc<App>, bot: &MessengerABot) -> Result<(), Failure> {
-    let token = store_bot::token(&app.secrets, bot.replica, bot)?;
+async fn poll(app: &Arc<App>, bot: &Integration) -> Result<(), Failure> {
+    let token = store_bot::token(&app.secrets, BOT, bot)?;
     let client = Client::new(app.platform_http.clone(), &app.config.messenger_a_api_base, &token);
-    let updates = client.get_updates(bot.offset, app.config.messenger_a_poll_timeout).await?;
+    let updates = client.get_updates(bot.cursor, app.config.messenger_a_poll_timeout).await?;
     if !bot.is_active || bot.last_error.is_some() {
-        super::report(app, bot, None).await;
+        super::report(app, BOT, bot, None).await;
     }
     if updates.is_empty() {
         return Ok(());
@@ -100,11 +112,11 @@ async fn poll(app: &Arc<App>, bot: &MessengerABot) -> Result<(), Failure> {
     let replica = crate::service::replicas::get(&app.store, bot.org, bot.replica, None).await?;
     for update in updates {
         let id = update.update_id;
-        if id < bot.offset {
+        if id < bot.cursor {
             continue;
         }
         handle(app, &client, bot, &replica, update).await?;
-        if !store_bot::advance_messenger_a(&app.store, bot.replica, bot.connected_at, id + 1).await? {
+        if !store_bot::advance(&app.store, BOT, bot, id + 1).await? {
             return Ok(()); // disconnected or connected again meanwhile
         }
     }
@@ -119,7 +131,7 @@ struct Incoming {
     addressed: bool,
 }
 
-fn incoming(bot: &MessengerABot, update: Update) -> Option<Incoming> {
+fn incoming(bot: &Integration, update: Update) -> Option<Incoming> {
     let m = update.message?;
     let text = m.text.or(m.caption).filter(|t| !t.trim().is_empty())?;
     let from = m.from.as_ref();
@@ -132,8 +144,9 @@ fn incoming(bot: &MessengerABot, update: Update) -> Option<Incoming> {
         "supergroup" => ChatType::Supergroup,
         _ => return None,
     };
-    let replied_to_bot = m.reply_to_message.as_ref().and_then(|r| r.from.as_ref()).is_some_and(|f| f.id == bot.bot_id);
-    let addressed = chat_type == ChatType::Private || replied_to_bot || text::mentions(&text, &bot.mention);
+    let replied_to_bot =
+        m.reply_to_message.as_ref().and_then(|r| r.from.as_ref()).is_some_and(|f| f.id.to_string() == bot.platform_id);
+    let addressed = chat_type == ChatType::Private || replied_to_bot || text::mentions(&text, mention(bot));
     let chat_name = m.chat.title.clone().or_else(|| {
         let names: Vec<&str> =
             [&m.chat.names.first_name, &m.chat.names.last_name].into_iter().flatten().map(String::as_str).collect();
@@ -152,11 +165,16 @@ fn incoming(bot: &MessengerABot, update: Update) -> Option<Incoming> {
     Some(Incoming { sender: from.map_or(m.chat.id, |f| f.id), data, text, addressed })
 }
 
+/// The handle the bot answers to in groups (every messengerA bot is connected with one).
+fn mention(bot: &Integration) -> &str {
+    bot.mention.as_deref().unwrap_or_default()
+}
+
 /// Stores and, when addressed to the bot, answers one update.
 async fn handle(
     app: &Arc<App>,
     client: &Client,
-    bot: &MessengerABot,
+    bot: &Integration,
     replica: &Replica,
     update: Update,
 ) -> Result<(), Failure> {
@@ -171,7 +189,7 @@ async fn handle(
     let reply = match store_bot::stored_reply(&app.store, replica.id, user.id, &msg.data.key()).await? {
         Some(stored) => stored.content,
         None => {
-            let ask = Ask { content: text::strip_mention(&msg.text, &bot.mention), ..Ask::on(channel) };
+            let ask = Ask { content: text::strip_mention(&msg.text, mention(bot)), ..Ask::on(channel) };
             generate(app, client, replica, user.id, &msg.data, ask).await
         }
     };

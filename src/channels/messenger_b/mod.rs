@@ -23,6 +23,7 @@
 //!   unreachable API is reported in the replica's `messengerB_integration` (`is_active: false`,
 //!   `last_error`) and retried with back-off; READY or RESUMED marks it active again.
 
+pub mod connect;
 pub mod rest;
 
 use std::collections::HashMap;
@@ -44,15 +45,25 @@ use crate::app::App;
 use crate::service::channel_data::MessengerBData;
 use crate::service::chat::Ask;
 use crate::service::integrations as store_bot;
-use crate::store::records::MessengerBBot;
+use crate::store::records::Integration;
 
 /// The channel name (runner key, history `source`, linked-account type).
-pub const CHANNEL: &str = crate::service::channel::Bot::MessengerB.name();
+pub const CHANNEL: &str = BOT.name();
+/// This channel's bot.
+pub const BOT: crate::service::channel::Bot = crate::service::channel::Bot::MessengerB;
 /// Longest message the platform accepts, in characters (counted here in UTF-16 units, which
 /// is never fewer).
 pub const MESSAGE_LIMIT: usize = 2000;
 /// How many times a message refused with 429 is tried again.
 const SEND_ATTEMPTS: u32 = 5;
+
+/// This bot channel as the server composes it ([`super::module`]).
+pub const MODULE: super::BotModule = super::BotModule {
+    run: |app, replica| Box::pin(run(app, replica)),
+    connect: |app, replica, req| Box::pin(connect::connect(app, replica, req)),
+    connect_operation: connect::operation,
+    disconnect_operation: connect::disconnect_operation,
+};
 /// The gateway events the bot acts on.
 const EVENTS: EventTypeFlags = EventTypeFlags::READY
     .union(EventTypeFlags::RESUMED)
@@ -67,17 +78,17 @@ fn intents() -> Intents {
 pub async fn run(app: Arc<App>, replica: Uuid) {
     let mut backoff = Backoff::default();
     loop {
-        let Some(bot) = super::stored_bot::<MessengerBBot>(&app, replica, &mut backoff).await else { return };
+        let Some(bot) = super::stored_bot(&app, BOT, replica, &mut backoff).await else { return };
         let pause = match session(&app, &bot, &mut backoff).await {
             Err(RestError::RetryAfter(d)) => d,
             Err(e) => {
                 tracing::warn!(%replica, error = %e, "messengerB bot failed; retrying");
-                super::report(&app, &bot, Some(e.to_string())).await;
+                super::report(&app, BOT, &bot, Some(e.to_string())).await;
                 backoff.next_delay()
             }
             Ok(message) => {
                 tracing::warn!(%replica, error = %message, "messengerB gateway session ended; retrying");
-                super::report(&app, &bot, Some(message)).await;
+                super::report(&app, BOT, &bot, Some(message)).await;
                 backoff.next_delay()
             }
         };
@@ -89,7 +100,7 @@ pub async fn run(app: Arc<App>, replica: Uuid) {
 struct Bot {
     app: Arc<App>,
     rest: Arc<Client>,
-    record: MessengerBBot,
+    record: Integration,
     /// Names seen in guild data or asked of the API.
     channels: Mutex<HashMap<Id<ChannelMarker>, String>>,
     guilds: Mutex<HashMap<Id<GuildMarker>, String>>,
@@ -97,9 +108,8 @@ struct Bot {
 
 /// One gateway session, until the gateway ends it for good: answers why (`Ok`), or the REST
 /// error that kept it from starting.
-async fn session(app: &Arc<App>, record: &MessengerBBot, backoff: &mut Backoff) -> Result<String, RestError> {
-    let token = store_bot::token(&app.secrets, record.replica, record)
-        .map_err(|e| RestError::Network(super::error_text(&e)))?;
+async fn session(app: &Arc<App>, record: &Integration, backoff: &mut Backoff) -> Result<String, RestError> {
+    let token = store_bot::token(&app.secrets, BOT, record).map_err(|e| RestError::Network(super::error_text(&e)))?;
     let rest = Arc::new(rest::client(&app.config, &token));
     rest::current_user(&rest).await?;
     let gateway = app.config.messenger_b_gateway.trim_end_matches('/').to_string();
@@ -118,7 +128,7 @@ async fn session(app: &Arc<App>, record: &MessengerBBot, backoff: &mut Backoff) 
         match item {
             Ok(Event::Ready(_) | Event::Resumed) => {
                 backoff.reset();
-                super::report(app, record, None).await;
+                super::report(app, BOT, record, None).await;
             }
             Ok(Event::MessageCreate(m)) => {
                 handlers.spawn(handle(bot.clone(), m.0));
@@ -127,7 +137,7 @@ async fn session(app: &Arc<App>, record: &MessengerBBot, backoff: &mut Backoff) 
             Ok(Event::GatewayClose(frame)) => closed = frame.map(|f| (f.code, f.reason.to_string())),
             Ok(_) => {}
             Err(e) if matches!(e.kind(), twilight_gateway::error::ReceiveMessageErrorType::Reconnect) => {
-                super::report(app, record, Some(format!("messengerB gateway unreachable: {e}"))).await;
+                super::report(app, BOT, record, Some(format!("messengerB gateway unreachable: {e}"))).await;
             }
             Err(e) => tracing::debug!(replica = %record.replica, error = %e, "messengerB: an event was skipped"),
         }
@@ -209,6 +219,11 @@ fn question(me: Id<UserMarker>, m: &Message) -> Option<String> {
     (!text.is_empty()).then(|| text.to_string())
 }
 
+/// The bot's user id, from its record.
+fn bot_id(record: &Integration) -> Option<Id<UserMarker>> {
+    record.platform_id.parse().ok().and_then(Id::new_checked)
+}
+
 /// Answers `m` when it is addressed to the bot; failures are logged (the gateway goes on).
 async fn handle(bot: Arc<Bot>, m: Message) {
     if let Err(e) = answer(&bot, &m).await {
@@ -217,7 +232,7 @@ async fn handle(bot: Arc<Bot>, m: Message) {
 }
 
 async fn answer(bot: &Bot, m: &Message) -> Result<(), String> {
-    let Some(question) = question(Id::new_checked(bot.record.bot_id).ok_or("bad bot id")?, m) else { return Ok(()) };
+    let Some(question) = question(bot_id(&bot.record).ok_or("bad bot id")?, m) else { return Ok(()) };
     let app = &bot.app;
     let data = bot.data(m).await;
     let channel = data.stamped().map_err(|e| e.message)?;

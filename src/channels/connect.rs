@@ -1,0 +1,43 @@
+//! What connecting a bot shares across the bot channels (spec §4.2 `POST
+//! …/integrations/<channel>`, docs/decisions.md "Integrations"): the answer `{success, id}`, the
+//! two ways a platform's token check fails, and storing the bot and starting its runner. Each
+//! bot's module (`channels::<name>::connect`) reads its own body, checks its token with its
+//! platform and ends with [`connected`].
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::app::App;
+use crate::error::{Code, Error, Result};
+use crate::http::response::Reply;
+use crate::service::channel::Bot;
+use crate::service::integrations::{self, NewBot};
+
+/// `{id}` of a connected bot: its user id on the channel.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "IntegrationConnected")]
+pub struct Connected {
+    /// The bot's user id on the channel.
+    id: String,
+}
+
+/// 400 `INVALID_CHANNEL_TOKEN`: the `bot`'s platform refused the token (`detail` says how).
+pub fn token_refused(bot: Bot, detail: &str) -> Error {
+    Error::new(Code::InvalidChannelToken, format!("{} refused the token ({detail})", bot.name()))
+}
+
+/// 502 `UPSTREAM_ERROR`: the `bot`'s platform could not be asked about the token (`cause` is
+/// logged only).
+pub fn platform_unreachable(bot: Bot, cause: String) -> Error {
+    let message = format!("{} could not be reached to check the token", bot.name());
+    Error::new(Code::UpstreamError, message).with_cause_text(cause)
+}
+
+/// Stores `new` as the replica's `bot` (replacing any earlier one), starts its runner and
+/// answers 200 `{success, id}`. Errors: 409 `INTEGRATION_CONFLICT`, the store's
+/// ([`integrations::connect`]).
+pub async fn connected(app: &App, bot: Bot, new: NewBot) -> Result<Reply> {
+    let stored = integrations::connect(&app.store, &app.secrets, bot, new).await?;
+    app.bots.start(bot, stored.replica);
+    Ok(Reply::ok(&Connected { id: stored.platform_id }))
+}
