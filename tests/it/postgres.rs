@@ -258,3 +258,66 @@ fn a_version_1_schema_is_brought_to_the_current_one_keeping_its_rows() {
     let files: i64 = admin.query_one("SELECT count(*) FROM replicad_files", &[]).unwrap().get(0);
     assert_eq!(files, 0, "the files' table exists");
 }
+
+/// Schema 9's bot tables (one per channel), as the store before schema 10 kept them.
+const MESSENGERA_BOT_V9: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_messengerabot");
+const MESSENGERB_BOT_V9: TableDefinition<u128, &[u8]> = TableDefinition::new("replica_messengerbbot");
+
+/// A schema 9 messengerA bot (`docs_bot`, mention `@docs`, offset 77) and messengerB bot
+/// (`helper`), as schema 9's structs encoded them (`store::migrate`'s test has the same bytes);
+/// their replica's id is bytes 2..18, replaced by the test's.
+const MESSENGERA_BOT_V9_HEX: &str = "01100190000000007000800000000000000110019000000000700080000000000000aa03010203fb\
+    242108646f63735f626f740540646f637301010334323901fdf6d0ca9f170300009afd00d0ca9f17030000fdced7ca9f17030000";
+const MESSENGERB_BOT_V9_HEX: &str = "01100190000000007000800000000000000110019000000000700080000000000000aa020908fd\
+    1581e97df41022110668656c706572000000fdd0d7ca9f17030000fda0dfca9f17030000";
+
+/// `hex` decoded, with the replica id at bytes 2..18 set to `replica`.
+fn v9_bot(hex: &str, replica: uuid::Uuid) -> Vec<u8> {
+    let mut bytes: Vec<u8> =
+        (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+    bytes[2..18].copy_from_slice(replica.as_bytes());
+    bytes
+}
+
+/// A PostgreSQL store written before schema 10 kept each channel's bots in a table of their own;
+/// a server started on it moves them into the one table of every channel's bots, and serves
+/// them as before.
+#[tokio::test]
+async fn a_store_with_the_bots_of_schema_9_serves_them_after_the_upgrade() {
+    use crate::common::{DataDir, Server};
+    let url = fresh_database();
+    let server = Server::start_in(DataDir::on_store(&url), &[]);
+    let org = server.new_org("bots").await;
+    let replica = org.create_replica("bots").await;
+    let (_, dir) = server.stop();
+    let id = uuid::Uuid::parse_str(&replica).unwrap();
+    let old = [(MESSENGERA_BOT_V9, MESSENGERA_BOT_V9_HEX), (MESSENGERB_BOT_V9, MESSENGERB_BOT_V9_HEX)];
+    let write = || {
+        PgTables::connect(&url).unwrap().write(|txn| {
+            for (table, hex) in old {
+                txn.open_table(table)?.insert(id.as_u128(), v9_bot(hex, id).as_slice())?;
+            }
+            Ok(())
+        })
+    };
+    thread::scope(|s| s.spawn(write).join().unwrap()).unwrap();
+
+    let server = Server::start_in(dir, &["--messenger-a-api-base", "http://127.0.0.1:9"]);
+    let org = org.at(&server);
+    let (status, read) = org.get(&format!("/v1/replicas/{replica}")).await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{read}");
+    assert_eq!(read["messengerA_integration"]["service_name"], "docs_bot", "{read}");
+    assert_eq!(read["messengerA_integration"]["mention"], "@docs");
+    assert_eq!(read["messengerB_integration"]["service_name"], "helper", "{read}");
+    let count = |tbl: &'static str| {
+        let sql = "SELECT count(*) FROM replicad_rows WHERE tbl = $1";
+        crate::common::pg::with_client(&url, |c| c.query_one(sql, &[&tbl]).unwrap().get::<_, i64>(0))
+    };
+    assert_eq!((count("replica_messengerabot"), count("replica_messengerbbot")), (0, 0), "the old rows moved");
+    assert_eq!(count("channelreplica_integration"), 2);
+    let (status, _) = org.delete(&format!("/v1/replicas/{replica}/integrations/messengerB")).await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    let (_, read) = org.get(&format!("/v1/replicas/{replica}")).await;
+    assert!(read["messengerB_integration"].is_null(), "{read}");
+    assert_eq!(count("channelreplica_integration"), 1);
+}
