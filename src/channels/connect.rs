@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::app::App;
 use crate::error::{Code, Error, Result};
 use crate::http::response::Reply;
+use crate::openapi::operations::{op, Op};
 use crate::service::channel::Bot;
 use crate::service::integrations::{self, NewBot};
 
@@ -31,6 +32,17 @@ pub fn token_refused(bot: Bot, detail: &str) -> Error {
 pub fn platform_unreachable(bot: Bot, cause: String) -> Error {
     let message = format!("{} could not be reached to check the token", bot.name());
     Error::new(Code::UpstreamError, message).with_cause_text(cause)
+}
+
+/// A bot's connect row, `POST path` (`id`, `summary`), answering [`Connected`] or 409 / 502 as
+/// every bot's connect does; the bot's module adds its body type and prose.
+pub fn operation(path: &'static str, id: &'static str, summary: &'static str) -> Op {
+    op("POST", path, id, "Integrations", summary).ok_of::<Connected>(200).extra(&[409, 502])
+}
+
+/// A bot's disconnect row, `DELETE path` (`id`, `summary`), with the bot's prose.
+pub fn disconnect_operation(path: &'static str, id: &'static str, summary: &'static str, prose: &'static str) -> Op {
+    op("DELETE", path, id, "Integrations", summary).describe(prose)
 }
 
 /// Stores `new` as the replica's `bot` (replacing any earlier one), starts its runner and

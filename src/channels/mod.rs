@@ -124,7 +124,7 @@ impl Drop for Channels {
     }
 }
 
-/// What the server composes of a bot channel's module (`channels::<name>::MODULE`): its
+/// What the server composes of a bot channel's module (`channels::<name>`, [`module`]): its
 /// runner, its connect operation, and the document rows of its connect and disconnect (whose
 /// handlers, in `api::integrations`, are every bot's and call [`BotModule::connect`]).
 pub struct BotModule {
@@ -139,11 +139,24 @@ pub struct BotModule {
     pub disconnect_operation: fn() -> Op,
 }
 
+/// The [`BotModule`] of the bot channel module `$m`, by the names every bot's module gives
+/// its parts: `$m::run`, and `$m::connect::{connect, operation, disconnect_operation}`.
+macro_rules! bot_module {
+    ($m:ident) => {
+        BotModule {
+            run: |app, replica| Box::pin($m::run(app, replica)),
+            connect: |app, replica, req| Box::pin($m::connect::connect(app, replica, req)),
+            connect_operation: $m::connect::operation,
+            disconnect_operation: $m::connect::disconnect_operation,
+        }
+    };
+}
+
 /// The module of `bot`: the one place a [`Bot`] names its module.
 pub const fn module(bot: Bot) -> BotModule {
     match bot {
-        Bot::MessengerA => messenger_a::MODULE,
-        Bot::MessengerB => messenger_b::MODULE,
+        Bot::MessengerA => bot_module!(messenger_a),
+        Bot::MessengerB => bot_module!(messenger_b),
     }
 }
 

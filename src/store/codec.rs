@@ -30,6 +30,19 @@ pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T> {
     Ok(value)
 }
 
+/// Decodes the first bincode value of `body` as `T` (the leading fields of an older layout);
+/// answers it and the bytes after it.
+pub fn decode_prefix<T: DeserializeOwned>(body: &[u8]) -> Result<(T, &[u8])> {
+    let (value, used) = bincode::serde::decode_from_slice(body, config()).map_err(Error::internal)?;
+    Ok((value, &body[used..]))
+}
+
+/// The bincode bytes of `value`, without a version byte (the leading fields of a layout being
+/// rebuilt, see [`decode_prefix`]).
+pub fn encode_body<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+    bincode::serde::encode_to_vec(value, config()).map_err(Error::internal)
+}
+
 fn config() -> bincode::config::Configuration {
     bincode::config::standard()
 }
@@ -127,31 +140,6 @@ mod tests {
         assert_eq!(with_encoded(&small, |b| Ok(b.to_vec())).unwrap(), encode(&small).unwrap());
     }
 
-    #[test]
-    fn a_version_1_message_is_upgraded_to_not_interrupted() {
-        use crate::store::records::{Message, MessageV1};
-        let v1 = MessageV1 {
-            id: 7,
-            replica: uuid::Uuid::nil(),
-            user: uuid::Uuid::nil(),
-            role: "assistant".into(),
-            content: "hello".into(),
-            source: "web".into(),
-            sources: vec![],
-            is_private: false,
-            channel_data: None,
-            created_at: 1,
-        };
-        let mut bytes = vec![1u8];
-        bytes.extend(bincode::serde::encode_to_vec(&v1, config()).unwrap());
-        let m: Message = decode(&bytes).unwrap();
-        assert_eq!((m.id, m.content.as_str(), m.interrupted), (7, "hello", false));
-        assert!(m.passages.is_empty(), "its sources keep their texts inline");
-        let again = encode(&m).unwrap();
-        assert_eq!(again[0], Message::VERSION);
-        assert_eq!(decode::<Message>(&again).unwrap().id, 7);
-    }
-
     /// A message as version 2 wrote it, kept as the bytes its own struct encoded to: id 8,
     /// replica 1, user 2, an assistant's "hello" on `web` citing source 4 "Doc" (text "the
     /// text", score 1.5), channel data `{}`, created at 1, interrupted.
@@ -164,6 +152,21 @@ mod tests {
         let digits: String = hex.concat().split_whitespace().collect();
         let byte = |i: usize| u8::from_str_radix(&digits[i..i + 2], 16).unwrap();
         std::iter::once(version).chain((0..digits.len()).step_by(2).map(byte)).collect()
+    }
+
+    #[test]
+    fn a_version_1_message_is_upgraded_to_not_interrupted() {
+        use crate::store::records::Message;
+        // Version 1 wrote version 2's fields but the last, `interrupted` (the last byte).
+        let v2 = record(1, &[MESSAGE_V2]);
+        let m: Message = decode(&v2[..v2.len() - 1]).unwrap();
+        assert_eq!((m.id, m.content.as_str(), m.created_at, m.interrupted), (8, "hello", 1, false));
+        assert_eq!((m.sources[0].name.as_str(), m.sources[0].url.as_deref()), ("Doc", None));
+        assert!(m.passages.is_empty(), "its sources keep their texts inline");
+        let again = encode(&m).unwrap();
+        assert_eq!(again[0], Message::VERSION);
+        assert_eq!(decode::<Message>(&again).unwrap().id, 8);
+        assert!(decode::<Message>(&v2[..v2.len() - 2]).is_err(), "a version 1 message cut short");
     }
 
     #[test]
@@ -209,31 +212,30 @@ mod tests {
         assert!(s.identity_secret.is_none());
     }
 
+    /// An entry as version 1 wrote it, kept as the bytes its own struct (`KbEntryV1`, removed)
+    /// encoded to: id 3, nil replica and org, `website`, status `VECTOR_CREATED`, title "t",
+    /// auto refresh, summary "s", 2 chunks, revision 5, created at 1, updated at 2.
+    const KB_ENTRY_V1: [&str; 3] = [
+        "03 10 00000000000000000000000000000000 10 00000000000000000000000000000000 07 77656273697465",
+        "0e 564543544f525f43524541544544",
+        "01 01 74 00 00 01 01 73 02 05 00 02 04",
+    ];
+    /// The same entry with the status `DONE`, which no version wrote.
+    const KB_ENTRY_V1_DONE: [&str; 3] = [KB_ENTRY_V1[0], "04 444f4e45", KB_ENTRY_V1[2]];
+
     #[test]
     fn a_version_1_kb_entry_gets_typed_kind_and_status() {
-        use crate::store::records::{KbEntry, KbEntryV1, KbKind, KbStatus};
-        let v1 = |kind: &str, status: &str| KbEntryV1 {
-            id: 3,
-            replica: uuid::Uuid::nil(),
-            org: uuid::Uuid::nil(),
-            kind: kind.into(),
-            status: status.into(),
-            title: Some("t".into()),
-            generated_title: None,
-            language: None,
-            auto_refresh: true,
-            summary: "s".into(),
-            chunk_count: 2,
-            revision: 5,
-            error: None,
-            created_at: 1,
-            updated_at: 2,
-        };
-        let bytes = |e: &KbEntryV1| [vec![1u8], bincode::serde::encode_to_vec(e, config()).unwrap()].concat();
-        let e: KbEntry = decode(&bytes(&v1("website", "VECTOR_CREATED"))).unwrap();
-        assert_eq!((e.kind, e.status, e.revision, e.chunk_count), (KbKind::Website, KbStatus::VectorCreated, 5, 2));
+        use crate::store::records::{KbEntry, KbKind, KbStatus};
+        let e: KbEntry = decode(&record(1, &KB_ENTRY_V1)).unwrap();
+        assert_eq!(
+            (e.id, e.kind, e.status, e.title.as_deref()),
+            (3, KbKind::Website, KbStatus::VectorCreated, Some("t"))
+        );
+        assert_eq!((e.generated_title.as_deref(), e.language.as_deref(), e.auto_refresh), (None, None, true));
+        assert_eq!(e.summary, "s");
+        assert_eq!((e.chunk_count, e.revision, e.error.as_deref(), e.created_at, e.updated_at), (2, 5, None, 1, 2));
         assert_eq!(encode(&e).unwrap()[0], 2);
-        assert!(decode::<KbEntry>(&bytes(&v1("website", "DONE"))).is_err(), "an unknown status is an error");
+        assert!(decode::<KbEntry>(&record(1, &KB_ENTRY_V1_DONE)).is_err(), "an unknown status is an error");
     }
 
     #[test]

@@ -281,44 +281,17 @@ type MessengerBBotV9 = (uuid::Uuid, uuid::Uuid, Vec<u8>, u64, String, bool, Opti
 pub fn integrations_in_one_table(txn: &WriteTransaction) -> Result<()> {
     let mut moved: Vec<(&str, Integration)> = Vec::new();
     for row in txn.open_table(MESSENGERA_BOT_V9)?.iter()? {
-        let (replica, org, sealed_token, id, username, mention, is_active, last_error, last_error_at, cursor, at, up) =
+        let (r, o, t, id, u, mention, a, e, ea, cursor, at, up) =
             super::codec::decode_body::<MessengerABotV9>(version_1_body(row?.1.value())?)?;
-        let (platform_id, mention) = (id.to_string(), Some(mention));
-        let integration = Integration {
-            replica,
-            org,
-            sealed_token,
-            platform_id,
-            username,
-            mention,
-            is_active,
-            last_error,
-            last_error_at,
-            cursor,
-            connected_at: at,
-            updated_at: up,
-        };
-        moved.push(("messengerA", integration));
+        moved.push((
+            "messengerA",
+            integration_of((r, o, t, id.to_string(), u, Some(mention), a, e, ea, cursor, at, up)),
+        ));
     }
     for row in txn.open_table(MESSENGERB_BOT_V9)?.iter()? {
-        let (replica, org, sealed_token, id, username, is_active, last_error, last_error_at, at, up) =
+        let (r, o, t, id, u, a, e, ea, at, up) =
             super::codec::decode_body::<MessengerBBotV9>(version_1_body(row?.1.value())?)?;
-        let platform_id = id.to_string();
-        let integration = Integration {
-            replica,
-            org,
-            sealed_token,
-            platform_id,
-            username,
-            mention: None,
-            is_active,
-            last_error,
-            last_error_at,
-            cursor: 0,
-            connected_at: at,
-            updated_at: up,
-        };
-        moved.push(("messengerB", integration));
+        moved.push(("messengerB", integration_of((r, o, t, id.to_string(), u, None, a, e, ea, 0, at, up))));
     }
     let mut table = txn.open_table(tables::CHANNELREPLICA_INTEGRATION)?;
     for (channel, integration) in &moved {
@@ -327,6 +300,30 @@ pub fn integrations_in_one_table(txn: &WriteTransaction) -> Result<()> {
     txn.delete_table(MESSENGERA_BOT_V9)?;
     txn.delete_table(MESSENGERB_BOT_V9)?;
     Ok(())
+}
+
+/// A schema 9 bot's fields in [`Integration`]'s order, its platform id as text.
+type BotFieldsV9 =
+    (uuid::Uuid, uuid::Uuid, Vec<u8>, String, String, Option<String>, bool, Option<String>, Option<i64>, i64, i64, i64);
+
+/// The [`Integration`] of a schema 9 bot's fields `f`.
+fn integration_of(f: BotFieldsV9) -> Integration {
+    let (replica, org, sealed_token, platform_id, username, mention) = (f.0, f.1, f.2, f.3, f.4, f.5);
+    let (is_active, last_error, last_error_at, cursor, connected_at, updated_at) = (f.6, f.7, f.8, f.9, f.10, f.11);
+    Integration {
+        replica,
+        org,
+        sealed_token,
+        platform_id,
+        username,
+        mention,
+        is_active,
+        last_error,
+        last_error_at,
+        cursor,
+        connected_at,
+        updated_at,
+    }
 }
 
 /// The bytes after the version byte of a record stored at version 1.

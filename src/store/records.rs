@@ -7,6 +7,16 @@ use uuid::Uuid;
 use super::codec::{self, Record};
 pub use super::states::{KbKind, KbStatus};
 
+/// A [`Record`] at layout version 1 (no older layout to read): `version_1!(Org);` after the
+/// struct.
+macro_rules! version_1 {
+    ($record:ty) => {
+        impl Record for $record {
+            const VERSION: u8 = 1;
+        }
+    };
+}
+
 /// An organization: made by redeeming an invitation (spec §4.1 redeem).
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Org {
@@ -17,9 +27,7 @@ pub struct Org {
     pub created_at: i64,
     pub valid_until: Option<i64>,
 }
-impl Record for Org {
-    const VERSION: u8 = 1;
-}
+version_1!(Org);
 
 /// An invitation code (stored under the hash of the code).
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -28,9 +36,7 @@ pub struct Invite {
     pub expires_at: Option<i64>,
     pub redeemed_by: Option<Uuid>,
 }
-impl Record for Invite {
-    const VERSION: u8 = 1;
-}
+version_1!(Invite);
 
 /// A user of an organization (spec §4.2 `/v1/users*`, docs/decisions.md "Users").
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -134,9 +140,7 @@ pub struct Replica {
     pub created_at: i64,
     pub updated_at: i64,
 }
-impl Record for Replica {
-    const VERSION: u8 = 1;
-}
+version_1!(Replica);
 
 /// A knowledge-base entry. `revision` grows with every content change; the indexer marks the
 /// entry `READY` only for the revision it indexed. Version 2 made `kind` and `status` enums;
@@ -165,13 +169,28 @@ impl Record for KbEntry {
 
     fn upgrade(version: u8, body: &[u8]) -> crate::error::Result<Self> {
         match version {
-            1 => codec::decode_body::<KbEntryV1>(body)?.try_into(),
+            1 => KbEntry::upgrade_v1(body),
             v => Err(crate::error::Error::internal(format!("unknown KbEntry record version {v}"))),
         }
     }
 }
 
 impl KbEntry {
+    /// Reads the body of a version 1 entry. Version 1 wrote `kind` and `status` (the 4th and 5th
+    /// fields) as their wire names and every other field as version 2 does (bincode lays a struct
+    /// out as its fields in order, nothing between them): the first five fields are read, written
+    /// again with the typed `kind` and `status`, and the rest of the bytes follow as they are.
+    /// Errors (internal) on a `kind` or `status` name no version wrote.
+    fn upgrade_v1(body: &[u8]) -> crate::error::Result<KbEntry> {
+        let ((id, replica, org, kind, status), rest) = codec::decode_prefix::<(u64, Uuid, Uuid, String, String)>(body)?;
+        let unknown = |what: &str, v: &str| crate::error::Error::internal(format!("KbEntry v1: unknown {what} {v:?}"));
+        let kind = KbKind::parse(&kind).ok_or_else(|| unknown("kind", &kind))?;
+        let status = KbStatus::parse(&status).ok_or_else(|| unknown("status", &status))?;
+        let mut v2 = codec::encode_body(&(id, replica, org, kind, status))?;
+        v2.extend_from_slice(rest);
+        codec::decode_body(&v2)
+    }
+
     /// Moves the entry to `next` when [`KbStatus::may_become`] allows it; `false` (and no
     /// change) otherwise.
     pub fn move_to(&mut self, next: KbStatus) -> bool {
@@ -183,61 +202,13 @@ impl KbEntry {
     }
 }
 
-/// [`KbEntry`] as version 1 wrote it (`kind` and `status` as their wire names).
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub struct KbEntryV1 {
-    pub id: u64,
-    pub replica: Uuid,
-    pub org: Uuid,
-    pub kind: String,
-    pub status: String,
-    pub title: Option<String>,
-    pub generated_title: Option<String>,
-    pub language: Option<String>,
-    pub auto_refresh: bool,
-    pub summary: String,
-    pub chunk_count: u32,
-    pub revision: u64,
-    pub error: Option<String>,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
-
-impl TryFrom<KbEntryV1> for KbEntry {
-    type Error = crate::error::Error;
-
-    /// Errors (internal) on a `kind` or `status` name no version wrote.
-    fn try_from(e: KbEntryV1) -> crate::error::Result<KbEntry> {
-        let unknown = |what: &str, v: &str| crate::error::Error::internal(format!("KbEntry v1: unknown {what} {v:?}"));
-        Ok(KbEntry {
-            kind: KbKind::parse(&e.kind).ok_or_else(|| unknown("kind", &e.kind))?,
-            status: KbStatus::parse(&e.status).ok_or_else(|| unknown("status", &e.status))?,
-            id: e.id,
-            replica: e.replica,
-            org: e.org,
-            title: e.title,
-            generated_title: e.generated_title,
-            language: e.language,
-            auto_refresh: e.auto_refresh,
-            summary: e.summary,
-            chunk_count: e.chunk_count,
-            revision: e.revision,
-            error: e.error,
-            created_at: e.created_at,
-            updated_at: e.updated_at,
-        })
-    }
-}
-
 /// The texts of an entry, kept apart so that listing entries does not read them.
 #[derive(Serialize, Deserialize, Debug, Clone, Default)]
 pub struct KbText {
     pub raw: String,
     pub processed: String,
 }
-impl Record for KbText {
-    const VERSION: u8 = 1;
-}
+version_1!(KbText);
 
 /// Where an entry's content comes from and what was learned while processing it; kept apart
 /// from [`KbEntry`] (one record per entry in `kbid_source`).
@@ -254,9 +225,7 @@ pub struct KbSource {
     /// The extraction format (`pdf`, `docx`, `html`, …; see `ingest::formats`).
     pub format: Option<String>,
 }
-impl Record for KbSource {
-    const VERSION: u8 = 1;
-}
+version_1!(KbSource);
 
 /// An uploaded file: name as given at create, size in bytes, media type.
 #[derive(Serialize, Deserialize, Debug, Clone, Default)]
@@ -286,9 +255,7 @@ pub struct Upload {
     pub max_bytes: u64,
     pub used: bool,
 }
-impl Record for Upload {
-    const VERSION: u8 = 1;
-}
+version_1!(Upload);
 
 /// An uploaded file, kept outside the store's file (`store::files`): its name in
 /// `DATA_DIR/files/`, its size in bytes and its SHA-256.
@@ -298,9 +265,7 @@ pub struct StoredFile {
     pub size: u64,
     pub sha256: [u8; 32],
 }
-impl Record for StoredFile {
-    const VERSION: u8 = 1;
-}
+version_1!(StoredFile);
 
 /// A chunk of an entry's processed text: what the index holds and sources quote. Version 2
 /// added `page`.
@@ -439,56 +404,26 @@ pub struct Message {
 impl Record for Message {
     const VERSION: u8 = 4;
 
-    /// Versions 2 and 3 wrote version 1's fields and then their own (`interrupted`; then
-    /// `passages`). bincode lays a struct out as its fields in order with nothing between them,
-    /// so those versions read as a tuple of a [`MessageV1`] and the fields they added.
+    /// Versions 1 to 3 wrote the sources as [`SourceRefV1`]s and every other field as version 4
+    /// does; version 1 stopped after `created_at`, version 2 after `interrupted`. bincode lays a
+    /// struct out as its fields in order with nothing between them, so the fields before the
+    /// sources are read, the sources read and written again as version 4 writes them, the bytes
+    /// after them kept, and the fields a version did not write appended (not interrupted, no
+    /// passages: its sources keep their texts inline).
     fn upgrade(version: u8, body: &[u8]) -> crate::error::Result<Self> {
-        let (v1, interrupted, passages) = match version {
-            1 => (codec::decode_body::<MessageV1>(body)?, false, Vec::new()),
-            2 => {
-                let (v1, interrupted) = codec::decode_body::<(MessageV1, bool)>(body)?;
-                (v1, interrupted, Vec::new())
-            }
-            3 => codec::decode_body::<(MessageV1, bool, Vec<u64>)>(body)?,
+        let missing = match version {
+            1 => codec::encode_body(&(false, Vec::<u64>::new()))?,
+            2 => codec::encode_body(&Vec::<u64>::new())?,
+            3 => Vec::new(),
             v => return Err(crate::error::Error::internal(format!("unknown Message record version {v}"))),
         };
-        Ok(v1.upgraded(interrupted, passages))
-    }
-}
-
-/// [`Message`] as version 1 wrote it (before `interrupted`), and the fields versions 2 and 3
-/// wrote first (their sources without `url` and `page`).
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub struct MessageV1 {
-    pub id: u64,
-    pub replica: Uuid,
-    pub user: Uuid,
-    pub role: String,
-    pub content: String,
-    pub source: String,
-    pub sources: Vec<SourceRefV1>,
-    pub is_private: bool,
-    pub channel_data: Option<String>,
-    pub created_at: i64,
-}
-
-impl MessageV1 {
-    /// The message, with the fields later versions added.
-    fn upgraded(self, interrupted: bool, passages: Vec<u64>) -> Message {
-        Message {
-            id: self.id,
-            replica: self.replica,
-            user: self.user,
-            role: self.role,
-            content: self.content,
-            source: self.source,
-            sources: self.sources.into_iter().map(SourceRef::from).collect(),
-            is_private: self.is_private,
-            channel_data: self.channel_data,
-            created_at: self.created_at,
-            interrupted,
-            passages,
-        }
+        let (head, rest) = codec::decode_prefix::<(u64, Uuid, Uuid, String, String, String)>(body)?;
+        let (sources, rest) = codec::decode_prefix::<Vec<SourceRefV1>>(rest)?;
+        let sources: Vec<SourceRef> = sources.into_iter().map(SourceRef::from).collect();
+        let mut v4 = codec::encode_body(&(head, sources))?;
+        v4.extend_from_slice(rest);
+        v4.extend(missing);
+        codec::decode_body(&v4)
     }
 }
 
@@ -520,9 +455,7 @@ pub struct Chat {
     /// The latest conversation.
     pub conversation: Uuid,
 }
-impl Record for Chat {
-    const VERSION: u8 = 1;
-}
+version_1!(Chat);
 
 /// A conversation: the items of a chat with no silence longer than 30 minutes between them.
 /// `summary`, `common_questions` and `common_topics` are computed when it closes or set by an
@@ -539,9 +472,7 @@ pub struct Conversation {
     pub common_questions: Vec<String>,
     pub common_topics: Vec<String>,
 }
-impl Record for Conversation {
-    const VERSION: u8 = 1;
-}
+version_1!(Conversation);
 
 /// The operator's quotas of an organization (`replicad orgs set-quota`); `None` falls back to
 /// the server's defaults (`--max-replicas-per-org`, `--max-kb-entries-per-org`,
@@ -619,9 +550,7 @@ pub struct Integration {
     pub connected_at: i64,
     pub updated_at: i64,
 }
-impl Record for Integration {
-    const VERSION: u8 = 1;
-}
+version_1!(Integration);
 
 /// The embeddable widget of a replica (`service::embed`): the origins whose pages may use it
 /// and the secret its site signs visitor identities with. Version 2 added `identity_secret`.
@@ -661,6 +590,4 @@ pub struct KbSummary {
     pub titles: Vec<(u64, String)>,
 }
 
-impl Record for KbSummary {
-    const VERSION: u8 = 1;
-}
+version_1!(KbSummary);

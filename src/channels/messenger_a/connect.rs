@@ -10,11 +10,11 @@ use serde::Deserialize;
 use super::api::{ApiError, Client};
 use super::BOT;
 use crate::app::App;
-use crate::channels::connect::{connected, platform_unreachable, token_refused, Connected};
+use crate::channels::connect::{self, connected, platform_unreachable, token_refused};
 use crate::error::{Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::operations::{op, Op};
+use crate::openapi::operations::Op;
 use crate::service::integrations::{BotIdentity, NewBot};
 use crate::store::records::Replica;
 
@@ -94,18 +94,14 @@ const PATH: &str = "/v1/replicas/{replicaUUID}/integrations/messengerA";
 
 /// `disconnectMessengerA`'s document row (its handler is every bot's, `api::integrations`).
 pub fn disconnect_operation() -> Op {
-    op("DELETE", PATH, "disconnectMessengerA", "Integrations", "Disconnect the messengerA bot")
-        .describe("Stops the bot and forgets its token; 404 when no bot is connected.")
+    let prose = "Stops the bot and forgets its token; 404 when no bot is connected.";
+    connect::disconnect_operation(PATH, "disconnectMessengerA", "Disconnect the messengerA bot", prose)
 }
 
 /// `connectMessengerA`'s document row.
 pub fn operation() -> Op {
-    op("POST", PATH, "connectMessengerA", "Integrations", "Connect a messengerA bot")
-        .body_of::<MessengerABody>()
-        .ok_of::<Connected>(200)
-        .extra(&[409, 502])
-        .describe(
-            "Checks the token with the Bot API's `getMe` (400 `INVALID_CHANNEL_TOKEN` when refused, 502 when the \
+    connect::operation(PATH, "connectMessengerA", "Connect a messengerA bot").body_of::<MessengerABody>().describe(
+        "Checks the token with the Bot API's `getMe` (400 `INVALID_CHANNEL_TOKEN` when refused, 502 when the \
             API cannot be reached), stores it encrypted, replaces any earlier bot of the replica and starts it: \
             long polling with `getUpdates` (base URL `--messenger-a-api-base`). The bot answers every text \
             message of a private chat, and in groups the messages that mention `mention` or reply to it; it shows \
@@ -114,7 +110,7 @@ pub fn operation() -> Op {
             user `messengerA:<user id>`; unaddressed group messages are stored too. The update offset is kept in \
             the store: a restart neither loses nor repeats a message. The state shows in the replica's \
             `messengerA_integration`. 409 `INTEGRATION_CONFLICT` when the bot serves another replica.",
-        )
+    )
 }
 
 #[cfg(test)]

@@ -46,14 +46,6 @@ pub const DEFAULT_API_BASE: &str = crate::config::DEFAULT_MESSENGER_A_API_BASE;
 /// How many times a `sendMessage` refused with 429 is tried again.
 const SEND_ATTEMPTS: u32 = 5;
 
-/// This bot channel as the server composes it ([`super::module`]).
-pub const MODULE: super::BotModule = super::BotModule {
-    run: |app, replica| Box::pin(run(app, replica)),
-    connect: |app, replica, req| Box::pin(connect::connect(app, replica, req)),
-    connect_operation: connect::operation,
-    disconnect_operation: connect::disconnect_operation,
-};
-
 /// Runs the bot of `replica` until it is disconnected (its record is gone).
 pub async fn run(app: Arc<App>, replica: Uuid) {
     let mut backoff = Backoff::default();

@@ -10,11 +10,11 @@ use serde::Deserialize;
 use super::rest::{self, RestError};
 use super::BOT;
 use crate::app::App;
-use crate::channels::connect::{connected, platform_unreachable, token_refused, Connected};
+use crate::channels::connect::{self, connected, platform_unreachable, token_refused};
 use crate::error::{Error, Result};
 use crate::http::request::Req;
 use crate::http::response::Reply;
-use crate::openapi::operations::{op, Op};
+use crate::openapi::operations::Op;
 use crate::service::integrations::{BotIdentity, NewBot};
 use crate::store::records::Replica;
 
@@ -70,18 +70,14 @@ const PATH: &str = "/v1/replicas/{replicaUUID}/integrations/messengerB";
 
 /// `disconnectMessengerB`'s document row (its handler is every bot's, `api::integrations`).
 pub fn disconnect_operation() -> Op {
-    op("DELETE", PATH, "disconnectMessengerB", "Integrations", "Disconnect the messengerB bot")
-        .describe("Our own operation. Stops the bot and forgets its token; 404 when no bot is connected.")
+    let prose = "Our own operation. Stops the bot and forgets its token; 404 when no bot is connected.";
+    connect::disconnect_operation(PATH, "disconnectMessengerB", "Disconnect the messengerB bot", prose)
 }
 
 /// `connectMessengerB`'s document row.
 pub fn operation() -> Op {
-    op("POST", PATH, "connectMessengerB", "Integrations", "Connect a messengerB bot")
-        .body_of::<MessengerBBody>()
-        .ok_of::<Connected>(200)
-        .extra(&[409, 502])
-        .describe(
-            "Checks the token with the REST API's \"get current user\" (400 `INVALID_CHANNEL_TOKEN` when refused, \
+    connect::operation(PATH, "connectMessengerB", "Connect a messengerB bot").body_of::<MessengerBBody>().describe(
+        "Checks the token with the REST API's \"get current user\" (400 `INVALID_CHANNEL_TOKEN` when refused, \
             502 when the API cannot be reached; base URL `--messenger-b-api-base`), stores it encrypted, replaces \
             any earlier bot of the replica and starts it on the gateway (`--messenger-b-gateway`; intents \
             GUILDS, GUILD_MESSAGES, DIRECT_MESSAGES; heartbeats, RECONNECT and session resume handled). The bot \
@@ -92,5 +88,5 @@ pub fn operation() -> Op {
             user `messengerB:<author id>`. The state shows in the replica's `messengerB_integration`. `id` in \
             the answer is ours (the bot's user id). 409 `INTEGRATION_CONFLICT` when the bot serves another \
             replica.",
-        )
+    )
 }

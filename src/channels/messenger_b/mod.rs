@@ -56,14 +56,6 @@ pub const BOT: crate::service::channel::Bot = crate::service::channel::Bot::Mess
 pub const MESSAGE_LIMIT: usize = 2000;
 /// How many times a message refused with 429 is tried again.
 const SEND_ATTEMPTS: u32 = 5;
-
-/// This bot channel as the server composes it ([`super::module`]).
-pub const MODULE: super::BotModule = super::BotModule {
-    run: |app, replica| Box::pin(run(app, replica)),
-    connect: |app, replica, req| Box::pin(connect::connect(app, replica, req)),
-    connect_operation: connect::operation,
-    disconnect_operation: connect::disconnect_operation,
-};
 /// The gateway events the bot acts on.
 const EVENTS: EventTypeFlags = EventTypeFlags::READY
     .union(EventTypeFlags::RESUMED)
