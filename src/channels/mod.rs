@@ -1,6 +1,6 @@
-//! Channel connections run by the server itself: one supervised
-//! task per connected bot, its runner chosen by [`runner`] (the one row per
-//! `service::channel::Bot` here). A runner that fails backs off and retries; one that panics is
+//! Channel connections run by the server itself: one supervised task per connected bot, its
+//! runner given by its channel's module ([`module`], the one row per `service::channel::Bot`
+//! here, which also gives the bot's connect and its operations' document rows). A runner that fails backs off and retries; one that panics is
 //! restarted after a pause; none can take the server down. The runners talk to the rest only
 //! through the services (store) and the chat service.
 //!

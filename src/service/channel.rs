@@ -1,9 +1,10 @@
 //! The channels a replica talks on (spec §2.6 message sources), as one type: [`Channel`], with
 //! one place per fact — its name on the wire and in the store, the history sources it writes,
 //! whether its users are linked by its own ids, the shape of its channel data, and its bot
-//! ([`Bot`]; its record table is `service::integrations`' row for it, the runner `channels`'). Adding a channel is a
-//! variant here, its module (`channels/<name>/` for a bot) and a row in each table that lists
-//! channels; the tests below hold the lists that stay literal to this type.
+//! ([`Bot`]; stored as every bot is, by `service::integrations`; run by its module,
+//! `channels::<name>`). Adding a channel is a variant here with its arms, and for a bot its
+//! module and its row in `channels::module`; the tests below hold the lists that stay literal to
+//! this type.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -131,8 +132,8 @@ pub fn linked_account_types() -> Vec<&'static str> {
     Channel::ALL.into_iter().filter(|c| c.links_users()).map(Channel::name).collect()
 }
 
-/// A channel the server runs a bot for: one record table (`service::integrations`), one runner
-/// (`channels`).
+/// A channel the server runs a bot for: its bots stored in the one table of every bot
+/// (`service::integrations`), run by its module (`channels::module`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Bot {
     MessengerA,
