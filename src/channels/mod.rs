@@ -1,8 +1,9 @@
 //! Channel connections run by the server itself: one supervised task per connected bot, its
 //! runner given by its channel's module ([`module`], the one row per `service::channel::Bot`
-//! here, which also gives the bot's connect and its operations' document rows). A runner that fails backs off and retries; one that panics is
-//! restarted after a pause; none can take the server down. The runners talk to the rest only
-//! through the services (store) and the chat service.
+//! here, which also gives the bot's connect and its operations' document rows). A runner that
+//! fails backs off and retries; one that panics is restarted after a pause; none can take the
+//! server down. The runners talk to the rest only through the services (store) and the chat
+//! service.
 //!
 //! **Several nodes** (a shared store): each bot runs on one node at a time, the one holding its
 //! lease (`store::lease`, named `bot <channel> <replica>`). Every node follows the stored bots
