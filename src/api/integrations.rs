@@ -1,4 +1,4 @@
-//! Channel integrations (spec §4.2, docs/decisions.md "Integrations"): `POST` and `DELETE
+//! Channel integrations (spec §4.2; one bot per channel and replica): `POST` and `DELETE
 //! /v1/replicas/{replicaUUID}/integrations/<bot>`, for every bot channel
 //! (`service::channel::Bot`): each bot's module gives its connect (body, token check) and both
 //! rows' prose (`channels::BotModule`); the handlers here are every bot's.

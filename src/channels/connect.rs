@@ -1,5 +1,5 @@
 //! What connecting a bot shares across the bot channels (spec §4.2 `POST
-//! …/integrations/<channel>`, docs/decisions.md "Integrations"): the answer `{success, id}`, the
+//! …/integrations/<channel>`): the answer `{success, id}`, the
 //! two ways a platform's token check fails, and storing the bot and starting its runner. Each
 //! bot's module (`channels::<name>::connect`) reads its own body, checks its token with its
 //! platform and ends with [`connected`].
@@ -13,6 +13,7 @@ use crate::http::response::Reply;
 use crate::openapi::operations::{op, Op};
 use crate::service::channel::Bot;
 use crate::service::integrations::{self, NewBot};
+use crate::store::records::Replica;
 
 /// `{id}` of a connected bot: its user id on the channel.
 #[derive(Serialize, JsonSchema)]
@@ -45,11 +46,11 @@ pub fn disconnect_operation(path: &'static str, id: &'static str, summary: &'sta
     op("DELETE", path, id, "Integrations", summary).describe(prose)
 }
 
-/// Stores `new` as the replica's `bot` (replacing any earlier one), starts its runner and
-/// answers 200 `{success, id}`. Errors: 409 `INTEGRATION_CONFLICT`, the store's
+/// Stores `new` as `replica`'s `bot` (replacing any earlier one), starts its runner and answers
+/// 200 `{success, id}`. Errors: 409 `INTEGRATION_CONFLICT`, the store's
 /// ([`integrations::connect`]).
-pub async fn connected(app: &App, bot: Bot, new: NewBot) -> Result<Reply> {
-    let stored = integrations::connect(&app.store, &app.secrets, bot, new).await?;
+pub async fn connected(app: &App, bot: Bot, replica: &Replica, new: NewBot) -> Result<Reply> {
+    let stored = integrations::connect(&app.store, &app.secrets, bot, replica, new).await?;
     app.bots.start(bot, stored.replica);
     Ok(Reply::ok(&Connected { id: stored.platform_id }))
 }

@@ -95,7 +95,7 @@ impl Channels {
                 let mut lease = Lease::wait(&app.store.leases, &name, LEASE_RETRY).await;
                 let app = app.clone();
                 tokio::select! {
-                    () = supervise(replica, move || runner(bot, app.clone(), replica)) => return,
+                    () = supervise(replica, move || (module(bot).run)(app.clone(), replica)) => return,
                     () = lease.lost() => tracing::warn!(%replica, channel = bot.name(), "the bot's lease was lost; waiting for it again"),
                 }
             }
@@ -163,11 +163,6 @@ pub const fn module(bot: Bot) -> BotModule {
 
 /// A bot's runner for one replica, as a future of its own.
 pub type Runner = Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// The runner of `bot` for `replica`.
-fn runner(bot: Bot, app: Arc<App>, replica: Uuid) -> Runner {
-    (module(bot).run)(app, replica)
-}
 
 /// Starts the runner of every stored bot; on a shared store, starts [`follow`] instead. Nothing
 /// once the state is gone.

@@ -1,5 +1,6 @@
 //! Channel integrations of a replica (spec §4.2 `…/integrations/messengerA` and
-//! `…/integrations/messengerB`, docs/decisions.md "Integrations"): the stored bot of each bot
+//! `…/integrations/messengerB`; one bot per channel and replica, its token never read back):
+//! the stored bot of each bot
 //! channel ([`Integration`], its token sealed at rest), the state its runner reports, its update
 //! cursor, and the integration objects of replica reads.
 //!
@@ -19,7 +20,7 @@ use super::channel_data::ChannelKey;
 use crate::error::{Code, Error, Result};
 use crate::secrets::Secrets;
 use crate::store::kv::Shared;
-use crate::store::records::{Integration, Message};
+use crate::store::records::{Integration, Message, Replica};
 use crate::store::{self, k, now_ms, tables, Store};
 
 /// The `messengerA_integration` / `messengerB_integration` object of a replica read
@@ -68,6 +69,11 @@ fn key(bot: Bot, replica: Uuid) -> (&'static str, u128) {
     (bot.name(), k(replica))
 }
 
+/// The keys of every replica's bot of the `bot` channel.
+fn channel_keys(bot: Bot) -> std::ops::RangeInclusive<(&'static str, u128)> {
+    key(bot, Uuid::nil())..=(bot.name(), u128::MAX)
+}
+
 /// Every bot's records as a store snapshot shares them (a page of replica views).
 pub struct BotViews(Shared<(&'static str, u128), &'static [u8]>);
 
@@ -105,28 +111,33 @@ pub fn token(secrets: &Secrets, bot: Bot, integration: &Integration) -> Result<S
 }
 
 /// What a connect stores: the bot `me` with its `token` (sealed here) and `mention` (see
-/// [`Integration::mention`]), for the replica `replica` of the organization `org`.
+/// [`Integration::mention`]).
 pub struct NewBot {
-    pub org: Uuid,
-    pub replica: Uuid,
     pub token: String,
     pub me: BotIdentity,
     pub mention: Option<String>,
 }
 
-/// Stores `new` as the `bot` channel's bot of its replica, replacing any earlier one; keeps the
+/// Stores `new` as `replica`'s bot of the `bot` channel, replacing any earlier one; keeps the
 /// update cursor when the same platform bot is connected again. Errors: 409
 /// `INTEGRATION_CONFLICT` when the same platform bot is connected to another replica (two
 /// runners of one bot would take each other's messages); the secrets' and the store's.
-pub async fn connect(store: &Store, secrets: &Secrets, bot: Bot, new: NewBot) -> Result<Integration> {
-    let sealed_token = secrets.seal(new.token.as_bytes(), &seal_context(bot, new.replica))?;
+pub async fn connect(
+    store: &Store,
+    secrets: &Secrets,
+    bot: Bot,
+    replica: &Replica,
+    new: NewBot,
+) -> Result<Integration> {
+    let sealed_token = secrets.seal(new.token.as_bytes(), &seal_context(bot, replica.id))?;
     let now = now_ms();
-    let NewBot { org, replica, me, mention, .. } = new;
+    let (org, replica) = (replica.org, replica.id);
+    let NewBot { me, mention, .. } = new;
     store
         .write(move |txn| {
             let mut table = txn.open_table(tables::CHANNELREPLICA_INTEGRATION)?;
             let previous = store::get::<_, Integration, _>(&table, key(bot, replica))?;
-            for row in table.range(key(bot, Uuid::nil())..=(bot.name(), u128::MAX))? {
+            for row in table.range(channel_keys(bot))? {
                 let (found, v) = row?;
                 let other: Integration = store::codec::decode(v.value())?;
                 if found.value().1 != k(replica) && other.platform_id == me.id {
@@ -208,7 +219,7 @@ pub async fn connections(store: &Store, bot: Bot) -> Result<Vec<(Uuid, i64)>> {
         .read(move |txn| {
             let table = txn.open_table(tables::CHANNELREPLICA_INTEGRATION)?;
             let mut out = Vec::new();
-            for row in table.range(key(bot, Uuid::nil())..=(bot.name(), u128::MAX))? {
+            for row in table.range(channel_keys(bot))? {
                 let (found, value) = row?;
                 let connected_at = store::codec::decode::<Integration>(value.value())?.connected_at;
                 out.push((Uuid::from_u128(found.value().1), connected_at));
@@ -240,15 +251,15 @@ pub fn delete_all_in(txn: &crate::store::kv::WriteTransaction, replica: Uuid) ->
     Ok(())
 }
 
-/// Applies `change` to the `bot` channel's bot of `replica` if it is still the connection made
-/// at `connected_at`; answers whether it was.
-pub async fn update(
+/// Applies `change` to `integration`, the `bot` channel's, if it is still the stored connection
+/// (the same `connected_at`); answers whether it was.
+async fn update(
     store: &Store,
     bot: Bot,
-    replica: Uuid,
-    connected_at: i64,
+    integration: &Integration,
     change: impl Fn(&mut Integration) + Send + 'static,
 ) -> Result<bool> {
+    let (replica, connected_at) = (integration.replica, integration.connected_at);
     store
         .write(move |txn| {
             let mut table = txn.open_table(tables::CHANNELREPLICA_INTEGRATION)?;
@@ -270,7 +281,7 @@ pub async fn update(
 /// which clears the last error) or not, with the error.
 pub async fn report(store: &Store, bot: Bot, integration: &Integration, error: Option<String>) -> Result<bool> {
     let at = now_ms();
-    update(store, bot, integration.replica, integration.connected_at, move |found| {
+    update(store, bot, integration, move |found| {
         found.is_active = error.is_none();
         found.last_error = error.clone();
         found.last_error_at = error.as_ref().map(|_| at);
@@ -281,8 +292,7 @@ pub async fn report(store: &Store, bot: Bot, integration: &Integration, error: O
 /// Records that every update of `integration`, the `bot` channel's, below `cursor` was
 /// handled.
 pub async fn advance(store: &Store, bot: Bot, integration: &Integration, cursor: i64) -> Result<bool> {
-    let (replica, connected_at) = (integration.replica, integration.connected_at);
-    update(store, bot, replica, connected_at, move |found| found.cursor = found.cursor.max(cursor)).await
+    update(store, bot, integration, move |found| found.cursor = found.cursor.max(cursor)).await
 }
 
 /// The stored reply to the channel message `channel_key` of `(replica, user)`, if one was

@@ -276,8 +276,9 @@ type MessengerBBotV9 = (uuid::Uuid, uuid::Uuid, Vec<u8>, u64, String, bool, Opti
 
 /// Moves schema 9's bots, one table and one record type per channel, to
 /// [`tables::CHANNELREPLICA_INTEGRATION`] as [`Integration`]s, and drops the old tables.
-/// Idempotent (a second run finds the old tables empty), so the PostgreSQL store, whose SQL
-/// schema alone is versioned, runs it at every open (`Store::open_postgres`).
+/// Idempotent (a second run finds the old tables empty): the PostgreSQL store, whose SQL schema
+/// alone is versioned, runs it at an open that finds such bots ([`holds_v9_bots`],
+/// `Store::open_postgres`).
 pub fn integrations_in_one_table(txn: &WriteTransaction) -> Result<()> {
     let mut moved: Vec<(&str, Integration)> = Vec::new();
     for row in txn.open_table(MESSENGERA_BOT_V9)?.iter()? {
@@ -300,6 +301,13 @@ pub fn integrations_in_one_table(txn: &WriteTransaction) -> Result<()> {
     txn.delete_table(MESSENGERA_BOT_V9)?;
     txn.delete_table(MESSENGERB_BOT_V9)?;
     Ok(())
+}
+
+/// Whether the store still holds bots in schema 9's tables (a read, so that an open that finds
+/// none writes nothing).
+pub fn holds_v9_bots(txn: &super::kv::ReadTransaction) -> Result<bool> {
+    let a = txn.open_table(MESSENGERA_BOT_V9)?.is_empty()?;
+    Ok(!a || !txn.open_table(MESSENGERB_BOT_V9)?.is_empty()?)
 }
 
 /// A schema 9 bot's fields in [`Integration`]'s order, its platform id as text.

@@ -284,7 +284,9 @@ impl Store {
             pool.keep_rows(stamps.clone());
             let pool = Arc::new(pool);
             let mut writer = pool.dedicated()?;
-            writer.write(migrate::integrations_in_one_table)?;
+            if pool.read(|txn| migrate::holds_v9_bots(&txn))? {
+                writer.write(migrate::integrations_in_one_table)?;
+            }
             writer.keep_rows(stamps.clone());
             let files = files::Files::in_database(pool.clone(), space.clone());
             let swept = files.sweep(|| pool.read(|txn| files::recorded_names(&Snapshot::of(txn))))?;

@@ -516,8 +516,7 @@ impl From<QuotaV1> for Quota {
     }
 }
 
-/// A replica's bot on one channel (docs/decisions.md "Integrations"; `service::integrations`,
-/// keyed by channel and replica): the token sealed by `secrets::Secrets`, who the platform said
+/// A replica's bot on one channel (`service::integrations`, keyed by channel and replica): the token sealed by `secrets::Secrets`, who the platform said
 /// the bot is, the connection state its runner reports and the platform's update cursor. One
 /// record for every bot channel: what differs between the platforms lives in the runners.
 #[derive(Serialize, Deserialize, Debug, Clone)]

@@ -1,6 +1,6 @@
-//! `POST /v1/replicas/{replicaUUID}/integrations/messengerA` (spec §4.2, docs/decisions.md
-//! "Integrations"): the body `{messengerA_token, mention?}`, the token checked with `getMe`,
-//! and the operation's document row.
+//! `POST /v1/replicas/{replicaUUID}/integrations/messengerA` (spec §4.2): the body
+//! `{messengerA_token, mention?}`, the token checked with `getMe`, and the operation's document
+//! row.
 
 use std::sync::Arc;
 
@@ -85,8 +85,7 @@ pub async fn connect(app: Arc<App>, replica: Arc<Replica>, req: Req) -> Result<R
         Some(m) => m,
         None => normalize_mention(&me.username).unwrap_or_else(|_| format!("@{}", me.id)),
     };
-    let new = NewBot { org: replica.org, replica: replica.id, token: token.to_string(), me, mention: Some(mention) };
-    connected(&app, BOT, new).await
+    connected(&app, BOT, &replica, NewBot { token: token.to_string(), me, mention: Some(mention) }).await
 }
 
 /// The path of the bot's connect and disconnect.

@@ -1,5 +1,4 @@
-//! `POST /v1/replicas/{replicaUUID}/integrations/messengerB` (spec §4.2, docs/decisions.md
-//! "Integrations"): the body `{messengerBToken}`, the token checked with the REST API's "get
+//! `POST /v1/replicas/{replicaUUID}/integrations/messengerB` (spec §4.2): the body `{messengerBToken}`, the token checked with the REST API's "get
 //! current user", and the operation's document row.
 
 use std::sync::Arc;
@@ -61,8 +60,7 @@ pub async fn connect(app: Arc<App>, replica: Arc<Replica>, req: Req) -> Result<R
     let token = body.token.trim();
     check_token(token)?;
     let me = verify(&app, token).await?;
-    let new = NewBot { org: replica.org, replica: replica.id, token: token.to_string(), me, mention: None };
-    connected(&app, BOT, new).await
+    connected(&app, BOT, &replica, NewBot { token: token.to_string(), me, mention: None }).await
 }
 
 /// The path of the bot's connect and disconnect.
