@@ -112,7 +112,8 @@ pub enum AdminError {
     /// The request or an answer could not be encoded.
     #[error("{0}")]
     Encode(#[from] serde_json::Error),
-    /// The store refused (or, opened here, did not open).
+    /// The operation failed (minting the invitation, the quotas, rebuilding or checking the
+    /// index).
     #[error("{0}")]
     Store(#[from] crate::error::Error),
     /// The store of the data directory does not open.

@@ -58,7 +58,7 @@ pub enum RestoreError {
     /// The archive `from` lacks `entry` (the store, or the key its manifest lists).
     #[error("{}: the archive holds no {entry} (truncated?)", from.display())]
     Missing { from: PathBuf, entry: &'static str },
-    /// A key file is already at `0`, with another key.
+    /// A key file is already at the key's path, holding another key.
     #[error("{} exists and holds another key; move it away first", .0.display())]
     KeyExists(PathBuf),
     /// The unpacking task ended without an answer.
@@ -69,7 +69,7 @@ pub enum RestoreError {
     Open(#[from] crate::store::OpenError),
     /// Opening the index, or rebuilding or checking it, failed.
     #[error("{0}")]
-    Store(#[from] crate::error::Error),
+    Index(#[from] crate::error::Error),
     /// The rebuilt index does not agree with the store.
     #[error("the rebuilt search index disagrees with the store: {0:?}")]
     IndexDisagrees(Box<search::check::Report>),
