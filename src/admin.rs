@@ -90,6 +90,58 @@ pub enum Answer {
     Failed { error: String },
 }
 
+/// Why an admin command failed; the text is for the operator (and, from a running server, the
+/// `error` of its [`Answer::Failed`]).
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// The running server answered [`Answer::Failed`] with this text.
+    #[error("{0}")]
+    Failed(String),
+    /// The server answered something else than the request asks for.
+    #[error("unexpected answer from the server: {0:?}")]
+    Unexpected(Box<Answer>),
+    /// The server closed the connection before its answer.
+    #[error("the server closed the admin connection without an answer")]
+    Closed,
+    /// The server's answer is not an [`Answer`] line.
+    #[error("bad answer from the server: {0}")]
+    BadAnswer(serde_json::Error),
+    /// Writing to or reading from the admin socket failed.
+    #[error("{0}")]
+    Socket(#[from] std::io::Error),
+    /// The request or an answer could not be encoded.
+    #[error("{0}")]
+    Encode(#[from] serde_json::Error),
+    /// The operation failed (minting the invitation, the quotas, rebuilding or checking the
+    /// index).
+    #[error("{0}")]
+    Store(#[from] crate::error::Error),
+    /// The store of the data directory does not open.
+    #[error("{0}")]
+    Open(#[from] crate::store::OpenError),
+    /// The server's indexer stopped before it rebuilt the index.
+    #[error("indexer stopped")]
+    IndexerStopped,
+    /// `advance-clock` without `serve --test-clock`, or with `ms < 0`.
+    #[error("the clock is not adjustable (serve --test-clock) or ms < 0")]
+    ClockFixed,
+    /// `disk-full` without `serve --test-faults`.
+    #[error("disk-full needs serve --test-faults")]
+    NoTestFaults,
+    /// `backup` sent to [`execute`] (it is answered as a stream).
+    #[error("backup is answered as a stream")]
+    Streamed,
+    /// The backup's file `path` has no absolute form.
+    #[error("{}: {source}", path.display())]
+    Path { path: PathBuf, source: std::io::Error },
+    /// The backup failed.
+    #[error(transparent)]
+    Backup(#[from] backup::BackupError),
+    /// The backup's task ended without an answer (it panicked).
+    #[error("{0}")]
+    BackupTask(#[from] tokio::task::JoinError),
+}
+
 /// Path of the admin socket in `data_dir`.
 pub fn socket_path(data_dir: &Path) -> PathBuf {
     data_dir.join("admin.sock")
@@ -121,7 +173,7 @@ async fn answer(app: Arc<App>, stream: UnixStream) -> std::io::Result<()> {
     BufReader::new(r).read_line(&mut line).await?;
     let answer = match serde_json::from_str::<Request>(&line) {
         Ok(Request::Backup { to }) => backup_streaming(&app, to, &mut w).await?,
-        Ok(req) => execute(&app, req).await.unwrap_or_else(|error| Answer::Failed { error }),
+        Ok(req) => execute(&app, req).await.unwrap_or_else(|e| Answer::Failed { error: e.to_string() }),
         Err(e) => Answer::Failed { error: format!("bad request: {e}") },
     };
     write_line(&mut w, &answer).await
@@ -144,49 +196,42 @@ async fn backup_streaming(app: &App, to: PathBuf, w: &mut (impl AsyncWriteExt + 
     }
     Ok(match job.await {
         Ok(Ok(summary)) => Answer::Backup { summary },
-        Ok(Err(error)) => Answer::Failed { error },
+        Ok(Err(e)) => Answer::Failed { error: e.to_string() },
         Err(e) => Answer::Failed { error: format!("the backup panicked: {e}") },
     })
 }
 
-async fn execute(app: &App, req: Request) -> Result<Answer, String> {
-    let text = |e: crate::error::Error| e.to_string();
-    match req {
+async fn execute(app: &App, req: Request) -> Result<Answer, AdminError> {
+    Ok(match req {
         Request::Invite { expires_in_secs } => {
-            orgs::create_invite(&app.store, expires_in_secs).await.map(|code| Answer::Invite { code }).map_err(text)
+            Answer::Invite { code: orgs::create_invite(&app.store, expires_in_secs).await? }
         }
         Request::Reindex => {
             let (tx, rx) = tokio::sync::oneshot::channel();
-            app.reindex.send(tx).await.map_err(|_| "indexer stopped")?;
-            let chunks = rx.await.map_err(|_| "indexer stopped")?.map_err(text)?;
-            Ok(Answer::Reindex { chunks })
+            app.reindex.send(tx).await.map_err(|_| AdminError::IndexerStopped)?;
+            Answer::Reindex { chunks: rx.await.map_err(|_| AdminError::IndexerStopped)?? }
         }
-        Request::Check => {
-            search::check::check(&app.store, &app.search).await.map(|report| Answer::Check { report }).map_err(text)
-        }
+        Request::Check => Answer::Check { report: search::check::check(&app.store, &app.search).await? },
         Request::Orgs => {
             let now = crate::store::now_ms();
-            let orgs = quotas::list(&app.store, app.config.quota_defaults(), now).await;
-            orgs.map(|orgs| Answer::Orgs { orgs }).map_err(text)
+            Answer::Orgs { orgs: quotas::list(&app.store, app.config.quota_defaults(), now).await? }
         }
-        Request::SetQuota { org, quota } => {
-            quotas::set(&app.store, org, quota).await.map(|quota| Answer::Quota { quota }).map_err(text)
+        Request::SetQuota { org, quota } => Answer::Quota { quota: quotas::set(&app.store, org, quota).await? },
+        Request::AdvanceClock { ms } => {
+            Answer::Clock { now_ms: crate::clock::advance(ms).ok_or(AdminError::ClockFixed)? }
         }
-        Request::AdvanceClock { ms } => crate::clock::advance(ms)
-            .map(|now_ms| Answer::Clock { now_ms })
-            .ok_or_else(|| "the clock is not adjustable (serve --test-clock) or ms < 0".to_string()),
         Request::DiskFull { full } if app.config.test_faults => {
             app.store.space().inject_full(full);
-            Ok(Answer::Disk { full })
+            Answer::Disk { full }
         }
-        Request::DiskFull { .. } => Err("disk-full needs serve --test-faults".to_string()),
-        Request::Backup { .. } => Err("backup is answered as a stream".into()),
-    }
+        Request::DiskFull { .. } => return Err(AdminError::NoTestFaults),
+        Request::Backup { .. } => return Err(AdminError::Streamed),
+    })
 }
 
 /// Sends `req` to a running server; `Ok(None)` when no server listens on `data_dir`; a
 /// [`Answer::Failed`] comes back as `Err`.
-pub async fn request(data_dir: &Path, req: &Request) -> Result<Option<Answer>, String> {
+pub async fn request(data_dir: &Path, req: &Request) -> Result<Option<Answer>, AdminError> {
     request_with_progress(data_dir, req, &mut |_| {}).await
 }
 
@@ -195,66 +240,64 @@ pub async fn request_with_progress(
     data_dir: &Path,
     req: &Request,
     on_progress: &mut (dyn FnMut(backup::Progress) + Send),
-) -> Result<Option<Answer>, String> {
+) -> Result<Option<Answer>, AdminError> {
     let Ok(stream) = UnixStream::connect(socket_path(data_dir)).await else { return Ok(None) };
     let (r, mut w) = stream.into_split();
-    let line = serde_json::to_string(req).map_err(|e| e.to_string())?;
-    w.write_all(format!("{line}\n").as_bytes()).await.map_err(|e| e.to_string())?;
+    let line = serde_json::to_string(req)?;
+    w.write_all(format!("{line}\n").as_bytes()).await?;
     let mut lines = BufReader::new(r).lines();
     loop {
-        let line = lines.next_line().await.map_err(|e| e.to_string())?;
-        let line = line.ok_or("the server closed the admin connection without an answer")?;
-        match serde_json::from_str(&line).map_err(|e| format!("bad answer from the server: {e}"))? {
-            Answer::Failed { error } => return Err(error),
+        let line = lines.next_line().await?.ok_or(AdminError::Closed)?;
+        match serde_json::from_str(&line).map_err(AdminError::BadAnswer)? {
+            Answer::Failed { error } => return Err(AdminError::Failed(error)),
             Answer::Progress { progress } => on_progress(progress),
             answer => return Ok(Some(answer)),
         }
     }
 }
 
-fn unexpected(answer: Answer) -> String {
-    format!("unexpected answer from the server: {answer:?}")
+/// An answer that is not the one asked for.
+pub fn unexpected(answer: Answer) -> AdminError {
+    AdminError::Unexpected(Box::new(answer))
 }
 
 /// The store of `dir` (its `--store` database, else the redb file in its data directory),
 /// opened by this process because no server runs on it.
-pub fn open_store(dir: &DataDir) -> Result<Store, String> {
+pub fn open_store(dir: &DataDir) -> Result<Store, crate::store::OpenError> {
     let min_free = crate::store::file::DEFAULT_MIN_FREE_BYTES;
-    Store::open_on(&dir.data_dir, dir.store.as_deref(), min_free).map_err(|e| e.to_string())
+    Store::open_on(&dir.data_dir, dir.store.as_deref(), min_free)
 }
 
-fn open_index(data_dir: &Path) -> Result<Arc<Search>, String> {
-    Search::open(data_dir).map(|(s, _)| Arc::new(s)).map_err(|e| e.to_string())
+fn open_index(data_dir: &Path) -> crate::error::Result<Arc<Search>> {
+    Search::open(data_dir).map(|(s, _)| Arc::new(s))
 }
 
 /// `replicad invites create`: a new invitation code, minted by the running server or in the
 /// store of `dir` when none runs.
-pub async fn create_invite(dir: &DataDir, expires_in_secs: Option<u64>) -> Result<String, String> {
+pub async fn create_invite(dir: &DataDir, expires_in_secs: Option<u64>) -> Result<String, AdminError> {
     match request(&dir.data_dir, &Request::Invite { expires_in_secs }).await? {
         Some(Answer::Invite { code }) => Ok(code),
         Some(other) => Err(unexpected(other)),
-        None => orgs::create_invite(&open_store(dir)?, expires_in_secs).await.map_err(|e| e.to_string()),
+        None => Ok(orgs::create_invite(&open_store(dir)?, expires_in_secs).await?),
     }
 }
 
 /// `replicad reindex`: rebuilds the search index (by the running server, or here); returns the
 /// number of chunks indexed.
-pub async fn reindex(dir: &DataDir) -> Result<usize, String> {
+pub async fn reindex(dir: &DataDir) -> Result<usize, AdminError> {
     match request(&dir.data_dir, &Request::Reindex).await? {
         Some(Answer::Reindex { chunks }) => Ok(chunks),
         Some(other) => Err(unexpected(other)),
-        None => search::indexer::rebuild_from_store(&open_store(dir)?, &open_index(&dir.data_dir)?)
-            .await
-            .map_err(|e| e.to_string()),
+        None => Ok(search::indexer::rebuild_from_store(&open_store(dir)?, &open_index(&dir.data_dir)?).await?),
     }
 }
 
 /// `replicad check`: compares the search index with the store (by the running server, or here).
-pub async fn check(dir: &DataDir) -> Result<Report, String> {
+pub async fn check(dir: &DataDir) -> Result<Report, AdminError> {
     match request(&dir.data_dir, &Request::Check).await? {
         Some(Answer::Check { report }) => Ok(report),
         Some(other) => Err(unexpected(other)),
-        None => search::check::check(&open_store(dir)?, &open_index(&dir.data_dir)?).await.map_err(|e| e.to_string()),
+        None => Ok(search::check::check(&open_store(dir)?, &open_index(&dir.data_dir)?).await?),
     }
 }
 
@@ -266,8 +309,8 @@ pub async fn backup(
     secrets_key_file: Option<&Path>,
     to: &Path,
     on_progress: &mut (dyn FnMut(backup::Progress) + Send),
-) -> Result<backup::Summary, String> {
-    let to = std::path::absolute(to).map_err(|e| format!("{}: {e}", to.display()))?;
+) -> Result<backup::Summary, AdminError> {
+    let to = std::path::absolute(to).map_err(|source| AdminError::Path { path: to.to_path_buf(), source })?;
     let data_dir = &dir.data_dir;
     match request_with_progress(data_dir, &Request::Backup { to: to.clone() }, on_progress).await? {
         Some(Answer::Backup { summary }) => Ok(summary),
@@ -278,7 +321,7 @@ pub async fn backup(
             while let Some(p) = rx.recv().await {
                 on_progress(p);
             }
-            job.await.map_err(|e| e.to_string())?
+            Ok(job.await??)
         }
     }
 }

@@ -259,43 +259,98 @@ impl Config {
         }
     }
 
-    /// Checks values clap cannot.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks values clap cannot; the error names the flags at fault.
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.max_body_bytes < 1024 {
-            return Err("--max-body-bytes must be at least 1024".into());
+            return Err(ConfigError::BodyLimit);
         }
         if self.extract_memory_mib < 64 || self.extract_cpu_seconds == 0 || self.ingest_concurrency == 0 {
-            return Err("--extract-memory-mib must be at least 64, --extract-cpu-seconds and \
-                        --ingest-concurrency at least 1"
-                .into());
+            return Err(ConfigError::ExtractionLimits);
         }
         if self.max_kb_entries_per_org == 0 || self.max_upload_bytes == 0 || self.max_fetch_bytes == 0 {
-            return Err("--max-kb-entries-per-org, --max-upload-bytes and --max-fetch-bytes must be at least 1".into());
+            return Err(ConfigError::KnowledgeBaseLimits);
         }
         if let Some(u) = &self.public_url {
-            let ok = url::Url::parse(u).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
-            if !ok {
-                return Err(format!("--public-url {u:?} is not an http(s) URL"));
-            }
+            check_http_url("--public-url", u)?;
         }
         if self.max_replicas_per_org == 0 {
-            return Err("--max-replicas-per-org must be at least 1".into());
+            return Err(ConfigError::ReplicaLimit);
         }
         if self.metrics_token.as_ref().is_some_and(|t| t.len() < 16) {
-            return Err("--metrics-token must be at least 16 characters".into());
+            return Err(ConfigError::MetricsToken);
         }
-        let base_ok = url::Url::parse(&self.messenger_a_api_base).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
-        if !base_ok {
-            return Err(format!("--messenger-a-api-base {:?} is not an http(s) URL", self.messenger_a_api_base));
-        }
+        check_http_url("--messenger-a-api-base", &self.messenger_a_api_base)?;
         if !(1..=50).contains(&self.messenger_a_poll_timeout) {
-            return Err("--messenger-a-poll-timeout must be 1 to 50 seconds".into());
+            return Err(ConfigError::PollTimeout);
         }
         check_messenger_b_urls(&self.messenger_b_api_base, &self.messenger_b_gateway)?;
         if self.tls_cert.is_some() != self.tls_key.is_some() {
-            return Err("--tls-cert and --tls-key go together: give both or neither".into());
+            return Err(ConfigError::TlsHalf);
         }
         Ok(())
+    }
+}
+
+/// A configuration [`Config::validate`] refuses, or a flag value its parser refuses
+/// ([`parse_duration`], [`parse_bytes`], [`parse_store`]); the text names the flag or value
+/// at fault, for the operator.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// `--max-body-bytes` below 1024.
+    #[error("--max-body-bytes must be at least 1024")]
+    BodyLimit,
+    /// `--extract-memory-mib` below 64, or `--extract-cpu-seconds` or `--ingest-concurrency` 0.
+    #[error("--extract-memory-mib must be at least 64, --extract-cpu-seconds and --ingest-concurrency at least 1")]
+    ExtractionLimits,
+    /// `--max-kb-entries-per-org`, `--max-upload-bytes` or `--max-fetch-bytes` 0.
+    #[error("--max-kb-entries-per-org, --max-upload-bytes and --max-fetch-bytes must be at least 1")]
+    KnowledgeBaseLimits,
+    /// `--max-replicas-per-org` 0.
+    #[error("--max-replicas-per-org must be at least 1")]
+    ReplicaLimit,
+    /// `--metrics-token` shorter than 16 characters.
+    #[error("--metrics-token must be at least 16 characters")]
+    MetricsToken,
+    /// `--messenger-a-poll-timeout` outside 1 to 50 seconds.
+    #[error("--messenger-a-poll-timeout must be 1 to 50 seconds")]
+    PollTimeout,
+    /// `--tls-cert` without `--tls-key`, or the other way round.
+    #[error("--tls-cert and --tls-key go together: give both or neither")]
+    TlsHalf,
+    /// The URL `value` of `flag` is not an `http(s)` URL.
+    #[error("{flag} {value:?} is not an http(s) URL")]
+    NotHttpUrl { flag: &'static str, value: String },
+    /// `--messenger-b-api-base` is not `http(s)://host[:port]`.
+    #[error("--messenger-b-api-base {0:?} is not an http(s)://host[:port] URL")]
+    MessengerBApiBase(String),
+    /// `--messenger-b-gateway` is not a `ws(s)://` URL without query or credentials.
+    #[error("--messenger-b-gateway {0:?} is not a ws(s):// URL")]
+    MessengerBGateway(String),
+    /// A duration without a number.
+    #[error("{0:?} is not a duration like 7d, 12h, 30m, 45s")]
+    NotDuration(String),
+    /// A duration of another unit than `s`, `m`, `h`, `d`, `w`.
+    #[error("unknown unit {unit:?} in {value:?}; use s, m, h, d or w")]
+    DurationUnit { unit: char, value: String },
+    /// A size without a number.
+    #[error("{0:?} is not a size like 64MiB, 512KiB or 1048576")]
+    NotSize(String),
+    /// A size of another unit than `B`, `KiB`, `MiB`, `GiB`.
+    #[error("unknown unit {unit:?} in {value:?}; use KiB, MiB or GiB")]
+    SizeUnit { unit: String, value: String },
+    /// A duration or size that does not fit in 64 bits (or a duration of 0).
+    #[error("{0:?} is out of range")]
+    OutOfRange(String),
+    /// A `--store` value that is not a PostgreSQL URL.
+    #[error("expected a PostgreSQL URL, postgres://user:password@host:port/database")]
+    NotPostgresUrl,
+}
+
+/// `value` of `flag` is an `http(s)` URL.
+fn check_http_url(flag: &'static str, value: &str) -> Result<(), ConfigError> {
+    match url::Url::parse(value).is_ok_and(|u| matches!(u.scheme(), "http" | "https")) {
+        true => Ok(()),
+        false => Err(ConfigError::NotHttpUrl { flag, value: value.to_string() }),
     }
 }
 
@@ -309,39 +364,39 @@ pub const DEFAULT_MESSENGER_B_GATEWAY: &str = "wss://gateway.discord.gg";
 
 /// `--messenger-b-api-base` is `http(s)://host[:port]` without path, query or credentials;
 /// `--messenger-b-gateway` is a `ws(s)://` URL without query or credentials.
-fn check_messenger_b_urls(api_base: &str, gateway: &str) -> Result<(), String> {
+fn check_messenger_b_urls(api_base: &str, gateway: &str) -> Result<(), ConfigError> {
     let plain = |u: &url::Url| {
         u.host_str().is_some() && u.query().is_none() && u.username().is_empty() && u.password().is_none()
     };
     let api_ok = url::Url::parse(api_base)
         .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && plain(&u) && matches!(u.path(), "" | "/"));
     if !api_ok {
-        return Err(format!("--messenger-b-api-base {api_base:?} is not an http(s)://host[:port] URL"));
+        return Err(ConfigError::MessengerBApiBase(api_base.to_string()));
     }
     let gateway_ok = url::Url::parse(gateway).is_ok_and(|u| matches!(u.scheme(), "ws" | "wss") && plain(&u));
     if !gateway_ok {
-        return Err(format!("--messenger-b-gateway {gateway:?} is not a ws(s):// URL"));
+        return Err(ConfigError::MessengerBGateway(gateway.to_string()));
     }
     Ok(())
 }
 
 /// Parses `7d`, `12h`, `30m`, `45s` or plain seconds into seconds.
-pub fn parse_duration(s: &str) -> Result<u64, String> {
+pub fn parse_duration(s: &str) -> Result<u64, ConfigError> {
     let s = s.trim();
     let (num, unit) = match s.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() => (&s[..i], c),
         _ => (s, 's'),
     };
-    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a duration like 7d, 12h, 30m, 45s"))?;
+    let n: u64 = num.parse().map_err(|_| ConfigError::NotDuration(s.to_string()))?;
     let mult = match unit {
         's' => 1,
         'm' => 60,
         'h' => 3600,
         'd' => 86_400,
         'w' => 604_800,
-        _ => return Err(format!("unknown unit {unit:?} in {s:?}; use s, m, h, d or w")),
+        _ => return Err(ConfigError::DurationUnit { unit, value: s.to_string() }),
     };
-    n.checked_mul(mult).filter(|v| *v > 0).ok_or_else(|| format!("{s:?} is out of range"))
+    n.checked_mul(mult).filter(|v| *v > 0).ok_or_else(|| ConfigError::OutOfRange(s.to_string()))
 }
 
 /// The data directory flag shared by admin commands.
@@ -376,27 +431,27 @@ fn host_name() -> String {
 }
 
 /// A `--store` value: a `postgres://` (or `postgresql://`) URL.
-pub fn parse_store(url: &str) -> Result<String, String> {
+pub fn parse_store(url: &str) -> Result<String, ConfigError> {
     match url.starts_with("postgres://") || url.starts_with("postgresql://") {
         true => Ok(url.to_string()),
-        false => Err("expected a PostgreSQL URL, postgres://user:password@host:port/database".into()),
+        false => Err(ConfigError::NotPostgresUrl),
     }
 }
 
 /// Parses a size: bytes, or a number with `KiB`, `MiB` or `GiB`.
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
+pub fn parse_bytes(s: &str) -> Result<u64, ConfigError> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("{s:?} is not a size like 64MiB, 512KiB or 1048576"))?;
+    let n: u64 = num.parse().map_err(|_| ConfigError::NotSize(s.to_string()))?;
     let mult: u64 = match unit.trim() {
         "" | "B" => 1,
         "KiB" => 1 << 10,
         "MiB" => 1 << 20,
         "GiB" => 1 << 30,
-        other => return Err(format!("unknown unit {other:?} in {s:?}; use KiB, MiB or GiB")),
+        other => return Err(ConfigError::SizeUnit { unit: other.to_string(), value: s.to_string() }),
     };
-    n.checked_mul(mult).ok_or_else(|| format!("{s:?} is out of range"))
+    n.checked_mul(mult).ok_or_else(|| ConfigError::OutOfRange(s.to_string()))
 }
 
 #[cfg(test)]
@@ -408,9 +463,11 @@ mod tests {
         assert_eq!(parse_duration("7d"), Ok(604_800));
         assert_eq!(parse_duration("90"), Ok(90));
         assert_eq!(parse_duration("2h"), Ok(7200));
-        assert!(parse_duration("0").is_err());
-        assert!(parse_duration("5y").is_err());
-        assert!(parse_duration("abc").is_err());
+        assert_eq!(parse_duration("0"), Err(ConfigError::OutOfRange("0".into())));
+        let unit = parse_duration("5y").unwrap_err();
+        assert_eq!(unit, ConfigError::DurationUnit { unit: 'y', value: "5y".into() });
+        assert_eq!(unit.to_string(), r#"unknown unit 'y' in "5y"; use s, m, h, d or w"#);
+        assert_eq!(parse_duration("abc"), Err(ConfigError::NotDuration("abc".into())));
     }
 
     #[test]
@@ -419,8 +476,8 @@ mod tests {
         assert_eq!(parse_bytes("512KiB"), Ok(512 << 10));
         assert_eq!(parse_bytes("0"), Ok(0));
         assert_eq!(parse_bytes("1 GiB"), Ok(1 << 30));
-        assert!(parse_bytes("5MB").is_err());
-        assert!(parse_bytes("MiB").is_err());
+        assert_eq!(parse_bytes("5MB"), Err(ConfigError::SizeUnit { unit: "MB".into(), value: "5MB".into() }));
+        assert_eq!(parse_bytes("MiB"), Err(ConfigError::NotSize("MiB".into())));
     }
 
     #[test]

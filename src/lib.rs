@@ -61,12 +61,78 @@ pub mod text;
 pub mod upstream;
 
 use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
 
 pub use config::Config;
+
+/// Why the server did not start ([`serve`], [`serve_until_signal`]); the text names the flag,
+/// file or part at fault, for the operator.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The configuration is refused.
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    /// `--tls-cert` / `--tls-key` do not make an acceptor.
+    #[error(transparent)]
+    Tls(#[from] server::tls::TlsError),
+    /// The model catalog does not load.
+    #[error(transparent)]
+    Models(#[from] models::ModelsError),
+    /// The generation backends cannot be built (`generate`'s text).
+    #[error("{0}")]
+    Backends(String),
+    /// The embedding models cannot be loaded (`embed`'s text).
+    #[error("{0}")]
+    Embeddings(String),
+    /// The store does not open.
+    #[error(transparent)]
+    Open(#[from] store::OpenError),
+    /// The store or the index failed while opening.
+    #[error("{0}")]
+    Store(#[from] error::Error),
+    /// The secrets key file cannot be read or made.
+    #[error(transparent)]
+    SecretsKey(#[from] secrets::KeyFileError),
+    /// On a shared store, the stored channel tokens were sealed with another key than `path`.
+    #[error(
+        "the stored channel tokens were sealed with another key than {}: give every node of this database the \
+         same --secrets-key-file",
+        path.display()
+    )]
+    SecretsKeyMismatch { path: PathBuf },
+    /// The knowledge-base fetcher's HTTP client cannot be built.
+    #[error("HTTP client: {0}")]
+    FetcherClient(reqwest::Error),
+    /// The HTTP client of the channel bots cannot be built.
+    #[error("HTTP client of the channels: {0}")]
+    ChannelsClient(reqwest::Error),
+    /// The extraction sandbox cannot find this binary.
+    #[error("cannot find the replicad binary: {0}")]
+    Sandbox(std::io::Error),
+    /// `--listen` cannot be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: SocketAddr, source: std::io::Error },
+    /// `--metrics-listen` cannot be bound.
+    #[error("cannot listen on {addr} (--metrics-listen): {source}")]
+    MetricsListen { addr: SocketAddr, source: std::io::Error },
+    /// A bound listener has no local address.
+    #[error("{0}")]
+    LocalAddr(std::io::Error),
+    /// The admin socket cannot be made.
+    #[error("admin socket: {0}")]
+    AdminSocket(std::io::Error),
+    /// The demo data cannot be made (`--demo`).
+    #[error("demo set-up failed: {0}")]
+    Demo(error::Error),
+    /// The stored channel bots cannot be started.
+    #[error("starting the channel bots: {0}")]
+    Bots(error::Error),
+}
 
 /// Refuses to start a node of a shared store whose secrets key is not the one the stored tokens
 /// were sealed with (every node must be given the same `--secrets-key-file`); on redb, warns
@@ -75,16 +141,18 @@ async fn check_secrets_key(
     store: &store::Store,
     secrets: &secrets::Secrets,
     config: &config::Config,
-) -> Result<(), String> {
-    if service::integrations::secrets_key_matches(store, secrets).await.map_err(|e| e.to_string())? {
+) -> Result<(), StartError> {
+    if service::integrations::secrets_key_matches(store, secrets).await? {
         return Ok(());
     }
     let path = secrets::key_path(config.secrets_key_file.as_deref(), &config.data_dir);
-    let what = format!("the stored channel tokens were sealed with another key than {}", path.display());
     if store.is_shared() {
-        return Err(format!("{what}: give every node of this database the same --secrets-key-file"));
+        return Err(StartError::SecretsKeyMismatch { path });
     }
-    tracing::warn!("{what}; the bots must be connected again");
+    tracing::warn!(
+        "the stored channel tokens were sealed with another key than {}; the bots must be connected again",
+        path.display()
+    );
     Ok(())
 }
 
@@ -98,7 +166,7 @@ pub fn install_crypto_provider() {
 /// the data directory, [`embed::install::installed`]), fetched from `--model-hub` when missing
 /// and allowed, and loaded (`None`, and said in the log, when there are none: retrieval is then
 /// BM25 alone). Errors name the catalog entry at fault.
-async fn load_embedders(config: &Config) -> Result<Option<Arc<embed::catalog::Embedders>>, String> {
+async fn load_embedders(config: &Config) -> Result<Option<Arc<embed::catalog::Embedders>>, StartError> {
     let installed = embed::install::installed(&config.data_dir);
     let Some(path) = config.embedding_models.as_ref().or(installed.as_ref()) else {
         tracing::info!(
@@ -110,27 +178,32 @@ async fn load_embedders(config: &Config) -> Result<Option<Arc<embed::catalog::Em
     if config.embedding_models.is_none() {
         tracing::info!(dir = %path.display(), "embedding model installed in the data directory");
     }
-    let mut catalog = embed::catalog::EmbeddingModels::load(path)?;
+    let mut catalog = embed::catalog::EmbeddingModels::load(path).map_err(StartError::Embeddings)?;
     catalog.set_precision(config.embedding_precision);
     let kernel = embed::encoder::Kernel::detect(config.embedding_precision);
     tracing::info!(precision = ?config.embedding_precision, kernel = kernel.describe(), "in-process embedding arithmetic");
-    catalog.fetch_hub(&config.data_dir.join("models"), config.model_hub.as_deref()).await?;
-    let built = catalog.build(&config.llm.upstreams, config.llm.policy())?;
+    let models = config.data_dir.join("models");
+    catalog.fetch_hub(&models, config.model_hub.as_deref()).await.map_err(StartError::Embeddings)?;
+    let built = catalog.build(&config.llm.upstreams, config.llm.policy()).map_err(StartError::Embeddings)?;
     tracing::info!(models = ?built.ids(), default = built.default_id(), "hybrid retrieval: BM25 and embeddings");
     Ok(Some(Arc::new(built)))
 }
 
 /// Binds `config.listen` and [`serve`]s until SIGINT or SIGTERM (`replicad serve`).
-pub async fn serve_until_signal(config: Config) -> Result<(), String> {
-    let listener =
-        TcpListener::bind(config.listen).await.map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+pub async fn serve_until_signal(config: Config) -> Result<(), StartError> {
+    let addr = config.listen;
+    let listener = TcpListener::bind(addr).await.map_err(|source| StartError::Listen { addr, source })?;
     serve(config, listener, ops::shutdown::on_signal()).await
 }
 
 /// Opens the store and the index, starts the indexer and the admin socket, makes the demo
 /// data when asked, prints `listening on http://ADDR` (`https://` with TLS) on stdout, and serves `listener` until
-/// `shutdown` resolves. Errors are start-up failures, as text for the operator.
-pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<(), String> {
+/// `shutdown` resolves. Errors are start-up failures.
+pub async fn serve(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), StartError> {
     install_crypto_provider();
     config.validate()?;
     if config.metrics_token.is_some() || config.metrics_listen.is_some() {
@@ -146,18 +219,17 @@ pub async fn serve(config: Config, listener: TcpListener, shutdown: impl Future<
     let (app, bots) = state(open(config).await?).await?;
     service::chats::insights::spawn(app.store.clone(), app.backends.clone());
     if app.config.demo {
-        demo::ensure(&app).await.map_err(|e| format!("demo set-up failed: {e}"))?;
+        demo::ensure(&app).await.map_err(StartError::Demo)?;
     }
-    admin::spawn(app.clone()).map_err(|e| format!("admin socket: {e}"))?;
+    admin::spawn(app.clone()).map_err(StartError::AdminSocket)?;
     if let Some(addr) = app.config.metrics_listen {
-        let metrics =
-            TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr} (--metrics-listen): {e}"))?;
-        let addr = metrics.local_addr().map_err(|e| e.to_string())?;
+        let metrics = TcpListener::bind(addr).await.map_err(|source| StartError::MetricsListen { addr, source })?;
+        let addr = metrics.local_addr().map_err(StartError::LocalAddr)?;
         tracing::info!(%addr, "serving metrics at http://{addr}/metrics");
         ops::metrics::spawn_listener(app.clone(), metrics);
     }
-    channels::start_all(&bots).await.map_err(|e| format!("starting the channel bots: {e}"))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    channels::start_all(&bots).await.map_err(StartError::Bots)?;
+    let addr = listener.local_addr().map_err(StartError::LocalAddr)?;
     println!("listening on {}://{addr}", if tls.is_some() { "https" } else { "http" });
     let version = ops::version::text();
     tracing::info!(%addr, data_dir = %app.config.data_dir.display(), version, "serving");
@@ -180,12 +252,11 @@ struct Opened {
 /// Loads the model catalog and the generation backends, opens the store (filing the history
 /// stored before schema 3) and the index, and starts the indexer, the embedding and the
 /// ingestion workers.
-async fn open(config: Config) -> Result<Opened, String> {
+async fn open(config: Config) -> Result<Opened, StartError> {
     let models = models::Models::load(config.models.as_deref())?;
-    let backends = generate::Backends::build(&config.llm, &models)?;
+    let backends = generate::Backends::build(&config.llm, &models).map_err(StartError::Backends)?;
     backends.log(&models);
-    let store = store::Store::open_on(&config.data_dir, config.store.as_deref(), config.min_free_space)
-        .map_err(|e| e.to_string())?;
+    let store = store::Store::open_on(&config.data_dir, config.store.as_deref(), config.min_free_space)?;
     match store.write(service::chats::derive_pending_in).await {
         Ok(true) => tracing::info!("the history stored before schema 3 is filed under its chats"),
         Ok(false) => {}
@@ -193,20 +264,21 @@ async fn open(config: Config) -> Result<Opened, String> {
         Err(e) if e.code == error::Code::InsufficientStorage => {
             tracing::warn!(error = %e, "the disk is full: the history stored before schema 3 is filed at a later start")
         }
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(e.into()),
     }
     let embedders = load_embedders(&config).await?;
-    let (search, index_seq) = search::Search::open(&config.data_dir).map_err(|e| e.to_string())?;
+    let (search, index_seq) = search::Search::open(&config.data_dir)?;
     let search = Arc::new(search.with_embedders(embedders));
-    let rebuild = search::indexer::needs_rebuild(&store, index_seq).await.map_err(|e| e.to_string())?;
+    let rebuild = search::indexer::needs_rebuild(&store, index_seq).await?;
     let tasks = stop::Tasks::default();
     let reindex = search::indexer::spawn(store.clone(), search.clone(), rebuild, tasks.stopper.stop());
     search::embedding::spawn(store.clone(), search.clone(), tasks.stopper.stop());
-    let fetcher = ingest::fetch::Fetcher::new(config.allow_private_urls, config.max_fetch_bytes)?;
+    let fetcher = ingest::fetch::Fetcher::new(config.allow_private_urls, config.max_fetch_bytes)
+        .map_err(StartError::FetcherClient)?;
     let refresh_ms = (config.kb_refresh_interval as i64).saturating_mul(1000);
     let limits =
         ingest::sandbox::Limits { memory_mib: config.extract_memory_mib, cpu_seconds: config.extract_cpu_seconds };
-    let sandbox = ingest::sandbox::Sandbox::new(limits)?;
+    let sandbox = ingest::sandbox::Sandbox::new(limits).map_err(StartError::Sandbox)?;
     let concurrency = config.ingest_concurrency;
     let worker = ingest::pipeline::Worker { fetcher, sandbox, refresh_ms, concurrency, stop: tasks.stopper.stop() };
     tasks.set_ingest(ingest::queue::spawn(store.clone(), worker));
@@ -217,7 +289,7 @@ async fn open(config: Config) -> Result<Opened, String> {
 /// which holds the state weakly): the one place the state and the bots are composed. Errors:
 /// the secrets key (`--secrets-key-file`) cannot be read or does not match the stored tokens
 /// on a shared store; the bots' HTTP client cannot be built.
-async fn state(opened: Opened) -> Result<(Arc<app::App>, Arc<channels::Channels>), String> {
+async fn state(opened: Opened) -> Result<(Arc<app::App>, Arc<channels::Channels>), StartError> {
     let Opened { config, store, search, models, backends, reindex, tasks } = opened;
     let secrets = secrets::Secrets::load_or_create(config.secrets_key_file.as_deref(), &config.data_dir)?;
     check_secrets_key(&store, &secrets, &config).await?;
@@ -227,7 +299,7 @@ async fn state(opened: Opened) -> Result<(Arc<app::App>, Arc<channels::Channels>
         config.embed_new_visitors_per_minute,
         &store,
     );
-    let platform_http = channels::platform_http()?;
+    let platform_http = channels::platform_http().map_err(StartError::ChannelsClient)?;
     let mut bots = None;
     let app = Arc::new_cyclic(|me| {
         let channels = Arc::new(channels::Channels::new(me.clone()));

@@ -19,7 +19,7 @@ fn main() -> ExitCode {
     replicad::ops::logging::init(&cli.log, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
-        Err(e) => return fail(format!("cannot start the runtime: {e}")),
+        Err(e) => return fail(Failure::Runtime(e)),
     };
     let result = runtime.block_on(run(cli.command));
     // A blocking task still running (a long scan) does not hold the exit; an extraction is a
@@ -36,14 +36,55 @@ fn main() -> ExitCode {
     }
 }
 
-fn fail(message: String) -> ExitCode {
-    eprintln!("replicad: {message}");
+fn fail(failure: Failure) -> ExitCode {
+    eprintln!("replicad: {failure}");
     ExitCode::FAILURE
 }
 
-async fn run(command: Command) -> Result<(), String> {
+/// Why a command failed; its text is printed after `replicad: ` on stderr.
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    /// The tokio runtime cannot be built.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+    /// `serve` did not start.
+    #[error(transparent)]
+    Start(#[from] replicad::StartError),
+    /// An admin command (`invites`, `reindex`, `check`, `backup`, `orgs`) failed.
+    #[error(transparent)]
+    Admin(#[from] admin::AdminError),
+    /// `restore` failed.
+    #[error(transparent)]
+    Restore(#[from] restore::RestoreError),
+    /// `restore` was given a PostgreSQL store.
+    #[error(
+        "restore writes a redb store from a replicad backup; a PostgreSQL store is restored with pg_restore \
+         (then `replicad reindex` rebuilds the search index)"
+    )]
+    RestorePostgres,
+    /// `models install` failed (`embed`'s text).
+    #[error("{0}")]
+    Install(String),
+    /// The command's result cannot be printed as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// `extract-sandboxed` reached the runtime (it is dispatched before).
+    #[error("extract-sandboxed runs before the runtime")]
+    ExtractSandboxed,
+    /// `check`: the uploaded files of these entries are missing or damaged.
+    #[error(
+        "the uploaded files of entries {0:?} are missing or damaged; restore them from a backup, or delete those \
+         entries and upload their files again"
+    )]
+    DamagedFiles(Vec<u64>),
+    /// `check`: the search index disagrees with the store.
+    #[error("the search index disagrees with the store; run `replicad reindex`")]
+    IndexDisagrees,
+}
+
+async fn run(command: Command) -> Result<(), Failure> {
     match command {
-        Command::Serve(config) => replicad::serve_until_signal(*config).await,
+        Command::Serve(config) => Ok(replicad::serve_until_signal(*config).await?),
         Command::Invites { command: InvitesCommand::Create { dir, expires_in } } => {
             println!("{}", admin::create_invite(&dir, expires_in).await?);
             Ok(())
@@ -61,14 +102,12 @@ async fn run(command: Command) -> Result<(), String> {
                 summary.file.display(),
                 summary.millis as f64 / 1000.0
             );
-            println!("{}", serde_json::to_string(&summary).map_err(|e| e.to_string())?);
+            println!("{}", serde_json::to_string(&summary)?);
             Ok(())
         }
         Command::Restore { from, dir, secrets_key_file } => {
             if dir.store.is_some() {
-                return Err("restore writes a redb store from a replicad backup; a PostgreSQL store is \
-                            restored with pg_restore (then `replicad reindex` rebuilds the search index)"
-                    .into());
+                return Err(Failure::RestorePostgres);
             }
             let restored = restore::restore(&from, &dir.data_dir, secrets_key_file.as_deref()).await?;
             eprintln!(
@@ -77,30 +116,27 @@ async fn run(command: Command) -> Result<(), String> {
                 restored.chunks,
                 dir.data_dir.display()
             );
-            println!("{}", serde_json::to_string(&restored).map_err(|e| e.to_string())?);
+            println!("{}", serde_json::to_string(&restored)?);
             Ok(())
         }
         Command::Models { command: ModelsCommand::Install { name, data_dir, index_url } } => {
             replicad::install_crypto_provider();
-            let dir = replicad::embed::install::install(&name, &data_dir, &index_url).await?;
+            let dir =
+                replicad::embed::install::install(&name, &data_dir, &index_url).await.map_err(Failure::Install)?;
             println!("{}", dir.display());
             Ok(())
         }
-        Command::Orgs { command } => replicad::orgs_cli::run(command).await,
-        Command::ExtractSandboxed { .. } => Err("extract-sandboxed runs before the runtime".into()),
+        Command::Orgs { command } => Ok(replicad::orgs_cli::run(command).await?),
+        Command::ExtractSandboxed { .. } => Err(Failure::ExtractSandboxed),
         Command::Check(dir) => {
             let report = admin::check(&dir).await?;
-            println!("{}", serde_json::to_string(&report).map_err(|e| e.to_string())?);
+            println!("{}", serde_json::to_string(&report)?);
             if report.ok {
                 Ok(())
             } else if !report.files.damaged_files.is_empty() {
-                Err(format!(
-                    "the uploaded files of entries {:?} are missing or damaged; restore them from a backup, \
-                     or delete those entries and upload their files again",
-                    report.files.damaged_files
-                ))
+                Err(Failure::DamagedFiles(report.files.damaged_files))
             } else {
-                Err("the search index disagrees with the store; run `replicad reindex`".into())
+                Err(Failure::IndexDisagrees)
             }
         }
     }

@@ -3,6 +3,8 @@
 //! whose entries may also carry `route` (`NAME/UPSTREAM_MODEL`, see `generate::routing`)
 //! and `vision` (the model accepts images); those two are never shown on the wire.
 
+use std::path::{Path, PathBuf};
+
 use serde::{Deserialize, Serialize};
 
 /// One catalog entry as on the wire.
@@ -35,18 +37,43 @@ pub const SHIPPED: &str = include_str!("../data/models.json");
 /// Number of entries the interface requires.
 pub const CATALOG_SIZE: usize = 19;
 
+/// What is wrong with the text of a catalog ([`Models::parse`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// Not a JSON object of well-formed entries.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// Another number of entries than [`CATALOG_SIZE`].
+    #[error("model catalog has {0} entries, must have {CATALOG_SIZE}")]
+    Size(usize),
+}
+
+/// Why the catalog could not be loaded ([`Models::load`]); the text names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelsError {
+    /// The `--models` file cannot be read.
+    #[error("--models {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    /// The `--models` file is not a catalog.
+    #[error("--models {}: {source}", path.display())]
+    File { path: PathBuf, source: CatalogError },
+    /// The shipped catalog is not one (a broken build).
+    #[error("data/models.json: {0}")]
+    Shipped(CatalogError),
+}
+
 impl Models {
     /// Parses a catalog; errors unless it has exactly 19 well-formed entries.
-    pub fn parse(text: &str) -> Result<Models, String> {
-        let raw: indexmap_like::Ordered = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str) -> Result<Models, CatalogError> {
+        let raw: indexmap_like::Ordered = serde_json::from_str(text)?;
         if raw.0.len() != CATALOG_SIZE {
-            return Err(format!("model catalog has {} entries, must have {CATALOG_SIZE}", raw.0.len()));
+            return Err(CatalogError::Size(raw.0.len()));
         }
         let mut entries = serde_json::Map::new();
         let mut ids = Vec::new();
         let mut serving = Vec::new();
         for (id, info) in raw.0 {
-            entries.insert(id.clone(), serde_json::to_value(&info).map_err(|e| e.to_string())?);
+            entries.insert(id.clone(), serde_json::to_value(&info)?);
             ids.push(id);
             serving.push((info.route, info.vision));
         }
@@ -54,13 +81,14 @@ impl Models {
     }
 
     /// The catalog of `--models FILE`, or the shipped one; errors name the file.
-    pub fn load(file: Option<&std::path::Path>) -> Result<Models, String> {
+    pub fn load(file: Option<&Path>) -> Result<Models, ModelsError> {
         match file {
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| format!("--models {}: {e}", path.display()))?;
-                Models::parse(&text).map_err(|e| format!("--models {}: {e}", path.display()))
+                let text = std::fs::read_to_string(path)
+                    .map_err(|source| ModelsError::Read { path: path.to_path_buf(), source })?;
+                Models::parse(&text).map_err(|source| ModelsError::File { path: path.to_path_buf(), source })
             }
-            None => Models::parse(SHIPPED).map_err(|e| format!("data/models.json: {e}")),
+            None => Models::parse(SHIPPED).map_err(ModelsError::Shipped),
         }
     }
 
@@ -133,5 +161,16 @@ mod tests {
             m.entries.iter().filter(|(_, v)| v["deprecated"] == true).map(|(k, _)| k.clone()).collect();
         assert_eq!(deprecated, vec!["gpt-oss-120b".to_string()]);
         assert_eq!(m.default_id(), "replicad-extractive");
+    }
+
+    #[test]
+    fn a_catalog_of_another_size_is_refused_naming_the_file() {
+        assert!(matches!(Models::parse("{}"), Err(CatalogError::Size(0))));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("models.json");
+        std::fs::write(&path, "{}").unwrap();
+        let e = Models::load(Some(&path)).err().unwrap();
+        assert!(matches!(e, ModelsError::File { source: CatalogError::Size(0), .. }));
+        assert_eq!(e.to_string(), format!("--models {}: model catalog has 0 entries, must have 19", path.display()));
     }
 }

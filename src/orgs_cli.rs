@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::admin::{self, Answer, Request};
+use crate::admin::{self, AdminError, Answer, Request};
 
 use crate::cli::OrgsCommand;
 use crate::config::Config;
@@ -13,12 +13,12 @@ use crate::store::now_ms;
 use crate::store::records::Quota;
 
 /// Runs an `orgs` subcommand; the text of an error is for the operator.
-pub async fn run(command: OrgsCommand) -> Result<(), String> {
+pub async fn run(command: OrgsCommand) -> Result<(), AdminError> {
     match command {
         OrgsCommand::List { dir, json } => {
             let orgs = list(&dir).await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&orgs).map_err(|e| e.to_string())?);
+                println!("{}", serde_json::to_string_pretty(&orgs)?);
             } else {
                 print!("{}", table(&orgs));
             }
@@ -36,30 +36,27 @@ pub async fn run(command: OrgsCommand) -> Result<(), String> {
                 Quota { conversations_per_month, replicas, knowledge_base_entries, embed_conversations_per_month };
             let set = match admin::request(&dir.data_dir, &Request::SetQuota { org, quota: quota.clone() }).await? {
                 Some(Answer::Quota { quota }) => quota,
-                Some(other) => return Err(format!("unexpected answer from the server: {other:?}")),
-                None => {
-                    let store = crate::admin::open_store(&dir)?;
-                    quotas::set(&store, org, quota).await.map_err(|e| e.to_string())?
-                }
+                Some(other) => return Err(admin::unexpected(other)),
+                None => quotas::set(&admin::open_store(&dir)?, org, quota).await?,
             };
-            println!("{}", serde_json::to_string(&set).map_err(|e| e.to_string())?);
+            println!("{}", serde_json::to_string(&set)?);
             Ok(())
         }
     }
 }
 
-async fn list(dir: &DataDir) -> Result<Vec<Value>, String> {
+async fn list(dir: &DataDir) -> Result<Vec<Value>, AdminError> {
     let data_dir = &dir.data_dir;
     let orgs: Vec<OrgUsage> = match admin::request(data_dir, &Request::Orgs).await? {
         Some(Answer::Orgs { orgs }) => orgs,
-        Some(other) => return Err(format!("unexpected answer from the server: {other:?}")),
+        Some(other) => return Err(admin::unexpected(other)),
         None => {
-            let store = crate::admin::open_store(dir)?;
+            let store = admin::open_store(dir)?;
             let defaults = Config::new(data_dir.to_path_buf()).quota_defaults();
-            quotas::list(&store, defaults, now_ms()).await.map_err(|e| e.to_string())?
+            quotas::list(&store, defaults, now_ms()).await?
         }
     };
-    orgs.iter().map(|o| serde_json::to_value(o).map_err(|e| e.to_string())).collect()
+    Ok(orgs.iter().map(serde_json::to_value).collect::<Result<_, _>>()?)
 }
 
 /// `used/quota` (`used/-` when unlimited).

@@ -32,17 +32,17 @@ impl std::fmt::Debug for Secrets {
 
 impl Secrets {
     /// Reads the key at `file` (or `data_dir/secrets.key`), generating it (mode `0600`) when
-    /// absent. Errors are start-up failures, as text for the operator.
-    pub fn load_or_create(file: Option<&Path>, data_dir: &Path) -> Result<Secrets, String> {
+    /// absent. Errors are start-up failures; their text names the file.
+    pub fn load_or_create(file: Option<&Path>, data_dir: &Path) -> std::result::Result<Secrets, KeyFileError> {
         let path = key_path(file, data_dir);
         let key = match std::fs::read_to_string(&path) {
-            Ok(text) => parse_key(&text).map_err(|e| format!("--secrets-key-file {}: {e}", path.display()))?,
+            Ok(text) => parse_key(&text).map_err(|e| KeyFileError::Invalid { path: path.clone(), why: e })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let key = generate(&path).map_err(|e| format!("--secrets-key-file {}: {e}", path.display()))?;
+                let key = generate(&path).map_err(|source| KeyFileError::Io { path: path.clone(), source })?;
                 tracing::info!(path = %path.display(), "generated a new secrets key");
                 key
             }
-            Err(e) => return Err(format!("--secrets-key-file {}: {e}", path.display())),
+            Err(source) => return Err(KeyFileError::Io { path, source }),
         };
         warn_if_readable_by_others(&path);
         Ok(Secrets::from_key(&key))
@@ -78,14 +78,36 @@ impl Secrets {
     }
 }
 
+/// Why the key file could not be read or made ([`Secrets::load_or_create`]); the text names it.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyFileError {
+    /// The file cannot be read, or the new one cannot be written.
+    #[error("--secrets-key-file {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    /// The file does not hold a key.
+    #[error("--secrets-key-file {}: {why}", path.display())]
+    Invalid { path: PathBuf, why: BadKey },
+}
+
+/// What is wrong with the text of a key file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BadKey {
+    /// Not hexadecimal.
+    #[error("is not 64 hex characters")]
+    NotHex,
+    /// Hexadecimal of another length than 32 bytes.
+    #[error("is not 64 hex characters (a 256-bit key)")]
+    Length,
+}
+
 /// The key file in use: `file` (`--secrets-key-file`), or `DATA_DIR/secrets.key`.
 pub fn key_path(file: Option<&Path>, data_dir: &Path) -> PathBuf {
     file.map_or_else(|| data_dir.join(DEFAULT_KEY_FILE), Path::to_path_buf)
 }
 
-fn parse_key(text: &str) -> Result<[u8; 32], String> {
-    let bytes = hex::decode(text.trim()).map_err(|_| "is not 64 hex characters".to_string())?;
-    bytes.try_into().map_err(|_| "is not 64 hex characters (a 256-bit key)".to_string())
+fn parse_key(text: &str) -> std::result::Result<[u8; 32], BadKey> {
+    let bytes = hex::decode(text.trim()).map_err(|_| BadKey::NotHex)?;
+    bytes.try_into().map_err(|_| BadKey::Length)
 }
 
 fn generate(path: &Path) -> std::io::Result<[u8; 32]> {
@@ -144,6 +166,7 @@ mod tests {
         let b = Secrets::load_or_create(None, dir.path()).unwrap();
         assert_eq!(b.open(&sealed, b"c").unwrap(), b"t");
         std::fs::write(dir.path().join("bad.key"), "not hex").unwrap();
-        assert!(Secrets::load_or_create(Some(&dir.path().join("bad.key")), dir.path()).is_err());
+        let bad = Secrets::load_or_create(Some(&dir.path().join("bad.key")), dir.path()).unwrap_err();
+        assert!(matches!(bad, KeyFileError::Invalid { why: BadKey::NotHex, .. }), "{bad}");
     }
 }

@@ -53,11 +53,11 @@ pub fn upstream_error(name: &str, what: &str, detail: impl std::fmt::Display) ->
 impl Client {
     /// A client of upstream `name` (the process's TLS provider must be installed: `serve` does
     /// it); errors only if the TLS set-up fails.
-    pub fn new(name: &str, base_url: &str, key: Option<String>, policy: Policy) -> Result<Client, String> {
+    pub fn new(name: &str, base_url: &str, key: Option<String>, policy: Policy) -> Result<Client, DeclareError> {
         let client = reqwest::Client::builder()
             .connect_timeout(policy.connect)
             .build()
-            .map_err(|e| format!("HTTP client for upstream {name}: {e}"))?;
+            .map_err(|source| DeclareError::Client { name: name.to_string(), source })?;
         let base_url = base_url.trim_end_matches('/').to_string();
         Ok(Client { name: name.to_string(), base_url, key, policy, client })
     }
@@ -125,11 +125,34 @@ pub fn backoff(base: Duration, attempt: u32) -> Duration {
     base.saturating_mul(1 << attempt.min(10)).mul_f64(jitter)
 }
 
+/// Why an upstream could not be declared (a start-up failure); the text names the flag, the
+/// variable or the upstream at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum DeclareError {
+    /// An `--llm-upstream` value that is not `NAME=BASE_URL`.
+    #[error("--llm-upstream {0:?}: expected NAME=BASE_URL (NAME of letters, digits, - or _)")]
+    Spec(String),
+    /// The file named by `REPLICAD_LLM_<NAME>_API_KEY_FILE` (`var`) cannot be read.
+    #[error("{var}_FILE {path}: {source}")]
+    KeyFile { var: String, path: String, source: std::io::Error },
+    /// The HTTP client of upstream `name` cannot be built (the TLS set-up failed).
+    #[error("HTTP client for upstream {name}: {source}")]
+    Client { name: String, source: reqwest::Error },
+}
+
+/// The text of a [`DeclareError`], for the callers that still report start-up failures as text
+/// (`embed`, `generate`).
+impl From<DeclareError> for String {
+    fn from(e: DeclareError) -> String {
+        e.to_string()
+    }
+}
+
 /// `(NAME, BASE_URL)` of an `--llm-upstream NAME=BASE_URL` value; the error names the flag.
-pub fn parse_spec(spec: &str) -> Result<(&str, &str), String> {
+pub fn parse_spec(spec: &str) -> Result<(&str, &str), DeclareError> {
     spec.split_once('=')
         .filter(|(n, u)| valid_name(n) && (u.starts_with("http://") || u.starts_with("https://")))
-        .ok_or_else(|| format!("--llm-upstream {spec:?}: expected NAME=BASE_URL (NAME of letters, digits, - or _)"))
+        .ok_or_else(|| DeclareError::Spec(spec.to_string()))
 }
 
 fn valid_name(name: &str) -> bool {
@@ -138,7 +161,7 @@ fn valid_name(name: &str) -> bool {
 
 /// The key of upstream `name` from `REPLICAD_LLM_<NAME>_API_KEY` or `..._API_KEY_FILE` (NAME
 /// upper-cased, `-` as `_`); `None` when neither is set (no `Authorization` header is sent).
-pub fn api_key(name: &str) -> Result<Option<String>, String> {
+pub fn api_key(name: &str) -> Result<Option<String>, DeclareError> {
     let var = format!("REPLICAD_LLM_{}_API_KEY", name.to_ascii_uppercase().replace('-', "_"));
     if let Ok(key) = std::env::var(&var) {
         return Ok(Some(key.trim().to_string()).filter(|k| !k.is_empty()));
@@ -146,7 +169,7 @@ pub fn api_key(name: &str) -> Result<Option<String>, String> {
     match std::env::var(format!("{var}_FILE")) {
         Ok(path) => std::fs::read_to_string(&path)
             .map(|k| Some(k.trim().to_string()).filter(|k| !k.is_empty()))
-            .map_err(|e| format!("{var}_FILE {path}: {e}")),
+            .map_err(|source| DeclareError::KeyFile { var, path, source }),
         Err(_) => Ok(None),
     }
 }
@@ -167,9 +190,11 @@ mod tests {
 
     #[test]
     fn specs_are_name_equals_http_url() {
-        assert_eq!(parse_spec("local=http://127.0.0.1:8081/v1"), Ok(("local", "http://127.0.0.1:8081/v1")));
+        assert_eq!(parse_spec("local=http://127.0.0.1:8081/v1").unwrap(), ("local", "http://127.0.0.1:8081/v1"));
         for bad in ["local", "=http://h", "a b=http://h", "a=ftp://h"] {
-            assert!(parse_spec(bad).unwrap_err().contains("NAME=BASE_URL"), "{bad}");
+            let e = parse_spec(bad).unwrap_err();
+            assert!(matches!(&e, DeclareError::Spec(s) if s == bad), "{bad}");
+            assert!(e.to_string().contains("NAME=BASE_URL"), "{bad}");
         }
     }
 }

@@ -181,20 +181,25 @@ pub fn write(store: &Store, key_file: &Path, to: &Path, progress: &mut dyn FnMut
     })
 }
 
+/// A failed backup: the error [`write`] met, shown to the operator as its cause (the I/O or
+/// store failure, without the API's error wrapping).
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .0.cause_text().unwrap_or_else(|| .0.message.clone()))]
+pub struct BackupError(#[source] pub Error);
+
 /// [`write`] on the blocking pool: its progress comes on the receiver (closed when the backup
 /// ends), its outcome from the handle.
-/// Failures come as text for the operator (the cause, without the API's error wrapping).
 pub fn spawn(
     store: Store,
     key_file: PathBuf,
     to: PathBuf,
-) -> (tokio::sync::mpsc::UnboundedReceiver<Progress>, tokio::task::JoinHandle<Result<Summary, String>>) {
+) -> (tokio::sync::mpsc::UnboundedReceiver<Progress>, tokio::task::JoinHandle<Result<Summary, BackupError>>) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let job = tokio::task::spawn_blocking(move || {
         write(&store, &key_file, &to, &mut |p| {
             let _ = tx.send(p);
         })
-        .map_err(|e| e.cause_text().unwrap_or(e.message))
+        .map_err(BackupError)
     });
     (rx, job)
 }

@@ -53,13 +53,12 @@ pub const FOLLOW_EVERY: Duration = Duration::from_secs(2);
 pub const LEASE_RETRY: Duration = Duration::from_secs(2);
 
 /// The HTTP client of the calls to the chat platforms (`App::platform_http`). Errors: the TLS
-/// set-up failed, as text for the operator.
-pub fn platform_http() -> Result<reqwest::Client, String> {
+/// set-up failed.
+pub fn platform_http() -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
         .user_agent(concat!("replicad/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(Duration::from_secs(10))
         .build()
-        .map_err(|e| format!("HTTP client of the channels: {e}"))
 }
 
 impl Bots for Channels {

@@ -192,10 +192,10 @@ async fn dispatch(
     if let Some(reply) = kept.as_ref().and_then(|(g, key)| d.read_cache.get(key, *g)) {
         return Ok(reply);
     }
-    let reply = match run_handler(route.handler, app.clone(), req, &parts.method).await {
-        Ok(result) => result.map(|reply| version.adapt_response(route.path, reply)).map_err(|e| (e, None))?,
-        Err(panic) => return Err((Error::internal(format!("handler panicked: {panic}")), None)),
-    };
+    let reply = run_handler(route.handler, app.clone(), req, &parts.method)
+        .await
+        .map(|reply| version.adapt_response(route.path, reply))
+        .map_err(|e| (e, None))?;
     if let Some((began, key)) = kept {
         d.read_cache.put(key, began, app.store.commit_generation(), &reply);
     }
@@ -214,24 +214,22 @@ fn cache_key(route: usize, uri: &hyper::Uri, version: &version::Version, req: &R
     })
 }
 
-/// Runs a handler so that its panic becomes an error (a 500) and never takes the server down.
+/// Runs a handler so that its panic becomes an error (a 500, the panic's text its cause) and
+/// never takes the server down.
 ///
 /// Reads (`GET`, `HEAD`) run inline in the connection's task, with the panic caught around the
 /// future: a task of their own cost an allocation, a trip through the scheduler and a wake-up
 /// of the connection per request. Other methods run in a task of their own,
 /// so a write whose client goes away mid-request still completes all of its steps (a chat
 /// completion stores its reply after its question) instead of stopping between them.
-async fn run_handler(
-    handler: route::Handler,
-    app: Arc<App>,
-    req: Req,
-    method: &Method,
-) -> std::result::Result<Result<Reply>, String> {
+async fn run_handler(handler: route::Handler, app: Arc<App>, req: Req, method: &Method) -> Result<Reply> {
     use futures_util::FutureExt;
+    let panicked = |text: String| Err(Error::internal(format!("handler panicked: {text}")));
     if matches!(*method, Method::GET | Method::HEAD) {
-        return std::panic::AssertUnwindSafe(handler(app, req)).catch_unwind().await.map_err(|p| panic_message(&*p));
+        let caught = std::panic::AssertUnwindSafe(handler(app, req)).catch_unwind().await;
+        return caught.unwrap_or_else(|p| panicked(panic_message(&*p)));
     }
-    tokio::spawn(handler(app, req)).await.map_err(|join| join.to_string())
+    tokio::spawn(handler(app, req)).await.unwrap_or_else(|join| panicked(join.to_string()))
 }
 
 /// The text of a caught panic's payload (`panic!` with a literal or a formatted message).

@@ -15,31 +15,50 @@ use std::io::{Cursor, Read};
 /// whose text fills a whole entry, 2,000,000 characters, is a few tens of MiB of XML).
 pub const MAX_INFLATED_BYTES: u64 = 256 << 20;
 
+/// Why an archive is refused; its text is for the entry's `error.message`.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    /// Not a zip archive, or a member that cannot be inflated.
+    #[error("the archive could not be read: {0}")]
+    Zip(#[from] zip::result::ZipError),
+    /// A member whose inflation failed midway.
+    #[error("the archive could not be read: {0}")]
+    Inflate(#[from] std::io::Error),
+    /// The members together inflate past the limit (`mib` MiB).
+    #[error("the archive inflates to more than {mib} MiB")]
+    TooLarge { mib: u64 },
+    /// A member holds another number of bytes than its directory entry declares.
+    #[error("the archive is inconsistent: member {name:?} declares {declared} bytes but holds {inflated}")]
+    Inconsistent { name: String, declared: u64, inflated: u64 },
+}
+
+/// The message of an [`ArchiveError`], for the extractors, whose errors are the entry's message.
+impl From<ArchiveError> for String {
+    fn from(e: ArchiveError) -> String {
+        e.to_string()
+    }
+}
+
 /// Inflates every member of the zip archive `bytes` and checks the sizes (see the module doc).
-/// Errors are messages for the entry's `error.message`: not a zip archive, a member that cannot
-/// be inflated, more than [`MAX_INFLATED_BYTES`] in all, or a member of another size than
-/// declared.
-pub fn check_inflated(bytes: &[u8]) -> Result<(), String> {
+/// Errors: not a zip archive, a member that cannot be inflated, more than
+/// [`MAX_INFLATED_BYTES`] in all, or a member of another size than declared.
+pub fn check_inflated(bytes: &[u8]) -> Result<(), ArchiveError> {
     check_with_limit(bytes, MAX_INFLATED_BYTES)
 }
 
-fn check_with_limit(bytes: &[u8], limit: u64) -> Result<(), String> {
-    let unreadable = |e: &dyn std::fmt::Display| format!("the archive could not be read: {e}");
-    let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| unreadable(&e))?;
+fn check_with_limit(bytes: &[u8], limit: u64) -> Result<(), ArchiveError> {
+    let mut zip = zip::ZipArchive::new(Cursor::new(bytes))?;
     let mut total = 0u64;
     for i in 0..zip.len() {
-        let mut member = zip.by_index(i).map_err(|e| unreadable(&e))?;
+        let mut member = zip.by_index(i)?;
         let (declared, name) = (member.size(), member.name().map(|n| n.into_owned()).unwrap_or_default());
         let left = limit - total;
-        let inflated =
-            std::io::copy(&mut (&mut member).take(left + 1), &mut std::io::sink()).map_err(|e| unreadable(&e))?;
+        let inflated = std::io::copy(&mut (&mut member).take(left + 1), &mut std::io::sink())?;
         if inflated > left {
-            return Err(format!("the archive inflates to more than {} MiB", limit >> 20));
+            return Err(ArchiveError::TooLarge { mib: limit >> 20 });
         }
         if inflated != declared {
-            return Err(format!(
-                "the archive is inconsistent: member {name:?} declares {declared} bytes but holds {inflated}"
-            ));
+            return Err(ArchiveError::Inconsistent { name, declared, inflated });
         }
         total += inflated;
     }
@@ -64,7 +83,7 @@ mod tests {
     #[test]
     fn an_honest_archive_passes() {
         let bytes = zip_of(&[("a.xml", b"<a>hello</a>"), ("b.xml", &[b'x'; 10_000])]);
-        assert_eq!(check_with_limit(&bytes, 1 << 20), Ok(()));
+        assert!(check_with_limit(&bytes, 1 << 20).is_ok());
     }
 
     #[test]
@@ -73,7 +92,8 @@ mod tests {
         let bytes = zip_of(&[("a.xml", &zeros[..2 << 20]), ("b.xml", &zeros)]);
         assert!(bytes.len() < 64 << 10, "the bomb compresses well: {} bytes", bytes.len());
         let err = check_with_limit(&bytes, 4 << 20).unwrap_err();
-        assert_eq!(err, "the archive inflates to more than 4 MiB");
+        assert!(matches!(err, ArchiveError::TooLarge { mib: 4 }));
+        assert_eq!(err.to_string(), "the archive inflates to more than 4 MiB");
     }
 
     #[test]
@@ -83,11 +103,13 @@ mod tests {
         let central = bytes.windows(4).rposition(|w| w == b"PK\x01\x02").unwrap();
         bytes[central + 24..central + 28].copy_from_slice(&u32::MAX.to_le_bytes());
         let err = check_with_limit(&bytes, u64::MAX / 2).unwrap_err();
-        assert!(err.contains("inconsistent") || err.contains("could not be read"), "{err}");
+        assert!(!matches!(err, ArchiveError::TooLarge { .. }), "{err}");
     }
 
     #[test]
     fn what_is_not_a_zip_is_an_error() {
-        assert!(check_inflated(b"PK\x03\x04 garbage").unwrap_err().starts_with("the archive could not be read"));
+        let err = check_inflated(b"PK\x03\x04 garbage").unwrap_err();
+        assert!(matches!(err, ArchiveError::Zip(_)));
+        assert!(err.to_string().starts_with("the archive could not be read"));
     }
 }

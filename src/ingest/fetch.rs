@@ -173,27 +173,42 @@ impl Resolve for PublicOnly {
     }
 }
 
+/// Why a URL is not fetched or followed ([`check_fetchable`]); the text is for the entry's
+/// `error.message`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlRefused {
+    /// Another scheme than `http` or `https`.
+    #[error("only http and https URLs can be fetched, not {0}")]
+    Scheme(String),
+    /// No host.
+    #[error("the URL has no host")]
+    NoHost,
+    /// A literal address that is not public (unless `--allow-private-urls`).
+    #[error("the URL points to a private or local address, which this server does not fetch")]
+    Private,
+}
+
 /// Checks a URL before it is fetched or followed: http(s), a host, and a public literal address.
-pub fn check_fetchable(url: &Url, allow_private: bool) -> Result<(), String> {
+pub fn check_fetchable(url: &Url, allow_private: bool) -> Result<(), UrlRefused> {
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!("only http and https URLs can be fetched, not {}", url.scheme()));
+        return Err(UrlRefused::Scheme(url.scheme().to_string()));
     }
     let ip = match url.host() {
-        None => return Err("the URL has no host".into()),
+        None => return Err(UrlRefused::NoHost),
         Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
         Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
         Some(url::Host::Domain(_)) => None,
     };
     if !allow_private && ip.is_some_and(|ip| !is_public(ip)) {
-        return Err("the URL points to a private or local address, which this server does not fetch".into());
+        return Err(UrlRefused::Private);
     }
     Ok(())
 }
 
 impl Fetcher {
     /// A client; `allow_private` lifts the address checks, `max_bytes` caps a body (the process's
-    /// TLS provider must be installed: `serve` does it).
-    pub fn new(allow_private: bool, max_bytes: u64) -> Result<Fetcher, String> {
+    /// TLS provider must be installed: `serve` does it). Errors: the TLS set-up failed.
+    pub fn new(allow_private: bool, max_bytes: u64) -> reqwest::Result<Fetcher> {
         let policy = reqwest::redirect::Policy::custom(move |attempt| {
             if attempt.previous().len() >= MAX_REDIRECTS {
                 attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
@@ -212,14 +227,14 @@ impl Fetcher {
         if !allow_private {
             builder = builder.dns_resolver(Arc::new(PublicOnly));
         }
-        let client = builder.build().map_err(|e| format!("HTTP client: {e}"))?;
+        let client = builder.build()?;
         Ok(Fetcher { client, allow_private, max_bytes })
     }
 
     /// Fetches `url` (GET). Errors say why in words fit for the entry's `error.message`.
     pub async fn fetch(&self, url: &str) -> Result<Fetched, FetchError> {
         let parsed = Url::parse(url).map_err(|e| FetchError::permanent(format!("invalid URL: {e}")))?;
-        check_fetchable(&parsed, self.allow_private).map_err(FetchError::permanent)?;
+        check_fetchable(&parsed, self.allow_private).map_err(|e| FetchError::permanent(e.to_string()))?;
         let response = self.client.get(parsed).send().await.map_err(|e| describe(&e))?;
         let status = response.status();
         if !status.is_success() {
@@ -367,9 +382,10 @@ mod tests {
 
     #[test]
     fn urls_are_checked_before_fetching() {
-        assert!(check_fetchable(&Url::parse("ftp://example.com/a").unwrap(), false).is_err());
-        assert!(check_fetchable(&Url::parse("http://127.0.0.1:8080/").unwrap(), false).is_err());
-        assert!(check_fetchable(&Url::parse("http://[::1]/").unwrap(), false).is_err());
+        let ftp = check_fetchable(&Url::parse("ftp://example.com/a").unwrap(), false);
+        assert_eq!(ftp, Err(UrlRefused::Scheme("ftp".into())));
+        assert_eq!(check_fetchable(&Url::parse("http://127.0.0.1:8080/").unwrap(), false), Err(UrlRefused::Private));
+        assert_eq!(check_fetchable(&Url::parse("http://[::1]/").unwrap(), false), Err(UrlRefused::Private));
         assert!(check_fetchable(&Url::parse("http://127.0.0.1:8080/").unwrap(), true).is_ok());
         assert!(check_fetchable(&Url::parse("https://example.com/doc").unwrap(), false).is_ok());
     }

@@ -21,7 +21,7 @@ use super::content::{self, Naming, PreparedText};
 use super::extract::Extracted;
 use super::fetch::{FetchError, Fetcher};
 use super::formats::Format;
-use super::sandbox::Sandbox;
+use super::sandbox::{Sandbox, SandboxError};
 use crate::error::Result;
 use crate::store::kb;
 use crate::store::kv::{ReadableTable, Reads, WriteTransaction};
@@ -165,7 +165,7 @@ async fn run_job(store: &Store, worker: &Worker, id: u64, attempts: u32) -> Resu
             },
             (KbStatus::FileUploaded, KbKind::File) => match extract_file(&worker.sandbox, job).await {
                 Ok((extracted, format)) => save_raw(store, id, status, extracted, None, format).await?,
-                Err(message) => return fail(store, id, Some(status), message).await,
+                Err(e) => return fail(store, id, Some(status), e.to_string()).await,
             },
             (KbStatus::RawText, _) => {
                 if process(store, id, refresh_ms).await? {
@@ -210,18 +210,33 @@ async fn fetch_page(worker: &Worker, job: &Job) -> Result<(Extracted, WebsiteMet
         page_title: None,
         fetched_at: now_ms(),
     };
-    let extracted = worker.sandbox.extract(format, page.bytes, "page").await.map_err(FetchError::permanent)?;
+    let extracted =
+        worker.sandbox.extract(format, page.bytes, "page").await.map_err(|e| FetchError::permanent(e.to_string()))?;
     Ok((extracted, meta, format))
 }
 
-/// Extracts the uploaded file of `job` in the sandbox; errors are entry messages.
-async fn extract_file(sandbox: &Sandbox, job: Job) -> std::result::Result<(Extracted, Format), String> {
-    let Some(bytes) = job.file else { return Err("the uploaded file is missing".into()) };
+/// Why an uploaded file has no text; the text is the entry's `error.message`.
+#[derive(Debug, thiserror::Error)]
+enum FileError {
+    /// The entry records no stored file.
+    #[error("the uploaded file is missing")]
+    Missing,
+    /// The file (named `0`) is of no supported format.
+    #[error("{0:?} is not a supported file type (see GET /v1/knowledge-base/file-types)")]
+    Unsupported(String),
+    /// The extraction failed.
+    #[error(transparent)]
+    Extract(#[from] SandboxError),
+}
+
+/// Extracts the uploaded file of `job` in the sandbox.
+async fn extract_file(sandbox: &Sandbox, job: Job) -> std::result::Result<(Extracted, Format), FileError> {
+    let Some(bytes) = job.file else { return Err(FileError::Missing) };
     let file = job.source.file.unwrap_or_default();
     let Some(format) = Format::detect(&file.name, Some(&file.mime_type), &bytes) else {
-        return Err(format!("{:?} is not a supported file type (see GET /v1/knowledge-base/file-types)", file.name));
+        return Err(FileError::Unsupported(file.name));
     };
-    sandbox.extract(format, bytes, "file").await.map(|e| (e, format))
+    Ok((sandbox.extract(format, bytes, "file").await?, format))
 }
 
 /// Stores the extracted text: status `from` → `RAW_TEXT`.

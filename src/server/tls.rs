@@ -3,11 +3,11 @@
 //! (a slow or hostile client never blocks the accept loop) and is bounded by
 //! `--tls-handshake-timeout`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
@@ -15,20 +15,34 @@ use tokio_rustls::TlsAcceptor;
 
 /// Loads the certificate chain and private key (PEM files) into an acceptor. Errors name the
 /// file at fault, for the operator.
-pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, String> {
+pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, TlsError> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
         .and_then(|certs| certs.collect::<Result<_, _>>())
-        .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?;
+        .map_err(|source| TlsError::Cert { path: cert.to_path_buf(), source })?;
     if certs.is_empty() {
-        return Err(format!("--tls-cert {}: no certificate in the file", cert.display()));
+        return Err(TlsError::NoCert(cert.to_path_buf()));
     }
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("--tls-key {}: {e}", key.display()))?;
-    let mut config = rustls::ServerConfig::builder()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|source| TlsError::Key { path: key.to_path_buf(), source })?;
+    let mut config = rustls::ServerConfig::builder().with_no_client_auth().with_single_cert(certs, key)?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Why [`acceptor`] could not be made; the text names the flag and file at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// The `--tls-cert` file cannot be read or is not PEM certificates.
+    #[error("--tls-cert {}: {source}", path.display())]
+    Cert { path: PathBuf, source: pem::Error },
+    /// The `--tls-cert` file holds no certificate.
+    #[error("--tls-cert {}: no certificate in the file", .0.display())]
+    NoCert(PathBuf),
+    /// The `--tls-key` file cannot be read or holds no PEM private key.
+    #[error("--tls-key {}: {source}", path.display())]
+    Key { path: PathBuf, source: pem::Error },
+    /// rustls refuses the pair (the key does not match the certificate, an unsupported key).
+    #[error("--tls-cert/--tls-key: {0}")]
+    Pair(#[from] rustls::Error),
 }
 
 /// The TLS handshake on `stream`, bounded by `timeout`; `None` when it fails (logged at debug

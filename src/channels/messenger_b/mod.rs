@@ -223,16 +223,28 @@ async fn handle(bot: Arc<Bot>, m: Message) {
     }
 }
 
-async fn answer(bot: &Bot, m: &Message) -> Result<(), String> {
-    let Some(question) = question(bot_id(&bot.record).ok_or("bad bot id")?, m) else { return Ok(()) };
+/// Why a message addressed to the bot was not answered (logged).
+#[derive(Debug, thiserror::Error)]
+enum AnswerError {
+    /// The stored bot's platform id is not a user id.
+    #[error("bad bot id")]
+    BadBotId,
+    /// The message's channel data, or a service (replica, user, stored reply), refused.
+    #[error("{}", super::error_text(.0))]
+    Service(#[from] crate::error::Error),
+    /// The reply could not be sent.
+    #[error("{0}")]
+    Deliver(RestError),
+}
+
+async fn answer(bot: &Bot, m: &Message) -> Result<(), AnswerError> {
+    let Some(question) = question(bot_id(&bot.record).ok_or(AnswerError::BadBotId)?, m) else { return Ok(()) };
     let app = &bot.app;
     let data = bot.data(m).await;
-    let channel = data.stamped().map_err(|e| e.message)?;
-    let text = |e: crate::error::Error| super::error_text(&e);
-    let replica =
-        crate::service::replicas::get(&app.store, bot.record.org, bot.record.replica, None).await.map_err(text)?;
-    let user = crate::service::users::linked(&app.store, replica.org, CHANNEL, &data.author_id).await.map_err(text)?;
-    if store_bot::stored_reply(&app.store, replica.id, user.id, &data.key()).await.map_err(text)?.is_some() {
+    let channel = data.stamped()?;
+    let replica = crate::service::replicas::get(&app.store, bot.record.org, bot.record.replica, None).await?;
+    let user = crate::service::users::linked(&app.store, replica.org, CHANNEL, &data.author_id).await?;
+    if store_bot::stored_reply(&app.store, replica.id, user.id, &data.key()).await?.is_some() {
         return Ok(()); // a replayed event: answered already
     }
     let ask = Ask { content: question, ..Ask::on(channel) };
@@ -246,7 +258,7 @@ async fn answer(bot: &Bot, m: &Message) -> Result<(), String> {
         }
     };
     let reply = super::answer(app, &replica, user.id, ask, typing, Duration::from_secs(8)).await;
-    deliver(&bot.rest, m, &reply).await.map_err(|e| e.to_string())
+    deliver(&bot.rest, m, &reply).await.map_err(AnswerError::Deliver)
 }
 
 /// Sends `reply` in as many messages as the limit needs, the first one as a reply to the

@@ -10,7 +10,7 @@
 //!   `EPERM`. `PR_SET_NO_NEW_PRIVS` is set by both.
 //!
 //! Then it reads the document from stdin, extracts it with `super::super::extract::extract`
-//! and writes the JSON of `Result<Extracted, String>` on stdout. It exits 0 whenever it
+//! and writes the JSON of its [`Answer`] on stdout. It exits 0 whenever it
 //! could write an answer; any other end (a signal, an abort) is read by the parent as the
 //! document being unsafe to read.
 
@@ -21,6 +21,10 @@ use std::process::ExitCode;
 use super::super::extract::{self, Extracted};
 use super::super::formats::{Format, FORMATS};
 
+/// The child's answer: the document's text, or the extractor's message for the entry's
+/// `error.message` (the text is the value: the parent passes it on as it is).
+pub type Answer = Result<Extracted, String>;
+
 /// Runs the child: confine, read stdin, extract `format_name` (a `formats` short name), answer
 /// on stdout. Exit code 2 for a format name no row of `formats::FORMATS` has.
 pub fn run(format_name: &str) -> ExitCode {
@@ -29,9 +33,12 @@ pub fn run(format_name: &str) -> ExitCode {
         return ExitCode::from(2);
     };
     let confined = confine();
-    let result = read_input().and_then(|bytes| extract_logged(format, &bytes, &confined));
+    let answer = match read_input() {
+        Ok(bytes) => extract_logged(format, &bytes, &confined),
+        Err(e) => Err(format!("the document could not be received: {e}")),
+    };
     let mut out = std::io::stdout().lock();
-    match serde_json::to_writer(&mut out, &result).map_err(std::io::Error::from).and_then(|()| out.flush()) {
+    match serde_json::to_writer(&mut out, &answer).map_err(std::io::Error::from).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("replicad extract-sandboxed: cannot answer: {e}");
@@ -40,13 +47,13 @@ pub fn run(format_name: &str) -> ExitCode {
     }
 }
 
-fn read_input() -> Result<Vec<u8>, String> {
+fn read_input() -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    std::io::stdin().lock().read_to_end(&mut bytes).map_err(|e| format!("the document could not be received: {e}"))?;
+    std::io::stdin().lock().read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 
-fn extract_logged(format: Format, bytes: &[u8], confined: &str) -> Result<Extracted, String> {
+fn extract_logged(format: Format, bytes: &[u8], confined: &str) -> Answer {
     let result = extract::extract(format, bytes);
     if let Err(e) = &result {
         eprintln!("replicad extract-sandboxed ({confined}): {e}");
@@ -108,12 +115,11 @@ fn denied() -> Vec<i64> {
     calls
 }
 
-fn seccomp_restrict() -> Result<(), String> {
+fn seccomp_restrict() -> Result<(), seccompiler::Error> {
     use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+    let arch = TargetArch::try_from(std::env::consts::ARCH)?;
     let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> = denied().into_iter().map(|c| (c, vec![])).collect();
-    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
-        .map_err(|e| e.to_string())?;
-    let program: BpfProgram = filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())?;
-    seccompiler::apply_filter(&program).map_err(|e| e.to_string())
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)?;
+    let program: BpfProgram = filter.try_into()?;
+    seccompiler::apply_filter(&program)
 }

@@ -6,7 +6,7 @@
 //! nested `<div>`s cost time quadratic in their depth. In the server's process each of these
 //! aborted every tenant's requests. So the server never parses a document: it runs the same
 //! binary as `replicad extract-sandboxed FORMAT` ([`child::run`]), writes the bytes to its
-//! stdin and reads the result (JSON of `Result<Extracted, String>`) from its stdout. Fetching
+//! stdin and reads its [`child::Answer`] (as JSON) from its stdout. Fetching
 //! stays in the server (it needs the network and the address checks of `super::fetch`);
 //! parsing does not.
 //!
@@ -23,9 +23,9 @@
 //!   no `exec`, no `ptrace`, no namespaces, no `io_uring`): see [`child`].
 //!
 //! Whatever happens to the child — a stack overflow, a failed allocation, a time limit, a
-//! panic, a signal — [`Sandbox::extract`] answers an error for the entry's `error.message`
-//! ("the file could not be read safely: …") and the server carries on. Measured cost per
-//! file: see the README's "Knowledge base" section.
+//! panic, a signal — [`Sandbox::extract`] answers a [`SandboxError`] whose text is for the
+//! entry's `error.message` ("the file could not be read safely: …") and the server carries on.
+//! Measured cost per file: see the README's "Knowledge base" section.
 
 pub mod child;
 
@@ -67,6 +67,49 @@ pub struct Sandbox {
     limits: Limits,
 }
 
+/// Why [`Sandbox::extract`] has no text; the text is for the entry's `error.message`.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The extractor's own refusal (corrupt, empty, too long, …): its message.
+    #[error("{0}")]
+    Refused(String),
+    /// The child could not be started or waited for.
+    #[error("the {what} could not be read: the extractor did not start ({source})")]
+    Start { what: &'static str, source: std::io::Error },
+    /// The child stopped, or was stopped, without an answer.
+    #[error("the {what} could not be read safely: {why}")]
+    Unsafe { what: &'static str, why: Stopped },
+}
+
+/// Why a child gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Stopped {
+    /// It ran past the wall-clock limit (in seconds) and was killed.
+    #[error("reading it took longer than {0} s")]
+    WallClock(u64),
+    /// It wrote more than [`MAX_OUTPUT_BYTES`] and was killed.
+    #[error("its text is longer than {MAX_TEXT_CHARS} characters")]
+    TooLong,
+    /// Its answer is not a whole [`child::Answer`].
+    #[error("the extractor's answer was cut short")]
+    CutShort,
+    /// It overflowed its stack.
+    #[error("its structure nests too deeply")]
+    TooDeep,
+    /// An allocation failed under the memory limit (in MiB).
+    #[error("reading it needed more than {0} MiB of memory")]
+    Memory(u64),
+    /// It reached the CPU limit (in seconds).
+    #[error("reading it took more than {0} s")]
+    CpuTime(u64),
+    /// It died of another signal.
+    #[error("the extractor stopped on signal {0}")]
+    Signal(i32),
+    /// It exited with another code than 0.
+    #[error("the extractor stopped with exit code {0}")]
+    Exit(i32),
+}
+
 /// What the child did, as read by the parent.
 struct Exit {
     status: ExitStatus,
@@ -78,11 +121,11 @@ impl Sandbox {
     /// A sandbox running this very binary: `/proc/self/exe` where there is one (it stays the
     /// running binary when a package upgrade replaces the file), else its path. Errors when
     /// neither can be found.
-    pub fn new(limits: Limits) -> Result<Sandbox, String> {
+    pub fn new(limits: Limits) -> std::io::Result<Sandbox> {
         let own = PathBuf::from("/proc/self/exe");
         let program = match own.exists() {
             true => own,
-            false => std::env::current_exe().map_err(|e| format!("cannot find the replicad binary: {e}"))?,
+            false => std::env::current_exe()?,
         };
         Ok(Sandbox::at(program, limits))
     }
@@ -93,15 +136,15 @@ impl Sandbox {
     }
 
     /// Extracts the text of `bytes` in `format` in a child process. `what` names the document
-    /// in messages (`file`, `page`). Errors are messages for the entry's `error.message`: the
-    /// extractor's own (corrupt, empty, too long, …) or why the child was stopped.
-    pub async fn extract(&self, format: Format, bytes: Vec<u8>, what: &str) -> Result<Extracted, String> {
+    /// in messages (`file`, `page`). Errors: the extractor's own (corrupt, empty, too long, …)
+    /// or why the child was stopped.
+    pub async fn extract(&self, format: Format, bytes: Vec<u8>, what: &'static str) -> Result<Extracted, SandboxError> {
         let wall = Duration::from_secs(self.limits.cpu_seconds) + WALL_MARGIN;
         let exit = match tokio::time::timeout(wall, self.run(format, bytes)).await {
             Ok(Ok(exit)) => exit,
-            Ok(Err(e)) => return Err(format!("the {what} could not be read: the extractor did not start ({e})")),
+            Ok(Err(source)) => return Err(SandboxError::Start { what, source }),
             // The child is killed when its handle drops (`kill_on_drop`).
-            Err(_) => return Err(unsafe_read(what, &format!("reading it took longer than {} s", wall.as_secs()))),
+            Err(_) => return Err(SandboxError::Unsafe { what, why: Stopped::WallClock(wall.as_secs()) }),
         };
         self.verdict(exit, what)
     }
@@ -144,39 +187,35 @@ impl Sandbox {
     }
 
     /// Reads the child's exit: its JSON answer, or why it stopped.
-    fn verdict(&self, exit: Exit, what: &str) -> Result<Extracted, String> {
+    fn verdict(&self, exit: Exit, what: &'static str) -> Result<Extracted, SandboxError> {
         if exit.status.success() {
-            return serde_json::from_slice::<Result<Extracted, String>>(&exit.stdout).unwrap_or_else(|_| {
-                let reason = match exit.stdout.len() > MAX_OUTPUT_BYTES {
-                    true => format!("its text is longer than {MAX_TEXT_CHARS} characters"),
-                    false => "the extractor's answer was cut short".to_string(),
-                };
-                Err(unsafe_read(what, &reason))
-            });
+            return match serde_json::from_slice::<child::Answer>(&exit.stdout) {
+                Ok(answer) => answer.map_err(SandboxError::Refused),
+                Err(_) if exit.stdout.len() > MAX_OUTPUT_BYTES => {
+                    Err(SandboxError::Unsafe { what, why: Stopped::TooLong })
+                }
+                Err(_) => Err(SandboxError::Unsafe { what, why: Stopped::CutShort }),
+            };
         }
         tracing::warn!(status = %exit.status, stderr = %exit.stderr.trim_end(), "extraction child stopped");
-        Err(unsafe_read(what, &self.reason(&exit)))
+        Err(SandboxError::Unsafe { what, why: self.reason(&exit) })
     }
 
-    /// Why a child that did not exit cleanly stopped, in words for the entry's message.
-    fn reason(&self, exit: &Exit) -> String {
+    /// Why a child that did not exit cleanly stopped.
+    fn reason(&self, exit: &Exit) -> Stopped {
         let Limits { memory_mib, cpu_seconds } = self.limits;
         if exit.stderr.contains("overflowed its stack") {
-            return "its structure nests too deeply".into();
+            return Stopped::TooDeep;
         }
         if exit.stderr.contains("memory allocation of") || exit.stderr.contains("capacity overflow") {
-            return format!("reading it needed more than {memory_mib} MiB of memory");
+            return Stopped::Memory(memory_mib);
         }
         match exit.status.signal() {
-            Some(libc::SIGXCPU) | Some(libc::SIGKILL) => format!("reading it took more than {cpu_seconds} s"),
-            Some(signal) => format!("the extractor stopped on signal {signal}"),
-            None => format!("the extractor stopped with exit code {}", exit.status.code().unwrap_or(-1)),
+            Some(libc::SIGXCPU) | Some(libc::SIGKILL) => Stopped::CpuTime(cpu_seconds),
+            Some(signal) => Stopped::Signal(signal),
+            None => Stopped::Exit(exit.status.code().unwrap_or(-1)),
         }
     }
-}
-
-fn unsafe_read(what: &str, reason: &str) -> String {
-    format!("the {what} could not be read safely: {reason}")
 }
 
 /// Keeps the first `cap` bytes of `pipe`; when they are all read, calls `full` and reads the
