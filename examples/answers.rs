@@ -10,26 +10,37 @@
 //! cargo run --example answers -- --replay /tmp/sources.json   # answers only, from kept sources
 //! cargo run --release --example answers -- --set heldout  # a held-out set instead (heldout, heldout3)
 //! cargo run --release --example answers -- --offtopic      # the set's off-topic block
+//! cargo run --release --example answers -- --set followups   # conversations, each turn after the one before
+//! cargo run --release --example answers -- --set calibration --conversations  # the calibration set's
 //! cargo run --release --example answers -- --embeddings DIR # hybrid retrieval (BM25 + vectors), as served
 //! cargo run --release --example answers -- --embeddings DIR --floors tests/answers/floors.json  # CI's gate
 //! cargo run --release --example answers -- --embeddings CATALOG.json --llm-upstream NAME=URL  # an embeddings server's model
-//! cargo run --example answers -- --replay /tmp/sources.json --weights 1,0.5,0.6,0.5,0.5,0.464,0.551,0.4,0.6
+//! cargo run --example answers -- --replay /tmp/sources.json --weights 1,0.5,0.6,0.5,0.5
 //! cargo run --example answers -- --replay /tmp/sources.json --dump /tmp/outcomes.jsonl
+//! cargo run --example answers -- --replay /tmp/sources.json --fit /tmp/fit.json
 //! ```
 //!
-//! `--weights M,C,S,T,H,REFUSE,UNCERTAIN,REFUSE_WORDS,UNCERTAIN_WORDS` answers with other reader
-//! weights than `Weights::FITTED` (`generate::embedded::reader`); `--dump FILE` writes one JSON
-//! line per question (its outcome and the reader's confidence) for calibrating the thresholds.
+//! `--weights M,C,S,T,H` scores passages with other reader weights than `Weights::FITTED`
+//! (`generate::embedded::reader`); `--fit FILE` decides with another fitted decision than the
+//! one shipped for the model (`data/reader/MODEL.json`); `--dump FILE` writes one JSON line per
+//! question (its outcome, the decision's signals and its probability) for fitting the decision
+//! (`tests/answers/calibrate.py`).
 //! `--replay` skips indexing and retrieval (the generator alone, fast even in a debug build).
 //!
 //! Questions: `--set dev` (the default), `tests/answers/questions.json` over two corpora, the
 //! Python tutorial (`data/sample/python-tutorial`) and the GNU sed manual (`data/sed-manual`);
-//! `--set heldout` and `--set heldout3`, `tests/answers/SET/questions.json` over documentation
-//! nobody tuned for, frozen (their READMEs: measure them at the end of a session, never while
-//! tuning). `--offtopic` asks each corpus's answerable questions of the next corpus's replica
+//! `--set calibration`, business documents, FAQs and READMEs in four languages that the
+//! reader's decision is fitted on with dev (`tests/answers/calibrate.py`); `--set heldout`,
+//! `heldout3`, `heldout4` (business documents of twelve organizations) and `crosslingual`
+//! (questions in another language than their documents), `tests/answers/SET/questions.json`
+//! over documents nobody tuned for, frozen (their READMEs: measure them at the end of a
+//! session, never while tuning); `--set followups`, `tests/answers/followups/conversations.json`,
+//! conversations whose every turn is asked after the one before it (rows `kind followup` and
+//! `kind newsubject`; frozen too). `--offtopic` asks each corpus's answerable questions of the next corpus's replica
 //! instead: every one must be refused. Each corpus is indexed as its own replica (one entry per
 //! file, as the demo does, its language detected). Every question is retrieved (the best
-//! `chat::EMBEDDED_TOP_K` chunks, as the server does for the embedded generator) and answered
+//! `chat::EMBEDDED_TOP_K` chunks, read in its conversation as the server does for the embedded
+//! generator: `chat::retrieve_in_conversation`) and answered
 //! with `generate::embedded::reply_with`. Measures:
 //!
 //! - **top5**: share of answerable questions whose 5 best retrieved chunks hold an expected
@@ -58,7 +69,7 @@ use std::io::Write as _;
 use std::time::Instant;
 
 use labelled::{Kb, Question};
-use replicad::generate::embedded::{lead_in, reply_with, Confidence, Verdict, Weights};
+use replicad::generate::embedded::{lead_in, reply_with, Confidence, Fit, Verdict, Weights};
 use replicad::generate::{Closeness, Evidence, Persona};
 use replicad::service::chat;
 use replicad::store::records::SourceRef;
@@ -109,6 +120,13 @@ struct Kept {
     closeness: Vec<(Option<f32>, Vec<f32>)>,
     #[serde(default)]
     unknown: Vec<String>,
+    /// The catalog id of the embedding model that retrieved them (`None`: BM25 alone).
+    #[serde(default)]
+    model: Option<String>,
+    /// The question the reader reads when it is not the one asked: read in its conversation,
+    /// with the one before it (`chat::retrieve_in_conversation`).
+    #[serde(default)]
+    read: Option<String>,
 }
 
 impl Kept {
@@ -124,10 +142,14 @@ impl Kept {
 async fn retrieve(kb: &Kb, q: &Question) -> Kept {
     let top = chat::EMBEDDED_TOP_K;
     let asked = replicad::text::question::asked(&q.question);
-    let chat::Retrieval { found, unknown } =
-        chat::retrieve(&kb.store, &kb.search, kb.replica, None, asked, top, chat::FUSION).await.expect("retrieve");
+    let previous = async { Ok(q.previous.clone()) };
+    let (chat::Retrieval { found, unknown, model }, read) =
+        chat::retrieve_in_conversation((&kb.store, &kb.search), (kb.replica, None), asked, previous, top)
+            .await
+            .expect("retrieve");
     let closeness = found.iter().map(|r| (r.ranks.cosine, r.sentences.clone())).collect();
-    Kept { closeness, sources: found.into_iter().map(|r| r.source).collect(), unknown }
+    let read = (read != asked).then_some(read);
+    Kept { closeness, sources: found.into_iter().map(|r| r.source).collect(), unknown, model, read }
 }
 
 /// The text an answer to `question` quotes: without its lead-in (when `uncertain`) and its
@@ -144,8 +166,9 @@ fn judge(q: &Question, kept: &Kept, w: &Weights) -> (Outcome, String, Option<Con
     let started = Instant::now();
     let sources = &kept.sources;
     let closeness = kept.closeness();
-    let evidence = Evidence { closeness: &closeness, unknown: &kept.unknown };
-    let (answer, explanation) = reply_with(&persona, &q.question, sources, &evidence, w);
+    let evidence = Evidence { closeness: &closeness, unknown: &kept.unknown, model: kept.model.as_deref() };
+    let question = kept.read.as_deref().unwrap_or(&q.question);
+    let (answer, explanation) = reply_with(&persona, question, sources, &evidence, w);
     let millis = started.elapsed().as_secs_f64() * 1e3;
     let answered = !answer.used.is_empty();
     let uncertain = explanation.verdict == Verdict::Uncertain;
@@ -155,7 +178,7 @@ fn judge(q: &Question, kept: &Kept, w: &Weights) -> (Outcome, String, Option<Con
     let keys = answered && holds(&answer.text);
     let chunk_keys = quoted.is_some_and(|s| holds(&s.content));
     let contiguous =
-        quoted.is_none_or(|s| read(&s.content).contains(&letters(quoted_text(&answer.text, uncertain, &q.question))));
+        quoted.is_none_or(|s| read(&s.content).contains(&letters(quoted_text(&answer.text, uncertain, question))));
     let in_top5 = sources.iter().take(5).any(|s| q.expects(&s.name));
     let outcome = Outcome { answered, uncertain, in_top5, expected_source, chunk_keys, keys, contiguous, millis };
     let trace = explanation
@@ -171,6 +194,14 @@ fn judge(q: &Question, kept: &Kept, w: &Weights) -> (Outcome, String, Option<Con
         .collect::<Vec<_>>()
         .join("\n");
     (outcome, answer.text, explanation.confidence, trace)
+}
+
+/// The decision's signals of a question, as its dump line holds them (a missing cosine: null).
+fn signals(s: &replicad::generate::embedded::Signals) -> serde_json::Value {
+    serde_json::json!({
+        "sentence": s.sentence, "passage": s.passage, "chunk": s.chunk, "coverage": s.coverage,
+        "title": s.title, "standing": s.standing, "unknown": s.unknown,
+    })
 }
 
 /// Whether outcome `o` of `q` is right: an answerable question answered from an expected
@@ -256,22 +287,17 @@ fn flag(args: &[String], name: &str) -> Option<String> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
 }
 
-/// `Weights::FITTED`, or those of `--weights` (eight comma-separated numbers).
+/// `Weights::FITTED`, or those of `--weights` (five comma-separated numbers), deciding with the
+/// fit of `--fit FILE` when given.
 fn weights(args: &[String]) -> Weights {
-    let Some(list) = flag(args, "--weights") else { return Weights::FITTED };
+    let decision = flag(args, "--fit").map(|f| {
+        let fit = Fit::parse(&std::fs::read_to_string(&f).expect("--fit file")).expect("--fit: a reader fit");
+        &*Box::leak(Box::new(fit))
+    });
+    let Some(list) = flag(args, "--weights") else { return Weights { decision, ..Weights::FITTED } };
     let v: Vec<f32> = list.split(',').map(|x| x.parse().expect("--weights: numbers")).collect();
-    assert_eq!(v.len(), 9, "--weights M,C,S,T,H,REFUSE,UNCERTAIN,REFUSE_WORDS,UNCERTAIN_WORDS");
-    Weights {
-        meaning: v[0],
-        coverage: v[1],
-        standing: v[2],
-        title: v[3],
-        heading: v[4],
-        refuse: v[5],
-        uncertain: v[6],
-        refuse_words: v[7],
-        uncertain_words: v[8],
-    }
+    assert_eq!(v.len(), 5, "--weights M,C,S,T,H");
+    Weights { meaning: v[0], coverage: v[1], standing: v[2], title: v[3], heading: v[4], decision }
 }
 
 #[tokio::main]
@@ -311,9 +337,8 @@ async fn main() {
             let line = serde_json::json!({
                 "id": q.id, "corpus": q.corpus, "kind": q.kind, "phrasing": q.phrasing,
                 "answerable": q.answerable(), "confidence": confidence.map(|c| c.value), "answered": o.answered,
-                "chunkCosine": confidence.and_then(|c| c.chunk), "sentenceCosine": confidence.and_then(|c| c.sentence),
+                "fit": confidence.map(|c| c.fit), "signals": confidence.map(|c| signals(&c.signals)),
                 "unknown": kept[&q.id].unknown,
-                "coverage": confidence.map(|c| c.coverage),
                 "source": o.expected_source, "keys": o.keys, "chunk": o.chunk_keys, "top5": o.in_top5, "contiguous": o.contiguous,
             });
             writeln!(f, "{line}").expect("dump");

@@ -37,6 +37,13 @@ pub struct Question {
     /// `lexical` or `paraphrase` (every held-out question; the dev set's newer ones).
     #[serde(default)]
     pub phrasing: Option<String>,
+    /// Whether any organization's replica could answer it from its own documents ("Where are
+    /// you located?"): the off-topic block leaves it out.
+    #[serde(default)]
+    pub generic: bool,
+    /// The question asked before it in its conversation (the follow-up sets).
+    #[serde(skip)]
+    pub previous: Option<String>,
 }
 
 impl Question {
@@ -60,8 +67,10 @@ impl Question {
     }
 }
 
-/// The set named by `--set` in `args`: `dev` (default, `tests/answers/questions.json`) or the
-/// held-out set `tests/answers/SET/questions.json` (`heldout`, `heldout3`). With `--offtopic`,
+/// The set named by `--set` in `args`: `dev` (default, `tests/answers/questions.json`) or
+/// `tests/answers/SET/questions.json` (`calibration`, `heldout`, `heldout3`, `heldout4`,
+/// `crosslingual`), or a set of conversations, `tests/answers/SET/conversations.json`
+/// (`followups`, or with `--conversations` a set's own: [`Conversations`]). With `--offtopic`,
 /// the off-topic block of that set instead ([`off_topic`]).
 pub fn load(args: &[String]) -> Labelled {
     let set = args.iter().position(|a| a == "--set").and_then(|i| args.get(i + 1)).map_or("dev", String::as_str);
@@ -69,8 +78,16 @@ pub fn load(args: &[String]) -> Labelled {
         "dev" => "tests/answers/questions.json".to_string(),
         other => format!("tests/answers/{other}/questions.json"),
     };
+    // a set of conversations only (`followups`), or a set's conversations (`--conversations`)
+    let conversations = format!("tests/answers/{set}/conversations.json");
+    let path =
+        if args.iter().any(|a| a == "--conversations") || !root().join(&path).exists() { conversations } else { path };
     let text = std::fs::read_to_string(root().join(&path)).unwrap_or_else(|e| panic!("--set {set}: {path}: {e}"));
-    let labelled: Labelled = serde_json::from_str(&text).expect("questions JSON");
+    let labelled: Labelled = if text.contains("\"conversations\"") {
+        serde_json::from_str::<Conversations>(&text).unwrap_or_else(|e| panic!("{path}: {e}")).into_questions()
+    } else {
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
     if args.iter().any(|a| a == "--offtopic") {
         off_topic(labelled)
     } else {
@@ -78,16 +95,69 @@ pub fn load(args: &[String]) -> Labelled {
     }
 }
 
+/// A set of conversations (`tests/answers/SET/conversations.json`: `--set followups`): each
+/// turn is a question, asked after the one before it.
+#[derive(Deserialize)]
+pub struct Conversations {
+    pub corpora: BTreeMap<String, String>,
+    pub conversations: Vec<Conversation>,
+}
+
+#[derive(Deserialize)]
+pub struct Conversation {
+    pub id: String,
+    pub corpus: String,
+    pub turns: Vec<ConversationTurn>,
+}
+
+/// A turn: `role` is `first`, `followup` (says little on its own: answered from the
+/// conversation's subject) or `newsubject` (answered from its own subject).
+#[derive(Deserialize)]
+pub struct ConversationTurn {
+    pub question: String,
+    pub role: String,
+    #[serde(default)]
+    pub sections: Vec<String>,
+    #[serde(default)]
+    pub keys: Vec<String>,
+}
+
+impl Conversations {
+    /// Every turn as a question (id `CONVERSATION.N`, split `conversation`, kind its role) with
+    /// the question before it.
+    pub fn into_questions(self) -> Labelled {
+        let mut questions = Vec::new();
+        for c in self.conversations {
+            let mut previous: Option<String> = None;
+            for (i, t) in c.turns.into_iter().enumerate() {
+                questions.push(Question {
+                    id: format!("{}.{}", c.id, i + 1),
+                    corpus: c.corpus.clone(),
+                    split: "conversation".into(),
+                    kind: t.role,
+                    question: t.question.clone(),
+                    sections: t.sections,
+                    keys: t.keys,
+                    phrasing: None,
+                    generic: false,
+                    previous: previous.replace(t.question),
+                });
+            }
+        }
+        Labelled { corpora: self.corpora, questions }
+    }
+}
+
 /// The off-topic block of a set: each corpus's answerable questions asked of the next corpus's
 /// replica (in the corpora's order, the last asking the first), every one of which must be
-/// refused. Each keeps its id (suffixed `>off`), split and phrasing; its kind is `unanswerable`.
+/// refused; a `generic` question (any replica may answer it) is left out. Each keeps its id (suffixed `>off`), split and phrasing; its kind is `unanswerable`.
 pub fn off_topic(labelled: Labelled) -> Labelled {
     let names: Vec<&String> = labelled.corpora.keys().collect();
     let next = |c: &str| names[(names.iter().position(|n| *n == c).expect("corpus") + 1) % names.len()].clone();
     let questions = labelled
         .questions
         .iter()
-        .filter(|q| q.answerable())
+        .filter(|q| q.answerable() && !q.generic)
         .map(|q| Question {
             id: format!("{}>off", q.id),
             corpus: next(&q.corpus),
@@ -97,6 +167,8 @@ pub fn off_topic(labelled: Labelled) -> Labelled {
             sections: Vec::new(),
             keys: Vec::new(),
             phrasing: q.phrasing.clone(),
+            generic: false,
+            previous: None,
         })
         .collect();
     Labelled { corpora: labelled.corpora.clone(), questions }

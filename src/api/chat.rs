@@ -249,9 +249,9 @@ struct TestView<'a> {
 
 /// Why the embedded reader answered as it did (the retrieval check's `reader`): its decision
 /// (`answered`, `uncertain`: led in as the closest passage, `refused`: "I don't know"), the
-/// confidence it decided on, the question's terms no document of the knowledge base holds (a
-/// question with one is at best `uncertain`), and the candidate passages with their signals,
-/// best score first.
+/// confidence it decided on (its signals and fitted probability), the question's terms no
+/// document of the knowledge base holds, and the candidate passages with their signals, best
+/// score first.
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(inline, description = "")]
@@ -265,24 +265,35 @@ struct ReaderView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     confidence: Option<ConfidenceView>,
     /// Ours: the question's terms (as the search index analyzes them: stop words left out,
-    /// stemmed) that no document of the knowledge base holds; a question with one is at best
-    /// `uncertain`, since the knowledge base never names what it asks about.
+    /// stemmed) that no document of the knowledge base holds (their share of the question is
+    /// one of the decision's signals).
     unknown_terms: &'a [String],
     /// Ours: the candidate passages of the best five chunks (at most 8), best score first.
     candidates: Vec<CandidateView<'a>>,
 }
 
-/// [`Confidence`](crate::generate::embedded::Confidence) on the wire.
+/// [`Confidence`](crate::generate::embedded::Confidence) on the wire: the signals of the
+/// quoted passage and the fitted decision's probability.
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(inline, description = "")]
 struct ConfidenceView {
-    /// Ours: what the decision compares with its thresholds: (sentence cosine + 0.25 × chunk
-    /// cosine + 0.1 × the quoted passage's coverage) / 1.35 (coverage alone without an
-    /// embedding model).
+    /// Ours: the probability, from a logistic regression over the signals below fitted per
+    /// embedding model (`fit`), that the knowledge base answers the question; the reader
+    /// refuses below the fit's `refuse` threshold and leads in below its `uncertain` one.
+    #[schemars(range(min = 0, max = 1))]
     value: f32,
-    /// Ours: the quoted passage's coverage.
+    /// Ours: the embedding model whose fitted decision decided (`bm25`: the fit for words
+    /// alone, also used for a model without a fit of its own).
+    fit: &'static str,
+    /// Ours: the quoted passage's coverage of the question's weighted terms.
     coverage: f32,
+    /// Ours: the quoted chunk's own heading's agreement with the question (Dice of terms).
+    title: f32,
+    /// Ours: the quoted chunk's retrieval score over the best chunk's.
+    standing: f32,
+    /// Ours: the share of the question's terms no document of the knowledge base holds.
+    unknown_share: f32,
     /// Ours: the cosine similarity of the question's embedding to the best-ranked chunk.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = -1, max = 1))]
@@ -292,6 +303,11 @@ struct ConfidenceView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = -1, max = 1))]
     sentence_cosine: Option<f32>,
+    /// Ours: the cosine similarity of the question's embedding to the quoted passage's
+    /// closest sentence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -1, max = 1))]
+    passage_cosine: Option<f32>,
 }
 
 /// A candidate passage of [`ReaderView`]: `source` is its chunk's 1-based place in `sources`
@@ -345,9 +361,14 @@ fn reader_view(e: &Explanation) -> ReaderView<'_> {
         .collect();
     let confidence = e.confidence.map(|c| ConfidenceView {
         value: c.value,
-        coverage: c.coverage,
-        chunk_cosine: c.chunk,
-        sentence_cosine: c.sentence,
+        fit: c.fit,
+        coverage: c.signals.coverage,
+        title: c.signals.title,
+        standing: c.signals.standing,
+        unknown_share: c.signals.unknown,
+        chunk_cosine: c.signals.chunk,
+        sentence_cosine: c.signals.sentence,
+        passage_cosine: c.signals.passage,
     });
     ReaderView {
         verdict: e.verdict.name(),

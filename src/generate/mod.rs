@@ -81,11 +81,14 @@ pub struct Closeness {
 
 /// What retrieval tells the embedded reader beyond the sources: how close the question is to
 /// each by meaning (`closeness`, in order; empty without an embedding model), and the
-/// question's terms no document of the knowledge base holds (`unknown`).
+/// question's terms no document of the knowledge base holds (`unknown`), and the catalog id of
+/// the embedding model the closeness is of (`model`; `None`: words alone), whose fitted
+/// decision the reader uses (`embedded::decision`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Evidence<'a> {
     pub closeness: &'a [Closeness],
     pub unknown: &'a [String],
+    pub model: Option<&'a str>,
 }
 
 /// Everything a backend may use to answer.
@@ -102,6 +105,8 @@ pub struct Generation {
     /// The question's terms that no document of the knowledge base holds
     /// (`service::chat::Retrieval::unknown`).
     pub unknown: Vec<String>,
+    /// The catalog id of the embedding model that retrieved the sources (`None`: words alone).
+    pub embedding_model: Option<String>,
     /// Earlier turns of the conversation, oldest first (already bounded by the token budget).
     pub history: Vec<Turn>,
     /// An image attached to the question (`imageURL`), sent only to vision routes.
@@ -113,7 +118,7 @@ pub struct Generation {
 impl Generation {
     /// What retrieval found beyond the sources, for the embedded reader.
     pub fn evidence(&self) -> Evidence<'_> {
-        Evidence { closeness: &self.closeness, unknown: &self.unknown }
+        Evidence { closeness: &self.closeness, unknown: &self.unknown, model: self.embedding_model.as_deref() }
     }
 }
 

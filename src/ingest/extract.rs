@@ -109,7 +109,9 @@ pub fn markdown_to_text(md: &str) -> String {
                 out.push('\n');
             }),
             Event::Text(t) | Event::Code(t) => out.push_str(&t),
-            Event::SoftBreak => out.push(' '),
+            // a line break stays one: lines written one by one ("Founded: 2016", a table's rows)
+            // stay lines, and `text::blocks` re-flows the lines of wrapped prose
+            Event::SoftBreak => out.push('\n'),
             Event::HardBreak => out.push('\n'),
             _ => {}
         }

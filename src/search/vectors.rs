@@ -41,9 +41,18 @@ pub fn sentence_texts(c: &Chunk) -> Vec<String> {
     prose.flatten().map(|s| format!("{heading}\n{s}")).collect()
 }
 
-/// Key of a text embedded ([`ChunkVector::text_key`]): its XXH3-64.
+/// The version of how a chunk's text is cut into the sentences its sentence vectors are of
+/// ([`sentence_texts`], `text::blocks`): a change to the cut is a new version. It seeds
+/// [`text_key`], so a stored vector of another version is not current ([`stored`],
+/// [`sentences_of`]) and the embedding task derives it again in the background; a vector is
+/// never served against the wrong sentence. 0 (the unseeded keys of older stores): lists and
+/// lines re-flowed into one text; 1: a list's items and a paragraph's kept lines are cut apart.
+pub const SEGMENTATION_VERSION: u64 = 1;
+
+/// Key of a text embedded ([`ChunkVector::text_key`]): its XXH3-64 seeded with
+/// [`SEGMENTATION_VERSION`].
 pub fn text_key(text: &str) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(text.as_bytes())
+    xxhash_rust::xxh3::xxh3_64_with_seed(text.as_bytes(), SEGMENTATION_VERSION)
 }
 
 /// The catalog id of `replica`'s embedding model ([`Embedders::of_replica`] of its
@@ -247,6 +256,23 @@ mod tests {
     fn update(entry: u64, replica: Uuid, model: &str, vectors: &[[f32; 2]]) -> EntryVectors {
         let vectors = vectors.iter().enumerate().map(|(i, v)| (i as u32, v.to_vec())).collect();
         EntryVectors { entry, replica: Some(replica), model: model.into(), vectors }
+    }
+
+    #[test]
+    fn vectors_of_another_segmentation_version_are_not_served() {
+        let c = Chunk { title: "Profile".into(), text: "Company: Acme\nFounded: 2016".into(), page: None };
+        let stored = |text_key| ChunkVector {
+            model: "m".into(),
+            text_key,
+            vector: vec![1.0],
+            sentences: Some(vec![vec![1.0], vec![0.0]]),
+        };
+        let now = stored(text_key(&passage_text(&c)));
+        assert!(sentences_of(Some(now), &c, "m").is_some());
+        // a store written before the segmentation versions (unseeded keys): derived again
+        let before = stored(xxhash_rust::xxh3::xxh3_64(passage_text(&c).as_bytes()));
+        assert_eq!(sentences_of(Some(before), &c, "m"), None);
+        assert_eq!(sentence_texts(&c), ["Profile\nCompany: Acme", "Profile\nFounded: 2016"]);
     }
 
     #[test]

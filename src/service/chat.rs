@@ -17,9 +17,9 @@ use super::history::{self, NewItem};
 use super::quotas::Pool;
 use super::text_fragment;
 use crate::error::{Error, Result};
-use crate::generate::embedded::{reader, Explanation};
+use crate::generate::embedded::{self, reader, Explanation, Verdict, Weights};
 use crate::generate::{
-    prompt, Backends, Closeness, Generation, ModelRoute, Persona, Piece, Pieces, Turn, Usage, EMBEDDED,
+    prompt, Backends, Closeness, Evidence, Generation, ModelRoute, Persona, Piece, Pieces, Turn, Usage, EMBEDDED,
 };
 use crate::search::fusion::{Fusion, Ranks};
 use crate::search::{vectors, Hybrid, QuestionVector, Search};
@@ -162,12 +162,66 @@ pub async fn retrieve(
     Ok(retrieve_from(store, search, (replica, model, how), query, top * 2, top).await?.0)
 }
 
-/// What [`retrieve`] found: the sources, best first, and the question's terms that no
-/// document of the replica's knowledge base holds (`search::Hybrid::unknown`).
+/// What [`retrieve`] found: the sources, best first, the question's terms that no document of
+/// the replica's knowledge base holds (`search::Hybrid::unknown`), and the catalog id of the
+/// embedding model whose vectors took part (`None`: BM25 alone).
 #[derive(Debug, Clone, Default)]
 pub struct Retrieval {
     pub found: Vec<Retrieved>,
     pub unknown: Vec<String>,
+    pub model: Option<String>,
+}
+
+impl Retrieval {
+    /// Its sources and their closeness by meaning, in order, as a generation takes them.
+    pub fn sources(&self) -> (Vec<SourceRef>, Vec<Closeness>) {
+        let closeness = self.found.iter().map(|r| Closeness { chunk: r.ranks.cosine, sentences: r.sentences.clone() });
+        (self.found.iter().map(|r| r.source.clone()).collect(), closeness.collect())
+    }
+
+    /// The embedded reader's verdict on `question` from these sources, and its fitted
+    /// probability (0 when it reads nothing: small talk, no sources).
+    fn judged(&self, question: &str) -> (Verdict, f32) {
+        let (sources, closeness) = self.sources();
+        let evidence = Evidence { closeness: &closeness, unknown: &self.unknown, model: self.model.as_deref() };
+        let (_, e) = embedded::reply_with(&Persona::default(), question, &sources, &evidence, &Weights::FITTED);
+        (e.verdict, e.confidence.map_or(0.0, |c| c.value))
+    }
+}
+
+/// Retrieval for the embedded generator's question `asked`, read in its conversation: when the
+/// reader would not answer it on its own and the conversation has an earlier question
+/// (`previous`, given lazily: read only then), that question and this one are retrieved
+/// together, and that reading is kept when the reader is surer of it and answers it. A
+/// question that says enough on its own is never pulled back to the earlier subject; one that
+/// says little ("Can you show an example?") is read with it. Returns the retrieval and the
+/// question the reader reads (`asked`, or both joined by a blank line). The same general
+/// signals decide (`embedded::decision`): no list of follow-up phrases.
+pub async fn retrieve_in_conversation<F>(
+    (store, search): (&Store, &Arc<Search>),
+    (replica, model): (Uuid, Option<&str>),
+    asked: &str,
+    previous: F,
+    top: usize,
+) -> Result<(Retrieval, String)>
+where
+    F: std::future::Future<Output = Result<Option<String>>>,
+{
+    let alone = retrieve(store, search, replica, model, asked, top, FUSION).await?;
+    let (verdict, value) = alone.judged(asked);
+    if verdict == Verdict::Answered {
+        return Ok((alone, asked.to_string()));
+    }
+    let Some(before) = previous.await?.filter(|p| !p.trim().is_empty() && p != asked) else {
+        return Ok((alone, asked.to_string()));
+    };
+    let joined = format!("{before}\n\n{asked}");
+    let together = retrieve(store, search, replica, model, &joined, top, FUSION).await?;
+    let (verdict_together, value_together) = together.judged(&joined);
+    if verdict_together == Verdict::Answered && value_together > value {
+        return Ok((together, joined));
+    }
+    Ok((alone, asked.to_string()))
 }
 
 /// Longest a retrieval waits for this node's index to apply what other nodes wrote.
@@ -209,6 +263,7 @@ async fn retrieve_from(
     top: usize,
 ) -> Result<(Retrieval, usize)> {
     let Hybrid { hits, question, unknown } = search.hybrid(replica, model, query, hits, how).await?;
+    let model = question.as_ref().map(|q| q.model.clone());
     let (found, collapsed) = store
         .read(move |txn| {
             // the snapshot's tables are opened once for the reads until the next commit
@@ -241,7 +296,7 @@ async fn retrieve_from(
             Ok((out, collapsed))
         })
         .await?;
-    Ok((Retrieval { found, unknown }, collapsed))
+    Ok((Retrieval { found, unknown, model }, collapsed))
 }
 
 /// The question's cosine to each sentence vector in `stored`, the stored vectors of a chunk
@@ -394,6 +449,18 @@ async fn recent_turns(store: &Store, replica: Uuid, user: Uuid, source: &str) ->
         .await
 }
 
+/// The conversation's question before `ask`, for reading a question that says little on its
+/// own ([`retrieve_in_conversation`]): the last user turn the client sent with it, else the
+/// last one stored on its channel (none when the client keeps no history).
+async fn previous_question(cx: &Context, replica: Uuid, user: Uuid, ask: &Ask) -> Result<Option<String>> {
+    let turns = match &ask.turns {
+        Some(turns) => turns.clone(),
+        None if ask.skip_chat_history => return Ok(None),
+        None => recent_turns(&cx.store, replica, user, &ask.source).await?,
+    };
+    Ok(turns.into_iter().rev().find(|t| t.role == "user").map(|t| question::asked(&t.content).to_string()))
+}
+
 async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> Result<Prepared> {
     if !ask.skip_chat_history {
         let (id, source, data) = (replica.id, ask.source.clone(), ask.channel_data.clone());
@@ -406,13 +473,15 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
     let embedded = route.backend.name() == EMBEDDED;
     let top = if embedded { EMBEDDED_TOP_K } else { TOP_K };
     let (model, asked) = (replica.llm.embedding_model.as_deref(), question::asked(&ask.content));
-    let Retrieval { found, unknown } = retrieve(&cx.store, &cx.search, replica.id, model, asked, top, FUSION).await?;
-    let (mut sources, mut ranks, mut closeness) = (Vec::new(), Vec::new(), Vec::new());
-    for r in found {
-        closeness.push(Closeness { chunk: r.ranks.cosine, sentences: r.sentences });
-        sources.push(r.source);
-        ranks.push(r.ranks);
-    }
+    let (retrieval, read) = if embedded {
+        let previous = previous_question(cx, replica.id, user, &ask);
+        retrieve_in_conversation((&cx.store, &cx.search), (replica.id, model), asked, previous, top).await?
+    } else {
+        (retrieve(&cx.store, &cx.search, replica.id, model, asked, top, FUSION).await?, ask.content.clone())
+    };
+    let (sources, closeness) = retrieval.sources();
+    let Retrieval { found, unknown, model: embedding_model } = retrieval;
+    let ranks = found.into_iter().map(|r| r.ranks).collect();
     tracing::debug!(
         replica = %replica.id,
         retrieved = ?sources.iter().map(|s| (s.name.as_str(), s.score)).collect::<Vec<_>>(),
@@ -428,7 +497,8 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
         persona: persona(replica),
         closeness,
         unknown,
-        question: if embedded { question::asked(&ask.content).to_string() } else { ask.content.clone() },
+        embedding_model,
+        question: read,
         sources,
         history,
         image_url: ask.image_url.clone(),

@@ -356,7 +356,8 @@ impl From<SourceRefV1> for SourceRef {
 pub struct ChunkVector {
     /// Embedding-model catalog id (`llm.embeddingModel`).
     pub model: String,
-    /// XXH3-64 of the text embedded (the chunk's title, a newline, its text).
+    /// XXH3-64 of the text embedded (the chunk's title, a newline, its text), seeded with the
+    /// segmentation version (`search::vectors::text_key`).
     pub text_key: u64,
     /// L2-normalised, of the model's dimension.
     pub vector: Vec<f32>,

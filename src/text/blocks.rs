@@ -46,13 +46,68 @@ fn term_lines(lines: &[&str]) -> Option<usize> {
             && t.chars().count() <= MAX_TERM_CHARS
             && t.split_whitespace().count() <= 3
             && !t.ends_with(['.', ',', ';', ':', '!', '?'])
+            // a line that says its own value after a colon ("Founded: 2016") names nothing
+            && !t.contains(": ")
     };
     let n = lines.iter().take(3).take_while(|l| is_term(l)).count();
     let description = lines.get(n)?;
     let starts_capital =
         description.trim_start().chars().next().is_some_and(|c| c.is_uppercase() || "(_*`'\"".contains(c));
     let longer = description.trim().chars().count() > lines[..n].iter().map(|l| l.trim().chars().count()).max()? + 10;
-    (n > 0 && starts_capital && longer && indent(description) < CODE_INDENT).then_some(n)
+    // a description is a sentence: lines that each state one short fact ("Founded: 2016") are
+    // not a name and its description but lines of their own
+    let sentence = lines[n..].last().is_some_and(|l| ends_sentence(l));
+    (n > 0 && starts_capital && longer && sentence && indent(description) < CODE_INDENT).then_some(n)
+}
+
+/// Whether `text` ends a sentence (closing brackets and quotes aside).
+fn ends_sentence(text: &str) -> bool {
+    text.trim_end().trim_end_matches([')', '"', '\'', '»', '”']).ends_with(['.', '!', '?', '。', '！', '？'])
+}
+
+/// Characters from which a line that does not end a sentence is taken to be wrapped: a text
+/// wrapped to a width fills its lines to near it (72–80 characters), while lines written one
+/// by one — a record's fields, a table's rows, an address — are as long as what they say.
+pub const WRAPPED_LINE_CHARS: usize = 60;
+
+/// Whether the lines of a paragraph stand as written: more than one, and none continuing the
+/// one before it — the next line opens with a lower-case letter, or the line runs to a
+/// wrapping width ([`WRAPPED_LINE_CHARS`]) without ending a sentence. Such lines are cut into
+/// sentences one by one and quoted as lines.
+pub fn kept_lines(lines: &[&str]) -> bool {
+    let continues = |(line, next): (&str, &str)| {
+        let next_lower = next.trim_start().chars().next().is_some_and(char::is_lowercase);
+        let filled = line.trim().chars().count() >= WRAPPED_LINE_CHARS && !ends_sentence(line);
+        next_lower || filled
+    };
+    lines.len() > 1 && !lines.windows(2).map(|w| (w[0], w[1])).any(continues)
+}
+
+/// The lines of a paragraph as its units: a list's items (each item's wrapped lines joined
+/// after its marker), or the paragraph's lines when they stand as written ([`kept_lines`]);
+/// `None` for a paragraph of wrapped prose.
+pub fn line_units(lines: &[&str]) -> Option<Vec<String>> {
+    if lines.first().is_some_and(|l| list_item(l)) {
+        let mut out: Vec<String> = Vec::new();
+        for line in lines {
+            match out.last_mut() {
+                Some(item) if !list_item(line) => {
+                    item.push(' ');
+                    item.push_str(line.trim());
+                }
+                _ => out.push(line.trim().to_string()),
+            }
+        }
+        return Some(out);
+    }
+    kept_lines(lines).then(|| lines.iter().map(|l| l.trim().to_string()).collect())
+}
+
+/// The sentences of a paragraph's units ([`line_units`]): each unit cut on its own, so that no
+/// sentence spans two items or two lines; `None` for wrapped prose.
+fn unit_sentences(lines: &[&str]) -> Option<Vec<String>> {
+    let units = line_units(lines)?;
+    Some(units.iter().flat_map(|u| sentences(&[u.as_str()])).collect())
 }
 
 /// Whether a line starts a list item (`* `, `- `, `• `, `1. `, `a. `).
@@ -173,10 +228,15 @@ fn push_paragraph(out: &mut Vec<Block>, paragraph: &str) {
         out.push(Block::Term(lines[..n].iter().map(|l| l.trim().to_string()).collect()));
         lines.drain(..n);
     }
-    // a list item with a hanging indent is prose throughout
-    if lines.first().is_some_and(|l| list_item(l)) && !lines.iter().any(|l| is_session(l)) {
-        out.push(Block::Prose(sentences(&lines)));
-        return;
+    // a list item with a hanging indent is prose throughout; a list's items and lines that
+    // stand as written are cut one by one
+    let indented = lines.iter().any(|l| crate::text::code::is_code_line(l));
+    let listed = lines.first().is_some_and(|l| list_item(l));
+    if !lines.iter().any(|l| is_session(l)) && (listed || !indented) {
+        if let Some(s) = unit_sentences(&lines) {
+            out.push(Block::Prose(s));
+            return;
+        }
     }
     let mut i = 0;
     while i < lines.len() {
@@ -200,9 +260,10 @@ fn push_paragraph(out: &mut Vec<Block>, paragraph: &str) {
     }
 }
 
-/// How many sentences [`parse`] cuts the prose lines of `text` into.
+/// How many sentences [`parse`] cuts the prose lines of `text` (one paragraph) into.
 pub fn sentence_count(text: &str) -> usize {
-    sentences(&text.lines().collect::<Vec<_>>()).len()
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    unit_sentences(&lines).unwrap_or_else(|| sentences(&lines)).len()
 }
 
 /// The blocks of a chunk's text, in order.
@@ -293,6 +354,40 @@ mod tests {
             parse("Floating point\nnumbers are fractions in hardware, as shown below.")[0],
             Block::Prose(_)
         ));
+    }
+
+    #[test]
+    fn lines_written_one_by_one_stay_lines_and_each_is_a_sentence() {
+        let profile = "Company: Acme Tools Ltd\nFounded: 2016\nLocation: Leeds, United Kingdom\nIndustry: Garden tools";
+        let want =
+            ["Company: Acme Tools Ltd", "Founded: 2016", "Location: Leeds, United Kingdom", "Industry: Garden tools"];
+        assert_eq!(parse(profile), [Block::Prose(want.map(String::from).to_vec())]);
+        assert_eq!(sentence_count(profile), 4);
+        let short = "Company: Acme\nFounded: 2016\nLocation: Leeds\nIndustry: Garden tools and their repair.";
+        assert!(matches!(&parse(short)[..], [Block::Prose(s)] if s.len() == 4), "{:?}", parse(short));
+        // a table's rows too (its rule, without a letter, says nothing to embed)
+        let table = "| Plan | Price |\n| --- | --- |\n| Starter | £29 |";
+        assert_eq!(parse(table), [Block::Prose(vec!["| Plan | Price |".into(), "| Starter | £29 |".into()])]);
+        // wrapped prose is re-flowed: a line opening in lower case, or one filled to a width
+        let wrapped = "The lamp of the lighthouse is visible from the harbour and from\nthe open sea. It turns.";
+        assert_eq!(
+            parse(wrapped),
+            [Block::Prose(vec![
+                "The lamp of the lighthouse is visible from the harbour and from the open sea.".into(),
+                "It turns.".into()
+            ])]
+        );
+        let filled = "Every keeper of the lamp writes the weather in the log twice a\nDay, at dawn and at dusk.";
+        assert_eq!(parse(filled).len(), 1);
+        assert!(matches!(&parse(filled)[0], Block::Prose(s) if s.len() == 1), "{:?}", parse(filled));
+    }
+
+    #[test]
+    fn a_list_s_items_are_cut_apart() {
+        let list = "- Shopify\n- WooCommerce\n- Xero accounting, with\n  its invoices";
+        let want = ["- Shopify", "- WooCommerce", "- Xero accounting, with its invoices"];
+        assert_eq!(parse(list), [Block::Prose(want.map(String::from).to_vec())]);
+        assert_eq!(sentence_count(list), 3);
     }
 
     #[test]

@@ -1,27 +1,44 @@
 #!/usr/bin/env python3
-"""Calibrates the embedded reader's two thresholds (generate::embedded::reader::Weights).
+"""Fits the embedded reader's decision (src/generate/embedded/decision.rs) for one embedding model.
 
-Reads the outcome dumps of `examples/answers --dump FILE` (one JSON line per question with the
-reader's confidence) of the dev set and of its off-topic block (`--offtopic`: each corpus's
-questions asked of the other corpus's replica, the natural negatives), both answered with
-thresholds that never refuse (`--weights M,C,R,H,-9,-9,-9,-9`), and chooses:
+Reads outcome dumps of `examples/answers --dump FILE` (one JSON line per question with the
+decision's signals) and fits a logistic regression that tells answerable questions (positives)
+from questions the knowledge base does not cover (negatives: near-topic unanswerable questions
+and the off-topic blocks, `--offtopic`: another corpus's questions asked of each replica). Each
+dump weighs the same in the fit (so that one large set does not decide it alone), and within a
+dump the positives and negatives weigh the same. Then it chooses the two thresholds on the
+fitted probability:
 
-- `refuse` ("I don't know" below it): the highest confidence that refuses at most
-  MAX_ANSWERABLE_REFUSED of the answerable questions; a visitor prefers the closest passage,
-  cited, to a refusal;
-- `uncertain` (the closest passage after a lead-in below it): the lowest confidence under which
-  at least OFFTOPIC_COVERED of the off-topic questions fall (refused or led in, never answered
-  as if sure).
+- `refuse` ("I don't know" below it): the highest that refuses at most MAX_ANSWERABLE_REFUSED
+  of the answerable questions of every dump (a visitor prefers the closest passage, cited, to a
+  refusal);
+- `uncertain` (the closest passage after a lead-in below it): the lowest under which at least
+  NEGATIVES_COVERED of the negatives fall (refused or led in, never answered as if sure).
 
-It prints the shares at each, and the off-topic and near-topic unanswerable questions refused.
+It writes the fit as `data/reader/MODEL.json` reads it and prints, per dump, the shares at the
+thresholds. The dumps must come from one retrieval (one model, or BM25 alone); fit on the dev
+and calibration sets only, never on a held-out set:
 
-    python3 tests/answers/calibrate.py /tmp/dev.jsonl /tmp/dev-offtopic.jsonl
+    for s in dev calibration; do
+      answers --set $s --embeddings DIR --dump /tmp/$s.jsonl
+      answers --set $s --offtopic --embeddings DIR --dump /tmp/$s-off.jsonl
+    done
+    python3 tests/answers/calibrate.py --model all-minilm-l6-v2 --out data/reader/all-minilm-l6-v2.json \\
+      /tmp/dev.jsonl /tmp/dev-off.jsonl /tmp/calibration.jsonl /tmp/calibration-off.jsonl
+
+With `--model bm25` (dumps made without `--embeddings`) it weighs the word signals only.
 """
+import argparse
 import json
-import sys
+import math
 
 MAX_ANSWERABLE_REFUSED = 0.05
-OFFTOPIC_COVERED = 0.97
+NEGATIVES_COVERED = 0.95
+BY_MEANING = ["sentence", "passage", "chunk"]
+BY_WORDS = ["coverage", "title", "standing", "unknown"]
+# L2 penalty of the weights (not the bias), against a few points deciding a weight
+RIDGE = 1e-4
+NEWTON_STEPS = 50
 
 
 def load(path):
@@ -29,24 +46,104 @@ def load(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def share(xs, cond):
-    return sum(1 for x in xs if cond(x)) / max(1, len(xs))
+def rows(dumps, features):
+    """(x, y, weight, dump index) of every question that has the features."""
+    out = []
+    for d, lines in enumerate(dumps):
+        usable = [q for q in lines if q.get("signals") and all(q["signals"].get(f) is not None for f in features)]
+        pos = sum(1 for q in usable if q["answerable"])
+        neg = len(usable) - pos
+        for q in usable:
+            y = 1.0 if q["answerable"] else 0.0
+            w = 0.5 / max(1, pos if y else neg)
+            out.append(([q["signals"][f] for f in features], y, w, d))
+    return out
+
+
+def solve(a, b):
+    """Solves a x = b (Gaussian elimination with partial pivoting)."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(m[r][c]))
+        m[c], m[p] = m[p], m[c]
+        for r in range(n):
+            if r != c and m[c][c] != 0:
+                f = m[r][c] / m[c][c]
+                m[r] = [x - f * y for x, y in zip(m[r], m[c])]
+    return [m[i][n] / m[i][i] for i in range(n)]
+
+
+def fit(data, k):
+    """Weighted, L2-penalised logistic regression by Newton's method: (bias, weights)."""
+    beta = [0.0] * (k + 1)
+    total = sum(w for _, _, w, _ in data)
+    for _ in range(NEWTON_STEPS):
+        grad = [0.0] * (k + 1)
+        hess = [[0.0] * (k + 1) for _ in range(k + 1)]
+        for x, y, w, _ in data:
+            xs = [1.0] + x
+            z = sum(b * v for b, v in zip(beta, xs))
+            p = 1.0 / (1.0 + math.exp(-max(-30, min(30, z))))
+            for i in range(k + 1):
+                grad[i] += w / total * (p - y) * xs[i]
+                for j in range(k + 1):
+                    hess[i][j] += w / total * p * (1 - p) * xs[i] * xs[j]
+        for i in range(1, k + 1):
+            grad[i] += RIDGE * beta[i]
+            hess[i][i] += RIDGE
+        step = solve(hess, grad)
+        beta = [b - s for b, s in zip(beta, step)]
+        if max(abs(s) for s in step) < 1e-6:
+            break
+    return beta[0], beta[1:]
+
+
+def probability(bias, weights, x):
+    z = bias + sum(w * v for w, v in zip(weights, x))
+    return 1.0 / (1.0 + math.exp(-max(-30, min(30, z))))
 
 
 def main():
-    dev, off = load(sys.argv[1]), load(sys.argv[2])
-    answerable = sorted(q["confidence"] for q in dev if q["answerable"] and q["confidence"] is not None)
-    near = [q["confidence"] for q in dev if not q["answerable"] and q["confidence"] is not None]
-    offtopic = sorted(q["confidence"] for q in off if q["confidence"] is not None)
-    refuse = answerable[int(len(answerable) * MAX_ANSWERABLE_REFUSED)]
-    uncertain = max(refuse, offtopic[min(len(offtopic) - 1, int(len(offtopic) * OFFTOPIC_COVERED))])
-    below = lambda t: (lambda c: c < t)
-    print(f"refuse {refuse:.3f}: answerable refused {share(answerable, below(refuse)):.3f}, "
-          f"off-topic refused {share(offtopic, below(refuse)):.3f}, "
-          f"near-topic unanswerable refused {share(near, below(refuse)):.3f}")
-    print(f"uncertain {uncertain:.3f}: answerable led in {share(answerable, lambda c: refuse <= c < uncertain):.3f}, "
-          f"off-topic refused or led in {share(offtopic, below(uncertain)):.3f}, "
-          f"near-topic unanswerable refused or led in {share(near, below(uncertain)):.3f}")
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True, help="catalog id of the embedding model, or bm25")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("dumps", nargs="+")
+    args = ap.parse_args()
+    features = BY_WORDS if args.model == "bm25" else BY_MEANING + BY_WORDS
+    dumps = [load(p) for p in args.dumps]
+    data = rows(dumps, features)
+    bias, weights = fit(data, len(features))
+    scored = [(probability(bias, weights, x), y, d) for x, y, _, d in data]
+    # refuse: at most MAX_ANSWERABLE_REFUSED of each dump's answerable questions below it
+    refuse = 1.0
+    for d in range(len(dumps)):
+        pos = sorted(p for p, y, dd in scored if y and dd == d)
+        if pos:
+            refuse = min(refuse, pos[int(len(pos) * MAX_ANSWERABLE_REFUSED)])
+    neg = sorted(p for p, y, _ in scored if not y)
+    uncertain = max(refuse, neg[min(len(neg) - 1, int(len(neg) * NEGATIVES_COVERED))]) if neg else refuse
+    out = {
+        "model": args.model,
+        "features": features,
+        "weights": [round(w, 4) for w, in zip(weights)],
+        "bias": round(bias, 4),
+        "refuse": round(refuse, 4),
+        "uncertain": round(uncertain, 4),
+        "fittedOn": [p.rsplit("/", 1)[-1] for p in args.dumps],
+    }
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+    print(json.dumps(out))
+    for d, path in enumerate(args.dumps):
+        pos = [p for p, y, dd in scored if y and dd == d]
+        neg = [p for p, y, dd in scored if not y and dd == d]
+        share = lambda xs, c: sum(1 for x in xs if c(x)) / max(1, len(xs))
+        print(f"{path}: answerable {len(pos)} refused {share(pos, lambda p: p < refuse):.3f} "
+              f"led in {share(pos, lambda p: refuse <= p < uncertain):.3f}; "
+              f"negatives {len(neg)} refused {share(neg, lambda p: p < refuse):.3f} "
+              f"refused or led in {share(neg, lambda p: p < uncertain):.3f}")
 
 
 if __name__ == "__main__":

@@ -321,8 +321,8 @@ async fn with_the_real_model_answers_are_one_excerpt_with_their_code_or_list_and
     let path = format!("/v1/replicas/{replica}/chat/completions/test");
     let (_, v) = org.post(&path, json!({"content": "Who won the football world cup in 2018?"})).await;
     assert_eq!(v["reader"]["verdict"], json!("refused"), "{v}");
-    let refuse = replicad::generate::embedded::reader::Weights::FITTED.refuse as f64;
-    assert!(v["reader"]["confidence"]["value"].as_f64().unwrap() < refuse, "{v}");
+    let fit = replicad::generate::embedded::decision::for_model(v["reader"]["confidence"]["fit"].as_str());
+    assert!(v["reader"]["confidence"]["value"].as_f64().unwrap() < fit.refuse as f64, "{v}");
 }
 
 /// The lead-in of an uncertain answer to a question in French.
@@ -359,4 +359,61 @@ async fn with_the_real_model_a_french_document_is_answered_alike_and_sources_nam
     let (_, sources) = ask(&org, &replica, "Pourquoi faire une sauvegarde régulière ?").await;
     let named = sources.iter().filter(|s| s.ends_with("Sauvegardes")).count();
     assert_eq!(named, 1, "each section once: {sources:?}");
+}
+
+/// A small company's knowledge base as visitors' tools upload it: a profile of `Key: value`
+/// lines and a paragraph, services listed under a heading, an FAQ.
+const BIKE_SHOP: &str = "# About Nordwind Bikes\n\nCompany: Nordwind Bikes GmbH\nFounded: 2011\n\
+    Location: Bremen, Germany\nIndustry: Bicycle repair and rental\n\nNordwind Bikes repairs and rents \
+    city bicycles and cargo bikes from its workshop near the main station.\n\n## Services\n\n\
+    - Puncture repair while you wait\n- Brake and gear adjustment\n- Wheel truing\n- Cargo bike rental\n\n\
+    ## Frequently asked questions\n\n### Do you rent e-bikes?\n\nYes. Electric bicycles cost 35 euros a \
+    day, with a battery charger and a lock included.\n\n### How long does a repair take?\n\nMost repairs \
+    are done the same day; wheels and frames can take up to three working days.\n";
+
+/// What a visitor asks of a company's plain documents is answered, quoted as the document
+/// wrote it (lines stay lines, a list stays a list, no markup added); another subject is not.
+#[tokio::test]
+async fn with_the_real_model_plain_questions_on_a_company_s_documents_are_answered_as_written() {
+    let server = hybrid();
+    let org = server.org().await;
+    let replica = org.create_replica("nordwind").await;
+    add_in(&org, &replica, "nordwind.md", "en", BIKE_SHOP).await;
+
+    let (answer, sources) = ask(&org, &replica, "Where is the company located?").await;
+    assert!(!answer.starts_with("I don't know") && !answer.starts_with("The closest"), "{answer}");
+    assert!(answer.contains("Founded: 2011\nLocation: Bremen, Germany"), "the lines as written: {answer}");
+    assert!(!answer.contains('`'), "no markup the document lacks: {answer}");
+    assert!(sources[0].ends_with("About Nordwind Bikes"), "{sources:?}");
+
+    // a list under a heading that names the subject, asked with a word the document lacks
+    let (answer, _) = ask(&org, &replica, "Which services are available?").await;
+    assert!(!answer.starts_with("I don't know"), "{answer}");
+    assert!(answer.contains("- Puncture repair while you wait\n- Brake and gear adjustment"), "{answer}");
+
+    // an FAQ's question in other words: its answer
+    let (answer, _) = ask(&org, &replica, "Can I hire an electric bicycle?").await;
+    assert!(!answer.starts_with("I don't know"), "{answer}");
+    assert!(answer.contains("35 euros a day"), "{answer}");
+
+    let (answer, sources) = ask(&org, &replica, "Who won the football world cup in 2018?").await;
+    assert!(answer.starts_with("I don't know"), "{answer}");
+    assert!(sources.is_empty(), "{sources:?}");
+}
+
+/// A question that says little on its own is read with the conversation's question before it;
+/// one on a new subject is answered from that subject.
+#[tokio::test]
+async fn with_the_real_model_a_follow_up_is_read_in_its_conversation() {
+    let server = hybrid();
+    let org = server.org().await;
+    let replica = tutor(&org).await;
+    let (answer, _) = ask(&org, &replica, "What is a dictionary?").await;
+    assert!(answer.contains("key: value pairs"), "{answer}");
+    let (answer, sources) = ask(&org, &replica, "Thanks! Can you show an example?").await;
+    assert!(!answer.starts_with("I don't know"), "{answer}");
+    assert!(sources[0].ends_with("Dictionaries"), "the same subject: {sources:?} {answer}");
+    // a new subject is not pulled back to the old one
+    let (_, sources) = ask(&org, &replica, "How do I create a virtual environment?").await;
+    assert!(sources[0].contains("Virtual Environments"), "{sources:?}");
 }

@@ -8,10 +8,12 @@
 //! after a short lead-in.
 
 pub mod cache;
+pub mod decision;
 pub mod passage;
 pub mod reader;
 mod terms;
 
+pub use decision::{Fit, Signals};
 pub use reader::{Candidate, Confidence, Explanation, Verdict, Weights};
 
 use std::collections::VecDeque;
@@ -301,7 +303,7 @@ mod tests {
                        -e script\nAdd the commands in script to the set of commands to run.";
         let s = [src("sed › Options", options)];
         let a = reply(&persona(), "What does the --quiet option do?", &s);
-        assert!(a.text.starts_with("`-n`, `--quiet`: By default, sed prints out"), "{}", a.text);
+        assert!(a.text.starts_with("-n\n--quiet\nBy default, sed prints out"), "{}", a.text);
     }
 
     #[test]

@@ -184,16 +184,18 @@ fn paragraphs(content: &str) -> Vec<String> {
     crate::text::code::unfence(content).split("\n\n").map(str::to_string).collect()
 }
 
-/// The parts of one paragraph: a list as its items, else its blocks.
+/// The parts of one paragraph: a list as its items (or lines that stand as written as their
+/// lines: [`blocks::line_units`]), else its blocks.
 fn parts(paragraph: String, lang: Option<&str>) -> Vec<Part> {
     let lines: Vec<&str> = paragraph.lines().filter(|l| !l.trim().is_empty()).collect();
-    let is_list = lines.first().is_some_and(|l| blocks::list_item(l))
-        && blocks::parse(&paragraph).iter().all(|b| matches!(b, Block::Prose(_)));
-    if is_list {
-        return vec![Part::List(items(&lines))];
+    let blocks = blocks::parse(&paragraph);
+    if blocks.iter().all(|b| matches!(b, Block::Prose(_))) {
+        if let Some(units) = blocks::line_units(&lines) {
+            return vec![Part::List(units)];
+        }
     }
     let sentence = |text: String| Sentence { terms: analyze_as(lang, &text), text };
-    blocks::parse(&paragraph)
+    blocks
         .into_iter()
         .map(|b| match b {
             Block::Prose(s) => Part::Prose(s.into_iter().map(sentence).collect()),
@@ -201,21 +203,6 @@ fn parts(paragraph: String, lang: Option<&str>) -> Vec<Part> {
             Block::Term(t) => Part::Term(t),
         })
         .collect()
-}
-
-/// A list's lines as items: each item's wrapped lines joined after its marker.
-fn items(lines: &[&str]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for line in lines {
-        match out.last_mut() {
-            Some(item) if !blocks::list_item(line) => {
-                item.push(' ');
-                item.push_str(line.trim());
-            }
-            _ => out.push(line.trim().to_string()),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -30,22 +30,19 @@
 //!    opening earlier is quoted (measured on the dev set: preferring the span that opens with
 //!    the best-matching passage held the key spans for 0.61 of the answerable questions
 //!    instead of 0.67, the context before it often being what states them).
-//! 3. **Whether to answer** is decided from retrieval alone: the question's closeness by meaning
-//!    to the best chunk and sentence, and the quoted passage's coverage, combined in one
-//!    [`Confidence`]. Below [`Weights::refuse`] the knowledge base does not cover the question:
-//!    "I don't know", no sources. Below [`Weights::uncertain`] it answers with the closest
-//!    passage after a short, honest lead-in ("The closest passage I have:"). The thresholds are
-//!    calibrated on questions of other subjects asked of each corpus (each dev corpus's
-//!    questions asked of the other's replica: the natural negatives) and on the dev set's
-//!    answerable questions (`examples/answers --offtopic --dump`, `tests/answers/calibrate.py`):
-//!    `refuse` refuses at most 5 % of the answerable ones, `uncertain` leads in (or refuses) at
-//!    least 97 % of the off-topic ones. A question with a term that no document of the
-//!    knowledge base holds ([`Evidence::unknown`]) is at best led in: the knowledge base never
-//!    names what it asks about, so the closest passage may not answer it (on the dev set, 45 of
-//!    the 52 near-topic unanswerable questions have such a term, 11 of the 156 answerable ones,
-//!    mostly in other words than the text).
+//! 3. **Whether to answer** is decided from retrieval alone, by a logistic regression over
+//!    the quoted passage's signals and the question's closeness to the best chunk and sentence
+//!    by meaning, and the share of its terms no document of the knowledge base holds, fitted
+//!    per embedding model on a calibration set of many kinds of documents in four languages
+//!    ([`decision`]). Below its `refuse` probability the knowledge base does not cover the
+//!    question: "I don't know", no sources. Below its `uncertain` probability it answers with
+//!    the closest passage after a short, honest lead-in ("The closest passage I have:"). An
+//!    unknown term counts by the share of the question it is, weighed with the rest: a generic
+//!    word the documents happen not to use in a question whose other terms and meaning they
+//!    hold weighs less than the one term a short question is about.
 
 use super::cache;
+use super::decision::{self, Signals};
 use super::passage::{Analysis, Part, Passage};
 use crate::generate::{Closeness, Evidence};
 use crate::search::analyze_as;
@@ -73,53 +70,28 @@ pub struct Weights {
     pub title: f32,
     /// What a term found only in the chunk's heading path counts for, against 1 in the passage.
     pub heading: f32,
-    /// Confidence below which the reader says "I don't know" (with an embedding model).
-    pub refuse: f32,
-    /// Confidence below which the answer is led in as uncertain (with an embedding model).
-    pub uncertain: f32,
-    /// Coverage below which the reader says "I don't know" without an embedding model.
-    pub refuse_words: f32,
-    /// Coverage below which the answer is led in as uncertain without an embedding model.
-    pub uncertain_words: f32,
+    /// The decision to use instead of the one fitted for the retrieval's model (to measure
+    /// another fit: `examples/answers --fit FILE`); `None`: [`decision::for_model`].
+    pub decision: Option<&'static decision::Fit>,
 }
 
 impl Weights {
-    /// The weights the server answers with (how they were chosen: the module's docs and the
-    /// README's "The embedded generator").
-    pub const FITTED: Weights = Weights {
-        meaning: 1.0,
-        coverage: 0.5,
-        standing: 0.6,
-        title: 0.5,
-        heading: 0.5,
-        refuse: 0.464,
-        uncertain: 0.551,
-        refuse_words: 0.4,
-        uncertain_words: 0.6,
-    };
+    /// The weights the server answers with (how they were chosen: the module's docs).
+    pub const FITTED: Weights =
+        Weights { meaning: 1.0, coverage: 0.5, standing: 0.6, title: 0.5, heading: 0.5, decision: None };
 }
 
-/// What the best chunk's cosine counts in [`Confidence::value`] beside the closest sentence's 1.
-pub const CHUNK_SHARE: f32 = 0.25;
-/// What the quoted passage's coverage counts in [`Confidence::value`] beside the closest
-/// sentence's 1.
-pub const COVERAGE_SHARE: f32 = 0.1;
-
-/// How sure the reader is that the knowledge base covers the question.
+/// How sure the reader is that the knowledge base covers the question: the signals of the
+/// quoted passage and the fitted decision's probability ([`decision`]).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Confidence {
-    /// The question's cosine to the best-ranked chunk (with an embedding model).
-    pub chunk: Option<f32>,
-    /// The question's cosine to its closest candidate sentence (with an embedding model).
-    pub sentence: Option<f32>,
-    /// The quoted passage's coverage of the question's terms.
-    pub coverage: f32,
-    /// The combination the decision compares with the thresholds: with an embedding model the
-    /// closest sentence's cosine, the best chunk's ([`CHUNK_SHARE`]) and the coverage
-    /// ([`COVERAGE_SHARE`]), weighted and averaged; the coverage alone without. (Chosen on the
-    /// dev set: the closest sentence's cosine tells questions of other subjects from answerable
-    /// ones best; the chunk's and the coverage help a little, more of them hurts.)
+    pub signals: Signals,
+    /// The fitted probability that the knowledge base answers the question (in 0..=1), which
+    /// the decision compares with its fit's thresholds; `None` when the fit needs a cosine the
+    /// retrieval did not give (the BM25 fit decides then: [`Confidence::fit`]).
     pub value: f32,
+    /// The model id of the fit that decided (`bm25`: words alone).
+    pub fit: &'static str,
 }
 
 /// What the reader decided.
@@ -227,11 +199,8 @@ pub fn read(
     candidates
         .sort_by(|a, b| b.score.total_cmp(&a.score).then(a.source.cmp(&b.source)).then(a.passage.cmp(&b.passage)));
     let best = candidates[0].clone();
-    let confidence = confidence(closeness, &best);
-    let mut verdict = verdict(&confidence, closeness.iter().any(|c| c.chunk.is_some()), w);
-    if verdict == Verdict::Answered && !evidence.unknown.is_empty() {
-        verdict = Verdict::Uncertain;
-    }
+    let unknown = evidence.unknown.len() as f32 / asked.len().max(evidence.unknown.len()) as f32;
+    let (confidence, verdict) = decide(evidence, signals(closeness, &best, unknown), w.decision);
     candidates[0].quoted = verdict != Verdict::Refused;
     candidates.truncate(EXPLAINED);
     let unknown = evidence.unknown.to_vec();
@@ -334,28 +303,38 @@ fn closest(cos: &[f32], passages: &[Passage]) -> Option<f32> {
     cos.get(first.sentences.start..last.sentences.end)?.iter().copied().reduce(f32::max)
 }
 
-fn confidence(closeness: &[Closeness], best: &Candidate) -> Confidence {
-    let chunk = closeness.first().and_then(|c| c.chunk);
-    let sentence = closeness.iter().flat_map(|c| c.sentences.iter().copied()).reduce(f32::max);
-    let value = match (chunk, sentence) {
-        (Some(c), Some(s)) => {
-            (s + CHUNK_SHARE * c + COVERAGE_SHARE * best.coverage) / (1.0 + CHUNK_SHARE + COVERAGE_SHARE)
-        }
-        (Some(c), None) => (c + COVERAGE_SHARE * best.coverage) / (1.0 + COVERAGE_SHARE),
-        _ => best.coverage,
-    };
-    Confidence { chunk, sentence, coverage: best.coverage, value }
+/// The decision's signals for quoting `best`, with `unknown` the share of the question's terms
+/// no document holds.
+fn signals(closeness: &[Closeness], best: &Candidate, unknown: f32) -> Signals {
+    Signals {
+        sentence: closeness.iter().flat_map(|c| c.sentences.iter().copied()).reduce(f32::max),
+        passage: best.meaning,
+        chunk: closeness.first().and_then(|c| c.chunk),
+        coverage: best.coverage,
+        title: best.title,
+        standing: best.standing,
+        unknown,
+    }
 }
 
-fn verdict(c: &Confidence, by_meaning: bool, w: &Weights) -> Verdict {
-    let (refuse, uncertain) = if by_meaning { (w.refuse, w.uncertain) } else { (w.refuse_words, w.uncertain_words) };
-    if c.value < refuse {
+/// The fitted decision ([`decision::for_model`]) on `signals`: its confidence and verdict. A
+/// retrieval without the cosines its model's fit weighs (vectors not computed yet) is decided
+/// by the BM25 fit. `chosen`: a fit to use instead ([`Weights::decision`]).
+fn decide(evidence: &Evidence, signals: Signals, chosen: Option<&'static decision::Fit>) -> (Confidence, Verdict) {
+    let model = evidence.model.filter(|_| evidence.closeness.iter().any(|c| c.chunk.is_some()));
+    let mut fit = chosen.unwrap_or_else(|| decision::for_model(model));
+    let value = fit.score(&signals).unwrap_or_else(|| {
+        fit = decision::for_model(None);
+        fit.score(&signals).expect("the BM25 fit weighs word signals only")
+    });
+    let verdict = if value < fit.refuse {
         Verdict::Refused
-    } else if c.value < uncertain {
+    } else if value < fit.uncertain {
         Verdict::Uncertain
     } else {
         Verdict::Answered
-    }
+    };
+    (Confidence { signals, value, fit: fit.model.as_str() }, verdict)
 }
 
 /// The sources an answer quoting `quoted` cites: it first, then up to [`MORE_SOURCES`] other
@@ -380,7 +359,7 @@ fn plain(p: &Passage) -> String {
         out.push(match part {
             Part::Prose(s) => s.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join(" "),
             Part::List(items) => items.join(" "),
-            Part::Term(lines) => lines.join(", "),
+            Part::Term(lines) => lines.join(" "),
             Part::Code(code) => code.clone(),
         });
     }
@@ -525,21 +504,21 @@ enum Kept<'p> {
     Code(&'p str),
 }
 
-/// The quote's text: its parts apart by blank lines, an entry's names before its description.
+/// The quote's text as the document wrote it: its parts apart by blank lines, a list's items
+/// and kept lines one per line, an entry's names on their lines right above its description.
 fn render(kept: &[Kept]) -> String {
     let mut text = String::new();
     let mut after_term = false;
     for k in kept {
         if !text.is_empty() {
-            text.push_str(if after_term { " " } else { "\n\n" });
+            text.push_str(if after_term { "\n" } else { "\n\n" });
         }
         after_term = false;
         match k {
             Kept::Prose(p) => text.push_str(p),
             Kept::List(items) => text.push_str(&items.join("\n")),
             Kept::Term(lines) => {
-                let named: Vec<String> = lines.iter().map(|l| format!("`{l}`")).collect();
-                text.push_str(&format!("{}:", named.join(", ")));
+                text.push_str(&lines.join("\n"));
                 after_term = true;
             }
             Kept::Code(code) => {

@@ -1,0 +1,167 @@
+//! Whether to answer: a logistic regression over the reader's general signals, fitted per
+//! embedding model (and for BM25 alone) on a calibration set, its weights read from
+//! `data/reader/MODEL.json`.
+//!
+//! The signals ([`Signals`]) say how close the question is to what the reader would quote (by
+//! meaning: to the closest sentence of any candidate, to the quoted passage's closest sentence,
+//! to the best-ranked chunk; by words: the quoted passage's coverage, its heading's agreement,
+//! its chunk's retrieval standing) and how much of the question the knowledge base never
+//! names (the share of its terms no document holds). None of them knows a word, a phrasing or
+//! a document format. The fit ([`Fit`]) gives their weights and a bias; the score is the
+//! logistic of their weighted sum, the probability that the knowledge base answers the
+//! question. Below [`Fit::refuse`] the reader says "I don't know"; below [`Fit::uncertain`] it
+//! leads the closest passage in as uncertain.
+//!
+//! `tests/answers/calibrate.py` fits the weights from `examples/answers --dump` files (the dev
+//! set, the calibration set of business documents, FAQs and READMEs in four languages, and
+//! their off-topic blocks: another corpus's questions asked of each replica) and writes the
+//! file. A model without a file of its own is decided by the BM25 fit (the word signals alone;
+//! [`for_model`] logs it once per model).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use serde::Deserialize;
+
+/// The fits shipped in the binary: `(catalog id, JSON)`; `bm25` is the fit for retrieval by
+/// words alone.
+const FITS: &[(&str, &str)] = &[
+    ("bm25", include_str!("../../../data/reader/bm25.json")),
+    ("all-minilm-l6-v2", include_str!("../../../data/reader/all-minilm-l6-v2.json")),
+];
+
+/// The id of the fit for retrieval by words alone.
+pub const BM25: &str = "bm25";
+
+/// The signals the decision weighs (each in 0..=1 but the cosines, in −1..=1).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Signals {
+    /// The question's cosine to the closest sentence of any candidate (with a model).
+    pub sentence: Option<f32>,
+    /// The question's cosine to the quoted passage's closest sentence (with a model).
+    pub passage: Option<f32>,
+    /// The question's cosine to the best-ranked chunk (with a model).
+    pub chunk: Option<f32>,
+    /// The quoted passage's coverage of the question's weighted terms.
+    pub coverage: f32,
+    /// The quoted chunk's own heading's agreement with the question (Dice of their terms).
+    pub title: f32,
+    /// The quoted chunk's retrieval score over the best chunk's.
+    pub standing: f32,
+    /// The share of the question's terms that no document of the knowledge base holds.
+    pub unknown: f32,
+}
+
+impl Signals {
+    /// The value of the signal named `name` (a fit's feature); `None` for an unknown name or a
+    /// cosine that is missing.
+    pub fn get(&self, name: &str) -> Option<f32> {
+        match name {
+            "sentence" => self.sentence,
+            "passage" => self.passage,
+            "chunk" => self.chunk,
+            "coverage" => Some(self.coverage),
+            "title" => Some(self.title),
+            "standing" => Some(self.standing),
+            "unknown" => Some(self.unknown),
+            _ => None,
+        }
+    }
+}
+
+/// A fitted decision: the logistic regression's weights over named signals, and its two
+/// thresholds on the probability.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Fit {
+    /// The catalog id of the embedding model it was fitted for (`bm25`: words alone).
+    pub model: String,
+    /// The signals it weighs ([`Signals::get`]), in the order of `weights`.
+    pub features: Vec<String>,
+    pub weights: Vec<f32>,
+    pub bias: f32,
+    /// Probability below which the reader says "I don't know".
+    pub refuse: f32,
+    /// Probability below which the answer is led in as uncertain.
+    pub uncertain: f32,
+}
+
+impl Fit {
+    /// The probability that the knowledge base answers the question, from `s`; `None` when
+    /// one of its features is missing from `s` (a cosine without vectors).
+    pub fn score(&self, s: &Signals) -> Option<f32> {
+        let mut z = self.bias;
+        for (name, w) in self.features.iter().zip(&self.weights) {
+            z += w * s.get(name)?;
+        }
+        Some(1.0 / (1.0 + (-z).exp()))
+    }
+
+    /// Parses a fit file; an error names what is wrong (a feature no signal has, weights of
+    /// another length, thresholds out of order).
+    pub fn parse(json: &str) -> Result<Fit, String> {
+        let fit: Fit = serde_json::from_str(json).map_err(|e| format!("a reader fit: {e}"))?;
+        let probe = Signals { sentence: Some(0.0), passage: Some(0.0), chunk: Some(0.0), ..Signals::default() };
+        if let Some(bad) = fit.features.iter().find(|f| probe.get(f).is_none()) {
+            return Err(format!("the reader fit of {} weighs an unknown signal {bad:?}", fit.model));
+        }
+        if fit.features.len() != fit.weights.len() || !(fit.refuse <= fit.uncertain) {
+            return Err(format!("the reader fit of {}: weights or thresholds out of shape", fit.model));
+        }
+        Ok(fit)
+    }
+}
+
+/// Every shipped fit, by model id.
+fn fits() -> &'static HashMap<&'static str, Fit> {
+    static FITTED: OnceLock<HashMap<&'static str, Fit>> = OnceLock::new();
+    FITTED.get_or_init(|| {
+        FITS.iter().map(|(id, json)| (*id, Fit::parse(json).expect("a shipped reader fit parses (tested)"))).collect()
+    })
+}
+
+/// The fit for answers retrieved with embedding model `model` (`None`: words alone): its own,
+/// or the BM25 fit when it has none (logged once per model).
+pub fn for_model(model: Option<&str>) -> &'static Fit {
+    let fits = fits();
+    if let Some(fit) = model.and_then(|m| fits.get(m)) {
+        return fit;
+    }
+    if let Some(m) = model {
+        static WARNED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        let mut warned = WARNED.lock().unwrap_or_else(|p| p.into_inner());
+        if !warned.iter().any(|w| w == m) {
+            warned.push(m.to_string());
+            tracing::warn!(model = m, "the embedded reader has no decision fitted for this embedding model; it decides by words alone (the BM25 fit)");
+        }
+    }
+    &fits[BM25]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shipped_fit_parses_and_weighs_its_model_s_signals() {
+        for (id, json) in FITS {
+            let fit = Fit::parse(json).expect("parses");
+            assert_eq!(&fit.model, id);
+            let by_meaning = fit.features.iter().any(|f| ["sentence", "passage", "chunk"].contains(&f.as_str()));
+            assert_eq!(by_meaning, *id != BM25, "{id}: {:?}", fit.features);
+        }
+        assert_eq!(for_model(Some("no-such-model")).model, BM25);
+        assert_eq!(for_model(None).model, BM25);
+    }
+
+    #[test]
+    fn the_score_rises_with_its_positive_weights_and_needs_every_feature() {
+        let json = r#"{"model":"m","features":["coverage","sentence"],"weights":[2,4],"bias":-3,"refuse":0.2,"uncertain":0.5}"#;
+        let fit = Fit::parse(json).expect("parses");
+        let low = Signals { coverage: 0.1, sentence: Some(0.2), ..Signals::default() };
+        let high = Signals { coverage: 0.9, sentence: Some(0.7), ..Signals::default() };
+        assert!(fit.score(&low).unwrap() < fit.score(&high).unwrap());
+        assert_eq!(fit.score(&Signals { coverage: 1.0, ..Signals::default() }), None);
+        assert!(Fit::parse(&json.replace("coverage", "colour")).is_err());
+        assert!(Fit::parse(&json.replace("0.2", "0.9")).is_err());
+    }
+}
