@@ -85,7 +85,7 @@ pub struct Weights {
 
 impl Weights {
     /// The weights the server answers with (how they were chosen: the module's docs and the
-    /// README's "The embedded generator").
+    /// docs/retrieval.md, "The embedded generator").
     pub const FITTED: Weights = Weights {
         meaning: 1.0,
         coverage: 0.5,
