@@ -11,7 +11,7 @@
 //! cargo run --release --example answers -- --set heldout  # a held-out set instead (heldout, heldout3)
 //! cargo run --release --example answers -- --offtopic      # the set's off-topic block
 //! cargo run --release --example answers -- --embeddings DIR # hybrid retrieval (BM25 + vectors), as served
-//! cargo run --release --example answers -- --embeddings DIR --floors tests/answers/floors.json  # CI's gate
+//! cargo run --example answers -- --embeddings DIR --floors tests/answers/floors.json  # CI's gate (dev profile: Cargo.toml optimises the kernels)
 //! cargo run --release --example answers -- --embeddings CATALOG.json --llm-upstream NAME=URL  # an embeddings server's model
 //! cargo run --example answers -- --replay /tmp/sources.json --weights 1,0.5,0.6,0.5,0.5,0.464,0.551,0.4,0.6
 //! cargo run --example answers -- --replay /tmp/sources.json --dump /tmp/outcomes.jsonl
