@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark table (README, section "Benchmarks"), in one run: replicad (`serve --demo`,
+# The benchmark table (docs/benchmarks.md), in one run: replicad (`serve --demo`,
 # release) pinned to core 0, wrk (1 thread) pinned to core 1; each read is measured beside the
 # minimal hyper server (examples/hyper_ceiling.rs, same core) answering the same bytes, and its
 # ratio printed.

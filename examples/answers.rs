@@ -13,7 +13,7 @@
 //! cargo run --release --example answers -- --set followups   # conversations, each turn after the one before
 //! cargo run --release --example answers -- --set calibration --conversations  # the calibration set's
 //! cargo run --release --example answers -- --embeddings DIR # hybrid retrieval (BM25 + vectors), as served
-//! cargo run --release --example answers -- --embeddings DIR --floors tests/answers/floors.json  # CI's gate
+//! cargo run --example answers -- --embeddings DIR --floors tests/answers/floors.json  # CI's gate (dev profile: Cargo.toml optimises the kernels)
 //! cargo run --release --example answers -- --embeddings CATALOG.json --llm-upstream NAME=URL  # an embeddings server's model
 //! cargo run --example answers -- --replay /tmp/sources.json --weights 1,0.5,0.6,0.5,0.5
 //! cargo run --example answers -- --replay /tmp/sources.json --dump /tmp/outcomes.jsonl

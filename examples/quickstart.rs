@@ -1,4 +1,4 @@
-//! The README flow as a program: make a replica, give it knowledge, chat, read the history.
+//! The walkthrough's flow (docs/walkthrough.md) as a program: make a replica, give it knowledge, chat, read the history.
 //!
 //! ```text
 //! cargo run --example quickstart -- --base-url http://127.0.0.1:8080 --key rpl_…

@@ -12,8 +12,8 @@
 //!   only; `service::embed::verify_identity`). CORS: `Access-Control-Allow-Origin` is the
 //!   caller's origin when allowed, on every answer past the origin check (errors included, but a
 //!   500, so the widget can show why); `OPTIONS` on both paths answers the preflight. Both are
-//!   anonymous, so they have limits of their own ([`crate::rate_limit::EmbedLimits`]; README "Channels: the chat
-//!   widget"): requests per visitor and per replica, new visitors per replica, and the visitors'
+//!   anonymous, so they have limits of their own ([`crate::rate_limit::EmbedLimits`]; docs/channels.md, "The chat
+//!   widget and the web chat page"): requests per visitor and per replica, new visitors per replica, and the visitors'
 //!   own monthly conversations (`service::quotas::Pool::Visitors`), none of which touch the
 //!   organization's.
 //! - `GET /embed/widget.js` (the script a site includes) and `GET /r/{organizationID}/{replicaSlug}`

@@ -56,7 +56,7 @@ pub const SUPPORTED: &[Version] = &[
     },
 ];
 
-/// The version of a request (README "API versions"): absent → current; a well-formed
+/// The version of a request (docs/api.md, "API versions"): absent → current; a well-formed
 /// `YYYY-MM-DD` → the newest version released on or before that date, a date before the oldest
 /// → the oldest (clients send the date they were written against, or today's); anything that is
 /// not a date → 400 `UNSUPPORTED_API_VERSION`. The version served is named in the answer's

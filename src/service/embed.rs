@@ -410,7 +410,7 @@ mod tests {
         assert_eq!(verify_identity(Some(SECRET), replica, &t, NOW).unwrap(), "ann@example.com");
         let dotted = token(replica, "a.b+c_d-e", NOW + MAX_IDENTITY_LIFETIME_SECS);
         assert_eq!(verify_identity(Some(SECRET), replica, &dotted, NOW).unwrap(), "a.b+c_d-e");
-        // As the README's Node.js and Python examples sign it (the replica lowercase, hyphenated).
+        // As the Node.js and Python examples of docs/channels.md sign it (the replica lowercase, hyphenated).
         let by_hand = "1700003600.4561e6f64b65ec8c6b3e87537309cec500a2e32c5fdc16b96fe6bbf6c58e6edf.ann";
         assert_eq!(verify_identity(Some(SECRET), replica, by_hand, NOW).unwrap(), "ann");
     }

@@ -142,8 +142,7 @@ fn llm(
             "llm.model",
             format!(
                 "{model:?} is not in this server's model catalog (GET /v1/replicas/models lists it; the operator \
-                 sets its ids with `replicad serve --models FILE`, see the README's \"Moving from a hosted replica \
-                 service\")"
+                 sets its ids with `replicad serve --models FILE`, see docs/migrating.md)"
             ),
         ));
     }

@@ -57,3 +57,4 @@ mod strict_clients;
 mod tls;
 mod usage;
 mod users;
+mod walkthrough;

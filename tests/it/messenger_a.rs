@@ -245,7 +245,7 @@ async fn the_replica_list_a_hosted_bot_orchestrator_reads_names_the_bot_but_neve
     let server = start(&api, &[]);
     let org = server.new_org("Migrating").await;
     let replica = reactor(&org, None).await;
-    // README "Moving from a hosted replica service", step 4: the bot is connected once with the
+    // docs/migrating.md ("Moving from a hosted replica service"), step 5: the bot is connected once with the
     // integration call, and replicad runs it; the list the hosted orchestrator polled for tokens
     // shows the bot with `token: null`, so there is nothing for that process to run.
     let (s, v) = connect(&org, &replica, TOKEN).await;

@@ -84,7 +84,7 @@ async fn a_missing_user_is_404_whatever_its_id_looks_like() {
 async fn users_me_with_the_key_alone_is_the_owner_user_the_key_acts_as() {
     let server = Server::start();
     let org = server.new_org("Me").await;
-    // As the README says: with the key alone, requests act as the organization's owner user.
+    // As docs/api.md says: with the key alone, requests act as the organization's owner user.
     let (s, me) = org.get("/v1/users/me").await;
     assert_eq!(s, StatusCode::OK, "{me}");
     assert_eq!(me["email"], json!(org.owner_email));

@@ -4,7 +4,7 @@
  * Options (data-*): replica (required), key (the public embed key), name, title, greeting,
  * placeholder, launcher-label, color (the accent, any CSS colour), position ("left" or "right"),
  * lang (en, fr, es, de, ja; default: the page's), identity (a token signed by the site's backend,
- * see the README), api (the server's base URL; default: where this script comes from), mode
+ * see docs/channels.md), api (the server's base URL; default: where this script comes from), mode
  * ("page": the whole page is the chat, in the element whose id is data-target), and for the page:
  * description, image, questions (a JSON array of suggested questions).
  * JavaScript API: window.replicad.open(), .close(), .ask(text), .identify(token).

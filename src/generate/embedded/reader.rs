@@ -87,8 +87,8 @@ impl Weights {
 pub struct Confidence {
     pub signals: Signals,
     /// The fitted probability that the knowledge base answers the question (in 0..=1), which
-    /// the decision compares with its fit's thresholds; `None` when the fit needs a cosine the
-    /// retrieval did not give (the BM25 fit decides then: [`Confidence::fit`]).
+    /// the decision compares with its fit's thresholds (when the model's fit needs a cosine the
+    /// retrieval did not give, the BM25 fit decides: [`Confidence::fit`]).
     pub value: f32,
     /// The model id of the fit that decided (`bm25`: words alone).
     pub fit: &'static str,

@@ -25,7 +25,7 @@
 //! Whatever happens to the child — a stack overflow, a failed allocation, a time limit, a
 //! panic, a signal — [`Sandbox::extract`] answers a [`SandboxError`] whose text is for the
 //! entry's `error.message` ("the file could not be read safely: …") and the server carries on.
-//! Measured cost per file: see the README's "Knowledge base" section.
+//! Measured cost per file: see docs/knowledge-base.md.
 
 pub mod child;
 
