@@ -139,6 +139,49 @@ async fn replica_list_items_carry_every_field_the_hosted_document_requires() {
     assert_items_valid(&web, &hosted_history_item(), "GET …/chat/history/web");
 }
 
+/// A catalog of the real model under its own id, no aliases: the README's `models install` and
+/// `serve`, where replicas created without an id get `all-minilm-l6-v2` (as every replica
+/// stored before the hosted field was filtered holds it).
+fn plain_catalog(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("embedding-models.json");
+    let entry = json!({"name": "all-MiniLM-L6-v2", "dir": real_model_dir()});
+    std::fs::write(&path, json!({"models": {"all-minilm-l6-v2": entry}}).to_string()).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn a_strict_client_reads_lists_and_updates_a_replica_created_without_an_embedding_model() {
+    let files = tempfile::tempdir().unwrap();
+    let catalog = plain_catalog(files.path());
+    let server = Server::start_with(&["--embedding-models", catalog.to_str().unwrap()]);
+    let org = server.new_org("Defaults").await;
+    let replica = org.create_replica("no-model").await;
+
+    // the stored id is not in the hosted enum: the hosted field is left out, ours says it
+    let (_, read) = org.get(&format!("/v1/replicas/{replica}")).await;
+    assert!(read["llm"].get("embeddingModel").is_none(), "{read}");
+    assert_eq!(read["llm"]["embeddingModelId"], json!("all-minilm-l6-v2"), "{read}");
+    let (_, list) = org.get("/v1/replicas").await;
+    assert_items_valid(&list, &hosted_replica_item(), "GET /v1/replicas");
+    let ours = list["items"].as_array().unwrap().iter().find(|i| i["slug"] == "no-model").cloned().unwrap();
+    assert_eq!(ours["llm"]["embeddingModelId"], json!("all-minilm-l6-v2"), "{ours}");
+
+    // an update as a generated client sends it, the read's `llm` sent back (no embeddingModel):
+    // the model is kept
+    let mut body = crate::common::replica_body("no-model", &org.owner_email);
+    body["llm"] = json!({"model": read["llm"]["model"], "memoryMode": read["llm"]["memoryMode"]});
+    body["greeting"] = json!("Hello again");
+    let (s, v) = org.put(&format!("/v1/replicas/{replica}"), body).await;
+    assert_eq!(s, reqwest::StatusCode::OK, "{v}");
+    let (_, read) = org.get(&format!("/v1/replicas/{replica}")).await;
+    assert_eq!(
+        (&read["greeting"], &read["llm"]["embeddingModelId"]),
+        (&json!("Hello again"), &json!("all-minilm-l6-v2"))
+    );
+    let (_, list) = org.get("/v1/replicas").await;
+    assert_items_valid(&list, &hosted_replica_item(), "GET /v1/replicas after the update");
+}
+
 #[tokio::test]
 async fn a_replica_created_with_a_hosted_embedding_id_reads_back_what_it_sent_and_is_served_by_the_alias() {
     let files = tempfile::tempdir().unwrap();
@@ -149,6 +192,7 @@ async fn a_replica_created_with_a_hosted_embedding_id_reads_back_what_it_sent_an
 
     let (_, read) = org.get(&format!("/v1/replicas/{replica}")).await;
     assert_eq!(read["llm"]["embeddingModel"], json!("multilingual-e5-large"), "what the client wrote: {read}");
+    assert_eq!(read["llm"]["embeddingModelId"], json!("multilingual-e5-large"), "{read}");
     let (_, list) = org.get("/v1/replicas?slug=hosted").await;
     assert_eq!(list["items"][0]["llm"]["embeddingModel"], json!("multilingual-e5-large"), "{list}");
     assert_items_valid(&list, &hosted_replica_item(), "GET /v1/replicas?slug=hosted");
@@ -165,7 +209,8 @@ async fn a_replica_created_with_a_hosted_embedding_id_reads_back_what_it_sent_an
     let (s, v) = org.put(&format!("/v1/replicas/{replica}"), body.clone()).await;
     assert_eq!(s, reqwest::StatusCode::OK, "the same model: {v}");
     let (_, read) = org.get(&format!("/v1/replicas/{replica}")).await;
-    assert_eq!(read["llm"]["embeddingModel"], json!("all-minilm-l6-v2"), "{read}");
+    assert_eq!(read["llm"]["embeddingModelId"], json!("all-minilm-l6-v2"), "{read}");
+    assert!(read["llm"].get("embeddingModel").is_none(), "not a hosted id: {read}");
     body["llm"]["embeddingModel"] = json!("no-such-model");
     let (s, v) = org.put(&format!("/v1/replicas/{replica}"), body).await;
     assert_eq!(s, reqwest::StatusCode::BAD_REQUEST, "{v}");
@@ -294,7 +339,8 @@ async fn models_install_puts_the_model_where_serve_finds_it_without_flags() {
     let org = server.new_org("Newcomer").await;
     let replica = org.create_replica("newcomer").await;
     let (_, read) = org.get(&format!("/v1/replicas/{replica}")).await;
-    assert_eq!(read["llm"]["embeddingModel"], json!("all-minilm-l6-v2"), "{read}");
+    assert_eq!(read["llm"]["embeddingModelId"], json!("all-minilm-l6-v2"), "{read}");
+    assert!(read["llm"].get("embeddingModel").is_none(), "not a hosted id: {read}");
     org.add_ready_text(&replica, "Felines", "Felines sleep for most of the day, often twelve to sixteen hours.").await;
     let (_, v) = org
         .post(&format!("/v1/replicas/{replica}/chat/completions/test"), json!({"content": "How long do cats nap?"}))
