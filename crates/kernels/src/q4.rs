@@ -503,7 +503,13 @@ mod tests {
     #[test]
     fn every_path_matches_the_plain_one_and_the_dequantized_product_on_edge_shapes() {
         let paths: Vec<Path> = [Path::Vnni, Path::Avx2].into_iter().filter(|p| p.available()).collect();
-        eprintln!("4-bit paths tested against the plain one on this CPU: {paths:?}");
+        eprintln!(
+            "kernel paths of this CPU: 4-bit × 8-bit {:?} (serving: {:?}), tested against the plain one: {paths:?}; \
+             8-bit × 16-bit (MiniLM): {}",
+            Path::detect(),
+            Path::detect().describe(),
+            if crate::avx2_available() { "AVX2 (vpmaddwd)" } else { "plain (the encoder stays in f32)" }
+        );
         // rows around both tiles (3, 8) and the row block (64); outputs not a multiple of the
         // panel (16); inputs whole blocks
         let shapes = [(1, 384, 384), (3, 32, 50), (31, 64, 24), (32, 1536, 25), (33, 96, 1152), (255, 384, 47)];
