@@ -241,6 +241,80 @@ fn kernels() {
     }
 }
 
+/// `--kernels-q4`: one linear layer of multilingual-e5-small's shapes (`rows × inputs →
+/// outputs`; the queries, keys and values stacked), distinct weight matrices in turn (about 12
+/// MB of them, so that they come from memory as in a forward pass), in `Q4_0` blocks: candle's
+/// `QMatMul` (`Q4_0` × `Q8_0`), the 8-bit kernel on the weights dequantized and quantized again
+/// (`replicad_kernels::int8`, AVX2 `vpmaddwd`), and `replicad_kernels::q4` on each path this CPU
+/// has. Prints µs per product (CPU time of the thread, median of 7 rounds) and GMAC/s.
+fn kernels_q4() {
+    use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+    use candle_core::{Device, Module, Tensor};
+    use replicad_kernels::q4::{self, Path};
+    let random = |n: usize, seed: u64| -> Vec<f32> {
+        replicad_kernels::pseudo_random(n, seed).into_iter().map(|v| v * 0.1).collect()
+    };
+    let paths: Vec<Path> = [Path::Vnni, Path::Avx2].into_iter().filter(|p| p.available()).collect();
+    for (inputs, outputs) in [(384, 1152), (384, 384), (384, 1536), (1536, 384)] {
+        let layers = 48 * 384 * 384 / (inputs * outputs);
+        let weights: Vec<Tensor> = (0..layers)
+            .map(|i| Tensor::from_vec(random(inputs * outputs, i as u64 + 1), (outputs, inputs), &Device::Cpu).unwrap())
+            .collect();
+        let qt: Vec<QTensor> = weights.iter().map(|w| QTensor::quantize(w, GgmlDType::Q4_0).unwrap()).collect();
+        let blocks: Vec<Vec<u8>> = qt.iter().map(|q| q.data().unwrap().to_vec()).collect();
+        let candle: Vec<QMatMul> = weights
+            .iter()
+            .map(|w| QMatMul::from_qtensor(QTensor::quantize(w, GgmlDType::Q4_0).unwrap()).unwrap())
+            .collect();
+        let bias = vec![0.0f32; outputs];
+        let ours: Vec<q4::Linear> = blocks.iter().map(|b| q4::Linear::from_q4_0(b, &bias, outputs, inputs)).collect();
+        let int8: Vec<replicad_kernels::int8::Linear> = blocks
+            .iter()
+            .map(|b| {
+                let mut w = vec![0f32; outputs * inputs];
+                for (o, row) in w.chunks_exact_mut(inputs).enumerate() {
+                    let n = q4::row_bytes(inputs);
+                    q4::dequantize_row(&b[o * n..(o + 1) * n], row);
+                }
+                replicad_kernels::int8::Linear::quantize(&w, &bias, outputs, inputs)
+            })
+            .collect();
+        for rows in [1, 15, 64, 256] {
+            let xv = random(rows * inputs, 99);
+            let x = Tensor::from_slice(&xv, (rows, inputs), &Device::Cpu).unwrap();
+            let macs = (rows * inputs * outputs) as f64;
+            let mut line = format!("  {rows:>3} × {inputs:>4} → {outputs:>4}:");
+            let mut time = |name: &str, f: &mut dyn FnMut(usize)| {
+                let mut rounds: Vec<f64> = (0..7)
+                    .map(|_| {
+                        let t = thread_cpu_ms();
+                        for i in 0..layers {
+                            f(i);
+                        }
+                        (thread_cpu_ms() - t) * 1e3 / layers as f64
+                    })
+                    .collect();
+                rounds.sort_by(f64::total_cmp);
+                let us = rounds[3];
+                line += &format!("  {name} {us:>7.1} µs {:>5.1}", macs / us / 1e3);
+            };
+            time("candle Q4_0", &mut |i| {
+                std::hint::black_box(candle[i].forward(&x).unwrap());
+            });
+            time("int8", &mut |i| {
+                std::hint::black_box(int8[i].forward(&xv, rows));
+            });
+            for &path in &paths {
+                time(&format!("q4 {path:?}"), &mut |i| {
+                    std::hint::black_box(ours[i].forward_on(path, &xv, rows));
+                });
+            }
+            println!("{line}");
+        }
+    }
+    println!("(µs per product, then GMAC/s)");
+}
+
 /// Each question's top 5 passages (windows) by the `f32` vectors, against its top 5 when the
 /// question is embedded by `auto` and the passages are the stored `f32` ones (mixed: a new build
 /// on an old index) and when both are `auto`: the share of those top 5 found again, and the
@@ -407,6 +481,10 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == "--cosines") {
         let model = args.get(i + 1).expect("--cosines MODEL_DIR DIR...");
         cosines(std::path::Path::new(model), &args[i + 2..]);
+        return;
+    }
+    if std::env::args().any(|a| a == "--kernels-q4") {
+        kernels_q4();
         return;
     }
     if std::env::args().any(|a| a == "--kernels") {

