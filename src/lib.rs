@@ -190,7 +190,10 @@ async fn load_embedders(config: &Config) -> Result<Option<Arc<embed::catalog::Em
         let q4 = replicad_kernels::q4::Path::detect();
         tracing::info!(kernel = q4.describe(), "4-bit models (multilingual-e5-small)");
     }
-    catalog.fetch_hub(&config.data_dir.join("models"), config.model_hub.as_deref()).await.map_err(StartError::Embeddings)?;
+    catalog
+        .fetch_hub(&config.data_dir.join("models"), config.model_hub.as_deref())
+        .await
+        .map_err(StartError::Embeddings)?;
     let built = catalog.build(&config.llm.upstreams, config.llm.policy()).map_err(StartError::Embeddings)?;
     tracing::info!(models = ?built.ids(), default = built.default_id(), "hybrid retrieval: BM25 and embeddings");
     Ok(Some(Arc::new(built)))

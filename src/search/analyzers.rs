@@ -118,15 +118,16 @@ impl Analyzer {
 
 impl Analyzer {
     /// The terms of `question` that name its topic: its terms without the function words of
-    /// questions. English stop words ([`ENGLISH_STOP_WORDS`]) and Chinese and Japanese function
-    /// characters ([`CJK_FUNCTION_CHARS`]) leave them out already; for the other languages
-    /// (tantivy's stop lists keep "comment", "wie", "cómo") the terms of the language's
-    /// Stopwords ISO list ([`question_stop_terms`]) are left out too. `None` for an analyzer
-    /// without such a list (no language, or one Stopwords ISO lacks).
+    /// questions. Chinese and Japanese function characters ([`CJK_FUNCTION_CHARS`]) are left
+    /// out; for the other languages (the index's stop lists keep "available", "comment", "wie",
+    /// "cómo") the terms of the language's Stopwords ISO list ([`question_stop_terms`]), the
+    /// same library list for every language, English too: a question's common words ("much",
+    /// "available", "need") are not what it is about, even where a small knowledge base never
+    /// uses them. `None` for an analyzer without such a list (no language, or one Stopwords ISO
+    /// lacks).
     pub fn topic_terms(&self, question: &str) -> Option<Vec<String>> {
         let terms = self.terms(question);
         match self.name {
-            "en" => Some(terms),
             "cjk" => Some(terms.into_iter().filter(|t| !t.chars().any(|c| CJK_FUNCTION_CHARS.contains(&c))).collect()),
             _ => {
                 let stop = self.question_stop_terms()?;

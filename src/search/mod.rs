@@ -774,7 +774,8 @@ mod tests {
         // stop words are no terms; a heading's words are known; another replica's are not
         assert!(unknown("How does the kettle heat water?").is_empty());
         assert!(unknown("What are kettles?").is_empty());
-        assert_eq!(unknown("How warm does the teapot keep the water?"), ["warm", "teapot", "keep"]);
+        // ("keep", a common word of the language's Stopwords ISO list, is not what it asks about)
+        assert_eq!(unknown("How warm does the teapot keep the water?"), ["warm", "teapot"]);
         assert_eq!(unknown("Where is the teapot?"), ["teapot"]);
         // a stem told apart by a suffix ("defin", "definit") is known; a short one is not
         assert!(unknown("How do I define boiling?").is_empty());

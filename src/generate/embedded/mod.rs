@@ -349,7 +349,11 @@ mod tests {
         let a = reply(&persona(), "What is the rainbow unicorn phrase?", &s);
         assert!(a.text.contains("The secret phrase is: RAINBOW_UNICORN_abc123"), "{}", a.text);
         assert_eq!(a.used, vec![0]);
-        assert!(reply(&persona(), "What food do unicorns eat?", &s).text.starts_with("I don't know"));
+        // what retrieval says the knowledge base never names ("food", "eat") counts too
+        let unknown = ["food".to_string(), "eat".to_string()];
+        let evidence = Evidence { unknown: &unknown, ..Evidence::default() };
+        let (a, _) = reply_with(&persona(), "What food do unicorns eat?", &s, &evidence, &Weights::FITTED);
+        assert!(a.text.starts_with("I don't know"), "{}", a.text);
     }
 
     #[test]

@@ -37,9 +37,10 @@
 //!    ([`decision`]). Below its `refuse` probability the knowledge base does not cover the
 //!    question: "I don't know", no sources. Below its `uncertain` probability it answers with
 //!    the closest passage after a short, honest lead-in ("The closest passage I have:"). An
-//!    unknown term counts by the share of the question it is, weighed with the rest: a generic
-//!    word the documents happen not to use in a question whose other terms and meaning they
-//!    hold weighs less than the one term a short question is about.
+//!    unknown term counts by the share of the question it is, weighed with the rest, and a
+//!    question with one is at best led in: the common words of the language (its Stopwords ISO
+//!    list, `search::analyzers`) are never unknown terms, so what remains is what the question
+//!    asks about and the knowledge base never names.
 
 use super::cache;
 use super::decision::{self, Signals};
@@ -200,7 +201,12 @@ pub fn read(
         .sort_by(|a, b| b.score.total_cmp(&a.score).then(a.source.cmp(&b.source)).then(a.passage.cmp(&b.passage)));
     let best = candidates[0].clone();
     let unknown = evidence.unknown.len() as f32 / asked.len().max(evidence.unknown.len()) as f32;
-    let (confidence, verdict) = decide(evidence, signals(closeness, &best, unknown), w.decision);
+    let (confidence, mut verdict) = decide(evidence, signals(closeness, &best, unknown), w.decision);
+    // a term the knowledge base never names (common words of the language aside) is what the
+    // question asks about: the closest passage may not answer it
+    if verdict == Verdict::Answered && !evidence.unknown.is_empty() {
+        verdict = Verdict::Uncertain;
+    }
     candidates[0].quoted = verdict != Verdict::Refused;
     candidates.truncate(EXPLAINED);
     let unknown = evidence.unknown.to_vec();
@@ -319,7 +325,8 @@ fn signals(closeness: &[Closeness], best: &Candidate, unknown: f32) -> Signals {
 
 /// The fitted decision ([`decision::for_model`]) on `signals`: its confidence and verdict. A
 /// retrieval without the cosines its model's fit weighs (vectors not computed yet) is decided
-/// by the BM25 fit. `chosen`: a fit to use instead ([`Weights::decision`]).
+/// by the BM25 fit. `chosen`: a fit to use instead ([`Weights::decision`]). Without meaning,
+/// a passage that holds none of the question's terms is refused whatever the fit says.
 fn decide(evidence: &Evidence, signals: Signals, chosen: Option<&'static decision::Fit>) -> (Confidence, Verdict) {
     let model = evidence.model.filter(|_| evidence.closeness.iter().any(|c| c.chunk.is_some()));
     let mut fit = chosen.unwrap_or_else(|| decision::for_model(model));
@@ -327,7 +334,9 @@ fn decide(evidence: &Evidence, signals: Signals, chosen: Option<&'static decisio
         fit = decision::for_model(None);
         fit.score(&signals).expect("the BM25 fit weighs word signals only")
     });
-    let verdict = if value < fit.refuse {
+    // by words alone, a passage holding no term of the question is no evidence at all
+    let no_evidence = signals.coverage == 0.0 && signals.sentence.is_none();
+    let verdict = if value < fit.refuse || no_evidence {
         Verdict::Refused
     } else if value < fit.uncertain {
         Verdict::Uncertain
