@@ -525,7 +525,8 @@ fn main() {
     throughput(&model);
     println!("RSS after the passages: {} MiB", rss_kib() / 1024);
     drop(model);
-    for n in [10_000, 100_000] {
+    // `--no-search`: the model's figures alone
+    for n in [10_000, 100_000].into_iter().filter(|_| !std::env::args().any(|a| a == "--no-search")) {
         vector_search(n, layout_dim(&dir));
     }
     if !pairs_ok {
