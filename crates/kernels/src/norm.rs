@@ -37,7 +37,7 @@ impl LayerNorm {
     /// whole rows or `residual` is not as long.
     pub fn forward_residual(&self, x: &mut [f32], residual: Option<&[f32]>) {
         let dim = self.dim();
-        assert!(dim > 0 && x.len() % dim == 0, "{} values are not rows of {dim}", x.len());
+        assert!(dim > 0 && x.len().is_multiple_of(dim), "{} values are not rows of {dim}", x.len());
         if let Some(r) = residual {
             assert_eq!(r.len(), x.len(), "the residual is not as long as x");
         }

@@ -42,7 +42,7 @@ pub fn row_bytes(width: usize) -> usize {
 /// Dequantizes the blocks of `row` (`out.len() / 32` blocks of 18 bytes) into `out`. Panics if
 /// `out.len()` is not a multiple of [`BLOCK`] or `row` is not [`row_bytes`]`(out.len())` long.
 pub fn dequantize_row(row: &[u8], out: &mut [f32]) {
-    assert!(out.len() % BLOCK == 0, "a Q4_0 row is whole blocks of {BLOCK}, not {}", out.len());
+    assert!(out.len().is_multiple_of(BLOCK), "a Q4_0 row is whole blocks of {BLOCK}, not {}", out.len());
     assert_eq!(row.len(), row_bytes(out.len()), "the Q4_0 row is not {} weights long", out.len());
     for (block, out) in row.chunks_exact(BLOCK_BYTES).zip(out.chunks_exact_mut(BLOCK)) {
         let d = f16_to_f32(u16::from_le_bytes([block[0], block[1]]));
@@ -166,7 +166,7 @@ impl Linear {
     /// a `outputs × inputs` weight) and `bias` (`outputs` values). Panics if `inputs` is not a
     /// multiple of 32 or the lengths disagree.
     pub fn from_q4_0(blocks: &[u8], bias: &[f32], outputs: usize, inputs: usize) -> Linear {
-        assert!(inputs % BLOCK == 0 && inputs > 0, "inputs ({inputs}) are not whole blocks of {BLOCK}");
+        assert!(inputs.is_multiple_of(BLOCK) && inputs > 0, "inputs ({inputs}) are not whole blocks of {BLOCK}");
         assert_eq!(blocks.len(), outputs * row_bytes(inputs), "blocks are not {outputs} × {inputs}");
         assert_eq!(bias.len(), outputs, "bias is not {outputs} long");
         let nb = inputs / BLOCK;
