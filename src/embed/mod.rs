@@ -115,6 +115,18 @@
 //! faster than the 8-bit one here (its 16 weight vectors of a block are spilled to the stack
 //! across the tile's 3 rows).
 //!
+//! The whole model, `embed_bench MODEL_DIR --no-search` (release, pinned to one core, the same
+//! loaded machine, one run each, 2026-12-02): loaded in 1.0–1.3 s; a 10-word question (17
+//! tokens) CPU p50 9.7 ms on VNNI, 10.4 ms on AVX2 (`REPLICAD_Q4_PATH=avx2`); passages of 237
+//! tokens 7.7 chunks per CPU second (VNNI), 6.5 (AVX2). Far from the goals (a question ≤ 3.5
+//! ms, ≥ 18 chunks/s on VNNI); all-MiniLM-L6-v2 in the same run: a question 3.0 ms, 13–18
+//! chunks per CPU second. A question's 360 M multiply-adds run at ~40 G/s from memory (17 rows:
+//! two tiles of 8 and 9, each weight panel read twice), where the 8-bit kernel reached 69 G/s
+//! on MiniLM's 13 rows: the few-row case is the next thing to tune. RSS with the model loaded: **339 MiB**, over the 200 MiB goal: the word table
+//! (54 MB) and the layers (21 MB of unpacked nibbles) are compact, the bulk is the `tokenizers`
+//! unigram model of 250,002 pieces (its strings, hash map and trie); a Viterbi of our own over
+//! the file's piece table would take ~10 MB.
+//!
 //! Retrieval (`cargo run --release --example retrieval -- sections --set heldout --embeddings
 //! MODEL --embedding-precision f32|auto`), `f32` → 8-bit, measured with the 8-bit build before
 //! the pass on plain slices (same quantization; the cosines above are the same to 4 digits): heldout, served recall@5 0.891 →
