@@ -40,7 +40,8 @@ const EMBEDDING_MODEL_DOC: &str = "The embedding model the replica's knowledge b
     (absent → kept). With no catalog configured, retrieval is BM25 alone and the value is stored as given.";
 
 /// The ids the hosted document's `llm.embeddingModel` enum allows: the only values a read or list
-/// puts in that field (docs/decisions.md "Replicas"); other ids are in `embeddingModelId`.
+/// puts in that field, since a client generated from that document rejects any other value and
+/// then cannot read or list the replica at all; other ids are in `embeddingModelId`.
 pub const HOSTED_EMBEDDING_IDS: [&str; 2] = ["multilingual-e5-large", "qwen3-embedding-8b"];
 
 /// `llm.embeddingModel`'s description in reads and lists.

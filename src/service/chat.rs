@@ -118,7 +118,8 @@ pub struct Completion {
 pub enum Event {
     Delta(String),
     Failed(Error),
-    Done(Completion),
+    /// (boxed: a completion with its reader's explanation is far larger than a delta)
+    Done(Box<Completion>),
 }
 
 /// A reply being streamed: the backend's name (known before the first byte) and its events.
@@ -173,10 +174,22 @@ pub struct Retrieval {
 }
 
 impl Retrieval {
-    /// Its sources and their closeness by meaning, in order, as a generation takes them.
+    /// Its sources and their closeness by meaning, in order, as a generation takes them
+    /// (copies: [`Retrieval::into_parts`] moves them).
     pub fn sources(&self) -> (Vec<SourceRef>, Vec<Closeness>) {
         let closeness = self.found.iter().map(|r| Closeness { chunk: r.ranks.cosine, sentences: r.sentences.clone() });
         (self.found.iter().map(|r| r.source.clone()).collect(), closeness.collect())
+    }
+
+    /// Its sources, their ranks and their closeness by meaning, in order, moved out.
+    fn into_parts(found: Vec<Retrieved>) -> (Vec<SourceRef>, Vec<Ranks>, Vec<Closeness>) {
+        let (mut sources, mut ranks, mut closeness) = (Vec::new(), Vec::new(), Vec::new());
+        for r in found {
+            closeness.push(Closeness { chunk: r.ranks.cosine, sentences: r.sentences });
+            sources.push(r.source);
+            ranks.push(r.ranks);
+        }
+        (sources, ranks, closeness)
     }
 
     /// The embedded reader's verdict on `question` from these sources, and its fitted
@@ -479,9 +492,8 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
     } else {
         (retrieve(&cx.store, &cx.search, replica.id, model, asked, top, FUSION).await?, ask.content.clone())
     };
-    let (sources, closeness) = retrieval.sources();
     let Retrieval { found, unknown, model: embedding_model } = retrieval;
-    let ranks = found.into_iter().map(|r| r.ranks).collect();
+    let (sources, ranks, closeness) = Retrieval::into_parts(found);
     tracing::debug!(
         replica = %replica.id,
         retrieved = ?sources.iter().map(|s| (s.name.as_str(), s.score)).collect::<Vec<_>>(),
@@ -672,7 +684,7 @@ async fn drive(store: Store, p: Prepared, mut pieces: Box<dyn Pieces>, first: Op
     if let Some(e) = failure {
         let _ = tx.send(Event::Failed(e)).await;
     }
-    let _ = tx.send(done.map_or_else(Event::Failed, Event::Done)).await;
+    let _ = tx.send(done.map_or_else(Event::Failed, |c| Event::Done(Box::new(c)))).await;
 }
 
 #[cfg(test)]

@@ -104,7 +104,11 @@ impl Fit {
         if let Some(bad) = fit.features.iter().find(|f| probe.get(f).is_none()) {
             return Err(format!("the reader fit of {} weighs an unknown signal {bad:?}", fit.model));
         }
-        if fit.features.len() != fit.weights.len() || !(fit.refuse <= fit.uncertain) {
+        let ordered = matches!(
+            fit.refuse.partial_cmp(&fit.uncertain),
+            Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
+        );
+        if fit.features.len() != fit.weights.len() || !ordered {
             return Err(format!("the reader fit of {}: weights or thresholds out of shape", fit.model));
         }
         Ok(fit)
