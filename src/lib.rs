@@ -83,9 +83,9 @@ pub enum StartError {
     /// The model catalog does not load.
     #[error(transparent)]
     Models(#[from] models::ModelsError),
-    /// The generation backends cannot be built (`generate`'s text).
-    #[error("{0}")]
-    Backends(String),
+    /// The generation backends cannot be built.
+    #[error(transparent)]
+    Backends(#[from] generate::RouteError),
     /// The embedding models cannot be loaded (`embed`'s text).
     #[error("{0}")]
     Embeddings(String),

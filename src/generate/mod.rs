@@ -19,7 +19,7 @@ use std::pin::Pin;
 use crate::error::Result;
 use crate::store::records::SourceRef;
 
-pub use routing::{Backends, LlmConfig, ModelRoute};
+pub use routing::{Backends, LlmConfig, ModelRoute, RouteError};
 
 /// Name of the embedded backend (the `X-Replica-Backend` header value).
 pub const EMBEDDED: &str = "embedded";

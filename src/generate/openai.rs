@@ -27,7 +27,12 @@ pub struct Upstream {
 impl Upstream {
     /// An upstream client (the process's TLS provider must be installed: `serve` does it);
     /// errors only if the TLS set-up fails.
-    pub fn new(name: &str, base_url: &str, key: Option<String>, policy: Policy) -> Result<Upstream, String> {
+    pub fn new(
+        name: &str,
+        base_url: &str,
+        key: Option<String>,
+        policy: Policy,
+    ) -> Result<Upstream, crate::upstream::DeclareError> {
         Ok(Upstream { http: crate::upstream::Client::new(name, base_url, key, policy)? })
     }
 

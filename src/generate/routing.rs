@@ -106,6 +106,29 @@ pub struct Backends {
     embedded: ModelRoute,
 }
 
+/// Why [`Backends::build`] refused the flags or the catalog; each names the flag at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum RouteError {
+    /// An `--llm-upstream` spec, name or key file that cannot be used.
+    #[error(transparent)]
+    Declare(#[from] crate::upstream::DeclareError),
+    /// Two upstreams of one name, or one named as the embedded generator.
+    #[error("--llm-upstream {spec:?}: the name {name:?} is taken")]
+    Taken { spec: String, name: String },
+    /// A `--model-route` without `=`.
+    #[error("--model-route {0:?}: expected MODEL_ID=NAME/UPSTREAM_MODEL")]
+    Malformed(String),
+    /// A route for a model id the catalog lacks.
+    #[error("{flag}: {id:?} is not a model of the catalog")]
+    UnknownModel { flag: &'static str, id: String },
+    /// A route that is not `NAME/UPSTREAM_MODEL`.
+    #[error("{flag} {id}: route {route:?} is not NAME/UPSTREAM_MODEL")]
+    BadRoute { flag: &'static str, id: String, route: String },
+    /// A route naming an upstream no `--llm-upstream` declares.
+    #[error("{flag} {id}: no upstream named {name:?} (declare it with --llm-upstream {name}=BASE_URL)")]
+    NoUpstream { flag: &'static str, id: String, name: String },
+}
+
 impl Backends {
     /// Every model served by the embedded generator (no configuration).
     pub fn embedded_only() -> Backends {
@@ -122,13 +145,13 @@ impl Backends {
 
     /// Builds the map from the flags and the catalog; errors name the flag at fault (unknown
     /// upstream in a route, unknown model id, malformed values, unreadable key file).
-    pub fn build(config: &LlmConfig, models: &Models) -> Result<Backends, String> {
+    pub fn build(config: &LlmConfig, models: &Models) -> Result<Backends, RouteError> {
         let policy = config.policy();
         let mut upstreams: HashMap<String, Arc<dyn Backend>> = HashMap::new();
         for spec in &config.upstreams {
             let (name, url) = crate::upstream::parse_spec(spec)?;
             if name == EMBEDDED || upstreams.contains_key(name) {
-                return Err(format!("--llm-upstream {spec:?}: the name {name:?} is taken"));
+                return Err(RouteError::Taken { spec: spec.clone(), name: name.to_string() });
             }
             let key = crate::upstream::api_key(name)?;
             upstreams.insert(name.to_string(), Arc::new(Upstream::new(name, url, key, policy)?));
@@ -138,19 +161,21 @@ impl Backends {
             models.routes().map(|(id, route, vision)| (id.to_string(), route.to_string(), vision, "--models"));
         let from_flags = config.routes.iter().map(|spec| match spec.split_once('=') {
             Some((id, route)) => Ok((id.to_string(), route.to_string(), models.vision(id), "--model-route")),
-            None => Err(format!("--model-route {spec:?}: expected MODEL_ID=NAME/UPSTREAM_MODEL")),
+            None => Err(RouteError::Malformed(spec.clone())),
         });
         for item in from_file.map(Ok).chain(from_flags) {
             let (id, route, vision, flag) = item?;
             if !models.contains(&id) {
-                return Err(format!("{flag}: {id:?} is not a model of the catalog"));
+                return Err(RouteError::UnknownModel { flag, id });
             }
             let (name, model) = route
                 .split_once('/')
                 .filter(|(n, m)| !n.is_empty() && !m.is_empty())
-                .ok_or_else(|| format!("{flag} {id}: route {route:?} is not NAME/UPSTREAM_MODEL"))?;
-            let backend = upstreams.get(name).ok_or_else(|| {
-                format!("{flag} {id}: no upstream named {name:?} (declare it with --llm-upstream {name}=BASE_URL)")
+                .ok_or_else(|| RouteError::BadRoute { flag, id: id.clone(), route: route.clone() })?;
+            let backend = upstreams.get(name).ok_or_else(|| RouteError::NoUpstream {
+                flag,
+                id: id.clone(),
+                name: name.to_string(),
             })?;
             out.routes.insert(id, ModelRoute { backend: backend.clone(), upstream_model: model.to_string(), vision });
         }
@@ -213,7 +238,7 @@ mod tests {
             (vec!["--llm-upstream", "embedded=http://h"], "taken"),
             (vec!["--llm-upstream", "a=http://h", "--model-route", "qwen3-32b=a"], "NAME/UPSTREAM_MODEL"),
         ] {
-            let err = Backends::build(&flags(&args), &models).err().unwrap_or_default();
+            let err = Backends::build(&flags(&args), &models).err().map(|e| e.to_string()).unwrap_or_default();
             assert!(err.contains(needle), "{args:?}: {err}");
         }
     }

@@ -32,13 +32,6 @@ pub enum ArchiveError {
     Inconsistent { name: String, declared: u64, inflated: u64 },
 }
 
-/// The message of an [`ArchiveError`], for the extractors, whose errors are the entry's message.
-impl From<ArchiveError> for String {
-    fn from(e: ArchiveError) -> String {
-        e.to_string()
-    }
-}
-
 /// Inflates every member of the zip archive `bytes` and checks the sizes (see the module doc).
 /// Errors: not a zip archive, a member that cannot be inflated, more than
 /// [`MAX_INFLATED_BYTES`] in all, or a member of another size than declared.

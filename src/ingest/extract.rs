@@ -27,13 +27,72 @@ pub struct Extracted {
     pub title: Option<String>,
 }
 
-/// Extracts the text of `bytes` in `format`. Errors are messages for the entry's `error`
-/// (the file is corrupt, encrypted, empty, inflates too far, holds more than
-/// [`MAX_TEXT_CHARS`], …); a panic inside a library becomes such an error. This runs the
-/// parsers in the calling process: the server calls it only through `super::sandbox`.
-pub fn extract(format: Format, bytes: &[u8]) -> Result<Extracted, String> {
+/// Why a document has no text; its message is the entry's `error.message`. Serialised, it is
+/// what the extraction child answers its parent with (`super::sandbox::child::Answer`); a
+/// variant holding a `String` holds the library's own message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+pub enum ExtractError {
+    /// No bytes at all.
+    #[error("the file is empty")]
+    Empty,
+    /// A library panicked on the file of this format (its name, as `formats` lists it).
+    #[error("the {0} file could not be read (it may be corrupt)")]
+    Corrupt(String),
+    /// More than [`MAX_TEXT_CHARS`] characters of text (their count).
+    #[error(
+        "the document holds {0} characters of text, more than the {MAX_TEXT_CHARS} characters one entry may \
+         hold; split it into smaller files"
+    )]
+    TooLong(usize),
+    /// Only whitespace was extracted from the file of this format.
+    #[error("no text found in the {0} file (it may be empty, or contain only images or scans)")]
+    NoText(String),
+    /// The HTML parser refused the page.
+    #[error("the HTML could not be parsed: {0}")]
+    Html(String),
+    /// Neither the main content nor the raw body of an HTML page could be read.
+    #[error("no readable content in the HTML page: {0}")]
+    Unreadable(String),
+    /// A PDF with a password.
+    #[error("the PDF is encrypted; upload a copy without a password")]
+    EncryptedPdf,
+    /// A file in a known format that its library could not read (the format's name).
+    #[error("the {format} file could not be read: {message}")]
+    Unparsable { format: String, message: String },
+    /// A DOCX that is encrypted or is an old binary `.doc` (an OLE compound file).
+    #[error("the document is encrypted or in the old binary .doc format; save it as .docx")]
+    OleDocument,
+    /// An EPUB chapter its library could not read.
+    #[error("an EPUB chapter could not be read: {0}")]
+    EpubChapter(String),
+    /// A zipped format (DOCX, EPUB) whose archive is refused ([`archive::ArchiveError`]'s
+    /// message: a decompression bomb, an inconsistent or unreadable archive).
+    #[error("{0}")]
+    Archive(String),
+    /// The child could not read the document from its parent.
+    #[error("the document could not be received: {0}")]
+    NotReceived(String),
+}
+
+impl From<archive::ArchiveError> for ExtractError {
+    fn from(e: archive::ArchiveError) -> Self {
+        ExtractError::Archive(e.to_string())
+    }
+}
+
+/// [`ExtractError::Unparsable`] of a `format` ("PDF", "DOCX", …) with the library's error.
+fn unparsable(format: &str) -> impl Fn(&dyn std::fmt::Display) -> ExtractError + '_ {
+    move |e| ExtractError::Unparsable { format: format.to_string(), message: e.to_string() }
+}
+
+/// Extracts the text of `bytes` in `format`. Errors ([`ExtractError`]) are for the entry's
+/// `error` (the file is corrupt, encrypted, empty, inflates too far, holds more than
+/// [`MAX_TEXT_CHARS`], …); a panic inside a library becomes [`ExtractError::Corrupt`]. This
+/// runs the parsers in the calling process: the server calls it only through
+/// `super::sandbox`.
+pub fn extract(format: Format, bytes: &[u8]) -> Result<Extracted, ExtractError> {
     if bytes.is_empty() {
-        return Err("the file is empty".into());
+        return Err(ExtractError::Empty);
     }
     let result = catch_unwind(AssertUnwindSafe(|| match format {
         Format::Text => Ok(Extracted { text: decode_text(bytes), title: None }),
@@ -45,20 +104,13 @@ pub fn extract(format: Format, bytes: &[u8]) -> Result<Extracted, String> {
         Format::Json => json_to_text(bytes),
         Format::Epub => epub_to_text(bytes),
     }));
-    let extracted = result
-        .unwrap_or_else(|_| Err(format!("the {} file could not be read (it may be corrupt)", format.info().name)))?;
+    let extracted = result.unwrap_or_else(|_| Err(ExtractError::Corrupt(format.info().name.to_string())))?;
     let chars = extracted.text.chars().count();
     if chars > MAX_TEXT_CHARS {
-        return Err(format!(
-            "the document holds {chars} characters of text, more than the {MAX_TEXT_CHARS} characters \
-             one entry may hold; split it into smaller files"
-        ));
+        return Err(ExtractError::TooLong(chars));
     }
     if extracted.text.trim().is_empty() {
-        return Err(format!(
-            "no text found in the {} file (it may be empty, or contain only images or scans)",
-            format.info().name
-        ));
+        return Err(ExtractError::NoText(format.info().name.to_string()));
     }
     Ok(extracted)
 }
@@ -121,23 +173,23 @@ pub fn markdown_to_text(md: &str) -> String {
 
 /// HTML to text: the main content (readability.js rules via `dom_smoothie`) as Markdown, or the
 /// whole body when no article stands out.
-pub fn html_to_text(html: &str) -> Result<Extracted, String> {
+pub fn html_to_text(html: &str) -> Result<Extracted, ExtractError> {
     use dom_smoothie::{Config, ParsePolicy, Readability, TextMode};
     let config = Config { text_mode: TextMode::Markdown, char_threshold: 200, ..Default::default() };
-    let mut r = Readability::new(html, None, Some(config)).map_err(|e| format!("the HTML could not be parsed: {e}"))?;
+    let mut r = Readability::new(html, None, Some(config)).map_err(|e| ExtractError::Html(e.to_string()))?;
     let article = r.parse().or_else(|_| r.parse_with_policy(ParsePolicy::Raw));
-    let article = article.map_err(|e| format!("no readable content in the HTML page: {e}"))?;
+    let article = article.map_err(|e| ExtractError::Unreadable(e.to_string()))?;
     let title = Some(article.title.trim().to_string()).filter(|t| !t.is_empty());
     Ok(Extracted { text: tidy(&markdown_to_text(&article.text_content)), title })
 }
 
-fn pdf_to_text(bytes: &[u8]) -> Result<Extracted, String> {
+fn pdf_to_text(bytes: &[u8]) -> Result<Extracted, ExtractError> {
     let pages = pdf_extract::extract_text_from_mem_by_pages(bytes).map_err(|e| {
         let msg = e.to_string();
         if msg.to_ascii_lowercase().contains("encrypt") || msg.to_ascii_lowercase().contains("decrypt") {
-            "the PDF is encrypted; upload a copy without a password".to_string()
+            ExtractError::EncryptedPdf
         } else {
-            format!("the PDF could not be read: {msg}")
+            unparsable("PDF")(&msg)
         }
     })?;
     // each page tidied on its own, so that the page break between them stays (`text::pages`)
@@ -162,12 +214,12 @@ fn reflow_pdf_page(page: &str) -> String {
     out
 }
 
-fn docx_to_text(bytes: &[u8]) -> Result<Extracted, String> {
+fn docx_to_text(bytes: &[u8]) -> Result<Extracted, ExtractError> {
     if bytes.starts_with(&[0xD0, 0xCF, 0x11, 0xE0]) {
-        return Err("the document is encrypted or in the old binary .doc format; save it as .docx".into());
+        return Err(ExtractError::OleDocument);
     }
     archive::check_inflated(bytes)?;
-    let docx = docx_rs::read_docx(bytes).map_err(|e| format!("the DOCX file could not be read: {e}"))?;
+    let docx = docx_rs::read_docx(bytes).map_err(|e| unparsable("DOCX")(&e))?;
     let mut out = String::new();
     for child in &docx.document.children {
         match child {
@@ -220,13 +272,13 @@ fn push_table(out: &mut String, t: &docx_rs::Table) {
 }
 
 /// CSV: one paragraph per row, `header: value; header: value`.
-fn csv_to_text(bytes: &[u8]) -> Result<Extracted, String> {
+fn csv_to_text(bytes: &[u8]) -> Result<Extracted, ExtractError> {
     let text = decode_text(bytes);
     let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
-    let headers = reader.headers().map_err(|e| format!("the CSV file could not be read: {e}"))?.clone();
+    let headers = reader.headers().map_err(|e| unparsable("CSV")(&e))?.clone();
     let mut out = String::new();
     for record in reader.records() {
-        let record = record.map_err(|e| format!("the CSV file could not be read: {e}"))?;
+        let record = record.map_err(|e| unparsable("CSV")(&e))?;
         let fields: Vec<String> = record
             .iter()
             .enumerate()
@@ -243,9 +295,8 @@ fn csv_to_text(bytes: &[u8]) -> Result<Extracted, String> {
 }
 
 /// JSON: one line per leaf, `path.to.key: value`; a paragraph per element of a top-level array.
-fn json_to_text(bytes: &[u8]) -> Result<Extracted, String> {
-    let value: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("the JSON file could not be read: {e}"))?;
+fn json_to_text(bytes: &[u8]) -> Result<Extracted, ExtractError> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| unparsable("JSON")(&e))?;
     let mut out = String::new();
     match &value {
         serde_json::Value::Array(items) => items.iter().for_each(|v| {
@@ -271,14 +322,13 @@ fn flatten_json(out: &mut String, path: &str, v: &serde_json::Value) {
     }
 }
 
-fn epub_to_text(bytes: &[u8]) -> Result<Extracted, String> {
+fn epub_to_text(bytes: &[u8]) -> Result<Extracted, ExtractError> {
     archive::check_inflated(bytes)?;
-    let epub =
-        rbook::Epub::read(Cursor::new(bytes.to_vec())).map_err(|e| format!("the EPUB file could not be read: {e}"))?;
+    let epub = rbook::Epub::read(Cursor::new(bytes.to_vec())).map_err(|e| unparsable("EPUB")(&e))?;
     let title = epub.metadata().title().map(|t| t.value().to_string());
     let mut out = String::new();
     for content in epub.reader() {
-        let content = content.map_err(|e| format!("an EPUB chapter could not be read: {e}"))?;
+        let content = content.map_err(|e| ExtractError::EpubChapter(e.to_string()))?;
         if let Ok(chapter) = html_to_text(content.content()) {
             out.push_str(&chapter.text);
             out.push_str("\n\n");
@@ -326,7 +376,8 @@ mod tests {
     fn text_past_the_entry_limit_is_refused() {
         let long = "word ".repeat(MAX_TEXT_CHARS / 5 + 1);
         let err = extract(Format::Text, long.as_bytes()).unwrap_err();
-        assert!(err.contains("more than the 2000000 characters one entry may hold"), "{err}");
+        assert_eq!(err, ExtractError::TooLong(MAX_TEXT_CHARS + 5));
+        assert!(err.to_string().contains("more than the 2000000 characters one entry may hold"), "{err}");
     }
 
     #[test]

@@ -98,21 +98,35 @@ impl Fit {
 
     /// Parses a fit file; an error names what is wrong (a feature no signal has, weights of
     /// another length, thresholds out of order).
-    pub fn parse(json: &str) -> Result<Fit, String> {
-        let fit: Fit = serde_json::from_str(json).map_err(|e| format!("a reader fit: {e}"))?;
+    pub fn parse(json: &str) -> Result<Fit, FitError> {
+        let fit: Fit = serde_json::from_str(json)?;
         let probe = Signals { sentence: Some(0.0), passage: Some(0.0), chunk: Some(0.0), ..Signals::default() };
         if let Some(bad) = fit.features.iter().find(|f| probe.get(f).is_none()) {
-            return Err(format!("the reader fit of {} weighs an unknown signal {bad:?}", fit.model));
+            return Err(FitError::UnknownSignal { model: fit.model, signal: bad.clone() });
         }
         let ordered = matches!(
             fit.refuse.partial_cmp(&fit.uncertain),
             Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
         );
         if fit.features.len() != fit.weights.len() || !ordered {
-            return Err(format!("the reader fit of {}: weights or thresholds out of shape", fit.model));
+            return Err(FitError::Shape(fit.model));
         }
         Ok(fit)
     }
+}
+
+/// Why a reader fit file is refused ([`Fit::parse`]).
+#[derive(Debug, thiserror::Error)]
+pub enum FitError {
+    /// Not the JSON of a fit.
+    #[error("a reader fit: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A feature no [`Signals`] field has.
+    #[error("the reader fit of {model} weighs an unknown signal {signal:?}")]
+    UnknownSignal { model: String, signal: String },
+    /// Weights of another length than the features, or `refuse` above `uncertain`.
+    #[error("the reader fit of {0}: weights or thresholds out of shape")]
+    Shape(String),
 }
 
 /// Every shipped fit, by model id.

@@ -18,12 +18,12 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
-use super::super::extract::{self, Extracted};
+use super::super::extract::{self, ExtractError, Extracted};
 use super::super::formats::{Format, FORMATS};
 
-/// The child's answer: the document's text, or the extractor's message for the entry's
-/// `error.message` (the text is the value: the parent passes it on as it is).
-pub type Answer = Result<Extracted, String>;
+/// The child's answer: the document's text, or why it has none (its message is the entry's
+/// `error.message`).
+pub type Answer = Result<Extracted, ExtractError>;
 
 /// Runs the child: confine, read stdin, extract `format_name` (a `formats` short name), answer
 /// on stdout. Exit code 2 for a format name no row of `formats::FORMATS` has.
@@ -35,7 +35,7 @@ pub fn run(format_name: &str) -> ExitCode {
     let confined = confine();
     let answer = match read_input() {
         Ok(bytes) => extract_logged(format, &bytes, &confined),
-        Err(e) => Err(format!("the document could not be received: {e}")),
+        Err(e) => Err(ExtractError::NotReceived(e.to_string())),
     };
     let mut out = std::io::stdout().lock();
     match serde_json::to_writer(&mut out, &answer).map_err(std::io::Error::from).and_then(|()| out.flush()) {

@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::extract::{Extracted, MAX_TEXT_CHARS};
+use super::extract::{ExtractError, Extracted, MAX_TEXT_CHARS};
 use super::formats::Format;
 
 /// The hidden subcommand the child runs as.
@@ -70,9 +70,9 @@ pub struct Sandbox {
 /// Why [`Sandbox::extract`] has no text; the text is for the entry's `error.message`.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
-    /// The extractor's own refusal (corrupt, empty, too long, …): its message.
-    #[error("{0}")]
-    Refused(String),
+    /// The extractor's own refusal (corrupt, empty, too long, …).
+    #[error(transparent)]
+    Refused(ExtractError),
     /// The child could not be started or waited for.
     #[error("the {what} could not be read: the extractor did not start ({source})")]
     Start { what: &'static str, source: std::io::Error },
