@@ -70,6 +70,50 @@ pub const CJK_FUNCTION_CHARS: &[char] = &[
     '는', '을', '를', '의', '에', '요', '까',
 ];
 
+/// Languages whose questions are told apart by their function words ("I don't know" and the
+/// lead-in are written in them), ISO 639-1; English first (it wins ties).
+pub const QUESTION_LANGUAGES: &[&str] = &["en", "fr", "es", "de"];
+
+/// The language of a question, for the reply's words: Japanese when it holds kana, else the
+/// one of [`QUESTION_LANGUAGES`] whose analyzer finds the most stop words among its words (a
+/// sentence's function words tell its language where trigram statistics of a few words do
+/// not), the first listed of equals; English when none finds any.
+pub fn question_language(question: &str) -> &'static str {
+    let counted = stop_word_counts(question);
+    // `max_by_key` keeps the last of equals: reversed, the first listed wins ties
+    counted.into_iter().rev().max_by_key(|(_, n)| *n).filter(|(_, n)| *n > 0).map_or("en", |(l, _)| l)
+}
+
+/// The language a question's words tell beyond doubt: as [`question_language`], but `None`
+/// when no language finds a stop word, two find as many, or the trigram statistics of
+/// `text::language::detect` name another ("Was stellt … her?": "was" and "her" are function
+/// words of English too).
+pub fn told_language(question: &str) -> Option<&'static str> {
+    let mut counted = stop_word_counts(question);
+    counted.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    let told = match counted[..] {
+        [(l, n)] if n > 0 => l,
+        [(l, n), (_, next), ..] if n > next => l,
+        _ => return None,
+    };
+    crate::text::language::detect(question).is_none_or(|l| l == told).then_some(told)
+}
+
+/// How many of `question`'s words each language of [`QUESTION_LANGUAGES`] takes for stop
+/// words, in that order; a question holding kana is Japanese's alone.
+fn stop_word_counts(question: &str) -> Vec<(&'static str, usize)> {
+    if question.chars().any(|c| matches!(c, '\u{3040}'..='\u{30ff}')) {
+        return vec![("ja", 1)];
+    }
+    let words: Vec<String> =
+        question.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+    let stop_words = |lang: &str| {
+        let a = for_language(Some(lang));
+        words.iter().filter(|w| a.topic_terms(w).unwrap_or_else(|| a.terms(w)).is_empty()).count()
+    };
+    QUESTION_LANGUAGES.iter().map(|l| (*l, stop_words(l))).collect()
+}
+
 /// The analyzer of a text in `language` (ISO 639-1); unknown or absent → the default.
 pub fn for_language(language: Option<&str>) -> &'static Analyzer {
     let found = language.and_then(|l| {
@@ -537,6 +581,19 @@ pub fn exact_terms(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_question_s_function_words_tell_its_language_unless_two_languages_share_them() {
+        assert_eq!(told_language("How long does delivery take?"), Some("en"));
+        assert_eq!(told_language("Combien coûte la livraison ?"), Some("fr"));
+        assert_eq!(told_language("¿Cuánto cuesta el desayuno?"), Some("es"));
+        assert_eq!(told_language("Wie lange dauert die Lieferung?"), Some("de"));
+        assert_eq!(told_language("タプルとは何ですか？"), Some("ja"));
+        // "was" and "her" are function words of English and of German alike
+        assert_eq!(told_language("Was stellt Sonnenhof Möbel her?"), None);
+        assert_eq!(told_language("Zeitwerk 4,50 €"), None);
+        assert_eq!(question_language("Zeitwerk 4,50 €"), "en");
+    }
 
     #[test]
     fn a_question_s_topic_terms_leave_out_its_function_words() {

@@ -458,13 +458,18 @@ impl Search {
                 (Occur::Must, Box::new(q)),
             ])
         };
+        let asked = query;
         let query = within(BooleanQuery::new(should));
         let searcher = g.reader.searcher();
         let collector = TopDocs::with_limit(limit).order_by_score();
         let (mut top, unknown) = match scoring {
             Scoring::Replica => {
                 let stats = statistics::ReplicaStatistics::new(&searcher, &replica_term)?;
-                (searcher.search_with_statistics_provider(&query, &collector, &stats)?, unknown(&stats, &vocabulary)?)
+                let top = searcher.search_with_statistics_provider(&query, &collector, &stats)?;
+                match in_another_language(&stats, f, asked)? {
+                    true => (top, Vec::new()),
+                    false => (top, unknown(&stats, &vocabulary)?),
+                }
             }
             Scoring::WholeIndex => (searcher.search(&query, &collector)?, Vec::new()),
         };
@@ -586,6 +591,20 @@ fn unknown(stats: &statistics::ReplicaStatistics, vocabulary: &[(Vec<String>, [F
         }
     }
     Ok(fewest.unwrap_or_default())
+}
+
+/// Whether `query` is in a language none of the replica's documents is written in (`stats`:
+/// the replica's; `f`: the index's fields): the body field of the analyzer of its language
+/// ([`analyzers::told_language`]) holds no token of the replica. Its words are then not
+/// the documents' words, so none of them tells, by being absent, that the knowledge base lacks
+/// what it asks (a question asked in English of a French knowledge base): the meaning decides.
+/// `false` when its words do not tell its language.
+fn in_another_language(stats: &statistics::ReplicaStatistics, f: &Fields, query: &str) -> Result<bool> {
+    let Some(language) = analyzers::told_language(query) else { return Ok(false) };
+    let analyzer = analyzers::for_language(Some(language));
+    let Some(slot) = analyzers::ANALYZERS.iter().position(|a| a.name == analyzer.name) else { return Ok(false) };
+    use tantivy::query::Bm25StatisticsProvider as _;
+    Ok(stats.total_num_tokens(f.text[slot].body)? == 0)
 }
 
 /// A question's embedding: the catalog id of the model and the (normalised) vector.
@@ -781,6 +800,31 @@ mod tests {
         assert!(unknown("How do I define boiling?").is_empty());
         assert_eq!(unknown("Which heaters boil?"), ["heater"]);
         assert!(search.bm25(replica, "teapot", 5, Scoring::WholeIndex).expect("search").unknown.is_empty());
+    }
+
+    #[test]
+    fn a_question_in_another_language_than_every_document_has_no_unknown_terms() {
+        let data = tempfile::tempdir().expect("temp dir");
+        let (search, _) = Search::open(data.path()).expect("open");
+        let (french, both) = (Uuid::now_v7(), Uuid::now_v7());
+        let mut livraison = entry(1, french, &[("Livraison", "Nous livrons en France sous 48 heures.")]);
+        if let Some(doc) = livraison.doc.as_mut() {
+            doc.language = Some("fr".into());
+        }
+        let mut also_french = entry(2, both, &[("Livraison", "Nous livrons en France sous 48 heures.")]);
+        if let Some(doc) = also_french.doc.as_mut() {
+            doc.language = Some("fr".into());
+        }
+        let english = entry(3, both, &[("Returns", "Returns are accepted for 14 days.")]);
+        search.stage(&[livraison, also_french, english]).expect("stage");
+        search.commit(1).expect("commit");
+        let unknown = |r: Uuid, q: &str| search.bm25(r, q, 5, Scoring::Replica).expect("search").unknown;
+        // English words on French documents say nothing by being absent: the meaning decides
+        assert!(unknown(french, "How long does delivery take?").is_empty());
+        // in the documents' language they do
+        assert_eq!(unknown(french, "Quels fromages en France ?"), ["fromag"]);
+        // a replica with English documents too: English terms count again
+        assert_eq!(unknown(both, "How long does delivery take?"), ["deliveri"]);
     }
 
     #[test]

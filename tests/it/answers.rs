@@ -417,3 +417,51 @@ async fn with_the_real_model_a_follow_up_is_read_in_its_conversation() {
     let (_, sources) = ask(&org, &replica, "How do I create a virtual environment?").await;
     assert!(sources[0].contains("Virtual Environments"), "{sources:?}");
 }
+
+/// A French company's documents, for questions asked in English of a replica on the
+/// multilingual model.
+const FROMAGERIE: &str = "# À propos de la Fromagerie Dubois\n\n\
+Entreprise : Fromagerie Dubois\nFondée : 1987\nSiège : Annecy, France\n\n\
+La Fromagerie Dubois affine des fromages de Savoie et les expédie à ses clients.\n\n\
+## Livraison\n\n\
+Nous livrons en France métropolitaine sous 48 heures. La livraison est offerte dès 60 euros d'achat.\n\n\
+## Retours\n\n\
+Les fromages sont des produits frais : ils ne sont ni repris ni échangés, sauf s'ils arrivent abîmés.\n\n\
+## Horaires de la boutique\n\n\
+La boutique d'Annecy est ouverte du mardi au samedi, de 9 h à 19 h.\n";
+
+/// With both installed models, a replica naming multilingual-e5-small answers English questions
+/// from a French document with its French text, decided by that model's own fit (the trace
+/// names it), and still refuses what the knowledge base does not cover.
+#[tokio::test]
+async fn with_the_multilingual_model_english_questions_are_answered_from_a_french_document() {
+    let dir = crate::common::DataDir::new();
+    crate::strict_clients::copy_dir(&real_model_dir(), &dir.path().join("models/all-minilm-l6-v2"));
+    crate::strict_clients::copy_dir(
+        &crate::embedding::e5_model_dir(),
+        &dir.path().join("models/multilingual-e5-small"),
+    );
+    let server = Server::start_in(dir, &[]);
+    let org = server.new_org("Dubois").await;
+    let mut body = crate::common::replica_body("fromagerie", &org.owner_email);
+    body["llm"] = json!({"model": "replicad-extractive", "embeddingModel": "multilingual-e5-small"});
+    let replica = org.create_replica_from(body).await;
+    add_in(&org, &replica, "fromagerie.md", "fr", FROMAGERIE).await;
+
+    let path = format!("/v1/replicas/{replica}/chat/completions/test");
+    for (question, span, section) in [
+        ("How long does delivery take?", "sous 48 heures", "Livraison"),
+        ("Can I return cheese I bought?", "ni repris ni échangés", "Retours"),
+        ("When is the shop open?", "du mardi au samedi", "Horaires de la boutique"),
+    ] {
+        let (s, v) = org.post(&path, json!({"content": question})).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        assert_eq!(v["reader"]["confidence"]["fit"], json!("multilingual-e5-small"), "its own fit: {v}");
+        let answer = v["content"].as_str().expect("content");
+        assert!(!answer.starts_with("I don't know"), "{question}: {answer} {}", v["reader"]);
+        assert!(answer.contains(span), "{question}: the French text as written: {answer}");
+        assert!(v["sources"][0]["name"].as_str().unwrap_or("").ends_with(section), "{question}: {v}");
+    }
+    let (_, v) = org.post(&path, json!({"content": "Who won the football world cup in 2018?"})).await;
+    assert_eq!(v["reader"]["verdict"], json!("refused"), "{v}");
+}

@@ -349,7 +349,7 @@ async fn models_install_puts_the_model_where_serve_finds_it_without_flags() {
 }
 
 /// Copies the model directory `from` into `to` (created).
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();

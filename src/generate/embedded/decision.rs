@@ -28,6 +28,7 @@ use serde::Deserialize;
 const FITS: &[(&str, &str)] = &[
     ("bm25", include_str!("../../../data/reader/bm25.json")),
     ("all-minilm-l6-v2", include_str!("../../../data/reader/all-minilm-l6-v2.json")),
+    ("multilingual-e5-small", include_str!("../../../data/reader/multilingual-e5-small.json")),
 ];
 
 /// The id of the fit for retrieval by words alone.

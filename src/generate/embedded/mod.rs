@@ -182,24 +182,10 @@ fn dont_know(message: &str, name: &str) -> String {
     }
 }
 
-/// Languages whose questions the generator answers in ("I don't know", the lead-in) and whose analyzers drop stop
-/// words, ISO 639-1; English first (it wins ties).
-const STOP_WORD_LANGUAGES: &[&str] = &["en", "fr", "es", "de"];
-
-/// The language of a question among those whose phrasings the generator reads: Japanese when it
-/// holds kana, else the one of [`STOP_WORD_LANGUAGES`] whose analyzer finds the most stop words
-/// among its words (a sentence's function words tell its language where trigram statistics of
-/// a few words do not); English when none has any.
+/// The language of a question among those the generator answers in
+/// ([`crate::search::analyzers::question_language`]).
 fn question_language(message: &str) -> &'static str {
-    if message.chars().any(|c| matches!(c, '\u{3040}'..='\u{30ff}')) {
-        return "ja";
-    }
-    let words: Vec<String> =
-        message.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
-    let stop_words = |lang: &str| words.iter().filter(|w| analyze_as(Some(lang), w).is_empty()).count();
-    // `max_by_key` keeps the last of equals: reversed, English wins ties
-    let counted = STOP_WORD_LANGUAGES.iter().rev().map(|l| (*l, stop_words(l)));
-    counted.max_by_key(|(_, n)| *n).filter(|(_, n)| *n > 0).map_or("en", |(l, _)| l)
+    crate::search::analyzers::question_language(message)
 }
 
 fn normalized(message: &str) -> String {
