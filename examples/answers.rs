@@ -120,6 +120,9 @@ struct Kept {
     closeness: Vec<(Option<f32>, Vec<f32>)>,
     #[serde(default)]
     unknown: Vec<String>,
+    /// The question is in a language none of the documents is written in.
+    #[serde(default)]
+    other_language: bool,
     /// The catalog id of the embedding model that retrieved them (`None`: BM25 alone).
     #[serde(default)]
     model: Option<String>,
@@ -143,13 +146,14 @@ async fn retrieve(kb: &Kb, q: &Question) -> Kept {
     let top = chat::EMBEDDED_TOP_K;
     let asked = replicad::text::question::asked(&q.question);
     let previous = async { Ok(q.previous.clone()) };
-    let (chat::Retrieval { found, unknown, model }, read) =
+    let (chat::Retrieval { found, unknown, other_language, model }, read) =
         chat::retrieve_in_conversation((&kb.store, &kb.search), (kb.replica, None), asked, previous, top)
             .await
             .expect("retrieve");
     let closeness = found.iter().map(|r| (r.ranks.cosine, r.sentences.clone())).collect();
     let read = (read != asked).then_some(read);
-    Kept { closeness, sources: found.into_iter().map(|r| r.source).collect(), unknown, model, read }
+    let sources = found.into_iter().map(|r| r.source).collect();
+    Kept { closeness, sources, unknown, other_language, model, read }
 }
 
 /// The text an answer to `question` quotes: without its lead-in (when `uncertain`) and its
@@ -166,7 +170,12 @@ fn judge(q: &Question, kept: &Kept, w: &Weights) -> (Outcome, String, Option<Con
     let started = Instant::now();
     let sources = &kept.sources;
     let closeness = kept.closeness();
-    let evidence = Evidence { closeness: &closeness, unknown: &kept.unknown, model: kept.model.as_deref() };
+    let evidence = Evidence {
+        closeness: &closeness,
+        unknown: &kept.unknown,
+        other_language: kept.other_language,
+        model: kept.model.as_deref(),
+    };
     let question = kept.read.as_deref().unwrap_or(&q.question);
     let (answer, explanation) = reply_with(&persona, question, sources, &evidence, w);
     let millis = started.elapsed().as_secs_f64() * 1e3;

@@ -268,6 +268,10 @@ struct ReaderView<'a> {
     /// stemmed) that no document of the knowledge base holds (their share of the question is
     /// one of the decision's signals).
     unknown_terms: &'a [String],
+    /// Ours: the question is in a language none of the knowledge base's documents is written
+    /// in (told by its function words): none of its terms is unknown, and the answer, found
+    /// by meaning alone, is at best led in.
+    other_language: bool,
     /// Ours: the candidate passages of the best five chunks (at most 8), best score first.
     candidates: Vec<CandidateView<'a>>,
 }
@@ -375,6 +379,7 @@ fn reader_view(e: &Explanation) -> ReaderView<'_> {
         answered: e.verdict != crate::generate::embedded::Verdict::Refused,
         confidence,
         unknown_terms: &e.unknown,
+        other_language: e.other_language,
         candidates,
     }
 }

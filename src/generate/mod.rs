@@ -80,14 +80,16 @@ pub struct Closeness {
 }
 
 /// What retrieval tells the embedded reader beyond the sources: how close the question is to
-/// each by meaning (`closeness`, in order; empty without an embedding model), and the
-/// question's terms no document of the knowledge base holds (`unknown`), and the catalog id of
-/// the embedding model the closeness is of (`model`; `None`: words alone), whose fitted
-/// decision the reader uses (`embedded::decision`).
+/// each by meaning (`closeness`, in order; empty without an embedding model), the question's
+/// terms no document of the knowledge base holds (`unknown`), whether it is in a language none
+/// of them is written in (`other_language`: its words cannot confirm the answer), and the
+/// catalog id of the embedding model the closeness is of (`model`; `None`: words alone), whose
+/// fitted decision the reader uses (`embedded::decision`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Evidence<'a> {
     pub closeness: &'a [Closeness],
     pub unknown: &'a [String],
+    pub other_language: bool,
     pub model: Option<&'a str>,
 }
 
@@ -105,6 +107,9 @@ pub struct Generation {
     /// The question's terms that no document of the knowledge base holds
     /// (`service::chat::Retrieval::unknown`).
     pub unknown: Vec<String>,
+    /// The question is in a language none of the knowledge base's documents is written in
+    /// (`service::chat::Retrieval::other_language`).
+    pub other_language: bool,
     /// The catalog id of the embedding model that retrieved the sources (`None`: words alone).
     pub embedding_model: Option<String>,
     /// Earlier turns of the conversation, oldest first (already bounded by the token budget).
@@ -118,7 +123,12 @@ pub struct Generation {
 impl Generation {
     /// What retrieval found beyond the sources, for the embedded reader.
     pub fn evidence(&self) -> Evidence<'_> {
-        Evidence { closeness: &self.closeness, unknown: &self.unknown, model: self.embedding_model.as_deref() }
+        Evidence {
+            closeness: &self.closeness,
+            unknown: &self.unknown,
+            other_language: self.other_language,
+            model: self.embedding_model.as_deref(),
+        }
     }
 }
 

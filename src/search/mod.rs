@@ -462,16 +462,16 @@ impl Search {
         let query = within(BooleanQuery::new(should));
         let searcher = g.reader.searcher();
         let collector = TopDocs::with_limit(limit).order_by_score();
-        let (mut top, unknown) = match scoring {
+        let (mut top, unknown, other_language) = match scoring {
             Scoring::Replica => {
                 let stats = statistics::ReplicaStatistics::new(&searcher, &replica_term)?;
                 let top = searcher.search_with_statistics_provider(&query, &collector, &stats)?;
                 match in_another_language(&stats, f, asked)? {
-                    true => (top, Vec::new()),
-                    false => (top, unknown(&stats, &vocabulary)?),
+                    true => (top, Vec::new(), true),
+                    false => (top, unknown(&stats, &vocabulary)?, false),
                 }
             }
-            Scoring::WholeIndex => (searcher.search(&query, &collector)?, Vec::new()),
+            Scoring::WholeIndex => (searcher.search(&query, &collector)?, Vec::new(), false),
         };
         // with fewer hits than `limit` every matching chunk is among them, a named one too (its
         // title holds its heading): only a full list can lack it
@@ -489,7 +489,7 @@ impl Search {
                 Ok(Hit { entry: get(f.entry), chunk: get(f.chunk) as u32, score })
             })
             .collect::<Result<_>>()?;
-        Ok(Bm25 { hits, unknown })
+        Ok(Bm25 { hits, unknown, other_language })
     }
 
     /// The best `limit` chunks of `replica` for `query`, best first: its BM25 hits
@@ -517,11 +517,12 @@ impl Search {
         };
         let Some((model, v)) = question else {
             // nothing to fuse with: the BM25 hits kept, and no more read from the index
-            let Bm25 { hits: bm25, unknown } = self.bm25(replica, query, limit, Scoring::Replica)?;
-            return Ok(Hybrid { hits: fusion::fuse(&bm25, &[], how, limit), question: None, unknown });
+            let Bm25 { hits: bm25, unknown, other_language } = self.bm25(replica, query, limit, Scoring::Replica)?;
+            let hits = fusion::fuse(&bm25, &[], how, limit);
+            return Ok(Hybrid { hits, question: None, unknown, other_language });
         };
         let depth = limit.max(fusion::DEPTH);
-        let Bm25 { hits: bm25, unknown } = self.bm25(replica, query, depth, Scoring::Replica)?;
+        let Bm25 { hits: bm25, unknown, other_language } = self.bm25(replica, query, depth, Scoring::Replica)?;
         let mut hits = fusion::fuse(&bm25, &self.vectors.search(replica, &model, &v, depth), how, limit);
         // the BM25 hits the vector ranking missed get their cosine too (the reader weighs it)
         let missing: Vec<(u64, u32)> =
@@ -530,7 +531,7 @@ impl Search {
         for f in hits.iter_mut().filter(|f| f.ranks.cosine.is_none()) {
             f.ranks.cosine = cosines.next().flatten();
         }
-        Ok(Hybrid { hits, question: Some(QuestionVector { model, vector: v }), unknown })
+        Ok(Hybrid { hits, question: Some(QuestionVector { model, vector: v }), unknown, other_language })
     }
 
     /// The model id and vector of `query` under the model a replica naming `model` uses;
@@ -554,12 +555,14 @@ impl Search {
 }
 
 /// What [`Search::hybrid`] found: the fused hits, best first, the question's embedding
-/// (`None` without an embedding model or when embedding it failed), and its terms that no
-/// document of the replica holds ([`Bm25::unknown`]).
+/// (`None` without an embedding model or when embedding it failed), its terms that no
+/// document of the replica holds ([`Bm25::unknown`]), and whether it is in a language none of
+/// them is written in ([`Bm25::other_language`]).
 pub struct Hybrid {
     pub hits: Vec<fusion::Fused>,
     pub question: Option<QuestionVector>,
     pub unknown: Vec<String>,
+    pub other_language: bool,
 }
 
 /// What a BM25 search found: the hits, best first, and the query's terms naming its topic (as
@@ -573,6 +576,9 @@ pub struct Hybrid {
 struct Bm25 {
     hits: Vec<Hit>,
     unknown: Vec<String>,
+    /// The question is in a language none of the replica's documents is written in
+    /// ([`in_another_language`]): no term of it is unknown.
+    other_language: bool,
 }
 
 /// [`Bm25::unknown`]: for each analyzer in use, its terms of the query and the fields to look
@@ -819,8 +825,11 @@ mod tests {
         search.stage(&[livraison, also_french, english]).expect("stage");
         search.commit(1).expect("commit");
         let unknown = |r: Uuid, q: &str| search.bm25(r, q, 5, Scoring::Replica).expect("search").unknown;
+        let other = |r: Uuid, q: &str| search.bm25(r, q, 5, Scoring::Replica).expect("search").other_language;
         // English words on French documents say nothing by being absent: the meaning decides
         assert!(unknown(french, "How long does delivery take?").is_empty());
+        assert!(other(french, "How long does delivery take?"));
+        assert!(!other(french, "Quels fromages en France ?") && !other(both, "How long does delivery take?"));
         // in the documents' language they do
         assert_eq!(unknown(french, "Quels fromages en France ?"), ["fromag"]);
         // a replica with English documents too: English terms count again

@@ -164,12 +164,14 @@ pub async fn retrieve(
 }
 
 /// What [`retrieve`] found: the sources, best first, the question's terms that no document of
-/// the replica's knowledge base holds (`search::Hybrid::unknown`), and the catalog id of the
-/// embedding model whose vectors took part (`None`: BM25 alone).
+/// the replica's knowledge base holds (`search::Hybrid::unknown`), whether the question is in
+/// a language none of them is written in (`search::Hybrid::other_language`), and the catalog
+/// id of the embedding model whose vectors took part (`None`: BM25 alone).
 #[derive(Debug, Clone, Default)]
 pub struct Retrieval {
     pub found: Vec<Retrieved>,
     pub unknown: Vec<String>,
+    pub other_language: bool,
     pub model: Option<String>,
 }
 
@@ -196,7 +198,12 @@ impl Retrieval {
     /// probability (0 when it reads nothing: small talk, no sources).
     fn judged(&self, question: &str) -> (Verdict, f32) {
         let (sources, closeness) = self.sources();
-        let evidence = Evidence { closeness: &closeness, unknown: &self.unknown, model: self.model.as_deref() };
+        let evidence = Evidence {
+            closeness: &closeness,
+            unknown: &self.unknown,
+            other_language: self.other_language,
+            model: self.model.as_deref(),
+        };
         let (_, e) = embedded::reply_with(&Persona::default(), question, &sources, &evidence, &Weights::FITTED);
         (e.verdict, e.confidence.map_or(0.0, |c| c.value))
     }
@@ -275,7 +282,7 @@ async fn retrieve_from(
     hits: usize,
     top: usize,
 ) -> Result<(Retrieval, usize)> {
-    let Hybrid { hits, question, unknown } = search.hybrid(replica, model, query, hits, how).await?;
+    let Hybrid { hits, question, unknown, other_language } = search.hybrid(replica, model, query, hits, how).await?;
     let model = question.as_ref().map(|q| q.model.clone());
     let (found, collapsed) = store
         .read(move |txn| {
@@ -309,7 +316,7 @@ async fn retrieve_from(
             Ok((out, collapsed))
         })
         .await?;
-    Ok((Retrieval { found, unknown, model }, collapsed))
+    Ok((Retrieval { found, unknown, other_language, model }, collapsed))
 }
 
 /// The question's cosine to each sentence vector in `stored`, the stored vectors of a chunk
@@ -492,7 +499,7 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
     } else {
         (retrieve(&cx.store, &cx.search, replica.id, model, asked, top, FUSION).await?, ask.content.clone())
     };
-    let Retrieval { found, unknown, model: embedding_model } = retrieval;
+    let Retrieval { found, unknown, other_language, model: embedding_model } = retrieval;
     let (sources, ranks, closeness) = Retrieval::into_parts(found);
     tracing::debug!(
         replica = %replica.id,
@@ -509,6 +516,7 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
         persona: persona(replica),
         closeness,
         unknown,
+        other_language,
         embedding_model,
         question: read,
         sources,

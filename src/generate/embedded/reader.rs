@@ -40,7 +40,9 @@
 //!    unknown term counts by the share of the question it is, weighed with the rest, and a
 //!    question with one is at best led in: the common words of the language (its Stopwords ISO
 //!    list, `search::analyzers`) are never unknown terms, so what remains is what the question
-//!    asks about and the knowledge base never names.
+//!    asks about and the knowledge base never names. A question in another language than every
+//!    document ([`Evidence::other_language`]) has no unknown terms (its words are not the
+//!    documents' words) and, found by meaning alone, is at best led in too.
 
 use super::cache;
 use super::decision::{self, Signals};
@@ -144,6 +146,8 @@ pub struct Explanation {
     pub candidates: Vec<Candidate>,
     pub confidence: Option<Confidence>,
     pub unknown: Vec<String>,
+    /// The question is in a language none of the documents is written in ([`Evidence`]).
+    pub other_language: bool,
     pub verdict: Verdict,
 }
 
@@ -203,14 +207,16 @@ pub fn read(
     let unknown = evidence.unknown.len() as f32 / asked.len().max(evidence.unknown.len()) as f32;
     let (confidence, mut verdict) = decide(evidence, signals(closeness, &best, unknown), w.decision);
     // a term the knowledge base never names (common words of the language aside) is what the
-    // question asks about: the closest passage may not answer it
-    if verdict == Verdict::Answered && !evidence.unknown.is_empty() {
+    // question asks about: the closest passage may not answer it; a question in another
+    // language than the documents has no word to confirm it: meaning alone is at best led in
+    if verdict == Verdict::Answered && (!evidence.unknown.is_empty() || evidence.other_language) {
         verdict = Verdict::Uncertain;
     }
     candidates[0].quoted = verdict != Verdict::Refused;
     candidates.truncate(EXPLAINED);
     let unknown = evidence.unknown.to_vec();
-    let explanation = Explanation { candidates, confidence: Some(confidence), unknown, verdict };
+    let other_language = evidence.other_language;
+    let explanation = Explanation { candidates, confidence: Some(confidence), unknown, other_language, verdict };
     if verdict == Verdict::Refused {
         return (None, explanation);
     }
