@@ -391,6 +391,7 @@ mod layering {
         "knowledge",
         "replicas",
         "chat",
+        "bundle",
     ];
 
     fn layer(module: &str) -> Option<u8> {
