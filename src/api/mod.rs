@@ -11,6 +11,7 @@ macro_rules! handler {
 }
 
 pub mod analytics;
+pub mod bundles;
 pub mod chat;
 pub mod chats;
 pub mod conversations;
@@ -34,7 +35,7 @@ use crate::error::Result;
 use crate::http::auth::Access;
 use crate::http::request::Req;
 pub use crate::http::route::{BodyKind, Handler, HandlerFuture, Route};
-use crate::openapi::operations::{Op, RAW_MEDIA};
+use crate::openapi::operations::{Op, ARCHIVE_MEDIA, RAW_MEDIA};
 
 /// One operation: its route row (method, path, access, body kind, handler) and its document
 /// row ([`Op`]: prose, parameters, body and answer types), made together by [`Serve::serve`]
@@ -67,7 +68,11 @@ impl Serve for Op {
     fn serve(mut self, access: Access, handler: Handler) -> Operation {
         self.access = access;
         let method = Method::from_bytes(self.method.as_bytes()).expect("an HTTP method");
-        let body = if self.body_media == RAW_MEDIA { BodyKind::Raw } else { BodyKind::Json };
+        let body = match self.body_media {
+            RAW_MEDIA => BodyKind::Raw,
+            ARCHIVE_MEDIA => BodyKind::Archive,
+            _ => BodyKind::Json,
+        };
         let route = Route { method, path: self.path, access, body, cached: false, handler };
         Operation { route, doc: self }
     }
@@ -81,6 +86,7 @@ pub fn operations() -> Vec<Operation> {
         invites::operations(),
         models::operations(),
         replicas::operations(),
+        bundles::operations(),
         knowledge_base::operations(),
         chat::operations(),
         history::operations(),

@@ -35,6 +35,8 @@ pub struct Op {
     pub body_optional: bool,
     /// Success status and schema name of its JSON body.
     pub ok: (u16, &'static str),
+    /// Media type of the success answer (JSON unless [`Op::ok_file`] says otherwise).
+    pub ok_media: &'static str,
     /// Other media types the success answer may come in (e.g. `text/event-stream`), as text.
     pub ok_also: &'static [&'static str],
     /// The 404 body carries no `error_code`/`fingerprint` (redeem, spec §7 rule 2).
@@ -88,6 +90,9 @@ fn name_of<T: JsonSchema>() -> &'static str {
 const JSON_MEDIA: &str = "application/json";
 /// The media type of a raw-bytes body ([`Op::raw_body`]).
 pub const RAW_MEDIA: &str = "application/octet-stream";
+/// The media type of an archive body or answer ([`Op::archive_body`], [`Op::ok_file`]): a
+/// replica bundle.
+pub const ARCHIVE_MEDIA: &str = "application/gzip";
 
 /// Answers that may also stream (`Accept: text/event-stream`).
 const SSE: &[&str] = &["text/event-stream"];
@@ -108,6 +113,7 @@ pub fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'sta
         body_media: JSON_MEDIA,
         body_optional: false,
         ok: (200, "Done"),
+        ok_media: JSON_MEDIA,
         ok_also: &[],
         plain_404: false,
         creates: None,
@@ -132,6 +138,16 @@ impl Op {
     pub fn raw_body(mut self, schema: &'static str) -> Op {
         self.body_media = RAW_MEDIA;
         self.body(schema)
+    }
+    /// The body is an archive ([`ARCHIVE_MEDIA`]), the written schema `schema`.
+    pub fn archive_body(mut self, schema: &'static str) -> Op {
+        self.body_media = ARCHIVE_MEDIA;
+        self.body(schema)
+    }
+    /// The success answer is a file of `media` (not JSON), the written schema `schema`.
+    pub fn ok_file(mut self, status: u16, media: &'static str, schema: &'static str) -> Op {
+        self.ok_media = media;
+        self.ok(status, schema)
     }
     /// The body is `T` as serde reads it; its schema is derived.
     pub fn body_of<T: JsonSchema>(mut self) -> Op {

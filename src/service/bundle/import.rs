@@ -113,7 +113,7 @@ struct Plan {
 pub async fn import(
     store: &Store,
     embedders: Option<Arc<Embedders>>,
-    models: Arc<Models>,
+    models: Models,
     input: Box<dyn Read + Send>,
     size: u64,
     opts: ImportOptions,
