@@ -44,6 +44,7 @@ pub struct Exported {
     /// The archive written (absolute); `None` when it was streamed.
     pub file: Option<PathBuf>,
     /// The replica exported and its slug.
+    #[serde(rename = "replicaUUID")]
     pub replica_uuid: Uuid,
     pub slug: String,
     /// Size of the archive, bytes.
@@ -238,11 +239,16 @@ impl Prepared {
     }
 }
 
-/// [`prepare`], then the archive written to `out` on the blocking pool (the HTTP answer's
-/// stream). Errors as [`prepare`], and `out`'s.
+/// The archive of `prepared` written to `out` on the blocking pool (the HTTP answer's
+/// stream), `out` flushed and dropped there. Errors: `out`'s.
 pub async fn export_to_writer<W: Write + Send + 'static>(prepared: Prepared, out: W) -> Result<Exported> {
-    let job = tokio::task::spawn_blocking(move || prepared.write(out, &mut |_| {}));
-    Ok(job.await.map_err(Error::internal)??.1)
+    let job = tokio::task::spawn_blocking(move || {
+        let (mut out, exported) = prepared.write(out, &mut |_| {})?;
+        out.flush()?;
+        drop(out);
+        Ok::<_, Error>(exported)
+    });
+    job.await.map_err(Error::internal)?
 }
 
 /// `replicad replicas export`: replica `r` of `org` written to `to` (absolute; replaced

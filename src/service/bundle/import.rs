@@ -56,6 +56,7 @@ pub struct ImportOptions {
 #[serde(rename_all = "camelCase")]
 pub struct Imported {
     /// The new replica's id and slug.
+    #[serde(rename = "replicaUUID")]
     pub replica_uuid: Uuid,
     pub slug: String,
     /// Entries, chunks and original files made.
