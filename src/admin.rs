@@ -31,11 +31,11 @@ use tokio::net::{UnixListener, UnixStream};
 use crate::app::App;
 use crate::backup;
 use crate::config::{Config, DataDir};
-use crate::embed::catalog::{EmbeddingModels, Embedders};
-use crate::service::bundle;
+use crate::embed::catalog::{Embedders, EmbeddingModels};
 use crate::search::check::Report;
 use crate::search::{self, Search};
 use crate::secrets::key_path;
+use crate::service::bundle;
 use crate::service::orgs;
 use crate::service::quotas::{self, OrgUsage};
 use crate::store::records::Quota;
@@ -264,7 +264,11 @@ async fn execute(app: &App, req: Request) -> Result<Answer, AdminError> {
 }
 
 /// Runs a replica's export or import (`req`) on the live store, sending its progress as lines.
-async fn bundle_streaming(app: Arc<App>, req: Request, w: &mut (impl AsyncWriteExt + Unpin)) -> std::io::Result<Answer> {
+async fn bundle_streaming(
+    app: Arc<App>,
+    req: Request,
+    w: &mut (impl AsyncWriteExt + Unpin),
+) -> std::io::Result<Answer> {
     let (progress, mut rx) = progress_channel();
     let job = tokio::spawn(async move {
         let embedders = app.search.embedders.clone();
@@ -282,7 +286,8 @@ async fn bundle_streaming(app: Arc<App>, req: Request, w: &mut (impl AsyncWriteE
 }
 
 /// A progress callback sending to the receiver returned with it.
-fn progress_channel() -> (Box<dyn FnMut(backup::Progress) + Send>, tokio::sync::mpsc::UnboundedReceiver<backup::Progress>) {
+fn progress_channel(
+) -> (Box<dyn FnMut(backup::Progress) + Send>, tokio::sync::mpsc::UnboundedReceiver<backup::Progress>) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let progress = Box::new(move |p| {
         let _ = tx.send(p);

@@ -62,7 +62,8 @@ pub async fn import(app: Arc<App>, req: Req) -> Result<Reply> {
     let opts = app.config.import_options(org, q.owner_id, q.slug, q.embedding_model);
     let (size, body) = (req.body.len() as u64, Box::new(std::io::Cursor::new(req.body.clone())));
     let embedders = app.search.embedders.clone();
-    let imported = bundle::import(&app.store, embedders, app.models.clone(), body, size, opts, Box::new(|_| {})).await?;
+    let imported =
+        bundle::import(&app.store, embedders, app.models.clone(), body, size, opts, Box::new(|_| {})).await?;
     Ok(Reply::success(201, &imported))
 }
 

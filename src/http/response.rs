@@ -125,7 +125,12 @@ impl Reply {
     /// goes away the receiver is dropped, which the senders see as a closed channel.
     pub fn stream(rx: mpsc::Receiver<Bytes>, content_type: &'static str) -> Reply {
         let body = ChannelBody { rx, encode: |b: Bytes| b }.boxed_unsync();
-        Reply { status: StatusCode::OK, body: Body::Stream(body), content_type: Some(content_type), headers: Vec::new() }
+        Reply {
+            status: StatusCode::OK,
+            body: Body::Stream(body),
+            content_type: Some(content_type),
+            headers: Vec::new(),
+        }
     }
 
     /// Adds a header (values that are not valid header text are dropped).

@@ -257,7 +257,10 @@ pub fn insert_in(txn: &WriteTransaction, r: &mut Replica, owner: &str, max_repli
     let (count, _) = replica_index::count(txn, r.org)?;
     let max_replicas = super::quotas::of_in(txn, r.org)?.replicas.unwrap_or(max_replicas);
     if count >= max_replicas {
-        return Err(Error::new(Code::ReplicaQuotaExceeded, format!("the organization has {count} replicas, its quota")));
+        return Err(Error::new(
+            Code::ReplicaQuotaExceeded,
+            format!("the organization has {count} replicas, its quota"),
+        ));
     }
     claim_slug(txn, r.org, &r.slug, r.id)?;
     replica_index::put_replica(txn, None, r)

@@ -59,10 +59,12 @@ async fn source(server: &Server, slug: &str) -> (Org, String) {
     for (title, text) in TEXTS {
         org.add_ready_text(&replica, title, text).await;
     }
-    let file = org.upload(&replica, "bridges.txt", b"The bridges of Quenth are woven from silver reeds.".to_vec()).await;
+    let file =
+        org.upload(&replica, "bridges.txt", b"The bridges of Quenth are woven from silver reeds.".to_vec()).await;
     org.wait_ready(&replica, file).await;
-    let (s, v) =
-        org.post(&format!("/v1/replicas/{replica}/embed-keys"), json!({ "allowedOrigins": ["https://quenth.example"] })).await;
+    let (s, v) = org
+        .post(&format!("/v1/replicas/{replica}/embed-keys"), json!({ "allowedOrigins": ["https://quenth.example"] }))
+        .await;
     assert_eq!(s, StatusCode::OK, "{v}");
     (org, replica)
 }
@@ -92,9 +94,9 @@ fn owner(org: &Org) -> String {
 fn strip(v: &Value) -> Value {
     const GONE: &[&str] = &["id", "uuid", "replicaUUID", "knowledgeBaseID", "createdAt", "updatedAt", "fetchedAt"];
     match v {
-        Value::Object(m) => {
-            Value::Object(m.iter().filter(|(k, _)| !GONE.contains(&k.as_str())).map(|(k, v)| (k.clone(), strip(v))).collect())
-        }
+        Value::Object(m) => Value::Object(
+            m.iter().filter(|(k, _)| !GONE.contains(&k.as_str())).map(|(k, v)| (k.clone(), strip(v))).collect(),
+        ),
         Value::Array(a) => Value::Array(a.iter().map(strip).collect()),
         other => other.clone(),
     }
@@ -129,7 +131,12 @@ async fn answers(org: &Org, replica: &str) -> Vec<(Value, String)> {
     for q in QUESTIONS {
         let (s, v) = org.post(&format!("/v1/replicas/{replica}/chat/completions/test"), json!({ "content": q })).await;
         assert_eq!(s, StatusCode::OK, "{v}");
-        let reply = org.post(&format!("/v1/replicas/{replica}/chat/completions"), json!({ "content": q, "skip_chat_history": true })).await;
+        let reply = org
+            .post(
+                &format!("/v1/replicas/{replica}/chat/completions"),
+                json!({ "content": q, "skip_chat_history": true }),
+            )
+            .await;
         assert_eq!(reply.0, StatusCode::OK, "{}", reply.1);
         out.push((strip(&v), reply.1["content"].as_str().unwrap().to_string()));
     }
@@ -231,7 +238,7 @@ async fn a_replica_exported_over_http_imports_on_a_fresh_server_with_the_same_an
     assert_eq!(listing(&org_b, &replica_b).await, listing(&org_a, &replica_a).await);
     assert_eq!(answers(&org_b, &replica_b).await, answers(&org_a, &replica_a).await);
     let (_, r) = org_b.get(&format!("/v1/replicas/{replica_b}")).await;
-    assert_eq!(r["ownerID"].as_str().is_some(), true, "{r}");
+    assert_eq!(r["slug"], "quenth", "{r}");
     // exported again, the replica carries the same configuration and knowledge
     let again: Value = serde_json::from_slice(&members(&export(&org_b, &replica_b).await)[0].1).unwrap();
     assert_eq!(again["replica"], manifest["replica"]);
@@ -253,7 +260,9 @@ async fn a_bundle_of_another_model_is_embedded_again_on_import() {
     assert_eq!((imported["reembedding"].clone(), imported["vectorsReused"].clone()), (json!(true), json!(0)));
     let replica = imported["replicaUUID"].as_str().unwrap().to_string();
     assert_eq!(all_ready(&org_a, &replica).await, 4, "embedded again in the background");
-    let (s, v) = org_a.post(&format!("/v1/replicas/{replica}/chat/completions/test"), json!({ "content": ZORBLAX_QUESTION })).await;
+    let (s, v) = org_a
+        .post(&format!("/v1/replicas/{replica}/chat/completions/test"), json!({ "content": ZORBLAX_QUESTION }))
+        .await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert!(v.to_string().contains("451 kelvin"), "{v}");
 }
@@ -306,7 +315,17 @@ async fn the_cli_exports_and_imports_on_the_store_when_no_server_runs() {
     let file = dir.path().join("..").join("offline.tar.gz");
     let out = dir.cli(&["replicas", "export", &replica, "--org", &org.id, "--to", file.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = dir.cli(&["replicas", "import", file.to_str().unwrap(), "--org", &org.id, "--owner", &org.owner_email, "--slug", "offline"]);
+    let out = dir.cli(&[
+        "replicas",
+        "import",
+        file.to_str().unwrap(),
+        "--org",
+        &org.id,
+        "--owner",
+        &org.owner_email,
+        "--slug",
+        "offline",
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let copy = serde_json::from_slice::<Value>(&out.stdout).unwrap()["replicaUUID"].as_str().unwrap().to_string();
     let server = Server::start_in(dir, &[]);
@@ -340,7 +359,10 @@ async fn an_import_beyond_a_quota_is_refused_before_anything_is_written() {
 async fn bad_bundles_are_refused_with_the_error_body_and_nothing_written() {
     let catalog_dir = tempfile::tempdir().unwrap();
     let catalog = minilm_catalog(catalog_dir.path());
-    let server = Server::start_in(DataDir::redb(), &["--embedding-models", catalog.to_str().unwrap(), "--max-bundle-bytes", "4000000"]);
+    let server = Server::start_in(
+        DataDir::redb(),
+        &["--embedding-models", catalog.to_str().unwrap(), "--max-bundle-bytes", "4000000"],
+    );
     let (org, replica) = source(&server, "quenth").await;
     let good = export(&org, &replica).await;
     let m = members(&good);
@@ -357,12 +379,37 @@ async fn bad_bundles_are_refused_with_the_error_body_and_nothing_written() {
         ("truncated", good[..good.len() / 2].to_vec(), StatusCode::BAD_REQUEST, "INVALID_BUNDLE"),
         ("not an archive", b"hello".to_vec(), StatusCode::BAD_REQUEST, "INVALID_BUNDLE"),
         ("hash mismatch", pack(&tampered), StatusCode::BAD_REQUEST, "INVALID_BUNDLE"),
-        ("a .. path", pack(&with_listed(&m, "entries/../../evil", b"x".to_vec())), StatusCode::BAD_REQUEST, "INVALID_BUNDLE"),
-        ("an absolute path", pack(&with_listed(&m, "/tmp/evil", b"x".to_vec())), StatusCode::BAD_REQUEST, "INVALID_BUNDLE"),
-        ("an unlisted member", pack(&[m.clone(), vec![("extra".into(), b"x".to_vec())]].concat()), StatusCode::BAD_REQUEST, "INVALID_BUNDLE"),
+        (
+            "a .. path",
+            pack(&with_listed(&m, "entries/../../evil", b"x".to_vec())),
+            StatusCode::BAD_REQUEST,
+            "INVALID_BUNDLE",
+        ),
+        (
+            "an absolute path",
+            pack(&with_listed(&m, "/tmp/evil", b"x".to_vec())),
+            StatusCode::BAD_REQUEST,
+            "INVALID_BUNDLE",
+        ),
+        (
+            "an unlisted member",
+            pack(&[m.clone(), vec![("extra".into(), b"x".to_vec())]].concat()),
+            StatusCode::BAD_REQUEST,
+            "INVALID_BUNDLE",
+        ),
         ("a missing member", pack(&m[..m.len() - 1]), StatusCode::BAD_REQUEST, "INVALID_BUNDLE"),
-        ("a bomb", pack(&with_listed(&m, "padding", vec![0u8; 8_000_000])), StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE"),
-        ("a newer format", pack(&with_manifest(&m, |v| v["format"] = json!(2))), StatusCode::BAD_REQUEST, "BUNDLE_FORMAT_UNSUPPORTED"),
+        (
+            "a bomb",
+            pack(&with_listed(&m, "padding", vec![0u8; 8_000_000])),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+        ),
+        (
+            "a newer format",
+            pack(&with_manifest(&m, |v| v["format"] = json!(2))),
+            StatusCode::BAD_REQUEST,
+            "BUNDLE_FORMAT_UNSUPPORTED",
+        ),
         (
             "another dimension",
             pack(&with_manifest(&m, |v| v["vectorSets"][0]["dimension"] = json!(383))),
@@ -374,7 +421,12 @@ async fn bad_bundles_are_refused_with_the_error_body_and_nothing_written() {
     let cut = short[vectors].1.len() - 4;
     short[vectors].1.truncate(cut);
     let short = with_manifest(&short, |v| {
-        let listed = v["members"].as_array_mut().unwrap().iter_mut().find(|x| x["path"].as_str().unwrap().ends_with("vectors.bin")).unwrap();
+        let listed = v["members"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|x| x["path"].as_str().unwrap().ends_with("vectors.bin"))
+            .unwrap();
         listed["size"] = json!(short[vectors].1.len());
         listed["sha256"] = json!(hex::encode(Sha256::digest(&short[vectors].1)));
     });

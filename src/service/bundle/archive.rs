@@ -83,7 +83,12 @@ impl Unpacked {
 /// Reads the bundle in `input` (`size` bytes of gzip'd tar, for the progress), inflating at
 /// most `max_inflated` bytes. Errors: every [`BundleError`] of a bad bundle (see the module
 /// documentation); nothing is written anywhere.
-pub fn read(input: impl Read, size: u64, max_inflated: u64, progress: &mut dyn FnMut(Progress)) -> Result<Unpacked, BundleError> {
+pub fn read(
+    input: impl Read,
+    size: u64,
+    max_inflated: u64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Unpacked, BundleError> {
     let counted = Counted { inner: input, done: 0, total: size, reported: 0, progress };
     let inflated = Limited { inner: flate2::read::GzDecoder::new(counted), left: max_inflated, limit: max_inflated };
     let mut tar = tar::Archive::new(inflated);

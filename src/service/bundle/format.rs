@@ -238,7 +238,11 @@ impl EntryMeta {
             summary: e.summary.clone(),
             error: e.error.clone(),
             url: s.url.clone(),
-            file: s.file.as_ref().map(|f| FileInfo { name: f.name.clone(), size: f.size, mime_type: f.mime_type.clone() }),
+            file: s.file.as_ref().map(|f| FileInfo {
+                name: f.name.clone(),
+                size: f.size,
+                mime_type: f.mime_type.clone(),
+            }),
             website: s.website.as_ref().map(|w| WebsiteInfo {
                 final_url: w.final_url.clone(),
                 status: w.status,
@@ -259,7 +263,11 @@ impl EntryMeta {
     pub fn source(&self) -> KbSource {
         KbSource {
             url: self.url.clone(),
-            file: self.file.as_ref().map(|f| FileMeta { name: f.name.clone(), size: f.size, mime_type: f.mime_type.clone() }),
+            file: self.file.as_ref().map(|f| FileMeta {
+                name: f.name.clone(),
+                size: f.size,
+                mime_type: f.mime_type.clone(),
+            }),
             website: self.website.as_ref().map(|w| WebsiteMeta {
                 final_url: w.final_url.clone(),
                 status: w.status,

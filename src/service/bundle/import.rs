@@ -209,7 +209,10 @@ fn target_model(
         let found = catalog.get(asked);
         let ids = catalog.ids().join(", ");
         return found.map(Some).ok_or_else(|| {
-            Error::invalid("embeddingModel", format!("{asked:?} is not in this server's embedding-model catalog ({ids})"))
+            Error::invalid(
+                "embeddingModel",
+                format!("{asked:?} is not in this server's embedding-model catalog ({ids})"),
+            )
         });
     }
     let bundled = named.and_then(|n| catalog.get(n)).or_else(|| set.and_then(|s| catalog.get(&s.model)));
@@ -271,14 +274,17 @@ fn plan_entry(bundle: &Unpacked, i: usize, reuse: Option<&VectorSet>, model: Opt
         false => None,
     };
     let vectors = planned_vectors(bundle, i, &chunks, reuse, model)?;
-    let content = text.is_some() && matches!(status, KbStatus::ProcessedText | KbStatus::VectorCreated | KbStatus::Ready);
+    let content =
+        text.is_some() && matches!(status, KbStatus::ProcessedText | KbStatus::VectorCreated | KbStatus::Ready);
     let (status, job, error) = match status {
         _ if content => (KbStatus::ProcessedText, kind == KbKind::Website && meta.auto_refresh, None),
         KbStatus::Unprocessable => (KbStatus::Unprocessable, false, meta.error.clone()),
         KbStatus::New if meta.url.is_some() => (KbStatus::New, true, None),
         KbStatus::FileUploaded if original.is_some() => (status, true, None),
         KbStatus::RawText if text.is_some() => (status, true, None),
-        _ => (KbStatus::Unprocessable, false, Some("the entry was not processed before its replica was exported".into())),
+        _ => {
+            (KbStatus::Unprocessable, false, Some("the entry was not processed before its replica was exported".into()))
+        }
     };
     let entry = KbEntry {
         id: 0,
@@ -324,7 +330,10 @@ fn planned_vectors(
             why: format!("chunk {} is past the entry's {} chunks", v.chunk, chunks.len()),
         })?;
         let key = text_key(&passage_text(chunk));
-        out.push((v.chunk, ChunkVector { model: model.to_string(), text_key: key, vector: v.vector, sentences: Some(v.sentences) }));
+        out.push((
+            v.chunk,
+            ChunkVector { model: model.to_string(), text_key: key, vector: v.vector, sentences: Some(v.sentences) },
+        ));
     }
     Ok(out)
 }
@@ -339,7 +348,10 @@ async fn write(store: &Store, plan: Plan, owner: String) -> Result<Imported> {
         plan.entries.iter().enumerate().filter_map(|(i, e)| e.original.clone().map(|b| (i, b))).collect();
     let ids_for_files = ids.clone();
     let written = tokio::task::spawn_blocking(move || {
-        originals.into_iter().map(|(i, bytes)| Ok((i, files.write(ids_for_files[i], &bytes)?))).collect::<Result<Vec<_>>>()
+        originals
+            .into_iter()
+            .map(|(i, bytes)| Ok((i, files.write(ids_for_files[i], &bytes)?)))
+            .collect::<Result<Vec<_>>>()
     })
     .await
     .map_err(Error::internal)??;
