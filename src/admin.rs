@@ -12,7 +12,7 @@
 //! `{"quota":{"quota":{…}}}`;
 //! `{"op":"backup","to":"/abs/FILE"}` → zero or more `{"progress":{"progress":{…}}}` lines then
 //! `{"backup":{"summary":{…}}}` (see `crate::backup`);
-//! `{"op":"export-replica","org":ID,"replica":"UUID|SLUG","to":"/abs/FILE"}` and
+//! `{"op":"export-replica","org":ID,"replica":"UUID|SLUG","to":"/abs/FILE","with_history"?:BOOL}` and
 //! `{"op":"import-replica","from":"/abs/FILE","org":ID,"owner":"USER","slug"?,"embedding_model"?}`
 //! → progress lines as `backup`'s, then `{"exported":{"exported":{…}}}` or
 //! `{"imported":{"imported":{…}}}` (see `crate::service::bundle`);
@@ -62,9 +62,16 @@ pub enum Request {
     },
     /// Write a backup archive of the live store to `to` (an absolute path).
     Backup { to: PathBuf },
-    /// Write replica `replica` (its uuid or slug) of `org` as a bundle to `to` (absolute).
+    /// Write replica `replica` (its uuid or slug) of `org` as a bundle to `to` (absolute), its
+    /// history too `with_history`.
     #[serde(rename = "export-replica")]
-    ExportReplica { org: uuid::Uuid, replica: String, to: PathBuf },
+    ExportReplica {
+        org: uuid::Uuid,
+        replica: String,
+        to: PathBuf,
+        #[serde(default)]
+        with_history: bool,
+    },
     /// Make a replica in `org`, owned by `owner`, of the bundle at `from` (absolute).
     #[serde(rename = "import-replica")]
     ImportReplica {
@@ -306,8 +313,8 @@ async fn run_bundle(
     progress: Box<dyn FnMut(backup::Progress) + Send>,
 ) -> Result<Answer, AdminError> {
     match req {
-        Request::ExportReplica { org, replica, to } if to.is_absolute() => {
-            let r = bundle::ReplicaRef::parse(&replica);
+        Request::ExportReplica { org, replica, to, with_history } if to.is_absolute() => {
+            let r = (bundle::ReplicaRef::parse(&replica), with_history);
             let exported = bundle::export_to_file(store, embedders, org, r, to, progress).await?;
             Ok(Answer::Exported { exported })
         }

@@ -174,6 +174,10 @@ pub enum ReplicasCommand {
         /// The archive to write.
         #[arg(long, value_name = "FILE")]
         to: PathBuf,
+        /// Carry the replica's history too: its chats, conversations and items, with their
+        /// users (created in the target organization when missing).
+        #[arg(long)]
+        with_history: bool,
     },
     /// Make a replica of a bundle in an organization, with new ids: its entries become READY
     /// without embedding when this server has the bundle's embedding model with the same

@@ -9,9 +9,9 @@ use crate::cli::ReplicasCommand;
 /// `progress` sees each step's progress. The text of an error is for the operator.
 pub async fn run(command: ReplicasCommand, progress: &mut (dyn FnMut(Progress) + Send)) -> Result<(), AdminError> {
     match command {
-        ReplicasCommand::Export { replica, org, dir, to } => {
+        ReplicasCommand::Export { replica, org, dir, to, with_history } => {
             let to = absolute(&to)?;
-            let req = Request::ExportReplica { org, replica, to };
+            let req = Request::ExportReplica { org, replica, to, with_history };
             let Answer::Exported { exported } = admin::bundle(&dir, req, progress).await? else {
                 return Err(AdminError::Failed("the server answered another operation".into()));
             };

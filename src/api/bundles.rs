@@ -19,14 +19,24 @@ use crate::http::response::Reply;
 use crate::openapi::operations::{op, ARCHIVE_MEDIA};
 use crate::service::bundle::{self, export, Imported, ReplicaRef};
 
+/// The query of `GET /v1/replicas/{replicaUUID}/export`.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct ExportParams {
+    /// Carry the replica's history too: its chats, conversations and items, with their users.
+    with_history: bool,
+}
+
 /// # `GET /v1/replicas/{replicaUUID}/export`
-/// The replica's bundle, streamed as it is written (`application/gzip`, `Content-Disposition:
-/// attachment`), read from one snapshot of the store. 404 when the organization has no such
-/// replica.
+/// The replica's bundle (its history too with `withHistory=true`), streamed as it is written
+/// (`application/gzip`, `Content-Disposition: attachment`), read from one snapshot of the
+/// store. 404 when the organization has no such replica.
 pub async fn export(app: Arc<App>, req: Req) -> Result<Reply> {
     let id = req.uuid_param("replicaUUID")?;
+    let q: ExportParams = query::read(&req)?;
     let org = req.caller()?.org.id;
-    let prepared = export::prepare(&app.store, app.search.embedders.clone(), org, ReplicaRef::Id(id)).await?;
+    let embedders = app.search.embedders.clone();
+    let prepared = export::prepare(&app.store, embedders, org, ReplicaRef::Id(id), q.with_history).await?;
     let (tx, rx) = mpsc::channel(8);
     let name = format!("attachment; filename=\"replica-{id}.tar.gz\"");
     tokio::spawn(async move {
@@ -114,15 +124,16 @@ impl Drop for ChannelWriter {
 pub fn operations() -> Vec<Operation> {
     vec![
         op("GET", "/v1/replicas/{replicaUUID}/export", "exportReplica", "Replicas", "Export a replica as a bundle")
+            .query_of::<ExportParams>()
             .ok_file(200, ARCHIVE_MEDIA, "ReplicaBundle")
             .describe(
                 "The replica in one file (docs/bundles.md): a gzip'd tar with a manifest (format, versions, the \
                 segmentation version of its sentence vectors, its configuration, the embedding model of its vectors \
                 with a fingerprint of the model's files and arithmetic, counts and the SHA-256 of every member), its \
                 knowledge-base entries with their original files, extracted text, chunks, vectors and summaries, \
-                website refresh settings, and its embed widget's allowed origins. Never bot tokens, identity secrets \
-                or usage counts; chats and history are not carried. Read from one snapshot while the server keeps \
-                serving; streamed with `Content-Disposition: attachment`.",
+                website refresh settings, and its embed widget's allowed origins; with `withHistory=true` its chat \
+                history with the history's users. Never bot tokens, identity secrets or usage counts. Read from one \
+                snapshot while the server keeps serving; streamed with `Content-Disposition: attachment`.",
             )
             .serve(Access::Org, handler!(export)),
         op("POST", "/v1/replicas/import", "importReplica", "Replicas", "Import a replica bundle")

@@ -555,3 +555,65 @@ async fn a_kill_9_during_an_import_leaves_no_replica_behind() {
     let out = server.dir().cli(&["check"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
 }
+
+/// `(role, content, source names)` of each history item.
+fn items_of(history: &[Value]) -> Vec<(String, String, Vec<String>)> {
+    let names = |i: &Value| i["sources"].as_array().map(|s| s.iter().map(|s| s["name"].to_string()).collect()).unwrap_or_default();
+    history.iter().map(|i| (i["role"].to_string(), i["content"].to_string(), names(i))).collect()
+}
+
+#[tokio::test]
+async fn a_bundle_with_history_brings_its_chats_and_their_users_into_another_organization() {
+    let server = Server::start();
+    let (org, replica) = source(&server, "quenth").await;
+    let (s, v) = org.post("/v1/users", json!({"id": "alice", "name": "Alice", "email": "alice@example.org"})).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let alice = crate::common::user("id", "alice");
+    for q in &QUESTIONS[..2] {
+        let path = format!("/v1/replicas/{replica}/chat/completions");
+        let (s, v) = org.post_as(&path, json!({ "content": q }), &alice).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+    }
+    let want = org.history_as(&replica, "", &alice).await;
+    assert_eq!(want.len(), 4);
+    let (_, chats) = org.get(&format!("/v1/replicas/{replica}/chats")).await;
+    let r = org.req(reqwest::Method::GET, &format!("/v1/replicas/{replica}/export?withHistory=true")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let bundle = r.bytes().await.unwrap().to_vec();
+
+    let other = server.new_org("Other").await;
+    let (s, v) = import(&other, bundle.clone(), &owner(&other)).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert_eq!((v["messages"].as_u64(), v["usersCreated"].as_u64()), (Some(4), Some(1)), "{v}");
+    let copy = v["replicaUUID"].as_str().unwrap().to_string();
+    let got = other.history_as(&copy, "", &alice).await;
+    assert_eq!(items_of(&got), items_of(&want));
+    for source in got.iter().flat_map(|i| i["sources"].as_array().cloned().unwrap_or_default()) {
+        let (s, v) = other.get(&format!("/v1/replicas/{copy}/knowledge-base/{}", source["id"])).await;
+        assert_eq!(s, StatusCode::OK, "a source names the copy's entry: {v}");
+    }
+    let (_, copied_chats) = other.get(&format!("/v1/replicas/{copy}/chats")).await;
+    assert_eq!(copied_chats["total"], chats["total"], "{copied_chats}");
+    assert_eq!(copied_chats["items"][0]["messageCount"], chats["items"][0]["messageCount"]);
+
+    // the same history again: alice is found, not made again
+    let (s, v) = import(&other, bundle.clone(), &format!("{}&slug=again", owner(&other))).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert_eq!(v["usersCreated"], 0, "{v}");
+
+    // an organization whose alice is someone else refuses it, writing nothing
+    let third = server.new_org("Third").await;
+    let (s, v) = third.post("/v1/users", json!({"id": "alice", "email": "another-alice@example.org"})).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let before = holdings(&third).await;
+    let (s, v) = import(&third, bundle, &owner(&third)).await;
+    assert_error_status(s, &v, StatusCode::CONFLICT, "USER_ID_TAKEN");
+    assert_eq!(holdings(&third).await, before);
+
+    // without withHistory the history stays behind
+    let (s, v) = import(&third, export(&org, &replica).await, &owner(&third)).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert_eq!(v["messages"], 0, "{v}");
+    let (_, none) = third.get(&format!("/v1/replicas/{}/chats", v["replicaUUID"].as_str().unwrap())).await;
+    assert_eq!(none["total"], 0, "{none}");
+}

@@ -13,7 +13,8 @@ use uuid::Uuid;
 
 use super::archive::{self, member};
 use super::format::{
-    encode_vectors, ChunkMember, ChunkVectors, Counts, EntryMeta, Manifest, ReplicaConfig, TextMember, VectorSet,
+    encode_vectors, ChunkMember, ChunkVectors, Counts, EntryMeta, HistoryMessage, HistoryUser, Manifest,
+    ReplicaConfig, TextMember, VectorSet,
 };
 use super::FORMAT;
 use crate::backup::Progress;
@@ -84,17 +85,26 @@ struct Snap {
     /// The replica's embedding model (with a model catalog).
     model: Option<String>,
     entries: Vec<Read>,
+    /// Its history and the history's users, when asked for.
+    history: Option<(Vec<HistoryUser>, Vec<HistoryMessage>)>,
 }
 
-/// Reads replica `r` of `org` and its knowledge base from one snapshot of `store` (vectors of
-/// the replica's model in `embedders`, computed from the chunks' current text), with the
-/// bytes of its uploaded files, into a bundle ready to write. Errors: 404 when `org` has no
-/// such replica; 500 when an uploaded file is missing or damaged; the store's.
-pub async fn prepare(store: &Store, embedders: Option<Arc<Embedders>>, org: Uuid, r: ReplicaRef) -> Result<Prepared> {
+/// Reads replica `r` of `org` and its knowledge base (and its history `with_history`) from one
+/// snapshot of `store` (vectors of the replica's model in `embedders`, computed from the
+/// chunks' current text), with the bytes of its uploaded files, into a bundle ready to write.
+/// Errors: 404 when `org` has no such replica; 500 when an uploaded file is missing or
+/// damaged; the store's.
+pub async fn prepare(
+    store: &Store,
+    embedders: Option<Arc<Embedders>>,
+    org: Uuid,
+    r: ReplicaRef,
+    with_history: bool,
+) -> Result<Prepared> {
     let started = Instant::now();
     let pin = store.files.pin();
     let catalog = embedders.clone();
-    let snap = store.read_scan(move |txn| read_snapshot(txn, catalog.as_deref(), org, &r)).await?;
+    let snap = store.read_scan(move |txn| read_snapshot(txn, catalog.as_deref(), org, (&r, with_history))).await?;
     let files = store.files.clone();
     let prepared = tokio::task::spawn_blocking(move || {
         let originals = snap
@@ -111,7 +121,12 @@ pub async fn prepare(store: &Store, embedders: Option<Arc<Embedders>>, org: Uuid
     Ok(prepared)
 }
 
-fn read_snapshot(txn: &Snapshot, embedders: Option<&Embedders>, org: Uuid, r: &ReplicaRef) -> Result<Snap> {
+fn read_snapshot(
+    txn: &Snapshot,
+    embedders: Option<&Embedders>,
+    org: Uuid,
+    (r, with_history): (&ReplicaRef, bool),
+) -> Result<Snap> {
     let id = match r {
         ReplicaRef::Id(id) => Some(*id),
         ReplicaRef::Slug(slug) => crate::service::replicas::id_of_slug_in(txn, org, slug)?,
@@ -135,6 +150,7 @@ fn read_snapshot(txn: &Snapshot, embedders: Option<&Embedders>, org: Uuid, r: &R
         entries.push(Read { entry, source, text, chunks, vectors, stored });
     }
     Ok(Snap {
+        history: with_history.then(|| super::history::read(txn, replica.id)).transpose()?,
         origins: crate::service::embed::allowed_origins_in(txn, replica.id)?,
         integrations: crate::service::integrations::connected_in(txn, replica.id)?
             .into_iter()
@@ -173,6 +189,11 @@ fn vector_set(snap: &Snap, embedders: Option<&Embedders>) -> Option<VectorSet> {
     })
 }
 
+/// The member of the history's users.
+pub const HISTORY_USERS: &str = "history/users.json";
+/// The member of the history's items.
+pub const HISTORY_MESSAGES: &str = "history/messages.json";
+
 /// The path of entry `i`'s member `name`.
 pub fn entry_path(i: usize, name: &str) -> String {
     format!("entries/{i:05}/{name}")
@@ -205,6 +226,11 @@ fn members_of(snap: Snap, originals: Vec<Option<Vec<u8>>>, set: Option<VectorSet
             members.push((entry_path(i, "original"), bytes));
         }
     }
+    if let Some((users, items)) = &snap.history {
+        counts.messages = items.len() as u64;
+        members.push((HISTORY_USERS.to_string(), json(users)));
+        members.push((HISTORY_MESSAGES.to_string(), json(items)));
+    }
     let manifest = Manifest {
         format: FORMAT,
         replicad: env!("CARGO_PKG_VERSION").to_string(),
@@ -213,6 +239,7 @@ fn members_of(snap: Snap, originals: Vec<Option<Vec<u8>>>, set: Option<VectorSet
         replica: ReplicaConfig::of(&snap.replica, snap.origins),
         vector_sets: set.into_iter().collect(),
         counts,
+        with_history: snap.history.is_some(),
         integrations_to_reconnect: snap.integrations,
         members: members.iter().map(|(p, b)| member(p, b)).collect(),
     };
@@ -251,18 +278,18 @@ pub async fn export_to_writer<W: Write + Send + 'static>(prepared: Prepared, out
     job.await.map_err(Error::internal)?
 }
 
-/// `replicad replicas export`: replica `r` of `org` written to `to` (absolute; replaced
+/// `replicad replicas export`: replica `r` of `org` (its history `with_history`) written to `to` (absolute; replaced
 /// atomically: the archive is written beside it, fsynced, then renamed; a failed export leaves
 /// nothing). `progress` sees the bytes compressed. Errors as [`prepare`], and I/O at `to`.
 pub async fn export_to_file(
     store: &Store,
     embedders: Option<Arc<Embedders>>,
     org: Uuid,
-    r: ReplicaRef,
+    (r, with_history): (ReplicaRef, bool),
     to: PathBuf,
     mut progress: Box<dyn FnMut(Progress) + Send>,
 ) -> Result<Exported> {
-    let prepared = prepare(store, embedders, org, r).await?;
+    let prepared = prepare(store, embedders, org, r, with_history).await?;
     let job = tokio::task::spawn_blocking(move || write_file(prepared, &to, &mut *progress));
     job.await.map_err(Error::internal)?
 }

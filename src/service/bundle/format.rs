@@ -27,6 +27,9 @@ pub struct Manifest {
     pub vector_sets: Vec<VectorSet>,
     /// What it holds.
     pub counts: Counts,
+    /// Whether it holds the replica's history (`history/users.json`, `history/messages.json`).
+    #[serde(default)]
+    pub with_history: bool,
     /// The channel integrations the replica had (`messengerA`, `messengerB`): their tokens are
     /// never in a bundle, so they are to be connected again after an import.
     pub integrations_to_reconnect: Vec<String>,
@@ -61,6 +64,9 @@ pub struct Counts {
     pub vectors: u64,
     /// Original files.
     pub files: u64,
+    /// History items (with the history).
+    #[serde(default)]
+    pub messages: u64,
 }
 
 /// A member of the archive: its path (relative, `/`-separated), size in bytes and SHA-256 (hex).
@@ -200,6 +206,9 @@ pub struct EntryMeta {
     pub chunks: u32,
     /// Whether `original` (the uploaded file's bytes) is in the bundle.
     pub original: bool,
+    /// The entry's id where it was exported (what the history's sources name).
+    #[serde(default)]
+    pub source_id: u64,
     /// Creation and last change, ms since the Unix epoch.
     pub created_at: i64,
     pub updated_at: i64,
@@ -254,6 +263,7 @@ impl EntryMeta {
             format: s.format.clone(),
             chunks: e.chunk_count,
             original,
+            source_id: e.id,
             created_at: e.created_at,
             updated_at: e.updated_at,
         }
@@ -279,6 +289,54 @@ impl EntryMeta {
             format: self.format.clone(),
         }
     }
+}
+
+/// One user of `history/users.json`: a user of the history's organization.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryUser {
+    /// The id the client chose for the user (`POST /v1/users` `id`), if any: the user of the
+    /// same id in the target organization is this one.
+    pub id: Option<String>,
+    pub name: String,
+    pub email: Option<String>,
+    pub profile_image: Option<String>,
+    /// `(type, account)` of its linked accounts (`messengerA`, `messengerB`, `embed`).
+    pub linked_accounts: Vec<(String, String)>,
+}
+
+/// One item of `history/messages.json`, in the order they were written.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryMessage {
+    /// Its user: an index into `history/users.json`.
+    pub user: u32,
+    /// `user` or `assistant`.
+    pub role: String,
+    pub content: String,
+    /// The channel (`web`, `embed`, …).
+    pub source: String,
+    /// The passages an assistant item cited (their `entry`: an entry's `sourceId`).
+    pub sources: Vec<HistorySource>,
+    pub private: bool,
+    pub channel_data: Option<String>,
+    /// ms since the Unix epoch.
+    pub created_at: i64,
+    pub interrupted: bool,
+}
+
+/// A passage an assistant item cited.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct HistorySource {
+    /// The entry's `sourceId`.
+    pub entry: u64,
+    pub score: f32,
+    pub created_at: i64,
+    pub name: String,
+    pub content: String,
+    pub url: Option<String>,
+    pub page: Option<u32>,
 }
 
 /// `entries/NNNNN/text.json`: the extracted (`raw`) and cleaned (`processed`) text.

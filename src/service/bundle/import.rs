@@ -19,7 +19,8 @@ use uuid::Uuid;
 
 use super::archive::{self, Unpacked};
 use super::export::entry_path;
-use super::format::{decode_vectors, ChunkMember, EntryMeta, TextMember, VectorSet};
+use super::export::{HISTORY_MESSAGES, HISTORY_USERS};
+use super::format::{decode_vectors, ChunkMember, EntryMeta, HistoryMessage, HistoryUser, TextMember, VectorSet};
 use super::BundleError;
 use crate::backup::Progress;
 use crate::embed::catalog::Embedders;
@@ -65,6 +66,10 @@ pub struct Imported {
     pub files: u64,
     /// Chunks whose vectors were taken from the bundle (no embedding).
     pub vectors_reused: u64,
+    /// History items made (with a bundle holding the history), and the users of the history
+    /// created in the organization (the others were found there).
+    pub messages: u64,
+    pub users_created: u64,
     /// The replica's embedding model (none without an embedding catalog).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub embedding_model: Option<String>,
@@ -93,6 +98,8 @@ struct PlannedEntry {
     original: Option<Vec<u8>>,
     /// Queued for the ingestion worker (a fetch, an extraction, an auto-refresh).
     job: bool,
+    /// Its id where it was exported (the history's sources name it).
+    source_id: u64,
 }
 
 /// The replica and entries to write.
@@ -101,6 +108,8 @@ struct Plan {
     origins: Vec<String>,
     entries: Vec<PlannedEntry>,
     summary: Imported,
+    /// The history's users and items, when the bundle holds them.
+    history: Option<(Vec<HistoryUser>, Vec<HistoryMessage>)>,
     /// The server's default quotas ([`ImportOptions::default_max`]).
     default_max: (u64, u64),
 }
@@ -165,6 +174,15 @@ fn plan(bundle: &Unpacked, embedders: Option<&Embedders>, models: &Models, opts:
     for i in 0..m.counts.entries as usize {
         entries.push(plan_entry(bundle, i, set.filter(|_| reuse), model_id.as_deref())?);
     }
+    let history = match m.with_history {
+        true => {
+            let users: Vec<HistoryUser> = bundle.json(HISTORY_USERS)?;
+            let items: Vec<HistoryMessage> = bundle.json(HISTORY_MESSAGES)?;
+            super::history::check(&users, &items)?;
+            Some((users, items))
+        }
+        false => None,
+    };
     let summary = Imported {
         replica_uuid: Uuid::nil(),
         slug: replica.slug.clone(),
@@ -172,6 +190,8 @@ fn plan(bundle: &Unpacked, embedders: Option<&Embedders>, models: &Models, opts:
         chunks: entries.iter().map(|e| e.chunks.len() as u64).sum(),
         files: entries.iter().filter(|e| e.original.is_some()).count() as u64,
         vectors_reused: entries.iter().map(|e| e.vectors.len() as u64).sum(),
+        messages: history.as_ref().map_or(0, |(_, items)| items.len() as u64),
+        users_created: 0,
         embedding_model: model_id,
         reembedding: target.is_some() && !reuse && entries.iter().any(|e| !e.chunks.is_empty()),
         llm_model: replica.llm.model.clone(),
@@ -180,7 +200,7 @@ fn plan(bundle: &Unpacked, embedders: Option<&Embedders>, models: &Models, opts:
         millis: 0,
     };
     let origins = m.replica.embed_allowed_origins.clone();
-    Ok(Plan { replica, origins, entries, summary, default_max: opts.default_max })
+    Ok(Plan { replica, origins, entries, summary, history, default_max: opts.default_max })
 }
 
 /// Refuses vectors of another dimension than the model of the same id here.
@@ -305,7 +325,7 @@ fn plan_entry(bundle: &Unpacked, i: usize, reuse: Option<&VectorSet>, model: Opt
     };
     let text = text.map(|t| codec::encode(&KbText { raw: t.raw, processed: t.processed })).transpose()?;
     let chunks = if content { chunks.iter().map(codec::encode).collect::<Result<Vec<_>>>()? } else { Vec::new() };
-    Ok(PlannedEntry { entry, source: meta.source(), text, chunks, vectors, original, job })
+    Ok(PlannedEntry { entry, source: meta.source(), text, chunks, vectors, original, job, source_id: meta.source_id })
 }
 
 /// The vectors of entry `i` as records under `model`, when `reuse` keeps them; checked (layout,
@@ -362,19 +382,20 @@ async fn write(store: &Store, plan: Plan, owner: String) -> Result<Imported> {
         written.iter().map(|(i, w)| (*i, w.stored.clone())).collect();
     let plan = Arc::new(Plan { replica, ..plan });
     let (p, ids) = (plan.clone(), Arc::new(ids));
-    store.write_kb(move |txn| write_in(txn, &p, &owner, &ids, &stored)).await?;
+    let users_created = store.write_kb(move |txn| write_in(txn, &p, &owner, &ids, &stored)).await?;
     written.into_iter().for_each(|(_, w)| w.keep());
-    Ok(Imported { replica_uuid: plan.replica.id, ..plan.summary.clone() })
+    Ok(Imported { replica_uuid: plan.replica.id, users_created, ..plan.summary.clone() })
 }
 
-/// The import's one transaction (may run more than once: everything comes from its arguments).
+/// The import's one transaction (may run more than once: everything comes from its
+/// arguments); returns the history's users it created.
 fn write_in(
     txn: &WriteTransaction,
     plan: &Plan,
     owner: &str,
     ids: &[u64],
     stored: &[(usize, crate::store::records::StoredFile)],
-) -> Result<()> {
+) -> Result<u64> {
     let mut replica = plan.replica.clone();
     let (org, id) = (replica.org, replica.id);
     replicas::insert_in(txn, &mut replica, owner, plan.default_max.0)?;
@@ -403,5 +424,7 @@ fn write_in(
             crate::service::knowledge::add_job(txn, entry.id)?;
         }
     }
-    Ok(())
+    let Some((users, items)) = &plan.history else { return Ok(0) };
+    let entries = plan.entries.iter().zip(ids).map(|(e, id)| (e.source_id, *id)).collect();
+    super::history::write_in(txn, (org, id), users, items, &entries)
 }

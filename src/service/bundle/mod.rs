@@ -14,11 +14,13 @@
 //!
 //! This module opens no table: it calls each table's owner (replicas, knowledge base, embed
 //! settings, integrations, quotas, users). Bot tokens, identity secrets and usage counts are
-//! never in a bundle. Chats, conversations and history are not carried by this version.
+//! never in a bundle. The history (chats, conversations, items, with their users) only when
+//! asked for ([`history`]).
 
 pub mod archive;
 pub mod export;
 pub mod format;
+pub mod history;
 pub mod import;
 
 pub use export::{export_to_file, export_to_writer, Exported, ReplicaRef};
