@@ -65,7 +65,7 @@ struct ImportParams {
 /// Makes a replica of the bundle in the body (at most `--max-upload-bytes` as sent,
 /// `--max-bundle-bytes` inflated): 201 with what was made ([`Imported`]). Errors: 400
 /// `INVALID_BUNDLE` / `BUNDLE_FORMAT_UNSUPPORTED`, 413, 400 for an unknown owner or model, 409
-/// `SLUG_TAKEN`, 429 quotas; nothing is written on any error.
+/// `SLUG_TAKEN` or a history user's clash, 429 quotas; nothing is written on any error.
 pub async fn import(app: Arc<App>, req: Req) -> Result<Reply> {
     let q: ImportParams = query::read(&req)?;
     let org = req.caller()?.org.id;
@@ -148,7 +148,8 @@ pub fn operations() -> Vec<Operation> {
                 entries become `READY` without embedding when this server serves the bundle's embedding model with \
                 the same fingerprint and segmentation version; otherwise they are embedded again in the background \
                 (`reembedding`). A language model this server does not serve is replaced by its default \
-                (`llmModelReplaced`). All or nothing: 400 `INVALID_BUNDLE` (truncated or corrupt, a member whose hash \
+                (`llmModelReplaced`). A bundle with history creates the history's users missing in the organization \
+                (`usersCreated`); one whose id is another user's here refuses it (409 `USER_ID_TAKEN`). All or nothing: 400 `INVALID_BUNDLE` (truncated or corrupt, a member whose hash \
                 differs from the manifest, a member path with `..` or absolute, vectors of another dimension than \
                 their model's), 400 `BUNDLE_FORMAT_UNSUPPORTED` (a newer format), 413 (inflates past the limit), 409 \
                 `SLUG_TAKEN`, 429 `REPLICA_QUOTA_EXCEEDED` / `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED` write nothing.",

@@ -558,7 +558,9 @@ async fn a_kill_9_during_an_import_leaves_no_replica_behind() {
 
 /// `(role, content, source names)` of each history item.
 fn items_of(history: &[Value]) -> Vec<(String, String, Vec<String>)> {
-    let names = |i: &Value| i["sources"].as_array().map(|s| s.iter().map(|s| s["name"].to_string()).collect()).unwrap_or_default();
+    let names = |i: &Value| {
+        i["sources"].as_array().map(|s| s.iter().map(|s| s["name"].to_string()).collect()).unwrap_or_default()
+    };
     history.iter().map(|i| (i["role"].to_string(), i["content"].to_string(), names(i))).collect()
 }
 
@@ -577,7 +579,8 @@ async fn a_bundle_with_history_brings_its_chats_and_their_users_into_another_org
     let want = org.history_as(&replica, "", &alice).await;
     assert_eq!(want.len(), 4);
     let (_, chats) = org.get(&format!("/v1/replicas/{replica}/chats")).await;
-    let r = org.req(reqwest::Method::GET, &format!("/v1/replicas/{replica}/export?withHistory=true")).send().await.unwrap();
+    let r =
+        org.req(reqwest::Method::GET, &format!("/v1/replicas/{replica}/export?withHistory=true")).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     let bundle = r.bytes().await.unwrap().to_vec();
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use super::archive::{self, member};
 use super::format::{
-    encode_vectors, ChunkMember, ChunkVectors, Counts, EntryMeta, HistoryMessage, HistoryUser, Manifest,
-    ReplicaConfig, TextMember, VectorSet,
+    encode_vectors, ChunkMember, ChunkVectors, Counts, EntryMeta, HistoryMessage, HistoryUser, Manifest, ReplicaConfig,
+    TextMember, VectorSet,
 };
 use super::FORMAT;
 use crate::backup::Progress;

@@ -35,7 +35,7 @@ pub fn read(txn: &Snapshot, replica: Uuid) -> Result<(Vec<HistoryUser>, Vec<Hist
             None => {
                 // a user deleted since: its items travel under a user with no id, made anew
                 let u = reader.get(m.user)?.map(|u| user_of(&u));
-                found.push(u.unwrap_or_else(|| HistoryUser::default()));
+                found.push(u.unwrap_or_default());
                 index.insert(m.user, found.len() as u32 - 1);
                 found.len() as u32 - 1
             }
@@ -128,8 +128,15 @@ pub fn write_in(
             interrupted: m.interrupted,
         };
         let user = ids[m.user as usize];
-        let append =
-            Append { replica, user, private: m.private, items: vec![item], now: m.created_at, tokens: None, pool: Pool::Organization };
+        let append = Append {
+            replica,
+            user,
+            private: m.private,
+            items: vec![item],
+            now: m.created_at,
+            tokens: None,
+            pool: Pool::Organization,
+        };
         append.apply(&mut tables)?;
     }
     Append::close(&mut tables)?;
@@ -158,7 +165,9 @@ fn user_in(txn: &WriteTransaction, org: Uuid, u: &HistoryUser) -> Result<(Uuid, 
             let id = u.id.as_deref().unwrap_or_default();
             return Err(Error::new(
                 Code::UserIdTaken,
-                format!("user id {id:?} of the bundle's history is another user's in this organization (another e-mail)"),
+                format!(
+                    "user id {id:?} of the bundle's history is another user's in this organization (another e-mail)"
+                ),
             ));
         }
         return Ok((found, false));
