@@ -259,6 +259,12 @@ async fn a_bundle_of_another_model_is_embedded_again_on_import() {
     assert_eq!(s, StatusCode::CREATED, "{imported}");
     assert_eq!((imported["reembedding"].clone(), imported["vectorsReused"].clone()), (json!(true), json!(0)));
     let replica = imported["replicaUUID"].as_str().unwrap().to_string();
+    assert_eq!(imported["embeddingModel"], "minilm", "{imported}");
+    let before = holdings(&org_a).await;
+    let query = format!("{}&slug=unknown&embeddingModel=no-such-model", owner(&org_a));
+    let (s, v) = import(&org_a, pack(&changed), &query).await;
+    assert_error_status(s, &v, StatusCode::BAD_REQUEST, "VALIDATION_ERROR");
+    assert_eq!(holdings(&org_a).await, before, "nothing written");
     assert_eq!(all_ready(&org_a, &replica).await, 4, "embedded again in the background");
     let (s, v) = org_a
         .post(&format!("/v1/replicas/{replica}/chat/completions/test"), json!({ "content": ZORBLAX_QUESTION }))
@@ -619,4 +625,22 @@ async fn a_bundle_with_history_brings_its_chats_and_their_users_into_another_org
     assert_eq!(v["messages"], 0, "{v}");
     let (_, none) = third.get(&format!("/v1/replicas/{}/chats", v["replicaUUID"].as_str().unwrap())).await;
     assert_eq!(none["total"], 0, "{none}");
+}
+
+#[tokio::test]
+async fn an_import_names_a_language_model_it_replaced_and_refuses_an_unknown_owner() {
+    let server = Server::start();
+    let (org, replica) = source(&server, "quenth").await;
+    let m = members(&export(&org, &replica).await);
+    let unserved = with_manifest(&m, |v| v["replica"]["llm"]["model"] = json!("no-such-model"));
+    let (s, v) = import(&org, pack(&unserved), &format!("{}&slug=replaced", owner(&org))).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    assert_eq!(v["llmModelReplaced"], "no-such-model", "{v}");
+    let (_, r) = org.get(&format!("/v1/replicas/{}", v["replicaUUID"].as_str().unwrap())).await;
+    assert_eq!(r["llm"]["model"], v["llmModel"], "the server's default: {r}");
+    assert_ne!(r["llm"]["model"], "no-such-model");
+    let before = holdings(&org).await;
+    let (s, v) = import(&org, pack(&m), "ownerID=nobody@example.org&slug=other").await;
+    assert_error_status(s, &v, StatusCode::BAD_REQUEST, "VALIDATION_ERROR");
+    assert_eq!(holdings(&org).await, before);
 }

@@ -100,7 +100,8 @@ pub fn read(
         if entry.header().entry_type() != tar::EntryType::Regular {
             return Err(BundleError::NotAFile(path));
         }
-        let mut bytes = Vec::with_capacity(entry.size().min(max_inflated) as usize);
+        // the header's size is the archive's word: reserve at most 64 MiB on it
+        let mut bytes = Vec::with_capacity(entry.size().min(max_inflated).min(64 << 20) as usize);
         entry.read_to_end(&mut bytes).map_err(corrupt)?;
         match &manifest {
             None if path == MANIFEST => manifest = Some(migrate(&bytes)?),
