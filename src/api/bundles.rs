@@ -143,7 +143,8 @@ pub fn operations() -> Vec<Operation> {
             .creates("replicaUUID", "/replicaUUID")
             .extra(&[409, 413, 429])
             .describe(
-                "Makes a replica of the bundle in the body (at most the server's `--max-upload-bytes` as sent and \
+                "Makes a replica of the bundle in the body (any content type: `application/gzip` or \
+                `application/octet-stream`; at most the server's `--max-upload-bytes` as sent and \
                 `--max-bundle-bytes` inflated) in the caller's organization, with new ids, owned by `ownerID`. Its \
                 entries become `READY` without embedding when this server serves the bundle's embedding model with \
                 the same fingerprint and segmentation version; otherwise they are embedded again in the background \

@@ -35,7 +35,7 @@ use crate::error::Result;
 use crate::http::auth::Access;
 use crate::http::request::Req;
 pub use crate::http::route::{BodyKind, Handler, HandlerFuture, Route};
-use crate::openapi::operations::{Op, ARCHIVE_MEDIA, RAW_MEDIA};
+use crate::openapi::operations::{Op, RAW_MEDIA};
 
 /// One operation: its route row (method, path, access, body kind, handler) and its document
 /// row ([`Op`]: prose, parameters, body and answer types), made together by [`Serve::serve`]
@@ -68,9 +68,9 @@ impl Serve for Op {
     fn serve(mut self, access: Access, handler: Handler) -> Operation {
         self.access = access;
         let method = Method::from_bytes(self.method.as_bytes()).expect("an HTTP method");
-        let body = match self.body_media {
-            RAW_MEDIA => BodyKind::Raw,
-            ARCHIVE_MEDIA => BodyKind::Archive,
+        let body = match (self.archive_body, self.body_media) {
+            (true, _) => BodyKind::Archive,
+            (false, RAW_MEDIA) => BodyKind::Raw,
             _ => BodyKind::Json,
         };
         let route = Route { method, path: self.path, access, body, cached: false, handler };

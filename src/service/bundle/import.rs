@@ -25,7 +25,7 @@ use super::BundleError;
 use crate::backup::Progress;
 use crate::embed::catalog::Embedders;
 use crate::embed::Embedder;
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::models::Models;
 use crate::search::vectors::{passage_text, text_key, SEGMENTATION_VERSION};
 use crate::service::replicas::{self, LlmInput, ReplicaInput};
@@ -382,7 +382,13 @@ async fn write(store: &Store, plan: Plan, owner: String) -> Result<Imported> {
         written.iter().map(|(i, w)| (*i, w.stored.clone())).collect();
     let plan = Arc::new(Plan { replica, ..plan });
     let (p, ids) = (plan.clone(), Arc::new(ids));
-    let users_created = store.write_kb(move |txn| write_in(txn, &p, &owner, &ids, &stored)).await?;
+    let users_created =
+        store.write_kb(move |txn| write_in(txn, &p, &owner, &ids, &stored)).await.map_err(|e| match e.code {
+            Code::SlugTaken => {
+                Error::new(Code::SlugTaken, format!("{}: import it under another slug (--slug, ?slug=)", e.message))
+            }
+            _ => e,
+        })?;
     written.into_iter().for_each(|(_, w)| w.keep());
     Ok(Imported { replica_uuid: plan.replica.id, users_created, ..plan.summary.clone() })
 }
