@@ -111,7 +111,12 @@ async fn listing(org: &Org, replica: &str) -> Vec<Value> {
 
 /// Polls until every entry of `replica` is `READY`; returns how many there are.
 async fn all_ready(org: &Org, replica: &str) -> usize {
-    let deadline = Instant::now() + crate::common::PATIENCE * 3;
+    all_ready_within(org, replica, crate::common::PATIENCE * 3).await
+}
+
+/// [`all_ready`] waiting at most `patience`.
+async fn all_ready_within(org: &Org, replica: &str, patience: std::time::Duration) -> usize {
+    let deadline = Instant::now() + patience;
     loop {
         let (s, v) = org.get(&format!("/v1/replicas/{replica}/knowledge-base?pageSize=100")).await;
         assert_eq!(s, StatusCode::OK, "{v}");
@@ -127,8 +132,13 @@ async fn all_ready(org: &Org, replica: &str) -> usize {
 /// The retrieval traces (`…/chat/completions/test`, ids and dates left out) and the answers of
 /// [`QUESTIONS`].
 async fn answers(org: &Org, replica: &str) -> Vec<(Value, String)> {
+    answers_to(org, replica, QUESTIONS).await
+}
+
+/// [`answers`] to `questions`.
+async fn answers_to(org: &Org, replica: &str, questions: &[&str]) -> Vec<(Value, String)> {
     let mut out = Vec::new();
-    for q in QUESTIONS {
+    for q in questions {
         let (s, v) = org.post(&format!("/v1/replicas/{replica}/chat/completions/test"), json!({ "content": q })).await;
         assert_eq!(s, StatusCode::OK, "{v}");
         let reply = org
@@ -643,4 +653,42 @@ async fn an_import_names_a_language_model_it_replaced_and_refuses_an_unknown_own
     let (s, v) = import(&org, pack(&m), "ownerID=nobody@example.org&slug=other").await;
     assert_error_status(s, &v, StatusCode::BAD_REQUEST, "VALIDATION_ERROR");
     assert_eq!(holdings(&org).await, before);
+}
+
+#[tokio::test]
+async fn the_demo_replica_answers_alike_after_a_round_trip() {
+    let catalog_dir = tempfile::tempdir().unwrap();
+    let catalog = minilm_catalog(catalog_dir.path());
+    let a = Server::start_in(DataDir::new(), &["--demo", "--embedding-models", catalog.to_str().unwrap()]);
+    let log = a.dir().log();
+    let key = log.split_whitespace().find(|w| w.starts_with("rpl_")).expect("serve --demo prints its key");
+    let demo = Org {
+        key: key.to_string(),
+        id: String::new(),
+        owner_email: String::new(),
+        base: a.base_url.clone(),
+        client: a.client.clone(),
+    };
+    let (s, v) = demo.get("/v1/replicas?slug=python-tutor").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let tutor = v["items"][0]["uuid"].as_str().expect("the demo replica").to_string();
+    let entries = all_ready_within(&demo, &tutor, std::time::Duration::from_secs(900)).await;
+    let bundle = export(&demo, &tutor).await;
+
+    let b = with_model(DataDir::new(), &catalog);
+    let org = b.new_org("Tutor").await;
+    let (s, imported) = import(&org, bundle, &owner(&org)).await;
+    assert_eq!(s, StatusCode::CREATED, "{imported}");
+    assert_eq!(imported["reembedding"], false, "{imported}");
+    let copy = imported["replicaUUID"].as_str().unwrap().to_string();
+    assert_eq!(all_ready(&org, &copy).await, entries);
+    assert_eq!(listing(&org, &copy).await, listing(&demo, &tutor).await);
+    let questions = [
+        "How do I delete a key from a dictionary?",
+        "What does the range function return?",
+        "How do I define a function with default arguments?",
+        "What is a list comprehension?",
+        "How do I read a file line by line?",
+    ];
+    assert_eq!(answers_to(&org, &copy, &questions).await, answers_to(&demo, &tutor, &questions).await);
 }
