@@ -692,3 +692,47 @@ async fn the_demo_replica_answers_alike_after_a_round_trip() {
     ];
     assert_eq!(answers_to(&org, &copy, &questions).await, answers_to(&demo, &tutor, &questions).await);
 }
+
+#[tokio::test]
+async fn a_website_entry_keeps_its_refresh_setting_and_is_refreshed_on_the_target() {
+    use crate::fixtures::{web_server_shared, Page, Pages};
+    let page = |day: &str| {
+        Page::html(&format!(
+            "<html><head><title>Ferry timetable</title></head><body><article><h1>Ferry to Skerra</h1>\
+             <p>The ferry to the island of Skerra leaves the harbour every {day} at nine in the morning.</p>\
+             </article></body></html>"
+        ))
+    };
+    let pages: Pages = Arc::new(Mutex::new(std::collections::HashMap::from([("/ferry", page("Tuesday"))])));
+    let base = web_server_shared(pages.clone()).await;
+    let a = Server::start_with(&["--allow-private-urls"]);
+    let org_a = a.new_org("Ferries").await;
+    let replica_a = org_a.create_replica("ferries").await;
+    let body = json!({ "url": format!("{base}/ferry"), "autoRefresh": true });
+    let (_, v) = org_a.post(&format!("/v1/replicas/{replica_a}/knowledge-base"), body).await;
+    let kb = v["results"][0]["knowledgeBaseID"].as_u64().unwrap();
+    org_a.wait_ready(&replica_a, kb).await;
+    let bundle = export(&org_a, &replica_a).await;
+    let entry: Value = serde_json::from_slice(&members(&bundle)[1].1).unwrap();
+    assert_eq!((entry["type"].clone(), entry["autoRefresh"].clone()), (json!("website"), json!(true)), "{entry}");
+
+    pages.lock().unwrap().insert("/ferry", page("Thursday"));
+    let b = Server::start_with(&["--allow-private-urls", "--kb-refresh-interval", "1"]);
+    let org_b = b.new_org("Ferries").await;
+    let (s, v) = import(&org_b, bundle, &owner(&org_b)).await;
+    assert_eq!(s, StatusCode::CREATED, "{v}");
+    let copy = v["replicaUUID"].as_str().unwrap().to_string();
+    let listed = &listing(&org_b, &copy).await[0];
+    assert_eq!(listed["website"], listing(&org_a, &replica_a).await[0]["website"], "{listed}");
+    let deadline = Instant::now() + crate::common::PATIENCE;
+    loop {
+        let (_, items) = org_b.get(&format!("/v1/replicas/{copy}/knowledge-base")).await;
+        let id = items["items"][0]["id"].as_u64().unwrap();
+        let entry = org_b.wait_settled(&copy, id).await;
+        if entry["rawText"].as_str().unwrap_or("").contains("Thursday") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the imported page was not refreshed: {entry}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
