@@ -12,6 +12,10 @@
 //! `{"quota":{"quota":{…}}}`;
 //! `{"op":"backup","to":"/abs/FILE"}` → zero or more `{"progress":{"progress":{…}}}` lines then
 //! `{"backup":{"summary":{…}}}` (see `crate::backup`);
+//! `{"op":"export-replica","org":ID,"replica":"UUID|SLUG","to":"/abs/FILE","with_history"?:BOOL}` and
+//! `{"op":"import-replica","from":"/abs/FILE","org":ID,"owner":"USER","slug"?,"embedding_model"?}`
+//! → progress lines as `backup`'s, then `{"exported":{"exported":{…}}}` or
+//! `{"imported":{"imported":{…}}}` (see `crate::service::bundle`);
 //! `{"op":"advance-clock","ms":N}` → `{"clock":{"now_ms":N}}` (only with `serve --test-clock`,
 //! see [`crate::clock`]); `{"op":"disk-full","full":BOOL}` → `{"disk":{"full":BOOL}}` (only with
 //! `serve --test-faults`: while `full`, the filesystem looks full to the store, see
@@ -26,10 +30,12 @@ use tokio::net::{UnixListener, UnixStream};
 
 use crate::app::App;
 use crate::backup;
-use crate::config::DataDir;
+use crate::config::{Config, DataDir};
+use crate::embed::catalog::{Embedders, EmbeddingModels};
 use crate::search::check::Report;
 use crate::search::{self, Search};
 use crate::secrets::key_path;
+use crate::service::bundle;
 use crate::service::orgs;
 use crate::service::quotas::{self, OrgUsage};
 use crate::store::records::Quota;
@@ -56,6 +62,25 @@ pub enum Request {
     },
     /// Write a backup archive of the live store to `to` (an absolute path).
     Backup { to: PathBuf },
+    /// Write replica `replica` (its uuid or slug) of `org` as a bundle to `to` (absolute), its
+    /// history too `with_history`.
+    #[serde(rename = "export-replica")]
+    ExportReplica {
+        org: uuid::Uuid,
+        replica: String,
+        to: PathBuf,
+        #[serde(default)]
+        with_history: bool,
+    },
+    /// Make a replica in `org`, owned by `owner`, of the bundle at `from` (absolute).
+    #[serde(rename = "import-replica")]
+    ImportReplica {
+        from: PathBuf,
+        org: uuid::Uuid,
+        owner: String,
+        slug: Option<String>,
+        embedding_model: Option<String>,
+    },
     /// Move the test clock forward by `ms` milliseconds (`serve --test-clock` only).
     #[serde(rename = "advance-clock")]
     AdvanceClock { ms: i64 },
@@ -80,6 +105,10 @@ pub enum Answer {
     Quota { quota: Quota },
     /// What the backup wrote.
     Backup { summary: backup::Summary },
+    /// What a replica's export wrote.
+    Exported { exported: bundle::Exported },
+    /// What a replica's import made.
+    Imported { imported: bundle::Imported },
     /// How far a long operation is (sent before its answer).
     Progress { progress: backup::Progress },
     /// The clock's new reading, in ms since the epoch.
@@ -128,9 +157,16 @@ pub enum AdminError {
     /// `disk-full` without `serve --test-faults`.
     #[error("disk-full needs serve --test-faults")]
     NoTestFaults,
-    /// `backup` sent to [`execute`] (it is answered as a stream).
-    #[error("backup is answered as a stream")]
+    /// `backup`, `export-replica` or `import-replica` sent to [`execute`] (they are answered
+    /// as a stream).
+    #[error("backup, export-replica and import-replica are answered as a stream")]
     Streamed,
+    /// A path of an export or import is not absolute.
+    #[error("{} is not an absolute path", .0.display())]
+    NotAbsolute(PathBuf),
+    /// The embedding models installed in the data directory do not load (`embed`'s text).
+    #[error("{0}")]
+    Embeddings(String),
     /// The backup's file `path` has no absolute form.
     #[error("{}: {source}", path.display())]
     Path { path: PathBuf, source: std::io::Error },
@@ -173,6 +209,9 @@ async fn answer(app: Arc<App>, stream: UnixStream) -> std::io::Result<()> {
     BufReader::new(r).read_line(&mut line).await?;
     let answer = match serde_json::from_str::<Request>(&line) {
         Ok(Request::Backup { to }) => backup_streaming(&app, to, &mut w).await?,
+        Ok(req @ (Request::ExportReplica { .. } | Request::ImportReplica { .. })) => {
+            bundle_streaming(app, req, &mut w).await?
+        }
         Ok(req) => execute(&app, req).await.unwrap_or_else(|e| Answer::Failed { error: e.to_string() }),
         Err(e) => Answer::Failed { error: format!("bad request: {e}") },
     };
@@ -225,8 +264,112 @@ async fn execute(app: &App, req: Request) -> Result<Answer, AdminError> {
             Answer::Disk { full }
         }
         Request::DiskFull { .. } => return Err(AdminError::NoTestFaults),
-        Request::Backup { .. } => return Err(AdminError::Streamed),
+        Request::Backup { .. } | Request::ExportReplica { .. } | Request::ImportReplica { .. } => {
+            return Err(AdminError::Streamed)
+        }
     })
+}
+
+/// Runs a replica's export or import (`req`) on the live store, sending its progress as lines.
+async fn bundle_streaming(
+    app: Arc<App>,
+    req: Request,
+    w: &mut (impl AsyncWriteExt + Unpin),
+) -> std::io::Result<Answer> {
+    let (progress, mut rx) = progress_channel();
+    let job = tokio::spawn(async move {
+        let embedders = app.search.embedders.clone();
+        let models = app.models.clone();
+        run_bundle(&app.store, embedders, models, &app.config, req, progress).await
+    });
+    while let Some(progress) = rx.recv().await {
+        write_line(w, &Answer::Progress { progress }).await?;
+    }
+    Ok(match job.await {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(e)) => Answer::Failed { error: e.to_string() },
+        Err(e) => Answer::Failed { error: format!("the bundle's task panicked: {e}") },
+    })
+}
+
+/// A progress callback sending to the receiver returned with it.
+fn progress_channel(
+) -> (Box<dyn FnMut(backup::Progress) + Send>, tokio::sync::mpsc::UnboundedReceiver<backup::Progress>) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let progress = Box::new(move |p| {
+        let _ = tx.send(p);
+    });
+    (progress, rx)
+}
+
+/// A replica's export or import (`req`) on `store`, with the server's (or this process's)
+/// embedding models, model catalog and limits.
+async fn run_bundle(
+    store: &Store,
+    embedders: Option<Arc<Embedders>>,
+    models: crate::models::Models,
+    config: &Config,
+    req: Request,
+    progress: Box<dyn FnMut(backup::Progress) + Send>,
+) -> Result<Answer, AdminError> {
+    match req {
+        Request::ExportReplica { org, replica, to, with_history } if to.is_absolute() => {
+            let r = (bundle::ReplicaRef::parse(&replica), with_history);
+            let exported = bundle::export_to_file(store, embedders, org, r, to, progress).await?;
+            Ok(Answer::Exported { exported })
+        }
+        Request::ImportReplica { from, org, owner, slug, embedding_model } if from.is_absolute() => {
+            let file = std::fs::File::open(&from).map_err(|source| AdminError::Path { path: from.clone(), source })?;
+            let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+            let opts = config.import_options(org, owner, slug, embedding_model);
+            let input = Box::new(std::io::BufReader::new(file));
+            let imported = bundle::import(store, embedders, models, input, size, opts, progress).await?;
+            Ok(Answer::Imported { imported })
+        }
+        Request::ExportReplica { to: path, .. } | Request::ImportReplica { from: path, .. } => {
+            Err(AdminError::NotAbsolute(path))
+        }
+        other => Err(unexpected(Answer::Failed { error: format!("not a bundle request: {other:?}") })),
+    }
+}
+
+/// `replicad replicas export|import` (`req`, its paths absolute): by the running server, or
+/// here on the store of `dir` with the embedding models installed in it (`replicad models
+/// install`) and the default limits when none runs. `on_progress` sees each step's progress.
+pub async fn bundle(
+    dir: &DataDir,
+    req: Request,
+    on_progress: &mut (dyn FnMut(backup::Progress) + Send),
+) -> Result<Answer, AdminError> {
+    if let Some(answer) = request_with_progress(&dir.data_dir, &req, on_progress).await? {
+        return Ok(answer);
+    }
+    let store = open_store(dir)?;
+    let config = Config::new(dir.data_dir.clone());
+    let embedders = offline_embedders(&config)?;
+    let models = crate::models::Models::load(None).map_err(|e| AdminError::Embeddings(e.to_string()))?;
+    let (progress, mut rx) = progress_channel();
+    let job = run_bundle(&store, embedders, models, &config, req, progress);
+    tokio::pin!(job);
+    loop {
+        tokio::select! {
+            Some(p) = rx.recv() => on_progress(p),
+            answer = &mut job => return answer,
+        }
+    }
+}
+
+/// The embedding models installed in the data directory of `config`, loaded as `serve` loads
+/// them without `--embedding-models` (`None` when there are none).
+fn offline_embedders(config: &Config) -> Result<Option<Arc<Embedders>>, AdminError> {
+    let installed = crate::embed::install::installed(&config.data_dir);
+    if installed.is_empty() {
+        return Ok(None);
+    }
+    let mut catalog = EmbeddingModels::from_dirs(installed).map_err(AdminError::Embeddings)?;
+    catalog.set_precision(config.embedding_precision);
+    let built = catalog.build(&[], config.llm.policy()).map_err(AdminError::Embeddings)?;
+    Ok(Some(Arc::new(built)))
 }
 
 /// Sends `req` to a running server; `Ok(None)` when no server listens on `data_dir`; a

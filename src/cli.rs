@@ -1,5 +1,5 @@
 //! The command line: `serve`, `invites create`, `reindex`, `check`, `backup`, `restore`,
-//! `orgs list|set-quota`.
+//! `replicas export|import`, `orgs list|set-quota`.
 
 use std::path::PathBuf;
 
@@ -76,6 +76,12 @@ pub enum Command {
         #[command(subcommand)]
         command: ModelsCommand,
     },
+    /// Replicas in one file: export one with its knowledge base and vectors, import one
+    /// (docs/bundles.md).
+    Replicas {
+        #[command(subcommand)]
+        command: ReplicasCommand,
+    },
     /// Organizations: their usage and the operator's quotas.
     Orgs {
         #[command(subcommand)]
@@ -144,6 +150,57 @@ pub enum OrgsCommand {
         /// --embed-conversations-per-month).
         #[arg(long)]
         embed_conversations_per_month: Option<u64>,
+    },
+}
+
+/// Subcommands of `replicas` (through a running server's admin socket, or on the store itself;
+/// docs/bundles.md).
+#[derive(Subcommand, Debug)]
+pub enum ReplicasCommand {
+    /// Write a replica with its knowledge base (entries, original files, extracted text, chunks,
+    /// vectors, summaries), website refresh settings and embed origins to one archive (a
+    /// bundle): never bot tokens, identity secrets or usage. Taken from one consistent read
+    /// (by a running server from its live store, while it keeps serving). Prints a JSON summary
+    /// on stdout and, for long runs, a progress line on stderr every second. FILE is replaced
+    /// atomically; a failed export leaves none.
+    Export {
+        /// The replica: its uuid, or its slug in the organization.
+        replica: String,
+        /// The organization's id.
+        #[arg(long)]
+        org: uuid::Uuid,
+        #[command(flatten)]
+        dir: DataDir,
+        /// The archive to write.
+        #[arg(long, value_name = "FILE")]
+        to: PathBuf,
+        /// Carry the replica's history too: its chats, conversations and items, with their
+        /// users (created in the target organization when missing).
+        #[arg(long)]
+        with_history: bool,
+    },
+    /// Make a replica of a bundle in an organization, with new ids: its entries become READY
+    /// without embedding when this server has the bundle's embedding model with the same
+    /// fingerprint, else they are embedded again in the background. All or nothing: a bad
+    /// bundle, a taken slug or a quota refuses it and nothing is written. Prints a JSON summary.
+    Import {
+        /// The bundle to read.
+        file: PathBuf,
+        /// The organization's id.
+        #[arg(long)]
+        org: uuid::Uuid,
+        /// The owner: a user id or e-mail of the organization.
+        #[arg(long)]
+        owner: String,
+        /// The new replica's slug (default: the bundle's).
+        #[arg(long)]
+        slug: Option<String>,
+        /// The new replica's embedding model, an id of the server's catalog (default: the
+        /// bundle's when served, else the default); fixed from then on.
+        #[arg(long)]
+        embedding_model: Option<String>,
+        #[command(flatten)]
+        dir: DataDir,
     },
 }
 

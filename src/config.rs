@@ -32,6 +32,11 @@ pub struct Config {
     /// Largest file accepted on a signed upload URL, in bytes.
     #[arg(long, env = "REPLICAD_MAX_UPLOAD_BYTES", default_value_t = 50 * 1024 * 1024)]
     pub max_upload_bytes: usize,
+    /// Largest replica bundle imported (`replicad replicas import`, `POST /v1/replicas/import`),
+    /// in bytes once inflated: counted while inflating, so a decompression bomb stops there.
+    /// Over HTTP the archive as sent is also held to --max-upload-bytes.
+    #[arg(long, env = "REPLICAD_MAX_BUNDLE_BYTES", default_value_t = 1 << 30)]
+    pub max_bundle_bytes: u64,
     /// Largest page fetched for a `url` entry, in bytes.
     #[arg(long, env = "REPLICAD_MAX_FETCH_BYTES", default_value_t = 20 * 1024 * 1024)]
     pub max_fetch_bytes: u64,
@@ -209,6 +214,7 @@ impl Config {
             max_replicas_per_org: 1000,
             max_kb_entries_per_org: 10_000,
             max_upload_bytes: 50 * 1024 * 1024,
+            max_bundle_bytes: 1 << 30,
             max_fetch_bytes: 20 * 1024 * 1024,
             extract_memory_mib: 1024,
             extract_cpu_seconds: 120,
@@ -256,6 +262,25 @@ impl Config {
             replicas: self.max_replicas_per_org,
             knowledge_base_entries: self.max_kb_entries_per_org,
             embed_conversations_per_month: self.embed_conversations_per_month,
+        }
+    }
+
+    /// The options of a replica bundle's import into `org` owned by `owner` (a user id or
+    /// e-mail), with this server's limits and default quotas (`service::bundle::import`).
+    pub fn import_options(
+        &self,
+        org: uuid::Uuid,
+        owner: String,
+        slug: Option<String>,
+        embedding_model: Option<String>,
+    ) -> crate::service::bundle::ImportOptions {
+        crate::service::bundle::ImportOptions {
+            org,
+            owner,
+            slug,
+            embedding_model,
+            max_inflated: self.max_bundle_bytes,
+            default_max: (self.max_replicas_per_org, self.max_kb_entries_per_org),
         }
     }
 

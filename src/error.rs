@@ -88,6 +88,12 @@ error_codes! {
     RouteNotFound => 404, Some("ROUTE_NOT_FOUND");
     /// The path exists for other methods (see the `Allow` header).
     MethodNotAllowed => 405, Some("METHOD_NOT_ALLOWED");
+    /// The replica bundle is not one this server imports: truncated or corrupt, a member whose
+    /// size or SHA-256 differs from its manifest, a member path that is absolute or has `..`,
+    /// vectors of another dimension than their model's (docs/bundles.md). Nothing is written.
+    InvalidBundle => 400, Some("INVALID_BUNDLE");
+    /// The replica bundle is of a newer format than this server reads (docs/bundles.md).
+    BundleFormatUnsupported => 400, Some("BUNDLE_FORMAT_UNSUPPORTED");
     /// The replica slug is used by another replica of the organization.
     SlugTaken => 409, Some("SLUG_TAKEN");
     /// The e-mail address belongs to another user of the organization.

@@ -6,7 +6,7 @@
 //!
 //! 1. `main` (the binary) and this crate root (`serve`, the one place the state, the route
 //!    table and the bots are composed; `install_crypto_provider`);
-//! 2. `orgs_cli`, then `admin` (admin socket), `demo` (demo data), `cli`;
+//! 2. `orgs_cli` and `replicas_cli`, then `admin` (admin socket), `demo` (demo data), `cli`;
 //! 3. `api` (one row per operation: parse → authorize → service → DTO; [`api::served`] is every
 //!    row the server routes);
 //! 4. `channels` (the bots, which the state knows only as `service::channel::Bots`; each bot's
@@ -50,6 +50,7 @@ pub mod openapi;
 pub mod ops;
 pub mod orgs_cli;
 pub mod rate_limit;
+pub mod replicas_cli;
 pub mod search;
 pub mod secrets;
 pub mod server;
@@ -340,6 +341,7 @@ mod layering {
     /// lower layers: two modules of one layer never name each other.
     const LAYERS: &[(&str, u8)] = &[
         ("orgs_cli", 15),
+        ("replicas_cli", 15),
         ("admin", 14),
         ("demo", 14),
         ("cli", 14),
@@ -391,6 +393,7 @@ mod layering {
         "knowledge",
         "replicas",
         "chat",
+        "bundle",
     ];
 
     fn layer(module: &str) -> Option<u8> {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use replicad::admin;
 use replicad::backup::{restore, Progress};
-use replicad::cli::{Cli, Command, InvitesCommand, ModelsCommand};
+use replicad::cli::{Cli, Command, InvitesCommand, ModelsCommand, ReplicasCommand};
 
 fn main() -> ExitCode {
     replicad::store::private::restrict_umask();
@@ -50,7 +50,7 @@ enum Failure {
     /// `serve` did not start.
     #[error(transparent)]
     Start(#[from] replicad::StartError),
-    /// An admin command (`invites`, `reindex`, `check`, `backup`, `orgs`) failed.
+    /// An admin command (`invites`, `reindex`, `check`, `backup`, `orgs`, `replicas`) failed.
     #[error(transparent)]
     Admin(#[from] admin::AdminError),
     /// `restore` failed.
@@ -94,7 +94,7 @@ async fn run(command: Command) -> Result<(), Failure> {
             Ok(())
         }
         Command::Backup { dir, to, secrets_key_file } => {
-            let summary = admin::backup(&dir, secrets_key_file.as_deref(), &to, &mut progress_lines()).await?;
+            let summary = admin::backup(&dir, secrets_key_file.as_deref(), &to, &mut progress_lines("backup")).await?;
             let mib = summary.bytes as f64 / 1_048_576.0;
             eprintln!(
                 "backup: {} records, {mib:.1} MiB written to {} in {:.1} s",
@@ -127,6 +127,13 @@ async fn run(command: Command) -> Result<(), Failure> {
             Ok(())
         }
         Command::Orgs { command } => Ok(replicad::orgs_cli::run(command).await?),
+        Command::Replicas { command } => {
+            let what = match &command {
+                ReplicasCommand::Export { .. } => "export",
+                ReplicasCommand::Import { .. } => "import",
+            };
+            Ok(replicad::replicas_cli::run(command, &mut progress_lines(what)).await?)
+        }
         Command::ExtractSandboxed { .. } => Err(Failure::ExtractSandboxed),
         Command::Check(dir) => {
             let report = admin::check(&dir).await?;
@@ -142,16 +149,16 @@ async fn run(command: Command) -> Result<(), Failure> {
     }
 }
 
-/// Prints the progress of a long run on stderr: nothing in its first second, then a line at
-/// most every second.
-fn progress_lines() -> impl FnMut(Progress) + Send {
+/// Prints the progress of a long run on stderr after `what: `: nothing in its first second,
+/// then a line at most every second.
+fn progress_lines(what: &'static str) -> impl FnMut(Progress) + Send {
     let started = std::time::Instant::now();
     let mut last = started;
     move |p| {
         let now = std::time::Instant::now();
         if now.duration_since(started).as_secs() >= 1 && now.duration_since(last).as_secs() >= 1 {
             last = now;
-            eprintln!("backup: {p}");
+            eprintln!("{what}: {p}");
         }
     }
 }

@@ -24,6 +24,7 @@ pub struct ModelInfo {
 }
 
 /// The catalog, in file order.
+#[derive(Clone)]
 pub struct Models {
     pub entries: serde_json::Map<String, serde_json::Value>,
     ids: Vec<String>,

@@ -11,6 +11,7 @@ macro_rules! handler {
 }
 
 pub mod analytics;
+pub mod bundles;
 pub mod chat;
 pub mod chats;
 pub mod conversations;
@@ -67,7 +68,11 @@ impl Serve for Op {
     fn serve(mut self, access: Access, handler: Handler) -> Operation {
         self.access = access;
         let method = Method::from_bytes(self.method.as_bytes()).expect("an HTTP method");
-        let body = if self.body_media == RAW_MEDIA { BodyKind::Raw } else { BodyKind::Json };
+        let body = match (self.archive_body, self.body_media) {
+            (true, _) => BodyKind::Archive,
+            (false, RAW_MEDIA) => BodyKind::Raw,
+            _ => BodyKind::Json,
+        };
         let route = Route { method, path: self.path, access, body, cached: false, handler };
         Operation { route, doc: self }
     }
@@ -81,6 +86,7 @@ pub fn operations() -> Vec<Operation> {
         invites::operations(),
         models::operations(),
         replicas::operations(),
+        bundles::operations(),
         knowledge_base::operations(),
         chat::operations(),
         history::operations(),

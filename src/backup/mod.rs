@@ -106,6 +106,8 @@ pub enum Step {
     Copy,
     /// Compressing the copy and the files into the archive.
     Archive,
+    /// Reading an archive (bytes of it read: a replica bundle's import, `service::bundle`).
+    Unpack,
 }
 
 impl std::fmt::Display for Progress {
@@ -116,6 +118,10 @@ impl std::fmt::Display for Progress {
             Step::Archive => {
                 let mib = |b: u64| b as f64 / 1_048_576.0;
                 write!(f, "compressing: {:.1} of {:.1} MiB ({percent} %)", mib(self.done), mib(self.total))
+            }
+            Step::Unpack => {
+                let mib = |b: u64| b as f64 / 1_048_576.0;
+                write!(f, "reading: {:.1} of {:.1} MiB ({percent} %)", mib(self.done), mib(self.total))
             }
         }
     }

@@ -233,13 +233,18 @@ fn pad(rows: &[&[u32]], pad_id: u32) -> Batch {
 pub struct Local {
     id: String,
     model: Arc<Model>,
+    /// The model's directory, for its [`Embedder::fingerprint`].
+    dir: std::path::PathBuf,
+    /// The fingerprint once computed ([`super::fingerprint::of_dir`]).
+    fingerprint: OnceLock<String>,
 }
 
 impl Local {
     /// Loads the model directory `dir` as catalog model `id` in `precision`; errors as
     /// [`Model::load`].
     pub fn load(id: &str, dir: &Path, precision: Precision) -> Result<Local, String> {
-        Ok(Local { id: id.to_string(), model: Arc::new(Model::load(dir, precision)?) })
+        let model = Arc::new(Model::load(dir, precision)?);
+        Ok(Local { id: id.to_string(), model, dir: dir.to_path_buf(), fingerprint: OnceLock::new() })
     }
 
     /// The loaded model.
@@ -255,6 +260,17 @@ impl Embedder for Local {
 
     fn dimension(&self) -> usize {
         self.model.layout.dimension
+    }
+
+    fn fingerprint(&self) -> String {
+        let kernel = self.model.kernel().describe();
+        let computed = || {
+            super::fingerprint::of_dir(&self.dir, kernel).unwrap_or_else(|e| {
+                tracing::warn!(dir = %self.dir.display(), error = %e, "the model's files cannot be read to fingerprint them");
+                format!("unreadable:{}:{kernel}", self.dir.display())
+            })
+        };
+        self.fingerprint.get_or_init(computed).clone()
     }
 
     fn embed(&self, kind: Kind, texts: Vec<String>) -> BoxFuture<'_, Result<Vec<Vec<f32>>>> {

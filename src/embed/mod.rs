@@ -149,6 +149,7 @@
 pub mod catalog;
 pub mod encoder;
 pub mod exact;
+pub mod fingerprint;
 pub mod hub;
 pub mod install;
 pub mod layout;
@@ -195,6 +196,15 @@ pub trait Embedder: Send + Sync {
 
     /// Length of every vector it returns (384 for all-MiniLM-L6-v2).
     fn dimension(&self) -> usize;
+
+    /// What tells two servers serving this model id that they compute the same vectors: for
+    /// an in-process model the SHA-256 of its files and its arithmetic ([`fingerprint`]); by
+    /// default (an upstream, whose files are out of sight) `upstream:` with the id and the
+    /// dimension. Blocking the first time for an in-process model (it reads the files; kept
+    /// after). Used by replica bundles (`service::bundle`) to reuse vectors only when equal.
+    fn fingerprint(&self) -> String {
+        format!("upstream:{}:{}", self.id(), self.dimension())
+    }
 
     /// One vector per text, in order, each of [`Embedder::dimension`] `f32` with an L2 norm of 1
     /// (a zero vector stays zero). Texts longer than the model's window are cut, not refused.

@@ -169,6 +169,9 @@ async fn dispatch(
                 let limit = usize::try_from(allowed).unwrap_or(usize::MAX).min(app.config.max_upload_bytes);
                 request::read_body(&parts.headers, &mut body, limit, false, stall).await?
             }
+            (_, BodyKind::Archive) => {
+                request::read_body(&parts.headers, &mut body, app.config.max_upload_bytes, false, stall).await?
+            }
         };
         let req = Req {
             params: matched.params,

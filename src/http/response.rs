@@ -120,6 +120,19 @@ impl Reply {
         .with_header("cache-control", "no-cache")
     }
 
+    /// 200 `content_type` whose body is the bytes of `rx` as they come (a file written while it
+    /// is sent: a replica bundle). The body ends when every sender is dropped; when the client
+    /// goes away the receiver is dropped, which the senders see as a closed channel.
+    pub fn stream(rx: mpsc::Receiver<Bytes>, content_type: &'static str) -> Reply {
+        let body = ChannelBody { rx, encode: |b: Bytes| b }.boxed_unsync();
+        Reply {
+            status: StatusCode::OK,
+            body: Body::Stream(body),
+            content_type: Some(content_type),
+            headers: Vec::new(),
+        }
+    }
+
     /// Adds a header (values that are not valid header text are dropped).
     pub fn with_header(mut self, name: &'static str, value: &str) -> Reply {
         if let Ok(v) = HeaderValue::from_str(value) {

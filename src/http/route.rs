@@ -30,6 +30,10 @@ pub enum BodyKind {
     /// URL allows. The URL's `{token}` is its credential: the request path checks it
     /// (`service::knowledge::uploads::admit`) before the body is read.
     Raw,
+    /// An archive (a replica bundle, `application/gzip`) sent by an authenticated caller, at
+    /// most `--max-upload-bytes` as sent (its inflated size is the service's to check while
+    /// inflating).
+    Archive,
 }
 
 /// One operation.

@@ -183,7 +183,8 @@ fn response(op: &Op, status: u16) -> Value {
     } else {
         (reference(&format!("Error{status}")), error_description(status))
     };
-    let mut content = json!({ "application/json": { "schema": schema } });
+    let media = if status == op.ok.0 { op.ok_media } else { "application/json" };
+    let mut content = json!({ media: { "schema": schema } });
     if status == op.ok.0 {
         for media in op.ok_also {
             content[*media] = json!({ "schema": { "type": "string" } });

@@ -33,8 +33,12 @@ pub struct Op {
     pub body_media: &'static str,
     /// The body may be left out (`requestBody.required` false).
     pub body_optional: bool,
+    /// The body is an archive an authenticated caller sends ([`Op::archive_body`]).
+    pub archive_body: bool,
     /// Success status and schema name of its JSON body.
     pub ok: (u16, &'static str),
+    /// Media type of the success answer (JSON unless [`Op::ok_file`] says otherwise).
+    pub ok_media: &'static str,
     /// Other media types the success answer may come in (e.g. `text/event-stream`), as text.
     pub ok_also: &'static [&'static str],
     /// The 404 body carries no `error_code`/`fingerprint` (redeem, spec §7 rule 2).
@@ -88,6 +92,8 @@ fn name_of<T: JsonSchema>() -> &'static str {
 const JSON_MEDIA: &str = "application/json";
 /// The media type of a raw-bytes body ([`Op::raw_body`]).
 pub const RAW_MEDIA: &str = "application/octet-stream";
+/// The media type of an archive answer ([`Op::ok_file`]): a replica bundle.
+pub const ARCHIVE_MEDIA: &str = "application/gzip";
 
 /// Answers that may also stream (`Accept: text/event-stream`).
 const SSE: &[&str] = &["text/event-stream"];
@@ -107,7 +113,9 @@ pub fn op(method: &'static str, path: &'static str, id: &'static str, tag: &'sta
         body: None,
         body_media: JSON_MEDIA,
         body_optional: false,
+        archive_body: false,
         ok: (200, "Done"),
+        ok_media: JSON_MEDIA,
         ok_also: &[],
         plain_404: false,
         creates: None,
@@ -132,6 +140,19 @@ impl Op {
     pub fn raw_body(mut self, schema: &'static str) -> Op {
         self.body_media = RAW_MEDIA;
         self.body(schema)
+    }
+    /// The body is an archive sent by an authenticated caller, the written schema `schema`:
+    /// documented as raw bytes (`application/octet-stream`; any content type is taken, the
+    /// archive tells what it is), read as `http`'s archive body.
+    pub fn archive_body(mut self, schema: &'static str) -> Op {
+        self.body_media = RAW_MEDIA;
+        self.archive_body = true;
+        self.body(schema)
+    }
+    /// The success answer is a file of `media` (not JSON), the written schema `schema`.
+    pub fn ok_file(mut self, status: u16, media: &'static str, schema: &'static str) -> Op {
+        self.ok_media = media;
+        self.ok(status, schema)
     }
     /// The body is `T` as serde reads it; its schema is derived.
     pub fn body_of<T: JsonSchema>(mut self) -> Op {

@@ -227,6 +227,28 @@ pub async fn revoke_key(store: &Store, replica: Uuid, key: &str) -> Result<()> {
         .await
 }
 
+/// The allowed origins of `replica`'s embed widget (empty when it has no settings): what a
+/// replica bundle carries of its embed settings (never the identity secret or the keys).
+/// Errors: the store's.
+pub fn allowed_origins_in(txn: &impl crate::store::kv::Reads, replica: Uuid) -> Result<Vec<String>> {
+    let settings = store::get::<u128, EmbedSettings, _>(&txn.read_table(tables::REPLICA_EMBED)?, k(replica))?;
+    Ok(settings.map(|s| s.allowed_origins).unwrap_or_default())
+}
+
+/// Sets the allowed origins of new replica `replica` of `org` to `origins` (normalized; none:
+/// nothing written), with no key and no identity secret (a replica bundle's import: keys are
+/// minted again). Errors: 400 for an origin that is not one ([`normalize_origin`]), the store's.
+pub fn put_origins_in(txn: &WriteTransaction, org: Uuid, replica: Uuid, origins: &[String]) -> Result<()> {
+    if origins.is_empty() {
+        return Ok(());
+    }
+    let allowed = origins.iter().map(|o| normalize_origin(o)).collect::<Result<Vec<_>>>()?;
+    let mut table = txn.open_table(tables::REPLICA_EMBED)?;
+    let mut settings = settings_or_new(&table, org, replica)?;
+    settings.allowed_origins = allowed;
+    store::put(&mut table, k(replica), &settings)
+}
+
 /// Removes the keys and settings of `replica` (replica deletion).
 pub fn delete_all_in(txn: &WriteTransaction, replica: Uuid) -> Result<()> {
     txn.open_table(tables::REPLICA_EMBED)?.remove(k(replica))?;

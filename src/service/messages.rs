@@ -38,6 +38,14 @@ impl<T: ReadableTable<Key, &'static [u8]>> Messages<T> {
         Ok(rows.rev().map(|row| row.and_then(|(_, v)| codec::decode::<Message>(v.value()))))
     }
 
+    /// Every item of `replica`, in key order (by user, then id): a replica bundle's history.
+    /// Errors: the store's.
+    pub fn of_replica(&self, replica: Uuid) -> Result<Vec<Message>> {
+        let r = k(replica);
+        let rows = self.0.range((r, 0, 0)..=(r, u128::MAX, u64::MAX))?;
+        rows.map(|row| row.and_then(|(_, v)| codec::decode::<Message>(v.value()))).collect()
+    }
+
     /// The key of every item, in key order (the derivation of chats from an older store).
     pub fn keys(&self) -> Result<Vec<Key>> {
         self.0.iter()?.map(|row| Ok(row?.0.value())).collect()

@@ -1,5 +1,6 @@
 //! Business rules per resource: plain Rust types in, plain Rust types out; no hyper types.
 
+pub mod bundle;
 pub mod channel;
 pub mod channel_data;
 pub mod chat;

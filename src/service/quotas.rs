@@ -158,6 +158,33 @@ pub fn count_kb_entry_in(txn: &WriteTransaction, org: Uuid, default_max: u64, cu
     Ok(())
 }
 
+/// Refuses, before anything is written, to add one replica and `entries` knowledge-base
+/// entries to organization `org`, which has `replicas` replicas now, beyond its quotas (its
+/// own, else `default_max`: replicas, entries): the check of a replica bundle's import (its
+/// write checks again, as every write does). Errors: 429 `REPLICA_QUOTA_EXCEEDED`, 429
+/// `KNOWLEDGE_BASE_CUSTOM_QUOTA_EXCEEDED`, the store's.
+pub fn check_room(txn: &impl Reads, org: Uuid, replicas: u64, entries: u64, default_max: (u64, u64)) -> Result<()> {
+    let quota = of(&txn.read_table(tables::ORG_QUOTA)?, org)?;
+    let max_replicas = quota.replicas.unwrap_or(default_max.0);
+    if replicas >= max_replicas {
+        return Err(Error::new(
+            Code::ReplicaQuotaExceeded,
+            format!("the organization has {replicas} replicas, its quota"),
+        ));
+    }
+    let (have, max) = (org_entries(txn, org)?, quota.knowledge_base_entries.unwrap_or(default_max.1));
+    if have.saturating_add(entries) > max {
+        return Err(Error::new(
+            Code::KnowledgeBaseQuotaExceeded,
+            format!(
+                "the organization has {have} knowledge-base entries and a quota of {max}: the {entries} entries of \
+                 the bundle do not fit"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Counts one knowledge-base entry of `org` less (one was deleted).
 pub fn uncount_kb_entry_in(txn: &WriteTransaction, org: Uuid) -> Result<()> {
     let mut counts = txn.open_table(tables::ORG_KBCOUNT)?;

@@ -242,20 +242,36 @@ pub async fn create(
     store
         .write(move |txn| {
             let mut r = replica.clone();
-            r.owner = owner_in(txn, org, &owner)?;
-            let (count, _) = replica_index::count(txn, org)?;
-            let max_replicas = super::quotas::of_in(txn, org)?.replicas.unwrap_or(max_replicas);
-            if count >= max_replicas {
-                return Err(Error::new(
-                    Code::ReplicaQuotaExceeded,
-                    format!("the organization has {count} replicas, its quota"),
-                ));
-            }
-            claim_slug(txn, org, &r.slug, id)?;
-            replica_index::put_replica(txn, None, &r)?;
+            insert_in(txn, &mut r, &owner, max_replicas)?;
             Ok(id)
         })
         .await
+}
+
+/// Writes new replica `r` (its `id`, `org` and dates set) owned by `owner` (a user id or e-mail
+/// of its organization), in `txn`: `create`'s write, and a replica bundle's import. Errors: 400
+/// unknown owner, 409 `SLUG_TAKEN`, 429 `REPLICA_QUOTA_EXCEEDED` beyond the organization's
+/// quota (`max_replicas` unless the operator set one for it).
+pub fn insert_in(txn: &WriteTransaction, r: &mut Replica, owner: &str, max_replicas: u64) -> Result<()> {
+    r.owner = owner_in(txn, r.org, owner)?;
+    let (count, _) = replica_index::count(txn, r.org)?;
+    let max_replicas = super::quotas::of_in(txn, r.org)?.replicas.unwrap_or(max_replicas);
+    if count >= max_replicas {
+        return Err(Error::new(
+            Code::ReplicaQuotaExceeded,
+            format!("the organization has {count} replicas, its quota"),
+        ));
+    }
+    claim_slug(txn, r.org, &r.slug, r.id)?;
+    replica_index::put_replica(txn, None, r)
+}
+
+/// The replica of `org` whose slug is `slug`, if any (private ones too). Errors: the store's.
+pub fn id_of_slug_in(txn: &impl crate::store::kv::Reads, org: Uuid, slug: &str) -> Result<Option<Uuid>> {
+    use crate::store::kv::ReadableTable as _;
+    let slugs = txn.read_table(tables::SLUG_REPLICA)?;
+    let id = slugs.get((k(org), slug))?.map(|v| Uuid::from_u128(v.value()));
+    Ok(id)
 }
 
 /// Replaces a replica's fields (same body as create; an absent `llm.embeddingModel` keeps the

@@ -6,6 +6,7 @@ mod common;
 mod answers;
 mod auth;
 mod backup;
+mod bundle;
 mod chat;
 mod chats;
 mod cli;

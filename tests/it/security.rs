@@ -49,6 +49,7 @@ fn sample_body(route: &Route, owner: &str) -> Option<Value> {
         }
         "UserWrite" => json!({"name": "Mallory"}),
         "UploadBody" => json!("the bytes of a file"),
+        "ReplicaBundle" => json!("the bytes of a replica bundle"),
         "CompletionMessengerARequest" => json!({
             "content": "What is the Zorblax reactor?",
             "messengerA_data": {"chat_type": "private", "chat_id": 7, "message_id": 9}
@@ -446,8 +447,9 @@ async fn every_operation_with_a_body_refuses_bombs_broken_encodings_and_malforme
     let mut tested = 0;
     for route in routes().iter().filter(|r| sample_body(r, &org.owner_email).is_some()) {
         let path = fill(route, &ids);
-        // A raw-bytes body (file upload) takes any content type: only the encoding cases apply.
-        let raw = route.body == BodyKind::Raw;
+        // A raw-bytes body (file upload, replica bundle) takes any content type: only the
+        // encoding cases apply.
+        let raw = matches!(route.body, BodyKind::Raw | BodyKind::Archive);
         for bad in cases.iter().filter(|c| !raw || c.encoding.is_some()) {
             let mut rb = org.req(method(route), &path).header("content-type", bad.content_type).body(bad.body.clone());
             for (k, v) in &owner {

@@ -49,6 +49,10 @@ pub fn listed(models: &Models) -> Map<String, Value> {
     models::add_all(&mut add, models);
     add("UploadBody", json!({ "type": "string", "format": "binary", "description": "The file's bytes." }));
     add(
+        "ReplicaBundle",
+        json!({ "type": "string", "format": "binary", "description": "A replica bundle: a gzip'd tar (docs/bundles.md)." }),
+    );
+    add(
         "CompletionUsageLimits",
         json!({
             "type": "object",

@@ -200,7 +200,9 @@ pub async fn create(store: &Store, org: Uuid, replica: Uuid, mut new: NewEntry, 
     Ok(Created { id, kind, upload: token.map(|t| (t, expires_at)) })
 }
 
-fn claim_url(txn: &WriteTransaction, replica: Uuid, url: &str, id: u64) -> Result<()> {
+/// Files `url` as entry `id`'s in `replica` (one entry per URL in a replica). Errors: 409
+/// `URL_ALREADY_EXISTS`, the store's.
+pub fn claim_url(txn: &WriteTransaction, replica: Uuid, url: &str, id: u64) -> Result<()> {
     let mut urls = txn.open_table(tables::REPLICA_URL)?;
     if let Some(existing) = urls.get((k(replica), url))? {
         return Err(Error::new(

@@ -16,7 +16,9 @@ mod distilled;
 mod list;
 pub mod uploads;
 
-pub use create::{create, Content, Created, Limits, NewEntry, MAX_FILENAME_CHARS, MAX_URL_CHARS, YOUTUBE_UNSUPPORTED};
+pub use create::{
+    claim_url, create, Content, Created, Limits, NewEntry, MAX_FILENAME_CHARS, MAX_URL_CHARS, YOUTUBE_UNSUPPORTED,
+};
 pub use distilled::{distilled_in, Distilled};
 pub use list::{get, list, replica_of, EntryView, ListQuery, Scope, Sort, SortKey, SORTS};
 
