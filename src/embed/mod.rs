@@ -212,6 +212,14 @@ pub trait Embedder: Send + Sync {
     /// 500 for an in-process inference failure.
     fn embed(&self, kind: Kind, texts: Vec<String>) -> BoxFuture<'_, Result<Vec<Vec<f32>>>>;
 
+    /// Whether the model places texts of different languages by meaning alike (a question in
+    /// one language near the passage that answers it in another): so its closeness may decide
+    /// where the question's words, in another language than the documents, cannot. `false`
+    /// unless the model says so (an upstream's is not known).
+    fn multilingual(&self) -> bool {
+        false
+    }
+
     /// [`Embedder::embed`] of questions.
     fn embed_queries(&self, texts: Vec<String>) -> BoxFuture<'_, Result<Vec<Vec<f32>>>> {
         self.embed(Kind::Query, texts)

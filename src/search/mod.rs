@@ -466,10 +466,7 @@ impl Search {
             Scoring::Replica => {
                 let stats = statistics::ReplicaStatistics::new(&searcher, &replica_term)?;
                 let top = searcher.search_with_statistics_provider(&query, &collector, &stats)?;
-                match in_another_language(&stats, f, asked)? {
-                    true => (top, Vec::new(), true),
-                    false => (top, unknown(&stats, &vocabulary)?, false),
-                }
+                (top, unknown(&stats, &vocabulary)?, in_another_language(&stats, f, asked)?)
             }
             Scoring::WholeIndex => (searcher.search(&query, &collector)?, Vec::new(), false),
         };
@@ -517,12 +514,20 @@ impl Search {
         };
         let Some((model, v)) = question else {
             // nothing to fuse with: the BM25 hits kept, and no more read from the index
-            let Bm25 { hits: bm25, unknown, other_language } = self.bm25(replica, query, limit, Scoring::Replica)?;
+            let Bm25 { hits: bm25, unknown, .. } = self.bm25(replica, query, limit, Scoring::Replica)?;
             let hits = fusion::fuse(&bm25, &[], how, limit);
-            return Ok(Hybrid { hits, question: None, unknown, other_language });
+            return Ok(Hybrid { hits, question: None, unknown, other_language: false });
         };
         let depth = limit.max(fusion::DEPTH);
-        let Bm25 { hits: bm25, unknown, other_language } = self.bm25(replica, query, depth, Scoring::Replica)?;
+        let Bm25 { hits: bm25, mut unknown, other_language } = self.bm25(replica, query, depth, Scoring::Replica)?;
+        // in another language than the documents, words cannot tell what the knowledge base
+        // lacks: a multilingual model's meaning decides; an English-only model's cannot, and
+        // the unknown terms keep refusing
+        let other_language =
+            other_language && self.embedders.as_ref().is_some_and(|e| e.of_replica(Some(&model)).multilingual());
+        if other_language {
+            unknown.clear();
+        }
         let mut hits = fusion::fuse(&bm25, &self.vectors.search(replica, &model, &v, depth), how, limit);
         // the BM25 hits the vector ranking missed get their cosine too (the reader weighs it)
         let missing: Vec<(u64, u32)> =
@@ -557,7 +562,8 @@ impl Search {
 /// What [`Search::hybrid`] found: the fused hits, best first, the question's embedding
 /// (`None` without an embedding model or when embedding it failed), its terms that no
 /// document of the replica holds ([`Bm25::unknown`]), and whether it is in a language none of
-/// them is written in ([`Bm25::other_language`]).
+/// them is written in ([`Bm25::other_language`]) while a multilingual model embedded it (then
+/// no term is unknown: the meaning decides, `embed::Embedder::multilingual`).
 pub struct Hybrid {
     pub hits: Vec<fusion::Fused>,
     pub question: Option<QuestionVector>,
@@ -577,7 +583,7 @@ struct Bm25 {
     hits: Vec<Hit>,
     unknown: Vec<String>,
     /// The question is in a language none of the replica's documents is written in
-    /// ([`in_another_language`]): no term of it is unknown.
+    /// ([`in_another_language`]).
     other_language: bool,
 }
 
@@ -809,7 +815,7 @@ mod tests {
     }
 
     #[test]
-    fn a_question_in_another_language_than_every_document_has_no_unknown_terms() {
+    fn a_question_in_another_language_than_every_document_is_told() {
         let data = tempfile::tempdir().expect("temp dir");
         let (search, _) = Search::open(data.path()).expect("open");
         let (french, both) = (Uuid::now_v7(), Uuid::now_v7());
@@ -826,13 +832,11 @@ mod tests {
         search.commit(1).expect("commit");
         let unknown = |r: Uuid, q: &str| search.bm25(r, q, 5, Scoring::Replica).expect("search").unknown;
         let other = |r: Uuid, q: &str| search.bm25(r, q, 5, Scoring::Replica).expect("search").other_language;
-        // English words on French documents say nothing by being absent: the meaning decides
-        assert!(unknown(french, "How long does delivery take?").is_empty());
+        // English words on French documents: another language
         assert!(other(french, "How long does delivery take?"));
+        // in the documents' language they are not, nor beside English documents
         assert!(!other(french, "Quels fromages en France ?") && !other(both, "How long does delivery take?"));
-        // in the documents' language they do
         assert_eq!(unknown(french, "Quels fromages en France ?"), ["fromag"]);
-        // a replica with English documents too: English terms count again
         assert_eq!(unknown(both, "How long does delivery take?"), ["deliveri"]);
     }
 
