@@ -70,6 +70,11 @@ pub fn attention(qkv: &[f32], mask: &[u32], shape: Shape, out: &mut [f32]) {
 fn softmax(scores: &mut [f32], keep: &[u32], scale: f32) {
     #[cfg(target_arch = "x86_64")]
     if crate::avx2_available() {
+        if avx512_available() {
+            // SAFETY: the CPU has AVX-512 F, AVX2 and FMA (checked just above); `keep` is as
+            // long as `scores`.
+            return unsafe { softmax_avx512(scores, keep, scale) };
+        }
         // SAFETY: the CPU has AVX2 and FMA (checked just above); `keep` is as long as `scores`.
         return unsafe { softmax_avx2(scores, keep, scale) };
     }
@@ -127,6 +132,76 @@ unsafe fn softmax_avx2(scores: &mut [f32], keep: &[u32], scale: f32) {
     let (head, tail) = scores.split_at_mut(whole);
     let total: f32 = lanes.iter().sum();
     finish(head, tail, &keep[whole..], top, total);
+}
+
+/// Whether the CPU has AVX-512 F (checked once by the standard library, then cached).
+#[cfg(target_arch = "x86_64")]
+fn avx512_available() -> bool {
+    is_x86_feature_detected!("avx512f")
+}
+
+/// [`softmax`] in AVX-512, 16 scores at a time, the last vector masked ([`exp_avx512`]).
+///
+/// # Safety
+/// The CPU must have AVX-512 F, AVX2 and FMA; `keep` at least as long as `scores`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn softmax_avx512(scores: &mut [f32], keep: &[u32], scale: f32) {
+    debug_assert!(keep.len() >= scores.len());
+    let n = scores.len();
+    let (s, k) = (scores.as_mut_ptr(), keep.as_ptr());
+    // the lanes of the vector at `i` that are in the row, and those of them that are kept
+    let lanes = |i: usize| if n - i >= 16 { 0xffff } else { (1u16 << (n - i)) - 1 };
+    let kept = |i: usize, lanes: __mmask16| {
+        let k = _mm512_maskz_loadu_epi32(lanes, k.add(i) as *const i32);
+        _mm512_mask_cmpneq_epi32_mask(lanes, k, _mm512_setzero_si512())
+    };
+    let mut max = _mm512_set1_ps(f32::NEG_INFINITY);
+    for i in (0..n).step_by(16) {
+        let lanes = lanes(i);
+        let x = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, s.add(i)), _mm512_set1_ps(scale));
+        _mm512_mask_storeu_ps(s.add(i), lanes, x);
+        max = _mm512_mask_max_ps(max, kept(i, lanes), max, x);
+    }
+    let top = _mm512_set1_ps(_mm512_reduce_max_ps(max));
+    let mut sum = _mm512_setzero_ps();
+    for i in (0..n).step_by(16) {
+        let lanes = lanes(i);
+        let e = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, s.add(i)), top));
+        let e = _mm512_maskz_mov_ps(kept(i, lanes), e);
+        _mm512_mask_storeu_ps(s.add(i), lanes, e);
+        sum = _mm512_add_ps(sum, e);
+    }
+    let total = _mm512_reduce_add_ps(sum);
+    let inv = _mm512_set1_ps(if total > 0.0 { 1.0 / total } else { 0.0 });
+    for i in (0..n).step_by(16) {
+        let lanes = lanes(i);
+        _mm512_mask_storeu_ps(s.add(i), lanes, _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, s.add(i)), inv));
+    }
+}
+
+/// [`exp`] of 16 values: [`exp_avx2`]'s steps.
+///
+/// # Safety
+/// The CPU must have AVX-512 F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn exp_avx512(x: __m512) -> __m512 {
+    let x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0)), _mm512_set1_ps(88.0));
+    let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(_mm512_fmadd_ps(
+        x,
+        _mm512_set1_ps(std::f32::consts::LOG2_E),
+        _mm512_set1_ps(0.5),
+    ));
+    let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693_359_4), x);
+    let r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.121_944_4e-4), r);
+    let mut p = _mm512_set1_ps(EXP_POLY[0]);
+    for c in &EXP_POLY[1..] {
+        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(*c));
+    }
+    let e_r = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0));
+    let scale = _mm512_slli_epi32::<23>(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)));
+    _mm512_mul_ps(e_r, _mm512_castsi512_ps(scale))
 }
 
 /// [`exp`] of 8 values.
@@ -209,6 +284,43 @@ mod tests {
             assert!((got - want).abs() <= 4.0 * f32::EPSILON * want, "exp({x}) = {got} against {want}");
         }
         assert!(exp(f32::NEG_INFINITY) < 1e-37);
+    }
+
+    #[test]
+    fn every_softmax_path_matches_the_plain_one_on_every_length_with_dropped_keys() {
+        for len in (1..=40).chain([63, 64, 65, 255, 256]) {
+            let row: Vec<f32> = random(len, len as u64).iter().map(|v| 8.0 * v).collect();
+            let keep: Vec<u32> = (0..len).map(|j| u32::from(j % 5 != 3)).collect();
+            let plain = {
+                let mut s = row.clone();
+                s.iter_mut().for_each(|s| *s *= 0.25);
+                let top = s.iter().zip(&keep).filter(|(_, k)| **k != 0).fold(f32::NEG_INFINITY, |m, (s, _)| m.max(*s));
+                finish(&mut [], &mut s, &keep, top, 0.0);
+                s
+            };
+            let mut paths: Vec<(&str, Vec<f32>)> = Vec::new();
+            #[cfg(target_arch = "x86_64")]
+            {
+                if crate::avx2_available() {
+                    let mut s = row.clone();
+                    // SAFETY: the CPU has AVX2 and FMA (checked just above); `keep` is as long as `s`.
+                    unsafe { softmax_avx2(&mut s, &keep, 0.25) };
+                    paths.push(("AVX2", s));
+                }
+                if crate::avx2_available() && avx512_available() {
+                    let mut s = row.clone();
+                    // SAFETY: the CPU has AVX-512 F, AVX2 and FMA (checked just above).
+                    unsafe { softmax_avx512(&mut s, &keep, 0.25) };
+                    paths.push(("AVX-512", s));
+                }
+            }
+            for (name, got) in paths {
+                for (j, (g, p)) in got.iter().zip(&plain).enumerate() {
+                    assert!((g - p).abs() <= 1e-6, "{name} length {len} [{j}]: {g} vs {p}");
+                    assert!(keep[j] != 0 || *g == 0.0, "{name} length {len}: a dropped key weighs {g}");
+                }
+            }
+        }
     }
 
     #[test]
