@@ -53,13 +53,12 @@ pub fn attention(qkv: &[f32], mask: &[u32], shape: Shape, out: &mut [f32]) {
         let keep = &mask[seq * len..(seq + 1) * len];
         for head in 0..shape.heads {
             let base = seq * len * 3 * dim + head * hd;
-            let at = |j: usize, part: usize, d: usize| qkv[base + j * 3 * dim + part * dim + d];
-            keys.pack(hd, len, |d, j| at(j, 1, d));
+            keys.pack_columns(hd, len, &qkv[base + dim..], 3 * dim);
             product(&qkv[base..], 3 * dim, len, &keys, &mut scores, len);
             for row in scores.chunks_exact_mut(len) {
                 softmax(row, keep, scale);
             }
-            values.pack(len, hd, |j, d| at(j, 2, d));
+            values.pack_rows(len, hd, &qkv[base + 2 * dim..], 3 * dim);
             product(&scores, len, len, &values, &mut out[seq * len * dim + head * hd..], dim);
         }
     }

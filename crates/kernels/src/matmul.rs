@@ -49,6 +49,39 @@ impl Packed {
     }
 }
 
+impl Packed {
+    /// Packs the `k × n` matrix held row by row in `src`: value `(p, j)` at `src[p · stride + j]`
+    /// (attention's values: a token per row). Panics if `src` is too short.
+    pub fn pack_rows(&mut self, k: usize, n: usize, src: &[f32], stride: usize) {
+        let panels = n.div_ceil(NR);
+        self.values.clear();
+        self.values.resize(panels * k * NR, 0.0);
+        for panel in 0..panels {
+            let cols = NR.min(n - panel * NR);
+            for p in 0..k {
+                self.values[(panel * k + p) * NR..][..cols].copy_from_slice(&src[p * stride + panel * NR..][..cols]);
+            }
+        }
+        (self.k, self.n) = (k, n);
+    }
+
+    /// Packs the `k × n` matrix held column by column in `src`: value `(p, j)` at
+    /// `src[j · stride + p]` (attention's keys, transposed). Panics if `src` is too short.
+    pub fn pack_columns(&mut self, k: usize, n: usize, src: &[f32], stride: usize) {
+        let panels = n.div_ceil(NR);
+        self.values.clear();
+        self.values.resize(panels * k * NR, 0.0);
+        for j in 0..n {
+            let (panel, jj) = (j / NR, j % NR);
+            let column = &src[j * stride..][..k];
+            for (p, v) in column.iter().enumerate() {
+                self.values[(panel * k + p) * NR + jj] = *v;
+            }
+        }
+        (self.k, self.n) = (k, n);
+    }
+}
+
 /// `c[i · ldc + j] = Σ_p a[i · lda + p] · b(p, j)` for `i < m`, `j < b.n`, `p < b.k`; the rest
 /// of `c` is left as it was. Panics if `a` or `c` is too short for `m` rows of its stride.
 pub fn product(a: &[f32], lda: usize, m: usize, b: &Packed, c: &mut [f32], ldc: usize) {
@@ -162,32 +195,46 @@ unsafe fn product_avx2(a: &[f32], lda: usize, m: usize, b: &Packed, c: &mut [f32
     }
 }
 
-/// [`product`] with AVX-512 F, tile by tile.
+/// [`product`] with AVX-512 F, tile by tile, two panels at a time (each broadcast value of `A`
+/// multiplies 32 columns).
 ///
 /// # Safety
 /// AVX-512 F, AVX2 and FMA; otherwise as [`product_avx2`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn product_avx512(a: &[f32], lda: usize, m: usize, b: &Packed, c: &mut [f32], ldc: usize) {
-    for panel in 0..b.n.div_ceil(NR) {
-        let tile =
-            Tile { b: b.values.as_ptr().add(panel * b.k * NR), k: b.k, lda, ldc, cols: NR.min(b.n - panel * NR) };
+    let panels = b.n.div_ceil(NR);
+    for panel in (0..panels).step_by(2) {
+        let tile = Tile { b: b.values.as_ptr().add(panel * b.k * NR), k: b.k, lda, ldc, cols: b.n - panel * NR };
+        let pair = panel + 1 < panels;
         let mut row = 0;
         for height in crate::tile_heights(m, MR_AVX512) {
             let (a, c) = (a.as_ptr().add(row * lda), c.as_mut_ptr().add(row * ldc + panel * NR));
-            match height {
-                12 => tile.run512::<12>(a, c),
-                11 => tile.run512::<11>(a, c),
-                10 => tile.run512::<10>(a, c),
-                9 => tile.run512::<9>(a, c),
-                8 => tile.run512::<8>(a, c),
-                7 => tile.run512::<7>(a, c),
-                6 => tile.run512::<6>(a, c),
-                5 => tile.run512::<5>(a, c),
-                4 => tile.run512::<4>(a, c),
-                3 => tile.run512::<3>(a, c),
-                2 => tile.run512::<2>(a, c),
-                _ => tile.run512::<1>(a, c),
+            match (height, pair) {
+                (12, true) => tile.run512::<12, 2>(a, c),
+                (11, true) => tile.run512::<11, 2>(a, c),
+                (10, true) => tile.run512::<10, 2>(a, c),
+                (9, true) => tile.run512::<9, 2>(a, c),
+                (8, true) => tile.run512::<8, 2>(a, c),
+                (7, true) => tile.run512::<7, 2>(a, c),
+                (6, true) => tile.run512::<6, 2>(a, c),
+                (5, true) => tile.run512::<5, 2>(a, c),
+                (4, true) => tile.run512::<4, 2>(a, c),
+                (3, true) => tile.run512::<3, 2>(a, c),
+                (2, true) => tile.run512::<2, 2>(a, c),
+                (_, true) => tile.run512::<1, 2>(a, c),
+                (12, false) => tile.run512::<12, 1>(a, c),
+                (11, false) => tile.run512::<11, 1>(a, c),
+                (10, false) => tile.run512::<10, 1>(a, c),
+                (9, false) => tile.run512::<9, 1>(a, c),
+                (8, false) => tile.run512::<8, 1>(a, c),
+                (7, false) => tile.run512::<7, 1>(a, c),
+                (6, false) => tile.run512::<6, 1>(a, c),
+                (5, false) => tile.run512::<5, 1>(a, c),
+                (4, false) => tile.run512::<4, 1>(a, c),
+                (3, false) => tile.run512::<3, 1>(a, c),
+                (2, false) => tile.run512::<2, 1>(a, c),
+                (_, false) => tile.run512::<1, 1>(a, c),
             }
             row += height;
         }
@@ -201,7 +248,8 @@ struct Tile {
     k: usize,
     lda: usize,
     ldc: usize,
-    /// Columns of the panel that exist (the last may have fewer than [`NR`]).
+    /// Columns that exist from the tile's first panel on (the AVX2 kernel's one panel: at most
+    /// [`NR`]; the last panel may have fewer).
     cols: usize,
 }
 
@@ -240,28 +288,37 @@ impl Tile {
 
 #[cfg(target_arch = "x86_64")]
 impl Tile {
-    /// `R` rows of `A` from `a` times the panel, written at `c` (rows `ldc` apart), with
-    /// AVX-512: per step one `zmm` of the panel and `R` fused multiply-adds by broadcast values
-    /// of `A`, `R` independent sums. The rows' addresses are computed once (made in the loop,
-    /// they were a chain of dependent additions that held it to one multiply-add per cycle).
+    /// `R` rows of `A` from `a` times `P` panels from the tile's, written at `c` (rows `ldc`
+    /// apart), with AVX-512: per step `P` `zmm` of the panels and `R · P` fused multiply-adds by
+    /// broadcast values of `A`, `R · P` independent sums (at most 24 registers). The rows'
+    /// addresses are computed once (made in the loop, they were a chain of dependent additions
+    /// that held it to one multiply-add per cycle).
     ///
     /// # Safety
-    /// AVX-512 F; otherwise as [`Tile::run`].
+    /// AVX-512 F; `a` holds `R` rows of `k` values `lda` apart; the tile has `P` panels of `k ×
+    /// NR` values (`cols` counts the columns from its first on); `c` has `R` rows of those
+    /// columns writable, `ldc` apart.
     #[target_feature(enable = "avx512f,avx2,fma")]
     #[inline]
-    unsafe fn run512<const R: usize>(&self, a: *const f32, c: *mut f32) {
-        let mut acc = [_mm512_setzero_ps(); R];
+    unsafe fn run512<const R: usize, const P: usize>(&self, a: *const f32, c: *mut f32) {
+        let mut acc = [[_mm512_setzero_ps(); P]; R];
         // through `black_box`, so that the compiler cannot derive each address from the last
         let rows: [*const f32; R] = std::hint::black_box(std::array::from_fn(|r| a.add(r * self.lda)));
         for p in 0..self.k {
-            let b = _mm512_loadu_ps(self.b.add(p * NR));
+            let b: [__m512; P] = std::array::from_fn(|q| _mm512_loadu_ps(self.b.add((q * self.k + p) * NR)));
             for (row, acc) in rows.iter().zip(acc.iter_mut()) {
-                *acc = _mm512_fmadd_ps(_mm512_set1_ps(*row.add(p)), b, *acc);
+                let x = _mm512_set1_ps(*row.add(p));
+                for (acc, b) in acc.iter_mut().zip(&b) {
+                    *acc = _mm512_fmadd_ps(x, *b, *acc);
+                }
             }
         }
-        let mask = if self.cols == NR { 0xffff } else { (1u16 << self.cols) - 1 };
         for (r, acc) in acc.iter().enumerate() {
-            _mm512_mask_storeu_ps(c.add(r * self.ldc), mask, *acc);
+            for (q, acc) in acc.iter().enumerate() {
+                let cols = NR.min(self.cols - q * NR);
+                let mask = if cols == NR { 0xffff } else { (1u16 << cols) - 1 };
+                _mm512_mask_storeu_ps(c.add(r * self.ldc + q * NR), mask, *acc);
+            }
         }
     }
 }
