@@ -82,21 +82,34 @@ impl Dense {
         Dense::F32 { weight: packed, bias, outputs }
     }
 
-    /// `x` (`rows × inputs`) in, `rows × outputs` out.
-    fn forward(&self, x: &[f32], rows: usize) -> Vec<f32> {
+    /// `x` (`rows × inputs`) in, `rows × outputs` out, into `out` (resized; its memory kept
+    /// from call to call).
+    fn forward_into(&self, x: &[f32], rows: usize, out: &mut Vec<f32>) {
         match self {
-            Dense::Int8(linear) => linear.forward(x, rows),
-            Dense::Q4(linear) => linear.forward(x, rows),
+            Dense::Int8(linear) => *out = linear.forward(x, rows),
+            Dense::Q4(linear) => {
+                out.resize(rows * linear.outputs(), 0.0);
+                linear.forward_into(x, rows, out);
+            }
             Dense::F32 { weight, bias, outputs } => {
-                let mut y = vec![0f32; rows * outputs];
-                product(x, x.len() / rows.max(1), rows, weight, &mut y, *outputs);
-                for row in y.chunks_exact_mut(*outputs) {
+                out.clear();
+                out.resize(rows * outputs, 0.0);
+                product(x, x.len() / rows.max(1), rows, weight, out, *outputs);
+                for row in out.chunks_exact_mut(*outputs) {
                     row.iter_mut().zip(bias).for_each(|(v, b)| *v += b);
                 }
-                y
             }
         }
     }
+}
+
+/// The buffers of one forward pass, reused from layer to layer.
+#[derive(Default)]
+struct Workspace {
+    qkv: Vec<f32>,
+    context: Vec<f32>,
+    attended: Vec<f32>,
+    hidden: Vec<f32>,
 }
 
 /// One transformer layer (post-norm, as BERT).
@@ -174,19 +187,18 @@ impl Layer {
         })
     }
 
-    /// `x`: `tokens × dim` hidden states in, the layer's out.
-    fn forward(&self, x: &[f32], mask: &[u32], shape: Shape, activation: Activation) -> Vec<f32> {
+    /// `x`: `tokens × dim` hidden states in, the layer's out in their place.
+    fn forward(&self, x: &mut Vec<f32>, ws: &mut Workspace, mask: &[u32], shape: Shape, activation: Activation) {
         let tokens = shape.rows * shape.len;
-        let qkv = self.qkv.forward(x, tokens);
-        let mut context = vec![0f32; x.len()];
-        attention(&qkv, mask, shape, &mut context);
-        let mut attended = self.attention_out.forward(&context, tokens);
-        self.attention_norm.forward_residual(&mut attended, Some(x));
-        let mut hidden = self.intermediate.forward(&attended, tokens);
-        activation.apply_in_place(&mut hidden);
-        let mut out = self.output.forward(&hidden, tokens);
-        self.output_norm.forward_residual(&mut out, Some(&attended));
-        out
+        self.qkv.forward_into(x, tokens, &mut ws.qkv);
+        ws.context.resize(x.len(), 0.0);
+        attention(&ws.qkv, mask, shape, &mut ws.context);
+        self.attention_out.forward_into(&ws.context, tokens, &mut ws.attended);
+        self.attention_norm.forward_residual(&mut ws.attended, Some(x));
+        self.intermediate.forward_into(&ws.attended, tokens, &mut ws.hidden);
+        activation.apply_in_place(&mut ws.hidden);
+        self.output.forward_into(&ws.hidden, tokens, x);
+        self.output_norm.forward_residual(x, Some(&ws.attended));
     }
 }
 
@@ -258,8 +270,9 @@ impl Network {
         }
         self.embeddings_norm.forward(&mut x);
         let shape = Shape { rows: batch.rows, len: batch.len, heads: self.heads, head_dim: dim / self.heads };
+        let mut ws = Workspace::default();
         for layer in &self.layers {
-            x = layer.forward(&x, &batch.mask, shape, self.activation);
+            layer.forward(&mut x, &mut ws, &batch.mask, shape, self.activation);
         }
         Ok(x)
     }

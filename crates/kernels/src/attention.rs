@@ -323,7 +323,11 @@ mod tests {
                 }
             }
             for (name, (got, inverse)) in paths {
-                assert!((inverse - plain.1).abs() <= 1e-6 * plain.1, "{name} length {len}: 1 / Σ {inverse} vs {}", plain.1);
+                assert!(
+                    (inverse - plain.1).abs() <= 1e-6 * plain.1,
+                    "{name} length {len}: 1 / Σ {inverse} vs {}",
+                    plain.1
+                );
                 for (j, (g, p)) in got.iter().zip(&plain.0).enumerate() {
                     assert!((g - p).abs() <= 1e-6, "{name} length {len} [{j}]: {g} vs {p}");
                     assert!(keep[j] != 0 || *g == 0.0, "{name} length {len}: a dropped key weighs {g}");

@@ -346,7 +346,14 @@ mod tests {
     }
 
     /// `c` is `a · bm` to 1e-4 in its `m × n` values (rows `ldc` apart) and untouched past them.
-    fn check(c: &[f32], a: &[f32], bm: &[f32], (m, k, n): (usize, usize, usize), (lda, ldc): (usize, usize), simd: Simd) {
+    fn check(
+        c: &[f32],
+        a: &[f32],
+        bm: &[f32],
+        (m, k, n): (usize, usize, usize),
+        (lda, ldc): (usize, usize),
+        simd: Simd,
+    ) {
         for i in 0..m {
             for j in 0..ldc {
                 let got = c[i * ldc + j];

@@ -65,6 +65,11 @@ pub const MR_AVX2: usize = 3;
 pub const MR_VNNI: usize = 6;
 /// Rows whose quantized activations are multiplied by every panel before the next rows come.
 pub const ROW_BLOCK: usize = 64;
+/// Rows up to which the VNNI kernel reads the nibbles two to a byte (a question's tokens: its
+/// 21 MB of weights read once per question from the caches or memory; half as many bytes for
+/// an unpacking `vpsrlw` and two `vpandd` per two groups of each panel, a quarter more vector
+/// operations, which longer products, bound by the arithmetic, do not pay).
+pub const FEW_ROWS: usize = 32;
 
 /// How [`Linear::forward`] multiplies on this CPU ([`Path::detect`], once).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,6 +153,11 @@ pub struct Linear {
     blocks: usize,
     /// `panels × blocks × 8 × NR × 4` nibbles (0 beyond `outputs`).
     weights: Vec<u8>,
+    /// The same nibbles two to a byte, for products of few rows ([`FEW_ROWS`]), which are bound
+    /// by reading the weights: `panels × blocks × 4 × NR × 4` bytes, byte `j` of vector `k`
+    /// holding byte `j` of group `2k` of [`Linear::weights`] in its low nibble and of group
+    /// `2k + 1` in its high one.
+    nibbles: Vec<u8>,
     /// `panels × blocks × NR` scales (0 beyond `outputs`).
     scales: Vec<f32>,
     /// `panels × NR` (0 beyond `outputs`).
@@ -196,7 +206,9 @@ impl Linear {
             }
             padded_bias[o] = bias[o];
         }
-        Linear { inputs, outputs, blocks: nb, weights, scales, bias: padded_bias }
+        let nibbles =
+            weights.chunks_exact(128).flat_map(|two| (0..64).map(move |j| two[j] | two[64 + j] << 4)).collect();
+        Linear { inputs, outputs, blocks: nb, weights, nibbles, scales, bias: padded_bias }
     }
 
     /// Inputs per row.
@@ -211,7 +223,7 @@ impl Linear {
 
     /// Bytes held (unpacked nibbles, scales and bias).
     pub fn bytes(&self) -> usize {
-        self.weights.len() + 4 * (self.scales.len() + self.bias.len())
+        self.weights.len() + self.nibbles.len() + 4 * (self.scales.len() + self.bias.len())
     }
 
     /// `x · Wᵀ + b` for `x` of `rows × inputs` (row-major): `rows × outputs` values, on the
@@ -288,6 +300,7 @@ impl Linear {
             // SAFETY (of the offsets): `panel` is below the layer's panels, each `blocks · BLOCK ·
             // NR` weights, `blocks · NR` scales and `NR` bias values.
             weights: self.weights[panel * self.blocks * BLOCK * NR..].as_ptr(),
+            nibbles: self.nibbles[panel * self.blocks * BLOCK * NR / 2..].as_ptr(),
             scales: self.scales[panel * self.blocks * NR..].as_ptr(),
             bias: self.bias[panel * NR..].as_ptr(),
             blocks: self.blocks,
@@ -316,21 +329,10 @@ impl Linear {
                 let mut r = block;
                 for height in crate::tile_heights(end - block, most) {
                     let at = out.as_mut_ptr().add(r * self.outputs + panel * NR);
-                    if VNNI {
-                        match (height, pair) {
-                            (6, true) => tile.vnni::<6, 2>(q, r, at),
-                            (5, true) => tile.vnni::<5, 2>(q, r, at),
-                            (4, true) => tile.vnni::<4, 2>(q, r, at),
-                            (3, true) => tile.vnni::<3, 2>(q, r, at),
-                            (2, true) => tile.vnni::<2, 2>(q, r, at),
-                            (_, true) => tile.vnni::<1, 2>(q, r, at),
-                            (6, false) => tile.vnni::<6, 1>(q, r, at),
-                            (5, false) => tile.vnni::<5, 1>(q, r, at),
-                            (4, false) => tile.vnni::<4, 1>(q, r, at),
-                            (3, false) => tile.vnni::<3, 1>(q, r, at),
-                            (2, false) => tile.vnni::<2, 1>(q, r, at),
-                            (_, false) => tile.vnni::<1, 1>(q, r, at),
-                        }
+                    if VNNI && rows <= FEW_ROWS {
+                        tile.vnni_dispatch::<true>(height, pair, q, r, at);
+                    } else if VNNI {
+                        tile.vnni_dispatch::<false>(height, pair, q, r, at);
                     } else {
                         match height {
                             3 => tile.avx2::<3>(q, r, at),
@@ -434,6 +436,8 @@ unsafe fn quantize_avx2(x: &[f32], q: &mut Rows) {
 #[cfg(target_arch = "x86_64")]
 struct Tile {
     weights: *const u8,
+    /// The panel's nibbles two to a byte ([`Linear::nibbles`]).
+    nibbles: *const u8,
     scales: *const f32,
     bias: *const f32,
     blocks: usize,
@@ -455,6 +459,29 @@ impl Tile {
         let cols = NR.min(self.outputs - p * NR);
         for (j, s) in sums.iter().enumerate().take(cols) {
             *out.add(p * NR + j) = s + *self.bias.add(p * NR + j);
+        }
+    }
+
+    /// [`Tile::vnni`] for `height` rows (at most [`MR_VNNI`]) and two panels (`pair`) or one,
+    /// on the nibbles two to a byte (`NIB`) or one.
+    ///
+    /// # Safety
+    /// As [`Tile::vnni`].
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma")]
+    unsafe fn vnni_dispatch<const NIB: bool>(&self, height: usize, pair: bool, q: &Rows, r: usize, at: *mut f32) {
+        match (height, pair) {
+            (6, true) => self.vnni::<6, 2, NIB>(q, r, at),
+            (5, true) => self.vnni::<5, 2, NIB>(q, r, at),
+            (4, true) => self.vnni::<4, 2, NIB>(q, r, at),
+            (3, true) => self.vnni::<3, 2, NIB>(q, r, at),
+            (2, true) => self.vnni::<2, 2, NIB>(q, r, at),
+            (_, true) => self.vnni::<1, 2, NIB>(q, r, at),
+            (6, false) => self.vnni::<6, 1, NIB>(q, r, at),
+            (5, false) => self.vnni::<5, 1, NIB>(q, r, at),
+            (4, false) => self.vnni::<4, 1, NIB>(q, r, at),
+            (3, false) => self.vnni::<3, 1, NIB>(q, r, at),
+            (2, false) => self.vnni::<2, 1, NIB>(q, r, at),
+            (_, false) => self.vnni::<1, 1, NIB>(q, r, at),
         }
     }
 
@@ -523,7 +550,7 @@ impl Tile {
     /// `out_stride` apart.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma")]
     #[inline]
-    unsafe fn vnni<const R: usize, const P: usize>(&self, q: &Rows, row: usize, out: *mut f32) {
+    unsafe fn vnni<const R: usize, const P: usize, const NIB: bool>(&self, q: &Rows, row: usize, out: *mut f32) {
         let mut acc = [[_mm512_setzero_ps(); P]; R];
         let a = q.values.as_ptr().add(row * self.inputs);
         let (offsets, row_scales) =
@@ -534,15 +561,27 @@ impl Tile {
             for (r, dots) in dots.iter_mut().enumerate() {
                 *dots = [_mm512_set1_epi32(*offsets.add(r * self.blocks + b)); P];
             }
-            let w = self.weights.add(b * BLOCK * NR);
-            for g in 0..8 {
-                let wv: [__m512i; P] =
-                    std::array::from_fn(|p| _mm512_loadu_si512(w.add(p * w_stride + g * 64) as *const _));
-                for (r, dots) in dots.iter_mut().enumerate() {
-                    let x =
-                        _mm512_set1_epi32((a.add(r * self.inputs + b * BLOCK + 4 * g) as *const i32).read_unaligned());
-                    for (dot, w) in dots.iter_mut().zip(&wv) {
-                        *dot = _mm512_dpbusd_epi32(*dot, *w, x);
+            for k in 0..4 {
+                // groups 2k and 2k + 1 of each panel
+                let pair: [[__m512i; P]; 2] = if NIB {
+                    let w = self.nibbles.add(b * BLOCK * NR / 2 + k * 64);
+                    let v: [__m512i; P] =
+                        std::array::from_fn(|p| _mm512_loadu_si512(w.add(p * w_stride / 2) as *const _));
+                    let low = _mm512_set1_epi8(0x0f);
+                    [v.map(|v| _mm512_and_si512(v, low)), v.map(|v| _mm512_and_si512(_mm512_srli_epi16::<4>(v), low))]
+                } else {
+                    let w = self.weights.add(b * BLOCK * NR + 2 * k * 64);
+                    [0, 64].map(|g| std::array::from_fn(|p| _mm512_loadu_si512(w.add(p * w_stride + g) as *const _)))
+                };
+                for (half, wv) in pair.iter().enumerate() {
+                    let g = 2 * k + half;
+                    for (r, dots) in dots.iter_mut().enumerate() {
+                        let x = _mm512_set1_epi32(
+                            (a.add(r * self.inputs + b * BLOCK + 4 * g) as *const i32).read_unaligned(),
+                        );
+                        for (dot, w) in dots.iter_mut().zip(wv) {
+                            *dot = _mm512_dpbusd_epi32(*dot, *w, x);
+                        }
                     }
                 }
             }
