@@ -246,7 +246,7 @@ fn write_archive(
     append(&mut tar, MANIFEST, 0o644, json.len() as u64, json.as_slice())?;
     let store_bytes = std::fs::metadata(parts.store_copy)?.len();
     let total = store_bytes + parts.files.iter().map(|(_, f)| f.size).sum::<u64>();
-    let mut counted = Counted { inner: File::open(parts.store_copy)?, done: 0, total, progress, reported: 0 };
+    let mut counted = Counted::new(File::open(parts.store_copy)?, Step::Archive, total, progress);
     append(&mut tar, DB_FILE, 0o600, store_bytes, &mut counted)?;
     for (_, file) in parts.files {
         counted.inner = dir.open_recorded(file)?;
@@ -271,21 +271,28 @@ fn append<W: Write>(tar: &mut tar::Builder<W>, name: &str, mode: u32, size: u64,
     Ok(())
 }
 
-/// A reader reporting its progress every 8 MiB.
-struct Counted<'a, R> {
-    inner: R,
+/// A reader reporting the bytes read through it as `step`'s progress every 8 MiB and at the
+/// end of its input (`total`: the bytes expected; a larger count raises it).
+pub(crate) struct Counted<'a, R> {
+    pub(crate) inner: R,
+    step: Step,
     done: u64,
     total: u64,
     reported: u64,
     progress: &'a mut dyn FnMut(Progress),
 }
 
-impl<R> Counted<'_, R> {
+impl<'a, R> Counted<'a, R> {
+    /// `inner` counted as `step`, `total` bytes expected, reported to `progress`.
+    pub(crate) fn new(inner: R, step: Step, total: u64, progress: &'a mut dyn FnMut(Progress)) -> Self {
+        Counted { inner, step, done: 0, total, reported: 0, progress }
+    }
+
     /// Reports the last progress line when it was not yet.
-    fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.reported < self.done {
             self.reported = self.done;
-            (self.progress)(Progress { step: Step::Archive, done: self.done, total: self.total });
+            (self.progress)(Progress { step: self.step, done: self.done, total: self.total.max(self.done) });
         }
     }
 }
@@ -294,9 +301,8 @@ impl<R: Read> Read for Counted<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.done += n as u64;
-        if self.done - self.reported >= 8 << 20 {
-            self.reported = self.done;
-            (self.progress)(Progress { step: Step::Archive, done: self.done, total: self.total });
+        if self.done - self.reported >= 8 << 20 || (n == 0 && !buf.is_empty()) {
+            self.finish();
         }
         Ok(n)
     }

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::format::{Manifest, Member};
 use super::{BundleError, FORMAT, MANIFEST};
-use crate::backup::{Progress, Step};
+use crate::backup::{Counted, Progress, Step};
 
 /// The hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -89,7 +89,8 @@ pub fn read(
     max_inflated: u64,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Unpacked, BundleError> {
-    let counted = Counted { inner: input, done: 0, total: size, reported: 0, progress };
+    // the compressed bytes read, every 8 MiB (step `unpack`)
+    let counted = Counted::new(input, Step::Unpack, size, progress);
     let inflated = Limited { inner: flate2::read::GzDecoder::new(counted), left: max_inflated, limit: max_inflated };
     let mut tar = tar::Archive::new(inflated);
     let mut manifest: Option<Manifest> = None;
@@ -188,27 +189,6 @@ impl<R: Read> Read for Limited<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.left = self.left.checked_sub(n as u64).ok_or_else(|| std::io::Error::other(TooLarge(self.limit)))?;
-        Ok(n)
-    }
-}
-
-/// A reader reporting the compressed bytes read every 8 MiB (step `unpack`).
-struct Counted<'a, R> {
-    inner: R,
-    done: u64,
-    total: u64,
-    reported: u64,
-    progress: &'a mut dyn FnMut(Progress),
-}
-
-impl<R: Read> Read for Counted<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.done += n as u64;
-        if self.done - self.reported >= 8 << 20 || (n == 0 && self.reported < self.done) {
-            self.reported = self.done;
-            (self.progress)(Progress { step: Step::Unpack, done: self.done, total: self.total.max(self.done) });
-        }
         Ok(n)
     }
 }
