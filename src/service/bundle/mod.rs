@@ -1,4 +1,4 @@
-//! A replica in one file (issue 66; docs/bundles.md): `replicad replicas export` and
+//! A replica in one file, to move it between servers or organizations (the format: docs/bundles.md): `replicad replicas export` and
 //! `GET /v1/replicas/{replicaUUID}/export` write a replica with its knowledge base (entries,
 //! original files, extracted text, chunks, vectors, summaries), website refresh settings and
 //! embed widget origins into one archive; `replicad replicas import` and
