@@ -54,6 +54,9 @@
 //! - **lead**: share of answers (to any question) led in as uncertain;
 //! - **idk**: share of unanswerable questions answered "I don't know"; **idk|lead**: refused or
 //!   led in;
+//! - **mark**: answers showing an inline-code backtick, a bracket or a comma more often than
+//!   the chunk they quote holds it (the fences around code the reader shows as code, the
+//!   lead-in and the source line aside): a count, which must be 0;
 //! - **cont**: answers that are not one contiguous excerpt of their quoted source (after the
 //!   lead-in, before the source line; letters and digits of the chunk as the reader reads it,
 //!   without footnote references and emphasis marks): a count, which must be 0;
@@ -95,6 +98,19 @@ fn read(content: &str) -> String {
     letters(&parts.collect::<Vec<_>>().join(" "))
 }
 
+/// Marks the reader must never add: inline code, brackets, joining commas. The quote (without
+/// the fences around code the reader shows as code) may hold each of them at most as often as
+/// the text of the chunk it quotes.
+const MARKS: [char; 4] = ['`', '[', ']', ','];
+
+/// Whether `quote` holds a mark of [`MARKS`] more often than `content`, the chunk it quotes.
+fn adds_markup(quote: &str, content: &str) -> bool {
+    let fences_out: String =
+        quote.lines().filter(|l| !l.trim_start().starts_with("```")).collect::<Vec<_>>().join("\n");
+    let count = |s: &str, m: char| s.chars().filter(|c| *c == m).count();
+    MARKS.iter().any(|&m| count(&fences_out, m) > count(content, m))
+}
+
 /// The outcome of one question.
 struct Outcome {
     answered: bool,
@@ -107,6 +123,8 @@ struct Outcome {
     keys: bool,
     /// Whether the answer is one contiguous excerpt of its quoted source.
     contiguous: bool,
+    /// Whether the answer shows a mark its source lacks ([`adds_markup`]).
+    markup: bool,
     millis: f64,
 }
 
@@ -188,8 +206,10 @@ fn judge(q: &Question, kept: &Kept, w: &Weights) -> (Outcome, String, Option<Con
     let chunk_keys = quoted.is_some_and(|s| holds(&s.content));
     let contiguous =
         quoted.is_none_or(|s| read(&s.content).contains(&letters(quoted_text(&answer.text, uncertain, question))));
+    let markup = quoted.is_some_and(|s| adds_markup(quoted_text(&answer.text, uncertain, question), &s.content));
     let in_top5 = sources.iter().take(5).any(|s| q.expects(&s.name));
-    let outcome = Outcome { answered, uncertain, in_top5, expected_source, chunk_keys, keys, contiguous, millis };
+    let outcome =
+        Outcome { answered, uncertain, in_top5, expected_source, chunk_keys, keys, contiguous, markup, millis };
     let trace = explanation
         .candidates
         .iter()
@@ -203,6 +223,35 @@ fn judge(q: &Question, kept: &Kept, w: &Weights) -> (Outcome, String, Option<Con
         .collect::<Vec<_>>()
         .join("\n");
     (outcome, answer.text, explanation.confidence, trace)
+}
+
+/// Each of the best [`EXPLAINED`] candidate passages of answerable `q` quoted in turn (`Weights::pick`):
+/// one JSON object per candidate with its signals, its chunk's cosine, and whether its quote is
+/// right (an expected section, every key) — what the passage choice is fitted on.
+fn candidate_rows(q: &Question, kept: &Kept, w: &Weights) -> Vec<serde_json::Value> {
+    let persona = Persona::default();
+    let closeness = kept.closeness();
+    let evidence = Evidence {
+        closeness: &closeness,
+        unknown: &kept.unknown,
+        other_language: kept.other_language,
+        model: kept.model.as_deref(),
+    };
+    let question = kept.read.as_deref().unwrap_or(&q.question);
+    let holds = |text: &str| q.keys.iter().all(|k| normalize(text).contains(&normalize(k)));
+    let (_, all) = reply_with(&persona, question, &kept.sources, &evidence, w);
+    (0..all.candidates.len())
+        .map(|k| {
+            let (answer, e) = reply_with(&persona, question, &kept.sources, &evidence, &Weights { pick: Some(k), ..*w });
+            let c = &e.candidates[0];
+            let right = answer.used.first().is_some_and(|i| q.expects(&kept.sources[*i].name)) && holds(&answer.text);
+            serde_json::json!({
+                "id": q.id, "corpus": q.corpus, "phrasing": q.phrasing, "place": k, "source": c.source, "passage": c.passage,
+                "meaning": c.meaning, "coverage": c.coverage, "standing": c.standing, "title": c.title, "score": c.score,
+                "chunk": closeness.get(c.source).and_then(|x| x.chunk), "right": right,
+            })
+        })
+        .collect()
 }
 
 /// The decision's signals of a question, as its dump line holds them (a missing cosine: null).
@@ -238,6 +287,7 @@ struct Tally {
     idk: usize,
     idk_or_lead: usize,
     broken: usize,
+    marked: usize,
     millis: Vec<f64>,
 }
 
@@ -246,6 +296,7 @@ impl Tally {
         self.answers += usize::from(o.answered);
         self.uncertain += usize::from(o.uncertain);
         self.broken += usize::from(!o.contiguous);
+        self.marked += usize::from(o.markup);
         if !q.answerable() {
             self.unanswerable += 1;
             self.idk += usize::from(!o.answered);
@@ -274,7 +325,7 @@ impl Tally {
         self.millis.sort_by(f64::total_cmp);
         let p50 = self.millis.get(self.millis.len() / 2).copied().unwrap_or(0.0);
         println!(
-            "{name:<20} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>5} {:>6.3} {:>8.3} {:>4} {:>7.2}",
+            "{name:<20} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>6.3} {:>5} {:>6.3} {:>8.3} {:>4} {:>4} {:>7.2}",
             self.answerable,
             share(self.in_top5, self.answerable),
             share(self.source, self.answerable),
@@ -286,6 +337,7 @@ impl Tally {
             share(self.idk, self.unanswerable),
             share(self.idk_or_lead, self.unanswerable),
             self.broken,
+            self.marked,
             p50
         );
     }
@@ -306,7 +358,7 @@ fn weights(args: &[String]) -> Weights {
     let Some(list) = flag(args, "--weights") else { return Weights { decision, ..Weights::FITTED } };
     let v: Vec<f32> = list.split(',').map(|x| x.parse().expect("--weights: numbers")).collect();
     assert_eq!(v.len(), 5, "--weights M,C,S,T,H");
-    Weights { meaning: v[0], coverage: v[1], standing: v[2], title: v[3], heading: v[4], decision }
+    Weights { meaning: v[0], coverage: v[1], standing: v[2], title: v[3], heading: v[4], decision, pick: None }
 }
 
 #[tokio::main]
@@ -332,6 +384,7 @@ async fn main() {
         std::fs::write(f, serde_json::to_string(&kept).expect("JSON")).expect("write kept sources");
     }
     let w = weights(&args);
+    let mut rows = flag(&args, "--candidates").map(|f| std::fs::File::create(f).expect("candidates file"));
     let mut dump = flag(&args, "--dump").map(|f| std::fs::File::create(f).expect("dump file"));
     let listed = |s: &Option<String>, q: &Question| s.as_deref().is_some_and(|s| s == q.split || s == "all");
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
@@ -345,20 +398,38 @@ async fn main() {
         if let Some(f) = dump.as_mut() {
             let line = serde_json::json!({
                 "id": q.id, "corpus": q.corpus, "kind": q.kind, "phrasing": q.phrasing,
-                "answerable": q.answerable(), "confidence": confidence.map(|c| c.value), "answered": o.answered,
+                "answerable": q.answerable(), "confidence": confidence.map(|c| c.value), "answered": o.answered, "uncertain": o.uncertain,
                 "fit": confidence.map(|c| c.fit), "signals": confidence.map(|c| signals(&c.signals)),
                 "unknown": kept[&q.id].unknown,
                 "source": o.expected_source, "keys": o.keys, "chunk": o.chunk_keys, "top5": o.in_top5, "contiguous": o.contiguous,
             });
             writeln!(f, "{line}").expect("dump");
         }
+        if let Some(f) = rows.as_mut().filter(|_| q.answerable()) {
+            for row in candidate_rows(q, &kept[&q.id], &w) {
+                writeln!(f, "{row}").expect("candidates file");
+            }
+        }
         for group in q.groups() {
             tallies.entry(group).or_default().add(q, &o);
         }
     }
     println!(
-        "{:<20} {:>4} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>5} {:>6} {:>8} {:>4} {:>7}",
-        "group", "ans", "top5", "source", "chunk", "keys", "idkA", "lead", "unans", "idk", "idk|lead", "cont", "p50 ms"
+        "{:<20} {:>4} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>5} {:>6} {:>8} {:>4} {:>4} {:>7}",
+        "group",
+        "ans",
+        "top5",
+        "source",
+        "chunk",
+        "keys",
+        "idkA",
+        "lead",
+        "unans",
+        "idk",
+        "idk|lead",
+        "cont",
+        "mark",
+        "p50 ms"
     );
     for (name, t) in &mut tallies {
         t.row(name);
@@ -404,6 +475,9 @@ fn check_floors(file: &str, args: &[String], model: &str, all: &Tally) {
     }
     if all.broken > 0 {
         below.push(format!("{} answers are not one contiguous excerpt of their source", all.broken));
+    }
+    if all.marked > 0 {
+        below.push(format!("{} answers show a mark (`, [, ], or a comma) their source lacks", all.marked));
     }
     if !below.is_empty() {
         eprintln!("answers on the {set} set ({model}) fell below their floors ({file}): {}", below.join("; "));

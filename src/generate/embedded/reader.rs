@@ -76,12 +76,16 @@ pub struct Weights {
     /// The decision to use instead of the one fitted for the retrieval's model (to measure
     /// another fit: `examples/answers --fit FILE`); `None`: [`decision::for_model`].
     pub decision: Option<&'static decision::Fit>,
+    /// Quote the candidate at this place of the score order instead of the best, answering
+    /// whatever the decision (to measure each candidate's quote: `examples/answers
+    /// --candidates FILE`); `None`: the best, as the decision says.
+    pub pick: Option<usize>,
 }
 
 impl Weights {
     /// The weights the server answers with (how they were chosen: the module's docs).
     pub const FITTED: Weights =
-        Weights { meaning: 1.0, coverage: 0.5, standing: 0.6, title: 0.5, heading: 0.5, decision: None };
+        Weights { meaning: 1.0, coverage: 0.5, standing: 0.6, title: 0.5, heading: 0.5, decision: None, pick: None };
 }
 
 /// How sure the reader is that the knowledge base covers the question: the signals of the
@@ -203,6 +207,8 @@ pub fn read(
     // best score first; an equal score to the better-ranked chunk, then the earlier passage
     candidates
         .sort_by(|a, b| b.score.total_cmp(&a.score).then(a.source.cmp(&b.source)).then(a.passage.cmp(&b.passage)));
+    let chosen = w.pick.unwrap_or(0).min(candidates.len() - 1);
+    candidates.swap(0, chosen);
     let best = candidates[0].clone();
     let unknown = evidence.unknown.len() as f32 / asked.len().max(evidence.unknown.len()) as f32;
     let (confidence, mut verdict) = decide(evidence, signals(closeness, &best, unknown), w.decision);
@@ -211,6 +217,9 @@ pub fn read(
     // language than the documents has no word to confirm it: meaning alone is at best led in
     if verdict == Verdict::Answered && (!evidence.unknown.is_empty() || evidence.other_language) {
         verdict = Verdict::Uncertain;
+    }
+    if w.pick.is_some() {
+        verdict = Verdict::Answered;
     }
     candidates[0].quoted = verdict != Verdict::Refused;
     candidates.truncate(EXPLAINED);
