@@ -10,6 +10,7 @@
 //! cargo run --example answers -- --replay /tmp/sources.json   # answers only, from kept sources
 //! cargo run --release --example answers -- --set heldout  # a held-out set instead (heldout, heldout3)
 //! cargo run --release --example answers -- --offtopic      # the set's off-topic block
+//! cargo run --release --example answers -- --and-offtopic  # the set, then its off-topic block (indexed once)
 //! cargo run --release --example answers -- --set followups   # conversations, each turn after the one before
 //! cargo run --release --example answers -- --set calibration --conversations  # the calibration set's
 //! cargo run --release --example answers -- --embeddings DIR # hybrid retrieval (BM25 + vectors), as served
@@ -367,11 +368,11 @@ async fn main() {
     let (show, only) = (flag(&args, "--show"), flag(&args, "--misses"));
     let replay: Option<BTreeMap<String, Kept>> = flag(&args, "--replay")
         .map(|f| serde_json::from_str(&std::fs::read_to_string(f).expect("kept sources")).expect("sources JSON"));
-    let labelled = labelled::load(&args);
+    let blocks = blocks(&args);
     let mut kept: BTreeMap<String, Kept> = BTreeMap::new();
-    for (name, dir) in &labelled.corpora {
+    for (name, dir) in &blocks[0].1.corpora {
         let kb = if replay.is_none() { Some(Kb::open(dir, labelled::embedders(&args)).await) } else { None };
-        for q in labelled.questions.iter().filter(|q| &q.corpus == name) {
+        for q in blocks.iter().flat_map(|(_, b)| &b.questions).filter(|q| &q.corpus == name) {
             let found = match (&kb, &replay) {
                 (Some(kb), _) => retrieve(kb, q).await,
                 (None, Some(r)) => r.get(&q.id).cloned().unwrap_or_default(),
@@ -387,33 +388,69 @@ async fn main() {
     let mut rows = flag(&args, "--candidates").map(|f| std::fs::File::create(f).expect("candidates file"));
     let mut dump = flag(&args, "--dump").map(|f| std::fs::File::create(f).expect("dump file"));
     let listed = |s: &Option<String>, q: &Question| s.as_deref().is_some_and(|s| s == q.split || s == "all");
-    let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
-    for q in labelled.questions.iter().filter(|q| kept.contains_key(&q.id)) {
-        let (o, text, confidence, trace) = judge(q, &kept[&q.id], &w);
-        if listed(&show, q) || (listed(&only, q) && (!right(q, &o) || !o.contiguous)) {
-            let verdict = if right(q, &o) { "ok" } else { "MISS" };
-            let c = confidence.map(|c| c.value);
-            println!("--- {} [{}] {} → {verdict} confidence {c:?}\n{trace}\n{text}\n", q.id, q.kind, q.question);
-        }
-        if let Some(f) = dump.as_mut() {
-            let line = serde_json::json!({
-                "id": q.id, "corpus": q.corpus, "kind": q.kind, "phrasing": q.phrasing,
-                "answerable": q.answerable(), "confidence": confidence.map(|c| c.value), "answered": o.answered, "uncertain": o.uncertain,
-                "fit": confidence.map(|c| c.fit), "signals": confidence.map(|c| signals(&c.signals)),
-                "unknown": kept[&q.id].unknown,
-                "source": o.expected_source, "keys": o.keys, "chunk": o.chunk_keys, "top5": o.in_top5, "contiguous": o.contiguous,
-            });
-            writeln!(f, "{line}").expect("dump");
-        }
-        if let Some(f) = rows.as_mut().filter(|_| q.answerable()) {
-            for row in candidate_rows(q, &kept[&q.id], &w) {
-                writeln!(f, "{row}").expect("candidates file");
+    let model = kept.values().find_map(|k| k.model.clone()).unwrap_or_else(|| "bm25".into());
+    let mut below = false;
+    for (set, labelled) in &blocks {
+        let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+        for q in labelled.questions.iter().filter(|q| kept.contains_key(&q.id)) {
+            let (o, text, confidence, trace) = judge(q, &kept[&q.id], &w);
+            if listed(&show, q) || (listed(&only, q) && (!right(q, &o) || !o.contiguous || o.markup)) {
+                let verdict = if right(q, &o) { "ok" } else { "MISS" };
+                let c = confidence.map(|c| c.value);
+                println!("--- {} [{}] {} → {verdict} confidence {c:?}\n{trace}\n{text}\n", q.id, q.kind, q.question);
+            }
+            if let Some(f) = dump.as_mut() {
+                writeln!(f, "{}", dump_line(q, &kept[&q.id], &o, confidence)).expect("dump");
+            }
+            if let Some(f) = rows.as_mut().filter(|_| q.answerable()) {
+                for row in candidate_rows(q, &kept[&q.id], &w) {
+                    writeln!(f, "{row}").expect("candidates file");
+                }
+            }
+            for group in q.groups() {
+                tallies.entry(group).or_default().add(q, &o);
             }
         }
-        for group in q.groups() {
-            tallies.entry(group).or_default().add(q, &o);
+        print_table(set, &mut tallies);
+        if let Some(f) = flag(&args, "--floors") {
+            below |= !check_floors(&f, set, &model, &tallies["all"]);
         }
     }
+    if below {
+        std::process::exit(1);
+    }
+}
+
+/// The blocks of questions `args` asks for, each with the name its floors are kept under:
+/// the set of `--set` (`dev` by default), or its off-topic block with `--offtopic` (`SET-offtopic`),
+/// or both with `--and-offtopic` (their knowledge bases indexed once).
+fn blocks(args: &[String]) -> Vec<(String, labelled::Labelled)> {
+    let set = flag(args, "--set").unwrap_or_else(|| "dev".into());
+    let labelled = labelled::load(args);
+    if args.iter().any(|a| a == "--offtopic") {
+        return vec![(format!("{set}-offtopic"), labelled)];
+    }
+    if !args.iter().any(|a| a == "--and-offtopic") {
+        return vec![(set, labelled)];
+    }
+    let off = labelled::off_topic(&labelled);
+    vec![(set.clone(), labelled), (format!("{set}-offtopic"), off)]
+}
+
+/// One line of `--dump`: question `q`'s outcome `o`, the decision's signals and its probability.
+fn dump_line(q: &Question, kept: &Kept, o: &Outcome, confidence: Option<Confidence>) -> serde_json::Value {
+    serde_json::json!({
+        "id": q.id, "corpus": q.corpus, "kind": q.kind, "phrasing": q.phrasing,
+        "answerable": q.answerable(), "confidence": confidence.map(|c| c.value), "answered": o.answered, "uncertain": o.uncertain,
+        "fit": confidence.map(|c| c.fit), "signals": confidence.map(|c| signals(&c.signals)),
+        "unknown": kept.unknown,
+        "source": o.expected_source, "keys": o.keys, "chunk": o.chunk_keys, "top5": o.in_top5, "contiguous": o.contiguous,
+    })
+}
+
+/// The table of `tallies` (one row per group) under the name of its block, `set`.
+fn print_table(set: &str, tallies: &mut BTreeMap<String, Tally>) {
+    println!("== {set}");
     println!(
         "{:<20} {:>4} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>5} {:>6} {:>8} {:>4} {:>4} {:>7}",
         "group",
@@ -431,30 +468,24 @@ async fn main() {
         "mark",
         "p50 ms"
     );
-    for (name, t) in &mut tallies {
+    for (name, t) in tallies {
         t.row(name);
-    }
-    if let Some(f) = flag(&args, "--floors") {
-        let model = kept.values().find_map(|k| k.model.clone()).unwrap_or_else(|| "bm25".into());
-        check_floors(&f, &args, &model, &tallies["all"]);
     }
 }
 
-/// The regression gate of CI: exits 1, naming each measure below its floor, when the `all` row
-/// falls under the floors of this set (`--set`, with `-offtopic` for `--offtopic`) retrieved with
-/// `model` (its catalog id, `bm25` for words alone) in `file` (`{"all-minilm-l6-v2": {"dev":
-/// {"source": 0.9, …}, …}, …}`; a set without floors for the model fails; measures `top5`, `source`, `keys`, `idk`, `idkLead`
-/// (unanswerable questions refused or led in), `answered` and `contiguous` (every answer one excerpt of its source).
-fn check_floors(file: &str, args: &[String], model: &str, all: &Tally) {
+/// The regression gate of CI: `false`, naming each measure below its floor, when the `all` row
+/// of block `set` (`SET` or `SET-offtopic`: [`blocks`]) falls under its floors for `model` (its
+/// catalog id, `bm25` for words alone) in `file` (`{"all-minilm-l6-v2": {"dev": {"source": 0.9,
+/// …}, …}, …}`); a set without floors for the model fails; measures `top5`, `source`, `keys`,
+/// `idk`, `idkLead` (unanswerable questions refused or led in), `answered`, and that every
+/// answer is one excerpt of its source (`cont`) showing no mark its source lacks (`mark`). The
+/// example exits 1 when a block fails.
+fn check_floors(file: &str, set: &str, model: &str, all: &Tally) -> bool {
     let floors: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(file).expect("floors file")).expect("floors JSON");
-    let mut set = flag(args, "--set").unwrap_or_else(|| "dev".into());
-    if args.iter().any(|a| a == "--offtopic") {
-        set.push_str("-offtopic");
-    }
-    if !floors[model][&set].is_object() {
+    if !floors[model][set].is_object() {
         eprintln!("{file} holds no floors of the {set} set for {model}");
-        std::process::exit(1);
+        return false;
     }
     let share = Tally::share;
     let measured = [
@@ -468,7 +499,7 @@ fn check_floors(file: &str, args: &[String], model: &str, all: &Tally) {
     ];
     let mut below = Vec::new();
     for (name, value) in measured {
-        let Some(floor) = floors[model][&set][name].as_f64() else { continue };
+        let Some(floor) = floors[model][set][name].as_f64() else { continue };
         if value < floor {
             below.push(format!("{name} {value:.3} < floor {floor:.3}"));
         }
@@ -481,7 +512,8 @@ fn check_floors(file: &str, args: &[String], model: &str, all: &Tally) {
     }
     if !below.is_empty() {
         eprintln!("answers on the {set} set ({model}) fell below their floors ({file}): {}", below.join("; "));
-        std::process::exit(1);
+        return false;
     }
     println!("answers on the {set} set ({model}) hold their floors ({file})");
+    true
 }

@@ -89,7 +89,7 @@ pub fn load(args: &[String]) -> Labelled {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
     };
     if args.iter().any(|a| a == "--offtopic") {
-        off_topic(labelled)
+        off_topic(&labelled)
     } else {
         labelled
     }
@@ -151,7 +151,7 @@ impl Conversations {
 /// The off-topic block of a set: each corpus's answerable questions asked of the next corpus's
 /// replica (in the corpora's order, the last asking the first), every one of which must be
 /// refused; a `generic` question (any replica may answer it) is left out. Each keeps its id (suffixed `>off`), split and phrasing; its kind is `unanswerable`.
-pub fn off_topic(labelled: Labelled) -> Labelled {
+pub fn off_topic(labelled: &Labelled) -> Labelled {
     let names: Vec<&String> = labelled.corpora.keys().collect();
     let next = |c: &str| names[(names.iter().position(|n| *n == c).expect("corpus") + 1) % names.len()].clone();
     let questions = labelled

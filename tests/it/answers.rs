@@ -401,6 +401,54 @@ async fn with_the_real_model_plain_questions_on_a_company_s_documents_are_answer
     assert!(sources.is_empty(), "{sources:?}");
 }
 
+/// A German bicycle workshop's documents: a profile of `Key: value` lines, a list under a
+/// heading, a price table, an FAQ.
+const FAHRRADWERKSTATT: &str = "# Über die Fahrradwerkstatt Hansen\n\n\
+Firma: Fahrradwerkstatt Hansen GmbH\nGegründet: 1998\nSitz: Kiel, Deutschland\n\n\
+Die Fahrradwerkstatt Hansen repariert und wartet Fahrräder aller Marken.\n\n\
+## Leistungen\n\n\
+- Reparatur von Reifenpannen\n- Einstellung von Bremsen und Schaltung\n- Jährliche Inspektion\n\n\
+## Preise\n\n\
+| Leistung | Preis |\n|---|---|\n| Reifenpanne | 15 Euro |\n| Inspektion | 69 Euro |\n\n\
+## Häufige Fragen\n\n\
+### Muss ich einen Termin vereinbaren?\n\n\
+Nein. Kleine Reparaturen erledigen wir ohne Termin, meist noch am selben Tag.\n";
+
+/// The same on a German document: its lines, its list and its table quoted as written, an FAQ
+/// answered, and a question on another subject not answered as if it were covered.
+#[tokio::test]
+async fn with_the_real_model_a_german_company_s_documents_are_answered_as_written() {
+    let server = hybrid();
+    let org = server.new_org("Hansen").await;
+    let replica = org.create_replica("werkstatt").await;
+    add_in(&org, &replica, "hansen.md", "de", FAHRRADWERKSTATT).await;
+
+    let (lines, sources) = ask(&org, &replica, "Wo ist der Sitz der Firma?").await;
+    assert!(lines.contains("Gegründet: 1998\nSitz: Kiel, Deutschland"), "the lines as written: {lines}");
+    assert!(sources[0].ends_with("Über die Fahrradwerkstatt Hansen"), "{sources:?}");
+
+    let (list, _) = ask(&org, &replica, "Welche Leistungen bieten Sie an?").await;
+    assert!(list.contains("- Reparatur von Reifenpannen\n- Einstellung von Bremsen und Schaltung"), "{list}");
+    for answer in [&lines, &list] {
+        assert!(!answer.contains('`') && !answer.contains(", -"), "no markup the document lacks: {answer}");
+    }
+
+    let (answer, _) = ask(&org, &replica, "Welchen Preis hat die Inspektion?").await;
+    assert!(answer.contains("| Inspektion | 69 Euro |"), "the table as written: {answer}");
+
+    let (answer, _) = ask(&org, &replica, "Brauche ich einen Termin für eine Reparatur?").await;
+    assert!(answer.contains("ohne Termin"), "{answer}");
+
+    // another subject is never answered as if the documents said it: refused, or (with an
+    // English-only model on German text, just over the refusal threshold: 0.062 against 0.052
+    // when written) led in, in German
+    let (answer, _) = ask(&org, &replica, "Wer hat die Fußball-Weltmeisterschaft 2018 gewonnen?").await;
+    let path = format!("/v1/replicas/{replica}/chat/completions/test");
+    let (_, v) = org.post(&path, json!({"content": "Wer hat die Fußball-Weltmeisterschaft 2018 gewonnen?"})).await;
+    assert_ne!(v["reader"]["verdict"], json!("answered"), "{v}");
+    assert!(!answer.starts_with("I don't know") && !answer.starts_with("The closest"), "in German: {answer}");
+}
+
 /// A question that says little on its own is read with the conversation's question before it;
 /// one on a new subject is answered from that subject.
 #[tokio::test]
