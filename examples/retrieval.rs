@@ -221,7 +221,7 @@ async fn ranked(kb: &labelled::Kb, q: &str) -> Vec<Vec<String>> {
     if kb.search.embedders.is_none() {
         return out;
     }
-    let vector = kb.search.hybrid(kb.replica, None, q, DEPTH, Fusion::Rrf).await.expect("hybrid");
+    let vector = kb.search.hybrid(kb.replica, None, q.into(), DEPTH, Fusion::Rrf).await.expect("hybrid");
     let only: Vec<(u64, u32)> = {
         let mut v: Vec<_> = vector.hits.iter().filter(|f| f.ranks.vector.is_some()).collect();
         v.sort_by_key(|f| f.ranks.vector);
@@ -230,7 +230,7 @@ async fn ranked(kb: &labelled::Kb, q: &str) -> Vec<Vec<String>> {
     out.push(kb.titles(only).await);
     let tried = tried_weights().into_iter().map(|w| Fusion::Convex { bm25_weight: w });
     for how in [Fusion::Rrf, chat::FUSION].into_iter().chain(tried) {
-        let fused = kb.search.hybrid(kb.replica, None, q, DEPTH, how).await.expect("hybrid");
+        let fused = kb.search.hybrid(kb.replica, None, q.into(), DEPTH, how).await.expect("hybrid");
         out.push(kb.titles(fused.hits.iter().map(|f| (f.entry, f.chunk)).collect()).await);
     }
     out

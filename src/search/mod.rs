@@ -496,22 +496,26 @@ impl Search {
     /// included. Without an embedding model, or when embedding the question fails (an upstream
     /// down: logged), the best `limit` BM25 hits alone, as fused hits of BM25 ranks only. With
     /// vectors, the best [`fusion::DEPTH`] of each ranking (or `limit`, when more) are fused, so
-    /// a chunk's fused score and place do not depend on how many the caller keeps.
+    /// a chunk's fused score and place do not depend on how many the caller keeps. A query read
+    /// with the question before it ([`Asked::before`]) searches the words of both, and its
+    /// vector is the sum of theirs ([`Search::question_vector`]).
     pub async fn hybrid(
         &self,
         replica: Uuid,
         model: Option<&str>,
-        query: &str,
+        query: Asked<'_>,
         limit: usize,
         how: fusion::Fusion,
     ) -> Result<Hybrid> {
-        let question = match self.query_vector(model, query).await {
+        let question = match self.question_vector(model, query).await {
             Ok(q) => q,
             Err(e) => {
                 tracing::warn!(error = %e, "embedding the question failed; retrieval is BM25 alone");
                 None
             }
         };
+        let words = query.words();
+        let query = words.as_ref();
         let Some((model, v)) = question else {
             // nothing to fuse with: the BM25 hits kept, and no more read from the index
             let Bm25 { hits: bm25, unknown, .. } = self.bm25(replica, query, limit, Scoring::Replica)?;
@@ -537,6 +541,19 @@ impl Search {
             f.ranks.cosine = cosines.next().flatten();
         }
         Ok(Hybrid { hits, question: Some(QuestionVector { model, vector: v }), unknown, other_language })
+    }
+
+    /// The model id and vector of `query` under the model a replica naming `model` uses: its
+    /// question's, plus the question's before it when it is read with it, normalised (each
+    /// from the cache of recent questions when there: the question before was embedded when it
+    /// was asked, so a follow-up costs no second embedding); `None` with no embedding model.
+    async fn question_vector(&self, model: Option<&str>, query: Asked<'_>) -> Result<Option<(String, Arc<[f32]>)>> {
+        let Some((id, asked)) = self.query_vector(model, query.text).await? else { return Ok(None) };
+        let Some(before) = query.before else { return Ok(Some((id, asked))) };
+        let Some((_, earlier)) = self.query_vector(model, before).await? else { return Ok(None) };
+        let mut v: Vec<f32> = asked.iter().zip(earlier.iter()).map(|(a, b)| a + b).collect();
+        crate::embed::normalize(&mut v);
+        Ok(Some((id, v.into())))
     }
 
     /// The model id and vector of `query` under the model a replica naming `model` uses;
@@ -612,11 +629,38 @@ fn unknown(stats: &statistics::ReplicaStatistics, vocabulary: &[(Vec<String>, [F
 /// what it asks (a question asked in English of a French knowledge base): the meaning decides.
 /// `false` when its words do not tell its language.
 fn in_another_language(stats: &statistics::ReplicaStatistics, f: &Fields, query: &str) -> Result<bool> {
-    let Some(language) = analyzers::told_language(query) else { return Ok(false) };
+    let Some(language) = analyzers::told_by_function_words(query) else { return Ok(false) };
     let analyzer = analyzers::for_language(Some(language));
     let Some(slot) = analyzers::ANALYZERS.iter().position(|a| a.name == analyzer.name) else { return Ok(false) };
     use tantivy::query::Bm25StatisticsProvider as _;
-    Ok(stats.total_num_tokens(f.text[slot].body)? == 0)
+    // the trigram model confirms the language only when the replica has none of that language
+    // (the rare case): most questions are in their documents' language and skip it
+    Ok(stats.total_num_tokens(f.text[slot].body)? == 0 && analyzers::trigrams_agree(query, language))
+}
+
+/// What a retrieval is asked ([`Search::hybrid`]): a question, and the conversation's question
+/// before it when it is read with it (a follow-up that says little on its own).
+#[derive(Debug, Clone, Copy)]
+pub struct Asked<'a> {
+    pub text: &'a str,
+    pub before: Option<&'a str>,
+}
+
+impl<'a> From<&'a str> for Asked<'a> {
+    fn from(text: &'a str) -> Asked<'a> {
+        Asked { text, before: None }
+    }
+}
+
+impl Asked<'_> {
+    /// The words searched: the question's, after the question's before it (a blank line
+    /// between them) when it is read with it.
+    pub fn words(&self) -> std::borrow::Cow<'_, str> {
+        match self.before {
+            Some(before) => format!("{before}\n\n{}", self.text).into(),
+            None => self.text.into(),
+        }
+    }
 }
 
 /// A question's embedding: the catalog id of the model and the (normalised) vector.

@@ -22,7 +22,7 @@ use crate::generate::{
     prompt, Backends, Closeness, Evidence, Generation, ModelRoute, Persona, Piece, Pieces, Turn, Usage, EMBEDDED,
 };
 use crate::search::fusion::{Fusion, Ranks};
-use crate::search::{vectors, Hybrid, QuestionVector, Search};
+use crate::search::{vectors, Asked, Hybrid, QuestionVector, Search};
 use crate::store::kb;
 use crate::store::records::{Chunk, ChunkVector, KbKind, Replica, SourceRef};
 use crate::store::snapshot::Snapshot;
@@ -137,7 +137,8 @@ pub struct Retrieved {
     pub sentences: Vec<f32>,
 }
 
-/// The best `top` chunks of `replica` for `query` ([`TOP_K`] for a model, [`EMBEDDED_TOP_K`]
+/// The best `top` chunks of `replica` for `query` (a question, or one read with the question
+/// before it: [`Asked`]; [`TOP_K`] for a model, [`EMBEDDED_TOP_K`]
 /// for the embedded generator), best first: BM25 and, with an embedding model, the chunks'
 /// vectors under the replica's `llm.embeddingModel` (`model`), fused ([`Search::hybrid`]);
 /// re-read from the store (chunks of entries deleted since they were indexed are dropped; see
@@ -151,7 +152,7 @@ pub async fn retrieve(
     search: &Arc<Search>,
     replica: Uuid,
     model: Option<&str>,
-    query: &str,
+    query: Asked<'_>,
     top: usize,
     how: Fusion,
 ) -> Result<Retrieval> {
@@ -212,7 +213,11 @@ impl Retrieval {
 /// Retrieval for the embedded generator's question `asked`, read in its conversation: when the
 /// reader would not answer it on its own and the conversation has an earlier question
 /// (`previous`, given lazily: read only then), that question and this one are retrieved
-/// together, and that reading is kept when the reader is surer of it and answers it. A
+/// together (the words of both; the sum of their vectors, the earlier one's from the cache of
+/// recent questions: no second embedding, [`Asked`]), and that reading is kept when the reader
+/// is surer of it and answers it. On the calibration set's conversations (all-MiniLM-L6-v2)
+/// the sum of the vectors answered follow-ups from the right section for 0.724 against 0.690
+/// with the joined text embedded anew, and changes of subject alike (0.900). A
 /// question that says enough on its own is never pulled back to the earlier subject; one that
 /// says little ("Can you show an example?") is read with it. Returns the retrieval and the
 /// question the reader reads (`asked`, or both joined by a blank line). The same general
@@ -227,7 +232,7 @@ pub async fn retrieve_in_conversation<F>(
 where
     F: std::future::Future<Output = Result<Option<String>>>,
 {
-    let alone = retrieve(store, search, replica, model, asked, top, FUSION).await?;
+    let alone = retrieve(store, search, replica, model, asked.into(), top, FUSION).await?;
     let (verdict, value) = alone.judged(asked);
     if verdict == Verdict::Answered {
         return Ok((alone, asked.to_string()));
@@ -235,8 +240,9 @@ where
     let Some(before) = previous.await?.filter(|p| !p.trim().is_empty() && p != asked) else {
         return Ok((alone, asked.to_string()));
     };
-    let joined = format!("{before}\n\n{asked}");
-    let together = retrieve(store, search, replica, model, &joined, top, FUSION).await?;
+    let query = Asked { text: asked, before: Some(&before) };
+    let together = retrieve(store, search, replica, model, query, top, FUSION).await?;
+    let joined = query.words().into_owned();
     let (verdict_together, value_together) = together.judged(&joined);
     if verdict_together == Verdict::Answered && value_together > value {
         return Ok((together, joined));
@@ -278,7 +284,7 @@ async fn retrieve_from(
     store: &Store,
     search: &Search,
     (replica, model, how): (Uuid, Option<&str>, Fusion),
-    query: &str,
+    query: Asked<'_>,
     hits: usize,
     top: usize,
 ) -> Result<(Retrieval, usize)> {
@@ -497,7 +503,7 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
         let previous = previous_question(cx, replica.id, user, &ask);
         retrieve_in_conversation((&cx.store, &cx.search), (replica.id, model), asked, previous, top).await?
     } else {
-        (retrieve(&cx.store, &cx.search, replica.id, model, asked, top, FUSION).await?, ask.content.clone())
+        (retrieve(&cx.store, &cx.search, replica.id, model, asked.into(), top, FUSION).await?, ask.content.clone())
     };
     let Retrieval { found, unknown, other_language, model: embedding_model } = retrieval;
     let (sources, ranks, closeness) = Retrieval::into_parts(found);
