@@ -5,8 +5,8 @@
 //! cargo build --release --example embed_bench
 //! taskset -c 1 target/release/examples/embed_bench "$REPLICAD_TEST_EMBEDDING_MODEL"
 //! ```
-//! Prints: RSS before and after loading; the cosine of paraphrase and unrelated pairs (every
-//! paraphrase must score above every unrelated pair of the same sentence, else it exits 1);
+//! Prints: RSS before and after loading; the cosine of each sentence to its paraphrase and to
+//! every unrelated sentence (each paraphrase must score above all of them, else it exits 1);
 //! query embedding latency (10-word question, p50/p99); passage throughput (200-word chunks,
 //! several batch sizes); vector search over 10,000 and 100,000 random 384-dim vectors, every row
 //! scored and codes first (`embed::exact`), and how often the two find the same hits.
@@ -99,17 +99,35 @@ fn chunks(n: usize) -> Vec<String> {
     (0..n).map(|i| (0..200).map(|j| words[(i * 7 + j * 3) % words.len()]).collect::<Vec<_>>().join(" ")).collect()
 }
 
+/// Whether each sentence of [`PAIRS`] (as a query) scores its paraphrase above every unrelated
+/// sentence of [`PAIRS`] (passages), printing the cosines.
 fn check_pairs(model: &Model) -> bool {
-    let mut ok = true;
-    println!("cosine: paraphrase vs unrelated");
-    for (a, p, u) in PAIRS {
+    let passages = |pick: fn(&(&'static str, &'static str, &'static str)) -> &'static str| {
+        PAIRS.iter().map(|t| pick(t).to_string()).collect::<Vec<_>>()
+    };
+    let paraphrases = model.embed_blocking(Kind::Passage, &passages(|t| t.1)).unwrap();
+    let unrelated = model.embed_blocking(Kind::Passage, &passages(|t| t.2)).unwrap();
+    let (mut to_paraphrase, mut to_unrelated) = (Vec::new(), Vec::new());
+    println!("cosine: paraphrase vs the closest of the {} unrelated sentences", PAIRS.len());
+    for ((a, _, _), p) in PAIRS.iter().zip(&paraphrases) {
         let v = model.embed_blocking(Kind::Query, &[a.to_string()]).unwrap();
-        let w = model.embed_blocking(Kind::Passage, &[p.to_string(), u.to_string()]).unwrap();
-        let (sp, su) = (dot(&v[0], &w[0]), dot(&v[0], &w[1]));
-        ok &= sp > su + 0.1;
-        println!("  {sp:.3} vs {su:.3}  {a}");
+        let cosines: Vec<f32> = unrelated.iter().map(|u| dot(&v[0], u)).collect();
+        let closest = cosines.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        println!("  {:.3} vs {closest:.3}  {a}", dot(&v[0], p));
+        to_paraphrase.push(dot(&v[0], p));
+        to_unrelated.push(cosines);
     }
-    ok
+    paraphrases_rank_first(&to_paraphrase, &to_unrelated)
+}
+
+/// Whether every sentence's paraphrase scores above every unrelated sentence: `paraphrase[i]` is
+/// sentence `i`'s cosine to its paraphrase, `unrelated[i]` its cosines to the unrelated sentences.
+/// A rank, not a margin: each model's cosines sit in a band of its own (unrelated sentences
+/// 0.05–0.10 and paraphrases 0.39–0.78 with all-MiniLM-L6-v2; 0.71–0.79 and 0.80–0.91 with
+/// multilingual-e5-small), so no fixed margin suits every model. A model that embeds every text alike (ties) fails it, and one
+/// that embeds at random passes it once in 6⁵.
+fn paraphrases_rank_first(paraphrase: &[f32], unrelated: &[Vec<f32>]) -> bool {
+    paraphrase.len() == unrelated.len() && paraphrase.iter().zip(unrelated).all(|(p, u)| u.iter().all(|u| p > u))
 }
 
 fn query_latency(model: &Model) {
@@ -530,7 +548,7 @@ fn main() {
         vector_search(n, layout_dim(&dir));
     }
     if !pairs_ok {
-        eprintln!("a paraphrase did not score clearly above its unrelated sentence");
+        eprintln!("a sentence's paraphrase did not score above every unrelated sentence");
         std::process::exit(1);
     }
 }
@@ -546,4 +564,28 @@ fn precision() -> Precision {
 
 fn layout_dim(dir: &std::path::Path) -> usize {
     replicad::embed::layout::Layout::read(dir).map(|l| l.dimension).unwrap_or(384)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::paraphrases_rank_first;
+
+    #[test]
+    fn paraphrases_above_every_unrelated_sentence_pass_in_a_narrow_band_of_cosines() {
+        // multilingual-e5-small's figures: every cosine between 0.66 and 0.92
+        let unrelated = vec![vec![0.757, 0.70, 0.71], vec![0.784, 0.74, 0.72], vec![0.787, 0.73, 0.66]];
+        assert!(paraphrases_rank_first(&[0.913, 0.874, 0.796], &unrelated));
+    }
+
+    #[test]
+    fn a_paraphrase_below_any_unrelated_sentence_fails() {
+        let unrelated = vec![vec![0.1, 0.2], vec![0.1, 0.75]];
+        assert!(!paraphrases_rank_first(&[0.9, 0.7], &unrelated));
+    }
+
+    #[test]
+    fn a_model_that_embeds_every_text_alike_fails() {
+        // every vector the same: every cosine 1
+        assert!(!paraphrases_rank_first(&[1.0; 3], &vec![vec![1.0; 3]; 3]));
+    }
 }

@@ -56,9 +56,6 @@ pub fn dequantize_row(row: &[u8], out: &mut [f32]) {
 
 /// Outputs per weight panel: one AVX-512 vector of 16 `i32` lanes, or two AVX2 vectors of 8.
 pub const NR: usize = 16;
-/// Most rows per tile of the AVX2 kernel: 3 rows × 2 vectors of `i16` and of `f32` sums, two
-/// weight vectors, a broadcast and a product fill the 16 `ymm` registers.
-pub const MR_AVX2: usize = 3;
 /// Most rows per tile of the AVX-512 VNNI kernel, which multiplies two panels at a time: 6 rows
 /// × 2 panels of `i32` and of `f32` sums, two weight vectors and a broadcast within the 32 `zmm`
 /// registers.
@@ -152,7 +149,7 @@ pub struct Linear {
     /// Blocks per row: `inputs / 32`.
     blocks: usize,
     /// `panels × blocks × 8 × NR × 4` nibbles (0 beyond `outputs`).
-    weights: Vec<u8>,
+    weights: Lines,
     /// The same nibbles two to a byte, for products of few rows ([`FEW_ROWS`]), which are bound
     /// by reading the weights: `panels × blocks × 4 × NR × 4` bytes, byte `j` of vector `k`
     /// holding byte `j` of group `2k` of [`Linear::weights`] in its low nibble and of group
@@ -164,6 +161,39 @@ pub struct Linear {
     bias: Vec<f32>,
 }
 
+/// Bytes kept in whole cache lines of 64, 64-byte aligned: the panels' weights, so that no
+/// vector load of a kernel straddles two lines (a `Vec<u8>` of this size starts 16 bytes into
+/// one: every other 32-byte load, every 64-byte one, read two lines).
+struct Lines {
+    lines: Vec<Line>,
+    len: usize,
+}
+
+/// One cache line.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u8; 64]);
+
+impl Lines {
+    /// `len` zero bytes.
+    fn zeroed(len: usize) -> Lines {
+        Lines { lines: vec![Line([0; 64]); len.div_ceil(64)], len }
+    }
+
+    /// The `len` bytes.
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the lines are `len.div_ceil(64) · 64 ≥ len` initialised bytes, borrowed with
+        // `self`; `u8` has no alignment.
+        unsafe { std::slice::from_raw_parts(self.lines.as_ptr().cast(), self.len) }
+    }
+
+    /// The `len` bytes, writable.
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `bytes`, borrowed mutably with `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr().cast(), self.len) }
+    }
+}
+
 /// Rows of activations quantized per block: `rows × inputs` values, and per row and block the
 /// scale and `−8 · Σ q` (the nibbles' offset of 8, taken off once per block: the kernels start
 /// each block's integer sums from it). Kept between calls, one per thread ([`ROWS`]), so that a
@@ -173,6 +203,10 @@ struct Rows {
     values: Vec<i8>,
     scales: Vec<f32>,
     offsets: Vec<i32>,
+    /// For the AVX2 kernel only ([`pair_offsets_avx2`]): per row and block, the nibbles' offset
+    /// split between the two `i16` lanes of an output that `vpmaddubsw` fills, `−8 · Σ q` over the
+    /// block's inputs `4g, 4g + 1` (low half) and `4g + 2, 4g + 3` (high half), `g` in 0..8.
+    pairs: Vec<i32>,
 }
 
 thread_local! {
@@ -190,7 +224,7 @@ impl Linear {
         assert_eq!(bias.len(), outputs, "bias is not {outputs} long");
         let nb = inputs / BLOCK;
         let panels = outputs.div_ceil(NR);
-        let mut weights = vec![0u8; panels * nb * BLOCK * NR];
+        let mut weights = Lines::zeroed(panels * nb * BLOCK * NR);
         let mut scales = vec![0f32; panels * nb * NR];
         let mut padded_bias = vec![0f32; panels * NR];
         for (o, row) in blocks.chunks_exact(row_bytes(inputs)).enumerate() {
@@ -200,14 +234,14 @@ impl Linear {
                 for (j, &q) in block[2..].iter().enumerate() {
                     for (i, nibble) in [(j, q & 0x0f), (j + 16, q >> 4)] {
                         let at = (((panel * nb + b) * 8 + i / 4) * NR + lane) * 4 + i % 4;
-                        weights[at] = nibble;
+                        weights.bytes_mut()[at] = nibble;
                     }
                 }
             }
             padded_bias[o] = bias[o];
         }
         let nibbles =
-            weights.chunks_exact(128).flat_map(|two| (0..64).map(move |j| two[j] | two[64 + j] << 4)).collect();
+            weights.bytes().chunks_exact(128).flat_map(|two| (0..64).map(move |j| two[j] | two[64 + j] << 4)).collect();
         Linear { inputs, outputs, blocks: nb, weights, nibbles, scales, bias: padded_bias }
     }
 
@@ -223,7 +257,7 @@ impl Linear {
 
     /// Bytes held (unpacked nibbles, scales and bias).
     pub fn bytes(&self) -> usize {
-        self.weights.len() + self.nibbles.len() + 4 * (self.scales.len() + self.bias.len())
+        self.weights.bytes().len() + self.nibbles.len() + 4 * (self.scales.len() + self.bias.len())
     }
 
     /// `x · Wᵀ + b` for `x` of `rows × inputs` (row-major): `rows × outputs` values, on the
@@ -264,7 +298,10 @@ impl Linear {
                 #[cfg(target_arch = "x86_64")]
                 Path::Vnni => unsafe { self.gemm::<true>(q, rows, out) },
                 #[cfg(target_arch = "x86_64")]
-                Path::Avx2 => unsafe { self.gemm::<false>(q, rows, out) },
+                Path::Avx2 => unsafe {
+                    pair_offsets_avx2(q);
+                    self.gemm::<false>(q, rows, out)
+                },
                 _ => self.gemm_plain(q, rows, out),
             }
         });
@@ -281,7 +318,7 @@ impl Linear {
                     let a = &q.values[r * self.inputs + b * BLOCK..][..BLOCK];
                     let dot: i32 = (0..BLOCK)
                         .map(|i| {
-                            let w = self.weights[(((panel * nb + b) * 8 + i / 4) * NR + lane) * 4 + i % 4];
+                            let w = self.weights.bytes()[(((panel * nb + b) * 8 + i / 4) * NR + lane) * 4 + i % 4];
                             i32::from(w) * i32::from(a[i])
                         })
                         .sum();
@@ -299,7 +336,7 @@ impl Linear {
         Tile {
             // SAFETY (of the offsets): `panel` is below the layer's panels, each `blocks · BLOCK ·
             // NR` weights, `blocks · NR` scales and `NR` bias values.
-            weights: self.weights[panel * self.blocks * BLOCK * NR..].as_ptr(),
+            weights: self.weights.bytes()[panel * self.blocks * BLOCK * NR..].as_ptr(),
             nibbles: self.nibbles[panel * self.blocks * BLOCK * NR / 2..].as_ptr(),
             scales: self.scales[panel * self.blocks * NR..].as_ptr(),
             bias: self.bias[panel * NR..].as_ptr(),
@@ -311,7 +348,8 @@ impl Linear {
     }
 
     /// The SIMD kernel (`VNNI`: AVX-512 VNNI, else AVX2) over every row block, panel (VNNI: pairs
-    /// of panels) and tile.
+    /// of panels) and tile (AVX2: one row; the rows of a block one after another, the panel in
+    /// the L1 cache from the second on).
     ///
     /// # Safety
     /// The CPU must have the kernel's instructions ([`Path::available`]); `q` must hold `rows`
@@ -320,7 +358,7 @@ impl Linear {
     #[target_feature(enable = "avx2,fma")]
     unsafe fn gemm<const VNNI: bool>(&self, q: &Rows, rows: usize, out: &mut [f32]) {
         let panels = self.outputs.div_ceil(NR);
-        let (most, step) = if VNNI { (MR_VNNI, 2) } else { (MR_AVX2, 1) };
+        let (most, step) = if VNNI { (MR_VNNI, 2) } else { (1, 1) };
         for block in (0..rows).step_by(ROW_BLOCK) {
             let end = (block + ROW_BLOCK).min(rows);
             for panel in (0..panels).step_by(step) {
@@ -333,12 +371,11 @@ impl Linear {
                         tile.vnni_dispatch::<true>(height, pair, q, r, at);
                     } else if VNNI {
                         tile.vnni_dispatch::<false>(height, pair, q, r, at);
+                    } else if r == block && panel + 1 < panels {
+                        // the first row of a block fetches the next panel into the L2 cache
+                        tile.avx2::<true>(q, r, at);
                     } else {
-                        match height {
-                            3 => tile.avx2::<3>(q, r, at),
-                            2 => tile.avx2::<2>(q, r, at),
-                            _ => tile.avx2::<1>(q, r, at),
-                        }
+                        tile.avx2::<false>(q, r, at);
                     }
                     r += height;
                 }
@@ -432,6 +469,30 @@ unsafe fn quantize_avx2(x: &[f32], q: &mut Rows) {
     }
 }
 
+/// Fills [`Rows::pairs`] from the quantized activations of `q`: per block, `vpmaddubsw` by ones
+/// sums neighbouring bytes into 16 `i16` lanes, the even lanes (inputs `4g, 4g + 1`) and the odd
+/// ones (`4g + 2, 4g + 3`) are summed apart (at most 8 · 254 each) and multiplied by −8; the two
+/// `i16` results side by side are one `i32`, the value the AVX2 kernel broadcasts to start a
+/// block's sums. Their sum is the block's `−8 · Σ q` ([`Rows::offsets`]).
+///
+/// # Safety
+/// The CPU must have AVX2; `q` holds whole blocks of values.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn pair_offsets_avx2(q: &mut Rows) {
+    let blocks = q.values.len() / BLOCK;
+    q.pairs.resize(blocks, 0);
+    let (ones, minus8) = (_mm256_set1_epi8(1), _mm_set1_epi16(-8));
+    for b in 0..blocks {
+        let v = _mm256_loadu_si256(q.values.as_ptr().add(b * BLOCK) as *const __m256i);
+        let s = _mm256_maddubs_epi16(ones, v);
+        let s = _mm_add_epi16(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
+        let s = _mm_add_epi16(s, _mm_shuffle_epi32::<0b01_00_11_10>(s));
+        let s = _mm_add_epi16(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
+        q.pairs[b] = _mm_cvtsi128_si32(_mm_mullo_epi16(s, minus8));
+    }
+}
+
 /// Panels of [`NR`] outputs from one on, as the tile kernels read them.
 #[cfg(target_arch = "x86_64")]
 struct Tile {
@@ -485,54 +546,59 @@ impl Tile {
         }
     }
 
-    /// `R` rows from `row` of `q` times the panel, with AVX2: per block, 8 groups of
-    /// `vpmaddubsw` (nibble × activation, pairs summed into `i16`: at most 2 · 15 · 128 each)
-    /// added in `i16` (16 products per lane over the block, at most 30,720: no saturation),
-    /// then one `vpmaddwd` by ones into `i32`, the block's offset (`−8 · Σ q_x`) added, scaled
-    /// and summed in `f32`.
+    /// Row `row` of `q` times the panel, with AVX2. Per block, each of the panel's two vectors of
+    /// 8 outputs has 16 `i16` sums (two per output), started at the row's pair offsets
+    /// ([`Rows::pairs`]); 8 groups of `vpmaddubsw` (nibble × activation, pairs summed into `i16`:
+    /// at most 2 · 15 · 127, no saturation) are added to them (`vpaddw`: each partial sum is
+    /// `Σ (nibble − 8) · q` over the inputs added so far and `−8 · q` over the others, at most
+    /// 16 · 8 · 127 = 16,256 in magnitude, no overflow); then one `vpmaddwd` by ones gives each output's `i32` sum, offset included, which
+    /// is converted, scaled and added to the `f32` sums. The weights are read from memory (the L1
+    /// cache) for each row rather than kept in registers across rows: 16 vectors a block, more
+    /// than AVX2's 16 `ymm` registers hold beside the sums, so a tile of several rows spilled them
+    /// to the stack, and loads are not what bounds this kernel (about 28 loads to 40 arithmetic
+    /// operations per block). Live: 2 `i16` and 2 `f32` sums, a weight vector, a broadcast and a
+    /// product. With `PREFETCH` (the first row of a row block) each block also asks for the next
+    /// panel's weights in the L2 cache, which the next panel's first row would otherwise wait
+    /// for from the L3 cache or memory.
     ///
     /// # Safety
-    /// AVX2 and FMA; rows `row..row + R` exist in `q`; the panel holds `blocks` blocks; `out`
-    /// has `R` rows of the panel's outputs writable, `out_stride` apart.
+    /// AVX2 and FMA; row `row` exists in `q`, with its pair offsets; the panel holds `blocks`
+    /// blocks, and with `PREFETCH` a next panel follows it; `out` has the panel's outputs of the
+    /// row writable.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn avx2<const R: usize>(&self, q: &Rows, row: usize, out: *mut f32) {
-        let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    unsafe fn avx2<const PREFETCH: bool>(&self, q: &Rows, row: usize, out: *mut f32) {
+        let mut acc = [_mm256_setzero_ps(); 2];
         let ones = _mm256_set1_epi16(1);
         let a = q.values.as_ptr().add(row * self.inputs);
-        let (offsets, row_scales) =
-            (q.offsets.as_ptr().add(row * self.blocks), q.scales.as_ptr().add(row * self.blocks));
+        let (pairs, row_scales) = (q.pairs.as_ptr().add(row * self.blocks), q.scales.as_ptr().add(row * self.blocks));
         for b in 0..self.blocks {
             let w = self.weights.add(b * BLOCK * NR);
-            let mut sums = [[_mm256_setzero_si256(); 2]; R];
+            if PREFETCH {
+                let next = w.add(self.blocks * BLOCK * NR);
+                for line in 0..BLOCK * NR / 64 {
+                    _mm_prefetch::<_MM_HINT_T1>(next.add(64 * line) as *const i8);
+                }
+            }
+            let mut sums = [_mm256_set1_epi32(*pairs.add(b)); 2];
             for g in 0..8 {
-                let w0 = _mm256_loadu_si256(w.add(g * 64) as *const __m256i);
-                let w1 = _mm256_loadu_si256(w.add(g * 64 + 32) as *const __m256i);
-                for (r, s) in sums.iter_mut().enumerate() {
-                    let x =
-                        _mm256_set1_epi32((a.add(r * self.inputs + b * BLOCK + 4 * g) as *const i32).read_unaligned());
-                    s[0] = _mm256_add_epi16(s[0], _mm256_maddubs_epi16(w0, x));
-                    s[1] = _mm256_add_epi16(s[1], _mm256_maddubs_epi16(w1, x));
+                let x = _mm256_set1_epi32((a.add(b * BLOCK + 4 * g) as *const i32).read_unaligned());
+                for (v, s) in sums.iter_mut().enumerate() {
+                    let wv = _mm256_loadu_si256(w.add(g * 64 + 32 * v) as *const __m256i);
+                    *s = _mm256_add_epi16(*s, _mm256_maddubs_epi16(wv, x));
                 }
             }
-            let d = self.scales.add(b * NR);
-            for (r, (s, acc)) in sums.iter().zip(acc.iter_mut()).enumerate() {
-                let at = r * self.blocks + b;
-                let offset = _mm256_set1_epi32(*offsets.add(at));
-                let da = _mm256_set1_ps(*row_scales.add(at));
-                for v in 0..2 {
-                    let dot = _mm256_add_epi32(_mm256_madd_epi16(s[v], ones), offset);
-                    let scale = _mm256_mul_ps(_mm256_loadu_ps(d.add(8 * v)), da);
-                    acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[v]);
-                }
+            let (d, dx) = (self.scales.add(b * NR), _mm256_set1_ps(*row_scales.add(b)));
+            for (v, (s, acc)) in sums.iter().zip(acc.iter_mut()).enumerate() {
+                let dot = _mm256_madd_epi16(*s, ones);
+                let scale = _mm256_mul_ps(_mm256_loadu_ps(d.add(8 * v)), dx);
+                *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, *acc);
             }
         }
-        for (r, acc) in acc.iter().enumerate() {
-            let mut y = [0f32; NR];
-            _mm256_storeu_ps(y.as_mut_ptr(), acc[0]);
-            _mm256_storeu_ps(y.as_mut_ptr().add(8), acc[1]);
-            self.store(0, y, out.add(r * self.out_stride));
-        }
+        let mut y = [0f32; NR];
+        _mm256_storeu_ps(y.as_mut_ptr(), acc[0]);
+        _mm256_storeu_ps(y.as_mut_ptr().add(8), acc[1]);
+        self.store(0, y, out);
     }
 
     /// `R` rows from `row` of `q` times `P` panels side by side, with AVX-512 VNNI: per block,
@@ -674,9 +740,11 @@ mod tests {
             Path::detect().describe(),
             if crate::avx2_available() { "AVX2 (vpmaddwd)" } else { "plain (the encoder stays in f32)" }
         );
-        // rows around both tiles (3, 8) and the row block (64); outputs not a multiple of the
-        // panel (16); inputs whole blocks
-        let shapes = [(1, 384, 384), (3, 32, 50), (31, 64, 24), (32, 1536, 25), (33, 96, 1152), (255, 384, 47)];
+        // rows around the VNNI tile (6) and the row block (64); outputs not a multiple of the
+        // panel (16), and one panel alone (the AVX2 kernel fetches the next one); inputs whole
+        // blocks
+        let shapes =
+            [(1, 384, 384), (3, 32, 50), (31, 64, 24), (32, 1536, 25), (33, 96, 1152), (255, 384, 47), (65, 64, 16)];
         for (i, &(rows, inputs, outputs)) in shapes.iter().chain(&[(256, 384, 1536)]).enumerate() {
             let blocks = random_blocks(outputs, inputs, 1 + i as u64);
             let bias = crate::pseudo_random(outputs, 100 + i as u64);
@@ -729,6 +797,18 @@ mod tests {
         assert!(plain.values[BLOCK..4 * BLOCK].iter().all(|&v| v == 0) && plain.scales[1..4] == [0.0; 3]);
         // ties: x = k/2 with amax 127 (d = 1) round to even
         assert_eq!(&plain.values[4 * BLOCK + 1..4 * BLOCK + 6], &[-7, -6, -6, -6, -5]);
+        #[cfg(target_arch = "x86_64")]
+        if crate::avx2_available() {
+            // SAFETY: the CPU has AVX2 (checked just above); `fast` holds whole blocks.
+            unsafe { pair_offsets_avx2(&mut fast) };
+            for (b, (&pair, &offset)) in fast.pairs.iter().zip(&fast.offsets).enumerate() {
+                let v = &fast.values[b * BLOCK..][..BLOCK];
+                let sum = |p: usize| (0..8).map(move |g| i32::from(v[4 * g + 2 * p]) + i32::from(v[4 * g + 2 * p + 1]));
+                let half = |p: usize| -8 * sum(p).sum::<i32>();
+                assert_eq!((i32::from(pair as i16), pair >> 16), (half(0), half(1)), "block {b}");
+                assert_eq!(half(0) + half(1), offset, "block {b}");
+            }
+        }
     }
 
     #[test]
