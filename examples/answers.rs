@@ -158,6 +158,17 @@ impl Kept {
             .map(|(chunk, sentences)| Closeness { chunk: *chunk, sentences: sentences.clone() })
             .collect()
     }
+
+    /// What retrieval found beside the sources, as the reader takes it, with `closeness`
+    /// ([`Kept::closeness`]).
+    fn evidence<'a>(&'a self, closeness: &'a [Closeness]) -> Evidence<'a> {
+        Evidence {
+            closeness,
+            unknown: &self.unknown,
+            other_language: self.other_language,
+            model: self.model.as_deref(),
+        }
+    }
 }
 
 /// The sources of `q` from `kb`, as the server retrieves them for the embedded generator.
@@ -189,12 +200,7 @@ fn judge(q: &Question, kept: &Kept, w: &Weights) -> (Outcome, String, Option<Con
     let started = Instant::now();
     let sources = &kept.sources;
     let closeness = kept.closeness();
-    let evidence = Evidence {
-        closeness: &closeness,
-        unknown: &kept.unknown,
-        other_language: kept.other_language,
-        model: kept.model.as_deref(),
-    };
+    let evidence = kept.evidence(&closeness);
     let question = kept.read.as_deref().unwrap_or(&q.question);
     let (answer, explanation) = reply_with(&persona, question, sources, &evidence, w);
     let millis = started.elapsed().as_secs_f64() * 1e3;
@@ -232,12 +238,7 @@ fn judge(q: &Question, kept: &Kept, w: &Weights) -> (Outcome, String, Option<Con
 fn candidate_rows(q: &Question, kept: &Kept, w: &Weights) -> Vec<serde_json::Value> {
     let persona = Persona::default();
     let closeness = kept.closeness();
-    let evidence = Evidence {
-        closeness: &closeness,
-        unknown: &kept.unknown,
-        other_language: kept.other_language,
-        model: kept.model.as_deref(),
-    };
+    let evidence = kept.evidence(&closeness);
     let question = kept.read.as_deref().unwrap_or(&q.question);
     let holds = |text: &str| q.keys.iter().all(|k| normalize(text).contains(&normalize(k)));
     let (_, all) = reply_with(&persona, question, &kept.sources, &evidence, w);
