@@ -84,16 +84,9 @@ pub fn question_language(question: &str) -> &'static str {
     counted.into_iter().rev().max_by_key(|(_, n)| *n).filter(|(_, n)| *n > 0).map_or("en", |(l, _)| l)
 }
 
-/// The language a question's words tell beyond doubt: as [`question_language`], but `None`
-/// when no language finds a stop word, two find as many, or the trigram statistics of
-/// `text::language::detect` name another ("Was stellt … her?": "was" and "her" are function
-/// words of English too). [`told_by_function_words`], then [`trigrams_agree`].
-pub fn told_language(question: &str) -> Option<&'static str> {
-    told_by_function_words(question).filter(|told| trigrams_agree(question, told))
-}
-
 /// The language of [`QUESTION_LANGUAGES`] whose stop words are the most among `question`'s
-/// words, strictly: `None` when none finds any or two find as many. Cheap (no trigram model):
+/// words, strictly (unlike [`question_language`]): `None` when none finds any or two find as
+/// many. Cheap (no trigram model):
 /// callers that need certainty only in rare cases confirm it with [`trigrams_agree`] then.
 pub fn told_by_function_words(question: &str) -> Option<&'static str> {
     let mut counted = stop_word_counts(question);
@@ -594,6 +587,13 @@ pub fn exact_terms(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The language a question's words tell beyond doubt: its function words', unless the
+    /// trigram statistics name another ("Was stellt … her?": "was" and "her" are function words
+    /// of English too) — what `search::in_another_language` decides with.
+    fn told_language(question: &str) -> Option<&'static str> {
+        told_by_function_words(question).filter(|told| trigrams_agree(question, told))
+    }
 
     #[test]
     fn a_question_s_function_words_tell_its_language_unless_two_languages_share_them() {

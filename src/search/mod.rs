@@ -624,7 +624,7 @@ fn unknown(stats: &statistics::ReplicaStatistics, vocabulary: &[(Vec<String>, [F
 
 /// Whether `query` is in a language none of the replica's documents is written in (`stats`:
 /// the replica's; `f`: the index's fields): the body field of the analyzer of its language
-/// ([`analyzers::told_language`]) holds no token of the replica. Its words are then not
+/// ([`analyzers::told_by_function_words`], confirmed by [`analyzers::trigrams_agree`]) holds no token of the replica. Its words are then not
 /// the documents' words, so none of them tells, by being absent, that the knowledge base lacks
 /// what it asks (a question asked in English of a French knowledge base): the meaning decides.
 /// `false` when its words do not tell its language.
