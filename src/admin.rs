@@ -164,9 +164,12 @@ pub enum AdminError {
     /// A path of an export or import is not absolute.
     #[error("{} is not an absolute path", .0.display())]
     NotAbsolute(PathBuf),
-    /// The embedding models installed in the data directory do not load (`embed`'s text).
-    #[error("{0}")]
-    Embeddings(String),
+    /// The embedding models installed in the data directory do not load.
+    #[error(transparent)]
+    Embeddings(#[from] crate::embed::catalog::CatalogError),
+    /// The shipped model catalog does not load (a broken build).
+    #[error(transparent)]
+    Models(#[from] crate::models::ModelsError),
     /// The backup's file `path` has no absolute form.
     #[error("{}: {source}", path.display())]
     Path { path: PathBuf, source: std::io::Error },
@@ -347,7 +350,7 @@ pub async fn bundle(
     let store = open_store(dir)?;
     let config = Config::new(dir.data_dir.clone());
     let embedders = offline_embedders(&config)?;
-    let models = crate::models::Models::load(None).map_err(|e| AdminError::Embeddings(e.to_string()))?;
+    let models = crate::models::Models::load(None)?;
     let (progress, mut rx) = progress_channel();
     let job = run_bundle(&store, embedders, models, &config, req, progress);
     tokio::pin!(job);
@@ -366,9 +369,9 @@ fn offline_embedders(config: &Config) -> Result<Option<Arc<Embedders>>, AdminErr
     if installed.is_empty() {
         return Ok(None);
     }
-    let mut catalog = EmbeddingModels::from_dirs(installed).map_err(AdminError::Embeddings)?;
+    let mut catalog = EmbeddingModels::from_dirs(installed)?;
     catalog.set_precision(config.embedding_precision);
-    let built = catalog.build(&[], config.llm.policy()).map_err(AdminError::Embeddings)?;
+    let built = catalog.build(&[], config.llm.policy())?;
     Ok(Some(Arc::new(built)))
 }
 

@@ -87,9 +87,9 @@ pub enum StartError {
     /// The generation backends cannot be built.
     #[error(transparent)]
     Backends(#[from] generate::RouteError),
-    /// The embedding models cannot be loaded (`embed`'s text).
-    #[error("{0}")]
-    Embeddings(String),
+    /// The embedding models cannot be loaded.
+    #[error(transparent)]
+    Embeddings(#[from] embed::catalog::CatalogError),
     /// The store does not open.
     #[error(transparent)]
     Open(#[from] store::OpenError),
@@ -169,7 +169,7 @@ pub fn install_crypto_provider() {
 /// there are none: retrieval is then BM25 alone). Errors name the catalog entry at fault.
 async fn load_embedders(config: &Config) -> Result<Option<Arc<embed::catalog::Embedders>>, StartError> {
     let mut catalog = match &config.embedding_models {
-        Some(path) => embed::catalog::EmbeddingModels::load(path).map_err(StartError::Embeddings)?,
+        Some(path) => embed::catalog::EmbeddingModels::load(path)?,
         None => {
             let installed = embed::install::installed(&config.data_dir);
             if installed.is_empty() {
@@ -181,7 +181,7 @@ async fn load_embedders(config: &Config) -> Result<Option<Arc<embed::catalog::Em
             }
             let dirs: Vec<String> = installed.iter().map(|(_, d)| d.display().to_string()).collect();
             tracing::info!(?dirs, "embedding models installed in the data directory");
-            embed::catalog::EmbeddingModels::from_dirs(installed).map_err(StartError::Embeddings)?
+            embed::catalog::EmbeddingModels::from_dirs(installed)?
         }
     };
     catalog.set_precision(config.embedding_precision);
@@ -191,11 +191,8 @@ async fn load_embedders(config: &Config) -> Result<Option<Arc<embed::catalog::Em
         let q4 = replicad_kernels::q4::Path::detect();
         tracing::info!(kernel = q4.describe(), "4-bit models (multilingual-e5-small)");
     }
-    catalog
-        .fetch_hub(&config.data_dir.join("models"), config.model_hub.as_deref())
-        .await
-        .map_err(StartError::Embeddings)?;
-    let built = catalog.build(&config.llm.upstreams, config.llm.policy()).map_err(StartError::Embeddings)?;
+    catalog.fetch_hub(&config.data_dir.join("models"), config.model_hub.as_deref()).await?;
+    let built = catalog.build(&config.llm.upstreams, config.llm.policy())?;
     tracing::info!(models = ?built.ids(), default = built.default_id(), "hybrid retrieval: BM25 and embeddings");
     Ok(Some(Arc::new(built)))
 }

@@ -62,9 +62,9 @@ enum Failure {
          (then `replicad reindex` rebuilds the search index)"
     )]
     RestorePostgres,
-    /// `models install` failed (`embed`'s text).
-    #[error("{0}")]
-    Install(String),
+    /// `models install` failed.
+    #[error(transparent)]
+    Install(#[from] replicad::embed::install::InstallError),
     /// The command's result cannot be printed as JSON.
     #[error(transparent)]
     Json(#[from] serde_json::Error),

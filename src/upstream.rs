@@ -140,14 +140,6 @@ pub enum DeclareError {
     Client { name: String, source: reqwest::Error },
 }
 
-/// The text of a [`DeclareError`], for the callers that still report start-up failures as text
-/// (`embed`, `generate`).
-impl From<DeclareError> for String {
-    fn from(e: DeclareError) -> String {
-        e.to_string()
-    }
-}
-
 /// `(NAME, BASE_URL)` of an `--llm-upstream NAME=BASE_URL` value; the error names the flag.
 pub fn parse_spec(spec: &str) -> Result<(&str, &str), DeclareError> {
     spec.split_once('=')

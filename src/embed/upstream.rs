@@ -72,27 +72,50 @@ impl Upstream {
     }
 }
 
+/// What is wrong with an `/embeddings` answer that is JSON ([`vectors`]): the cause of the 502
+/// "sent an answer that is not an embedding list", logged, not shown.
+#[derive(Debug, thiserror::Error)]
+enum AnswerError {
+    /// No `data` array.
+    #[error("no data array")]
+    NoData,
+    /// Another number of vectors than inputs sent.
+    #[error("{got} vectors for {sent} inputs")]
+    Count { got: usize, sent: usize },
+    /// An item of `data` without an `embedding` array (e.g. base64 text).
+    #[error("an item without an embedding array")]
+    NoEmbedding,
+    /// A vector holding something other than numbers.
+    #[error("a non-number in a vector")]
+    NotANumber,
+    /// A vector of another length than the catalog's dimension, or with a value not finite.
+    #[error("a vector of {len} values (expected {dimension} finite)")]
+    Dimension { len: usize, dimension: usize },
+    /// An `index` beyond the inputs, or given twice.
+    #[error("index {0} out of range or repeated")]
+    Index(usize),
+}
+
 /// The `n` normalised vectors of an `/embeddings` answer, ordered by `index`; the error says
 /// what is wrong (logged, not shown).
-fn vectors(answer: &Value, n: usize, dimension: usize) -> Result<Vec<Vec<f32>>, String> {
-    let data = answer["data"].as_array().ok_or("no data array")?;
+fn vectors(answer: &Value, n: usize, dimension: usize) -> Result<Vec<Vec<f32>>, AnswerError> {
+    let data = answer["data"].as_array().ok_or(AnswerError::NoData)?;
     if data.len() != n {
-        return Err(format!("{} vectors for {n} inputs", data.len()));
+        return Err(AnswerError::Count { got: data.len(), sent: n });
     }
     let mut out = vec![Vec::new(); n];
     for (pos, item) in data.iter().enumerate() {
         let index = item["index"].as_u64().map_or(pos, |i| i as usize);
-        let values = item["embedding"].as_array().ok_or("an item without an embedding array")?;
+        let values = item["embedding"].as_array().ok_or(AnswerError::NoEmbedding)?;
         let mut v: Vec<f32> = values
             .iter()
             .map(|x| x.as_f64().map(|f| f as f32))
             .collect::<Option<_>>()
-            .ok_or("a non-number in a vector")?;
+            .ok_or(AnswerError::NotANumber)?;
         if v.len() != dimension || v.iter().any(|x| !x.is_finite()) {
-            return Err(format!("a vector of {} values (expected {dimension} finite)", v.len()));
+            return Err(AnswerError::Dimension { len: v.len(), dimension });
         }
-        let slot =
-            out.get_mut(index).filter(|s| s.is_empty()).ok_or(format!("index {index} out of range or repeated"))?;
+        let slot = out.get_mut(index).filter(|s| s.is_empty()).ok_or(AnswerError::Index(index))?;
         normalize(&mut v);
         *slot = v;
     }
@@ -146,7 +169,7 @@ mod tests {
                 "embedding array",
             ),
         ] {
-            let err = vectors(&answer, 2, 2).unwrap_err();
+            let err = vectors(&answer, 2, 2).unwrap_err().to_string();
             assert!(err.contains(needle), "{answer}: {err}");
         }
     }
