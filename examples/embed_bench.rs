@@ -204,11 +204,15 @@ fn vector_search(n: usize, dim: usize) {
 /// `--kernels`: one linear layer of MiniLM's shapes (`rows × inputs → outputs`), 36 distinct
 /// weight matrices in turn so that they come from memory as in a forward pass, multiplied by
 /// candle in `f32` (as `encoder::Dense` does), by candle's 8-bit `QMatMul` (Q8_0), and by
-/// `replicad_kernels::int8`. Prints µs per product (CPU time of the thread, median of 7 rounds) and GMAC/s.
+/// `replicad_kernels::int8` on each SIMD path this CPU has (`int8 Vnni`: AVX-512 VNNI `vpdpwssd`,
+/// `int8 Avx2`: `vpmaddwd`; the same bits). Prints µs per product (CPU time of the thread, median
+/// of 7 rounds) and GMAC/s.
 fn kernels() {
     use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
     use candle_core::{Device, Module, Tensor};
-    use replicad_kernels::int8::Linear;
+    use replicad_kernels::int8::{Linear, Path};
+    let paths: Vec<Path> = [Path::Vnni, Path::Avx2].into_iter().filter(|p| p.available()).collect();
+    println!("int8 serves on {:?}: {}", Path::chosen(), Path::chosen().describe());
     let random = |n: usize, seed: u64| -> Vec<f32> {
         replicad_kernels::pseudo_random(n, seed).into_iter().map(|v| v * 0.1).collect()
     };
@@ -259,9 +263,11 @@ fn kernels() {
             time("candle Q8_0", &mut |i| {
                 std::hint::black_box(q8[i].forward(&x).unwrap());
             });
-            time("int8", &mut |i| {
-                std::hint::black_box(int8[i].forward(&xv, rows));
-            });
+            for &path in &paths {
+                time(&format!("int8 {path:?}"), &mut |i| {
+                    std::hint::black_box(int8[i].forward_on(path, &xv, rows));
+                });
+            }
             println!("{line}");
         }
     }
@@ -271,7 +277,7 @@ fn kernels() {
 /// outputs`; the queries, keys and values stacked), distinct weight matrices in turn (about 12
 /// MB of them, so that they come from memory as in a forward pass), in `Q4_0` blocks: candle's
 /// `QMatMul` (`Q4_0` × `Q8_0`), the 8-bit kernel on the weights dequantized and quantized again
-/// (`replicad_kernels::int8`, AVX2 `vpmaddwd`), and `replicad_kernels::q4` on each path this CPU
+/// (`replicad_kernels::int8`, on the path it serves on: VNNI `vpdpwssd` or AVX2 `vpmaddwd`), and `replicad_kernels::q4` on each path this CPU
 /// has. Prints µs per product (CPU time of the thread, median of 7 rounds) and GMAC/s.
 fn kernels_q4() {
     use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
@@ -404,8 +410,8 @@ fn ab(dir: &std::path::Path) {
         let (p50, p99) = percentiles(query[m].clone());
         let (chunks, _) = percentiles(passages[m].clone());
         println!(
-            "{:?}: query (10 words) CPU p50 {p50:.2} ms, p99 {p99:.2} ms; passages {chunks:.1} chunks of 256 tokens per CPU second",
-            model.kernel()
+            "{}: query (10 words) CPU p50 {p50:.2} ms, p99 {p99:.2} ms; passages {chunks:.1} chunks of 256 tokens per CPU second",
+            model.kernel().describe()
         );
     }
 }
@@ -492,7 +498,7 @@ fn main() {
         let (_, _, c50, c99) = timed(&[(); 2000], |_| {
             model.embed_blocking(Kind::Query, &q).unwrap();
         });
-        println!("{:?}: query (10 words) CPU p50 {c50:.2} ms, p99 {c99:.2} ms", model.kernel());
+        println!("{}: query (10 words) CPU p50 {c50:.2} ms, p99 {c99:.2} ms", model.kernel().describe());
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--fingerprint") {
@@ -528,13 +534,14 @@ fn main() {
     let load_ms = t.elapsed().as_secs_f64() * 1e3;
     let layout = model.layout();
     println!(
-        "model {}: dim {}, {:?} pooling, window {} tokens, prompts {:?}/{:?}; loaded in {load_ms:.0} ms",
+        "model {}: dim {}, {:?} pooling, window {} tokens, prompts {:?}/{:?}; loaded in {load_ms:.0} ms; {}",
         dir.display(),
         layout.dimension,
         layout.pooling,
         layout.max_tokens,
         layout.query_prompt,
-        layout.passage_prompt
+        layout.passage_prompt,
+        model.kernel().describe()
     );
     model.embed_blocking(Kind::Query, &[QUESTION.to_string()]).unwrap();
     println!("RSS: {} MiB before loading, {} MiB loaded (after one query)", before / 1024, rss_kib() / 1024);

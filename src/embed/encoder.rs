@@ -1,6 +1,7 @@
 //! The transformer of a model directory on the CPU: token ids of a padded batch in, one hidden
 //! state per token out. In `f32` ([`Kernel::F32`]) it runs on candle's tensors, as below; on
-//! 8-bit weights ([`Kernel::Int8Avx2`]) on plain slices ([`super::quantized`]).
+//! 8-bit weights ([`Kernel::Int8Avx2`]: AVX2, or AVX-512 VNNI where the CPU has it) on plain
+//! slices ([`super::quantized`]).
 //!
 //! One encoder serves the BERT family the catalog loads: BERT (`bert`: MiniLM, bge-*-en,
 //! e5-*-v2) and XLM-RoBERTa (`xlm-roberta`: multilingual-e5, bge-m3), which differ only in where
@@ -99,8 +100,9 @@ const FEW_ROWS: usize = 32;
 pub enum Kernel {
     /// `f32` weights and candle's matrix product (the `gemm` crate): every CPU.
     F32,
-    /// 8-bit weights per output channel, 16-bit activations per row, the AVX2 kernel of
-    /// `replicad_kernels::int8`: x86-64 with AVX2 and FMA.
+    /// 8-bit weights per output channel, 16-bit activations per row, the kernels of
+    /// `replicad_kernels::int8`: x86-64 with AVX2 and FMA, on AVX-512 VNNI where the CPU has it
+    /// (the same bits: [`Kernel::describe`] names the path, [`Kernel::arithmetic`] does not).
     Int8Avx2,
 }
 
@@ -119,8 +121,22 @@ impl Kernel {
         }
     }
 
-    /// How `serve`'s log names it.
+    /// How `serve`'s log names it: with 8-bit weights, the path `replicad_kernels::int8` runs on
+    /// this CPU (`Path::chosen`).
     pub fn describe(self) -> &'static str {
+        match (self, replicad_kernels::int8::Path::chosen()) {
+            (Kernel::F32, _) => "f32 (candle / gemm)",
+            (Kernel::Int8Avx2, replicad_kernels::int8::Path::Vnni) => "int8 weights × int16 activations (AVX-512 VNNI)",
+            (Kernel::Int8Avx2, _) => "int8 weights × int16 activations (AVX2)",
+        }
+    }
+
+    /// The name of the arithmetic whose bits the vectors are, which the model's fingerprint
+    /// covers (`super::fingerprint`): not the path, since the VNNI and AVX2 paths of the 8-bit
+    /// kernel give the same bits (a replica bundle's vectors move between machines with and
+    /// without VNNI); the name [`Kernel::describe`] gave before the VNNI path, so that the
+    /// fingerprints of existing bundles stay what they were.
+    pub fn arithmetic(self) -> &'static str {
         match self {
             Kernel::F32 => "f32 (candle / gemm)",
             Kernel::Int8Avx2 => "int8 weights × int16 activations (AVX2)",
@@ -367,6 +383,16 @@ mod tests {
         assert_eq!(Kernel::choose(Precision::Auto, false), Kernel::F32, "a CPU without AVX2 falls back");
         assert_eq!(Kernel::choose(Precision::F32, true), Kernel::F32, "the flag forces f32");
         assert_eq!(Kernel::choose(Precision::F32, false), Kernel::F32);
+    }
+
+    #[test]
+    fn the_log_names_the_8_bit_path_and_the_fingerprint_does_not() {
+        let vnni = replicad_kernels::int8::Path::chosen() == replicad_kernels::int8::Path::Vnni;
+        eprintln!("8-bit kernel: {}", Kernel::Int8Avx2.describe());
+        assert_eq!(Kernel::Int8Avx2.describe().contains("AVX-512 VNNI"), vnni);
+        assert_eq!(Kernel::Int8Avx2.describe().contains("(AVX2)"), !vnni);
+        assert_eq!(Kernel::Int8Avx2.arithmetic(), "int8 weights × int16 activations (AVX2)", "fingerprints stay");
+        assert_eq!(Kernel::F32.arithmetic(), Kernel::F32.describe());
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //! It is `sha256:` and the hex SHA-256 over the model directory's files, taken in the order of
 //! their paths relative to the directory (each as its path, a NUL byte, its length as a
 //! little-endian `u64`, then its bytes), followed by the name of the arithmetic the encoder
-//! runs in (the kernel, [`super::encoder::Kernel::describe`]: `f32` and 8-bit weights give
-//! vectors that differ in their last digits). Hidden files (`.…`) are left out.
+//! runs in (the kernel, [`super::encoder::Kernel::arithmetic`]: `f32` and 8-bit weights give
+//! vectors that differ in their last digits; the 8-bit kernel's AVX2 and VNNI paths do not). Hidden files (`.…`) are left out.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

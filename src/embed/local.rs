@@ -269,7 +269,7 @@ impl Embedder for Local {
     }
 
     fn fingerprint(&self) -> String {
-        let kernel = self.model.kernel().describe();
+        let kernel = self.model.kernel().arithmetic();
         let computed = || {
             super::fingerprint::of_dir(&self.dir, kernel).unwrap_or_else(|e| {
                 tracing::warn!(dir = %self.dir.display(), error = %e, "the model's files cannot be read to fingerprint them");

@@ -3,7 +3,7 @@
 //! quantized on the fly (symmetric, one `f32` scale per row), the products summed exactly in
 //! `i32` and scaled back to `f32` with the bias added.
 //!
-//! # The kernel (x86-64 with AVX2; the only `unsafe` arithmetic of the encoder)
+//! # The kernel (x86-64 with AVX2, or AVX-512 VNNI: below)
 //! AVX2 has no 8-bit dot product that is exact on signed operands (`vpmaddubsw` multiplies
 //! unsigned by signed bytes and saturates its 16-bit pair sums), so this kernel takes the
 //! 16-bit route: weights are stored as bytes (a quarter of the `f32` weights' memory) and
@@ -28,11 +28,48 @@
 //! the core's L2 cache while every panel passes over them; a question's few rows are one block,
 //! and each weight is read from memory once per product.
 //!
+//! # AVX-512 VNNI ([`Path::Vnni`], chosen at run time where the CPU has AVX-512 F, BW and VNNI)
+//! `vpdpwssd` does what `vpmaddwd` + `vpaddd` do, on 32 `i16` lanes into 16 `i32` (no
+//! saturation), in one instruction: the same packed panels are loaded 32 bytes at a time and
+//! sign-extended to one `zmm` (`vpmovsxbw`), a row's pair of activations is broadcast, and a
+//! tile of up to [`MR_VNNI`] rows × two panels (32 outputs) keeps its sums in `zmm` registers.
+//! `vpdpwssd` waits for the sum it adds to, so a tile of fewer than 8 sums (1 to 3 rows, or one
+//! panel) spreads its input pairs over up to 8 sets of sums, added at the end.
+//! The integer sums are exact on both paths (any order), and they are scaled by the same
+//! operations (`vmulps` of the row's and the output's scales, one `vfmadd` with the bias), so
+//! the VNNI path gives the AVX2 path's bits: the tests assert it (`assert_eq!` on the `f32`
+//! outputs, edge shapes), and `embed_bench --fingerprint` gives the same hash of the vectors
+//! with `REPLICAD_INT8_PATH=avx2` (which forces AVX2 on a VNNI CPU) and without.
+//!
+//! Measured on an AMD EPYC with AVX-512 VNNI (2 cores, shared with a CI run: load 2 to 5, so
+//! the figures vary by 20 to 40 % from run to run), one core:
+//!
+//! ```sh
+//! cargo build --release --example embed_bench
+//! taskset -c 1 target/release/examples/embed_bench --kernels   # int8 Vnni beside int8 Avx2
+//! taskset -c 1 target/release/examples/embed_bench ~/.cache/replicad-ci/models/all-minilm-l6-v2 --no-search
+//! REPLICAD_INT8_PATH=avx2 taskset -c 1 target/release/examples/embed_bench ~/.cache/replicad-ci/models/all-minilm-l6-v2 --no-search
+//! ```
+//!
+//! `--kernels`, GMAC/s, VNNI against AVX2 (two runs): 13 × 384 → 384 50-71 against 39-52;
+//! 256 × 384 → 384 68-69 against 55-56; 13 × 384 → 1536 59-69 against 43-50; 256 × 384 → 1536
+//! 70-72 against 52-54; 13 × 1536 → 384 83-101 against 62-66; 256 × 1536 → 384 69-86 against
+//! 53-77; 3 × 1536 → 384 96-101 against 58-74; 3 × 384 → 1536 95 and 32 against 51 and 54; 1
+//! row about even (memory-bound: 37-72 against 36-54); 3 × 384 → 384 27-46 against 50-53 (the
+//! one shape where VNNI measured slower in both runs: a product of 9-17 µs; no forward pass of
+//! the encoder has 3 rows). The model, VNNI against AVX2 (3 runs each, alternated): a question
+//! (10 words, 14 tokens) CPU p50 2.26 / 2.43 / 2.81 ms against 2.78 / 3.70 / 4.00 ms; 64
+//! passages in one call (as the indexer) 26.1 / 26.2 / 24.2 chunks per CPU second (24.3 / 24.4
+//! / 23.8 wall) against 22.8 / 23.4 / 20.8 (21.3 / 22.1 / 17.7 wall). Main's figures on this
+//! machine, quieter: 2.79 ms and 24.7 chunks/s.
+//!
 //! The 4-bit weights of multilingual-e5-small are multiplied by [`crate::q4`], on AVX-512 VNNI
 //! (`vpdpbusd`) where the CPU has it and on `vpmaddubsw` with AVX2; this kernel serves the
 //! models whose weights come in `f32` (all-MiniLM-L6-v2). Without AVX2 (older x86, aarch64)
 //! [`Linear::forward`] computes the same integers in plain Rust ([`Linear::forward_reference`]), but the encoder does not choose this
-//! module there (`replicad::embed::encoder::Kernel::detect`): it stays on `f32`.
+//! module there (`replicad::embed::encoder::Kernel::detect`): it stays on `f32`. The path in use
+//! is named by `serve`'s log (`Kernel::describe`), `.ci/run`'s "kernel paths" step and
+//! `embed_bench --kernels` ([`Path::describe`]).
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
@@ -47,6 +84,61 @@ pub const MR: usize = 6;
 /// Rows whose quantized activations are multiplied by every panel before the next rows come:
 /// 64 rows × 1,536 inputs × 2 bytes = 192 KiB, within a core's L2 cache.
 pub const ROW_BLOCK: usize = 64;
+
+/// Most rows per tile of the AVX-512 VNNI kernel, which multiplies two panels at a time: 6 rows
+/// × 2 panels = 12 `i32` accumulators (12 independent `vpdpwssd` chains), two weight vectors and
+/// a broadcast, within the 32 `zmm` registers.
+pub const MR_VNNI: usize = 6;
+
+/// How [`Linear::forward`] multiplies on this CPU ([`Path::detect`], once). The integer sums are
+/// exact on every path and scaled by the same operations, so every path gives the same bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// `vpdpwssd` (AVX-512 VNNI): 32 `i16` products summed two by two into 16 `i32` and added,
+    /// one instruction.
+    Vnni,
+    /// `vpmaddwd` + `vpaddd` (AVX2): 16 products into 8 `i32`, two instructions.
+    Avx2,
+    /// Plain Rust ([`Linear::forward_reference`]): every CPU.
+    Plain,
+}
+
+impl Path {
+    /// The fastest path this CPU has (checked once by the standard library, then cached), or
+    /// a slower one that the environment variable `REPLICAD_INT8_PATH` names (`avx2`, `plain`:
+    /// to measure one against another on one machine).
+    pub fn detect() -> Path {
+        match crate::detect_simd("REPLICAD_INT8_PATH") {
+            crate::Simd::Vnni => Path::Vnni,
+            crate::Simd::Avx2 => Path::Avx2,
+            crate::Simd::Plain => Path::Plain,
+        }
+    }
+
+    /// [`Path::detect`], taken once per process: the path [`Linear::forward`] runs.
+    pub fn chosen() -> Path {
+        static PATH: std::sync::OnceLock<Path> = std::sync::OnceLock::new();
+        *PATH.get_or_init(Path::detect)
+    }
+
+    /// Whether this CPU can run the path.
+    pub fn available(self) -> bool {
+        match self {
+            Path::Vnni => crate::vnni_available(),
+            Path::Avx2 => crate::avx2_available(),
+            Path::Plain => true,
+        }
+    }
+
+    /// How logs and `.ci/run` name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Path::Vnni => "8-bit weights × 16-bit activations, AVX-512 VNNI (vpdpwssd)",
+            Path::Avx2 => "8-bit weights × 16-bit activations, AVX2 (vpmaddwd)",
+            Path::Plain => "8-bit weights × 16-bit activations, plain Rust",
+        }
+    }
+}
 
 /// A linear layer with `outputs × inputs` 8-bit weights, packed for the kernel.
 pub struct Linear {
@@ -117,21 +209,31 @@ impl Linear {
         self.packed.len() + 4 * (self.scales.len() + self.bias.len())
     }
 
-    /// `x · Wᵀ + b` for `x` of `rows × inputs` (row-major): `rows × outputs` values. Runs the
-    /// AVX2 kernel where the CPU has AVX2 and FMA, else [`Linear::forward_reference`].
-    /// Panics if `x` is not `rows × inputs`.
+    /// `x · Wᵀ + b` for `x` of `rows × inputs` (row-major): `rows × outputs` values, on the
+    /// fastest [`Path`] of this CPU (chosen once): the same bits on every SIMD path. Panics if
+    /// `x` is not `rows × inputs`.
     pub fn forward(&self, x: &[f32], rows: usize) -> Vec<f32> {
+        self.forward_on(Path::chosen(), x, rows)
+    }
+
+    /// [`Linear::forward`] on `path`, which must be [`Path::available`] (the tests hold the
+    /// paths to one another, `examples/embed_bench.rs --kernels` times them). Panics if it is
+    /// not, or if `x` is not `rows × inputs`.
+    pub fn forward_on(&self, path: Path, x: &[f32], rows: usize) -> Vec<f32> {
         assert_eq!(x.len(), rows * self.inputs, "x is not {rows} × {}", self.inputs);
+        assert!(path.available(), "{path:?} is not available on this CPU");
         let q = self.quantize_rows(x, rows);
         let mut out = vec![0f32; rows * self.outputs];
-        #[cfg(target_arch = "x86_64")]
-        if avx2_available() {
-            // SAFETY: AVX2 and FMA are present (checked just above); `q` holds `rows × 2·pairs`
-            // values and `out` `rows × outputs`, the lengths `gemm_avx2` reads and writes.
-            unsafe { self.gemm_avx2(&q, rows, &mut out) };
-            return out;
+        match path {
+            // SAFETY: the CPU has the path's instructions (asserted above); `q` holds
+            // `rows × 2·pairs` values and `out` `rows × outputs`, the lengths the kernels read
+            // and write.
+            #[cfg(target_arch = "x86_64")]
+            Path::Vnni => unsafe { self.gemm_vnni(&q, rows, &mut out) },
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx2 => unsafe { self.gemm_avx2(&q, rows, &mut out) },
+            _ => self.gemm_reference(&q, rows, &mut out),
         }
-        self.gemm_reference(&q, rows, &mut out);
         out
     }
 
@@ -225,6 +327,56 @@ impl Linear {
     }
 }
 
+impl Linear {
+    /// The AVX-512 VNNI kernel over every row block, pair of panels and tile: the AVX2 kernel's
+    /// loops, its packed weights and its scaling, 16 outputs to a vector.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512 F, BW and VNNI, AVX2 and FMA; `q` must hold `rows × 2·pairs`
+    /// values and `rows` scales, `out` `rows × outputs` values.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma")]
+    unsafe fn gemm_vnni(&self, q: &Rows, rows: usize, out: &mut [f32]) {
+        debug_assert!(q.values.len() >= rows * 2 * self.pairs && out.len() >= rows * self.outputs);
+        let panels = self.outputs.div_ceil(NR);
+        for block in (0..rows).step_by(ROW_BLOCK) {
+            let end = (block + ROW_BLOCK).min(rows);
+            for panel in (0..panels).step_by(2) {
+                let tile = Tile {
+                    weights: self.packed.as_ptr().add(panel * self.pairs * NR * 2),
+                    scales: self.scales.as_ptr().add(panel * NR),
+                    bias: self.bias.as_ptr().add(panel * NR),
+                    pairs: self.pairs,
+                    width: 2 * self.pairs,
+                    cols: self.outputs - panel * NR,
+                    out_stride: self.outputs,
+                };
+                let two = panel + 1 < panels;
+                let mut r = block;
+                for height in crate::tile_heights(end - block, MR_VNNI) {
+                    let at = out.as_mut_ptr().add(r * self.outputs + panel * NR);
+                    // at least 8 independent chains of `vpdpwssd` (S sets of R · P sums)
+                    match (height, two) {
+                        (6, true) => tile.vnni::<6, 2, 1>(q, r, at),
+                        (5, true) => tile.vnni::<5, 2, 1>(q, r, at),
+                        (4, true) => tile.vnni::<4, 2, 1>(q, r, at),
+                        (3, true) => tile.vnni::<3, 2, 2>(q, r, at),
+                        (2, true) => tile.vnni::<2, 2, 2>(q, r, at),
+                        (_, true) => tile.vnni::<1, 2, 4>(q, r, at),
+                        (6, false) => tile.vnni::<6, 1, 2>(q, r, at),
+                        (5, false) => tile.vnni::<5, 1, 2>(q, r, at),
+                        (4, false) => tile.vnni::<4, 1, 2>(q, r, at),
+                        (3, false) => tile.vnni::<3, 1, 4>(q, r, at),
+                        (2, false) => tile.vnni::<2, 1, 4>(q, r, at),
+                        (_, false) => tile.vnni::<1, 1, 8>(q, r, at),
+                    }
+                    r += height;
+                }
+            }
+        }
+    }
+}
+
 /// `row` scaled to `±top` and rounded (ties to even) into `out`; returns the scale (`x ≈ q ·
 /// scale`), 0 for a row of zeros or with a non-finite value (its `out` stays 0).
 fn quantize_row(row: &[f32], out: &mut [i16], top: f32) -> f32 {
@@ -285,7 +437,8 @@ struct Tile {
     pairs: usize,
     /// Quantized values per row (2 · pairs).
     width: usize,
-    /// Outputs of the panel that exist (the last panel may have fewer than [`NR`]).
+    /// Outputs that exist from the panel's first on: at most [`NR`] for the AVX2 kernel (the
+    /// last panel may have fewer), all those of the following panels for the VNNI kernel.
     cols: usize,
     out_stride: usize,
 }
@@ -331,6 +484,88 @@ impl Tile {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+impl Tile {
+    /// `R` rows from `row` of `q` times `P` panels side by side (the tile's `cols` count from the
+    /// first), with AVX-512 VNNI, written at `out` as [`Tile::run`] writes. Each step loads the
+    /// `P` panels' 32 bytes of a pair of inputs once for the `R` rows, sign-extended to 32 `i16`
+    /// (`vpmovsxbw`), and broadcasts each row's two activations once for the `P` panels;
+    /// `vpdpwssd` adds their 16 pair sums to the `i32` lanes, what `vpmaddwd` and `vpaddd` do
+    /// (no saturation: the sums are bounded as in the AVX2 kernel). The sums are exact, and each
+    /// is then scaled as [`Tile::run`] scales it (`vmulps` of the two scales, one `vfmadd` with
+    /// the bias), 16 lanes at a time: the same bits. A tile of few rows has few sums, and
+    /// `vpdpwssd` waits for the sum it adds to (where `vpaddd` waits one cycle, the product
+    /// aside): its pairs of inputs go in turn to `S` sets of sums, added up at the end (exact,
+    /// in `i32`), so that at least 8 chains run side by side.
+    ///
+    /// # Safety
+    /// AVX-512 F, BW and VNNI, AVX2 and FMA; rows `row..row + R` exist in `q`; the tile has `P`
+    /// panels of `pairs × NR × 2` bytes, `pairs × NR × 2` bytes apart, and their `P · NR` scales
+    /// and biases; `out` has `R` rows of `min(cols, P · NR)` writable values, `out_stride` apart.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma")]
+    #[inline]
+    unsafe fn vnni<const R: usize, const P: usize, const S: usize>(&self, q: &Rows, row: usize, out: *mut f32) {
+        let mut sets = [[[_mm512_setzero_si512(); P]; R]; S];
+        let whole = self.pairs / S * S;
+        for first in (0..whole).step_by(S) {
+            for (s, acc) in sets.iter_mut().enumerate() {
+                self.vnni_step(q, row, first + s, acc);
+            }
+        }
+        for pair in whole..self.pairs {
+            self.vnni_step(q, row, pair, &mut sets[0]);
+        }
+        let mut acc = sets[0];
+        for set in &sets[1..] {
+            for (acc, set) in acc.iter_mut().zip(set) {
+                for (acc, v) in acc.iter_mut().zip(set) {
+                    *acc = _mm512_add_epi32(*acc, *v);
+                }
+            }
+        }
+        for (r, acc) in acc.iter().enumerate() {
+            let row_scale = _mm512_set1_ps(q.scales[row + r]);
+            for (p, sum) in acc.iter().enumerate() {
+                let scale = _mm512_mul_ps(row_scale, _mm512_loadu_ps(self.scales.add(NR * p)));
+                let value = _mm512_fmadd_ps(_mm512_cvtepi32_ps(*sum), scale, _mm512_loadu_ps(self.bias.add(NR * p)));
+                let cols = NR.min(self.cols - NR * p);
+                let to = out.add(r * self.out_stride + NR * p);
+                // a whole panel is stored in place; the last, narrower one under a mask
+                _mm512_mask_storeu_ps(to, ((1u32 << cols) - 1) as u16, value);
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Tile {
+    /// One step of [`Tile::vnni`]: input pair `pair` of `R` rows from `row` into `acc`.
+    ///
+    /// # Safety
+    /// As [`Tile::vnni`], and `pair < pairs`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma")]
+    #[inline]
+    unsafe fn vnni_step<const R: usize, const P: usize>(
+        &self,
+        q: &Rows,
+        row: usize,
+        pair: usize,
+        acc: &mut [[__m512i; P]; R],
+    ) {
+        let w = self.weights.add(pair * NR * 2);
+        let stride = self.pairs * NR * 2;
+        let wv: [__m512i; P] =
+            std::array::from_fn(|p| _mm512_cvtepi8_epi16(_mm256_loadu_si256(w.add(p * stride) as *const __m256i)));
+        let a = q.values.as_ptr().add(row * self.width + 2 * pair);
+        for (r, acc) in acc.iter_mut().enumerate() {
+            let x = _mm512_set1_epi32((a.add(r * self.width) as *const i32).read_unaligned());
+            for (acc, w) in acc.iter_mut().zip(&wv) {
+                *acc = _mm512_dpwssd_epi32(*acc, x, *w);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,12 +583,23 @@ mod tests {
         y
     }
 
+    /// The edge shapes: rows around the tiles (6) and the row block (64); inputs odd and not a
+    /// multiple of 16; outputs not a multiple of the panel (16) nor of the VNNI kernel's two.
+    const SHAPES: [(usize, usize, usize); 9] = [
+        (1, 384, 384),
+        (3, 37, 50),
+        (31, 16, 24),
+        (32, 385, 25),
+        (33, 1536, 384),
+        (255, 61, 47),
+        (65, 64, 16),
+        (13, 384, 1552),
+        (256, 384, 1536),
+    ];
+
     #[test]
     fn the_kernel_matches_the_f32_product_and_the_integer_reference_on_edge_shapes() {
-        // rows around the tile (6) and the row block (64); inputs odd and not a multiple of 16;
-        // outputs not a multiple of the panel (16)
-        let shapes = [(1, 384, 384), (3, 37, 50), (31, 16, 24), (32, 385, 25), (33, 1536, 384), (255, 61, 47)];
-        for (i, &(rows, inputs, outputs)) in shapes.iter().chain(&[(256, 384, 1536)]).enumerate() {
+        for (i, &(rows, inputs, outputs)) in SHAPES.iter().enumerate() {
             let w = random(outputs * inputs, 1 + i as u64);
             let b = random(outputs, 100 + i as u64);
             let x = random(rows * inputs, 200 + i as u64);
@@ -370,6 +616,35 @@ mod tests {
     }
 
     #[test]
+    fn the_vnni_kernel_gives_the_avx2_kernels_bits_on_edge_shapes() {
+        eprintln!(
+            "kernel paths of this CPU: 8-bit × 16-bit {:?} (serving: {:?}), VNNI held bit for bit to AVX2: {}",
+            Path::chosen(),
+            Path::chosen().describe(),
+            if Path::Vnni.available() && Path::Avx2.available() {
+                "yes"
+            } else {
+                "NOT TESTED (this CPU lacks AVX-512 VNNI or AVX2)"
+            }
+        );
+        if !(Path::Vnni.available() && Path::Avx2.available()) {
+            return;
+        }
+        for (i, &(rows, inputs, outputs)) in SHAPES.iter().enumerate() {
+            let w = random(outputs * inputs, 1 + i as u64);
+            let b = random(outputs, 100 + i as u64);
+            let mut x = random(rows * inputs, 200 + i as u64);
+            x[..inputs].fill(0.0); // a row of zeros
+            let layer = Linear::quantize(&w, &b, outputs, inputs);
+            let (vnni, avx2) = (layer.forward_on(Path::Vnni, &x, rows), layer.forward_on(Path::Avx2, &x, rows));
+            assert_eq!(vnni.len(), rows * outputs);
+            let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&vnni), bits(&avx2), "{rows}×{inputs}×{outputs}");
+            assert_eq!(vnni, avx2, "{rows}×{inputs}×{outputs}");
+        }
+    }
+
+    #[test]
     fn a_zero_row_gives_the_bias_and_sums_cannot_overflow() {
         let (inputs, outputs) = (1536, 30);
         let w = vec![1.0; outputs * inputs];
@@ -377,11 +652,13 @@ mod tests {
         let layer = Linear::quantize(&w, &b, outputs, inputs);
         let mut x = vec![0.0; 2 * inputs];
         x[inputs..].iter_mut().for_each(|v| *v = -3.0); // every product at the extreme
-        let y = layer.forward(&x, 2);
-        assert_eq!(&y[..outputs], &b[..]);
-        for (o, v) in y[outputs..].iter().enumerate() {
-            let want = -3.0 * inputs as f32 + o as f32;
-            assert!((v - want).abs() < 1e-3 * want.abs(), "{v} vs {want}");
+        for path in [Path::Plain, Path::Avx2, Path::Vnni].into_iter().filter(|p| p.available()) {
+            let y = layer.forward_on(path, &x, 2);
+            assert_eq!(&y[..outputs], &b[..], "{path:?}");
+            for (o, v) in y[outputs..].iter().enumerate() {
+                let want = -3.0 * inputs as f32 + o as f32;
+                assert!((v - want).abs() < 1e-3 * want.abs(), "{path:?}: {v} vs {want}");
+            }
         }
     }
 }

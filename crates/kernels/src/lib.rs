@@ -5,7 +5,8 @@
 //! ([`int8`]), attention ([`attention`], on the small `f32` products of [`matmul`]), layer normalisation ([`norm`]) and GELU
 //! ([`activation`]), each on plain slices, allocation-free where a forward pass calls it per
 //! layer, with an AVX2 + FMA version chosen at run time ([`avx2_available`]) and a plain one
-//! that the tests hold it to.
+//! that the tests hold it to; the matrix products ([`int8`], [`q4`]) also have an AVX-512 VNNI
+//! one ([`vnni_available`]).
 //!
 //! The element-wise and row-wise kernels ([`norm`], [`activation`], the softmax) are plain Rust
 //! compiled twice, once for the baseline CPU and once with AVX2 and FMA enabled
@@ -30,6 +31,43 @@ pub fn avx2_available() -> bool {
 #[cfg(not(target_arch = "x86_64"))]
 pub fn avx2_available() -> bool {
     false
+}
+
+/// Whether the AVX-512 VNNI kernels can run here: the CPU has AVX-512 F, BW and VNNI (and AVX2
+/// and FMA, which the rest of a product needs).
+#[cfg(target_arch = "x86_64")]
+pub fn vnni_available() -> bool {
+    is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("avx512vnni")
+        && avx2_available()
+}
+
+/// Whether the AVX-512 VNNI kernels can run here: never off x86-64.
+#[cfg(not(target_arch = "x86_64"))]
+pub fn vnni_available() -> bool {
+    false
+}
+
+/// The SIMD kernels a matrix product ([`int8::Path`], [`q4::Path`]) can run on.
+#[derive(Clone, Copy)]
+pub(crate) enum Simd {
+    Vnni,
+    Avx2,
+    Plain,
+}
+
+/// The fastest [`Simd`] this CPU has (checked once by the standard library, then cached), or a
+/// slower one that the environment variable `var` names (`avx2`, `plain`: to measure one against
+/// another on one machine).
+pub(crate) fn detect_simd(var: &str) -> Simd {
+    match std::env::var(var).as_deref() {
+        Ok("plain") => Simd::Plain,
+        Ok("avx2") if avx2_available() => Simd::Avx2,
+        _ if vnni_available() => Simd::Vnni,
+        _ if avx2_available() => Simd::Avx2,
+        _ => Simd::Plain,
+    }
 }
 
 /// Heights of the tiles that `rows` rows are cut into by a kernel that takes at most `most` rows

