@@ -55,13 +55,16 @@
 //! 256 × 384 → 384 68-69 against 55-56; 13 × 384 → 1536 59-69 against 43-50; 256 × 384 → 1536
 //! 70-72 against 52-54; 13 × 1536 → 384 83-101 against 62-66; 256 × 1536 → 384 69-86 against
 //! 53-77; 3 × 1536 → 384 96-101 against 58-74; 3 × 384 → 1536 95 and 32 against 51 and 54; 1
-//! row about even (memory-bound: 37-72 against 36-54); 3 × 384 → 384 27-46 against 50-53 (the
-//! one shape where VNNI measured slower in both runs: a product of 9-17 µs; no forward pass of
-//! the encoder has 3 rows). The model, VNNI against AVX2 (3 runs each, alternated): a question
-//! (10 words, 14 tokens) CPU p50 2.26 / 2.43 / 2.81 ms against 2.78 / 3.70 / 4.00 ms; 64
-//! passages in one call (as the indexer) 26.1 / 26.2 / 24.2 chunks per CPU second (24.3 / 24.4
-//! / 23.8 wall) against 22.8 / 23.4 / 20.8 (21.3 / 22.1 / 17.7 wall). Main's figures on this
-//! machine, quieter: 2.79 ms and 24.7 chunks/s.
+//! row about even (memory-bound: 37-72 against 36-54); 3 × 384 → 384 27-46 against 50-53, the
+//! one shape where VNNI measured slower in both runs, yet faster timed alone (the two paths
+//! only, wall time, median of 15 rounds, three runs: 4.4-5.0 µs against 6.3-8.4; 3 × 384 → 1536
+//! 16-18 against 24-33; 3 × 1536 → 384 16-17 against 24-31).
+//!
+//! The model, VNNI against AVX2 (3 runs each, alternated): a question (10 words, 14 tokens) CPU
+//! p50 2.26 / 2.43 / 2.81 ms against 2.78 / 3.70 / 4.00 ms; 64 passages in one call (as the
+//! indexer) 26.1 / 26.2 / 24.2 chunks per CPU second (24.3 / 24.4 / 23.8 wall) against 22.8 /
+//! 23.4 / 20.8 (21.3 / 22.1 / 17.7 wall). Main's figures on this machine, quieter: 2.79 ms and
+//! 24.7 chunks/s.
 //!
 //! The 4-bit weights of multilingual-e5-small are multiplied by [`crate::q4`], on AVX-512 VNNI
 //! (`vpdpbusd`) where the CPU has it and on `vpmaddubsw` with AVX2; this kernel serves the
