@@ -210,9 +210,9 @@ fn vector_search(n: usize, dim: usize) {
 fn kernels() {
     use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
     use candle_core::{Device, Module, Tensor};
-    use replicad_kernels::int8::{Linear, Path};
+    use replicad_kernels::int8::{chosen, describe, Linear, Path};
     let paths: Vec<Path> = [Path::Vnni, Path::Avx2].into_iter().filter(|p| p.available()).collect();
-    println!("int8 serves on {:?}: {}", Path::chosen(), Path::chosen().describe());
+    println!("int8 serves on {:?}: {}", chosen(), describe(chosen()));
     let random = |n: usize, seed: u64| -> Vec<f32> {
         replicad_kernels::pseudo_random(n, seed).into_iter().map(|v| v * 0.1).collect()
     };

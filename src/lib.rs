@@ -188,8 +188,8 @@ async fn load_embedders(config: &Config) -> Result<Option<Arc<embed::catalog::Em
     let kernel = embed::encoder::Kernel::detect(config.embedding_precision);
     tracing::info!(precision = ?config.embedding_precision, kernel = kernel.describe(), "in-process embedding arithmetic");
     if kernel == embed::encoder::Kernel::Int8Avx2 {
-        let q4 = replicad_kernels::q4::Path::detect();
-        tracing::info!(kernel = q4.describe(), "4-bit models (multilingual-e5-small)");
+        let q4 = replicad_kernels::q4::chosen();
+        tracing::info!(kernel = replicad_kernels::q4::describe(q4), "4-bit models (multilingual-e5-small)");
     }
     catalog.fetch_hub(&config.data_dir.join("models"), config.model_hub.as_deref()).await?;
     let built = catalog.build(&config.llm.upstreams, config.llm.policy())?;

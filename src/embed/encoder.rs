@@ -122,12 +122,11 @@ impl Kernel {
     }
 
     /// How `serve`'s log names it: with 8-bit weights, the path `replicad_kernels::int8` runs on
-    /// this CPU (`Path::chosen`).
+    /// this CPU (`replicad_kernels::int8::chosen`), else [`Kernel::arithmetic`].
     pub fn describe(self) -> &'static str {
-        match (self, replicad_kernels::int8::Path::chosen()) {
-            (Kernel::F32, _) => "f32 (candle / gemm)",
-            (Kernel::Int8Avx2, replicad_kernels::int8::Path::Vnni) => "int8 weights × int16 activations (AVX-512 VNNI)",
-            (Kernel::Int8Avx2, _) => "int8 weights × int16 activations (AVX2)",
+        match (self, replicad_kernels::int8::chosen()) {
+            (Kernel::Int8Avx2, replicad_kernels::Path::Vnni) => "int8 weights × int16 activations (AVX-512 VNNI)",
+            _ => self.arithmetic(),
         }
     }
 
@@ -387,7 +386,7 @@ mod tests {
 
     #[test]
     fn the_log_names_the_8_bit_path_and_the_fingerprint_does_not() {
-        let vnni = replicad_kernels::int8::Path::chosen() == replicad_kernels::int8::Path::Vnni;
+        let vnni = replicad_kernels::int8::chosen() == replicad_kernels::Path::Vnni;
         eprintln!("8-bit kernel: {}", Kernel::Int8Avx2.describe());
         assert_eq!(Kernel::Int8Avx2.describe().contains("AVX-512 VNNI"), vnni);
         assert_eq!(Kernel::Int8Avx2.describe().contains("(AVX2)"), !vnni);

@@ -158,8 +158,11 @@ fn row_kernels() {
 
 fn main() {
     println!("AVX2 + FMA: {}", replicad_kernels::avx2_available());
-    let int8 = replicad_kernels::int8::Path::chosen();
-    println!("int8 (REPLICAD_INT8_PATH=avx2 to time AVX2 on a VNNI CPU): {int8:?}, {}", int8.describe());
+    let int8 = replicad_kernels::int8::chosen();
+    println!(
+        "int8 (REPLICAD_INT8_PATH=avx2 to time AVX2 on a VNNI CPU): {int8:?}, {}",
+        replicad_kernels::int8::describe(int8)
+    );
     if std::env::args().any(|a| a == "--q4") {
         q4_products();
         return;

@@ -72,7 +72,7 @@
 //! [`Linear::forward`] computes the same integers in plain Rust ([`Linear::forward_reference`]), but the encoder does not choose this
 //! module there (`replicad::embed::encoder::Kernel::detect`): it stays on `f32`. The path in use
 //! is named by `serve`'s log (`Kernel::describe`), `.ci/run`'s "kernel paths" step and
-//! `embed_bench --kernels` ([`Path::describe`]).
+//! `embed_bench --kernels` ([`describe`]).
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
@@ -93,53 +93,25 @@ pub const ROW_BLOCK: usize = 64;
 /// a broadcast, within the 32 `zmm` registers.
 pub const MR_VNNI: usize = 6;
 
-/// How [`Linear::forward`] multiplies on this CPU ([`Path::detect`], once). The integer sums are
-/// exact on every path and scaled by the same operations, so every path gives the same bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Path {
-    /// `vpdpwssd` (AVX-512 VNNI): 32 `i16` products summed two by two into 16 `i32` and added,
-    /// one instruction.
-    Vnni,
-    /// `vpmaddwd` + `vpaddd` (AVX2): 16 products into 8 `i32`, two instructions.
-    Avx2,
-    /// Plain Rust ([`Linear::forward_reference`]): every CPU.
-    Plain,
+pub use crate::Path;
+
+/// The path [`Linear::forward`] runs, chosen once per process ([`Path::detect`], which
+/// `REPLICAD_INT8_PATH` may turn to a slower one). The integer sums are exact on every path and
+/// scaled by the same operations, so every path gives the same bits: `vpdpwssd` (AVX-512 VNNI:
+/// 32 `i16` products summed two by two into 16 `i32` and added, one instruction), `vpmaddwd` +
+/// `vpaddd` (AVX2: 16 products into 8 `i32`, two instructions), or plain Rust
+/// ([`Linear::forward_reference`]).
+pub fn chosen() -> Path {
+    static PATH: std::sync::OnceLock<Path> = std::sync::OnceLock::new();
+    *PATH.get_or_init(|| Path::detect("REPLICAD_INT8_PATH"))
 }
 
-impl Path {
-    /// The fastest path this CPU has (checked once by the standard library, then cached), or
-    /// a slower one that the environment variable `REPLICAD_INT8_PATH` names (`avx2`, `plain`:
-    /// to measure one against another on one machine).
-    pub fn detect() -> Path {
-        match crate::detect_simd("REPLICAD_INT8_PATH") {
-            crate::Simd::Vnni => Path::Vnni,
-            crate::Simd::Avx2 => Path::Avx2,
-            crate::Simd::Plain => Path::Plain,
-        }
-    }
-
-    /// [`Path::detect`], taken once per process: the path [`Linear::forward`] runs.
-    pub fn chosen() -> Path {
-        static PATH: std::sync::OnceLock<Path> = std::sync::OnceLock::new();
-        *PATH.get_or_init(Path::detect)
-    }
-
-    /// Whether this CPU can run the path.
-    pub fn available(self) -> bool {
-        match self {
-            Path::Vnni => crate::vnni_available(),
-            Path::Avx2 => crate::avx2_available(),
-            Path::Plain => true,
-        }
-    }
-
-    /// How logs and `.ci/run` name it.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Path::Vnni => "8-bit weights × 16-bit activations, AVX-512 VNNI (vpdpwssd)",
-            Path::Avx2 => "8-bit weights × 16-bit activations, AVX2 (vpmaddwd)",
-            Path::Plain => "8-bit weights × 16-bit activations, plain Rust",
-        }
+/// How logs and `.ci/run` name `path` for this kernel.
+pub fn describe(path: Path) -> &'static str {
+    match path {
+        Path::Vnni => "8-bit weights × 16-bit activations, AVX-512 VNNI (vpdpwssd)",
+        Path::Avx2 => "8-bit weights × 16-bit activations, AVX2 (vpmaddwd)",
+        Path::Plain => "8-bit weights × 16-bit activations, plain Rust",
     }
 }
 
@@ -213,10 +185,10 @@ impl Linear {
     }
 
     /// `x · Wᵀ + b` for `x` of `rows × inputs` (row-major): `rows × outputs` values, on the
-    /// fastest [`Path`] of this CPU (chosen once): the same bits on every SIMD path. Panics if
+    /// fastest [`Path`] of this CPU ([`chosen`]): the same bits on every SIMD path. Panics if
     /// `x` is not `rows × inputs`.
     pub fn forward(&self, x: &[f32], rows: usize) -> Vec<f32> {
-        self.forward_on(Path::chosen(), x, rows)
+        self.forward_on(chosen(), x, rows)
     }
 
     /// [`Linear::forward`] on `path`, which must be [`Path::available`] (the tests hold the
@@ -622,8 +594,8 @@ mod tests {
     fn the_vnni_kernel_gives_the_avx2_kernels_bits_on_edge_shapes() {
         eprintln!(
             "kernel paths of this CPU: 8-bit × 16-bit {:?} (serving: {:?}), VNNI held bit for bit to AVX2: {}",
-            Path::chosen(),
-            Path::chosen().describe(),
+            chosen(),
+            describe(chosen()),
             if Path::Vnni.available() && Path::Avx2.available() {
                 "yes"
             } else {

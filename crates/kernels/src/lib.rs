@@ -49,24 +49,39 @@ pub fn vnni_available() -> bool {
     false
 }
 
-/// The SIMD kernels a matrix product ([`int8::Path`], [`q4::Path`]) can run on.
-#[derive(Clone, Copy)]
-pub(crate) enum Simd {
+/// The kernel a matrix product ([`int8`], [`q4`]) runs on: each module's `chosen()` (once per
+/// process) and `describe` (the instructions it uses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// AVX-512 VNNI (with F and BW): `zmm` registers and one-instruction dot products.
     Vnni,
+    /// AVX2 and FMA.
     Avx2,
+    /// Plain Rust: every CPU, and the reference the tests hold the others to.
     Plain,
 }
 
-/// The fastest [`Simd`] this CPU has (checked once by the standard library, then cached), or a
-/// slower one that the environment variable `var` names (`avx2`, `plain`: to measure one against
-/// another on one machine).
-pub(crate) fn detect_simd(var: &str) -> Simd {
-    match std::env::var(var).as_deref() {
-        Ok("plain") => Simd::Plain,
-        Ok("avx2") if avx2_available() => Simd::Avx2,
-        _ if vnni_available() => Simd::Vnni,
-        _ if avx2_available() => Simd::Avx2,
-        _ => Simd::Plain,
+impl Path {
+    /// The fastest path this CPU has (checked once by the standard library, then cached), or a
+    /// slower one that the environment variable `var` names (`avx2`, `plain`: to measure one
+    /// against another on one machine).
+    pub fn detect(var: &str) -> Path {
+        match std::env::var(var).as_deref() {
+            Ok("plain") => Path::Plain,
+            Ok("avx2") if avx2_available() => Path::Avx2,
+            _ if vnni_available() => Path::Vnni,
+            _ if avx2_available() => Path::Avx2,
+            _ => Path::Plain,
+        }
+    }
+
+    /// Whether this CPU can run the path.
+    pub fn available(self) -> bool {
+        match self {
+            Path::Vnni => vnni_available(),
+            Path::Avx2 => avx2_available(),
+            Path::Plain => true,
+        }
     }
 }
 

@@ -68,49 +68,23 @@ pub const ROW_BLOCK: usize = 64;
 /// operations, which longer products, bound by the arithmetic, do not pay).
 pub const FEW_ROWS: usize = 32;
 
-/// How [`Linear::forward`] multiplies on this CPU ([`Path::detect`], once).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Path {
-    /// `vpdpbusd` (AVX-512 VNNI): 64 byte products summed into 16 `i32` per instruction.
-    Vnni,
-    /// `vpmaddubsw` + `vpaddw`, then `vpmaddwd` once per block (AVX2).
-    Avx2,
-    /// Plain Rust: every CPU.
-    Plain,
+pub use crate::Path;
+
+/// The path [`Linear::forward`] runs, chosen once per process ([`Path::detect`], which
+/// `REPLICAD_Q4_PATH` may turn to a slower one): `vpdpbusd` (AVX-512 VNNI: 64 byte products
+/// summed into 16 `i32` per instruction), `vpmaddubsw` + `vpaddw` then `vpmaddwd` once per block
+/// (AVX2), or plain Rust.
+pub fn chosen() -> Path {
+    static PATH: std::sync::OnceLock<Path> = std::sync::OnceLock::new();
+    *PATH.get_or_init(|| Path::detect("REPLICAD_Q4_PATH"))
 }
 
-impl Path {
-    /// The fastest path this CPU has (checked once by the standard library, then cached), or
-    /// a slower one that the environment variable `REPLICAD_Q4_PATH` names (`avx2`, `plain`:
-    /// to measure one against another on one machine).
-    pub fn detect() -> Path {
-        match crate::detect_simd("REPLICAD_Q4_PATH") {
-            crate::Simd::Vnni => Path::Vnni,
-            crate::Simd::Avx2 => Path::Avx2,
-            crate::Simd::Plain => Path::Plain,
-        }
-    }
-
-    /// Whether this CPU can run the path.
-    pub fn available(self) -> bool {
-        match self {
-            #[cfg(target_arch = "x86_64")]
-            Path::Vnni => crate::vnni_available(),
-            #[cfg(target_arch = "x86_64")]
-            Path::Avx2 => crate::avx2_available(),
-            Path::Plain => true,
-            #[cfg(not(target_arch = "x86_64"))]
-            _ => false,
-        }
-    }
-
-    /// How logs and `.ci/run` name it.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Path::Vnni => "4-bit weights × 8-bit activations, AVX-512 VNNI (vpdpbusd)",
-            Path::Avx2 => "4-bit weights × 8-bit activations, AVX2 (vpmaddubsw)",
-            Path::Plain => "4-bit weights × 8-bit activations, plain Rust",
-        }
+/// How logs and `.ci/run` name `path` for this kernel.
+pub fn describe(path: Path) -> &'static str {
+    match path {
+        Path::Vnni => "4-bit weights × 8-bit activations, AVX-512 VNNI (vpdpbusd)",
+        Path::Avx2 => "4-bit weights × 8-bit activations, AVX2 (vpmaddubsw)",
+        Path::Plain => "4-bit weights × 8-bit activations, plain Rust",
     }
 }
 
@@ -252,8 +226,7 @@ impl Linear {
     /// so that a forward pass can keep its buffers. Panics if `x` is not `rows × inputs` or
     /// `out` not `rows × outputs`.
     pub fn forward_into(&self, x: &[f32], rows: usize, out: &mut [f32]) {
-        static PATH: std::sync::OnceLock<Path> = std::sync::OnceLock::new();
-        self.forward_on_into(*PATH.get_or_init(Path::detect), x, rows, out);
+        self.forward_on_into(chosen(), x, rows, out);
     }
 
     /// [`Linear::forward`] on `path`, which must be [`Path::available`] (the tests hold each
@@ -716,11 +689,11 @@ mod tests {
         eprintln!(
             "kernel paths of this CPU: 4-bit × 8-bit {:?} (serving: {:?}), tested against the plain one: {paths:?}; \
              8-bit × 16-bit (MiniLM): {}",
-            Path::detect(),
-            Path::detect().describe(),
-            match crate::int8::Path::chosen() {
-                crate::int8::Path::Plain => "plain (the encoder stays in f32)",
-                path => path.describe(),
+            chosen(),
+            describe(chosen()),
+            match crate::int8::chosen() {
+                Path::Plain => "plain (the encoder stays in f32)",
+                path => crate::int8::describe(path),
             }
         );
         // rows around the VNNI tile (6) and the row block (64); outputs not a multiple of the
