@@ -74,7 +74,7 @@ use std::time::Instant;
 
 use labelled::{Kb, Question};
 use replicad::generate::embedded::{lead_in, reply_with, Confidence, Fit, Verdict, Weights};
-use replicad::generate::{Closeness, Evidence, Persona};
+use replicad::generate::{Closeness, Evidence, Persona, Spread};
 use replicad::service::chat;
 use replicad::store::records::SourceRef;
 use serde::{Deserialize, Serialize};
@@ -149,6 +149,10 @@ struct Kept {
     /// with the one before it (`chat::retrieve_in_conversation`).
     #[serde(default)]
     read: Option<String>,
+    /// How close the question is to all of the knowledge base's chunks: mean, standard
+    /// deviation and largest cosine (`None`: BM25 alone).
+    #[serde(default)]
+    spread: Option<(f32, f32, f32, usize)>,
 }
 
 impl Kept {
@@ -167,6 +171,7 @@ impl Kept {
             unknown: &self.unknown,
             other_language: self.other_language,
             model: self.model.as_deref(),
+            spread: self.spread.map(|(mean, deviation, largest, rows)| Spread { mean, deviation, largest, rows }),
         }
     }
 }
@@ -176,14 +181,15 @@ async fn retrieve(kb: &Kb, q: &Question) -> Kept {
     let top = chat::EMBEDDED_TOP_K;
     let asked = replicad::text::question::asked(&q.question);
     let previous = async { Ok(q.previous.clone()) };
-    let (chat::Retrieval { found, unknown, other_language, model }, read) =
+    let (chat::Retrieval { found, unknown, other_language, model, spread }, read) =
         chat::retrieve_in_conversation((&kb.store, &kb.search), (kb.replica, None), asked, previous, top)
             .await
             .expect("retrieve");
     let closeness = found.iter().map(|r| (r.ranks.cosine, r.sentences.clone())).collect();
     let read = (read != asked).then_some(read);
     let sources = found.into_iter().map(|r| r.source).collect();
-    Kept { closeness, sources, unknown, other_language, model, read }
+    let spread = spread.map(|s| (s.mean, s.deviation, s.largest, s.rows));
+    Kept { closeness, sources, unknown, other_language, model, read, spread }
 }
 
 /// The text an answer to `question` quotes: without its lead-in (when `uncertain`) and its
@@ -260,7 +266,8 @@ fn candidate_rows(q: &Question, kept: &Kept, w: &Weights) -> Vec<serde_json::Val
 fn signals(s: &replicad::generate::embedded::Signals) -> serde_json::Value {
     serde_json::json!({
         "sentence": s.sentence, "passage": s.passage, "chunk": s.chunk, "coverage": s.coverage,
-        "title": s.title, "standing": s.standing, "unknown": s.unknown,
+        "title": s.title, "standing": s.standing, "unknown": s.unknown, "typical": s.typical,
+        "breadth": s.breadth, "excess": s.excess,
     })
 }
 
@@ -401,7 +408,9 @@ async fn main() {
                 println!("--- {} [{}] {} → {verdict} confidence {c:?}\n{trace}\n{text}\n", q.id, q.kind, q.question);
             }
             if let Some(f) = dump.as_mut() {
-                writeln!(f, "{}", dump_line(q, &kept[&q.id], &o, confidence)).expect("dump");
+                // the quote the reader would give were it never to refuse (the fit's positives)
+                let (quoted, ..) = judge(q, &kept[&q.id], &Weights { pick: Some(0), ..w });
+                writeln!(f, "{}", dump_line(q, &kept[&q.id], &o, quoted.keys, confidence)).expect("dump");
             }
             if let Some(f) = rows.as_mut().filter(|_| q.answerable()) {
                 for row in candidate_rows(q, &kept[&q.id], &w) {
@@ -438,14 +447,23 @@ fn blocks(args: &[String]) -> Vec<(String, labelled::Labelled)> {
     vec![(set.clone(), labelled), (format!("{set}-offtopic"), off)]
 }
 
-/// One line of `--dump`: question `q`'s outcome `o`, the decision's signals and its probability.
-fn dump_line(q: &Question, kept: &Kept, o: &Outcome, confidence: Option<Confidence>) -> serde_json::Value {
+/// One line of `--dump`: question `q`'s outcome `o`, whether the quote of its best candidate
+/// holds the key spans (`quote_keys`, whatever the decision), the decision's signals and its
+/// probability.
+fn dump_line(
+    q: &Question,
+    kept: &Kept,
+    o: &Outcome,
+    quote_keys: bool,
+    confidence: Option<Confidence>,
+) -> serde_json::Value {
     serde_json::json!({
         "id": q.id, "corpus": q.corpus, "kind": q.kind, "phrasing": q.phrasing,
         "answerable": q.answerable(), "confidence": confidence.map(|c| c.value), "answered": o.answered, "uncertain": o.uncertain,
         "fit": confidence.map(|c| c.fit), "signals": confidence.map(|c| signals(&c.signals)),
         "unknown": kept.unknown,
         "source": o.expected_source, "keys": o.keys, "chunk": o.chunk_keys, "top5": o.in_top5, "contiguous": o.contiguous,
+        "quoteKeys": quote_keys,
     })
 }
 

@@ -312,6 +312,20 @@ struct ConfidenceView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = -1, max = 1))]
     passage_cosine: Option<f32>,
+    /// Ours: the mean cosine similarity of the question's embedding to all of the knowledge
+    /// base's chunks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -1, max = 1))]
+    typical_cosine: Option<f32>,
+    /// Ours: the natural logarithm of the number of the knowledge base's chunks with vectors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    breadth: Option<f32>,
+    /// Ours: the closest chunk's cosine less what the closest of that many would reach by
+    /// chance (the mean plus `√(2 ln n)` standard deviations of the question's cosines to all
+    /// `n` chunks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    excess_cosine: Option<f32>,
 }
 
 /// A candidate passage of [`ReaderView`]: `source` is its chunk's 1-based place in `sources`
@@ -373,6 +387,9 @@ fn reader_view(e: &Explanation) -> ReaderView<'_> {
         chunk_cosine: c.signals.chunk,
         sentence_cosine: c.signals.sentence,
         passage_cosine: c.signals.passage,
+        typical_cosine: c.signals.typical,
+        breadth: c.signals.breadth,
+        excess_cosine: c.signals.excess,
     });
     ReaderView {
         verdict: e.verdict.name(),

@@ -65,25 +65,75 @@ pub fn rescored(k: usize) -> usize {
     4 * k + 32
 }
 
+/// How close a question is to a whole matrix of rows: the mean and the standard deviation of
+/// its cosines to every row, and the largest (cosines in −1..=1; the codes' cosines, within
+/// their error of the exact ones, when the search scored codes). What a question's best
+/// cosine means depends on them: the best of many rows of a long manual stands higher by
+/// chance than the best of a short profile's few.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Spread {
+    pub mean: f32,
+    pub deviation: f32,
+    pub largest: f32,
+    /// How many rows.
+    pub rows: usize,
+}
+
+impl Spread {
+    /// How far the largest cosine stands above what the largest of that many would reach by
+    /// chance, `mean + deviation · √(2 ln rows)` (the expected maximum of `rows` normal
+    /// draws, about): at most 0 when nothing stands out.
+    pub fn excess(&self) -> f32 {
+        self.largest - self.mean - self.deviation * (2.0 * (self.rows as f32).ln()).sqrt()
+    }
+
+    /// The spread of `scores`; `None` when there are none.
+    fn of(scores: &[(usize, f32)]) -> Option<Spread> {
+        let n = scores.len() as f64;
+        let largest = scores.iter().map(|s| s.1).reduce(f32::max)?;
+        let mean = scores.iter().map(|s| f64::from(s.1)).sum::<f64>() / n;
+        let variance = scores.iter().map(|s| (f64::from(s.1) - mean).powi(2)).sum::<f64>() / n;
+        Some(Spread { mean: mean as f32, deviation: variance.sqrt() as f32, largest, rows: scores.len() })
+    }
+}
+
+/// What [`top_k`] found: the best rows and the spread of every row's score.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ranked {
+    /// `(row, cosine)`, best first, the cosines exact.
+    pub hits: Vec<(usize, f32)>,
+    /// `None` without rows.
+    pub spread: Option<Spread>,
+}
+
 /// The `k` best `(row, cosine)` of `query` among the rows of `vectors` (`n × query.len()`
 /// values) whose codes are `codes`, best first, the cosines exact; ties keep the lower row
 /// first. Fewer than `k` when there are fewer rows. Codes that are not those of `n` rows
-/// (`Codes::default()`) score every row exactly.
-pub fn top_k(query: &[f32], vectors: &[f32], codes: &Codes, k: usize) -> Vec<(usize, f32)> {
+/// (`Codes::default()`) score every row exactly. With them, the [`Spread`] of all the rows.
+pub fn top_k(query: &[f32], vectors: &[f32], codes: &Codes, k: usize) -> Ranked {
     let dim = query.len();
     if dim == 0 || k == 0 {
-        return Vec::new();
+        return Ranked::default();
     }
     let n = vectors.len() / dim;
     if n <= rescored(k) || codes.scales.len() != n {
-        return best(vectors.chunks_exact(dim).map(|row| dot(query, row)).enumerate().collect(), k);
+        let scored: Vec<(usize, f32)> = vectors.chunks_exact(dim).map(|row| dot(query, row)).enumerate().collect();
+        let spread = Spread::of(&scored);
+        return Ranked { hits: best(scored, k), spread };
     }
     let (coded, scale) = code(query);
     let coded: Vec<i8> = coded.collect();
     let approximate = codes.values.chunks_exact(dim).zip(&codes.scales);
-    let scored = approximate.map(|(row, s)| dot_codes(&coded, row) as f32 * s * scale).enumerate().collect();
+    let scored: Vec<(usize, f32)> =
+        approximate.map(|(row, s)| dot_codes(&coded, row) as f32 * s * scale).enumerate().collect();
+    let spread = Spread::of(&scored);
     let candidates = best(scored, rescored(k));
-    best(candidates.into_iter().map(|(row, _)| (row, dot(query, &vectors[row * dim..(row + 1) * dim]))).collect(), k)
+    let hits = best(
+        candidates.into_iter().map(|(row, _)| (row, dot(query, &vectors[row * dim..(row + 1) * dim]))).collect(),
+        k,
+    );
+    let spread = spread.map(|s| Spread { largest: hits.first().map_or(s.largest, |h| h.1), ..s });
+    Ranked { hits, spread }
 }
 
 /// The `k` best of `scored` `(row, score)`, best first; ties keep the lower row first.
@@ -110,10 +160,14 @@ mod tests {
     fn the_closest_rows_come_first() {
         let rows = [[1.0, 0.0], [0.0, 1.0], [0.6, 0.8], [0.8, 0.6]].concat();
         let codes = Codes::of(&rows, 2);
-        let hits = top_k(&[1.0, 0.0], &rows, &codes, 2);
-        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![0, 3]);
-        assert_eq!(top_k(&[0.0, 1.0], &rows, &codes, 10).len(), 4);
-        assert!(top_k(&[0.0, 1.0], &rows, &codes, 0).is_empty());
+        let found = top_k(&[1.0, 0.0], &rows, &codes, 2);
+        assert_eq!(found.hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![0, 3]);
+        assert_eq!(top_k(&[0.0, 1.0], &rows, &codes, 10).hits.len(), 4);
+        assert!(top_k(&[0.0, 1.0], &rows, &codes, 0).hits.is_empty());
+        // cosines 1, 0, 0.6, 0.8 to the rows: mean 0.6, deviation √0.14
+        let spread = found.spread.expect("rows");
+        assert!((spread.mean - 0.6).abs() < 1e-6 && (spread.deviation - 0.14f32.sqrt()).abs() < 1e-6);
+        assert_eq!(spread.largest, 1.0);
     }
 
     /// Over thousands of random rows (many near ties: the hardest case for the codes), the
@@ -135,10 +189,17 @@ mod tests {
         for _ in 0..50 {
             let mut q: Vec<f32> = (0..dim).map(|_| next()).collect();
             normalize(&mut q);
-            assert_eq!(top_k(&q, &rows, &codes, 20), exact(&q, &rows, 20));
+            let found = top_k(&q, &rows, &codes, 20);
+            assert_eq!(found.hits, exact(&q, &rows, 20));
+            // the spread, from the codes' cosines, is the exact cosines' within their error
+            let all: Vec<(usize, f32)> = rows.chunks_exact(dim).map(|row| dot(&q, row)).enumerate().collect();
+            let (spread, truth) = (found.spread.expect("rows"), Spread::of(&all).expect("rows"));
+            assert!((spread.mean - truth.mean).abs() < 1e-3, "{spread:?} {truth:?}");
+            assert!((spread.deviation - truth.deviation).abs() < 1e-3, "{spread:?} {truth:?}");
+            assert_eq!((spread.largest, spread.rows), (truth.largest, n));
         }
         // codes of other rows (a stale copy) are never used: every row is scored exactly
-        assert_eq!(top_k(&rows[..dim], &rows, &Codes::default(), 3), exact(&rows[..dim], &rows, 3));
+        assert_eq!(top_k(&rows[..dim], &rows, &Codes::default(), 3).hits, exact(&rows[..dim], &rows, 3));
     }
 
     #[test]

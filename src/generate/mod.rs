@@ -16,6 +16,7 @@ pub mod routing;
 use std::future::Future;
 use std::pin::Pin;
 
+pub use crate::embed::exact::Spread;
 use crate::error::Result;
 use crate::store::records::SourceRef;
 
@@ -91,6 +92,9 @@ pub struct Evidence<'a> {
     pub unknown: &'a [String],
     pub other_language: bool,
     pub model: Option<&'a str>,
+    /// How close the question is to all of the knowledge base's chunks by meaning (`None`
+    /// without an embedding model).
+    pub spread: Option<Spread>,
 }
 
 /// Everything a backend may use to answer.
@@ -112,6 +116,9 @@ pub struct Generation {
     pub other_language: bool,
     /// The catalog id of the embedding model that retrieved the sources (`None`: words alone).
     pub embedding_model: Option<String>,
+    /// How close the question is to all of the knowledge base's chunks by meaning
+    /// (`service::chat::Retrieval::spread`).
+    pub spread: Option<Spread>,
     /// Earlier turns of the conversation, oldest first (already bounded by the token budget).
     pub history: Vec<Turn>,
     /// An image attached to the question (`imageURL`), sent only to vision routes.
@@ -128,6 +135,7 @@ impl Generation {
             unknown: &self.unknown,
             other_language: self.other_language,
             model: self.embedding_model.as_deref(),
+            spread: self.spread,
         }
     }
 }

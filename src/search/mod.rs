@@ -520,7 +520,7 @@ impl Search {
             // nothing to fuse with: the BM25 hits kept, and no more read from the index
             let Bm25 { hits: bm25, unknown, .. } = self.bm25(replica, query, limit, Scoring::Replica)?;
             let hits = fusion::fuse(&bm25, &[], how, limit);
-            return Ok(Hybrid { hits, question: None, unknown, other_language: false });
+            return Ok(Hybrid { hits, question: None, unknown, other_language: false, spread: None });
         };
         let depth = limit.max(fusion::DEPTH);
         let Bm25 { hits: bm25, mut unknown, other_language } = self.bm25(replica, query, depth, Scoring::Replica)?;
@@ -532,7 +532,8 @@ impl Search {
         if other_language {
             unknown.clear();
         }
-        let mut hits = fusion::fuse(&bm25, &self.vectors.search(replica, &model, &v, depth), how, limit);
+        let nearest = self.vectors.search(replica, &model, &v, depth);
+        let mut hits = fusion::fuse(&bm25, &nearest.hits, how, limit);
         // the BM25 hits the vector ranking missed get their cosine too (the reader weighs it)
         let missing: Vec<(u64, u32)> =
             hits.iter().filter(|f| f.ranks.cosine.is_none()).map(|f| (f.entry, f.chunk)).collect();
@@ -540,7 +541,8 @@ impl Search {
         for f in hits.iter_mut().filter(|f| f.ranks.cosine.is_none()) {
             f.ranks.cosine = cosines.next().flatten();
         }
-        Ok(Hybrid { hits, question: Some(QuestionVector { model, vector: v }), unknown, other_language })
+        let question = Some(QuestionVector { model, vector: v });
+        Ok(Hybrid { hits, question, unknown, other_language, spread: nearest.spread })
     }
 
     /// The model id and vector of `query` under the model a replica naming `model` uses: its
@@ -586,6 +588,9 @@ pub struct Hybrid {
     pub question: Option<QuestionVector>,
     pub unknown: Vec<String>,
     pub other_language: bool,
+    /// How close the question is to all of the replica's chunks by meaning (`None` without
+    /// vectors).
+    pub spread: Option<crate::embed::exact::Spread>,
 }
 
 /// What a BM25 search found: the hits, best first, and the query's terms naming its topic (as

@@ -111,6 +111,14 @@ pub struct VectorHit {
     pub score: f32,
 }
 
+/// What [`Vectors::search`] found: the closest chunks, best first, and how close the question
+/// is to the replica's chunks as a whole ([`exact::Spread`]; `None` without vectors).
+#[derive(Debug, Clone, Default)]
+pub struct Nearest {
+    pub hits: Vec<VectorHit>,
+    pub spread: Option<exact::Spread>,
+}
+
 /// `(chunk index, vector)` of an entry's chunks that have one.
 pub type ChunkVectors = Vec<(u32, Vec<f32>)>;
 
@@ -177,19 +185,19 @@ impl Vectors {
     }
 
     /// The `k` chunks of `replica` whose vectors of `model` are closest to `query` (normalised,
-    /// of the model's dimension), best first. Empty when the replica has no vectors of that
-    /// model.
-    pub fn search(&self, replica: Uuid, model: &str, query: &[f32], k: usize) -> Vec<VectorHit> {
+    /// of the model's dimension), best first, and the spread of its cosines to all of the
+    /// replica's chunks. Empty when the replica has no vectors of that model.
+    pub fn search(&self, replica: Uuid, model: &str, query: &[f32], k: usize) -> Nearest {
         let Some(m) = self.replicas.read().unwrap_or_else(|p| p.into_inner()).get(&replica).cloned() else {
-            return Vec::new();
+            return Nearest::default();
         };
         if m.model != model || m.dim != query.len() {
-            return Vec::new();
+            return Nearest::default();
         }
-        exact::top_k(query, &m.rows, &m.codes, k)
-            .into_iter()
-            .map(|(row, score)| VectorHit { entry: m.chunks[row].0, chunk: m.chunks[row].1, score })
-            .collect()
+        let exact::Ranked { hits, spread } = exact::top_k(query, &m.rows, &m.codes, k);
+        let hits =
+            hits.into_iter().map(|(row, score)| VectorHit { entry: m.chunks[row].0, chunk: m.chunks[row].1, score });
+        Nearest { hits: hits.collect(), spread }
     }
 
     /// The cosine similarity of `query` (normalised, of `model`'s dimension) to each of
@@ -280,11 +288,11 @@ mod tests {
         let v = Vectors::default();
         let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
         v.apply(vec![update(1, a, "m", &[[1.0, 0.0], [0.0, 1.0]]), update(2, b, "m", &[[1.0, 0.0]])]);
-        let hits = v.search(a, "m", &[0.0, 1.0], 5);
+        let hits = v.search(a, "m", &[0.0, 1.0], 5).hits;
         assert_eq!(hits.iter().map(|h| (h.entry, h.chunk)).collect::<Vec<_>>(), vec![(1, 1), (1, 0)]);
         assert_eq!(v.cosines(a, "m", &[0.0, 1.0], &[(1, 0), (1, 1), (2, 0)]), vec![Some(0.0), Some(1.0), None]);
         assert_eq!(v.count(b), 1);
-        assert!(v.search(a, "other", &[0.0, 1.0], 5).is_empty(), "another model's question finds nothing");
+        assert!(v.search(a, "other", &[0.0, 1.0], 5).hits.is_empty(), "another model's question finds nothing");
         // a new revision of entry 1 replaces its rows
         v.apply(vec![update(1, a, "m", &[[0.6, 0.8]])]);
         assert_eq!(v.count(a), 1);
@@ -294,6 +302,6 @@ mod tests {
         // vectors of another model start the replica again
         v.apply(vec![update(3, a, "n", &[[1.0, 0.0]])]);
         assert_eq!(v.count(a), 1);
-        assert_eq!(v.search(a, "n", &[1.0, 0.0], 5)[0].entry, 3);
+        assert_eq!(v.search(a, "n", &[1.0, 0.0], 5).hits[0].entry, 3);
     }
 }

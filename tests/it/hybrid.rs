@@ -147,6 +147,8 @@ async fn the_reader_quotes_the_passage_closest_in_meaning_and_shows_its_signals(
         assert_eq!((&v["reader"]["unknownTerms"], &v["reader"]["verdict"]), (&json!([]), &json!("answered")), "{v}");
         let c = &reader["confidence"];
         assert!(c["value"].is_number() && c["coverage"].is_number() && c["chunkCosine"].is_number(), "{reader}");
+        assert!(c["typicalCosine"].is_number() && c["excessCosine"].is_number(), "{reader}");
+        assert!(c["breadth"].as_f64().is_some_and(|b| b >= 0.0), "{reader}");
         let closest = candidates.iter().filter_map(|c| c["meaning"].as_f64()).fold(f64::MIN, f64::max);
         assert_eq!(c["sentenceCosine"].as_f64(), Some(closest), "the closest sentence's: {reader}");
         // each score is its signals' weighted sum; the best-ranked chunk stands at 1

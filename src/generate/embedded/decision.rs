@@ -4,9 +4,14 @@
 //!
 //! The signals ([`Signals`]) say how close the question is to what the reader would quote (by
 //! meaning: to the closest sentence of any candidate, to the quoted passage's closest sentence,
-//! to the best-ranked chunk; by words: the quoted passage's coverage, its heading's agreement,
-//! its chunk's retrieval standing) and how much of the question the knowledge base never
-//! names (the share of its terms no document holds). None of them knows a word, a phrasing or
+//! to the best-ranked chunk, and to the knowledge base as a whole: the mean of its cosines to
+//! every chunk, how many there are, how far the closest stands above chance; by words: the
+//! quoted passage's coverage, its heading's agreement, its chunk's retrieval standing) and how
+//! much of the question the knowledge base never names (the share of its terms no document
+//! holds). The whole knowledge base matters because a cosine means different things in
+//! different ones: the best of a long manual's hundreds of chunks stands high even for a
+//! question it does not answer, the best of a short company profile's dozen stays low even
+//! for one it does. None of them knows a word, a phrasing or
 //! a document format. The fit ([`Fit`]) gives their weights and a bias; the score is the
 //! logistic of their weighted sum, the probability that the knowledge base answers the
 //! question. Below [`Fit::refuse`] the reader says "I don't know"; below [`Fit::uncertain`] it
@@ -14,8 +19,8 @@
 //!
 //! `tests/answers/calibrate.py` fits the weights from `examples/answers --dump` files (the dev
 //! set, the calibration set of business documents, FAQs and READMEs in four languages, and
-//! their off-topic blocks: another corpus's questions asked of each replica) and writes the
-//! file. A model without a file of its own is decided by the BM25 fit (the word signals alone;
+//! their off-topic blocks: another corpus's questions asked of each replica; the positives
+//! are the answerable questions whose quote holds the answer) and writes the file. A model without a file of its own is decided by the BM25 fit (the word signals alone;
 //! [`for_model`] logs it once per model).
 
 use std::collections::HashMap;
@@ -51,6 +56,28 @@ pub struct Signals {
     pub standing: f32,
     /// The share of the question's terms that no document of the knowledge base holds.
     pub unknown: f32,
+    /// The mean of the question's cosines to all of the knowledge base's chunks (with a model).
+    pub typical: Option<f32>,
+    /// The natural logarithm of the number of chunks with vectors, that number held within
+    /// [`FITTED_CHUNKS`] ([`breadth`]; with a model).
+    pub breadth: Option<f32>,
+    /// The closest chunk's cosine less what the closest of that many chunks would reach by
+    /// chance, `mean + deviation · √(2 ln n)` of the question's cosines to all `n` of them: the
+    /// best of a long manual's many chunks stands high by chance, the best of a short profile's
+    /// few does not (with a model).
+    pub excess: Option<f32>,
+}
+
+/// The sizes of knowledge base, in chunks, that the shipped fits were made on (the calibration
+/// set's dozen or so per replica, the manuals' 120 to 220): a knowledge base outside them counts
+/// as the nearest edge ([`breadth`]), since a weight fitted on those says nothing of 3 chunks
+/// or of 50,000.
+pub const FITTED_CHUNKS: (f32, f32) = (10.0, 250.0);
+
+/// [`Signals::breadth`] of a knowledge base of `chunks` chunks: `ln` of `chunks` held within
+/// [`FITTED_CHUNKS`].
+pub fn breadth(chunks: usize) -> f32 {
+    (chunks as f32).clamp(FITTED_CHUNKS.0, FITTED_CHUNKS.1).ln()
 }
 
 impl Signals {
@@ -65,6 +92,9 @@ impl Signals {
             "title" => Some(self.title),
             "standing" => Some(self.standing),
             "unknown" => Some(self.unknown),
+            "typical" => self.typical,
+            "breadth" => self.breadth,
+            "excess" => self.excess,
             _ => None,
         }
     }
@@ -101,7 +131,9 @@ impl Fit {
     /// another length, thresholds out of order).
     pub fn parse(json: &str) -> Result<Fit, FitError> {
         let fit: Fit = serde_json::from_str(json)?;
-        let probe = Signals { sentence: Some(0.0), passage: Some(0.0), chunk: Some(0.0), ..Signals::default() };
+        let some = Some(0.0);
+        let (sentence, passage, chunk, typical, breadth, excess) = (some, some, some, some, some, some);
+        let probe = Signals { sentence, passage, chunk, typical, breadth, excess, ..Signals::default() };
         if let Some(bad) = fit.features.iter().find(|f| probe.get(f).is_none()) {
             return Err(FitError::UnknownSignal { model: fit.model, signal: bad.clone() });
         }

@@ -31,10 +31,12 @@
 //!    the best-matching passage held the key spans for 0.61 of the answerable questions
 //!    instead of 0.67, the context before it often being what states them).
 //! 3. **Whether to answer** is decided from retrieval alone, by a logistic regression over
-//!    the quoted passage's signals and the question's closeness to the best chunk and sentence
-//!    by meaning, and the share of its terms no document of the knowledge base holds, fitted
-//!    per embedding model on a calibration set of many kinds of documents in four languages
-//!    ([`decision`]). Below its `refuse` probability the knowledge base does not cover the
+//!    the quoted passage's signals, the question's closeness to the best chunk and sentence
+//!    by meaning, its closeness to the knowledge base as a whole (the mean of its cosines to
+//!    every chunk, how many chunks there are, and how far the closest stands above what the
+//!    closest of that many would reach by chance), and the share of its terms no document of
+//!    the knowledge base holds, fitted per embedding model on a calibration set of many kinds
+//!    of documents in four languages ([`decision`]). Below its `refuse` probability the knowledge base does not cover the
 //!    question: "I don't know", no sources. Below its `uncertain` probability it answers with
 //!    the closest passage after a short, honest lead-in ("The closest passage I have:"). An
 //!    unknown term counts by the share of the question it is, weighed with the rest, and a
@@ -47,7 +49,7 @@
 use super::cache;
 use super::decision::{self, Signals};
 use super::passage::{Analysis, Part, Passage};
-use crate::generate::{Closeness, Evidence};
+use crate::generate::{Closeness, Evidence, Spread};
 use crate::search::analyze_as;
 use crate::store::records::SourceRef;
 
@@ -211,7 +213,7 @@ pub fn read(
     candidates.swap(0, chosen);
     let best = candidates[0].clone();
     let unknown = evidence.unknown.len() as f32 / asked.len().max(evidence.unknown.len()) as f32;
-    let (confidence, mut verdict) = decide(evidence, signals(closeness, &best, unknown), w.decision);
+    let (confidence, mut verdict) = decide(evidence, signals(closeness, evidence.spread, &best, unknown), w.decision);
     // a term the knowledge base never names (common words of the language aside) is what the
     // question asks about: the closest passage may not answer it; a question in another
     // language than the documents has no word to confirm it: meaning alone is at best led in
@@ -326,8 +328,11 @@ fn closest(cos: &[f32], passages: &[Passage]) -> Option<f32> {
 
 /// The decision's signals for quoting `best`, with `unknown` the share of the question's terms
 /// no document holds.
-fn signals(closeness: &[Closeness], best: &Candidate, unknown: f32) -> Signals {
+fn signals(closeness: &[Closeness], spread: Option<Spread>, best: &Candidate, unknown: f32) -> Signals {
     Signals {
+        typical: spread.map(|s| s.mean),
+        breadth: spread.map(|s| decision::breadth(s.rows)),
+        excess: spread.map(|s| s.excess()),
         sentence: closeness.iter().flat_map(|c| c.sentences.iter().copied()).reduce(f32::max),
         passage: best.meaning,
         chunk: closeness.first().and_then(|c| c.chunk),
