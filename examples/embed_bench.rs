@@ -521,7 +521,8 @@ fn main() {
             xxhash_rust::xxh3::xxh3_64(&bytes)
         };
         println!("{:?}: {:#018x}", model.kernel(), hash(&vectors));
-        let questions = FINGERPRINT_QUESTIONS.iter().flat_map(|q| model.embed_blocking(Kind::Query, &[q.to_string()]).unwrap());
+        let questions =
+            FINGERPRINT_QUESTIONS.iter().flat_map(|q| model.embed_blocking(Kind::Query, &[q.to_string()]).unwrap());
         println!("questions, one at a time: {:#018x}", hash(&questions.collect::<Vec<_>>()));
         return;
     }

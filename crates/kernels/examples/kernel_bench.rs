@@ -116,9 +116,7 @@ fn q4_question_pass() {
     use replicad_kernels::q4::{Linear as Q4, Path};
     let shapes = [(384, 1152), (384, 384), (384, 1536), (1536, 384)];
     let layers: Vec<Vec<Q4>> = (0..12)
-        .map(|l| {
-            shapes.iter().map(|&(i, o)| Q4::from_q4_0(&q4_blocks(o, i, 1000 + l), &vec![0.0; o], o, i)).collect()
-        })
+        .map(|l| shapes.iter().map(|&(i, o)| Q4::from_q4_0(&q4_blocks(o, i, 1000 + l), &vec![0.0; o], o, i)).collect())
         .collect();
     let x: Vec<Vec<f32>> = shapes.iter().map(|&(i, _)| pseudo_random(15 * i, 5)).collect();
     let macs: usize = shapes.iter().map(|(i, o)| 12 * 15 * i * o).sum();
@@ -130,7 +128,10 @@ fn q4_question_pass() {
                 }
             }
         });
-        println!("q4 {path:?}, a question's 48 products (15 rows): {us:>8.1} µs {:>5.1} GMAC/s", macs as f64 / us / 1e3);
+        println!(
+            "q4 {path:?}, a question's 48 products (15 rows): {us:>8.1} µs {:>5.1} GMAC/s",
+            macs as f64 / us / 1e3
+        );
     }
 }
 

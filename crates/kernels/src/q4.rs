@@ -69,9 +69,10 @@ pub const ROW_BLOCK: usize = 64;
 /// bound by the arithmetic, keep the row tiles on the unpacked weights (`Tile::vnni`).
 pub const FEW_ROWS: usize = 32;
 /// Rows that the tall tile multiplies by a block's unpacked weights at a time ([`Tile::tall_rows`]):
-/// `TALL_ROWS × 2` chains of `vpdpbusd` beside the 16 weight vectors of two panels, within the 32
-/// `zmm` registers.
-const TALL_ROWS: usize = 4;
+/// `TALL_ROWS × 2` chains of `vpdpbusd` beside the 16 weight vectors of two panels. 4 rows (8
+/// chains, 25 registers) timed 2–5 % slower in `kernel_bench --q4-question` (the compiler kept
+/// fewer weight vectors in registers), 2 rows the same within the noise.
+const TALL_ROWS: usize = 3;
 
 pub use crate::Path;
 
@@ -570,7 +571,6 @@ impl Tile {
             for height in crate::tile_heights(rows, TALL_ROWS) {
                 let acc = &mut acc[r..r + height];
                 match height {
-                    4 => self.tall_rows::<4, P>(q, r, b, &w, acc),
                     3 => self.tall_rows::<3, P>(q, r, b, &w, acc),
                     2 => self.tall_rows::<2, P>(q, r, b, &w, acc),
                     _ => self.tall_rows::<1, P>(q, r, b, &w, acc),
@@ -607,7 +607,7 @@ impl Tile {
     /// [`Tile::unpack`]), added to the rows' `f32` sums `acc` ([`Tile::accumulate`]): each row's
     /// sums start at the block's offset (`−8 · Σ q_x`), and per group its 4 activation bytes are
     /// broadcast once for the `P` panels' `vpdpbusd`. `R · P` chains of `vpdpbusd` beside the `8
-    /// · P` weight vectors: at most 24 + 1 `zmm` registers.
+    /// · P` weight vectors and a broadcast.
     ///
     /// # Safety
     /// AVX-512 F, BW and VNNI; rows `row..row + R` exist in `q`; the tile has `P` panels of more
@@ -864,7 +864,8 @@ mod tests {
         // the tall tile (VNNI, at most FEW_ROWS rows) against the row tiles (more rows): each
         // row's outputs depend on that row alone, with the same roundings in the same order
         let (inputs, outputs, long) = (160, 80, FEW_ROWS + 8);
-        let layer = Linear::from_q4_0(&random_blocks(outputs, inputs, 9), &crate::pseudo_random(outputs, 10), outputs, inputs);
+        let layer =
+            Linear::from_q4_0(&random_blocks(outputs, inputs, 9), &crate::pseudo_random(outputs, 10), outputs, inputs);
         let x = crate::pseudo_random(long * inputs, 11);
         for path in [Path::Plain, Path::Avx2, Path::Vnni].into_iter().filter(|p| p.available()) {
             let all = layer.forward_on(path, &x, long);
@@ -874,7 +875,11 @@ mod tests {
                 assert_eq!(bits(&few), bits(&all[..rows * outputs]), "{path:?}, {rows} rows");
             }
             let plain = layer.forward_on(Path::Plain, &x, long);
-            assert_eq!(all.iter().zip(&plain).filter(|(a, p)| a.to_bits() != p.to_bits()).count(), 0, "{path:?} against plain");
+            assert_eq!(
+                all.iter().zip(&plain).filter(|(a, p)| a.to_bits() != p.to_bits()).count(),
+                0,
+                "{path:?} against plain"
+            );
         }
     }
 
