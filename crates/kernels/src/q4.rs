@@ -597,17 +597,16 @@ impl Tile {
     #[inline]
     unsafe fn unpack<const P: usize>(&self, b: usize) -> [[__m512i; P]; 8] {
         let low = _mm512_set1_epi8(0x0f);
-        let mut w = [[_mm512_setzero_si512(); P]; 8];
-        for k in 0..4 {
-            for p in 0..P {
-                // groups 2k (low nibbles) and 2k + 1 (high ones)
+        let nibbles: [[__m512i; P]; 4] = std::array::from_fn(|k| {
+            std::array::from_fn(|p| {
                 let at = ((p * self.blocks + b) * BLOCK * NR + k * 128) / 2;
-                let v = _mm512_loadu_si512(self.nibbles.add(at) as *const _);
-                w[2 * k][p] = _mm512_and_si512(v, low);
-                w[2 * k + 1][p] = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low);
-            }
-        }
-        w
+                _mm512_loadu_si512(self.nibbles.add(at) as *const _)
+            })
+        });
+        // group 2k in the low nibbles of vector k, group 2k + 1 in the high ones
+        std::array::from_fn(|g| {
+            nibbles[g / 2].map(|v| _mm512_and_si512(if g % 2 == 0 { v } else { _mm512_srli_epi16::<4>(v) }, low))
+        })
     }
 
     /// `R` rows from `row` of `q` times block `b` of the `P` panels, unpacked (`w`, from
