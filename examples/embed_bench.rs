@@ -44,6 +44,15 @@ const PAIRS: &[(&str, &str, &str)] = &[
 ];
 
 const QUESTION: &str = "How can I change the port the server listens on?";
+/// Questions of 1 to about 40 tokens (around the kernels' switches at 6 and 32 rows), embedded
+/// one at a time for `--fingerprint`.
+const FINGERPRINT_QUESTIONS: [&str; 5] = [
+    "port",
+    "How can I change the port the server listens on?",
+    "Where is the configuration file kept, and which of its settings can I change without a restart?",
+    "Wie ändere ich den Port, auf dem der Server lauscht, wenn der Standardport schon belegt ist und ich keinen Zugriff auf die Firewall habe?",
+    "What happens to the answers already cached when I replace a document in the knowledge base with a newer version of the same file, and how long until the new text is searched?",
+];
 
 const WORDS: &str = "the server reads its configuration file at start and listens on the port given there \
     a request is parsed authorized and answered by the handler of its route while background tasks index new \
@@ -502,12 +511,19 @@ fn main() {
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--fingerprint") {
-        // xxh3 of the bits of two passages' vectors, to compare builds (tests/it/embedding.rs)
+        // xxh3 of the bits of two passages' vectors, to compare builds (tests/it/embedding.rs),
+        // then of questions' vectors, each embedded alone as a question is (few rows per product)
         let model = Model::load(std::path::Path::new(&args[i + 1]), precision()).unwrap_or_else(|e| panic!("{e}"));
         let texts = ["How do I delete a key from a dictionary?", "Use del d[key] to remove an entry from a dict."];
         let vectors = model.embed_blocking(Kind::Passage, &texts.map(str::to_string)).unwrap();
-        let bytes: Vec<u8> = vectors.iter().flatten().flat_map(|v| v.to_bits().to_le_bytes()).collect();
-        println!("{:?}: {:#018x}", model.kernel(), xxhash_rust::xxh3::xxh3_64(&bytes));
+        let hash = |v: &[Vec<f32>]| {
+            let bytes: Vec<u8> = v.iter().flatten().flat_map(|v| v.to_bits().to_le_bytes()).collect();
+            xxhash_rust::xxh3::xxh3_64(&bytes)
+        };
+        println!("{:?}: {:#018x}", model.kernel(), hash(&vectors));
+        let questions =
+            FINGERPRINT_QUESTIONS.iter().flat_map(|q| model.embed_blocking(Kind::Query, &[q.to_string()]).unwrap());
+        println!("questions, one at a time: {:#018x}", hash(&questions.collect::<Vec<_>>()));
         return;
     }
     if let Some(i) = args.iter().position(|a| a == "--cosines") {

@@ -7,6 +7,7 @@
 //! cargo build --release -p replicad-kernels --example kernel_bench
 //! taskset -c 1 target/release/examples/kernel_bench
 //! taskset -c 1 target/release/examples/kernel_bench --q4   # multilingual-e5-small's 4-bit products
+//! taskset -c 1 target/release/examples/kernel_bench --q4-question   # only their question pass
 //! ```
 
 use std::hint::black_box;
@@ -108,6 +109,32 @@ fn q4_products() {
     }
 }
 
+/// The 48 products of a question's pass through multilingual-e5-small's 12 layers (15 rows; 10.6
+/// MB of nibbles, read from memory or the L3 cache as in the encoder), time per pass on each path
+/// this CPU has but the plain one.
+fn q4_question_pass() {
+    use replicad_kernels::q4::{Linear as Q4, Path};
+    let shapes = [(384, 1152), (384, 384), (384, 1536), (1536, 384)];
+    let layers: Vec<Vec<Q4>> = (0..12)
+        .map(|l| shapes.iter().map(|&(i, o)| Q4::from_q4_0(&q4_blocks(o, i, 1000 + l), &vec![0.0; o], o, i)).collect())
+        .collect();
+    let x: Vec<Vec<f32>> = shapes.iter().map(|&(i, _)| pseudo_random(15 * i, 5)).collect();
+    let macs: usize = shapes.iter().map(|(i, o)| 12 * 15 * i * o).sum();
+    for path in [Path::Vnni, Path::Avx2].into_iter().filter(|p| p.available()) {
+        let us = time(20, |_| {
+            for layer in &layers {
+                for (linear, x) in layer.iter().zip(&x) {
+                    black_box(linear.forward_on(path, x, 15));
+                }
+            }
+        });
+        println!(
+            "q4 {path:?}, a question's 48 products (15 rows): {us:>8.1} µs {:>5.1} GMAC/s",
+            macs as f64 / us / 1e3
+        );
+    }
+}
+
 /// The 24 products of a question's pass through MiniLM's 6 layers (13 rows; 11 MB of weights,
 /// read from memory or the L3 cache as in the encoder), time per pass.
 fn question_pass() {
@@ -163,8 +190,13 @@ fn main() {
         "int8 (REPLICAD_INT8_PATH=avx2 to time AVX2 on a VNNI CPU): {int8:?}, {}",
         replicad_kernels::int8::describe(int8)
     );
+    if std::env::args().any(|a| a == "--q4-question") {
+        q4_question_pass();
+        return;
+    }
     if std::env::args().any(|a| a == "--q4") {
         q4_products();
+        q4_question_pass();
         return;
     }
     products();

@@ -62,11 +62,17 @@ pub const NR: usize = 16;
 pub const MR_VNNI: usize = 6;
 /// Rows whose quantized activations are multiplied by every panel before the next rows come.
 pub const ROW_BLOCK: usize = 64;
-/// Rows up to which the VNNI kernel reads the nibbles two to a byte (a question's tokens: its
-/// 21 MB of weights read once per question from the caches or memory; half as many bytes for
-/// an unpacking `vpsrlw` and two `vpandd` per two groups of each panel, a quarter more vector
-/// operations, which longer products, bound by the arithmetic, do not pay).
+/// Rows up to which the VNNI kernel runs the tall tile (`Tile::tall`: a question's tokens):
+/// the nibbles read two to a byte (its 21 M weights, 10.6 MB, read once per question from the
+/// caches or memory) and each block of them unpacked once (a `vpsrlw` and two `vpandd` per two
+/// groups of each panel) for every row, not once per tile of [`MR_VNNI`] rows. Longer products,
+/// bound by the arithmetic, keep the row tiles on the unpacked weights (`Tile::vnni`).
 pub const FEW_ROWS: usize = 32;
+/// Rows that the tall tile multiplies by a block's unpacked weights at a time ([`Tile::tall_rows`]):
+/// `TALL_ROWS × 2` chains of `vpdpbusd` beside the 16 weight vectors of two panels. 4 rows (8
+/// chains, 25 registers) timed 2–5 % slower in `kernel_bench --q4-question` (the compiler kept
+/// fewer weight vectors in registers), 2 rows the same within the noise.
+const TALL_ROWS: usize = 3;
 
 pub use crate::Path;
 
@@ -104,8 +110,8 @@ pub struct Linear {
     blocks: usize,
     /// `panels × blocks × 8 × NR × 4` nibbles (0 beyond `outputs`).
     weights: Lines,
-    /// The same nibbles two to a byte, for products of few rows ([`FEW_ROWS`]), which are bound
-    /// by reading the weights: `panels × blocks × 4 × NR × 4` bytes, byte `j` of vector `k`
+    /// The same nibbles two to a byte, for products of few rows ([`FEW_ROWS`], [`Tile::tall`]),
+    /// which are bound by reading and unpacking the weights: `panels × blocks × 4 × NR × 4` bytes, byte `j` of vector `k`
     /// holding byte `j` of group `2k` of [`Linear::weights`] in its low nibble and of group
     /// `2k + 1` in its high one.
     nibbles: Vec<u8>,
@@ -302,7 +308,8 @@ impl Linear {
 
     /// The SIMD kernel (`VNNI`: AVX-512 VNNI, else AVX2) over every row block, panel (VNNI: pairs
     /// of panels) and tile (AVX2: one row; the rows of a block one after another, the panel in
-    /// the L1 cache from the second on).
+    /// the L1 cache from the second on); with VNNI and at most [`FEW_ROWS`] rows, one tall tile
+    /// of every row per pair of panels.
     ///
     /// # Safety
     /// The CPU must have the kernel's instructions ([`Path::available`]); `q` must hold `rows`
@@ -311,6 +318,17 @@ impl Linear {
     #[target_feature(enable = "avx2,fma")]
     unsafe fn gemm<const VNNI: bool>(&self, q: &Rows, rows: usize, out: &mut [f32]) {
         let panels = self.outputs.div_ceil(NR);
+        if VNNI && rows <= FEW_ROWS {
+            for panel in (0..panels).step_by(2) {
+                let at = out.as_mut_ptr().add(panel * NR);
+                if panel + 1 < panels {
+                    self.tile(panel).tall::<2>(q, rows, at);
+                } else {
+                    self.tile(panel).tall::<1>(q, rows, at);
+                }
+            }
+            return;
+        }
         let (most, step) = if VNNI { (MR_VNNI, 2) } else { (1, 1) };
         for block in (0..rows).step_by(ROW_BLOCK) {
             let end = (block + ROW_BLOCK).min(rows);
@@ -320,10 +338,8 @@ impl Linear {
                 let mut r = block;
                 for height in crate::tile_heights(end - block, most) {
                     let at = out.as_mut_ptr().add(r * self.outputs + panel * NR);
-                    if VNNI && rows <= FEW_ROWS {
-                        tile.vnni_dispatch::<true>(height, pair, q, r, at);
-                    } else if VNNI {
-                        tile.vnni_dispatch::<false>(height, pair, q, r, at);
+                    if VNNI {
+                        tile.vnni_dispatch(height, pair, q, r, at);
                     } else if r == block && panel + 1 < panels {
                         // the first row of a block fetches the next panel into the L2 cache
                         tile.avx2::<true>(q, r, at);
@@ -450,7 +466,7 @@ unsafe fn pair_offsets_avx2(q: &mut Rows) {
 #[cfg(target_arch = "x86_64")]
 struct Tile {
     weights: *const u8,
-    /// The panel's nibbles two to a byte ([`Linear::nibbles`]).
+    /// The panel's nibbles two to a byte ([`Linear::nibbles`]), for [`Tile::tall`].
     nibbles: *const u8,
     scales: *const f32,
     bias: *const f32,
@@ -476,26 +492,155 @@ impl Tile {
         }
     }
 
-    /// [`Tile::vnni`] for `height` rows (at most [`MR_VNNI`]) and two panels (`pair`) or one,
-    /// on the nibbles two to a byte (`NIB`) or one.
+    /// Writes the `f32` sums of `P` panels of each row of `acc` (row `r` at `out + r ·
+    /// out_stride`), plus the bias ([`Tile::store`]).
+    ///
+    /// # Safety
+    /// AVX-512 F; the tile has `P` panels; `out` has `acc.len()` rows of their outputs writable.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn store_rows<const P: usize>(&self, acc: &[[__m512; P]], out: *mut f32) {
+        for (r, acc) in acc.iter().enumerate() {
+            for (p, acc) in acc.iter().enumerate() {
+                let mut y = [0f32; NR];
+                _mm512_storeu_ps(y.as_mut_ptr(), *acc);
+                self.store(p, y, out.add(r * self.out_stride));
+            }
+        }
+    }
+
+    /// Adds one row's integer sums `dots` of block `b` (offset included; one per panel) to its
+    /// `f32` sums `acc`: each converted, times the product of the panel's weight scales and the
+    /// row's scale `dx`, in one fused multiply-add — the rounding every VNNI tile does, block
+    /// after block, so that they give the same bits.
+    ///
+    /// # Safety
+    /// AVX-512 F; the tile has `P` panels of more than `b` blocks.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn accumulate<const P: usize>(&self, b: usize, dots: &[__m512i; P], dx: f32, acc: &mut [__m512; P]) {
+        let dx = _mm512_set1_ps(dx);
+        for (p, (dot, acc)) in dots.iter().zip(acc).enumerate() {
+            let scale = _mm512_mul_ps(_mm512_loadu_ps(self.scales.add((p * self.blocks + b) * NR)), dx);
+            *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(*dot), scale, *acc);
+        }
+    }
+
+    /// [`Tile::vnni`] for `height` rows (at most [`MR_VNNI`]) and two panels (`pair`) or one.
     ///
     /// # Safety
     /// As [`Tile::vnni`].
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma")]
-    unsafe fn vnni_dispatch<const NIB: bool>(&self, height: usize, pair: bool, q: &Rows, r: usize, at: *mut f32) {
+    unsafe fn vnni_dispatch(&self, height: usize, pair: bool, q: &Rows, r: usize, at: *mut f32) {
         match (height, pair) {
-            (6, true) => self.vnni::<6, 2, NIB>(q, r, at),
-            (5, true) => self.vnni::<5, 2, NIB>(q, r, at),
-            (4, true) => self.vnni::<4, 2, NIB>(q, r, at),
-            (3, true) => self.vnni::<3, 2, NIB>(q, r, at),
-            (2, true) => self.vnni::<2, 2, NIB>(q, r, at),
-            (_, true) => self.vnni::<1, 2, NIB>(q, r, at),
-            (6, false) => self.vnni::<6, 1, NIB>(q, r, at),
-            (5, false) => self.vnni::<5, 1, NIB>(q, r, at),
-            (4, false) => self.vnni::<4, 1, NIB>(q, r, at),
-            (3, false) => self.vnni::<3, 1, NIB>(q, r, at),
-            (2, false) => self.vnni::<2, 1, NIB>(q, r, at),
-            (_, false) => self.vnni::<1, 1, NIB>(q, r, at),
+            (6, true) => self.vnni::<6, 2>(q, r, at),
+            (5, true) => self.vnni::<5, 2>(q, r, at),
+            (4, true) => self.vnni::<4, 2>(q, r, at),
+            (3, true) => self.vnni::<3, 2>(q, r, at),
+            (2, true) => self.vnni::<2, 2>(q, r, at),
+            (_, true) => self.vnni::<1, 2>(q, r, at),
+            (6, false) => self.vnni::<6, 1>(q, r, at),
+            (5, false) => self.vnni::<5, 1>(q, r, at),
+            (4, false) => self.vnni::<4, 1>(q, r, at),
+            (3, false) => self.vnni::<3, 1>(q, r, at),
+            (2, false) => self.vnni::<2, 1>(q, r, at),
+            (_, false) => self.vnni::<1, 1>(q, r, at),
+        }
+    }
+
+    /// Rows `0..rows` of `q` (at most [`FEW_ROWS`]) times `P` panels side by side, with AVX-512
+    /// VNNI, for products of few rows, which reading and unpacking the weights would bound: per
+    /// block, each panel's 256 bytes of nibbles two to a byte ([`Linear::nibbles`]) are loaded and
+    /// unpacked once ([`Tile::unpack`]: 8 `zmm` a panel) and multiplied by every row,
+    /// [`TALL_ROWS`] rows at a time ([`Tile::tall_rows`]); the rows' `f32` sums wait on the stack
+    /// (`FEW_ROWS × P` vectors, at most 4 KiB: the L1 cache) between blocks. Each output sums
+    /// the blocks in the same order with the same operations as [`Tile::vnni`] (the integer sums
+    /// are exact in any order): the same bits.
+    ///
+    /// # Safety
+    /// AVX-512 F, BW and VNNI; `rows ≤ FEW_ROWS` rows exist in `q`; the tile has `P` panels (the
+    /// last may be partial) of `blocks` blocks; `out` has `rows` rows of their outputs writable,
+    /// `out_stride` apart.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma")]
+    unsafe fn tall<const P: usize>(&self, q: &Rows, rows: usize, out: *mut f32) {
+        assert!(rows <= FEW_ROWS, "{rows} rows are too many for the tall tile");
+        // zeroed for the `rows` rows alone (all 4 KiB, at every pair of panels, were 1.3 % of a
+        // question's time in memset)
+        let mut sums = [std::mem::MaybeUninit::<[__m512; P]>::uninit(); FEW_ROWS];
+        for s in &mut sums[..rows] {
+            s.write([_mm512_setzero_ps(); P]);
+        }
+        // SAFETY: the first `rows` elements were just initialised; `MaybeUninit<T>` has `T`'s layout.
+        let acc = std::slice::from_raw_parts_mut(sums.as_mut_ptr().cast::<[__m512; P]>(), rows);
+        for b in 0..self.blocks {
+            let w = self.unpack::<P>(b);
+            let mut r = 0;
+            for height in crate::tile_heights(rows, TALL_ROWS) {
+                let acc = &mut acc[r..r + height];
+                match height {
+                    3 => self.tall_rows::<3, P>(q, r, b, &w, acc),
+                    2 => self.tall_rows::<2, P>(q, r, b, &w, acc),
+                    _ => self.tall_rows::<1, P>(q, r, b, &w, acc),
+                }
+                r += height;
+            }
+        }
+        self.store_rows(acc, out);
+    }
+
+    /// The weights of block `b` of the `P` panels, unpacked from their nibbles two to a byte: per
+    /// group of 4 inputs, each panel's 16 outputs × 4 nibbles, as [`Linear::weights`] holds them.
+    ///
+    /// # Safety
+    /// AVX-512 F and BW; the tile has `P` panels of more than `b` blocks.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    unsafe fn unpack<const P: usize>(&self, b: usize) -> [[__m512i; P]; 8] {
+        let low = _mm512_set1_epi8(0x0f);
+        let nibbles: [[__m512i; P]; 4] = std::array::from_fn(|k| {
+            std::array::from_fn(|p| {
+                let at = ((p * self.blocks + b) * BLOCK * NR + k * 128) / 2;
+                _mm512_loadu_si512(self.nibbles.add(at) as *const _)
+            })
+        });
+        // group 2k in the low nibbles of vector k, group 2k + 1 in the high ones
+        std::array::from_fn(|g| {
+            nibbles[g / 2].map(|v| _mm512_and_si512(if g % 2 == 0 { v } else { _mm512_srli_epi16::<4>(v) }, low))
+        })
+    }
+
+    /// `R` rows from `row` of `q` times block `b` of the `P` panels, unpacked (`w`, from
+    /// [`Tile::unpack`]), added to the rows' `f32` sums `acc` ([`Tile::accumulate`]): each row's
+    /// sums start at the block's offset (`−8 · Σ q_x`), and per group its 4 activation bytes are
+    /// broadcast once for the `P` panels' `vpdpbusd`. `R · P` chains of `vpdpbusd` beside the `8
+    /// · P` weight vectors and a broadcast.
+    ///
+    /// # Safety
+    /// AVX-512 F, BW and VNNI; rows `row..row + R` exist in `q`; the tile has `P` panels of more
+    /// than `b` blocks; `acc` holds `R` rows.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma")]
+    #[inline]
+    unsafe fn tall_rows<const R: usize, const P: usize>(
+        &self,
+        q: &Rows,
+        row: usize,
+        b: usize,
+        w: &[[__m512i; P]; 8],
+        acc: &mut [[__m512; P]],
+    ) {
+        let at = |r: usize| (row + r) * self.blocks + b;
+        let a = q.values.as_ptr().add(row * self.inputs + b * BLOCK);
+        let mut dots: [[__m512i; P]; R] = std::array::from_fn(|r| [_mm512_set1_epi32(q.offsets[at(r)]); P]);
+        for (g, w) in w.iter().enumerate() {
+            for (r, dots) in dots.iter_mut().enumerate() {
+                let x = _mm512_set1_epi32((a.add(r * self.inputs + 4 * g) as *const i32).read_unaligned());
+                for (dot, w) in dots.iter_mut().zip(w) {
+                    *dot = _mm512_dpbusd_epi32(*dot, *w, x);
+                }
+            }
+        }
+        for (r, (dots, acc)) in dots.iter().zip(acc).enumerate() {
+            self.accumulate(b, dots, q.scales[at(r)], acc);
         }
     }
 
@@ -554,7 +699,8 @@ impl Tile {
         self.store(0, y, out);
     }
 
-    /// `R` rows from `row` of `q` times `P` panels side by side, with AVX-512 VNNI: per block,
+    /// `R` rows from `row` of `q` times `P` panels side by side, with AVX-512 VNNI, on the
+    /// unpacked weights ([`Linear::weights`]; for products of more than [`FEW_ROWS`]): per block,
     /// each row's sums start at the block's offset (`−8 · Σ q_x`), each group's `P` weight
     /// vectors are loaded once for the `R` rows and each row's 4 activation bytes broadcast once
     /// for the `P` panels, `vpdpbusd` (nibble × activation, no saturation) sums 4 products per
@@ -569,12 +715,12 @@ impl Tile {
     /// `out_stride` apart.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma")]
     #[inline]
-    unsafe fn vnni<const R: usize, const P: usize, const NIB: bool>(&self, q: &Rows, row: usize, out: *mut f32) {
+    unsafe fn vnni<const R: usize, const P: usize>(&self, q: &Rows, row: usize, out: *mut f32) {
         let mut acc = [[_mm512_setzero_ps(); P]; R];
         let a = q.values.as_ptr().add(row * self.inputs);
         let (offsets, row_scales) =
             (q.offsets.as_ptr().add(row * self.blocks), q.scales.as_ptr().add(row * self.blocks));
-        let (w_stride, s_stride) = (self.blocks * BLOCK * NR, self.blocks * NR);
+        let w_stride = self.blocks * BLOCK * NR;
         for b in 0..self.blocks {
             let mut dots = [[_mm512_setzero_si512(); P]; R];
             for (r, dots) in dots.iter_mut().enumerate() {
@@ -582,16 +728,9 @@ impl Tile {
             }
             for k in 0..4 {
                 // groups 2k and 2k + 1 of each panel
-                let pair: [[__m512i; P]; 2] = if NIB {
-                    let w = self.nibbles.add(b * BLOCK * NR / 2 + k * 64);
-                    let v: [__m512i; P] =
-                        std::array::from_fn(|p| _mm512_loadu_si512(w.add(p * w_stride / 2) as *const _));
-                    let low = _mm512_set1_epi8(0x0f);
-                    [v.map(|v| _mm512_and_si512(v, low)), v.map(|v| _mm512_and_si512(_mm512_srli_epi16::<4>(v), low))]
-                } else {
-                    let w = self.weights.add(b * BLOCK * NR + 2 * k * 64);
-                    [0, 64].map(|g| std::array::from_fn(|p| _mm512_loadu_si512(w.add(p * w_stride + g) as *const _)))
-                };
+                let w = self.weights.add(b * BLOCK * NR + 2 * k * 64);
+                let pair: [[__m512i; P]; 2] =
+                    [0, 64].map(|g| std::array::from_fn(|p| _mm512_loadu_si512(w.add(p * w_stride + g) as *const _)));
                 for (half, wv) in pair.iter().enumerate() {
                     let g = 2 * k + half;
                     for (r, dots) in dots.iter_mut().enumerate() {
@@ -605,20 +744,10 @@ impl Tile {
                 }
             }
             for (r, (dots, acc)) in dots.iter().zip(acc.iter_mut()).enumerate() {
-                let dx = _mm512_set1_ps(*row_scales.add(r * self.blocks + b));
-                for (p, (dot, acc)) in dots.iter().zip(acc.iter_mut()).enumerate() {
-                    let scale = _mm512_mul_ps(_mm512_loadu_ps(self.scales.add(p * s_stride + b * NR)), dx);
-                    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(*dot), scale, *acc);
-                }
+                self.accumulate(b, dots, *row_scales.add(r * self.blocks + b), acc);
             }
         }
-        for (r, acc) in acc.iter().enumerate() {
-            for (p, acc) in acc.iter().enumerate() {
-                let mut y = [0f32; NR];
-                _mm512_storeu_ps(y.as_mut_ptr(), *acc);
-                self.store(p, y, out.add(r * self.out_stride));
-            }
-        }
+        self.store_rows(&acc, out);
     }
 }
 
@@ -696,11 +825,21 @@ mod tests {
                 path => crate::int8::describe(path),
             }
         );
-        // rows around the VNNI tile (6) and the row block (64); outputs not a multiple of the
-        // panel (16), and one panel alone (the AVX2 kernel fetches the next one); inputs whole
-        // blocks
-        let shapes =
-            [(1, 384, 384), (3, 32, 50), (31, 64, 24), (32, 1536, 25), (33, 96, 1152), (255, 384, 47), (65, 64, 16)];
+        // rows around the VNNI tile (6), the tall tile's switch (32) and groups (4), and the row
+        // block (64); outputs not a multiple of the panel (16), an odd number of panels (a pair
+        // and one alone), and one panel alone (the AVX2 kernel fetches the next one); inputs
+        // whole blocks
+        let shapes = [
+            (1, 384, 384),
+            (2, 64, 40),
+            (3, 32, 50),
+            (13, 128, 33),
+            (31, 64, 24),
+            (32, 1536, 25),
+            (33, 96, 1152),
+            (255, 384, 47),
+            (65, 64, 16),
+        ];
         for (i, &(rows, inputs, outputs)) in shapes.iter().chain(&[(256, 384, 1536)]).enumerate() {
             let blocks = random_blocks(outputs, inputs, 1 + i as u64);
             let bias = crate::pseudo_random(outputs, 100 + i as u64);
@@ -723,6 +862,30 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn few_rows_give_the_bits_of_the_same_rows_in_a_longer_product_on_every_path() {
+        // the tall tile (VNNI, at most FEW_ROWS rows) against the row tiles (more rows): each
+        // row's outputs depend on that row alone, with the same roundings in the same order
+        let (inputs, outputs, long) = (160, 80, FEW_ROWS + 8);
+        let layer =
+            Linear::from_q4_0(&random_blocks(outputs, inputs, 9), &crate::pseudo_random(outputs, 10), outputs, inputs);
+        let x = crate::pseudo_random(long * inputs, 11);
+        for path in [Path::Plain, Path::Avx2, Path::Vnni].into_iter().filter(|p| p.available()) {
+            let all = layer.forward_on(path, &x, long);
+            for rows in [1, 2, 3, 4, 5, 13, FEW_ROWS - 1, FEW_ROWS] {
+                let few = layer.forward_on(path, &x[..rows * inputs], rows);
+                let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&few), bits(&all[..rows * outputs]), "{path:?}, {rows} rows");
+            }
+            let plain = layer.forward_on(Path::Plain, &x, long);
+            assert_eq!(
+                all.iter().zip(&plain).filter(|(a, p)| a.to_bits() != p.to_bits()).count(),
+                0,
+                "{path:?} against plain"
+            );
         }
     }
 
