@@ -41,7 +41,7 @@ fn time(calls: usize, mut f: impl FnMut(usize)) -> f64 {
 }
 
 fn products() {
-    for (inputs, outputs) in [(384, 1152), (384, 384), (384, 1536), (1536, 384)] {
+    for (inputs, outputs) in LAYER_SHAPES {
         let layers = 36 * 384 * 384 / (inputs * outputs);
         let bias = vec![0.0f32; outputs];
         let int8: Vec<Linear> = (0..layers)
@@ -78,7 +78,7 @@ fn q4_blocks(outputs: usize, inputs: usize, seed: u64) -> Vec<u8> {
 fn q4_products() {
     use replicad_kernels::q4::{Linear as Q4, Path};
     let paths: Vec<Path> = [Path::Vnni, Path::Avx2, Path::Plain].into_iter().filter(|p| p.available()).collect();
-    for (inputs, outputs) in [(384, 1152), (384, 384), (384, 1536), (1536, 384)] {
+    for (inputs, outputs) in LAYER_SHAPES {
         let layers = 48 * 384 * 384 / (inputs * outputs);
         let bias = vec![0.0f32; outputs];
         let q4: Vec<Q4> = (0..layers)
@@ -109,54 +109,58 @@ fn q4_products() {
     }
 }
 
+/// The shapes of an encoder layer's four products (`inputs, outputs`: attention's query, key
+/// and value together, its output, the feed-forward's two), MiniLM's and multilingual-e5-small's.
+const LAYER_SHAPES: [(usize, usize); 4] = [(384, 1152), (384, 384), (384, 1536), (1536, 384)];
+
+/// One pass of a question of `rows` tokens through `layers` (each of [`LAYER_SHAPES`], from memory
+/// or the L3 cache as in the encoder), `forward` multiplying each layer's product: µs per pass
+/// ([`time`] of `calls` passes) and GMAC/s.
+fn question_pass_of<L>(layers: &[Vec<L>], rows: usize, calls: usize, forward: impl Fn(&L, &[f32])) -> (f64, f64) {
+    let x: Vec<Vec<f32>> = LAYER_SHAPES.iter().map(|&(i, _)| pseudo_random(rows * i, 5)).collect();
+    let us = time(calls, |_| {
+        for layer in layers {
+            for (linear, x) in layer.iter().zip(&x) {
+                forward(linear, x);
+            }
+        }
+    });
+    let macs: usize = LAYER_SHAPES.iter().map(|(i, o)| layers.len() * rows * i * o).sum();
+    (us, macs as f64 / us / 1e3)
+}
+
 /// The 48 products of a question's pass through multilingual-e5-small's 12 layers (15 rows; 10.6
-/// MB of nibbles, read from memory or the L3 cache as in the encoder), time per pass on each path
-/// this CPU has but the plain one.
+/// MB of nibbles), time per pass on each path this CPU has but the plain one.
 fn q4_question_pass() {
     use replicad_kernels::q4::{Linear as Q4, Path};
-    let shapes = [(384, 1152), (384, 384), (384, 1536), (1536, 384)];
     let layers: Vec<Vec<Q4>> = (0..12)
-        .map(|l| shapes.iter().map(|&(i, o)| Q4::from_q4_0(&q4_blocks(o, i, 1000 + l), &vec![0.0; o], o, i)).collect())
+        .map(|l| {
+            LAYER_SHAPES.iter().map(|&(i, o)| Q4::from_q4_0(&q4_blocks(o, i, 1000 + l), &vec![0.0; o], o, i)).collect()
+        })
         .collect();
-    let x: Vec<Vec<f32>> = shapes.iter().map(|&(i, _)| pseudo_random(15 * i, 5)).collect();
-    let macs: usize = shapes.iter().map(|(i, o)| 12 * 15 * i * o).sum();
     for path in [Path::Vnni, Path::Avx2].into_iter().filter(|p| p.available()) {
-        let us = time(20, |_| {
-            for layer in &layers {
-                for (linear, x) in layer.iter().zip(&x) {
-                    black_box(linear.forward_on(path, x, 15));
-                }
-            }
+        let (us, gmacs) = question_pass_of(&layers, 15, 20, |linear, x| {
+            black_box(linear.forward_on(path, x, 15));
         });
-        println!(
-            "q4 {path:?}, a question's 48 products (15 rows): {us:>8.1} µs {:>5.1} GMAC/s",
-            macs as f64 / us / 1e3
-        );
+        println!("q4 {path:?}, a question's 48 products (15 rows): {us:>8.1} µs {gmacs:>5.1} GMAC/s");
     }
 }
 
-/// The 24 products of a question's pass through MiniLM's 6 layers (13 rows; 11 MB of weights,
-/// read from memory or the L3 cache as in the encoder), time per pass.
+/// The 24 products of a question's pass through MiniLM's 6 layers (13 rows; 11 MB of weights),
+/// time per pass.
 fn question_pass() {
-    let shapes = [(384, 1152), (384, 384), (384, 1536), (1536, 384)];
     let layers: Vec<Vec<Linear>> = (0..6)
         .map(|l| {
-            shapes
+            LAYER_SHAPES
                 .iter()
                 .map(|&(i, o)| Linear::quantize(&pseudo_random(i * o, 1000 + l), &vec![0.0; o], o, i))
                 .collect()
         })
         .collect();
-    let x: Vec<Vec<f32>> = shapes.iter().map(|&(i, _)| pseudo_random(13 * i, 5)).collect();
-    let us = time(50, |_| {
-        for layer in &layers {
-            for (linear, x) in layer.iter().zip(&x) {
-                black_box(linear.forward(x, 13));
-            }
-        }
+    let (us, gmacs) = question_pass_of(&layers, 13, 50, |linear, x| {
+        black_box(linear.forward(x, 13));
     });
-    let macs: usize = shapes.iter().map(|(i, o)| 6 * 13 * i * o).sum();
-    println!("int8, a question's 24 products (13 rows): {us:>8.1} µs {:>5.1} GMAC/s", macs as f64 / us / 1e3);
+    println!("int8, a question's 24 products (13 rows): {us:>8.1} µs {gmacs:>5.1} GMAC/s");
 }
 
 fn row_kernels() {
