@@ -461,7 +461,7 @@ fn dump_line(
         "id": q.id, "corpus": q.corpus, "kind": q.kind, "phrasing": q.phrasing,
         "answerable": q.answerable(), "confidence": confidence.map(|c| c.value), "answered": o.answered, "uncertain": o.uncertain,
         "fit": confidence.map(|c| c.fit), "signals": confidence.map(|c| signals(&c.signals)),
-        "unknown": kept.unknown,
+        "unknown": kept.unknown, "otherLanguage": kept.other_language,
         "source": o.expected_source, "keys": o.keys, "chunk": o.chunk_keys, "top5": o.in_top5, "contiguous": o.contiguous,
         "quoteKeys": quote_keys,
     })
