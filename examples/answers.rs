@@ -153,6 +153,9 @@ struct Kept {
     /// deviation and largest cosine (`None`: BM25 alone).
     #[serde(default)]
     spread: Option<(f32, f32, f32, usize)>,
+    /// How much of the question's meaning rests on its unknown terms.
+    #[serde(default)]
+    unknown_meaning: Option<f32>,
 }
 
 impl Kept {
@@ -172,6 +175,7 @@ impl Kept {
             other_language: self.other_language,
             model: self.model.as_deref(),
             spread: self.spread.map(|(mean, deviation, largest, rows)| Spread { mean, deviation, largest, rows }),
+            unknown_meaning: self.unknown_meaning,
         }
     }
 }
@@ -181,7 +185,7 @@ async fn retrieve(kb: &Kb, q: &Question) -> Kept {
     let top = chat::EMBEDDED_TOP_K;
     let asked = replicad::text::question::asked(&q.question);
     let previous = async { Ok(q.previous.clone()) };
-    let (chat::Retrieval { found, unknown, other_language, model, spread }, read) =
+    let (chat::Retrieval { found, unknown, other_language, model, spread, unknown_meaning }, read) =
         chat::retrieve_in_conversation((&kb.store, &kb.search), (kb.replica, None), asked, previous, top)
             .await
             .expect("retrieve");
@@ -189,7 +193,7 @@ async fn retrieve(kb: &Kb, q: &Question) -> Kept {
     let read = (read != asked).then_some(read);
     let sources = found.into_iter().map(|r| r.source).collect();
     let spread = spread.map(|s| (s.mean, s.deviation, s.largest, s.rows));
-    Kept { closeness, sources, unknown, other_language, model, read, spread }
+    Kept { closeness, sources, unknown, other_language, model, read, spread, unknown_meaning }
 }
 
 /// The text an answer to `question` quotes: without its lead-in (when `uncertain`) and its
@@ -267,7 +271,7 @@ fn signals(s: &replicad::generate::embedded::Signals) -> serde_json::Value {
     serde_json::json!({
         "sentence": s.sentence, "passage": s.passage, "chunk": s.chunk, "coverage": s.coverage,
         "title": s.title, "standing": s.standing, "unknown": s.unknown, "typical": s.typical,
-        "breadth": s.breadth, "excess": s.excess,
+        "breadth": s.breadth, "excess": s.excess, "unknownMeaning": s.unknown_meaning,
     })
 }
 

@@ -326,6 +326,12 @@ struct ConfidenceView {
     /// `n` chunks).
     #[serde(skip_serializing_if = "Option::is_none")]
     excess_cosine: Option<f32>,
+    /// Ours (with an embedding model): how much of the question's meaning rests on its
+    /// `unknownTerms`, `1 − cos` of its vector with and without their words (0 with none, 1
+    /// when nothing else is left). At or above the fit's threshold they are what the question
+    /// asks about and the answer is at best `uncertain`; below it they are generic words of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unknown_meaning: Option<f32>,
 }
 
 /// A candidate passage of [`ReaderView`]: `source` is its chunk's 1-based place in `sources`
@@ -390,6 +396,7 @@ fn reader_view(e: &Explanation) -> ReaderView<'_> {
         typical_cosine: c.signals.typical,
         breadth: c.signals.breadth,
         excess_cosine: c.signals.excess,
+        unknown_meaning: c.signals.unknown_meaning,
     });
     ReaderView {
         verdict: e.verdict.name(),

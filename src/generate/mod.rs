@@ -95,6 +95,9 @@ pub struct Evidence<'a> {
     /// How close the question is to all of the knowledge base's chunks by meaning (`None`
     /// without an embedding model).
     pub spread: Option<Spread>,
+    /// How much of the question's meaning rests on its `unknown` terms, `1 − cos` of the
+    /// question with and without them, 0 with none (`None` without an embedding model).
+    pub unknown_meaning: Option<f32>,
 }
 
 /// Everything a backend may use to answer.
@@ -119,6 +122,9 @@ pub struct Generation {
     /// How close the question is to all of the knowledge base's chunks by meaning
     /// (`service::chat::Retrieval::spread`).
     pub spread: Option<Spread>,
+    /// How much of the question's meaning rests on its unknown terms
+    /// (`service::chat::Retrieval::unknown_meaning`).
+    pub unknown_meaning: Option<f32>,
     /// Earlier turns of the conversation, oldest first (already bounded by the token budget).
     pub history: Vec<Turn>,
     /// An image attached to the question (`imageURL`), sent only to vision routes.
@@ -136,6 +142,7 @@ impl Generation {
             other_language: self.other_language,
             model: self.embedding_model.as_deref(),
             spread: self.spread,
+            unknown_meaning: self.unknown_meaning,
         }
     }
 }

@@ -514,13 +514,20 @@ impl Search {
                 None
             }
         };
-        let words = query.words();
+        let (asked, words) = (query.text, query.words());
         let query = words.as_ref();
         let Some((model, v)) = question else {
             // nothing to fuse with: the BM25 hits kept, and no more read from the index
             let Bm25 { hits: bm25, unknown, .. } = self.bm25(replica, query, limit, Scoring::Replica)?;
             let hits = fusion::fuse(&bm25, &[], how, limit);
-            return Ok(Hybrid { hits, question: None, unknown, other_language: false, spread: None });
+            return Ok(Hybrid {
+                hits,
+                question: None,
+                unknown,
+                other_language: false,
+                spread: None,
+                unknown_meaning: None,
+            });
         };
         let depth = limit.max(fusion::DEPTH);
         let Bm25 { hits: bm25, mut unknown, other_language } = self.bm25(replica, query, depth, Scoring::Replica)?;
@@ -541,8 +548,9 @@ impl Search {
         for f in hits.iter_mut().filter(|f| f.ranks.cosine.is_none()) {
             f.ranks.cosine = cosines.next().flatten();
         }
+        let unknown_meaning = self.unknown_meaning(Some(&model), asked, &unknown).await;
         let question = Some(QuestionVector { model, vector: v });
-        Ok(Hybrid { hits, question, unknown, other_language, spread: nearest.spread })
+        Ok(Hybrid { hits, question, unknown, other_language, spread: nearest.spread, unknown_meaning })
     }
 
     /// The model id and vector of `query` under the model a replica naming `model` uses: its
@@ -556,6 +564,54 @@ impl Search {
         let mut v: Vec<f32> = asked.iter().zip(earlier.iter()).map(|(a, b)| a + b).collect();
         crate::embed::normalize(&mut v);
         Ok(Some((id, v.into())))
+    }
+
+    /// How much of the meaning of the question `text` (embedded under the model a replica
+    /// naming `model` uses) rests on its words that the knowledge base never names (`unknown`,
+    /// as the analyzers in use make them): `1 − cos(v, v')`, `v` its vector (from the cache of
+    /// recent questions) and `v'` that of `text` without those words; 1 when nothing is left.
+    /// A generic word ("nowadays") leaves the meaning about where it was; the subject of the
+    /// question ("Kubernetes") takes it away. 0 when no word of `text` is unknown; `None`
+    /// when embedding fails (logged). Costs one more question embedding, only when a word is.
+    async fn unknown_meaning(&self, model: Option<&str>, text: &str, unknown: &[String]) -> Option<f32> {
+        if unknown.is_empty() {
+            return Some(0.0);
+        }
+        let kept = self.without_words(text, unknown);
+        if kept == text.split_whitespace().collect::<Vec<_>>().join(" ") {
+            return Some(0.0);
+        }
+        if kept.is_empty() {
+            return Some(1.0);
+        }
+        let vectors =
+            async { Ok::<_, Error>((self.query_vector(model, text).await?, self.query_vector(model, &kept).await?)) };
+        match vectors.await {
+            Ok((Some((_, v)), Some((_, w)))) => Some(1.0 - crate::embed::dot(&v, &w)),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "embedding the question without its unknown terms failed");
+                None
+            }
+        }
+    }
+
+    /// `text` without its words (split at white space) of which an analyzer in use makes one
+    /// of `terms`, the others joined by single spaces.
+    fn without_words(&self, text: &str, terms: &[String]) -> String {
+        let g = self.current();
+        let in_use = g.in_use.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut in_use: Vec<_> = analyzers::ANALYZERS
+            .iter()
+            .zip(in_use)
+            .filter(|(_, used)| *used)
+            .filter_map(|(a, _)| g.index.tokenizers().get(a.name))
+            .collect();
+        let unknown = |w: &str, a: &mut tantivy::tokenizer::TextAnalyzer| {
+            analyzers::terms(a, w).iter().any(|t| terms.contains(t))
+        };
+        let kept: Vec<&str> = text.split_whitespace().filter(|w| !in_use.iter_mut().any(|a| unknown(w, a))).collect();
+        kept.join(" ")
     }
 
     /// The model id and vector of `query` under the model a replica naming `model` uses;
@@ -591,6 +647,9 @@ pub struct Hybrid {
     /// How close the question is to all of the replica's chunks by meaning (`None` without
     /// vectors).
     pub spread: Option<crate::embed::exact::Spread>,
+    /// How much of the question's meaning rests on its unknown terms
+    /// ([`Search::unknown_meaning`]; `None` without vectors).
+    pub unknown_meaning: Option<f32>,
 }
 
 /// What a BM25 search found: the hits, best first, and the query's terms naming its topic (as

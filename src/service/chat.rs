@@ -178,6 +178,9 @@ pub struct Retrieval {
     /// How close the question is to all of the replica's chunks by meaning
     /// (`search::Hybrid::spread`).
     pub spread: Option<Spread>,
+    /// How much of the question's meaning rests on its unknown terms
+    /// (`search::Hybrid::unknown_meaning`).
+    pub unknown_meaning: Option<f32>,
 }
 
 impl Retrieval {
@@ -209,6 +212,7 @@ impl Retrieval {
             other_language: self.other_language,
             model: self.model.as_deref(),
             spread: self.spread,
+            unknown_meaning: self.unknown_meaning,
         };
         let (_, e) = embedded::reply_with(&Persona::default(), question, &sources, &evidence, &Weights::FITTED);
         (e.verdict, e.confidence.map_or(0.0, |c| c.value))
@@ -296,7 +300,7 @@ async fn retrieve_from(
     hits: usize,
     top: usize,
 ) -> Result<(Retrieval, usize)> {
-    let Hybrid { hits, question, unknown, other_language, spread } =
+    let Hybrid { hits, question, unknown, other_language, spread, unknown_meaning } =
         search.hybrid(replica, model, query, hits, how).await?;
     let model = question.as_ref().map(|q| q.model.clone());
     let (found, collapsed) = store
@@ -331,7 +335,7 @@ async fn retrieve_from(
             Ok((out, collapsed))
         })
         .await?;
-    Ok((Retrieval { found, unknown, other_language, model, spread }, collapsed))
+    Ok((Retrieval { found, unknown, other_language, model, spread, unknown_meaning }, collapsed))
 }
 
 /// The question's cosine to each sentence vector in `stored`, the stored vectors of a chunk
@@ -514,7 +518,7 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
     } else {
         (retrieve(&cx.store, &cx.search, replica.id, model, asked.into(), top, FUSION).await?, ask.content.clone())
     };
-    let Retrieval { found, unknown, other_language, model: embedding_model, spread } = retrieval;
+    let Retrieval { found, unknown, other_language, model: embedding_model, spread, unknown_meaning } = retrieval;
     let (sources, ranks, closeness) = Retrieval::into_parts(found);
     tracing::debug!(
         replica = %replica.id,
@@ -534,6 +538,7 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
         other_language,
         embedding_model,
         spread,
+        unknown_meaning,
         question: read,
         sources,
         history,

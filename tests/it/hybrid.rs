@@ -26,6 +26,11 @@ fn minilm_catalog(dir: &Path) -> PathBuf {
     catalog(dir, json!({ "minilm": { "name": "all-MiniLM-L6-v2", "dir": real_model_dir() } }))
 }
 
+/// A catalog of the real model under its own id, whose reader fit the decision uses.
+fn fitted_catalog(dir: &Path) -> PathBuf {
+    catalog(dir, json!({ "all-minilm-l6-v2": { "name": "all-MiniLM-L6-v2", "dir": real_model_dir() } }))
+}
+
 /// A catalog of the real model under two ids, `minilm` (the default) and `minilm-again`.
 fn two_model_catalog(dir: &Path) -> PathBuf {
     let model = json!({ "name": "all-MiniLM-L6-v2", "dir": real_model_dir() });
@@ -115,6 +120,33 @@ async fn checked(org: &Org, replica: &str, question: &str) -> Value {
     v
 }
 
+const INTEGRATIONS: &str = "Acme connects to Slack, GitHub and Jira. \
+    Every report can be exported as a spreadsheet or a PDF file.";
+
+#[tokio::test]
+async fn an_unknown_word_leads_the_answer_in_only_when_the_question_s_meaning_rests_on_it() {
+    let server = serving(fitted_catalog);
+    let (org, replica) =
+        replica_with(&server, "About", &[("Integrations", INTEGRATIONS), ("Automobiles", ENGINES)]).await;
+    let meaning = |v: &Value| v["reader"]["confidence"]["unknownMeaning"].as_f64().unwrap_or_else(|| panic!("{v}"));
+    let fit = |v: &Value| v["reader"]["confidence"]["fit"].clone();
+    // a word of the question the documents never use, but not what it asks about
+    let generic = "Nowadays, what does Acme connect to, and what can a report be exported as?";
+    let generic = checked(&org, &replica, generic).await;
+    assert_eq!(generic["reader"]["unknownTerms"], json!(["nowaday"]), "{generic}");
+    // what the question asks about, which the documents never name
+    let subject = checked(&org, &replica, "Does Acme connect to Kubernetes?").await;
+    assert_eq!(subject["reader"]["unknownTerms"], json!(["kubernet"]), "{subject}");
+    assert!(meaning(&generic) < meaning(&subject), "{generic}\n{subject}");
+    assert_eq!((fit(&generic), fit(&subject)), (json!("all-minilm-l6-v2"), json!("all-minilm-l6-v2")));
+    assert_ne!(subject["reader"]["verdict"], json!("answered"), "{subject}");
+    assert_eq!(generic["reader"]["verdict"], json!("answered"), "{generic}");
+    assert!(generic["content"].as_str().unwrap().contains("Slack, GitHub and Jira"), "{generic}");
+    // without an unknown term nothing rests on one
+    let known = checked(&org, &replica, "What does Acme connect to?").await;
+    assert_eq!((&known["reader"]["unknownTerms"], meaning(&known)), (&json!([]), 0.0), "{known}");
+}
+
 #[tokio::test]
 async fn the_reader_quotes_the_passage_closest_in_meaning_and_shows_its_signals() {
     let question = "How do I remove a key from a dictionary?";
@@ -149,6 +181,8 @@ async fn the_reader_quotes_the_passage_closest_in_meaning_and_shows_its_signals(
         assert!(c["value"].is_number() && c["coverage"].is_number() && c["chunkCosine"].is_number(), "{reader}");
         assert!(c["typicalCosine"].is_number() && c["excessCosine"].is_number(), "{reader}");
         assert!(c["breadth"].as_f64().is_some_and(|b| b >= 0.0), "{reader}");
+        // "remove" is what the question asks: its meaning rests on it
+        assert!(c["unknownMeaning"].as_f64().is_some_and(|m| m > 0.0), "{reader}");
         let closest = candidates.iter().filter_map(|c| c["meaning"].as_f64()).fold(f64::MIN, f64::max);
         assert_eq!(c["sentenceCosine"].as_f64(), Some(closest), "the closest sentence's: {reader}");
         // each score is its signals' weighted sum; the best-ranked chunk stands at 1

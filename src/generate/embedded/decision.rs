@@ -8,10 +8,12 @@
 //! every chunk, how many there are, how far the closest stands above chance; by words: the
 //! quoted passage's coverage, its heading's agreement, its chunk's retrieval standing) and how
 //! much of the question the knowledge base never names (the share of its terms no document
-//! holds). The whole knowledge base matters because a cosine means different things in
-//! different ones: the best of a long manual's hundreds of chunks stands high even for a
-//! question it does not answer, the best of a short company profile's dozen stays low even
-//! for one it does. None of them knows a word, a phrasing or
+//! holds, and with a model how much of its meaning rests on them: [`Fit::about`] tells with it
+//! whether they are what the question asks about, so that the answer is at best led in). The
+//! whole knowledge base matters because a cosine means different things in different ones:
+//! the best of a long manual's hundreds of chunks stands high even for a question it does not
+//! answer, the best of a short company profile's dozen stays low even for one it does. None of
+//! them knows a word, a phrasing or
 //! a document format. The fit ([`Fit`]) gives their weights and a bias; the score is the
 //! logistic of their weighted sum, the probability that the knowledge base answers the
 //! question. Below [`Fit::refuse`] the reader says "I don't know"; below [`Fit::uncertain`] it
@@ -66,6 +68,9 @@ pub struct Signals {
     /// best of a long manual's many chunks stands high by chance, the best of a short profile's
     /// few does not (with a model).
     pub excess: Option<f32>,
+    /// How much of the question's meaning rests on its terms no document holds: `1 − cos` of
+    /// the question's vector with and without them, 0 when none is unknown (with a model).
+    pub unknown_meaning: Option<f32>,
 }
 
 /// The sizes of knowledge base, in chunks, that the shipped fits were made on (the calibration
@@ -95,6 +100,7 @@ impl Signals {
             "typical" => self.typical,
             "breadth" => self.breadth,
             "excess" => self.excess,
+            "unknownMeaning" => self.unknown_meaning,
             _ => None,
         }
     }
@@ -114,6 +120,11 @@ pub struct Fit {
     pub refuse: f32,
     /// Probability below which the answer is led in as uncertain.
     pub uncertain: f32,
+    /// The unknown meaning ([`Signals::unknown_meaning`]) at or above which the question's
+    /// unknown terms are what it asks about (the answer at best led in), below which they are
+    /// generic words of it; absent: every unknown term is ([`Fit::asks_about`]).
+    #[serde(default)]
+    pub about: Option<f32>,
 }
 
 impl Fit {
@@ -127,13 +138,25 @@ impl Fit {
         Some(1.0 / (1.0 + (-z).exp()))
     }
 
+    /// Whether the question's `unknown` terms (those no document holds) are what it asks about,
+    /// so that the closest passage may not answer it: how much of its meaning rests on them
+    /// ([`Signals::unknown_meaning`]) reaches [`Fit::about`], or, without either, any is unknown.
+    pub fn asks_about(&self, s: &Signals, unknown: &[String]) -> bool {
+        match (self.about, s.unknown_meaning) {
+            (Some(about), Some(meaning)) => !unknown.is_empty() && meaning >= about,
+            _ => !unknown.is_empty(),
+        }
+    }
+
     /// Parses a fit file; an error names what is wrong (a feature no signal has, weights of
     /// another length, thresholds out of order).
     pub fn parse(json: &str) -> Result<Fit, FitError> {
         let fit: Fit = serde_json::from_str(json)?;
         let some = Some(0.0);
         let (sentence, passage, chunk, typical, breadth, excess) = (some, some, some, some, some, some);
-        let probe = Signals { sentence, passage, chunk, typical, breadth, excess, ..Signals::default() };
+        let unknown_meaning = some;
+        let probe =
+            Signals { sentence, passage, chunk, typical, breadth, excess, unknown_meaning, ..Signals::default() };
         if let Some(bad) = fit.features.iter().find(|f| probe.get(f).is_none()) {
             return Err(FitError::UnknownSignal { model: fit.model, signal: bad.clone() });
         }
@@ -214,5 +237,27 @@ mod tests {
         assert_eq!(fit.score(&Signals { coverage: 1.0, ..Signals::default() }), None);
         assert!(Fit::parse(&json.replace("coverage", "colour")).is_err());
         assert!(Fit::parse(&json.replace("0.2", "0.9")).is_err());
+    }
+
+    #[test]
+    fn unknown_terms_are_what_the_question_asks_about_from_the_fit_s_meaning_on() {
+        let json = r#"{"model":"m","features":["coverage"],"weights":[1],"bias":0,"refuse":0.2,"uncertain":0.5}"#;
+        let every = Fit::parse(json).expect("parses");
+        let about = Fit::parse(&json.replace("0.5}", "0.5,\"about\":0.05}")).expect("parses");
+        assert_eq!(about.about, Some(0.05));
+        let unknown = ["kubernet".to_string()];
+        let (generic, subject) = (Some(0.02), Some(0.3));
+        for (fit, meaning, asks) in [
+            (&every, generic, true),
+            (&every, None, true),
+            (&about, generic, false),
+            (&about, subject, true),
+            (&about, Some(0.05), true),
+            (&about, None, true),
+        ] {
+            let s = Signals { unknown_meaning: meaning, ..Signals::default() };
+            assert_eq!(fit.asks_about(&s, &unknown), asks, "{:?} {meaning:?}", fit.about);
+            assert!(!fit.asks_about(&s, &[]), "no unknown term, nothing asked about");
+        }
     }
 }

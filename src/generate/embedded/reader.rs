@@ -6,7 +6,7 @@
 //!    a phrasing, a grammar or a document format:
 //!    - *meaning*: the question's cosine to the passage's closest sentence (the sentences'
 //!      vectors are computed with their chunk's when it is indexed, never per question;
-//!      [`Closeness`]); absent without an embedding model;
+//!      [`Closeness`](crate::generate::Closeness)); absent without an embedding model;
 //!    - *coverage*: the share of the question's terms (the index's analyzer) the passage holds,
 //!      each weighted by its rarity among the candidates' passages (a term every passage holds
 //!      tells them apart no more than none does), the chunk's heading path counting
@@ -39,17 +39,21 @@
 //!    of documents in four languages ([`decision`]). Below its `refuse` probability the knowledge base does not cover the
 //!    question: "I don't know", no sources. Below its `uncertain` probability it answers with
 //!    the closest passage after a short, honest lead-in ("The closest passage I have:"). An
-//!    unknown term counts by the share of the question it is, weighed with the rest, and a
-//!    question with one is at best led in: the common words of the language (its Stopwords ISO
-//!    list, `search::analyzers`) are never unknown terms, so what remains is what the question
-//!    asks about and the knowledge base never names. A question in another language than every
+//!    unknown term counts by the share of the question it is, weighed with the rest (the common
+//!    words of the language, its Stopwords ISO list in `search::analyzers`, are never unknown
+//!    terms), and a question with one is at best led in when the term is what it asks about:
+//!    with an embedding model, when as much of its meaning rests on its unknown terms as the
+//!    fit's `about` says ([`decision::Fit::asks_about`]; the question embedded without their
+//!    words, [`Evidence::unknown_meaning`]): "nowadays" in a long question moves its vector by
+//!    0.01, "Kubernetes" in "Does Acme connect to Kubernetes?" by far more; without a model or
+//!    an `about`, always. A question in another language than every
 //!    document ([`Evidence::other_language`]) has no unknown terms (its words are not the
 //!    documents' words) and, found by meaning alone, is at best led in too.
 
 use super::cache;
 use super::decision::{self, Signals};
 use super::passage::{Analysis, Part, Passage};
-use crate::generate::{Closeness, Evidence, Spread};
+use crate::generate::Evidence;
 use crate::search::analyze_as;
 use crate::store::records::SourceRef;
 
@@ -213,13 +217,7 @@ pub fn read(
     candidates.swap(0, chosen);
     let best = candidates[0].clone();
     let unknown = evidence.unknown.len() as f32 / asked.len().max(evidence.unknown.len()) as f32;
-    let (confidence, mut verdict) = decide(evidence, signals(closeness, evidence.spread, &best, unknown), w.decision);
-    // a term the knowledge base never names (common words of the language aside) is what the
-    // question asks about: the closest passage may not answer it; a question in another
-    // language than the documents has no word to confirm it: meaning alone is at best led in
-    if verdict == Verdict::Answered && (!evidence.unknown.is_empty() || evidence.other_language) {
-        verdict = Verdict::Uncertain;
-    }
+    let (confidence, mut verdict) = decide(evidence, signals(evidence, &best, unknown), w.decision);
     if w.pick.is_some() {
         verdict = Verdict::Answered;
     }
@@ -327,8 +325,9 @@ fn closest(cos: &[f32], passages: &[Passage]) -> Option<f32> {
 }
 
 /// The decision's signals for quoting `best`, with `unknown` the share of the question's terms
-/// no document holds.
-fn signals(closeness: &[Closeness], spread: Option<Spread>, best: &Candidate, unknown: f32) -> Signals {
+/// no document holds and `unknown_meaning` how much of its meaning rests on them.
+fn signals(evidence: &Evidence, best: &Candidate, unknown: f32) -> Signals {
+    let (closeness, spread, unknown_meaning) = (evidence.closeness, evidence.spread, evidence.unknown_meaning);
     Signals {
         typical: spread.map(|s| s.mean),
         breadth: spread.map(|s| decision::breadth(s.rows)),
@@ -340,13 +339,17 @@ fn signals(closeness: &[Closeness], spread: Option<Spread>, best: &Candidate, un
         title: best.title,
         standing: best.standing,
         unknown,
+        unknown_meaning,
     }
 }
 
 /// The fitted decision ([`decision::for_model`]) on `signals`: its confidence and verdict. A
 /// retrieval without the cosines its model's fit weighs (vectors not computed yet) is decided
 /// by the BM25 fit. `chosen`: a fit to use instead ([`Weights::decision`]). Without meaning,
-/// a passage that holds none of the question's terms is refused whatever the fit says.
+/// a passage that holds none of the question's terms is refused whatever the fit says. An
+/// answer is at best led in when a term the knowledge base never names is what the question
+/// asks about ([`decision::Fit::asks_about`]: the closest passage may not answer it), and when
+/// the question is in another language than the documents (no word confirms it: meaning alone).
 fn decide(evidence: &Evidence, signals: Signals, chosen: Option<&'static decision::Fit>) -> (Confidence, Verdict) {
     let model = evidence.model.filter(|_| evidence.closeness.iter().any(|c| c.chunk.is_some()));
     let mut fit = chosen.unwrap_or_else(|| decision::for_model(model));
@@ -356,9 +359,10 @@ fn decide(evidence: &Evidence, signals: Signals, chosen: Option<&'static decisio
     });
     // by words alone, a passage holding no term of the question is no evidence at all
     let no_evidence = signals.coverage == 0.0 && signals.sentence.is_none();
+    let unsure = fit.asks_about(&signals, evidence.unknown) || evidence.other_language;
     let verdict = if value < fit.refuse || no_evidence {
         Verdict::Refused
-    } else if value < fit.uncertain {
+    } else if value < fit.uncertain || unsure {
         Verdict::Uncertain
     } else {
         Verdict::Answered
