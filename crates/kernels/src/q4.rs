@@ -56,10 +56,16 @@ pub fn dequantize_row(row: &[u8], out: &mut [f32]) {
 
 /// Outputs per weight panel: one AVX-512 vector of 16 `i32` lanes, or two AVX2 vectors of 8.
 pub const NR: usize = 16;
-/// Most rows per tile of the AVX-512 VNNI kernel, which multiplies two panels at a time: 6 rows
-/// × 2 panels of `i32` and of `f32` sums, two weight vectors and a broadcast within the 32 `zmm`
-/// registers.
-pub const MR_VNNI: usize = 6;
+/// Most rows per tile of the AVX-512 VNNI kernel, which multiplies [`PANELS_VNNI`] panels at a
+/// time: 4 rows × 3 panels of `i32` and of `f32` sums, the weight vectors of two groups and a
+/// broadcast within the 32 `zmm` registers. Each row's 4 activation bytes, broadcast once, serve
+/// 3 panels: per 12 `vpdpbusd`, 4 broadcasts and 3 weight loads, against 6 and 2 for 6 rows × 2
+/// panels, which timed 3–8 % slower in `kernel_bench --q4` (256 rows, alternated runs; 12 rows ×
+/// 1 panel, 15–25 % slower; 3 rows × 4 panels, 5–15 % slower).
+pub const MR_VNNI: usize = 4;
+/// Panels per tile of the AVX-512 VNNI kernel ([`MR_VNNI`]); the layer's last tile may have
+/// fewer.
+pub const PANELS_VNNI: usize = 3;
 /// Rows whose quantized activations are multiplied by every panel before the next rows come.
 pub const ROW_BLOCK: usize = 64;
 /// Rows up to which the VNNI kernel runs the tall tile (`Tile::tall`: a question's tokens):
@@ -306,8 +312,8 @@ impl Linear {
         }
     }
 
-    /// The SIMD kernel (`VNNI`: AVX-512 VNNI, else AVX2) over every row block, panel (VNNI: pairs
-    /// of panels) and tile (AVX2: one row; the rows of a block one after another, the panel in
+    /// The SIMD kernel (`VNNI`: AVX-512 VNNI, else AVX2) over every row block, panel (VNNI:
+    /// [`PANELS_VNNI`] panels at a time) and tile (AVX2: one row; the rows of a block one after another, the panel in
     /// the L1 cache from the second on); with VNNI and at most [`FEW_ROWS`] rows, one tall tile
     /// of every row per pair of panels.
     ///
@@ -329,17 +335,17 @@ impl Linear {
             }
             return;
         }
-        let (most, step) = if VNNI { (MR_VNNI, 2) } else { (1, 1) };
+        let (most, step) = if VNNI { (MR_VNNI, PANELS_VNNI) } else { (1, 1) };
         for block in (0..rows).step_by(ROW_BLOCK) {
             let end = (block + ROW_BLOCK).min(rows);
             for panel in (0..panels).step_by(step) {
                 let tile = self.tile(panel);
-                let pair = panel + 1 < panels;
+                let width = step.min(panels - panel);
                 let mut r = block;
                 for height in crate::tile_heights(end - block, most) {
                     let at = out.as_mut_ptr().add(r * self.outputs + panel * NR);
                     if VNNI {
-                        tile.vnni_dispatch(height, pair, q, r, at);
+                        tile.vnni_dispatch(height, width, q, r, at);
                     } else if r == block && panel + 1 < panels {
                         // the first row of a block fetches the next panel into the L2 cache
                         tile.avx2::<true>(q, r, at);
@@ -526,25 +532,26 @@ impl Tile {
         }
     }
 
-    /// [`Tile::vnni`] for `height` rows (at most [`MR_VNNI`]) and two panels (`pair`) or one.
+    /// [`Tile::vnni`] for `height` rows (at most [`MR_VNNI`]) and `width` panels (at most
+    /// [`PANELS_VNNI`]).
     ///
     /// # Safety
     /// As [`Tile::vnni`].
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma")]
-    unsafe fn vnni_dispatch(&self, height: usize, pair: bool, q: &Rows, r: usize, at: *mut f32) {
-        match (height, pair) {
-            (6, true) => self.vnni::<6, 2>(q, r, at),
-            (5, true) => self.vnni::<5, 2>(q, r, at),
-            (4, true) => self.vnni::<4, 2>(q, r, at),
-            (3, true) => self.vnni::<3, 2>(q, r, at),
-            (2, true) => self.vnni::<2, 2>(q, r, at),
-            (_, true) => self.vnni::<1, 2>(q, r, at),
-            (6, false) => self.vnni::<6, 1>(q, r, at),
-            (5, false) => self.vnni::<5, 1>(q, r, at),
-            (4, false) => self.vnni::<4, 1>(q, r, at),
-            (3, false) => self.vnni::<3, 1>(q, r, at),
-            (2, false) => self.vnni::<2, 1>(q, r, at),
-            (_, false) => self.vnni::<1, 1>(q, r, at),
+    unsafe fn vnni_dispatch(&self, height: usize, width: usize, q: &Rows, r: usize, at: *mut f32) {
+        match (height, width) {
+            (4, 3) => self.vnni::<4, 3>(q, r, at),
+            (3, 3) => self.vnni::<3, 3>(q, r, at),
+            (2, 3) => self.vnni::<2, 3>(q, r, at),
+            (_, 3) => self.vnni::<1, 3>(q, r, at),
+            (4, 2) => self.vnni::<4, 2>(q, r, at),
+            (3, 2) => self.vnni::<3, 2>(q, r, at),
+            (2, 2) => self.vnni::<2, 2>(q, r, at),
+            (_, 2) => self.vnni::<1, 2>(q, r, at),
+            (4, _) => self.vnni::<4, 1>(q, r, at),
+            (3, _) => self.vnni::<3, 1>(q, r, at),
+            (2, _) => self.vnni::<2, 1>(q, r, at),
+            (_, _) => self.vnni::<1, 1>(q, r, at),
         }
     }
 
@@ -825,10 +832,10 @@ mod tests {
                 path => crate::int8::describe(path),
             }
         );
-        // rows around the VNNI tile (6), the tall tile's switch (32) and groups (4), and the row
-        // block (64); outputs not a multiple of the panel (16), an odd number of panels (a pair
-        // and one alone), and one panel alone (the AVX2 kernel fetches the next one); inputs
-        // whole blocks
+        // rows around the VNNI tile (4), the tall tile's switch (32) and groups (3), and the row
+        // block (64); outputs not a multiple of the panel (16), numbers of panels that leave the
+        // VNNI tiles of 3 panels one or two (either partial) and one panel alone (the AVX2 kernel
+        // fetches the next one); inputs whole blocks
         let shapes = [
             (1, 384, 384),
             (2, 64, 40),
@@ -839,6 +846,9 @@ mod tests {
             (33, 96, 1152),
             (255, 384, 47),
             (65, 64, 16),
+            (37, 64, 80),
+            (70, 96, 70),
+            (41, 32, 60),
         ];
         for (i, &(rows, inputs, outputs)) in shapes.iter().chain(&[(256, 384, 1536)]).enumerate() {
             let blocks = random_blocks(outputs, inputs, 1 + i as u64);
