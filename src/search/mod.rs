@@ -224,6 +224,14 @@ impl IndexGeneration {
         self.writer.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
+    /// The analyzers whose fields any document uses ([`IndexGeneration::in_use`]), each with
+    /// its fields and its tokenizer as the index registered it.
+    fn analyzers_in_use(&self) -> Vec<(&'static analyzers::Analyzer, &TextFields, tantivy::tokenizer::TextAnalyzer)> {
+        let in_use = self.in_use.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let used = analyzers::ANALYZERS.iter().zip(&self.fields.text).zip(in_use).filter(|(_, used)| *used);
+        used.filter_map(|((a, text), _)| Some((a, text, self.index.tokenizers().get(a.name)?))).collect()
+    }
+
     /// Makes the last commit visible to searches and notes which analyzers' fields hold terms.
     fn reload(&self) -> Result<()> {
         self.reader.reload()?;
@@ -417,14 +425,12 @@ impl Search {
         // per analyzer in use that tells them: the terms naming the question's topic (its own,
         // no expansion) and the fields where a document holds them
         let mut vocabulary = Vec::new();
-        let in_use = g.in_use.read().unwrap_or_else(|p| p.into_inner()).clone();
         // "What is X?" also looks for the chunks that say what X is
         let intent = intent::of(query);
         let defining = matches!(intent, Intent::Definition(_));
         // with the words its form implies: "second" also as "NUMBERth"; "works", unsaid, in headings
         let (said, unsaid) = expansion::expanded(query, &intent);
-        for ((a, text), _) in analyzers::ANALYZERS.iter().zip(&f.text).zip(in_use).filter(|(_, used)| *used) {
-            let Some(mut analyzer) = g.index.tokenizers().get(a.name) else { continue };
+        for (a, text, mut analyzer) in g.analyzers_in_use() {
             headings.push(text.heading);
             let terms = analyzers::terms(&mut analyzer, &said);
             if let Some(topic) = a.topic_terms(query) {
@@ -577,10 +583,7 @@ impl Search {
         if unknown.is_empty() {
             return Some(0.0);
         }
-        let kept = self.without_words(text, unknown);
-        if kept == text.split_whitespace().collect::<Vec<_>>().join(" ") {
-            return Some(0.0);
-        }
+        let Some(kept) = self.without_words(text, unknown) else { return Some(0.0) };
         if kept.is_empty() {
             return Some(1.0);
         }
@@ -597,21 +600,15 @@ impl Search {
     }
 
     /// `text` without its words (split at white space) of which an analyzer in use makes one
-    /// of `terms`, the others joined by single spaces.
-    fn without_words(&self, text: &str, terms: &[String]) -> String {
+    /// of `terms`, the others joined by single spaces; `None` when no word is left out.
+    fn without_words(&self, text: &str, terms: &[String]) -> Option<String> {
         let g = self.current();
-        let in_use = g.in_use.read().unwrap_or_else(|p| p.into_inner()).clone();
-        let mut in_use: Vec<_> = analyzers::ANALYZERS
-            .iter()
-            .zip(in_use)
-            .filter(|(_, used)| *used)
-            .filter_map(|(a, _)| g.index.tokenizers().get(a.name))
-            .collect();
-        let unknown = |w: &str, a: &mut tantivy::tokenizer::TextAnalyzer| {
-            analyzers::terms(a, w).iter().any(|t| terms.contains(t))
-        };
-        let kept: Vec<&str> = text.split_whitespace().filter(|w| !in_use.iter_mut().any(|a| unknown(w, a))).collect();
-        kept.join(" ")
+        let mut tokenizers: Vec<_> = g.analyzers_in_use().into_iter().map(|(_, _, t)| t).collect();
+        let mut unknown =
+            |w: &str| tokenizers.iter_mut().any(|a| analyzers::terms(a, w).iter().any(|t| terms.contains(t)));
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let kept: Vec<&str> = words.iter().copied().filter(|w| !unknown(w)).collect();
+        (kept.len() < words.len()).then(|| kept.join(" "))
     }
 
     /// The model id and vector of `query` under the model a replica naming `model` uses;

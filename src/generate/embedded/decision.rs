@@ -142,10 +142,7 @@ impl Fit {
     /// so that the closest passage may not answer it: how much of its meaning rests on them
     /// ([`Signals::unknown_meaning`]) reaches [`Fit::about`], or, without either, any is unknown.
     pub fn asks_about(&self, s: &Signals, unknown: &[String]) -> bool {
-        match (self.about, s.unknown_meaning) {
-            (Some(about), Some(meaning)) => !unknown.is_empty() && meaning >= about,
-            _ => !unknown.is_empty(),
-        }
+        !unknown.is_empty() && self.about.zip(s.unknown_meaning).is_none_or(|(about, meaning)| meaning >= about)
     }
 
     /// Parses a fit file; an error names what is wrong (a feature no signal has, weights of
