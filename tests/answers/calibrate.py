@@ -47,7 +47,10 @@ largest such value at or above which the reader leads every answer in and under 
 dump's negatives stay refused or led in for NEGATIVES_COVERED of them (or as often as with a
 lead-in for every unknown term, when less); unknown terms below it are generic words of the
 question, not what it asks about. For all-minilm-l6-v2 (2026-12-03) 0.0385, the weights unchanged
-(the same dumps give the same fit). Tried and not kept: `unknownMeaning` weighed in the fit
+(the same dumps give the same fit). `--keep FIT` keeps a fit's weights and thresholds and chooses
+only its `about` from the dumps (`fittedOn` stays, `aboutChosenOn` names the dumps): for
+multilingual-e5-small (2026-12-03, its dumps of dev, calibration and the cross-lingual calibration
+block, each with its off-topic block) 0.0264. Tried and not kept: `unknownMeaning` weighed in the fit
 instead of `unknown` (`--features sentence,passage,chunk,typical,breadth,excess,coverage,title,standing,unknownMeaning`):
 off-topic refused 0.564 -> 0.673 on dev and 0.860 -> 0.922, 0.872 -> 0.915, 0.946 -> 0.977 on the
 held-out sets, but "I don't know" on answerable questions 0.039 -> 0.101 and 0.050 -> 0.113 on
@@ -157,21 +160,10 @@ def about_threshold(scored, uncertain):
     return about
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--model", required=True, help="catalog id of the embedding model, or bm25")
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--features", help="comma-separated signals to weigh instead of the default ones")
-    ap.add_argument("dumps", nargs="+")
-    args = ap.parse_args()
-    features = BY_WORDS if args.model == "bm25" else BY_MEANING + BY_WORDS
-    if args.features:
-        features = args.features.split(",")
-    dumps = [load(p) for p in args.dumps]
-    data = rows(dumps, features)
-    bias, weights = fit(data, len(features))
-    scored = [(probability(bias, weights, x), y, d) for x, y, _, d, _ in data]
-    # refuse: at most MAX_ANSWERABLE_REFUSED of each dump's positives below it
+def thresholds(scored, dumps):
+    """`refuse` (at most MAX_ANSWERABLE_REFUSED of each dump's positives below it) and
+    `uncertain` (at least NEGATIVES_COVERED of the negatives below it) for probabilities
+    `scored`."""
     refuse = 1.0
     for d in range(len(dumps)):
         pos = sorted(p for p, y, dd in scored if y and dd == d)
@@ -179,6 +171,31 @@ def main():
             refuse = min(refuse, pos[int(len(pos) * MAX_ANSWERABLE_REFUSED)])
     neg = sorted(p for p, y, _ in scored if not y)
     uncertain = max(refuse, neg[min(len(neg) - 1, int(len(neg) * NEGATIVES_COVERED))]) if neg else refuse
+    return refuse, uncertain
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True, help="catalog id of the embedding model, or bm25")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--features", help="comma-separated signals to weigh instead of the default ones")
+    ap.add_argument("--keep", help="a fit (data/reader/MODEL.json) whose weights and thresholds are kept: "
+                    "only `about` is chosen from the dumps")
+    ap.add_argument("dumps", nargs="+")
+    args = ap.parse_args()
+    features = BY_WORDS if args.model == "bm25" else BY_MEANING + BY_WORDS
+    if args.features:
+        features = args.features.split(",")
+    dumps = [load(p) for p in args.dumps]
+    kept = None
+    if args.keep:
+        with open(args.keep) as f:
+            kept = json.load(f)
+        features = kept["features"]
+    data = rows(dumps, features)
+    bias, weights = (kept["bias"], kept["weights"]) if kept else fit(data, len(features))
+    scored = [(probability(bias, weights, x), y, d) for x, y, _, d, _ in data]
+    refuse, uncertain = (kept["refuse"], kept["uncertain"]) if kept else thresholds(scored, dumps)
     about = about_threshold([(p, y, d, row[4]) for (p, y, d), row in zip(scored, data)], uncertain)
     out = {
         "model": args.model,
@@ -188,7 +205,8 @@ def main():
         "refuse": round(refuse, 4),
         "uncertain": round(uncertain, 4),
         **({"about": round(about, 4)} if any(row[4] is not None for row in data) else {}),
-        "fittedOn": [p.rsplit("/", 1)[-1] for p in args.dumps],
+        "fittedOn": kept["fittedOn"] if kept else [p.rsplit("/", 1)[-1] for p in args.dumps],
+        **({"aboutChosenOn": [p.rsplit("/", 1)[-1] for p in args.dumps]} if kept else {}),
     }
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)

@@ -478,11 +478,9 @@ Les fromages sont des produits frais : ils ne sont ni repris ni échangés, sauf
 ## Horaires de la boutique\n\n\
 La boutique d'Annecy est ouverte du mardi au samedi, de 9 h à 19 h.\n";
 
-/// With both installed models, a replica naming multilingual-e5-small answers English questions
-/// from a French document with its French text, decided by that model's own fit (the trace
-/// names it), and still refuses what the knowledge base does not cover.
-#[tokio::test]
-async fn with_the_multilingual_model_english_questions_are_answered_from_a_french_document() {
+/// A server with both installed models (the README's) and a replica naming multilingual-e5-small
+/// whose knowledge base is [`FROMAGERIE`] (French).
+async fn fromagerie_on_the_multilingual_model() -> (Server, Org, String) {
     let dir = crate::common::DataDir::new();
     crate::strict_clients::copy_dir(&real_model_dir(), &dir.path().join("models/all-minilm-l6-v2"));
     crate::strict_clients::copy_dir(
@@ -495,7 +493,15 @@ async fn with_the_multilingual_model_english_questions_are_answered_from_a_frenc
     body["llm"] = json!({"model": "replicad-extractive", "embeddingModel": "multilingual-e5-small"});
     let replica = org.create_replica_from(body).await;
     add_in(&org, &replica, "fromagerie.md", "fr", FROMAGERIE).await;
+    (server, org, replica)
+}
 
+/// With both installed models, a replica naming multilingual-e5-small answers English questions
+/// from a French document with its French text, decided by that model's own fit (the trace
+/// names it), and still refuses what the knowledge base does not cover.
+#[tokio::test]
+async fn with_the_multilingual_model_english_questions_are_answered_from_a_french_document() {
+    let (_server, org, replica) = fromagerie_on_the_multilingual_model().await;
     let path = format!("/v1/replicas/{replica}/chat/completions/test");
     for (question, span, section) in [
         ("How long does delivery take?", "sous 48 heures", "Livraison"),
@@ -512,4 +518,28 @@ async fn with_the_multilingual_model_english_questions_are_answered_from_a_frenc
     }
     let (_, v) = org.post(&path, json!({"content": "Who won the football world cup in 2018?"})).await;
     assert_eq!(v["reader"]["verdict"], json!("refused"), "{v}");
+}
+
+/// On the multilingual model too, a word of a French question that the French document never
+/// uses leads the answer in only when the question's meaning rests on it (that model's fit's
+/// `about`): an incidental word is answered, the place the question asks about is not.
+#[tokio::test]
+async fn with_the_multilingual_model_an_unknown_word_leads_the_answer_in_only_when_it_is_the_subject() {
+    let (_server, org, replica) = fromagerie_on_the_multilingual_model().await;
+    let path = format!("/v1/replicas/{replica}/chat/completions/test");
+    let ask = |q: &'static str| {
+        let (org, path) = (&org, &path);
+        async move { org.post(path, json!({"content": q})).await.1 }
+    };
+    let meaning =
+        |v: &serde_json::Value| v["reader"]["confidence"]["unknownMeaning"].as_f64().unwrap_or_else(|| panic!("{v}"));
+    let generic = ask("Concrètement, la livraison est-elle offerte dès 60 euros d'achat ?").await;
+    let subject = ask("La livraison est-elle offerte en Belgique ?").await;
+    assert_eq!(generic["reader"]["unknownTerms"], json!(["concret"]), "{generic}");
+    assert_eq!(subject["reader"]["unknownTerms"], json!(["belgiqu"]), "{subject}");
+    assert_eq!(generic["reader"]["confidence"]["fit"], json!("multilingual-e5-small"), "{generic}");
+    assert!(meaning(&generic) < meaning(&subject), "{generic}\n{subject}");
+    assert_eq!(generic["reader"]["verdict"], json!("answered"), "{generic}");
+    assert!(generic["content"].as_str().unwrap().contains("offerte dès 60 euros"), "{generic}");
+    assert_ne!(subject["reader"]["verdict"], json!("answered"), "{subject}");
 }
