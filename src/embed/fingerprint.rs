@@ -6,7 +6,9 @@
 //! their paths relative to the directory (each as its path, a NUL byte, its length as a
 //! little-endian `u64`, then its bytes), followed by the name of the arithmetic the encoder
 //! runs in (the kernel, [`super::encoder::Kernel::arithmetic`]: `f32` and 8-bit weights give
-//! vectors that differ in their last digits; the 8-bit kernel's AVX2 and VNNI paths do not).
+//! vectors that differ in their last digits; the 8-bit kernel's AVX2 and VNNI paths do not; and
+//! attention's products in `bf16` where a 4-bit model runs them so,
+//! [`super::encoder::Encoder::arithmetic`]).
 //! Hidden files (`.…`) are left out.
 
 use std::io::Read;

@@ -102,6 +102,11 @@ impl Model {
         self.encoder.kernel()
     }
 
+    /// The arithmetic its vectors' bits come from ([`Encoder::arithmetic`]).
+    pub fn arithmetic(&self) -> String {
+        self.encoder.arithmetic()
+    }
+
     /// What the directory says (dimension, pooling, window, prompts).
     pub fn layout(&self) -> &Layout {
         &self.layout
@@ -269,9 +274,9 @@ impl Embedder for Local {
     }
 
     fn fingerprint(&self) -> String {
-        let kernel = self.model.kernel().arithmetic();
+        let kernel = self.model.arithmetic();
         let computed = || {
-            super::fingerprint::of_dir(&self.dir, kernel).unwrap_or_else(|e| {
+            super::fingerprint::of_dir(&self.dir, &kernel).unwrap_or_else(|e| {
                 tracing::warn!(dir = %self.dir.display(), error = %e, "the model's files cannot be read to fingerprint them");
                 format!("unreadable:{}:{kernel}", self.dir.display())
             })

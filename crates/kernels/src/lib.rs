@@ -2,7 +2,8 @@
 //! own so that every profile compiles them optimised (`[profile.dev.package]` in the workspace's
 //! `Cargo.toml`): SIMD code unoptimised is tens of times slower, and the debug-built tests embed
 //! whole knowledge bases. All of replicad's `unsafe` arithmetic is here: the 8-bit matrix product
-//! ([`int8`]), attention ([`attention`], on the small `f32` products of [`matmul`]), layer normalisation ([`norm`]) and GELU
+//! ([`int8`]), attention ([`attention`], on the small `f32` products of [`matmul`], or the
+//! `bf16` ones of [`bf16`] where the CPU has AVX-512 BF16), layer normalisation ([`norm`]) and GELU
 //! ([`activation`]), each on plain slices, allocation-free where a forward pass calls it per
 //! layer, with an AVX2 + FMA version chosen at run time ([`avx2_available`]) and a plain one
 //! that the tests hold it to; the matrix products ([`int8`], [`q4`]) also have an AVX-512 VNNI
@@ -15,6 +16,7 @@
 
 pub mod activation;
 pub mod attention;
+pub mod bf16;
 pub mod int8;
 pub mod matmul;
 pub mod norm;
