@@ -224,11 +224,7 @@ fn softmax_bf16(simd: bf16::Simd, scores: &mut [f32], keep: &[u32], scale: f32, 
 unsafe fn softmax_bf16_avx512(scores: &[f32], keep: &[u32], scale: f32, out: &mut [u16]) -> f32 {
     let n = scores.len();
     let (s, k) = (scores.as_ptr(), keep.as_ptr());
-    let lanes = |i: usize| if n - i >= 16 { 0xffff } else { (1u16 << (n - i)) - 1 };
-    let kept = |i: usize, lanes: __mmask16| {
-        let k = _mm512_maskz_loadu_epi32(lanes, k.add(i) as *const i32);
-        _mm512_mask_cmpneq_epi32_mask(lanes, k, _mm512_setzero_si512())
-    };
+    let (lanes, kept) = (|i| row_lanes(n, i), |i, lanes| kept_lanes(k, i, lanes));
     let mut max = _mm512_set1_ps(f32::NEG_INFINITY);
     for i in (0..n).step_by(16) {
         let lanes = lanes(i);
@@ -245,12 +241,7 @@ unsafe fn softmax_bf16_avx512(scores: &[f32], keep: &[u32], scale: f32, out: &mu
         _mm256_mask_storeu_epi16(out.as_mut_ptr().add(i) as *mut i16, lanes, h);
         sum = _mm512_add_ps(sum, e);
     }
-    let total = _mm512_reduce_add_ps(sum);
-    if total > 0.0 {
-        1.0 / total
-    } else {
-        0.0
-    }
+    reciprocal(_mm512_reduce_add_ps(sum))
 }
 
 /// `scores ← exp(scale · scores − max)` over the keys `keep` marks (1), the others 0, and the
@@ -281,11 +272,7 @@ fn finish(rest: &mut [f32], keep: &[u32], top: f32, sum: f32) -> f32 {
         *s = if *k != 0 { exp(*s - top) } else { 0.0 };
         total += *s;
     }
-    if total > 0.0 {
-        1.0 / total
-    } else {
-        0.0
-    }
+    reciprocal(total)
 }
 
 /// [`softmax`] in AVX2 intrinsics, 8 scores at a time ([`exp_avx2`]), the rest in plain Rust.
@@ -331,6 +318,37 @@ fn avx512_available() -> bool {
     is_x86_feature_detected!("avx512f")
 }
 
+/// `1 / total`, the factor that makes weights summing to `total` sum to 1; 0 when none is kept.
+fn reciprocal(total: f32) -> f32 {
+    if total > 0.0 {
+        1.0 / total
+    } else {
+        0.0
+    }
+}
+
+/// The lanes of the 16 values at `i` of a row of `n` that are in the row.
+#[cfg(target_arch = "x86_64")]
+fn row_lanes(n: usize, i: usize) -> __mmask16 {
+    if n - i >= 16 {
+        0xffff
+    } else {
+        (1u16 << (n - i)) - 1
+    }
+}
+
+/// Those of `lanes` (of the 16 values at `i`) whose `keep` flag, from `keep`, is not 0.
+///
+/// # Safety
+/// AVX-512 F; `keep` readable at the lanes of `lanes` from `i` on.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn kept_lanes(keep: *const u32, i: usize, lanes: __mmask16) -> __mmask16 {
+    let k = _mm512_maskz_loadu_epi32(lanes, keep.add(i) as *const i32);
+    _mm512_mask_cmpneq_epi32_mask(lanes, k, _mm512_setzero_si512())
+}
+
 /// [`softmax`] in AVX-512, 16 scores at a time, the last vector masked ([`exp_avx512`]).
 ///
 /// # Safety
@@ -341,12 +359,7 @@ unsafe fn softmax_avx512(scores: &mut [f32], keep: &[u32], scale: f32) -> f32 {
     debug_assert!(keep.len() >= scores.len());
     let n = scores.len();
     let (s, k) = (scores.as_mut_ptr(), keep.as_ptr());
-    // the lanes of the vector at `i` that are in the row, and those of them that are kept
-    let lanes = |i: usize| if n - i >= 16 { 0xffff } else { (1u16 << (n - i)) - 1 };
-    let kept = |i: usize, lanes: __mmask16| {
-        let k = _mm512_maskz_loadu_epi32(lanes, k.add(i) as *const i32);
-        _mm512_mask_cmpneq_epi32_mask(lanes, k, _mm512_setzero_si512())
-    };
+    let (lanes, kept) = (|i| row_lanes(n, i), |i, lanes| kept_lanes(k, i, lanes));
     let mut max = _mm512_set1_ps(f32::NEG_INFINITY);
     for i in (0..n).step_by(16) {
         let lanes = lanes(i);
@@ -363,12 +376,7 @@ unsafe fn softmax_avx512(scores: &mut [f32], keep: &[u32], scale: f32) -> f32 {
         _mm512_mask_storeu_ps(s.add(i), lanes, e);
         sum = _mm512_add_ps(sum, e);
     }
-    let total = _mm512_reduce_add_ps(sum);
-    if total > 0.0 {
-        1.0 / total
-    } else {
-        0.0
-    }
+    reciprocal(_mm512_reduce_add_ps(sum))
 }
 
 /// `2ᵗ` of 16 values `t ≤ 0` (larger ones too, up to 127), within 4·10⁻⁶ of it relatively:

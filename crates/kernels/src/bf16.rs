@@ -27,6 +27,9 @@ use std::arch::x86_64::*;
 
 /// Columns per panel: one `zmm` of 16 `f32` sums.
 pub const NR: usize = 16;
+// (the sums are written as the `f32` product's: [`crate::matmul::store_tile`])
+const _: () = assert!(NR == crate::matmul::NR);
+
 /// Most rows per tile: 12 rows × 2 panels = 24 accumulators.
 pub const MR: usize = 12;
 
@@ -429,13 +432,7 @@ impl Tile {
                 }
             }
         }
-        for (r, acc) in acc.iter().enumerate() {
-            for (p, acc) in acc.iter().enumerate() {
-                let cols = NR.min(self.cols - p * NR);
-                let mask = if cols == NR { 0xffff } else { (1u16 << cols) - 1 };
-                _mm512_mask_storeu_ps(c.add(r * self.ldc + p * NR), mask, *acc);
-            }
-        }
+        crate::matmul::store_tile(&acc, c, self.ldc, self.cols);
     }
 }
 

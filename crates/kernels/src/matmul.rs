@@ -313,12 +313,30 @@ impl Tile {
                 }
             }
         }
-        for (r, acc) in acc.iter().enumerate() {
-            for (q, acc) in acc.iter().enumerate() {
-                let cols = NR.min(self.cols - q * NR);
-                let mask = if cols == NR { 0xffff } else { (1u16 << cols) - 1 };
-                _mm512_mask_storeu_ps(c.add(r * self.ldc + q * NR), mask, *acc);
-            }
+        store_tile(&acc, c, self.ldc, self.cols);
+    }
+}
+
+/// Writes the sums `acc` of `R` rows × `P` panels of [`NR`] columns at `c` (rows `ldc` apart),
+/// the columns from `cols` on (counted from the first panel's first) left as they are.
+///
+/// # Safety
+/// AVX-512 F; `cols` more than `(P − 1) · NR`; `c` has `R` rows of `min(cols, P · NR)` columns
+/// writable, `ldc` apart.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) unsafe fn store_tile<const R: usize, const P: usize>(
+    acc: &[[__m512; P]; R],
+    c: *mut f32,
+    ldc: usize,
+    cols: usize,
+) {
+    for (r, acc) in acc.iter().enumerate() {
+        for (p, acc) in acc.iter().enumerate() {
+            let width = NR.min(cols - p * NR);
+            let mask = if width == NR { 0xffff } else { (1u16 << width) - 1 };
+            _mm512_mask_storeu_ps(c.add(r * ldc + p * NR), mask, *acc);
         }
     }
 }
