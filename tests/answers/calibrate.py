@@ -38,7 +38,17 @@ calibration set's answerable questions instead of 0.108 (keys 0.640 -> 0.613) fo
 refusals of 0.524 instead of 0.214; multilingual-e5-small, chosen for questions in another
 language than the documents, refuses 0.56 of the cross-lingual calibration block's (keys 0.60
 -> 0.44), whose questions hold none of the documents' words and which has no negatives to fit
-on: both kept as they were.
+on: both kept as they were. Since 2026-12-03 multilingual-e5-small's fit is two: for questions in
+the documents' language, fitted this way on those questions only (`--same-language`: dev,
+calibration and their off-topic blocks), and, under `otherLanguage` (`--other-language FIT`), the
+older fit above for questions in another language than the documents, which the reader uses for
+them (`Fit::for_question`):
+    python3 tests/answers/calibrate.py --model multilingual-e5-small --same-language \
+      --other-language OLD.json --out data/reader/multilingual-e5-small.json \
+      /tmp/dev.jsonl /tmp/dev-off.jsonl /tmp/calibration.jsonl /tmp/calibration-off.jsonl
+On those dumps: dev near-topic refused 0.385 -> 0.769 and off-topic 0.128 -> 0.481, calibration
+near-topic 0.105 -> 0.395 and its off-topic questions in the documents' language 0.878 -> 0.927;
+every question in another language decided as before.
 `--features a,b,c` weighs other signals than the default ones (to measure a new signal).
 
 `about` (written when the dumps carry `unknownMeaning`, the share of the question's meaning that
@@ -181,12 +191,18 @@ def main():
     ap.add_argument("--features", help="comma-separated signals to weigh instead of the default ones")
     ap.add_argument("--keep", help="a fit (data/reader/MODEL.json) whose weights and thresholds are kept: "
                     "only `about` is chosen from the dumps")
+    ap.add_argument("--same-language", action="store_true",
+                    help="fit on the questions in the documents' language only (`otherLanguage` false)")
+    ap.add_argument("--other-language", help="a fit written in as the decision for questions in another "
+                    "language than the documents (`otherLanguage`)")
     ap.add_argument("dumps", nargs="+")
     args = ap.parse_args()
     features = BY_WORDS if args.model == "bm25" else BY_MEANING + BY_WORDS
     if args.features:
         features = args.features.split(",")
     dumps = [load(p) for p in args.dumps]
+    if args.same_language:
+        dumps = [[q for q in d if not q.get("otherLanguage")] for d in dumps]
     kept = None
     if args.keep:
         with open(args.keep) as f:
@@ -207,7 +223,11 @@ def main():
         **({"about": round(about, 4)} if any(row[4] is not None for row in data) else {}),
         "fittedOn": kept["fittedOn"] if kept else [p.rsplit("/", 1)[-1] for p in args.dumps],
         **({"aboutChosenOn": [p.rsplit("/", 1)[-1] for p in args.dumps]} if kept else {}),
+        **({"sameLanguageOnly": True} if args.same_language else {}),
     }
+    if args.other_language:
+        with open(args.other_language) as f:
+            out["otherLanguage"] = json.load(f)
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)
         f.write("\n")

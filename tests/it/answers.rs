@@ -518,6 +518,9 @@ async fn with_the_multilingual_model_english_questions_are_answered_from_a_frenc
     }
     let (_, v) = org.post(&path, json!({"content": "Who won the football world cup in 2018?"})).await;
     assert_eq!(v["reader"]["verdict"], json!("refused"), "{v}");
+    // in the documents' own language too (the fit's decision for such questions)
+    let (_, v) = org.post(&path, json!({"content": "Qui a gagné la coupe du monde de football en 2018 ?"})).await;
+    assert_eq!(v["reader"]["verdict"], json!("refused"), "{v}");
 }
 
 /// On the multilingual model too, a word of a French question that the French document never

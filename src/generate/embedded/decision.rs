@@ -125,9 +125,21 @@ pub struct Fit {
     /// generic words of it; absent: every unknown term is ([`Fit::asks_about`]).
     #[serde(default)]
     pub about: Option<f32>,
+    /// The decision for questions in another language than every document (JSON
+    /// `otherLanguage`; absent: this one), fitted apart: their words are not the documents', so
+    /// words cannot tell an answerable one from an off-topic one, and a threshold fitted on
+    /// both kinds of question serves neither ([`Fit::for_question`]).
+    #[serde(default, rename = "otherLanguage")]
+    pub other_language: Option<Box<Fit>>,
 }
 
 impl Fit {
+    /// The decision for a question in another language than every document
+    /// (`other_language`: [`Fit::other_language`] when there is one) or not (this one).
+    pub fn for_question(&self, other_language: bool) -> &Fit {
+        self.other_language.as_deref().filter(|_| other_language).unwrap_or(self)
+    }
+
     /// The probability that the knowledge base answers the question, from `s`; `None` when
     /// one of its features is missing from `s` (a cosine without vectors).
     pub fn score(&self, s: &Signals) -> Option<f32> {
@@ -149,22 +161,32 @@ impl Fit {
     /// another length, thresholds out of order).
     pub fn parse(json: &str) -> Result<Fit, FitError> {
         let fit: Fit = serde_json::from_str(json)?;
+        fit.check()?;
+        if let Some(other) = &fit.other_language {
+            other.check()?;
+        }
+        Ok(fit)
+    }
+
+    /// Whether its features are signals and its weights and thresholds in shape ([`Fit::parse`]).
+    fn check(&self) -> Result<(), FitError> {
+        let fit = self;
         let some = Some(0.0);
         let (sentence, passage, chunk, typical, breadth, excess) = (some, some, some, some, some, some);
         let unknown_meaning = some;
         let probe =
             Signals { sentence, passage, chunk, typical, breadth, excess, unknown_meaning, ..Signals::default() };
         if let Some(bad) = fit.features.iter().find(|f| probe.get(f).is_none()) {
-            return Err(FitError::UnknownSignal { model: fit.model, signal: bad.clone() });
+            return Err(FitError::UnknownSignal { model: fit.model.clone(), signal: bad.clone() });
         }
         let ordered = matches!(
             fit.refuse.partial_cmp(&fit.uncertain),
             Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
         );
         if fit.features.len() != fit.weights.len() || !ordered {
-            return Err(FitError::Shape(fit.model));
+            return Err(FitError::Shape(fit.model.clone()));
         }
-        Ok(fit)
+        Ok(())
     }
 }
 
@@ -234,6 +256,24 @@ mod tests {
         assert_eq!(fit.score(&Signals { coverage: 1.0, ..Signals::default() }), None);
         assert!(Fit::parse(&json.replace("coverage", "colour")).is_err());
         assert!(Fit::parse(&json.replace("0.2", "0.9")).is_err());
+    }
+
+    #[test]
+    fn a_question_in_another_language_is_decided_by_the_fit_s_own_decision_for_such_questions() {
+        let other = r#"{"model":"m","features":["sentence"],"weights":[1],"bias":0,"refuse":0.1,"uncertain":0.3}"#;
+        let json = format!(
+            r#"{{"model":"m","features":["coverage"],"weights":[1],"bias":0,"refuse":0.2,"uncertain":0.5,"otherLanguage":{other}}}"#
+        );
+        let fit = Fit::parse(&json).expect("parses");
+        assert_eq!(fit.for_question(false).features, ["coverage"]);
+        assert_eq!(fit.for_question(true).features, ["sentence"]);
+        let alone = Fit::parse(other).expect("parses");
+        assert_eq!(alone.for_question(true), &alone, "without one, its own decision");
+        // the nested decision is checked as the outer one is
+        assert!(Fit::parse(&json.replace("sentence", "colour")).is_err());
+        // multilingual-e5-small ships one
+        let e5 = for_model(Some("multilingual-e5-small"));
+        assert!(e5.other_language.is_some() && !std::ptr::eq(e5.for_question(true), e5));
     }
 
     #[test]

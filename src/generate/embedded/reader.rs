@@ -343,7 +343,9 @@ fn signals(evidence: &Evidence, best: &Candidate, unknown: f32) -> Signals {
     }
 }
 
-/// The fitted decision ([`decision::for_model`]) on `signals`: its confidence and verdict. A
+/// The fitted decision ([`decision::for_model`], its decision for a question in another language
+/// than the documents when it has one: [`decision::Fit::for_question`]) on `signals`: its
+/// confidence and verdict. A
 /// retrieval without the cosines its model's fit weighs (vectors not computed yet) is decided
 /// by the BM25 fit. `chosen`: a fit to use instead ([`Weights::decision`]). Without meaning,
 /// a passage that holds none of the question's terms is refused whatever the fit says. An
@@ -352,7 +354,7 @@ fn signals(evidence: &Evidence, best: &Candidate, unknown: f32) -> Signals {
 /// the question is in another language than the documents (no word confirms it: meaning alone).
 fn decide(evidence: &Evidence, signals: Signals, chosen: Option<&'static decision::Fit>) -> (Confidence, Verdict) {
     let model = evidence.model.filter(|_| evidence.closeness.iter().any(|c| c.chunk.is_some()));
-    let mut fit = chosen.unwrap_or_else(|| decision::for_model(model));
+    let mut fit = chosen.unwrap_or_else(|| decision::for_model(model)).for_question(evidence.other_language);
     let value = fit.score(&signals).unwrap_or_else(|| {
         fit = decision::for_model(None);
         fit.score(&signals).expect("the BM25 fit weighs word signals only")
