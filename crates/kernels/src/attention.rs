@@ -130,7 +130,8 @@ trait HeadProducts {
     /// and their sums' inverses into `inverse`.
     fn weights(&mut self, scores: &mut [f32], keep: &[u32], scale: f32, inverse: &mut [f32]);
     /// `context` (`len` rows of `head_dim`, `dim` apart) ← the weights (`scores` after
-    /// [`HeadProducts::weights`]) times the head's values (`v`, a token every `3 · dim`).
+    /// [`HeadProducts::weights`], or the packing of them that `weights` kept) times the head's
+    /// values (`v`, a token every `3 · dim`).
     fn context(&mut self, scores: &[f32], v: &[f32], shape: Shape, context: &mut [f32]);
 }
 

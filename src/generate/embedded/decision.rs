@@ -170,21 +170,20 @@ impl Fit {
 
     /// Whether its features are signals and its weights and thresholds in shape ([`Fit::parse`]).
     fn check(&self) -> Result<(), FitError> {
-        let fit = self;
         let some = Some(0.0);
         let (sentence, passage, chunk, typical, breadth, excess) = (some, some, some, some, some, some);
         let unknown_meaning = some;
         let probe =
             Signals { sentence, passage, chunk, typical, breadth, excess, unknown_meaning, ..Signals::default() };
-        if let Some(bad) = fit.features.iter().find(|f| probe.get(f).is_none()) {
-            return Err(FitError::UnknownSignal { model: fit.model.clone(), signal: bad.clone() });
+        if let Some(bad) = self.features.iter().find(|f| probe.get(f).is_none()) {
+            return Err(FitError::UnknownSignal { model: self.model.clone(), signal: bad.clone() });
         }
         let ordered = matches!(
-            fit.refuse.partial_cmp(&fit.uncertain),
+            self.refuse.partial_cmp(&self.uncertain),
             Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
         );
-        if fit.features.len() != fit.weights.len() || !ordered {
-            return Err(FitError::Shape(fit.model.clone()));
+        if self.features.len() != self.weights.len() || !ordered {
+            return Err(FitError::Shape(self.model.clone()));
         }
         Ok(())
     }

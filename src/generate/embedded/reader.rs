@@ -345,9 +345,8 @@ fn signals(evidence: &Evidence, best: &Candidate, unknown: f32) -> Signals {
 
 /// The fitted decision ([`decision::for_model`], its decision for a question in another language
 /// than the documents when it has one: [`decision::Fit::for_question`]) on `signals`: its
-/// confidence and verdict. A
-/// retrieval without the cosines its model's fit weighs (vectors not computed yet) is decided
-/// by the BM25 fit. `chosen`: a fit to use instead ([`Weights::decision`]). Without meaning,
+/// confidence and verdict. A retrieval without the cosines its model's fit weighs (vectors not
+/// computed yet) is decided by the BM25 fit. `chosen`: a fit to use instead ([`Weights::decision`]). Without meaning,
 /// a passage that holds none of the question's terms is refused whatever the fit says. An
 /// answer is at best led in when a term the knowledge base never names is what the question
 /// asks about ([`decision::Fit::asks_about`]: the closest passage may not answer it), and when
