@@ -72,7 +72,7 @@ pub const CJK_FUNCTION_CHARS: &[char] = &[
 
 /// Languages whose questions are told apart by their function words ("I don't know" and the
 /// lead-in are written in them), ISO 639-1; English first (it wins ties).
-pub const QUESTION_LANGUAGES: &[&str] = &["en", "fr", "es", "de"];
+pub const QUESTION_LANGUAGES: [&str; 4] = ["en", "fr", "es", "de"];
 
 /// The language of a question, for the reply's words: Japanese when it holds kana, else the
 /// one of [`QUESTION_LANGUAGES`] whose analyzer finds the most stop words among its words (a
@@ -111,13 +111,40 @@ fn stop_word_counts(question: &str) -> Vec<(&'static str, usize)> {
     if question.chars().any(|c| matches!(c, '\u{3040}'..='\u{30ff}')) {
         return vec![("ja", 1)];
     }
-    let words: Vec<String> =
-        question.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
-    let stop_words = |lang: &str| {
-        let a = for_language(Some(lang));
-        words.iter().filter(|w| a.topic_terms(w).unwrap_or_else(|| a.terms(w)).is_empty()).count()
-    };
-    QUESTION_LANGUAGES.iter().map(|l| (*l, stop_words(l))).collect()
+    let mut counts = [0; QUESTION_LANGUAGES.len()];
+    for word in question.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()) {
+        let stop = stop_word_of(&word.to_lowercase());
+        counts.iter_mut().zip(stop).for_each(|(n, stop)| *n += usize::from(stop));
+    }
+    QUESTION_LANGUAGES.iter().copied().zip(counts).collect()
+}
+
+/// Words whose [`stop_word_of`] is kept (the least recently asked forgotten first).
+const STOP_WORDS_KEPT: usize = 8192;
+
+/// Whether each language of [`QUESTION_LANGUAGES`], in that order, takes the lower-case `word`
+/// for a stop word: its analyzer leaves no term of it, or only terms of its question stop list
+/// ([`Analyzer::topic_terms`]). Kept per word (the last [`STOP_WORDS_KEPT`] asked): analyzing
+/// each word of a question under four analyzers, as every retrieval does
+/// ([`told_by_function_words`]), was 6–7 % of a BM25-only completion's CPU, and questions are
+/// mostly made of the same few words.
+fn stop_word_of(word: &str) -> [bool; QUESTION_LANGUAGES.len()] {
+    type Kept = lru::LruCache<String, [bool; QUESTION_LANGUAGES.len()]>;
+    static KEPT: std::sync::LazyLock<std::sync::Mutex<Kept>> = std::sync::LazyLock::new(|| {
+        let size = std::num::NonZeroUsize::new(STOP_WORDS_KEPT).expect("STOP_WORDS_KEPT > 0");
+        std::sync::Mutex::new(lru::LruCache::new(size))
+    });
+    // the map holds no invariant a panicking holder could break half-way
+    let kept = || KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(stop) = kept().get(word) {
+        return *stop;
+    }
+    let stop = std::array::from_fn(|i| {
+        let a = for_language(Some(QUESTION_LANGUAGES[i]));
+        a.topic_terms(word).unwrap_or_else(|| a.terms(word)).is_empty()
+    });
+    kept().put(word.to_string(), stop);
+    stop
 }
 
 /// The analyzer of a text in `language` (ISO 639-1); unknown or absent → the default.
