@@ -122,12 +122,17 @@ fn stop_word_counts(question: &str) -> Vec<(&'static str, usize)> {
 /// Words whose [`stop_word_of`] is kept (the least recently asked forgotten first).
 const STOP_WORDS_KEPT: usize = 8192;
 
+/// Longest word (bytes) whose [`stop_word_of`] is kept, so that the words kept hold at most
+/// [`STOP_WORDS_KEPT`] times this many bytes however long a question's words are (the
+/// analyzers drop tokens of more than 40 bytes anyway).
+const STOP_WORD_KEPT_BYTES: usize = 40;
+
 /// Whether each language of [`QUESTION_LANGUAGES`], in that order, takes the lower-case `word`
 /// for a stop word: its analyzer leaves no term of it, or only terms of its question stop list
-/// ([`Analyzer::topic_terms`]). Kept per word (the last [`STOP_WORDS_KEPT`] asked): analyzing
-/// each word of a question under four analyzers, as every retrieval does
-/// ([`told_by_function_words`]), was 6–7 % of a BM25-only completion's CPU, and questions are
-/// mostly made of the same few words.
+/// ([`Analyzer::topic_terms`]). Kept per word (the last [`STOP_WORDS_KEPT`] asked, of at most
+/// [`STOP_WORD_KEPT_BYTES`]): analyzing each word of a question under four analyzers, as every
+/// retrieval does ([`told_by_function_words`]), was 6–7 % of a BM25-only completion's CPU, and
+/// questions are mostly made of the same few words.
 fn stop_word_of(word: &str) -> [bool; QUESTION_LANGUAGES.len()] {
     type Kept = lru::LruCache<String, [bool; QUESTION_LANGUAGES.len()]>;
     static KEPT: std::sync::LazyLock<std::sync::Mutex<Kept>> = std::sync::LazyLock::new(|| {
@@ -143,7 +148,9 @@ fn stop_word_of(word: &str) -> [bool; QUESTION_LANGUAGES.len()] {
         let a = for_language(Some(QUESTION_LANGUAGES[i]));
         a.topic_terms(word).unwrap_or_else(|| a.terms(word)).is_empty()
     });
-    kept().put(word.to_string(), stop);
+    if word.len() <= STOP_WORD_KEPT_BYTES {
+        kept().put(word.to_string(), stop);
+    }
     stop
 }
 
@@ -614,6 +621,25 @@ pub fn exact_terms(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A word's stop-word languages as analyzed now, without the words kept.
+    fn analyzed(word: &str) -> [bool; QUESTION_LANGUAGES.len()] {
+        QUESTION_LANGUAGES.map(|l| {
+            let a = for_language(Some(l));
+            a.topic_terms(word).unwrap_or_else(|| a.terms(word)).is_empty()
+        })
+    }
+
+    #[test]
+    fn a_word_asked_again_counts_as_when_first_analyzed_long_words_too() {
+        let long = "a".repeat(STOP_WORD_KEPT_BYTES + 1);
+        for word in ["what", "comment", "wie", "cómo", "module", "exceptions", long.as_str()] {
+            assert_eq!(stop_word_of(word), analyzed(word), "{word}");
+            assert_eq!(stop_word_of(word), analyzed(word), "{word}, asked again");
+        }
+        assert_eq!(question_language("Comment ouvrir une connexion ?"), "fr");
+        assert_eq!(question_language("Comment ouvrir une connexion ?"), "fr", "asked again");
+    }
 
     /// The language a question's words tell beyond doubt: its function words', unless the
     /// trigram statistics name another ("Was stellt … her?": "was" and "her" are function words
