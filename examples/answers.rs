@@ -185,7 +185,7 @@ async fn retrieve(kb: &Kb, q: &Question) -> Kept {
     let top = chat::EMBEDDED_TOP_K;
     let asked = replicad::text::question::asked(&q.question);
     let previous = async { Ok(q.previous.clone()) };
-    let (chat::Retrieval { found, unknown, other_language, model, spread, unknown_meaning }, read) =
+    let (chat::Retrieval { found, unknown, other_language, model, spread, unknown_meaning, .. }, read) =
         chat::retrieve_in_conversation((&kb.store, &kb.search), (kb.replica, None), asked, previous, top)
             .await
             .expect("retrieve");

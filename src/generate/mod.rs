@@ -131,6 +131,11 @@ pub struct Generation {
     pub image_url: Option<String>,
     /// Upper bound of reply tokens asked of an upstream (`max_tokens`), if any.
     pub max_tokens: Option<u32>,
+    /// The embedded reader's reading of `question` from `sources` with this evidence and
+    /// [`embedded::Weights::FITTED`], when it was made already (`service::chat` reads a
+    /// question to decide whether to read it in its conversation): the embedded backend then
+    /// answers from it instead of reading again. `None`: read when answering.
+    pub reading: Option<embedded::Reading>,
 }
 
 impl Generation {

@@ -212,6 +212,7 @@ mod tests {
             history: vec![turn("user", "hello"), turn("assistant", "Hi!")],
             image_url: Some("https://example.org/a.png".into()),
             max_tokens: None,
+            reading: None,
         };
         let m = messages_fenced(&g, false, &fence);
         let roles: Vec<&str> = m.iter().map(|m| m["role"].as_str().unwrap()).collect();
@@ -247,6 +248,7 @@ mod tests {
             history: vec![],
             image_url: None,
             max_tokens: None,
+            reading: None,
         };
         let m = messages(&g, false);
         assert_eq!(m.len(), 2);

@@ -72,7 +72,7 @@ pub const CJK_FUNCTION_CHARS: &[char] = &[
 
 /// Languages whose questions are told apart by their function words ("I don't know" and the
 /// lead-in are written in them), ISO 639-1; English first (it wins ties).
-pub const QUESTION_LANGUAGES: &[&str] = &["en", "fr", "es", "de"];
+pub const QUESTION_LANGUAGES: [&str; 4] = ["en", "fr", "es", "de"];
 
 /// The language of a question, for the reply's words: Japanese when it holds kana, else the
 /// one of [`QUESTION_LANGUAGES`] whose analyzer finds the most stop words among its words (a
@@ -111,13 +111,47 @@ fn stop_word_counts(question: &str) -> Vec<(&'static str, usize)> {
     if question.chars().any(|c| matches!(c, '\u{3040}'..='\u{30ff}')) {
         return vec![("ja", 1)];
     }
-    let words: Vec<String> =
-        question.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
-    let stop_words = |lang: &str| {
-        let a = for_language(Some(lang));
-        words.iter().filter(|w| a.topic_terms(w).unwrap_or_else(|| a.terms(w)).is_empty()).count()
-    };
-    QUESTION_LANGUAGES.iter().map(|l| (*l, stop_words(l))).collect()
+    let mut counts = [0; QUESTION_LANGUAGES.len()];
+    for word in question.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()) {
+        let stop = stop_word_of(&word.to_lowercase());
+        counts.iter_mut().zip(stop).for_each(|(n, stop)| *n += usize::from(stop));
+    }
+    QUESTION_LANGUAGES.iter().copied().zip(counts).collect()
+}
+
+/// Words whose [`stop_word_of`] is kept (the least recently asked forgotten first).
+const STOP_WORDS_KEPT: usize = 8192;
+
+/// Longest word (bytes) whose [`stop_word_of`] is kept, so that the words kept hold at most
+/// [`STOP_WORDS_KEPT`] times this many bytes however long a question's words are (the
+/// analyzers drop tokens of more than 40 bytes anyway).
+const STOP_WORD_KEPT_BYTES: usize = 40;
+
+/// Whether each language of [`QUESTION_LANGUAGES`], in that order, takes the lower-case `word`
+/// for a stop word: its analyzer leaves no term of it, or only terms of its question stop list
+/// ([`Analyzer::topic_terms`]). Kept per word (the last [`STOP_WORDS_KEPT`] asked, of at most
+/// [`STOP_WORD_KEPT_BYTES`]): analyzing each word of a question under four analyzers, as every
+/// retrieval does ([`told_by_function_words`]), was 6–7 % of a BM25-only completion's CPU, and
+/// questions are mostly made of the same few words.
+fn stop_word_of(word: &str) -> [bool; QUESTION_LANGUAGES.len()] {
+    type Kept = lru::LruCache<String, [bool; QUESTION_LANGUAGES.len()]>;
+    static KEPT: std::sync::LazyLock<std::sync::Mutex<Kept>> = std::sync::LazyLock::new(|| {
+        let size = std::num::NonZeroUsize::new(STOP_WORDS_KEPT).expect("STOP_WORDS_KEPT > 0");
+        std::sync::Mutex::new(lru::LruCache::new(size))
+    });
+    // the map holds no invariant a panicking holder could break half-way
+    let kept = || KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(stop) = kept().get(word) {
+        return *stop;
+    }
+    let stop = std::array::from_fn(|i| {
+        let a = for_language(Some(QUESTION_LANGUAGES[i]));
+        a.topic_terms(word).unwrap_or_else(|| a.terms(word)).is_empty()
+    });
+    if word.len() <= STOP_WORD_KEPT_BYTES {
+        kept().put(word.to_string(), stop);
+    }
+    stop
 }
 
 /// The analyzer of a text in `language` (ISO 639-1); unknown or absent → the default.
@@ -587,6 +621,25 @@ pub fn exact_terms(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A word's stop-word languages as analyzed now, without the words kept.
+    fn analyzed(word: &str) -> [bool; QUESTION_LANGUAGES.len()] {
+        QUESTION_LANGUAGES.map(|l| {
+            let a = for_language(Some(l));
+            a.topic_terms(word).unwrap_or_else(|| a.terms(word)).is_empty()
+        })
+    }
+
+    #[test]
+    fn a_word_asked_again_counts_as_when_first_analyzed_long_words_too() {
+        let long = "a".repeat(STOP_WORD_KEPT_BYTES + 1);
+        for word in ["what", "comment", "wie", "cómo", "module", "exceptions", long.as_str()] {
+            assert_eq!(stop_word_of(word), analyzed(word), "{word}");
+            assert_eq!(stop_word_of(word), analyzed(word), "{word}, asked again");
+        }
+        assert_eq!(question_language("Comment ouvrir une connexion ?"), "fr");
+        assert_eq!(question_language("Comment ouvrir une connexion ?"), "fr", "asked again");
+    }
 
     /// The language a question's words tell beyond doubt: its function words', unless the
     /// trigram statistics name another ("Was stellt … her?": "was" and "her" are function words

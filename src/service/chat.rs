@@ -181,6 +181,9 @@ pub struct Retrieval {
     /// How much of the question's meaning rests on its unknown terms
     /// (`search::Hybrid::unknown_meaning`).
     pub unknown_meaning: Option<f32>,
+    /// The embedded reader's reading of the question from these sources, when it was read
+    /// ([`retrieve_in_conversation`]); the reply is then made from it, not read again.
+    pub reading: Option<embedded::Reading>,
 }
 
 impl Retrieval {
@@ -202,9 +205,10 @@ impl Retrieval {
         (sources, ranks, closeness)
     }
 
-    /// The embedded reader's verdict on `question` from these sources, and its fitted
-    /// probability (0 when it reads nothing: small talk, no sources).
-    fn judged(&self, question: &str) -> (Verdict, f32) {
+    /// This retrieval with the embedded reader's reading of `question` from its sources
+    /// ([`Retrieval::reading`]), the reader's verdict and its fitted probability (0 when it
+    /// reads nothing: small talk, no sources).
+    fn judged(mut self, question: &str) -> (Retrieval, Verdict, f32) {
         let (sources, closeness) = self.sources();
         let evidence = Evidence {
             closeness: &closeness,
@@ -214,8 +218,11 @@ impl Retrieval {
             spread: self.spread,
             unknown_meaning: self.unknown_meaning,
         };
-        let (_, e) = embedded::reply_with(&Persona::default(), question, &sources, &evidence, &Weights::FITTED);
-        (e.verdict, e.confidence.map_or(0.0, |c| c.value))
+        let reading = embedded::read_question(question, &sources, &evidence, &Weights::FITTED);
+        let e = &reading.explanation;
+        let (verdict, value) = (e.verdict, e.confidence.map_or(0.0, |c| c.value));
+        self.reading = Some(reading);
+        (self, verdict, value)
     }
 }
 
@@ -245,7 +252,7 @@ where
     F: std::future::Future<Output = Result<Option<String>>>,
 {
     let alone = retrieve(store, search, replica, model, asked.into(), top, FUSION).await?;
-    let (verdict, value) = alone.judged(asked);
+    let (alone, verdict, value) = alone.judged(asked);
     if verdict == Verdict::Answered {
         return Ok((alone, asked.to_string()));
     }
@@ -255,7 +262,7 @@ where
     let query = Asked { text: asked, before: Some(&before) };
     let together = retrieve(store, search, replica, model, query, top, FUSION).await?;
     let joined = query.words().into_owned();
-    let (verdict_together, value_together) = together.judged(&joined);
+    let (together, verdict_together, value_together) = together.judged(&joined);
     if verdict_together == Verdict::Answered && value_together > value {
         return Ok((together, joined));
     }
@@ -335,7 +342,8 @@ async fn retrieve_from(
             Ok((out, collapsed))
         })
         .await?;
-    Ok((Retrieval { found, unknown, other_language, model, spread, unknown_meaning }, collapsed))
+    let reading = None;
+    Ok((Retrieval { found, unknown, other_language, model, spread, unknown_meaning, reading }, collapsed))
 }
 
 /// The question's cosine to each sentence vector in `stored`, the stored vectors of a chunk
@@ -518,7 +526,8 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
     } else {
         (retrieve(&cx.store, &cx.search, replica.id, model, asked.into(), top, FUSION).await?, ask.content.clone())
     };
-    let Retrieval { found, unknown, other_language, model: embedding_model, spread, unknown_meaning } = retrieval;
+    let Retrieval { found, unknown, other_language, model: embedding_model, spread, unknown_meaning, reading } =
+        retrieval;
     let (sources, ranks, closeness) = Retrieval::into_parts(found);
     tracing::debug!(
         replica = %replica.id,
@@ -544,6 +553,7 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
         history,
         image_url: ask.image_url.clone(),
         max_tokens: ask.max_tokens.or(cx.max_tokens),
+        reading,
     };
     Ok(Prepared { generation, ranks, route, replica: replica.clone(), user, ask })
 }

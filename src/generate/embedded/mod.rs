@@ -44,8 +44,11 @@ impl Backend for Embedded {
         stream: bool,
     ) -> BoxFuture<'a, Result<Box<dyn Pieces>>> {
         Box::pin(async move {
-            let (answer, explanation) =
-                reply_with(&g.persona, &g.question, &g.sources, &g.evidence(), &Weights::FITTED);
+            let reading = match &g.reading {
+                Some(r) => r.clone(),
+                None => read_question(&g.question, &g.sources, &g.evidence(), &Weights::FITTED),
+            };
+            let (answer, explanation) = reply_from(&g.persona, &g.question, &g.sources, reading);
             let sent: usize = g.sources.iter().map(|s| prompt::estimate_tokens(&s.content)).sum();
             let usage = Usage {
                 prompt_tokens: (prompt::estimate_tokens(&g.question) + sent) as u64,
@@ -124,13 +127,45 @@ pub fn reply_with(
     evidence: &Evidence,
     w: &Weights,
 ) -> (Answer, Explanation) {
-    if let Some(text) = small_talk(persona, message) {
-        return (Answer { text, used: Vec::new() }, Explanation::default());
+    reply_from(persona, message, sources, read_question(message, sources, evidence, w))
+}
+
+/// What the reader made of a message from its sources, before any word of the reply is
+/// written: the quote ([`reader::read`]; `None` when the knowledge base does not cover the
+/// question) and why, or that the message is small talk (answered without reading). It does
+/// not depend on the persona, so one reading serves both the decision to read a question in
+/// its conversation (`service::chat::retrieve_in_conversation`) and the reply
+/// ([`reply_from`]).
+#[derive(Debug, Clone, Default)]
+pub struct Reading {
+    /// The quote, without lead-in or source line.
+    pub quote: Option<reader::Quote>,
+    /// Why the reader answered so (empty for small talk).
+    pub explanation: Explanation,
+    /// The message is small talk, answered with a courtesy and not read.
+    pub small_talk: Option<Talk>,
+}
+
+/// The reader's [`Reading`] of `message` from `sources` (best first) with `evidence`, read
+/// with weights `w` (what [`reply_with`] answers from).
+pub fn read_question(message: &str, sources: &[SourceRef], evidence: &Evidence, w: &Weights) -> Reading {
+    if let Some(talk) = small_talk(message) {
+        return Reading { small_talk: Some(talk), ..Reading::default() };
     }
     // One language for the question and every passage, detected on the best source (longer
     // and more reliable than a question), so that both sides are analyzed alike.
     let lang = sources.first().and_then(cache::language);
     let (quote, explanation) = reader::read(message, sources, evidence, lang, w);
+    Reading { quote, explanation, small_talk: None }
+}
+
+/// The reply of `persona` to `message` from `reading`, the [`Reading`] of `message` from
+/// `sources` ([`read_question`]), and why the reader answered so.
+pub fn reply_from(persona: &Persona, message: &str, sources: &[SourceRef], reading: Reading) -> (Answer, Explanation) {
+    let Reading { quote, explanation, small_talk: talk } = reading;
+    if let Some(talk) = talk {
+        return (Answer { text: courtesy(persona, talk), used: Vec::new() }, explanation);
+    }
     let answer = match quote {
         Some(q) => {
             let lead = if q.uncertain { lead_in(message) } else { "" };
@@ -198,25 +233,45 @@ fn starts_with_any(s: &str, words: &[&str]) -> bool {
     words.iter().any(|w| s == *w || s.starts_with(&format!("{w} ")))
 }
 
-fn small_talk(persona: &Persona, message: &str) -> Option<String> {
+/// Small talk: a message answered with a courtesy, not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Talk {
+    /// Thanks.
+    Thanks,
+    /// A farewell.
+    Farewell,
+    /// A greeting, or a message with no content words.
+    Greeting,
+}
+
+/// Whether `message` is small talk, and which.
+fn small_talk(message: &str) -> Option<Talk> {
     let n = normalized(message);
     let short = n.split(' ').count() <= 4;
     if short && starts_with_any(&n, THANKS) {
-        return Some("You're welcome! Ask me anything else.".into());
+        return Some(Talk::Thanks);
     }
     if short && starts_with_any(&n, FAREWELLS) {
-        return Some("Goodbye! Come back any time.".into());
+        return Some(Talk::Farewell);
     }
     let greeting = short && starts_with_any(&n, GREETINGS);
-    if greeting || analyze_as(None, message).is_empty() {
-        let g = persona.greeting.trim();
-        return Some(if g.is_empty() {
-            format!("Hello! I'm {}. What would you like to know?", persona.name)
-        } else {
-            g.to_string()
-        });
+    (greeting || analyze_as(None, message).is_empty()).then_some(Talk::Greeting)
+}
+
+/// The reply of `persona` to small talk `talk`: the replica's greeting to a greeting.
+fn courtesy(persona: &Persona, talk: Talk) -> String {
+    match talk {
+        Talk::Thanks => "You're welcome! Ask me anything else.".into(),
+        Talk::Farewell => "Goodbye! Come back any time.".into(),
+        Talk::Greeting => {
+            let g = persona.greeting.trim();
+            if g.is_empty() {
+                format!("Hello! I'm {}. What would you like to know?", persona.name)
+            } else {
+                g.to_string()
+            }
+        }
     }
-    None
 }
 
 /// The first `chars` characters of `text`.

@@ -68,6 +68,26 @@ pub struct Passage {
     pub terms: Terms,
     /// Words of its prose, list and entry name (code left out).
     pub words: usize,
+    /// Its opening [`PREVIEW_CHARS`] characters as plain text ([`plain`]), as a trace shows
+    /// it (made once with the chunk's analysis, not per question).
+    pub preview: String,
+}
+
+/// Characters of a passage's text shown in a trace ([`Passage::preview`]).
+pub const PREVIEW_CHARS: usize = 160;
+
+/// The parts of a passage as plain text, joined by spaces.
+fn plain(parts: &[Part]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for part in parts {
+        out.push(match part {
+            Part::Prose(s) => s.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join(" "),
+            Part::List(items) => items.join(" "),
+            Part::Term(lines) => lines.join(" "),
+            Part::Code(code) => code.clone(),
+        });
+    }
+    out.join(" ")
 }
 
 /// A chunk read as passages, question-independent (kept by [`super::cache`]).
@@ -118,7 +138,10 @@ impl Analysis {
         }
         passages.extend(open.map(|b| b.done(sentence, lang)));
         let bytes = content.len() * 3
-            + passages.iter().map(|p| p.terms.iter().map(|t| t.len() + STRING_BYTES).sum::<usize>()).sum::<usize>();
+            + passages
+                .iter()
+                .map(|p| p.preview.len() + STRING_BYTES + p.terms.iter().map(|t| t.len() + STRING_BYTES).sum::<usize>())
+                .sum::<usize>();
         let title = analyze_as(lang, crate::text::chunk::own_heading(name)).into();
         Analysis { passages, heading: analyze_as(lang, name).into(), title, bytes }
     }
@@ -169,11 +192,13 @@ impl Builder {
         }
         terms.sort_unstable();
         terms.dedup();
+        let preview = super::prefix(&plain(&self.parts), PREVIEW_CHARS).to_string();
         Passage {
             parts: self.parts,
             sentences: self.first_sentence..end.max(self.first_sentence),
             terms: terms.into(),
             words,
+            preview,
         }
     }
 }

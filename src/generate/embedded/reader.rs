@@ -163,8 +163,6 @@ pub struct Explanation {
 
 /// Candidates shown in a trace at most.
 pub const EXPLAINED: usize = 8;
-/// Characters of a candidate's text shown in a trace.
-const PREVIEW_CHARS: usize = 160;
 
 /// The reader's answer: the quote (without lead-in or source line) and the sources it cites,
 /// the quoted one first.
@@ -205,7 +203,7 @@ pub fn read(
             let by_meaning = meaning.map_or(0.0, |m| w.meaning * m);
             let (standing, title) = (standing[s], title[s]);
             let score = by_meaning + w.coverage * coverage + w.standing * standing + w.title * title;
-            let text = super::prefix(&plain(&a.passages[p]), PREVIEW_CHARS).to_string();
+            let text = a.passages[p].preview.clone();
             let (source, passage, quoted) = (s, p, false);
             candidates.push(Candidate { source, passage, text, meaning, coverage, standing, title, score, quoted });
         }
@@ -384,20 +382,6 @@ fn cited(sources: &[SourceRef], quoted: usize) -> Vec<usize> {
         }
     }
     used
-}
-
-/// A passage as plain text (for the trace).
-fn plain(p: &Passage) -> String {
-    let mut out: Vec<String> = Vec::new();
-    for part in &p.parts {
-        out.push(match part {
-            Part::Prose(s) => s.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join(" "),
-            Part::List(items) => items.join(" "),
-            Part::Term(lines) => lines.join(" "),
-            Part::Code(code) => code.clone(),
-        });
-    }
-    out.join(" ")
 }
 
 /// The quote of the passages of chunk `a` from `at` on ([`span_end`]), their prose cut to
