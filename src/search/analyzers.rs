@@ -119,6 +119,13 @@ fn stop_word_counts(question: &str) -> Vec<(&'static str, usize)> {
     QUESTION_LANGUAGES.iter().copied().zip(counts).collect()
 }
 
+/// Whether `language`'s analyzer takes the lower-case `word` for a stop word: it leaves no term
+/// of it, or only terms of its question stop list ([`Analyzer::topic_terms`]).
+fn is_stop_word(language: &str, word: &str) -> bool {
+    let a = for_language(Some(language));
+    a.topic_terms(word).unwrap_or_else(|| a.terms(word)).is_empty()
+}
+
 /// Words whose [`stop_word_of`] is kept (the least recently asked forgotten first).
 const STOP_WORDS_KEPT: usize = 8192;
 
@@ -128,8 +135,7 @@ const STOP_WORDS_KEPT: usize = 8192;
 const STOP_WORD_KEPT_BYTES: usize = 40;
 
 /// Whether each language of [`QUESTION_LANGUAGES`], in that order, takes the lower-case `word`
-/// for a stop word: its analyzer leaves no term of it, or only terms of its question stop list
-/// ([`Analyzer::topic_terms`]). Kept per word (the last [`STOP_WORDS_KEPT`] asked, of at most
+/// for a stop word ([`is_stop_word`]). Kept per word (the last [`STOP_WORDS_KEPT`] asked, of at most
 /// [`STOP_WORD_KEPT_BYTES`]): analyzing each word of a question under four analyzers, as every
 /// retrieval does ([`told_by_function_words`]), was 6–7 % of a BM25-only completion's CPU, and
 /// questions are mostly made of the same few words.
@@ -144,10 +150,7 @@ fn stop_word_of(word: &str) -> [bool; QUESTION_LANGUAGES.len()] {
     if let Some(stop) = kept().get(word) {
         return *stop;
     }
-    let stop = std::array::from_fn(|i| {
-        let a = for_language(Some(QUESTION_LANGUAGES[i]));
-        a.topic_terms(word).unwrap_or_else(|| a.terms(word)).is_empty()
-    });
+    let stop = std::array::from_fn(|i| is_stop_word(QUESTION_LANGUAGES[i], word));
     if word.len() <= STOP_WORD_KEPT_BYTES {
         kept().put(word.to_string(), stop);
     }
@@ -624,10 +627,7 @@ mod tests {
 
     /// A word's stop-word languages as analyzed now, without the words kept.
     fn analyzed(word: &str) -> [bool; QUESTION_LANGUAGES.len()] {
-        QUESTION_LANGUAGES.map(|l| {
-            let a = for_language(Some(l));
-            a.topic_terms(word).unwrap_or_else(|| a.terms(word)).is_empty()
-        })
+        QUESTION_LANGUAGES.map(|l| is_stop_word(l, word))
     }
 
     #[test]

@@ -205,10 +205,10 @@ impl Retrieval {
         (sources, ranks, closeness)
     }
 
-    /// This retrieval with the embedded reader's reading of `question` from its sources
-    /// ([`Retrieval::reading`]), the reader's verdict and its fitted probability (0 when it
-    /// reads nothing: small talk, no sources).
-    fn judged(mut self, question: &str) -> (Retrieval, Verdict, f32) {
+    /// Reads `question` from these sources with the embedded reader, keeping the reading
+    /// ([`Retrieval::reading`], which the reply is then made from): its verdict and fitted
+    /// probability (0 when it reads nothing: small talk, no sources).
+    fn judge(&mut self, question: &str) -> (Verdict, f32) {
         let (sources, closeness) = self.sources();
         let evidence = Evidence {
             closeness: &closeness,
@@ -220,9 +220,9 @@ impl Retrieval {
         };
         let reading = embedded::read_question(question, &sources, &evidence, &Weights::FITTED);
         let e = &reading.explanation;
-        let (verdict, value) = (e.verdict, e.confidence.map_or(0.0, |c| c.value));
+        let judged = (e.verdict, e.confidence.map_or(0.0, |c| c.value));
         self.reading = Some(reading);
-        (self, verdict, value)
+        judged
     }
 }
 
@@ -251,8 +251,8 @@ pub async fn retrieve_in_conversation<F>(
 where
     F: std::future::Future<Output = Result<Option<String>>>,
 {
-    let alone = retrieve(store, search, replica, model, asked.into(), top, FUSION).await?;
-    let (alone, verdict, value) = alone.judged(asked);
+    let mut alone = retrieve(store, search, replica, model, asked.into(), top, FUSION).await?;
+    let (verdict, value) = alone.judge(asked);
     if verdict == Verdict::Answered {
         return Ok((alone, asked.to_string()));
     }
@@ -260,9 +260,9 @@ where
         return Ok((alone, asked.to_string()));
     };
     let query = Asked { text: asked, before: Some(&before) };
-    let together = retrieve(store, search, replica, model, query, top, FUSION).await?;
+    let mut together = retrieve(store, search, replica, model, query, top, FUSION).await?;
     let joined = query.words().into_owned();
-    let (together, verdict_together, value_together) = together.judged(&joined);
+    let (verdict_together, value_together) = together.judge(&joined);
     if verdict_together == Verdict::Answered && value_together > value {
         return Ok((together, joined));
     }
