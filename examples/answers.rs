@@ -21,7 +21,7 @@
 //! cargo run --example answers -- --replay /tmp/sources.json --fit /tmp/fit.json
 //! ```
 //!
-//! `--weights M,C,S,T,H` scores passages with other reader weights than `Weights::FITTED`
+//! `--weights M,C,S,T,H[,X]` scores passages with other reader weights than `Weights::FITTED`
 //! (`generate::embedded::reader`); `--fit FILE` decides with another fitted decision than the
 //! one shipped for the model (`data/reader/MODEL.json`); `--dump FILE` writes one JSON line per
 //! question (its outcome, the decision's signals and its probability) for fitting the decision
@@ -361,8 +361,8 @@ fn flag(args: &[String], name: &str) -> Option<String> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
 }
 
-/// `Weights::FITTED`, or those of `--weights` (five comma-separated numbers), deciding with the
-/// fit of `--fit FILE` when given.
+/// `Weights::FITTED`, or those of `--weights` (five comma-separated numbers, or six with the
+/// chunk cosine's weight across languages), deciding with the fit of `--fit FILE` when given.
 fn weights(args: &[String]) -> Weights {
     let decision = flag(args, "--fit").map(|f| {
         let fit = Fit::parse(&std::fs::read_to_string(&f).expect("--fit file")).expect("--fit: a reader fit");
@@ -370,8 +370,18 @@ fn weights(args: &[String]) -> Weights {
     });
     let Some(list) = flag(args, "--weights") else { return Weights { decision, ..Weights::FITTED } };
     let v: Vec<f32> = list.split(',').map(|x| x.parse().expect("--weights: numbers")).collect();
-    assert_eq!(v.len(), 5, "--weights M,C,S,T,H");
-    Weights { meaning: v[0], coverage: v[1], standing: v[2], title: v[3], heading: v[4], decision, pick: None }
+    assert!(matches!(v.len(), 5 | 6), "--weights M,C,S,T,H[,X]");
+    let across_chunk = v.get(5).copied().unwrap_or(Weights::FITTED.across_chunk);
+    Weights {
+        meaning: v[0],
+        coverage: v[1],
+        standing: v[2],
+        title: v[3],
+        heading: v[4],
+        across_chunk,
+        decision,
+        pick: None,
+    }
 }
 
 #[tokio::main]

@@ -337,8 +337,9 @@ struct ConfidenceView {
 /// A candidate passage of [`ReaderView`]: `source` is its chunk's 1-based place in `sources`
 /// (its retrieval rank), `meaning` the question's cosine to its closest sentence, `coverage`
 /// the share of the question's weighted terms it holds, `standing` its chunk's retrieval score
-/// over the best chunk's, `title` its chunk's heading's agreement with the question, `score`
-/// their weighted sum.
+/// over the best chunk's, `title` its chunk's heading's agreement with the question,
+/// `chunkCosine` the question's cosine to its chunk, `score` their weighted sum (of meaning and
+/// the chunk's cosine alone for a question in another language than every document).
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(inline, description = "")]
@@ -362,7 +363,14 @@ struct CandidateView<'a> {
     /// Ours: the agreement of its chunk's own heading with the question: the Dice coefficient
     /// of their terms (in 0..=1).
     title: f32,
-    /// Ours: meaning + 0.5 × coverage + 0.6 × standing + 0.5 × title: the best score is quoted.
+    /// Ours: the cosine similarity of the question's embedding to the passage's chunk (absent
+    /// without an embedding model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -1, max = 1))]
+    chunk_cosine: Option<f32>,
+    /// Ours: meaning + 0.5 × coverage + 0.6 × standing + 0.5 × title; for a question in another
+    /// language than every document (`otherLanguage`: its words are not the documents'),
+    /// meaning + 2 × chunkCosine. The best score is quoted.
     score: f32,
     /// Ours: whether the answer quotes it.
     quoted: bool,
@@ -379,6 +387,7 @@ fn reader_view(e: &Explanation) -> ReaderView<'_> {
             coverage: c.coverage,
             standing: c.standing,
             title: c.title,
+            chunk_cosine: c.chunk,
             score: c.score,
             quoted: c.quoted,
         })

@@ -481,6 +481,12 @@ La boutique d'Annecy est ouverte du mardi au samedi, de 9 h à 19 h.\n";
 /// A server with both installed models (the README's) and a replica naming multilingual-e5-small
 /// whose knowledge base is [`FROMAGERIE`] (French).
 async fn fromagerie_on_the_multilingual_model() -> (Server, Org, String) {
+    on_the_multilingual_model("fromagerie.md", "fr", FROMAGERIE).await
+}
+
+/// A server with both installed models (the README's) and a replica naming multilingual-e5-small
+/// whose knowledge base is one document, `text` (`title`, in `language`).
+async fn on_the_multilingual_model(title: &str, language: &str, text: &str) -> (Server, Org, String) {
     let dir = crate::common::DataDir::new();
     crate::strict_clients::copy_dir(&real_model_dir(), &dir.path().join("models/all-minilm-l6-v2"));
     crate::strict_clients::copy_dir(
@@ -488,11 +494,11 @@ async fn fromagerie_on_the_multilingual_model() -> (Server, Org, String) {
         &dir.path().join("models/multilingual-e5-small"),
     );
     let server = Server::start_in(dir, &[]);
-    let org = server.new_org("Dubois").await;
-    let mut body = crate::common::replica_body("fromagerie", &org.owner_email);
+    let org = server.new_org("Polyglot").await;
+    let mut body = crate::common::replica_body(title.trim_end_matches(".md"), &org.owner_email);
     body["llm"] = json!({"model": "replicad-extractive", "embeddingModel": "multilingual-e5-small"});
     let replica = org.create_replica_from(body).await;
-    add_in(&org, &replica, "fromagerie.md", "fr", FROMAGERIE).await;
+    add_in(&org, &replica, title, language, text).await;
     (server, org, replica)
 }
 
@@ -521,6 +527,60 @@ async fn with_the_multilingual_model_english_questions_are_answered_from_a_frenc
     // in the documents' own language too (the fit's decision for such questions)
     let (_, v) = org.post(&path, json!({"content": "Qui a gagné la coupe du monde de football en 2018 ?"})).await;
     assert_eq!(v["reader"]["verdict"], json!("refused"), "{v}");
+}
+
+/// An English product manual whose first section names the product on every line (what a
+/// question naming the product shares with it, in any language).
+const HALCYON: &str = "# Halcyon H4 smart thermostat\n\n\
+Product: Halcyon H4\nMaker: Halcyon Home Ltd.\nWorks with: gas and oil boilers, heat pumps\n\n\
+The Halcyon H4 learns your week and heats your home only when you are there.\n\n\
+## In the box\n\n\
+A wall plate, four screws, a boiler relay and a quick start guide.\n\n\
+## Wi-Fi\n\n\
+The thermostat connects to 2.4 GHz wireless networks only.\n\n\
+## Warranty\n\n\
+Your thermostat is covered by a three-year limited warranty from the date of purchase; keep the receipt.\n\n\
+## Troubleshooting\n\n\
+If the app cannot reach the thermostat, hold the ring down for ten seconds to restart it.\n";
+
+/// A candidate's score by the weights of a question in the documents' language (the trace's
+/// `meaning`, `coverage`, `standing` and `title`; `reader::Weights::FITTED`).
+fn general_score(c: &serde_json::Value) -> f64 {
+    let f = |k: &str| c[k].as_f64().unwrap_or_else(|| panic!("{k}: {c}"));
+    f("meaning") + 0.5 * f("coverage") + 0.6 * f("standing") + 0.5 * f("title")
+}
+
+/// With the multilingual model, a question in another language than the documents is scored
+/// by meaning alone (its closest sentence's cosine and twice its chunk's): the words it shares
+/// with them are names (the product's, which its profile holds on every line), so a German
+/// question naming the product is answered from the section it asks about, where the words'
+/// score puts the profile first; a French one on another section too.
+#[tokio::test]
+async fn with_the_multilingual_model_a_question_in_another_language_is_answered_by_meaning_not_by_shared_names() {
+    let (_server, org, replica) = on_the_multilingual_model("halcyon.md", "en", HALCYON).await;
+    let path = format!("/v1/replicas/{replica}/chat/completions/test");
+    let mut outranked = 0;
+    for (question, span, section) in [
+        ("Wie lange gilt die Garantie des Halcyon H4?", "three-year limited warranty", "Warranty"),
+        ("Que faire si l'application n'arrive plus à joindre le thermostat ?", "ten seconds", "Troubleshooting"),
+    ] {
+        let (s, v) = org.post(&path, json!({"content": question})).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        let reader = &v["reader"];
+        assert_eq!(reader["otherLanguage"], json!(true), "{question}: {reader}");
+        assert_ne!(reader["verdict"], json!("refused"), "{question}: {reader}");
+        let content = v["content"].as_str().unwrap();
+        assert!(content.contains(span) && content.ends_with(&format!("› {section})")), "{question}: {v}");
+        let candidates = reader["candidates"].as_array().expect("candidates");
+        let quoted = &candidates[0];
+        assert_eq!(quoted["quoted"], json!(true), "{reader}");
+        let across = |c: &serde_json::Value| c["meaning"].as_f64().unwrap() + 2.0 * c["chunkCosine"].as_f64().unwrap();
+        assert!((quoted["score"].as_f64().unwrap() - across(quoted)).abs() < 1e-4, "meaning alone: {quoted}");
+        if candidates.iter().any(|c| general_score(c) > general_score(quoted) + 1e-6) {
+            outranked += 1;
+        }
+    }
+    assert!(outranked > 0, "the words' score would have quoted another passage for at least one question");
 }
 
 /// On the multilingual model too, a word of a French question that the French document never
