@@ -277,14 +277,20 @@ struct ReaderView<'a> {
 }
 
 /// [`Confidence`](crate::generate::embedded::Confidence) on the wire: the signals of the
-/// quoted passage and the fitted decision's probability.
+/// quoted passage (for a question in another language than every document, of the passage the
+/// general score puts first, which the decision was fitted on) and the fitted decision's
+/// probability.
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(inline, description = "")]
 struct ConfidenceView {
     /// Ours: the probability, from a logistic regression over the signals below fitted per
     /// embedding model (`fit`), that the knowledge base answers the question; the reader
-    /// refuses below the fit's `refuse` threshold and leads in below its `uncertain` one.
+    /// refuses below the fit's `refuse` threshold and leads in below its `uncertain` one. For
+    /// a question in another language than every document (`otherLanguage`), whose quote
+    /// meaning alone chooses, the passage signals below are those of the candidate that
+    /// meaning + 0.5 × coverage + 0.6 × standing + 0.5 × title puts first (what the fit was
+    /// fitted on).
     #[schemars(range(min = 0, max = 1))]
     value: f32,
     /// Ours: the embedding model whose fitted decision decided (`bm25`: the fit for words

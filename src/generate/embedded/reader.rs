@@ -246,9 +246,10 @@ pub fn read(
     }
     // the decision reads the passage the general score puts first (what its fit was fitted
     // on), also where meaning alone chooses the quote (a question in another language)
-    let judged = match evidence.other_language {
-        true => candidates.iter().min_by(|a, b| first(a, b, |c| w.score(c, false))).cloned(),
-        false => None,
+    let judged = if evidence.other_language {
+        candidates.iter().min_by(|a, b| first(a, b, |c| w.score(c, false))).cloned()
+    } else {
+        None
     };
     candidates.sort_by(|a, b| first(a, b, |c| c.score));
     let chosen = w.pick.unwrap_or(0).min(candidates.len() - 1);
