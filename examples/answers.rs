@@ -260,7 +260,7 @@ fn candidate_rows(q: &Question, kept: &Kept, w: &Weights) -> Vec<serde_json::Val
             serde_json::json!({
                 "id": q.id, "corpus": q.corpus, "phrasing": q.phrasing, "place": k, "source": c.source, "passage": c.passage,
                 "meaning": c.meaning, "coverage": c.coverage, "standing": c.standing, "title": c.title, "score": c.score,
-                "chunk": closeness.get(c.source).and_then(|x| x.chunk), "right": right,
+                "chunk": c.chunk, "right": right,
             })
         })
         .collect()
