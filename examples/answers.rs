@@ -156,6 +156,9 @@ struct Kept {
     /// How much of the question's meaning rests on its unknown terms.
     #[serde(default)]
     unknown_meaning: Option<f32>,
+    /// The section the conversation's last answer quoted (entry id, section name).
+    #[serde(default)]
+    last_quoted: Option<(u64, String)>,
 }
 
 impl Kept {
@@ -176,6 +179,7 @@ impl Kept {
             model: self.model.as_deref(),
             spread: self.spread.map(|(mean, deviation, largest, rows)| Spread { mean, deviation, largest, rows }),
             unknown_meaning: self.unknown_meaning,
+            last_quoted: self.last_quoted.as_ref().map(|(id, name)| (*id, name.as_str())),
         }
     }
 }
@@ -184,8 +188,8 @@ impl Kept {
 async fn retrieve(kb: &Kb, q: &Question) -> Kept {
     let top = chat::EMBEDDED_TOP_K;
     let asked = replicad::text::question::asked(&q.question);
-    let previous = async { Ok(q.previous.clone()) };
-    let (chat::Retrieval { found, unknown, other_language, model, spread, unknown_meaning, .. }, read) =
+    let previous = async { Ok(q.previous.clone().map(|question| chat::Previous { question, quoted: None })) };
+    let (chat::Retrieval { found, unknown, other_language, model, spread, unknown_meaning, last_quoted, .. }, read) =
         chat::retrieve_in_conversation((&kb.store, &kb.search), (kb.replica, None), asked, previous, top)
             .await
             .expect("retrieve");
@@ -193,7 +197,7 @@ async fn retrieve(kb: &Kb, q: &Question) -> Kept {
     let read = (read != asked).then_some(read);
     let sources = found.into_iter().map(|r| r.source).collect();
     let spread = spread.map(|s| (s.mean, s.deviation, s.largest, s.rows));
-    Kept { closeness, sources, unknown, other_language, model, read, spread, unknown_meaning }
+    Kept { closeness, sources, unknown, other_language, model, read, spread, unknown_meaning, last_quoted }
 }
 
 /// The text an answer to `question` quotes: without its lead-in (when `uncertain`) and its
@@ -370,8 +374,9 @@ fn weights(args: &[String]) -> Weights {
     });
     let Some(list) = flag(args, "--weights") else { return Weights { decision, ..Weights::FITTED } };
     let v: Vec<f32> = list.split(',').map(|x| x.parse().expect("--weights: numbers")).collect();
-    assert!(matches!(v.len(), 5 | 6), "--weights M,C,S,T,H[,X]");
+    assert!(matches!(v.len(), 5..=7), "--weights M,C,S,T,H[,X[,K]]");
     let across_chunk = v.get(5).copied().unwrap_or(Weights::FITTED.across_chunk);
+    let continuity = v.get(6).copied().unwrap_or(Weights::FITTED.continuity);
     Weights {
         meaning: v[0],
         coverage: v[1],
@@ -379,6 +384,7 @@ fn weights(args: &[String]) -> Weights {
         title: v[3],
         heading: v[4],
         across_chunk,
+        continuity,
         decision,
         pick: None,
     }

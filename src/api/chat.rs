@@ -374,9 +374,13 @@ struct CandidateView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = -1, max = 1))]
     chunk_cosine: Option<f32>,
+    /// Ours: its chunk is in the section the conversation's last answer quoted (the subject a
+    /// follow-up continues; never on `…/chat/completions/test`, which reads no history).
+    continues: bool,
     /// Ours: meaning + 0.5 × coverage + 0.6 × standing + 0.5 × title; for a question in another
     /// language than every document (`otherLanguage`: its words are not the documents'),
-    /// meaning + 2 × chunkCosine. The best score is quoted.
+    /// meaning + 2 × chunkCosine; standing once more when it `continues`. The best score is
+    /// quoted.
     score: f32,
     /// Ours: whether the answer quotes it.
     quoted: bool,
@@ -394,6 +398,7 @@ fn reader_view(e: &Explanation) -> ReaderView<'_> {
             standing: c.standing,
             title: c.title,
             chunk_cosine: c.chunk,
+            continues: c.continues,
             score: c.score,
             quoted: c.quoted,
         })

@@ -98,6 +98,9 @@ pub struct Evidence<'a> {
     /// How much of the question's meaning rests on its `unknown` terms, `1 − cos` of the
     /// question with and without them, 0 with none (`None` without an embedding model).
     pub unknown_meaning: Option<f32>,
+    /// The section the conversation's last answer quoted, as (entry id, section name): the
+    /// subject a follow-up continues (`None`: no earlier question, or it was not answered).
+    pub last_quoted: Option<(u64, &'a str)>,
 }
 
 /// Everything a backend may use to answer.
@@ -148,6 +151,7 @@ impl Generation {
             model: self.embedding_model.as_deref(),
             spread: self.spread,
             unknown_meaning: self.unknown_meaning,
+            last_quoted: None,
         }
     }
 }

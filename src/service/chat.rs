@@ -184,6 +184,9 @@ pub struct Retrieval {
     /// The embedded reader's reading of the question from these sources, when it was read
     /// ([`retrieve_in_conversation`]); the reply is then made from it, not read again.
     pub reading: Option<embedded::Reading>,
+    /// The section the conversation's last answer quoted, as (entry id, section name), which
+    /// the reading weighs ([`retrieve_in_conversation`]).
+    pub last_quoted: Option<(u64, String)>,
 }
 
 impl Retrieval {
@@ -217,6 +220,7 @@ impl Retrieval {
             model: self.model.as_deref(),
             spread: self.spread,
             unknown_meaning: self.unknown_meaning,
+            last_quoted: self.last_quoted.as_ref().map(|(id, name)| (*id, name.as_str())),
         };
         let reading = embedded::read_question(question, &sources, &evidence, &Weights::FITTED);
         let e = &reading.explanation;
@@ -224,23 +228,53 @@ impl Retrieval {
         self.reading = Some(reading);
         judged
     }
+
+    /// The section its reading quotes, as (entry id, section name), if it answered.
+    fn quoted(&self) -> Option<(u64, String)> {
+        let quote = self.reading.as_ref()?.quote.as_ref()?;
+        let source = &self.found[quote.used[0]].source;
+        Some((source.id, source.name.clone()))
+    }
 }
 
-/// Retrieval for the embedded generator's question `asked`, read in its conversation: when the
-/// reader would not answer it on its own and the conversation has an earlier question
-/// (`previous`, given lazily: read only then), that question and this one are retrieved
-/// together (the words of both; the sum of their vectors, the earlier one's from the cache of
-/// recent questions: no second embedding, [`Asked`]), and that reading is kept when the reader
-/// is surer of it and answers it. On the calibration set's conversations (all-MiniLM-L6-v2)
-/// the sum of the vectors answered follow-ups from the right section for 0.724 against 0.690
-/// with the joined text embedded anew, and changes of subject alike (0.900); with the decision
-/// that weighs the knowledge base's spread of cosines, 0.586 and 0.900 (keeping a joined
-/// reading that is only led in, when surer by 0.1: 0.690 and 0.900 there, but 0.778 against
-/// 0.889 for changes of subject on the held-out conversations, so not kept). A
-/// question that says enough on its own is never pulled back to the earlier subject; one that
-/// says little ("Can you show an example?") is read with it. Returns the retrieval and the
-/// question the reader reads (`asked`, or both joined by a blank line). The same general
-/// signals decide (`embedded::decision`): no list of follow-up phrases.
+/// The conversation's turn before a question ([`retrieve_in_conversation`]).
+#[derive(Debug, Clone, Default)]
+pub struct Previous {
+    /// What it asked (`question::asked` of the visitor's message).
+    pub question: String,
+    /// The section its answer quoted, as (entry id, section name): `Some(None)` when the
+    /// stored answer quoted none (or there is none), `None` when the history does not say
+    /// (turns a client sends carry no sources), so that the question is read again to find it.
+    pub quoted: Option<Option<(u64, String)>>,
+}
+
+/// Retrieval for the embedded generator's question `asked`, read in its conversation
+/// (`previous`: the turn before it, if any):
+/// - **the section the last answer quoted** is the subject a follow-up continues: a candidate
+///   passage in it adds its standing once more ([`Weights::continuity`]), so "What temperature
+///   does it keep then?" after an answer from *Holiday mode* is answered from *Holiday mode*
+///   when its words find that section too, and a question on a new subject, whose words find
+///   the old section far behind, is not pulled back to it. The section is the stored answer's
+///   first source, or, when the client sends its turns itself, the quote of the earlier
+///   question read again (its vector from the cache of recent questions).
+/// - when the reader would not answer the question on its own, the earlier question and this
+///   one are retrieved together (the words of both; the sum of their vectors, the earlier
+///   one's from the cache: no second embedding, [`Asked`]), and that reading is kept when the
+///   reader is surer of it and answers it ("Can you show an example?").
+///
+/// On the calibration set's conversations the two answered follow-ups from the right section
+/// for 0.724 with all-MiniLM-L6-v2 (0.586 with the second alone), 0.586 with
+/// multilingual-e5-small (0.552) and 0.621 with BM25 alone (0.586), and changes of subject as
+/// before (0.900, 0.900, 0.850). A flat bonus instead (0.6: 0.759 with all-MiniLM-L6-v2) pulled
+/// "Welchen Preis hat die Inspektion?" back to the list of services answered before it; the
+/// standing weighed 1.5 times lost changes of subject with BM25 alone (0.800); a bonus
+/// shrinking with the best passage's coverage of the question did worse (0.690). Earlier
+/// measures: the sum of the vectors answered follow-ups from the right section for 0.724
+/// against 0.690 with the joined text embedded anew; keeping a joined reading that is only led
+/// in, when surer by 0.1, lost changes of subject on the held-out conversations (0.778 against
+/// 0.889). Returns the retrieval and the question the reader reads (`asked`, or both joined by
+/// a blank line). The same general signals decide (`embedded::decision`): no list of
+/// follow-up phrases.
 pub async fn retrieve_in_conversation<F>(
     (store, search): (&Store, &Arc<Search>),
     (replica, model): (Uuid, Option<&str>),
@@ -249,18 +283,27 @@ pub async fn retrieve_in_conversation<F>(
     top: usize,
 ) -> Result<(Retrieval, String)>
 where
-    F: std::future::Future<Output = Result<Option<String>>>,
+    F: std::future::Future<Output = Result<Option<Previous>>>,
 {
+    let before = previous.await?.filter(|p| !p.question.trim().is_empty() && p.question != asked);
+    let last_quoted = match &before {
+        Some(Previous { quoted: Some(quoted), .. }) => quoted.clone(),
+        Some(p) => {
+            let mut earlier = retrieve(store, search, replica, model, p.question.as_str().into(), top, FUSION).await?;
+            earlier.judge(&p.question);
+            earlier.quoted()
+        }
+        None => None,
+    };
     let mut alone = retrieve(store, search, replica, model, asked.into(), top, FUSION).await?;
+    alone.last_quoted = last_quoted.clone();
     let (verdict, value) = alone.judge(asked);
-    if verdict == Verdict::Answered {
-        return Ok((alone, asked.to_string()));
-    }
-    let Some(before) = previous.await?.filter(|p| !p.trim().is_empty() && p != asked) else {
+    let Some(before) = before.filter(|_| verdict != Verdict::Answered) else {
         return Ok((alone, asked.to_string()));
     };
-    let query = Asked { text: asked, before: Some(&before) };
+    let query = Asked { text: asked, before: Some(&before.question) };
     let mut together = retrieve(store, search, replica, model, query, top, FUSION).await?;
+    together.last_quoted = last_quoted;
     let joined = query.words().into_owned();
     let (verdict_together, value_together) = together.judge(&joined);
     if verdict_together == Verdict::Answered && value_together > value {
@@ -343,7 +386,10 @@ async fn retrieve_from(
         })
         .await?;
     let reading = None;
-    Ok((Retrieval { found, unknown, other_language, model, spread, unknown_meaning, reading }, collapsed))
+    Ok((
+        Retrieval { found, unknown, other_language, model, spread, unknown_meaning, reading, last_quoted: None },
+        collapsed,
+    ))
 }
 
 /// The question's cosine to each sentence vector in `stored`, the stored vectors of a chunk
@@ -496,16 +542,38 @@ async fn recent_turns(store: &Store, replica: Uuid, user: Uuid, source: &str) ->
         .await
 }
 
-/// The conversation's question before `ask`, for reading a question that says little on its
-/// own ([`retrieve_in_conversation`]): the last user turn the client sent with it, else the
-/// last one stored on its channel (none when the client keeps no history).
-async fn previous_question(cx: &Context, replica: Uuid, user: Uuid, ask: &Ask) -> Result<Option<String>> {
-    let turns = match &ask.turns {
-        Some(turns) => turns.clone(),
-        None if ask.skip_chat_history => return Ok(None),
-        None => recent_turns(&cx.store, replica, user, &ask.source).await?,
-    };
-    Ok(turns.into_iter().rev().find(|t| t.role == "user").map(|t| question::asked(&t.content).to_string()))
+/// The conversation's turn before `ask` ([`retrieve_in_conversation`]): the last user turn
+/// the client sent with it (whose answer's sources it does not send), else the last question
+/// stored on its channel with the sources of the answer stored after it (none when the client
+/// keeps no history).
+async fn previous_turn(cx: &Context, replica: Uuid, user: Uuid, ask: &Ask) -> Result<Option<Previous>> {
+    if let Some(turns) = &ask.turns {
+        let question = turns.iter().rev().find(|t| t.role == "user");
+        return Ok(question.map(|t| Previous { question: question::asked(&t.content).to_string(), quoted: None }));
+    }
+    if ask.skip_chat_history {
+        return Ok(None);
+    }
+    let source = ask.source.clone();
+    cx.store
+        .read(move |txn| {
+            let messages = super::messages::open(txn)?;
+            let mut quoted = None;
+            for m in messages.newest_first(replica, user, u64::MAX)? {
+                let m = m?;
+                match m.role.as_str() {
+                    _ if m.source != source => {}
+                    "user" => {
+                        let question = question::asked(&m.content).to_string();
+                        return Ok(Some(Previous { question, quoted: Some(quoted.flatten()) }));
+                    }
+                    "assistant" if quoted.is_none() => quoted = Some(m.sources.first().map(|s| (s.id, s.name.clone()))),
+                    _ => {}
+                }
+            }
+            Ok(None)
+        })
+        .await
 }
 
 async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> Result<Prepared> {
@@ -521,12 +589,12 @@ async fn prepare(cx: &Context, replica: &Replica, user: Uuid, mut ask: Ask) -> R
     let top = if embedded { EMBEDDED_TOP_K } else { TOP_K };
     let (model, asked) = (replica.llm.embedding_model.as_deref(), question::asked(&ask.content));
     let (retrieval, read) = if embedded {
-        let previous = previous_question(cx, replica.id, user, &ask);
+        let previous = previous_turn(cx, replica.id, user, &ask);
         retrieve_in_conversation((&cx.store, &cx.search), (replica.id, model), asked, previous, top).await?
     } else {
         (retrieve(&cx.store, &cx.search, replica.id, model, asked.into(), top, FUSION).await?, ask.content.clone())
     };
-    let Retrieval { found, unknown, other_language, model: embedding_model, spread, unknown_meaning, reading } =
+    let Retrieval { found, unknown, other_language, model: embedding_model, spread, unknown_meaning, reading, .. } =
         retrieval;
     let (sources, ranks, closeness) = Retrieval::into_parts(found);
     tracing::debug!(

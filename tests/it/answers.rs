@@ -466,6 +466,53 @@ async fn with_the_real_model_a_follow_up_is_read_in_its_conversation() {
     assert!(sources[0].contains("Virtual Environments"), "{sources:?}");
 }
 
+/// A heat pump controller's guide, whose sections each say a temperature.
+const CONTROLLER: &str = "# Aurora H1 controller: user guide\n\n\
+## Holiday mode\n\n\
+Before a trip, enter your departure and return dates under Settings › Away. While you are away \
+the heating holds a frost protection temperature of 8 °C, and it warms the home again on the \
+morning of your return.\n\n\
+## Eco mode\n\n\
+Eco mode lowers the temperature by 2 °C whenever nobody is home, judged from your phone's \
+location, and raises it again when the first phone comes back.\n\n\
+## Comfort setting\n\n\
+The comfort temperature is 21 °C when delivered; change it with the dial.\n\n\
+## Air filter\n\n\
+Clean the air filter every three months under running water and let it dry before you put it \
+back.\n";
+
+/// A follow-up continues the subject of the answer before it: asked alone (the trace reads no
+/// history: no candidate `continues`), "What temperature does it keep then?" is answered, not
+/// led in, from another section, so it is not read joined with the question before it; after
+/// an answer from *Holiday mode*, it is answered from *Holiday mode*. A new subject is still
+/// answered from its own section.
+#[tokio::test]
+async fn with_the_real_model_a_follow_up_continues_the_subject_of_the_answer_before_it() {
+    let server = hybrid();
+    let org = server.new_org("Aurora").await;
+    let replica = org.create_replica("aurora").await;
+    add_in(&org, &replica, "aurora.md", "en", CONTROLLER).await;
+    let follow_up = "What temperature does it keep then?";
+    let path = format!("/v1/replicas/{replica}/chat/completions/test");
+    let (_, alone) = org.post(&path, json!({"content": follow_up})).await;
+    let candidates = alone["reader"]["candidates"].as_array().expect("candidates");
+    let quoted = candidates.iter().find(|c| c["quoted"] == json!(true)).expect("a quoted candidate");
+    let place = quoted["source"].as_u64().expect("source") as usize - 1;
+    let section = alone["sources"][place]["name"].as_str().expect("name");
+    assert!(!section.ends_with("Holiday mode"), "alone, another section: {alone}");
+    assert_eq!(alone["reader"]["verdict"], json!("answered"), "so it is not read with the question before: {alone}");
+    assert!(candidates.iter().all(|c| c["continues"] == json!(false)), "{alone}");
+
+    let (_, sources) = ask(&org, &replica, "How do I set it up before going on a trip?").await;
+    assert!(sources[0].ends_with("Holiday mode"), "{sources:?}");
+    let (answer, sources) = ask(&org, &replica, follow_up).await;
+    assert!(sources[0].ends_with("Holiday mode"), "the same subject: {sources:?} {answer}");
+    assert!(answer.contains("8 °C"), "{answer}");
+    // a new subject is not pulled back to the old one
+    let (_, sources) = ask(&org, &replica, "How often should I clean the filter?").await;
+    assert!(sources[0].ends_with("Air filter"), "{sources:?}");
+}
+
 /// A French company's documents, for questions asked in English of a replica on the
 /// multilingual model.
 const FROMAGERIE: &str = "# À propos de la Fromagerie Dubois\n\n\

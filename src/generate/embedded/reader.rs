@@ -26,7 +26,9 @@
 //!    company's, on every profile line) and standing is half a BM25 score on those words. On
 //!    the cross-lingual calibration block (131 questions, both ways) that chose a right quote
 //!    for 0.763 of them instead of 0.672 (English questions on French, German or Spanish
-//!    text 0.686 → 0.721, French or German ones on English text 0.644 → 0.844). The best
+//!    text 0.686 → 0.721, French or German ones on English text 0.644 → 0.844). In a
+//!    conversation, a candidate in the section the last answer quoted adds its standing once
+//!    more ([`Weights::continuity`], `service::chat::retrieve_in_conversation`). The best
 //!    passage is quoted; an equal score goes to the better-ranked chunk, then to the earlier
 //!    passage.
 //! 2. **The quote** is that passage and the ones after it in its chunk, as far as [`MAX_WORDS`]
@@ -92,6 +94,11 @@ pub struct Weights {
     /// scores: its words are not the documents' words, so coverage and title count only
     /// shared names, and standing is half a BM25 score on those words ([`Weights::score`]).
     pub across_chunk: f32,
+    /// Weight of *standing* once more for a candidate in the section the conversation's last
+    /// answer quoted ([`Evidence::last_quoted`]): a follow-up continues its subject, as far as
+    /// its own words also find that section (a question on a new subject, whose words find
+    /// the old section far behind, is not pulled back to it).
+    pub continuity: f32,
     /// The decision to use instead of the one fitted for the retrieval's model (to measure
     /// another fit: `examples/answers --fit FILE`); `None`: [`decision::for_model`].
     pub decision: Option<&'static decision::Fit>,
@@ -110,6 +117,7 @@ impl Weights {
         title: 0.5,
         heading: 0.5,
         across_chunk: 2.0,
+        continuity: 1.0,
         decision: None,
         pick: None,
     };
@@ -181,6 +189,8 @@ pub struct Candidate {
     pub standing: f32,
     /// Its chunk's heading's agreement with the question ([`agreement`]).
     pub title: f32,
+    /// Its chunk is in the section the conversation's last answer quoted.
+    pub continues: bool,
     pub score: f32,
     pub quoted: bool,
 }
@@ -239,10 +249,30 @@ pub fn read(
             let coverage = coverage(&asked, &weights, quoted, a, w.heading);
             let (standing, title, text) = (standing[s], title[s], a.passages[p].preview.clone());
             let (source, passage, quoted, score) = (s, p, false, 0.0);
-            let mut c = Candidate { source, passage, text, meaning, coverage, chunk, standing, title, score, quoted };
+            let continues =
+                evidence.last_quoted.is_some_and(|(id, name)| sources[s].id == id && sources[s].name == name);
+            let mut c = Candidate {
+                source,
+                passage,
+                text,
+                meaning,
+                coverage,
+                chunk,
+                standing,
+                title,
+                continues,
+                score,
+                quoted,
+            };
             c.score = w.score(&c, evidence.other_language);
             candidates.push(c);
         }
+    }
+    // as far as the question's own words find the section (its best chunk's standing), the
+    // same for each of its passages, so that their own order stays
+    let found = candidates.iter().filter(|c| c.continues).map(|c| c.standing).fold(0.0, f32::max);
+    for c in candidates.iter_mut().filter(|c| c.continues) {
+        c.score += w.continuity * found;
     }
     // the decision reads the passage the general score puts first (what its fit was fitted
     // on), also where meaning alone chooses the quote (a question in another language)
