@@ -256,7 +256,9 @@ pub struct Previous {
 ///   when its words find that section too, and a question on a new subject, whose words find
 ///   the old section far behind, is not pulled back to it. The section is the stored answer's
 ///   first source, or, when the client sends its turns itself, the quote of the earlier
-///   question read again (its vector from the cache of recent questions).
+///   question read again (its vector from the cache of recent questions). A stored history
+///   silent for [`chats::SILENCE_MS`](super::chats::SILENCE_MS) has no turn before: a new
+///   conversation continues nothing.
 /// - when the reader would not answer the question on its own, the earlier question and this
 ///   one are retrieved together (the words of both; the sum of their vectors, the earlier
 ///   one's from the cache: no second embedding, [`Asked`]), and that reading is kept when the
@@ -545,7 +547,9 @@ async fn recent_turns(store: &Store, replica: Uuid, user: Uuid, source: &str) ->
 /// The conversation's turn before `ask` ([`retrieve_in_conversation`]): the last user turn
 /// the client sent with it (whose answer's sources it does not send), else the last question
 /// stored on its channel with the sources of the answer stored after it (none when the client
-/// keeps no history).
+/// keeps no history, or when the channel's last item is older than
+/// [`chats::SILENCE_MS`](super::chats::SILENCE_MS): the question starts a new conversation,
+/// as the conversation quota counts it).
 async fn previous_turn(cx: &Context, replica: Uuid, user: Uuid, ask: &Ask) -> Result<Option<Previous>> {
     if let Some(turns) = &ask.turns {
         let question = turns.iter().rev().find(|t| t.role == "user");
@@ -554,7 +558,7 @@ async fn previous_turn(cx: &Context, replica: Uuid, user: Uuid, ask: &Ask) -> Re
     if ask.skip_chat_history {
         return Ok(None);
     }
-    let source = ask.source.clone();
+    let (source, since) = (ask.source.clone(), now_ms() - super::chats::SILENCE_MS);
     cx.store
         .read(move |txn| {
             let messages = super::messages::open(txn)?;
@@ -563,6 +567,7 @@ async fn previous_turn(cx: &Context, replica: Uuid, user: Uuid, ask: &Ask) -> Re
                 let m = m?;
                 match m.role.as_str() {
                     _ if m.source != source => {}
+                    _ if quoted.is_none() && m.created_at < since => return Ok(None),
                     "user" => {
                         let question = question::asked(&m.content).to_string();
                         return Ok(Some(Previous { question, quoted: Some(quoted.flatten()) }));

@@ -485,10 +485,12 @@ back.\n";
 /// history: no candidate `continues`), "What temperature does it keep then?" is answered, not
 /// led in, from another section, so it is not read joined with the question before it; after
 /// an answer from *Holiday mode*, it is answered from *Holiday mode*. A new subject is still
-/// answered from its own section.
+/// answered from its own section, and after half an hour of silence (a new conversation)
+/// nothing is continued.
 #[tokio::test]
 async fn with_the_real_model_a_follow_up_continues_the_subject_of_the_answer_before_it() {
-    let server = hybrid();
+    let model = real_model_dir();
+    let server = Server::start_with(&["--test-clock", "--embedding-models", model.to_str().expect("a UTF-8 path")]);
     let org = server.new_org("Aurora").await;
     let replica = org.create_replica("aurora").await;
     add_in(&org, &replica, "aurora.md", "en", CONTROLLER).await;
@@ -511,6 +513,11 @@ async fn with_the_real_model_a_follow_up_continues_the_subject_of_the_answer_bef
     // a new subject is not pulled back to the old one
     let (_, sources) = ask(&org, &replica, "How often should I clean the filter?").await;
     assert!(sources[0].ends_with("Air filter"), "{sources:?}");
+    // after half an hour of silence a conversation is over: nothing before it is continued
+    ask(&org, &replica, "How do I set it up before going on a trip?").await;
+    crate::chats::advance_clock(&server, 31);
+    let (answer, sources) = ask(&org, &replica, follow_up).await;
+    assert!(!sources[0].ends_with("Holiday mode"), "a new conversation: {sources:?} {answer}");
 }
 
 /// A French company's documents, for questions asked in English of a replica on the
