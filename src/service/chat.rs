@@ -229,6 +229,24 @@ impl Retrieval {
         judged
     }
 
+    /// Whether the section the conversation's last answer quoted could change its reading's
+    /// quote: a candidate of another section than the quoted one scores within
+    /// [`Weights::continuity`] of it (the most that section's standing adds), or the
+    /// candidates shown were cut there ([`embedded::reader::EXPLAINED`]). When not, and the
+    /// question is answered, the history need not be read ([`retrieve_in_conversation`]).
+    fn contested(&self) -> bool {
+        let Some(reading) = &self.reading else { return false };
+        let candidates = &reading.explanation.candidates;
+        let Some(best) = candidates.first() else { return false };
+        let section = |c: &embedded::Candidate| {
+            let s = &self.found[c.source].source;
+            (s.id, s.name.as_str())
+        };
+        let reach = |c: &embedded::Candidate| c.score + Weights::FITTED.continuity >= best.score;
+        let cut = candidates.len() == embedded::reader::EXPLAINED && candidates.last().is_some_and(reach);
+        cut || candidates.iter().any(|c| section(c) != section(best) && reach(c))
+    }
+
     /// The section its reading quotes, as (entry id, section name), if it answered.
     fn quoted(&self) -> Option<(u64, String)> {
         let quote = self.reading.as_ref()?.quote.as_ref()?;
@@ -259,6 +277,10 @@ pub struct Previous {
 ///   question read again (its vector from the cache of recent questions). A stored history
 ///   silent for [`chats::SILENCE_MS`](super::chats::SILENCE_MS) has no turn before: a new
 ///   conversation continues nothing.
+/// - the history is read (`previous` awaited) only when the conversation could change the
+///   reading: the question alone is not answered, or another section's candidate stands within
+///   [`Weights::continuity`] of the best ([`Retrieval::contested`]). A question its own words
+///   answer reads nothing more than it did without a conversation.
 /// - when the reader would not answer the question on its own, the earlier question and this
 ///   one are retrieved together (the words of both; the sum of their vectors, the earlier
 ///   one's from the cache: no second embedding, [`Asked`]), and that reading is kept when the
@@ -287,6 +309,12 @@ pub async fn retrieve_in_conversation<F>(
 where
     F: std::future::Future<Output = Result<Option<Previous>>>,
 {
+    let mut alone = retrieve(store, search, replica, model, asked.into(), top, FUSION).await?;
+    let (mut verdict, mut value) = alone.judge(asked);
+    if verdict == Verdict::Answered && !alone.contested() {
+        // the conversation could change nothing: its history is not read
+        return Ok((alone, asked.to_string()));
+    }
     let before = previous.await?.filter(|p| !p.question.trim().is_empty() && p.question != asked);
     let last_quoted = match &before {
         Some(Previous { quoted: Some(quoted), .. }) => quoted.clone(),
@@ -297,9 +325,10 @@ where
         }
         None => None,
     };
-    let mut alone = retrieve(store, search, replica, model, asked.into(), top, FUSION).await?;
-    alone.last_quoted = last_quoted.clone();
-    let (verdict, value) = alone.judge(asked);
+    if last_quoted.is_some() {
+        alone.last_quoted = last_quoted.clone();
+        (verdict, value) = alone.judge(asked);
+    }
     let Some(before) = before.filter(|_| verdict != Verdict::Answered) else {
         return Ok((alone, asked.to_string()));
     };
