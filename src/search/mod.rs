@@ -497,8 +497,10 @@ impl Search {
 
     /// The best `limit` chunks of `replica` for `query`, best first: its BM25 hits
     /// ([`Search::search`]) and, with an embedding model, its nearest chunk vectors under the
-    /// replica's model (`model`: its `llm.embeddingModel`), fused by `how`
-    /// ([`fusion::fuse`]); each hit with its cosine to the question, the BM25-only ones
+    /// replica's model (`model`: its `llm.embeddingModel`), fused by `how` ([`fusion::fuse`];
+    /// for a question in another language than every document, a multilingual model's
+    /// [`Hybrid::other_language`], by [`fusion::Fusion::across_languages`]: BM25 weighed
+    /// less); each hit with its cosine to the question, the BM25-only ones
     /// included. Without an embedding model, or when embedding the question fails (an upstream
     /// down: logged), the best `limit` BM25 hits alone, as fused hits of BM25 ranks only. With
     /// vectors, the best [`fusion::DEPTH`] of each ranking (or `limit`, when more) are fused, so
@@ -546,6 +548,7 @@ impl Search {
             unknown.clear();
         }
         let nearest = self.vectors.search(replica, &model, &v, depth);
+        let how = if other_language { how.across_languages() } else { how };
         let mut hits = fusion::fuse(&bm25, &nearest.hits, how, limit);
         // the BM25 hits the vector ranking missed get their cosine too (the reader weighs it)
         let missing: Vec<(u64, u32)> =

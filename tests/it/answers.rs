@@ -608,7 +608,8 @@ fn general_score(c: &serde_json::Value) -> f64 {
 /// by meaning alone (its closest sentence's cosine and twice its chunk's): the words it shares
 /// with them are names (the product's, which its profile holds on every line), so a German
 /// question naming the product is answered from the section it asks about, where the words'
-/// score puts the profile first; a French one on another section too.
+/// score puts the profile first; a French one on another section too. Retrieval, too, weighs
+/// the words less than in the documents' language.
 #[tokio::test]
 async fn with_the_multilingual_model_a_question_in_another_language_is_answered_by_meaning_not_by_shared_names() {
     let (_server, org, replica) = on_the_multilingual_model("halcyon.md", "en", HALCYON).await;
@@ -625,6 +626,12 @@ async fn with_the_multilingual_model_a_question_in_another_language_is_answered_
         assert_ne!(reader["verdict"], json!("refused"), "{question}: {reader}");
         let content = v["content"].as_str().unwrap();
         assert!(content.contains(span) && content.ends_with(&format!("› {section})")), "{question}: {v}");
+        // fused with BM25 weighed 0.3 (`Fusion::across_languages`): the source the vectors find
+        // first leads, with at least the vectors' 0.7 (the German question's words find the
+        // profile first: with BM25's 0.6 of the documents' language, the profile would lead)
+        let sources = v["sources"].as_array().expect("sources");
+        assert_eq!(sources[0]["vectorRank"], json!(1), "{question}: {sources:?}");
+        assert!(sources[0]["score"].as_f64().unwrap() >= 0.7 - 1e-4, "{question}: {sources:?}");
         let candidates = reader["candidates"].as_array().expect("candidates");
         let quoted = &candidates[0];
         assert_eq!(quoted["quoted"], json!(true), "{reader}");
