@@ -83,8 +83,10 @@ pub struct RetrievedView<'a> {
 fn fused_score_doc(schema: &mut Schema) {
     if let Some(score) = schema.get_mut("properties").and_then(|p| p.get_mut("score")) {
         score["description"] = "Ours: the fused score, 0.6 · bm25 / bm25_max + 0.4 · cosine' (the cosine scaled \
-            between the last and the first vector hit) over the rankings that found the chunk; with no embedding \
-            model configured (no `vectorRank` ever), 0.6 · bm25 / bm25_max."
+            between the last and the first vector hit) over the rankings that found the chunk; for a question in \
+            another language than every document (the trace's `reader.otherLanguage`, with a multilingual model), \
+            0.3 · bm25 / bm25_max + 0.7 · cosine'; with no embedding model configured (no `vectorRank` ever), \
+            0.6 · bm25 / bm25_max."
             .into();
     }
 }
