@@ -238,13 +238,21 @@ impl Retrieval {
         let Some(reading) = &self.reading else { return false };
         let candidates = &reading.explanation.candidates;
         let Some(best) = candidates.first() else { return false };
-        let section = |c: &embedded::Candidate| {
-            let s = &self.found[c.source].source;
-            (s.id, s.name.as_str())
-        };
         let reach = |c: &embedded::Candidate| c.score + Weights::FITTED.continuity >= best.score;
         let cut = candidates.len() == embedded::reader::EXPLAINED && candidates.last().is_some_and(reach);
-        cut || candidates.iter().any(|c| section(c) != section(best) && reach(c))
+        cut || candidates.iter().any(|c| self.section(c.source) != self.section(best.source) && reach(c))
+    }
+
+    /// The section of found source `i`, as (entry id, section name).
+    fn section(&self, i: usize) -> (u64, &str) {
+        let s = &self.found[i].source;
+        (s.id, s.name.as_str())
+    }
+
+    /// Whether a found source is in `section` (entry id, section name): only then can a
+    /// candidate continue it.
+    fn holds(&self, (id, name): &(u64, String)) -> bool {
+        (0..self.found.len()).any(|i| self.section(i) == (*id, name.as_str()))
     }
 
     /// The section its reading quotes, as (entry id, section name), if it answered.
@@ -325,8 +333,9 @@ where
         }
         None => None,
     };
-    if last_quoted.is_some() {
-        alone.last_quoted = last_quoted.clone();
+    if let Some(section) = last_quoted.as_ref().filter(|s| alone.holds(s)) {
+        // read again only when a candidate can continue the section: otherwise nothing moves
+        alone.last_quoted = Some(section.clone());
         (verdict, value) = alone.judge(asked);
     }
     let Some(before) = before.filter(|_| verdict != Verdict::Answered) else {
