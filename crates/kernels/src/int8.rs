@@ -283,6 +283,7 @@ impl Linear {
                     width,
                     cols,
                     out_stride: self.outputs,
+                    ahead: 0,
                 };
                 let mut r = block;
                 for height in crate::tile_heights(end - block, MR) {
@@ -325,11 +326,14 @@ impl Linear {
                     width: 2 * self.pairs,
                     cols: self.outputs - panel * NR,
                     out_stride: self.outputs,
+                    ahead: 0,
                 };
                 let two = panel + 1 < panels;
                 let mut r = block;
                 for height in crate::tile_heights(end - block, MR_VNNI) {
                     let at = out.as_mut_ptr().add(r * self.outputs + panel * NR);
+                    let next = panels.saturating_sub(panel + 2).min(2);
+                    let tile = Tile { ahead: if r == block { next } else { 0 }, ..tile };
                     // at least 8 independent chains of `vpdpwssd` (S sets of R · P sums)
                     match (height, two) {
                         (6, true) => tile.vnni::<6, 2, 1>(q, r, at),
@@ -416,10 +420,37 @@ struct Tile {
     /// last panel may have fewer), all those of the following panels for the VNNI kernel.
     cols: usize,
     out_stride: usize,
+    /// Panels after the tile's own whose weights it asks for in the L2 cache as it reads its
+    /// own ([`Tile::prefetch_ahead`]): the next tile's, for the first row tile of a row block
+    /// (0 for the others, whose panels are already in the caches, and for the last tile).
+    ahead: usize,
 }
+
+/// Input pairs of a panel whose weights (256 bytes) [`Tile::prefetch_ahead`] asks for at once.
+const PREFETCH_PAIRS: usize = 8;
 
 #[cfg(target_arch = "x86_64")]
 impl Tile {
+    /// Asks for the [`PREFETCH_PAIRS`] input pairs from `from` (a byte offset) of each of the
+    /// [`Tile::ahead`] panels after the tile's `P` in the L2 cache, one tile ahead of their
+    /// reads (the VNNI kernel's first row tile of a row block). A panel is a run of 6 KiB of
+    /// weights (24 KiB at 1,536 inputs), too short for the hardware's stream prefetcher to get
+    /// ahead of: a question's first row tile waited on memory at every panel's start
+    /// (`kernel_bench`'s question, 24 distinct matrices: 1,393 → 1,036 µs at the median of 8;
+    /// one prefetch per 64 bytes instead, in the inner loop, made it slower).
+    ///
+    /// # Safety
+    /// The tile's panels are followed by `ahead` more of `pairs × NR × 2` bytes each.
+    #[inline]
+    unsafe fn prefetch_ahead<const P: usize>(&self, from: usize) {
+        let stride = self.pairs * NR * 2;
+        for k in P..P + self.ahead {
+            for line in 0..PREFETCH_PAIRS * NR * 2 / 64 {
+                _mm_prefetch::<_MM_HINT_T1>(self.weights.wrapping_add(k * stride + from + 64 * line));
+            }
+        }
+    }
+
     /// `R` rows from `row` of `q` times the panel, scaled, biased and written at `out` (the
     /// tile's first output; rows `out_stride` apart).
     ///
@@ -483,6 +514,9 @@ impl Tile {
         let mut sets = [[[_mm512_setzero_si512(); P]; R]; S];
         let whole = self.pairs / S * S;
         for first in (0..whole).step_by(S) {
+            if first % PREFETCH_PAIRS == 0 {
+                self.prefetch_ahead::<P>(first * NR * 2);
+            }
             for (s, acc) in sets.iter_mut().enumerate() {
                 self.vnni_step(q, row, first + s, acc);
             }
