@@ -427,6 +427,7 @@ struct Tile {
 }
 
 /// Input pairs of a panel whose weights (256 bytes) [`Tile::prefetch_ahead`] asks for at once.
+#[cfg(target_arch = "x86_64")]
 const PREFETCH_PAIRS: usize = 8;
 
 #[cfg(target_arch = "x86_64")]
