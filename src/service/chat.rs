@@ -258,8 +258,8 @@ impl Retrieval {
     /// The section its reading quotes, as (entry id, section name), if it answered.
     fn quoted(&self) -> Option<(u64, String)> {
         let quote = self.reading.as_ref()?.quote.as_ref()?;
-        let source = &self.found[quote.used[0]].source;
-        Some((source.id, source.name.clone()))
+        let (id, name) = self.section(quote.used[0]);
+        Some((id, name.to_string()))
     }
 }
 

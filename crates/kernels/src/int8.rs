@@ -329,10 +329,11 @@ impl Linear {
                     ahead: 0,
                 };
                 let two = panel + 1 < panels;
+                // the panels of the next tile, which the first row tile asks for
+                let next = panels.saturating_sub(panel + 2).min(2);
                 let mut r = block;
                 for height in crate::tile_heights(end - block, MR_VNNI) {
                     let at = out.as_mut_ptr().add(r * self.outputs + panel * NR);
-                    let next = panels.saturating_sub(panel + 2).min(2);
                     let tile = Tile { ahead: if r == block { next } else { 0 }, ..tile };
                     // at least 8 independent chains of `vpdpwssd` (S sets of R · P sums)
                     match (height, two) {
