@@ -316,6 +316,20 @@ mod tests {
         assert_eq!(a.used, vec![0]);
     }
 
+    /// A section's opening words stay with the passage after them that answers, also when that
+    /// passage alone fills most of the budget (what introduces the answer often states it).
+    #[test]
+    fn the_words_that_open_a_section_are_quoted_with_the_passage_that_answers() {
+        let intro = "The substitute command is the most used command of the editor: s/regexp/replacement/flags.";
+        let filler = "Lighthouses stand on rocky coasts and guide the ships at night. ".repeat(17);
+        let text =
+            format!("{intro}\n\nThe replacement is applied by the substitute command to the first match. {filler}");
+        let a =
+            reply(&persona(), "How is the replacement applied by the substitute command?", &[src("Substitute", &text)]);
+        assert!(a.text.starts_with(intro), "{}", a.text);
+        assert!(a.text.contains("applied by the substitute command to the first match."), "{}", a.text);
+    }
+
     /// A passage longer than the budget is cut to whole sentences around its closest sentence.
     #[test]
     fn a_long_paragraph_is_cut_to_whole_sentences_around_its_best_one() {
