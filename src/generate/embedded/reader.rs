@@ -41,9 +41,9 @@
 //!    the best-matching passage held the key spans for 0.61 of the answerable questions
 //!    instead of 0.67, the context before it often being what states them). For the same
 //!    reason the quote is cut around the span's best sentence (its question terms held and its
-//!    cosine) with up to half the budget before it, taken from the passages before the chosen
-//!    one in its chunk too: a section's opening words stay with the passage after them that
-//!    answers, the quote still one contiguous excerpt (dev set, all-MiniLM-L6-v2: keys held
+//!    cosine) with what comes before it (up to half the budget, more when what follows is
+//!    short), taken from the passages before the chosen one in its chunk too: a section's
+//!    opening words stay with the passage after them that answers, the quote still one contiguous excerpt (dev set, all-MiniLM-L6-v2: keys held
 //!    0.718 → 0.731, the calibration set unchanged).
 //! 3. **Whether to answer** is decided from retrieval alone, by a logistic regression over
 //!    the quoted passage's signals, the question's closeness to the best chunk and sentence
