@@ -42,8 +42,10 @@
 //!    instead of 0.67, the context before it often being what states them). For the same
 //!    reason the quote is cut around the span's best sentence (its question terms held and its
 //!    cosine) with what comes before it (up to half the budget, more when what follows is
-//!    short), taken from the passages before the chosen one in its chunk too: a section's
-//!    opening words stay with the passage after them that answers, the quote still one contiguous excerpt (dev set, all-MiniLM-L6-v2: keys held
+//!    short) and, when that reaches the chosen passage's start, all the passages before it in
+//!    its chunk if they fit in that half: the words that open a section stay with the passage
+//!    after them that answers, and a paragraph on another point is not put before it
+//!    (the walkthrough's "How do I delete a key from it?"), the quote still one contiguous excerpt (dev set, all-MiniLM-L6-v2: keys held
 //!    0.718 → 0.731, the calibration set unchanged).
 //! 3. **Whether to answer** is decided from retrieval alone, by a logistic regression over
 //!    the quoted passage's signals, the question's closeness to the best chunk and sentence
@@ -468,8 +470,8 @@ fn cited(sources: &[SourceRef], quoted: usize) -> Vec<usize> {
 }
 
 /// The quote of chunk `a` around its best sentence in the passages from `at` on
-/// ([`span_end`]), within [`MAX_WORDS`]: what introduces that sentence may come from the
-/// passages before `at` ([`span`]).
+/// ([`span_end`]), within [`MAX_WORDS`]: the words that open the chunk, before `at`, may
+/// introduce it ([`span`]).
 fn quote(a: &Analysis, at: usize, asked: &[String], weights: &[f32], cos: &[f32]) -> String {
     let mut parts = parts_of(&a.passages[..at]);
     let opens = parts.len();
@@ -594,8 +596,10 @@ fn followed(parts: &[(&Part, usize)], units: &[Unit], end: usize) -> bool {
 }
 
 /// The span `start..end` of `units` to keep: the best-scored unit from `from` on, what comes
-/// before it up to half of [`MAX_WORDS`] (a passage opens with what introduces it), then what
-/// follows, then more before, as far as the budget allows.
+/// before it from `from` on up to half of [`MAX_WORDS`] (a passage opens with what introduces
+/// it) and, when that reaches `from`, the units before `from` too if all of them fit in that
+/// half (the words that open the chunk), then what follows, then more before from `from` on,
+/// as far as the budget allows.
 fn span(units: &[Unit], from: usize) -> (usize, usize) {
     if from >= units.len() {
         return (from, from);
@@ -603,18 +607,22 @@ fn span(units: &[Unit], from: usize) -> (usize, usize) {
     let best =
         (from..units.len()).max_by(|a, b| units[*a].score.total_cmp(&units[*b].score).then(b.cmp(a))).unwrap_or(from);
     let (mut start, mut end, mut words) = (best, best + 1, units[best].words);
-    grow_back(units, MAX_WORDS / 2, &mut start, &mut words);
+    grow_back(units, from, MAX_WORDS / 2, &mut start, &mut words);
+    let opening: usize = units[..from].iter().map(|u| u.words).sum();
+    if start == from && words + opening <= MAX_WORDS / 2 {
+        (start, words) = (0, words + opening);
+    }
     while end < units.len() && words + units[end].words <= MAX_WORDS {
         words += units[end].words;
         end += 1;
     }
-    grow_back(units, MAX_WORDS, &mut start, &mut words);
+    grow_back(units, from.min(start), MAX_WORDS, &mut start, &mut words);
     (start, end)
 }
 
-/// Moves `start` back over `units` while the words stay within `limit`.
-fn grow_back(units: &[Unit], limit: usize, start: &mut usize, words: &mut usize) {
-    while *start > 0 && *words + units[*start - 1].words <= limit {
+/// Moves `start` back over `units`, not before `floor`, while the words stay within `limit`.
+fn grow_back(units: &[Unit], floor: usize, limit: usize, start: &mut usize, words: &mut usize) {
+    while *start > floor && *words + units[*start - 1].words <= limit {
         *start -= 1;
         *words += units[*start].words;
     }
