@@ -616,7 +616,7 @@ fn span(units: &[Unit], from: usize) -> (usize, usize) {
         words += units[end].words;
         end += 1;
     }
-    grow_back(units, from.min(start), MAX_WORDS, &mut start, &mut words);
+    grow_back(units, from, MAX_WORDS, &mut start, &mut words);
     (start, end)
 }
 
