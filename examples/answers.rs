@@ -13,6 +13,7 @@
 //! cargo run --release --example answers -- --and-offtopic  # the set, then its off-topic block (indexed once)
 //! cargo run --release --example answers -- --set followups   # conversations, each turn after the one before
 //! cargo run --release --example answers -- --set calibration --conversations  # the calibration set's
+//! cargo run --release --example answers -- --set followups --stored-history  # … as a stored history gives the turn before
 //! cargo run --release --example answers -- --embeddings DIR # hybrid retrieval (BM25 + vectors), as served
 //! cargo run --example answers -- --embeddings DIR --floors tests/answers/floors.json  # CI's gate (dev profile: Cargo.toml optimises the kernels)
 //! cargo run --release --example answers -- --embeddings CATALOG.json --llm-upstream NAME=URL  # an embeddings server's model
@@ -39,7 +40,10 @@
 //! over documents nobody tuned for, frozen (their READMEs: measure them at the end of a
 //! session, never while tuning); `--set followups`, `tests/answers/followups/conversations.json`,
 //! conversations whose every turn is asked after the one before it (rows `kind followup` and
-//! `kind newsubject`; frozen too). `--offtopic` asks each corpus's answerable questions of the next corpus's replica
+//! `kind newsubject`; frozen too). A turn is read as when the client sends the conversation's
+//! turns itself (the turn before's quote found by reading its question again), or with
+//! `--stored-history` as the widget, the web page and the messengers ask (the section the
+//! turn before's answer quoted, as the server stores it with the answer). `--offtopic` asks each corpus's answerable questions of the next corpus's replica
 //! instead: every one must be refused. Each corpus is indexed as its own replica (one entry per
 //! file, as the demo does, its language detected). Every question is retrieved (the best
 //! `chat::EMBEDDED_TOP_K` chunks, read in its conversation as the server does for the embedded
@@ -186,20 +190,25 @@ impl Kept {
     }
 }
 
-/// The sources of `q` from `kb`, as the server retrieves them for the embedded generator.
-async fn retrieve(kb: &Kb, q: &Question) -> Kept {
+/// The sources of `q` from `kb`, as the server retrieves them for the embedded generator, and
+/// the section its answer quotes (entry id, section name; `None` when refused). `stored`: the
+/// section the turn before quoted, as a stored history gives it (`None`: the client sent the
+/// turns, so the earlier question is read again to find it).
+async fn retrieve(kb: &Kb, q: &Question, stored: Option<Option<(u64, String)>>) -> (Kept, Option<(u64, String)>) {
     let top = chat::EMBEDDED_TOP_K;
     let asked = replicad::text::question::asked(&q.question);
-    let previous = async { Ok(q.previous.clone().map(|question| chat::Previous { question, quoted: None })) };
-    let (chat::Retrieval { found, unknown, other_language, model, spread, unknown_meaning, last_quoted, .. }, read) =
+    let previous = async { Ok(q.previous.clone().map(|question| chat::Previous { question, quoted: stored })) };
+    let (retrieval, read) =
         chat::retrieve_in_conversation((&kb.store, &kb.search), (kb.replica, None), asked, previous, top)
             .await
             .expect("retrieve");
+    let quoted = retrieval.quoted();
+    let chat::Retrieval { found, unknown, other_language, model, spread, unknown_meaning, last_quoted, .. } = retrieval;
     let closeness = found.iter().map(|r| (r.ranks.cosine, r.sentences.clone())).collect();
     let read = (read != asked).then_some(read);
     let sources = found.into_iter().map(|r| r.source).collect();
     let spread = spread.map(|s| (s.mean, s.deviation, s.largest, s.rows));
-    Kept { closeness, sources, unknown, other_language, model, read, spread, unknown_meaning, last_quoted }
+    (Kept { closeness, sources, unknown, other_language, model, read, spread, unknown_meaning, last_quoted }, quoted)
 }
 
 /// The text an answer to `question` quotes: without its lead-in (when `uncertain`) and its
@@ -400,11 +409,18 @@ async fn main() {
         .map(|f| serde_json::from_str(&std::fs::read_to_string(f).expect("kept sources")).expect("sources JSON"));
     let blocks = blocks(&args);
     let mut kept: BTreeMap<String, Kept> = BTreeMap::new();
+    let stored = args.iter().any(|a| a == "--stored-history");
     for (name, dir) in &blocks[0].1.corpora {
+        let mut last = None;
         let kb = if replay.is_none() { Some(Kb::open(dir, labelled::embedders(&args)).await) } else { None };
         for q in blocks.iter().flat_map(|(_, b)| &b.questions).filter(|q| &q.corpus == name) {
             let found = match (&kb, &replay) {
-                (Some(kb), _) => retrieve(kb, q).await,
+                (Some(kb), _) => {
+                    let before = q.previous.as_ref().and(last.take()).filter(|_| stored);
+                    let (found, quoted) = retrieve(kb, q, before).await;
+                    last = Some(quoted);
+                    found
+                }
                 (None, Some(r)) => r.get(&q.id).cloned().unwrap_or_default(),
                 (None, None) => unreachable!("a knowledge base is opened unless replaying"),
             };

@@ -256,7 +256,7 @@ impl Retrieval {
     }
 
     /// The section its reading quotes, as (entry id, section name), if it answered.
-    fn quoted(&self) -> Option<(u64, String)> {
+    pub fn quoted(&self) -> Option<(u64, String)> {
         let quote = self.reading.as_ref()?.quote.as_ref()?;
         let (id, name) = self.section(quote.used[0]);
         Some((id, name.to_string()))
