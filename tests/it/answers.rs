@@ -449,8 +449,9 @@ async fn with_the_real_model_a_german_company_s_documents_are_answered_as_writte
     assert!(!answer.starts_with("I don't know") && !answer.starts_with("The closest"), "in German: {answer}");
 }
 
-/// A question that says little on its own is read with the conversation's question before it;
-/// one on a new subject is answered from that subject.
+/// A question that says little on its own is read with the conversation's question before it
+/// (even when that reading is only led in, but much surer); one on a new subject is answered
+/// from that subject.
 #[tokio::test]
 async fn with_the_real_model_a_follow_up_is_read_in_its_conversation() {
     let server = hybrid();
@@ -464,6 +465,12 @@ async fn with_the_real_model_a_follow_up_is_read_in_its_conversation() {
     // a new subject is not pulled back to the old one
     let (_, sources) = ask(&org, &replica, "How do I create a virtual environment?").await;
     assert!(sources[0].contains("Virtual Environments"), "{sources:?}");
+    // alone led in from *Managing Packages with pip*; with the question before it led in too,
+    // but with several times the odds (`chat::JOINED_ODDS`): read so
+    let (_, sources) = ask(&org, &replica, "How do I read a file?").await;
+    assert!(sources[0].ends_with("Reading and Writing Files"), "{sources:?}");
+    let (answer, sources) = ask(&org, &replica, "Show me one, please.").await;
+    assert!(sources[0].ends_with("Reading and Writing Files"), "the same subject: {sources:?} {answer}");
 }
 
 /// A heat pump controller's guide, whose sections each say a temperature.
