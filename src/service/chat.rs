@@ -280,7 +280,8 @@ pub struct Previous {
 ///   passage in it adds its standing once more ([`Weights::continuity`]), so "What temperature
 ///   does it keep then?" after an answer from *Holiday mode* is answered from *Holiday mode*
 ///   when its words find that section too, and a question on a new subject, whose words find
-///   the old section far behind, is not pulled back to it. The section is the stored answer's
+///   the old section far behind, is not pulled back to it, nor refused because of it
+///   ([`continuation_kept`]). The section is the stored answer's
 ///   first source, or, when the client sends its turns itself, the quote of the earlier
 ///   question read again (its vector from the cache of recent questions). A stored history
 ///   silent for [`chats::SILENCE_MS`](super::chats::SILENCE_MS) has no turn before: a new
@@ -338,8 +339,12 @@ where
     };
     if let Some(section) = last_quoted.as_ref().filter(|s| alone.holds(s)) {
         // read again only when a candidate can continue the section: otherwise nothing moves
+        let (unread, read_before) = (alone.reading.clone(), (verdict, value));
         alone.last_quoted = Some(section.clone());
         (verdict, value) = alone.judge(asked);
+        if !continuation_kept(read_before.0, verdict) {
+            (alone.last_quoted, alone.reading, (verdict, value)) = (None, unread, read_before);
+        }
     }
     let Some(before) = before.filter(|_| verdict != Verdict::Answered) else {
         return Ok((alone, asked.to_string()));
@@ -354,6 +359,17 @@ where
         return Ok((together, joined));
     }
     Ok((alone, asked.to_string()))
+}
+
+/// Whether a question's reading with the section the last answer quoted continued (verdict
+/// `continued`) replaces its reading without it (`alone`): unless it refuses a question the
+/// reader answers or leads in without it. The continuity only weighs which passage is quoted;
+/// the subject before is not what a question asks of the knowledge base, so it never makes
+/// the reader say "I don't know" ("OK. What is a lambda, by the way?" after two turns on
+/// default argument values, with multilingual-e5-small: led in from *Lambda Expressions*
+/// alone, refused when read from *Default Argument Values*).
+fn continuation_kept(alone: Verdict, continued: Verdict) -> bool {
+    continued != Verdict::Refused || alone == Verdict::Refused
 }
 
 /// How many times the odds of a question's reading alone (`p / (1 - p)` of its fitted
@@ -879,6 +895,35 @@ mod tests {
     fn kept(content: &str) -> Retrieved {
         let source = SourceRef::sample("", content);
         Retrieved { source, ranks: Ranks::default(), sentences: Vec::new() }
+    }
+
+    #[test]
+    fn a_joined_reading_led_in_is_kept_only_when_much_surer_than_a_question_led_in_alone_on_known_terms() {
+        use Verdict::{Answered, Refused, Uncertain};
+        // "Show me one, please." after "What are list comprehensions?": odds x 7
+        assert!(surer_together((Uncertain, 0.368), (Uncertain, 0.077, false)));
+        // a new subject pulled back to the old one: odds x 1.3
+        assert!(!surer_together((Uncertain, 0.294), (Uncertain, 0.241, false)));
+        // led in alone for what it names that the documents lack
+        assert!(!surer_together((Uncertain, 0.630), (Uncertain, 0.199, true)));
+        // refused alone: only an answer replaces the refusal, never a lead-in
+        assert!(!surer_together((Uncertain, 0.367), (Refused, 0.05, false)));
+        assert!(surer_together((Answered, 0.523), (Refused, 0.05, false)));
+        assert!(surer_together((Answered, 0.45), (Uncertain, 0.30, true)));
+        assert!(!surer_together((Answered, 0.45), (Uncertain, 0.50, false)));
+        assert!(!surer_together((Refused, 0.04), (Uncertain, 0.01, false)));
+    }
+
+    #[test]
+    fn the_subject_before_never_turns_an_answer_or_a_lead_in_into_a_refusal() {
+        use Verdict::{Answered, Refused, Uncertain};
+        assert!(!continuation_kept(Uncertain, Refused));
+        assert!(!continuation_kept(Answered, Refused));
+        for (alone, continued) in
+            [(Refused, Refused), (Refused, Uncertain), (Uncertain, Answered), (Answered, Uncertain)]
+        {
+            assert!(continuation_kept(alone, continued), "{alone:?} -> {continued:?}");
+        }
     }
 
     #[test]
