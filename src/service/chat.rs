@@ -375,9 +375,8 @@ fn continuation_kept(alone: Verdict, continued: Verdict) -> bool {
 /// How many times the odds of a question's reading alone (`p / (1 - p)` of its fitted
 /// probability) a joined reading that is only led in must reach to be kept
 /// ([`surer_together`]). On the calibration set's conversations the joined readings of
-/// follow-ups that name nothing ("Show me one, please.") had 5.5 to 8.5 times the odds of their
-/// reading alone, those of questions on a new subject pulled back to the old one at most 1.9
-/// times.
+/// follow-ups ("Show me one, please.") had 5.5 to 8.5 times the odds of their reading alone,
+/// those of questions on a new subject pulled back to the old one at most 2.3 times.
 const JOINED_ODDS: f32 = 3.0;
 
 /// Whether a question's joined reading (`together`: its verdict and fitted probability) is
