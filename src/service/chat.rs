@@ -212,6 +212,12 @@ impl Retrieval {
     /// ([`Retrieval::reading`], which the reply is then made from): its verdict and fitted
     /// probability (0 when it reads nothing: small talk, no sources).
     fn judge(&mut self, question: &str) -> (Verdict, f32) {
+        let reading = self.read(question);
+        self.keep(reading)
+    }
+
+    /// The embedded reader's reading of `question` from these sources, not kept.
+    fn read(&self, question: &str) -> embedded::Reading {
         let (sources, closeness) = self.sources();
         let evidence = Evidence {
             closeness: &closeness,
@@ -222,7 +228,12 @@ impl Retrieval {
             unknown_meaning: self.unknown_meaning,
             last_quoted: self.last_quoted.as_ref().map(|(id, name)| (*id, name.as_str())),
         };
-        let reading = embedded::read_question(question, &sources, &evidence, &Weights::FITTED);
+        embedded::read_question(question, &sources, &evidence, &Weights::FITTED)
+    }
+
+    /// Keeps `reading` as this retrieval's ([`Retrieval::judge`]): its verdict and fitted
+    /// probability.
+    fn keep(&mut self, reading: embedded::Reading) -> (Verdict, f32) {
         let e = &reading.explanation;
         let judged = (e.verdict, e.confidence.map_or(0.0, |c| c.value));
         self.reading = Some(reading);
@@ -339,11 +350,12 @@ where
     };
     if let Some(section) = last_quoted.as_ref().filter(|s| alone.holds(s)) {
         // read again only when a candidate can continue the section: otherwise nothing moves
-        let (unread, read_before) = (alone.reading.clone(), (verdict, value));
         alone.last_quoted = Some(section.clone());
-        (verdict, value) = alone.judge(asked);
-        if !continuation_kept(read_before.0, verdict) {
-            (alone.last_quoted, alone.reading, (verdict, value)) = (None, unread, read_before);
+        let continued = alone.read(asked);
+        if continuation_kept(verdict, continued.explanation.verdict) {
+            (verdict, value) = alone.keep(continued);
+        } else {
+            alone.last_quoted = None;
         }
     }
     let Some(before) = before.filter(|_| verdict != Verdict::Answered) else {
@@ -354,8 +366,7 @@ where
     together.last_quoted = last_quoted;
     let joined = query.words().into_owned();
     let (verdict_together, value_together) = together.judge(&joined);
-    let names_unknown = alone.reading.as_ref().is_some_and(|r| !r.explanation.unknown.is_empty());
-    if surer_together((verdict_together, value_together), (verdict, value, names_unknown)) {
+    if surer_together((verdict_together, value_together), (verdict, value, !alone.unknown.is_empty())) {
         return Ok((together, joined));
     }
     Ok((alone, asked.to_string()))
