@@ -32,7 +32,9 @@
 //! Questions: `--set dev` (the default), `tests/answers/questions.json` over two corpora, the
 //! Python tutorial (`data/sample/python-tutorial`) and the GNU sed manual (`data/sed-manual`);
 //! `--set calibration`, business documents, FAQs and READMEs in four languages that the
-//! reader's decision is fitted on with dev (`tests/answers/calibrate.py`);
+//! reader's decision is fitted on with dev (`tests/answers/calibrate.py`); `--set business2`,
+//! six more organizations' business documents in three languages, written blind (tuned on,
+//! not fitted on);
 //! `--set calibration-crosslingual` and `--set dev-crosslingual`, questions of those two in
 //! another language than their documents (tuned on, not frozen); `--set heldout`,
 //! `heldout3`, `heldout4` (business documents of twelve organizations) and `crosslingual`

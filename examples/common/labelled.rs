@@ -68,7 +68,7 @@ impl Question {
 }
 
 /// The set named by `--set` in `args`: `dev` (default, `tests/answers/questions.json`) or
-/// `tests/answers/SET/questions.json` (`calibration`, `heldout`, `heldout3`, `heldout4`,
+/// `tests/answers/SET/questions.json` (`calibration`, `business2`, `heldout`, `heldout3`, `heldout4`,
 /// `crosslingual`), or a set of conversations, `tests/answers/SET/conversations.json`
 /// (`followups`, or with `--conversations` a set's own: [`Conversations`]). With `--offtopic`,
 /// the off-topic block of that set instead ([`off_topic`]).
