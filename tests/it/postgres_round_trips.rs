@@ -176,9 +176,35 @@ async fn measured(proxy: &Proxy, org: &Org, replicas: &[String], n: usize) -> Co
     }
 }
 
+/// How many windows a count of reads may take: the server's background tasks (the indexer's
+/// poll of a shared store, its position reports, the lease) read in bursts of 6 to 16 round
+/// trips a second whatever the requests do, so a window that a loaded machine stretches from
+/// ~40 ms to a second can hold one. The quietest of three windows is counted: reads the
+/// requests make themselves (one per request when something is not kept) are in every one.
+const WINDOWS: usize = 3;
+
+/// [`measured`] up to [`WINDOWS`] times: the window with the fewest reads, stopping at the
+/// first with at most `reads_allowed`.
+async fn quietest(proxy: &Proxy, org: &Org, replicas: &[String], n: usize, reads_allowed: u64) -> Counts {
+    let mut best = measured(proxy, org, replicas, n).await;
+    for _ in 1..WINDOWS {
+        if best.reads <= reads_allowed {
+            break;
+        }
+        let next = measured(proxy, org, replicas, n).await;
+        if next.reads < best.reads {
+            best = next;
+        }
+    }
+    best
+}
+
 /// The bound on a group commit's round trips (#48): it is one when the writer kept
 /// every row the batch reads.
 const BATCH_TRIPS: u64 = 3;
+
+/// Most reads outside the writer while the history is written: the path's replica, once.
+const REPLICA_READS: u64 = 2;
 
 /// Checks `seen` (64 history writes) against the bounds: at most [`BATCH_TRIPS`] round trips
 /// per group commit, and no read outside the writer but the first of a replica (kept since).
@@ -186,7 +212,7 @@ fn assert_within_bounds(seen: Counts, what: &str) {
     eprintln!("64 history writes {what}: {seen:?}");
     assert!(seen.commits >= 1, "the writes were committed: {seen:?}");
     assert!(seen.writer <= seen.commits * BATCH_TRIPS, "more than {BATCH_TRIPS} round trips per commit: {seen:?}");
-    assert!(seen.reads <= 2, "the path's replica is read once at most, then kept: {seen:?}");
+    assert!(seen.reads <= REPLICA_READS, "the path's replica is read once at most, then kept: {seen:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -198,7 +224,7 @@ async fn history_writes_to_one_chat_take_at_most_three_round_trips_per_group_com
     // reads the chat's rows once.
     post_items(&org, &replicas, 4).await;
 
-    assert_within_bounds(measured(&proxy, &org, &replicas, 64).await, "to one chat");
+    assert_within_bounds(quietest(&proxy, &org, &replicas, 64, REPLICA_READS).await, "to one chat");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -210,7 +236,7 @@ async fn writes_over_several_replicas_take_at_most_three_round_trips_per_group_c
     }
     post_items(&org, &replicas, 8).await;
 
-    assert_within_bounds(measured(&proxy, &org, &replicas, 64).await, "over 4 replicas");
+    assert_within_bounds(quietest(&proxy, &org, &replicas, 64, REPLICA_READS).await, "over 4 replicas");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -248,14 +274,26 @@ async fn questions_asked_again_read_nothing_outside_the_writer() {
     assert!(answer.contains("451 kelvin"), "{answer}");
     assert_eq!(org.ask(&replica, ZORBLAX_QUESTION).await, answer);
 
-    let before = proxy.counts();
-    for _ in 0..8 {
-        assert_eq!(org.ask(&replica, ZORBLAX_QUESTION).await, answer);
+    // the quietest of [`WINDOWS`] windows of 8 questions (the background tasks read in bursts)
+    let mut fewest = u64::MAX;
+    for _ in 0..WINDOWS {
+        let before = proxy.counts();
+        for _ in 0..8 {
+            assert_eq!(org.ask(&replica, ZORBLAX_QUESTION).await, answer);
+        }
+        let seen = proxy.counts();
+        eprintln!(
+            "8 questions: {} read round trips, {} commits",
+            seen.reads - before.reads,
+            seen.commits - before.commits
+        );
+        assert!(seen.commits > before.commits, "the questions were stored");
+        fewest = fewest.min(seen.reads - before.reads);
+        if fewest == 0 {
+            break;
+        }
     }
-    let seen = proxy.counts();
-    eprintln!("8 questions: {} read round trips, {} commits", seen.reads - before.reads, seen.commits - before.commits);
-    assert!(seen.commits > before.commits, "the questions were stored");
-    assert_eq!(seen.reads, before.reads, "no read of the quota, the outbox or the passages");
+    assert_eq!(fewest, 0, "no read of the quota, the outbox or the passages");
 }
 
 /// A data directory on the database `url` holding the secrets key every node of it shares.
