@@ -212,12 +212,13 @@ impl Retrieval {
     /// ([`Retrieval::reading`], which the reply is then made from): its verdict and fitted
     /// probability (0 when it reads nothing: small talk, no sources).
     fn judge(&mut self, question: &str) -> (Verdict, f32) {
-        let reading = self.read(question);
+        let reading = self.read(question, self.last_quoted.as_ref());
         self.keep(reading)
     }
 
-    /// The embedded reader's reading of `question` from these sources, not kept.
-    fn read(&self, question: &str) -> embedded::Reading {
+    /// The embedded reader's reading of `question` from these sources, with `last_quoted` the
+    /// section the conversation's last answer quoted, not kept.
+    fn read(&self, question: &str, last_quoted: Option<&(u64, String)>) -> embedded::Reading {
         let (sources, closeness) = self.sources();
         let evidence = Evidence {
             closeness: &closeness,
@@ -226,7 +227,7 @@ impl Retrieval {
             model: self.model.as_deref(),
             spread: self.spread,
             unknown_meaning: self.unknown_meaning,
-            last_quoted: self.last_quoted.as_ref().map(|(id, name)| (*id, name.as_str())),
+            last_quoted: last_quoted.map(|(id, name)| (*id, name.as_str())),
         };
         embedded::read_question(question, &sources, &evidence, &Weights::FITTED)
     }
@@ -350,12 +351,10 @@ where
     };
     if let Some(section) = last_quoted.as_ref().filter(|s| alone.holds(s)) {
         // read again only when a candidate can continue the section: otherwise nothing moves
-        alone.last_quoted = Some(section.clone());
-        let continued = alone.read(asked);
+        let continued = alone.read(asked, Some(section));
         if continuation_kept(verdict, continued.explanation.verdict) {
+            alone.last_quoted = Some(section.clone());
             (verdict, value) = alone.keep(continued);
-        } else {
-            alone.last_quoted = None;
         }
     }
     let Some(before) = before.filter(|_| verdict != Verdict::Answered) else {
